@@ -1,0 +1,1 @@
+//! servebench-client

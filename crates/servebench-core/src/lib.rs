@@ -1,0 +1,15 @@
+//! Pure logic of servebench: configuration model, arrival schedules, request records, metrics,
+//! statistics and the result schema. No network, no files: plain functions over plain data,
+//! tested on hand-computed inputs.
+
+pub mod clock;
+pub mod error;
+pub mod record;
+pub mod tokenizer;
+pub mod workload;
+
+pub use clock::RunClock;
+pub use error::{BenchError, ErrorCode, Result};
+pub use record::{ErrorKind, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource};
+pub use tokenizer::TextTokenizer;
+pub use workload::{Prompt, RequestSpec, Workload};

@@ -1,0 +1,263 @@
+//! `RequestRecord`: everything measured about one request, the source of truth for every metric.
+//!
+//! All times are microsecond offsets from the run's monotonic origin (`RunClock`), so records
+//! from one run compare directly and records from shards align through their wall-clock anchor.
+
+use serde::{Deserialize, Serialize};
+
+/// How a request ended. Every request ends as exactly one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The server answered with a 2xx status and a complete, well-formed response that carried
+    /// at least one generated token (or, for non-generating APIs, a complete body).
+    Completed,
+    /// The request failed; `RequestRecord::error` says why.
+    Failed,
+    /// The run stopped before the request finished (interrupt, duration bound).
+    Cancelled,
+}
+
+/// Why a request failed. Stable snake_case names: they appear in results and records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// TCP/TLS connection could not be established.
+    Connect,
+    /// The connection failed while sending the request or reading the response.
+    Transport,
+    /// The server answered with a non-2xx status.
+    HttpStatus,
+    /// The response was not the protocol we expect (bad JSON, wrong content type, bad SSE).
+    Protocol,
+    /// One SSE event exceeded the configured size bound.
+    EventTooLarge,
+    /// The server reported an error inside the stream (an `error` object or event).
+    ServerError,
+    /// The stream finished without producing any generated token.
+    NoTokens,
+    /// The stream ended (connection closed) before the terminating `[DONE]`/final event.
+    Incomplete,
+    /// A client-side timeout fired (total request timeout or stall timeout).
+    Timeout,
+}
+
+impl ErrorKind {
+    /// Every kind, in a stable order (for reports that list counts per kind).
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::Connect,
+        ErrorKind::Transport,
+        ErrorKind::HttpStatus,
+        ErrorKind::Protocol,
+        ErrorKind::EventTooLarge,
+        ErrorKind::ServerError,
+        ErrorKind::NoTokens,
+        ErrorKind::Incomplete,
+        ErrorKind::Timeout,
+    ];
+
+    /// The stable snake_case name used in results and records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Transport => "transport",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::EventTooLarge => "event_too_large",
+            ErrorKind::ServerError => "server_error",
+            ErrorKind::NoTokens => "no_tokens",
+            ErrorKind::Incomplete => "incomplete",
+            ErrorKind::Timeout => "timeout",
+        }
+    }
+}
+
+/// A failed request's error: a kind for aggregation and a message for humans.
+/// Messages never contain request headers (no secrets).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+/// Where the output-token count of a request came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// `usage.completion_tokens` reported by the server.
+    Usage,
+    /// The client tokenizer's count of the generated text.
+    Retokenized,
+    /// The number of token-carrying events (one token per event assumed).
+    Events,
+}
+
+/// Times of the token-carrying events of a stream after the first one.
+///
+/// `gaps_us[i]` is the time between token event `i` and event `i+1` (so there are
+/// `event_count - 1` gaps). `tokens[i]` is the number of tokens event `i` carried when the
+/// server told us per event (cumulative usage per chunk, logprobs); empty when unknown.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenEvents {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps_us: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<u32>,
+}
+
+/// One request, measured. Times are µs offsets from the run origin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Position in the workload (0-based, warmups excluded).
+    pub index: u64,
+    /// The `x-request-id` we sent.
+    pub request_id: String,
+    /// The id the server echoed (response `id` field or `x-request-id` header), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<String>,
+    pub outcome: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RequestError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+
+    /// When the schedule wanted the request sent.
+    pub intended_us: u64,
+    /// When the concurrency gate was passed and the request started being written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatched_us: Option<u64>,
+    /// When the response status line and headers arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers_us: Option<u64>,
+    /// When the first SSE event (of any kind) arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_event_us: Option<u64>,
+    /// When the first event carrying generated content (text, reasoning, tool call) arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_us: Option<u64>,
+    /// When the last event carrying generated content arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_token_us: Option<u64>,
+    /// When the response ended (`[DONE]`, final event, or end of body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_us: Option<u64>,
+    /// Token-event gaps after the first token event.
+    #[serde(default)]
+    pub token_events: TokenEvents,
+
+    /// Prompt tokens as the client counted them (dataset).
+    pub prompt_tokens: u32,
+    /// `usage.prompt_tokens` from the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_prompt_tokens: Option<u32>,
+    /// `usage.prompt_tokens_details.cached_tokens` from the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u32>,
+    /// `usage.completion_tokens` from the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u32>,
+    /// The output length the workload asked for (`max_tokens`).
+    pub expected_output_tokens: u32,
+    /// Number of events that carried generated content.
+    pub token_event_count: u32,
+    /// Characters of generated text received (content + reasoning).
+    pub output_chars: u64,
+    /// The client tokenizer's count of the generated text, when computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retokenized_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Attempts made (1 unless `--retries` retried a connection failure).
+    pub attempts: u32,
+    /// Pooled connections found stale and replaced before anything of this request was sent.
+    #[serde(default)]
+    pub reconnects: u32,
+    /// The generated text, kept only when the run asks for it (`--save-detailed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated_text: Option<String>,
+}
+
+impl RequestRecord {
+    /// A record for a request that has been scheduled but not yet sent.
+    pub fn scheduled(index: u64, request_id: String, intended_us: u64, prompt_tokens: u32, expected_output_tokens: u32) -> Self {
+        RequestRecord {
+            index,
+            request_id,
+            server_request_id: None,
+            conversation: None,
+            turn: None,
+            lora: None,
+            outcome: Outcome::Cancelled,
+            error: None,
+            http_status: None,
+            intended_us,
+            dispatched_us: None,
+            headers_us: None,
+            first_event_us: None,
+            first_token_us: None,
+            last_token_us: None,
+            done_us: None,
+            token_events: TokenEvents::default(),
+            prompt_tokens,
+            server_prompt_tokens: None,
+            cached_prompt_tokens: None,
+            completion_tokens: None,
+            expected_output_tokens,
+            token_event_count: 0,
+            output_chars: 0,
+            retokenized_tokens: None,
+            finish_reason: None,
+            attempts: 0,
+            reconnects: 0,
+            generated_text: None,
+        }
+    }
+
+    /// Marks the record failed with `kind` and `message`.
+    pub fn fail(&mut self, kind: ErrorKind, message: impl Into<String>) {
+        self.outcome = Outcome::Failed;
+        self.error = Some(RequestError { kind, message: message.into() });
+    }
+
+    /// Output tokens and the source they came from: `usage`, else the retokenized text, else
+    /// the number of token events.
+    pub fn output_tokens(&self) -> (u32, TokenSource) {
+        match (self.completion_tokens, self.retokenized_tokens) {
+            (Some(n), _) => (n, TokenSource::Usage),
+            (None, Some(n)) => (n, TokenSource::Retokenized),
+            (None, None) => (self.token_event_count, TokenSource::Events),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_tokens_prefers_usage_then_retokenized_then_events() {
+        let mut r = RequestRecord::scheduled(0, "x".into(), 0, 10, 5);
+        r.token_event_count = 4;
+        assert_eq!(r.output_tokens(), (4, TokenSource::Events));
+        r.retokenized_tokens = Some(6);
+        assert_eq!(r.output_tokens(), (6, TokenSource::Retokenized));
+        r.completion_tokens = Some(5);
+        assert_eq!(r.output_tokens(), (5, TokenSource::Usage));
+    }
+
+    #[test]
+    fn record_round_trips_through_json() {
+        let mut r = RequestRecord::scheduled(3, "bench-3".into(), 100, 10, 5);
+        r.fail(ErrorKind::HttpStatus, "HTTP 503");
+        r.token_events.gaps_us = vec![1, 2];
+        let s = serde_json::to_string(&r).unwrap_or_default();
+        let back: RequestRecord = serde_json::from_str(&s).unwrap_or_else(|_| RequestRecord::scheduled(0, String::new(), 0, 0, 0));
+        assert_eq!(back, r);
+    }
+}
