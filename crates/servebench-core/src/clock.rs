@@ -19,7 +19,8 @@ impl RunClock {
     /// A clock with the given monotonic origin; the wall anchor is derived from now.
     pub fn at(origin: Instant) -> Self {
         let now_mono = Instant::now();
-        let now_wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
+        let now_wall =
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
         let wall_anchor_unix_us = if now_mono >= origin {
             now_wall.saturating_sub(now_mono.duration_since(origin).as_micros() as u64)
         } else {

@@ -104,7 +104,8 @@ impl ErrorCode {
     /// The full explanation: what it means, common causes, how to fix it.
     pub fn explain(self) -> &'static str {
         match self {
-            ErrorCode::ConfigInvalid => "\
+            ErrorCode::ConfigInvalid => {
+                "\
 A flag (or a combination of flags) has a value servebench cannot use. The run stops before any
 network traffic. The message names the flag, the value it got and what it accepts.
 
@@ -115,35 +116,45 @@ Common causes:
   - --ramp-up-strategy without both --ramp-up-start-rps and --ramp-up-end-rps, or start > end
   - --extra-body / --metadata / --header / --goodput in the wrong form
 
-Fix: correct the flag as the message says; `servebench --help` lists every flag with its default.",
-            ErrorCode::FlagNotSupported => "\
+Fix: correct the flag as the message says; `servebench --help` lists every flag with its default."
+            }
+            ErrorCode::FlagNotSupported => {
+                "\
 The flag exists in `vllm bench serve` but servebench does not implement it yet. servebench refuses
 it rather than silently ignoring it, because ignoring a flag would change what is measured.
 
-Fix: drop the flag, or use an equivalent servebench flag if the message names one.",
-            ErrorCode::TokenizerLoad => "\
+Fix: drop the flag, or use an equivalent servebench flag if the message names one."
+            }
+            ErrorCode::TokenizerLoad => {
+                "\
 The tokenizer named by --tokenizer (or --model when --tokenizer is not given) could not be loaded.
 
 servebench looks for, in order: a built-in tiktoken encoding (cl100k_base, o200k_base, p50k_base,
 r50k_base, gpt2), a local tokenizer.json file or a directory containing one, a model id on the
 Hugging Face Hub (when online), and finally the server's /tokenize endpoint.
 
-Fix: pass --tokenizer with a path to a tokenizer.json (or its directory) or a built-in encoding.",
-            ErrorCode::TokenizerOffline => "\
+Fix: pass --tokenizer with a path to a tokenizer.json (or its directory) or a built-in encoding."
+            }
+            ErrorCode::TokenizerOffline => {
+                "\
 The tokenizer is a Hugging Face model id that is not available locally, and servebench cannot
 download it (no network, HF_HUB_OFFLINE set, or the download failed).
 
 Fix: download tokenizer.json once on a machine with network access and pass
 --tokenizer /path/to/tokenizer.json (or its directory); or use a built-in encoding such as
---tokenizer cl100k_base when exact model token counts do not matter.",
-            ErrorCode::Dataset => "\
+--tokenizer cl100k_base when exact model token counts do not matter."
+            }
+            ErrorCode::Dataset => {
+                "\
 The workload (prompts and output lengths) could not be built from the chosen dataset options.
 
 Common causes: a dataset file that is missing, truncated or of the wrong format; lengths that the
 tokenizer cannot reach exactly; --max-model-len smaller than every prompt.
 
-Fix: follow the message; it names the file and line, or the option, at fault.",
-            ErrorCode::EndpointNotReady => "\
+Fix: follow the message; it names the file and line, or the option, at fault."
+            }
+            ErrorCode::EndpointNotReady => {
+                "\
 The readiness check sends the first benchmark request until it succeeds; it did not succeed
 within --ready-check-timeout-sec. The last error is attached to the message.
 
@@ -151,49 +162,66 @@ Common causes: the server is still loading the model; wrong --base-url/--host/--
 --endpoint; the model name is not served (HTTP 404); an auth header is missing (HTTP 401).
 
 Fix: check the URL and model, raise --ready-check-timeout-sec for slow model loads, or pass
---ready-check-timeout-sec 0 to skip the check.",
-            ErrorCode::TokenizeUnavailable => "\
+--ready-check-timeout-sec 0 to skip the check."
+            }
+            ErrorCode::TokenizeUnavailable => {
+                "\
 The server's /tokenize or /detokenize endpoint cannot be used to verify prompt lengths: it
 answered 4xx (gateways such as llm-d return 400, others 404), a body of another shape, or an empty
 token list for a non-empty prompt. This is a warning, not a failure: prompt-length verification is
 skipped and the run goes on with the client tokenizer's counts.
 
 Fix: nothing is required. For exact server-side lengths, point --base-url at a server that exposes
-vLLM's /tokenize, or make sure --tokenizer is exactly the served model's tokenizer.",
-            ErrorCode::TokenizeFailed => "\
+vLLM's /tokenize, or make sure --tokenizer is exactly the served model's tokenizer."
+            }
+            ErrorCode::TokenizeFailed => {
+                "\
 The server's /tokenize or /detokenize endpoint kept failing with 5xx or transport errors after
 retries while verifying prompt lengths.
 
-Fix: check the server's health and logs; or pass --skip-tokenize-verification to skip the check.",
-            ErrorCode::Transport => "\
+Fix: check the server's health and logs; or pass --skip-tokenize-verification to skip the check."
+            }
+            ErrorCode::Transport => {
+                "\
 An HTTP request outside the measured benchmark (model list, tokenize, readiness, profiling) could
 not complete: connection refused, reset, TLS failure or timeout.
 
 Fix: check that the server is running and reachable at the URL in the message; for self-signed
-TLS certificates pass --insecure.",
-            ErrorCode::HttpStatus => "\
+TLS certificates pass --insecure."
+            }
+            ErrorCode::HttpStatus => {
+                "\
 A control request (model list, tokenize, profiling, prefix-cache reset) got a non-2xx status.
 The status and the first part of the body are in the message.
 
-Fix: follow the server's message; 401/403 usually mean a missing OPENAI_API_KEY or --header.",
-            ErrorCode::Protocol => "\
+Fix: follow the server's message; 401/403 usually mean a missing OPENAI_API_KEY or --header."
+            }
+            ErrorCode::Protocol => {
+                "\
 The server's answer did not follow the API the chosen --backend speaks (for example a model list
 without `data`, or a body that is not JSON).
 
-Fix: check --backend and --endpoint match the server's API.",
-            ErrorCode::ModelDetect => "\
+Fix: check --backend and --endpoint match the server's API."
+            }
+            ErrorCode::ModelDetect => {
+                "\
 No --model was given, and the model could not be read from GET /v1/models.
 
-Fix: pass --model (the served model name) explicitly.",
-            ErrorCode::Io => "\
+Fix: pass --model (the served model name) explicitly."
+            }
+            ErrorCode::Io => {
+                "\
 Reading or writing a file failed (results, records, dataset, tokenizer). The path is named.
 
-Fix: check the path exists and is writable, and that the disk is not full.",
-            ErrorCode::FailureRate => "\
+Fix: check the path exists and is writable, and that the disk is not full."
+            }
+            ErrorCode::FailureRate => {
+                "\
 The run finished and its results were written, but the share of failed requests exceeded
 --max-failure-rate.
 
-Fix: look at the error kinds in the result (`error_kinds`) and the records file.",
+Fix: look at the error kinds in the result (`error_kinds`) and the records file."
+            }
         }
     }
 }
@@ -209,7 +237,9 @@ impl fmt::Display for ErrorCode {
 pub enum BenchError {
     #[error("invalid {flag}: {problem}; fix: {fix}")]
     Config { flag: String, problem: String, fix: String },
-    #[error("{flag} is a `vllm bench serve` flag that servebench does not support yet; fix: remove it{hint}")]
+    #[error(
+        "{flag} is a `vllm bench serve` flag that servebench does not support yet; fix: remove it{hint}"
+    )]
     FlagNotSupported { flag: String, hint: String },
     #[error("tokenizer '{name}' could not be loaded: {detail}; fix: pass --tokenizer with a tokenizer.json path or a built-in encoding (cl100k_base, o200k_base)")]
     TokenizerLoad { name: String, detail: String },
@@ -221,7 +251,9 @@ pub enum BenchError {
     EndpointNotReady { secs: u64, last_error: String },
     #[error("tokenize endpoint unavailable ({detail}); prompt-length verification skipped")]
     TokenizeUnavailable { detail: String },
-    #[error("tokenize endpoint failing: {detail}; fix: check the server, or pass --skip-tokenize-verification")]
+    #[error(
+        "tokenize endpoint failing: {detail}; fix: check the server, or pass --skip-tokenize-verification"
+    )]
     TokenizeFailed { detail: String },
     #[error("{context}: {detail}; fix: check that the server is running at that URL")]
     Transport { context: String, detail: String },
@@ -296,7 +328,11 @@ mod tests {
 
     #[test]
     fn user_line_names_code_and_fix() {
-        let e = BenchError::config("--request-rate", "must be > 0 or inf (got -1)", "pass a positive rate or inf");
+        let e = BenchError::config(
+            "--request-rate",
+            "must be > 0 or inf (got -1)",
+            "pass a positive rate or inf",
+        );
         let line = e.user_line();
         assert!(line.starts_with("error[SB101]: invalid --request-rate"));
         assert!(line.contains("fix: pass a positive rate"));

@@ -185,7 +185,13 @@ pub struct RequestRecord {
 
 impl RequestRecord {
     /// A record for a request that has been scheduled but not yet sent.
-    pub fn scheduled(index: u64, request_id: String, intended_us: u64, prompt_tokens: u32, expected_output_tokens: u32) -> Self {
+    pub fn scheduled(
+        index: u64,
+        request_id: String,
+        intended_us: u64,
+        prompt_tokens: u32,
+        expected_output_tokens: u32,
+    ) -> Self {
         RequestRecord {
             index,
             request_id,
@@ -257,7 +263,8 @@ mod tests {
         r.fail(ErrorKind::HttpStatus, "HTTP 503");
         r.token_events.gaps_us = vec![1, 2];
         let s = serde_json::to_string(&r).unwrap_or_default();
-        let back: RequestRecord = serde_json::from_str(&s).unwrap_or_else(|_| RequestRecord::scheduled(0, String::new(), 0, 0, 0));
+        let back: RequestRecord =
+            serde_json::from_str(&s).unwrap_or_else(|_| RequestRecord::scheduled(0, String::new(), 0, 0, 0));
         assert_eq!(back, r);
     }
 }
