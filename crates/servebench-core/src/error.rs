@@ -339,3 +339,35 @@ mod tests {
         assert!(!line.contains('\n'));
     }
 }
+
+/// The whole error catalogue as Markdown (the text of `docs/errors.md`).
+pub fn errors_markdown() -> String {
+    let mut out = String::from(
+        "# Error codes\n\nEvery user-facing error of servebench has a stable code. \
+         `servebench explain CODE` prints the entry; this file is generated from the same text \
+         (a test keeps them identical).\n\nRequest-level failures (a request that got HTTP 503, a \
+         stream cut mid-way) are not errors of the run: they become failed records with an error \
+         kind (`connect`, `transport`, `http_status`, `protocol`, `event_too_large`, \
+         `server_error`, `no_tokens`, `incomplete`, `timeout`), counted in the result under \
+         `error_kinds`.\n",
+    );
+    for c in ErrorCode::ALL {
+        out.push_str(&format!("\n## {} — {}\n\n```text\n{}\n```\n", c.as_str(), c.title(), c.explain()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod docs_tests {
+    /// docs/errors.md is generated from `ErrorCode::explain`; set UPDATE_DOCS=1 to rewrite it.
+    #[test]
+    fn docs_errors_md_matches_explain_texts() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/errors.md");
+        let expected = super::errors_markdown();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(path, &expected).unwrap();
+        }
+        let actual = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(actual == expected, "docs/errors.md is stale: run UPDATE_DOCS=1 cargo test -p servebench-core");
+    }
+}

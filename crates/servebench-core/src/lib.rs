@@ -3,13 +3,17 @@
 //! tested on hand-computed inputs.
 
 pub mod clock;
+pub mod config;
 pub mod error;
+pub mod metrics;
 pub mod record;
+pub mod schedule;
+pub mod stats;
 pub mod tokenizer;
 pub mod workload;
 
 pub use clock::RunClock;
-pub use error::{BenchError, ErrorCode, Result};
+pub use error::{errors_markdown, BenchError, ErrorCode, Result};
 pub use record::{ErrorKind, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource};
 pub use tokenizer::TextTokenizer;
 pub use workload::{Prompt, RequestSpec, Workload};

@@ -1,1 +1,44 @@
-//! servebench-sim
+//! servebench-sim: a simulated OpenAI-compatible inference server.
+//!
+//! It speaks vLLM's dialect of the API (`/v1/models`, `/v1/completions`,
+//! `/v1/chat/completions`, `/tokenize`, `/detokenize`, `/health`), counts prompts with a real
+//! tokenizer, and sends token events on a timing model precise enough to be the ground truth for
+//! the client's accuracy: in [`TimingModel::Fixed`] mode, event `i` of a request leaves at
+//! `received + ttft + i * itl` on absolute deadlines. With
+//! [`SimConfig::record_ground_truth`], the server keeps the monotonic time each event was handed
+//! to the socket ([`SimHandle::ground_truth`]).
+//!
+//! ```no_run
+//! # async fn demo(tok: std::sync::Arc<dyn servebench_core::TextTokenizer>) -> servebench_core::Result<()> {
+//! let config = servebench_sim::SimConfig::new("sim-model", tok).with_fixed_timing_ms(50.0, 10.0)?;
+//! let sim = servebench_sim::start(config, "127.0.0.1:0".parse().unwrap()).await?;
+//! println!("listening on {}", sim.base_url());
+//! sim.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Structure: `handlers` parses and validates requests, `plan` decides what each request
+//! generates, `pacer` decides when each event is due, `sse`/`response` format the bytes,
+//! `stream` is the paced response body, `truth` records what was sent.
+
+mod config;
+mod handlers;
+mod hash;
+mod pacer;
+mod plan;
+mod prompt;
+mod protocol;
+mod response;
+mod server;
+mod sse;
+mod stream;
+mod truth;
+mod vocab;
+
+#[cfg(test)]
+mod test_support;
+
+pub use config::{SimConfig, TimingModel};
+pub use server::{serve_until, start, SimHandle};
+pub use truth::{write_ground_truth_jsonl, GroundTruth, TruthEvent};
+pub use vocab::OutputVocab;

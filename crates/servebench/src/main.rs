@@ -1,1 +1,73 @@
-fn main() {}
+//! `servebench`: a benchmark client and load generator for OpenAI-compatible LLM servers.
+
+use servebench::{cli, run, sim_cmd};
+
+use clap::Parser;
+use servebench_core::{BenchError, ErrorCode};
+use std::process::ExitCode;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Exit codes: 0 ok, 1 run failed, 2 bad command line or configuration, 3 finished but
+/// `--max-failure-rate` exceeded, 130 interrupted.
+fn exit_code_for(err: &anyhow::Error) -> u8 {
+    match err.downcast_ref::<BenchError>().map(BenchError::code) {
+        Some(ErrorCode::ConfigInvalid | ErrorCode::FlagNotSupported) => 2,
+        Some(ErrorCode::FailureRate) => 3,
+        _ => 1,
+    }
+}
+
+fn report_error(err: &anyhow::Error) {
+    match err.downcast_ref::<BenchError>() {
+        Some(e) => eprintln!("{}", e.user_line()),
+        None => eprintln!("error: {err:#}"),
+    }
+}
+
+fn main() -> ExitCode {
+    let args = cli::normalize_underscores(std::env::args());
+    if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
+        let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };
+        eprintln!("{}", e.user_line());
+        return ExitCode::from(2);
+    }
+    let cli = cli::Cli::parse_from(args);
+    let result = match cli.command {
+        Some(cli::Command::Explain { code }) => explain(code.as_deref()),
+        Some(cli::Command::Sim(sim)) => sim_cmd::serve(&sim),
+        None => run::run(&cli.run),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            report_error(&e);
+            ExitCode::from(exit_code_for(&e))
+        }
+    }
+}
+
+fn explain(code: Option<&str>) -> anyhow::Result<u8> {
+    match code {
+        None => {
+            for c in ErrorCode::ALL {
+                println!("{}  {}", c.as_str(), c.title());
+            }
+            println!("\nRun `servebench explain CODE` for causes and fixes.");
+            Ok(0)
+        }
+        Some(text) => match ErrorCode::parse(text) {
+            Some(c) => {
+                println!("{} — {}\n\n{}", c.as_str(), c.title(), c.explain());
+                Ok(0)
+            }
+            None => {
+                eprintln!(
+                    "error: '{text}' is not a servebench error code; run `servebench explain` to list them"
+                );
+                Ok(2)
+            }
+        },
+    }
+}

@@ -1,0 +1,316 @@
+//! API dialects: which endpoint, which request body, which headers.
+//!
+//! Bodies are laid out as `vllm bench serve` sends them, then sampling parameters and
+//! `--extra-body` are laid on top (extra-body wins over everything, including `stream`).
+//! The field list is resolved once per run ([`BodyTemplate`]); per request only the prompt and
+//! the output length are written, straight into the output buffer (the prompt is escaped once,
+//! never copied into an intermediate JSON tree).
+
+use std::fmt;
+use std::str::FromStr;
+
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use serde_json::{Map, Value};
+use servebench_core::{BenchError, Prompt, Result};
+
+/// The API dialect of the generation requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum BackendKind {
+    /// `/v1/completions` (`--backend vllm` or `openai`).
+    #[default]
+    Completions,
+    /// `/v1/chat/completions` (`--backend openai-chat`).
+    Chat,
+}
+
+impl BackendKind {
+    /// The default endpoint path.
+    pub fn default_endpoint(self) -> &'static str {
+        match self {
+            BackendKind::Completions => "/v1/completions",
+            BackendKind::Chat => "/v1/chat/completions",
+        }
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = BenchError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "vllm" | "openai" => Ok(BackendKind::Completions),
+            "openai-chat" => Ok(BackendKind::Chat),
+            other => Err(BenchError::config(
+                "--backend",
+                format!("unknown backend '{other}'"),
+                "use vllm, openai or openai-chat",
+            )),
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::Completions => "openai",
+            BackendKind::Chat => "openai-chat",
+        })
+    }
+}
+
+/// Everything that shapes generation requests, fixed for a run.
+#[derive(Debug, Clone, Default)]
+pub struct TargetConfig {
+    pub backend: BackendKind,
+    /// Endpoint path (with optional query); `None` = the backend's default.
+    pub endpoint: Option<String>,
+    /// The served model name sent as `model`.
+    pub model: String,
+    /// `Authorization: Bearer <key>` when set. Never logged or recorded.
+    pub api_key: Option<String>,
+    /// Extra headers (`--header K=V`), applied after the defaults.
+    pub headers: Vec<(String, String)>,
+    /// `logprobs` (completions only; sent as `null` when unset).
+    pub logprobs: Option<u32>,
+    pub ignore_eos: bool,
+    /// Sampling parameters (`--temperature`, `--top-p`, ...), laid over the base body.
+    pub sampling: Map<String, Value>,
+    /// `--extra-body`, laid over everything.
+    pub extra_body: Map<String, Value>,
+}
+
+/// One body field: a fixed, pre-serialized value or a per-request slot.
+#[derive(Debug, Clone)]
+enum Slot {
+    Fixed(String),
+    Prompt,
+    Messages,
+    MaxTokens,
+}
+
+/// The resolved field list of request bodies.
+#[derive(Debug, Clone)]
+pub struct BodyTemplate {
+    /// `(pre-escaped JSON key, value)` in output order.
+    fields: Vec<(String, Slot)>,
+    fixed_len: usize,
+}
+
+fn json(v: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| BenchError::config("--extra-body", e.to_string(), "pass valid JSON"))
+}
+
+impl BodyTemplate {
+    /// Builds the field list for `backend` from `cfg`.
+    pub fn new(backend: BackendKind, cfg: &TargetConfig) -> Result<Self> {
+        let mut fields: Vec<(String, Slot)> = Vec::new();
+        let model = json(&cfg.model)?;
+        let include_usage = r#"{"include_usage":true}"#.to_owned();
+        match backend {
+            BackendKind::Completions => {
+                fields.push(("model".into(), Slot::Fixed(model)));
+                fields.push(("prompt".into(), Slot::Prompt));
+                fields.push(("max_tokens".into(), Slot::MaxTokens));
+                fields.push(("stream".into(), Slot::Fixed("true".into())));
+                fields.push(("stream_options".into(), Slot::Fixed(include_usage)));
+                let lp = cfg.logprobs.map_or_else(|| "null".to_owned(), |n| n.to_string());
+                fields.push(("logprobs".into(), Slot::Fixed(lp)));
+            }
+            BackendKind::Chat => {
+                fields.push(("model".into(), Slot::Fixed(model)));
+                fields.push(("messages".into(), Slot::Messages));
+                fields.push(("max_completion_tokens".into(), Slot::MaxTokens));
+                fields.push(("stream".into(), Slot::Fixed("true".into())));
+                fields.push(("stream_options".into(), Slot::Fixed(include_usage)));
+            }
+        }
+        if cfg.ignore_eos {
+            fields.push(("ignore_eos".into(), Slot::Fixed("true".into())));
+        }
+        for (k, v) in cfg.sampling.iter().chain(cfg.extra_body.iter()) {
+            let value = Slot::Fixed(json(v)?);
+            match fields.iter_mut().find(|(key, _)| key == k) {
+                Some(f) => f.1 = value,
+                None => fields.push((k.clone(), value)),
+            }
+        }
+        let mut out = Vec::with_capacity(fields.len());
+        let mut fixed_len = 2;
+        for (k, v) in fields {
+            let key = json(&k)?;
+            fixed_len += key.len() + 2 + if let Slot::Fixed(s) = &v { s.len() } else { 64 };
+            out.push((key, v));
+        }
+        Ok(BodyTemplate { fields: out, fixed_len })
+    }
+
+    /// Whether the body asks for a streamed response (`stream` not overridden to false).
+    pub fn streams(&self) -> bool {
+        !self.fields.iter().any(|(k, v)| k == "\"stream\"" && matches!(v, Slot::Fixed(s) if s == "false"))
+    }
+
+    /// Serializes the body of one request.
+    pub fn build(&self, prompt: &Prompt, max_tokens: u32) -> Result<Bytes> {
+        let extra = match prompt {
+            Prompt::Text(t) => t.len() + t.len() / 8 + 16,
+            Prompt::TokenIds(ids) => ids.len() * 7,
+        };
+        let mut out: Vec<u8> = Vec::with_capacity(self.fixed_len + extra);
+        out.push(b'{');
+        for (i, (key, slot)) in self.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(key.as_bytes());
+            out.push(b':');
+            match slot {
+                Slot::Fixed(s) => out.extend_from_slice(s.as_bytes()),
+                Slot::MaxTokens => out.extend_from_slice(max_tokens.to_string().as_bytes()),
+                Slot::Prompt => write_prompt(&mut out, prompt)?,
+                Slot::Messages => {
+                    let Prompt::Text(text) = prompt else {
+                        return Err(BenchError::config(
+                            "--backend",
+                            "the chat backend cannot send token-id prompts",
+                            "use --backend openai (completions) for token-id prompts",
+                        ));
+                    };
+                    out.extend_from_slice(br#"[{"role":"user","content":[{"type":"text","text":"#);
+                    write_json(&mut out, &**text)?;
+                    out.extend_from_slice(b"}]}]");
+                }
+            }
+        }
+        out.push(b'}');
+        Ok(Bytes::from(out))
+    }
+}
+
+fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
+    serde_json::to_writer(out, v)
+        .map_err(|e| BenchError::Protocol { context: "request body".into(), detail: e.to_string() })
+}
+
+fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
+    match prompt {
+        Prompt::Text(t) => write_json(out, &**t),
+        Prompt::TokenIds(ids) => write_json(out, &**ids),
+    }
+}
+
+/// Builds the header template: `Content-Type`, `Authorization` (marked sensitive), user headers.
+/// `x-request-id` is added per request.
+pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
+    let mut h = HeaderMap::new();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
+        let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            BenchError::config("OPENAI_API_KEY", "contains characters not allowed in a header", "check the key")
+        })?;
+        v.set_sensitive(true);
+        h.insert(AUTHORIZATION, v);
+    }
+    for (k, v) in &cfg.headers {
+        let name = HeaderName::from_bytes(k.trim().as_bytes()).map_err(|_| {
+            BenchError::config("--header", format!("invalid header name '{k}'"), "use --header Name=value")
+        })?;
+        // The value is not echoed: it may be a secret.
+        let mut value = HeaderValue::from_str(v.trim()).map_err(|_| {
+            BenchError::config("--header", format!("invalid value for header '{k}'"), "use printable ASCII")
+        })?;
+        if name == AUTHORIZATION || name.as_str().contains("key") || name.as_str().contains("token") {
+            value.set_sensitive(true);
+        }
+        h.insert(name, value);
+    }
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn cfg() -> TargetConfig {
+        TargetConfig { model: "m".into(), ..TargetConfig::default() }
+    }
+
+    fn body(kind: BackendKind, cfg: &TargetConfig, p: Prompt) -> Value {
+        let t = BodyTemplate::new(kind, cfg).unwrap();
+        serde_json::from_slice(&t.build(&p, 7).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn names_and_endpoints() {
+        assert_eq!("vllm".parse::<BackendKind>().unwrap(), BackendKind::Completions);
+        assert_eq!("openai".parse::<BackendKind>().unwrap(), BackendKind::Completions);
+        assert_eq!("openai-chat".parse::<BackendKind>().unwrap(), BackendKind::Chat);
+        assert!("tgi".parse::<BackendKind>().is_err());
+        assert_eq!(BackendKind::Chat.default_endpoint(), "/v1/chat/completions");
+    }
+
+    #[test]
+    fn completions_body_like_vllm() {
+        let b = body(BackendKind::Completions, &cfg(), Prompt::Text(Arc::from("hi \"x\"\n")));
+        assert_eq!(
+            b,
+            serde_json::json!({"model":"m","prompt":"hi \"x\"\n","max_tokens":7,"stream":true,
+                "stream_options":{"include_usage":true},"logprobs":null})
+        );
+        let mut c = cfg();
+        c.ignore_eos = true;
+        c.logprobs = Some(2);
+        let b = body(BackendKind::Completions, &c, Prompt::TokenIds(Arc::from(vec![1u32, 2, 3])));
+        assert_eq!(b["prompt"], serde_json::json!([1, 2, 3]));
+        assert_eq!(b["ignore_eos"], true);
+        assert_eq!(b["logprobs"], 2);
+    }
+
+    #[test]
+    fn chat_body_like_vllm() {
+        let b = body(BackendKind::Chat, &cfg(), Prompt::Text(Arc::from("hello")));
+        assert_eq!(
+            b,
+            serde_json::json!({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hello"}]}],
+                "max_completion_tokens":7,"stream":true,"stream_options":{"include_usage":true}})
+        );
+        let t = BodyTemplate::new(BackendKind::Chat, &cfg()).unwrap();
+        assert!(t.build(&Prompt::TokenIds(Arc::from(vec![1u32])), 1).is_err());
+    }
+
+    #[test]
+    fn extra_body_wins_over_everything() {
+        let mut c = cfg();
+        c.sampling.insert("temperature".into(), 0.5.into());
+        c.sampling.insert("max_tokens".into(), 3.into());
+        c.extra_body.insert("temperature".into(), 0.0.into());
+        c.extra_body.insert("stream".into(), false.into());
+        c.extra_body.insert("model".into(), "other".into());
+        let t = BodyTemplate::new(BackendKind::Completions, &c).unwrap();
+        assert!(!t.streams());
+        let raw = t.build(&Prompt::Text(Arc::from("p")), 7).unwrap();
+        let b: Value = serde_json::from_slice(&raw).unwrap();
+        assert_eq!(b["temperature"], 0.0);
+        assert_eq!(b["max_tokens"], 3);
+        assert_eq!(b["stream"], false);
+        assert_eq!(b["model"], "other");
+        // No duplicate keys.
+        assert_eq!(String::from_utf8_lossy(&raw).matches("\"stream\"").count(), 1);
+        assert!(BodyTemplate::new(BackendKind::Completions, &cfg()).unwrap().streams());
+    }
+
+    #[test]
+    fn headers_mark_secrets_sensitive() {
+        let mut c = cfg();
+        c.api_key = Some("sk-secret".into());
+        c.headers = vec![("X-Api-Key".into(), "v".into()), ("X-Trace".into(), "1".into())];
+        let h = build_headers(&c).unwrap();
+        assert!(h[AUTHORIZATION].is_sensitive());
+        assert!(h["x-api-key"].is_sensitive());
+        assert!(!h["x-trace"].is_sensitive());
+        assert_eq!(h[CONTENT_TYPE], "application/json");
+        assert!(!format!("{h:?}").contains("sk-secret"));
+        c.headers = vec![("bad name".into(), "v".into())];
+        assert!(build_headers(&c).is_err());
+    }
+}

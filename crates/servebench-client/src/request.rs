@@ -1,0 +1,367 @@
+//! Executing one generation request: send, timestamp, frame, parse, record.
+//!
+//! The runner calls [`execute`] after the concurrency gate with a record pre-filled by the
+//! schedule. Every outcome — success or any failure — comes back as the record; nothing here
+//! returns an error or panics on server input.
+//!
+//! Timing: `dispatched_us` is taken right before the request is handed to the connection,
+//! `headers_us` when the response head arrives, and for every body frame `Instant::now()` is
+//! read as soon as the frame is returned, before any parsing; each event completed by that
+//! frame gets that time.
+
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use http::Method;
+use http_body_util::BodyExt;
+use servebench_core::{ErrorKind, Outcome, RequestRecord, RequestSpec, Result, RunClock};
+use tokio::time::Sleep;
+
+use crate::backend::{build_headers, BackendKind, BodyTemplate, TargetConfig};
+use crate::chunk::Chunk;
+use crate::sse::{SseError, SseFramer, DEFAULT_MAX_EVENT_BYTES};
+use crate::stream::{Flow, StreamState};
+use crate::transport::control::{read_body, snippet, SNIPPET_BYTES};
+use crate::transport::{error_chain, HttpClient, Interrupted, SendFailKind};
+
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Where and how generation requests are sent; built once per run.
+#[derive(Debug, Clone)]
+pub struct RequestTarget {
+    pub backend: BackendKind,
+    path: String,
+    headers: HeaderMap,
+    body: BodyTemplate,
+}
+
+impl RequestTarget {
+    /// Resolves the endpoint path, header template and body template.
+    pub fn new(client: &HttpClient, cfg: &TargetConfig) -> Result<Self> {
+        let endpoint = cfg.endpoint.as_deref().unwrap_or(cfg.backend.default_endpoint());
+        Ok(RequestTarget {
+            backend: cfg.backend,
+            path: client.path_for(endpoint)?,
+            headers: build_headers(cfg)?,
+            body: BodyTemplate::new(cfg.backend, cfg)?,
+        })
+    }
+
+    /// The request-target path (`/v1/completions`).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The body template (to build bodies outside [`execute`], e.g. for inspection).
+    pub fn body_template(&self) -> &BodyTemplate {
+        &self.body
+    }
+
+    /// The header template (secrets are marked sensitive and hidden from `Debug`).
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+}
+
+/// Per-run execution options.
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    /// Keep the generated text in the record (`--save-detailed`, retokenizing).
+    pub keep_text: bool,
+    /// Bound on the whole request, from the start of [`execute`].
+    pub request_timeout: Option<Duration>,
+    /// Bound on the time without any received byte (response head or body frame).
+    pub stall_timeout: Option<Duration>,
+    /// Bound on one SSE event (and on a non-streaming body).
+    pub max_event_bytes: usize,
+    /// After `[DONE]`, how long to wait for the end of the body before dropping the
+    /// connection (it is reused only when the body ends).
+    pub drain_timeout: Duration,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            keep_text: false,
+            request_timeout: None,
+            stall_timeout: None,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            drain_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// One timer for both timeouts, re-armed on progress.
+struct Timer {
+    sleep: Option<Pin<Box<Sleep>>>,
+    request_deadline: Option<tokio::time::Instant>,
+    stall: Option<Duration>,
+}
+
+impl Timer {
+    fn new(opts: &ExecOptions) -> Self {
+        let now = tokio::time::Instant::now();
+        let request_deadline = opts.request_timeout.map(|d| now + d);
+        let mut t = Timer { sleep: None, request_deadline, stall: opts.stall_timeout };
+        if let Some(when) = t.next(now) {
+            t.sleep = Some(Box::pin(tokio::time::sleep_until(when)));
+        }
+        t
+    }
+
+    fn next(&self, now: tokio::time::Instant) -> Option<tokio::time::Instant> {
+        match (self.request_deadline, self.stall.map(|s| now + s)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Progress was made: push the stall deadline.
+    fn progress(&mut self) {
+        if self.stall.is_some() {
+            let now = tokio::time::Instant::now();
+            if let (Some(s), Some(when)) = (self.sleep.as_mut(), self.next(now)) {
+                s.as_mut().reset(when);
+            }
+        }
+    }
+
+    /// Limits the remaining wait to `d` (drain after `[DONE]`).
+    fn cap(&mut self, d: Duration) {
+        let when = tokio::time::Instant::now() + d;
+        match self.sleep.as_mut() {
+            Some(s) if s.deadline() <= when => {}
+            Some(s) => s.as_mut().reset(when),
+            None => self.sleep = Some(Box::pin(tokio::time::sleep_until(when))),
+        }
+    }
+
+    fn get(&mut self) -> Option<&mut Pin<Box<Sleep>>> {
+        self.sleep.as_mut()
+    }
+
+    fn message(&self) -> String {
+        match self.request_deadline {
+            Some(d) if tokio::time::Instant::now() >= d => "request timeout".into(),
+            _ => format!("stall timeout: no data for {:?}", self.stall.unwrap_or_default()),
+        }
+    }
+}
+
+/// Sends one request and measures it. `record` arrives pre-filled (index, request id,
+/// intended time); every measured field is (re)written. Never fails: failures are outcomes.
+pub async fn execute(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    mut record: RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+) -> RequestRecord {
+    record.attempts += 1;
+    record.outcome = Outcome::Cancelled;
+    record.error = None;
+    let body = match target.body.build(&spec.prompt, spec.expected_output_tokens) {
+        Ok(b) => b,
+        Err(e) => {
+            record.fail(ErrorKind::Protocol, e.to_string());
+            return record;
+        }
+    };
+    let mut headers = target.headers.clone();
+    match HeaderValue::from_str(&record.request_id) {
+        Ok(v) => {
+            headers.insert(X_REQUEST_ID, v);
+        }
+        Err(_) => {
+            record.fail(ErrorKind::Protocol, "request id is not a valid header value");
+            return record;
+        }
+    }
+    let req = match client.request(Method::POST, &target.path, headers, body) {
+        Ok(r) => r,
+        Err(e) => {
+            record.fail(ErrorKind::Protocol, e);
+            return record;
+        }
+    };
+    let mut timer = Timer::new(opts);
+    let sent = match client.send(req, timer.get()).await {
+        Ok(s) => s,
+        Err(f) => {
+            record.reconnects = f.reconnects;
+            record.dispatched_us = f.dispatched.map(|t| clock.offset_us(t));
+            let kind = match f.kind {
+                SendFailKind::Connect => ErrorKind::Connect,
+                SendFailKind::Transport => ErrorKind::Transport,
+                SendFailKind::Timeout => ErrorKind::Timeout,
+            };
+            let msg = if f.kind == SendFailKind::Timeout { timer.message() } else { f.message };
+            record.done_us = Some(clock.now_us());
+            record.fail(kind, msg);
+            return record;
+        }
+    };
+    timer.progress();
+    record.reconnects = sent.reconnects;
+    record.dispatched_us = Some(clock.offset_us(sent.dispatched));
+    record.headers_us = Some(clock.offset_us(sent.headers_at));
+    let mut conn = sent.conn;
+    let (parts, mut incoming) = sent.response.into_parts();
+    record.http_status = Some(parts.status.as_u16());
+    if let Some(id) = parts.headers.get(&X_REQUEST_ID).and_then(|v| v.to_str().ok()) {
+        record.server_request_id = Some(id.to_owned());
+    }
+
+    if !parts.status.is_success() {
+        let read = read_body(&mut conn, &mut incoming, SNIPPET_BYTES + 4, timer.get()).await;
+        record.done_us = Some(clock.now_us());
+        let text = match read {
+            Ok((b, complete)) => {
+                drop(incoming);
+                if complete {
+                    client.checkin(conn);
+                }
+                snippet(&b)
+            }
+            Err(e) => format!("(body unreadable: {e})"),
+        };
+        let reason = parts.status.canonical_reason().unwrap_or("");
+        record.fail(ErrorKind::HttpStatus, format!("HTTP {} {reason}: {text}", parts.status.as_u16()));
+        return record;
+    }
+
+    let content_type = parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let sse = if content_type.contains("event-stream") {
+        true
+    } else if content_type.contains("json") {
+        false
+    } else {
+        target.body.streams()
+    };
+    let mut state = StreamState::new(opts.keep_text);
+    if !sse {
+        let read = read_body(&mut conn, &mut incoming, opts.max_event_bytes, timer.get()).await;
+        let t = clock.now_us();
+        match read {
+            Ok((b, true)) => {
+                drop(incoming);
+                client.checkin(conn);
+                whole_body(&mut record, &mut state, &b, t);
+            }
+            Ok((_, false)) => {
+                record.done_us = Some(t);
+                record.fail(
+                    ErrorKind::EventTooLarge,
+                    format!("response body larger than {} bytes", opts.max_event_bytes),
+                );
+            }
+            Err(e) => {
+                record.done_us = Some(t);
+                let kind = if e.contains("timed out") { ErrorKind::Timeout } else { ErrorKind::Transport };
+                record.fail(kind, e);
+            }
+        }
+        return record;
+    }
+
+    let mut framer = SseFramer::with_max_event_bytes(opts.max_event_bytes);
+    let mut finished = false; // the record is final ([DONE] or failure); only draining
+    loop {
+        let next = conn.drive(incoming.frame(), timer.get()).await;
+        let now = Instant::now();
+        let t = clock.offset_us(now);
+        match next {
+            Err(Interrupted::Deadline) => {
+                if !finished {
+                    record.done_us = Some(t);
+                    record.fail(ErrorKind::Timeout, timer.message());
+                    state.flush(&mut record);
+                }
+                return record; // connection dropped
+            }
+            Ok(Some(Err(e))) => {
+                if !finished {
+                    record.done_us = Some(t);
+                    record.fail(ErrorKind::Transport, format!("stream error: {}", error_chain(&e)));
+                    state.flush(&mut record);
+                }
+                return record;
+            }
+            Ok(None) => {
+                drop(incoming);
+                client.checkin(conn);
+                if !finished {
+                    framer.finish();
+                    match drain_events(&mut framer, &mut state, &mut record, t) {
+                        Flow::Continue if !state.done_seen() => state.end_of_body(&mut record, t),
+                        Flow::Stop => state.flush(&mut record),
+                        _ => {}
+                    }
+                }
+                return record;
+            }
+            Ok(Some(Ok(frame))) => {
+                if finished {
+                    continue;
+                }
+                let Ok(data) = frame.into_data() else { continue };
+                timer.progress();
+                framer.push(&data);
+                match drain_events(&mut framer, &mut state, &mut record, t) {
+                    Flow::Continue => {}
+                    Flow::Done => {
+                        finished = true;
+                        timer.cap(opts.drain_timeout);
+                    }
+                    Flow::Stop => {
+                        state.flush(&mut record);
+                        return record;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Dispatches every complete event in the framer at time `t`.
+fn drain_events(framer: &mut SseFramer, state: &mut StreamState, rec: &mut RequestRecord, t: u64) -> Flow {
+    loop {
+        match framer.next_event() {
+            Ok(Some(ev)) => match state.on_event(rec, ev, t) {
+                Flow::Continue => {}
+                other => return other,
+            },
+            Ok(None) => return Flow::Continue,
+            Err(e) => {
+                rec.done_us = Some(t);
+                let kind = match e {
+                    SseError::EventTooLarge { .. } => ErrorKind::EventTooLarge,
+                    SseError::InvalidUtf8 => ErrorKind::Protocol,
+                };
+                rec.fail(kind, e.to_string());
+                return Flow::Stop;
+            }
+        }
+    }
+}
+
+/// A non-streaming response: one JSON body, one "event" at the time the body ended.
+fn whole_body(rec: &mut RequestRecord, state: &mut StreamState, body: &[u8], t: u64) {
+    rec.first_event_us = Some(t);
+    let parsed = std::str::from_utf8(body).map_err(|e| e.to_string()).and_then(|s| {
+        Chunk::parse(s).map_err(|e| format!("response is not JSON ({e}): {}", snippet(body)))
+    });
+    match parsed {
+        Ok(chunk) => {
+            if state.apply(rec, &chunk, t) == Flow::Continue {
+                state.complete(rec, t);
+            }
+        }
+        Err(e) => {
+            rec.done_us = Some(t);
+            rec.fail(ErrorKind::Protocol, e);
+        }
+    }
+}

@@ -1,0 +1,530 @@
+//! HTTP/1.1 client with our own connection pool.
+//!
+//! Why not reqwest: a benchmark must know whether any byte of a request was written (a POST
+//! is never retried after that), must timestamp body frames as they arrive, and must count the
+//! connections it opens and finds stale. This client gives those guarantees:
+//!
+//! - idle connections are reused LIFO; one is checked before reuse (a close the server sent
+//!   while it was idle is read at checkout) and replaced when stale;
+//! - requests go out with hyper's `try_send_request`: if the connection turns out to be closed
+//!   before the request was written, the request comes back and is sent on a fresh connection
+//!   (counted as a reconnect); once bytes may have been written, a failure is final;
+//! - a connection returns to the pool only after its response body was read to the end.
+
+mod conn;
+pub(crate) mod control;
+
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http::header::{HeaderMap, HeaderValue, HOST};
+use http::{Method, Request, Response, Uri};
+use hyper::body::Incoming;
+use servebench_core::{BenchError, Result};
+use tokio::net::TcpStream;
+use tokio::sync::OnceCell;
+use tokio_rustls::TlsConnector;
+use url::Url;
+
+pub use control::RawResponse;
+pub(crate) use conn::{Conn, Interrupted, ReqBody};
+
+/// Settings of an [`HttpClient`].
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// `http://host:port[/prefix]` or `https://...`; endpoint paths are appended to the prefix.
+    pub base_url: String,
+    /// Accept any TLS certificate (`--insecure`).
+    pub insecure: bool,
+    /// Bound on TCP connect + TLS handshake.
+    pub connect_timeout: Duration,
+    /// Most idle connections kept for reuse.
+    pub max_idle: usize,
+    /// Idle connections older than this are closed instead of reused (`None`: no limit).
+    /// Servers close idle keep-alive connections (uvicorn after 5 s); closing them a little
+    /// earlier on our side avoids racing the server's close.
+    pub idle_timeout: Option<Duration>,
+    /// Bound on control-plane requests (`get_json`, `post_json`, `request_raw`).
+    pub control_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            base_url: "http://127.0.0.1:8000".into(),
+            insecure: false,
+            connect_timeout: Duration::from_secs(30),
+            max_idle: 2048,
+            idle_timeout: None,
+            control_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Connection counters (cumulative since the client was created).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// TCP (+TLS) connections opened.
+    pub opened: u64,
+    /// Requests sent on a reused idle connection.
+    pub reused: u64,
+    /// Idle connections found closed at checkout (or that rejected a request unsent).
+    pub stale: u64,
+    /// Idle connections closed because they exceeded `idle_timeout` or `max_idle`.
+    pub expired: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    opened: AtomicU64,
+    reused: AtomicU64,
+    stale: AtomicU64,
+    expired: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Origin {
+    tls: bool,
+    host: String,
+    port: u16,
+    host_header: HeaderValue,
+    /// Base path prefix without trailing slash.
+    prefix: String,
+    /// `scheme://host:port` for messages (never userinfo).
+    display: String,
+}
+
+struct Inner {
+    origin: Origin,
+    opts: ClientOptions,
+    tls: Option<TlsConnector>,
+    addrs: OnceCell<Vec<SocketAddr>>,
+    idle: Mutex<Vec<Conn>>,
+    counters: Counters,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient").field("origin", &self.origin.display).finish()
+    }
+}
+
+/// The HTTP client. Cheap to clone: clones share the pool.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    inner: Arc<Inner>,
+}
+
+/// How sending a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SendFailKind {
+    /// No connection could be established (nothing was sent).
+    Connect,
+    /// The request may have been (partly) written, then the connection failed.
+    Transport,
+    /// The deadline passed.
+    Timeout,
+}
+
+/// A failed send.
+#[derive(Debug)]
+pub(crate) struct SendFailure {
+    pub kind: SendFailKind,
+    pub message: String,
+    /// When the (last) attempt started writing, if it got that far.
+    pub dispatched: Option<Instant>,
+    pub reconnects: u32,
+}
+
+/// A response head with the connection that carries its body.
+#[derive(Debug)]
+pub(crate) struct Sent {
+    pub response: Response<Incoming>,
+    pub conn: Conn,
+    pub dispatched: Instant,
+    pub headers_at: Instant,
+    pub reconnects: u32,
+}
+
+impl HttpClient {
+    /// Creates a client for `opts.base_url`. No connection is opened yet.
+    pub fn new(opts: ClientOptions) -> Result<HttpClient> {
+        let url = Url::parse(opts.base_url.trim()).map_err(|e| {
+            BenchError::config("--base-url", format!("'{}' is not a URL ({e})", opts.base_url), "use http://host:port")
+        })?;
+        let tls = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            s => {
+                return Err(BenchError::config(
+                    "--base-url",
+                    format!("unsupported scheme '{s}'"),
+                    "use http:// or https://",
+                ))
+            }
+        };
+        let host = match url.host() {
+            Some(url::Host::Domain(d)) => d.to_owned(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err(BenchError::config("--base-url", "the URL has no host", "use http://host:port")),
+        };
+        let port = url.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
+        let host_for_header = match url.host() {
+            Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+            _ => host.clone(),
+        };
+        let host_header = match url.port() {
+            Some(p) => format!("{host_for_header}:{p}"),
+            None => host_for_header.clone(),
+        };
+        let host_header = HeaderValue::from_str(&host_header)
+            .map_err(|_| BenchError::config("--base-url", "invalid host", "use http://host:port"))?;
+        let display = format!("{}://{}:{}", url.scheme(), host_for_header, port);
+        let prefix = url.path().trim_end_matches('/').to_owned();
+        let tls = if tls {
+            let cfg = conn::tls_config(opts.insecure)
+                .map_err(|e| BenchError::Transport { context: "TLS setup".into(), detail: e.to_string() })?;
+            Some(TlsConnector::from(cfg))
+        } else {
+            None
+        };
+        Ok(HttpClient {
+            inner: Arc::new(Inner {
+                origin: Origin { tls: tls.is_some(), host, port, host_header, prefix, display },
+                opts,
+                tls,
+                addrs: OnceCell::new(),
+                idle: Mutex::new(Vec::new()),
+                counters: Counters::default(),
+            }),
+        })
+    }
+
+    /// The options this client was created with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.opts
+    }
+
+    /// `scheme://host:port` of the server (for messages; never contains credentials).
+    pub fn origin(&self) -> &str {
+        &self.inner.origin.display
+    }
+
+    /// Whether the origin is `https`.
+    pub fn is_tls(&self) -> bool {
+        self.inner.origin.tls
+    }
+
+    /// Connection counters.
+    pub fn stats(&self) -> PoolStats {
+        let c = &self.inner.counters;
+        PoolStats {
+            opened: c.opened.load(Ordering::Relaxed),
+            reused: c.reused.load(Ordering::Relaxed),
+            stale: c.stale.load(Ordering::Relaxed),
+            expired: c.expired.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Idle connections currently pooled.
+    pub fn idle_count(&self) -> usize {
+        self.lock_idle().len()
+    }
+
+    /// The request-target path for `endpoint`: the base URL's path prefix + `endpoint`.
+    /// An absolute `http(s)://` endpoint contributes only its path and query.
+    pub fn path_for(&self, endpoint: &str) -> Result<String> {
+        let ep = if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
+            let u = Url::parse(endpoint).map_err(|e| {
+                BenchError::config("--endpoint", format!("'{endpoint}' is not a URL ({e})"), "use a path like /v1/completions")
+            })?;
+            match u.query() {
+                Some(q) => format!("{}?{q}", u.path()),
+                None => u.path().to_owned(),
+            }
+        } else if endpoint.starts_with('/') {
+            endpoint.to_owned()
+        } else {
+            format!("/{endpoint}")
+        };
+        if ep.starts_with(&self.inner.origin.prefix) && !self.inner.origin.prefix.is_empty() {
+            return Ok(ep);
+        }
+        let path = format!("{}{ep}", self.inner.origin.prefix);
+        path.parse::<Uri>()
+            .map_err(|_| BenchError::config("--endpoint", format!("invalid path '{path}'"), "use a path like /v1/completions"))?;
+        Ok(path)
+    }
+
+    /// Opens up to `n` connections concurrently and pools them (bounded by `max_idle`).
+    /// Returns how many were opened; fails only if none could be.
+    pub async fn preconnect(&self, n: usize) -> Result<usize> {
+        let n = n.min(self.inner.opts.max_idle);
+        let results = futures::future::join_all((0..n).map(|_| self.connect())).await;
+        let mut opened = 0;
+        let mut last_err = None;
+        for r in results {
+            match r {
+                Ok(c) => {
+                    opened += 1;
+                    self.checkin(c);
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        match (opened, last_err) {
+            (0, Some(e)) => Err(BenchError::Transport { context: format!("connect {}", self.origin()), detail: e }),
+            _ => Ok(opened),
+        }
+    }
+
+    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<Conn>> {
+        self.inner.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn addrs(&self) -> std::result::Result<&[SocketAddr], String> {
+        let o = &self.inner.origin;
+        let addrs = self
+            .inner
+            .addrs
+            .get_or_try_init(|| async {
+                if let Ok(ip) = o.host.parse::<IpAddr>() {
+                    return Ok(vec![SocketAddr::new(ip, o.port)]);
+                }
+                let mut v: Vec<SocketAddr> = tokio::net::lookup_host((o.host.as_str(), o.port))
+                    .await
+                    .map_err(|e| format!("resolve {}: {e}", o.host))?
+                    .collect();
+                v.sort_by_key(|a| a.is_ipv6()); // IPv4 first, stable otherwise
+                if v.is_empty() {
+                    return Err(format!("resolve {}: no addresses", o.host));
+                }
+                Ok(v)
+            })
+            .await?;
+        Ok(addrs)
+    }
+
+    /// Opens a new connection (TCP, TLS, HTTP/1.1 handshake) within `connect_timeout`.
+    async fn connect(&self) -> std::result::Result<Conn, String> {
+        let timeout = self.inner.opts.connect_timeout;
+        match tokio::time::timeout(timeout, self.connect_inner()).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("connect to {} timed out after {timeout:?}", self.origin())),
+        }
+    }
+
+    async fn connect_inner(&self) -> std::result::Result<Conn, String> {
+        let addrs = self.addrs().await?;
+        let mut last = String::from("no address");
+        let mut tcp = None;
+        for a in addrs {
+            match TcpStream::connect(a).await {
+                Ok(s) => {
+                    tcp = Some(s);
+                    break;
+                }
+                Err(e) => last = format!("connect to {a}: {e}"),
+            }
+        }
+        let tcp = tcp.ok_or(last)?;
+        let _ = tcp.set_nodelay(true);
+        let stream = match &self.inner.tls {
+            Some(tls) => conn::tls_connect(tls, &self.inner.origin.host, tcp)
+                .await
+                .map_err(|e| format!("TLS handshake with {}: {e}", self.origin()))?,
+            None => conn::Stream::Plain(tcp),
+        };
+        let c = Conn::handshake(stream).await.map_err(|e| format!("HTTP handshake: {e}"))?;
+        self.inner.counters.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(c)
+    }
+
+    /// Takes the most recently used healthy idle connection. Stale ones are dropped and
+    /// counted in `stale`.
+    async fn take_idle(&self, stale: &mut u32) -> Option<Conn> {
+        loop {
+            let mut c = self.lock_idle().pop()?;
+            if let Some(max) = self.inner.opts.idle_timeout {
+                if c.idle_since.elapsed() > max {
+                    self.inner.counters.expired.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            }
+            if c.check_idle().await {
+                return Some(c);
+            }
+            *stale += 1;
+            self.inner.counters.stale.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Returns a connection whose response was read to the end.
+    pub(crate) fn checkin(&self, mut c: Conn) {
+        if c.is_done() {
+            return;
+        }
+        c.idle_since = Instant::now();
+        let mut idle = self.lock_idle();
+        if idle.len() < self.inner.opts.max_idle {
+            idle.push(c);
+        } else {
+            self.inner.counters.expired.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Builds a request for `path` with `headers` (Host is added).
+    pub(crate) fn request(
+        &self,
+        method: Method,
+        path: &str,
+        mut headers: HeaderMap,
+        body: bytes::Bytes,
+    ) -> std::result::Result<Request<ReqBody>, String> {
+        headers.insert(HOST, self.inner.origin.host_header.clone());
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(ReqBody::new(body))
+            .map_err(|e| format!("invalid request: {e}"))?;
+        *req.headers_mut() = headers;
+        Ok(req)
+    }
+
+    /// Sends `req` and waits for the response head. Retries on a fresh connection only when
+    /// the request provably was not written (it came back from hyper unsent).
+    pub(crate) async fn send(
+        &self,
+        mut req: Request<ReqBody>,
+        mut deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
+    ) -> std::result::Result<Sent, SendFailure> {
+        let mut reconnects = 0u32;
+        let mut dispatched = None;
+        // Each round consumes a pooled connection or ends; the bound is a safety net.
+        for _ in 0..64 {
+            let fail = |kind, message: String, dispatched, reconnects| SendFailure {
+                kind,
+                message,
+                dispatched,
+                reconnects,
+            };
+            let (mut conn, reused) = match self.take_idle(&mut reconnects).await {
+                Some(c) => (c, true),
+                None => {
+                    let connect = self.connect();
+                    let r = match deadline.as_mut() {
+                        Some(d) => tokio::select! {
+                            r = connect => r,
+                            _ = d.as_mut() => {
+                                return Err(fail(SendFailKind::Timeout, "request timed out while connecting".into(), None, reconnects));
+                            }
+                        },
+                        None => connect.await,
+                    };
+                    match r {
+                        Ok(c) => (c, false),
+                        Err(e) => return Err(fail(SendFailKind::Connect, e, None, reconnects)),
+                    }
+                }
+            };
+            let t0 = Instant::now();
+            dispatched = Some(t0);
+            let fut = Box::pin(conn.sender.try_send_request(req));
+            match conn.drive(fut, deadline.as_deref_mut()).await {
+                Ok(Ok(response)) => {
+                    let headers_at = Instant::now();
+                    if reused {
+                        self.inner.counters.reused.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(Sent { response, conn, dispatched: t0, headers_at, reconnects });
+                }
+                Ok(Err(mut e)) => match e.take_message() {
+                    Some(back) if reused => {
+                        // Closed before anything was written: safe to send elsewhere.
+                        reconnects += 1;
+                        self.inner.counters.stale.fetch_add(1, Ordering::Relaxed);
+                        req = back;
+                        dispatched = None;
+                    }
+                    Some(_) => {
+                        let msg = format!("connection closed before the request was sent: {}", e.error());
+                        return Err(fail(SendFailKind::Connect, msg, None, reconnects));
+                    }
+                    None => {
+                        let msg = format!("request failed after it was sent: {}", error_chain(e.error()));
+                        return Err(fail(SendFailKind::Transport, msg, dispatched, reconnects));
+                    }
+                },
+                Err(Interrupted::Deadline) => {
+                    return Err(fail(
+                        SendFailKind::Timeout,
+                        "request timed out waiting for the response head".into(),
+                        dispatched,
+                        reconnects,
+                    ));
+                }
+            }
+        }
+        Err(SendFailure {
+            kind: SendFailKind::Connect,
+            message: "too many stale connections in a row".into(),
+            dispatched,
+            reconnects,
+        })
+    }
+}
+
+/// An error with its sources, `a: b: c`.
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        let t = x.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = x.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(url: &str) -> HttpClient {
+        HttpClient::new(ClientOptions { base_url: url.into(), ..ClientOptions::default() }).unwrap()
+    }
+
+    #[test]
+    fn parses_origins_and_paths() {
+        let c = client("http://user:pw@localhost:8000/");
+        assert_eq!(c.origin(), "http://localhost:8000");
+        assert_eq!(c.path_for("/v1/completions").unwrap(), "/v1/completions");
+        let c = client("https://example.com/api/");
+        assert_eq!(c.origin(), "https://example.com:443");
+        assert!(c.is_tls());
+        assert_eq!(c.path_for("/v1/models").unwrap(), "/api/v1/models");
+        assert_eq!(c.path_for("/api/v1/models").unwrap(), "/api/v1/models");
+        assert_eq!(c.path_for("http://x/v1/a?b=1").unwrap(), "/api/v1/a?b=1");
+        let c = client("http://[::1]:9000");
+        assert_eq!(c.inner.origin.host_header, "[::1]:9000");
+        assert!(HttpClient::new(ClientOptions { base_url: "ftp://x".into(), ..Default::default() }).is_err());
+        assert!(HttpClient::new(ClientOptions { base_url: "nope".into(), ..Default::default() }).is_err());
+    }
+
+    #[tokio::test]
+    async fn connect_refused_is_reported() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let c = client(&format!("http://127.0.0.1:{port}"));
+        let e = c.preconnect(1).await.unwrap_err();
+        assert!(matches!(e, BenchError::Transport { .. }), "{e}");
+    }
+}

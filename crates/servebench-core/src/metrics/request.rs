@@ -1,0 +1,143 @@
+//! Per-request derived values: the latencies of one `RequestRecord` in both views, its token
+//! events and their weights. Every run-level number is built from these.
+
+use crate::record::{Outcome, RequestRecord, TokenSource};
+
+/// The latencies of one request, µs. `None` where the record lacks the timestamps involved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestTimes {
+    /// Service TTFT: `first_token − dispatched`.
+    pub ttft_us: Option<u64>,
+    /// Service E2EL: `done − dispatched` (`last_token` when `done` is missing).
+    pub e2el_us: Option<u64>,
+    /// TPOT: `(last_token − first_token) / (output_tokens − 1)`, only when `output_tokens > 1`.
+    pub tpot_us: Option<f64>,
+    /// Response TTFT: `first_token − intended`.
+    pub response_ttft_us: Option<u64>,
+    /// Response E2EL: `done − intended` (`last_token` when `done` is missing).
+    pub response_e2el_us: Option<u64>,
+    /// Client queue time: `dispatched − intended`.
+    pub queue_us: Option<u64>,
+    /// Output tokens (`RequestRecord::output_tokens`) and their source.
+    pub output_tokens: u32,
+    pub output_source: TokenSource,
+    /// The last time anything is known of the request (max of all its timestamps).
+    pub last_known_us: Option<u64>,
+}
+
+impl RequestTimes {
+    /// Derives the per-request values of `r` (whatever its outcome; callers filter).
+    pub fn of(r: &RequestRecord) -> RequestTimes {
+        let end = r.done_us.or(r.last_token_us);
+        let (output_tokens, output_source) = r.output_tokens();
+        let tpot_us = match (r.first_token_us, r.last_token_us) {
+            (Some(f), Some(l)) if output_tokens > 1 => {
+                Some(l.saturating_sub(f) as f64 / f64::from(output_tokens - 1))
+            }
+            _ => None,
+        };
+        let last_known_us = [r.dispatched_us, r.headers_us, r.first_event_us, r.first_token_us, r.last_token_us, r.done_us]
+            .into_iter()
+            .flatten()
+            .max();
+        RequestTimes {
+            ttft_us: diff(r.first_token_us, r.dispatched_us),
+            e2el_us: diff(end, r.dispatched_us),
+            tpot_us,
+            response_ttft_us: diff(r.first_token_us, Some(r.intended_us)),
+            response_e2el_us: diff(end, Some(r.intended_us)),
+            queue_us: diff(r.dispatched_us, Some(r.intended_us)),
+            output_tokens,
+            output_source,
+            last_known_us,
+        }
+    }
+
+    /// TPOT for goodput: the request's TPOT, or 0 when it has at most one output token (vLLM).
+    pub fn tpot_for_goodput_us(&self) -> f64 {
+        self.tpot_us.unwrap_or(0.0)
+    }
+}
+
+/// True for requests whose latencies enter the statistics.
+pub fn is_completed(r: &RequestRecord) -> bool {
+    r.outcome == Outcome::Completed
+}
+
+fn diff(later: Option<u64>, earlier: Option<u64>) -> Option<u64> {
+    Some(later?.saturating_sub(earlier?))
+}
+
+/// Times of the token-carrying events of `r`, µs from the run origin: `first_token`, then each
+/// gap of `token_events.gaps_us` added in turn. Empty without a first token.
+pub fn token_event_times(r: &RequestRecord) -> Vec<u64> {
+    let Some(first) = r.first_token_us else { return Vec::new() };
+    let mut out = Vec::with_capacity(r.token_events.gaps_us.len() + 1);
+    let mut t = first;
+    out.push(t);
+    for &g in &r.token_events.gaps_us {
+        t = t.saturating_add(u64::from(g));
+        out.push(t);
+    }
+    out
+}
+
+/// Tokens each event carried: `token_events.tokens` when it has one entry per event, else the
+/// request's output tokens spread evenly (`T / E` each). Same length as `token_event_times`.
+pub fn token_event_weights(r: &RequestRecord) -> Vec<f64> {
+    if r.first_token_us.is_none() {
+        return Vec::new();
+    }
+    let events = r.token_events.gaps_us.len() + 1;
+    if r.token_events.tokens.len() == events {
+        return r.token_events.tokens.iter().map(|&k| f64::from(k)).collect();
+    }
+    let (t, _) = r.output_tokens();
+    vec![f64::from(t) / events as f64; events]
+}
+
+/// Appends the token-view inter-token latencies of `r` (µs) to `out`.
+///
+/// Rule (see docs/metrics.md): when the server told us the tokens of every event, each gap is
+/// split evenly over the tokens the *later* event carried (`k` values of `gap / k`), an event with
+/// 0 tokens passes its gap on to the next one, and the extra tokens of the first event (beyond
+/// the first token) get ITL 0. Otherwise, if the output token count `T` equals the number of
+/// events `E`, the event gaps are used as they are (one token per event); if not, the request
+/// contributes `T − 1` copies of `(Σ gaps) / (T − 1)` (its TPOT over the event span).
+/// In every case the values of one request sum to its first-to-last token span.
+pub fn push_token_view_itls(r: &RequestRecord, out: &mut Vec<f64>) {
+    if r.first_token_us.is_none() {
+        return;
+    }
+    let gaps = &r.token_events.gaps_us;
+    let tokens = &r.token_events.tokens;
+    if tokens.len() == gaps.len() + 1 {
+        let mut pending = 0.0_f64;
+        let mut seen_first = false;
+        for (i, &k) in tokens.iter().enumerate() {
+            if i > 0 {
+                pending += gaps.get(i - 1).map_or(0.0, |&g| f64::from(g));
+            }
+            if k == 0 {
+                continue;
+            }
+            if !seen_first {
+                seen_first = true;
+                out.extend(std::iter::repeat_n(0.0, (k - 1) as usize));
+            } else {
+                let v = pending / f64::from(k);
+                out.extend(std::iter::repeat_n(v, k as usize));
+            }
+            pending = 0.0;
+        }
+        return;
+    }
+    let (t, _) = r.output_tokens();
+    let events = gaps.len() + 1;
+    if t as usize == events {
+        out.extend(gaps.iter().map(|&g| f64::from(g)));
+    } else if t > 1 {
+        let span: f64 = gaps.iter().map(|&g| f64::from(g)).sum();
+        out.extend(std::iter::repeat_n(span / f64::from(t - 1), (t - 1) as usize));
+    }
+}

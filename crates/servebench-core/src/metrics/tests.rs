@@ -1,0 +1,263 @@
+//! Every metric pinned on a hand-built record set with known µs times.
+//!
+//! | rec | outcome | intended | dispatched | first_token | gaps (µs) | tokens/event | done | T (source) |
+//! |-----|---------|----------|------------|-------------|-----------|--------------|------|------------|
+//! | 0 | completed | 0 | 1_000 | 101_000 | 10k,20k,30k | — | 162_000 | 4 (usage) |
+//! | 1 | completed | 50_000 | 60_000 | 260_000 | 40k,40k | 1,3,2 | 350_000 | 6 (usage) |
+//! | 2 | completed | 100_000 | 100_000 | 150_000 | — | — | 151_000 | 1 (events) |
+//! | 3 | completed | 200_000 | 210_000 | 400_000 | 30k,50k | — | 480_000 | 5 (retokenized) |
+//! | 4 | failed http_status | 300_000 | 300_000 | — | — | — | 305_000 | — |
+//! | 5 | failed timeout | 400_000 | 420_000 | 500_000 | 10k | — | — (last token 510_000) | — |
+//! | 6 | cancelled | 900_000 | — | — | — | — | — | — |
+
+use super::*;
+use crate::record::{ErrorKind, RequestRecord};
+
+fn rec(index: u64, intended: u64, dispatched: Option<u64>, prompt: u32) -> RequestRecord {
+    let mut r = RequestRecord::scheduled(index, format!("req-{index}"), intended, prompt, 10);
+    r.dispatched_us = dispatched;
+    r.attempts = u32::from(dispatched.is_some());
+    r
+}
+
+fn stream(r: &mut RequestRecord, first: u64, gaps: &[u32], done: Option<u64>) {
+    r.headers_us = Some(first.saturating_sub(1_000));
+    r.first_event_us = Some(first);
+    r.first_token_us = Some(first);
+    r.token_events.gaps_us = gaps.to_vec();
+    r.last_token_us = Some(first + gaps.iter().map(|&g| u64::from(g)).sum::<u64>());
+    r.done_us = done;
+    r.token_event_count = gaps.len() as u32 + 1;
+}
+
+/// The record set of the table above.
+pub(crate) fn fixture() -> Vec<RequestRecord> {
+    let mut r0 = rec(0, 0, Some(1_000), 10);
+    stream(&mut r0, 101_000, &[10_000, 20_000, 30_000], Some(162_000));
+    r0.completion_tokens = Some(4);
+    r0.server_prompt_tokens = Some(12);
+    r0.cached_prompt_tokens = Some(4);
+    r0.outcome = Outcome::Completed;
+
+    let mut r1 = rec(1, 50_000, Some(60_000), 20);
+    stream(&mut r1, 260_000, &[40_000, 40_000], Some(350_000));
+    r1.token_events.tokens = vec![1, 3, 2];
+    r1.completion_tokens = Some(6);
+    r1.outcome = Outcome::Completed;
+
+    let mut r2 = rec(2, 100_000, Some(100_000), 5);
+    stream(&mut r2, 150_000, &[], Some(151_000));
+    r2.outcome = Outcome::Completed;
+
+    let mut r3 = rec(3, 200_000, Some(210_000), 8);
+    stream(&mut r3, 400_000, &[30_000, 50_000], Some(480_000));
+    r3.retokenized_tokens = Some(5);
+    r3.outcome = Outcome::Completed;
+
+    let mut r4 = rec(4, 300_000, Some(300_000), 7);
+    r4.headers_us = Some(305_000);
+    r4.done_us = Some(305_000);
+    r4.http_status = Some(503);
+    r4.fail(ErrorKind::HttpStatus, "HTTP 503");
+
+    let mut r5 = rec(5, 400_000, Some(420_000), 9);
+    stream(&mut r5, 500_000, &[10_000], None);
+    r5.fail(ErrorKind::Timeout, "stall timeout");
+
+    let r6 = rec(6, 900_000, None, 3);
+    vec![r0, r1, r2, r3, r4, r5, r6]
+}
+
+fn cfg() -> MetricsConfig {
+    MetricsConfig {
+        percentiles: vec![50.0, 99.0],
+        selected: vec![MetricName::Ttft, MetricName::Tpot, MetricName::Itl, MetricName::E2el],
+        goodput: vec![],
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+macro_rules! assert_close {
+    ($a:expr, $b:expr) => {
+        assert!(close($a, $b), "{} = {} , want {}", stringify!($a), $a, $b)
+    };
+}
+
+#[test]
+fn counts_and_failure_kinds() {
+    let recs = fixture();
+    let m = compute(&recs, &cfg());
+    assert_eq!((m.completed, m.failed, m.cancelled), (4, 2, 1));
+    assert_eq!(m.sent, recs.len() as u64);
+    assert_eq!(m.sent, m.completed + m.failed + m.cancelled);
+    let kind = |k| m.failures_by_kind.iter().find(|(x, _)| *x == k).map(|&(_, n)| n);
+    assert_eq!(kind(ErrorKind::HttpStatus), Some(1));
+    assert_eq!(kind(ErrorKind::Timeout), Some(1));
+    assert_eq!(m.failures_by_kind.iter().map(|&(_, n)| n).sum::<u64>(), 2);
+    assert_eq!(m.failures_unclassified, 0);
+}
+
+#[test]
+fn duration_tokens_and_throughputs() {
+    let m = compute(&fixture(), &cfg());
+    // First dispatch 1_000 µs (rec 0); last known end 510_000 µs (rec 5's last token).
+    assert_close!(m.duration_s, 0.509);
+    assert_eq!(m.total_input_tokens, 10 + 20 + 5 + 8);
+    assert_eq!((m.server_total_input_tokens, m.server_input_tokens_reported), (12, 1));
+    assert_eq!(m.cached_input_tokens, 4);
+    assert_eq!(m.total_output_tokens, 4 + 6 + 1 + 5);
+    assert_eq!(m.output_token_source, TokenSourceCounts { usage: 2, retokenized: 1, events: 1 });
+    assert_close!(m.request_throughput, 4.0 / 0.509);
+    assert_close!(m.input_throughput, 43.0 / 0.509);
+    assert_close!(m.output_throughput, 16.0 / 0.509);
+    assert_close!(m.total_token_throughput, 59.0 / 0.509);
+    assert_eq!((m.good_requests, m.request_goodput), (None, None));
+}
+
+#[test]
+fn service_view_latencies() {
+    let m = compute(&fixture(), &cfg());
+    // TTFT ms: 100, 200, 50, 190.
+    assert_eq!(m.ttft.count, 4);
+    assert_close!(m.ttft.mean, 135.0);
+    assert_close!(m.ttft.median, 145.0);
+    assert_close!(m.ttft.std, 3925.0_f64.sqrt());
+    assert_close!(m.ttft.percentile(99.0).unwrap(), 199.7);
+    // TPOT ms: 20 (60 ms / 3), 16 (80 ms / 5), 20 (80 ms / 4); rec 2 has one token.
+    assert_eq!(m.tpot.count, 3);
+    assert_close!(m.tpot.mean, 56.0 / 3.0);
+    assert_close!(m.tpot.median, 20.0);
+    // ITL event view ms: 10,20,30 | 40,40 | 30,50.
+    assert_eq!(m.itl.count, 7);
+    assert_close!(m.itl.mean, 220.0 / 7.0);
+    assert_close!(m.itl.median, 30.0);
+    assert_close!(m.itl.percentile(99.0).unwrap(), 49.4);
+    // E2EL ms (done − dispatched): 161, 290, 51, 270.
+    assert_close!(m.e2el.mean, 193.0);
+    assert_close!(m.e2el.median, 215.5);
+}
+
+#[test]
+fn token_view_itl_spreads_gaps_over_tokens() {
+    let m = compute(&fixture(), &cfg());
+    // rec 0: T = E = 4 → 10, 20, 30. rec 1: tokens 1,3,2 → 3 × 40/3, 2 × 20.
+    // rec 2: one token → none. rec 3: T = 5 ≠ E = 3 → 4 × (80/4) = 4 × 20.
+    assert_eq!(m.itl_token_view.count, 12);
+    assert_close!(m.itl_token_view.mean, 220.0 / 12.0);
+    assert_close!(m.itl_token_view.median, 20.0);
+    let mut v = Vec::new();
+    push_token_view_itls(&fixture()[1], &mut v);
+    let want = [40_000.0 / 3.0, 40_000.0 / 3.0, 40_000.0 / 3.0, 20_000.0, 20_000.0];
+    assert_eq!(v.len(), want.len());
+    assert!(v.iter().zip(want).all(|(a, b)| close(*a, b)));
+}
+
+#[test]
+fn token_view_handles_first_event_bundles_and_empty_events() {
+    let mut r = rec(0, 0, Some(0), 1);
+    stream(&mut r, 100, &[30, 60], Some(200));
+    r.token_events.tokens = vec![3, 0, 2];
+    let mut v = Vec::new();
+    push_token_view_itls(&r, &mut v);
+    // First event's 2 extra tokens: ITL 0; empty event passes its 30 µs on: (30+60)/2 twice.
+    assert_eq!(v, vec![0.0, 0.0, 45.0, 45.0]);
+    assert_eq!(v.iter().sum::<f64>(), 90.0);
+}
+
+#[test]
+fn response_view_and_queue_time() {
+    let m = compute(&fixture(), &cfg());
+    // Response TTFT ms (first_token − intended): 101, 210, 50, 200.
+    assert_close!(m.response_ttft.mean, 140.25);
+    // Response E2EL ms (done − intended): 162, 300, 51, 280.
+    assert_close!(m.response_e2el.mean, 198.25);
+    // Queue ms, every dispatched request: 1, 10, 0, 10, 0 (rec 4), 20 (rec 5).
+    assert_eq!(m.queue_time.count, 6);
+    assert_close!(m.queue_time.mean, 41.0 / 6.0);
+    // vLLM's client_queue_time: completed only.
+    assert_eq!(m.client_queue_time.count, 4);
+    assert_close!(m.client_queue_time.mean, 5.25);
+    assert_eq!(m.summary(MetricName::E2elIncludingClientQueue), &m.response_e2el);
+}
+
+#[test]
+fn peaks() {
+    let m = compute(&fixture(), &cfg());
+    // All token events fall within 0.5 s: the window holds every output token.
+    assert_close!(m.max_output_tokens_per_s, 16.0);
+    // [1k,162k) [60k,350k) [100k,151k) overlap 3 deep; failed rec 4 makes 3 again at 300k.
+    assert_eq!(m.max_concurrent_requests, 3);
+}
+
+#[test]
+fn peak_tokens_use_event_weights_and_a_sliding_window() {
+    let mut a = rec(0, 0, Some(0), 1);
+    stream(&mut a, 800_000, &[300_000, 300_000], Some(1_400_000));
+    a.token_events.tokens = vec![1, 4, 4];
+    a.completion_tokens = Some(9);
+    a.outcome = Outcome::Completed;
+    let mut b = a.clone();
+    b.index = 1;
+    b.first_token_us = Some(1_850_000);
+    b.token_events.tokens.clear();
+    b.token_events.gaps_us = vec![100_000];
+    b.last_token_us = Some(1_950_000);
+    b.done_us = Some(1_960_000);
+    b.completion_tokens = Some(10); // 2 events (1.85 s, 1.95 s), 5 tokens each
+    let m = compute(&[a, b], &cfg());
+    // Window [1.1 s, 2.1 s): 4 + 4 (rec a) + 5 + 5 (rec b) = 18; 1-s buckets would see 9 + 10.
+    assert_close!(m.max_output_tokens_per_s, 18.0);
+}
+
+#[test]
+fn goodput() {
+    let recs = fixture();
+    let mut c = cfg();
+    c.goodput = vec![
+        Slo { metric: MetricName::Ttft, threshold_ms: 150.0 },
+        Slo { metric: MetricName::Tpot, threshold_ms: 18.0 },
+    ];
+    let m = compute(&recs, &c);
+    // Only rec 2 (TTFT 50, one token → TPOT 0) meets both.
+    assert_eq!(m.good_requests, Some(1));
+    assert_close!(m.request_goodput.unwrap(), 1.0 / 0.509);
+    c.goodput = vec![Slo { metric: MetricName::E2el, threshold_ms: 270.0 }];
+    // 161, 51 and 270 (equal counts as met) are good; 290 is not.
+    assert_eq!(compute(&recs, &c).good_requests, Some(3));
+}
+
+#[test]
+fn empty_and_degenerate_inputs_do_not_panic() {
+    let m = compute(&[], &cfg());
+    assert_eq!((m.sent, m.duration_s, m.request_throughput), (0, 0.0, 0.0));
+    assert_eq!(m.ttft.mean, 0.0);
+    // Inverted timestamps clamp to 0 instead of underflowing.
+    let mut r = rec(0, 500, Some(400), 1);
+    stream(&mut r, 300, &[], Some(350));
+    r.outcome = Outcome::Completed;
+    let m = compute(&[r], &cfg());
+    assert_eq!(m.ttft.mean, 0.0);
+    assert_eq!(m.response_e2el.mean, 0.0);
+    // A failed record without an error kind is counted as unclassified.
+    let mut f = rec(1, 0, Some(0), 1);
+    f.outcome = Outcome::Failed;
+    assert_eq!(compute(&[f], &cfg()).failures_unclassified, 1);
+}
+
+#[test]
+fn config_validation() {
+    assert!(MetricsConfig::default().validate().is_ok());
+    let mut c = MetricsConfig { percentiles: vec![101.0], ..MetricsConfig::default() };
+    assert!(c.validate().is_err());
+    c.percentiles = vec![99.9];
+    c.goodput = vec![Slo { metric: MetricName::Itl, threshold_ms: 1.0 }];
+    assert!(c.validate().is_err());
+    c.goodput = vec![Slo { metric: MetricName::Ttft, threshold_ms: -1.0 }];
+    assert!(c.validate().is_err());
+    assert_eq!(MetricName::parse(" e2el"), Some(MetricName::E2el));
+    assert_eq!(MetricName::parse("client_queue_time"), Some(MetricName::ClientQueueTime));
+    assert_eq!(MetricName::parse("nope"), None);
+}

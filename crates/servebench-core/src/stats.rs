@@ -1,0 +1,177 @@
+//! Descriptive statistics with numpy's conventions, as `vllm bench serve` reports them.
+//!
+//! - mean: arithmetic mean;
+//! - median: the 50th percentile below (average of the two middle values for even counts);
+//! - std: population standard deviation (ddof = 0, numpy's default);
+//! - percentile: numpy's default "linear" method — sort, index `h = p/100 · (n − 1)`, interpolate
+//!   between `x[floor(h)]` and `x[ceil(h)]`. Results may differ from numpy in the last ulp only.
+//! - empty input gives 0 for every statistic (vLLM passes `values or 0` to numpy).
+//!
+//! NaN inputs are ignored (they cannot come from integer µs timestamps, but a library must not
+//! panic or poison every statistic because of one).
+
+use serde::{Deserialize, Serialize};
+
+/// Summary of one distribution: count, mean, median, population std and the selected percentiles
+/// as `(p, value)` pairs in the order they were asked for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub count: usize,
+    pub mean: f64,
+    pub median: f64,
+    pub std: f64,
+    pub percentiles: Vec<(f64, f64)>,
+}
+
+impl Summary {
+    /// Summarizes `values` (any order; NaNs ignored) with the given percentiles (0..=100).
+    pub fn of(values: &[f64], percentiles: &[f64]) -> Summary {
+        let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+        sorted.sort_by(f64::total_cmp);
+        Summary::of_sorted(&sorted, percentiles)
+    }
+
+    /// Like [`Summary::of`] for values already sorted ascending without NaNs.
+    pub fn of_sorted(sorted: &[f64], percentiles: &[f64]) -> Summary {
+        Summary {
+            count: sorted.len(),
+            mean: mean(sorted),
+            median: percentile_sorted(sorted, 50.0),
+            std: std_pop(sorted),
+            percentiles: percentiles.iter().map(|&p| (p, percentile_sorted(sorted, p))).collect(),
+        }
+    }
+
+    /// The value of percentile `p` if it was computed.
+    pub fn percentile(&self, p: f64) -> Option<f64> {
+        self.percentiles.iter().find(|(q, _)| *q == p).map(|&(_, v)| v)
+    }
+
+    /// The same summary with every value multiplied by `k` (unit conversion).
+    pub fn scaled(&self, k: f64) -> Summary {
+        Summary {
+            count: self.count,
+            mean: self.mean * k,
+            median: self.median * k,
+            std: self.std * k,
+            percentiles: self.percentiles.iter().map(|&(p, v)| (p, v * k)).collect(),
+        }
+    }
+}
+
+/// Arithmetic mean; 0 for an empty slice.
+pub fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// Population standard deviation (ddof = 0); 0 for an empty slice.
+pub fn std_pop(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let m = mean(values);
+    let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
+    (ss / values.len() as f64).sqrt()
+}
+
+/// Median (numpy): the 50th percentile with linear interpolation; 0 for an empty slice.
+pub fn median(values: &[f64]) -> f64 {
+    percentile(values, 50.0)
+}
+
+/// Percentile `p` (0..=100, clamped) with numpy's "linear" interpolation; 0 for an empty slice.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+    sorted.sort_by(f64::total_cmp);
+    percentile_sorted(&sorted, p)
+}
+
+/// [`percentile`] over a slice already sorted ascending.
+pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
+    let n = sorted.len();
+    let (Some(&first), Some(&last)) = (sorted.first(), sorted.last()) else { return 0.0 };
+    let p = if p.is_nan() { 50.0 } else { p.clamp(0.0, 100.0) };
+    let h = p / 100.0 * (n - 1) as f64;
+    let lo = (h.floor() as usize).min(n - 1);
+    let hi = (h.ceil() as usize).min(n - 1);
+    let (a, b) = (sorted.get(lo).copied().unwrap_or(first), sorted.get(hi).copied().unwrap_or(last));
+    let t = h - lo as f64;
+    // Clamp so rounding never leaves [a, b]: keeps the result monotone in p.
+    (a + (b - a) * t).clamp(a.min(b), a.max(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn empty_is_zero() {
+        let s = Summary::of(&[], &[50.0, 99.0]);
+        assert_eq!(s, Summary { count: 0, mean: 0.0, median: 0.0, std: 0.0, percentiles: vec![(50.0, 0.0), (99.0, 0.0)] });
+    }
+
+    #[test]
+    fn hand_computed_examples() {
+        // numpy: mean 2.5, median 2.5, std sqrt(1.25), p25 1.75, p99 3.97, p90 3.7
+        let v = [4.0, 1.0, 3.0, 2.0];
+        let s = Summary::of(&v, &[25.0, 90.0, 99.0, 100.0, 0.0]);
+        assert_eq!(s.count, 4);
+        assert_eq!(s.mean, 2.5);
+        assert_eq!(s.median, 2.5);
+        assert!((s.std - 1.25_f64.sqrt()).abs() < 1e-15);
+        assert!((s.percentile(25.0).unwrap() - 1.75).abs() < 1e-12);
+        assert!((s.percentile(90.0).unwrap() - 3.7).abs() < 1e-12);
+        assert!((s.percentile(99.0).unwrap() - 3.97).abs() < 1e-12);
+        assert_eq!(s.percentile(100.0), Some(4.0));
+        assert_eq!(s.percentile(0.0), Some(1.0));
+        // Odd count: the middle value.
+        assert_eq!(median(&[5.0, 1.0, 3.0]), 3.0);
+        // One value: every percentile is that value, std 0.
+        let one = Summary::of(&[7.0], &[1.0, 99.9]);
+        assert_eq!((one.mean, one.median, one.std), (7.0, 7.0, 0.0));
+        assert_eq!(one.percentiles, vec![(1.0, 7.0), (99.9, 7.0)]);
+        // numpy.percentile([10, 20, 30, 40, 50, 60, 70, 80, 90, 100], 99.9) = 99.91
+        let ten: Vec<f64> = (1..=10).map(|i| (i * 10) as f64).collect();
+        assert!((percentile(&ten, 99.9) - 99.91).abs() < 1e-9);
+        assert!((std_pop(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]) - 2.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn nan_is_ignored_and_scaling_works() {
+        let s = Summary::of(&[f64::NAN, 2.0], &[50.0]);
+        assert_eq!((s.count, s.mean), (1, 2.0));
+        let k = Summary::of(&[1.0, 3.0], &[50.0]).scaled(1000.0);
+        assert_eq!((k.mean, k.median, k.std), (2000.0, 2000.0, 1000.0));
+        assert_eq!(k.percentiles, vec![(50.0, 2000.0)]);
+    }
+
+    proptest! {
+        #[test]
+        fn percentile_properties(
+            mut v in prop::collection::vec(-1.0e9f64..1.0e9, 1..60),
+            ps in prop::collection::vec(0.0f64..=100.0, 1..20),
+        ) {
+            v.sort_by(f64::total_cmp);
+            let (min, max) = (v[0], v[v.len() - 1]);
+            prop_assert_eq!(percentile_sorted(&v, 0.0), min);
+            prop_assert_eq!(percentile_sorted(&v, 100.0), max);
+            let mut ps = ps;
+            ps.sort_by(f64::total_cmp);
+            let mut prev = f64::NEG_INFINITY;
+            for p in ps {
+                let x = percentile_sorted(&v, p);
+                prop_assert!(x >= min && x <= max);
+                prop_assert!(x >= prev, "not monotone at p={}: {} < {}", p, x, prev);
+                prev = x;
+            }
+            let s = Summary::of(&v, &[]);
+            prop_assert!(s.mean >= min - 1e-6 * min.abs().max(1.0) && s.mean <= max + 1e-6 * max.abs().max(1.0));
+            prop_assert!(s.std >= 0.0);
+            prop_assert_eq!(s.median, percentile_sorted(&v, 50.0));
+        }
+    }
+}

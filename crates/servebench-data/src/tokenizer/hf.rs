@@ -1,0 +1,165 @@
+//! [`HfTokenizer`]: a Hugging Face `tokenizer.json` loaded with the `tokenizers` crate.
+
+use std::path::Path;
+
+use servebench_core::{BenchError, Result, TextTokenizer};
+
+/// A tokenizer loaded from a Hugging Face `tokenizer.json` (BPE, WordPiece, Unigram, ...).
+///
+/// Truncation and padding configured in the file are switched off: a benchmark counts every
+/// token of a prompt.
+pub struct HfTokenizer {
+    name: String,
+    inner: tokenizers::Tokenizer,
+    vocab_size: u32,
+    num_special: u32,
+    /// Sorted ids of added tokens flagged `special`.
+    special_ids: Vec<u32>,
+}
+
+impl std::fmt::Debug for HfTokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HfTokenizer")
+            .field("name", &self.name)
+            .field("vocab_size", &self.vocab_size)
+            .field("num_special", &self.num_special)
+            .field("special_ids", &self.special_ids.len())
+            .finish()
+    }
+}
+
+impl HfTokenizer {
+    /// Loads a `tokenizer.json` file; `name` is what [`TextTokenizer::name`] reports.
+    pub fn from_file(path: &Path, name: impl Into<String>) -> Result<Self> {
+        let name = name.into();
+        let bytes = std::fs::read(path).map_err(|e| BenchError::TokenizerLoad {
+            name: name.clone(),
+            detail: format!("cannot read {}: {e}", path.display()),
+        })?;
+        Self::from_bytes(&bytes, name).map_err(|e| match e {
+            BenchError::TokenizerLoad { name, detail } => BenchError::TokenizerLoad {
+                name,
+                detail: format!("{}: {detail}", path.display()),
+            },
+            other => other,
+        })
+    }
+
+    /// Parses the contents of a `tokenizer.json`.
+    pub fn from_bytes(bytes: &[u8], name: impl Into<String>) -> Result<Self> {
+        let name = name.into();
+        let load_err = |detail: String| BenchError::TokenizerLoad { name: name.clone(), detail };
+        let mut inner = tokenizers::Tokenizer::from_bytes(bytes)
+            .map_err(|e| load_err(format!("not a valid tokenizer.json: {e}")))?;
+        inner
+            .with_truncation(None)
+            .map_err(|e| load_err(format!("cannot disable truncation: {e}")))?;
+        inner.with_padding(None);
+        let vocab = inner.get_vocab(true);
+        let vocab_size = vocab.values().copied().max().map_or(0, |m| m.saturating_add(1));
+        let mut special_ids: Vec<u32> = inner
+            .get_added_tokens_decoder()
+            .into_iter()
+            .filter(|(_, t)| t.special)
+            .map(|(id, _)| id)
+            .collect();
+        special_ids.sort_unstable();
+        special_ids.dedup();
+        let num_special = inner
+            .encode_fast("", true)
+            .map_err(|e| load_err(format!("cannot encode the empty string: {e}")))?
+            .len() as u32;
+        Ok(Self { name, inner, vocab_size, num_special, special_ids })
+    }
+
+    /// The wrapped `tokenizers` tokenizer.
+    pub fn inner(&self) -> &tokenizers::Tokenizer {
+        &self.inner
+    }
+
+    /// Ids of added tokens flagged special (sorted).
+    pub fn special_token_ids(&self) -> &[u32] {
+        &self.special_ids
+    }
+
+    /// Token ids usable in random token-id prompts: every id of the vocabulary (added tokens
+    /// included) except added tokens flagged special. Sorted ascending.
+    pub fn allowed_token_ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self
+            .inner
+            .get_vocab(true)
+            .into_values()
+            .filter(|id| self.special_ids.binary_search(id).is_err())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+impl TextTokenizer for HfTokenizer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
+        let enc = self.inner.encode_fast(text, add_special).map_err(|e| BenchError::Dataset {
+            detail: format!("tokenizer '{}' failed to encode text: {e}", self.name),
+        })?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// Unknown ids are skipped (never an error, never a panic).
+    fn decode(&self, ids: &[u32], skip_special: bool) -> Result<String> {
+        self.inner.decode(ids, skip_special).map_err(|e| BenchError::Dataset {
+            detail: format!("tokenizer '{}' failed to decode ids: {e}", self.name),
+        })
+    }
+
+    fn vocab_size(&self) -> u32 {
+        self.vocab_size
+    }
+
+    fn num_special_tokens(&self) -> u32 {
+        self.num_special
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::tests::smollm2_path;
+
+    #[test]
+    fn smollm2_loads_and_round_trips() {
+        let tok = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        assert_eq!(tok.name(), "smollm2");
+        assert_eq!(tok.vocab_size(), 49152);
+        assert_eq!(tok.num_special_tokens(), 0, "SmolLM2 adds no BOS");
+        let ids = tok.encode("Hello world, this is a test.", false).unwrap();
+        assert!(!ids.is_empty());
+        assert_eq!(tok.decode(&ids, false).unwrap(), "Hello world, this is a test.");
+        assert_eq!(tok.count("Hello world").unwrap(), 2);
+    }
+
+    #[test]
+    fn allowed_ids_exclude_specials() {
+        let tok = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        assert_eq!(tok.special_token_ids(), (0..17).collect::<Vec<u32>>().as_slice());
+        let allowed = tok.allowed_token_ids();
+        assert_eq!(allowed.len(), 49152 - 17);
+        assert!(allowed.iter().all(|&id| id >= 17));
+    }
+
+    #[test]
+    fn unknown_ids_do_not_panic() {
+        let tok = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        assert!(tok.decode(&[u32::MAX, 1_000_000, 300], false).is_ok());
+    }
+
+    #[test]
+    fn invalid_json_is_tokenizer_load() {
+        let err = HfTokenizer::from_bytes(b"{not json", "bad").unwrap_err();
+        assert_eq!(err.code(), servebench_core::ErrorCode::TokenizerLoad);
+    }
+}

@@ -1,0 +1,162 @@
+//! Hugging Face Hub: the local cache layout and the (blocking) download of `tokenizer.json`.
+
+use std::path::{Path, PathBuf};
+
+use servebench_core::{BenchError, Result};
+
+/// Where and how to look for Hub files. Built from the environment by [`HubEnv::from_env`];
+/// tests build it by hand so that they never depend on (or change) the process environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HubEnv {
+    /// The hub cache directory (the one holding `models--org--name`).
+    pub cache_dir: Option<PathBuf>,
+    /// `HF_HUB_OFFLINE` (or `TRANSFORMERS_OFFLINE`) is set: never download.
+    pub offline: bool,
+    /// `HF_TOKEN` / `HUGGING_FACE_HUB_TOKEN`, for gated models.
+    pub token: Option<String>,
+    /// `HF_ENDPOINT`, a mirror of huggingface.co.
+    pub endpoint: Option<String>,
+}
+
+fn env_nonempty(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn truthy(value: Option<String>) -> bool {
+    value.is_some_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"))
+}
+
+impl HubEnv {
+    /// Reads the environment as `huggingface_hub` does: the cache is `$HF_HUB_CACHE`, else
+    /// `$HF_HOME/hub`, else `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`.
+    pub fn from_env() -> Self {
+        let cache_dir = env_nonempty("HF_HUB_CACHE")
+            .map(PathBuf::from)
+            .or_else(|| env_nonempty("HF_HOME").map(|h| Path::new(&h).join("hub")))
+            .or_else(|| {
+                env_nonempty("XDG_CACHE_HOME").map(|x| Path::new(&x).join("huggingface").join("hub"))
+            })
+            .or_else(|| {
+                env_nonempty("HOME").map(|h| Path::new(&h).join(".cache").join("huggingface").join("hub"))
+            });
+        Self {
+            cache_dir,
+            offline: truthy(env_nonempty("HF_HUB_OFFLINE"))
+                || truthy(env_nonempty("TRANSFORMERS_OFFLINE")),
+            token: env_nonempty("HF_TOKEN").or_else(|| env_nonempty("HUGGING_FACE_HUB_TOKEN")),
+            endpoint: env_nonempty("HF_ENDPOINT"),
+        }
+    }
+}
+
+/// True if `spec` has the shape of a Hub model id: `name` or `org/name`, made of ASCII
+/// letters, digits, `-`, `_` and `.`, not starting with `.` or `-`.
+pub fn looks_like_model_id(spec: &str) -> bool {
+    let parts: Vec<&str> = spec.split('/').collect();
+    if parts.is_empty() || parts.len() > 2 || spec.ends_with(".json") {
+        return false;
+    }
+    parts.iter().all(|p| {
+        !p.is_empty()
+            && !p.starts_with(['.', '-'])
+            && !p.contains("..")
+            && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    })
+}
+
+/// The cached `tokenizer.json` of `model_id` under a hub cache directory, if any:
+/// `models--org--name/snapshots/<rev>/tokenizer.json`, preferring the revision `refs/main`
+/// points to, else the first snapshot (by name) that has one.
+pub fn find_in_cache(cache_dir: &Path, model_id: &str) -> Option<PathBuf> {
+    let repo = cache_dir.join(format!("models--{}", model_id.replace('/', "--")));
+    let snapshots = repo.join("snapshots");
+    if let Ok(rev) = std::fs::read_to_string(repo.join("refs").join("main")) {
+        let p = snapshots.join(rev.trim()).join("tokenizer.json");
+        if !rev.trim().is_empty() && p.is_file() {
+            return Some(p);
+        }
+    }
+    let mut revs: Vec<PathBuf> = std::fs::read_dir(&snapshots)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    revs.sort();
+    revs.into_iter().map(|r| r.join("tokenizer.json")).find(|p| p.is_file())
+}
+
+fn offline_error(model_id: &str, detail: String) -> BenchError {
+    BenchError::TokenizerOffline {
+        name: model_id.to_string(),
+        detail: format!(
+            "{detail}; download tokenizer.json once where the network is available and pass \
+             its local path (--tokenizer /path/to/tokenizer.json or its directory)"
+        ),
+    }
+}
+
+/// Finds `tokenizer.json` of `model_id` in the cache or downloads it (blocking network I/O:
+/// call from a plain thread, not from an async task). Offline or failed downloads give
+/// [`BenchError::TokenizerOffline`].
+pub fn resolve_model_tokenizer(model_id: &str, env: &HubEnv) -> Result<PathBuf> {
+    if let Some(cache) = &env.cache_dir {
+        if let Some(p) = find_in_cache(cache, model_id) {
+            return Ok(p);
+        }
+    }
+    let where_ = env
+        .cache_dir
+        .as_ref()
+        .map_or_else(|| "no hub cache directory".to_string(), |c| format!("not in {}", c.display()));
+    if env.offline {
+        return Err(offline_error(model_id, format!("{where_} and HF_HUB_OFFLINE is set")));
+    }
+    download(model_id, env).map_err(|e| offline_error(model_id, format!("{where_}; download failed: {e}")))
+}
+
+fn download(model_id: &str, env: &HubEnv) -> std::result::Result<PathBuf, String> {
+    let mut builder = hf_hub::api::sync::ApiBuilder::new()
+        .with_progress(false)
+        .with_retries(2)
+        .with_token(env.token.clone());
+    if let Some(cache) = &env.cache_dir {
+        builder = builder.with_cache_dir(cache.clone());
+    }
+    if let Some(endpoint) = &env.endpoint {
+        builder = builder.with_endpoint(endpoint.clone());
+    }
+    let api = builder.build().map_err(|e| e.to_string())?;
+    api.model(model_id.to_string()).get("tokenizer.json").map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_id_shapes() {
+        for ok in ["meta-llama/Llama-3.1-8B", "HuggingFaceTB/SmolLM2-135M", "bert-base-uncased"] {
+            assert!(looks_like_model_id(ok), "{ok}");
+        }
+        for bad in ["/abs/path", "./rel", "a/b/c", "x/tokenizer.json", "../up", "a//b", "", "~/x"] {
+            assert!(!looks_like_model_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn truthiness() {
+        assert!(truthy(Some("1".into())));
+        assert!(truthy(Some("TRUE".into())));
+        assert!(!truthy(Some("0".into())));
+        assert!(!truthy(Some("off".into())));
+        assert!(!truthy(None));
+    }
+
+    #[test]
+    fn offline_without_cache_entry_is_offline_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = HubEnv { cache_dir: Some(dir.path().to_path_buf()), offline: true, ..HubEnv::default() };
+        let err = resolve_model_tokenizer("org/missing", &env).unwrap_err();
+        assert_eq!(err.code(), servebench_core::ErrorCode::TokenizerOffline);
+        assert!(err.to_string().contains("local path"), "{err}");
+    }
+}

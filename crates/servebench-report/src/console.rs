@@ -1,0 +1,152 @@
+//! The console result block: vLLM's " Serving Benchmark Result " block, row for row, then
+//! servebench's schedule-anchored view and client health.
+
+use std::fmt::Write as _;
+
+use servebench_core::metrics::{MetricName, RunMetrics};
+use servebench_core::stats::Summary;
+
+use crate::info::RunInfo;
+use crate::json::{metric_reported, percentile_word};
+
+/// Banner width (vLLM Python uses 50).
+pub const WIDTH: usize = 50;
+
+fn banner(out: &mut String, title: &str, fill: char) {
+    let _ = writeln!(out, "{}", center(title, fill));
+}
+
+/// `title` centred in `WIDTH` columns padded with `fill` (Python's `{:c^50}`: the extra fill
+/// character, if any, goes right).
+fn center(title: &str, fill: char) -> String {
+    let len = title.chars().count();
+    if len >= WIDTH {
+        return title.to_string();
+    }
+    let pad = WIDTH - len;
+    let left = pad / 2;
+    let f = fill.to_string();
+    format!("{}{}{}", f.repeat(left), title, f.repeat(pad - left))
+}
+
+fn row_int(out: &mut String, label: &str, v: impl std::fmt::Display) {
+    let _ = writeln!(out, "{:<40} {:<10}", label, v);
+}
+
+fn row_f2(out: &mut String, label: &str, v: f64) {
+    let _ = writeln!(out, "{:<40} {:<10.2}", label, v);
+}
+
+fn row_opt_f2(out: &mut String, label: &str, v: Option<f64>) {
+    match v {
+        Some(v) => row_f2(out, label, v),
+        None => row_int(out, label, "n/a"),
+    }
+}
+
+fn stats_section(out: &mut String, header: &str, short: &str, s: &Summary) {
+    banner(out, header, '-');
+    row_f2(out, &format!("Mean {short} (ms):"), s.mean);
+    row_f2(out, &format!("Median {short} (ms):"), s.median);
+    for &(p, v) in &s.percentiles {
+        row_f2(out, &format!("P{} {short} (ms):", percentile_word(p)), v);
+    }
+}
+
+fn vllm_header(metric: MetricName) -> (&'static str, &'static str) {
+    match metric {
+        MetricName::Ttft => ("Time to First Token", "TTFT"),
+        MetricName::Tpot => ("Time per Output Token (excl. 1st token)", "TPOT"),
+        MetricName::Itl => ("Inter-token Latency", "ITL"),
+        MetricName::E2el => ("End-to-end Latency", "E2EL"),
+        MetricName::ClientQueueTime => ("Client-side Queueing", "Client Queue Time"),
+        MetricName::E2elIncludingClientQueue => {
+            ("Queue-inclusive End-to-end Latency", "E2EL incl. Client Queue")
+        }
+    }
+}
+
+/// The result block printed after a run: vLLM's block (same rows, labels, order and number
+/// formats as Python `vllm bench serve`), then servebench's block.
+pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
+    let mut out = String::new();
+    banner(&mut out, " Serving Benchmark Result ", '=');
+    row_int(&mut out, "Successful requests:", m.completed);
+    row_int(&mut out, "Failed requests:", m.failed);
+    if let Some(c) = info.max_concurrency {
+        row_int(&mut out, "Maximum request concurrency:", c);
+    }
+    if info.request_rate.is_finite() {
+        row_f2(&mut out, "Request rate configured (RPS):", info.request_rate);
+    }
+    row_f2(&mut out, "Benchmark duration (s):", m.duration_s);
+    row_int(&mut out, "Total input tokens:", m.total_input_tokens);
+    row_int(&mut out, "Total generated tokens:", m.total_output_tokens);
+    row_f2(&mut out, "Request throughput (req/s):", m.request_throughput);
+    if let Some(g) = m.request_goodput {
+        row_f2(&mut out, "Request goodput (req/s):", g);
+    }
+    row_f2(&mut out, "Output token throughput (tok/s):", m.output_throughput);
+    row_f2(&mut out, "Peak output token throughput (tok/s):", m.max_output_tokens_per_s);
+    row_f2(&mut out, "Peak concurrent requests:", m.max_concurrent_requests as f64);
+    row_f2(&mut out, "Total token throughput (tok/s):", m.total_token_throughput);
+    for metric in MetricName::ALL {
+        if metric_reported(info, m, metric) {
+            let (header, short) = vllm_header(metric);
+            stats_section(&mut out, header, short, m.summary(metric));
+        }
+    }
+    let _ = writeln!(out, "{}", "=".repeat(WIDTH));
+    servebench_block(&mut out, info, m);
+    out
+}
+
+fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
+    banner(out, " servebench: schedule-anchored view ", '=');
+    row_int(out, "Cancelled requests:", m.cancelled);
+    for &(k, n) in m.failures_by_kind.iter().filter(|(_, n)| *n > 0) {
+        row_int(out, &format!("Failed ({}):", k.as_str()), n);
+    }
+    if m.failures_unclassified > 0 {
+        row_int(out, "Failed (unclassified):", m.failures_unclassified);
+    }
+    let s = m.output_token_source;
+    row_int(
+        out,
+        "Output token source (requests):",
+        format!("usage {}, retokenized {}, events {}", s.usage, s.retokenized, s.events),
+    );
+    if m.server_input_tokens_reported > 0 {
+        row_int(out, "Server-reported input tokens:", m.server_total_input_tokens);
+    }
+    row_int(out, "Cached input tokens:", m.cached_input_tokens);
+    stats_section(out, "Response TTFT (from intended send time)", "Response TTFT", &m.response_ttft);
+    stats_section(out, "Response E2EL (from intended send time)", "Response E2EL", &m.response_e2el);
+    stats_section(out, "Queue Time (dispatched - intended)", "Queue Time", &m.queue_time);
+    stats_section(out, "Inter-token Latency (per token)", "ITL per token", &m.itl_token_view);
+    banner(out, "Client Health", '-');
+    let h = &info.client_health;
+    row_opt_f2(out, "Dispatch lateness P50 (ms):", h.dispatch_lateness_p50_us.map(|v| v / 1000.0));
+    row_opt_f2(out, "Dispatch lateness P99 (ms):", h.dispatch_lateness_p99_us.map(|v| v / 1000.0));
+    row_opt_f2(out, "Event-loop hiccup P99 (ms):", h.hiccup_p99_us.map(|v| v / 1000.0));
+    row_opt_f2(out, "Client CPU (% of one core):", h.client_cpu_percent);
+    row_opt_f2(out, "Peak RSS (MiB):", h.peak_rss_bytes.map(|b| b as f64 / (1024.0 * 1024.0)));
+    for w in h.warnings() {
+        let _ = writeln!(out, "WARNING: {w}");
+    }
+    let _ = writeln!(out, "{}", "=".repeat(WIDTH));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn centering_matches_python() {
+        // Python: '{s:{c}^{n}}'.format(s=' Serving Benchmark Result ', n=50, c='=')
+        assert_eq!(center(" Serving Benchmark Result ", '='), format!("{0} Serving Benchmark Result {0}", "=".repeat(12)));
+        // 19 chars: 15 left, 16 right.
+        assert_eq!(center("Time to First Token", '-'), format!("{}Time to First Token{}", "-".repeat(15), "-".repeat(16)));
+        assert_eq!(center("Time to First Token", '-').len(), WIDTH);
+    }
+}

@@ -1,0 +1,142 @@
+//! Result files: vLLM's default file name, `--save-result` (write) and `--append-result` (JSONL).
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+use servebench_core::error::{BenchError, Result};
+
+use crate::info::{python_float, python_int_or_float, vllm_date, RunInfo};
+
+/// vLLM Python's default result file name:
+/// `{label or backend}-{rate}qps[-concurrency{C}]-{model basename}-{YYYYMMDD-HHMMSS}.json`, or
+/// with a ramp-up `{label}-ramp-up-{strategy}-{start}qps-{end}qps[-concurrency{C}]-…`.
+/// The rate prints as a Python float (`10.0qps`, `infqps`), ramp endpoints as Python ints.
+pub fn default_result_filename(info: &RunInfo) -> String {
+    let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.backend.clone());
+    let model = info.model_id.rsplit('/').next().unwrap_or(&info.model_id);
+    let conc = info.max_concurrency.map(|c| format!("-concurrency{c}")).unwrap_or_default();
+    let date = vllm_date(info.date);
+    match info.ramp_up {
+        Some(r) => format!(
+            "{label}-ramp-up-{}-{}qps-{}qps{conc}-{model}-{date}.json",
+            r.strategy.as_str(),
+            python_int_or_float(r.start_rps),
+            python_int_or_float(r.end_rps)
+        ),
+        None => format!("{label}-{}qps{conc}-{model}-{date}.json", python_float(info.request_rate)),
+    }
+}
+
+/// Serializes like Python's `json.dump` (separators `", "` and `": "`, one line).
+pub fn to_python_json(value: &Value) -> String {
+    let mut buf = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, PythonFormatter);
+    if value.serialize(&mut ser).is_err() {
+        return value.to_string();
+    }
+    String::from_utf8(buf).unwrap_or_else(|_| value.to_string())
+}
+
+/// `json.dump` layout: a space after every `,` and `:`.
+struct PythonFormatter;
+
+impl serde_json::ser::Formatter for PythonFormatter {
+    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+}
+
+/// Writes the result (`--save-result`), replacing the file; with `append` (`--append-result`)
+/// appends it as one line instead, preceded by a newline when the file is not empty (JSONL, as
+/// vLLM does).
+pub fn write_result(path: &Path, value: &Value, append: bool) -> Result<()> {
+    let io = |e: std::io::Error| BenchError::io(path.display(), e);
+    let mut file = if append {
+        OpenOptions::new().create(true).append(true).open(path).map_err(io)?
+    } else {
+        OpenOptions::new().create(true).write(true).truncate(true).open(path).map_err(io)?
+    };
+    if append && file.metadata().map_err(io)?.len() > 0 {
+        file.write_all(b"\n").map_err(io)?;
+    }
+    file.write_all(to_python_json(value).as_bytes()).map_err(io)?;
+    file.flush().map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::info::ClientHealth;
+    use servebench_core::schedule::{RampStrategy, RampUp};
+    use time::macros::datetime;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            date: datetime!(2026-11-29 21:13:48 UTC),
+            origin_wall: datetime!(2026-11-29 21:13:00 UTC),
+            backend: "openai".into(),
+            endpoint_type: "openai".into(),
+            label: None,
+            model_id: "meta-llama/Llama-3.1-8B".into(),
+            tokenizer_id: None,
+            num_prompts: 10,
+            request_rate: 10.0,
+            burstiness: 1.0,
+            max_concurrency: None,
+            ramp_up: None,
+            rps_change_events: vec![],
+            metadata: vec![],
+            client_health: ClientHealth::default(),
+        }
+    }
+
+    #[test]
+    fn file_names_follow_vllm() {
+        let mut i = info();
+        assert_eq!(default_result_filename(&i), "openai-10.0qps-Llama-3.1-8B-20261129-211348.json");
+        i.request_rate = f64::INFINITY;
+        i.max_concurrency = Some(64);
+        i.label = Some("mine".into());
+        assert_eq!(default_result_filename(&i), "mine-infqps-concurrency64-Llama-3.1-8B-20261129-211348.json");
+        i.ramp_up = Some(RampUp { strategy: RampStrategy::Linear, start_rps: 1.0, end_rps: 20.0 });
+        assert_eq!(
+            default_result_filename(&i),
+            "mine-ramp-up-linear-1qps-20qps-concurrency64-Llama-3.1-8B-20261129-211348.json"
+        );
+    }
+
+    #[test]
+    fn python_layout_and_append() {
+        let v = serde_json::json!({"a": [1, 2], "b": {"c": null}});
+        assert_eq!(to_python_json(&v), r#"{"a": [1, 2], "b": {"c": null}}"#);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        write_result(&p, &v, true).unwrap();
+        write_result(&p, &v, true).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        assert!(!text.ends_with('\n'));
+        write_result(&p, &v, false).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), to_python_json(&v));
+        assert!(write_result(&dir.path().join("no/such/dir.json"), &v, false).is_err());
+    }
+}

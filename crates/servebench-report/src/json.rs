@@ -1,0 +1,247 @@
+//! The result JSON: every key `vllm bench serve` writes, with its names, order and units, then
+//! servebench's own keys (documented in `docs/result.schema.json`).
+
+use serde_json::{json, Map, Value};
+use servebench_core::metrics::{MetricName, RequestTimes, RunMetrics};
+use servebench_core::record::{Outcome, RequestRecord};
+use servebench_core::stats::Summary;
+
+use crate::info::{python_isoformat, vllm_date, RunInfo};
+
+/// vLLM's percentile word: `99` for whole values, else Python's float text (`99.9`).
+pub fn percentile_word(p: f64) -> String {
+    if p.is_finite() && p == p.trunc() {
+        format!("{}", p as i64)
+    } else {
+        format!("{p}")
+    }
+}
+
+/// A float that may be infinite, as vLLM writes `request_rate`: a number, or the string `"inf"`.
+fn number_or_inf(x: f64) -> Value {
+    if x.is_infinite() && x > 0.0 {
+        Value::from("inf")
+    } else {
+        Value::from(x)
+    }
+}
+
+/// A value vLLM takes from an int-typed flag: an integer when whole, else a float.
+fn int_or_float(x: f64) -> Value {
+    if x.is_finite() && x == x.trunc() && x.abs() < 9.0e15 {
+        Value::from(x as i64)
+    } else {
+        Value::from(x)
+    }
+}
+
+fn secs(us: u64) -> f64 {
+    us as f64 / 1e6
+}
+
+/// Inserts `mean_<name>_ms`, `median_<name>_ms`, `std_<name>_ms`, `p<P>_<name>_ms` (vLLM order).
+fn insert_stats(map: &mut Map<String, Value>, name: &str, s: &Summary) {
+    map.insert(format!("mean_{name}_ms"), Value::from(s.mean));
+    map.insert(format!("median_{name}_ms"), Value::from(s.median));
+    map.insert(format!("std_{name}_ms"), Value::from(s.std));
+    for &(p, v) in &s.percentiles {
+        map.insert(format!("p{}_{name}_ms", percentile_word(p)), Value::from(v));
+    }
+}
+
+/// Whether vLLM would report `metric` for this run: it must be selected, and the client-queue
+/// metrics need `--max-concurrency` (and, for the queue-inclusive E2EL, a finite rate).
+pub fn metric_reported(info: &RunInfo, m: &RunMetrics, metric: MetricName) -> bool {
+    if !m.config.selected.contains(&metric) {
+        return false;
+    }
+    match metric {
+        MetricName::ClientQueueTime => info.max_concurrency.is_some(),
+        MetricName::E2elIncludingClientQueue => {
+            info.max_concurrency.is_some() && info.request_rate.is_finite()
+        }
+        _ => true,
+    }
+}
+
+/// The result document of one run.
+///
+/// vLLM's keys come first in vLLM's order and units: `duration` in seconds, latency statistics in
+/// ms, the per-request arrays `ttfts`, `itls`, `latencies`, `start_times`, `queue_times` in
+/// seconds (one entry per record, by index; failed or never-sent requests get 0.0 / `[]` /
+/// `""` like vLLM's defaults). As in vLLM, `latencies` and `queue_times` are written even when
+/// `detailed` is false; the other arrays only when it is true. servebench's keys follow.
+pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], detailed: bool) -> Value {
+    let mut o = Map::new();
+    o.insert("date".into(), Value::from(vllm_date(info.date)));
+    o.insert("endpoint_type".into(), Value::from(info.endpoint_type.clone()));
+    o.insert("backend".into(), Value::from(info.backend.clone()));
+    o.insert("label".into(), json!(info.label));
+    o.insert("model_id".into(), Value::from(info.model_id.clone()));
+    o.insert("tokenizer_id".into(), json!(info.tokenizer_id));
+    o.insert("num_prompts".into(), Value::from(info.num_prompts));
+    for (k, v) in &info.metadata {
+        o.insert(k.clone(), Value::from(v.clone()));
+    }
+    o.insert("request_rate".into(), number_or_inf(info.request_rate));
+    o.insert("burstiness".into(), number_or_inf(info.burstiness));
+    o.insert("max_concurrency".into(), json!(info.max_concurrency));
+    if let Some(r) = info.ramp_up {
+        o.insert("ramp_up_strategy".into(), Value::from(r.strategy.as_str()));
+        o.insert("ramp_up_start_rps".into(), int_or_float(r.start_rps));
+        o.insert("ramp_up_end_rps".into(), int_or_float(r.end_rps));
+    }
+    o.insert("duration".into(), Value::from(m.duration_s));
+    o.insert("completed".into(), Value::from(m.completed));
+    o.insert("failed".into(), Value::from(m.failed));
+    o.insert("total_input_tokens".into(), Value::from(m.total_input_tokens));
+    o.insert("total_output_tokens".into(), Value::from(m.total_output_tokens));
+    o.insert("request_throughput".into(), Value::from(m.request_throughput));
+    o.insert("request_goodput".into(), json!(m.request_goodput));
+    o.insert("output_throughput".into(), Value::from(m.output_throughput));
+    o.insert("total_token_throughput".into(), Value::from(m.total_token_throughput));
+    insert_arrays(&mut o, records, detailed);
+    o.insert("max_output_tokens_per_s".into(), Value::from(m.max_output_tokens_per_s));
+    o.insert("max_concurrent_requests".into(), Value::from(m.max_concurrent_requests));
+    o.insert("rtfx".into(), Value::from(0.0));
+    if !info.rps_change_events.is_empty() {
+        let events: Vec<Value> = info
+            .rps_change_events
+            .iter()
+            .map(|e| {
+                let at = info.origin_wall + time::Duration::microseconds(e.offset_us.min(i64::MAX as u64) as i64);
+                json!({"rps": e.rps, "timestamp": python_isoformat(at)})
+            })
+            .collect();
+        o.insert("rps_change_events".into(), Value::Array(events));
+    }
+    for metric in MetricName::ALL {
+        if metric_reported(info, m, metric) {
+            insert_stats(&mut o, metric.as_str(), m.summary(metric));
+        }
+    }
+    insert_ours(&mut o, info, m);
+    Value::Object(o)
+}
+
+fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed: bool) {
+    let mut recs: Vec<&RequestRecord> = records.iter().collect();
+    recs.sort_by_key(|r| r.index);
+    let times: Vec<RequestTimes> = recs.iter().map(|r| RequestTimes::of(r)).collect();
+    let done = |r: &RequestRecord| r.outcome == Outcome::Completed;
+    let col = |f: &dyn Fn(&RequestRecord, &RequestTimes) -> Value| -> Value {
+        Value::Array(recs.iter().zip(&times).map(|(r, t)| f(r, t)).collect())
+    };
+    if detailed {
+        o.insert("input_lens".into(), col(&|r, _| Value::from(r.prompt_tokens)));
+        o.insert(
+            "output_lens".into(),
+            col(&|r, t| Value::from(if done(r) { t.output_tokens } else { 0 })),
+        );
+        o.insert("ttfts".into(), col(&|_, t| Value::from(t.ttft_us.map_or(0.0, secs))));
+        o.insert(
+            "itls".into(),
+            col(&|r, _| {
+                let gaps = if r.first_token_us.is_some() { &r.token_events.gaps_us[..] } else { &[] };
+                Value::Array(gaps.iter().map(|&g| Value::from(f64::from(g) / 1e6)).collect())
+            }),
+        );
+    }
+    o.insert(
+        "latencies".into(),
+        col(&|r, t| Value::from(if done(r) { t.e2el_us.map_or(0.0, secs) } else { 0.0 })),
+    );
+    if detailed {
+        o.insert(
+            "start_times".into(),
+            col(&|r, _| Value::from(secs(r.dispatched_us.unwrap_or(r.intended_us)))),
+        );
+    }
+    o.insert("queue_times".into(), col(&|_, t| Value::from(t.queue_us.map_or(0.0, secs))));
+    if detailed {
+        o.insert(
+            "generated_texts".into(),
+            col(&|r, _| Value::from(r.generated_text.clone().unwrap_or_default())),
+        );
+        o.insert(
+            "errors".into(),
+            col(&|r, _| Value::from(r.error.as_ref().map(|e| e.message.clone()).unwrap_or_default())),
+        );
+    }
+}
+
+fn opt_ms(us: Option<f64>) -> Value {
+    json!(us.map(|v| v / 1000.0))
+}
+
+fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
+    o.insert("input_throughput".into(), Value::from(m.input_throughput));
+    o.insert("sent".into(), Value::from(m.sent));
+    o.insert("cancelled".into(), Value::from(m.cancelled));
+    let mut kinds = Map::new();
+    for &(k, n) in m.failures_by_kind.iter().filter(|(_, n)| *n > 0) {
+        kinds.insert(k.as_str().into(), Value::from(n));
+    }
+    if m.failures_unclassified > 0 {
+        kinds.insert("unclassified".into(), Value::from(m.failures_unclassified));
+    }
+    o.insert("error_kinds".into(), Value::Object(kinds));
+    o.insert(
+        "server_total_input_tokens".into(),
+        if m.server_input_tokens_reported > 0 { Value::from(m.server_total_input_tokens) } else { Value::Null },
+    );
+    o.insert("server_input_tokens_reported".into(), Value::from(m.server_input_tokens_reported));
+    o.insert("cached_input_tokens".into(), Value::from(m.cached_input_tokens));
+    let s = m.output_token_source;
+    o.insert(
+        "output_token_source".into(),
+        json!({"usage": s.usage, "retokenized": s.retokenized, "events": s.events}),
+    );
+    o.insert("good_requests".into(), json!(m.good_requests));
+    o.insert(
+        "percentiles".into(),
+        Value::Array(m.config.percentiles.iter().map(|&p| Value::from(p)).collect()),
+    );
+    for (name, s) in [
+        ("response_ttft", &m.response_ttft),
+        ("response_e2el", &m.response_e2el),
+        ("queue_time", &m.queue_time),
+        ("itl_token_view", &m.itl_token_view),
+    ] {
+        insert_stats(o, name, s);
+    }
+    let h = &info.client_health;
+    o.insert(
+        "client_health".into(),
+        json!({
+            "dispatch_lateness_p50_ms": opt_ms(h.dispatch_lateness_p50_us),
+            "dispatch_lateness_p99_ms": opt_ms(h.dispatch_lateness_p99_us),
+            "hiccup_p99_ms": opt_ms(h.hiccup_p99_us),
+            "client_cpu_percent": h.client_cpu_percent,
+            "available_cores": h.available_cores,
+            "peak_rss_bytes": h.peak_rss_bytes,
+            "warnings": h.warnings(),
+        }),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_words_match_vllm() {
+        assert_eq!(percentile_word(99.0), "99");
+        assert_eq!(percentile_word(99.9), "99.9");
+        assert_eq!(percentile_word(50.0), "50");
+        assert_eq!(percentile_word(0.5), "0.5");
+    }
+
+    #[test]
+    fn inf_and_int_rendering() {
+        assert_eq!(number_or_inf(f64::INFINITY), Value::from("inf"));
+        assert_eq!(number_or_inf(2.5), Value::from(2.5));
+        assert_eq!(int_or_float(5.0), Value::from(5));
+        assert_eq!(int_or_float(5.5), Value::from(5.5));
+    }
+}

@@ -1,0 +1,50 @@
+//! The validated configuration of one run, built by the CLI from its flags.
+
+use servebench_client::backend::TargetConfig;
+use servebench_core::schedule::RateConfig;
+use servebench_data::random::RandomDatasetConfig;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which workload to build.
+#[derive(Debug, Clone)]
+pub enum DatasetSpec {
+    Random(RandomDatasetConfig),
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// `scheme://host:port` of the server.
+    pub base_url: String,
+    /// Request shape: backend, endpoint, model sent, headers, key, sampling, extra body.
+    /// `target.model` may be empty: it is then filled from `--served-model-name`, `--model` or
+    /// GET /v1/models.
+    pub target: TargetConfig,
+    pub insecure: bool,
+    /// `--model` (None = auto-detect).
+    pub model: Option<String>,
+    /// `--served-model-name`.
+    pub served_model_name: Option<String>,
+    /// `--tokenizer` (None = the model).
+    pub tokenizer: Option<String>,
+    pub dataset: DatasetSpec,
+    /// Drop requests whose prompt + expected output exceed this.
+    pub max_model_len: Option<u32>,
+    pub rate: RateConfig,
+    pub max_concurrency: Option<usize>,
+    pub seed: u64,
+    pub num_warmups: u64,
+    /// Zero = skip the readiness check.
+    pub ready_check_timeout: Duration,
+    pub request_id_prefix: String,
+    pub dry_run: bool,
+    /// Prompts whose length is checked against the server's /tokenize (0 = none).
+    pub verify_prompts: usize,
+    pub preconnect: usize,
+    /// Keep generated text in records (`--save-detailed`).
+    pub keep_text: bool,
+    /// Records file (JSONL), if any.
+    pub records_path: Option<PathBuf>,
+    pub show_progress: bool,
+}

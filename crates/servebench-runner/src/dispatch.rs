@@ -1,0 +1,284 @@
+//! The dispatcher: releases every arrival that is due at each wake-up, records how late each
+//! release was, and hands the request to a task that passes the concurrency gate and runs it.
+//!
+//! It is generic over the request executor so that its timing and accounting can be tested
+//! without sockets.
+
+use servebench_core::{RequestRecord, RunClock};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::task::JoinSet;
+
+/// What the dispatcher needs to know.
+#[derive(Debug, Clone)]
+pub struct DispatchPlan {
+    /// Intended send offsets (µs from the run origin), one per request, non-decreasing.
+    pub offsets_us: Arc<[u64]>,
+    /// Concurrency gate; `None` = unbounded.
+    pub max_concurrency: Option<usize>,
+}
+
+/// Per-request facts the dispatcher hands to the executor.
+#[derive(Debug, Clone, Copy)]
+pub struct Release {
+    /// Index in the workload.
+    pub index: usize,
+    /// Intended send time (µs from the origin).
+    pub intended_us: u64,
+    /// When the dispatcher released it (µs from the origin); lateness = released − intended.
+    pub released_us: u64,
+}
+
+/// Stop signal shared by the dispatcher and the executors.
+#[derive(Debug, Clone)]
+pub struct StopSignal {
+    rx: watch::Receiver<bool>,
+}
+
+/// The sending side of a [`StopSignal`].
+#[derive(Debug)]
+pub struct StopHandle {
+    tx: watch::Sender<bool>,
+}
+
+/// A new stop signal, not yet raised.
+pub fn stop_signal() -> (StopHandle, StopSignal) {
+    let (tx, rx) = watch::channel(false);
+    (StopHandle { tx }, StopSignal { rx })
+}
+
+impl StopHandle {
+    /// Raises the signal: the dispatcher stops releasing and executors should cancel.
+    pub fn stop(&self) {
+        let _ = self.tx.send(true);
+    }
+}
+
+impl StopSignal {
+    /// Whether the signal was raised.
+    pub fn is_stopped(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// Resolves when the signal is raised (never, if the handle is dropped unraised).
+    pub async fn stopped(&mut self) {
+        while !*self.rx.borrow_and_update() {
+            if self.rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+/// Dispatch statistics (client health).
+#[derive(Debug, Clone, Default)]
+pub struct DispatchStats {
+    /// released − intended for every released request, µs.
+    pub lateness_us: Vec<u64>,
+    /// Requests never released because the run was stopped.
+    pub not_released: usize,
+}
+
+/// Runs the schedule. `execute(release)` runs one request after the gate and returns its
+/// record; `cancelled(release_or_unreleased)` builds the record of a request that was stopped
+/// before it ran. Every record goes to `sink` exactly once.
+pub async fn dispatch<E, Fut, C>(
+    plan: &DispatchPlan,
+    clock: RunClock,
+    execute: E,
+    cancelled: C,
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    stop: StopSignal,
+) -> DispatchStats
+where
+    E: Fn(Release) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = RequestRecord> + Send + 'static,
+    C: Fn(Release) -> RequestRecord + Send + Sync + 'static,
+{
+    let execute = Arc::new(execute);
+    let cancelled = Arc::new(cancelled);
+    let gate = plan.max_concurrency.map(|c| Arc::new(Semaphore::new(c.max(1))));
+    let n = plan.offsets_us.len();
+    let mut stats = DispatchStats { lateness_us: Vec::with_capacity(n), not_released: 0 };
+    let mut tasks = JoinSet::new();
+    let mut i = 0;
+    let mut stop_wait = stop.clone();
+    while i < n {
+        let due = clock.instant_at(plan.offsets_us[i]);
+        if Instant::now() < due {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due.into()) => {}
+                _ = stop_wait.stopped() => {}
+            }
+        }
+        if stop.is_stopped() {
+            break;
+        }
+        let now = Instant::now();
+        let released_us = clock.offset_us(now);
+        // Release every arrival that is due now, not one per wake-up.
+        while i < n && plan.offsets_us[i] <= released_us {
+            let release = Release { index: i, intended_us: plan.offsets_us[i], released_us };
+            stats.lateness_us.push(released_us - plan.offsets_us[i]);
+            let gate = gate.clone();
+            let execute = execute.clone();
+            let cancelled = cancelled.clone();
+            let sink = sink.clone();
+            let mut stop = stop.clone();
+            tasks.spawn(async move {
+                let permit = match &gate {
+                    Some(g) => tokio::select! {
+                        p = g.clone().acquire_owned() => p.ok(),
+                        _ = stop.stopped() => {
+                            let _ = sink.send(cancelled(release));
+                            return;
+                        }
+                    },
+                    None => None,
+                };
+                let record = execute(release).await;
+                drop(permit);
+                let _ = sink.send(record);
+            });
+            i += 1;
+        }
+        // Reap finished tasks so the set does not grow with the whole run.
+        while tasks.try_join_next().is_some() {}
+    }
+    // Requests the stop prevented from being released end as cancelled records.
+    for (j, &intended_us) in plan.offsets_us.iter().enumerate().skip(i) {
+        stats.not_released += 1;
+        let _ = sink.send(cancelled(Release { index: j, intended_us, released_us: intended_us }));
+    }
+    while tasks.join_next().await.is_some() {}
+    stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use servebench_core::Outcome;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    fn record_for(r: Release, outcome: Outcome) -> RequestRecord {
+        let mut rec = RequestRecord::scheduled(r.index as u64, format!("r{}", r.index), r.intended_us, 1, 1);
+        rec.outcome = outcome;
+        rec
+    }
+
+    async fn collect(mut rx: mpsc::UnboundedReceiver<RequestRecord>) -> Vec<RequestRecord> {
+        let mut v = Vec::new();
+        while let Some(r) = rx.recv().await {
+            v.push(r);
+        }
+        v
+    }
+
+    #[tokio::test]
+    async fn every_request_yields_exactly_one_record() {
+        let plan = DispatchPlan { offsets_us: (0..50u64).map(|i| i * 100).collect(), max_concurrency: Some(4) };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (_h, stop) = stop_signal();
+        let stats = dispatch(
+            &plan,
+            RunClock::start(),
+            |r| async move { record_for(r, Outcome::Completed) },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        let mut recs = collect(rx).await;
+        recs.sort_by_key(|r| r.index);
+        assert_eq!(recs.len(), 50);
+        assert!(recs.iter().enumerate().all(|(i, r)| r.index == i as u64 && r.outcome == Outcome::Completed));
+        assert_eq!(stats.lateness_us.len(), 50);
+    }
+
+    #[tokio::test]
+    async fn gate_bounds_concurrency() {
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let plan = DispatchPlan { offsets_us: vec![0; 40].into(), max_concurrency: Some(3) };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (_h, stop) = stop_signal();
+        let (f, p) = (in_flight.clone(), peak.clone());
+        dispatch(
+            &plan,
+            RunClock::start(),
+            move |r| {
+                let (f, p) = (f.clone(), p.clone());
+                async move {
+                    let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+                    p.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    f.fetch_sub(1, Ordering::SeqCst);
+                    record_for(r, Outcome::Completed)
+                }
+            },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        assert_eq!(collect(rx).await.len(), 40);
+        assert_eq!(peak.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn all_due_arrivals_are_released_in_one_wakeup() {
+        // 20 arrivals at the same instant: all are released at the same time.
+        let plan = DispatchPlan { offsets_us: vec![5_000; 20].into(), max_concurrency: None };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (_h, stop) = stop_signal();
+        let stats = dispatch(
+            &plan,
+            RunClock::start(),
+            |r| async move {
+                let mut rec = record_for(r, Outcome::Completed);
+                rec.dispatched_us = Some(r.released_us);
+                rec
+            },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        let recs = collect(rx).await;
+        let first = recs[0].dispatched_us;
+        assert!(recs.iter().all(|r| r.dispatched_us == first));
+        let max_late = stats.lateness_us.iter().max().copied().unwrap_or(0);
+        let min_late = stats.lateness_us.iter().min().copied().unwrap_or(0);
+        assert_eq!(max_late, min_late);
+    }
+
+    #[tokio::test]
+    async fn stop_cancels_the_rest_and_counts_add_up() {
+        let plan = DispatchPlan { offsets_us: (0..30u64).map(|i| i * 20_000).collect(), max_concurrency: Some(2) };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (handle, stop) = stop_signal();
+        let stopper = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            handle.stop();
+        });
+        let stats = dispatch(
+            &plan,
+            RunClock::start(),
+            |r| async move { record_for(r, Outcome::Completed) },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        stopper.await.unwrap();
+        let recs = collect(rx).await;
+        assert_eq!(recs.len(), 30);
+        let cancelled = recs.iter().filter(|r| r.outcome == Outcome::Cancelled).count();
+        assert!(cancelled > 0);
+        assert_eq!(cancelled, stats.not_released);
+        assert_eq!(stats.lateness_us.len() + stats.not_released, 30);
+    }
+}

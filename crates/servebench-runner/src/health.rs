@@ -1,0 +1,107 @@
+//! Client self-measurement: how late the runtime wakes (hiccup probe), how much CPU the client
+//! threads used, and peak memory. These say whether the client itself may be the bottleneck.
+
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+use crate::dispatch::StopSignal;
+
+/// Prefix of the names of the client runtime's worker threads (used to attribute CPU time).
+pub const CLIENT_THREAD_PREFIX: &str = "sb-client";
+
+/// A running hiccup probe: a task that sleeps 1 ms in a loop and records how much later than
+/// asked it woke. tokio's timer has 1 ms granularity, so up to ~1 ms is the timer itself.
+#[derive(Debug)]
+pub struct HiccupProbe {
+    task: JoinHandle<Vec<u32>>,
+}
+
+impl HiccupProbe {
+    /// Starts the probe on the current runtime; it ends when `stop` is raised.
+    pub fn start(mut stop: StopSignal) -> Self {
+        let task = tokio::spawn(async move {
+            let mut samples = Vec::with_capacity(4096);
+            let period = Duration::from_millis(1);
+            loop {
+                let t0 = Instant::now();
+                tokio::select! {
+                    _ = tokio::time::sleep(period) => {}
+                    _ = stop.stopped() => break,
+                }
+                let late = t0.elapsed().saturating_sub(period);
+                samples.push(late.as_micros().min(u128::from(u32::MAX)) as u32);
+            }
+            samples
+        });
+        HiccupProbe { task }
+    }
+
+    /// Stops waiting and returns the overshoot samples (µs). Raise the stop signal first.
+    pub async fn finish(self) -> Vec<u32> {
+        self.task.await.unwrap_or_default()
+    }
+}
+
+/// CPU time (ns) consumed so far by this process's threads whose name starts with `prefix`
+/// (all threads when `prefix` is empty). Linux only; 0 elsewhere.
+pub fn thread_cpu_ns(prefix: &str) -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    let mut total = 0u64;
+    for entry in dir.flatten() {
+        let p = entry.path();
+        if !prefix.is_empty() {
+            let name = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+            if !name.starts_with(prefix) {
+                continue;
+            }
+        }
+        // schedstat: "<ns on cpu> <ns waiting> <timeslices>"
+        if let Ok(s) = std::fs::read_to_string(p.join("schedstat")) {
+            total += s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    total
+}
+
+/// Peak resident set size of this process in bytes (VmHWM), if known.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Number of CPUs available to this process.
+pub fn available_cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::stop_signal;
+
+    #[tokio::test]
+    async fn probe_collects_samples_until_stopped() {
+        let (h, s) = stop_signal();
+        let probe = HiccupProbe::start(s);
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        h.stop();
+        let samples = probe.finish().await;
+        assert!(!samples.is_empty());
+    }
+
+    #[test]
+    fn cpu_and_rss_are_readable_on_linux() {
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_add(i * i);
+        }
+        assert!(x > 0);
+        if cfg!(target_os = "linux") {
+            assert!(thread_cpu_ns("") > 0);
+            assert!(peak_rss_bytes().unwrap_or(0) > 0);
+        }
+        assert!(available_cpus() >= 1);
+    }
+}

@@ -1,0 +1,109 @@
+//! The records file: one JSON line per request, appended and flushed the moment the request
+//! ends, so a crash or `kill -9` loses nothing that finished before it.
+
+use servebench_core::{BenchError, RequestRecord, Result};
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// An append-only JSONL file of [`RequestRecord`]s.
+#[derive(Debug)]
+pub struct RecordSink {
+    path: PathBuf,
+    out: BufWriter<File>,
+    written: u64,
+}
+
+impl RecordSink {
+    /// Creates (truncates) the records file, creating its directory if needed.
+    pub fn create(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| BenchError::io(dir.display(), e))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| BenchError::io(path.display(), e))?;
+        Ok(RecordSink { path: path.to_path_buf(), out: BufWriter::new(file), written: 0 })
+    }
+
+    /// Appends one record and flushes it to the OS.
+    pub fn append(&mut self, record: &RequestRecord) -> Result<()> {
+        let io = |e: std::io::Error| BenchError::io(self.path.display(), e);
+        serde_json::to_writer(&mut self.out, record)
+            .map_err(|e| BenchError::io(self.path.display(), e))?;
+        self.out.write_all(b"\n").map_err(io)?;
+        self.out.flush().map_err(|e| BenchError::io(self.path.display(), e))?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Records written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Reads a records file back. Blank lines are skipped; a truncated last line (a crash in the
+/// middle of a write) is ignored and reported in the second element.
+pub fn read_records(path: &Path) -> Result<(Vec<RequestRecord>, usize)> {
+    let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
+    let mut out = Vec::new();
+    let mut bad = 0;
+    let lines: Vec<&str> = text.lines().collect();
+    for (n, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<RequestRecord>(line) {
+            Ok(r) => out.push(r),
+            Err(_) if n + 1 == lines.len() => bad += 1,
+            Err(e) => {
+                return Err(BenchError::Dataset {
+                    detail: format!("{}:{}: not a request record ({e})", path.display(), n + 1),
+                })
+            }
+        }
+    }
+    Ok((out, bad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_one_line_per_record_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/records.jsonl");
+        let mut sink = RecordSink::create(&path).unwrap();
+        for i in 0..3 {
+            sink.append(&RequestRecord::scheduled(i, format!("r{i}"), i * 10, 5, 7)).unwrap();
+            // Flushed per record: the file already holds every line written so far.
+            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+            assert_eq!(lines as u64, i + 1);
+        }
+        let (recs, bad) = read_records(&path).unwrap();
+        assert_eq!((recs.len(), bad), (3, 0));
+        assert_eq!(recs[2].intended_us, 20);
+    }
+
+    #[test]
+    fn truncated_last_line_is_tolerated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let good = serde_json::to_string(&RequestRecord::scheduled(0, "a".into(), 0, 1, 1)).unwrap();
+        std::fs::write(&path, format!("{good}\n{{\"index\":1,\"requ")).unwrap();
+        let (recs, bad) = read_records(&path).unwrap();
+        assert_eq!((recs.len(), bad), (1, 1));
+        std::fs::write(&path, format!("garbage\n{good}\n")).unwrap();
+        assert!(read_records(&path).is_err());
+    }
+}

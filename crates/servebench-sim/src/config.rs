@@ -1,0 +1,171 @@
+//! Configuration of the simulator: the served model, the tokenizer, the timing model and the
+//! knobs that shape responses.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use servebench_core::{BenchError, Result, TextTokenizer};
+
+/// How the simulator decides when each token event is sent.
+///
+/// `Fixed` is the ground truth for calibration: every request gets exactly the same first-token
+/// delay and inter-event interval, independent of load. Future variants (a continuous-batching
+/// `Engine` model with queueing, KV capacity and chunked prefill) plug in here; the streaming
+/// body asks a per-request pacer (see `pacer.rs`) for the next event, so the response formatting
+/// does not change when a new model is added.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimingModel {
+    /// The first event is sent `ttft` after the request was received, event `i` (0-based) at
+    /// `ttft + i * itl`, on absolute deadlines (no drift).
+    Fixed {
+        /// Delay from request received to the first token event.
+        ttft: Duration,
+        /// Interval between consecutive token events.
+        itl: Duration,
+    },
+}
+
+impl TimingModel {
+    /// Fixed timing from milliseconds. Errors on negative, NaN or infinite values.
+    pub fn fixed_ms(ttft_ms: f64, itl_ms: f64) -> Result<Self> {
+        Ok(TimingModel::Fixed { ttft: ms_to_duration("--ttft-ms", ttft_ms)?, itl: ms_to_duration("--itl-ms", itl_ms)? })
+    }
+}
+
+fn ms_to_duration(flag: &str, ms: f64) -> Result<Duration> {
+    if !ms.is_finite() || ms < 0.0 || ms > 86_400_000.0 {
+        return Err(BenchError::config(
+            flag,
+            format!("must be a finite number of milliseconds in [0, 86400000] (got {ms})"),
+            "pass a non-negative number of milliseconds",
+        ));
+    }
+    Ok(Duration::from_secs_f64(ms / 1000.0))
+}
+
+/// Configuration of one simulated server.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Served model name (the only name `/v1/models` lists and requests may use).
+    pub model: String,
+    /// Tokenizer used to count prompts, serve `/tokenize` and `/detokenize`, and to pick output
+    /// words that re-encode to exactly one token each.
+    pub tokenizer: Arc<dyn TextTokenizer>,
+    /// When token events are sent.
+    pub timing: TimingModel,
+    /// Seed of every random choice (output lengths, output words). Same seed + same request
+    /// content = same response.
+    pub seed: u64,
+    /// Maximum prompt + output length in tokens (as vLLM's `--max-model-len`).
+    pub max_model_len: u32,
+    /// Output limit when a request sets neither `max_tokens` nor `max_completion_tokens`
+    /// (capped at `max_model_len - prompt_tokens`).
+    pub default_max_tokens: u32,
+    /// Tokens carried by each streamed event (1 = one token per SSE event; larger values model
+    /// speculative decoding or server-side batching of deltas). The last event may carry fewer.
+    pub tokens_per_event: u32,
+    /// Report `usage.prompt_tokens_details = {"cached_tokens": 0}` (as vLLM with
+    /// `--enable-prompt-tokens-details`); otherwise it is `null` / absent.
+    pub prompt_tokens_details: bool,
+    /// Keep the ground-truth log of event send times (see [`crate::GroundTruth`]).
+    pub record_ground_truth: bool,
+    /// Largest accepted request body in bytes (larger bodies get 413).
+    pub max_body_bytes: usize,
+}
+
+impl SimConfig {
+    /// A configuration with defaults: fixed timing with 50 ms TTFT and 10 ms ITL, seed 0,
+    /// `max_model_len` 32768, `default_max_tokens` 256, one token per event, no ground truth.
+    pub fn new(model: impl Into<String>, tokenizer: Arc<dyn TextTokenizer>) -> Self {
+        SimConfig {
+            model: model.into(),
+            tokenizer,
+            timing: TimingModel::Fixed { ttft: Duration::from_millis(50), itl: Duration::from_millis(10) },
+            seed: 0,
+            max_model_len: 32_768,
+            default_max_tokens: 256,
+            tokens_per_event: 1,
+            prompt_tokens_details: false,
+            record_ground_truth: false,
+            max_body_bytes: 64 << 20,
+        }
+    }
+
+    /// Sets fixed timing from milliseconds (see [`TimingModel::fixed_ms`]).
+    pub fn with_fixed_timing_ms(mut self, ttft_ms: f64, itl_ms: f64) -> Result<Self> {
+        self.timing = TimingModel::fixed_ms(ttft_ms, itl_ms)?;
+        Ok(self)
+    }
+
+    /// Sets the seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets `max_model_len`.
+    pub fn with_max_model_len(mut self, max_model_len: u32) -> Self {
+        self.max_model_len = max_model_len;
+        self
+    }
+
+    /// Sets the default output limit.
+    pub fn with_default_max_tokens(mut self, n: u32) -> Self {
+        self.default_max_tokens = n;
+        self
+    }
+
+    /// Sets the number of tokens per streamed event.
+    pub fn with_tokens_per_event(mut self, n: u32) -> Self {
+        self.tokens_per_event = n;
+        self
+    }
+
+    /// Turns the ground-truth log on or off.
+    pub fn with_ground_truth(mut self, on: bool) -> Self {
+        self.record_ground_truth = on;
+        self
+    }
+
+    /// Checks the values; `start` calls this.
+    pub fn validate(&self) -> Result<()> {
+        if self.model.is_empty() {
+            return Err(BenchError::config("--model", "must not be empty", "pass the served model name"));
+        }
+        if self.max_model_len == 0 {
+            return Err(BenchError::config("--max-model-len", "must be at least 1", "pass a positive length"));
+        }
+        if self.default_max_tokens == 0 {
+            return Err(BenchError::config(
+                "--default-max-tokens",
+                "must be at least 1",
+                "pass a positive number of tokens",
+            ));
+        }
+        if self.tokens_per_event == 0 {
+            return Err(BenchError::config(
+                "--tokens-per-event",
+                "must be at least 1",
+                "pass 1 for one token per event",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_ms_rejects_bad_values() {
+        assert!(TimingModel::fixed_ms(-1.0, 10.0).is_err());
+        assert!(TimingModel::fixed_ms(10.0, f64::NAN).is_err());
+        assert!(TimingModel::fixed_ms(f64::INFINITY, 1.0).is_err());
+        let t = TimingModel::fixed_ms(50.0, 2.5).unwrap();
+        assert_eq!(
+            t,
+            TimingModel::Fixed { ttft: Duration::from_millis(50), itl: Duration::from_micros(2500) }
+        );
+    }
+}

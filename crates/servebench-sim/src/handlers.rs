@@ -1,0 +1,245 @@
+//! Routing and request handlers.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CONTENT_TYPE};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+
+use crate::config::SimConfig;
+use crate::hash::mix;
+use crate::pacer::Pacer;
+use crate::plan::plan;
+use crate::prompt::{chat_ids, chat_prompt, checked_ids, completion_prompts, render_chat};
+use crate::protocol::{parse_json, ApiError, ChatRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest};
+use crate::response::{detokenize_body, generation_body, models_body, tokenize_body};
+use crate::sse::{Api, StreamFormat, UsageOptions};
+use crate::stream::{SimBody, TokenStream};
+use crate::truth::{GroundTruth, GroundTruthLog, TruthRecorder};
+use crate::vocab::OutputVocab;
+
+const X_REQUEST_ID: &str = "x-request-id";
+const JSON: &str = "application/json";
+
+/// Everything the handlers share.
+#[derive(Debug)]
+pub(crate) struct SimState {
+    pub config: SimConfig,
+    pub vocab: Arc<OutputVocab>,
+    pub truth: Option<Arc<GroundTruthLog>>,
+    models: Bytes,
+    id_salt: u64,
+    counter: AtomicU64,
+}
+
+impl SimState {
+    pub(crate) fn new(config: SimConfig) -> Self {
+        let vocab = Arc::new(OutputVocab::build(config.tokenizer.as_ref()));
+        let truth = config.record_ground_truth.then(|| Arc::new(GroundTruthLog::default()));
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let id_salt = mix(now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32));
+        let perm = format!("modelperm-{:016x}{:016x}", mix(id_salt), mix(!id_salt));
+        let models = models_body(&config.model, now.as_secs(), config.max_model_len, &perm);
+        SimState { config, vocab, truth, models, id_salt, counter: AtomicU64::new(0) }
+    }
+
+    /// A fresh 32-hex-digit id (like vLLM's `random_uuid()`).
+    fn fresh_id(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        format!("{:016x}{:016x}", mix(self.id_salt ^ n), mix(self.id_salt.rotate_left(17) ^ n))
+    }
+
+    fn check_model(&self, model: Option<&str>) -> Result<(), ApiError> {
+        match model {
+            Some(m) if m != self.config.model => Err(ApiError::model_not_found(m)),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn unix_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn response(status: u16, content_type: Option<&'static str>, body: SimBody) -> Response<SimBody> {
+    let mut r = Response::new(body);
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Some(ct) = content_type {
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    r
+}
+
+fn json(body: Bytes) -> Response<SimBody> {
+    response(200, Some(JSON), SimBody::full(body))
+}
+
+fn error(e: &ApiError) -> Response<SimBody> {
+    response(e.status, Some(JSON), SimBody::full(e.body()))
+}
+
+fn detail(status: u16, text: &'static str) -> Response<SimBody> {
+    let body = format!("{{\"detail\":\"{text}\"}}");
+    response(status, Some(JSON), SimBody::full(body))
+}
+
+fn header_id(headers: &HeaderMap) -> Option<String> {
+    headers.get(X_REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// Entry point of every request.
+pub(crate) async fn handle(
+    state: Arc<SimState>,
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let header_id = header_id(&parts.headers);
+    let path = parts.uri.path();
+    let route = match path {
+        "/v1/models" | "/health" => Some(Method::GET),
+        "/v1/completions" | "/v1/chat/completions" | "/tokenize" | "/detokenize" => Some(Method::POST),
+        _ => None,
+    };
+    let mut resp = match route {
+        None => detail(404, "Not Found"),
+        Some(m) if m != parts.method => detail(405, "Method Not Allowed"),
+        Some(_) => match path {
+            "/health" => response(200, None, SimBody::empty()),
+            "/v1/models" => json(state.models.clone()),
+            _ => match Limited::new(body, state.config.max_body_bytes).collect().await {
+                Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                    error(&ApiError { status: 413, kind: "RequestEntityTooLarge", message: e.to_string() })
+                }
+                Err(e) => error(&ApiError::bad_request(format!("reading the request body failed: {e}"))),
+                Ok(collected) => {
+                    let body = collected.to_bytes();
+                    let received = Instant::now();
+                    let result = match path {
+                        "/v1/completions" => generate(&state, Api::Completions, &body, received, &header_id).await,
+                        "/v1/chat/completions" => generate(&state, Api::Chat, &body, received, &header_id).await,
+                        "/tokenize" => tokenize(&state, &body),
+                        _ => detokenize(&state, &body),
+                    };
+                    result.unwrap_or_else(|e| error(&e))
+                }
+            },
+        },
+    };
+    if let Some(id) = header_id {
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            resp.headers_mut().insert(X_REQUEST_ID, v);
+        }
+    }
+    Ok(resp)
+}
+
+async fn generate(
+    state: &Arc<SimState>,
+    api: Api,
+    body: &[u8],
+    received: Instant,
+    header_id: &Option<String>,
+) -> Result<Response<SimBody>, ApiError> {
+    let config = &state.config;
+    let tok = config.tokenizer.as_ref();
+    let (prompts, fields, max_tokens) = match api {
+        Api::Completions => {
+            let r: CompletionRequest = parse_json(body)?;
+            state.check_model(r.gen.model.as_deref())?;
+            let prompts = completion_prompts(r.prompt.as_ref(), tok)?;
+            let max = r.gen.max_tokens;
+            (prompts, r.gen, max)
+        }
+        Api::Chat => {
+            let r: ChatRequest = parse_json(body)?;
+            state.check_model(r.gen.model.as_deref())?;
+            let p = chat_prompt(&r.messages, r.add_generation_prompt.unwrap_or(true), tok)?;
+            let max = r.max_completion_tokens.or(r.gen.max_tokens);
+            (vec![p], r.gen, max)
+        }
+    };
+    let salt = match api {
+        Api::Completions => 0xc0,
+        Api::Chat => 0xc4a7,
+    };
+    let plan = plan(&prompts, &fields, max_tokens, config, salt)?;
+    let base_id = header_id.clone().or(fields.request_id.clone()).unwrap_or_else(|| state.fresh_id());
+    let id = format!("{}{}", api.id_prefix(), base_id);
+    let created = unix_secs();
+    let stream = fields.stream.unwrap_or(false);
+    let truth = state.truth.as_ref().map(|log| {
+        TruthRecorder::new(
+            log.clone(),
+            GroundTruth {
+                request_id: header_id.clone().unwrap_or(base_id),
+                endpoint: api.path(),
+                stream,
+                received,
+                events: Vec::with_capacity(plan.ticks() as usize),
+                done: None,
+                prompt_tokens: plan.prompt_tokens,
+                completion_tokens: plan.completion_tokens(),
+            },
+        )
+    });
+    let mut pacer = Pacer::new(&config.timing, received);
+    let model = config.model.as_str();
+    if stream {
+        let present = fields.stream_options.is_some();
+        let so = fields.stream_options.unwrap_or_default();
+        let include_usage = present && so.include_usage.unwrap_or(true);
+        let usage = UsageOptions {
+            include_usage,
+            continuous: include_usage && so.continuous_usage_stats.unwrap_or(false),
+            details: config.prompt_tokens_details,
+        };
+        let fmt = StreamFormat::new(api, &id, created, model, &plan, usage);
+        let s = TokenStream::new(plan, fmt, state.vocab.clone(), pacer, truth);
+        let mut r = response(200, Some("text/event-stream; charset=utf-8"), SimBody::Stream(Box::new(s)));
+        r.headers_mut().insert("cache-control", HeaderValue::from_static("no-cache"));
+        return Ok(r);
+    }
+    pacer.wait_tick(plan.ticks().saturating_sub(1)).await;
+    let body = generation_body(api, &id, created, model, &plan, &state.vocab, config.prompt_tokens_details);
+    if let Some(mut t) = truth {
+        let now = Instant::now();
+        t.event(now, plan.completion_tokens());
+        t.finish(now);
+    }
+    Ok(json(body))
+}
+
+fn tokenize(state: &SimState, body: &[u8]) -> Result<Response<SimBody>, ApiError> {
+    let r: TokenizeRequest = parse_json(body)?;
+    state.check_model(r.model.as_deref())?;
+    let tok = state.config.tokenizer.as_ref();
+    let ids = match (&r.messages, &r.prompt) {
+        (Some(messages), _) => {
+            let rendered = render_chat(messages, r.add_generation_prompt.unwrap_or(true))?;
+            if r.add_special_tokens.unwrap_or(false) {
+                tok.encode(&rendered, true).map_err(|e| ApiError::bad_request(e.to_string()))?
+            } else {
+                chat_ids(&rendered, tok)?
+            }
+        }
+        (None, Some(prompt)) => tok
+            .encode(prompt, r.add_special_tokens.unwrap_or(true))
+            .map_err(|e| ApiError::bad_request(e.to_string()))?,
+        (None, None) => return Err(ApiError::bad_request("either 'prompt' or 'messages' is required")),
+    };
+    Ok(json(tokenize_body(&ids, state.config.max_model_len)))
+}
+
+fn detokenize(state: &SimState, body: &[u8]) -> Result<Response<SimBody>, ApiError> {
+    let r: DetokenizeRequest = parse_json(body)?;
+    state.check_model(r.model.as_deref())?;
+    let tok = state.config.tokenizer.as_ref();
+    let ids = checked_ids(&r.tokens, tok.vocab_size())?;
+    let text = tok.decode(&ids, false).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(json(detokenize_body(&text)))
+}

@@ -1,0 +1,253 @@
+//! Non-streamed JSON bodies in vLLM's shapes (key order as vLLM emits them): completions,
+//! chat completions, the model list, `/tokenize` and `/detokenize`.
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use crate::plan::GenerationPlan;
+use crate::sse::Api;
+use crate::vocab::OutputVocab;
+
+#[derive(Serialize)]
+struct Details {
+    cached_tokens: u32,
+}
+
+#[derive(Serialize)]
+struct Usage {
+    prompt_tokens: u32,
+    total_tokens: u64,
+    completion_tokens: u32,
+    prompt_tokens_details: Option<Details>,
+}
+
+impl Usage {
+    fn of(plan: &GenerationPlan, details: bool) -> Self {
+        let c = plan.completion_tokens();
+        Usage {
+            prompt_tokens: plan.prompt_tokens,
+            total_tokens: u64::from(plan.prompt_tokens) + u64::from(c),
+            completion_tokens: c,
+            prompt_tokens_details: details.then_some(Details { cached_tokens: 0 }),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct CompletionChoice {
+    index: u32,
+    text: String,
+    logprobs: Option<()>,
+    finish_reason: &'static str,
+    stop_reason: Option<()>,
+    prompt_logprobs: Option<()>,
+}
+
+#[derive(Serialize)]
+struct ChatMessageOut {
+    role: &'static str,
+    content: String,
+    tool_calls: [(); 0],
+    reasoning_content: Option<()>,
+}
+
+#[derive(Serialize)]
+struct ChatChoice {
+    index: u32,
+    message: ChatMessageOut,
+    logprobs: Option<()>,
+    finish_reason: &'static str,
+    stop_reason: Option<()>,
+}
+
+#[derive(Serialize)]
+struct Generation<'a, C> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: Vec<C>,
+    usage: Usage,
+}
+
+/// The body of a non-streamed completion or chat completion.
+pub(crate) fn generation_body(
+    api: Api,
+    id: &str,
+    created: u64,
+    model: &str,
+    plan: &GenerationPlan,
+    vocab: &OutputVocab,
+    details: bool,
+) -> Bytes {
+    let usage = Usage::of(plan, details);
+    let text = |seed: u64, tokens: u32| vocab.text(seed, u64::from(tokens));
+    let json = match api {
+        Api::Completions => serde_json::to_vec(&Generation {
+            id,
+            object: "text_completion",
+            created,
+            model,
+            choices: plan
+                .choices
+                .iter()
+                .map(|c| CompletionChoice {
+                    index: c.index,
+                    text: text(c.seed, c.tokens),
+                    logprobs: None,
+                    finish_reason: c.finish.as_str(),
+                    stop_reason: None,
+                    prompt_logprobs: None,
+                })
+                .collect(),
+            usage,
+        }),
+        Api::Chat => serde_json::to_vec(&Generation {
+            id,
+            object: "chat.completion",
+            created,
+            model,
+            choices: plan
+                .choices
+                .iter()
+                .map(|c| ChatChoice {
+                    index: c.index,
+                    message: ChatMessageOut {
+                        role: "assistant",
+                        content: text(c.seed, c.tokens),
+                        tool_calls: [],
+                        reasoning_content: None,
+                    },
+                    logprobs: None,
+                    finish_reason: c.finish.as_str(),
+                    stop_reason: None,
+                })
+                .collect(),
+            usage,
+        }),
+    };
+    Bytes::from(json.unwrap_or_default())
+}
+
+#[derive(Serialize)]
+struct ModelPermission<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    allow_create_engine: bool,
+    allow_sampling: bool,
+    allow_logprobs: bool,
+    allow_search_indices: bool,
+    allow_view: bool,
+    allow_fine_tuning: bool,
+    organization: &'static str,
+    group: Option<()>,
+    is_blocking: bool,
+}
+
+#[derive(Serialize)]
+struct ModelCard<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    owned_by: &'static str,
+    root: &'a str,
+    parent: Option<()>,
+    max_model_len: u32,
+    permission: [ModelPermission<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct ModelList<'a> {
+    object: &'static str,
+    data: [ModelCard<'a>; 1],
+}
+
+/// `GET /v1/models`.
+pub(crate) fn models_body(model: &str, created: u64, max_model_len: u32, perm_id: &str) -> Bytes {
+    let list = ModelList {
+        object: "list",
+        data: [ModelCard {
+            id: model,
+            object: "model",
+            created,
+            owned_by: "servebench-sim",
+            root: model,
+            parent: None,
+            max_model_len,
+            permission: [ModelPermission {
+                id: perm_id,
+                object: "model_permission",
+                created,
+                allow_create_engine: false,
+                allow_sampling: true,
+                allow_logprobs: true,
+                allow_search_indices: false,
+                allow_view: true,
+                allow_fine_tuning: false,
+                organization: "*",
+                group: None,
+                is_blocking: false,
+            }],
+        }],
+    };
+    Bytes::from(serde_json::to_vec(&list).unwrap_or_default())
+}
+
+#[derive(Serialize)]
+struct TokenizeOut<'a> {
+    count: usize,
+    max_model_len: u32,
+    tokens: &'a [u32],
+    token_strs: Option<()>,
+}
+
+/// `POST /tokenize`.
+pub(crate) fn tokenize_body(tokens: &[u32], max_model_len: u32) -> Bytes {
+    let out = TokenizeOut { count: tokens.len(), max_model_len, tokens, token_strs: None };
+    Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
+}
+
+#[derive(Serialize)]
+struct DetokenizeOut<'a> {
+    prompt: &'a str,
+}
+
+/// `POST /detokenize`.
+pub(crate) fn detokenize_body(prompt: &str) -> Bytes {
+    Bytes::from(serde_json::to_vec(&DetokenizeOut { prompt }).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{ChoicePlan, Finish};
+    use crate::test_support::NullTok;
+
+    #[test]
+    fn shapes() {
+        let plan = GenerationPlan {
+            prompt_tokens: 4,
+            choices: vec![ChoicePlan { index: 0, tokens: 3, finish: Finish::Stop, seed: 9 }],
+            tokens_per_event: 1,
+        };
+        let vocab = OutputVocab::build(&NullTok);
+        let b = generation_body(Api::Chat, "chatcmpl-x", 1, "m", &plan, &vocab, false);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["object"], "chat.completion");
+        assert_eq!(v["choices"][0]["message"]["content"], " the the the");
+        assert_eq!(v["choices"][0]["finish_reason"], "stop");
+        assert_eq!(v["usage"]["total_tokens"], 7);
+        assert!(v["usage"]["prompt_tokens_details"].is_null());
+        let b = generation_body(Api::Completions, "cmpl-x", 1, "m", &plan, &vocab, true);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["choices"][0]["text"], " the the the");
+        assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+        let v: serde_json::Value = serde_json::from_slice(&models_body("m", 5, 99, "p")).unwrap();
+        assert_eq!(v["data"][0]["max_model_len"], 99);
+        assert_eq!(v["data"][0]["owned_by"], "servebench-sim");
+        let v: serde_json::Value = serde_json::from_slice(&tokenize_body(&[1, 2], 9)).unwrap();
+        assert_eq!(v["count"], 2);
+        assert!(v["token_strs"].is_null());
+    }
+}

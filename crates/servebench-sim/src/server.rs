@@ -1,0 +1,135 @@
+//! The listener: accepts connections (TCP_NODELAY, HTTP/1.1 keep-alive) and serves each on its
+//! own task with hyper; shutdown stops accepting and lets in-flight responses finish.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use servebench_core::{BenchError, Result};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::config::SimConfig;
+use crate::handlers::{handle, SimState};
+use crate::truth::GroundTruth;
+
+/// A running simulator.
+#[derive(Debug)]
+pub struct SimHandle {
+    addr: SocketAddr,
+    state: Arc<SimState>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl SimHandle {
+    /// The bound address (with the real port when started on port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ip:port`, ready to prefix `/v1/...`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The served model name.
+    pub fn model(&self) -> &str {
+        &self.state.config.model
+    }
+
+    /// True if the generated words were verified to re-encode to one token each with the
+    /// configured tokenizer (so retokenized output equals `usage.completion_tokens`).
+    pub fn output_retokenizes_exactly(&self) -> bool {
+        self.state.vocab.verified()
+    }
+
+    /// A copy of the ground-truth records of finished (or abandoned) requests so far. Empty
+    /// unless [`SimConfig::record_ground_truth`] is set.
+    pub fn ground_truth(&self) -> Vec<GroundTruth> {
+        self.state.truth.as_ref().map(|t| t.snapshot()).unwrap_or_default()
+    }
+
+    /// Like [`SimHandle::ground_truth`], but drains the log.
+    pub fn take_ground_truth(&self) -> Vec<GroundTruth> {
+        self.state.truth.as_ref().map(|t| t.take()).unwrap_or_default()
+    }
+
+    /// Stops accepting connections, closes idle keep-alive connections and waits until every
+    /// in-flight response has been sent.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+
+    /// Stops at once: every connection is dropped, in-flight responses are cut.
+    pub fn abort(self) {
+        self.task.abort();
+    }
+}
+
+/// Binds `addr` (port 0 picks an ephemeral port) and serves in the background on the current
+/// tokio runtime.
+pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle> {
+    config.validate()?;
+    let listener = TcpListener::bind(addr).await.map_err(|e| BenchError::Transport {
+        context: format!("binding the simulator to {addr}"),
+        detail: e.to_string(),
+    })?;
+    let addr = listener.local_addr().map_err(|e| BenchError::Transport {
+        context: "reading the simulator's bound address".into(),
+        detail: e.to_string(),
+    })?;
+    let state = Arc::new(SimState::new(config));
+    let (stop, stop_rx) = watch::channel(false);
+    let task = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
+    Ok(SimHandle { addr, state, stop, task })
+}
+
+/// Serves until `signal` completes, then shuts down gracefully (for the standalone
+/// `servebench sim` command, e.g. with `tokio::signal::ctrl_c()`). Use [`start`] to learn the
+/// bound address first.
+pub async fn serve_until(config: SimConfig, addr: SocketAddr, signal: impl Future<Output = ()>) -> Result<()> {
+    let handle = start(config, addr).await?;
+    signal.await;
+    handle.shutdown().await;
+    Ok(())
+}
+
+async fn accept_loop(listener: TcpListener, state: Arc<SimState>, mut stop: watch::Receiver<bool>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    conns.spawn(serve_connection(stream, state.clone(), stop.clone()));
+                }
+                // Out of file descriptors or a connection reset before accept: back off briefly.
+                Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            },
+        }
+        while conns.try_join_next().is_some() {}
+    }
+    drop(listener);
+    while conns.join_next().await.is_some() {}
+}
+
+async fn serve_connection(stream: TcpStream, state: Arc<SimState>, mut stop: watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    let service = service_fn(move |req| handle(state.clone(), req));
+    let conn = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}

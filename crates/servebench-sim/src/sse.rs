@@ -1,0 +1,259 @@
+//! SSE chunk formatting for streamed completions and chat completions, byte-compatible with
+//! vLLM's output. The constant parts of every chunk (id, created, model, choice index) are
+//! formatted once per request; each event is then `head + text + tail` copied into one buffer.
+//!
+//! Layout (one `data: {...}\n\n` event per line):
+//! - completions: `{"id","object":"text_completion","created","model","choices":[{"index",
+//!   "text","logprobs":null,"finish_reason":null|"length"|"stop","stop_reason":null}]}`
+//! - chat: a role chunk `delta: {"role":"assistant","content":""}` per choice first, then
+//!   `delta: {"content": ...}` chunks; the last chunk of a choice carries `finish_reason` and
+//!   `stop_reason: null`, as vLLM's does.
+//! - with `stream_options.include_usage`: a final chunk with `"choices":[]` and `usage`; with
+//!   `continuous_usage_stats`, every chunk carries the running `usage` too.
+//! - `data: [DONE]` last.
+
+use std::io::Write;
+
+use crate::plan::{Finish, GenerationPlan};
+
+/// Which OpenAI API a response speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    Completions,
+    Chat,
+}
+
+impl Api {
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Api::Completions => "/v1/completions",
+            Api::Chat => "/v1/chat/completions",
+        }
+    }
+
+    pub(crate) fn id_prefix(self) -> &'static str {
+        match self {
+            Api::Completions => "cmpl-",
+            Api::Chat => "chatcmpl-",
+        }
+    }
+}
+
+/// What the client asked for in `stream_options`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct UsageOptions {
+    pub include_usage: bool,
+    pub continuous: bool,
+    pub details: bool,
+}
+
+/// JSON string literal of `s` (with quotes).
+pub(crate) fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))
+}
+
+/// Per-request chunk templates.
+#[derive(Debug)]
+pub(crate) struct StreamFormat {
+    api: Api,
+    /// `{"id":…,"object":…,"created":…,"model":…` (no closing brace).
+    common: Vec<u8>,
+    /// Per choice (in plan order): `data: ` + common + `,"choices":[{"index":i,` + text opener.
+    heads: Vec<Vec<u8>>,
+    usage: UsageOptions,
+    prompt_tokens: u32,
+}
+
+impl StreamFormat {
+    pub(crate) fn new(
+        api: Api,
+        id: &str,
+        created: u64,
+        model: &str,
+        plan: &GenerationPlan,
+        usage: UsageOptions,
+    ) -> Self {
+        let object = match api {
+            Api::Completions => "text_completion",
+            Api::Chat => "chat.completion.chunk",
+        };
+        let common = format!(
+            "{{\"id\":{},\"object\":\"{object}\",\"created\":{created},\"model\":{}",
+            json_str(id),
+            json_str(model)
+        )
+        .into_bytes();
+        let opener: &[u8] = match api {
+            Api::Completions => b"\"text\":\"",
+            Api::Chat => b"\"delta\":{\"content\":\"",
+        };
+        let heads = plan
+            .choices
+            .iter()
+            .map(|c| {
+                let mut h = Vec::with_capacity(common.len() + 48);
+                h.extend_from_slice(b"data: ");
+                h.extend_from_slice(&common);
+                let _ = write!(h, ",\"choices\":[{{\"index\":{},", c.index);
+                h.extend_from_slice(opener);
+                h
+            })
+            .collect();
+        StreamFormat { api, common, heads, usage, prompt_tokens: plan.prompt_tokens }
+    }
+
+    fn usage_json(&self, out: &mut Vec<u8>, completion: u32) {
+        let p = self.prompt_tokens;
+        let _ = write!(
+            out,
+            "\"usage\":{{\"prompt_tokens\":{p},\"total_tokens\":{},\"completion_tokens\":{completion}",
+            u64::from(p) + u64::from(completion)
+        );
+        if self.usage.details {
+            out.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":0}");
+        }
+        out.push(b'}');
+    }
+
+    /// Appends the chat role chunk of choice `pos` (no-op for completions).
+    pub(crate) fn push_role_chunk(&self, pos: usize, index: u32, out: &mut Vec<u8>) {
+        if self.api != Api::Chat || pos >= self.heads.len() {
+            return;
+        }
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(&self.common);
+        let _ = write!(
+            out,
+            ",\"choices\":[{{\"index\":{index},\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\
+             \"logprobs\":null,\"finish_reason\":null}}]"
+        );
+        if self.usage.continuous {
+            out.push(b',');
+            self.usage_json(out, 0);
+        }
+        out.extend_from_slice(b"}\n\n");
+    }
+
+    /// Appends one content event of choice `pos`: `head`, then `text` is written by `fill`
+    /// (plain ASCII words, no escaping needed), then the tail with `finish` and, for continuous
+    /// usage, `completion_so_far` (tokens of the whole request generated so far).
+    pub(crate) fn push_event(
+        &self,
+        pos: usize,
+        out: &mut Vec<u8>,
+        fill: impl FnOnce(&mut Vec<u8>),
+        finish: Option<Finish>,
+        completion_so_far: u32,
+    ) {
+        let Some(head) = self.heads.get(pos) else { return };
+        out.extend_from_slice(head);
+        fill(out);
+        if self.api == Api::Chat {
+            out.extend_from_slice(b"\"}");
+        } else {
+            out.push(b'"');
+        }
+        out.extend_from_slice(b",\"logprobs\":null,\"finish_reason\":");
+        match finish {
+            None if self.api == Api::Chat => out.extend_from_slice(b"null}]"),
+            None => out.extend_from_slice(b"null,\"stop_reason\":null}]"),
+            Some(f) => {
+                out.push(b'"');
+                out.extend_from_slice(f.as_str().as_bytes());
+                out.extend_from_slice(b"\",\"stop_reason\":null}]");
+            }
+        }
+        if self.usage.continuous {
+            out.push(b',');
+            self.usage_json(out, completion_so_far);
+        }
+        out.extend_from_slice(b"}\n\n");
+    }
+
+    /// Appends the usage chunk (if asked for) and `data: [DONE]`.
+    pub(crate) fn push_end(&self, out: &mut Vec<u8>, completion: u32) {
+        if self.usage.include_usage {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(&self.common);
+            out.extend_from_slice(b",\"choices\":[],");
+            self.usage_json(out, completion);
+            out.extend_from_slice(b"}\n\n");
+        }
+        out.extend_from_slice(b"data: [DONE]\n\n");
+    }
+
+    /// Typical size of one event, for buffer capacity.
+    pub(crate) fn event_capacity(&self) -> usize {
+        self.heads.first().map(|h| h.len()).unwrap_or(64) + 96
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::ChoicePlan;
+
+    fn plan(n: usize) -> GenerationPlan {
+        GenerationPlan {
+            prompt_tokens: 7,
+            choices: (0..n)
+                .map(|i| ChoicePlan { index: i as u32, tokens: 2, finish: Finish::Length, seed: 1 })
+                .collect(),
+            tokens_per_event: 1,
+        }
+    }
+
+    fn lines(out: &[u8]) -> Vec<serde_json::Value> {
+        std::str::from_utf8(out)
+            .unwrap()
+            .split("\n\n")
+            .filter(|s| !s.is_empty() && *s != "data: [DONE]")
+            .map(|s| serde_json::from_str(s.strip_prefix("data: ").unwrap()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn completion_events_are_valid_json() {
+        let usage = UsageOptions { include_usage: true, ..Default::default() };
+        let f = StreamFormat::new(Api::Completions, "cmpl-1", 5, "m\"x", &plan(1), usage);
+        let mut out = Vec::new();
+        f.push_role_chunk(0, 0, &mut out);
+        assert!(out.is_empty());
+        f.push_event(0, &mut out, |o| o.extend_from_slice(b" the"), None, 1);
+        f.push_event(0, &mut out, |o| o.extend_from_slice(b" of"), Some(Finish::Length), 2);
+        f.push_end(&mut out, 2);
+        assert!(out.ends_with(b"data: [DONE]\n\n"));
+        let v = lines(&out);
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[0]["model"], "m\"x");
+        assert_eq!(v[0]["object"], "text_completion");
+        assert_eq!(v[0]["choices"][0]["text"], " the");
+        assert!(v[0]["choices"][0]["finish_reason"].is_null());
+        assert_eq!(v[1]["choices"][0]["finish_reason"], "length");
+        assert_eq!(v[2]["choices"].as_array().unwrap().len(), 0);
+        assert_eq!(v[2]["usage"]["completion_tokens"], 2);
+        assert_eq!(v[2]["usage"]["total_tokens"], 9);
+        assert!(v[2]["usage"].get("prompt_tokens_details").is_none());
+    }
+
+    #[test]
+    fn chat_events_have_role_first_and_optional_usage() {
+        let usage = UsageOptions { include_usage: false, continuous: true, details: true };
+        let f = StreamFormat::new(Api::Chat, "chatcmpl-1", 5, "m", &plan(2), usage);
+        let mut out = Vec::new();
+        f.push_role_chunk(1, 1, &mut out);
+        f.push_event(1, &mut out, |o| o.extend_from_slice(b" a"), Some(Finish::Stop), 1);
+        f.push_end(&mut out, 1);
+        let v = lines(&out);
+        assert_eq!(v.len(), 2, "no usage chunk unless include_usage");
+        assert_eq!(v[0]["choices"][0]["delta"]["role"], "assistant");
+        assert_eq!(v[0]["choices"][0]["delta"]["content"], "");
+        assert_eq!(v[0]["choices"][0]["index"], 1);
+        assert_eq!(v[0]["usage"]["completion_tokens"], 0);
+        assert_eq!(v[1]["object"], "chat.completion.chunk");
+        assert_eq!(v[1]["choices"][0]["delta"]["content"], " a");
+        assert_eq!(v[1]["choices"][0]["finish_reason"], "stop");
+        assert!(v[1]["choices"][0]["stop_reason"].is_null());
+        assert_eq!(v[1]["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    }
+}

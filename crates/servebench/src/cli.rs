@@ -1,0 +1,324 @@
+//! Command-line interface. clap types live here only; `config.rs` turns them into a validated
+//! `RunConfig`. Flags and defaults follow Python `vllm bench serve`.
+
+use clap::{Args, Parser, Subcommand};
+
+/// `vllm bench serve` flags that servebench does not implement yet. They are recognised (never
+/// "unknown argument") and refused with error SB102 so that nothing is silently ignored.
+pub const NOT_SUPPORTED_YET: &[&str] = &[
+    "--asr-max-audio-len-sec",
+    "--asr-min-audio-len-sec",
+    "--bfcl-categories",
+    "--blazedit-max-distance",
+    "--blazedit-min-distance",
+    "--chat-template-kwargs",
+    "--custom-ensure-client-side-data",
+    "--custom-output-len",
+    "--dataset-path",
+    "--enable-multimodal-chat",
+    "--hf-name",
+    "--hf-output-len",
+    "--hf-split",
+    "--hf-subset",
+    "--lora-assignment",
+    "--lora-modules",
+    "--no-oversample",
+    "--no-reranker",
+    "--no-self-timed",
+    "--no-stream",
+    "--plot-dataset-stats",
+    "--plot-timeline",
+    "--prefix-repetition-num-prefixes",
+    "--prefix-repetition-output-len",
+    "--prefix-repetition-prefix-len",
+    "--prefix-repetition-suffix-len",
+    "--probe-request-rate",
+    "--profile",
+    "--random-batch-size",
+    "--random-mm-base-items-per-request",
+    "--random-mm-bucket-config",
+    "--random-mm-limit-mm-per-prompt",
+    "--random-mm-num-mm-items-range-ratio",
+    "--self-timed",
+    "--sharegpt-output-len",
+    "--skip-chat-template",
+    "--skip-tokenizer-init",
+    "--spec-bench-category",
+    "--spec-bench-output-len",
+    "--speed-bench-category",
+    "--speed-bench-dataset-subset",
+    "--speed-bench-output-len",
+    "--timed-trace-chunk-hash-size",
+    "--timed-trace-label-hash-ids",
+    "--timed-trace-label-input-length",
+    "--timed-trace-label-output-length",
+    "--timed-trace-label-timestamp",
+    "--timed-trace-sec-multiplier",
+    "--timeline-itl-thresholds",
+    "--use-beam-search",
+];
+
+/// servebench: benchmark OpenAI-compatible LLM inference servers.
+///
+/// With no subcommand it runs a benchmark (flags of `vllm bench serve`). `--sim` runs it against
+/// an embedded simulated server instead of a real one.
+#[derive(Debug, Parser)]
+#[command(name = "servebench", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the simulated OpenAI-compatible server standalone.
+    Sim(SimArgs),
+    /// Explain an error code (e.g. `servebench explain SB301`); without a code, list all codes.
+    Explain {
+        /// The code, e.g. SB301.
+        code: Option<String>,
+    },
+}
+
+/// Options of the simulated server (shared by `servebench sim` and `--sim`).
+#[derive(Debug, Clone, Args)]
+pub struct SimOptions {
+    /// Simulator: time to first token in ms (fixed mode).
+    #[arg(long, default_value_t = 50.0)]
+    pub sim_ttft_ms: f64,
+    /// Simulator: inter-token interval in ms (fixed mode).
+    #[arg(long, default_value_t = 10.0)]
+    pub sim_itl_ms: f64,
+    /// Simulator: model name it serves.
+    #[arg(long, default_value = "servebench-sim")]
+    pub sim_model: String,
+    /// Simulator: tokenizer for prompt counting and /tokenize (path to tokenizer.json, a
+    /// directory, or a built-in encoding such as cl100k_base).
+    #[arg(long, default_value = "cl100k_base")]
+    pub sim_tokenizer: String,
+    /// Simulator: seed of output lengths when ignore_eos is not set.
+    #[arg(long, default_value_t = 0)]
+    pub sim_seed: u64,
+    /// Simulator: maximum prompt + output length it accepts.
+    #[arg(long, default_value_t = 131_072)]
+    pub sim_max_model_len: u32,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0 = any free port).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    #[command(flatten)]
+    pub sim: SimOptions,
+}
+
+/// Flags of a benchmark run.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    // ---- connection ----
+    /// API dialect: `openai`/`vllm` (completions) or `openai-chat` (chat completions).
+    #[arg(long, default_value = "openai", help_heading = "Connection")]
+    pub backend: String,
+    /// Server base URL (overrides --host/--port), e.g. http://10.0.0.1:8000.
+    #[arg(long, help_heading = "Connection")]
+    pub base_url: Option<String>,
+    #[arg(long, default_value = "127.0.0.1", help_heading = "Connection")]
+    pub host: String,
+    #[arg(long, default_value_t = 8000, help_heading = "Connection")]
+    pub port: u16,
+    /// API path; defaults to /v1/completions or /v1/chat/completions by backend.
+    #[arg(long, help_heading = "Connection")]
+    pub endpoint: Option<String>,
+    /// Extra request header KEY=VALUE (repeatable; several per flag allowed).
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, help_heading = "Connection")]
+    pub header: Vec<String>,
+    /// Accept invalid TLS certificates.
+    #[arg(long, help_heading = "Connection")]
+    pub insecure: bool,
+    /// Run against an embedded simulated server on an ephemeral port (no server, no network).
+    #[arg(long, help_heading = "Connection")]
+    pub sim: bool,
+    #[command(flatten)]
+    pub sim_options: SimOptions,
+
+    // ---- model ----
+    /// Model name; omitted → the first model of GET /v1/models.
+    #[arg(long, help_heading = "Model")]
+    pub model: Option<String>,
+    /// Model name put in requests (defaults to --model).
+    #[arg(long, help_heading = "Model")]
+    pub served_model_name: Option<String>,
+    /// Tokenizer: tokenizer.json path or directory, built-in encoding (cl100k_base, o200k_base,
+    /// p50k_base, r50k_base, gpt2), Hugging Face model id, or `server` (the server's /tokenize).
+    #[arg(long, help_heading = "Model")]
+    pub tokenizer: Option<String>,
+    /// Accepted for compatibility; only `auto` is meaningful.
+    #[arg(long, default_value = "auto", help_heading = "Model")]
+    pub tokenizer_mode: String,
+    /// Accepted for compatibility (no remote code is ever run).
+    #[arg(long, help_heading = "Model")]
+    pub trust_remote_code: bool,
+
+    // ---- dataset ----
+    #[arg(long, default_value = "random", help_heading = "Dataset")]
+    pub dataset_name: String,
+    #[arg(long, default_value_t = 1000, help_heading = "Dataset")]
+    pub num_prompts: u64,
+    #[arg(long, default_value_t = 0, help_heading = "Dataset")]
+    pub seed: u64,
+    #[arg(long, default_value_t = 1024, help_heading = "Dataset")]
+    pub random_input_len: u32,
+    #[arg(long, default_value_t = 128, help_heading = "Dataset")]
+    pub random_output_len: u32,
+    #[arg(long, default_value_t = 0, help_heading = "Dataset")]
+    pub random_prefix_len: u32,
+    /// Length spread: a number in [0, 1) or JSON {"input": r, "output": r}.
+    #[arg(long, default_value = "0.0", help_heading = "Dataset")]
+    pub random_range_ratio: String,
+    /// Send prompts as token-id arrays (completions only).
+    #[arg(long, help_heading = "Dataset")]
+    pub prompt_token_ids: bool,
+    /// Overrides --random-input-len.
+    #[arg(long, help_heading = "Dataset")]
+    pub input_len: Option<u32>,
+    /// Overrides --random-output-len.
+    #[arg(long, help_heading = "Dataset")]
+    pub output_len: Option<u32>,
+    /// Drop requests whose prompt + output exceed this many tokens.
+    #[arg(long, help_heading = "Dataset")]
+    pub max_model_len: Option<u32>,
+    #[arg(long, help_heading = "Dataset")]
+    pub disable_shuffle: bool,
+
+    // ---- rate ----
+    /// Requests per second (inf = all at once).
+    #[arg(long, default_value = "inf", help_heading = "Load")]
+    pub request_rate: String,
+    /// Gamma shape of inter-arrival times (1.0 = Poisson).
+    #[arg(long, default_value_t = 1.0, help_heading = "Load")]
+    pub burstiness: f64,
+    #[arg(long, help_heading = "Load")]
+    pub max_concurrency: Option<u64>,
+    /// linear or exponential.
+    #[arg(long, help_heading = "Load")]
+    pub ramp_up_strategy: Option<String>,
+    #[arg(long, help_heading = "Load")]
+    pub ramp_up_start_rps: Option<f64>,
+    #[arg(long, help_heading = "Load")]
+    pub ramp_up_end_rps: Option<f64>,
+
+    // ---- sampling ----
+    #[arg(long, help_heading = "Sampling")]
+    pub temperature: Option<f64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub top_p: Option<f64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub top_k: Option<i64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub min_p: Option<f64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub frequency_penalty: Option<f64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub presence_penalty: Option<f64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub repetition_penalty: Option<f64>,
+    /// JSON object merged into every request body (wins over sampling flags).
+    #[arg(long, help_heading = "Sampling")]
+    pub extra_body: Option<String>,
+
+    // ---- request ----
+    /// Ask the server to ignore EOS (forced on for the random dataset, as vLLM does).
+    #[arg(long, help_heading = "Request")]
+    pub ignore_eos: bool,
+    #[arg(long, help_heading = "Request")]
+    pub logprobs: Option<u32>,
+    #[arg(long, default_value_t = 0, help_heading = "Request")]
+    pub num_warmups: u64,
+    /// Seconds to wait for the endpoint to answer a test request (0 = skip the check).
+    #[arg(long, default_value_t = 600, help_heading = "Request")]
+    pub ready_check_timeout_sec: u64,
+    /// Request ids are this prefix + the request index (default: bench-<8 hex>-).
+    #[arg(long, help_heading = "Request")]
+    pub request_id_prefix: Option<String>,
+    /// Build the workload, print its statistics and exit (no benchmark traffic).
+    #[arg(long, help_heading = "Request")]
+    pub dry_run: bool,
+    /// Verify the first N prompts' lengths with the server's /tokenize (0 = off).
+    #[arg(long, default_value_t = 10, help_heading = "Request")]
+    pub verify_prompts: u64,
+    /// Skip verifying prompt lengths with the server's /tokenize.
+    #[arg(long, help_heading = "Request")]
+    pub skip_tokenize_verification: bool,
+    /// Open this many connections before the run starts (0 = connect on demand, as vLLM).
+    #[arg(long, default_value_t = 0, help_heading = "Request")]
+    pub preconnect: u64,
+
+    // ---- output ----
+    #[arg(long, help_heading = "Output")]
+    pub save_result: bool,
+    #[arg(long, help_heading = "Output")]
+    pub save_detailed: bool,
+    #[arg(long, help_heading = "Output")]
+    pub append_result: bool,
+    #[arg(long, help_heading = "Output")]
+    pub result_dir: Option<String>,
+    #[arg(long, help_heading = "Output")]
+    pub result_filename: Option<String>,
+    /// Records file (JSONL, one line per request, appended as each request ends). Default with
+    /// --save-result: next to the result file, `<result>.records.jsonl`.
+    #[arg(long, help_heading = "Output")]
+    pub records: Option<String>,
+    #[arg(long, help_heading = "Output")]
+    pub label: Option<String>,
+    /// KEY=VALUE pairs copied into the result JSON.
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, help_heading = "Output")]
+    pub metadata: Vec<String>,
+    /// Comma-separated metrics to report percentiles for (ttft,tpot,itl,e2el).
+    #[arg(long, help_heading = "Output")]
+    pub percentile_metrics: Option<String>,
+    /// Comma-separated percentiles, e.g. 50,90,99.
+    #[arg(long, default_value = "99", help_heading = "Output")]
+    pub metric_percentiles: String,
+    /// SLOs for goodput: ttft:MS tpot:MS e2el:MS.
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, help_heading = "Output")]
+    pub goodput: Vec<String>,
+    #[arg(long, help_heading = "Output")]
+    pub disable_tqdm: bool,
+}
+
+/// Rewrites Python's underscore spellings (`--result_filename`) to ours (`--result-filename`),
+/// so existing `vllm bench serve` scripts work unchanged.
+pub fn normalize_underscores(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    args.into_iter()
+        .map(|a| {
+            if let Some(rest) = a.strip_prefix("--") {
+                let (name, value) = match rest.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (rest, None),
+                };
+                if name.contains('_') {
+                    let name = name.replace('_', "-");
+                    return match value {
+                        Some(v) => format!("--{name}={v}"),
+                        None => format!("--{name}"),
+                    };
+                }
+            }
+            a
+        })
+        .collect()
+}
+
+/// The first flag in `args` that `vllm bench serve` has but servebench does not support yet.
+pub fn find_unsupported(args: &[String]) -> Option<&'static str> {
+    args.iter().find_map(|a| {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        NOT_SUPPORTED_YET.iter().copied().find(|f| *f == name)
+    })
+}

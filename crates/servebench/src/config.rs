@@ -1,0 +1,272 @@
+//! Turns parsed flags into validated configuration. Every check here happens before any
+//! network traffic and fails with a coded error that names the flag and the fix.
+
+use crate::cli::RunArgs;
+use serde_json::{Map, Value};
+use servebench_client::backend::{BackendKind, TargetConfig};
+use servebench_core::config::{
+    parse_extra_body, parse_goodput, parse_header, parse_metadata, parse_metric_percentiles,
+    parse_percentile_metrics, parse_range_ratio, parse_request_rate, GoodputSlo, LatencyMetric,
+};
+use servebench_core::schedule::{RampStrategy, RampUp, RateConfig};
+use servebench_core::{BenchError, Result};
+use servebench_data::random::RandomDatasetConfig;
+use servebench_runner::config::{DatasetSpec, RunConfig};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What to do with the results of a run.
+#[derive(Debug, Clone)]
+pub struct OutputConfig {
+    pub save_result: bool,
+    pub save_detailed: bool,
+    pub append_result: bool,
+    pub result_dir: Option<PathBuf>,
+    pub result_filename: Option<String>,
+    pub label: Option<String>,
+    pub metadata: Vec<(String, String)>,
+    pub percentile_metrics: Vec<LatencyMetric>,
+    pub metric_percentiles: Vec<f64>,
+    pub goodput: Vec<GoodputSlo>,
+    pub backend_name: String,
+}
+
+/// The whole validated configuration of a `servebench` run.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub run: RunConfig,
+    pub output: OutputConfig,
+}
+
+/// Validates `args`. `api_key` is `OPENAI_API_KEY` (passed in so tests need no environment).
+pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
+    let backend: BackendKind = args.backend.parse()?;
+    if args.dataset_name != "random" {
+        return Err(BenchError::FlagNotSupported {
+            flag: format!("--dataset-name {}", args.dataset_name),
+            hint: " (supported now: random)".into(),
+        });
+    }
+    if args.prompt_token_ids && backend == BackendKind::Chat {
+        return Err(BenchError::config(
+            "--prompt-token-ids",
+            "token-id prompts need the completions API",
+            "use --backend openai (or vllm), or drop --prompt-token-ids",
+        ));
+    }
+    if args.num_prompts == 0 {
+        return Err(BenchError::config("--num-prompts", "must be at least 1", "pass --num-prompts 1 or more"));
+    }
+    if args.max_concurrency == Some(0) {
+        return Err(BenchError::config(
+            "--max-concurrency",
+            "must be at least 1",
+            "omit it for no limit, or pass a positive number",
+        ));
+    }
+
+    let request_rate = parse_request_rate(&args.request_rate)?;
+    if args.burstiness.is_nan() || args.burstiness <= 0.0 {
+        return Err(BenchError::config(
+            "--burstiness",
+            format!("must be > 0 (got {})", args.burstiness),
+            "pass a positive Gamma shape: 1.0 is Poisson, < 1 burstier, > 1 smoother",
+        ));
+    }
+    let ramp_up = parse_ramp_up(args, request_rate)?;
+    let rate = RateConfig { request_rate, burstiness: args.burstiness, ramp_up };
+    rate.validate()?;
+
+    let ratio = parse_range_ratio(&args.random_range_ratio)?;
+    let input_len = args.input_len.unwrap_or(args.random_input_len);
+    let output_len = args.output_len.unwrap_or(args.random_output_len);
+    if input_len == 0 {
+        return Err(BenchError::config("--random-input-len", "must be at least 1", "pass a positive length"));
+    }
+    if output_len == 0 {
+        return Err(BenchError::config("--random-output-len", "must be at least 1", "pass a positive length"));
+    }
+    let dataset = DatasetSpec::Random(RandomDatasetConfig {
+        num_prompts: args.num_prompts as usize,
+        input_len: input_len as usize,
+        output_len: output_len as usize,
+        prefix_len: args.random_prefix_len as usize,
+        range_ratio_input: ratio.input,
+        range_ratio_output: ratio.output,
+        prompt_token_ids: args.prompt_token_ids,
+        seed: args.seed,
+        ..RandomDatasetConfig::default()
+    });
+
+    let mut headers = Vec::new();
+    for item in &args.header {
+        let h = parse_header(item)?;
+        headers.push((h.name, h.value.expose().to_string()));
+    }
+    let extra_body = match &args.extra_body {
+        Some(t) => parse_extra_body(t)?,
+        None => Map::new(),
+    };
+    let metadata = args.metadata.iter().map(|m| parse_metadata(m)).collect::<Result<Vec<_>>>()?;
+    let percentile_metrics = parse_percentile_metrics(args.percentile_metrics.as_deref().unwrap_or("ttft,tpot,itl"))?;
+    let metric_percentiles = parse_metric_percentiles(&args.metric_percentiles)?;
+    let goodput = parse_goodput(&args.goodput)?;
+
+    let base_url = match &args.base_url {
+        Some(u) => validate_base_url(u)?,
+        None => format!("http://{}:{}", bracket_ipv6(&args.host), args.port),
+    };
+    let endpoint = match &args.endpoint {
+        Some(e) if !e.starts_with('/') => {
+            return Err(BenchError::config(
+                "--endpoint",
+                format!("'{e}' is not a path"),
+                "pass a path starting with '/', e.g. /v1/completions",
+            ))
+        }
+        other => other.clone(),
+    };
+    let target = TargetConfig {
+        backend,
+        endpoint,
+        model: String::new(),
+        api_key: api_key.filter(|k| !k.is_empty()),
+        headers,
+        logprobs: args.logprobs,
+        // vLLM forces ignore_eos for the random dataset so outputs have the requested length.
+        ignore_eos: args.ignore_eos || args.dataset_name == "random",
+        sampling: sampling_map(args),
+        extra_body,
+    };
+    let request_id_prefix = args.request_id_prefix.clone().unwrap_or_else(|| {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        format!("bench-{}-", &id[..8])
+    });
+    let records_path = args.records.as_ref().map(PathBuf::from);
+    let run = RunConfig {
+        base_url,
+        target,
+        insecure: args.insecure,
+        model: args.model.clone(),
+        served_model_name: args.served_model_name.clone(),
+        tokenizer: args.tokenizer.clone(),
+        dataset,
+        max_model_len: args.max_model_len,
+        rate,
+        max_concurrency: args.max_concurrency.map(|c| c as usize),
+        seed: args.seed,
+        num_warmups: args.num_warmups,
+        ready_check_timeout: Duration::from_secs(args.ready_check_timeout_sec),
+        request_id_prefix,
+        dry_run: args.dry_run,
+        verify_prompts: if args.skip_tokenize_verification || args.prompt_token_ids {
+            0
+        } else {
+            args.verify_prompts as usize
+        },
+        preconnect: args.preconnect as usize,
+        keep_text: args.save_detailed,
+        records_path,
+        show_progress: !args.disable_tqdm,
+    };
+    let output = OutputConfig {
+        save_result: args.save_result,
+        save_detailed: args.save_detailed,
+        append_result: args.append_result,
+        result_dir: args.result_dir.as_ref().map(PathBuf::from),
+        result_filename: args.result_filename.clone(),
+        label: args.label.clone(),
+        metadata,
+        percentile_metrics,
+        metric_percentiles,
+        goodput,
+        backend_name: args.backend.clone(),
+    };
+    Ok(Validated { run, output })
+}
+
+fn parse_ramp_up(args: &RunArgs, request_rate: f64) -> Result<Option<RampUp>> {
+    let fix = "pass --ramp-up-strategy linear|exponential with both --ramp-up-start-rps and --ramp-up-end-rps";
+    let Some(strategy) = &args.ramp_up_strategy else {
+        if args.ramp_up_start_rps.is_some() || args.ramp_up_end_rps.is_some() {
+            return Err(BenchError::config(
+                "--ramp-up-start-rps/--ramp-up-end-rps",
+                "given without --ramp-up-strategy",
+                fix,
+            ));
+        }
+        return Ok(None);
+    };
+    let strategy = match strategy.as_str() {
+        "linear" => RampStrategy::Linear,
+        "exponential" => RampStrategy::Exponential,
+        other => {
+            return Err(BenchError::config("--ramp-up-strategy", format!("unknown strategy '{other}'"), fix))
+        }
+    };
+    let (Some(start), Some(end)) = (args.ramp_up_start_rps, args.ramp_up_end_rps) else {
+        return Err(BenchError::config(
+            "--ramp-up-strategy",
+            "needs both --ramp-up-start-rps and --ramp-up-end-rps",
+            fix,
+        ));
+    };
+    if request_rate.is_finite() {
+        return Err(BenchError::config(
+            "--request-rate",
+            "cannot be combined with a ramp-up (the ramp sets the rate)",
+            "drop --request-rate when using --ramp-up-strategy",
+        ));
+    }
+    if start > end {
+        return Err(BenchError::config(
+            "--ramp-up-start-rps",
+            format!("start {start} is greater than end {end}"),
+            "pass a start rate <= the end rate",
+        ));
+    }
+    if strategy == RampStrategy::Exponential && start <= 0.0 {
+        return Err(BenchError::config("--ramp-up-start-rps", "must be > 0 for exponential ramp-up", fix));
+    }
+    Ok(Some(RampUp { strategy, start_rps: start, end_rps: end }))
+}
+
+fn sampling_map(args: &RunArgs) -> Map<String, Value> {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Option<f64>| {
+        if let Some(v) = v.and_then(serde_json::Number::from_f64) {
+            m.insert(k.to_string(), Value::Number(v));
+        }
+    };
+    put("temperature", args.temperature);
+    put("top_p", args.top_p);
+    put("min_p", args.min_p);
+    put("frequency_penalty", args.frequency_penalty);
+    put("presence_penalty", args.presence_penalty);
+    put("repetition_penalty", args.repetition_penalty);
+    if let Some(k) = args.top_k {
+        m.insert("top_k".into(), Value::from(k));
+    }
+    m
+}
+
+fn bracket_ipv6(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+fn validate_base_url(url: &str) -> Result<String> {
+    let fix = "pass a URL like http://127.0.0.1:8000 (the --endpoint path is appended to it)";
+    let trimmed = url.trim().trim_end_matches('/');
+    let rest = trimmed
+        .strip_prefix("http://")
+        .or_else(|| trimmed.strip_prefix("https://"))
+        .ok_or_else(|| BenchError::config("--base-url", format!("'{url}' is not an http(s) URL"), fix))?;
+    if rest.is_empty() {
+        return Err(BenchError::config("--base-url", format!("'{url}' has no host"), fix));
+    }
+    Ok(trimmed.to_string())
+}

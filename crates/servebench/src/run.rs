@@ -1,0 +1,240 @@
+//! `servebench [FLAGS]`: one benchmark run, from flags to console output and result files.
+
+use crate::cli::RunArgs;
+use crate::config::{validate, OutputConfig, Validated};
+use crate::sim_cmd::EmbeddedSim;
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use servebench_core::metrics::{compute, MetricsConfig};
+use servebench_core::schedule::ArrivalSchedule;
+use servebench_core::stats::percentile;
+use servebench_core::{Outcome, RequestRecord};
+use servebench_report::{console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo};
+use servebench_runner::{run_benchmark, stop_signal, RunObserver, RunOutput, RunResult, CLIENT_THREAD_PREFIX};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use time::OffsetDateTime;
+
+/// Console observer: status lines on stdout, a progress bar on stderr.
+struct ConsoleObserver {
+    bar: Mutex<Option<ProgressBar>>,
+    show_progress: bool,
+    failed: AtomicU64,
+}
+
+impl RunObserver for ConsoleObserver {
+    fn message(&self, text: &str) {
+        match self.bar.lock().ok().and_then(|b| b.clone()) {
+            Some(bar) => bar.println(text),
+            None => println!("{text}"),
+        }
+    }
+
+    fn started(&self, total: u64) {
+        if !self.show_progress {
+            return;
+        }
+        let bar = ProgressBar::new(total);
+        let style = ProgressStyle::with_template(
+            "[{elapsed_precise}] {bar:40.cyan/blue} {pos}/{len} ({per_sec}, eta {eta}) {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        if let Ok(mut b) = self.bar.lock() {
+            *b = Some(bar);
+        }
+    }
+
+    fn request_done(&self, record: &RequestRecord) {
+        if record.outcome == Outcome::Failed {
+            let n = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
+            if let Some(bar) = self.bar.lock().ok().and_then(|b| b.clone()) {
+                bar.set_message(format!("{n} failed"));
+            }
+        }
+        if let Some(bar) = self.bar.lock().ok().and_then(|b| b.clone()) {
+            bar.inc(1);
+        }
+    }
+
+    fn finished(&self) {
+        if let Some(bar) = self.bar.lock().ok().and_then(|mut b| b.take()) {
+            bar.finish();
+        }
+    }
+}
+
+/// Runs a benchmark; returns the process exit code.
+pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
+    let api_key = std::env::var("OPENAI_API_KEY").ok();
+    let Validated { mut run, output } = validate(args, api_key)?;
+    // The embedded simulator lives until the end of this function.
+    let _sim = if args.sim {
+        let sim = EmbeddedSim::start(&args.sim_options)?;
+        run.base_url = sim.base_url();
+        if run.tokenizer.is_none() {
+            run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
+        }
+        println!("Embedded simulator at {} (fixed timing: TTFT {} ms, ITL {} ms)", run.base_url, args.sim_options.sim_ttft_ms, args.sim_options.sim_itl_ms);
+        Some(sim)
+    } else {
+        None
+    };
+    let (result_path, records_path) = output_paths(&output, args, &run)?;
+    if run.records_path.is_none() {
+        run.records_path = records_path;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name(CLIENT_THREAD_PREFIX)
+        .build()
+        .context("starting the async runtime")?;
+    let observer = Arc::new(ConsoleObserver {
+        bar: Mutex::new(None),
+        show_progress: run.show_progress,
+        failed: AtomicU64::new(0),
+    });
+    let rate = run.rate;
+    let seed = run.seed;
+    let max_concurrency = run.max_concurrency;
+    let records_file = run.records_path.clone();
+    let result = runtime.block_on(async move {
+        let (stop, signal) = stop_signal();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nInterrupted: stopping; in-flight requests are cancelled (Ctrl-C again to exit now)");
+                stop.stop();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            }
+        });
+        let run_task = tokio::spawn(run_benchmark(run, observer, signal));
+        run_task.await.context("the benchmark task failed")?.map_err(anyhow::Error::from)
+    })?;
+    let out = match result {
+        RunResult::DryRun { model, tokenizer_id, workload } => {
+            println!("Dry run: model {}, tokenizer {}", model.model_id, tokenizer_id);
+            println!("{:<40}{:<10}", "Total prompts:", workload.requests);
+            println!("{:<40}{:<10}", "Total input tokens:", workload.total_prompt_tokens);
+            println!("{:<40}{:<10}", "Total expected output tokens:", workload.total_expected_output_tokens);
+            let n = workload.requests.max(1) as f64;
+            println!("{:<40}{:<10.2}", "Avg input tokens:", workload.total_prompt_tokens as f64 / n);
+            println!("{:<40}{:<10.2}", "Avg output tokens:", workload.total_expected_output_tokens as f64 / n);
+            println!("{:<40}{}..{}", "Input tokens (min..max):", workload.min_prompt_tokens, workload.max_prompt_tokens);
+            return Ok(0);
+        }
+        RunResult::Completed(out) => *out,
+    };
+    let metrics_cfg = MetricsConfig {
+        percentiles: output.metric_percentiles.clone(),
+        selected: output.percentile_metrics.clone(),
+        goodput: output.goodput.clone(),
+    };
+    let metrics = compute(&out.records, &metrics_cfg);
+    let schedule_events = rate.ramp_up.map(|_| {
+        ArrivalSchedule::generate(out.records.len(), &rate, seed).rps_change_events(&rate)
+    });
+    let info = run_info(&output, args, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
+    println!("{}", console_block(&info, &metrics));
+    for w in &out.warnings {
+        println!("note: {w}");
+    }
+    if let Some(p) = &records_file {
+        println!("Records: {} ({} lines)", p.display(), out.records.len());
+    }
+    if let Some(path) = result_path {
+        let json = result_json(&info, &metrics, &out.records, output.save_detailed);
+        write_result(&path, &json, output.append_result)?;
+        println!("Result: {}", path.display());
+    }
+    Ok(0)
+}
+
+fn output_paths(
+    output: &OutputConfig,
+    args: &RunArgs,
+    run: &servebench_runner::RunConfig,
+) -> anyhow::Result<(Option<PathBuf>, Option<PathBuf>)> {
+    if !(output.save_result || output.append_result) || run.dry_run {
+        return Ok((None, None));
+    }
+    let file_name = match &output.result_filename {
+        Some(f) => f.clone(),
+        None => {
+            let info = RunInfo {
+                date: now_local(),
+                origin_wall: now_local(),
+                backend: output.backend_name.clone(),
+                endpoint_type: output.backend_name.clone(),
+                label: output.label.clone(),
+                model_id: args.model.clone().unwrap_or_else(|| args.sim_options.sim_model.clone()),
+                tokenizer_id: None,
+                num_prompts: args.num_prompts,
+                request_rate: run.rate.request_rate,
+                burstiness: run.rate.burstiness,
+                max_concurrency: run.max_concurrency.map(|c| c as u64),
+                ramp_up: run.rate.ramp_up,
+                rps_change_events: Vec::new(),
+                metadata: Vec::new(),
+                client_health: ClientHealth::default(),
+            };
+            default_result_filename(&info)
+        }
+    };
+    let path = match &output.result_dir {
+        Some(d) => d.join(file_name),
+        None => PathBuf::from(file_name),
+    };
+    let records = {
+        let mut s = path.clone().into_os_string();
+        s.push(".records.jsonl");
+        PathBuf::from(s)
+    };
+    Ok((Some(path), Some(records)))
+}
+
+fn now_local() -> OffsetDateTime {
+    OffsetDateTime::now_local().unwrap_or_else(|_| OffsetDateTime::now_utc())
+}
+
+fn run_info(
+    output: &OutputConfig,
+    args: &RunArgs,
+    out: &RunOutput,
+    rate: &servebench_core::schedule::RateConfig,
+    max_concurrency: Option<usize>,
+    rps_change_events: Vec<servebench_core::schedule::RpsChange>,
+) -> RunInfo {
+    let lateness: Vec<f64> = out.health.dispatch_lateness_us.iter().map(|&v| v as f64).collect();
+    let hiccups: Vec<f64> = out.health.hiccup_us.iter().map(|&v| f64::from(v)).collect();
+    let wall = out.health.wall_seconds.max(1e-9);
+    let origin_wall = OffsetDateTime::from_unix_timestamp_nanos(i128::from(out.clock.wall_anchor_unix_us()) * 1000)
+        .map(|t| t.to_offset(now_local().offset()))
+        .unwrap_or_else(|_| now_local());
+    RunInfo {
+        date: now_local(),
+        origin_wall,
+        backend: output.backend_name.clone(),
+        endpoint_type: output.backend_name.clone(),
+        label: output.label.clone(),
+        model_id: out.model.model_id.clone(),
+        tokenizer_id: Some(out.tokenizer_id.clone()),
+        num_prompts: args.num_prompts,
+        request_rate: rate.request_rate,
+        burstiness: rate.burstiness,
+        max_concurrency: max_concurrency.map(|c| c as u64),
+        ramp_up: rate.ramp_up,
+        rps_change_events,
+        metadata: output.metadata.clone(),
+        client_health: ClientHealth {
+            dispatch_lateness_p50_us: (!lateness.is_empty()).then(|| percentile(&lateness, 50.0)),
+            dispatch_lateness_p99_us: (!lateness.is_empty()).then(|| percentile(&lateness, 99.0)),
+            hiccup_p99_us: (!hiccups.is_empty()).then(|| percentile(&hiccups, 99.0)),
+            client_cpu_percent: Some(out.health.client_cpu_seconds / wall * 100.0),
+            available_cores: Some(out.health.cpus as f64),
+            peak_rss_bytes: out.health.peak_rss_bytes,
+        },
+    }
+}

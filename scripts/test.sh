@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, docs, and every test of the workspace.
+# Hermetic: needs no network beyond the crate registry for the first build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+cargo test --workspace --locked
