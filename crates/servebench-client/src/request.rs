@@ -121,7 +121,8 @@ impl Timer {
     fn progress(&mut self) {
         if self.stall.is_some() {
             let now = tokio::time::Instant::now();
-            if let (Some(s), Some(when)) = (self.sleep.as_mut(), self.next(now)) {
+            let when = self.next(now);
+            if let (Some(s), Some(when)) = (self.sleep.as_mut(), when) {
                 s.as_mut().reset(when);
             }
         }

@@ -146,9 +146,9 @@ impl ArrivalSchedule {
         let mut t = 0.0_f64;
         for i in 0..n {
             let rate = cfg.rate_at(i, n);
-            let gap = if !(rate > 0.0) || rate.is_infinite() {
+            let gap = if !rate.is_finite() || rate <= 0.0 {
                 0.0
-            } else if !(cfg.burstiness > 0.0) || cfg.burstiness.is_infinite() {
+            } else if !cfg.burstiness.is_finite() || cfg.burstiness <= 0.0 {
                 1.0 / rate
             } else {
                 rng.gamma(cfg.burstiness) / (rate * cfg.burstiness)
@@ -156,10 +156,8 @@ impl ArrivalSchedule {
             t += gap;
             cumulative.push(t);
         }
-        let normalize = cfg.ramp_up.is_none()
-            && cfg.request_rate.is_finite()
-            && cfg.request_rate > 0.0
-            && t > 0.0;
+        let normalize =
+            cfg.ramp_up.is_none() && cfg.request_rate.is_finite() && cfg.request_rate > 0.0 && t > 0.0;
         let offsets_us = if normalize {
             let target_s = n as f64 / cfg.request_rate;
             let factor = target_s / t;
@@ -427,7 +425,11 @@ mod tests {
         let bad_ramp = RampUp { strategy: RampStrategy::Exponential, start_rps: 0.0, end_rps: 1.0 };
         assert!(RateConfig { ramp_up: Some(bad_ramp), ..ok }.validate().is_err());
         // Lenient generation on invalid input: no panic.
-        let s = ArrivalSchedule::generate(3, &RateConfig { request_rate: -1.0, burstiness: -1.0, ramp_up: None }, 0);
+        let s = ArrivalSchedule::generate(
+            3,
+            &RateConfig { request_rate: -1.0, burstiness: -1.0, ramp_up: None },
+            0,
+        );
         assert_eq!(s.offsets_us, vec![0, 0, 0]);
     }
 }

@@ -103,6 +103,48 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     (a + (b - a) * t).clamp(a.min(b), a.max(b))
 }
 
+/// Summary of a distribution given as `(value, count)` pairs: identical (up to rounding) to
+/// [`Summary::of`] over the values repeated `count` times, without materializing them — a
+/// request claiming billions of tokens cannot exhaust memory. Pairs with NaN values or count 0
+/// are ignored.
+pub fn summary_weighted(pairs: &[(f64, u64)], percentiles: &[f64]) -> Summary {
+    let mut v: Vec<(f64, u64)> = pairs.iter().copied().filter(|(x, c)| !x.is_nan() && *c > 0).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n: u128 = v.iter().map(|&(_, c)| u128::from(c)).sum();
+    if n == 0 {
+        return Summary::of_sorted(&[], percentiles);
+    }
+    let nf = n as f64;
+    let mean = v.iter().map(|&(x, c)| x * c as f64).sum::<f64>() / nf;
+    let var = v.iter().map(|&(x, c)| (x - mean) * (x - mean) * c as f64).sum::<f64>() / nf;
+    // Value at 0-based rank `k` of the expanded, sorted sequence.
+    let at = |k: u128| -> f64 {
+        let mut seen = 0u128;
+        for &(x, c) in &v {
+            seen += u128::from(c);
+            if k < seen {
+                return x;
+            }
+        }
+        v.last().map_or(0.0, |&(x, _)| x)
+    };
+    let pct = |p: f64| -> f64 {
+        let p = if p.is_nan() { 50.0 } else { p.clamp(0.0, 100.0) };
+        let h = p / 100.0 * (nf - 1.0);
+        let lo = (h.floor() as u128).min(n - 1);
+        let hi = (h.ceil() as u128).min(n - 1);
+        let (a, b) = (at(lo), at(hi));
+        (a + (b - a) * (h - lo as f64)).clamp(a.min(b), a.max(b))
+    };
+    Summary {
+        count: usize::try_from(n).unwrap_or(usize::MAX),
+        mean,
+        median: pct(50.0),
+        std: var.sqrt(),
+        percentiles: percentiles.iter().map(|&p| (p, pct(p))).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,7 +153,16 @@ mod tests {
     #[test]
     fn empty_is_zero() {
         let s = Summary::of(&[], &[50.0, 99.0]);
-        assert_eq!(s, Summary { count: 0, mean: 0.0, median: 0.0, std: 0.0, percentiles: vec![(50.0, 0.0), (99.0, 0.0)] });
+        assert_eq!(
+            s,
+            Summary {
+                count: 0,
+                mean: 0.0,
+                median: 0.0,
+                std: 0.0,
+                percentiles: vec![(50.0, 0.0), (99.0, 0.0)]
+            }
+        );
     }
 
     #[test]
@@ -150,6 +201,21 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn weighted_equals_expanded(pairs in prop::collection::vec((-1.0e6f64..1.0e6, 0u64..5), 0..30), p in 0.0f64..=100.0) {
+            let expanded: Vec<f64> = pairs.iter().flat_map(|&(x, c)| std::iter::repeat_n(x, c as usize)).collect();
+            let a = Summary::of(&expanded, &[p, 99.0]);
+            let b = summary_weighted(&pairs, &[p, 99.0]);
+            prop_assert_eq!(a.count, b.count);
+            let tol = |x: f64| 1e-9 * x.abs().max(1.0);
+            prop_assert!((a.mean - b.mean).abs() <= tol(a.mean) * 1e3);
+            prop_assert!((a.std - b.std).abs() <= 1e-6 * a.std.max(1.0));
+            prop_assert!((a.median - b.median).abs() <= tol(a.median));
+            for (x, y) in a.percentiles.iter().zip(&b.percentiles) {
+                prop_assert!((x.1 - y.1).abs() <= tol(x.1), "p{}: {} vs {}", x.0, x.1, y.1);
+            }
+        }
+
         #[test]
         fn percentile_properties(
             mut v in prop::collection::vec(-1.0e9f64..1.0e9, 1..60),

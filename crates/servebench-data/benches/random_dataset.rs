@@ -1,4 +1,5 @@
 //! Random dataset generation speed with the SmolLM2 tokenizer (exact lengths).
+#![allow(clippy::unwrap_used)] // a benchmark aborts on a broken fixture
 
 use std::path::Path;
 
@@ -7,12 +8,14 @@ use servebench_data::random::RandomDatasetConfig;
 use servebench_data::{generate_random, HfTokenizer};
 
 fn bench(c: &mut Criterion) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
     let tok = HfTokenizer::from_file(&path, "smollm2").unwrap();
     let mut group = c.benchmark_group("random_dataset");
     group.sample_size(10);
     for (n, len) in [(1_000, 1_024), (10_000, 8_192)] {
-        let cfg = RandomDatasetConfig { num_prompts: n, input_len: len, output_len: 128, ..Default::default() };
+        let cfg =
+            RandomDatasetConfig { num_prompts: n, input_len: len, output_len: 128, ..Default::default() };
         group.bench_function(format!("smollm2_{n}x{len}"), |b| {
             b.iter(|| generate_random(&cfg, &tok).unwrap())
         });

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use servebench_data::random::{generate_random_detailed, RandomDatasetConfig};
 use servebench_data::load_tokenizer;
+use servebench_data::random::{generate_random_detailed, RandomDatasetConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -46,10 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             count.map_or(true, |c| c + special != r.prompt_tokens as usize)
         })
         .count();
-    println!(
-        "re-encoded all {n} prompts in {:.3} s: {wrong} not exact",
-        t.elapsed().as_secs_f64()
-    );
+    println!("re-encoded all {n} prompts in {:.3} s: {wrong} not exact", t.elapsed().as_secs_f64());
     if wrong > 0 {
         return Err(format!("{wrong} prompts have the wrong length").into());
     }

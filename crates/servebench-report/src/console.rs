@@ -144,9 +144,15 @@ mod tests {
     #[test]
     fn centering_matches_python() {
         // Python: '{s:{c}^{n}}'.format(s=' Serving Benchmark Result ', n=50, c='=')
-        assert_eq!(center(" Serving Benchmark Result ", '='), format!("{0} Serving Benchmark Result {0}", "=".repeat(12)));
+        assert_eq!(
+            center(" Serving Benchmark Result ", '='),
+            format!("{0} Serving Benchmark Result {0}", "=".repeat(12))
+        );
         // 19 chars: 15 left, 16 right.
-        assert_eq!(center("Time to First Token", '-'), format!("{}Time to First Token{}", "-".repeat(15), "-".repeat(16)));
+        assert_eq!(
+            center("Time to First Token", '-'),
+            format!("{}Time to First Token{}", "-".repeat(15), "-".repeat(16))
+        );
         assert_eq!(center("Time to First Token", '-').len(), WIDTH);
     }
 }

@@ -44,7 +44,11 @@ pub fn to_python_json(value: &Value) -> String {
 struct PythonFormatter;
 
 impl serde_json::ser::Formatter for PythonFormatter {
-    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
         if first {
             Ok(())
         } else {
@@ -52,7 +56,11 @@ impl serde_json::ser::Formatter for PythonFormatter {
         }
     }
 
-    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
         if first {
             Ok(())
         } else {
@@ -116,7 +124,10 @@ mod tests {
         i.request_rate = f64::INFINITY;
         i.max_concurrency = Some(64);
         i.label = Some("mine".into());
-        assert_eq!(default_result_filename(&i), "mine-infqps-concurrency64-Llama-3.1-8B-20261129-211348.json");
+        assert_eq!(
+            default_result_filename(&i),
+            "mine-infqps-concurrency64-Llama-3.1-8B-20261129-211348.json"
+        );
         i.ramp_up = Some(RampUp { strategy: RampStrategy::Linear, start_rps: 1.0, end_rps: 20.0 });
         assert_eq!(
             default_result_filename(&i),

@@ -109,7 +109,8 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
             .rps_change_events
             .iter()
             .map(|e| {
-                let at = info.origin_wall + time::Duration::microseconds(e.offset_us.min(i64::MAX as u64) as i64);
+                let at =
+                    info.origin_wall + time::Duration::microseconds(e.offset_us.min(i64::MAX as u64) as i64);
                 json!({"rps": e.rps, "timestamp": python_isoformat(at)})
             })
             .collect();
@@ -134,10 +135,7 @@ fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed
     };
     if detailed {
         o.insert("input_lens".into(), col(&|r, _| Value::from(r.prompt_tokens)));
-        o.insert(
-            "output_lens".into(),
-            col(&|r, t| Value::from(if done(r) { t.output_tokens } else { 0 })),
-        );
+        o.insert("output_lens".into(), col(&|r, t| Value::from(if done(r) { t.output_tokens } else { 0 })));
         o.insert("ttfts".into(), col(&|_, t| Value::from(t.ttft_us.map_or(0.0, secs))));
         o.insert(
             "itls".into(),
@@ -188,7 +186,11 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
     o.insert("error_kinds".into(), Value::Object(kinds));
     o.insert(
         "server_total_input_tokens".into(),
-        if m.server_input_tokens_reported > 0 { Value::from(m.server_total_input_tokens) } else { Value::Null },
+        if m.server_input_tokens_reported > 0 {
+            Value::from(m.server_total_input_tokens)
+        } else {
+            Value::Null
+        },
     );
     o.insert("server_input_tokens_reported".into(), Value::from(m.server_input_tokens_reported));
     o.insert("cached_input_tokens".into(), Value::from(m.cached_input_tokens));

@@ -28,12 +28,15 @@ pub enum TimingModel {
 impl TimingModel {
     /// Fixed timing from milliseconds. Errors on negative, NaN or infinite values.
     pub fn fixed_ms(ttft_ms: f64, itl_ms: f64) -> Result<Self> {
-        Ok(TimingModel::Fixed { ttft: ms_to_duration("--ttft-ms", ttft_ms)?, itl: ms_to_duration("--itl-ms", itl_ms)? })
+        Ok(TimingModel::Fixed {
+            ttft: ms_to_duration("--ttft-ms", ttft_ms)?,
+            itl: ms_to_duration("--itl-ms", itl_ms)?,
+        })
     }
 }
 
 fn ms_to_duration(flag: &str, ms: f64) -> Result<Duration> {
-    if !ms.is_finite() || ms < 0.0 || ms > 86_400_000.0 {
+    if !ms.is_finite() || !(0.0..=86_400_000.0).contains(&ms) {
         return Err(BenchError::config(
             flag,
             format!("must be a finite number of milliseconds in [0, 86400000] (got {ms})"),
@@ -133,7 +136,11 @@ impl SimConfig {
             return Err(BenchError::config("--model", "must not be empty", "pass the served model name"));
         }
         if self.max_model_len == 0 {
-            return Err(BenchError::config("--max-model-len", "must be at least 1", "pass a positive length"));
+            return Err(BenchError::config(
+                "--max-model-len",
+                "must be at least 1",
+                "pass a positive length",
+            ));
         }
         if self.default_max_tokens == 0 {
             return Err(BenchError::config(

@@ -16,7 +16,9 @@ use crate::hash::mix;
 use crate::pacer::Pacer;
 use crate::plan::plan;
 use crate::prompt::{chat_ids, chat_prompt, checked_ids, completion_prompts, render_chat};
-use crate::protocol::{parse_json, ApiError, ChatRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest};
+use crate::protocol::{
+    parse_json, ApiError, ChatRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest,
+};
 use crate::response::{detokenize_body, generation_body, models_body, tokenize_body};
 use crate::sse::{Api, StreamFormat, UsageOptions};
 use crate::stream::{SimBody, TokenStream};
@@ -120,8 +122,12 @@ pub(crate) async fn handle(
                     let body = collected.to_bytes();
                     let received = Instant::now();
                     let result = match path {
-                        "/v1/completions" => generate(&state, Api::Completions, &body, received, &header_id).await,
-                        "/v1/chat/completions" => generate(&state, Api::Chat, &body, received, &header_id).await,
+                        "/v1/completions" => {
+                            generate(&state, Api::Completions, &body, received, &header_id).await
+                        }
+                        "/v1/chat/completions" => {
+                            generate(&state, Api::Chat, &body, received, &header_id).await
+                        }
                         "/tokenize" => tokenize(&state, &body),
                         _ => detokenize(&state, &body),
                     };

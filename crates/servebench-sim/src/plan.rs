@@ -77,11 +77,6 @@ impl GenerationPlan {
             (total - start).min(u64::from(k)) as u32
         }
     }
-
-    /// Tokens sent by all choices at `tick`.
-    pub(crate) fn tokens_at_tick(&self, tick: u32) -> u32 {
-        self.choices.iter().map(|c| self.tokens_in_event(c, tick)).sum()
-    }
 }
 
 /// Builds the plan. `max_tokens` is the request's output limit (chat: `max_completion_tokens`
@@ -233,7 +228,12 @@ mod tests {
 
     #[test]
     fn batches_and_n_number_choices() {
-        let f = GenerationFields { max_tokens: Some(7), ignore_eos: Some(true), n: Some(2), ..Default::default() };
+        let f = GenerationFields {
+            max_tokens: Some(7),
+            ignore_eos: Some(true),
+            n: Some(2),
+            ..Default::default()
+        };
         let pl = plan(&[p(3), p(4)], &f, f.max_tokens, &cfg(), 0).unwrap();
         assert_eq!(pl.choices.iter().map(|c| c.index).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
         assert_eq!(pl.prompt_tokens, 7);
@@ -248,6 +248,5 @@ mod tests {
         assert_eq!(pl.events(&c), 3);
         assert_eq!(pl.ticks(), 3);
         assert_eq!((0..4).map(|t| pl.tokens_in_event(&c, t)).collect::<Vec<_>>(), vec![4, 4, 2, 0]);
-        assert_eq!(pl.tokens_at_tick(2), 2);
     }
 }

@@ -11,10 +11,11 @@
 //!
 //! encoded without added special tokens (the template carries them). A message's text is its
 //! string content, or its `text` parts joined with `\n`. With a tokenizer that knows the ChatML
-//! markers (SmolLM2, Qwen) the template overhead is 5 tokens per message + 3 for the generation
-//! prompt; with others the markers split into more tokens, but the count is still a
-//! deterministic function of the messages that `/tokenize` reproduces exactly. Model-specific
-//! default system prompts are not injected.
+//! markers the template overhead is small and fixed: with SmolLM2 it is 5 tokens per message
+//! (`<|im_start|>`, role, `\n`, `<|im_end|>`, `\n`) + 4 for the generation prompt (`assistant`
+//! is two tokens there). With other tokenizers the markers split into more tokens, but the count
+//! is still a deterministic function of the messages that `/tokenize` reproduces exactly.
+//! Model-specific default system prompts are not injected.
 
 use servebench_core::TextTokenizer;
 

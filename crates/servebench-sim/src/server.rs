@@ -94,7 +94,11 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle> {
 /// Serves until `signal` completes, then shuts down gracefully (for the standalone
 /// `servebench sim` command, e.g. with `tokio::signal::ctrl_c()`). Use [`start`] to learn the
 /// bound address first.
-pub async fn serve_until(config: SimConfig, addr: SocketAddr, signal: impl Future<Output = ()>) -> Result<()> {
+pub async fn serve_until(
+    config: SimConfig,
+    addr: SocketAddr,
+    signal: impl Future<Output = ()>,
+) -> Result<()> {
     let handle = start(config, addr).await?;
     signal.await;
     handle.shutdown().await;

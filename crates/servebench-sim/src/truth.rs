@@ -74,7 +74,11 @@ impl GroundTruth {
 }
 
 /// Writes `records` as JSON lines (see [`GroundTruth::to_json_line`]) to `path`.
-pub fn write_ground_truth_jsonl(records: &[GroundTruth], clock: &RunClock, path: &std::path::Path) -> Result<()> {
+pub fn write_ground_truth_jsonl(
+    records: &[GroundTruth],
+    clock: &RunClock,
+    path: &std::path::Path,
+) -> Result<()> {
     let file = std::fs::File::create(path).map_err(|e| BenchError::io(path.display(), e))?;
     let mut w = std::io::BufWriter::new(file);
     for r in records {

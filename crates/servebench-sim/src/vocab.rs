@@ -8,12 +8,12 @@ use servebench_core::TextTokenizer;
 use crate::hash::mix;
 
 const CANDIDATES: &[&str] = &[
-    " the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " was", " with", " be",
-    " on", " not", " he", " by", " are", " this", " at", " from", " but", " have", " an", " they",
-    " which", " or", " one", " you", " were", " all", " we", " her", " she", " there", " been", " his",
-    " their", " has", " would", " more", " if", " will", " when", " who", " no", " time", " can",
-    " what", " about", " so", " them", " some", " into", " only", " other", " new", " like", " then",
-    " its", " also", " two", " may", " first",
+    " the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " was", " with", " be", " on",
+    " not", " he", " by", " are", " this", " at", " from", " but", " have", " an", " they", " which", " or",
+    " one", " you", " were", " all", " we", " her", " she", " there", " been", " his", " their", " has",
+    " would", " more", " if", " will", " when", " who", " no", " time", " can", " what", " about", " so",
+    " them", " some", " into", " only", " other", " new", " like", " then", " its", " also", " two", " may",
+    " first",
 ];
 
 /// Length of the mixed sequence checked at startup.
@@ -31,7 +31,8 @@ impl OutputVocab {
     /// pool falls back to `" the"` and [`OutputVocab::verified`] is false (retokenized output
     /// will then not match `completion_tokens`).
     pub fn build(tok: &dyn TextTokenizer) -> Self {
-        let singles: Vec<&'static str> = CANDIDATES.iter().copied().filter(|w| is_single_token(tok, w)).collect();
+        let singles: Vec<&'static str> =
+            CANDIDATES.iter().copied().filter(|w| is_single_token(tok, w)).collect();
         if !singles.is_empty() {
             let pool = OutputVocab { words: singles.clone(), verified: true };
             if pool.sequence_reencodes(tok) {

@@ -9,6 +9,7 @@ use servebench_core::metrics::{compute, MetricsConfig};
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::stats::percentile;
 use servebench_core::{Outcome, RequestRecord};
+use servebench_report::info::vllm_date;
 use servebench_report::{console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo};
 use servebench_runner::{run_benchmark, stop_signal, RunObserver, RunOutput, RunResult, CLIENT_THREAD_PREFIX};
 use std::path::PathBuf;
@@ -81,9 +82,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     } else {
         None
     };
-    let (result_path, records_path) = output_paths(&output, args, &run)?;
+    let paths = output_paths(&output, &run);
     if run.records_path.is_none() {
-        run.records_path = records_path;
+        run.records_path = paths.as_ref().map(|p| p.records.clone());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -141,58 +142,53 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     for w in &out.warnings {
         println!("note: {w}");
     }
+    let mut records_file = records_file;
+    if let Some(paths) = paths {
+        let result_path = paths.explicit_result.unwrap_or_else(|| {
+            output.result_dir.clone().unwrap_or_default().join(default_result_filename(&info))
+        });
+        let json = result_json(&info, &metrics, &out.records, output.save_detailed);
+        write_result(&result_path, &json, output.append_result)?;
+        println!("Result: {}", result_path.display());
+        let final_records = records_path_for(&result_path);
+        if records_file.as_ref() == Some(&paths.records) && paths.records != final_records {
+            std::fs::rename(&paths.records, &final_records)
+                .map_err(|e| servebench_core::BenchError::io(final_records.display(), e))?;
+            records_file = Some(final_records);
+        }
+    }
     if let Some(p) = &records_file {
         println!("Records: {} ({} lines)", p.display(), out.records.len());
-    }
-    if let Some(path) = result_path {
-        let json = result_json(&info, &metrics, &out.records, output.save_detailed);
-        write_result(&path, &json, output.append_result)?;
-        println!("Result: {}", path.display());
     }
     Ok(0)
 }
 
-fn output_paths(
-    output: &OutputConfig,
-    args: &RunArgs,
-    run: &servebench_runner::RunConfig,
-) -> anyhow::Result<(Option<PathBuf>, Option<PathBuf>)> {
+/// Where results go. The default file name contains the model, which may only be known after
+/// the run (auto-detected), so the records file starts under a provisional name and is renamed
+/// next to the result at the end.
+struct OutputPaths {
+    /// The result file when its name is known before the run (`--result-filename`).
+    explicit_result: Option<PathBuf>,
+    records: PathBuf,
+}
+
+fn output_paths(output: &OutputConfig, run: &servebench_runner::RunConfig) -> Option<OutputPaths> {
     if !(output.save_result || output.append_result) || run.dry_run {
-        return Ok((None, None));
+        return None;
     }
-    let file_name = match &output.result_filename {
-        Some(f) => f.clone(),
-        None => {
-            let info = RunInfo {
-                date: now_local(),
-                origin_wall: now_local(),
-                backend: output.backend_name.clone(),
-                endpoint_type: output.backend_name.clone(),
-                label: output.label.clone(),
-                model_id: args.model.clone().unwrap_or_else(|| args.sim_options.sim_model.clone()),
-                tokenizer_id: None,
-                num_prompts: args.num_prompts,
-                request_rate: run.rate.request_rate,
-                burstiness: run.rate.burstiness,
-                max_concurrency: run.max_concurrency.map(|c| c as u64),
-                ramp_up: run.rate.ramp_up,
-                rps_change_events: Vec::new(),
-                metadata: Vec::new(),
-                client_health: ClientHealth::default(),
-            };
-            default_result_filename(&info)
-        }
+    let dir = output.result_dir.clone().unwrap_or_default();
+    let explicit_result = output.result_filename.as_ref().map(|f| dir.join(f));
+    let records = match &explicit_result {
+        Some(p) => records_path_for(p),
+        None => dir.join(format!("servebench-{}-{}.records.jsonl", vllm_date(now_local()), std::process::id())),
     };
-    let path = match &output.result_dir {
-        Some(d) => d.join(file_name),
-        None => PathBuf::from(file_name),
-    };
-    let records = {
-        let mut s = path.clone().into_os_string();
-        s.push(".records.jsonl");
-        PathBuf::from(s)
-    };
-    Ok((Some(path), Some(records)))
+    Some(OutputPaths { explicit_result, records })
+}
+
+fn records_path_for(result: &std::path::Path) -> PathBuf {
+    let mut s = result.as_os_str().to_os_string();
+    s.push(".records.jsonl");
+    PathBuf::from(s)
 }
 
 fn now_local() -> OffsetDateTime {

@@ -124,10 +124,8 @@ impl Conn {
     }
 
     fn poll_conn(&mut self, cx: &mut Context<'_>) {
-        if !self.done {
-            if let Poll::Ready(_) = Pin::new(&mut self.conn).poll(cx) {
-                self.done = true;
-            }
+        if !self.done && Pin::new(&mut self.conn).poll(cx).is_ready() {
+            self.done = true;
         }
     }
 

@@ -49,7 +49,7 @@ pub(crate) async fn read_body(
     let mut deadline = deadline;
     let mut buf = BytesMut::new();
     loop {
-        let frame = conn.drive(body.frame(), deadline.as_mut().map(|d| &mut **d)).await;
+        let frame = conn.drive(body.frame(), deadline.as_deref_mut()).await;
         match frame {
             Err(Interrupted::Deadline) => return Err("timed out reading the response body".into()),
             Ok(None) => return Ok((buf.freeze(), true)),

@@ -13,12 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
 use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
-use crate::stats::Summary;
+use crate::stats::{summary_weighted, Summary};
 
 pub use peaks::{peak_overlap, peak_window_sum, WINDOW_US};
-pub use request::{
-    is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes,
-};
+pub use request::{is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes};
 
 /// A latency metric `--percentile-metrics` can select (vLLM names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -115,10 +113,14 @@ impl MetricsConfig {
                     "use ttft, tpot or e2el, e.g. --goodput ttft:500 tpot:50",
                 ));
             }
-            if !(s.threshold_ms >= 0.0) {
+            if s.threshold_ms.is_nan() || s.threshold_ms < 0.0 {
                 return Err(BenchError::config(
                     "--goodput",
-                    format!("SLO {}:{} must be a non-negative number of ms", s.metric.as_str(), s.threshold_ms),
+                    format!(
+                        "SLO {}:{} must be a non-negative number of ms",
+                        s.metric.as_str(),
+                        s.threshold_ms
+                    ),
                     "use KEY:VALUE pairs with VALUE in milliseconds",
                 ));
             }
@@ -171,7 +173,7 @@ pub struct RunMetrics {
     pub good_requests: Option<u64>,
     /// `good_requests / duration`; `None` without SLOs.
     pub request_goodput: Option<f64>,
-    /// Most output tokens landing in any 1-s sliding window.
+    /// Most output tokens landing in any 1-s sliding window (rounded to 1e-6 tokens).
     pub max_output_tokens_per_s: f64,
     /// Most requests in flight at one instant (exact sweep over `[dispatched, end)`).
     pub max_concurrent_requests: u64,
@@ -226,7 +228,8 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
     let mut by_kind: Vec<(ErrorKind, u64)> = ErrorKind::ALL.iter().map(|&k| (k, 0)).collect();
     let (mut total_in, mut server_in, mut server_in_n, mut cached_in, mut total_out) = (0u64, 0, 0, 0, 0);
     let mut sources = TokenSourceCounts::default();
-    let (mut ttft, mut tpot, mut itl, mut e2el, mut itl_tok) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut ttft, mut tpot, mut itl, mut e2el) = (vec![], vec![], vec![], vec![]);
+    let mut itl_tok: Vec<(f64, u64)> = Vec::new();
     let (mut r_ttft, mut r_e2el, mut queue, mut client_queue) = (vec![], vec![], vec![], vec![]);
     let mut token_events: Vec<(u64, f64)> = Vec::new();
     let mut intervals: Vec<(u64, u64)> = Vec::new();
@@ -315,13 +318,14 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         total_token_throughput: per_second((total_in + total_out) as f64, duration_s),
         good_requests,
         request_goodput: good_requests.map(|g| per_second(g as f64, duration_s)),
-        max_output_tokens_per_s: peak_window_sum(&mut token_events, WINDOW_US),
+        // Spread weights (T/E) are inexact in binary; round away the summation noise.
+        max_output_tokens_per_s: (peak_window_sum(&mut token_events, WINDOW_US) * 1e6).round() / 1e6,
         max_concurrent_requests: peak_overlap(&intervals),
         ttft: summary_ms(&ttft, pct),
         tpot: summary_ms(&tpot, pct),
         itl: summary_ms(&itl, pct),
         e2el: summary_ms(&e2el, pct),
-        itl_token_view: summary_ms(&itl_tok, pct),
+        itl_token_view: summary_weighted(&itl_tok, pct).scaled(1.0 / US_PER_MS),
         response_ttft: summary_ms(&r_ttft, pct),
         response_e2el: summary_ms(&r_e2el, pct),
         queue_time: summary_ms(&queue, pct),

@@ -36,10 +36,11 @@ impl RequestTimes {
             }
             _ => None,
         };
-        let last_known_us = [r.dispatched_us, r.headers_us, r.first_event_us, r.first_token_us, r.last_token_us, r.done_us]
-            .into_iter()
-            .flatten()
-            .max();
+        let last_known_us =
+            [r.dispatched_us, r.headers_us, r.first_event_us, r.first_token_us, r.last_token_us, r.done_us]
+                .into_iter()
+                .flatten()
+                .max();
         RequestTimes {
             ttft_us: diff(r.first_token_us, r.dispatched_us),
             e2el_us: diff(end, r.dispatched_us),
@@ -96,7 +97,8 @@ pub fn token_event_weights(r: &RequestRecord) -> Vec<f64> {
     vec![f64::from(t) / events as f64; events]
 }
 
-/// Appends the token-view inter-token latencies of `r` (µs) to `out`.
+/// Appends the token-view inter-token latencies of `r` (µs) to `out` as `(value, count)` pairs
+/// (`count` equal values; see `stats::summary_weighted`).
 ///
 /// Rule (see docs/metrics.md): when the server told us the tokens of every event, each gap is
 /// split evenly over the tokens the *later* event carried (`k` values of `gap / k`), an event with
@@ -104,8 +106,9 @@ pub fn token_event_weights(r: &RequestRecord) -> Vec<f64> {
 /// the first token) get ITL 0. Otherwise, if the output token count `T` equals the number of
 /// events `E`, the event gaps are used as they are (one token per event); if not, the request
 /// contributes `T − 1` copies of `(Σ gaps) / (T − 1)` (its TPOT over the event span).
-/// In every case the values of one request sum to its first-to-last token span.
-pub fn push_token_view_itls(r: &RequestRecord, out: &mut Vec<f64>) {
+/// In every case the values of one request sum to its first-to-last token span (unless no event
+/// after a gap carries a token).
+pub fn push_token_view_itls(r: &RequestRecord, out: &mut Vec<(f64, u64)>) {
     if r.first_token_us.is_none() {
         return;
     }
@@ -123,10 +126,11 @@ pub fn push_token_view_itls(r: &RequestRecord, out: &mut Vec<f64>) {
             }
             if !seen_first {
                 seen_first = true;
-                out.extend(std::iter::repeat_n(0.0, (k - 1) as usize));
+                if k > 1 {
+                    out.push((0.0, u64::from(k - 1)));
+                }
             } else {
-                let v = pending / f64::from(k);
-                out.extend(std::iter::repeat_n(v, k as usize));
+                out.push((pending / f64::from(k), u64::from(k)));
             }
             pending = 0.0;
         }
@@ -135,9 +139,9 @@ pub fn push_token_view_itls(r: &RequestRecord, out: &mut Vec<f64>) {
     let (t, _) = r.output_tokens();
     let events = gaps.len() + 1;
     if t as usize == events {
-        out.extend(gaps.iter().map(|&g| f64::from(g)));
+        out.extend(gaps.iter().map(|&g| (f64::from(g), 1)));
     } else if t > 1 {
         let span: f64 = gaps.iter().map(|&g| f64::from(g)).sum();
-        out.extend(std::iter::repeat_n(span / f64::from(t - 1), (t - 1) as usize));
+        out.push((span / f64::from(t - 1), u64::from(t - 1)));
     }
 }

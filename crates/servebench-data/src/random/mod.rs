@@ -136,7 +136,11 @@ fn check_config(cfg: &RandomDatasetConfig) -> Result<()> {
         ("--random-range-ratio (output)", cfg.range_ratio_output),
     ] {
         if !(r.is_finite() && (0.0..1.0).contains(&r)) {
-            return Err(BenchError::config(flag, format!("must be in [0, 1) (got {r})"), "pass a value such as 0.1"));
+            return Err(BenchError::config(
+                flag,
+                format!("must be in [0, 1) (got {r})"),
+                "pass a value such as 0.1",
+            ));
         }
     }
     let (_, hi) = length_bounds(cfg.input_len, cfg.range_ratio_input, 0);
@@ -177,7 +181,10 @@ pub fn generate_random_detailed(cfg: &RandomDatasetConfig, tok: &dyn TextTokeniz
         });
     }
     if cfg.prompt_token_ids {
-        return Ok(RandomOutcome { workload: token_id_workload(cfg, &scan.allowed), path: GenerationPath::TokenIds });
+        return Ok(RandomOutcome {
+            workload: token_id_workload(cfg, &scan.allowed),
+            path: GenerationPath::TokenIds,
+        });
     }
     let num_special = tok.num_special_tokens() as usize;
     let reason = match cfg.method {
@@ -185,10 +192,13 @@ pub fn generate_random_detailed(cfg: &RandomDatasetConfig, tok: &dyn TextTokeniz
         TextMethod::Auto => match WordPool::build(tok, &scan) {
             Err(why) => format!("no stable-word pool: {why}"),
             Ok(pool) => {
-                let (workload, prefix_ids) = stable_word_workload(cfg, &pool, num_special);
-                match verify_sample(cfg, tok, &workload, &prefix_ids, num_special)? {
+                let (workload, prefix, prefix_ids) = stable_word_workload(cfg, &pool, num_special);
+                match verify_sample(tok, &workload, &prefix, &prefix_ids, num_special)? {
                     None => {
-                        return Ok(RandomOutcome { workload, path: GenerationPath::StableWords { pool: pool.len() } })
+                        return Ok(RandomOutcome {
+                            workload,
+                            path: GenerationPath::StableWords { pool: pool.len() },
+                        })
                     }
                     Some(why) => format!("verification failed: {why}"),
                 }
@@ -224,11 +234,21 @@ fn token_id_workload(cfg: &RandomDatasetConfig, allowed: &[u32]) -> Workload {
     Workload { requests }
 }
 
-/// Fast path. Returns the workload and the prefix's token ids.
-fn stable_word_workload(cfg: &RandomDatasetConfig, pool: &WordPool, num_special: usize) -> (Workload, Vec<u32>) {
+/// Fast path. Returns the workload, the prefix text and the prefix's token ids.
+fn stable_word_workload(
+    cfg: &RandomDatasetConfig,
+    pool: &WordPool,
+    num_special: usize,
+) -> (Workload, String, Vec<u32>) {
     let mut prefix = String::with_capacity(cfg.prefix_len * pool.mean_len());
     let mut prefix_ids = Vec::with_capacity(cfg.prefix_len);
-    pool.push_random(&mut prefix, Some(&mut prefix_ids), cfg.prefix_len, &mut stream_rng(cfg.seed, PREFIX_STREAM), true);
+    pool.push_random(
+        &mut prefix,
+        Some(&mut prefix_ids),
+        cfg.prefix_len,
+        &mut stream_rng(cfg.seed, PREFIX_STREAM),
+        true,
+    );
     let requests = (0..cfg.num_prompts)
         .into_par_iter()
         .map(|i| {
@@ -241,7 +261,7 @@ fn stable_word_workload(cfg: &RandomDatasetConfig, pool: &WordPool, num_special:
             spec(i, Prompt::Text(Arc::from(text)), total, output)
         })
         .collect();
-    (Workload { requests }, prefix_ids)
+    (Workload { requests }, prefix, prefix_ids)
 }
 
 /// Prompts re-encoded after fast generation.
@@ -249,9 +269,9 @@ const VERIFY_SAMPLE: usize = 32;
 
 /// Re-encodes the prefix and a spread sample of prompts. `Ok(Some(why))` on a mismatch.
 fn verify_sample(
-    cfg: &RandomDatasetConfig,
     tok: &dyn TextTokenizer,
     workload: &Workload,
+    prefix_text: &str,
     prefix_ids: &[u32],
     num_special: usize,
 ) -> Result<Option<String>> {
@@ -274,12 +294,16 @@ fn verify_sample(
     if let Some(p) = problems.into_iter().next() {
         return Ok(Some(p));
     }
-    if cfg.prefix_len > 0 {
-        let text = workload.requests.first().and_then(|r| r.prompt.text()).unwrap_or("");
-        let prefix_text = tok.decode(prefix_ids, true)?;
-        if !text.starts_with(prefix_text.trim_start()) {
-            return Ok(Some("prefix text does not round-trip".to_string()));
+    match tok.encode(prefix_text, false) {
+        Ok(ids) if ids == prefix_ids => {}
+        Ok(ids) => {
+            return Ok(Some(format!(
+                "the prefix encodes to {} tokens, expected {}",
+                ids.len(),
+                prefix_ids.len()
+            )))
         }
+        Err(e) => return Ok(Some(format!("prefix: {e}"))),
     }
     Ok(None)
 }
@@ -299,7 +323,8 @@ fn general_workload(
         .map(|i| {
             let (input, output, mut rng) = draw_lengths(cfg, i as u64);
             let body = input.saturating_sub(num_special);
-            let text = general::converge(tok, allowed, &prefix, &prefix_ids, cfg.prefix_len + body, &mut rng)?;
+            let text =
+                general::converge(tok, allowed, &prefix, &prefix_ids, cfg.prefix_len + body, &mut rng)?;
             Ok(spec(i, Prompt::Text(Arc::from(text)), cfg.prefix_len + body + num_special, output))
         })
         .collect::<Result<Vec<_>>>()?;

@@ -185,7 +185,12 @@ impl WordPool {
 }
 
 /// True if the words at `idx`, concatenated, encode to exactly their ids.
-fn chunk_round_trips(tok: &dyn TextTokenizer, words: &[(u32, String)], idx: &[usize], strip_first: bool) -> bool {
+fn chunk_round_trips(
+    tok: &dyn TextTokenizer,
+    words: &[(u32, String)],
+    idx: &[usize],
+    strip_first: bool,
+) -> bool {
     let mut text = String::new();
     let mut want = Vec::with_capacity(idx.len());
     for (j, &i) in idx.iter().enumerate() {

@@ -14,7 +14,14 @@ fn cl100k() -> &'static TiktokenTokenizer {
 }
 
 fn cfg(n: usize, input: usize, prefix: usize, seed: u64) -> RandomDatasetConfig {
-    RandomDatasetConfig { num_prompts: n, input_len: input, output_len: 16, prefix_len: prefix, seed, ..Default::default() }
+    RandomDatasetConfig {
+        num_prompts: n,
+        input_len: input,
+        output_len: 16,
+        prefix_len: prefix,
+        seed,
+        ..Default::default()
+    }
 }
 
 fn assert_exact(w: &Workload, tok: &dyn TextTokenizer) {
@@ -82,9 +89,11 @@ fn prefix_is_shared() {
         assert_eq!(ids.len(), 140);
         assert_eq!(r.prompt_tokens, 140);
     }
-    let texts: std::collections::HashSet<_> = w.requests.iter().map(|r| r.prompt.text().unwrap()[..50].to_string()).collect();
+    let texts: std::collections::HashSet<_> =
+        w.requests.iter().map(|r| r.prompt.text().unwrap()[..50].to_string()).collect();
     assert_eq!(texts.len(), 1, "same text prefix");
-    let bodies: std::collections::HashSet<_> = w.requests.iter().map(|r| r.prompt.text().unwrap().to_string()).collect();
+    let bodies: std::collections::HashSet<_> =
+        w.requests.iter().map(|r| r.prompt.text().unwrap().to_string()).collect();
     assert_eq!(bodies.len(), 20, "distinct bodies");
 }
 
@@ -116,7 +125,7 @@ fn token_ids_exclude_specials() {
         let Prompt::TokenIds(ids) = &r.prompt else { panic!("expected ids") };
         assert_eq!(ids.len(), 508);
         assert_eq!(r.prompt_tokens, 508);
-        assert!(ids.iter().all(|&id| id >= 17 && id < 49152), "no special ids");
+        assert!(ids.iter().all(|id| (17..49152).contains(id)), "no special ids");
     }
     let o200k = TiktokenTokenizer::from_name("o200k_base").unwrap();
     let specials = o200k.special_token_ids().to_vec();

@@ -37,10 +37,9 @@ impl HfTokenizer {
             detail: format!("cannot read {}: {e}", path.display()),
         })?;
         Self::from_bytes(&bytes, name).map_err(|e| match e {
-            BenchError::TokenizerLoad { name, detail } => BenchError::TokenizerLoad {
-                name,
-                detail: format!("{}: {detail}", path.display()),
-            },
+            BenchError::TokenizerLoad { name, detail } => {
+                BenchError::TokenizerLoad { name, detail: format!("{}: {detail}", path.display()) }
+            }
             other => other,
         })
     }
@@ -51,9 +50,7 @@ impl HfTokenizer {
         let load_err = |detail: String| BenchError::TokenizerLoad { name: name.clone(), detail };
         let mut inner = tokenizers::Tokenizer::from_bytes(bytes)
             .map_err(|e| load_err(format!("not a valid tokenizer.json: {e}")))?;
-        inner
-            .with_truncation(None)
-            .map_err(|e| load_err(format!("cannot disable truncation: {e}")))?;
+        inner.with_truncation(None).map_err(|e| load_err(format!("cannot disable truncation: {e}")))?;
         inner.with_padding(None);
         let vocab = inner.get_vocab(true);
         let vocab_size = vocab.values().copied().max().map_or(0, |m| m.saturating_add(1));

@@ -33,16 +33,13 @@ impl HubEnv {
         let cache_dir = env_nonempty("HF_HUB_CACHE")
             .map(PathBuf::from)
             .or_else(|| env_nonempty("HF_HOME").map(|h| Path::new(&h).join("hub")))
-            .or_else(|| {
-                env_nonempty("XDG_CACHE_HOME").map(|x| Path::new(&x).join("huggingface").join("hub"))
-            })
+            .or_else(|| env_nonempty("XDG_CACHE_HOME").map(|x| Path::new(&x).join("huggingface").join("hub")))
             .or_else(|| {
                 env_nonempty("HOME").map(|h| Path::new(&h).join(".cache").join("huggingface").join("hub"))
             });
         Self {
             cache_dir,
-            offline: truthy(env_nonempty("HF_HUB_OFFLINE"))
-                || truthy(env_nonempty("TRANSFORMERS_OFFLINE")),
+            offline: truthy(env_nonempty("HF_HUB_OFFLINE")) || truthy(env_nonempty("TRANSFORMERS_OFFLINE")),
             token: env_nonempty("HF_TOKEN").or_else(|| env_nonempty("HUGGING_FACE_HUB_TOKEN")),
             endpoint: env_nonempty("HF_ENDPOINT"),
         }
@@ -76,10 +73,8 @@ pub fn find_in_cache(cache_dir: &Path, model_id: &str) -> Option<PathBuf> {
             return Some(p);
         }
     }
-    let mut revs: Vec<PathBuf> = std::fs::read_dir(&snapshots)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
+    let mut revs: Vec<PathBuf> =
+        std::fs::read_dir(&snapshots).ok()?.filter_map(|e| e.ok().map(|e| e.path())).collect();
     revs.sort();
     revs.into_iter().map(|r| r.join("tokenizer.json")).find(|p| p.is_file())
 }

@@ -1,0 +1,488 @@
+//! End-to-end tests of the hot path against a tiny scripted HTTP server on 127.0.0.1: each
+//! accepted connection plays a script (read a request, write bytes in chosen frames, pause,
+//! close), so framing, timing and connection-reuse behaviour are checked exactly.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use servebench_client::{
+    execute, BackendKind, ClientOptions, ExecOptions, HttpClient, RequestTarget, TargetConfig,
+};
+use servebench_core::{BenchError, ErrorKind, Outcome, Prompt, RequestRecord, RequestSpec, RunClock};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+#[derive(Clone)]
+enum A {
+    /// Read one request (head + content-length body) and record it.
+    Read,
+    Write(Vec<u8>),
+    Sleep(u64),
+    /// Wait until the test notifies.
+    Wait(Arc<Notify>),
+    Close,
+}
+
+struct Server {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+async fn serve(scripts: Vec<Vec<A>>) -> Server {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (acc, reqs) = (accepted.clone(), requests.clone());
+    tokio::spawn(async move {
+        let mut scripts = scripts.into_iter();
+        loop {
+            let Ok((sock, _)) = l.accept().await else { return };
+            acc.fetch_add(1, Ordering::SeqCst);
+            let Some(script) = scripts.next() else {
+                drop(sock); // unexpected connection: refuse by closing
+                continue;
+            };
+            tokio::spawn(play(sock, script, reqs.clone()));
+        }
+    });
+    Server { port, accepted, requests }
+}
+
+async fn play(mut sock: TcpStream, script: Vec<A>, reqs: Arc<Mutex<Vec<String>>>) {
+    sock.set_nodelay(true).unwrap();
+    let mut buf = Vec::new();
+    for a in script {
+        match a {
+            A::Read => match read_request(&mut sock, &mut buf).await {
+                Some(r) => reqs.lock().unwrap().push(r),
+                None => return,
+            },
+            A::Write(b) => {
+                if sock.write_all(&b).await.is_err() {
+                    return;
+                }
+            }
+            A::Sleep(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+            A::Wait(n) => n.notified().await,
+            A::Close => {
+                let _ = sock.shutdown().await;
+                drop(sock);
+                return;
+            }
+        }
+    }
+    // Script done: keep the connection open until the client closes it.
+    let mut sink = [0u8; 1024];
+    while let Ok(n) = sock.read(&mut sink).await {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+    let mut tmp = [0u8; 8192];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+            let len = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            let total = end + 4 + len;
+            while buf.len() < total {
+                let n = sock.read(&mut tmp).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&tmp[..n]);
+            }
+            let req = String::from_utf8_lossy(&buf[..total]).to_string();
+            buf.drain(..total);
+            return Some(req);
+        }
+        let n = sock.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+}
+
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nx-request-id: srv-7\r\n\r\n";
+
+fn chunk(s: &str) -> String {
+    format!("{:x}\r\n{s}\r\n", s.len())
+}
+
+const END: &str = "0\r\n\r\n";
+
+fn w(s: impl Into<String>) -> A {
+    A::Write(s.into().into_bytes())
+}
+
+fn role() -> String {
+    r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#
+        .to_owned()
+        + "\n\n"
+}
+
+fn tok(t: &str) -> String {
+    format!("data: {{\"id\":\"chatcmpl-1\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}},\"finish_reason\":null}}]}}\n\n")
+}
+
+fn finish_usage_done() -> String {
+    concat!(
+        r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}"#,
+        "\n\ndata: [DONE]\n\n"
+    )
+    .to_owned()
+}
+
+fn json_ok(body: &str) -> String {
+    format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len())
+}
+
+struct Fixture {
+    client: HttpClient,
+    target: RequestTarget,
+    clock: RunClock,
+}
+
+fn fixture(port: u16, backend: BackendKind, api_key: Option<&str>) -> Fixture {
+    let client = HttpClient::new(ClientOptions {
+        base_url: format!("http://127.0.0.1:{port}"),
+        connect_timeout: Duration::from_secs(5),
+        ..ClientOptions::default()
+    })
+    .unwrap();
+    let cfg = TargetConfig {
+        backend,
+        model: "m".into(),
+        api_key: api_key.map(str::to_owned),
+        ..TargetConfig::default()
+    };
+    let target = RequestTarget::new(&client, &cfg).unwrap();
+    Fixture { client, target, clock: RunClock::start() }
+}
+
+fn spec(i: u64) -> RequestSpec {
+    RequestSpec { index: i, prompt: Prompt::Text(Arc::from("hello")), prompt_tokens: 5, expected_output_tokens: 2 }
+}
+
+fn record(i: u64) -> RequestRecord {
+    RequestRecord::scheduled(i, format!("bench-{i}"), 0, 5, 2)
+}
+
+impl Fixture {
+    async fn run(&self, i: u64, opts: &ExecOptions) -> RequestRecord {
+        execute(&self.client, &self.target, &spec(i), record(i), &self.clock, opts).await
+    }
+}
+
+fn kind(r: &RequestRecord) -> Option<ErrorKind> {
+    r.error.as_ref().map(|e| e.kind)
+}
+
+#[tokio::test]
+async fn chat_stream_timestamps_per_frame_role_not_counted_usage_read() {
+    let script = vec![
+        A::Read,
+        w(String::from(SSE_HEAD) + &chunk(&(role() + &tok("Hel")))),
+        A::Sleep(60),
+        w(chunk(&tok("lo"))),
+        A::Sleep(60),
+        w(chunk(&finish_usage_done()) + END),
+    ];
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Chat, Some("sk-test-secret"));
+    let r = f.run(0, &ExecOptions { keep_text: true, ..ExecOptions::default() }).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.http_status, Some(200));
+    // Role chunk and first token arrived in one frame: same time; the role chunk is not a token.
+    assert_eq!(r.first_event_us, r.first_token_us);
+    assert_eq!(r.token_event_count, 2);
+    assert_eq!(r.token_events.gaps_us.len(), 1);
+    assert!(r.token_events.gaps_us[0] > 0);
+    let (d, h, ft, lt, done) = (
+        r.dispatched_us.unwrap(),
+        r.headers_us.unwrap(),
+        r.first_token_us.unwrap(),
+        r.last_token_us.unwrap(),
+        r.done_us.unwrap(),
+    );
+    assert!(d <= h && h <= ft && ft < lt && lt < done, "{d} {h} {ft} {lt} {done}");
+    assert_eq!(lt - ft, u64::from(r.token_events.gaps_us[0]));
+    assert_eq!((r.completion_tokens, r.server_prompt_tokens, r.cached_prompt_tokens), (Some(2), Some(5), Some(0)));
+    assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    assert_eq!(r.generated_text.as_deref(), Some("Hello"));
+    assert_eq!(r.output_chars, 5);
+    assert_eq!(r.server_request_id.as_deref(), Some("srv-7"));
+    assert_eq!((r.attempts, r.reconnects), (1, 0));
+    let reqs = s.requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 1);
+    let req = reqs[0].to_ascii_lowercase();
+    assert!(req.starts_with("post /v1/chat/completions http/1.1"));
+    assert!(req.contains("x-request-id: bench-0"));
+    assert!(req.contains("authorization: bearer sk-test-secret"));
+    assert!(req.contains("content-type: application/json"));
+    assert!(req.contains(r#""max_completion_tokens":2"#));
+    // The key never appears in the record.
+    assert!(!serde_json::to_string(&r).unwrap().contains("sk-test"));
+    // The body ended cleanly: the connection went back to the pool.
+    assert_eq!(f.client.idle_count(), 1);
+}
+
+#[tokio::test]
+async fn crlf_server_without_space_with_keepalive_comments_and_split_crlf() {
+    let e1 = r#"data:{"choices":[{"text":"a","finish_reason":null}]}"#;
+    let e2 = r#"data:{"choices":[{"text":"b","finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
+    let script = vec![
+        A::Read,
+        w(String::from(SSE_HEAD) + &chunk(": keep-alive\r\n\r\n")),
+        w(chunk(&format!("{e1}\r"))),
+        A::Sleep(20),
+        w(chunk("\n\r\n: ping\r\n\r\n")),
+        w(chunk(&format!("{e2}\r\n\r\ndata:[DONE]\r\n\r\n")) + END),
+    ];
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Completions, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.token_event_count, 2);
+    assert_eq!(r.completion_tokens, Some(2));
+    let req = s.requests.lock().unwrap()[0].to_ascii_lowercase();
+    assert!(req.starts_with("post /v1/completions "));
+    assert!(!req.contains("authorization"));
+    assert!(req.contains(r#""logprobs":null"#));
+}
+
+#[tokio::test]
+async fn non_2xx_is_http_status_with_body_snippet() {
+    let body = format!("{{\"error\":\"overloaded\"}}{}", "x".repeat(2000));
+    let resp = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    let s = serve(vec![vec![A::Read, w(resp)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::HttpStatus));
+    assert_eq!(r.http_status, Some(503));
+    let msg = &r.error.as_ref().unwrap().message;
+    assert!(msg.contains("503") && msg.contains("overloaded"), "{msg}");
+    assert!(msg.len() < 600);
+}
+
+#[tokio::test]
+async fn close_mid_chunked_stream_is_transport_with_partial_timings() {
+    let script = vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&tok("a"))), A::Sleep(20), A::Close];
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
+    assert!(r.first_token_us.is_some());
+    assert_eq!(r.token_event_count, 1);
+    assert_eq!(f.client.idle_count(), 0);
+}
+
+#[tokio::test]
+async fn close_delimited_stream_without_done_is_incomplete() {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let script = vec![A::Read, w(String::from(head) + &tok("a")), A::Close];
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Incomplete), "{:?}", r.error);
+    assert!(r.first_token_us.is_some() && r.done_us.is_some());
+}
+
+#[tokio::test]
+async fn finish_reason_without_done_is_accepted_and_unterminated_last_event() {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let last = r#"data: {"choices":[{"delta":{"content":"z"},"finish_reason":"stop"}]}"#;
+    let s = serve(vec![vec![A::Read, w(String::from(head) + &tok("a") + last), A::Close]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.token_event_count, 2);
+}
+
+#[tokio::test]
+async fn stale_idle_connection_is_replaced_before_sending() {
+    let close_now = Arc::new(Notify::new());
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let conn1 = vec![A::Read, w(stream.clone()), A::Wait(close_now.clone()), A::Close];
+    let conn2 = vec![A::Read, w(stream)];
+    let s = serve(vec![conn1, conn2]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(f.client.idle_count(), 1);
+    close_now.notify_one();
+    // Let the server's close reach our socket (settling, not a timing assertion).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.reconnects, 1);
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(s.requests.lock().unwrap().len(), 2);
+    let st = f.client.stats();
+    assert_eq!((st.opened, st.stale), (2, 1));
+}
+
+#[tokio::test]
+async fn keep_alive_connection_is_reused() {
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream.clone()), A::Read, w(stream)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    for i in 0..2 {
+        let r = f.run(i, &ExecOptions::default()).await;
+        assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+        assert_eq!(r.reconnects, 0);
+    }
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(f.client.stats().reused, 1);
+}
+
+#[tokio::test]
+async fn no_retry_once_the_request_was_sent() {
+    // Connection 1 serves request 0, then reads request 1 and closes without answering.
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream), A::Read, A::Close]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed);
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
+    assert!(r.dispatched_us.is_some());
+    assert_eq!(r.reconnects, 0);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1, "the POST must not be resent");
+    assert_eq!(s.requests.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn connect_refused_is_connect_error() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let f = fixture(port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Connect), "{:?}", r.error);
+    assert!(r.dispatched_us.is_none());
+}
+
+#[tokio::test]
+async fn stall_timeout_fires_when_no_bytes_arrive() {
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&tok("a"))), A::Sleep(10_000)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { stall_timeout: Some(Duration::from_millis(200)), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{:?}", r.error);
+    assert!(r.error.unwrap().message.contains("stall"));
+    assert_eq!(r.token_event_count, 1);
+}
+
+#[tokio::test]
+async fn request_timeout_fires_before_headers() {
+    let s = serve(vec![vec![A::Read, A::Sleep(10_000)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { request_timeout: Some(Duration::from_millis(200)), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{:?}", r.error);
+    assert!(r.headers_us.is_none());
+}
+
+#[tokio::test]
+async fn oversized_event_is_event_too_large() {
+    let big = tok(&"x".repeat(5000));
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&big) + END)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions { max_event_bytes: 1024, ..ExecOptions::default() }).await;
+    assert_eq!(kind(&r), Some(ErrorKind::EventTooLarge), "{:?}", r.error);
+}
+
+#[tokio::test]
+async fn error_event_and_malformed_json() {
+    let err = "data: {\"error\":{\"message\":\"KV cache full\",\"code\":500}}\n\n";
+    let bad = "data: {\"choices\":[\n\n";
+    let s = serve(vec![
+        vec![A::Read, w(String::from(SSE_HEAD) + &chunk(err) + END)],
+        vec![A::Read, w(String::from(SSE_HEAD) + &chunk(bad) + END)],
+    ])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::ServerError));
+    assert!(r.error.unwrap().message.contains("KV cache full"));
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Protocol), "{:?}", r.error);
+}
+
+#[tokio::test]
+async fn zero_token_chat_stream_is_no_tokens() {
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&(role() + "data: [DONE]\n\n")) + END)]])
+        .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::NoTokens), "{:?}", r.error);
+    assert!(r.first_event_us.is_some() && r.first_token_us.is_none());
+}
+
+#[tokio::test]
+async fn non_streaming_json_response() {
+    let body = r#"{"id":"x1","choices":[{"index":0,"message":{"role":"assistant","content":"Hi!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}"#;
+    let s = serve(vec![vec![A::Read, w(json_ok(body))]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.completion_tokens, Some(3));
+    assert_eq!(r.token_event_count, 1);
+    assert_eq!(r.first_token_us, r.done_us);
+}
+
+#[tokio::test]
+async fn control_plane_json_helpers() {
+    let models = r#"{"object":"list","data":[{"id":"m1"}]}"#;
+    let s = serve(vec![vec![
+        A::Read,
+        w(json_ok(models)),
+        A::Read,
+        w("HTTP/1.1 404 Not Found\r\ncontent-length: 9\r\n\r\nnot found"),
+        A::Read,
+        w(json_ok("<html>")),
+    ]])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, Some("sk-ctl"));
+    let v: serde_json::Value = f.client.get_json("/v1/models", f.target.headers()).await.unwrap();
+    assert_eq!(v["data"][0]["id"], "m1");
+    let e = f
+        .client
+        .post_json::<serde_json::Value, _>("/tokenize", &serde_json::json!({"prompt": "x"}), f.target.headers())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, BenchError::HttpStatus { status: 404, .. }), "{e}");
+    assert!(e.to_string().contains("not found") && !e.to_string().contains("sk-ctl"));
+    let e = f.client.get_json::<serde_json::Value>("/v1/models", f.target.headers()).await.unwrap_err();
+    assert!(matches!(e, BenchError::Protocol { .. }), "{e}");
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1);
+    let req = s.requests.lock().unwrap()[1].clone();
+    assert!(req.starts_with("POST /tokenize HTTP/1.1"));
+}
+
+#[tokio::test]
+async fn preconnect_warms_the_pool() {
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream.clone())], vec![A::Read, w(stream)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    assert_eq!(f.client.preconnect(2).await.unwrap(), 2);
+    assert_eq!(f.client.idle_count(), 2);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(f.client.stats().reused, 1);
+}

@@ -1,0 +1,255 @@
+//! Golden tests: the console block and the result JSON of a fixed, hand-built record set must
+//! match the committed files in `tests/golden/` exactly. `UPDATE_GOLDEN=1 cargo test -p
+//! servebench-report` rewrites them (review the diff before committing).
+//!
+//! Also checks the JSON against `tests/vllm_result_keys.txt` (every key vLLM writes) and against
+//! `docs/result.schema.json`.
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use servebench_core::metrics::{compute, MetricName, MetricsConfig, Slo};
+use servebench_core::record::{ErrorKind, Outcome, RequestRecord};
+use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
+use servebench_report::{console_block, default_result_filename, result_json, ClientHealth, RunInfo};
+use time::macros::datetime;
+
+fn rec(index: u64, intended: u64, dispatched: Option<u64>, prompt: u32) -> RequestRecord {
+    let mut r = RequestRecord::scheduled(index, format!("req-{index}"), intended, prompt, 10);
+    r.dispatched_us = dispatched;
+    r.attempts = u32::from(dispatched.is_some());
+    r
+}
+
+fn stream(r: &mut RequestRecord, first: u64, gaps: &[u32], done: Option<u64>) {
+    r.headers_us = Some(first.saturating_sub(1_000));
+    r.first_event_us = Some(first);
+    r.first_token_us = Some(first);
+    r.token_events.gaps_us = gaps.to_vec();
+    r.last_token_us = Some(first + gaps.iter().map(|&g| u64::from(g)).sum::<u64>());
+    r.done_us = done;
+    r.token_event_count = gaps.len() as u32 + 1;
+}
+
+/// The same record set as `servebench-core`'s metrics tests (see the table there).
+fn records() -> Vec<RequestRecord> {
+    let mut r0 = rec(0, 0, Some(1_000), 10);
+    stream(&mut r0, 101_000, &[10_000, 20_000, 30_000], Some(162_000));
+    r0.completion_tokens = Some(4);
+    r0.server_prompt_tokens = Some(12);
+    r0.cached_prompt_tokens = Some(4);
+    r0.generated_text = Some("a b c d".into());
+    r0.outcome = Outcome::Completed;
+
+    let mut r1 = rec(1, 50_000, Some(60_000), 20);
+    stream(&mut r1, 260_000, &[40_000, 40_000], Some(350_000));
+    r1.token_events.tokens = vec![1, 3, 2];
+    r1.completion_tokens = Some(6);
+    r1.generated_text = Some("é f g h i j".into());
+    r1.outcome = Outcome::Completed;
+
+    let mut r2 = rec(2, 100_000, Some(100_000), 5);
+    stream(&mut r2, 150_000, &[], Some(151_000));
+    r2.generated_text = Some("x".into());
+    r2.outcome = Outcome::Completed;
+
+    let mut r3 = rec(3, 200_000, Some(210_000), 8);
+    stream(&mut r3, 400_000, &[30_000, 50_000], Some(480_000));
+    r3.retokenized_tokens = Some(5);
+    r3.generated_text = Some("k l m n o".into());
+    r3.outcome = Outcome::Completed;
+
+    let mut r4 = rec(4, 300_000, Some(300_000), 7);
+    r4.headers_us = Some(305_000);
+    r4.done_us = Some(305_000);
+    r4.http_status = Some(503);
+    r4.fail(ErrorKind::HttpStatus, "HTTP 503 Service Unavailable");
+
+    let mut r5 = rec(5, 400_000, Some(420_000), 9);
+    stream(&mut r5, 500_000, &[10_000], None);
+    r5.fail(ErrorKind::Timeout, "stall timeout after 10 s");
+
+    let r6 = rec(6, 900_000, None, 3);
+    // Out of order on purpose: arrays must come out by index.
+    vec![r3, r0, r1, r2, r4, r6, r5]
+}
+
+fn info() -> RunInfo {
+    RunInfo {
+        date: datetime!(2026-11-29 21:13:48 UTC),
+        origin_wall: datetime!(2026-11-29 21:13:40.5 UTC),
+        backend: "openai".into(),
+        endpoint_type: "openai".into(),
+        label: None,
+        model_id: "meta-llama/Llama-3.1-8B-Instruct".into(),
+        tokenizer_id: Some("meta-llama/Llama-3.1-8B-Instruct".into()),
+        num_prompts: 7,
+        request_rate: 10.0,
+        burstiness: 1.0,
+        max_concurrency: Some(4),
+        ramp_up: None,
+        rps_change_events: vec![],
+        metadata: vec![("gpu".into(), "H100".into())],
+        client_health: ClientHealth {
+            dispatch_lateness_p50_us: Some(180.0),
+            dispatch_lateness_p99_us: Some(1_250.0),
+            hiccup_p99_us: Some(6_500.0),
+            client_cpu_percent: Some(37.5),
+            available_cores: Some(2.0),
+            peak_rss_bytes: Some(48 * 1024 * 1024),
+        },
+    }
+}
+
+fn cfg() -> MetricsConfig {
+    MetricsConfig {
+        percentiles: vec![50.0, 99.0, 99.9],
+        selected: MetricName::ALL.to_vec(),
+        goodput: vec![Slo { metric: MetricName::E2el, threshold_ms: 270.0 }],
+    }
+}
+
+/// A ramp-up run with an infinite request rate, default metric selection, no `--save-detailed`.
+fn ramp_case() -> (RunInfo, MetricsConfig) {
+    let rate = RateConfig {
+        request_rate: f64::INFINITY,
+        burstiness: f64::INFINITY,
+        ramp_up: Some(RampUp { strategy: RampStrategy::Linear, start_rps: 1.0, end_rps: 4.0 }),
+    };
+    let schedule = ArrivalSchedule::generate(7, &rate, 0);
+    let mut i = info();
+    i.request_rate = f64::INFINITY;
+    i.max_concurrency = None;
+    i.label = Some("ramp".into());
+    i.ramp_up = rate.ramp_up;
+    i.rps_change_events = schedule.rps_change_events(&rate);
+    i.metadata.clear();
+    i.client_health = ClientHealth::default();
+    (i, MetricsConfig::default())
+}
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+fn check_golden(name: &str, actual: &str) {
+    let path = golden_dir().join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
+    if expected != actual {
+        for (n, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
+            if e != a {
+                panic!("{name} differs at line {}:\n  expected: {e:?}\n  actual:   {a:?}\n(UPDATE_GOLDEN=1 rewrites)", n + 1);
+            }
+        }
+        panic!("{name} differs in length (UPDATE_GOLDEN=1 rewrites)");
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap() + "\n"
+}
+
+#[test]
+fn console_matches_golden() {
+    let m = compute(&records(), &cfg());
+    check_golden("console.txt", &console_block(&info(), &m));
+    let (ri, rc) = ramp_case();
+    check_golden("console_ramp.txt", &console_block(&ri, &compute(&records(), &rc)));
+}
+
+#[test]
+fn json_matches_golden() {
+    let m = compute(&records(), &cfg());
+    check_golden("result_detailed.json", &pretty(&result_json(&info(), &m, &records(), true)));
+    let (ri, rc) = ramp_case();
+    let rm = compute(&records(), &rc);
+    check_golden("result_ramp.json", &pretty(&result_json(&ri, &rm, &records(), false)));
+}
+
+#[test]
+fn file_names() {
+    assert_eq!(
+        default_result_filename(&info()),
+        "openai-10.0qps-concurrency4-Llama-3.1-8B-Instruct-20261129-211348.json"
+    );
+    assert_eq!(
+        default_result_filename(&ramp_case().0),
+        "ramp-ramp-up-linear-1qps-4qps-Llama-3.1-8B-Instruct-20261129-211348.json"
+    );
+}
+
+fn vllm_keys() -> Vec<String> {
+    let text =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vllm_result_keys.txt"))
+            .unwrap();
+    text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect()
+}
+
+#[test]
+fn json_has_every_vllm_key_in_vllm_order() {
+    let m = compute(&records(), &MetricsConfig::default());
+    let v = result_json(&info(), &m, &records(), true);
+    let obj = v.as_object().unwrap();
+    let keys = vllm_keys();
+    assert_eq!(keys.len(), 43);
+    for k in &keys {
+        assert!(obj.contains_key(k), "missing vLLM key {k}");
+    }
+    // Same relative order as vLLM.
+    let pos: Vec<usize> = keys.iter().map(|k| obj.keys().position(|x| x == k).unwrap()).collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]), "vLLM keys out of order: {pos:?}");
+    // Units: seconds for duration and arrays, ms for statistics.
+    assert_eq!(obj["duration"], Value::from(0.509));
+    assert_eq!(obj["ttfts"][0], Value::from(0.1));
+    assert_eq!(obj["latencies"][1], Value::from(0.29));
+    assert_eq!(obj["itls"][0], serde_json::json!([0.01, 0.02, 0.03]));
+    assert_eq!(obj["mean_ttft_ms"], Value::from(135.0));
+    assert_eq!(obj["request_rate"], Value::from(10.0));
+    assert_eq!(obj["request_goodput"], Value::Null);
+    assert_eq!(obj["rtfx"], Value::from(0.0));
+    assert!(obj["max_concurrent_requests"].is_u64());
+    // Not selected by default: no E2EL statistics, as vLLM.
+    assert!(!obj.contains_key("mean_e2el_ms"));
+}
+
+#[test]
+fn json_validates_against_the_committed_schema() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let m = compute(&records(), &cfg());
+    let (ri, rc) = ramp_case();
+    let rm = compute(&records(), &rc);
+    for doc in [result_json(&info(), &m, &records(), true), result_json(&ri, &rm, &records(), false)] {
+        let errors: Vec<String> =
+            validator.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
+        assert!(errors.is_empty(), "schema errors: {errors:#?}");
+    }
+    // The schema describes every vLLM key with a type, and requires each one vLLM always writes;
+    // the --save-detailed arrays are required together (dependentRequired on input_lens) and the
+    // statistics depend on --percentile-metrics.
+    let required: Vec<&str> =
+        schema["required"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let detailed = ["input_lens", "output_lens", "ttfts", "itls", "start_times", "generated_texts", "errors"];
+    let together: Vec<&str> = schema["dependentRequired"]["input_lens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for k in vllm_keys() {
+        assert!(schema["properties"][&k].is_object(), "schema does not describe {k}");
+        if detailed.contains(&k.as_str()) {
+            assert!(k == "input_lens" || together.contains(&k.as_str()), "{k} not required with input_lens");
+        } else if !k.ends_with("_ms") {
+            assert!(required.contains(&k.as_str()), "schema does not require {k}");
+        }
+    }
+}

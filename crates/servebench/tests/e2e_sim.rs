@@ -1,0 +1,189 @@
+//! End to end through the binary: a real run against the embedded simulator, and the errors
+//! invalid flags must give before any network traffic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_servebench"));
+    c.env_remove("OPENAI_API_KEY").env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"));
+    c
+}
+
+fn fixture_tokenizer() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+fn sim_run(dir: &Path, extra: &[&str], key: Option<&str>) -> Output {
+    let tok = fixture_tokenizer();
+    let mut cmd = bin();
+    cmd.args([
+        "--sim",
+        "--sim-ttft-ms",
+        "5",
+        "--sim-itl-ms",
+        "1",
+        "--sim-tokenizer",
+        tok.to_str().unwrap(),
+        "--num-prompts",
+        "40",
+        "--max-concurrency",
+        "8",
+        "--random-input-len",
+        "64",
+        "--random-output-len",
+        "16",
+        "--disable-tqdm",
+        "--save-result",
+        "--result-dir",
+        dir.to_str().unwrap(),
+        "--result-filename",
+        "run.json",
+    ]);
+    cmd.args(extra);
+    if let Some(k) = key {
+        cmd.env("OPENAI_API_KEY", k);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn sim_run_prints_both_blocks_and_writes_vllm_compatible_json_and_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim_run(dir.path(), &["--save-detailed", "--metadata", "team=serving"], None);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{}", text(&out.stderr));
+    assert!(stdout.contains("Serving Benchmark Result"), "{stdout}");
+    assert!(stdout.contains("Successful requests:"), "{stdout}");
+    assert!(stdout.to_lowercase().contains("servebench"), "{stdout}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+    let obj = json.as_object().unwrap();
+    let keys = include_str!("data/vllm_result_keys.tsv");
+    for key in keys.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split('\t').next()) {
+        assert!(obj.contains_key(key), "result lacks vLLM key {key}");
+    }
+    assert_eq!(obj["completed"], 40);
+    assert_eq!(obj["failed"], 0);
+    assert_eq!(obj["request_rate"], "inf");
+    assert_eq!(obj["team"], "serving");
+    assert_eq!(obj["total_output_tokens"], 40 * 16);
+
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema violations: {errors:?}");
+
+    let records = std::fs::read_to_string(dir.path().join("run.json.records.jsonl")).unwrap();
+    let lines: Vec<&str> = records.lines().collect();
+    assert_eq!(lines.len(), 40, "one record line per request");
+    let mut by_outcome = std::collections::BTreeMap::new();
+    for l in &lines {
+        let r: serde_json::Value = serde_json::from_str(l).unwrap();
+        *by_outcome.entry(r["outcome"].as_str().unwrap().to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(by_outcome.get("completed"), Some(&40));
+}
+
+#[test]
+fn api_key_never_reaches_any_artefact() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "sk-planted-secret-4711";
+    let out = sim_run(dir.path(), &["--save-detailed", "--header", "X-Api-Key=hdr-secret-0815"], Some(key));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut all = text(&out.stdout) + &text(&out.stderr);
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        all += &std::fs::read_to_string(entry.unwrap().path()).unwrap();
+    }
+    assert!(!all.contains(key));
+    assert!(!all.contains("hdr-secret-0815"));
+}
+
+fn assert_config_error(args: &[&str], flag: &str) {
+    // Port 9 (discard) on loopback: if anything tried the network it would fail differently.
+    let out = bin().args(["--base-url", "http://127.0.0.1:9", "--model", "m", "--tokenizer", "cl100k_base"]).args(args).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains("error[SB101]"), "{args:?}: {stderr}");
+    assert!(stderr.contains(flag), "{args:?} should name {flag}: {stderr}");
+    assert!(stderr.contains("fix:"), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}
+
+#[test]
+fn invalid_values_fail_before_any_network_with_a_coded_error() {
+    assert_config_error(&["--request-rate", "-1"], "--request-rate");
+    assert_config_error(&["--request-rate", "0"], "--request-rate");
+    assert_config_error(&["--burstiness", "0"], "--burstiness");
+    assert_config_error(&["--random-range-ratio", "1.5"], "--random-range-ratio");
+    assert_config_error(&["--random-range-ratio", "{\"input\": 0.1"], "--random-range-ratio");
+    assert_config_error(&["--extra-body", "{not json"], "--extra-body");
+    assert_config_error(&["--ramp-up-strategy", "linear"], "--ramp-up-strategy");
+    assert_config_error(
+        &["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "10", "--ramp-up-end-rps", "5"],
+        "--ramp-up-start-rps",
+    );
+    assert_config_error(&["--goodput", "ttft=5"], "--goodput");
+    assert_config_error(&["--metadata", "novalue"], "--metadata");
+    assert_config_error(&["--backend", "tgi-native"], "--backend");
+}
+
+#[test]
+fn unsupported_vllm_flags_get_sb102_not_unknown_argument() {
+    let out = bin().args(["--lora-modules", "a", "b"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr.contains("SB102") && stderr.contains("--lora-modules"), "{stderr}");
+    let out = bin().args(["--profile"]).output().unwrap();
+    assert!(text(&out.stderr).contains("SB102"));
+}
+
+#[test]
+fn explain_prints_every_code() {
+    let out = bin().args(["explain", "SB301"]).output().unwrap();
+    assert!(out.status.success());
+    let s = text(&out.stdout);
+    assert!(s.contains("SB301") && s.contains("ready-check-timeout-sec"), "{s}");
+    let out = bin().args(["explain"]).output().unwrap();
+    for c in servebench_core::ErrorCode::ALL {
+        assert!(text(&out.stdout).contains(c.as_str()));
+    }
+    let out = bin().args(["explain", "SB999"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn readiness_timeout_names_the_last_error() {
+    // Nothing listens on this port: every readiness attempt is refused.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let out = bin()
+        .args([
+            "--base-url",
+            &format!("http://127.0.0.1:{port}"),
+            "--model",
+            "m",
+            "--tokenizer",
+            "cl100k_base",
+            "--num-prompts",
+            "2",
+            "--ready-check-timeout-sec",
+            "1",
+            "--disable-tqdm",
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("SB301") && stderr.contains("not ready after 1 s"), "{stderr}");
+}
