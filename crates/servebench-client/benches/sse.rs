@@ -90,8 +90,12 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(EVENTS as u64));
     for (name, size) in [("per_event", None), ("4k_frames", Some(4096)), ("7b_frames", Some(7))] {
         let fr = frames(&stream, size);
-        g.bench_with_input(BenchmarkId::new("frame_only", name), &fr, |b, fr| b.iter(|| run(black_box(fr), 0)));
-        g.bench_with_input(BenchmarkId::new("frame_parse", name), &fr, |b, fr| b.iter(|| run(black_box(fr), 1)));
+        g.bench_with_input(BenchmarkId::new("frame_only", name), &fr, |b, fr| {
+            b.iter(|| run(black_box(fr), 0))
+        });
+        g.bench_with_input(BenchmarkId::new("frame_parse", name), &fr, |b, fr| {
+            b.iter(|| run(black_box(fr), 1))
+        });
     }
     let fr = frames(&stream, None);
     g.bench_with_input(BenchmarkId::new("frame_value_tree", "per_event"), &fr, |b, fr| {

@@ -205,7 +205,11 @@ pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
         let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-            BenchError::config("OPENAI_API_KEY", "contains characters not allowed in a header", "check the key")
+            BenchError::config(
+                "OPENAI_API_KEY",
+                "contains characters not allowed in a header",
+                "check the key",
+            )
         })?;
         v.set_sensitive(true);
         h.insert(AUTHORIZATION, v);

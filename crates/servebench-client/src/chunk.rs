@@ -337,7 +337,10 @@ mod tests {
 
     #[test]
     fn error_objects() {
-        let c = Chunk::parse(r#"{"error":{"object":"error","message":"boom","type":"BadRequestError","code":400}}"#).unwrap();
+        let c = Chunk::parse(
+            r#"{"error":{"object":"error","message":"boom","type":"BadRequestError","code":400}}"#,
+        )
+        .unwrap();
         assert_eq!(c.error_message().as_deref(), Some("boom"));
         let c = Chunk::parse(r#"{"error":"plain"}"#).unwrap();
         assert_eq!(c.error_message().as_deref(), Some("plain"));

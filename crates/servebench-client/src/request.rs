@@ -151,15 +151,55 @@ impl Timer {
 }
 
 /// Sends one request and measures it. `record` arrives pre-filled (index, request id,
-/// intended time); every measured field is (re)written. Never fails: failures are outcomes.
+/// intended time); every measured field is (re)written and `attempts` is incremented.
+/// Never fails: failures are outcomes.
 pub async fn execute(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    record: RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+) -> RequestRecord {
+    execute_until(client, target, spec, record, clock, opts, std::future::pending()).await
+}
+
+/// [`execute`], stopped early when `cancel` completes (interrupt, duration bound): the
+/// request is abandoned (its connection closed) and the record comes back `Cancelled` with
+/// the timings measured so far (`done_us` = when it was cancelled).
+pub async fn execute_until(
     client: &HttpClient,
     target: &RequestTarget,
     spec: &RequestSpec,
     mut record: RequestRecord,
     clock: &RunClock,
     opts: &ExecOptions,
+    cancel: impl std::future::Future<Output = ()>,
 ) -> RequestRecord {
+    let cancelled = {
+        let run = run(client, target, spec, &mut record, clock, opts);
+        tokio::select! {
+            biased;
+            _ = run => false,
+            _ = cancel => true,
+        }
+    };
+    if cancelled {
+        record.outcome = Outcome::Cancelled;
+        record.error = None;
+        record.done_us = Some(clock.now_us());
+    }
+    record
+}
+
+async fn run(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    record: &mut RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+) {
     record.attempts += 1;
     record.outcome = Outcome::Cancelled;
     record.error = None;
@@ -167,7 +207,7 @@ pub async fn execute(
         Ok(b) => b,
         Err(e) => {
             record.fail(ErrorKind::Protocol, e.to_string());
-            return record;
+            return;
         }
     };
     let mut headers = target.headers.clone();
@@ -177,14 +217,14 @@ pub async fn execute(
         }
         Err(_) => {
             record.fail(ErrorKind::Protocol, "request id is not a valid header value");
-            return record;
+            return;
         }
     }
     let req = match client.request(Method::POST, &target.path, headers, body) {
         Ok(r) => r,
         Err(e) => {
             record.fail(ErrorKind::Protocol, e);
-            return record;
+            return;
         }
     };
     let mut timer = Timer::new(opts);
@@ -201,7 +241,7 @@ pub async fn execute(
             let msg = if f.kind == SendFailKind::Timeout { timer.message() } else { f.message };
             record.done_us = Some(clock.now_us());
             record.fail(kind, msg);
-            return record;
+            return;
         }
     };
     timer.progress();
@@ -222,7 +262,7 @@ pub async fn execute(
             Ok((b, complete)) => {
                 drop(incoming);
                 if complete {
-                    client.checkin(conn);
+                    client.release(conn, &parts.headers).await;
                 }
                 snippet(&b)
             }
@@ -230,7 +270,7 @@ pub async fn execute(
         };
         let reason = parts.status.canonical_reason().unwrap_or("");
         record.fail(ErrorKind::HttpStatus, format!("HTTP {} {reason}: {text}", parts.status.as_u16()));
-        return record;
+        return;
     }
 
     let content_type = parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -248,8 +288,8 @@ pub async fn execute(
         match read {
             Ok((b, true)) => {
                 drop(incoming);
-                client.checkin(conn);
-                whole_body(&mut record, &mut state, &b, t);
+                client.release(conn, &parts.headers).await;
+                whole_body(record, &mut state, &b, t);
             }
             Ok((_, false)) => {
                 record.done_us = Some(t);
@@ -264,7 +304,7 @@ pub async fn execute(
                 record.fail(kind, e);
             }
         }
-        return record;
+        return;
     }
 
     let mut framer = SseFramer::with_max_event_bytes(opts.max_event_bytes);
@@ -278,30 +318,30 @@ pub async fn execute(
                 if !finished {
                     record.done_us = Some(t);
                     record.fail(ErrorKind::Timeout, timer.message());
-                    state.flush(&mut record);
+                    state.flush(record);
                 }
-                return record; // connection dropped
+                return; // connection dropped
             }
             Ok(Some(Err(e))) => {
                 if !finished {
                     record.done_us = Some(t);
                     record.fail(ErrorKind::Transport, format!("stream error: {}", error_chain(&e)));
-                    state.flush(&mut record);
+                    state.flush(record);
                 }
-                return record;
+                return;
             }
             Ok(None) => {
                 drop(incoming);
-                client.checkin(conn);
+                client.release(conn, &parts.headers).await;
                 if !finished {
                     framer.finish();
-                    match drain_events(&mut framer, &mut state, &mut record, t) {
-                        Flow::Continue if !state.done_seen() => state.end_of_body(&mut record, t),
-                        Flow::Stop => state.flush(&mut record),
+                    match drain_events(&mut framer, &mut state, record, t) {
+                        Flow::Continue if !state.done_seen() => state.end_of_body(record, t),
+                        Flow::Stop => state.flush(record),
                         _ => {}
                     }
                 }
-                return record;
+                return;
             }
             Ok(Some(Ok(frame))) => {
                 if finished {
@@ -310,15 +350,15 @@ pub async fn execute(
                 let Ok(data) = frame.into_data() else { continue };
                 timer.progress();
                 framer.push(&data);
-                match drain_events(&mut framer, &mut state, &mut record, t) {
+                match drain_events(&mut framer, &mut state, record, t) {
                     Flow::Continue => {}
                     Flow::Done => {
                         finished = true;
                         timer.cap(opts.drain_timeout);
                     }
                     Flow::Stop => {
-                        state.flush(&mut record);
-                        return record;
+                        state.flush(record);
+                        return;
                     }
                 }
             }
@@ -351,9 +391,9 @@ fn drain_events(framer: &mut SseFramer, state: &mut StreamState, rec: &mut Reque
 /// A non-streaming response: one JSON body, one "event" at the time the body ended.
 fn whole_body(rec: &mut RequestRecord, state: &mut StreamState, body: &[u8], t: u64) {
     rec.first_event_us = Some(t);
-    let parsed = std::str::from_utf8(body).map_err(|e| e.to_string()).and_then(|s| {
-        Chunk::parse(s).map_err(|e| format!("response is not JSON ({e}): {}", snippet(body)))
-    });
+    let parsed = std::str::from_utf8(body)
+        .map_err(|e| e.to_string())
+        .and_then(|s| Chunk::parse(s).map_err(|e| format!("response is not JSON ({e}): {}", snippet(body))));
     match parsed {
         Ok(chunk) => {
             if state.apply(rec, &chunk, t) == Flow::Continue {

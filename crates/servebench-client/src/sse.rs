@@ -196,7 +196,7 @@ impl SseFramer {
         } else {
             self.buf.drain(..self.line_start);
         }
-        self.scan -= self.line_start;
+        self.scan = self.scan.saturating_sub(self.line_start);
         self.line_start = 0;
     }
 

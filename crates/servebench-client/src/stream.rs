@@ -168,7 +168,8 @@ impl StreamState {
 
     /// Moves per-event token counts and text into the record (also for failed requests).
     pub(crate) fn flush(&mut self, rec: &mut RequestRecord) {
-        if self.tokens_known && !self.tokens.is_empty() && self.tokens.len() == rec.token_event_count as usize {
+        if self.tokens_known && !self.tokens.is_empty() && self.tokens.len() == rec.token_event_count as usize
+        {
             rec.token_events.tokens = std::mem::take(&mut self.tokens);
         }
         if self.keep_text {
@@ -216,7 +217,10 @@ mod tests {
         assert_eq!(r.done_us, Some(220));
         assert_eq!(r.token_events, TokenEvents { gaps_us: vec![30, 0], tokens: vec![] });
         assert_eq!(r.token_event_count, 3);
-        assert_eq!((r.server_prompt_tokens, r.completion_tokens, r.cached_prompt_tokens), (Some(10), Some(4), Some(2)));
+        assert_eq!(
+            (r.server_prompt_tokens, r.completion_tokens, r.cached_prompt_tokens),
+            (Some(10), Some(4), Some(2))
+        );
         assert_eq!(r.finish_reason.as_deref(), Some("length"));
         assert_eq!(r.output_chars, 4);
         assert_eq!(r.generated_text.as_deref(), Some("abcd"));
@@ -228,7 +232,9 @@ mod tests {
         let mut r = rec();
         let mut s = StreamState::new(false);
         let ev = |c: &str, n: u32| {
-            format!(r#"{{"choices":[{{"delta":{{"content":"{c}"}}}}],"usage":{{"prompt_tokens":3,"completion_tokens":{n}}}}}"#)
+            format!(
+                r#"{{"choices":[{{"delta":{{"content":"{c}"}}}}],"usage":{{"prompt_tokens":3,"completion_tokens":{n}}}}}"#
+            )
         };
         s.on_event(&mut r, data(&ev("", 0)), 1);
         s.on_event(&mut r, data(&ev("a", 1)), 2);

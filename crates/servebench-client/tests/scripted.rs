@@ -2,6 +2,8 @@
 //! accepted connection plays a script (read a request, write bytes in chosen frames, pause,
 //! close), so framing, timing and connection-reuse behaviour are checked exactly.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -91,7 +93,9 @@ async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String>
             let head = String::from_utf8_lossy(&buf[..end]).to_string();
             let len = head
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                .find_map(|l| {
+                    l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
+                })
                 .and_then(|v| v.parse::<usize>().ok())
                 .unwrap_or(0);
             let total = end + 4 + len;
@@ -147,7 +151,10 @@ fn finish_usage_done() -> String {
 }
 
 fn json_ok(body: &str) -> String {
-    format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len())
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 struct Fixture {
@@ -174,7 +181,12 @@ fn fixture(port: u16, backend: BackendKind, api_key: Option<&str>) -> Fixture {
 }
 
 fn spec(i: u64) -> RequestSpec {
-    RequestSpec { index: i, prompt: Prompt::Text(Arc::from("hello")), prompt_tokens: 5, expected_output_tokens: 2 }
+    RequestSpec {
+        index: i,
+        prompt: Prompt::Text(Arc::from("hello")),
+        prompt_tokens: 5,
+        expected_output_tokens: 2,
+    }
 }
 
 fn record(i: u64) -> RequestRecord {
@@ -220,7 +232,10 @@ async fn chat_stream_timestamps_per_frame_role_not_counted_usage_read() {
     );
     assert!(d <= h && h <= ft && ft < lt && lt < done, "{d} {h} {ft} {lt} {done}");
     assert_eq!(lt - ft, u64::from(r.token_events.gaps_us[0]));
-    assert_eq!((r.completion_tokens, r.server_prompt_tokens, r.cached_prompt_tokens), (Some(2), Some(5), Some(0)));
+    assert_eq!(
+        (r.completion_tokens, r.server_prompt_tokens, r.cached_prompt_tokens),
+        (Some(2), Some(5), Some(0))
+    );
     assert_eq!(r.finish_reason.as_deref(), Some("length"));
     assert_eq!(r.generated_text.as_deref(), Some("Hello"));
     assert_eq!(r.output_chars, 5);
@@ -426,8 +441,9 @@ async fn error_event_and_malformed_json() {
 
 #[tokio::test]
 async fn zero_token_chat_stream_is_no_tokens() {
-    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&(role() + "data: [DONE]\n\n")) + END)]])
-        .await;
+    let s =
+        serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&(role() + "data: [DONE]\n\n")) + END)]])
+            .await;
     let f = fixture(s.port, BackendKind::Chat, None);
     let r = f.run(0, &ExecOptions::default()).await;
     assert_eq!(kind(&r), Some(ErrorKind::NoTokens), "{:?}", r.error);
@@ -463,7 +479,11 @@ async fn control_plane_json_helpers() {
     assert_eq!(v["data"][0]["id"], "m1");
     let e = f
         .client
-        .post_json::<serde_json::Value, _>("/tokenize", &serde_json::json!({"prompt": "x"}), f.target.headers())
+        .post_json::<serde_json::Value, _>(
+            "/tokenize",
+            &serde_json::json!({"prompt": "x"}),
+            f.target.headers(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(e, BenchError::HttpStatus { status: 404, .. }), "{e}");
@@ -485,4 +505,56 @@ async fn preconnect_warms_the_pool() {
     let r = f.run(0, &ExecOptions::default()).await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert_eq!(f.client.stats().reused, 1);
+}
+
+#[tokio::test]
+async fn connection_close_response_is_not_pooled_nor_counted_stale() {
+    let body = r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":"stop"}]}"#;
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let s = serve(vec![vec![A::Read, w(resp.clone()), A::Close], vec![A::Read, w(resp), A::Close]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    for i in 0..2 {
+        let r = f.run(i, &ExecOptions::default()).await;
+        assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+        assert_eq!(r.reconnects, 0);
+    }
+    assert_eq!(f.client.idle_count(), 0);
+    assert_eq!(f.client.stats().stale, 0);
+}
+
+#[tokio::test]
+async fn cancellation_keeps_partial_timings() {
+    let go = Arc::new(Notify::new());
+    let s =
+        serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&tok("a"))), A::Wait(go.clone())]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let cancel = Arc::new(Notify::new());
+    let c2 = cancel.clone();
+    let task = {
+        let (client, target, clock) = (f.client.clone(), f.target.clone(), f.clock);
+        tokio::spawn(async move {
+            servebench_client::request::execute_until(
+                &client,
+                &target,
+                &spec(0),
+                record(0),
+                &clock,
+                &ExecOptions::default(),
+                async move { c2.notified().await },
+            )
+            .await
+        })
+    };
+    // Wait until the first token is surely read (settling), then cancel.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    cancel.notify_one();
+    let r = task.await.unwrap();
+    go.notify_one();
+    assert_eq!(r.outcome, Outcome::Cancelled);
+    assert!(r.error.is_none());
+    assert_eq!(r.token_event_count, 1);
+    assert!(r.first_token_us.is_some() && r.done_us.is_some());
 }

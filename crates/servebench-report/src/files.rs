@@ -1,4 +1,5 @@
-//! Result files: vLLM's default file name, `--save-result` (write) and `--append-result` (JSONL).
+//! Result files: vLLM's default file name, `--save-result` (write), `--append-result` (JSONL)
+//! and plain text files (HTML report, CSV).
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
@@ -90,6 +91,15 @@ pub fn write_result(path: &Path, value: &Value, append: bool) -> Result<()> {
     file.flush().map_err(io)
 }
 
+/// Writes `text` to `path` (replacing it), creating missing parent directories (reports, CSV).
+pub fn write_text(path: &Path, text: &str) -> Result<()> {
+    let io = |e: std::io::Error| BenchError::io(path.display(), e);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    std::fs::write(path, text).map_err(io)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,5 +159,9 @@ mod tests {
         write_result(&p, &v, false).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), to_python_json(&v));
         assert!(write_result(&dir.path().join("no/such/dir.json"), &v, false).is_err());
+        let nested = dir.path().join("a/b/report.html");
+        write_text(&nested, "<p>x</p>").unwrap();
+        assert_eq!(std::fs::read_to_string(&nested).unwrap(), "<p>x</p>");
+        assert!(write_text(&p.join("under-a-file.html"), "x").is_err());
     }
 }

@@ -1,12 +1,19 @@
 //! servebench-report: the console result block, the result JSON (vLLM's keys and units plus
-//! servebench's), vLLM's default result file name and result-file writing.
+//! servebench's), vLLM's default result file name and result-file writing, the per-request CSV and
+//! the self-contained HTML report with charts.
 
 pub mod console;
+pub mod csv;
+pub mod env;
 pub mod files;
+pub mod html;
 pub mod info;
 pub mod json;
 
 pub use console::console_block;
-pub use files::{default_result_filename, to_python_json, write_result};
+pub use csv::{records_csv, runs_csv};
+pub use env::{gather_environment, Environment};
+pub use files::{default_result_filename, to_python_json, write_result, write_text};
+pub use html::{html_report, ReportHeader, ReportRun};
 pub use info::{ClientHealth, RunInfo};
 pub use json::result_json;

@@ -152,6 +152,16 @@ impl Conn {
         .await
     }
 
+    /// Lets the connection process what it already read (e.g. a `Connection: close` that ends
+    /// it) without waiting, so a connection that is about to close is not pooled.
+    pub(crate) async fn settle(&mut self) {
+        std::future::poll_fn(|cx| {
+            self.poll_conn(cx);
+            Poll::Ready(())
+        })
+        .await
+    }
+
     /// Checks an idle connection before reuse by polling it once: a close or reset the server
     /// sent while it was idle is read now. Returns whether it can take a request.
     pub(crate) async fn check_idle(&mut self) -> bool {
@@ -169,7 +179,8 @@ impl Conn {
 /// Builds the TLS client configuration (webpki roots, or any certificate when `insecure`).
 pub(crate) fn tls_config(insecure: bool) -> Result<Arc<ClientConfig>, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions()?;
+    let builder =
+        ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions()?;
     let mut config = if insecure {
         builder
             .dangerous()
@@ -184,11 +195,7 @@ pub(crate) fn tls_config(insecure: bool) -> Result<Arc<ClientConfig>, rustls::Er
 }
 
 /// Opens a TLS session over `tcp`.
-pub(crate) async fn tls_connect(
-    connector: &TlsConnector,
-    host: &str,
-    tcp: TcpStream,
-) -> io::Result<Stream> {
+pub(crate) async fn tls_connect(connector: &TlsConnector, host: &str, tcp: TcpStream) -> io::Result<Stream> {
     let name = ServerName::try_from(host.to_owned())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
     Ok(Stream::Tls(Box::new(connector.connect(name, tcp).await?)))
@@ -218,7 +225,12 @@ impl ServerCertVerifier for AcceptAnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -227,7 +239,12 @@ impl ServerCertVerifier for AcceptAnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -91,11 +91,12 @@ impl HttpClient {
         })?;
         let mut conn = sent.conn;
         let (parts, mut incoming) = sent.response.into_parts();
-        let (bytes, complete) =
-            read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline)).await.map_err(transport)?;
+        let (bytes, complete) = read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline))
+            .await
+            .map_err(transport)?;
         drop(incoming);
         if complete {
-            self.checkin(conn);
+            self.release(conn, &parts.headers).await;
         }
         Ok(RawResponse {
             status: parts.status.as_u16(),

@@ -29,8 +29,8 @@ use tokio::sync::OnceCell;
 use tokio_rustls::TlsConnector;
 use url::Url;
 
-pub use control::RawResponse;
 pub(crate) use conn::{Conn, Interrupted, ReqBody};
+pub use control::RawResponse;
 
 /// Settings of an [`HttpClient`].
 #[derive(Debug, Clone)]
@@ -153,7 +153,11 @@ impl HttpClient {
     /// Creates a client for `opts.base_url`. No connection is opened yet.
     pub fn new(opts: ClientOptions) -> Result<HttpClient> {
         let url = Url::parse(opts.base_url.trim()).map_err(|e| {
-            BenchError::config("--base-url", format!("'{}' is not a URL ({e})", opts.base_url), "use http://host:port")
+            BenchError::config(
+                "--base-url",
+                format!("'{}' is not a URL ({e})", opts.base_url),
+                "use http://host:port",
+            )
         })?;
         let tls = match url.scheme() {
             "http" => false,
@@ -170,7 +174,9 @@ impl HttpClient {
             Some(url::Host::Domain(d)) => d.to_owned(),
             Some(url::Host::Ipv4(ip)) => ip.to_string(),
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            None => return Err(BenchError::config("--base-url", "the URL has no host", "use http://host:port")),
+            None => {
+                return Err(BenchError::config("--base-url", "the URL has no host", "use http://host:port"))
+            }
         };
         let port = url.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
         let host_for_header = match url.host() {
@@ -240,7 +246,11 @@ impl HttpClient {
     pub fn path_for(&self, endpoint: &str) -> Result<String> {
         let ep = if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
             let u = Url::parse(endpoint).map_err(|e| {
-                BenchError::config("--endpoint", format!("'{endpoint}' is not a URL ({e})"), "use a path like /v1/completions")
+                BenchError::config(
+                    "--endpoint",
+                    format!("'{endpoint}' is not a URL ({e})"),
+                    "use a path like /v1/completions",
+                )
             })?;
             match u.query() {
                 Some(q) => format!("{}?{q}", u.path()),
@@ -255,8 +265,13 @@ impl HttpClient {
             return Ok(ep);
         }
         let path = format!("{}{ep}", self.inner.origin.prefix);
-        path.parse::<Uri>()
-            .map_err(|_| BenchError::config("--endpoint", format!("invalid path '{path}'"), "use a path like /v1/completions"))?;
+        path.parse::<Uri>().map_err(|_| {
+            BenchError::config(
+                "--endpoint",
+                format!("invalid path '{path}'"),
+                "use a path like /v1/completions",
+            )
+        })?;
         Ok(path)
     }
 
@@ -277,7 +292,9 @@ impl HttpClient {
             }
         }
         match (opened, last_err) {
-            (0, Some(e)) => Err(BenchError::Transport { context: format!("connect {}", self.origin()), detail: e }),
+            (0, Some(e)) => {
+                Err(BenchError::Transport { context: format!("connect {}", self.origin()), detail: e })
+            }
             _ => Ok(opened),
         }
     }
@@ -363,7 +380,22 @@ impl HttpClient {
         }
     }
 
-    /// Returns a connection whose response was read to the end.
+    /// Pools a connection whose response body was read to the end, unless the response said
+    /// `Connection: close` or the connection is closing.
+    pub(crate) async fn release(&self, mut c: Conn, response_headers: &HeaderMap) {
+        let close = response_headers
+            .get_all(http::header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")));
+        if close {
+            return;
+        }
+        c.settle().await;
+        self.checkin(c);
+    }
+
+    /// Returns a connection to the pool (if it is still open).
     pub(crate) fn checkin(&self, mut c: Conn) {
         if c.is_done() {
             return;

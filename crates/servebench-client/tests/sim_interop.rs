@@ -1,0 +1,68 @@
+//! Interop smoke test against the in-tree simulator: many concurrent streams over pooled
+//! connections, both dialects, `usage` matched against what was asked for.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use servebench_client::{
+    execute, BackendKind, ClientOptions, ExecOptions, HttpClient, RequestTarget, TargetConfig,
+};
+use servebench_core::{Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer};
+
+/// One token per byte.
+#[derive(Debug)]
+struct Bytes;
+
+impl TextTokenizer for Bytes {
+    fn name(&self) -> &str {
+        "bytes"
+    }
+    fn encode(&self, text: &str, _add_special: bool) -> Result<Vec<u32>> {
+        Ok(text.bytes().map(u32::from).collect())
+    }
+    fn decode(&self, ids: &[u32], _skip: bool) -> Result<String> {
+        Ok(String::from_utf8_lossy(&ids.iter().map(|&i| i as u8).collect::<Vec<u8>>()).into_owned())
+    }
+    fn vocab_size(&self) -> u32 {
+        256
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_streams_against_the_simulator() {
+    let cfg =
+        servebench_sim::SimConfig::new("sim-model", Arc::new(Bytes)).with_fixed_timing_ms(5.0, 1.0).unwrap();
+    let sim = servebench_sim::start(cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let client =
+        HttpClient::new(ClientOptions { base_url: sim.base_url(), ..ClientOptions::default() }).unwrap();
+    let clock = RunClock::start();
+    for backend in [BackendKind::Completions, BackendKind::Chat] {
+        let target_cfg =
+            TargetConfig { backend, model: "sim-model".into(), ignore_eos: true, ..TargetConfig::default() };
+        let target = RequestTarget::new(&client, &target_cfg).unwrap();
+        let tasks = (0..16u64).map(|i| {
+            let (client, target) = (client.clone(), target.clone());
+            tokio::spawn(async move {
+                let spec = RequestSpec {
+                    index: i,
+                    prompt: Prompt::Text(Arc::from(format!("prompt number {i}"))),
+                    prompt_tokens: 0,
+                    expected_output_tokens: 8,
+                };
+                let rec = RequestRecord::scheduled(i, format!("b-{i}"), 0, 0, 8);
+                execute(&client, &target, &spec, rec, &clock, &ExecOptions::default()).await
+            })
+        });
+        for t in futures::future::join_all(tasks).await {
+            let r = t.unwrap();
+            assert_eq!(r.outcome, Outcome::Completed, "{backend}: {:?}", r.error);
+            assert_eq!(r.completion_tokens, Some(8), "{backend}");
+            assert_eq!(r.token_event_count, 8, "{backend}");
+            assert_eq!(r.token_events.gaps_us.len(), 7);
+            assert!(r.first_token_us.is_some() && r.done_us >= r.last_token_us);
+        }
+    }
+    assert!(client.stats().reused > 0);
+    sim.shutdown().await;
+}

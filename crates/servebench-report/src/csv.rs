@@ -1,0 +1,205 @@
+//! Per-request CSV: one row per record with its timestamps, both latency views, token counts and
+//! outcome, for spreadsheets and dataframes. RFC 4180 quoting; times in milliseconds (µs exact,
+//! three decimals) from the run origin; empty cells where a value is unknown.
+
+use servebench_core::metrics::RequestTimes;
+use servebench_core::record::{Outcome, RequestRecord, TokenSource};
+
+/// Column names, in order.
+pub const COLUMNS: &[&str] = &[
+    "index",
+    "request_id",
+    "server_request_id",
+    "outcome",
+    "error_kind",
+    "error_message",
+    "http_status",
+    "intended_ms",
+    "dispatched_ms",
+    "headers_ms",
+    "first_token_ms",
+    "last_token_ms",
+    "done_ms",
+    "queue_ms",
+    "ttft_ms",
+    "tpot_ms",
+    "e2el_ms",
+    "response_ttft_ms",
+    "response_e2el_ms",
+    "prompt_tokens",
+    "server_prompt_tokens",
+    "cached_prompt_tokens",
+    "output_tokens",
+    "token_source",
+    "expected_output_tokens",
+    "token_events",
+    "output_chars",
+    "finish_reason",
+    "attempts",
+    "reconnects",
+    "conversation",
+    "turn",
+    "lora",
+];
+
+/// Quotes a field when it holds a comma, quote, CR or LF (doubling quotes), as RFC 4180 says.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn ms(us: Option<u64>) -> String {
+    us.map_or_else(String::new, |v| format!("{}.{:03}", v / 1000, v % 1000))
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
+}
+
+fn outcome_str(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Completed => "completed",
+        Outcome::Failed => "failed",
+        Outcome::Cancelled => "cancelled",
+    }
+}
+
+fn source_str(s: TokenSource) -> &'static str {
+    match s {
+        TokenSource::Usage => "usage",
+        TokenSource::Retokenized => "retokenized",
+        TokenSource::Events => "events",
+    }
+}
+
+fn row(r: &RequestRecord) -> Vec<String> {
+    let t = RequestTimes::of(r);
+    vec![
+        r.index.to_string(),
+        r.request_id.clone(),
+        opt(r.server_request_id.clone()),
+        outcome_str(r.outcome).into(),
+        opt(r.error.as_ref().map(|e| e.kind.as_str())),
+        opt(r.error.as_ref().map(|e| e.message.clone())),
+        opt(r.http_status),
+        ms(Some(r.intended_us)),
+        ms(r.dispatched_us),
+        ms(r.headers_us),
+        ms(r.first_token_us),
+        ms(r.last_token_us),
+        ms(r.done_us),
+        ms(t.queue_us),
+        ms(t.ttft_us),
+        t.tpot_us.map_or_else(String::new, |v| format!("{:.3}", v / 1000.0)),
+        ms(t.e2el_us),
+        ms(t.response_ttft_us),
+        ms(t.response_e2el_us),
+        r.prompt_tokens.to_string(),
+        opt(r.server_prompt_tokens),
+        opt(r.cached_prompt_tokens),
+        t.output_tokens.to_string(),
+        source_str(t.output_source).into(),
+        r.expected_output_tokens.to_string(),
+        r.token_event_count.to_string(),
+        r.output_chars.to_string(),
+        opt(r.finish_reason.clone()),
+        r.attempts.to_string(),
+        r.reconnects.to_string(),
+        opt(r.conversation),
+        opt(r.turn),
+        opt(r.lora.clone()),
+    ]
+}
+
+fn push_line(out: &mut String, cells: impl IntoIterator<Item = String>) {
+    for (i, c) in cells.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&csv_field(&c));
+    }
+    out.push('\n');
+}
+
+/// One header row and one row per record (in the given order), `\n`-terminated.
+pub fn records_csv(records: &[RequestRecord]) -> String {
+    let mut out = String::with_capacity(64 + records.len() * 220);
+    push_line(&mut out, COLUMNS.iter().map(|c| c.to_string()));
+    for r in records {
+        push_line(&mut out, row(r));
+    }
+    out
+}
+
+/// Like [`records_csv`] for several runs in one file: a leading `run` column holds each run's
+/// label.
+pub fn runs_csv(runs: &[(&str, &[RequestRecord])]) -> String {
+    let mut out = String::new();
+    push_line(&mut out, std::iter::once("run".to_string()).chain(COLUMNS.iter().map(|c| c.to_string())));
+    for (label, records) in runs {
+        for r in *records {
+            push_line(&mut out, std::iter::once(label.to_string()).chain(row(r)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use servebench_core::record::ErrorKind;
+
+    fn recs() -> Vec<RequestRecord> {
+        let mut a = RequestRecord::scheduled(0, "bench-0".into(), 1_000, 12, 4);
+        a.outcome = Outcome::Completed;
+        a.dispatched_us = Some(1_500);
+        a.first_token_us = Some(51_500);
+        a.last_token_us = Some(81_500);
+        a.done_us = Some(81_600);
+        a.token_event_count = 4;
+        a.token_events.gaps_us = vec![10_000; 3];
+        a.completion_tokens = Some(4);
+        a.finish_reason = Some("length".into());
+        a.attempts = 1;
+        let mut b = RequestRecord::scheduled(1, "bench-1".into(), 2_000, 12, 4);
+        b.dispatched_us = Some(2_000);
+        b.http_status = Some(500);
+        b.fail(ErrorKind::HttpStatus, "HTTP 500: \"oops\", line1\nline2");
+        let c = RequestRecord::scheduled(2, "bench,2".into(), 3_000, 12, 4);
+        vec![a, b, c]
+    }
+
+    #[test]
+    fn one_row_per_record_with_header() {
+        let r = recs();
+        let text = records_csv(&r);
+        // The quoted message spans two physical lines; count records by the index column.
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())).collect();
+        assert_eq!(rows.len(), r.len());
+        assert!(text.starts_with("index,request_id,"));
+        let header_cols = text.lines().next().map(|l| l.split(',').count());
+        assert_eq!(header_cols, Some(COLUMNS.len()));
+        assert!(rows[0].starts_with("0,bench-0,,completed,,,,1.000,1.500,,51.500,81.500,81.600,0.500,50.000,10.000,80.100,50.500,80.600,12,,,4,usage,4,4,0,length,1,0,,,"));
+    }
+
+    #[test]
+    fn quotes_commas_quotes_and_newlines() {
+        let text = records_csv(&recs());
+        assert!(text.contains("\"HTTP 500: \"\"oops\"\", line1\nline2\""));
+        assert!(text.contains("\"bench,2\""));
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a\rb"), "\"a\rb\"");
+    }
+
+    #[test]
+    fn several_runs_get_a_run_column() {
+        let r = recs();
+        let text = runs_csv(&[("base", &r), ("new, v2", &r[..1])]);
+        assert!(text.starts_with("run,index,"));
+        assert!(text.contains("\n\"new, v2\",0,bench-0,"));
+        assert_eq!(text.matches("\nbase,").count(), 3);
+    }
+}

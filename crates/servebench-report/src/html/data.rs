@@ -1,0 +1,361 @@
+//! What the charts plot, derived from one run's records: latency samples in both views, per-request
+//! points over time, output tokens per 1-s bin, requests in flight, queue time and lateness.
+//!
+//! Every value comes from `servebench_core::metrics` per-request helpers (`RequestTimes`,
+//! `token_event_times`, `token_event_weights`, `push_token_view_itls`), so the charts agree with the
+//! summary numbers. Times on the x axis are seconds since the run's first scheduled request.
+
+use servebench_core::metrics::{
+    is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes,
+};
+use servebench_core::record::RequestRecord;
+
+/// At most this many 1-s bins are drawn; longer runs use wider bins (values stay per second).
+pub(crate) const MAX_RATE_BINS: usize = 5000;
+/// Requests-in-flight steps above this count are reduced to the maximum per bin.
+pub(crate) const MAX_STEPS: usize = 4000;
+
+/// Chart data of one run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct RunData {
+    /// Service-view TTFT of completed requests, ms.
+    pub ttft: Vec<f64>,
+    /// Response-view TTFT (from `intended`), ms.
+    pub ttft_response: Vec<f64>,
+    /// Service-view E2EL, ms.
+    pub e2el: Vec<f64>,
+    /// Response-view E2EL, ms.
+    pub e2el_response: Vec<f64>,
+    /// ITL, event view (every token-event gap), ms.
+    pub itl: Vec<f64>,
+    /// ITL, token view: `(value ms, count)`.
+    pub itl_tokens: Vec<(f64, u64)>,
+    /// Completed requests by send time: `(dispatched s, ttft ms, e2el ms)`, sorted by time.
+    pub by_send: Vec<(f64, f64, f64)>,
+    /// `(prompt tokens, ttft ms)` of completed requests.
+    pub prompt_ttft: Vec<(f64, f64)>,
+    /// Output tokens per second: step points `(bin start s, tokens/s)`, ending with the end of
+    /// the last bin.
+    pub tokens_per_s: Vec<(f64, f64)>,
+    /// Width of a `tokens_per_s` bin (1 s unless the run is very long).
+    pub rate_bin_s: f64,
+    /// Requests in flight: step points `(s, count)`.
+    pub in_flight: Vec<(f64, f64)>,
+    /// Whether `in_flight` was reduced to the maximum per bin.
+    pub in_flight_binned: bool,
+    /// `(intended s, queue ms)` of dispatched requests (any outcome).
+    pub queue: Vec<(f64, f64)>,
+    /// `(intended s, dispatch lateness ms)`, when the run measured it.
+    pub lateness: Vec<(f64, f64)>,
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+fn secs_since(t: u64, t0: u64) -> f64 {
+    t.saturating_sub(t0) as f64 / 1e6
+}
+
+impl RunData {
+    /// Derives the chart data of `records`. `lateness_us[i]`, when given, is the dispatch lateness
+    /// of the request with workload index `i` (the runner's client-health series).
+    pub fn of(records: &[RequestRecord], lateness_us: Option<&[u64]>) -> RunData {
+        let t0 = records.iter().map(|r| r.intended_us).min().unwrap_or(0);
+        let mut d = RunData { rate_bin_s: 1.0, ..RunData::default() };
+        let mut token_events: Vec<(u64, f64)> = Vec::new();
+        let mut intervals: Vec<(u64, u64)> = Vec::new();
+        for r in records {
+            let t = RequestTimes::of(r);
+            if let Some(disp) = r.dispatched_us {
+                if let Some(q) = t.queue_us {
+                    d.queue.push((secs_since(r.intended_us, t0), ms(q)));
+                }
+                if let Some(end) = t.last_known_us.filter(|&e| e > disp) {
+                    intervals.push((disp, end));
+                }
+            }
+            if let Some(late) = lateness_us.and_then(|l| usize::try_from(r.index).ok().and_then(|i| l.get(i))) {
+                d.lateness.push((secs_since(r.intended_us, t0), ms(*late)));
+            }
+            if !is_completed(r) {
+                continue;
+            }
+            if let (Some(v), Some(disp)) = (t.ttft_us, r.dispatched_us) {
+                d.ttft.push(ms(v));
+                d.prompt_ttft.push((f64::from(r.prompt_tokens), ms(v)));
+                if let Some(e) = t.e2el_us {
+                    d.by_send.push((secs_since(disp, t0), ms(v), ms(e)));
+                }
+            }
+            d.ttft_response.extend(t.response_ttft_us.map(ms));
+            d.e2el.extend(t.e2el_us.map(ms));
+            d.e2el_response.extend(t.response_e2el_us.map(ms));
+            if r.first_token_us.is_some() {
+                d.itl.extend(r.token_events.gaps_us.iter().map(|&g| f64::from(g) / 1000.0));
+            }
+            let mut tv = Vec::new();
+            push_token_view_itls(r, &mut tv);
+            d.itl_tokens.extend(tv.into_iter().map(|(v, n)| (v / 1000.0, n)));
+            token_events.extend(token_event_times(r).into_iter().zip(token_event_weights(r)));
+        }
+        d.by_send.sort_by(|a, b| a.0.total_cmp(&b.0));
+        d.queue.sort_by(|a, b| a.0.total_cmp(&b.0));
+        d.lateness.sort_by(|a, b| a.0.total_cmp(&b.0));
+        (d.tokens_per_s, d.rate_bin_s) = rate_bins(&token_events, t0);
+        (d.in_flight, d.in_flight_binned) = in_flight_steps(&intervals, t0);
+        d
+    }
+}
+
+/// Output tokens per second in bins of 1 s (wider when the run has more than `MAX_RATE_BINS`
+/// seconds) aligned to `t0`, token-weighted; step points plus the end of the last bin.
+fn rate_bins(events: &[(u64, f64)], t0: u64) -> (Vec<(f64, f64)>, f64) {
+    let Some(last) = events.iter().map(|e| e.0).max() else { return (Vec::new(), 1.0) };
+    let span_s = last.saturating_sub(t0) / 1_000_000 + 1;
+    let width_s = span_s.div_ceil(MAX_RATE_BINS as u64).max(1);
+    let width_us = width_s * 1_000_000;
+    let n = usize::try_from(last.saturating_sub(t0) / width_us + 1).unwrap_or(MAX_RATE_BINS);
+    let mut bins = vec![0.0; n.min(MAX_RATE_BINS + 1)];
+    for &(t, w) in events {
+        let b = usize::try_from(t.saturating_sub(t0) / width_us).unwrap_or(usize::MAX);
+        if let Some(slot) = bins.get_mut(b) {
+            *slot += w;
+        }
+    }
+    let ws = width_s as f64;
+    let mut out: Vec<(f64, f64)> = bins.iter().enumerate().map(|(i, &v)| (i as f64 * ws, v / ws)).collect();
+    if let Some(&(_, v)) = out.last() {
+        out.push((bins.len() as f64 * ws, v));
+    }
+    (out, ws)
+}
+
+/// The exact number of requests in flight (`[dispatched, end)` intervals, ends before starts at
+/// equal times) as step points; above `MAX_STEPS` steps, the maximum per bin of 1/2000 of the span.
+fn in_flight_steps(intervals: &[(u64, u64)], t0: u64) -> (Vec<(f64, f64)>, bool) {
+    let mut ev: Vec<(u64, i64)> = Vec::with_capacity(intervals.len() * 2);
+    for &(s, e) in intervals {
+        ev.push((s, 1));
+        ev.push((e, -1));
+    }
+    ev.sort_unstable();
+    let mut steps: Vec<(u64, i64)> = Vec::new();
+    let mut cur = 0i64;
+    for (t, delta) in ev {
+        cur += delta;
+        match steps.last_mut() {
+            Some(last) if last.0 == t => last.1 = cur,
+            _ => steps.push((t, cur)),
+        }
+    }
+    if steps.len() <= MAX_STEPS {
+        return (steps.iter().map(|&(t, c)| (secs_since(t, t0), c as f64)).collect(), false);
+    }
+    let (first, last) = match (steps.first(), steps.last()) {
+        (Some(f), Some(l)) => (f.0, l.0),
+        _ => return (Vec::new(), false),
+    };
+    let nbins = MAX_STEPS / 2;
+    let width = (last - first).div_ceil(nbins as u64).max(1);
+    let mut maxes = vec![0i64; nbins + 1];
+    let mut prev = 0i64;
+    let mut idx = 0usize;
+    for (b, slot) in maxes.iter_mut().enumerate() {
+        let end = first + (b as u64 + 1) * width;
+        // The level carried into the bin counts too.
+        let mut m = prev;
+        while let Some(&(t, c)) = steps.get(idx) {
+            if t >= end {
+                break;
+            }
+            m = m.max(c);
+            prev = c;
+            idx += 1;
+        }
+        *slot = m;
+    }
+    let out = maxes
+        .iter()
+        .enumerate()
+        .map(|(b, &m)| (secs_since(first + b as u64 * width, t0), m as f64))
+        .collect();
+    (out, true)
+}
+
+/// Up to `max` points of `points`, chosen deterministically at evenly spaced indices; the point
+/// with the largest y is always kept (outliers stay visible).
+pub(crate) fn downsample(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
+    if points.len() <= max || max == 0 {
+        return points.to_vec();
+    }
+    let n = points.len();
+    let mut idx: Vec<usize> = (0..max.saturating_sub(1)).map(|k| k * n / max.saturating_sub(1).max(1)).collect();
+    if let Some((i, _)) = points.iter().enumerate().max_by(|a, b| a.1 .1.total_cmp(&b.1 .1)) {
+        idx.push(i);
+    }
+    idx.sort_unstable();
+    idx.dedup();
+    idx.into_iter().filter_map(|i| points.get(i).copied()).collect()
+}
+
+/// Empirical CDF of weighted values as at most `max_points` `(value, percent ≤ value)` points.
+pub(crate) fn cdf(values: &[(f64, u64)], max_points: usize) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, u64)> = values.iter().copied().filter(|(x, n)| x.is_finite() && *n > 0).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: u64 = v.iter().map(|p| p.1).sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut full: Vec<(f64, f64)> = Vec::with_capacity(v.len() + 1);
+    if let Some(&(x, _)) = v.first() {
+        full.push((x, 0.0));
+    }
+    let mut acc = 0u64;
+    for (x, n) in v {
+        acc += n;
+        let pct = acc as f64 * 100.0 / total as f64;
+        match full.last_mut() {
+            Some(last) if last.0 == x && last.1 > 0.0 => last.1 = pct,
+            _ => full.push((x, pct)),
+        }
+    }
+    if full.len() <= max_points {
+        return full;
+    }
+    let n = full.len();
+    let m = max_points.max(2);
+    let mut out: Vec<(f64, f64)> = (0..m).filter_map(|k| full.get(k * (n - 1) / (m - 1)).copied()).collect();
+    out.dedup_by(|a, b| a == b);
+    out
+}
+
+/// Unweighted values as weight-1 pairs.
+pub(crate) fn ones(values: &[f64]) -> Vec<(f64, u64)> {
+    values.iter().map(|&v| (v, 1)).collect()
+}
+
+/// Weighted percentile `p` (0..=100) of `(value, count)` pairs: the smallest value whose
+/// cumulative share reaches `p` (nearest rank). `None` when empty.
+pub(crate) fn weighted_percentile(values: &[(f64, u64)], p: f64) -> Option<f64> {
+    let mut v: Vec<(f64, u64)> = values.iter().copied().filter(|(x, n)| x.is_finite() && *n > 0).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: u64 = v.iter().map(|x| x.1).sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+    let mut acc = 0u64;
+    for (x, n) in &v {
+        acc += n;
+        if acc >= rank {
+            return Some(*x);
+        }
+    }
+    v.last().map(|x| x.0)
+}
+
+/// Histogram of weighted values over shared `edges`: percent of the weight per bin; values
+/// beyond the last edge go to the last bin, below the first to the first.
+pub(crate) fn histogram(values: &[(f64, u64)], edges: &[f64]) -> Vec<f64> {
+    let bins = edges.len().saturating_sub(1);
+    let mut out = vec![0.0; bins];
+    let (Some(&lo), Some(&hi)) = (edges.first(), edges.last()) else { return out };
+    if bins == 0 || hi <= lo {
+        return out;
+    }
+    let width = (hi - lo) / bins as f64;
+    let mut total = 0u64;
+    for &(x, n) in values.iter().filter(|(x, _)| x.is_finite()) {
+        let b = (((x - lo) / width).floor().max(0.0) as usize).min(bins - 1);
+        if let Some(slot) = out.get_mut(b) {
+            *slot += n as f64;
+        }
+        total += n;
+    }
+    if total > 0 {
+        for v in &mut out {
+            *v *= 100.0 / total as f64;
+        }
+    }
+    out
+}
+
+/// Rolling percentile lines of `(x, y)` points sorted by x: for bins of `width` along x, the
+/// p-th percentile of the bin's y values (nearest rank), plotted at the bin centre.
+pub(crate) fn binned_percentile(points: &[(f64, f64)], width: f64, p: f64) -> Vec<(f64, f64)> {
+    if points.is_empty() || !(width > 0.0) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < points.len() {
+        let b = (points[i].0 / width).floor();
+        let mut ys = Vec::new();
+        while i < points.len() && (points[i].0 / width).floor() == b {
+            ys.push((points[i].1, 1));
+            i += 1;
+        }
+        if let Some(v) = weighted_percentile(&ys, p) {
+            out.push(((b + 0.5) * width, v));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_bins_weigh_tokens_per_second() {
+        let ev = vec![(0, 2.0), (500_000, 3.0), (1_200_000, 4.0)];
+        let (b, w) = rate_bins(&ev, 0);
+        assert_eq!(w, 1.0);
+        assert_eq!(b, vec![(0.0, 5.0), (1.0, 4.0), (2.0, 4.0)]);
+        assert!(rate_bins(&[], 0).0.is_empty());
+        let long: Vec<(u64, f64)> = (0..20_000u64).map(|s| (s * 1_000_000, 1.0)).collect();
+        let (b, w) = rate_bins(&long, 0);
+        assert_eq!(w, 4.0);
+        assert!(b.len() <= MAX_RATE_BINS + 2);
+        assert!(b.iter().all(|p| (p.1 - 1.0).abs() < 1e-9), "per-second values stay per second");
+    }
+
+    #[test]
+    fn in_flight_counts_back_to_back_as_one() {
+        let (s, binned) = in_flight_steps(&[(0, 10), (10, 20), (5, 15)], 0);
+        assert!(!binned);
+        let max = s.iter().map(|p| p.1).fold(0.0, f64::max);
+        assert_eq!(max, 2.0);
+        assert_eq!(s.last().map(|p| p.1), Some(0.0));
+        let many: Vec<(u64, u64)> = (0..5000u64).map(|i| (i * 10, i * 10 + 25)).collect();
+        let (s, binned) = in_flight_steps(&many, 0);
+        assert!(binned && s.len() <= MAX_STEPS / 2 + 1);
+        assert_eq!(s.iter().map(|p| p.1).fold(0.0, f64::max), 3.0);
+    }
+
+    #[test]
+    fn downsample_is_deterministic_and_keeps_max() {
+        let pts: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, if i == 7777 { 1e6 } else { 1.0 })).collect();
+        let a = downsample(&pts, 500);
+        assert!(a.len() <= 501);
+        assert_eq!(a, downsample(&pts, 500));
+        assert!(a.iter().any(|p| p.1 == 1e6));
+        assert_eq!(downsample(&pts[..10], 500).len(), 10);
+    }
+
+    #[test]
+    fn cdf_histogram_and_percentiles() {
+        let v = ones(&[1.0, 2.0, 2.0, 4.0]);
+        assert_eq!(cdf(&v, 100), vec![(1.0, 0.0), (1.0, 25.0), (2.0, 75.0), (4.0, 100.0)]);
+        assert!(cdf(&[], 10).is_empty());
+        assert!(cdf(&ones(&(0..10_000).map(f64::from).collect::<Vec<_>>()), 300).len() <= 300);
+        assert_eq!(histogram(&v, &[0.0, 2.0, 4.0]), vec![25.0, 75.0]);
+        assert_eq!(histogram(&ones(&[10.0]), &[0.0, 2.0, 4.0]), vec![0.0, 100.0]);
+        assert_eq!(weighted_percentile(&v, 50.0), Some(2.0));
+        assert_eq!(weighted_percentile(&v, 100.0), Some(4.0));
+        assert_eq!(weighted_percentile(&[], 50.0), None);
+        let pts = vec![(0.1, 1.0), (0.2, 3.0), (1.5, 5.0)];
+        assert_eq!(binned_percentile(&pts, 1.0, 50.0), vec![(0.5, 1.0), (1.5, 5.0)]);
+    }
+}

@@ -1,0 +1,147 @@
+//! The HTML report: one self-contained file (no network: inline CSS, inline SVG charts rendered in
+//! Rust, a small inline script for hover read-outs and toggling runs/series).
+//!
+//! Build one [`ReportRun`] per run (label, header, records, metrics) and call [`html_report`].
+//! Several runs are drawn as a comparison: overlaid curves, one colour per run, and a summary
+//! table with the change against the first run. See `docs/reports.md`.
+
+mod charts;
+mod data;
+mod page;
+mod svg;
+
+use servebench_core::metrics::{compute, MetricName, MetricsConfig, RunMetrics, Slo};
+use servebench_core::record::RequestRecord;
+
+use crate::env::Environment;
+use crate::info::{python_float, vllm_date, RunInfo};
+
+pub use charts::MAX_SCATTER_POINTS;
+
+/// Percentiles the report computes (the summary table shows p50, p90, p99, p99.9).
+pub const REPORT_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+
+/// The metrics configuration of a report: [`REPORT_PERCENTILES`], every metric, and `goodput`.
+pub fn report_metrics_config(goodput: Vec<Slo>) -> MetricsConfig {
+    MetricsConfig { percentiles: REPORT_PERCENTILES.to_vec(), selected: MetricName::ALL.to_vec(), goodput }
+}
+
+/// What the report shows above the charts for one run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReportHeader {
+    /// Configuration summary as `(name, value)` rows (model, rate, concurrency, ...).
+    pub config: Vec<(String, String)>,
+    /// The host; `None` when unknown.
+    pub environment: Option<Environment>,
+    /// Client self-measurement as `(name, value)` rows (dispatch lateness, hiccups, CPU, RSS).
+    pub client_health: Vec<(String, String)>,
+    /// Warnings to show prominently (client may be the bottleneck, ...).
+    pub warnings: Vec<String>,
+}
+
+fn fmt_ms_us(us: Option<f64>) -> Option<String> {
+    us.map(|v| format!("{:.2} ms", v / 1000.0))
+}
+
+impl ReportHeader {
+    /// The header of a run from its [`RunInfo`] (configuration, client health and its warnings)
+    /// and the host it ran on.
+    pub fn from_run_info(info: &RunInfo, environment: Option<Environment>) -> ReportHeader {
+        let mut config: Vec<(String, String)> = vec![
+            ("date".into(), vllm_date(info.date)),
+            ("model".into(), info.model_id.clone()),
+            ("tokenizer".into(), info.tokenizer_id.clone().unwrap_or_else(|| "-".into())),
+            ("backend".into(), info.backend.clone()),
+            ("prompts".into(), info.num_prompts.to_string()),
+            ("request rate (req/s)".into(), python_float(info.request_rate)),
+            ("burstiness".into(), python_float(info.burstiness)),
+            ("max concurrency".into(), info.max_concurrency.map_or_else(|| "none".into(), |c| c.to_string())),
+        ];
+        if let Some(r) = info.ramp_up {
+            config.push((
+                "ramp-up".into(),
+                format!("{} {} → {} req/s", r.strategy.as_str(), r.start_rps, r.end_rps),
+            ));
+        }
+        if let Some(l) = &info.label {
+            config.push(("label".into(), l.clone()));
+        }
+        config.extend(info.metadata.iter().cloned());
+        let h = &info.client_health;
+        let mut client_health = Vec::new();
+        let rows = [
+            ("dispatch lateness p50", fmt_ms_us(h.dispatch_lateness_p50_us)),
+            ("dispatch lateness p99", fmt_ms_us(h.dispatch_lateness_p99_us)),
+            ("event-loop hiccup p99", fmt_ms_us(h.hiccup_p99_us)),
+            ("client CPU (% of one core)", h.client_cpu_percent.map(|v| format!("{v:.0} %"))),
+            ("available cores", h.available_cores.map(|v| format!("{v}"))),
+            ("peak RSS", h.peak_rss_bytes.map(|b| format!("{:.1} MiB", b as f64 / 1_048_576.0))),
+        ];
+        for (k, v) in rows {
+            if let Some(v) = v {
+                client_health.push((k.to_string(), v));
+            }
+        }
+        ReportHeader { config, environment, client_health, warnings: h.warnings() }
+    }
+}
+
+/// One run of a report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportRun {
+    /// Name in legends and table headers.
+    pub label: String,
+    pub header: ReportHeader,
+    /// The run's metrics (see [`ReportRun::new`] for the configuration the report expects).
+    pub metrics: RunMetrics,
+    /// The records, the source of every chart.
+    pub records: Vec<RequestRecord>,
+    /// Dispatch lateness per workload index (µs), when the run measured it (not in records).
+    pub dispatch_lateness_us: Option<Vec<u64>>,
+}
+
+impl ReportRun {
+    /// A run whose metrics are computed from `records` with [`report_metrics_config`].
+    pub fn new(label: impl Into<String>, header: ReportHeader, records: Vec<RequestRecord>, goodput: Vec<Slo>) -> Self {
+        let metrics = compute(&records, &report_metrics_config(goodput));
+        ReportRun { label: label.into(), header, metrics, records, dispatch_lateness_us: None }
+    }
+}
+
+/// Warnings derived from the metrics: failed and cancelled requests.
+fn metric_warnings(m: &RunMetrics) -> Vec<String> {
+    let mut out = Vec::new();
+    if m.failed > 0 {
+        let kinds: Vec<String> =
+            m.failures_by_kind.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{} {n}", k.as_str())).collect();
+        out.push(format!("{} of {} requests failed ({})", m.failed, m.sent, kinds.join(", ")));
+    }
+    if m.cancelled > 0 {
+        out.push(format!("{} of {} requests were cancelled (run stopped early)", m.cancelled, m.sent));
+    }
+    out
+}
+
+/// Renders the report of `runs` as one self-contained HTML document. Deterministic: the same runs
+/// give the same bytes. With no runs, a page saying so.
+pub fn html_report(runs: &[ReportRun]) -> String {
+    let datas: Vec<data::RunData> =
+        runs.iter().map(|r| data::RunData::of(&r.records, r.dispatch_lateness_us.as_deref())).collect();
+    let labeled: Vec<charts::Run<'_>> = runs.iter().zip(&datas).map(|(r, d)| (r.label.as_str(), d)).collect();
+    let groups = if runs.is_empty() { Vec::new() } else { charts::all_charts(&labeled) };
+    let warnings: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let mut w = r.header.warnings.clone();
+            if let Some(e) = &r.header.environment {
+                w.extend(e.warnings());
+            }
+            w.extend(metric_warnings(&r.metrics));
+            w
+        })
+        .collect();
+    page::render(runs, &warnings, &groups)
+}
+
+#[cfg(test)]
+mod tests;

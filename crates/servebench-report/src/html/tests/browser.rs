@@ -1,0 +1,126 @@
+//! End-to-end: the report opened in headless Chromium. The DOM after the inline script ran must
+//! hold every chart's SVG and the script's success mark; a screenshot is taken too.
+//!
+//! Chromium is required (`apt-get install -y chromium`): the test fails when it is missing.
+//! `SERVEBENCH_CHROMIUM` overrides the binary; `SERVEBENCH_SKIP_BROWSER_TESTS=1` skips the test
+//! explicitly (for machines without a browser); `SERVEBENCH_REPORT_SCREENSHOT=PATH` also copies
+//! the screenshot to PATH.
+
+use super::{assert_self_contained, fixture_runs, IDS};
+use crate::html::html_report;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Generous bound on one browser invocation, only to avoid hanging CI (not a measurement).
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(180);
+
+fn chromium() -> Option<PathBuf> {
+    if std::env::var_os("SERVEBENCH_SKIP_BROWSER_TESTS").is_some_and(|v| v == "1") {
+        return None;
+    }
+    let bin = std::env::var_os("SERVEBENCH_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    assert!(
+        bin.exists(),
+        "{} not found: the HTML report test needs headless Chromium. Install it with \
+         `apt-get install -y chromium` (or set SERVEBENCH_CHROMIUM, or SERVEBENCH_SKIP_BROWSER_TESTS=1 to skip)",
+        bin.display()
+    );
+    Some(bin)
+}
+
+fn run_browser(bin: &Path, profile: &Path, extra: &[String], url: &str) -> Output {
+    let mut cmd = Command::new(bin);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(extra)
+    .arg(url)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+    let start = Instant::now();
+    // Drain stdout on a thread so a large DOM cannot block the browser on a full pipe.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut buf).unwrap();
+        buf
+    });
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if start.elapsed() > BROWSER_TIMEOUT {
+            let _ = child.kill();
+            panic!("chromium did not finish within {BROWSER_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut out = child.wait_with_output().unwrap();
+    out.stdout = reader.join().unwrap();
+    out
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        eprintln!("SERVEBENCH_SKIP_BROWSER_TESTS=1: browser test skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let html = html_report(&fixture_runs(600, true));
+    assert_self_contained(&html);
+    let page = dir.path().join("report.html");
+    std::fs::write(&page, &html).unwrap();
+    let url = format!("file://{}", page.display());
+
+    let dom = run_browser(&bin, &dir.path().join("profile-dom"), &["--dump-dom".into()], &url);
+    let text = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        text.contains("<svg"),
+        "no DOM from chromium (status {:?}): {}",
+        dom.status,
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    assert!(!text.contains("data-error=\""), "the report script threw: {}", &text[..text.len().min(600)]);
+    assert!(text.contains("data-ok=\"1\""), "the report script did not finish");
+    assert!(text.contains("data-charts=\"12\""), "the script saw a different number of charts");
+    assert_eq!(text.matches("<svg").count(), 12);
+    for id in IDS {
+        let start = text.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("chart {id} missing from the DOM"));
+        let end = text[start..].find("</svg>").map(|e| start + e).unwrap();
+        let chart = &text[start..end];
+        assert!(chart.contains("<path d=\"M"), "chart {id} has no drawn series");
+        assert!(chart.contains("class=\"ticks\"") && chart.contains("class=\"legend\""), "chart {id} lacks axes/legend");
+    }
+
+    let png = dir.path().join("report.png");
+    let shot = run_browser(
+        &bin,
+        &dir.path().join("profile-shot"),
+        &[format!("--screenshot={}", png.display()), "--window-size=1400,4000".into()],
+        &url,
+    );
+    let bytes = std::fs::read(&png).unwrap_or_else(|e| {
+        panic!("no screenshot ({e}); chromium said: {}", String::from_utf8_lossy(&shot.stderr))
+    });
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "screenshot is not a PNG");
+    assert!(bytes.len() > 50_000, "screenshot suspiciously small ({} bytes)", bytes.len());
+    if let Some(copy) = std::env::var_os("SERVEBENCH_REPORT_SCREENSHOT") {
+        std::fs::copy(&png, &copy).unwrap();
+        let mut html_copy = PathBuf::from(&copy);
+        html_copy.set_extension("html");
+        std::fs::write(html_copy, &html).unwrap();
+    }
+}
