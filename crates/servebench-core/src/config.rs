@@ -121,9 +121,9 @@ pub fn parse_range_ratio(text: &str) -> Result<RangeRatio> {
         let get = |k: &str| -> Result<f64> {
             match obj.get(k) {
                 None => Ok(0.0),
-                Some(v) => v
-                    .as_f64()
-                    .ok_or_else(|| BenchError::config(flag, format!("'{k}' must be a number"), fix)),
+                Some(v) => {
+                    v.as_f64().ok_or_else(|| BenchError::config(flag, format!("'{k}' must be a number"), fix))
+                }
             }
         };
         RangeRatio { input: get("input")?, output: get("output")? }
@@ -241,7 +241,8 @@ pub fn parse_request_rate(text: &str) -> Result<f64> {
     let r: f64 = if t == "inf" || t == "infinity" {
         f64::INFINITY
     } else {
-        t.parse().map_err(|_| BenchError::config("--request-rate", format!("'{text}' is not a number"), fix))?
+        t.parse()
+            .map_err(|_| BenchError::config("--request-rate", format!("'{text}' is not a number"), fix))?
     };
     if r.is_nan() || r <= 0.0 {
         return Err(BenchError::config("--request-rate", format!("must be > 0 or inf (got {text})"), fix));
@@ -307,10 +308,7 @@ mod tests {
     fn percentiles_and_metrics() {
         assert_eq!(parse_metric_percentiles("50,90,99.9").unwrap(), vec![50.0, 90.0, 99.9]);
         assert!(parse_metric_percentiles("101").is_err());
-        assert_eq!(
-            parse_percentile_metrics("ttft, itl").unwrap(),
-            vec![MetricName::Ttft, MetricName::Itl]
-        );
+        assert_eq!(parse_percentile_metrics("ttft, itl").unwrap(), vec![MetricName::Ttft, MetricName::Itl]);
         assert!(parse_percentile_metrics("ttfb").is_err());
         assert!(parse_extra_body("[1]").is_err());
         assert_eq!(parse_extra_body(r#"{"a":1}"#).unwrap().len(), 1);

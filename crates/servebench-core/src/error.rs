@@ -368,6 +368,9 @@ mod docs_tests {
             std::fs::write(path, &expected).unwrap();
         }
         let actual = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(actual == expected, "docs/errors.md is stale: run UPDATE_DOCS=1 cargo test -p servebench-core");
+        assert!(
+            actual == expected,
+            "docs/errors.md is stale: run UPDATE_DOCS=1 cargo test -p servebench-core"
+        );
     }
 }

@@ -4,5 +4,8 @@
 pub mod random;
 pub mod tokenizer;
 
-pub use random::{adjust_to_length, generate_random, RandomDatasetConfig};
-pub use tokenizer::{load_tokenizer, HfTokenizer, TiktokenTokenizer};
+pub use random::{
+    adjust_to_length, generate_random, generate_random_detailed, GenerationPath, RandomDatasetConfig,
+    RandomOutcome, TextMethod,
+};
+pub use tokenizer::{load_tokenizer, load_tokenizer_with, HfTokenizer, HubEnv, TiktokenTokenizer};

@@ -42,6 +42,10 @@ pub struct RunConfig {
     /// Prompts whose length is checked against the server's /tokenize (0 = none).
     pub verify_prompts: usize,
     pub preconnect: usize,
+    /// Total time a request may take.
+    pub request_timeout: Option<Duration>,
+    /// Longest silence (no byte) a request may have.
+    pub stall_timeout: Option<Duration>,
     /// Keep generated text in records (`--save-detailed`).
     pub keep_text: bool,
     /// Records file (JSONL), if any.

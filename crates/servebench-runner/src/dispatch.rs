@@ -179,7 +179,8 @@ mod tests {
 
     #[tokio::test]
     async fn every_request_yields_exactly_one_record() {
-        let plan = DispatchPlan { offsets_us: (0..50u64).map(|i| i * 100).collect(), max_concurrency: Some(4) };
+        let plan =
+            DispatchPlan { offsets_us: (0..50u64).map(|i| i * 100).collect(), max_concurrency: Some(4) };
         let (tx, rx) = mpsc::unbounded_channel();
         let (_h, stop) = stop_signal();
         let stats = dispatch(
@@ -257,7 +258,8 @@ mod tests {
 
     #[tokio::test]
     async fn stop_cancels_the_rest_and_counts_add_up() {
-        let plan = DispatchPlan { offsets_us: (0..30u64).map(|i| i * 20_000).collect(), max_concurrency: Some(2) };
+        let plan =
+            DispatchPlan { offsets_us: (0..30u64).map(|i| i * 20_000).collect(), max_concurrency: Some(2) };
         let (tx, rx) = mpsc::unbounded_channel();
         let (handle, stop) = stop_signal();
         let stopper = tokio::spawn(async move {

@@ -129,10 +129,15 @@ impl ServerTokenize {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
             }
-            match self.client.request_raw(Method::POST, endpoint, &self.headers, Some(payload.clone())).await {
+            match self.client.request_raw(Method::POST, endpoint, &self.headers, Some(payload.clone())).await
+            {
                 Ok(r) if (200..300).contains(&r.status) => return Ok(Probe::Ok(r.body)),
                 Ok(r) if (400..500).contains(&r.status) => {
-                    return Ok(Probe::Unavailable(format!("{endpoint} answered HTTP {}: {}", r.status, r.snippet())))
+                    return Ok(Probe::Unavailable(format!(
+                        "{endpoint} answered HTTP {}: {}",
+                        r.status,
+                        r.snippet()
+                    )))
                 }
                 Ok(r) => last = format!("{endpoint} answered HTTP {}: {}", r.status, r.snippet()),
                 Err(e) => last = e.to_string(),
@@ -156,7 +161,9 @@ impl ServerTokenize {
             return Ok(Probe::Unavailable("/tokenize answered without a `tokens` list".into()));
         };
         if tokens.is_empty() && !prompt.is_empty() {
-            return Ok(Probe::Unavailable("/tokenize answered an empty token list for a non-empty prompt".into()));
+            return Ok(Probe::Unavailable(
+                "/tokenize answered an empty token list for a non-empty prompt".into(),
+            ));
         }
         if parsed.count.is_some_and(|c| c != tokens.len()) {
             return Ok(Probe::Unavailable("/tokenize `count` disagrees with its `tokens`".into()));
@@ -226,10 +233,17 @@ pub async fn verify_prompt_lengths(
     fix_all(server, workload).await
 }
 
+/// A rewritten prompt: its text, its length on the server, and whether that is the target.
+struct FixedPrompt {
+    text: Arc<str>,
+    len: u32,
+    exact: bool,
+}
+
 async fn fix_all(server: &ServerTokenize, workload: &mut Workload) -> Result<Verification> {
     use futures::stream::{self, StreamExt};
     let specs: Vec<RequestSpec> = workload.requests.clone();
-    let results: Vec<Result<Option<(Arc<str>, u32, bool)>>> = stream::iter(specs.into_iter())
+    let results: Vec<Result<Option<FixedPrompt>>> = stream::iter(specs)
         .map(|spec| async move { fix_one(server, &spec).await })
         .buffered(64)
         .collect()
@@ -238,7 +252,7 @@ async fn fix_all(server: &ServerTokenize, workload: &mut Workload) -> Result<Ver
     for (spec, res) in workload.requests.iter_mut().zip(results) {
         match res? {
             None => {}
-            Some((text, len, exact)) => {
+            Some(FixedPrompt { text, len, exact }) => {
                 spec.prompt = Prompt::Text(text);
                 spec.prompt_tokens = len;
                 if exact {
@@ -254,7 +268,7 @@ async fn fix_all(server: &ServerTokenize, workload: &mut Workload) -> Result<Ver
 
 /// `None` when the prompt is already exact; else the new text, its server length, and whether
 /// it reached the target.
-async fn fix_one(server: &ServerTokenize, spec: &RequestSpec) -> Result<Option<(Arc<str>, u32, bool)>> {
+async fn fix_one(server: &ServerTokenize, spec: &RequestSpec) -> Result<Option<FixedPrompt>> {
     let Prompt::Text(text) = &spec.prompt else { return Ok(None) };
     let target = spec.prompt_tokens as usize;
     let mut current: Arc<str> = text.clone();
@@ -285,10 +299,10 @@ async fn fix_one(server: &ServerTokenize, spec: &RequestSpec) -> Result<Option<(
             Probe::Unavailable(_) => break,
         };
         if ids.len() == target {
-            return Ok(Some((current, target as u32, true)));
+            return Ok(Some(FixedPrompt { text: current, len: target as u32, exact: true }));
         }
     }
-    Ok(Some((current, ids.len() as u32, false)))
+    Ok(Some(FixedPrompt { text: current, len: ids.len() as u32, exact: false }))
 }
 
 /// Loads the tokenizer off the async runtime's worker threads.
@@ -303,7 +317,12 @@ mod tests {
     use super::*;
 
     fn spec(i: u64, p: u32, o: u32) -> RequestSpec {
-        RequestSpec { index: i, prompt: Prompt::Text(Arc::from("x")), prompt_tokens: p, expected_output_tokens: o }
+        RequestSpec {
+            index: i,
+            prompt: Prompt::Text(Arc::from("x")),
+            prompt_tokens: p,
+            expected_output_tokens: o,
+        }
     }
 
     #[test]

@@ -99,7 +99,11 @@ fn client_headers(cfg: &RunConfig) -> Result<http::HeaderMap> {
 
 /// Runs one benchmark. `stop` ends the measured phase early (Ctrl-C): requests not yet sent
 /// become cancelled records.
-pub async fn run_benchmark(cfg: RunConfig, observer: Arc<dyn RunObserver>, stop: StopSignal) -> Result<RunResult> {
+pub async fn run_benchmark(
+    cfg: RunConfig,
+    observer: Arc<dyn RunObserver>,
+    stop: StopSignal,
+) -> Result<RunResult> {
     let client = HttpClient::new(ClientOptions {
         base_url: cfg.base_url.clone(),
         insecure: cfg.insecure,
@@ -107,8 +111,9 @@ pub async fn run_benchmark(cfg: RunConfig, observer: Arc<dyn RunObserver>, stop:
         ..ClientOptions::default()
     })?;
     let headers = client_headers(&cfg)?;
-    let model = prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
-        .await?;
+    let model =
+        prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
+            .await?;
     if cfg.model.is_none() {
         observer.message(&format!("Model detected from /v1/models: {}", model.model_id));
     }
@@ -139,7 +144,12 @@ pub async fn run_benchmark(cfg: RunConfig, observer: Arc<dyn RunObserver>, stop:
     let mut target_cfg = cfg.target.clone();
     target_cfg.model = model.served_name.clone();
     let target = Arc::new(RequestTarget::new(&client, &target_cfg)?);
-    let exec_opts = Arc::new(ExecOptions { keep_text: cfg.keep_text, ..ExecOptions::default() });
+    let exec_opts = Arc::new(ExecOptions {
+        keep_text: cfg.keep_text,
+        request_timeout: cfg.request_timeout,
+        stall_timeout: cfg.stall_timeout,
+        ..ExecOptions::default()
+    });
     let mut warnings = Vec::new();
 
     if !cfg.ready_check_timeout.is_zero() {
@@ -147,9 +157,11 @@ pub async fn run_benchmark(cfg: RunConfig, observer: Arc<dyn RunObserver>, stop:
         ready_check(&client, &target, &exec_opts, &workload, cfg.ready_check_timeout).await?;
     }
 
-    let server = ServerTokenize { client: client.clone(), headers: headers.clone(), model: model.served_name.clone() };
+    let server =
+        ServerTokenize { client: client.clone(), headers: headers.clone(), model: model.served_name.clone() };
     let cache = prepare::verification_cache_path(&cfg.base_url, &model.served_name, tokenizer.name());
-    let verification = prepare::verify_prompt_lengths(&server, &mut workload, cfg.verify_prompts, cache).await?;
+    let verification =
+        prepare::verify_prompt_lengths(&server, &mut workload, cfg.verify_prompts, cache).await?;
     match &verification {
         Verification::Unavailable { detail } => {
             let w = BenchError::TokenizeUnavailable { detail: detail.clone() };
@@ -160,14 +172,17 @@ pub async fn run_benchmark(cfg: RunConfig, observer: Arc<dyn RunObserver>, stop:
         Verification::Fixed { fixed, unresolved, .. } => {
             let line = format!(
                 "Prompt lengths differed from the server's /tokenize: rewrote {fixed} prompts{}",
-                if *unresolved > 0 { format!(", {unresolved} could not be made exact") } else { String::new() }
+                if *unresolved > 0 {
+                    format!(", {unresolved} could not be made exact")
+                } else {
+                    String::new()
+                }
             );
             observer.message(&line);
             warnings.push(line);
         }
-        Verification::Verified { checked } => {
-            observer.message(&format!("Prompt lengths verified with the server's /tokenize ({checked} prompts)"))
-        }
+        Verification::Verified { checked } => observer
+            .message(&format!("Prompt lengths verified with the server's /tokenize ({checked} prompts)")),
         Verification::Cached | Verification::Skipped => {}
     }
 
@@ -231,7 +246,8 @@ pub async fn run_benchmark(cfg: RunConfig, observer: Arc<dyn RunObserver>, stop:
         let (client, target, opts, workload, record_for) =
             (client.clone(), target.clone(), exec_opts.clone(), workload.clone(), record_for.clone());
         move |r: Release| {
-            let (client, target, opts, workload) = (client.clone(), target.clone(), opts.clone(), workload.clone());
+            let (client, target, opts, workload) =
+                (client.clone(), target.clone(), opts.clone(), workload.clone());
             let record = record_for(&r);
             async move { execute(&client, &target, &workload.requests[r.index], record, &clock, &opts).await }
         }
@@ -280,9 +296,11 @@ async fn build_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> R
     match &cfg.dataset {
         DatasetSpec::Random(r) => {
             let r = r.clone();
-            tokio::task::spawn_blocking(move || servebench_data::random::generate_random(&r, tokenizer.as_ref()))
-                .await
-                .map_err(|e| BenchError::Dataset { detail: format!("workload generation failed: {e}") })?
+            tokio::task::spawn_blocking(move || {
+                servebench_data::random::generate_random(&r, tokenizer.as_ref())
+            })
+            .await
+            .map_err(|e| BenchError::Dataset { detail: format!("workload generation failed: {e}") })?
         }
     }
 }
@@ -302,15 +320,14 @@ async fn ready_check(
     let mut pause = Duration::from_millis(200);
     loop {
         let record = RequestRecord::scheduled(0, "servebench-ready-check".into(), 0, spec.prompt_tokens, 1);
-        let attempt = tokio::time::timeout_at(
-            deadline.into(),
-            execute(client, target, spec, record, &clock, opts),
-        )
-        .await;
+        let attempt =
+            tokio::time::timeout_at(deadline.into(), execute(client, target, spec, record, &clock, opts))
+                .await;
         match attempt {
             Ok(r) if r.outcome == Outcome::Completed => return Ok(()),
             Ok(r) => {
-                let permanent = r.http_status.is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
+                let permanent =
+                    r.http_status.is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
                 last_error = r.error.map(|e| e.message).unwrap_or_else(|| "request did not complete".into());
                 if permanent {
                     // A 4xx (wrong model name, missing key) will not fix itself by waiting.
@@ -345,7 +362,8 @@ async fn warm_up(
         .map(|i| {
             let (client, target, opts, spec) = (client.clone(), target.clone(), opts.clone(), spec.clone());
             async move {
-                let rec = RequestRecord::scheduled(i, format!("servebench-warmup-{i}"), 0, spec.prompt_tokens, 1);
+                let rec =
+                    RequestRecord::scheduled(i, format!("servebench-warmup-{i}"), 0, spec.prompt_tokens, 1);
                 execute(&client, &target, &spec, rec, &clock, &opts).await
             }
         })

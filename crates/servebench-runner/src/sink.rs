@@ -32,8 +32,7 @@ impl RecordSink {
     /// Appends one record and flushes it to the OS.
     pub fn append(&mut self, record: &RequestRecord) -> Result<()> {
         let io = |e: std::io::Error| BenchError::io(self.path.display(), e);
-        serde_json::to_writer(&mut self.out, record)
-            .map_err(|e| BenchError::io(self.path.display(), e))?;
+        serde_json::to_writer(&mut self.out, record).map_err(|e| BenchError::io(self.path.display(), e))?;
         self.out.write_all(b"\n").map_err(io)?;
         self.out.flush().map_err(|e| BenchError::io(self.path.display(), e))?;
         self.written += 1;

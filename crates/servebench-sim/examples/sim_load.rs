@@ -8,7 +8,9 @@
 //! ```
 //! Options: `--streams N`, `--itl-ms F`, `--ttft-ms F`, `--tokens N` (per request),
 //! `--secs N` (load duration), `--threads N` (tokio workers, default: all cores),
-//! `--tokenizer SPEC` (default: the SmolLM2 fixture).
+//! `--tokenizer SPEC` (default: the SmolLM2 fixture), `--addr HOST:PORT` (drive an already
+//! running simulator, e.g. the `serve` example in another process, to measure the server's CPU
+//! apart from the client's; no ground truth then).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +29,7 @@ struct Args {
     secs: u64,
     threads: usize,
     tokenizer: String,
+    addr: Option<std::net::SocketAddr>,
 }
 
 fn args() -> Args {
@@ -42,6 +45,7 @@ fn args() -> Args {
             "/../../fixtures/tokenizers/smollm2-135m/tokenizer.json"
         )
         .to_string(),
+        addr: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -54,6 +58,7 @@ fn args() -> Args {
             "--secs" => a.secs = v.parse().unwrap(),
             "--threads" => a.threads = v.parse().unwrap(),
             "--tokenizer" => a.tokenizer = v,
+            "--addr" => a.addr = Some(v.parse().unwrap()),
             other => panic!("unknown option {other}"),
         }
     }
@@ -69,7 +74,7 @@ async fn client(addr: std::net::SocketAddr, i: usize, tokens: u32, stop: Instant
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.set_nodelay(true).unwrap();
     let body = format!(
-        "{{\"model\":\"sim\",\"prompt\":\"load test prompt {i}\",\"max_tokens\":{tokens},\"ignore_eos\":true,\"stream\":true}}"
+        "{{\"prompt\":\"load test prompt {i}\",\"max_tokens\":{tokens},\"ignore_eos\":true,\"stream\":true}}"
     );
     let mut n = 0u64;
     let mut buf = vec![0u8; 64 * 1024];
@@ -105,11 +110,17 @@ fn main() {
     let rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(a.threads).enable_all().build().unwrap();
     rt.block_on(async move {
-        let tok = servebench_data::load_tokenizer(&a.tokenizer).unwrap();
-        let mut cfg = SimConfig::new("sim", tok).with_ground_truth(true).with_default_max_tokens(a.tokens);
-        cfg.timing = TimingModel::fixed_ms(a.ttft_ms, a.itl_ms).unwrap();
-        let sim = servebench_sim::start(cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap();
-        let addr = sim.local_addr();
+        let sim = match a.addr {
+            Some(_) => None,
+            None => {
+                let tok = servebench_data::load_tokenizer(&a.tokenizer).unwrap();
+                let mut cfg =
+                    SimConfig::new("sim", tok).with_ground_truth(true).with_default_max_tokens(a.tokens);
+                cfg.timing = TimingModel::fixed_ms(a.ttft_ms, a.itl_ms).unwrap();
+                Some(servebench_sim::start(cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap())
+            }
+        };
+        let addr = a.addr.or(sim.as_ref().map(|s| s.local_addr())).unwrap();
         let events = Arc::new(AtomicU64::new(0));
         let t0 = Instant::now();
         let stop = t0 + Duration::from_secs(a.secs);
@@ -122,7 +133,7 @@ fn main() {
         let wall = t0.elapsed().as_secs_f64();
         let cpu = cpu_seconds() - cpu0;
         let ev = events.load(Ordering::Relaxed);
-        let truth = sim.take_ground_truth();
+        let truth = sim.as_ref().map(|s| s.take_ground_truth()).unwrap_or_default();
         let itl = Duration::from_secs_f64(a.itl_ms / 1000.0);
         let ttft = Duration::from_secs_f64(a.ttft_ms / 1000.0);
         let mut late_us: Vec<f64> = truth
@@ -152,7 +163,9 @@ fn main() {
             q(0.99),
             q(1.0)
         );
-        sim.shutdown().await;
+        if let Some(sim) = sim {
+            sim.shutdown().await;
+        }
     });
 }
 

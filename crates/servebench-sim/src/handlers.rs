@@ -14,10 +14,11 @@ use hyper::body::Incoming;
 use crate::config::SimConfig;
 use crate::hash::mix;
 use crate::pacer::Pacer;
-use crate::plan::plan;
+use crate::plan::{plan, GenerationPlan};
 use crate::prompt::{chat_ids, chat_prompt, checked_ids, completion_prompts, render_chat};
 use crate::protocol::{
-    parse_json, ApiError, ChatRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest,
+    parse_json, ApiError, ChatRequest, CompletionRequest, DetokenizeRequest, GenerationFields,
+    TokenizeRequest,
 };
 use crate::response::{detokenize_body, generation_body, models_body, tokenize_body};
 use crate::sse::{Api, StreamFormat, UsageOptions};
@@ -47,7 +48,7 @@ impl SimState {
         let id_salt = mix(now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32));
         let perm = format!("modelperm-{:016x}{:016x}", mix(id_salt), mix(!id_salt));
         let models = models_body(&config.model, now.as_secs(), config.max_model_len, &perm);
-        SimState { config, vocab, truth, models, id_salt, counter: AtomicU64::new(0) }
+        SimState { config, vocab, truth, models, id_salt, counter: AtomicU64::new(1) }
     }
 
     /// A fresh 32-hex-digit id (like vLLM's `random_uuid()`).
@@ -123,10 +124,10 @@ pub(crate) async fn handle(
                     let received = Instant::now();
                     let result = match path {
                         "/v1/completions" => {
-                            generate(&state, Api::Completions, &body, received, &header_id).await
+                            generate(&state, Api::Completions, body.clone(), received, &header_id).await
                         }
                         "/v1/chat/completions" => {
-                            generate(&state, Api::Chat, &body, received, &header_id).await
+                            generate(&state, Api::Chat, body.clone(), received, &header_id).await
                         }
                         "/tokenize" => tokenize(&state, &body),
                         _ => detokenize(&state, &body),
@@ -144,13 +145,12 @@ pub(crate) async fn handle(
     Ok(resp)
 }
 
-async fn generate(
-    state: &Arc<SimState>,
-    api: Api,
-    body: &[u8],
-    received: Instant,
-    header_id: &Option<String>,
-) -> Result<Response<SimBody>, ApiError> {
+/// Bodies above this size are parsed and tokenized on the blocking pool, so a long prompt does
+/// not delay other streams' events on the I/O workers.
+const INLINE_BODY_BYTES: usize = 4096;
+
+/// Parsing, tokenization and planning: the CPU part of a generation request.
+fn prepare(state: &SimState, api: Api, body: &[u8]) -> Result<(GenerationPlan, GenerationFields), ApiError> {
     let config = &state.config;
     let tok = config.tokenizer.as_ref();
     let (prompts, fields, max_tokens) = match api {
@@ -174,6 +174,27 @@ async fn generate(
         Api::Chat => 0xc4a7,
     };
     let plan = plan(&prompts, &fields, max_tokens, config, salt)?;
+    Ok((plan, fields))
+}
+
+async fn generate(
+    state: &Arc<SimState>,
+    api: Api,
+    body: Bytes,
+    received: Instant,
+    header_id: &Option<String>,
+) -> Result<Response<SimBody>, ApiError> {
+    let (plan, fields) = if body.len() <= INLINE_BODY_BYTES {
+        prepare(state, api, &body)?
+    } else {
+        let st = state.clone();
+        tokio::task::spawn_blocking(move || prepare(&st, api, &body)).await.map_err(|e| ApiError {
+            status: 500,
+            kind: "InternalServerError",
+            message: format!("request preparation failed: {e}"),
+        })??
+    };
+    let config = &state.config;
     let base_id = header_id.clone().or(fields.request_id.clone()).unwrap_or_else(|| state.fresh_id());
     let id = format!("{}{}", api.id_prefix(), base_id);
     let created = unix_secs();

@@ -124,6 +124,10 @@ async fn error_shapes() {
         )
         .await;
     assert_error(&r, 400, "BadRequestError", "image_url");
+    let r = c
+        .post_json("/v1/chat/completions", &json!({"model": MODEL, "messages": [{"role": "user"}], "n": 0}))
+        .await;
+    assert_error(&r, 400, "BadRequestError", "n must be");
     // Unknown fields are ignored; a missing model means the served one (as vLLM).
     let r = c
         .post_json(
@@ -133,5 +137,17 @@ async fn error_shapes() {
         .await;
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["model"], MODEL);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn oversized_body_is_rejected() {
+    let mut cfg = config();
+    cfg.max_body_bytes = 64;
+    let sim = start(cfg).await;
+    let mut c = Conn::connect(sim.local_addr()).await;
+    let r = c.post_json("/v1/completions", &json!({"model": MODEL, "prompt": "x".repeat(100)})).await;
+    assert_eq!(r.status, 413);
+    assert_eq!(r.json()["error"]["code"], 413);
     sim.shutdown().await;
 }

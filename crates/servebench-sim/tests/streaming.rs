@@ -247,3 +247,32 @@ async fn tokens_per_event_groups_tokens() {
     assert_eq!(ev[3]["usage"]["completion_tokens"], 10);
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn long_prompts_are_counted_exactly() {
+    // Bodies above a few KB are tokenized off the I/O workers; the result must be the same.
+    let sim = start(config()).await;
+    let tok = fixture_tokenizer();
+    let prompt = "The simulator counts every token of a long prompt. ".repeat(300);
+    let mut c = Conn::connect(sim.local_addr()).await;
+    let r = c
+        .post_json(
+            "/v1/completions",
+            &json!({"model": MODEL, "prompt": prompt, "max_tokens": 3, "ignore_eos": true}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["usage"]["prompt_tokens"], tok.encode(&prompt, true).unwrap().len() as u64);
+    let messages = json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": prompt}]);
+    let r = c
+        .post_json(
+            "/v1/chat/completions",
+            &json!({"model": MODEL, "messages": messages, "max_tokens": 2, "stream": true,
+                                                    "stream_options": {"include_usage": true}}),
+        )
+        .await;
+    let usage = r.sse_json().last().unwrap()["usage"].clone();
+    let t = c.post_json("/tokenize", &json!({"model": MODEL, "messages": messages})).await;
+    assert_eq!(usage["prompt_tokens"], t.json()["count"]);
+    sim.shutdown().await;
+}

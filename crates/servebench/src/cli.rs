@@ -63,7 +63,12 @@ pub const NOT_SUPPORTED_YET: &[&str] = &[
 /// With no subcommand it runs a benchmark (flags of `vllm bench serve`). `--sim` runs it against
 /// an embedded simulated server instead of a real one.
 #[derive(Debug, Parser)]
-#[command(name = "servebench", version, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "servebench",
+    version,
+    args_conflicts_with_subcommands = true,
+    allow_negative_numbers = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -80,6 +85,30 @@ pub enum Command {
         /// The code, e.g. SB301.
         code: Option<String>,
     },
+    /// Write an HTML report (and optionally a CSV) from records files or result JSON files;
+    /// several inputs are compared in one report.
+    Report(ReportArgs),
+}
+
+/// Arguments of `servebench report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Records files (JSONL), or result JSON files whose `<result>.records.jsonl` is read.
+    #[arg(required = true, value_name = "RECORDS_OR_RESULT")]
+    pub inputs: Vec<std::path::PathBuf>,
+    /// The HTML report to write.
+    #[arg(short = 'o', long = "output", default_value = "report.html")]
+    pub output: std::path::PathBuf,
+    /// Also write the per-request CSV (a leading `run` column when several inputs are given).
+    #[arg(long)]
+    pub csv: Option<std::path::PathBuf>,
+    /// Run names, in input order (default: the result's label or the file name). Place it after
+    /// the inputs or repeat it (`--label a --label b`): it takes every following word.
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append)]
+    pub label: Vec<String>,
+    /// SLOs for goodput in the summary: ttft:MS tpot:MS e2el:MS.
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append)]
+    pub goodput: Vec<String>,
 }
 
 /// Options of the simulated server (shared by `servebench sim` and `--sim`).
@@ -258,6 +287,17 @@ pub struct RunArgs {
     /// Open this many connections before the run starts (0 = connect on demand, as vLLM).
     #[arg(long, default_value_t = 0, help_heading = "Request")]
     pub preconnect: u64,
+    /// Fail a request that has not finished after this many seconds.
+    #[arg(long, default_value_t = 21_600.0, help_heading = "Request")]
+    pub request_timeout: f64,
+    /// Fail a request when no byte arrives for this many seconds (waiting for the response head
+    /// included). Off by default: a loaded server may queue a request for a long time.
+    #[arg(long, help_heading = "Request")]
+    pub stall_timeout: Option<f64>,
+    /// Exit with code 3 (after writing results) when more than this percentage of requests
+    /// failed.
+    #[arg(long, help_heading = "Request")]
+    pub max_failure_rate: Option<f64>,
 
     // ---- output ----
     #[arg(long, help_heading = "Output")]
@@ -290,6 +330,12 @@ pub struct RunArgs {
     pub goodput: Vec<String>,
     #[arg(long, help_heading = "Output")]
     pub disable_tqdm: bool,
+    /// Write a self-contained HTML report with charts to PATH after the run.
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub html_report: Option<std::path::PathBuf>,
+    /// Write one CSV row per request to PATH after the run.
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub csv: Option<std::path::PathBuf>,
 }
 
 /// Rewrites Python's underscore spellings (`--result_filename`) to ours (`--result-filename`),

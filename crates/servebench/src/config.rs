@@ -6,8 +6,9 @@ use serde_json::{Map, Value};
 use servebench_client::backend::{BackendKind, TargetConfig};
 use servebench_core::config::{
     parse_extra_body, parse_goodput, parse_header, parse_metadata, parse_metric_percentiles,
-    parse_percentile_metrics, parse_range_ratio, parse_request_rate, GoodputSlo, LatencyMetric,
+    parse_percentile_metrics, parse_range_ratio, parse_request_rate,
 };
+use servebench_core::metrics::{MetricName, Slo};
 use servebench_core::schedule::{RampStrategy, RampUp, RateConfig};
 use servebench_core::{BenchError, Result};
 use servebench_data::random::RandomDatasetConfig;
@@ -25,10 +26,12 @@ pub struct OutputConfig {
     pub result_filename: Option<String>,
     pub label: Option<String>,
     pub metadata: Vec<(String, String)>,
-    pub percentile_metrics: Vec<LatencyMetric>,
+    pub percentile_metrics: Vec<MetricName>,
     pub metric_percentiles: Vec<f64>,
-    pub goodput: Vec<GoodputSlo>,
+    pub goodput: Vec<Slo>,
     pub backend_name: String,
+    /// Percent of failed requests above which the run exits with code 3.
+    pub max_failure_rate: Option<f64>,
 }
 
 /// The whole validated configuration of a `servebench` run.
@@ -55,7 +58,11 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         ));
     }
     if args.num_prompts == 0 {
-        return Err(BenchError::config("--num-prompts", "must be at least 1", "pass --num-prompts 1 or more"));
+        return Err(BenchError::config(
+            "--num-prompts",
+            "must be at least 1",
+            "pass --num-prompts 1 or more",
+        ));
     }
     if args.max_concurrency == Some(0) {
         return Err(BenchError::config(
@@ -84,7 +91,11 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         return Err(BenchError::config("--random-input-len", "must be at least 1", "pass a positive length"));
     }
     if output_len == 0 {
-        return Err(BenchError::config("--random-output-len", "must be at least 1", "pass a positive length"));
+        return Err(BenchError::config(
+            "--random-output-len",
+            "must be at least 1",
+            "pass a positive length",
+        ));
     }
     let dataset = DatasetSpec::Random(RandomDatasetConfig {
         num_prompts: args.num_prompts as usize,
@@ -108,7 +119,8 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         None => Map::new(),
     };
     let metadata = args.metadata.iter().map(|m| parse_metadata(m)).collect::<Result<Vec<_>>>()?;
-    let percentile_metrics = parse_percentile_metrics(args.percentile_metrics.as_deref().unwrap_or("ttft,tpot,itl"))?;
+    let percentile_metrics =
+        parse_percentile_metrics(args.percentile_metrics.as_deref().unwrap_or("ttft,tpot,itl"))?;
     let metric_percentiles = parse_metric_percentiles(&args.metric_percentiles)?;
     let goodput = parse_goodput(&args.goodput)?;
 
@@ -165,6 +177,8 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
             args.verify_prompts as usize
         },
         preconnect: args.preconnect as usize,
+        request_timeout: Some(seconds_flag("--request-timeout", args.request_timeout)?),
+        stall_timeout: args.stall_timeout.map(|s| seconds_flag("--stall-timeout", s)).transpose()?,
         keep_text: args.save_detailed,
         records_path,
         show_progress: !args.disable_tqdm,
@@ -181,12 +195,29 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         metric_percentiles,
         goodput,
         backend_name: args.backend.clone(),
+        max_failure_rate: match args.max_failure_rate {
+            Some(r) if !(0.0..=100.0).contains(&r) => {
+                return Err(BenchError::config(
+                    "--max-failure-rate",
+                    format!("{r} is not a percentage in [0, 100]"),
+                    "pass a percentage such as 1 or 5",
+                ))
+            }
+            other => other,
+        },
     };
     Ok(Validated { run, output })
 }
 
+fn seconds_flag(flag: &str, secs: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+        BenchError::config(flag, format!("{secs} is not a positive number of seconds"), "pass seconds > 0")
+    })
+}
+
 fn parse_ramp_up(args: &RunArgs, request_rate: f64) -> Result<Option<RampUp>> {
-    let fix = "pass --ramp-up-strategy linear|exponential with both --ramp-up-start-rps and --ramp-up-end-rps";
+    let fix =
+        "pass --ramp-up-strategy linear|exponential with both --ramp-up-start-rps and --ramp-up-end-rps";
     let Some(strategy) = &args.ramp_up_strategy else {
         if args.ramp_up_start_rps.is_some() || args.ramp_up_end_rps.is_some() {
             return Err(BenchError::config(

@@ -3,5 +3,6 @@
 
 pub mod cli;
 pub mod config;
+pub mod report_cmd;
 pub mod run;
 pub mod sim_cmd;

@@ -10,8 +10,12 @@ use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::stats::percentile;
 use servebench_core::{Outcome, RequestRecord};
 use servebench_report::info::vllm_date;
-use servebench_report::{console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo};
-use servebench_runner::{run_benchmark, stop_signal, RunObserver, RunOutput, RunResult, CLIENT_THREAD_PREFIX};
+use servebench_report::{
+    console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo,
+};
+use servebench_runner::{
+    run_benchmark, stop_signal, RunObserver, RunOutput, RunResult, CLIENT_THREAD_PREFIX,
+};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -77,7 +81,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         if run.tokenizer.is_none() {
             run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
         }
-        println!("Embedded simulator at {} (fixed timing: TTFT {} ms, ITL {} ms)", run.base_url, args.sim_options.sim_ttft_ms, args.sim_options.sim_itl_ms);
+        println!(
+            "Embedded simulator at {} (fixed timing: TTFT {} ms, ITL {} ms)",
+            run.base_url, args.sim_options.sim_ttft_ms, args.sim_options.sim_itl_ms
+        );
         Some(sim)
     } else {
         None
@@ -104,7 +111,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         let (stop, signal) = stop_signal();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nInterrupted: stopping; in-flight requests are cancelled (Ctrl-C again to exit now)");
+                eprintln!(
+                    "\nInterrupted: stopping; in-flight requests are cancelled (Ctrl-C again to exit now)"
+                );
                 stop.stop();
                 if tokio::signal::ctrl_c().await.is_ok() {
                     std::process::exit(130);
@@ -122,8 +131,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             println!("{:<40}{:<10}", "Total expected output tokens:", workload.total_expected_output_tokens);
             let n = workload.requests.max(1) as f64;
             println!("{:<40}{:<10.2}", "Avg input tokens:", workload.total_prompt_tokens as f64 / n);
-            println!("{:<40}{:<10.2}", "Avg output tokens:", workload.total_expected_output_tokens as f64 / n);
-            println!("{:<40}{}..{}", "Input tokens (min..max):", workload.min_prompt_tokens, workload.max_prompt_tokens);
+            println!(
+                "{:<40}{:<10.2}",
+                "Avg output tokens:",
+                workload.total_expected_output_tokens as f64 / n
+            );
+            println!(
+                "{:<40}{}..{}",
+                "Input tokens (min..max):", workload.min_prompt_tokens, workload.max_prompt_tokens
+            );
             return Ok(0);
         }
         RunResult::Completed(out) => *out,
@@ -134,9 +150,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         goodput: output.goodput.clone(),
     };
     let metrics = compute(&out.records, &metrics_cfg);
-    let schedule_events = rate.ramp_up.map(|_| {
-        ArrivalSchedule::generate(out.records.len(), &rate, seed).rps_change_events(&rate)
-    });
+    let schedule_events = rate
+        .ramp_up
+        .map(|_| ArrivalSchedule::generate(out.records.len(), &rate, seed).rps_change_events(&rate));
     let info = run_info(&output, args, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
     println!("{}", console_block(&info, &metrics));
     for w in &out.warnings {
@@ -160,6 +176,27 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     if let Some(p) = &records_file {
         println!("Records: {} ({} lines)", p.display(), out.records.len());
     }
+    // --html-report / --csv: written from the same records and metrics as the result.
+    crate::report_cmd::write_run_reports(
+        args.html_report.as_deref(),
+        args.csv.as_deref(),
+        &info,
+        &metrics,
+        &out,
+    )?;
+    if let Some(limit) = output.max_failure_rate {
+        let total = metrics.sent.max(1);
+        let rate = metrics.failed as f64 * 100.0 / total as f64;
+        if rate > limit {
+            return Err(servebench_core::BenchError::FailureRate {
+                failed: metrics.failed,
+                total,
+                rate,
+                limit,
+            }
+            .into());
+        }
+    }
     Ok(0)
 }
 
@@ -180,7 +217,9 @@ fn output_paths(output: &OutputConfig, run: &servebench_runner::RunConfig) -> Op
     let explicit_result = output.result_filename.as_ref().map(|f| dir.join(f));
     let records = match &explicit_result {
         Some(p) => records_path_for(p),
-        None => dir.join(format!("servebench-{}-{}.records.jsonl", vllm_date(now_local()), std::process::id())),
+        None => {
+            dir.join(format!("servebench-{}-{}.records.jsonl", vllm_date(now_local()), std::process::id()))
+        }
     };
     Some(OutputPaths { explicit_result, records })
 }
@@ -206,9 +245,10 @@ fn run_info(
     let lateness: Vec<f64> = out.health.dispatch_lateness_us.iter().map(|&v| v as f64).collect();
     let hiccups: Vec<f64> = out.health.hiccup_us.iter().map(|&v| f64::from(v)).collect();
     let wall = out.health.wall_seconds.max(1e-9);
-    let origin_wall = OffsetDateTime::from_unix_timestamp_nanos(i128::from(out.clock.wall_anchor_unix_us()) * 1000)
-        .map(|t| t.to_offset(now_local().offset()))
-        .unwrap_or_else(|_| now_local());
+    let origin_wall =
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(out.clock.wall_anchor_unix_us()) * 1000)
+            .map(|t| t.to_offset(now_local().offset()))
+            .unwrap_or_else(|_| now_local());
     RunInfo {
         date: now_local(),
         origin_wall,

@@ -46,6 +46,7 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
 
 /// The embedded simulator of `--sim`: its own runtime and threads (named `sb-sim`), so that the
 /// client's CPU time can be told apart from the simulator's.
+#[derive(Debug)]
 pub struct EmbeddedSim {
     runtime: Option<tokio::runtime::Runtime>,
     handle: Option<SimHandle>,

@@ -1,6 +1,8 @@
 //! End to end through the binary: a real run against the embedded simulator, and the errors
 //! invalid flags must give before any network traffic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -110,7 +112,11 @@ fn api_key_never_reaches_any_artefact() {
 
 fn assert_config_error(args: &[&str], flag: &str) {
     // Port 9 (discard) on loopback: if anything tried the network it would fail differently.
-    let out = bin().args(["--base-url", "http://127.0.0.1:9", "--model", "m", "--tokenizer", "cl100k_base"]).args(args).output().unwrap();
+    let out = bin()
+        .args(["--base-url", "http://127.0.0.1:9", "--model", "m", "--tokenizer", "cl100k_base"])
+        .args(args)
+        .output()
+        .unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     assert!(stderr.contains("error[SB101]"), "{args:?}: {stderr}");

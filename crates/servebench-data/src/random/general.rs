@@ -39,9 +39,17 @@ pub(crate) fn converge<R: Rng>(
         let strict = restart < RESTARTS / 2;
         let mut body = sample_ids(allowed, body_target, rng);
         for _ in 0..ROUNDS {
-            let mut full = String::with_capacity(prefix_text.len() + body.len() * 4);
-            full.push_str(prefix_text);
-            full.push_str(&tok.decode(&body, true)?);
+            // Decode prefix and body together (decoders such as Metaspace treat the first
+            // token of a sequence specially), keeping the prefix text as it is.
+            let mut seq = Vec::with_capacity(keep + body.len());
+            seq.extend_from_slice(prefix_ids);
+            seq.extend_from_slice(&body);
+            let joint = tok.decode(&seq, true)?;
+            let full = if joint.starts_with(prefix_text) {
+                joint
+            } else {
+                format!("{prefix_text}{}", tok.decode(&body, true)?)
+            };
             let ids = tok.encode(&full, false)?;
             best = best.min(ids.len().abs_diff(target));
             let prefix_ok = !strict || ids.starts_with(prefix_ids);

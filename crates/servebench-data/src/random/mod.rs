@@ -15,9 +15,15 @@
 //! (servers add no BOS to an id prompt): a prompt has exactly `prefix_len + input_len` ids, all
 //! from the allowed set (no special tokens), and `prompt_tokens` is that number.
 //!
-//! **Exactness and speed.** Text prompts are built from a pool of stable words (see
-//! [`pool`]): no tokenizer call per prompt. After generation a sample of prompts (and the
-//! prefix) is re-encoded; any mismatch switches the whole workload to the general path
+//! **Exactness and speed.** Text prompts are concatenations of *stable words*: tokens whose
+//! text is a space and ASCII letters (` word`) and which encode alone to themselves. The
+//! pre-tokenizers of byte-level BPE (GPT-2, Llama 3, Qwen, cl100k/o200k) and of
+//! SentencePiece-style tokenizers (Metaspace) cut such a concatenation back into exactly those
+//! words, and BPE encodes every pre-token on its own, so `n` words are `n` tokens with no
+//! tokenizer call per prompt. The pool is built once per call (one pass over the vocabulary)
+//! and validated on the whole pool in random orders; after generation the prefix and a spread
+//! sample of prompts (up to 32, capped at 65,536 tokens) are re-encoded. If the pool cannot be
+//! built or a sample mismatches, the whole workload is built by the general path instead
 //! (decode → re-encode → adjust, per prompt), which works with any tokenizer but is slow.
 //!
 //! **Reproducibility.** Request `i` draws everything (lengths, then tokens) from its own ChaCha8
@@ -28,6 +34,7 @@ mod general;
 pub(crate) mod pool;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -110,6 +117,9 @@ pub struct RandomOutcome {
     pub workload: Workload,
     /// The path taken (for logs and the result's metadata).
     pub path: GenerationPath,
+    /// Wall time of each phase, in order (`scan`, `pool`, `generate`, `verify`, `general`),
+    /// for logs; phases that did not run are absent.
+    pub phases: Vec<(&'static str, Duration)>,
 }
 
 /// Inclusive bounds of a sampled length: `[floor(len·(1−r)), ceil(len·(1+r))]`, each raised
@@ -174,39 +184,51 @@ pub fn generate_random(cfg: &RandomDatasetConfig, tok: &dyn TextTokenizer) -> Re
 /// special tokens) to exactly `prompt_tokens − num_special` tokens; see the module docs.
 pub fn generate_random_detailed(cfg: &RandomDatasetConfig, tok: &dyn TextTokenizer) -> Result<RandomOutcome> {
     check_config(cfg)?;
+    let mut phases = Vec::new();
+    let mut t = Instant::now();
+    let mut lap = |name: &'static str, phases: &mut Vec<(&'static str, Duration)>| {
+        phases.push((name, t.elapsed()));
+        t = Instant::now();
+    };
     let scan = scan_vocab(tok);
+    lap("scan", &mut phases);
     if scan.allowed.is_empty() {
         return Err(BenchError::Dataset {
             detail: format!("tokenizer '{}' has no usable (non-special) token", tok.name()),
         });
     }
     if cfg.prompt_token_ids {
-        return Ok(RandomOutcome {
-            workload: token_id_workload(cfg, &scan.allowed),
-            path: GenerationPath::TokenIds,
-        });
+        let workload = token_id_workload(cfg, &scan.allowed);
+        lap("generate", &mut phases);
+        return Ok(RandomOutcome { workload, path: GenerationPath::TokenIds, phases });
     }
     let num_special = tok.num_special_tokens() as usize;
     let reason = match cfg.method {
         TextMethod::General => "requested".to_string(),
-        TextMethod::Auto => match WordPool::build(tok, &scan) {
-            Err(why) => format!("no stable-word pool: {why}"),
-            Ok(pool) => {
-                let (workload, prefix, prefix_ids) = stable_word_workload(cfg, &pool, num_special);
-                match verify_sample(tok, &workload, &prefix, &prefix_ids, num_special)? {
-                    None => {
-                        return Ok(RandomOutcome {
-                            workload,
-                            path: GenerationPath::StableWords { pool: pool.len() },
-                        })
+        TextMethod::Auto => {
+            let pool = WordPool::build(tok, &scan);
+            lap("pool", &mut phases);
+            match pool {
+                Err(why) => format!("no stable-word pool: {why}"),
+                Ok(pool) => {
+                    let (workload, prefix, prefix_ids) = stable_word_workload(cfg, &pool, num_special);
+                    lap("generate", &mut phases);
+                    let problem = verify_sample(tok, &workload, &prefix, &prefix_ids, num_special);
+                    lap("verify", &mut phases);
+                    match problem {
+                        None => {
+                            let path = GenerationPath::StableWords { pool: pool.len() };
+                            return Ok(RandomOutcome { workload, path, phases });
+                        }
+                        Some(why) => format!("verification failed: {why}"),
                     }
-                    Some(why) => format!("verification failed: {why}"),
                 }
             }
-        },
+        }
     };
     let workload = general_workload(cfg, tok, &scan.allowed, num_special)?;
-    Ok(RandomOutcome { workload, path: GenerationPath::General { reason } })
+    lap("general", &mut phases);
+    Ok(RandomOutcome { workload, path: GenerationPath::General { reason }, phases })
 }
 
 fn spec(index: usize, prompt: Prompt, prompt_tokens: usize, output: usize) -> RequestSpec {
@@ -240,72 +262,77 @@ fn stable_word_workload(
     pool: &WordPool,
     num_special: usize,
 ) -> (Workload, String, Vec<u32>) {
-    let mut prefix = String::with_capacity(cfg.prefix_len * pool.mean_len());
+    let mut prefix = Vec::with_capacity(cfg.prefix_len * pool.mean_len());
     let mut prefix_ids = Vec::with_capacity(cfg.prefix_len);
-    pool.push_random(
-        &mut prefix,
-        Some(&mut prefix_ids),
-        cfg.prefix_len,
-        &mut stream_rng(cfg.seed, PREFIX_STREAM),
-        true,
-    );
+    let mut prng = stream_rng(cfg.seed, PREFIX_STREAM);
+    pool.push_random(&mut prefix, Some(&mut prefix_ids), cfg.prefix_len, &mut prng, true);
     let requests = (0..cfg.num_prompts)
         .into_par_iter()
-        .map(|i| {
+        // One reused buffer per worker: each prompt is then copied once, into its `Arc<str>`.
+        .map_init(Vec::new, |buf: &mut Vec<u8>, i| {
             let (input, output, mut rng) = draw_lengths(cfg, i as u64);
             let body = input.saturating_sub(num_special);
-            let mut text = String::with_capacity(prefix.len() + (body + body / 8 + 16) * pool.mean_len());
-            text.push_str(&prefix);
-            pool.push_random(&mut text, None, body, &mut rng, prefix.is_empty());
+            buf.clear();
+            buf.extend_from_slice(&prefix);
+            pool.push_random(buf, None, body, &mut rng, prefix.is_empty());
             let total = cfg.prefix_len + body + num_special;
-            spec(i, Prompt::Text(Arc::from(text)), total, output)
+            spec(i, Prompt::Text(Arc::from(ascii_text(buf))), total, output)
         })
         .collect();
-    (Workload { requests }, prefix, prefix_ids)
+    (Workload { requests }, ascii_text(&prefix).into_owned(), prefix_ids)
 }
 
-/// Prompts re-encoded after fast generation.
-const VERIFY_SAMPLE: usize = 32;
+/// The words are ASCII; a lossy conversion keeps this panic-free regardless.
+fn ascii_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
 
-/// Re-encodes the prefix and a spread sample of prompts. `Ok(Some(why))` on a mismatch.
+/// At most this many prompts are re-encoded after fast generation, spread over the workload...
+const VERIFY_PROMPTS: usize = 32;
+/// ...and no more once this many tokens have been checked (at least two prompts are).
+const VERIFY_TOKENS: usize = 1 << 16;
+
+/// Re-encodes the prefix and a spread sample of prompts. `Some(why)` on a mismatch.
 fn verify_sample(
     tok: &dyn TextTokenizer,
     workload: &Workload,
     prefix_text: &str,
     prefix_ids: &[u32],
     num_special: usize,
-) -> Result<Option<String>> {
+) -> Option<String> {
     let n = workload.len();
-    let mut idx: Vec<usize> = (0..VERIFY_SAMPLE.min(n)).map(|k| k * n / VERIFY_SAMPLE.min(n)).collect();
+    let want = VERIFY_PROMPTS.min(n);
+    let mut idx: Vec<usize> = (0..want).map(|k| k * n / want).collect();
     idx.dedup();
-    let problems: Vec<String> = idx
-        .par_iter()
-        .filter_map(|&i| {
-            let r = workload.requests.get(i)?;
-            let text = r.prompt.text()?;
-            let want = (r.prompt_tokens as usize).saturating_sub(num_special);
-            match tok.encode(text, false) {
-                Ok(ids) if ids.len() == want && ids.starts_with(prefix_ids) => None,
-                Ok(ids) => Some(format!("prompt {i} encodes to {} tokens, expected {want}", ids.len())),
-                Err(e) => Some(format!("prompt {i}: {e}")),
-            }
+    let mut budget = 0usize;
+    let idx: Vec<usize> = idx
+        .into_iter()
+        .enumerate()
+        .take_while(|&(k, i)| {
+            let keep = k < 2 || budget < VERIFY_TOKENS;
+            budget += workload.requests.get(i).map_or(0, |r| r.prompt_tokens as usize);
+            keep
         })
+        .map(|(_, i)| i)
         .collect();
-    if let Some(p) = problems.into_iter().next() {
-        return Ok(Some(p));
+    let problem = idx.par_iter().find_map_first(|&i| {
+        let r = workload.requests.get(i)?;
+        let text = r.prompt.text()?;
+        let want = (r.prompt_tokens as usize).saturating_sub(num_special);
+        match tok.encode(text, false) {
+            Ok(ids) if ids.len() == want && ids.starts_with(prefix_ids) => None,
+            Ok(ids) => Some(format!("prompt {i} encodes to {} tokens, expected {want}", ids.len())),
+            Err(e) => Some(format!("prompt {i}: {e}")),
+        }
+    });
+    if problem.is_some() {
+        return problem;
     }
     match tok.encode(prefix_text, false) {
-        Ok(ids) if ids == prefix_ids => {}
-        Ok(ids) => {
-            return Ok(Some(format!(
-                "the prefix encodes to {} tokens, expected {}",
-                ids.len(),
-                prefix_ids.len()
-            )))
-        }
-        Err(e) => return Ok(Some(format!("prefix: {e}"))),
+        Ok(ids) if ids == prefix_ids => None,
+        Ok(ids) => Some(format!("the prefix encodes to {} tokens, expected {}", ids.len(), prefix_ids.len())),
+        Err(e) => Some(format!("prefix: {e}")),
     }
-    Ok(None)
 }
 
 /// Slow path: every prompt converges on its own (in parallel).

@@ -10,7 +10,7 @@
 //! generated prompts are sampled and re-encoded afterwards (see `super::generate_random`).
 
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use servebench_core::TextTokenizer;
@@ -19,8 +19,11 @@ use servebench_core::TextTokenizer;
 pub(crate) const MIN_POOL: usize = 256;
 /// Words per validation chunk.
 const CHUNK: usize = 128;
-/// Validation passes, each over the whole pool in a different random order.
-const PASSES: u64 = 2;
+/// Filtering passes, each over the whole pool in a different random order (a final clean
+/// pass over the survivors follows).
+const PASSES: u64 = 1;
+/// Longest word (leading space included), in bytes; each word is stored in this many bytes.
+const WORD_BYTES: usize = 16;
 /// Largest share of candidates that validation may reject before the pool is abandoned.
 const MAX_REJECTED_SHARE: f64 = 0.05;
 
@@ -29,13 +32,14 @@ const MAX_REJECTED_SHARE: f64 = 0.05;
 pub(crate) struct VocabScan {
     /// Ids whose text (special tokens skipped) is non-empty: the ids random prompts draw from.
     pub allowed: Vec<u32>,
-    /// `(id, letters)` for ids whose text is ASCII letters, optionally after one space.
-    pub candidates: Vec<(u32, String)>,
+    /// `(id, letters, spaced)` for ids whose text is ASCII letters, after one space if
+    /// `spaced`.
+    pub candidates: Vec<(u32, String, bool)>,
 }
 
 /// Decodes every id once (in parallel). Unknown ids of sparse vocabularies are skipped.
 pub(crate) fn scan_vocab(tok: &dyn TextTokenizer) -> VocabScan {
-    let rows: Vec<(u32, Option<String>)> = (0..tok.vocab_size())
+    let rows: Vec<(u32, Option<(String, bool)>)> = (0..tok.vocab_size())
         .into_par_iter()
         .filter_map(|id| {
             let text = tok.decode(&[id], true).ok()?;
@@ -43,16 +47,18 @@ pub(crate) fn scan_vocab(tok: &dyn TextTokenizer) -> VocabScan {
                 return None;
             }
             let letters = text.strip_prefix(' ').unwrap_or(&text);
-            let cand = (!letters.is_empty() && letters.bytes().all(|b| b.is_ascii_alphabetic()))
-                .then(|| letters.to_string());
+            let cand = (!letters.is_empty()
+                && letters.len() < WORD_BYTES
+                && letters.bytes().all(|b| b.is_ascii_alphabetic()))
+            .then(|| (letters.to_string(), letters.len() < text.len()));
             Some((id, cand))
         })
         .collect();
     let mut scan = VocabScan::default();
     for (id, cand) in rows {
         scan.allowed.push(id);
-        if let Some(c) = cand {
-            scan.candidates.push((id, c));
+        if let Some((letters, spaced)) = cand {
+            scan.candidates.push((id, letters, spaced));
         }
     }
     scan
@@ -61,10 +67,10 @@ pub(crate) fn scan_vocab(tok: &dyn TextTokenizer) -> VocabScan {
 /// The validated stable words.
 #[derive(Debug, Clone)]
 pub(crate) struct WordPool {
-    /// All words, each with its leading space, back to back.
-    text: String,
-    /// Byte range of each word in `text`.
-    spans: Vec<(usize, usize)>,
+    /// Each word with its leading space, zero-padded to `WORD_BYTES` (fixed-size copies).
+    words: Vec<[u8; WORD_BYTES]>,
+    /// Length of each word in bytes.
+    lens: Vec<u8>,
     ids: Vec<u32>,
     /// The tokenizer adds a space of its own at the start of a text (Llama-2-style
     /// SentencePiece normalizers): the first word of a text goes without its space.
@@ -77,36 +83,40 @@ impl WordPool {
         self.ids.len()
     }
 
-    fn word(&self, k: usize) -> &str {
-        self.spans.get(k).and_then(|&(s, e)| self.text.get(s..e)).unwrap_or("")
-    }
-
     /// Mean word length in bytes (for sizing buffers).
     pub(crate) fn mean_len(&self) -> usize {
-        self.text.len().div_ceil(self.len().max(1))
+        let total: usize = self.lens.iter().map(|&l| usize::from(l)).sum();
+        total.div_ceil(self.len().max(1))
     }
 
     /// Appends `n` random words to `out` (and their ids to `ids`, if given). `at_start`: `out`
     /// holds no text yet, so the first word may lose its space (see `strip_first`).
-    pub(crate) fn push_random<R: Rng>(
+    ///
+    /// Word `k` is chosen as `(x · len) >> 32` for a random `u32` `x` (bias below `len / 2^32`).
+    pub(crate) fn push_random<R: RngCore>(
         &self,
-        out: &mut String,
+        out: &mut Vec<u8>,
         mut ids: Option<&mut Vec<u32>>,
         n: usize,
         rng: &mut R,
         at_start: bool,
     ) {
-        let len = self.len();
-        if len == 0 {
+        let len = self.len() as u64;
+        if len == 0 || n == 0 {
             return;
         }
+        out.reserve(n * WORD_BYTES);
+        let strip = at_start && self.strip_first;
         for j in 0..n {
-            let k = rng.random_range(0..len);
-            let w = self.word(k);
-            if j == 0 && at_start && self.strip_first {
-                out.push_str(w.strip_prefix(' ').unwrap_or(w));
+            let k = ((u64::from(rng.next_u32()) * len) >> 32) as usize;
+            let (Some(w), Some(&l)) = (self.words.get(k), self.lens.get(k)) else { continue };
+            if j == 0 && strip {
+                out.extend_from_slice(w.get(1..usize::from(l)).unwrap_or_default());
             } else {
-                out.push_str(w);
+                // A fixed-size copy, then cut back to the word's length.
+                let end = out.len() + usize::from(l);
+                out.extend_from_slice(w);
+                out.truncate(end);
             }
             if let Some(ids) = ids.as_deref_mut() {
                 ids.push(self.ids.get(k).copied().unwrap_or(0));
@@ -125,10 +135,14 @@ impl WordPool {
     }
 
     fn build_mode(tok: &dyn TextTokenizer, scan: &VocabScan, strip_first: bool) -> Result<WordPool, String> {
+        // Byte-level tokenizers decode ` word` with its space: then only those are candidates.
+        // (SentencePiece decoders drop the space of a lone `▁word`: then all are.)
+        let spaced = scan.candidates.iter().filter(|c| c.2).count() >= MIN_POOL;
         let mut words: Vec<(u32, String)> = scan
             .candidates
             .par_iter()
-            .filter_map(|(id, letters)| {
+            .filter(|c| !spaced || strip_first || c.2)
+            .filter_map(|(id, letters, _)| {
                 let alone = if strip_first { letters.clone() } else { format!(" {letters}") };
                 match tok.encode(&alone, false) {
                     Ok(ids) if ids == [*id] => Some((*id, format!(" {letters}"))),
@@ -171,16 +185,21 @@ impl WordPool {
         if !order.par_chunks(CHUNK).all(|chunk| chunk_round_trips(tok, &words, chunk, strip_first)) {
             return Err("stable words still fail in context after filtering".to_string());
         }
-        let mut text = String::new();
-        let mut spans = Vec::with_capacity(words.len());
-        let mut ids = Vec::with_capacity(words.len());
+        let mut pool = WordPool {
+            words: Vec::with_capacity(words.len()),
+            lens: Vec::with_capacity(words.len()),
+            ids: Vec::with_capacity(words.len()),
+            strip_first,
+        };
         for (id, w) in words {
-            let start = text.len();
-            text.push_str(&w);
-            spans.push((start, text.len()));
-            ids.push(id);
+            let mut fixed = [0u8; WORD_BYTES];
+            let Some(dst) = fixed.get_mut(..w.len()) else { continue };
+            dst.copy_from_slice(w.as_bytes());
+            pool.words.push(fixed);
+            pool.lens.push(w.len() as u8);
+            pool.ids.push(id);
         }
-        Ok(WordPool { text, spans, ids, strip_first })
+        Ok(pool)
     }
 }
 
@@ -220,9 +239,10 @@ mod tests {
         assert!(pool.len() > 10_000, "pool {}", pool.len());
         assert!(!pool.strip_first);
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let mut text = String::new();
+        let mut text = Vec::new();
         let mut ids = Vec::new();
         pool.push_random(&mut text, Some(&mut ids), 500, &mut rng, true);
+        let text = String::from_utf8(text).unwrap();
         assert_eq!(tok.encode(&text, false).unwrap(), ids);
         assert!(text.starts_with(' '));
     }

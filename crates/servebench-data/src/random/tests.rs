@@ -224,3 +224,67 @@ mod props {
         }
     }
 }
+
+/// A synthetic SentencePiece-style tokenizer: `▁word` tokens (WordLevel) behind a Metaspace
+/// pre-tokenizer. `llama2_style`: a normalizer prepends `▁` to every text and turns spaces
+/// into `▁` (so a text must not start with a space), as Llama 2's tokenizer.json does.
+fn metaspace_tokenizer(words: usize, llama2_style: bool) -> HfTokenizer {
+    let mut vocab = serde_json::Map::new();
+    vocab.insert("<unk>".into(), 0.into());
+    for i in 0..words {
+        let mut w = String::from("\u{2581}w");
+        let mut k = i;
+        loop {
+            w.push((b'a' + (k % 26) as u8) as char);
+            k /= 26;
+            if k == 0 {
+                break;
+            }
+        }
+        vocab.insert(w, (i + 1).into());
+    }
+    let normalizer = if llama2_style {
+        serde_json::json!({"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u{2581}"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u{2581}"}]})
+    } else {
+        serde_json::Value::Null
+    };
+    let scheme = if llama2_style { "never" } else { "first" };
+    let json = serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": [{"id": 0, "content": "<unk>", "single_word": false, "lstrip": false,
+            "rstrip": false, "normalized": false, "special": true}],
+        "normalizer": normalizer,
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u{2581}", "prepend_scheme": scheme, "split": true},
+        "post_processor": null,
+        "decoder": {"type": "Metaspace", "replacement": "\u{2581}", "prepend_scheme": "always", "split": true},
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}
+    });
+    HfTokenizer::from_bytes(json.to_string().as_bytes(), "metaspace").unwrap()
+}
+
+#[test]
+fn sentencepiece_style_tokenizers_use_the_fast_path() {
+    for llama2_style in [false, true] {
+        let tok = metaspace_tokenizer(600, llama2_style);
+        for prefix in [0, 7] {
+            let out = generate_random_detailed(&cfg(20, 50, prefix, 4), &tok).unwrap();
+            assert!(matches!(out.path, GenerationPath::StableWords { pool: 600 }), "{:?}", out.path);
+            assert_exact(&out.workload, &tok);
+            let starts_with_space = out.workload.requests[0].prompt.text().unwrap().starts_with(' ');
+            assert_eq!(starts_with_space, !llama2_style);
+        }
+    }
+}
+
+#[test]
+fn small_pool_falls_back_to_general_path() {
+    let tok = metaspace_tokenizer(100, false);
+    let out = generate_random_detailed(&cfg(10, 40, 5, 8), &tok).unwrap();
+    match &out.path {
+        GenerationPath::General { reason } => assert!(reason.contains("stable words"), "{reason}"),
+        other => panic!("expected the general path, got {other:?}"),
+    }
+    assert_exact(&out.workload, &tok);
+}

@@ -12,11 +12,19 @@ const CDF_POINTS: usize = 400;
 const HIST_BINS: f64 = 40.0;
 /// Histograms span up to this percentile of the pooled values; the rest lands in the last bin.
 const HIST_CLIP_PERCENTILE: f64 = 99.5;
+/// Distribution charts switch to a log x axis when curve medians differ by more than this factor.
+const LOG_RATIO: f64 = 8.0;
 /// Latency axes switch from ms to s above this many ms.
 const SECONDS_ABOVE_MS: f64 = 5000.0;
 
 /// A run's label and chart data.
 pub(crate) type Run<'a> = (&'a str, &'a RunData);
+/// Weighted samples: `(value, count)`.
+type Weighted = Vec<(f64, u64)>;
+/// Extracts one curve's samples from a run.
+type Extract = fn(&RunData) -> Weighted;
+/// One curve of a distribution chart: (run, "p"rimary or "s"econdary, samples, style).
+type Curve = (usize, &'static str, Weighted, Style);
 
 /// `name` prefixed with the run label when several runs share the chart.
 fn series_name(runs: &[Run<'_>], label: &str, name: &str) -> String {
@@ -46,7 +54,7 @@ fn max_of<'a>(it: impl Iterator<Item = &'a f64>) -> f64 {
     it.copied().filter(|v| v.is_finite()).fold(0.0, f64::max)
 }
 
-fn scale_w(v: &[(f64, u64)], k: f64) -> Vec<(f64, u64)> {
+fn scale_w(v: &[(f64, u64)], k: f64) -> Weighted {
     v.iter().map(|&(x, n)| (x / k, n)).collect()
 }
 
@@ -56,8 +64,8 @@ pub(crate) struct Dist<'a> {
     pub metric: &'a str,
     pub what: &'a str,
     /// (name, samples) of the primary (solid) and secondary (dashed) curve of a run.
-    pub primary: (&'a str, fn(&RunData) -> Vec<(f64, u64)>),
-    pub secondary: (&'a str, fn(&RunData) -> Vec<(f64, u64)>),
+    pub primary: (&'a str, Extract),
+    pub secondary: (&'a str, Extract),
     pub note: &'a str,
 }
 
@@ -100,13 +108,23 @@ pub(crate) fn e2el_dist() -> Dist<'static> {
     }
 }
 
-fn dist_samples(runs: &[Run<'_>], dist: &Dist<'_>) -> Vec<(usize, &'static str, Vec<(f64, u64)>, Style)> {
+fn dist_samples(runs: &[Run<'_>], dist: &Dist<'_>) -> Vec<Curve> {
     let mut out = Vec::new();
     for (i, (_, d)) in runs.iter().enumerate() {
         out.push((i, "p", (dist.primary.1)(d), Style::Solid));
         out.push((i, "s", (dist.secondary.1)(d), Style::Dashed));
     }
     out
+}
+
+/// Whether a distribution chart needs a log x axis: its curves' medians differ by more than
+/// `LOG_RATIO` (e.g. a 50 ms service TTFT next to a 10 s response TTFT under client queueing).
+fn wants_log(samples: &[Curve]) -> bool {
+    let medians: Vec<f64> =
+        samples.iter().filter_map(|s| weighted_percentile(&s.2, 50.0)).filter(|m| *m > 0.0).collect();
+    let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = medians.iter().copied().fold(0.0, f64::max);
+    lo.is_finite() && hi / lo > LOG_RATIO
 }
 
 fn dist_name<'a>(dist: &Dist<'a>, which: &str) -> &'a str {
@@ -120,8 +138,10 @@ fn dist_name<'a>(dist: &Dist<'a>, which: &str) -> &'a str {
 /// CDF chart of a distribution (percent of samples ≤ x).
 pub(crate) fn cdf_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
     let samples = dist_samples(runs, dist);
-    let max = samples.iter().flat_map(|s| s.2.iter().map(|p| p.0)).filter(|v| v.is_finite()).fold(0.0, f64::max);
+    let max =
+        samples.iter().flat_map(|s| s.2.iter().map(|p| p.0)).filter(|v| v.is_finite()).fold(0.0, f64::max);
     let (k, unit) = latency_unit(max);
+    let log = wants_log(&samples);
     let series = samples
         .iter()
         .map(|(i, which, v, style)| Series {
@@ -131,12 +151,22 @@ pub(crate) fn cdf_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
             kind: Kind::Line(cdf(&scale_w(v, k), CDF_POINTS)),
         })
         .collect();
+    let mut note = dist.note.to_string();
+    let x = if log {
+        note.push_str(" Log scale: the curves differ by more than 8×.");
+        AxisSpec { log: true, ..AxisSpec::new(format!("{} ({unit}, log scale)", dist.metric)) }
+    } else {
+        AxisSpec::new(format!("{} ({unit})", dist.metric)).starting_at_zero()
+    };
     Chart {
         id: format!("{}-cdf", dist.id),
         title: format!("{} distribution (CDF)", dist.metric),
-        note: dist.note.to_string(),
-        x: AxisSpec::new(format!("{} ({unit})", dist.metric)).from_zero(),
-        y: AxisSpec { max: Some(100.0), ..AxisSpec::new(format!("{} ≤ x (%)", dist.what)).from_zero() },
+        note,
+        x,
+        y: AxisSpec {
+            max: Some(100.0),
+            ..AxisSpec::new(format!("{} ≤ x (%)", dist.what)).starting_at_zero()
+        },
         series,
     }
 }
@@ -154,19 +184,27 @@ pub(crate) fn hist_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
         .fold(f64::NEG_INFINITY, f64::max)
         / k;
     let mut note = dist.note.to_string();
-    let edges = if lo.is_finite() && clip.is_finite() {
+    let log = wants_log(&samples);
+    let edges: Vec<f64> = if log {
+        // Geometric bins from the smallest positive value to the clip point.
+        let lo_pos = pooled.iter().map(|p| p.0 / k).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+        let n = HIST_BINS as usize;
+        let ratio = (clip / lo_pos).max(1.0 + 1e-9);
+        note.push_str(" Log scale with log-spaced bins: the curves differ by more than 8×.");
+        (0..=n).map(|b| lo_pos * ratio.powf(b as f64 / n as f64)).collect()
+    } else if lo.is_finite() && clip.is_finite() {
         let width = nice_step(((clip - lo) / HIST_BINS).max(clip.abs() * 1e-3).max(1e-3));
         let start = (lo / width).floor() * width;
         let n = (((clip - start) / width).floor() as usize + 1).clamp(1, 400);
-        if max / k > start + n as f64 * width {
-            note.push_str(&format!(
-                " Bins end at the p{HIST_CLIP_PERCENTILE} of the slowest curve; larger values are counted in the last bin."
-            ));
-        }
         (0..=n).map(|b| start + b as f64 * width).collect()
     } else {
         Vec::new()
     };
+    if edges.last().is_some_and(|&e| max / k > e) {
+        note.push_str(&format!(
+            " Bins end at the p{HIST_CLIP_PERCENTILE} of the slowest curve; larger values are counted in the last bin."
+        ));
+    }
     let series = samples
         .iter()
         .map(|(i, which, v, style)| Series {
@@ -180,8 +218,16 @@ pub(crate) fn hist_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
         id: format!("{}-hist", dist.id),
         title: format!("{} histogram", dist.metric),
         note,
-        x: AxisSpec::new(format!("{} ({unit})", dist.metric)),
-        y: AxisSpec::new(format!("share of {} (%)", dist.what)).from_zero(),
+        x: if log {
+            AxisSpec { log: true, ..AxisSpec::new(format!("{} ({unit}, log scale)", dist.metric)) }
+        } else {
+            AxisSpec {
+                min: edges.first().copied(),
+                max: edges.last().copied(),
+                ..AxisSpec::new(format!("{} ({unit})", dist.metric))
+            }
+        },
+        y: AxisSpec::new(format!("share of {} (%)", dist.what)).starting_at_zero(),
         series,
     }
 }
@@ -208,7 +254,11 @@ pub(crate) fn latency_over_time(runs: &[Run<'_>], metric: &str, e2el: bool) -> C
         for (p, style) in [(50.0, Style::Bold), (99.0, Style::BoldDashed)] {
             series.push(Series {
                 run: i,
-                name: series_name(runs, runs[i].0, &format!("p{p} per {} s", super::svg::fmt_tick(width, width))),
+                name: series_name(
+                    runs,
+                    runs[i].0,
+                    &format!("p{p} per {} s", super::svg::fmt_tick(width, width)),
+                ),
                 style,
                 kind: Kind::Line(binned_percentile(&pts, width, p)),
             });
@@ -221,8 +271,8 @@ pub(crate) fn latency_over_time(runs: &[Run<'_>], metric: &str, e2el: bool) -> C
             "{metric} (service view) of each completed request by the time it was sent, with its p50 and \
              p99 over consecutive time bins. Drift upwards means the server fell behind."
         ),
-        x: AxisSpec::new("send time since first scheduled request (s)").from_zero(),
-        y: AxisSpec::new(format!("{metric} ({unit})")).from_zero(),
+        x: AxisSpec::new("send time since first scheduled request (s)").starting_at_zero(),
+        y: AxisSpec::new(format!("{metric} ({unit})")).starting_at_zero(),
         series,
     }
 }
@@ -250,18 +300,19 @@ pub(crate) fn tokens_over_time(runs: &[Run<'_>]) -> Chart {
         id: "tokens-time".into(),
         title: "Output tokens/s over time".into(),
         note,
-        x: AxisSpec::new("time since first scheduled request (s)").from_zero(),
-        y: AxisSpec::new("output tokens/s").from_zero(),
+        x: AxisSpec::new("time since first scheduled request (s)").starting_at_zero(),
+        y: AxisSpec::new("output tokens/s").starting_at_zero(),
         series,
     }
 }
 
 /// Requests in flight (dispatched, not yet ended) over time.
 pub(crate) fn in_flight_over_time(runs: &[Run<'_>]) -> Chart {
-    let mut note = "Requests in flight: dispatched and not yet ended (any outcome), exact step function."
-        .to_string();
+    let mut note = "Requests in flight: dispatched and not yet ended (any outcome).".to_string();
     if runs.iter().any(|(_, d)| d.in_flight_binned) {
-        note.push_str(" Long runs show the maximum per time bin.");
+        note.push_str(" Drawn as the maximum of the exact count per time bin (about one bin per pixel).");
+    } else {
+        note.push_str(" Exact step function.");
     }
     let series = runs
         .iter()
@@ -277,8 +328,8 @@ pub(crate) fn in_flight_over_time(runs: &[Run<'_>]) -> Chart {
         id: "inflight-time".into(),
         title: "Requests in flight over time".into(),
         note,
-        x: AxisSpec::new("time since first scheduled request (s)").from_zero(),
-        y: AxisSpec { integer: true, ..AxisSpec::new("requests in flight").from_zero() },
+        x: AxisSpec::new("time since first scheduled request (s)").starting_at_zero(),
+        y: AxisSpec { integer: true, ..AxisSpec::new("requests in flight").starting_at_zero() },
         series,
     }
 }
@@ -313,14 +364,16 @@ pub(crate) fn queue_over_time(runs: &[Run<'_>]) -> Chart {
                     dispatched − intended: scheduler lateness plus waiting for a --max-concurrency slot."
         .to_string();
     if !any_lateness {
-        note.push_str(" Dispatch lateness alone is measured only during a run (--html-report), not stored in records.");
+        note.push_str(
+            " Dispatch lateness alone is measured only during a run (--html-report), not stored in records.",
+        );
     }
     Chart {
         id: "queue-time".into(),
         title: "Queue time and dispatch lateness over time".into(),
         note,
-        x: AxisSpec::new("scheduled send time since first scheduled request (s)").from_zero(),
-        y: AxisSpec::new(format!("delay ({unit})")).from_zero(),
+        x: AxisSpec::new("scheduled send time since first scheduled request (s)").starting_at_zero(),
+        y: AxisSpec::new(format!("delay ({unit})")).starting_at_zero(),
         series,
     }
 }
@@ -334,7 +387,12 @@ pub(crate) fn ttft_vs_prompt(runs: &[Run<'_>]) -> Chart {
         .enumerate()
         .map(|(i, (l, d))| {
             let pts: Vec<(f64, f64)> = d.prompt_ttft.iter().map(|&(x, y)| (x, y / k)).collect();
-            Series { run: i, name: series_name(runs, l, ""), style: Style::Solid, kind: Kind::Dots(downsample(&pts, budget)) }
+            Series {
+                run: i,
+                name: series_name(runs, l, ""),
+                style: Style::Solid,
+                kind: Kind::Dots(downsample(&pts, budget)),
+            }
         })
         .collect();
     Chart {
@@ -343,8 +401,8 @@ pub(crate) fn ttft_vs_prompt(runs: &[Run<'_>]) -> Chart {
         note: "TTFT (service view) of each completed request against its prompt length. A rising \
                slope is prefill cost; a vertical spread at one length is queueing."
             .into(),
-        x: AxisSpec::new("prompt length (tokens)").from_zero(),
-        y: AxisSpec::new(format!("TTFT ({unit})")).from_zero(),
+        x: AxisSpec::new("prompt length (tokens)").starting_at_zero(),
+        y: AxisSpec::new(format!("TTFT ({unit})")).starting_at_zero(),
         series,
     }
 }
@@ -359,7 +417,10 @@ pub(crate) fn all_charts(runs: &[Run<'_>]) -> Vec<(&'static str, Vec<Chart>)> {
     }
     vec![
         ("Latency distributions", latency),
-        ("Latency over time", vec![latency_over_time(runs, "TTFT", false), latency_over_time(runs, "E2EL", true)]),
+        (
+            "Latency over time",
+            vec![latency_over_time(runs, "TTFT", false), latency_over_time(runs, "E2EL", true)],
+        ),
         ("Load", vec![tokens_over_time(runs), in_flight_over_time(runs)]),
         ("Client", vec![queue_over_time(runs), ttft_vs_prompt(runs)]),
     ]

@@ -12,8 +12,12 @@ use servebench_core::record::RequestRecord;
 
 /// At most this many 1-s bins are drawn; longer runs use wider bins (values stay per second).
 pub(crate) const MAX_RATE_BINS: usize = 5000;
-/// Requests-in-flight steps above this count are reduced to the maximum per bin.
-pub(crate) const MAX_STEPS: usize = 4000;
+/// Requests-in-flight curves with more steps than this are drawn as the maximum per bin.
+pub(crate) const EXACT_STEPS: usize = 160;
+/// Bins of a binned requests-in-flight curve (about one per horizontal pixel of a chart: dips
+/// between one request ending and the next starting, microseconds apart, would otherwise draw a
+/// solid comb).
+pub(crate) const IN_FLIGHT_BINS: usize = 650;
 
 /// Chart data of one run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -75,7 +79,8 @@ impl RunData {
                     intervals.push((disp, end));
                 }
             }
-            if let Some(late) = lateness_us.and_then(|l| usize::try_from(r.index).ok().and_then(|i| l.get(i))) {
+            if let Some(late) = lateness_us.and_then(|l| usize::try_from(r.index).ok().and_then(|i| l.get(i)))
+            {
                 d.lateness.push((secs_since(r.intended_us, t0), ms(*late)));
             }
             if !is_completed(r) {
@@ -132,7 +137,8 @@ fn rate_bins(events: &[(u64, f64)], t0: u64) -> (Vec<(f64, f64)>, f64) {
 }
 
 /// The exact number of requests in flight (`[dispatched, end)` intervals, ends before starts at
-/// equal times) as step points; above `MAX_STEPS` steps, the maximum per bin of 1/2000 of the span.
+/// equal times) as step points; above `EXACT_STEPS` steps, the maximum per bin of
+/// 1/`IN_FLIGHT_BINS` of the span.
 fn in_flight_steps(intervals: &[(u64, u64)], t0: u64) -> (Vec<(f64, f64)>, bool) {
     let mut ev: Vec<(u64, i64)> = Vec::with_capacity(intervals.len() * 2);
     for &(s, e) in intervals {
@@ -149,14 +155,14 @@ fn in_flight_steps(intervals: &[(u64, u64)], t0: u64) -> (Vec<(f64, f64)>, bool)
             _ => steps.push((t, cur)),
         }
     }
-    if steps.len() <= MAX_STEPS {
+    if steps.len() <= EXACT_STEPS {
         return (steps.iter().map(|&(t, c)| (secs_since(t, t0), c as f64)).collect(), false);
     }
     let (first, last) = match (steps.first(), steps.last()) {
         (Some(f), Some(l)) => (f.0, l.0),
         _ => return (Vec::new(), false),
     };
-    let nbins = MAX_STEPS / 2;
+    let nbins = IN_FLIGHT_BINS;
     let width = (last - first).div_ceil(nbins as u64).max(1);
     let mut maxes = vec![0i64; nbins + 1];
     let mut prev = 0i64;
@@ -190,7 +196,8 @@ pub(crate) fn downsample(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
         return points.to_vec();
     }
     let n = points.len();
-    let mut idx: Vec<usize> = (0..max.saturating_sub(1)).map(|k| k * n / max.saturating_sub(1).max(1)).collect();
+    let mut idx: Vec<usize> =
+        (0..max.saturating_sub(1)).map(|k| k * n / max.saturating_sub(1).max(1)).collect();
     if let Some((i, _)) = points.iter().enumerate().max_by(|a, b| a.1 .1.total_cmp(&b.1 .1)) {
         idx.push(i);
     }
@@ -255,19 +262,19 @@ pub(crate) fn weighted_percentile(values: &[(f64, u64)], p: f64) -> Option<f64> 
     v.last().map(|x| x.0)
 }
 
-/// Histogram of weighted values over shared `edges`: percent of the weight per bin; values
-/// beyond the last edge go to the last bin, below the first to the first.
+/// Histogram of weighted values over shared, increasing `edges` (any widths): percent of the
+/// weight per bin; values beyond the last edge go to the last bin, below the first to the first.
 pub(crate) fn histogram(values: &[(f64, u64)], edges: &[f64]) -> Vec<f64> {
     let bins = edges.len().saturating_sub(1);
     let mut out = vec![0.0; bins];
-    let (Some(&lo), Some(&hi)) = (edges.first(), edges.last()) else { return out };
-    if bins == 0 || hi <= lo {
+    if bins == 0 {
         return out;
     }
-    let width = (hi - lo) / bins as f64;
+    let inner = edges.get(1..bins).unwrap_or_default();
     let mut total = 0u64;
     for &(x, n) in values.iter().filter(|(x, _)| x.is_finite()) {
-        let b = (((x - lo) / width).floor().max(0.0) as usize).min(bins - 1);
+        // Bin k holds [edges[k], edges[k+1]); the count of inner edges ≤ x is k.
+        let b = inner.partition_point(|&e| e <= x);
         if let Some(slot) = out.get_mut(b) {
             *slot += n as f64;
         }
@@ -284,7 +291,7 @@ pub(crate) fn histogram(values: &[(f64, u64)], edges: &[f64]) -> Vec<f64> {
 /// Rolling percentile lines of `(x, y)` points sorted by x: for bins of `width` along x, the
 /// p-th percentile of the bin's y values (nearest rank), plotted at the bin centre.
 pub(crate) fn binned_percentile(points: &[(f64, f64)], width: f64, p: f64) -> Vec<(f64, f64)> {
-    if points.is_empty() || !(width > 0.0) {
+    if points.is_empty() || width.is_nan() || width <= 0.0 {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -330,13 +337,14 @@ mod tests {
         assert_eq!(s.last().map(|p| p.1), Some(0.0));
         let many: Vec<(u64, u64)> = (0..5000u64).map(|i| (i * 10, i * 10 + 25)).collect();
         let (s, binned) = in_flight_steps(&many, 0);
-        assert!(binned && s.len() <= MAX_STEPS / 2 + 1);
+        assert!(binned && s.len() <= IN_FLIGHT_BINS + 1);
         assert_eq!(s.iter().map(|p| p.1).fold(0.0, f64::max), 3.0);
     }
 
     #[test]
     fn downsample_is_deterministic_and_keeps_max() {
-        let pts: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, if i == 7777 { 1e6 } else { 1.0 })).collect();
+        let pts: Vec<(f64, f64)> =
+            (0..10_000).map(|i| (i as f64, if i == 7777 { 1e6 } else { 1.0 })).collect();
         let a = downsample(&pts, 500);
         assert!(a.len() <= 501);
         assert_eq!(a, downsample(&pts, 500));
@@ -352,6 +360,7 @@ mod tests {
         assert!(cdf(&ones(&(0..10_000).map(f64::from).collect::<Vec<_>>()), 300).len() <= 300);
         assert_eq!(histogram(&v, &[0.0, 2.0, 4.0]), vec![25.0, 75.0]);
         assert_eq!(histogram(&ones(&[10.0]), &[0.0, 2.0, 4.0]), vec![0.0, 100.0]);
+        assert_eq!(histogram(&ones(&[-1.0, 1.0, 5.0, 50.0]), &[1.0, 10.0, 100.0]), vec![75.0, 25.0]);
         assert_eq!(weighted_percentile(&v, 50.0), Some(2.0));
         assert_eq!(weighted_percentile(&v, 100.0), Some(4.0));
         assert_eq!(weighted_percentile(&[], 50.0), None);

@@ -102,7 +102,12 @@ pub struct ReportRun {
 
 impl ReportRun {
     /// A run whose metrics are computed from `records` with [`report_metrics_config`].
-    pub fn new(label: impl Into<String>, header: ReportHeader, records: Vec<RequestRecord>, goodput: Vec<Slo>) -> Self {
+    pub fn new(
+        label: impl Into<String>,
+        header: ReportHeader,
+        records: Vec<RequestRecord>,
+        goodput: Vec<Slo>,
+    ) -> Self {
         let metrics = compute(&records, &report_metrics_config(goodput));
         ReportRun { label: label.into(), header, metrics, records, dispatch_lateness_us: None }
     }
@@ -112,8 +117,12 @@ impl ReportRun {
 fn metric_warnings(m: &RunMetrics) -> Vec<String> {
     let mut out = Vec::new();
     if m.failed > 0 {
-        let kinds: Vec<String> =
-            m.failures_by_kind.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{} {n}", k.as_str())).collect();
+        let kinds: Vec<String> = m
+            .failures_by_kind
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{} {n}", k.as_str()))
+            .collect();
         out.push(format!("{} of {} requests failed ({})", m.failed, m.sent, kinds.join(", ")));
     }
     if m.cancelled > 0 {

@@ -17,13 +17,13 @@ main{max-width:1520px;margin:0 auto;padding:20px 24px 48px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 10px;border-bottom:1px solid var(--line);padding-bottom:4px}
 h3{font-size:15px;margin:0}
 .sub{color:var(--muted);margin:0 0 12px}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:14px}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:14px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:12px 14px}
 .card h3{display:flex;align-items:center;gap:8px;margin-bottom:8px}
 .swatch{display:inline-block;width:14px;height:14px;border-radius:3px}
-.kv{display:grid;grid-template-columns:repeat(3,1fr);gap:10px}
+.kv{display:flex;flex-wrap:wrap;gap:10px 28px}.kv>div{flex:1 1 200px;min-width:0}
 .kv h4{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);margin:0 0 4px}
-.kv table td{padding:1px 8px 1px 0;vertical-align:top}.kv table td:first-child{color:var(--muted);white-space:nowrap}
+.kv table{border-collapse:collapse}.kv table td{padding:1px 10px 1px 0;vertical-align:top;overflow-wrap:anywhere}.kv table td:first-child{color:var(--muted);min-width:9em}
 .warn{background:var(--warnbg);color:var(--warn);border:1px solid #f0c98a;border-radius:4px;padding:6px 10px;margin:8px 0 0;list-style:none}
 .warn li::before{content:"⚠ "}
 .ok{color:#1b6e3a;margin:8px 0 0}
@@ -61,7 +61,8 @@ var m=svg.getScreenCTM();if(!m){return;}
 var pt=svg.createSVGPoint();pt.x=ev.clientX;pt.y=ev.clientY;var p=pt.matrixTransform(m.inverse());
 var fx=(p.x-a('pl'))/a('pw'),fy=1-(p.y-a('pt'))/a('ph');
 if(fx<0||fx>1||fy<0||fy>1){tip.style.display='none';return;}
-var x=a('x0')+fx*(a('x1')-a('x0')),y=a('y0')+fy*(a('y1')-a('y0'));
+var x=svg.getAttribute('data-xlog')?Math.pow(10,Math.log10(a('x0'))+fx*(Math.log10(a('x1'))-Math.log10(a('x0')))):a('x0')+fx*(a('x1')-a('x0'));
+var y=a('y0')+fy*(a('y1')-a('y0'));
 tip.textContent=svg.getAttribute('data-xl')+': '+fmt(x)+'\n'+svg.getAttribute('data-yl')+': '+fmt(y);
 tip.style.display='block';tip.style.left=(ev.pageX+14)+'px';tip.style.top=(ev.pageY+14)+'px';});
 svg.addEventListener('mouseleave',function(){tip.style.display='none';});
@@ -85,6 +86,8 @@ enum Better {
 }
 
 type Getter = fn(&RunMetrics) -> Option<f64>;
+/// A metric row: value getter, decimals, and which direction is better.
+type Row = (Getter, usize, Better);
 
 fn pct(s: &Summary, p: f64) -> Option<f64> {
     (s.count > 0).then(|| s.percentile(p)).flatten()
@@ -95,7 +98,7 @@ fn mean(s: &Summary) -> Option<f64> {
 }
 
 /// Summary table rows: group headers (`None` getter) and metric rows.
-const ROWS: &[(&str, Option<(Getter, usize, Better)>)] = &[
+const ROWS: &[(&str, Option<Row>)] = &[
     ("Requests", None),
     ("completed", Some((|m| Some(m.completed as f64), 0, Better::Higher))),
     ("failed", Some((|m| Some(m.failed as f64), 0, Better::Lower))),
@@ -141,7 +144,8 @@ fn summary_table(o: &mut String, runs: &[ReportRun]) {
     o.push_str("</tr></thead><tbody>\n");
     for (name, row) in ROWS {
         let Some((get, decimals, better)) = row else {
-            let _ = writeln!(o, "<tr class=\"group\"><td colspan=\"{}\">{}</td></tr>", runs.len() + 1, esc(name));
+            let _ =
+                writeln!(o, "<tr class=\"group\"><td colspan=\"{}\">{}</td></tr>", runs.len() + 1, esc(name));
             continue;
         };
         let values: Vec<Option<f64>> = runs.iter().map(|r| get(&r.metrics)).collect();
@@ -159,6 +163,8 @@ fn summary_table(o: &mut String, runs: &[ReportRun]) {
             if let (true, Some(b)) = (i > 0, base) {
                 if b != 0.0 && v.is_finite() {
                     let change = (v - b) / b.abs() * 100.0;
+                    // No "-0.0%": changes that round to zero print as 0.0%.
+                    let change = if change.abs() < 0.05 { 0.0 } else { change };
                     let class = match better {
                         _ if change.abs() < 0.05 => "",
                         Better::Lower if change < 0.0 => "better",
@@ -219,7 +225,10 @@ pub(super) fn render(runs: &[ReportRun], warnings: &[Vec<String>], groups: &[(&s
     let title = match runs {
         [] => "servebench report".to_string(),
         [one] => format!("servebench report: {}", one.label),
-        many => format!("servebench comparison: {}", many.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(" vs ")),
+        many => format!(
+            "servebench comparison: {}",
+            many.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(" vs ")
+        ),
     };
     let mut o = String::with_capacity(256 * 1024);
     let _ = write!(

@@ -97,6 +97,8 @@ pub(crate) struct AxisSpec {
     pub max: Option<f64>,
     /// Ticks at whole numbers only (counts).
     pub integer: bool,
+    /// Logarithmic (base 10) axis over whole decades; values ≤ 0 sit on the lower edge.
+    pub log: bool,
 }
 
 impl AxisSpec {
@@ -106,7 +108,7 @@ impl AxisSpec {
     }
 
     /// The same axis starting at 0.
-    pub fn from_zero(mut self) -> AxisSpec {
+    pub fn starting_at_zero(mut self) -> AxisSpec {
         self.min = Some(0.0);
         self
     }
@@ -128,13 +130,14 @@ pub(crate) struct Chart {
 /// Tick positions of a "nice" axis covering `[lo, hi]`: bounds rounded outwards to a multiple of
 /// a step of 1, 2 or 5 × 10^k chosen to give about `target` intervals.
 pub(crate) fn nice_ticks(lo: f64, hi: f64, target: usize, integer: bool) -> (f64, f64, f64) {
-    let (mut lo, mut hi) = if lo.is_finite() && hi.is_finite() { (lo.min(hi), lo.max(hi)) } else { (0.0, 1.0) };
+    let (mut lo, mut hi) =
+        if lo.is_finite() && hi.is_finite() { (lo.min(hi), lo.max(hi)) } else { (0.0, 1.0) };
     if hi - lo < f64::EPSILON * hi.abs().max(1.0) * 16.0 {
         let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
         lo -= if lo >= 0.0 && lo - pad < 0.0 { lo } else { pad };
         hi += pad;
     }
-    let step = nice_step((hi - lo) / target.max(1) as f64);
+    let step = nice_round_step((hi - lo) / target.max(1) as f64);
     let step = if integer { step.max(1.0).round() } else { step };
     let nlo = (lo / step).floor() * step;
     let nhi = (hi / step).ceil() * step;
@@ -155,6 +158,25 @@ pub(crate) fn nice_step(raw: f64) -> f64 {
     } else if f <= 2.5 {
         2.5
     } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nf * mag
+}
+
+/// The 1, 2, 5 or 10 × 10^k step nearest to `raw` (axes: about the asked number of ticks).
+pub(crate) fn nice_round_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nf = if f < 1.5 {
+        1.0
+    } else if f < 3.0 {
+        2.0
+    } else if f < 7.0 {
         5.0
     } else {
         10.0
@@ -197,35 +219,65 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
-/// Linear map from data bounds to pixels.
+/// Map from data bounds to pixels (linear, or log10 for log axes).
 #[derive(Debug, Clone, Copy)]
 struct Scale {
     d0: f64,
     d1: f64,
     p0: f64,
     p1: f64,
+    log: bool,
 }
 
 impl Scale {
     fn at(&self, v: f64) -> f64 {
-        let span = self.d1 - self.d0;
-        let t = if span > 0.0 { (v - self.d0) / span } else { 0.0 };
+        let (v, d0, d1) = if self.log {
+            (v.max(self.d0).log10(), self.d0.log10(), self.d1.log10())
+        } else {
+            (v, self.d0, self.d1)
+        };
+        let span = d1 - d0;
+        let t = if span > 0.0 { (v - d0) / span } else { 0.0 };
         // Clamp far-out values so paths stay small and finite (they are clipped anyway).
         self.p0 + t.clamp(-1.0, 2.0) * (self.p1 - self.p0)
     }
 }
 
-fn bounds(chart: &Chart, pick: impl Fn((f64, f64)) -> f64, spec: &AxisSpec) -> (f64, f64, f64) {
+/// Bounds and ticks of one axis.
+#[derive(Debug, Clone, PartialEq)]
+struct AxisLayout {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+    /// Spacing used to format tick labels (for log axes: per tick, see `tick_label`).
+    step: f64,
+    log: bool,
+}
+
+impl AxisLayout {
+    fn label(&self, t: f64) -> String {
+        if self.log {
+            fmt_tick(t, t)
+        } else {
+            fmt_tick(t, self.step)
+        }
+    }
+}
+
+fn layout_axis(chart: &Chart, pick: impl Fn((f64, f64)) -> f64, spec: &AxisSpec) -> AxisLayout {
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
     for s in &chart.series {
         for p in s.kind.points() {
             let v = pick(p);
-            if v.is_finite() {
+            if v.is_finite() && (!spec.log || v > 0.0) {
                 lo = lo.min(v);
                 hi = hi.max(v);
             }
         }
+    }
+    if spec.log {
+        return log_layout(lo, hi);
     }
     if let Some(m) = spec.min {
         lo = m;
@@ -238,14 +290,46 @@ fn bounds(chart: &Chart, pick: impl Fn((f64, f64)) -> f64, spec: &AxisSpec) -> (
     if !(lo.is_finite() && hi.is_finite()) {
         (lo, hi) = (spec.min.unwrap_or(0.0), spec.max.unwrap_or(1.0));
     }
+    // A little headroom so markers on the extremes are not cut by the plot edge.
+    let has_markers =
+        chart.series.iter().any(|s| matches!(s.kind, Kind::Dots(_) | Kind::Crosses(_) | Kind::Step(_)));
+    let pad = if has_markers { (hi - lo) * 0.02 } else { 0.0 };
+    if spec.max.is_none() {
+        hi += pad;
+    }
+    if spec.min.is_none() {
+        lo -= pad;
+    }
     let (nlo, nhi, step) = nice_ticks(lo, hi, 6, spec.integer);
     // Forced bounds stay exact (e.g. 0–100 %).
-    (spec.min.map_or(nlo, |_| lo), spec.max.map_or(nhi, |_| hi.max(nlo + step)), step)
+    let lo = spec.min.map_or(nlo, |_| lo);
+    let hi = spec.max.map_or(nhi, |_| hi.max(nlo + step));
+    AxisLayout { lo, hi, ticks: linear_ticks(lo, hi, step), step, log: false }
 }
 
-fn ticks(lo: f64, hi: f64, step: f64) -> Vec<f64> {
-    let first = (lo / step).ceil();
-    let last = (hi / step).floor();
+/// A log10 axis over whole decades covering `[lo, hi]` (positive), ticks at 1, 2, 5 × 10^k
+/// (only 1 × 10^k when it spans more than four decades).
+fn log_layout(lo: f64, hi: f64) -> AxisLayout {
+    let (lo, hi) = if lo.is_finite() && hi.is_finite() && lo > 0.0 { (lo, hi.max(lo)) } else { (1.0, 10.0) };
+    let d0 = lo.log10().floor() as i32;
+    let d1 = (hi.log10().ceil() as i32).max(d0 + 1);
+    let (lo, hi) = (10f64.powi(d0), 10f64.powi(d1));
+    let mults: &[f64] = if d1 - d0 > 4 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+    let mut ticks = Vec::new();
+    for d in d0..=d1 {
+        for m in mults {
+            let t = m * 10f64.powi(d);
+            if t <= hi * (1.0 + 1e-9) {
+                ticks.push(t);
+            }
+        }
+    }
+    AxisLayout { lo, hi, ticks, step: lo, log: true }
+}
+
+fn linear_ticks(lo: f64, hi: f64, step: f64) -> Vec<f64> {
+    let first = (lo / step - 1e-9).ceil();
+    let last = (hi / step + 1e-9).floor();
     if !(first.is_finite() && last.is_finite()) || last - first > 100.0 {
         return vec![lo, hi];
     }
@@ -286,29 +370,31 @@ fn width_for(style: Style) -> &'static str {
 
 /// Renders the chart as a `<figure>` holding the title, the note and the `<svg>`.
 pub(crate) fn render(chart: &Chart) -> String {
-    let (x0, x1, xstep) = bounds(chart, |p| p.0, &chart.x);
-    let (y0, y1, ystep) = bounds(chart, |p| p.1, &chart.y);
+    let xa = layout_axis(chart, |p| p.0, &chart.x);
+    let ya = layout_axis(chart, |p| p.1, &chart.y);
+    let (x0, x1, y0, y1) = (xa.lo, xa.hi, ya.lo, ya.hi);
     let pw = WIDTH - LEFT - RIGHT;
-    let xs = Scale { d0: x0, d1: x1, p0: LEFT, p1: LEFT + pw };
-    let ys = Scale { d0: y0, d1: y1, p0: TOP + PLOT_H, p1: TOP };
+    let xs = Scale { d0: x0, d1: x1, p0: LEFT, p1: LEFT + pw, log: xa.log };
+    let ys = Scale { d0: y0, d1: y1, p0: TOP + PLOT_H, p1: TOP, log: ya.log };
     let rows = legend_rows(chart);
     let height = TOP + PLOT_H + X_AXIS_SPACE + rows.len() as f64 * LEGEND_ROW + 6.0;
     let id = esc(&chart.id);
     let mut o = String::new();
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<figure class=\"chart\" id=\"{id}\"><figcaption><h3>{}</h3><p>{}</p></figcaption>\n",
+        "<figure class=\"chart\" id=\"{id}\"><figcaption><h3>{}</h3><p>{}</p></figcaption>",
         esc(&chart.title),
         esc(&chart.note)
     );
-    let _ = write!(
+    let _ = writeln!(
         o,
         "<svg viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" aria-label=\"{}\" data-x0=\"{x0}\" data-x1=\"{x1}\" \
          data-y0=\"{y0}\" data-y1=\"{y1}\" data-pl=\"{LEFT}\" data-pt=\"{TOP}\" data-pw=\"{pw}\" data-ph=\"{PLOT_H}\" \
-         data-xl=\"{}\" data-yl=\"{}\">\n",
+         data-xl=\"{}\" data-yl=\"{}\"{}>",
         esc(&chart.title),
         esc(&chart.x.label),
-        esc(&chart.y.label)
+        esc(&chart.y.label),
+        if xa.log { " data-xlog=\"1\"" } else { "" }
     );
     let _ = write!(
         o,
@@ -317,31 +403,31 @@ pub(crate) fn render(chart: &Chart) -> String {
     );
     // Grid and tick labels.
     o.push_str("<g class=\"grid\">");
-    for t in ticks(x0, x1, xstep) {
+    for &t in &xa.ticks {
         let x = xs.at(t);
         let _ = write!(o, "<path d=\"M{x:.1} {TOP}V{:.1}\"/>", TOP + PLOT_H);
     }
-    for t in ticks(y0, y1, ystep) {
+    for &t in &ya.ticks {
         let y = ys.at(t);
         let _ = write!(o, "<path d=\"M{LEFT} {y:.1}H{:.1}\"/>", LEFT + pw);
     }
     o.push_str("</g>\n<g class=\"ticks\">");
-    for t in ticks(x0, x1, xstep) {
+    for &t in &xa.ticks {
         let _ = write!(
             o,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             xs.at(t),
             TOP + PLOT_H + 16.0,
-            fmt_tick(t, xstep)
+            xa.label(t)
         );
     }
-    for t in ticks(y0, y1, ystep) {
+    for &t in &ya.ticks {
         let _ = write!(
             o,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             LEFT - 6.0,
             ys.at(t) + 4.0,
-            fmt_tick(t, ystep)
+            ya.label(t)
         );
     }
     o.push_str("</g>\n");
@@ -356,7 +442,7 @@ pub(crate) fn render(chart: &Chart) -> String {
         esc(&chart.y.label)
     );
     // Series: histograms and dots first, lines on top.
-    let _ = write!(o, "<g clip-path=\"url(#clip-{id})\">\n");
+    let _ = writeln!(o, "<g clip-path=\"url(#clip-{id})\">");
     let mut order: Vec<usize> = (0..chart.series.len()).collect();
     order.sort_by_key(|&i| match chart.series[i].kind {
         Kind::Hist { .. } => 0,
@@ -368,9 +454,9 @@ pub(crate) fn render(chart: &Chart) -> String {
     }
     o.push_str("</g>\n");
     if chart.series.iter().all(|s| s.kind.is_empty()) {
-        let _ = write!(
+        let _ = writeln!(
             o,
-            "<text class=\"empty\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">no data</text>\n",
+            "<text class=\"empty\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">no data</text>",
             LEFT + pw / 2.0,
             TOP + PLOT_H / 2.0
         );
@@ -404,7 +490,10 @@ fn series_path(o: &mut String, s: &Series, i: usize, xs: Scale, ys: Scale) {
             for &(x, y) in p.iter().filter(|p| p.0.is_finite() && p.1.is_finite()) {
                 let _ = write!(d, "M{:.1} {:.1}h0", xs.at(x), ys.at(y));
             }
-            (" stroke-width=\"4\" stroke-linecap=\"round\" stroke-opacity=\"0.45\"".to_string(), "none".to_string())
+            (
+                " stroke-width=\"4\" stroke-linecap=\"round\" stroke-opacity=\"0.45\"".to_string(),
+                "none".to_string(),
+            )
         }
         Kind::Crosses(p) => {
             for &(x, y) in p.iter().filter(|p| p.0.is_finite() && p.1.is_finite()) {
@@ -422,13 +511,17 @@ fn series_path(o: &mut String, s: &Series, i: usize, xs: Scale, ys: Scale) {
                 }
                 let _ = write!(d, "V{base:.1}");
             }
-            let fill = if s.style == Style::Solid { format!("{color}\" fill-opacity=\"0.16") } else { "none".into() };
+            let fill = if s.style == Style::Solid {
+                format!("{color}\" fill-opacity=\"0.16")
+            } else {
+                "none".into()
+            };
             (format!(" stroke-width=\"1.4\"{}", dash_attr(s.style)), fill)
         }
     };
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<g class=\"s run-{}\" data-s=\"{i}\"><title>{}</title><path d=\"{d}\" fill=\"{fill}\" stroke=\"{color}\"{extra}/></g>\n",
+        "<g class=\"s run-{}\" data-s=\"{i}\"><title>{}</title><path d=\"{d}\" fill=\"{fill}\" stroke=\"{color}\"{extra}/></g>",
         s.run,
         esc(&s.name)
     );
@@ -446,7 +539,11 @@ fn legend(o: &mut String, chart: &Chart, rows: &[Vec<(usize, f64)>]) {
             let _ = write!(o, "<g class=\"li run-{}\" data-s=\"{i}\">", s.run);
             match s.kind {
                 Kind::Dots(_) => {
-                    let _ = write!(o, "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{color}\"/>", x + 10.0);
+                    let _ = write!(
+                        o,
+                        "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{color}\"/>",
+                        x + 10.0
+                    );
                 }
                 Kind::Crosses(_) => {
                     let _ = write!(
@@ -479,12 +576,29 @@ mod tests {
     fn nice_ticks_round_outwards() {
         assert_eq!(nice_ticks(0.0, 97.0, 6, false), (0.0, 100.0, 20.0));
         assert_eq!(nice_ticks(3.2, 7.9, 5, false), (3.0, 8.0, 1.0));
+        assert_eq!(nice_ticks(0.0, 31.0, 6, false), (0.0, 35.0, 5.0));
         assert_eq!(nice_ticks(0.0, 3.0, 6, true), (0.0, 3.0, 1.0));
         let (lo, hi, step) = nice_ticks(5.0, 5.0, 6, false);
         assert!(lo <= 5.0 && hi > 5.0 && step > 0.0);
         assert_eq!(nice_ticks(f64::NAN, 1.0, 6, false).2, 0.2);
+        assert_eq!(nice_round_step(5.17), 5.0);
+        assert_eq!(nice_round_step(1.2), 1.0);
         assert_eq!(nice_step(0.037), 0.05);
         assert_eq!(nice_step(2.2), 2.5);
+    }
+
+    #[test]
+    fn log_axes_cover_whole_decades() {
+        let a = log_layout(0.03, 250.0);
+        assert_eq!((a.lo, a.hi), (0.01, 1000.0));
+        assert!(a.log && a.ticks.len() == 6, "{:?}", a.ticks);
+        let b = log_layout(2.0, 30.0);
+        assert_eq!(b.ticks, vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        assert_eq!(b.label(0.02), "0.02");
+        let s = Scale { d0: 1.0, d1: 100.0, p0: 0.0, p1: 200.0, log: true };
+        assert!((s.at(10.0) - 100.0).abs() < 1e-9);
+        assert_eq!(s.at(0.0), 0.0, "non-positive values sit on the lower edge");
+        assert_eq!(log_layout(f64::INFINITY, 0.0).lo, 1.0);
     }
 
     #[test]
@@ -509,12 +623,32 @@ mod tests {
             title: "T".into(),
             note: "n".into(),
             x: AxisSpec::new("x (s)"),
-            y: AxisSpec::new("y (ms)").from_zero(),
+            y: AxisSpec::new("y (ms)").starting_at_zero(),
             series: vec![
-                Series { run: 0, name: "a".into(), style: Style::Solid, kind: Kind::Line(vec![(0.0, 1.0), (1.0, 2.0)]) },
-                Series { run: 1, name: "b".into(), style: Style::Dashed, kind: Kind::Step(vec![(0.0, 1.0), (1.0, 2.0)]) },
-                Series { run: 0, name: "c".into(), style: Style::Solid, kind: Kind::Dots(vec![(0.5, f64::NAN), (0.5, 1.5)]) },
-                Series { run: 1, name: "d".into(), style: Style::Solid, kind: Kind::Crosses(vec![(0.5, 1.0)]) },
+                Series {
+                    run: 0,
+                    name: "a".into(),
+                    style: Style::Solid,
+                    kind: Kind::Line(vec![(0.0, 1.0), (1.0, 2.0)]),
+                },
+                Series {
+                    run: 1,
+                    name: "b".into(),
+                    style: Style::Dashed,
+                    kind: Kind::Step(vec![(0.0, 1.0), (1.0, 2.0)]),
+                },
+                Series {
+                    run: 0,
+                    name: "c".into(),
+                    style: Style::Solid,
+                    kind: Kind::Dots(vec![(0.5, f64::NAN), (0.5, 1.5)]),
+                },
+                Series {
+                    run: 1,
+                    name: "d".into(),
+                    style: Style::Solid,
+                    kind: Kind::Crosses(vec![(0.5, 1.0)]),
+                },
                 Series {
                     run: 0,
                     name: "e".into(),

@@ -180,7 +180,9 @@ fn single_run_report_has_every_chart_and_header() {
     assert!(html.contains("requests failed (http_status 4)"), "failure warning");
     assert!(html.contains("3 of 400 requests were cancelled"));
     // Axis labels carry units.
-    for label in ["TTFT (ms)", "ITL (ms)", "E2EL (ms)", "output tokens/s", "prompt length (tokens)", "delay (ms)"] {
+    for label in
+        ["TTFT (ms)", "ITL (ms)", "E2EL (ms)", "output tokens/s", "prompt length (tokens)", "delay (ms)"]
+    {
         assert!(html.contains(label), "axis label {label}");
     }
     // Lateness was supplied, so the queue chart has a second (cross) series.

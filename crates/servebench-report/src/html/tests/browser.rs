@@ -19,7 +19,8 @@ fn chromium() -> Option<PathBuf> {
     if std::env::var_os("SERVEBENCH_SKIP_BROWSER_TESTS").is_some_and(|v| v == "1") {
         return None;
     }
-    let bin = std::env::var_os("SERVEBENCH_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    let bin = std::env::var_os("SERVEBENCH_CHROMIUM")
+        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
     assert!(
         bin.exists(),
         "{} not found: the HTML report test needs headless Chromium. Install it with \
@@ -98,11 +99,15 @@ fn report_renders_in_headless_chromium() {
     assert!(text.contains("data-charts=\"12\""), "the script saw a different number of charts");
     assert_eq!(text.matches("<svg").count(), 12);
     for id in IDS {
-        let start = text.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("chart {id} missing from the DOM"));
+        let start =
+            text.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("chart {id} missing from the DOM"));
         let end = text[start..].find("</svg>").map(|e| start + e).unwrap();
         let chart = &text[start..end];
         assert!(chart.contains("<path d=\"M"), "chart {id} has no drawn series");
-        assert!(chart.contains("class=\"ticks\"") && chart.contains("class=\"legend\""), "chart {id} lacks axes/legend");
+        assert!(
+            chart.contains("class=\"ticks\"") && chart.contains("class=\"legend\""),
+            "chart {id} lacks axes/legend"
+        );
     }
 
     let png = dir.path().join("report.png");
