@@ -27,6 +27,12 @@ pub struct ClientHealth {
     pub available_cores: Option<f64>,
     /// Peak resident set size (bytes).
     pub peak_rss_bytes: Option<u64>,
+    /// CPU seconds of the client's threads during the measured phase.
+    pub client_cpu_seconds: Option<f64>,
+    /// TCP connections the client opened during the run.
+    pub connections_opened: Option<u64>,
+    /// Pooled connections found closed by the server while idle and replaced before use.
+    pub stale_connections: Option<u64>,
 }
 
 impl ClientHealth {
@@ -169,7 +175,7 @@ mod tests {
             hiccup_p99_us: Some(5_000.0),
             client_cpu_percent: Some(180.0),
             available_cores: Some(2.0),
-            peak_rss_bytes: None,
+            ..ClientHealth::default()
         };
         assert!(ok.warnings().is_empty());
         let bad = ClientHealth {

@@ -222,6 +222,9 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
             "client_cpu_percent": h.client_cpu_percent,
             "available_cores": h.available_cores,
             "peak_rss_bytes": h.peak_rss_bytes,
+            "client_cpu_seconds": h.client_cpu_seconds,
+            "connections_opened": h.connections_opened,
+            "stale_connections": h.stale_connections,
             "warnings": h.warnings(),
         }),
     );

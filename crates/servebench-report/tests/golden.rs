@@ -99,6 +99,9 @@ fn info() -> RunInfo {
             client_cpu_percent: Some(37.5),
             available_cores: Some(2.0),
             peak_rss_bytes: Some(48 * 1024 * 1024),
+            client_cpu_seconds: Some(0.75),
+            connections_opened: Some(8),
+            stale_connections: Some(1),
         },
     }
 }

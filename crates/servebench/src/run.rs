@@ -271,6 +271,9 @@ fn run_info(
             client_cpu_percent: Some(out.health.client_cpu_seconds / wall * 100.0),
             available_cores: Some(out.health.cpus as f64),
             peak_rss_bytes: out.health.peak_rss_bytes,
+            client_cpu_seconds: Some(out.health.client_cpu_seconds),
+            connections_opened: Some(out.health.connections_opened),
+            stale_connections: Some(out.health.stale_connections),
         },
     }
 }
