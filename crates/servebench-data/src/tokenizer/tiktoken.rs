@@ -10,6 +10,8 @@ pub const BUILTIN_ENCODINGS: [&str; 7] =
 
 /// Highest id probed when sizing an encoding (o200k has 200,019 ids).
 const MAX_PROBED_ID: u32 = 1 << 20;
+/// Probing stops after this many consecutive unassigned ids.
+const PROBE_GAP: u32 = 1 << 16;
 
 /// A built-in tiktoken encoding. Adds no special tokens when encoding (tiktoken has no BOS);
 /// special-token text in the input is encoded as ordinary text.
@@ -59,7 +61,9 @@ impl TiktokenTokenizer {
         special_ids.dedup();
         // The encoder maps are private: size the id space by probing.
         let mut max_id = special_ids.last().copied().unwrap_or(0);
-        for id in (max_id + 1)..MAX_PROBED_ID {
+        let mut id = max_id;
+        while id < MAX_PROBED_ID && id - max_id <= PROBE_GAP {
+            id += 1;
             if bpe.decode_bytes(&[id]).is_ok() {
                 max_id = id;
             }
