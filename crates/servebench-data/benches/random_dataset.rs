@@ -13,6 +13,7 @@ fn bench(c: &mut Criterion) {
     let tok = HfTokenizer::from_file(&path, "smollm2").unwrap();
     let mut group = c.benchmark_group("random_dataset");
     group.sample_size(10);
+    group.measurement_time(std::time::Duration::from_secs(20));
     for (n, len) in [(1_000, 1_024), (10_000, 8_192)] {
         let cfg =
             RandomDatasetConfig { num_prompts: n, input_len: len, output_len: 128, ..Default::default() };

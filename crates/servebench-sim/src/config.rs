@@ -6,13 +6,16 @@ use std::time::Duration;
 
 use servebench_core::{BenchError, Result, TextTokenizer};
 
+use crate::engine::EngineConfig;
+use crate::fault::FaultConfig;
+
 /// How the simulator decides when each token event is sent.
 ///
 /// `Fixed` is the ground truth for calibration: every request gets exactly the same first-token
-/// delay and inter-event interval, independent of load. Future variants (a continuous-batching
-/// `Engine` model with queueing, KV capacity and chunked prefill) plug in here; the streaming
-/// body asks a per-request pacer (see `pacer.rs`) for the next event, so the response formatting
-/// does not change when a new model is added.
+/// delay and inter-event interval, independent of load. `Engine` is a continuous-batching model
+/// with queueing, KV capacity, chunked prefill, prefix caching and speculative decoding (see
+/// [`EngineConfig`]). The streaming body asks a per-request pacer (see `pacer.rs`) for the next
+/// event, so the response formatting does not change with the model.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum TimingModel {
     /// The first event is sent `ttft` after the request was received, event `i` (0-based) at
@@ -23,6 +26,8 @@ pub enum TimingModel {
         /// Interval between consecutive token events.
         itl: Duration,
     },
+    /// A continuous-batching engine: one scheduler steps every running request together.
+    Engine(EngineConfig),
 }
 
 impl TimingModel {
@@ -74,6 +79,8 @@ pub struct SimConfig {
     pub record_ground_truth: bool,
     /// Largest accepted request body in bytes (larger bodies get 413).
     pub max_body_bytes: usize,
+    /// Injected faults (default: none). See [`FaultConfig`].
+    pub faults: FaultConfig,
 }
 
 impl SimConfig {
@@ -91,6 +98,7 @@ impl SimConfig {
             prompt_tokens_details: false,
             record_ground_truth: false,
             max_body_bytes: 64 << 20,
+            faults: FaultConfig::default(),
         }
     }
 
@@ -124,6 +132,22 @@ impl SimConfig {
         self
     }
 
+    /// Uses the engine timing model (and, with prefix caching, reports
+    /// `usage.prompt_tokens_details.cached_tokens`).
+    pub fn with_engine(mut self, engine: EngineConfig) -> Self {
+        if engine.prefix_caching {
+            self.prompt_tokens_details = true;
+        }
+        self.timing = TimingModel::Engine(engine);
+        self
+    }
+
+    /// Sets the injected faults.
+    pub fn with_faults(mut self, faults: FaultConfig) -> Self {
+        self.faults = faults;
+        self
+    }
+
     /// Turns the ground-truth log on or off.
     pub fn with_ground_truth(mut self, on: bool) -> Self {
         self.record_ground_truth = on;
@@ -149,6 +173,9 @@ impl SimConfig {
                 "pass a positive number of tokens",
             ));
         }
+        if let TimingModel::Engine(e) = &self.timing {
+            e.validate()?;
+        }
         if self.tokens_per_event == 0 {
             return Err(BenchError::config(
                 "--tokens-per-event",
@@ -156,6 +183,7 @@ impl SimConfig {
                 "pass 1 for one token per event",
             ));
         }
+        self.faults.validate()?;
         Ok(())
     }
 }

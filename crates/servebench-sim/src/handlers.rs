@@ -1,19 +1,22 @@
 //! Routing and request handlers.
 
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_TYPE};
+use http::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
-use crate::config::SimConfig;
+use crate::config::{SimConfig, TimingModel};
+use crate::engine::{block_hashes, Progress, Submission};
+use crate::engine_sched::Engine;
+use crate::fault::{FaultClose, FaultInjector, FaultPlan, PreResponse};
 use crate::hash::mix;
-use crate::pacer::Pacer;
+use crate::metrics::Metrics;
+use crate::pacer::{PaceInfo, Pacer};
 use crate::plan::{plan, GenerationPlan};
 use crate::prompt::{chat_ids, chat_prompt, checked_ids, completion_prompts, render_chat};
 use crate::protocol::{
@@ -28,6 +31,7 @@ use crate::vocab::OutputVocab;
 
 const X_REQUEST_ID: &str = "x-request-id";
 const JSON: &str = "application/json";
+const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Everything the handlers share.
 #[derive(Debug)]
@@ -35,6 +39,13 @@ pub(crate) struct SimState {
     pub config: SimConfig,
     pub vocab: Arc<OutputVocab>,
     pub truth: Option<Arc<GroundTruthLog>>,
+    /// Everything `/metrics` reports; other modules register extra counters on
+    /// `metrics.registry`.
+    pub metrics: Arc<Metrics>,
+    /// The scheduler of the engine timing model (`None` in fixed mode).
+    engine: Option<Engine>,
+    /// Fault injection (plans, counters).
+    pub faults: FaultInjector,
     models: Bytes,
     id_salt: u64,
     counter: AtomicU64,
@@ -48,7 +59,27 @@ impl SimState {
         let id_salt = mix(now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32));
         let perm = format!("modelperm-{:016x}{:016x}", mix(id_salt), mix(!id_salt));
         let models = models_body(&config.model, now.as_secs(), config.max_model_len, &perm);
-        SimState { config, vocab, truth, models, id_salt, counter: AtomicU64::new(1) }
+        let spec_k = match &config.timing {
+            TimingModel::Engine(e) => e.spec_k,
+            TimingModel::Fixed { .. } => 0,
+        };
+        let metrics = Arc::new(Metrics::new(&config.model, spec_k));
+        let engine = match &config.timing {
+            TimingModel::Engine(e) => Engine::spawn(*e, config.seed, metrics.clone()),
+            TimingModel::Fixed { .. } => None,
+        };
+        let faults = FaultInjector::new(config.faults.clone(), &metrics.registry);
+        SimState {
+            config,
+            vocab,
+            truth,
+            metrics,
+            engine,
+            faults,
+            models,
+            id_salt,
+            counter: AtomicU64::new(1),
+        }
     }
 
     /// A fresh 32-hex-digit id (like vLLM's `random_uuid()`).
@@ -95,17 +126,28 @@ fn header_id(headers: &HeaderMap) -> Option<String> {
     headers.get(X_REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|s| !s.is_empty()).map(str::to_owned)
 }
 
-/// Entry point of every request.
+/// An injected error status (429/500/503) with `Retry-After` when set.
+fn fault_status(pre: PreResponse) -> Response<SimBody> {
+    let mut r = error(&pre.error);
+    if let Some(v) = pre.retry_after {
+        r.headers_mut().insert(RETRY_AFTER, v);
+    }
+    r
+}
+
+/// Entry point of every request. The only error is an injected fault that closes the
+/// connection without a response.
 pub(crate) async fn handle(
     state: Arc<SimState>,
     req: Request<Incoming>,
-) -> Result<Response<SimBody>, Infallible> {
+) -> Result<Response<SimBody>, FaultClose> {
     let (parts, body) = req.into_parts();
     let header_id = header_id(&parts.headers);
     let path = parts.uri.path();
     let route = match path {
-        "/v1/models" | "/health" => Some(Method::GET),
+        "/v1/models" | "/health" | "/metrics" => Some(Method::GET),
         "/v1/completions" | "/v1/chat/completions" | "/tokenize" | "/detokenize" => Some(Method::POST),
+        "/start_profile" | "/stop_profile" | "/reset_prefix_cache" => Some(Method::POST),
         _ => None,
     };
     let mut resp = match route {
@@ -114,6 +156,14 @@ pub(crate) async fn handle(
         Some(_) => match path {
             "/health" => response(200, None, SimBody::empty()),
             "/v1/models" => json(state.models.clone()),
+            "/metrics" => response(200, Some(PROMETHEUS), SimBody::full(state.metrics.render())),
+            "/start_profile" | "/stop_profile" => response(200, None, SimBody::empty()),
+            "/reset_prefix_cache" => {
+                if let Some(e) = &state.engine {
+                    e.reset_prefix_cache();
+                }
+                response(200, None, SimBody::empty())
+            }
             _ => match Limited::new(body, state.config.max_body_bytes).collect().await {
                 Err(e) if e.is::<http_body_util::LengthLimitError>() => {
                     error(&ApiError { status: 413, kind: "RequestEntityTooLarge", message: e.to_string() })
@@ -122,15 +172,21 @@ pub(crate) async fn handle(
                 Ok(collected) => {
                     let body = collected.to_bytes();
                     let received = Instant::now();
-                    let result = match path {
-                        "/v1/completions" => {
-                            generate(&state, Api::Completions, body.clone(), received, &header_id).await
+                    let faults = match path {
+                        "/v1/completions" | "/v1/chat/completions" => state.faults.plan(header_id.as_deref()),
+                        _ => FaultPlan::default(),
+                    };
+                    let result = match (state.faults.pre_response(&faults)?, path) {
+                        (Some(pre), _) => Ok(fault_status(pre)),
+                        (None, "/v1/completions") => {
+                            generate(&state, Api::Completions, body.clone(), received, &header_id, faults)
+                                .await
                         }
-                        "/v1/chat/completions" => {
-                            generate(&state, Api::Chat, body.clone(), received, &header_id).await
+                        (None, "/v1/chat/completions") => {
+                            generate(&state, Api::Chat, body.clone(), received, &header_id, faults).await
                         }
-                        "/tokenize" => tokenize(&state, &body),
-                        _ => detokenize(&state, &body),
+                        (None, "/tokenize") => tokenize(&state, &body),
+                        (None, _) => detokenize(&state, &body),
                     };
                     result.unwrap_or_else(|e| error(&e))
                 }
@@ -149,8 +205,12 @@ pub(crate) async fn handle(
 /// not delay other streams' events on the I/O workers.
 const INLINE_BODY_BYTES: usize = 4096;
 
+/// A planned request: the plan, the request's fields and, for the engine's prefix cache, the
+/// block-hash chain of each prompt.
+type Prepared = (GenerationPlan, GenerationFields, Vec<Vec<u64>>);
+
 /// Parsing, tokenization and planning: the CPU part of a generation request.
-fn prepare(state: &SimState, api: Api, body: &[u8]) -> Result<(GenerationPlan, GenerationFields), ApiError> {
+fn prepare(state: &SimState, api: Api, body: &[u8]) -> Result<Prepared, ApiError> {
     let config = &state.config;
     let tok = config.tokenizer.as_ref();
     let (prompts, fields, max_tokens) = match api {
@@ -174,7 +234,13 @@ fn prepare(state: &SimState, api: Api, body: &[u8]) -> Result<(GenerationPlan, G
         Api::Chat => 0xc4a7,
     };
     let plan = plan(&prompts, &fields, max_tokens, config, salt)?;
-    Ok((plan, fields))
+    let blocks = match &config.timing {
+        TimingModel::Engine(e) if e.prefix_caching => {
+            prompts.iter().map(|p| block_hashes(&p.ids, e.block_size)).collect()
+        }
+        _ => Vec::new(),
+    };
+    Ok((plan, fields, blocks))
 }
 
 async fn generate(
@@ -183,8 +249,9 @@ async fn generate(
     body: Bytes,
     received: Instant,
     header_id: &Option<String>,
+    faults: FaultPlan,
 ) -> Result<Response<SimBody>, ApiError> {
-    let (plan, fields) = if body.len() <= INLINE_BODY_BYTES {
+    let (plan, fields, blocks) = if body.len() <= INLINE_BODY_BYTES {
         prepare(state, api, &body)?
     } else {
         let st = state.clone();
@@ -214,7 +281,7 @@ async fn generate(
             },
         )
     });
-    let mut pacer = Pacer::new(&config.timing, received);
+    let mut pacer = make_pacer(state, &plan, blocks, received)?;
     let model = config.model.as_str();
     if stream {
         let present = fields.stream_options.is_some();
@@ -226,19 +293,55 @@ async fn generate(
             details: config.prompt_tokens_details,
         };
         let fmt = StreamFormat::new(api, &id, created, model, &plan, usage);
-        let s = TokenStream::new(plan, fmt, state.vocab.clone(), pacer, truth);
+        let stream_faults = state.faults.stream(&faults, plan.ticks());
+        let s = TokenStream::new(plan, fmt, state.vocab.clone(), pacer, truth).with_faults(stream_faults);
         let mut r = response(200, Some("text/event-stream; charset=utf-8"), SimBody::Stream(Box::new(s)));
         r.headers_mut().insert("cache-control", HeaderValue::from_static("no-cache"));
         return Ok(r);
     }
-    pacer.wait_tick(plan.ticks().saturating_sub(1)).await;
-    let body = generation_body(api, &id, created, model, &plan, &state.vocab, config.prompt_tokens_details);
+    pacer.wait_all().await;
+    let details = config.prompt_tokens_details.then(|| pacer.cached_tokens());
+    let body = generation_body(api, &id, created, model, &plan, &state.vocab, details);
     if let Some(mut t) = truth {
         let now = Instant::now();
         t.event(now, plan.completion_tokens());
         t.finish(now);
     }
     Ok(json(body))
+}
+
+/// The pacer of a request: a timer in fixed mode, a submission to the scheduler in engine mode.
+fn make_pacer(
+    state: &SimState,
+    plan: &GenerationPlan,
+    blocks: Vec<Vec<u64>>,
+    received: Instant,
+) -> Result<Pacer, ApiError> {
+    let tokens = plan.choices.iter().map(|c| c.tokens).max().unwrap_or(0);
+    let info = PaceInfo {
+        received,
+        tokens_per_event: plan.tokens_per_event,
+        tokens,
+        prompt_tokens: plan.prompt_tokens,
+        completion_tokens: plan.completion_tokens(),
+    };
+    let metrics = Some(state.metrics.clone());
+    let Some(engine) = &state.engine else {
+        return Ok(Pacer::new(&state.config.timing, info, metrics));
+    };
+    let progress = Arc::new(Progress::default());
+    let submitted = engine.submit(Submission {
+        prompt_tokens: plan.prompt_tokens,
+        output_tokens: tokens,
+        total_output_tokens: u64::from(plan.completion_tokens()),
+        seqs: plan.choices.len() as u32,
+        blocks,
+        progress: progress.clone(),
+    });
+    if !submitted {
+        return Err(ApiError { status: 503, kind: "ServiceUnavailable", message: "engine stopped".into() });
+    }
+    Ok(Pacer::engine(progress, info, metrics))
 }
 
 fn tokenize(state: &SimState, body: &[u8]) -> Result<Response<SimBody>, ApiError> {

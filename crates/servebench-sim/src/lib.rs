@@ -6,7 +6,10 @@
 //! the client's accuracy: in [`TimingModel::Fixed`] mode, event `i` of a request leaves at
 //! `received + ttft + i * itl` on absolute deadlines. With
 //! [`SimConfig::record_ground_truth`], the server keeps the monotonic time each event was handed
-//! to the socket ([`SimHandle::ground_truth`]).
+//! to the socket ([`SimHandle::ground_truth`]). [`TimingModel::Engine`] instead runs a
+//! continuous-batching scheduler ([`EngineConfig`]: max sequences, KV capacity, chunked prefill,
+//! prefix caching, speculative decoding) so queueing and saturation emerge from load. `/metrics`
+//! reports vLLM's metric names; see docs/simulator.md.
 //!
 //! ```no_run
 //! # async fn demo(tok: std::sync::Arc<dyn servebench_core::TextTokenizer>) -> servebench_core::Result<()> {
@@ -19,11 +22,16 @@
 //!
 //! Structure: `handlers` parses and validates requests, `plan` decides what each request
 //! generates, `pacer` decides when each event is due, `sse`/`response` format the bytes,
-//! `stream` is the paced response body, `truth` records what was sent.
+//! `stream` is the paced response body, `truth` records what was sent, `engine`/`engine_sched`
+//! model the batching server, `metrics` renders `/metrics`.
 
 mod config;
+mod engine;
+mod engine_sched;
+mod fault;
 mod handlers;
 mod hash;
+mod metrics;
 mod pacer;
 mod plan;
 mod prompt;
@@ -39,6 +47,9 @@ mod vocab;
 mod test_support;
 
 pub use config::{SimConfig, TimingModel};
+pub use engine::{EngineConfig, PRESETS};
+pub use fault::{FaultConfig, FaultCounts, FaultKind, FaultPlan};
+pub use metrics::{Counter, MetricsRegistry};
 pub use server::{serve_until, start, SimHandle};
 pub use truth::{write_ground_truth_jsonl, GroundTruth, TruthEvent};
 pub use vocab::OutputVocab;

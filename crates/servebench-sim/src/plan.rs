@@ -66,7 +66,8 @@ impl GenerationPlan {
         self.choices.iter().map(|c| self.events(c)).max().unwrap_or(0)
     }
 
-    /// Tokens of event `tick` of `choice` (0 if the choice has ended).
+    /// Tokens of event `tick` of `choice` in fixed mode (0 if the choice has ended).
+    #[cfg(test)]
     pub(crate) fn tokens_in_event(&self, choice: &ChoicePlan, tick: u32) -> u32 {
         let k = self.tokens_per_event.max(1);
         let start = u64::from(tick) * u64::from(k);
@@ -168,7 +169,7 @@ mod tests {
     }
 
     fn p(tokens: u32) -> PromptInfo {
-        PromptInfo { tokens, hash: 42 }
+        PromptInfo { tokens, hash: 42, ids: vec![] }
     }
 
     fn fields(max: Option<i64>, ignore_eos: bool) -> GenerationFields {
@@ -192,7 +193,8 @@ mod tests {
         assert_eq!(a, b);
         let mut distinct = std::collections::HashSet::new();
         for h in 0..200 {
-            let pl = plan(&[PromptInfo { tokens: 10, hash: h }], &f, f.max_tokens, &cfg(), 0).unwrap();
+            let pl = plan(&[PromptInfo { tokens: 10, hash: h, ids: vec![] }], &f, f.max_tokens, &cfg(), 0)
+                .unwrap();
             let t = pl.choices[0].tokens;
             assert!((5..=50).contains(&t));
             assert_eq!(pl.choices[0].finish == Finish::Length, t == 50);

@@ -23,12 +23,14 @@ use crate::hash::Fnv;
 use crate::protocol::{ApiError, ChatMessage, MessageContent, PromptField};
 
 /// One prompt of a request after tokenization.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PromptInfo {
     /// Token count the server reports in `usage.prompt_tokens`.
     pub tokens: u32,
     /// Hash of the prompt content (seeds output lengths and words).
     pub hash: u64,
+    /// The token ids (the engine's prefix cache hashes them by block).
+    pub ids: Vec<u32>,
 }
 
 fn encode_err(e: impl std::fmt::Display) -> ApiError {
@@ -56,7 +58,7 @@ pub(crate) fn completion_prompts(
 fn text_prompt(text: &str, tok: &dyn TextTokenizer) -> Result<PromptInfo, ApiError> {
     let ids = tok.encode(text, true).map_err(encode_err)?;
     let hash = Fnv::new(1).bytes(text.as_bytes()).finish();
-    Ok(PromptInfo { tokens: ids.len() as u32, hash })
+    Ok(PromptInfo { tokens: ids.len() as u32, hash, ids })
 }
 
 fn id_prompt(ids: &[i64], tok: &dyn TextTokenizer) -> Result<PromptInfo, ApiError> {
@@ -65,7 +67,7 @@ fn id_prompt(ids: &[i64], tok: &dyn TextTokenizer) -> Result<PromptInfo, ApiErro
     for id in &ids {
         h = h.bytes(&id.to_le_bytes());
     }
-    Ok(PromptInfo { tokens: ids.len() as u32, hash: h.finish() })
+    Ok(PromptInfo { tokens: ids.len() as u32, hash: h.finish(), ids })
 }
 
 /// Validates token ids against the vocabulary (vLLM rejects out-of-vocabulary ids with 400).
@@ -130,7 +132,7 @@ pub(crate) fn chat_prompt(
     let rendered = render_chat(messages, add_generation_prompt)?;
     let ids = chat_ids(&rendered, tok)?;
     let hash = Fnv::new(3).bytes(rendered.as_bytes()).finish();
-    Ok(PromptInfo { tokens: ids.len() as u32, hash })
+    Ok(PromptInfo { tokens: ids.len() as u32, hash, ids })
 }
 
 #[cfg(test)]

@@ -22,13 +22,13 @@ struct Usage {
 }
 
 impl Usage {
-    fn of(plan: &GenerationPlan, details: bool) -> Self {
+    fn of(plan: &GenerationPlan, details: Option<u32>) -> Self {
         let c = plan.completion_tokens();
         Usage {
             prompt_tokens: plan.prompt_tokens,
             total_tokens: u64::from(plan.prompt_tokens) + u64::from(c),
             completion_tokens: c,
-            prompt_tokens_details: details.then_some(Details { cached_tokens: 0 }),
+            prompt_tokens_details: details.map(|cached_tokens| Details { cached_tokens }),
         }
     }
 }
@@ -78,7 +78,7 @@ pub(crate) fn generation_body(
     model: &str,
     plan: &GenerationPlan,
     vocab: &OutputVocab,
-    details: bool,
+    details: Option<u32>,
 ) -> Bytes {
     let usage = Usage::of(plan, details);
     let text = |seed: u64, tokens: u32| vocab.text(seed, u64::from(tokens));
@@ -232,14 +232,14 @@ mod tests {
             tokens_per_event: 1,
         };
         let vocab = OutputVocab::build(&NullTok);
-        let b = generation_body(Api::Chat, "chatcmpl-x", 1, "m", &plan, &vocab, false);
+        let b = generation_body(Api::Chat, "chatcmpl-x", 1, "m", &plan, &vocab, None);
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["object"], "chat.completion");
         assert_eq!(v["choices"][0]["message"]["content"], " the the the");
         assert_eq!(v["choices"][0]["finish_reason"], "stop");
         assert_eq!(v["usage"]["total_tokens"], 7);
         assert!(v["usage"]["prompt_tokens_details"].is_null());
-        let b = generation_body(Api::Completions, "cmpl-x", 1, "m", &plan, &vocab, true);
+        let b = generation_body(Api::Completions, "cmpl-x", 1, "m", &plan, &vocab, Some(0));
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["choices"][0]["text"], " the the the");
         assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 0);

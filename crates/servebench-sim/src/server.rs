@@ -10,11 +10,12 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use servebench_core::{BenchError, Result};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::config::SimConfig;
+use crate::fault::FaultCounts;
 use crate::handlers::{handle, SimState};
 use crate::truth::GroundTruth;
 
@@ -60,6 +61,12 @@ impl SimHandle {
         self.state.truth.as_ref().map(|t| t.take()).unwrap_or_default()
     }
 
+    /// Faults injected so far, per kind (all zero unless [`SimConfig::faults`] is set). The
+    /// same counts are exported on `/metrics` as `servebench_sim_faults_total{kind="..."}`.
+    pub fn fault_counts(&self) -> FaultCounts {
+        self.state.faults.counts()
+    }
+
     /// Stops accepting connections, closes idle keep-alive connections and waits until every
     /// in-flight response has been sent.
     pub async fn shutdown(self) {
@@ -77,7 +84,7 @@ impl SimHandle {
 /// tokio runtime.
 pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle> {
     config.validate()?;
-    let listener = TcpListener::bind(addr).await.map_err(|e| BenchError::Transport {
+    let listener = bind(addr).map_err(|e| BenchError::Transport {
         context: format!("binding the simulator to {addr}"),
         detail: e.to_string(),
     })?;
@@ -89,6 +96,20 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle> {
     let (stop, stop_rx) = watch::channel(false);
     let task = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
     Ok(SimHandle { addr, state, stop, task })
+}
+
+/// Accept queue length of the listener. `TcpListener::bind` uses 128 (std's value); a burst
+/// of a few hundred connections (a benchmark releasing every request at once) then overflows
+/// it while the accept loop catches up, the kernel drops SYNs and those connects take the 1 s
+/// SYN retransmission time. The kernel caps it at `net.core.somaxconn`.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, as `TcpListener::bind`).
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Serves until `signal` completes, then shuts down gracefully (for the standalone

@@ -62,6 +62,8 @@ pub(crate) struct StreamFormat {
     heads: Vec<Vec<u8>>,
     usage: UsageOptions,
     prompt_tokens: u32,
+    /// `usage.prompt_tokens_details.cached_tokens` (set by the engine's prefix cache).
+    cached_tokens: u32,
 }
 
 impl StreamFormat {
@@ -99,7 +101,12 @@ impl StreamFormat {
                 h
             })
             .collect();
-        StreamFormat { api, common, heads, usage, prompt_tokens: plan.prompt_tokens }
+        StreamFormat { api, common, heads, usage, prompt_tokens: plan.prompt_tokens, cached_tokens: 0 }
+    }
+
+    /// Sets the `cached_tokens` reported in usage chunks.
+    pub(crate) fn set_cached_tokens(&mut self, n: u32) {
+        self.cached_tokens = n;
     }
 
     fn usage_json(&self, out: &mut Vec<u8>, completion: u32) {
@@ -110,7 +117,7 @@ impl StreamFormat {
             u64::from(p) + u64::from(completion)
         );
         if self.usage.details {
-            out.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":0}");
+            let _ = write!(out, ",\"prompt_tokens_details\":{{\"cached_tokens\":{}}}", self.cached_tokens);
         }
         out.push(b'}');
     }
@@ -170,8 +177,9 @@ impl StreamFormat {
         out.extend_from_slice(b"}\n\n");
     }
 
-    /// Appends the usage chunk (if asked for) and `data: [DONE]`.
-    pub(crate) fn push_end(&self, out: &mut Vec<u8>, completion: u32) {
+    /// Appends the usage chunk (if asked for) and, when `done_marker` (false only to inject a
+    /// stream that ends without it), `data: [DONE]`.
+    pub(crate) fn push_end(&self, out: &mut Vec<u8>, completion: u32, done_marker: bool) {
         if self.usage.include_usage {
             out.extend_from_slice(b"data: ");
             out.extend_from_slice(&self.common);
@@ -179,7 +187,19 @@ impl StreamFormat {
             self.usage_json(out, completion);
             out.extend_from_slice(b"}\n\n");
         }
-        out.extend_from_slice(b"data: [DONE]\n\n");
+        if done_marker {
+            out.extend_from_slice(b"data: [DONE]\n\n");
+        }
+    }
+
+    /// Appends an event whose JSON is cut off in the middle of the first choice's text (fault
+    /// injection: a malformed event).
+    pub(crate) fn push_malformed(&self, out: &mut Vec<u8>) {
+        match self.heads.first() {
+            Some(head) => out.extend_from_slice(head),
+            None => out.extend_from_slice(b"data: {"),
+        }
+        out.extend_from_slice(b" cut\n\n");
     }
 
     /// Typical size of one event, for buffer capacity.
@@ -221,7 +241,7 @@ mod tests {
         assert!(out.is_empty());
         f.push_event(0, &mut out, |o| o.extend_from_slice(b" the"), None, 1);
         f.push_event(0, &mut out, |o| o.extend_from_slice(b" of"), Some(Finish::Length), 2);
-        f.push_end(&mut out, 2);
+        f.push_end(&mut out, 2, true);
         assert!(out.ends_with(b"data: [DONE]\n\n"));
         let v = lines(&out);
         assert_eq!(v.len(), 3);
@@ -237,13 +257,28 @@ mod tests {
     }
 
     #[test]
+    fn end_without_done_and_malformed_events() {
+        let usage = UsageOptions { include_usage: true, ..Default::default() };
+        let f = StreamFormat::new(Api::Chat, "chatcmpl-1", 5, "m", &plan(1), usage);
+        let mut out = Vec::new();
+        f.push_end(&mut out, 2, false);
+        assert!(!out.windows(6).any(|w| w == b"[DONE]"));
+        assert_eq!(lines(&out).len(), 1, "the usage chunk is still sent");
+        let mut out = Vec::new();
+        f.push_malformed(&mut out);
+        let s = std::str::from_utf8(&out).unwrap();
+        assert!(s.starts_with("data: {") && s.ends_with("\n\n"));
+        assert!(serde_json::from_str::<serde_json::Value>(s[6..].trim_end()).is_err());
+    }
+
+    #[test]
     fn chat_events_have_role_first_and_optional_usage() {
         let usage = UsageOptions { include_usage: false, continuous: true, details: true };
         let f = StreamFormat::new(Api::Chat, "chatcmpl-1", 5, "m", &plan(2), usage);
         let mut out = Vec::new();
         f.push_role_chunk(1, 1, &mut out);
         f.push_event(1, &mut out, |o| o.extend_from_slice(b" a"), Some(Finish::Stop), 1);
-        f.push_end(&mut out, 1);
+        f.push_end(&mut out, 1, true);
         let v = lines(&out);
         assert_eq!(v.len(), 2, "no usage chunk unless include_usage");
         assert_eq!(v[0]["choices"][0]["delta"]["role"], "assistant");

@@ -11,6 +11,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
+use crate::fault::{FaultState, Hook, StreamFaults};
 use crate::pacer::Pacer;
 use crate::plan::GenerationPlan;
 use crate::sse::StreamFormat;
@@ -53,7 +54,7 @@ impl Body for SimBody {
     fn is_end_stream(&self) -> bool {
         match self {
             SimBody::Full(b) => b.is_none(),
-            SimBody::Stream(s) => s.done,
+            SimBody::Stream(s) => s.is_end(),
         }
     }
 
@@ -73,11 +74,16 @@ pub(crate) struct TokenStream {
     fmt: StreamFormat,
     vocab: Arc<OutputVocab>,
     pacer: Pacer,
+    /// Events sent so far.
     tick: u32,
-    ticks: u32,
+    /// Tokens per choice sent so far (the longest choice ends at `tokens`).
+    sent: u32,
+    tokens: u32,
     emitted: u32,
     truth: Option<TruthRecorder>,
     done: bool,
+    /// Injected faults (`None`: a clean stream).
+    faults: Option<Box<FaultState>>,
 }
 
 impl TokenStream {
@@ -88,32 +94,83 @@ impl TokenStream {
         pacer: Pacer,
         truth: Option<TruthRecorder>,
     ) -> Self {
-        let ticks = plan.ticks();
-        TokenStream { plan, fmt, vocab, pacer, tick: 0, ticks, emitted: 0, truth, done: false }
+        let tokens = plan.choices.iter().map(|c| c.tokens).max().unwrap_or(0);
+        TokenStream {
+            plan,
+            fmt,
+            vocab,
+            pacer,
+            tick: 0,
+            sent: 0,
+            tokens,
+            emitted: 0,
+            truth,
+            done: false,
+            faults: None,
+        }
+    }
+
+    /// Injects `faults` into this stream.
+    pub(crate) fn with_faults(mut self, faults: Option<StreamFaults>) -> Self {
+        self.faults = faults.map(|f| Box::new(FaultState::new(f)));
+        self
+    }
+
+    /// Whether the body has ended (no trickled bytes left either).
+    fn is_end(&self) -> bool {
+        self.done && self.faults.as_ref().is_none_or(|f| f.is_idle())
     }
 
     fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if let Some(p) = self.faults.as_mut().and_then(|f| f.poll_trickle(cx)) {
+            return p;
+        }
         if self.done {
             return Poll::Ready(None);
         }
         let tick = self.tick;
-        ready!(self.pacer.poll_tick(tick, cx));
+        let k = match self.faults.as_mut().and_then(|f| f.take_due()) {
+            Some(k) => k,
+            None => ready!(self.pacer.poll_tokens(tick, self.sent, cx)).max(1),
+        };
+        let hook = match self.faults.as_mut() {
+            Some(f) => ready!(f.poll_before(tick, k, cx)),
+            None => Hook::Continue,
+        };
         let TokenStream { plan, fmt, vocab, .. } = self;
         let n_choices = plan.choices.len();
         let mut out = Vec::with_capacity(fmt.event_capacity() * n_choices * if tick == 0 { 2 } else { 1 });
+        match hook {
+            Hook::Continue => {}
+            Hook::Malformed => fmt.push_malformed(&mut out),
+            Hook::Oversized(n) => {
+                fmt.push_event(0, &mut out, |o| o.resize(o.len() + n, b'x'), None, self.emitted);
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+            }
+            Hook::Reset => {
+                self.done = true;
+                let e = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "injected fault: reset");
+                return Poll::Ready(Some(Err(e)));
+            }
+            Hook::End => {
+                self.done = true;
+                return Poll::Ready(None);
+            }
+        }
         if tick == 0 {
             for (pos, c) in plan.choices.iter().enumerate() {
                 fmt.push_role_chunk(pos, c.index, &mut out);
             }
         }
-        let k = plan.tokens_per_event.max(1);
+        // Every choice advances by up to `k` tokens per tick (fixed: `tokens_per_event`; engine:
+        // what the scheduler produced since the last tick).
+        let start = u64::from(self.sent);
         let mut tick_tokens = 0u32;
         for (pos, c) in plan.choices.iter().enumerate() {
-            let n = plan.tokens_in_event(c, tick);
+            let n = u64::from(c.tokens).saturating_sub(start).min(u64::from(k)) as u32;
             if n == 0 {
                 continue;
             }
-            let start = u64::from(tick) * u64::from(k);
             tick_tokens += n;
             self.emitted = self.emitted.saturating_add(n);
             let last = start + u64::from(n) >= u64::from(c.tokens);
@@ -126,10 +183,13 @@ impl TokenStream {
                 self.emitted,
             );
         }
+        self.sent = self.sent.saturating_add(k);
         self.tick += 1;
-        let end = self.tick >= self.ticks;
+        let end = self.sent >= self.tokens;
         if end {
-            fmt.push_end(&mut out, plan.completion_tokens());
+            fmt.set_cached_tokens(self.pacer.cached_tokens());
+            let done_marker = self.faults.as_mut().is_none_or(|f| f.done_marker());
+            fmt.push_end(&mut out, plan.completion_tokens(), done_marker);
             self.done = true;
         }
         if let Some(t) = self.truth.as_mut() {
@@ -139,6 +199,10 @@ impl TokenStream {
                 t.finish(now);
             }
         }
-        Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))))
+        let frame = match self.faults.as_mut() {
+            Some(f) => f.frame(out),
+            None => Bytes::from(out),
+        };
+        Poll::Ready(Some(Ok(Frame::data(frame))))
     }
 }

@@ -80,6 +80,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the simulated OpenAI-compatible server standalone.
     Sim(SimArgs),
+    /// Measure the client's error against a fixed-timing simulator (separate process) at a
+    /// ladder of concurrencies: measured − truth for TTFT, ITL, E2EL, with client CPU and RSS.
+    Calibrate(crate::calibrate::CalibrateArgs),
     /// Explain an error code (e.g. `servebench explain SB301`); without a code, list all codes.
     Explain {
         /// The code, e.g. SB301.
@@ -133,6 +136,56 @@ pub struct SimOptions {
     /// Simulator: maximum prompt + output length it accepts.
     #[arg(long, default_value_t = 131_072)]
     pub sim_max_model_len: u32,
+    /// Simulator timing model: `fixed` (exact TTFT/ITL, the ground truth) or `engine`
+    /// (continuous batching: queueing, KV capacity, chunked prefill; see docs/simulator.md).
+    #[arg(long, default_value = "fixed", value_parser = ["fixed", "engine"])]
+    pub sim_mode: String,
+    /// Simulator (engine): parameter preset (`h100-8b`, `cpu-tiny`); implies `--sim-mode engine`.
+    /// The flags below override single values.
+    #[arg(long)]
+    pub sim_preset: Option<String>,
+    /// Simulator (engine): most sequences running at once.
+    #[arg(long)]
+    pub sim_max_num_seqs: Option<u32>,
+    /// Simulator (engine): KV cache capacity in tokens.
+    #[arg(long)]
+    pub sim_kv_capacity_tokens: Option<u64>,
+    /// Simulator (engine): prefill rate in prompt tokens per second.
+    #[arg(long)]
+    pub sim_prefill_tokens_per_s: Option<f64>,
+    /// Simulator (engine): token budget of one step (chunked prefill).
+    #[arg(long)]
+    pub sim_max_num_batched_tokens: Option<u32>,
+    /// Simulator (engine): fixed cost of a decode step in ms.
+    #[arg(long)]
+    pub sim_decode_step_ms: Option<f64>,
+    /// Simulator (engine): added decode step cost per running sequence in µs.
+    #[arg(long)]
+    pub sim_decode_per_seq_us: Option<f64>,
+    /// Simulator (engine): relative jitter of step durations (0.02 = ±2 %).
+    #[arg(long)]
+    pub sim_jitter: Option<f64>,
+    /// Simulator (engine): speculative decoding draft tokens per step (0 = off).
+    #[arg(long)]
+    pub sim_spec_k: Option<u32>,
+    /// Simulator (engine): acceptance probability of each draft token.
+    #[arg(long)]
+    pub sim_spec_acceptance: Option<f64>,
+    /// Simulator (engine): prefix caching by block hash (`true`/`false`).
+    #[arg(long)]
+    pub sim_prefix_caching: Option<bool>,
+    /// Simulator: inject a fault into this fraction of generation requests, KIND=RATE
+    /// (repeatable; `all=RATE` sets every kind). Kinds: http_429, http_500, http_503, close,
+    /// reset, stall, malformed_json, oversized_event, truncate, no_done, crlf, data_no_space,
+    /// keep_alive, trickle (docs/simulator.md, "Faults").
+    #[arg(long, value_name = "KIND=RATE", action = clap::ArgAction::Append)]
+    pub sim_fault: Vec<String>,
+    /// Simulator: seed of the fault decisions (made per request from its x-request-id).
+    #[arg(long, default_value_t = 0)]
+    pub sim_fault_seed: u64,
+    /// Simulator: how long a `stall` fault keeps a stream silent, in ms.
+    #[arg(long, default_value_t = 2000.0)]
+    pub sim_fault_stall_ms: f64,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,6 +1,6 @@
 //! `servebench`: a benchmark client and load generator for OpenAI-compatible LLM servers.
 
-use servebench::{cli, report_cmd, run, sim_cmd};
+use servebench::{calibrate, cli, report_cmd, run, sim_cmd};
 
 use clap::Parser;
 use servebench_core::{BenchError, ErrorCode};
@@ -37,6 +37,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(cli::Command::Explain { code }) => explain(code.as_deref()),
         Some(cli::Command::Sim(sim)) => sim_cmd::serve(&sim),
+        Some(cli::Command::Calibrate(args)) => calibrate::calibrate(&args),
         Some(cli::Command::Report(args)) => report_cmd::report(&args),
         None => run::run(&cli.run),
     };

@@ -3,8 +3,9 @@
 use crate::cli::{SimArgs, SimOptions};
 use anyhow::Context;
 use servebench_core::BenchError;
-use servebench_sim::{SimConfig, SimHandle};
+use servebench_sim::{EngineConfig, FaultConfig, SimConfig, SimHandle};
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// Builds the simulator configuration from its flags.
 pub fn sim_config(opts: &SimOptions) -> anyhow::Result<SimConfig> {
@@ -13,7 +14,80 @@ pub fn sim_config(opts: &SimOptions) -> anyhow::Result<SimConfig> {
         .with_fixed_timing_ms(opts.sim_ttft_ms, opts.sim_itl_ms)?
         .with_seed(opts.sim_seed)
         .with_max_model_len(opts.sim_max_model_len);
-    Ok(cfg)
+    let cfg = cfg.with_faults(fault_config(opts)?);
+    Ok(match engine_config(opts)? {
+        Some(engine) => cfg.with_engine(engine),
+        None => cfg,
+    })
+}
+
+/// The injected faults from `--sim-fault KIND=RATE`, `--sim-fault-seed` and
+/// `--sim-fault-stall-ms` (none by default).
+pub fn fault_config(opts: &SimOptions) -> anyhow::Result<FaultConfig> {
+    let stall = opts.sim_fault_stall_ms;
+    if !stall.is_finite() || !(0.0..=3_600_000.0).contains(&stall) {
+        return Err(BenchError::config(
+            "--sim-fault-stall-ms",
+            format!("{stall} is out of range"),
+            "pass 0..3600000 ms",
+        )
+        .into());
+    }
+    let mut faults = FaultConfig::default()
+        .with_seed(opts.sim_fault_seed)
+        .with_stall(Duration::from_secs_f64(stall / 1000.0));
+    for spec in &opts.sim_fault {
+        faults.apply_spec(spec)?;
+    }
+    Ok(faults)
+}
+
+/// The engine timing model from `--sim-mode engine` / `--sim-preset` and the override flags
+/// (`None` in fixed mode).
+pub fn engine_config(opts: &SimOptions) -> anyhow::Result<Option<EngineConfig>> {
+    let mut e = match (&opts.sim_preset, opts.sim_mode.as_str()) {
+        (Some(p), _) => EngineConfig::preset(p)?,
+        (None, "engine") => EngineConfig::h100_8b(),
+        (None, _) => return Ok(None),
+    };
+    let ms = |flag: &str, v: f64| -> anyhow::Result<Duration> {
+        if !v.is_finite() || !(0.0..=60_000.0).contains(&v) {
+            return Err(BenchError::config(flag, format!("{v} is out of range"), "pass 0..60000 ms").into());
+        }
+        Ok(Duration::from_secs_f64(v / 1000.0))
+    };
+    if let Some(v) = opts.sim_max_num_seqs {
+        e.max_num_seqs = v;
+    }
+    if let Some(v) = opts.sim_kv_capacity_tokens {
+        e.kv_capacity_tokens = v;
+    }
+    if let Some(v) = opts.sim_prefill_tokens_per_s {
+        e.prefill_tokens_per_s = v;
+    }
+    if let Some(v) = opts.sim_max_num_batched_tokens {
+        e.max_num_batched_tokens = v;
+    }
+    if let Some(v) = opts.sim_decode_step_ms {
+        e.decode_step_base = ms("--sim-decode-step-ms", v)?;
+    }
+    if let Some(v) = opts.sim_decode_per_seq_us {
+        e.decode_per_seq = ms("--sim-decode-per-seq-us", v / 1000.0)?;
+    }
+    if let Some(v) = opts.sim_jitter {
+        e.jitter = v;
+    }
+    if let Some(v) = opts.sim_spec_k {
+        e.spec_k = v;
+    }
+    if let Some(v) = opts.sim_spec_acceptance {
+        e.spec_acceptance = v;
+    }
+    if let Some(v) = opts.sim_prefix_caching {
+        e.prefix_caching = v;
+    }
+    e.validate()?;
+    Ok(Some(e))
 }
 
 /// `servebench sim`: serves until Ctrl-C.
@@ -80,5 +154,44 @@ impl Drop for EmbeddedSim {
             rt.block_on(h.shutdown());
             rt.shutdown_background();
         }
+    }
+}
+
+#[cfg(test)]
+mod fault_flag_tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use servebench_sim::FaultKind;
+
+    fn sim_options(args: &[&str]) -> SimOptions {
+        let argv = ["servebench", "sim"].iter().chain(args).copied();
+        match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Some(Command::Sim(a))) => a.sim,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn sim_fault_flags_map_to_the_fault_config() {
+        let o = sim_options(&[
+            "--sim-fault",
+            "reset=0.1",
+            "--sim-fault",
+            "429=0.25",
+            "--sim-fault-seed",
+            "9",
+            "--sim-fault-stall-ms",
+            "150",
+        ]);
+        let f = fault_config(&o).unwrap();
+        assert_eq!(f.rate(FaultKind::Reset), 0.1);
+        assert_eq!(f.rate(FaultKind::Http429), 0.25);
+        assert_eq!(f.rate(FaultKind::Trickle), 0.0);
+        assert_eq!(f.seed, 9);
+        assert_eq!(f.stall, Duration::from_millis(150));
+        assert!(!fault_config(&sim_options(&[])).unwrap().is_active(), "no faults by default");
+        assert!(fault_config(&sim_options(&["--sim-fault", "reset=2"])).is_err());
+        assert!(fault_config(&sim_options(&["--sim-fault", "nope=0.1"])).is_err());
     }
 }

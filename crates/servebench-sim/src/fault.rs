@@ -1,0 +1,906 @@
+//! Fault injection: seeded, per-request misbehaviour of the simulated server.
+//!
+//! Every generation request (`/v1/completions`, `/v1/chat/completions`) gets a [`FaultPlan`]
+//! decided by [`FaultConfig::plan`] from the fault seed and the request's `x-request-id` alone,
+//! so a run with the same ids is reproducible and a test can predict, per request, exactly what
+//! the server will do. Two families:
+//!
+//! - **Failures** ([`FaultKind::is_quirk`] false): each kind is drawn independently with its
+//!   rate, and a request gets at most one: the first drawn in [`FaultKind::ALL`] order (the
+//!   pre-response kinds first, as they would strike first). A kind alone hits exactly its rate
+//!   of requests; mixed, a later kind is masked by the earlier ones (at `all=0.1`, 65 % of
+//!   requests fail, `no_done` hits 0.1 × 0.9⁹ ≈ 3.9 %). HTTP statuses and `close` happen
+//!   before any response byte; the stream failures happen "after N token events" with N drawn
+//!   in `[1, events - 1]` (0 when a stream has a single event).
+//! - **Quirks** (CRLF line ends, `data:` without the space, keep-alive comments, 1-byte
+//!   writes) are legal SSE variations a client must accept; each is drawn independently and
+//!   they combine freely with each other and with the stream failures.
+//!
+//! Stream faults and quirks apply only to streamed responses. Every fault is counted when it is
+//! actually applied ([`FaultCounts`], `SimHandle::fault_counts`).
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::HeaderValue;
+use http_body::Frame;
+use servebench_core::{BenchError, Result};
+use tokio::time::Sleep;
+
+use crate::hash::Fnv;
+use crate::metrics::{Counter, MetricsRegistry};
+use crate::protocol::ApiError;
+
+/// Number of fault kinds.
+const KINDS: usize = 14;
+
+/// One kind of injected fault. The snake_case names ([`FaultKind::as_str`]) are used by
+/// `--sim-fault KIND=RATE` and as the `kind` label of `servebench_sim_faults_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FaultKind {
+    /// HTTP 429 with `Retry-After` and a vLLM-style error body.
+    Http429,
+    /// HTTP 500 with a vLLM-style error body.
+    Http500,
+    /// HTTP 503 with `Retry-After` and a vLLM-style error body.
+    Http503,
+    /// The connection is closed after the request was read, before any response byte.
+    Close,
+    /// The connection is cut (body error, socket closed) after N token events.
+    Reset,
+    /// No byte for [`FaultConfig::stall`] when event N is due, then the stream continues.
+    Stall,
+    /// Event N is replaced by a truncated (unparseable) JSON object.
+    MalformedJson,
+    /// Before event N, one valid token event larger than [`FaultConfig::oversized_bytes`].
+    OversizedEvent,
+    /// The body ends cleanly after N token events: no finish reason, no usage, no `[DONE]`.
+    Truncate,
+    /// The stream is complete (finish reason, usage) but `data: [DONE]` is never sent.
+    NoDone,
+    /// Quirk: every line ends with CRLF instead of LF.
+    Crlf,
+    /// Quirk: `data:{...}` without the optional space.
+    DataNoSpace,
+    /// Quirk: a `: keep-alive` comment (and blank line) before every event.
+    KeepAlive,
+    /// Quirk: the stream is written one byte per write (one HTTP chunk per byte).
+    Trickle,
+}
+
+impl FaultKind {
+    /// Every kind; failures first (in draw order), then quirks.
+    pub const ALL: [FaultKind; KINDS] = [
+        FaultKind::Http429,
+        FaultKind::Http500,
+        FaultKind::Http503,
+        FaultKind::Close,
+        FaultKind::Reset,
+        FaultKind::Stall,
+        FaultKind::MalformedJson,
+        FaultKind::OversizedEvent,
+        FaultKind::Truncate,
+        FaultKind::NoDone,
+        FaultKind::Crlf,
+        FaultKind::DataNoSpace,
+        FaultKind::KeepAlive,
+        FaultKind::Trickle,
+    ];
+
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Http429 => "http_429",
+            FaultKind::Http500 => "http_500",
+            FaultKind::Http503 => "http_503",
+            FaultKind::Close => "close",
+            FaultKind::Reset => "reset",
+            FaultKind::Stall => "stall",
+            FaultKind::MalformedJson => "malformed_json",
+            FaultKind::OversizedEvent => "oversized_event",
+            FaultKind::Truncate => "truncate",
+            FaultKind::NoDone => "no_done",
+            FaultKind::Crlf => "crlf",
+            FaultKind::DataNoSpace => "data_no_space",
+            FaultKind::KeepAlive => "keep_alive",
+            FaultKind::Trickle => "trickle",
+        }
+    }
+
+    /// Whether this kind is a legal SSE variation (the request must still complete).
+    pub fn is_quirk(self) -> bool {
+        matches!(self, FaultKind::Crlf | FaultKind::DataNoSpace | FaultKind::KeepAlive | FaultKind::Trickle)
+    }
+
+    /// Whether this kind happens before any response byte (no stream at all).
+    pub fn is_pre_response(self) -> bool {
+        matches!(self, FaultKind::Http429 | FaultKind::Http500 | FaultKind::Http503 | FaultKind::Close)
+    }
+
+    /// The HTTP status of the status kinds.
+    pub fn http_status(self) -> Option<u16> {
+        match self {
+            FaultKind::Http429 => Some(429),
+            FaultKind::Http500 => Some(500),
+            FaultKind::Http503 => Some(503),
+            _ => None,
+        }
+    }
+
+    fn index(self) -> usize {
+        FaultKind::ALL.iter().position(|k| *k == self).unwrap_or(0)
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for FaultKind {
+    type Err = BenchError;
+
+    /// The snake_case name or an alias (`429`, `500`, `503`, `malformed`, `oversized`,
+    /// `no_space`, `keepalive`); `-` and `_` are interchangeable, case is ignored.
+    fn from_str(s: &str) -> Result<Self> {
+        let n = s.trim().to_ascii_lowercase().replace('-', "_");
+        let alias = match n.as_str() {
+            "429" => Some(FaultKind::Http429),
+            "500" => Some(FaultKind::Http500),
+            "503" => Some(FaultKind::Http503),
+            "close_before_response" => Some(FaultKind::Close),
+            "malformed" => Some(FaultKind::MalformedJson),
+            "oversized" => Some(FaultKind::OversizedEvent),
+            "no_space" => Some(FaultKind::DataNoSpace),
+            "keepalive" => Some(FaultKind::KeepAlive),
+            _ => None,
+        };
+        alias.or_else(|| FaultKind::ALL.into_iter().find(|k| k.as_str() == n)).ok_or_else(|| {
+            let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.as_str()).collect();
+            BenchError::config(
+                "--sim-fault",
+                format!("unknown fault kind '{s}'"),
+                format!("use one of {} (or all)", names.join(", ")),
+            )
+        })
+    }
+}
+
+/// Which faults the simulator injects and how often. The default injects nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultConfig {
+    /// Seed of every fault decision (independent of the output seed).
+    pub seed: u64,
+    rates: [f64; KINDS],
+    /// How long a [`FaultKind::Stall`] keeps the stream silent.
+    pub stall: Duration,
+    /// `Retry-After` seconds sent with 429 and 503.
+    pub retry_after_secs: u32,
+    /// Size of the text of a [`FaultKind::OversizedEvent`] event, bytes (default 1 MiB +
+    /// 64 KiB: just over the client's default 1 MiB event bound).
+    pub oversized_bytes: usize,
+}
+
+impl Default for FaultConfig {
+    fn default() -> Self {
+        FaultConfig {
+            seed: 0,
+            rates: [0.0; KINDS],
+            stall: Duration::from_secs(2),
+            retry_after_secs: 1,
+            oversized_bytes: (1 << 20) + (64 << 10),
+        }
+    }
+}
+
+impl FaultConfig {
+    /// Sets the rate of `kind` (a probability in `[0, 1]`).
+    pub fn set_rate(&mut self, kind: FaultKind, rate: f64) -> Result<()> {
+        if !rate.is_finite() || !(0.0..=1.0).contains(&rate) {
+            return Err(BenchError::config(
+                "--sim-fault",
+                format!("the rate of {kind} must be a probability in [0, 1] (got {rate})"),
+                "pass KIND=RATE with RATE between 0 and 1, e.g. reset=0.05",
+            ));
+        }
+        self.rates[kind.index()] = rate;
+        Ok(())
+    }
+
+    /// [`FaultConfig::set_rate`], builder style.
+    pub fn with_rate(mut self, kind: FaultKind, rate: f64) -> Result<Self> {
+        self.set_rate(kind, rate)?;
+        Ok(self)
+    }
+
+    /// Sets the seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets the stall duration.
+    pub fn with_stall(mut self, stall: Duration) -> Self {
+        self.stall = stall;
+        self
+    }
+
+    /// The rate of `kind`.
+    pub fn rate(&self, kind: FaultKind) -> f64 {
+        self.rates[kind.index()]
+    }
+
+    /// Whether any rate is non-zero.
+    pub fn is_active(&self) -> bool {
+        self.rates.iter().any(|r| *r > 0.0)
+    }
+
+    /// Applies one `KIND=RATE` spec (`--sim-fault`); `all=RATE` sets every kind.
+    pub fn apply_spec(&mut self, spec: &str) -> Result<()> {
+        let bad = || {
+            BenchError::config(
+                "--sim-fault",
+                format!("'{spec}' is not KIND=RATE"),
+                "pass e.g. --sim-fault reset=0.05 (repeatable)",
+            )
+        };
+        let (kind, rate) = spec.split_once('=').ok_or_else(bad)?;
+        let rate: f64 = rate.trim().parse().map_err(|_| bad())?;
+        if kind.trim().eq_ignore_ascii_case("all") {
+            for k in FaultKind::ALL {
+                self.set_rate(k, rate)?;
+            }
+            return Ok(());
+        }
+        self.set_rate(kind.parse()?, rate)
+    }
+
+    /// Checks the values; `SimConfig::validate` calls this.
+    pub fn validate(&self) -> Result<()> {
+        for k in FaultKind::ALL {
+            let r = self.rate(k);
+            if !r.is_finite() || !(0.0..=1.0).contains(&r) {
+                return Err(BenchError::config("--sim-fault", format!("bad rate {r} for {k}"), "use [0, 1]"));
+            }
+        }
+        if self.stall > Duration::from_secs(86_400) {
+            return Err(BenchError::config(
+                "--sim-fault-stall-ms",
+                "must be at most one day",
+                "pass a shorter stall",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The faults of the request with id `key` (its `x-request-id`). Pure and deterministic:
+    /// the same seed, rates and key always give the same plan.
+    pub fn plan(&self, key: &str) -> FaultPlan {
+        if !self.is_active() {
+            return FaultPlan::default();
+        }
+        let h = |salt: u64| Fnv::new(self.seed).bytes(key.as_bytes()).u64(salt).finish();
+        // A uniform draw in [0, 1) per kind, independent across kinds and requests.
+        let drawn = |k: FaultKind| {
+            let r = self.rate(k);
+            r > 0.0 && ((h(0x9000 + k.index() as u64) >> 11) as f64 / (1u64 << 53) as f64) < r
+        };
+        let failure = FaultKind::ALL.into_iter().filter(|k| !k.is_quirk()).find(|k| drawn(*k));
+        let mut plan = FaultPlan { failure, position: h(0x9051), ..FaultPlan::default() };
+        if failure.is_some_and(FaultKind::is_pre_response) {
+            return plan;
+        }
+        plan.crlf = drawn(FaultKind::Crlf);
+        plan.data_no_space = drawn(FaultKind::DataNoSpace);
+        plan.keep_alive = drawn(FaultKind::KeepAlive);
+        plan.trickle = drawn(FaultKind::Trickle);
+        plan
+    }
+}
+
+/// What the simulator does to one request (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FaultPlan {
+    /// The failure, if any (at most one per request).
+    pub failure: Option<FaultKind>,
+    /// Quirks (only with a streamed response and no pre-response failure).
+    pub crlf: bool,
+    pub data_no_space: bool,
+    pub keep_alive: bool,
+    pub trickle: bool,
+    position: u64,
+}
+
+impl FaultPlan {
+    /// Whether nothing is injected.
+    pub fn is_clean(&self) -> bool {
+        self.failure.is_none() && self.quirks().is_empty()
+    }
+
+    /// The quirks of this plan.
+    pub fn quirks(&self) -> Vec<FaultKind> {
+        let flags = [
+            (self.crlf, FaultKind::Crlf),
+            (self.data_no_space, FaultKind::DataNoSpace),
+            (self.keep_alive, FaultKind::KeepAlive),
+            (self.trickle, FaultKind::Trickle),
+        ];
+        flags.into_iter().filter(|(on, _)| *on).map(|(_, k)| k).collect()
+    }
+
+    /// Every kind this plan injects into a streamed response.
+    pub fn kinds(&self) -> Vec<FaultKind> {
+        let mut v: Vec<FaultKind> = self.failure.into_iter().collect();
+        v.extend(self.quirks());
+        v
+    }
+
+    /// For a stream of `events` token events: after how many of them a stream failure
+    /// (reset, stall, malformed JSON, oversized event, truncate) happens. In `[1, events - 1]`
+    /// so that at least one token arrived and the stream is not over yet; 0 when `events < 2`.
+    pub fn after_events(&self, events: u32) -> u32 {
+        if events < 2 {
+            return 0;
+        }
+        1 + (self.position % u64::from(events - 1)) as u32
+    }
+}
+
+/// Faults applied so far, per kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    counts: [u64; KINDS],
+}
+
+impl FaultCounts {
+    /// How many times `kind` was applied.
+    pub fn get(&self, kind: FaultKind) -> u64 {
+        self.counts[kind.index()]
+    }
+
+    /// Every kind with its count (zeros included), in [`FaultKind::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (FaultKind, u64)> + '_ {
+        FaultKind::ALL.into_iter().map(|k| (k, self.get(k)))
+    }
+
+    /// Sum over all kinds.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}
+
+/// Live counters, shared by the handlers and the streams; registered on the `/metrics`
+/// registry as `servebench_sim_faults_total{kind="..."}` when faults are configured.
+#[derive(Debug)]
+pub(crate) struct FaultCounters {
+    counts: Vec<Arc<Counter>>,
+}
+
+impl FaultCounters {
+    fn new(registry: Option<&MetricsRegistry>) -> Self {
+        let counts = FaultKind::ALL
+            .into_iter()
+            .map(|k| match registry {
+                Some(r) => r.counter(
+                    "servebench_sim_faults_total",
+                    "Faults injected by the simulator, by kind.",
+                    &[("kind", k.as_str())],
+                ),
+                None => Arc::default(),
+            })
+            .collect();
+        FaultCounters { counts }
+    }
+
+    pub(crate) fn add(&self, kind: FaultKind) {
+        if let Some(c) = self.counts.get(kind.index()) {
+            c.inc();
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> FaultCounts {
+        let mut counts = [0u64; KINDS];
+        for (c, a) in counts.iter_mut().zip(&self.counts) {
+            *c = a.get();
+        }
+        FaultCounts { counts }
+    }
+}
+
+/// The connection is closed without a response ([`FaultKind::Close`]): returned as the
+/// service's error, which makes hyper drop the connection before writing anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FaultClose;
+
+impl fmt::Display for FaultClose {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("injected fault: connection closed before the response")
+    }
+}
+
+impl std::error::Error for FaultClose {}
+
+/// What a pre-response status fault answers: an error status with its vLLM-style body and,
+/// for 429/503, a `Retry-After` value.
+#[derive(Debug)]
+pub(crate) struct PreResponse {
+    pub error: ApiError,
+    pub retry_after: Option<HeaderValue>,
+}
+
+/// The server's fault state: configuration, arrival counter (the key of requests without an
+/// id) and counters.
+#[derive(Debug)]
+pub(crate) struct FaultInjector {
+    config: FaultConfig,
+    arrivals: AtomicU64,
+    counters: Arc<FaultCounters>,
+}
+
+impl FaultInjector {
+    /// The injector of `config`; its counters are registered on `registry` when any fault is
+    /// configured (so `/metrics` is unchanged without faults).
+    pub(crate) fn new(config: FaultConfig, registry: &MetricsRegistry) -> Self {
+        let counters = Arc::new(FaultCounters::new(config.is_active().then_some(registry)));
+        FaultInjector { config, arrivals: AtomicU64::new(0), counters }
+    }
+
+    /// The plan of a generation request with `x-request-id` `id` (requests without one are
+    /// keyed by their arrival number, which is reproducible only without concurrency).
+    pub(crate) fn plan(&self, id: Option<&str>) -> FaultPlan {
+        if !self.config.is_active() {
+            return FaultPlan::default();
+        }
+        match id {
+            Some(id) => self.config.plan(id),
+            None => {
+                let n = self.arrivals.fetch_add(1, Ordering::Relaxed);
+                self.config.plan(&format!("#{n}"))
+            }
+        }
+    }
+
+    /// Applies a pre-response failure of `plan`, if it has one: `Err` closes the connection,
+    /// `Ok(Some)` is an error status to answer with.
+    pub(crate) fn pre_response(
+        &self,
+        plan: &FaultPlan,
+    ) -> std::result::Result<Option<PreResponse>, FaultClose> {
+        let Some(kind) = plan.failure.filter(|k| k.is_pre_response()) else { return Ok(None) };
+        self.counters.add(kind);
+        let retry = HeaderValue::from(self.config.retry_after_secs);
+        let (err, retry) = match kind {
+            FaultKind::Http429 => (
+                ApiError {
+                    status: 429,
+                    kind: "RateLimitError",
+                    message: "Too many requests: the server is over capacity (injected fault).".into(),
+                },
+                Some(retry),
+            ),
+            FaultKind::Http503 => (
+                ApiError {
+                    status: 503,
+                    kind: "ServiceUnavailableError",
+                    message: "The engine is not ready to serve requests (injected fault).".into(),
+                },
+                Some(retry),
+            ),
+            FaultKind::Http500 => (
+                ApiError {
+                    status: 500,
+                    kind: "InternalServerError",
+                    message: "EngineCore encountered an issue (injected fault).".into(),
+                },
+                None,
+            ),
+            _ => return Err(FaultClose),
+        };
+        Ok(Some(PreResponse { error: err, retry_after: retry }))
+    }
+
+    /// The stream part of `plan` for a stream of `events` token events, or `None` when the
+    /// plan injects nothing into streams.
+    pub(crate) fn stream(&self, plan: &FaultPlan, events: u32) -> Option<StreamFaults> {
+        let failure = plan.failure.filter(|k| !k.is_pre_response());
+        if failure.is_none() && plan.quirks().is_empty() {
+            return None;
+        }
+        Some(StreamFaults {
+            failure,
+            at: plan.after_events(events),
+            quirks: Quirks {
+                crlf: plan.crlf,
+                data_no_space: plan.data_no_space,
+                keep_alive: plan.keep_alive,
+                trickle: plan.trickle,
+            },
+            stall: self.config.stall,
+            oversized_bytes: self.config.oversized_bytes,
+            counters: self.counters.clone(),
+        })
+    }
+
+    pub(crate) fn counts(&self) -> FaultCounts {
+        self.counters.snapshot()
+    }
+}
+
+/// Framing quirks of one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Quirks {
+    pub crlf: bool,
+    pub data_no_space: bool,
+    pub keep_alive: bool,
+    pub trickle: bool,
+}
+
+impl Quirks {
+    /// Whether the frame bytes must be rewritten.
+    pub(crate) fn rewrites(&self) -> bool {
+        self.crlf || self.data_no_space || self.keep_alive
+    }
+
+    /// Rewrites a frame of complete `data: ...\n\n` events (raw LF only ever separates lines:
+    /// JSON escapes newlines inside strings).
+    pub(crate) fn apply(&self, frame: &[u8]) -> Vec<u8> {
+        let nl: &[u8] = if self.crlf { b"\r\n" } else { b"\n" };
+        let mut out = Vec::with_capacity(frame.len() + frame.len() / 8 + 32);
+        let mut event_start = true;
+        let body = frame.strip_suffix(b"\n").unwrap_or(frame);
+        for line in body.split(|&b| b == b'\n') {
+            if line.is_empty() {
+                out.extend_from_slice(nl);
+                event_start = true;
+                continue;
+            }
+            if event_start && self.keep_alive {
+                out.extend_from_slice(b": keep-alive");
+                out.extend_from_slice(nl);
+                out.extend_from_slice(nl);
+            }
+            event_start = false;
+            match line.strip_prefix(b"data: ") {
+                Some(rest) if self.data_no_space => {
+                    out.extend_from_slice(b"data:");
+                    out.extend_from_slice(rest);
+                }
+                _ => out.extend_from_slice(line),
+            }
+            out.extend_from_slice(nl);
+        }
+        out
+    }
+}
+
+/// The faults of one streamed response.
+#[derive(Debug)]
+pub(crate) struct StreamFaults {
+    /// The stream failure (never a pre-response kind).
+    pub failure: Option<FaultKind>,
+    /// Token events sent before the failure happens.
+    pub at: u32,
+    pub quirks: Quirks,
+    pub stall: Duration,
+    pub oversized_bytes: usize,
+    counters: Arc<FaultCounters>,
+}
+
+impl StreamFaults {
+    pub(crate) fn count(&self, kind: FaultKind) {
+        self.counters.add(kind);
+    }
+
+    /// Counts the quirks (once, when the first frame is sent).
+    pub(crate) fn count_quirks(&self) {
+        let q = self.quirks;
+        for (on, k) in [
+            (q.crlf, FaultKind::Crlf),
+            (q.data_no_space, FaultKind::DataNoSpace),
+            (q.keep_alive, FaultKind::KeepAlive),
+            (q.trickle, FaultKind::Trickle),
+        ] {
+            if on {
+                self.counters.add(k);
+            }
+        }
+    }
+}
+
+/// What the stream does when an event is due (see [`FaultState::poll_before`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hook {
+    /// Send the event as usual.
+    Continue,
+    /// Put a malformed event in front of the event.
+    Malformed,
+    /// Send one oversized event of this many text bytes as its own frame now; the due event
+    /// follows on the next poll.
+    Oversized(usize),
+    /// Fail the body (hyper then drops the connection).
+    Reset,
+    /// End the body cleanly now.
+    End,
+}
+
+/// A body frame: what `TokenStream::poll_frame` returns.
+pub(crate) type FramePoll = Poll<Option<std::result::Result<Frame<Bytes>, io::Error>>>;
+
+/// The per-stream state of [`StreamFaults`]: the failure fires once, the tokens of an event
+/// that is due but held back (stall, flush before reset) are kept, trickled bytes wait here.
+#[derive(Debug)]
+pub(crate) struct FaultState {
+    f: StreamFaults,
+    fired: bool,
+    /// Tokens the pacer released for the event that is held back.
+    due: Option<u32>,
+    stall: Option<Pin<Box<Sleep>>>,
+    /// Yielded once before a reset, so that hyper flushes the events already written.
+    flushed: bool,
+    /// Bytes still to be trickled and the next position.
+    trickle: Option<(Bytes, usize)>,
+    /// Yield before the next trickled byte (one socket write per byte).
+    trickle_yield: bool,
+    quirks_counted: bool,
+}
+
+impl FaultState {
+    pub(crate) fn new(f: StreamFaults) -> Self {
+        FaultState {
+            f,
+            fired: false,
+            due: None,
+            stall: None,
+            flushed: false,
+            trickle: None,
+            trickle_yield: false,
+            quirks_counted: false,
+        }
+    }
+
+    /// Whether no trickled bytes are waiting.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.trickle.is_none()
+    }
+
+    /// The tokens of an event that was released by the pacer but held back.
+    pub(crate) fn take_due(&mut self) -> Option<u32> {
+        self.due.take()
+    }
+
+    /// The next trickled byte, after a yield (`None` when nothing is being trickled).
+    pub(crate) fn poll_trickle(&mut self, cx: &mut Context<'_>) -> Option<FramePoll> {
+        let (buf, pos) = self.trickle.as_mut()?;
+        if self.trickle_yield {
+            self.trickle_yield = false;
+            cx.waker().wake_by_ref();
+            return Some(Poll::Pending);
+        }
+        let byte = buf.slice(*pos..(*pos + 1).min(buf.len()));
+        *pos += 1;
+        if *pos >= buf.len() {
+            self.trickle = None;
+        }
+        self.trickle_yield = true;
+        Some(Poll::Ready(Some(Ok(Frame::data(byte)))))
+    }
+
+    /// Event `tick` is due with up to `k` tokens: what the failure (if it is due now) does.
+    /// `Pending` holds the event back (stall, flush before a reset); `k` is kept for
+    /// [`FaultState::take_due`].
+    pub(crate) fn poll_before(&mut self, tick: u32, k: u32, cx: &mut Context<'_>) -> Poll<Hook> {
+        let Some(kind) = self.f.failure else { return Poll::Ready(Hook::Continue) };
+        if self.fired || tick != self.f.at {
+            return Poll::Ready(Hook::Continue);
+        }
+        let hook = match kind {
+            FaultKind::Stall => {
+                let sleep = match self.stall.as_mut() {
+                    Some(s) => s,
+                    None => {
+                        self.f.count(FaultKind::Stall);
+                        self.stall.insert(Box::pin(tokio::time::sleep(self.f.stall)))
+                    }
+                };
+                if sleep.as_mut().poll(cx).is_pending() {
+                    self.due = Some(k);
+                    return Poll::Pending;
+                }
+                Hook::Continue
+            }
+            FaultKind::Reset => {
+                if !self.flushed {
+                    self.flushed = true;
+                    self.due = Some(k);
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                Hook::Reset
+            }
+            FaultKind::MalformedJson => Hook::Malformed,
+            FaultKind::OversizedEvent => {
+                self.due = Some(k);
+                Hook::Oversized(self.f.oversized_bytes)
+            }
+            FaultKind::Truncate => Hook::End,
+            _ => return Poll::Ready(Hook::Continue),
+        };
+        self.fired = true;
+        if kind != FaultKind::Stall {
+            self.f.count(kind);
+        }
+        Poll::Ready(hook)
+    }
+
+    /// Whether the end of the stream carries `data: [DONE]` (counts [`FaultKind::NoDone`]).
+    pub(crate) fn done_marker(&mut self) -> bool {
+        if self.f.failure == Some(FaultKind::NoDone) && !self.fired {
+            self.fired = true;
+            self.f.count(FaultKind::NoDone);
+            return false;
+        }
+        true
+    }
+
+    /// A frame of complete events, rewritten by the quirks; with trickle, only its first byte
+    /// (the rest follows one byte per poll).
+    pub(crate) fn frame(&mut self, out: Vec<u8>) -> Bytes {
+        if !self.quirks_counted {
+            self.quirks_counted = true;
+            self.f.count_quirks();
+        }
+        let q = self.f.quirks;
+        let bytes = Bytes::from(if q.rewrites() { q.apply(&out) } else { out });
+        if !q.trickle || bytes.len() <= 1 {
+            return bytes;
+        }
+        self.trickle_yield = true;
+        let first = bytes.slice(..1);
+        self.trickle = Some((bytes, 1));
+        first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(rates: &[(FaultKind, f64)]) -> FaultConfig {
+        let mut c = FaultConfig::default().with_seed(7);
+        for (k, r) in rates {
+            c.set_rate(*k, *r).unwrap();
+        }
+        c
+    }
+
+    #[test]
+    fn names_round_trip_and_aliases_parse() {
+        for k in FaultKind::ALL {
+            assert_eq!(k.as_str().parse::<FaultKind>().unwrap(), k);
+        }
+        assert_eq!("429".parse::<FaultKind>().unwrap(), FaultKind::Http429);
+        assert_eq!("Keep-Alive".parse::<FaultKind>().unwrap(), FaultKind::KeepAlive);
+        assert!("nope".parse::<FaultKind>().is_err());
+    }
+
+    #[test]
+    fn specs_are_validated() {
+        let mut c = FaultConfig::default();
+        c.apply_spec("reset=0.25").unwrap();
+        assert_eq!(c.rate(FaultKind::Reset), 0.25);
+        assert!(c.apply_spec("reset=1.5").is_err());
+        assert!(c.apply_spec("reset").is_err());
+        assert!(c.apply_spec("reset=x").is_err());
+        assert!(c.apply_spec("bogus=0.1").is_err());
+        c.apply_spec("all=0.1").unwrap();
+        assert!(FaultKind::ALL.iter().all(|k| c.rate(*k) == 0.1));
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn default_is_inactive_and_clean() {
+        let c = FaultConfig::default();
+        assert!(!c.is_active());
+        assert!(c.plan("anything").is_clean());
+    }
+
+    #[test]
+    fn plans_are_deterministic_and_rates_hold() {
+        let c = cfg(&[(FaultKind::Reset, 0.2), (FaultKind::Http429, 0.1), (FaultKind::Crlf, 0.5)]);
+        let n = 20_000;
+        let (mut reset, mut r429, mut crlf) = (0, 0, 0);
+        for i in 0..n {
+            let key = format!("req-{i}");
+            let p = c.plan(&key);
+            assert_eq!(p, c.plan(&key));
+            match p.failure {
+                Some(FaultKind::Reset) => reset += 1,
+                Some(FaultKind::Http429) => {
+                    r429 += 1;
+                    assert!(p.quirks().is_empty(), "no quirks without a stream");
+                }
+                None => {}
+                Some(other) => panic!("unexpected {other}"),
+            }
+            crlf += usize::from(p.crlf);
+        }
+        let frac = |x: usize| x as f64 / n as f64;
+        // 429 comes first in draw order and masks 10 % of the resets.
+        assert!((frac(r429) - 0.1).abs() < 0.02, "{r429}");
+        assert!((frac(reset) - 0.2 * 0.9).abs() < 0.02, "{reset}");
+        // CRLF is drawn only for requests that get a stream (90% of them).
+        assert!((frac(crlf) - 0.5 * 0.9).abs() < 0.03, "{crlf}");
+        assert_ne!(c.plan("a"), c.clone().with_seed(8).plan("a"), "the seed matters");
+    }
+
+    #[test]
+    fn the_first_drawn_failure_wins() {
+        let mut c = FaultConfig::default();
+        c.apply_spec("all=1").unwrap();
+        for i in 0..100 {
+            let p = c.plan(&i.to_string());
+            assert_eq!(p.failure, Some(FaultKind::Http429));
+            assert!(p.quirks().is_empty());
+        }
+        c.apply_spec("all=0.1").unwrap();
+        let n = 20_000;
+        let failed = (0..n).filter(|i| c.plan(&i.to_string()).failure.is_some()).count();
+        let want = 1.0 - 0.9f64.powi(10);
+        assert!((failed as f64 / n as f64 - want).abs() < 0.02, "{failed}");
+    }
+
+    #[test]
+    fn after_events_is_in_range() {
+        let c = cfg(&[(FaultKind::Reset, 1.0)]);
+        for i in 0..500 {
+            let p = c.plan(&i.to_string());
+            assert_eq!(p.after_events(0), 0);
+            assert_eq!(p.after_events(1), 0);
+            assert_eq!(p.after_events(2), 1);
+            let a = p.after_events(10);
+            assert!((1..=9).contains(&a), "{a}");
+        }
+    }
+
+    #[test]
+    fn quirks_rewrite_lines() {
+        let frame = b"data: {\"a\":1}\n\ndata: [DONE]\n\n";
+        let q = Quirks { crlf: true, data_no_space: true, keep_alive: true, trickle: false };
+        assert_eq!(
+            q.apply(frame),
+            b": keep-alive\r\n\r\ndata:{\"a\":1}\r\n\r\n: keep-alive\r\n\r\ndata:[DONE]\r\n\r\n".to_vec()
+        );
+        let q = Quirks { crlf: true, ..Quirks::default() };
+        assert_eq!(q.apply(frame), b"data: {\"a\":1}\r\n\r\ndata: [DONE]\r\n\r\n".to_vec());
+        assert!(!Quirks { trickle: true, ..Quirks::default() }.rewrites());
+    }
+
+    #[test]
+    fn pre_response_counts_and_answers() {
+        let inj = FaultInjector::new(cfg(&[(FaultKind::Http503, 1.0)]), &MetricsRegistry::default());
+        let plan = inj.plan(Some("x"));
+        match inj.pre_response(&plan) {
+            Ok(Some(PreResponse { error: e, retry_after: retry })) => {
+                assert_eq!(e.status, 503);
+                assert_eq!(retry.unwrap(), "1");
+                let v: serde_json::Value = serde_json::from_slice(&e.body()).unwrap();
+                assert_eq!(v["error"]["code"], 503);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(inj.counts().get(FaultKind::Http503), 1);
+        let inj = FaultInjector::new(cfg(&[(FaultKind::Close, 1.0)]), &MetricsRegistry::default());
+        assert!(inj.pre_response(&inj.plan(None)).is_err());
+        assert_eq!(inj.counts().total(), 1);
+        assert!(inj.stream(&inj.plan(None), 5).is_none());
+    }
+}

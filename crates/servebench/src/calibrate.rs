@@ -1,0 +1,349 @@
+//! `servebench calibrate`: how far the client's measurements are from the truth on this host.
+//!
+//! Starts `servebench sim` in fixed mode as a separate process (so the simulator's CPU time is
+//! not charged to the client), then runs the client — also as a child process of this binary,
+//! with a warm connection pool — at a ladder of concurrencies. In fixed mode the truth is known
+//! exactly: TTFT = `ttft`, ITL = `itl`, E2EL = `ttft + (n − 1) · itl`. It prints measured −
+//! truth per level, with the client's CPU time, CPU per token event and peak RSS, and
+//! optionally writes the same numbers as JSON.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use serde::Serialize;
+use servebench_core::BenchError;
+
+/// Arguments of `servebench calibrate`.
+#[derive(Debug, Clone, Args)]
+pub struct CalibrateArgs {
+    /// Concurrency levels, comma-separated.
+    #[arg(long, default_value = "1,10,100,500,1000", value_delimiter = ',')]
+    pub levels: Vec<u64>,
+    /// Requests per level (default: max(20, 2 × level)).
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Output tokens per request (ignore_eos).
+    #[arg(long, default_value_t = 100)]
+    pub output_len: u32,
+    /// Prompt tokens per request.
+    #[arg(long, default_value_t = 32)]
+    pub input_len: u32,
+    /// Simulator time to first token in ms (the truth).
+    #[arg(long, default_value_t = 50.0)]
+    pub ttft_ms: f64,
+    /// Simulator inter-token interval in ms (the truth).
+    #[arg(long, default_value_t = 10.0)]
+    pub itl_ms: f64,
+    /// Tokenizer of both simulator and client (path to tokenizer.json, a directory, or a
+    /// built-in encoding).
+    #[arg(long, default_value = "cl100k_base")]
+    pub tokenizer: String,
+    /// Write the numbers as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Keep the per-level result files in this directory (default: a temporary one, removed).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+}
+
+/// The truth of the fixed timing model.
+#[derive(Debug, Clone, Serialize)]
+pub struct Truth {
+    /// TTFT in ms.
+    pub ttft_ms: f64,
+    /// ITL in ms.
+    pub itl_ms: f64,
+    /// E2EL in ms: `ttft + (n − 1) · itl`.
+    pub e2el_ms: f64,
+    /// Output tokens per request.
+    pub output_len: u32,
+}
+
+/// Measured − truth at one concurrency level (ms unless named otherwise).
+#[derive(Debug, Clone, Serialize)]
+pub struct Level {
+    /// Client concurrency (`--max-concurrency`, `--preconnect`).
+    pub concurrency: u64,
+    /// Requests sent.
+    pub requests: u64,
+    /// Requests completed.
+    pub completed: u64,
+    /// Mean TTFT − truth.
+    pub ttft_mean_err_ms: f64,
+    /// p99 TTFT − truth.
+    pub ttft_p99_err_ms: f64,
+    /// Mean ITL − truth.
+    pub itl_mean_err_ms: f64,
+    /// p99 ITL − truth.
+    pub itl_p99_err_ms: f64,
+    /// Mean E2EL − truth.
+    pub e2el_mean_err_ms: f64,
+    /// Client CPU time (user + system) during the run, seconds.
+    pub client_cpu_s: Option<f64>,
+    /// Client CPU per token event, µs.
+    pub cpu_us_per_event: Option<f64>,
+    /// Client peak RSS, MiB.
+    pub peak_rss_mib: Option<f64>,
+    /// Wall time of the level, seconds (including client start-up).
+    pub wall_s: f64,
+}
+
+/// Everything `--json` writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    /// The truth.
+    pub truth: Truth,
+    /// One entry per level.
+    pub levels: Vec<Level>,
+    /// CPUs available to this process.
+    pub cpus: usize,
+    /// `/proc/loadavg` at start (other load on the host), when readable.
+    pub loadavg_at_start: Option<String>,
+}
+
+/// A child process killed when dropped.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn bad(flag: &str, what: impl Into<String>) -> anyhow::Error {
+    BenchError::config(flag, what.into(), "see `servebench calibrate --help`").into()
+}
+
+/// Starts `servebench sim --port 0` and returns it with its base URL (parsed from the
+/// `servebench sim: serving model '…' on http://…` line it prints to stderr).
+fn start_sim(exe: &Path, args: &CalibrateArgs) -> anyhow::Result<(ChildGuard, String)> {
+    let child = Command::new(exe)
+        .args(["sim", "--host", "127.0.0.1", "--port", "0", "--sim-model", "calibrate"])
+        .args(["--sim-ttft-ms", &args.ttft_ms.to_string(), "--sim-itl-ms", &args.itl_ms.to_string()])
+        .args(["--sim-tokenizer", &args.tokenizer])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting `servebench sim`")?;
+    let mut guard = ChildGuard(child);
+    let stderr = guard.0.stderr.take().context("reading the simulator's stderr")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if !sent {
+                if let Some(url) = parse_sim_url(&line) {
+                    let _ = tx.send(Ok(url));
+                    sent = true;
+                    continue;
+                }
+                let _ = tx.send(Err(line));
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut errors = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Ok(url)) => return Ok((guard, url)),
+            Ok(Err(line)) => errors.push(line),
+            Err(_) => bail!("the simulator did not start: {}", errors.join(" | ")),
+        }
+    }
+}
+
+/// `http://HOST:PORT` from the simulator's start-up line.
+pub fn parse_sim_url(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("servebench sim: serving model ")?;
+    let at = rest.find(" on http://")?;
+    let url = rest[at + 4..].split_whitespace().next()?;
+    Some(url.to_owned())
+}
+
+fn num(v: &serde_json::Value, key: &str) -> anyhow::Result<f64> {
+    v.get(key).and_then(serde_json::Value::as_f64).with_context(|| format!("result JSON has no '{key}'"))
+}
+
+fn run_level(
+    exe: &Path,
+    args: &CalibrateArgs,
+    url: &str,
+    dir: &Path,
+    c: u64,
+    truth: &Truth,
+) -> anyhow::Result<Level> {
+    let requests = args.requests.unwrap_or_else(|| (2 * c).max(20));
+    let file = format!("level-{c}.json");
+    let t0 = Instant::now();
+    let out = Command::new(exe)
+        .args(["--base-url", url, "--model", "calibrate", "--tokenizer", &args.tokenizer])
+        .args(["--dataset-name", "random", "--ignore-eos", "--disable-tqdm"])
+        .args(["--random-input-len", &args.input_len.to_string()])
+        .args(["--random-output-len", &args.output_len.to_string()])
+        .args(["--num-prompts", &requests.to_string(), "--max-concurrency", &c.to_string()])
+        .args(["--preconnect", &c.to_string()])
+        .args(["--percentile-metrics", "ttft,itl,e2el", "--metric-percentiles", "99"])
+        .args(["--save-result", "--result-dir"])
+        .arg(dir)
+        .args(["--result-filename", &file])
+        .stdin(Stdio::null())
+        .output()
+        .context("running the client")?;
+    let wall_s = t0.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!(
+            "the client failed at concurrency {c} ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let path = dir.join(&file);
+    let text = std::fs::read_to_string(&path).map_err(|e| BenchError::io(path.display(), e))?;
+    let v: serde_json::Value = serde_json::from_str(&text).context("parsing the result JSON")?;
+    let health = v.get("client_health").cloned().unwrap_or_default();
+    let opt = |k: &str| {
+        health.get(k).and_then(serde_json::Value::as_f64).or_else(|| v.get(k).and_then(|x| x.as_f64()))
+    };
+    let cpu = opt("client_cpu_seconds");
+    let events = num(&v, "total_output_tokens").unwrap_or(0.0);
+    Ok(Level {
+        concurrency: c,
+        requests,
+        completed: num(&v, "completed")? as u64,
+        ttft_mean_err_ms: num(&v, "mean_ttft_ms")? - truth.ttft_ms,
+        ttft_p99_err_ms: num(&v, "p99_ttft_ms")? - truth.ttft_ms,
+        itl_mean_err_ms: num(&v, "mean_itl_ms")? - truth.itl_ms,
+        itl_p99_err_ms: num(&v, "p99_itl_ms")? - truth.itl_ms,
+        e2el_mean_err_ms: num(&v, "mean_e2el_ms")? - truth.e2el_ms,
+        client_cpu_s: cpu,
+        cpu_us_per_event: cpu.filter(|_| events > 0.0).map(|s| s * 1e6 / events),
+        peak_rss_mib: opt("peak_rss_bytes").map(|b| b / 1_048_576.0),
+        wall_s,
+    })
+}
+
+/// The console table.
+pub fn table(cal: &Calibration) -> String {
+    let t = &cal.truth;
+    let mut out = format!(
+        "servebench calibrate: measured − truth (ms); truth TTFT {} ms, ITL {} ms, E2EL {} ms ({} tokens); \
+         {} CPUs, load at start: {}\n",
+        t.ttft_ms,
+        t.itl_ms,
+        t.e2el_ms,
+        t.output_len,
+        cal.cpus,
+        cal.loadavg_at_start.as_deref().unwrap_or("?")
+    );
+    out.push_str(&format!(
+        "{:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>9} {:>8}\n",
+        "conc",
+        "reqs",
+        "TTFT mean",
+        "TTFT p99",
+        "ITL mean",
+        "ITL p99",
+        "E2EL mean",
+        "CPU s",
+        "µs/event",
+        "RSS MiB"
+    ));
+    let f = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or_else(|| "-".into());
+    for l in &cal.levels {
+        out.push_str(&format!(
+            "{:>6} {:>6} {:>+10.3} {:>+10.3} {:>+9.3} {:>+9.3} {:>+10.3} {:>7} {:>9} {:>8}\n",
+            l.concurrency,
+            l.completed,
+            l.ttft_mean_err_ms,
+            l.ttft_p99_err_ms,
+            l.itl_mean_err_ms,
+            l.itl_p99_err_ms,
+            l.e2el_mean_err_ms,
+            f(l.client_cpu_s, 2),
+            f(l.cpu_us_per_event, 1),
+            f(l.peak_rss_mib, 1),
+        ));
+    }
+    out
+}
+
+/// `servebench calibrate`.
+pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
+    if args.levels.is_empty() || args.levels.contains(&0) {
+        return Err(bad("--levels", "must list positive concurrencies"));
+    }
+    if args.output_len == 0 || args.input_len == 0 {
+        return Err(bad("--output-len/--input-len", "must be at least 1"));
+    }
+    if args.requests == Some(0) {
+        return Err(bad("--requests", "must be at least 1"));
+    }
+    servebench_sim::TimingModel::fixed_ms(args.ttft_ms, args.itl_ms)?;
+    let exe = std::env::current_exe().context("locating the servebench binary")?;
+    let truth = Truth {
+        ttft_ms: args.ttft_ms,
+        itl_ms: args.itl_ms,
+        e2el_ms: args.ttft_ms + f64::from(args.output_len - 1) * args.itl_ms,
+        output_len: args.output_len,
+    };
+    let loadavg_at_start = std::fs::read_to_string("/proc/loadavg").ok().map(|s| s.trim().to_owned());
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let (tmp, dir) = match &args.work_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| BenchError::io(d.display(), e))?;
+            (None, d.clone())
+        }
+        None => {
+            let d = std::env::temp_dir().join(format!("servebench-calibrate-{}", std::process::id()));
+            std::fs::create_dir_all(&d).map_err(|e| BenchError::io(d.display(), e))?;
+            (Some(d.clone()), d)
+        }
+    };
+    let (sim, url) = start_sim(&exe, args)?;
+    eprintln!("calibrate: simulator at {url} (pid {}), levels {:?}", sim.0.id(), args.levels);
+    let mut levels = Vec::new();
+    let mut result = Ok(());
+    for &c in &args.levels {
+        match run_level(&exe, args, &url, &dir, c, &truth) {
+            Ok(l) => {
+                eprintln!("calibrate: concurrency {c} done in {:.1} s", l.wall_s);
+                levels.push(l);
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    drop(sim);
+    if let Some(d) = tmp {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let cal = Calibration { truth, levels, cpus, loadavg_at_start };
+    print!("{}", table(&cal));
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&cal).context("serializing the calibration")?;
+        std::fs::write(path, text).map_err(|e| BenchError::io(path.display(), e))?;
+    }
+    result.map(|()| 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_sim_line() {
+        let l = "servebench sim: serving model 'x y' on http://127.0.0.1:4321 (Ctrl-C to stop)";
+        assert_eq!(parse_sim_url(l).as_deref(), Some("http://127.0.0.1:4321"));
+        assert_eq!(parse_sim_url("something else"), None);
+    }
+}
