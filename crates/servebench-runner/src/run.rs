@@ -67,6 +67,11 @@ pub struct ClientHealth {
     pub cpus: usize,
     /// Peak RSS of the process (includes an embedded simulator), bytes.
     pub peak_rss_bytes: Option<u64>,
+    /// Whether `peak_rss_bytes` covers only the measured phase (the mark was reset at its
+    /// start); otherwise it covers the whole process life (tokenizer loading included).
+    pub peak_rss_covers_run_only: bool,
+    /// RSS when the measured phase started, bytes.
+    pub rss_at_start_bytes: Option<u64>,
     /// Connections opened / found stale during the whole run.
     pub connections_opened: u64,
     pub stale_connections: u64,
@@ -195,6 +200,11 @@ pub async fn run_benchmark(
         observer.message(&format!("Opened {n} connections before the run"));
     }
 
+    // The tokenizer (and what building the workload allocated) is not needed while measuring:
+    // free it, and measure peak memory of the measured phase only.
+    drop(tokenizer);
+    let peak_reset = health::reset_peak_rss();
+    let rss_at_start = health::current_rss_bytes();
     let schedule = ArrivalSchedule::generate(workload.len(), &cfg.rate, cfg.seed);
     let plan = DispatchPlan { offsets_us: schedule.offsets_us.into(), max_concurrency: cfg.max_concurrency };
     let workload = Arc::new(workload);
@@ -273,6 +283,8 @@ pub async fn run_benchmark(
         wall_seconds: wall,
         cpus: health::available_cpus(),
         peak_rss_bytes: health::peak_rss_bytes(),
+        peak_rss_covers_run_only: peak_reset,
+        rss_at_start_bytes: rss_at_start,
         connections_opened: pool.opened,
         stale_connections: pool.stale,
     };

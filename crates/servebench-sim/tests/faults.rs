@@ -327,3 +327,22 @@ async fn without_faults_metrics_have_no_fault_series() {
     assert_eq!(sim.fault_counts().total(), 0);
     sim.shutdown().await;
 }
+
+/// Engine mode paces events from the scheduler; faults hook in the same way.
+#[tokio::test]
+async fn engine_mode_streams_take_faults_too() {
+    let mut engine = servebench_sim::EngineConfig::cpu_tiny();
+    engine.decode_step_base = Duration::from_millis(2);
+    engine.decode_per_seq = Duration::ZERO;
+    for kind in [FaultKind::Reset, FaultKind::Stall, FaultKind::Crlf, FaultKind::Trickle] {
+        let faults =
+            FaultConfig::default().with_rate(kind, 1.0).unwrap().with_stall(Duration::from_millis(50));
+        let sim = start(config().with_engine(engine).with_faults(faults)).await;
+        let r = fetch(&sim, "e", true).await;
+        assert_eq!(r.status, 200, "{kind}");
+        assert_eq!(r.clean_end, kind != FaultKind::Reset, "{kind}");
+        assert_eq!(r.text().contains("[DONE]"), kind != FaultKind::Reset, "{kind}");
+        assert_eq!(sim.fault_counts().get(kind), 1, "{kind}");
+        sim.shutdown().await;
+    }
+}

@@ -20,7 +20,9 @@ const PROBE_GAP: u32 = 1 << 16;
 /// token and the special tokens are unassigned): decoding skips unknown ids instead of failing.
 pub struct TiktokenTokenizer {
     name: String,
-    bpe: &'static CoreBPE,
+    /// Owned (not tiktoken-rs's process-wide singleton) so that dropping the tokenizer frees
+    /// its tables before the measured phase.
+    bpe: CoreBPE,
     vocab_size: u32,
     /// Sorted ids of the special tokens.
     special_ids: Vec<u32>,
@@ -41,14 +43,15 @@ impl TiktokenTokenizer {
     /// [`BUILTIN_ENCODINGS`].
     pub fn builtin(name: &str) -> Option<Self> {
         let bpe = match name {
-            "cl100k_base" => tiktoken_rs::cl100k_base_singleton(),
-            "o200k_base" => tiktoken_rs::o200k_base_singleton(),
-            "o200k_harmony" => tiktoken_rs::o200k_harmony_singleton(),
-            "p50k_base" => tiktoken_rs::p50k_base_singleton(),
-            "p50k_edit" => tiktoken_rs::p50k_edit_singleton(),
-            "r50k_base" | "gpt2" => tiktoken_rs::r50k_base_singleton(),
+            "cl100k_base" => tiktoken_rs::cl100k_base(),
+            "o200k_base" => tiktoken_rs::o200k_base(),
+            "o200k_harmony" => tiktoken_rs::o200k_harmony(),
+            "p50k_base" => tiktoken_rs::p50k_base(),
+            "p50k_edit" => tiktoken_rs::p50k_edit(),
+            "r50k_base" | "gpt2" => tiktoken_rs::r50k_base(),
             _ => return None,
-        };
+        }
+        .ok()?;
         let mut special_ids: Vec<u32> = bpe
             .special_tokens()
             .into_iter()
