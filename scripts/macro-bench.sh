@@ -3,8 +3,12 @@
 #
 # Starts `servebench sim` as a separate process in fixed mode (TTFT 50 ms, ITL 10 ms) and runs
 # the client at 1, 100, 500 and 1,000 concurrent streams, 100 output tokens each, with the
-# connection pool warmed first (--preconnect) and cold. Prints measured − truth for mean TTFT,
-# mean and p99 ITL, plus client CPU seconds, CPU µs per SSE event and peak RSS.
+# connection pool warmed first (--preconnect) and cold. The simulator logs when it sent every
+# event (--ground-truth); the table compares the client's measurements with that log, request
+# by request: measured − truth for mean TTFT, mean and p99 ITL (truth = what the simulator
+# actually sent, so its own timer lateness is not charged to the client), and, for reference,
+# measured − nominal (50 ms / 10 ms). Plus client CPU seconds, CPU µs per SSE event and the
+# client's peak RSS during the measured phase.
 #
 # Usage: scripts/macro-bench.sh [CONCURRENCIES...]   (default: 1 100 500 1000)
 # Env:   REQS_PER_STREAM (default 3), PORT (default 18471), OUT (default target/macro-bench)
@@ -23,7 +27,7 @@ BIN=target/release/servebench
 ulimit -n 65536 2>/dev/null || true
 
 "$BIN" sim --port "$PORT" --sim-ttft-ms "$TTFT_MS" --sim-itl-ms "$ITL_MS" --sim-tokenizer cl100k_base \
-  > "$OUT/sim.log" 2>&1 &
+  --ground-truth "$OUT/truth.jsonl" > "$OUT/sim.log" 2>&1 &
 SIM_PID=$!
 trap 'kill $SIM_PID 2>/dev/null || true' EXIT
 for _ in $(seq 50); do
@@ -33,11 +37,12 @@ done
 
 run_level() { # concurrency pool(warm|cold)
   local c=$1 pool=$2 n pre=0
-  n=$(( c * REQS_PER_STREAM )); (( n < 200 )) && n=200
+  n=$(( c * REQS_PER_STREAM )); (( n < 50 )) && n=50
   [[ $pool == warm ]] && pre=$c
   "$BIN" --base-url "http://127.0.0.1:$PORT" --model servebench-sim --tokenizer cl100k_base \
     --num-prompts "$n" --max-concurrency "$c" --random-input-len 32 --random-output-len 100 \
     --ready-check-timeout-sec 10 --preconnect "$pre" --disable-tqdm --percentile-metrics ttft,tpot,itl,e2el \
+    --request-id-prefix "c$c-$pool-" \
     --save-result --result-dir "$OUT" --result-filename "c$c-$pool.json" > "$OUT/c$c-$pool.log" 2>&1
 }
 
@@ -46,23 +51,56 @@ for c in "${LEVELS[@]}"; do
   run_level "$c" cold
 done
 
+kill -TERM "$SIM_PID"; wait "$SIM_PID" 2>/dev/null || true; trap - EXIT
+
 python3 - "$OUT" "$TTFT_MS" "$ITL_MS" "${LEVELS[@]}" <<'PY'
 import json, sys
-out, ttft, itl = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+out, ttft_nom, itl_nom = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 levels = sys.argv[4:]
-print(f"{'streams':>8} {'pool':>5} {'reqs':>6} {'TTFT err':>9} {'ITL err':>8} {'p99 ITL err':>11} "
-      f"{'CPU s':>6} {'CPU µs/ev':>9} {'RSS MB':>7} {'failed':>6}")
+
+def pct(v, p):
+    v = sorted(v)
+    if not v: return 0.0
+    h = (len(v) - 1) * p / 100.0
+    lo = int(h); hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (h - lo)
+
+def mean(v): return sum(v) / len(v) if v else 0.0
+
+truth = {}
+with open(f"{out}/truth.jsonl") as f:
+    for line in f:
+        t = json.loads(line)
+        truth[t["request_id"]] = t
+
+print(f"{'streams':>7} {'pool':>4} {'reqs':>5} | {'TTFT err':>8} {'ITL err':>8} {'p99 ITL err':>11} "
+      f"| {'vs nominal: TTFT':>16} {'p99 ITL':>8} | {'CPU s':>6} {'µs/event':>8} {'RSS MB':>6} {'failed':>6}")
 for c in levels:
     for pool in ("warm", "cold"):
         r = json.load(open(f"{out}/c{c}-{pool}.json"))
+        m_ttft, t_ttft, m_itl, t_itl = [], [], [], []
         events = 0
         with open(f"{out}/c{c}-{pool}.json.records.jsonl") as f:
             for line in f:
-                events += json.loads(line).get("token_event_count", 0) + 2  # + usage and [DONE]
+                rec = json.loads(line)
+                events += rec.get("token_event_count", 0) + 2  # + usage chunk and [DONE]
+                t = truth.get(rec["request_id"])
+                if rec["outcome"] != "completed" or t is None or not t["event_us"]:
+                    continue
+                m_ttft.append((rec["first_token_us"] - rec["dispatched_us"]) / 1000)
+                t_ttft.append((t["event_us"][0] - t["received_us"]) / 1000)
+                gaps = rec.get("token_events", {}).get("gaps_us", [])
+                tg = [b - a for a, b in zip(t["event_us"], t["event_us"][1:])]
+                if len(gaps) == len(tg):
+                    m_itl += [g / 1000 for g in gaps]
+                    t_itl += [g / 1000 for g in tg]
         h = r.get("client_health", {})
         cpu = h.get("client_cpu_seconds") or 0.0
-        rss = (h.get("peak_rss_bytes") or 0) / 1e6
-        print(f"{c:>8} {pool:>5} {r['completed']+r['failed']:>6} {r['mean_ttft_ms']-ttft:>+9.2f} "
-              f"{r['mean_itl_ms']-itl:>+8.3f} {r['p99_itl_ms']-itl:>+11.3f} {cpu:>6.2f} "
-              f"{(cpu*1e6/events if events else 0):>9.2f} {rss:>7.1f} {r['failed']:>6}")
+        rss = (h.get("peak_rss_bytes") or 0) / 2**20
+        print(f"{c:>7} {pool:>4} {r['completed'] + r['failed']:>5} | "
+              f"{mean(m_ttft) - mean(t_ttft):>+8.3f} {mean(m_itl) - mean(t_itl):>+8.3f} "
+              f"{pct(m_itl, 99) - pct(t_itl, 99):>+11.3f} | "
+              f"{r['mean_ttft_ms'] - ttft_nom:>+16.2f} {r['p99_itl_ms'] - itl_nom:>+8.2f} | "
+              f"{cpu:>6.2f} {(cpu * 1e6 / events if events else 0):>8.2f} {rss:>6.1f} {r['failed']:>6}")
+print("errors in ms; truth = the simulator's own send times (--ground-truth); nominal = 50 ms / 10 ms")
 PY

@@ -117,13 +117,15 @@ impl SseFramer {
 
     /// A framer that fails with [`SseError::EventTooLarge`] when one event exceeds `max` bytes.
     pub fn with_max_event_bytes(max: usize) -> Self {
+        // Buffers start empty and grow to the largest frame/event seen: one framer lives per
+        // in-flight stream, and LLM events are a few hundred bytes.
         SseFramer {
-            buf: Vec::with_capacity(4096),
+            buf: Vec::new(),
             line_start: 0,
             scan: 0,
             skip_lf: false,
             at_start: true,
-            data: Vec::with_capacity(1024),
+            data: Vec::new(),
             has_data: false,
             event: Vec::new(),
             has_event: false,

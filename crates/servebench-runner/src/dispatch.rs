@@ -138,7 +138,10 @@ where
                     },
                     None => None,
                 };
-                let record = execute(release).await;
+                // Boxed: the executor's future is large (connect, TLS and HTTP state) and
+                // every released task waits at the gate holding its own future; inline, a
+                // burst of N waiting tasks would cost N times that size.
+                let record = Box::pin(execute(release)).await;
                 drop(permit);
                 let _ = sink.send(record);
             });

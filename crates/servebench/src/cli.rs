@@ -196,6 +196,11 @@ pub struct SimArgs {
     /// Port to listen on (0 = any free port).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
+    /// Record every event the simulator sends, with its monotonic send time, and write them as
+    /// JSON lines to PATH when it stops (Ctrl-C or SIGTERM): the ground truth client
+    /// measurements are compared with.
+    #[arg(long)]
+    pub ground_truth: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub sim: SimOptions,
 }

@@ -38,7 +38,21 @@ fn purge_freed_memory_immediately() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
 }
 
+/// mimalloc advises its arenas `MADV_HUGEPAGE`, so with THP in `madvise` mode (common) every
+/// 2 MiB region the allocator touches becomes resident and is zeroed as a whole: at 1,000 streams
+/// that added ~45 MB of peak RSS and page-fault CPU during the measured phase. The client gains
+/// nothing from huge pages; disable them for the process (inherited by children, e.g. the sim).
+#[allow(unsafe_code)]
+fn disable_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with integer arguments only; failure (old kernel) just leaves THP as it was.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 fn main() -> ExitCode {
+    disable_transparent_huge_pages();
     purge_freed_memory_immediately();
     let args = cli::normalize_underscores(std::env::args());
     if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {

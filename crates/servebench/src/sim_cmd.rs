@@ -90,9 +90,10 @@ pub fn engine_config(opts: &SimOptions) -> anyhow::Result<Option<EngineConfig>> 
     Ok(Some(e))
 }
 
-/// `servebench sim`: serves until Ctrl-C.
+/// `servebench sim`: serves until Ctrl-C or SIGTERM; writes the ground-truth log if asked.
 pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
-    let cfg = sim_config(&args.sim)?;
+    let cfg = sim_config(&args.sim)?.with_ground_truth(args.ground_truth.is_some());
+    let clock = servebench_core::RunClock::start();
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|_| {
         BenchError::config(
             "--host/--port",
@@ -112,10 +113,31 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
             args.sim.sim_model,
             handle.local_addr()
         );
-        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
-        handle.shutdown().await;
+        wait_for_stop_signal().await?;
+        if let Some(path) = &args.ground_truth {
+            let truth = handle.take_ground_truth();
+            servebench_sim::write_ground_truth_jsonl(&truth, &clock, path)?;
+            eprintln!("servebench sim: wrote {} ground-truth records to {}", truth.len(), path.display());
+        }
+        handle.abort();
         Ok::<u8, anyhow::Error>(0)
     })
+}
+
+/// Resolves on Ctrl-C or (Unix) SIGTERM.
+async fn wait_for_stop_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("listening for SIGTERM")?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    Ok(())
 }
 
 /// The embedded simulator of `--sim`: its own runtime and threads (named `sb-sim`), so that the

@@ -447,7 +447,9 @@ impl HttpClient {
             let (mut conn, reused) = match self.take_idle(&mut reconnects).await {
                 Some(c) => (c, true),
                 None => {
-                    let connect = self.connect();
+                    // Boxed: connect + TLS + handshake state would otherwise be inlined into
+                    // every request future, also when a pooled connection is used.
+                    let connect = Box::pin(self.connect());
                     let r = match deadline.as_mut() {
                         Some(d) => tokio::select! {
                             r = connect => r,
