@@ -7,6 +7,7 @@ pub mod dispatch;
 pub mod health;
 pub mod prepare;
 pub mod run;
+pub mod server_workload;
 pub mod sink;
 
 pub use config::{DatasetSpec, RunConfig};

@@ -171,6 +171,22 @@ impl ServerTokenize {
         Ok(Probe::Ok(tokens))
     }
 
+    /// Token ids of `text` on the server; `Err(detail)` inside when the endpoint cannot be used.
+    pub async fn tokenize_ids(&self, text: &str) -> Result<std::result::Result<Vec<u32>, String>> {
+        Ok(match self.tokenize(text).await? {
+            Probe::Ok(v) => Ok(v),
+            Probe::Unavailable(d) => Err(d),
+        })
+    }
+
+    /// Text of `ids` on the server; `Err(detail)` inside when the endpoint cannot be used.
+    pub async fn detokenize_ids(&self, ids: &[u32]) -> Result<std::result::Result<String, String>> {
+        Ok(match self.detokenize(ids).await? {
+            Probe::Ok(v) => Ok(v),
+            Probe::Unavailable(d) => Err(d),
+        })
+    }
+
     async fn detokenize(&self, tokens: &[u32]) -> Result<Probe<String>> {
         let body = json!({"model": self.model, "tokens": tokens});
         let raw = match self.call("/detokenize", body).await? {
@@ -230,7 +246,7 @@ pub async fn verify_prompt_lengths(
         }
         return Ok(Verification::Verified { checked: n });
     }
-    fix_all(server, workload).await
+    fix_all_prompts(server, workload).await
 }
 
 /// A rewritten prompt: its text, its length on the server, and whether that is the target.
@@ -240,7 +256,8 @@ struct FixedPrompt {
     exact: bool,
 }
 
-async fn fix_all(server: &ServerTokenize, workload: &mut Workload) -> Result<Verification> {
+/// Checks every text prompt on the server and rewrites those whose length differs.
+pub async fn fix_all_prompts(server: &ServerTokenize, workload: &mut Workload) -> Result<Verification> {
     use futures::stream::{self, StreamExt};
     let specs: Vec<RequestSpec> = workload.requests.clone();
     let results: Vec<Result<Option<FixedPrompt>>> = stream::iter(specs)

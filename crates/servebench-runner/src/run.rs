@@ -5,6 +5,7 @@ use crate::config::{DatasetSpec, RunConfig};
 use crate::dispatch::{dispatch, stop_signal, DispatchPlan, Release, StopSignal};
 use crate::health::{self, HiccupProbe, CLIENT_THREAD_PREFIX};
 use crate::prepare::{self, ModelIds, ServerTokenize, Verification};
+use crate::server_workload;
 use crate::sink::RecordSink;
 use servebench_client::request::{execute, ExecOptions, RequestTarget};
 use servebench_client::transport::{ClientOptions, HttpClient};
@@ -13,6 +14,9 @@ use servebench_core::{BenchError, Outcome, RequestRecord, Result, RunClock, Text
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+/// `--tokenizer server`: use the server's `/tokenize` and `/detokenize`.
+pub const SERVER_TOKENIZER: &str = "server";
 
 /// Something that wants to hear about the run's progress (console, progress bar).
 pub trait RunObserver: Send + Sync {
@@ -123,11 +127,24 @@ pub async fn run_benchmark(
         observer.message(&format!("Model detected from /v1/models: {}", model.model_id));
     }
     let tokenizer_id = cfg.tokenizer.clone().unwrap_or_else(|| model.tokenizer_hint.clone());
-    observer.message(&format!("Loading tokenizer {tokenizer_id}"));
-    let tokenizer = prepare::load_tokenizer(tokenizer_id.clone()).await?;
+    let server =
+        ServerTokenize { client: client.clone(), headers: headers.clone(), model: model.served_name.clone() };
+    // `--tokenizer server`: no local tokenizer; the server's /tokenize builds exact prompts.
+    let tokenizer = if tokenizer_id == SERVER_TOKENIZER {
+        observer.message("Using the server's /tokenize and /detokenize as the tokenizer");
+        None
+    } else {
+        observer.message(&format!("Loading tokenizer {tokenizer_id}"));
+        Some(prepare::load_tokenizer(tokenizer_id.clone()).await?)
+    };
 
     let started = Instant::now();
-    let mut workload = build_workload(&cfg, tokenizer.clone()).await?;
+    let mut workload = match &tokenizer {
+        Some(t) => build_workload(&cfg, t.clone()).await?,
+        None => match &cfg.dataset {
+            DatasetSpec::Random(r) => server_workload::build_server_workload(&server, r).await?,
+        },
+    };
     let filtered_out = prepare::filter_max_model_len(&mut workload, cfg.max_model_len);
     if workload.is_empty() {
         return Err(BenchError::Dataset {
@@ -162,11 +179,14 @@ pub async fn run_benchmark(
         ready_check(&client, &target, &exec_opts, &workload, cfg.ready_check_timeout).await?;
     }
 
-    let server =
-        ServerTokenize { client: client.clone(), headers: headers.clone(), model: model.served_name.clone() };
-    let cache = prepare::verification_cache_path(&cfg.base_url, &model.served_name, tokenizer.name());
-    let verification =
-        prepare::verify_prompt_lengths(&server, &mut workload, cfg.verify_prompts, cache).await?;
+    let verification = match &tokenizer {
+        Some(t) => {
+            let cache = prepare::verification_cache_path(&cfg.base_url, &model.served_name, t.name());
+            prepare::verify_prompt_lengths(&server, &mut workload, cfg.verify_prompts, cache).await?
+        }
+        // Built on the server's own tokenizer: every prompt was already checked there.
+        None => Verification::Skipped,
+    };
     match &verification {
         Verification::Unavailable { detail } => {
             let w = BenchError::TokenizeUnavailable { detail: detail.clone() };

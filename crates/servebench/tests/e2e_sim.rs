@@ -193,3 +193,20 @@ fn readiness_timeout_names_the_last_error() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("SB301") && stderr.contains("not ready after 1 s"), "{stderr}");
 }
+
+#[test]
+fn server_tokenizer_builds_prompts_of_exact_server_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim_run(dir.path(), &["--tokenizer", "server", "--random-range-ratio", "0.5"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let records = std::fs::read_to_string(dir.path().join("run.json.records.jsonl")).unwrap();
+    let mut n = 0;
+    for line in records.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["outcome"], "completed");
+        // What the client planned equals what the server counted in `usage.prompt_tokens`.
+        assert_eq!(r["prompt_tokens"], r["server_prompt_tokens"], "{line}");
+        n += 1;
+    }
+    assert_eq!(n, 40);
+}
