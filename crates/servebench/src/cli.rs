@@ -79,7 +79,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the simulated OpenAI-compatible server standalone.
-    Sim(SimArgs),
+    Sim(Box<SimArgs>),
     /// Measure the client's error against a fixed-timing simulator (separate process) at a
     /// ladder of concurrencies: measured − truth for TTFT, ITL, E2EL, with client CPU and RSS.
     Calibrate(crate::calibrate::CalibrateArgs),
