@@ -228,7 +228,9 @@ async fn run(
         }
     };
     let mut timer = Timer::new(opts);
-    let sent = match client.send(req, timer.get()).await {
+    // Boxed: the send state (pool checkout, connect, request head) is done once the head
+    // arrives; inline, its size would stay reserved for the whole stream.
+    let sent = match Box::pin(client.send(req, timer.get())).await {
         Ok(s) => s,
         Err(f) => {
             record.reconnects = f.reconnects;

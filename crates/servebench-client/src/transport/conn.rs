@@ -86,7 +86,9 @@ impl AsyncWrite for Stream {
 /// A live HTTP/1.1 connection driven by whoever holds it.
 pub(crate) struct Conn {
     pub(crate) sender: SendRequest<ReqBody>,
-    conn: Connection<TokioIo<Stream>, ReqBody>,
+    /// Boxed: hyper's connection state is large, and a `Conn` is moved (pool → send → request)
+    /// and held inside every request future.
+    conn: Box<Connection<TokioIo<Stream>, ReqBody>>,
     /// The connection future finished (closed or failed): never reuse.
     done: bool,
     /// Requests completed on this connection.
@@ -115,7 +117,7 @@ impl Conn {
             .max_buf_size(1 << 20)
             .handshake(TokioIo::new(stream))
             .await?;
-        Ok(Conn { sender, conn, done: false, uses: 0, idle_since: Instant::now() })
+        Ok(Conn { sender, conn: Box::new(conn), done: false, uses: 0, idle_since: Instant::now() })
     }
 
     /// Whether the connection is known to be unusable.
