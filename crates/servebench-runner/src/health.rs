@@ -65,8 +65,13 @@ pub fn thread_cpu_ns(prefix: &str) -> u64 {
 
 /// Peak resident set size of this process in bytes (VmHWM), if known.
 pub fn peak_rss_bytes() -> Option<u64> {
+    proc_status_bytes("VmHWM:")
+}
+
+/// A `kB` field of `/proc/self/status`, in bytes.
+fn proc_status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
@@ -79,10 +84,7 @@ pub fn reset_peak_rss() -> bool {
 
 /// Current resident set size of this process in bytes (VmRSS), if known.
 pub fn current_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    proc_status_bytes("VmRSS:")
 }
 
 /// Number of CPUs available to this process.
