@@ -12,6 +12,16 @@ pub enum DatasetSpec {
     Random(RandomDatasetConfig),
 }
 
+/// What happens to requests in flight when the run is interrupted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InterruptMode {
+    /// Stop them at once; they end as `cancelled` records with the timings they had.
+    #[default]
+    Cancel,
+    /// Let them finish; only requests not yet sent are cancelled.
+    Drain,
+}
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -51,4 +61,5 @@ pub struct RunConfig {
     /// Records file (JSONL), if any.
     pub records_path: Option<PathBuf>,
     pub show_progress: bool,
+    pub on_interrupt: InterruptMode,
 }

@@ -10,7 +10,7 @@ pub mod run;
 pub mod server_workload;
 pub mod sink;
 
-pub use config::{DatasetSpec, RunConfig};
+pub use config::{DatasetSpec, InterruptMode, RunConfig};
 pub use dispatch::{dispatch, stop_signal, DispatchPlan, DispatchStats, Release, StopHandle, StopSignal};
 pub use health::{HiccupProbe, CLIENT_THREAD_PREFIX};
 pub use prepare::{ModelIds, Verification};

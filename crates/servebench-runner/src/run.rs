@@ -1,13 +1,13 @@
 //! One benchmark run, end to end: prepare, check readiness, warm up, dispatch on the schedule,
 //! collect records (appended to the records file as each request ends), measure client health.
 
-use crate::config::{DatasetSpec, RunConfig};
+use crate::config::{DatasetSpec, InterruptMode, RunConfig};
 use crate::dispatch::{dispatch, stop_signal, DispatchPlan, Release, StopSignal};
 use crate::health::{self, HiccupProbe, CLIENT_THREAD_PREFIX};
 use crate::prepare::{self, ModelIds, ServerTokenize, Verification};
 use crate::server_workload;
 use crate::sink::RecordSink;
-use servebench_client::request::{execute, ExecOptions, RequestTarget};
+use servebench_client::request::{execute, execute_until, ExecOptions, RequestTarget};
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::{BenchError, Outcome, RequestRecord, Result, RunClock, TextTokenizer, Workload};
@@ -93,6 +93,8 @@ pub struct RunOutput {
     pub workload: WorkloadStats,
     pub verification: Verification,
     pub warnings: Vec<String>,
+    /// The run was stopped early (Ctrl-C / SIGTERM).
+    pub interrupted: bool,
 }
 
 /// What `run_benchmark` returns.
@@ -275,15 +277,31 @@ pub async fn run_benchmark(
     let exec = {
         let (client, target, opts, workload, record_for) =
             (client.clone(), target.clone(), exec_opts.clone(), workload.clone(), record_for.clone());
+        let cancel_in_flight = cfg.on_interrupt == InterruptMode::Cancel;
+        let stop = stop.clone();
         move |r: Release| {
             let (client, target, opts, workload) =
                 (client.clone(), target.clone(), opts.clone(), workload.clone());
             let record = record_for(&r);
-            async move { execute(&client, &target, &workload.requests[r.index], record, &clock, &opts).await }
+            let mut stop = stop.clone();
+            async move {
+                let spec = &workload.requests[r.index];
+                if cancel_in_flight {
+                    // Interrupted: the request ends as `cancelled`, with the timings it had.
+                    execute_until(&client, &target, spec, record, &clock, &opts, async move {
+                        stop.stopped().await
+                    })
+                    .await
+                } else {
+                    execute(&client, &target, spec, record, &clock, &opts).await
+                }
+            }
         }
     };
+    let interrupted = stop.clone();
     let cancelled = move |r: Release| record_for(&r);
     let dispatch_stats = dispatch(&plan, clock, exec, cancelled, tx, stop).await;
+    let was_interrupted = interrupted.is_stopped();
     let wall = clock.now_us() as f64 / 1e6;
     let cpu1 = health::thread_cpu_ns(CLIENT_THREAD_PREFIX);
     probe_stop.stop();
@@ -321,6 +339,7 @@ pub async fn run_benchmark(
         workload: stats,
         verification,
         warnings,
+        interrupted: was_interrupted,
     })))
 }
 

@@ -112,6 +112,7 @@ async fn run(setup: &Setup) -> (Vec<RequestRecord>, FaultCounts) {
         keep_text: false,
         records_path: None,
         show_progress: false,
+        on_interrupt: Default::default(),
     };
     let (_stop_handle, stop) = stop_signal();
     let out = match run_benchmark(cfg, Arc::new(Quiet), stop).await.unwrap() {

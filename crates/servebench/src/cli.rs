@@ -352,6 +352,12 @@ pub struct RunArgs {
     /// included). Off by default: a loaded server may queue a request for a long time.
     #[arg(long, help_heading = "Request")]
     pub stall_timeout: Option<f64>,
+    /// On Ctrl-C/SIGTERM: `cancel` stops in-flight requests at once (they are recorded as
+    /// cancelled with their partial timings) or `drain` lets them finish. Either way nothing new
+    /// is sent, results are written for what finished, and the exit code is 130. A second
+    /// Ctrl-C exits at once.
+    #[arg(long, default_value = "cancel", help_heading = "Request")]
+    pub on_interrupt: String,
     /// Exit with code 3 (after writing results) when more than this percentage of requests
     /// failed.
     #[arg(long, help_heading = "Request")]

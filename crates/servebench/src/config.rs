@@ -12,7 +12,7 @@ use servebench_core::metrics::{MetricName, Slo};
 use servebench_core::schedule::{RampStrategy, RampUp, RateConfig};
 use servebench_core::{BenchError, Result};
 use servebench_data::random::RandomDatasetConfig;
-use servebench_runner::config::{DatasetSpec, RunConfig};
+use servebench_runner::config::{DatasetSpec, InterruptMode, RunConfig};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -182,6 +182,17 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         keep_text: args.save_detailed,
         records_path,
         show_progress: !args.disable_tqdm,
+        on_interrupt: match args.on_interrupt.as_str() {
+            "cancel" => InterruptMode::Cancel,
+            "drain" => InterruptMode::Drain,
+            other => {
+                return Err(BenchError::config(
+                    "--on-interrupt",
+                    format!("unknown mode '{other}'"),
+                    "use cancel (stop in-flight requests at once) or drain (let them finish)",
+                ))
+            }
+        },
     };
     let output = OutputConfig {
         save_result: args.save_result,

@@ -13,6 +13,7 @@ use servebench_report::info::vllm_date;
 use servebench_report::{
     console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo,
 };
+use servebench_runner::config::InterruptMode;
 use servebench_runner::{
     run_benchmark, stop_signal, RunObserver, RunOutput, RunResult, CLIENT_THREAD_PREFIX,
 };
@@ -20,6 +21,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
+
+/// Exit code of a run stopped by Ctrl-C/SIGTERM (after its results were written).
+pub const INTERRUPTED_EXIT_CODE: u8 = 130;
 
 /// Console observer: status lines on stdout, a progress bar on stderr.
 struct ConsoleObserver {
@@ -107,16 +111,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let seed = run.seed;
     let max_concurrency = run.max_concurrency;
     let records_file = run.records_path.clone();
+    let on_interrupt = run.on_interrupt;
     let result = runtime.block_on(async move {
         let (stop, signal) = stop_signal();
+        let in_flight = match on_interrupt {
+            InterruptMode::Cancel => "in-flight requests are cancelled",
+            InterruptMode::Drain => "in-flight requests are drained",
+        };
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "\nInterrupted: stopping; in-flight requests are cancelled (Ctrl-C again to exit now)"
-                );
+            if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
+                eprintln!("\nInterrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)");
                 stop.stop();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
+                if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
+                    std::process::exit(INTERRUPTED_EXIT_CODE.into());
                 }
             }
         });
@@ -184,6 +191,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         &metrics,
         &out,
     )?;
+    if out.interrupted {
+        println!("Interrupted: results cover the requests that finished before the interrupt");
+        return Ok(INTERRUPTED_EXIT_CODE);
+    }
     if let Some(limit) = output.max_failure_rate {
         let total = metrics.sent.max(1);
         let rate = metrics.failed as f64 * 100.0 / total as f64;

@@ -125,7 +125,7 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
 }
 
 /// Resolves on Ctrl-C or (Unix) SIGTERM.
-async fn wait_for_stop_signal() -> anyhow::Result<()> {
+pub(crate) async fn wait_for_stop_signal() -> anyhow::Result<()> {
     #[cfg(unix)]
     {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -210,3 +210,116 @@ fn server_tokenizer_builds_prompts_of_exact_server_length() {
     }
     assert_eq!(n, 40);
 }
+
+/// Starts a `--sim` run in the background; returns the child once the run's workload is built
+/// (so the signal handlers are installed).
+fn spawn_sim_run(dir: &Path, extra: &[&str]) -> std::process::Child {
+    use std::io::{BufRead, BufReader};
+    let tok = fixture_tokenizer();
+    let mut child = bin()
+        .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--save-result"])
+        .args(["--result-dir", dir.to_str().unwrap(), "--result-filename", "run.json"])
+        .args(["--random-input-len", "32", "--ready-check-timeout-sec", "0"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().starts_with("Generated") {
+            break;
+        }
+    }
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    child
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    let ok = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success();
+    assert!(ok, "kill {sig} failed");
+}
+
+#[test]
+fn interrupt_cancels_in_flight_writes_results_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 streams of 200 tokens at 50 ms: nothing finishes within the first seconds.
+    let mut child = spawn_sim_run(
+        dir.path(),
+        &[
+            "--num-prompts",
+            "20",
+            "--max-concurrency",
+            "4",
+            "--random-output-len",
+            "200",
+            "--sim-itl-ms",
+            "50",
+        ],
+    );
+    let records = dir.path().join("run.json.records.jsonl");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    signal(&child, "-INT");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&records)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 20, "one record per request, interrupted or not");
+    let cancelled: Vec<&serde_json::Value> = lines.iter().filter(|r| r["outcome"] == "cancelled").collect();
+    let completed = json["completed"].as_u64().unwrap();
+    let failed = json["failed"].as_u64().unwrap();
+    assert_eq!(completed + failed + json["cancelled"].as_u64().unwrap(), 20);
+    assert_eq!(cancelled.len() as u64, json["cancelled"].as_u64().unwrap());
+    // The four in flight were cancelled with their partial timings kept.
+    let partial = cancelled.iter().filter(|r| r.get("first_token_us").is_some()).count();
+    assert!(partial >= 1, "{cancelled:?}");
+}
+
+#[test]
+fn kill_9_keeps_every_finished_record_and_report_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_sim_run(
+        dir.path(),
+        &[
+            "--num-prompts",
+            "5000",
+            "--max-concurrency",
+            "8",
+            "--random-output-len",
+            "8",
+            "--sim-ttft-ms",
+            "2",
+            "--sim-itl-ms",
+            "1",
+        ],
+    );
+    let records = dir.path().join("run.json.records.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let n = std::fs::read_to_string(&records).map(|t| t.lines().count()).unwrap_or(0);
+        if n >= 50 || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&records).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 50, "{} records before the kill", lines.len());
+    // Records are flushed whole: every line parses (a line cut mid-write could only be last).
+    let parsed = lines.iter().filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()).count();
+    assert!(parsed + 1 >= lines.len());
+    let html = dir.path().join("after-kill.html");
+    let out =
+        bin().args(["report", records.to_str().unwrap(), "-o", html.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+}
