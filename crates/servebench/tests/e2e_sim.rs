@@ -311,8 +311,8 @@ fn kill_9_keeps_every_finished_record_and_report_reads_them() {
     }
     child.kill().unwrap(); // SIGKILL: no handler runs
     child.wait().unwrap();
-    let text = std::fs::read_to_string(&records).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    let content = std::fs::read_to_string(&records).unwrap();
+    let lines: Vec<&str> = content.lines().collect();
     assert!(lines.len() >= 50, "{} records before the kill", lines.len());
     // Records are flushed whole: every line parses (a line cut mid-write could only be last).
     let parsed = lines.iter().filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()).count();
