@@ -62,4 +62,6 @@ pub struct RunConfig {
     pub records_path: Option<PathBuf>,
     pub show_progress: bool,
     pub on_interrupt: InterruptMode,
+    /// Extra attempts for a request whose connection could not be made (nothing was sent).
+    pub retries: u32,
 }

@@ -10,7 +10,9 @@ use crate::sink::RecordSink;
 use servebench_client::request::{execute, execute_until, ExecOptions, RequestTarget};
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::schedule::ArrivalSchedule;
-use servebench_core::{BenchError, Outcome, RequestRecord, Result, RunClock, TextTokenizer, Workload};
+use servebench_core::{
+    BenchError, ErrorKind, Outcome, RequestRecord, Result, RunClock, TextTokenizer, Workload,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -278,22 +280,39 @@ pub async fn run_benchmark(
         let (client, target, opts, workload, record_for) =
             (client.clone(), target.clone(), exec_opts.clone(), workload.clone(), record_for.clone());
         let cancel_in_flight = cfg.on_interrupt == InterruptMode::Cancel;
+        let retries = cfg.retries;
         let stop = stop.clone();
         move |r: Release| {
             let (client, target, opts, workload) =
                 (client.clone(), target.clone(), opts.clone(), workload.clone());
             let record = record_for(&r);
-            let mut stop = stop.clone();
+            let stop = stop.clone();
             async move {
                 let spec = &workload.requests[r.index];
-                if cancel_in_flight {
-                    // Interrupted: the request ends as `cancelled`, with the timings it had.
-                    execute_until(&client, &target, spec, record, &clock, &opts, async move {
-                        stop.stopped().await
-                    })
-                    .await
-                } else {
-                    execute(&client, &target, spec, record, &clock, &opts).await
+                let mut attempt = record;
+                loop {
+                    let fresh = attempt.clone();
+                    let done = if cancel_in_flight {
+                        // Interrupted: the request ends as `cancelled`, with the timings it had.
+                        let stop = stop.clone();
+                        execute_until(&client, &target, spec, fresh, &clock, &opts, async move {
+                            let mut stop = stop;
+                            stop.stopped().await
+                        })
+                        .await
+                    } else {
+                        execute(&client, &target, spec, fresh, &clock, &opts).await
+                    };
+                    // `--retries`: only a connection that could not be made (nothing of the
+                    // request was sent) is tried again; the record counts every attempt.
+                    let retry = done.error.as_ref().is_some_and(|e| e.kind == ErrorKind::Connect)
+                        && done.attempts <= retries
+                        && !stop.is_stopped();
+                    if !retry {
+                        return done;
+                    }
+                    attempt.attempts = done.attempts;
+                    tokio::time::sleep(Duration::from_millis(100 * u64::from(done.attempts))).await;
                 }
             }
         }

@@ -113,6 +113,7 @@ async fn run(setup: &Setup) -> (Vec<RequestRecord>, FaultCounts) {
         records_path: None,
         show_progress: false,
         on_interrupt: Default::default(),
+        retries: 0,
     };
     let (_stop_handle, stop) = stop_signal();
     let out = match run_benchmark(cfg, Arc::new(Quiet), stop).await.unwrap() {

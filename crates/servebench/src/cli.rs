@@ -352,6 +352,10 @@ pub struct RunArgs {
     /// included). Off by default: a loaded server may queue a request for a long time.
     #[arg(long, help_heading = "Request")]
     pub stall_timeout: Option<f64>,
+    /// Retry a request up to N times when its connection could not be made (nothing of it was
+    /// sent). Off by default: other failures are never retried (a retried POST can bill twice).
+    #[arg(long, default_value_t = 0, help_heading = "Request")]
+    pub retries: u32,
     /// On Ctrl-C/SIGTERM: `cancel` stops in-flight requests at once (they are recorded as
     /// cancelled with their partial timings) or `drain` lets them finish. Either way nothing new
     /// is sent, results are written for what finished, and the exit code is 130. A second

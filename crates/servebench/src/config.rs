@@ -182,6 +182,7 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         keep_text: args.save_detailed,
         records_path,
         show_progress: !args.disable_tqdm,
+        retries: args.retries,
         on_interrupt: match args.on_interrupt.as_str() {
             "cancel" => InterruptMode::Cancel,
             "drain" => InterruptMode::Drain,

@@ -323,3 +323,35 @@ fn kill_9_keeps_every_finished_record_and_report_reads_them() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
 }
+
+#[test]
+fn retries_apply_only_to_connections_never_made_and_every_attempt_counts() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener); // nothing listens: every connect is refused, nothing is ever sent
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args([
+            "--base-url",
+            &format!("http://127.0.0.1:{port}"),
+            "--model",
+            "m",
+            "--tokenizer",
+            "cl100k_base",
+        ])
+        .args(["--num-prompts", "3", "--random-input-len", "8", "--random-output-len", "4"])
+        .args(["--ready-check-timeout-sec", "0", "--skip-tokenize-verification", "--retries", "2"])
+        .args(["--disable-tqdm", "--save-result", "--result-dir", dir.path().to_str().unwrap()])
+        .args(["--result-filename", "r.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let records = std::fs::read_to_string(dir.path().join("r.json.records.jsonl")).unwrap();
+    for line in records.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["outcome"], "failed");
+        assert_eq!(r["error"]["kind"], "connect");
+        assert_eq!(r["attempts"], 3, "{line}");
+    }
+    assert_eq!(records.lines().count(), 3);
+}
