@@ -74,11 +74,13 @@ with open(f"{out}/truth.jsonl") as f:
         truth[t["request_id"]] = t
 
 print(f"{'streams':>7} {'pool':>4} {'reqs':>5} | {'TTFT err':>8} {'ITL err':>8} {'p99 ITL err':>11} "
-      f"| {'vs nominal: TTFT':>16} {'p99 ITL':>8} | {'CPU s':>6} {'µs/event':>8} {'RSS MB':>6} {'failed':>6}")
+      f"| {'vs nominal: TTFT':>16} {'p99 ITL':>8} | {'recv delay':>10} {'p99':>6} "
+      f"| {'CPU s':>6} {'µs/event':>8} {'RSS MB':>6} {'failed':>6}")
 for c in levels:
     for pool in ("warm", "cold"):
         r = json.load(open(f"{out}/c{c}-{pool}.json"))
-        m_ttft, t_ttft, m_itl, t_itl = [], [], [], []
+        m_ttft, t_ttft, m_itl, t_itl, delay = [], [], [], [], []
+        origin = r.get("run_origin_unix_us")
         events = 0
         with open(f"{out}/c{c}-{pool}.json.records.jsonl") as f:
             for line in f:
@@ -94,6 +96,14 @@ for c in levels:
                 if len(gaps) == len(tg):
                     m_itl += [g / 1000 for g in gaps]
                     t_itl += [g / 1000 for g in tg]
+                    if origin is not None and "origin_unix_us" in t:
+                        # Receive delay: when the client timestamped each event minus when the
+                        # simulator sent it, on one wall-clock time line.
+                        at = origin + rec["first_token_us"]
+                        for i, sent in enumerate(t["event_us"]):
+                            if i > 0:
+                                at += gaps[i - 1]
+                            delay.append((at - (t["origin_unix_us"] + sent)) / 1000)
         h = r.get("client_health", {})
         cpu = h.get("client_cpu_seconds") or 0.0
         rss = (h.get("peak_rss_bytes") or 0) / 2**20
@@ -101,6 +111,8 @@ for c in levels:
               f"{mean(m_ttft) - mean(t_ttft):>+8.3f} {mean(m_itl) - mean(t_itl):>+8.3f} "
               f"{pct(m_itl, 99) - pct(t_itl, 99):>+11.3f} | "
               f"{r['mean_ttft_ms'] - ttft_nom:>+16.2f} {r['p99_itl_ms'] - itl_nom:>+8.2f} | "
+              f"{mean(delay):>10.3f} {pct(delay, 99):>6.2f} | "
               f"{cpu:>6.2f} {(cpu * 1e6 / events if events else 0):>8.2f} {rss:>6.1f} {r['failed']:>6}")
-print("errors in ms; truth = the simulator's own send times (--ground-truth); nominal = 50 ms / 10 ms")
+print("errors in ms; truth = the simulator's own send times (--ground-truth); nominal = 50 ms / 10 ms;")
+print("recv delay = client timestamp of an event − simulator send time (wall-clock aligned, ± a few µs)")
 PY

@@ -175,6 +175,13 @@ fn opt_ms(us: Option<f64>) -> Value {
 fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
     o.insert("input_throughput".into(), Value::from(m.input_throughput));
     o.insert("sent".into(), Value::from(m.sent));
+    // Wall-clock time of the run's monotonic origin (µs since the Unix epoch): record times are
+    // offsets from it, so records of different processes (shards, the simulator's ground truth)
+    // can be put on one time line.
+    o.insert(
+        "run_origin_unix_us".into(),
+        Value::from((info.origin_wall.unix_timestamp_nanos() / 1000).clamp(0, i128::from(i64::MAX)) as i64),
+    );
     o.insert("cancelled".into(), Value::from(m.cancelled));
     let mut kinds = Map::new();
     for &(k, n) in m.failures_by_kind.iter().filter(|(_, n)| *n > 0) {

@@ -57,6 +57,9 @@ impl GroundTruth {
             done_us: Option<u64>,
             prompt_tokens: u32,
             completion_tokens: u32,
+            /// Wall-clock time of the clock's origin (µs since the Unix epoch), to align these
+            /// times with another process's records.
+            origin_unix_us: u64,
         }
         let line = Line {
             request_id: &self.request_id,
@@ -68,6 +71,7 @@ impl GroundTruth {
             done_us: self.done.map(|d| clock.offset_us(d)),
             prompt_tokens: self.prompt_tokens,
             completion_tokens: self.completion_tokens,
+            origin_unix_us: clock.wall_anchor_unix_us(),
         };
         serde_json::to_string(&line).unwrap_or_default()
     }
