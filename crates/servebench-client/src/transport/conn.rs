@@ -11,9 +11,8 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -96,10 +95,6 @@ pub(crate) struct Conn {
     pub(crate) uses: u32,
     /// When it was last returned to the pool.
     pub(crate) idle_since: Instant,
-    /// The waker [`Conn::drive`] polls with (see [`SelfWake`]); one per connection, so the
-    /// wakers hyper and tokio store compare equal (`will_wake`) from one poll to the next.
-    wake: Arc<SelfWake>,
-    waker: Waker,
 }
 
 impl std::fmt::Debug for Conn {
@@ -122,17 +117,7 @@ impl Conn {
             .max_buf_size(1 << 20)
             .handshake(TokioIo::new(stream))
             .await?;
-        let wake = Arc::new(SelfWake::default());
-        let waker = Waker::from(wake.clone());
-        Ok(Conn {
-            sender,
-            conn: Box::new(conn),
-            done: false,
-            uses: 0,
-            idle_since: Instant::now(),
-            wake,
-            waker,
-        })
+        Ok(Conn { sender, conn: Box::new(conn), done: false, uses: 0, idle_since: Instant::now() })
     }
 
     /// Whether the connection is known to be unusable.
@@ -148,51 +133,23 @@ impl Conn {
 
     /// Polls `fut` to completion while driving the connection's I/O in the same task.
     /// With a `deadline`, gives up when it passes (the connection must then be dropped).
-    ///
-    /// Everything is polled with the connection's [`SelfWake`] waker: a wake-up that hyper
-    /// sends while we are polling (a socket read hands a body frame to `fut` and wakes it —
-    /// that is this very task) makes us poll again right away instead of scheduling the task
-    /// once more; wake-ups that arrive while we are not polling go to the task's waker.
     pub(crate) async fn drive<F: Future + Unpin>(
         &mut self,
         mut fut: F,
         deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
     ) -> Result<F::Output, Interrupted> {
         let mut deadline = deadline;
-        std::future::poll_fn(move |outer| {
-            self.wake.register(outer.waker());
-            let waker = self.waker.clone();
-            let mut cx = Context::from_waker(&waker);
-            let mut rounds = 0;
-            loop {
-                self.wake.begin();
-                self.poll_conn(&mut cx);
-                if let Poll::Ready(out) = Pin::new(&mut fut).poll(&mut cx) {
-                    // A wake-up received meanwhile is dropped: it asked for `conn`, `fut` or
-                    // the deadline to be polled again, and the caller either calls `drive`
-                    // again (polling all three) or drops them.
-                    self.wake.end();
-                    return Poll::Ready(Ok(out));
-                }
-                if let Some(d) = deadline.as_mut() {
-                    if d.as_mut().poll(&mut cx).is_ready() {
-                        self.wake.end();
-                        return Poll::Ready(Err(Interrupted::Deadline));
-                    }
-                }
-                if !self.wake.end() {
-                    return Poll::Pending;
-                }
-                // Woken while polling. Poll again, a few times at most; then (and when
-                // tokio's cooperative budget is spent: a resource that is out of budget wakes
-                // the task and returns `Pending`) hand the wake-up to the task's waker so
-                // that it is never lost.
-                rounds += 1;
-                if rounds >= MAX_REPOLLS || !tokio::task::coop::has_budget_remaining() {
-                    outer.waker().wake_by_ref();
-                    return Poll::Pending;
+        std::future::poll_fn(move |cx| {
+            self.poll_conn(cx);
+            if let Poll::Ready(out) = Pin::new(&mut fut).poll(cx) {
+                return Poll::Ready(Ok(out));
+            }
+            if let Some(d) = deadline.as_mut() {
+                if d.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Err(Interrupted::Deadline));
                 }
             }
+            Poll::Pending
         })
         .await
     }
@@ -218,69 +175,6 @@ impl Conn {
             Poll::Ready(matches!(self.sender.poll_ready(cx), Poll::Ready(Ok(()))))
         })
         .await
-    }
-}
-
-/// How many times [`Conn::drive`] polls again, within one poll, after a wake-up received while
-/// polling.
-const MAX_REPOLLS: u32 = 4;
-
-/// Not polling: a wake-up goes to the task's waker.
-const IDLE: u8 = 0;
-/// [`Conn::drive`] is polling: a wake-up is only recorded.
-const POLLING: u8 = 1;
-/// [`Conn::drive`] is polling and was woken meanwhile: it polls again (or wakes the task).
-const WOKEN: u8 = 2;
-
-/// The waker used inside [`Conn::drive`]. The connection and the request's body are polled in
-/// the request's own task, so most wake-ups they send are for that task while it is already
-/// running; [`Conn::drive`] turns those into another round of polling. Any wake-up outside a
-/// poll (socket readable, timer fired) is passed on to the registered task waker.
-///
-/// Race-free by construction: a wake-up either finds `POLLING` and turns it into `WOKEN`
-/// (which [`SelfWake::end`] then reports), or finds `IDLE` and wakes the task.
-#[derive(Debug, Default)]
-struct SelfWake {
-    state: AtomicU8,
-    task: Mutex<Option<Waker>>,
-}
-
-impl SelfWake {
-    fn task(&self) -> std::sync::MutexGuard<'_, Option<Waker>> {
-        self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Records the waker of the task that is polling, before any polling starts.
-    fn register(&self, waker: &Waker) {
-        let mut task = self.task();
-        match task.as_ref() {
-            Some(w) if w.will_wake(waker) => {}
-            _ => *task = Some(waker.clone()),
-        }
-    }
-
-    fn begin(&self) {
-        self.state.store(POLLING, Ordering::SeqCst);
-    }
-
-    /// Ends a round of polling; returns whether a wake-up arrived during it.
-    fn end(&self) -> bool {
-        self.state.swap(IDLE, Ordering::SeqCst) == WOKEN
-    }
-}
-
-impl Wake for SelfWake {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        // `WOKEN` already: the round in progress will see it in `end`.
-        if let Err(IDLE) = self.state.compare_exchange(POLLING, WOKEN, Ordering::SeqCst, Ordering::SeqCst) {
-            if let Some(w) = self.task().as_ref() {
-                w.wake_by_ref();
-            }
-        }
     }
 }
 
