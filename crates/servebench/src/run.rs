@@ -74,10 +74,61 @@ impl RunObserver for ConsoleObserver {
     }
 }
 
+/// Raises the open-files soft limit to the hard limit; returns the soft limit now in force.
+#[allow(unsafe_code, clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not everywhere
+fn raise_open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit/setrlimit only read/write the struct we pass by pointer.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                return None;
+            }
+            if lim.rlim_cur < lim.rlim_max {
+                let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    lim.rlim_cur = lim.rlim_max;
+                }
+            }
+        }
+        Some(lim.rlim_cur as u64)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Checks that the run can open as many connections as it may need at once.
+fn check_open_files(run: &servebench_runner::RunConfig, num_prompts: u64) -> anyhow::Result<()> {
+    let Some(limit) = raise_open_files_limit() else { return Ok(()) };
+    // Connections in flight, plus files, the listener of an embedded simulator, and slack.
+    const RESERVED: u64 = 64;
+    match run.max_concurrency {
+        Some(c) if c as u64 + RESERVED > limit => Err(servebench_core::BenchError::config(
+            "--max-concurrency",
+            format!(
+                "{c} concurrent requests need about {} open files, but the limit is {limit}",
+                c as u64 + RESERVED
+            ),
+            "raise the limit (ulimit -n) or lower --max-concurrency",
+        )
+        .into()),
+        None if num_prompts + RESERVED > limit => {
+            println!(
+                "warning: without --max-concurrency up to {num_prompts} requests may be in flight, but only \
+                 {limit} files can be open (ulimit -n); requests beyond that fail to connect"
+            );
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Runs a benchmark; returns the process exit code.
 pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let api_key = std::env::var("OPENAI_API_KEY").ok();
     let Validated { mut run, output } = validate(args, api_key)?;
+    check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
     let _sim = if args.sim {
         let sim = EmbeddedSim::start(&args.sim_options)?;
