@@ -355,3 +355,19 @@ fn retries_apply_only_to_connections_never_made_and_every_attempt_counts() {
     }
     assert_eq!(records.lines().count(), 3);
 }
+
+#[test]
+fn max_concurrency_beyond_the_open_files_limit_is_refused_with_the_fix() {
+    let script = format!(
+        "ulimit -n 200 && exec {} --base-url http://127.0.0.1:9 --model m --tokenizer cl100k_base \
+         --max-concurrency 500 --num-prompts 10",
+        env!("CARGO_BIN_EXE_servebench")
+    );
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("SB101") && stderr.contains("--max-concurrency") && stderr.contains("ulimit -n"),
+        "{stderr}"
+    );
+}
