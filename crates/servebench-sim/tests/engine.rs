@@ -200,7 +200,10 @@ async fn spec_decode_sends_multi_token_events() {
     let t = &truth[0];
     assert_eq!(t.events.iter().map(|e| e.tokens).sum::<u32>(), 60);
     assert!(t.events.iter().any(|e| e.tokens > 1), "no multi-token event");
-    assert!(t.events.iter().all(|e| e.tokens <= 4));
+    // Usually at most k + 1 = 4 tokens per event; when the stream is polled late (a loaded
+    // machine), tokens of several steps go out together, as a real server coalesces deltas for
+    // a slow consumer — so no upper bound here (regression: flaky under CI load). The
+    // speculative steps themselves are checked through the spec-decode counters below.
     assert!(t.events.len() < 60);
     let m = metrics(addr).await;
     let drafts = metric(&m, "vllm:spec_decode_num_drafts_total");
