@@ -231,7 +231,7 @@ pub struct RunArgs {
     /// Run against an embedded simulated server on an ephemeral port (no server, no network).
     #[arg(long, help_heading = "Connection")]
     pub sim: bool,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Simulator (with --sim)")]
     pub sim_options: SimOptions,
 
     // ---- model ----
