@@ -259,9 +259,15 @@ struct FixedPrompt {
 /// Checks every text prompt on the server and rewrites those whose length differs.
 pub async fn fix_all_prompts(server: &ServerTokenize, workload: &mut Workload) -> Result<Verification> {
     use futures::stream::{self, StreamExt};
+    // The server adds its special tokens (BOS) on every tokenize: learn how many once, so that
+    // each rewritten text, re-tokenized, lands on its target.
+    let specials = match server.tokenize("").await? {
+        Probe::Ok(v) => v.len(),
+        Probe::Unavailable(_) => 0,
+    };
     let specs: Vec<RequestSpec> = workload.requests.clone();
     let results: Vec<Result<Option<FixedPrompt>>> = stream::iter(specs)
-        .map(|spec| async move { fix_one(server, &spec).await })
+        .map(|spec| async move { fix_one(server, &spec, specials).await })
         .buffered(64)
         .collect()
         .await;
@@ -285,7 +291,11 @@ pub async fn fix_all_prompts(server: &ServerTokenize, workload: &mut Workload) -
 
 /// `None` when the prompt is already exact; else the new text, its server length, and whether
 /// it reached the target.
-async fn fix_one(server: &ServerTokenize, spec: &RequestSpec) -> Result<Option<FixedPrompt>> {
+async fn fix_one(
+    server: &ServerTokenize,
+    spec: &RequestSpec,
+    specials: usize,
+) -> Result<Option<FixedPrompt>> {
     let Prompt::Text(text) = &spec.prompt else { return Ok(None) };
     let target = spec.prompt_tokens as usize;
     let mut current: Arc<str> = text.clone();
@@ -296,12 +306,6 @@ async fn fix_one(server: &ServerTokenize, spec: &RequestSpec) -> Result<Option<F
     if ids.len() == target {
         return Ok(None);
     }
-    // The server adds its special tokens (BOS) on every tokenize; find how many so that the
-    // detokenized text, re-tokenized, lands on the target.
-    let specials = match server.tokenize("").await? {
-        Probe::Ok(v) => v.len(),
-        Probe::Unavailable(_) => 0,
-    };
     for _ in 0..8 {
         let body_ids: Vec<u32> = ids.get(specials..).unwrap_or(&[]).to_vec();
         let want = target.saturating_sub(specials);

@@ -268,9 +268,6 @@ fn parse_ramp_up(args: &RunArgs, request_rate: f64) -> Result<Option<RampUp>> {
             "pass a start rate <= the end rate",
         ));
     }
-    if strategy == RampStrategy::Exponential && start <= 0.0 {
-        return Err(BenchError::config("--ramp-up-start-rps", "must be > 0 for exponential ramp-up", fix));
-    }
     Ok(Some(RampUp { strategy, start_rps: start, end_rps: end }))
 }
 
