@@ -256,9 +256,12 @@ async fn stall_within_timeout_completes() {
     let (records, counts) = run(&setup).await;
     check(&setup, &records, &counts);
     assert!(records.iter().all(|r| r.outcome == Outcome::Completed));
-    // The stall is one long gap between two token events.
+    // The stall is one long gap between two token events. The sim holds the event back 100 ms,
+    // but the client sees the gap between two *receive* times: if the event before the stall is
+    // read a little late, the gap is a little shorter (99.7 ms seen under CI load). Other gaps
+    // are 1–5 ms, so 90 ms still singles out the stall.
     for r in &records {
-        assert!(r.token_events.gaps_us.iter().any(|g| *g >= 100_000), "{r:?}");
+        assert!(r.token_events.gaps_us.iter().any(|g| *g >= 90_000), "{r:?}");
     }
 }
 
