@@ -6,4 +6,7 @@ cd "$(dirname "$0")/.."
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+# Kubernetes manifests (deploy/k8s) against the Kubernetes schemas, offline; fails if the
+# validator is missing (.ci/run installs it).
+./scripts/validate-k8s.sh
 cargo test --workspace --locked

@@ -22,6 +22,18 @@ pub enum BackendKind {
     Completions,
     /// `/v1/chat/completions` (`--backend openai-chat`).
     Chat,
+    /// `/v1/responses`, event-typed SSE (`--backend openai-responses`; `body_ext.rs`).
+    Responses,
+    /// `/v1/embeddings` with `input` (`--backend openai-embeddings`; non-streaming).
+    Embeddings,
+    /// `/v1/embeddings` with chat `messages` (`--backend openai-embeddings-chat`).
+    EmbeddingsChat,
+    /// `/pooling` (`--backend vllm-pooling`; non-streaming).
+    Pooling,
+    /// `/v1/rerank` with `query` and `documents` (`--backend vllm-rerank`; non-streaming).
+    Rerank,
+    /// A native server dialect: `tgi`, `sglang`, `llama.cpp`, `anthropic` (`dialect/`).
+    Native(crate::dialect::Dialect),
 }
 
 impl BackendKind {
@@ -30,6 +42,11 @@ impl BackendKind {
         match self {
             BackendKind::Completions => "/v1/completions",
             BackendKind::Chat => "/v1/chat/completions",
+            BackendKind::Responses => "/v1/responses",
+            BackendKind::Embeddings | BackendKind::EmbeddingsChat => "/v1/embeddings",
+            BackendKind::Pooling => "/pooling",
+            BackendKind::Rerank => "/v1/rerank",
+            BackendKind::Native(d) => d.default_endpoint(),
         }
     }
 }
@@ -37,13 +54,22 @@ impl BackendKind {
 impl FromStr for BackendKind {
     type Err = BenchError;
     fn from_str(s: &str) -> Result<Self> {
+        if let Some(d) = crate::dialect::Dialect::from_name(s) {
+            return Ok(BackendKind::Native(d));
+        }
         match s {
             "vllm" | "openai" => Ok(BackendKind::Completions),
             "openai-chat" => Ok(BackendKind::Chat),
+            "openai-responses" => Ok(BackendKind::Responses),
+            "openai-embeddings" => Ok(BackendKind::Embeddings),
+            "openai-embeddings-chat" => Ok(BackendKind::EmbeddingsChat),
+            "vllm-pooling" => Ok(BackendKind::Pooling),
+            "vllm-rerank" => Ok(BackendKind::Rerank),
             other => Err(BenchError::config(
                 "--backend",
                 format!("unknown backend '{other}'"),
-                "use vllm, openai or openai-chat",
+                "use vllm, openai, openai-chat, openai-responses, openai-embeddings, \
+                 openai-embeddings-chat, vllm-pooling, vllm-rerank, tgi, sglang, llama.cpp or anthropic",
             )),
         }
     }
@@ -54,6 +80,12 @@ impl fmt::Display for BackendKind {
         f.write_str(match self {
             BackendKind::Completions => "openai",
             BackendKind::Chat => "openai-chat",
+            BackendKind::Responses => "openai-responses",
+            BackendKind::Embeddings => "openai-embeddings",
+            BackendKind::EmbeddingsChat => "openai-embeddings-chat",
+            BackendKind::Pooling => "vllm-pooling",
+            BackendKind::Rerank => "vllm-rerank",
+            BackendKind::Native(d) => d.name(),
         })
     }
 }
@@ -77,15 +109,21 @@ pub struct TargetConfig {
     pub sampling: Map<String, Value>,
     /// `--extra-body`, laid over everything.
     pub extra_body: Map<String, Value>,
+    /// `--random-batch-size`: prompts per request of the pooling backends (0 or 1 = one).
+    pub batch_size: usize,
 }
 
 /// One body field: a fixed, pre-serialized value or a per-request slot.
 #[derive(Debug, Clone)]
-enum Slot {
+pub(crate) enum Slot {
     Fixed(String),
     Prompt,
     Messages,
     MaxTokens,
+    /// A text-only prompt (native dialects whose prompt field takes no token ids).
+    TextPrompt,
+    /// An object around the output length: `before`, the number, `after` (`parameters`).
+    MaxTokensIn(String, String),
 }
 
 /// The resolved field list of request bodies.
@@ -94,6 +132,8 @@ pub struct BodyTemplate {
     /// `(pre-escaped JSON key, value)` in output order.
     fields: Vec<(String, Slot)>,
     fixed_len: usize,
+    /// Responses and pooling bodies (`body_ext.rs`); `None` for completions and chat.
+    ext: Option<Box<crate::body_ext::ExtBody>>,
 }
 
 fn json(v: &impl serde::Serialize) -> Result<String> {
@@ -103,6 +143,9 @@ fn json(v: &impl serde::Serialize) -> Result<String> {
 impl BodyTemplate {
     /// Builds the field list for `backend` from `cfg`.
     pub fn new(backend: BackendKind, cfg: &TargetConfig) -> Result<Self> {
+        if let Some(ext) = crate::body_ext::ExtBody::new(backend, cfg)? {
+            return Ok(BodyTemplate { fields: Vec::new(), fixed_len: 0, ext: Some(Box::new(ext)) });
+        }
         let mut fields: Vec<(String, Slot)> = Vec::new();
         let model = json(&cfg.model)?;
         let include_usage = r#"{"include_usage":true}"#.to_owned();
@@ -123,11 +166,20 @@ impl BodyTemplate {
                 fields.push(("stream".into(), Slot::Fixed("true".into())));
                 fields.push(("stream_options".into(), Slot::Fixed(include_usage)));
             }
+            // Built by `body_ext::ExtBody` above.
+            BackendKind::Responses
+            | BackendKind::Embeddings
+            | BackendKind::EmbeddingsChat
+            | BackendKind::Pooling
+            | BackendKind::Rerank => {}
+            // Native dialects place ignore_eos and sampling themselves (`dialect/`).
+            BackendKind::Native(d) => fields = d.body_fields(cfg)?,
         }
-        if cfg.ignore_eos {
+        let native = matches!(backend, BackendKind::Native(_));
+        if cfg.ignore_eos && !native {
             fields.push(("ignore_eos".into(), Slot::Fixed("true".into())));
         }
-        for (k, v) in cfg.sampling.iter().chain(cfg.extra_body.iter()) {
+        for (k, v) in cfg.sampling.iter().filter(|_| !native).chain(cfg.extra_body.iter()) {
             let value = Slot::Fixed(json(v)?);
             match fields.iter_mut().find(|(key, _)| key == k) {
                 Some(f) => f.1 = value,
@@ -141,19 +193,53 @@ impl BodyTemplate {
             fixed_len += key.len() + 2 + if let Slot::Fixed(s) = &v { s.len() } else { 64 };
             out.push((key, v));
         }
-        Ok(BodyTemplate { fields: out, fixed_len })
+        Ok(BodyTemplate { fields: out, fixed_len, ext: None })
     }
 
     /// Whether the body asks for a streamed response (`stream` not overridden to false).
     pub fn streams(&self) -> bool {
+        if let Some(e) = &self.ext {
+            return e.streams();
+        }
         !self.fields.iter().any(|(k, v)| k == "\"stream\"" && matches!(v, Slot::Fixed(s) if s == "false"))
+    }
+
+    /// Serializes the body of one workload request (its prompt, multimodal parts, rerank
+    /// payload and output length).
+    pub fn build_spec(&self, spec: &servebench_core::RequestSpec) -> Result<Bytes> {
+        match &self.ext {
+            Some(e) => e.build(spec),
+            None => self.build_with_parts(&spec.prompt, spec.multimodal.as_deref(), spec.expected_output_tokens),
+        }
     }
 
     /// Serializes the body of one request.
     pub fn build(&self, prompt: &Prompt, max_tokens: u32) -> Result<Bytes> {
-        let extra = match prompt {
+        self.build_with_parts(prompt, None, max_tokens)
+    }
+
+    /// Serializes the body of one request whose chat content also carries `parts`
+    /// (pre-serialized multimodal content objects, written after the text part). Completions
+    /// bodies have no place for them: a request with parts is refused there.
+    pub fn build_with_parts(
+        &self,
+        prompt: &Prompt,
+        parts: Option<&[std::sync::Arc<str>]>,
+        max_tokens: u32,
+    ) -> Result<Bytes> {
+        let parts = parts.unwrap_or(&[]);
+        if !parts.is_empty() && !self.fields.iter().any(|(_, s)| matches!(s, Slot::Messages)) {
+            return Err(BenchError::config(
+                "--backend",
+                "multimodal requests need the chat API",
+                "use --backend openai-chat",
+            ));
+        }
+        let extra = parts.iter().map(|p| p.len() + 1).sum::<usize>()
+            + match prompt {
             Prompt::Text(t) => t.len() + t.len() / 8 + 16,
             Prompt::TokenIds(ids) => ids.len() * 7,
+            Prompt::Batch(texts) => texts.iter().map(|t| t.len() + t.len() / 8 + 16).sum(),
         };
         let mut out: Vec<u8> = Vec::with_capacity(self.fixed_len + extra);
         out.push(b'{');
@@ -167,6 +253,21 @@ impl BodyTemplate {
                 Slot::Fixed(s) => out.extend_from_slice(s.as_bytes()),
                 Slot::MaxTokens => out.extend_from_slice(max_tokens.to_string().as_bytes()),
                 Slot::Prompt => write_prompt(&mut out, prompt)?,
+                Slot::TextPrompt => match prompt {
+                    Prompt::Text(t) => write_json(&mut out, &**t)?,
+                    _ => {
+                        return Err(BenchError::config(
+                            "--backend",
+                            "this backend takes one text prompt (no token ids or batches)",
+                            "use --backend llama.cpp or openai for token-id prompts",
+                        ))
+                    }
+                },
+                Slot::MaxTokensIn(before, after) => {
+                    out.extend_from_slice(before.as_bytes());
+                    out.extend_from_slice(max_tokens.to_string().as_bytes());
+                    out.extend_from_slice(after.as_bytes());
+                }
                 Slot::Messages => {
                     let Prompt::Text(text) = prompt else {
                         return Err(BenchError::config(
@@ -177,7 +278,12 @@ impl BodyTemplate {
                     };
                     out.extend_from_slice(br#"[{"role":"user","content":[{"type":"text","text":"#);
                     write_json(&mut out, &**text)?;
-                    out.extend_from_slice(b"}]}]");
+                    out.push(b'}');
+                    for part in parts {
+                        out.push(b',');
+                        out.extend_from_slice(part.as_bytes());
+                    }
+                    out.extend_from_slice(b"]}]");
                 }
             }
         }
@@ -186,15 +292,53 @@ impl BodyTemplate {
     }
 }
 
-fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
+impl BodyTemplate {
+    /// Serializes a chat body whose `messages` is `messages_json`, a pre-serialized JSON array
+    /// (multi-turn history). Refused for completions bodies, which have no `messages`.
+    pub fn build_messages(&self, messages_json: &str, max_tokens: u32) -> Result<Bytes> {
+        if !self.fields.iter().any(|(_, s)| matches!(s, Slot::Messages)) {
+            return Err(BenchError::config(
+                "--multi-turn",
+                "multi-turn conversations need the chat API",
+                "use --backend openai-chat",
+            ));
+        }
+        let mut out: Vec<u8> = Vec::with_capacity(self.fixed_len + messages_json.len());
+        out.push(b'{');
+        for (i, (key, slot)) in self.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(key.as_bytes());
+            out.push(b':');
+            match slot {
+                Slot::Fixed(s) => out.extend_from_slice(s.as_bytes()),
+                Slot::MaxTokens => out.extend_from_slice(max_tokens.to_string().as_bytes()),
+                Slot::Messages => out.extend_from_slice(messages_json.as_bytes()),
+                _ => {
+                    return Err(BenchError::config(
+                        "--multi-turn",
+                        "this backend's body has no messages field",
+                        "use --backend openai-chat",
+                    ))
+                }
+            }
+        }
+        out.push(b'}');
+        Ok(Bytes::from(out))
+    }
+}
+
+pub(crate) fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
     serde_json::to_writer(out, v)
         .map_err(|e| BenchError::Protocol { context: "request body".into(), detail: e.to_string() })
 }
 
-fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
+pub(crate) fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
     match prompt {
         Prompt::Text(t) => write_json(out, &**t),
         Prompt::TokenIds(ids) => write_json(out, &**ids),
+        Prompt::Batch(texts) => write_json(out, &**texts),
     }
 }
 
@@ -203,7 +347,10 @@ fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
 pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
+    let anthropic = cfg.backend == BackendKind::Native(crate::dialect::Dialect::Anthropic);
+    if anthropic {
+        crate::dialect::anthropic_headers(&mut h, cfg.api_key.as_deref())?;
+    } else if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
         let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
             BenchError::config(
                 "OPENAI_API_KEY",
@@ -249,7 +396,7 @@ mod tests {
         assert_eq!("vllm".parse::<BackendKind>().unwrap(), BackendKind::Completions);
         assert_eq!("openai".parse::<BackendKind>().unwrap(), BackendKind::Completions);
         assert_eq!("openai-chat".parse::<BackendKind>().unwrap(), BackendKind::Chat);
-        assert!("tgi".parse::<BackendKind>().is_err());
+        assert!("tgi-native".parse::<BackendKind>().is_err());
         assert_eq!(BackendKind::Chat.default_endpoint(), "/v1/chat/completions");
     }
 

@@ -8,7 +8,10 @@
 //! - [`request`]: executing one measured request into a `RequestRecord`.
 
 pub mod backend;
+pub mod body_ext;
 pub mod chunk;
+mod pooling_response;
+pub mod dialect;
 pub mod request;
 pub mod sse;
 mod stream;

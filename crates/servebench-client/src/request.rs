@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use http::Method;
-use http_body_util::BodyExt;
 use servebench_core::{ErrorKind, Outcome, RequestRecord, RequestSpec, Result, RunClock};
 use tokio::time::Sleep;
 
@@ -23,7 +22,7 @@ use crate::chunk::Chunk;
 use crate::sse::{SseError, SseFramer, DEFAULT_MAX_EVENT_BYTES};
 use crate::stream::{Flow, StreamState};
 use crate::transport::control::{read_body, snippet, SNIPPET_BYTES};
-use crate::transport::{error_chain, HttpClient, Interrupted, SendFailKind};
+use crate::transport::{HttpClient, Interrupted, SendFailKind};
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -78,6 +77,9 @@ pub struct ExecOptions {
     /// After `[DONE]`, how long to wait for the end of the body before dropping the
     /// connection (it is reused only when the body ends).
     pub drain_timeout: Duration,
+    /// Keep the generated text of requests whose response carried no output-token `usage`
+    /// (so the runner can retokenize it), even when `keep_text` is off.
+    pub keep_text_without_usage: bool,
 }
 
 impl Default for ExecOptions {
@@ -88,22 +90,28 @@ impl Default for ExecOptions {
             stall_timeout: None,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             drain_timeout: Duration::from_secs(1),
+            keep_text_without_usage: false,
         }
     }
 }
 
-/// One timer for both timeouts, re-armed on progress.
+/// One timer for both timeouts. Progress only notes the time; the sleep is moved forward when
+/// it fires early ([`Timer::rearm`]), so a streamed event never touches the timer wheel.
 struct Timer {
     sleep: Option<Pin<Box<Sleep>>>,
     request_deadline: Option<tokio::time::Instant>,
     stall: Option<Duration>,
+    last_progress: tokio::time::Instant,
+    /// A drain cap is in force: the sleep is final.
+    capped: bool,
 }
 
 impl Timer {
     fn new(opts: &ExecOptions) -> Self {
         let now = tokio::time::Instant::now();
         let request_deadline = opts.request_timeout.map(|d| now + d);
-        let mut t = Timer { sleep: None, request_deadline, stall: opts.stall_timeout };
+        let mut t =
+            Timer { sleep: None, request_deadline, stall: opts.stall_timeout, last_progress: now, capped: false };
         if let Some(when) = t.next(now) {
             t.sleep = Some(Box::pin(tokio::time::sleep_until(when)));
         }
@@ -117,19 +125,35 @@ impl Timer {
         }
     }
 
-    /// Progress was made: push the stall deadline.
+    /// Progress was made at `at`: the stall deadline moves (lazily, see [`Timer::rearm`]).
+    fn progress_at(&mut self, at: Instant) {
+        self.last_progress = tokio::time::Instant::from_std(at);
+    }
+
+    /// Progress was made now.
     fn progress(&mut self) {
-        if self.stall.is_some() {
-            let now = tokio::time::Instant::now();
-            let when = self.next(now);
-            if let (Some(s), Some(when)) = (self.sleep.as_mut(), when) {
+        self.last_progress = tokio::time::Instant::now();
+    }
+
+    /// The sleep fired: if progress since it was armed moved the real deadline later, re-arms
+    /// it there and returns true (keep going); false means the deadline really passed.
+    fn rearm(&mut self) -> bool {
+        if self.capped {
+            return false;
+        }
+        let now = tokio::time::Instant::now();
+        match (self.next(self.last_progress), self.sleep.as_mut()) {
+            (Some(when), Some(s)) if when > now => {
                 s.as_mut().reset(when);
+                true
             }
+            _ => false,
         }
     }
 
     /// Limits the remaining wait to `d` (drain after `[DONE]`).
     fn cap(&mut self, d: Duration) {
+        self.capped = true;
         let when = tokio::time::Instant::now() + d;
         match self.sleep.as_mut() {
             Some(s) if s.deadline() <= when => {}
@@ -177,7 +201,44 @@ pub async fn execute_until(
     cancel: impl std::future::Future<Output = ()>,
 ) -> RequestRecord {
     let cancelled = {
-        let run = run(client, target, spec, &mut record, clock, opts);
+        let run = run(client, target, spec, &mut record, clock, opts, None);
+        tokio::select! {
+            biased;
+            _ = run => false,
+            _ = cancel => true,
+        }
+    };
+    if cancelled {
+        record.outcome = Outcome::Cancelled;
+        record.error = None;
+        record.done_us = Some(clock.now_us());
+    }
+    record
+}
+
+/// A request body built outside the template's per-request slots (multi-turn history), with
+/// extra per-request headers (`X-Session-ID`).
+#[derive(Debug, Clone)]
+pub struct PreparedBody {
+    pub body: bytes::Bytes,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// [`execute_until`] sending `prepared` instead of a body built from `spec` (whose lengths
+/// still fill the record).
+#[allow(clippy::too_many_arguments)]
+pub async fn execute_prepared(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    prepared: &PreparedBody,
+    mut record: RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+    cancel: impl std::future::Future<Output = ()>,
+) -> RequestRecord {
+    let cancelled = {
+        let run = run(client, target, spec, &mut record, clock, opts, Some(prepared));
         tokio::select! {
             biased;
             _ = run => false,
@@ -199,11 +260,16 @@ async fn run(
     record: &mut RequestRecord,
     clock: &RunClock,
     opts: &ExecOptions,
+    prepared: Option<&PreparedBody>,
 ) {
     record.attempts += 1;
     record.outcome = Outcome::Cancelled;
     record.error = None;
-    let body = match target.body.build(&spec.prompt, spec.expected_output_tokens) {
+    let built = match prepared {
+        Some(p) => Ok(p.body.clone()),
+        None => target.body.build_spec(spec),
+    };
+    let body = match built {
         Ok(b) => b,
         Err(e) => {
             record.fail(ErrorKind::Protocol, e.to_string());
@@ -214,6 +280,9 @@ async fn run(
     match HeaderValue::from_str(&record.request_id) {
         Ok(v) => {
             headers.insert(X_REQUEST_ID, v);
+            for (k, v) in prepared.map(|p| p.headers.as_slice()).unwrap_or(&[]) {
+                headers.insert(k.clone(), v.clone());
+            }
         }
         Err(_) => {
             record.fail(ErrorKind::Protocol, "request id is not a valid header value");
@@ -261,7 +330,7 @@ async fn run(
         let read = read_body(&mut conn, &mut incoming, SNIPPET_BYTES + 4, timer.get()).await;
         record.done_us = Some(clock.now_us());
         let text = match read {
-            Ok((b, complete)) => {
+            Ok((b, complete, _)) => {
                 drop(incoming);
                 if complete {
                     client.release(conn, &parts.headers).await;
@@ -283,17 +352,30 @@ async fn run(
     } else {
         target.body.streams()
     };
-    let mut state = StreamState::new(opts.keep_text);
+    let mut state = StreamState::for_request(opts, target.backend);
+    if target.backend == BackendKind::Responses {
+        state = state.for_responses();
+    }
     if !sse {
         let read = read_body(&mut conn, &mut incoming, opts.max_event_bytes, timer.get()).await;
-        let t = clock.now_us();
+        let mut t = clock.now_us();
         match read {
-            Ok((b, true)) => {
+            Ok((b, true, at)) => {
+                // The end of a non-streaming response is when its last bytes were read.
+                if let Some(at) = at {
+                    t = clock.offset_us(at);
+                }
                 drop(incoming);
                 client.release(conn, &parts.headers).await;
-                whole_body(record, &mut state, &b, t);
+                match target.backend {
+                    b2 if b2.is_pooling() => crate::pooling_response::pooling_body(record, &b, t),
+                    BackendKind::Responses => {
+                        crate::pooling_response::responses_body(record, &b, t, opts.keep_text)
+                    }
+                    _ => whole_body(record, &mut state, &b, t),
+                }
             }
-            Ok((_, false)) => {
+            Ok((_, false, _)) => {
                 record.done_us = Some(t);
                 record.fail(
                     ErrorKind::EventTooLarge,
@@ -312,27 +394,29 @@ async fn run(
     let mut framer = SseFramer::with_max_event_bytes(opts.max_event_bytes);
     let mut finished = false; // the record is final ([DONE] or failure); only draining
     loop {
-        let next = conn.drive(incoming.frame(), timer.get()).await;
-        let now = Instant::now();
-        let t = clock.offset_us(now);
+        let next = conn.frame(&mut incoming, timer.get()).await;
         match next {
             Err(Interrupted::Deadline) => {
+                if timer.rearm() {
+                    continue;
+                }
                 if !finished {
-                    record.done_us = Some(t);
+                    record.done_us = Some(clock.now_us());
                     record.fail(ErrorKind::Timeout, timer.message());
                     state.flush(record);
                 }
                 return; // connection dropped
             }
-            Ok(Some(Err(e))) => {
+            Ok(Err(e)) => {
                 if !finished {
-                    record.done_us = Some(t);
-                    record.fail(ErrorKind::Transport, format!("stream error: {}", error_chain(&e)));
+                    record.done_us = Some(clock.now_us());
+                    record.fail(ErrorKind::Transport, format!("stream error: {e}"));
                     state.flush(record);
                 }
                 return;
             }
-            Ok(None) => {
+            Ok(Ok(None)) => {
+                let t = clock.now_us();
                 drop(incoming);
                 client.release(conn, &parts.headers).await;
                 if !finished {
@@ -345,13 +429,14 @@ async fn run(
                 }
                 return;
             }
-            Ok(Some(Ok(frame))) => {
+            Ok(Ok(Some((data, at)))) => {
                 if finished {
                     continue;
                 }
-                let Ok(data) = frame.into_data() else { continue };
-                timer.progress();
-                framer.push(&data);
+                // `at`: when the socket read that brought these bytes returned.
+                let t = clock.offset_us(at);
+                timer.progress_at(at);
+                framer.push(data);
                 match drain_events(&mut framer, &mut state, record, t) {
                     Flow::Continue => {}
                     Flow::Done => {
@@ -393,6 +478,12 @@ fn drain_events(framer: &mut SseFramer, state: &mut StreamState, rec: &mut Reque
 /// A non-streaming response: one JSON body, one "event" at the time the body ended.
 fn whole_body(rec: &mut RequestRecord, state: &mut StreamState, body: &[u8], t: u64) {
     rec.first_event_us = Some(t);
+    if state.is_native() {
+        // Native dialects are measured as streams only (`dialect/`).
+        rec.done_us = Some(t);
+        rec.fail(ErrorKind::Protocol, format!("expected an event stream, got a JSON body: {}", snippet(body)));
+        return;
+    }
     let parsed = std::str::from_utf8(body)
         .map_err(|e| e.to_string())
         .and_then(|s| Chunk::parse(s).map_err(|e| format!("response is not JSON ({e}): {}", snippet(body))));

@@ -17,6 +17,12 @@ use servebench_core::{ErrorKind, Outcome, RequestRecord};
 use crate::chunk::{error_message, truncate, Chunk};
 use crate::sse::SseEvent;
 
+#[path = "stream_responses.rs"]
+mod responses;
+
+#[path = "stream_native.rs"]
+mod native;
+
 /// What the reader should do after an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flow {
@@ -41,6 +47,12 @@ pub(crate) struct StreamState {
     /// Every token event so far carried cumulative usage.
     tokens_known: bool,
     tokens: Vec<u32>,
+    /// The stream speaks the Responses API's typed events (`stream_responses.rs`).
+    responses: bool,
+    /// A native dialect's parser (`stream_native.rs`); `None` for OpenAI-style streams.
+    native: Option<crate::dialect::DialectState>,
+    /// The text is collected only for records without output-token usage (retokenizing).
+    text_only_without_usage: bool,
 }
 
 fn gap(from: u64, to: u64) -> u32 {
@@ -52,6 +64,26 @@ impl StreamState {
         StreamState { keep_text, tokens_known: true, ..StreamState::default() }
     }
 
+    /// A state for the Responses API's event-typed stream.
+    pub(crate) fn for_responses(mut self) -> Self {
+        self.responses = true;
+        self
+    }
+
+    /// Records one token event at `t_us` of the given kinds (reasoning, visible content): the
+    /// reasoning/content event counts and the first visible content time (TTFO).
+    fn note_kinds(rec: &mut RequestRecord, reasoning: bool, content: bool, t_us: u64) {
+        if reasoning {
+            rec.reasoning_events += 1;
+        }
+        if content {
+            rec.content_events += 1;
+            if rec.first_content_us.is_none() {
+                rec.first_content_us = Some(t_us);
+            }
+        }
+    }
+
     /// Handles one SSE event that completed in a frame read at `t_us`.
     pub(crate) fn on_event(&mut self, rec: &mut RequestRecord, ev: SseEvent<'_>, t_us: u64) -> Flow {
         if rec.first_event_us.is_none() {
@@ -61,6 +93,12 @@ impl StreamState {
             rec.done_us = Some(t_us);
             rec.fail(ErrorKind::ServerError, format!("server error event: {}", error_message(ev.data)));
             return Flow::Stop;
+        }
+        if self.responses {
+            return self.on_responses_event(rec, ev, t_us);
+        }
+        if self.native.is_some() {
+            return self.on_native_event(rec, ev, t_us);
         }
         let data = ev.data.trim_ascii();
         if data == "[DONE]" {
@@ -115,6 +153,7 @@ impl StreamState {
             }
             rec.last_token_us = Some(t_us);
             rec.token_event_count += 1;
+            Self::note_kinds(rec, g.reasoning_chars > 0, g.content_chars > 0, t_us);
             match usage.and_then(|u| u.completion_tokens) {
                 Some(cum) if self.tokens_known => {
                     self.tokens.push(cum.saturating_sub(self.cum_tokens.unwrap_or(0)));
@@ -172,7 +211,7 @@ impl StreamState {
         {
             rec.token_events.tokens = std::mem::take(&mut self.tokens);
         }
-        if self.keep_text {
+        if self.keep_text && !(self.text_only_without_usage && rec.completion_tokens.is_some()) {
             rec.generated_text = Some(std::mem::take(&mut self.text));
         }
     }

@@ -186,6 +186,8 @@ fn spec(i: u64) -> RequestSpec {
         prompt: Prompt::Text(Arc::from("hello")),
         prompt_tokens: 5,
         expected_output_tokens: 2,
+        multimodal: None,
+        rerank: None,
     }
 }
 

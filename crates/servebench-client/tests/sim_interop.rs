@@ -49,6 +49,8 @@ async fn concurrent_streams_against_the_simulator() {
                     prompt: Prompt::Text(Arc::from(format!("prompt number {i}"))),
                     prompt_tokens: 0,
                     expected_output_tokens: 8,
+                    multimodal: None,
+                    rerank: None,
                 };
                 let rec = RequestRecord::scheduled(i, format!("b-{i}"), 0, 0, 8);
                 execute(&client, &target, &spec, rec, &clock, &ExecOptions::default()).await

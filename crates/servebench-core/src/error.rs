@@ -10,12 +10,22 @@ pub enum ErrorCode {
     ConfigInvalid,
     /// SB102: a `vllm bench serve` flag that servebench does not support yet.
     FlagNotSupported,
+    /// SB110: the workload has multimodal content the chosen backend cannot send.
+    MultimodalUnsupported,
+    /// SB111: the prompts are of a content type the chosen backend cannot send.
+    ContentTypeUnsupported,
+    /// SB112: sampling flags given to a pooling (embeddings, pooling, rerank) backend.
+    PoolingSampling,
     /// SB201: the tokenizer could not be loaded.
     TokenizerLoad,
     /// SB202: the tokenizer would have to be downloaded and the network is not available.
     TokenizerOffline,
     /// SB203: the workload could not be built (dataset problem).
     Dataset,
+    /// SB204: a dataset file is unreadable or malformed (names the file and line/record).
+    DatasetFile,
+    /// SB205: a dataset would have to be downloaded and that is not possible (offline/failed).
+    DatasetDownload,
     /// SB301: the endpoint did not answer a test request successfully before the timeout.
     EndpointNotReady,
     /// SB302: `/tokenize` or `/detokenize` cannot be used (a warning: verification skipped).
@@ -30,19 +40,32 @@ pub enum ErrorCode {
     Protocol,
     /// SB402: the model could not be determined.
     ModelDetect,
+    /// SB403: the server could not apply its chat template to the request.
+    ChatTemplate,
+    /// SB404: the server answers in another API dialect than `--backend` speaks.
+    WrongDialect,
     /// SB501: reading or writing a file failed.
     Io,
     /// SB601: the run finished but too many requests failed.
     FailureRate,
+    /// SB701: shard records files come from different workloads, seeds or runs.
+    ShardMismatch,
+    /// SB702: the set of shard records files has duplicate or missing shards.
+    ShardSet,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::ConfigInvalid,
         ErrorCode::FlagNotSupported,
+        ErrorCode::MultimodalUnsupported,
+        ErrorCode::ContentTypeUnsupported,
+        ErrorCode::PoolingSampling,
         ErrorCode::TokenizerLoad,
         ErrorCode::TokenizerOffline,
         ErrorCode::Dataset,
+        ErrorCode::DatasetFile,
+        ErrorCode::DatasetDownload,
         ErrorCode::EndpointNotReady,
         ErrorCode::TokenizeUnavailable,
         ErrorCode::TokenizeFailed,
@@ -50,8 +73,12 @@ impl ErrorCode {
         ErrorCode::HttpStatus,
         ErrorCode::Protocol,
         ErrorCode::ModelDetect,
+        ErrorCode::ChatTemplate,
+        ErrorCode::WrongDialect,
         ErrorCode::Io,
         ErrorCode::FailureRate,
+        ErrorCode::ShardMismatch,
+        ErrorCode::ShardSet,
     ];
 
     /// The stable code, e.g. `SB101`.
@@ -59,9 +86,14 @@ impl ErrorCode {
         match self {
             ErrorCode::ConfigInvalid => "SB101",
             ErrorCode::FlagNotSupported => "SB102",
+            ErrorCode::MultimodalUnsupported => "SB110",
+            ErrorCode::ContentTypeUnsupported => "SB111",
+            ErrorCode::PoolingSampling => "SB112",
             ErrorCode::TokenizerLoad => "SB201",
             ErrorCode::TokenizerOffline => "SB202",
             ErrorCode::Dataset => "SB203",
+            ErrorCode::DatasetFile => "SB204",
+            ErrorCode::DatasetDownload => "SB205",
             ErrorCode::EndpointNotReady => "SB301",
             ErrorCode::TokenizeUnavailable => "SB302",
             ErrorCode::TokenizeFailed => "SB303",
@@ -69,8 +101,12 @@ impl ErrorCode {
             ErrorCode::HttpStatus => "SB305",
             ErrorCode::Protocol => "SB401",
             ErrorCode::ModelDetect => "SB402",
+            ErrorCode::ChatTemplate => "SB403",
+            ErrorCode::WrongDialect => "SB404",
             ErrorCode::Io => "SB501",
             ErrorCode::FailureRate => "SB601",
+            ErrorCode::ShardMismatch => "SB701",
+            ErrorCode::ShardSet => "SB702",
         }
     }
 
@@ -86,9 +122,14 @@ impl ErrorCode {
         match self {
             ErrorCode::ConfigInvalid => "invalid configuration",
             ErrorCode::FlagNotSupported => "flag not supported yet",
+            ErrorCode::MultimodalUnsupported => "multimodal content not supported by the backend",
+            ErrorCode::ContentTypeUnsupported => "content type not supported by the backend",
+            ErrorCode::PoolingSampling => "sampling flags given to a pooling backend",
             ErrorCode::TokenizerLoad => "tokenizer could not be loaded",
             ErrorCode::TokenizerOffline => "tokenizer download needed but offline",
             ErrorCode::Dataset => "workload could not be built",
+            ErrorCode::DatasetFile => "dataset file unreadable or malformed",
+            ErrorCode::DatasetDownload => "dataset download needed but not possible",
             ErrorCode::EndpointNotReady => "endpoint not ready",
             ErrorCode::TokenizeUnavailable => "tokenize endpoint unavailable",
             ErrorCode::TokenizeFailed => "tokenize endpoint failing",
@@ -96,8 +137,12 @@ impl ErrorCode {
             ErrorCode::HttpStatus => "server returned an error status",
             ErrorCode::Protocol => "backend protocol error",
             ErrorCode::ModelDetect => "model could not be determined",
+            ErrorCode::ChatTemplate => "chat template error",
+            ErrorCode::WrongDialect => "server speaks another API dialect",
             ErrorCode::Io => "file I/O error",
             ErrorCode::FailureRate => "failure rate exceeded",
+            ErrorCode::ShardMismatch => "shards of different workloads",
+            ErrorCode::ShardSet => "incomplete or duplicate shard set",
         }
     }
 
@@ -124,6 +169,38 @@ The flag exists in `vllm bench serve` but servebench does not implement it yet. 
 it rather than silently ignoring it, because ignoring a flag would change what is measured.
 
 Fix: drop the flag, or use an equivalent servebench flag if the message names one."
+            }
+            ErrorCode::MultimodalUnsupported => {
+                "\
+The workload carries images, audio or video (a multimodal dataset such as random-mm), but the
+chosen --backend has no way to send them: completions, responses, embeddings (text input),
+pooling and rerank bodies carry text or token ids only. The run stops before any network traffic
+rather than silently dropping the media, which would change what is measured.
+
+Fix: use --backend openai-chat (or openai-embeddings-chat for multimodal embeddings), or a
+text-only dataset."
+            }
+            ErrorCode::ContentTypeUnsupported => {
+                "\
+The prompts are of a kind the chosen --backend cannot carry: token-id prompts
+(--prompt-token-ids) need a body field that takes token ids (completions `prompt`, embeddings and
+pooling `input`); chat messages, the Responses API `input`, embeddings-chat messages and rerank
+queries take text only. Batched inputs (--random-batch-size > 1) exist only for the pooling
+backends and cannot be combined with token-id prompts.
+
+Fix: drop --prompt-token-ids, or pick a backend that takes token ids (openai, vllm,
+openai-embeddings, vllm-pooling)."
+            }
+            ErrorCode::PoolingSampling => {
+                "\
+A pooling backend (openai-embeddings, openai-embeddings-chat, vllm-pooling, vllm-rerank) was given
+sampling or generation flags (--temperature, --top-p, --top-k, --min-p, --frequency-penalty,
+--presence-penalty, --repetition-penalty, --logprobs, --ignore-eos). Pooling requests generate no
+tokens, and vLLM rejects these flags with pooling backends; servebench refuses them before any
+network traffic.
+
+Fix: drop the sampling flags, or use a generation backend (openai, openai-chat,
+openai-responses)."
             }
             ErrorCode::TokenizerLoad => {
                 "\
@@ -152,6 +229,29 @@ Common causes: a dataset file that is missing, truncated or of the wrong format;
 tokenizer cannot reach exactly; --max-model-len smaller than every prompt.
 
 Fix: follow the message; it names the file and line, or the option, at fault."
+            }
+            ErrorCode::DatasetFile => {
+                "\
+A dataset file (--dataset-path) could not be read as the chosen --dataset-name expects. The
+message names the file, the line (JSONL, text) or record (JSON array element, Parquet row) at
+fault, what was wrong there and how to fix it.
+
+Common causes: a truncated download (JSON that ends early), a file that is not UTF-8, an empty
+file, JSON Lines given where a JSON array is expected (or the reverse), a missing or misnamed
+column (`prompt` for custom, `conversations` for sharegpt, the text column for hf), a value of the
+wrong type (a number where text is expected, a negative `output_tokens`).
+
+Fix: repair or re-download the file; for hf pick the text column with --hf-text-column."
+            }
+            ErrorCode::DatasetDownload => {
+                "\
+The dataset is not a local file, so it would have to be downloaded (ShareGPT from the Hugging Face
+Hub, an hf dataset or SPEED-Bench from the Hub datasets-server), and that is not possible: the
+network is unreachable, HF_HUB_OFFLINE is set, the dataset is gated or private (set HF_TOKEN), or
+the server refused.
+
+Fix: download the file once where the network is available and pass it with --dataset-path
+/path/to/file (JSON, JSONL or Parquet)."
             }
             ErrorCode::EndpointNotReady => {
                 "\
@@ -203,6 +303,29 @@ without `data`, or a body that is not JSON).
 
 Fix: check --backend and --endpoint match the server's API."
             }
+            ErrorCode::ChatTemplate => {
+                "\
+The server refused a request because it could not apply the model's chat template (typically
+HTTP 400 with a message naming the chat template): the model has no template (a base model),
+the template rejects the message layout (e.g. it requires alternating roles or no system
+message), or the served tokenizer lacks `chat_template`. servebench recognises the message in
+the readiness check (the run stops with this code) and in failed requests (a warning with
+this code after the run).
+
+Fix: use --backend openai (completions: no chat template) for base models; or start the server
+with a chat template (vLLM: --chat-template FILE); or use a model whose tokenizer has one."
+            }
+            ErrorCode::WrongDialect => {
+                "\
+The response is well-formed but in another API dialect than the chosen --backend speaks: for
+example OpenAI-style chunks (`choices`) answered to --backend tgi, sglang, llama.cpp or anthropic.
+Those native backends send the server's own request body to its own endpoint (/generate_stream,
+/generate, /completion, /v1/messages); a proxy or an --endpoint pointing at an OpenAI route
+answers in the OpenAI format instead.
+
+Fix: use --backend openai or openai-chat for OpenAI-compatible routes, or point --endpoint at the
+server's native route (docs/backends.md lists each backend's endpoint and body)."
+            }
             ErrorCode::ModelDetect => {
                 "\
 No --model was given, and the model could not be read from GET /v1/models.
@@ -221,6 +344,30 @@ The run finished and its results were written, but the share of failed requests 
 --max-failure-rate.
 
 Fix: look at the error kinds in the result (`error_kinds`) and the records file."
+            }
+            ErrorCode::ShardMismatch => {
+                "\
+`servebench merge` refuses to combine records files that are not shards of one run: their
+workload fingerprints (a hash of the seeded workload, the arrival schedule, the rate settings, the
+seed and the servebench version), --seed, --num-shards, total request count or --start-at differ,
+or a record sits in the file of a shard it does not belong to. Merging such files would produce
+numbers for a workload nobody ran.
+
+Common causes: a shard ran with other flags (dataset, --num-prompts, --request-rate, --seed,
+tokenizer), another servebench image, or the files of two runs were mixed in one directory.
+
+Fix: merge only the files of one run; re-run the odd shard with exactly the same flags and image
+(docs/scale-out.md)."
+            }
+            ErrorCode::ShardSet => {
+                "\
+The records files given to `servebench merge` do not form the set of shards of one run: a shard
+index appears twice, some shard indices 0..num-shards are missing, or a file has no shard header
+(it was not written by a run with --num-shards).
+
+Fix: pass exactly one records file per shard; re-run a failed shard (same flags and --start-at
+of a new run for all shards), or pass --allow-missing-shards to merge the shards present (the
+result then covers only part of the workload and says so)."
             }
         }
     }
@@ -241,12 +388,22 @@ pub enum BenchError {
         "{flag} is a `vllm bench serve` flag that servebench does not support yet; fix: remove it{hint}"
     )]
     FlagNotSupported { flag: String, hint: String },
+    #[error("--backend {backend} cannot send multimodal content{detail}; fix: use --backend openai-chat (or openai-embeddings-chat), or a text-only dataset")]
+    MultimodalUnsupported { backend: String, detail: String },
+    #[error("--backend {backend} cannot send {content}; fix: {fix}")]
+    ContentTypeUnsupported { backend: String, content: String, fix: String },
+    #[error("--backend {backend} is a pooling backend and takes no sampling flags (got {flags}); fix: drop them, or use a generation backend")]
+    PoolingSampling { backend: String, flags: String },
     #[error("tokenizer '{name}' could not be loaded: {detail}; fix: pass --tokenizer with a tokenizer.json path or a built-in encoding (cl100k_base, o200k_base)")]
     TokenizerLoad { name: String, detail: String },
     #[error("tokenizer '{name}' is not available locally and cannot be downloaded ({detail}); fix: pass --tokenizer /path/to/tokenizer.json")]
     TokenizerOffline { name: String, detail: String },
     #[error("{detail}")]
     Dataset { detail: String },
+    #[error("dataset file {path}, {location}: {problem}; fix: {fix}")]
+    DatasetFile { path: String, location: String, problem: String, fix: String },
+    #[error("dataset '{name}' is not a local file and cannot be downloaded ({detail}); fix: pass --dataset-path /path/to/a/local/copy")]
+    DatasetDownload { name: String, detail: String },
     #[error("endpoint not ready after {secs} s: {last_error}; fix: check URL/model or raise --ready-check-timeout-sec")]
     EndpointNotReady { secs: u64, last_error: String },
     #[error("tokenize endpoint unavailable ({detail}); prompt-length verification skipped")]
@@ -263,10 +420,18 @@ pub enum BenchError {
     Protocol { context: String, detail: String },
     #[error("could not determine the model from /v1/models: {detail}; fix: pass --model")]
     ModelDetect { detail: String },
+    #[error("the server could not apply its chat template: {detail}; fix: use --backend openai (completions) for base models, or give the server a chat template")]
+    ChatTemplate { detail: String },
+    #[error("--backend {backend} got a response in another dialect: {detail}; fix: use --backend openai/openai-chat for OpenAI routes, or point --endpoint at the native route")]
+    WrongDialect { backend: String, detail: String },
     #[error("{path}: {detail}")]
     Io { path: String, detail: String },
     #[error("{failed} of {total} requests failed ({rate:.1}%), above --max-failure-rate {limit:.1}%")]
     FailureRate { failed: u64, total: u64, rate: f64, limit: f64 },
+    #[error("shards are not from one run: {detail}; fix: merge only the shards of one run, all run with the same flags")]
+    ShardMismatch { detail: String },
+    #[error("{detail}; fix: pass one records file per shard index 0..num-shards (or --allow-missing-shards)")]
+    ShardSet { detail: String },
 }
 
 impl BenchError {
@@ -275,9 +440,14 @@ impl BenchError {
         match self {
             BenchError::Config { .. } => ErrorCode::ConfigInvalid,
             BenchError::FlagNotSupported { .. } => ErrorCode::FlagNotSupported,
+            BenchError::MultimodalUnsupported { .. } => ErrorCode::MultimodalUnsupported,
+            BenchError::ContentTypeUnsupported { .. } => ErrorCode::ContentTypeUnsupported,
+            BenchError::PoolingSampling { .. } => ErrorCode::PoolingSampling,
             BenchError::TokenizerLoad { .. } => ErrorCode::TokenizerLoad,
             BenchError::TokenizerOffline { .. } => ErrorCode::TokenizerOffline,
             BenchError::Dataset { .. } => ErrorCode::Dataset,
+            BenchError::DatasetFile { .. } => ErrorCode::DatasetFile,
+            BenchError::DatasetDownload { .. } => ErrorCode::DatasetDownload,
             BenchError::EndpointNotReady { .. } => ErrorCode::EndpointNotReady,
             BenchError::TokenizeUnavailable { .. } => ErrorCode::TokenizeUnavailable,
             BenchError::TokenizeFailed { .. } => ErrorCode::TokenizeFailed,
@@ -285,8 +455,12 @@ impl BenchError {
             BenchError::HttpStatus { .. } => ErrorCode::HttpStatus,
             BenchError::Protocol { .. } => ErrorCode::Protocol,
             BenchError::ModelDetect { .. } => ErrorCode::ModelDetect,
+            BenchError::ChatTemplate { .. } => ErrorCode::ChatTemplate,
+            BenchError::WrongDialect { .. } => ErrorCode::WrongDialect,
             BenchError::Io { .. } => ErrorCode::Io,
             BenchError::FailureRate { .. } => ErrorCode::FailureRate,
+            BenchError::ShardMismatch { .. } => ErrorCode::ShardMismatch,
+            BenchError::ShardSet { .. } => ErrorCode::ShardSet,
         }
     }
 

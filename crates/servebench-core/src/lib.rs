@@ -5,9 +5,12 @@
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod inference;
+pub mod merge;
 pub mod metrics;
 pub mod record;
 pub mod schedule;
+pub mod shard;
 pub mod stats;
 pub mod tokenizer;
 pub mod workload;
@@ -16,4 +19,4 @@ pub use clock::RunClock;
 pub use error::{errors_markdown, BenchError, ErrorCode, Result};
 pub use record::{ErrorKind, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource};
 pub use tokenizer::TextTokenizer;
-pub use workload::{Prompt, RequestSpec, Workload};
+pub use workload::{Prompt, RequestSpec, RerankPayload, Workload};

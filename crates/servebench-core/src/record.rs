@@ -121,6 +121,9 @@ pub struct RequestRecord {
     pub turn: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora: Option<String>,
+    /// The load stage the request belongs to (`--stages`, 0-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<u32>,
     pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RequestError>,
@@ -141,6 +144,10 @@ pub struct RequestRecord {
     /// When the first event carrying generated content (text, reasoning, tool call) arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_token_us: Option<u64>,
+    /// When the first event carrying *visible* content (output text, not reasoning or tool-call
+    /// text) arrived: the time to first output (TTFO) is `first_content − dispatched`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_content_us: Option<u64>,
     /// When the last event carrying generated content arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_token_us: Option<u64>,
@@ -166,6 +173,13 @@ pub struct RequestRecord {
     pub expected_output_tokens: u32,
     /// Number of events that carried generated content.
     pub token_event_count: u32,
+    /// Token events that carried reasoning text (`reasoning_content`/`reasoning` deltas,
+    /// Responses reasoning deltas).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_events: u32,
+    /// Token events that carried visible output text.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub content_events: u32,
     /// Characters of generated text received (content + reasoning).
     pub output_chars: u64,
     /// The client tokenizer's count of the generated text, when computed.
@@ -181,6 +195,10 @@ pub struct RequestRecord {
     /// The generated text, kept only when the run asks for it (`--save-detailed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generated_text: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl RequestRecord {
@@ -199,6 +217,7 @@ impl RequestRecord {
             conversation: None,
             turn: None,
             lora: None,
+            stage: None,
             outcome: Outcome::Cancelled,
             error: None,
             http_status: None,
@@ -207,6 +226,7 @@ impl RequestRecord {
             headers_us: None,
             first_event_us: None,
             first_token_us: None,
+            first_content_us: None,
             last_token_us: None,
             done_us: None,
             token_events: TokenEvents::default(),
@@ -216,6 +236,8 @@ impl RequestRecord {
             completion_tokens: None,
             expected_output_tokens,
             token_event_count: 0,
+            reasoning_events: 0,
+            content_events: 0,
             output_chars: 0,
             retokenized_tokens: None,
             finish_reason: None,

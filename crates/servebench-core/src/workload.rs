@@ -10,6 +10,9 @@ pub enum Prompt {
     Text(Arc<str>),
     /// Token ids sent as `prompt: [ids]` (completions only; `--prompt-token-ids`).
     TokenIds(Arc<[u32]>),
+    /// Several texts sent in one request as `input: [..]` (pooling backends with
+    /// `--random-batch-size` > 1).
+    Batch(Arc<[Arc<str>]>),
 }
 
 impl Prompt {
@@ -17,7 +20,7 @@ impl Prompt {
     pub fn text(&self) -> Option<&str> {
         match self {
             Prompt::Text(t) => Some(t),
-            Prompt::TokenIds(_) => None,
+            Prompt::TokenIds(_) | Prompt::Batch(_) => None,
         }
     }
 }
@@ -32,6 +35,26 @@ pub struct RequestSpec {
     pub prompt_tokens: u32,
     /// Output tokens to ask for (`max_tokens` / `max_completion_tokens`).
     pub expected_output_tokens: u32,
+    /// Multimodal content parts (chat only), each a pre-serialized JSON object such as
+    /// `{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,..."}}`, sent after the
+    /// text part. `None` for text-only requests.
+    pub multimodal: Option<Arc<[Arc<str>]>>,
+    /// A rerank request (`random-rerank` dataset): the query and its documents.
+    pub rerank: Option<Arc<RerankPayload>>,
+}
+
+impl RequestSpec {
+    /// A text-or-token-id request without multimodal parts or rerank payload.
+    pub fn new(index: u64, prompt: Prompt, prompt_tokens: u32, expected_output_tokens: u32) -> Self {
+        RequestSpec { index, prompt, prompt_tokens, expected_output_tokens, multimodal: None, rerank: None }
+    }
+}
+
+/// The body of one rerank request: a query scored against documents (`/v1/rerank`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RerankPayload {
+    pub query: Arc<str>,
+    pub documents: Arc<[Arc<str>]>,
 }
 
 /// The whole workload of a run, in send order.

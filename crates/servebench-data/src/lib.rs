@@ -1,8 +1,11 @@
 //! servebench-data: tokenizers (Hugging Face `tokenizer.json`, built-in tiktoken encodings, the
-//! Hugging Face Hub cache) and workload generators (the `random` dataset).
+//! Hugging Face Hub cache) and workload generators (the `random` dataset, and in `dataset` the
+//! file-based and other synthetic datasets).
 
+pub mod dataset;
 pub mod random;
 pub mod tokenizer;
+pub mod trace;
 
 pub use random::{
     adjust_to_length, generate_random, generate_random_detailed, GenerationPath, RandomDatasetConfig,

@@ -12,7 +12,7 @@ use crate::json::{metric_reported, percentile_word};
 /// Banner width (vLLM Python uses 50).
 pub const WIDTH: usize = 50;
 
-fn banner(out: &mut String, title: &str, fill: char) {
+pub(crate) fn banner(out: &mut String, title: &str, fill: char) {
     let _ = writeln!(out, "{}", center(title, fill));
 }
 
@@ -29,11 +29,11 @@ fn center(title: &str, fill: char) -> String {
     format!("{}{}{}", f.repeat(left), title, f.repeat(pad - left))
 }
 
-fn row_int(out: &mut String, label: &str, v: impl std::fmt::Display) {
+pub(crate) fn row_int(out: &mut String, label: &str, v: impl std::fmt::Display) {
     let _ = writeln!(out, "{:<40} {:<10}", label, v);
 }
 
-fn row_f2(out: &mut String, label: &str, v: f64) {
+pub(crate) fn row_f2(out: &mut String, label: &str, v: f64) {
     let _ = writeln!(out, "{:<40} {:<10.2}", label, v);
 }
 
@@ -44,7 +44,7 @@ fn row_opt_f2(out: &mut String, label: &str, v: Option<f64>) {
     }
 }
 
-fn stats_section(out: &mut String, header: &str, short: &str, s: &Summary) {
+pub(crate) fn stats_section(out: &mut String, header: &str, short: &str, s: &Summary) {
     banner(out, header, '-');
     row_f2(out, &format!("Mean {short} (ms):"), s.mean);
     row_f2(out, &format!("Median {short} (ms):"), s.median);
@@ -53,7 +53,7 @@ fn stats_section(out: &mut String, header: &str, short: &str, s: &Summary) {
     }
 }
 
-fn vllm_header(metric: MetricName) -> (&'static str, &'static str) {
+pub(crate) fn vllm_header(metric: MetricName) -> (&'static str, &'static str) {
     match metric {
         MetricName::Ttft => ("Time to First Token", "TTFT"),
         MetricName::Tpot => ("Time per Output Token (excl. 1st token)", "TPOT"),
@@ -69,6 +69,11 @@ fn vllm_header(metric: MetricName) -> (&'static str, &'static str) {
 /// The result block printed after a run: vLLM's block (same rows, labels, order and number
 /// formats as Python `vllm bench serve`), then servebench's block.
 pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
+    if crate::pooling::is_pooling_backend(&info.backend) {
+        let mut out = crate::pooling::console_block(info, m);
+        servebench_block(&mut out, info, m);
+        return out;
+    }
     let mut out = String::new();
     banner(&mut out, " Serving Benchmark Result ", '=');
     row_int(&mut out, "Successful requests:", m.completed);
@@ -101,7 +106,7 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     out
 }
 
-fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
+pub(crate) fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
     banner(out, " servebench: schedule-anchored view ", '=');
     row_int(out, "Cancelled requests:", m.cancelled);
     for &(k, n) in m.failures_by_kind.iter().filter(|(_, n)| *n > 0) {
@@ -116,6 +121,8 @@ fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
         "Output token source (requests):",
         format!("usage {}, retokenized {}, events {}", s.usage, s.retokenized, s.events),
     );
+    crate::token_accounting::console(out, &m.token_accounting);
+    crate::output_split::console(out, &m.output_split);
     if m.server_input_tokens_reported > 0 {
         row_int(out, "Server-reported input tokens:", m.server_total_input_tokens);
     }

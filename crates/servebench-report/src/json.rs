@@ -122,6 +122,9 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
         }
     }
     insert_ours(&mut o, info, m);
+    if crate::pooling::is_pooling_backend(&info.backend) {
+        crate::pooling::adjust_json(&mut o, m, records);
+    }
     Value::Object(o)
 }
 
@@ -206,6 +209,8 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
         "output_token_source".into(),
         json!({"usage": s.usage, "retokenized": s.retokenized, "events": s.events}),
     );
+    o.insert("token_accounting".into(), crate::token_accounting::json(&m.token_accounting, m.completed));
+    crate::output_split::json(o, &m.output_split);
     o.insert("good_requests".into(), json!(m.good_requests));
     o.insert(
         "percentiles".into(),

@@ -10,6 +10,10 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub enum DatasetSpec {
     Random(RandomDatasetConfig),
+    /// sharegpt, sonnet, custom, prefix_repetition, random-mm, random-rerank, speed-bench, hf.
+    Dataset(servebench_data::dataset::DatasetRequest),
+    /// `timed_trace`: Mooncake-style JSONL replayed on its own timestamps.
+    TimedTrace(servebench_data::trace::TraceConfig),
 }
 
 /// What happens to requests in flight when the run is interrupted.
@@ -58,10 +62,24 @@ pub struct RunConfig {
     pub stall_timeout: Option<Duration>,
     /// Keep generated text in records (`--save-detailed`).
     pub keep_text: bool,
+    /// `--retokenize-output`: count every completed request's generated text with the client
+    /// tokenizer (otherwise only responses without output-token usage are counted).
+    pub retokenize_output: bool,
     /// Records file (JSONL), if any.
     pub records_path: Option<PathBuf>,
     pub show_progress: bool,
     pub on_interrupt: InterruptMode,
     /// Extra attempts for a request whose connection could not be made (nothing was sent).
     pub retries: u32,
+    /// Trace replay, multi-turn, LoRA, `--duration`, `--stages` (crate::load).
+    pub load: crate::load::LoadOptions,
+    /// `--metrics-port`/`--metrics-host`: serve live client metrics (Prometheus) here.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// `--max-records-in-memory`: records held in memory during the run; the rest are read
+    /// back from disk at the end (`collector::RecordStore`).
+    pub max_records_in_memory: usize,
+    /// `--num-shards`/`--shard-index`: send only this shard's share (docs/scale-out.md).
+    pub shard: Option<crate::shard::ShardConfig>,
+    /// `--start-at`: wall-clock start of the schedule, µs since the Unix epoch.
+    pub start_at_unix_us: Option<u64>,
 }

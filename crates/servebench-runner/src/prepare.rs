@@ -343,6 +343,8 @@ mod tests {
             prompt: Prompt::Text(Arc::from("x")),
             prompt_tokens: p,
             expected_output_tokens: o,
+            multimodal: None,
+            rerank: None,
         }
     }
 

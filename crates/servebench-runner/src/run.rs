@@ -1,11 +1,16 @@
 //! One benchmark run, end to end: prepare, check readiness, warm up, dispatch on the schedule,
 //! collect records (appended to the records file as each request ends), measure client health.
 
+use crate::collector::RecordStore;
 use crate::config::{DatasetSpec, InterruptMode, RunConfig};
 use crate::dispatch::{dispatch, stop_signal, DispatchPlan, Release, StopSignal};
 use crate::health::{self, HiccupProbe, CLIENT_THREAD_PREFIX};
+use crate::live::LiveMetrics;
+use crate::metrics_server::MetricsServer;
 use crate::prepare::{self, ModelIds, ServerTokenize, Verification};
+use crate::retokenize::Retokenizer;
 use crate::server_workload;
+use crate::shard;
 use crate::sink::RecordSink;
 use servebench_client::request::{execute, execute_until, ExecOptions, RequestTarget};
 use servebench_client::transport::{ClientOptions, HttpClient};
@@ -30,6 +35,11 @@ pub trait RunObserver: Send + Sync {
     fn request_done(&self, _record: &RequestRecord) {}
     /// The measured phase ended.
     fn finished(&self) {}
+    /// The live metrics of the measured phase (called just before `started`), for progress
+    /// displays that poll them.
+    fn live_metrics(&self, _live: Arc<LiveMetrics>) {}
+    /// `--metrics-port`: the live metrics endpoint listens on `addr`.
+    fn metrics_listening(&self, _addr: std::net::SocketAddr) {}
 }
 
 /// Statistics of the workload (also the output of `--dry-run`).
@@ -42,6 +52,8 @@ pub struct WorkloadStats {
     pub max_prompt_tokens: u32,
     pub filtered_out: usize,
     pub build_seconds: f64,
+    /// Prompt and expected-output length distributions (printed by `--dry-run`).
+    pub lengths: servebench_data::dataset::DatasetStats,
 }
 
 impl WorkloadStats {
@@ -54,6 +66,7 @@ impl WorkloadStats {
             max_prompt_tokens: w.requests.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
             filtered_out,
             build_seconds,
+            lengths: servebench_data::dataset::DatasetStats::of(w),
         }
     }
 }
@@ -117,6 +130,48 @@ pub async fn run_benchmark(
     observer: Arc<dyn RunObserver>,
     stop: StopSignal,
 ) -> Result<RunResult> {
+    match prepare_run(&cfg, &observer).await? {
+        Prepared::DryRun { model, tokenizer_id, workload } => {
+            Ok(RunResult::DryRun { model, tokenizer_id, workload })
+        }
+        Prepared::Ready(p) => {
+            let n = p.workload.len();
+            Ok(RunResult::Completed(Box::new(run_prepared(&p, &cfg, n, observer, stop).await?)))
+        }
+    }
+}
+
+/// What [`prepare_run`] produced: the statistics only (`--dry-run`) or everything a measured
+/// phase needs.
+#[derive(Debug)]
+pub enum Prepared {
+    DryRun { model: ModelIds, tokenizer_id: String, workload: WorkloadStats },
+    Ready(Box<PreparedRun>),
+}
+
+/// The part of a run done once and reused by every point of an experiment (sweep, search,
+/// multi-run): connection pool, model, tokenizer-built workload (verified), request target.
+#[derive(Debug, Clone)]
+pub struct PreparedRun {
+    pub client: HttpClient,
+    /// The user's headers and API key (for control-plane calls: profiling, cache reset).
+    pub headers: http::HeaderMap,
+    pub model: ModelIds,
+    pub tokenizer_id: String,
+    pub workload: Arc<Workload>,
+    pub stats: WorkloadStats,
+    pub verification: Verification,
+    pub target: Arc<RequestTarget>,
+    pub exec_opts: Arc<ExecOptions>,
+    pub warnings: Vec<String>,
+    /// Trace arrivals, conversations, LoRA targets (crate::load).
+    pub load: crate::load::LoadPlan,
+    /// Counts generated text with the client tokenizer (`None` with `--tokenizer server`).
+    pub retokenizer: Option<Arc<Retokenizer>>,
+}
+
+/// Prepares a run: model, tokenizer, workload, readiness check, prompt-length verification.
+pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Prepared> {
     let client = HttpClient::new(ClientOptions {
         base_url: cfg.base_url.clone(),
         insecure: cfg.insecure,
@@ -143,12 +198,34 @@ pub async fn run_benchmark(
     };
 
     let started = Instant::now();
+    // Trace replay and multi-turn build their own workload (crate::load).
+    let special = crate::load::build_special(cfg, tokenizer.clone()).await?;
     let mut workload = match &tokenizer {
+        _ if special.is_some() => Workload::default(),
         Some(t) => build_workload(&cfg, t.clone()).await?,
         None => match &cfg.dataset {
             DatasetSpec::Random(r) => server_workload::build_server_workload(&server, r).await?,
+            DatasetSpec::TimedTrace(_) => {
+                return Err(BenchError::config(
+                    "--tokenizer server",
+                    "trace replay needs a local tokenizer",
+                    "pass --tokenizer with a tokenizer.json path, a model id or a built-in encoding",
+                ))
+            }
+            DatasetSpec::Dataset(d) => {
+                return Err(BenchError::config(
+                    "--tokenizer server",
+                    format!("the {} dataset needs a local tokenizer to count prompt tokens", d.kind.name()),
+                    "pass --tokenizer with a tokenizer.json path, a model id or a built-in encoding",
+                ))
+            }
         },
     };
+    let mut load_plan = crate::load::LoadPlan::default();
+    if let Some((w, p)) = special {
+        workload = w;
+        load_plan = p;
+    }
     let filtered_out = prepare::filter_max_model_len(&mut workload, cfg.max_model_len);
     if workload.is_empty() {
         return Err(BenchError::Dataset {
@@ -158,22 +235,26 @@ pub async fn run_benchmark(
             ),
         });
     }
+    crate::batch::batch_workload(&mut workload, cfg.target.batch_size);
     let stats = WorkloadStats::of(&workload, filtered_out, started.elapsed().as_secs_f64());
     observer.message(&format!(
         "Generated {} prompts ({} prompt tokens) in {:.2} s",
         stats.requests, stats.total_prompt_tokens, stats.build_seconds
     ));
     if cfg.dry_run {
-        return Ok(RunResult::DryRun { model, tokenizer_id, workload: stats });
+        return Ok(Prepared::DryRun { model, tokenizer_id, workload: stats });
     }
 
     let mut target_cfg = cfg.target.clone();
     target_cfg.model = model.served_name.clone();
     let target = Arc::new(RequestTarget::new(&client, &target_cfg)?);
+    load_plan.lora_targets = crate::load::lora_targets(&client, &target_cfg, &cfg.load)?;
     let exec_opts = Arc::new(ExecOptions {
-        keep_text: cfg.keep_text,
+        keep_text: cfg.keep_text || (cfg.retokenize_output && tokenizer.is_some()),
         request_timeout: cfg.request_timeout,
         stall_timeout: cfg.stall_timeout,
+        // Text without usage is kept to be retokenized (crate::retokenize).
+        keep_text_without_usage: tokenizer.is_some(),
         ..ExecOptions::default()
     });
     let mut warnings = Vec::new();
@@ -215,6 +296,60 @@ pub async fn run_benchmark(
         Verification::Cached | Verification::Skipped => {}
     }
 
+    // Kept (only) to retokenize generated text: always for responses without usage, every
+    // response with --retokenize-output (crate::retokenize).
+    let retokenizer =
+        tokenizer.clone().map(|t| Arc::new(Retokenizer::new(t, cfg.retokenize_output, cfg.keep_text)));
+    if cfg.retokenize_output && retokenizer.is_none() {
+        let line = "--retokenize-output needs a local tokenizer (not --tokenizer server): output is not retokenized".to_owned();
+        observer.message(&line);
+        warnings.push(line);
+    }
+    drop(tokenizer);
+    Ok(Prepared::Ready(Box::new(PreparedRun {
+        client,
+        headers,
+        model,
+        tokenizer_id,
+        workload: Arc::new(workload),
+        stats,
+        verification,
+        target,
+        exec_opts,
+        warnings,
+        load: load_plan,
+        retokenizer,
+    })))
+}
+
+/// The measured phase of one run (warmups first) over the first `num_requests` requests of the
+/// prepared workload, with `cfg`'s rate, concurrency, seed, records file and interrupt mode.
+pub async fn run_prepared(
+    prepared: &PreparedRun,
+    cfg: &RunConfig,
+    num_requests: usize,
+    observer: Arc<dyn RunObserver>,
+    stop: StopSignal,
+) -> Result<RunOutput> {
+    let PreparedRun { client, model, tokenizer_id, stats, verification, target, exec_opts, .. } =
+        prepared.clone();
+    let mut warnings = prepared.warnings.clone();
+    let n = num_requests.clamp(1, prepared.workload.len());
+    // `--metrics-port`: live client metrics of this measured phase.
+    let live = Arc::new(LiveMetrics::new());
+    let metrics_server = match cfg.metrics_listen {
+        Some(addr) => {
+            let server = MetricsServer::start(addr, live.clone()).await?;
+            observer.metrics_listening(server.addr());
+            Some(server)
+        }
+        None => None,
+    };
+    let workload: Workload = if n == prepared.workload.len() {
+        Workload::clone(&prepared.workload)
+    } else {
+        Workload { requests: prepared.workload.requests[..n].to_vec() }
+    };
     if cfg.num_warmups > 0 {
         observer.message(&format!("Warming up with {} requests...", cfg.num_warmups));
         warm_up(&client, &target, &exec_opts, &workload, cfg.num_warmups, cfg.max_concurrency).await;
@@ -224,90 +359,140 @@ pub async fn run_benchmark(
         observer.message(&format!("Opened {n} connections before the run"));
     }
 
-    // The tokenizer (and what building the workload allocated) is not needed while measuring:
-    // free it, and measure peak memory of the measured phase only.
-    drop(tokenizer);
+    // Measure peak memory of the measured phase only (the tokenizer was freed after preparing).
     let peak_reset = health::reset_peak_rss();
     let rss_at_start = health::current_rss_bytes();
-    let schedule = ArrivalSchedule::generate(workload.len(), &cfg.rate, cfg.seed);
-    let plan = DispatchPlan { offsets_us: schedule.offsets_us.into(), max_concurrency: cfg.max_concurrency };
+    // Trace arrivals, stages, duration, LoRA and multi-turn arrivals (crate::load).
+    let mut measured = crate::load::measured_plan(cfg, &prepared.load, workload)?;
+    let workload = std::mem::take(&mut measured.workload);
+    let schedule = ArrivalSchedule { offsets_us: std::mem::take(&mut measured.offsets_us) };
+    let measured = Arc::new(measured);
+    // A sharded run keeps its share of the whole workload and schedule (docs/scale-out.md).
+    let (workload, schedule, mut shard_run) =
+        shard::take_share(cfg, &model.model_id, &tokenizer_id, workload, schedule);
+    let plan = DispatchPlan { offsets_us: schedule.offsets_us.into(), max_concurrency: shard::max_concurrency(cfg) };
     let workload = Arc::new(workload);
+    let early_clock = shard::start_clock(cfg, observer.as_ref(), &stop).await;
     let mut sink = match &cfg.records_path {
         Some(p) => Some(RecordSink::create(p)?),
         None => None,
     };
+    if let (Some(s), Some((c, waited))) = (shard_run.as_mut(), early_clock) {
+        s.write_header(sink.as_mut(), &c, waited)?;
+    }
+    let mut store = RecordStore::new(sink, cfg.max_records_in_memory, workload.len());
 
     let (probe_stop, probe_signal) = stop_signal();
+    let sampler_stop = probe_signal.clone();
     let probe = HiccupProbe::start(probe_signal);
     let cpu0 = health::thread_cpu_ns(CLIENT_THREAD_PREFIX);
-    let clock = RunClock::start();
+    let clock = early_clock.map_or_else(RunClock::start, |(c, _)| c);
+    live.begin(workload.len() as u64);
+    observer.live_metrics(live.clone());
     observer.started(workload.len() as u64);
+    let sampler = {
+        let (live, mut stop) = (live.clone(), sampler_stop);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => live.sample(),
+                    _ = stop.stopped() => break,
+                }
+            }
+        })
+    };
 
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
     let collector = {
         let observer = observer.clone();
-        let n = workload.len();
+        let live = live.clone();
+        let retokenizer = prepared.retokenizer.clone();
         tokio::spawn(async move {
-            let mut records: Vec<RequestRecord> = Vec::with_capacity(n);
-            let mut sink_error = None;
-            while let Some(r) = rx.recv().await {
-                if let Some(s) = sink.as_mut() {
-                    if let Err(e) = s.append(&r) {
-                        sink_error.get_or_insert(e);
-                    }
+            while let Some(mut r) = rx.recv().await {
+                if let Some(rt) = &retokenizer {
+                    rt.apply(&mut r);
                 }
+                live.request_ended(&r);
                 observer.request_done(&r);
-                records.push(r);
+                store.push(r);
             }
-            (records, sink_error)
+            store
         })
     };
+    let stops = crate::stages::run_stops(
+        stop.clone(),
+        cfg.on_interrupt == InterruptMode::Cancel,
+        measured.end_us.map(|e| clock.instant_at(e)),
+        cfg.load.cancel_at_end,
+    );
+    let session_run = crate::load::session_run(
+        cfg,
+        &prepared.load,
+        &measured,
+        &client,
+        &target,
+        &exec_opts,
+        clock,
+        Some(live.clone()),
+    );
     let record_for = {
         let workload = workload.clone();
         let prefix = cfg.request_id_prefix.clone();
+        let measured = measured.clone();
         move |r: &Release| {
             let spec = &workload.requests[r.index];
-            RequestRecord::scheduled(
+            let mut rec = RequestRecord::scheduled(
                 spec.index,
                 format!("{prefix}{}", spec.index),
                 r.intended_us,
                 spec.prompt_tokens,
                 spec.expected_output_tokens,
-            )
+            );
+            measured.annotate(&mut rec, spec.index as usize);
+            rec
         }
     };
     let exec = {
         let (client, target, opts, workload, record_for) =
             (client.clone(), target.clone(), exec_opts.clone(), workload.clone(), record_for.clone());
-        let cancel_in_flight = cfg.on_interrupt == InterruptMode::Cancel;
+        // In-flight requests stop on `stops.cancel` (Ctrl-C with --on-interrupt cancel, the
+        // end of --duration with --on-duration-end cancel); never raised, it changes nothing.
         let retries = cfg.retries;
-        let stop = stop.clone();
+        let stop = stops.cancel.clone();
+        let release = stops.release.clone();
+        let live = live.clone();
+        let (measured, lora_targets) = (measured.clone(), prepared.load.lora_targets.clone());
         move |r: Release| {
-            let (client, target, opts, workload) =
-                (client.clone(), target.clone(), opts.clone(), workload.clone());
+            let (client, opts, workload) = (client.clone(), opts.clone(), workload.clone());
+            // LoRA: the adapter's target (its name as `model`); else the base model's.
+            let target = measured
+                .lora_of(workload.requests[r.index].index as usize)
+                .and_then(|i| lora_targets.get(i).cloned())
+                .unwrap_or_else(|| target.clone());
+            let release = release.clone();
             let record = record_for(&r);
             let stop = stop.clone();
+            live.request_sent(r.released_us.saturating_sub(r.intended_us));
+            let in_flight = SentGuard(live.clone());
             async move {
+                let _in_flight = in_flight;
                 let spec = &workload.requests[r.index];
                 let mut attempt = record;
                 loop {
                     let fresh = attempt.clone();
-                    let done = if cancel_in_flight {
-                        // Interrupted: the request ends as `cancelled`, with the timings it had.
-                        let stop = stop.clone();
-                        execute_until(&client, &target, spec, fresh, &clock, &opts, async move {
-                            let mut stop = stop;
-                            stop.stopped().await
-                        })
-                        .await
-                    } else {
-                        execute(&client, &target, spec, fresh, &clock, &opts).await
-                    };
+                    // Cancelled: the request ends as `cancelled`, with the timings it had.
+                    let stop = stop.clone();
+                    let done = execute_until(&client, &target, spec, fresh, &clock, &opts, async move {
+                        let mut stop = stop;
+                        stop.stopped().await
+                    })
+                    .await;
                     // `--retries`: only a connection that could not be made (nothing of the
                     // request was sent) is tried again; the record counts every attempt.
                     let retry = done.error.as_ref().is_some_and(|e| e.kind == ErrorKind::Connect)
                         && done.attempts <= retries
-                        && !stop.is_stopped();
+                        && !release.is_stopped();
                     if !retry {
                         return done;
                     }
@@ -319,19 +504,28 @@ pub async fn run_benchmark(
     };
     let interrupted = stop.clone();
     let cancelled = move |r: Release| record_for(&r);
-    let dispatch_stats = dispatch(&plan, clock, exec, cancelled, tx, stop).await;
+    let dispatch_stats = match (&prepared.load.conversations, session_run) {
+        (Some(conv), Some(run)) => {
+            let arrivals = plan.offsets_us.to_vec();
+            let (release, cancel) = (stops.release.clone(), stops.cancel.clone());
+            crate::session::run_conversations(run, conv.clone(), arrivals, tx, release, cancel).await
+        }
+        _ => dispatch(&plan, clock, exec, cancelled, tx, stops.release.clone()).await,
+    };
     let was_interrupted = interrupted.is_stopped();
     let wall = clock.now_us() as f64 / 1e6;
     let cpu1 = health::thread_cpu_ns(CLIENT_THREAD_PREFIX);
     probe_stop.stop();
     let hiccup_us = probe.finish().await;
     observer.finished();
-    let (mut records, sink_error) =
+    let store =
         collector.await.map_err(|e| BenchError::Io { path: "records".into(), detail: e.to_string() })?;
-    if let Some(e) = sink_error {
-        return Err(e);
+    let _ = sampler.await;
+    if let Some(server) = metrics_server {
+        server.stop().await;
     }
-    records.sort_by_key(|r| r.index);
+    // Sorted by index; records beyond --max-records-in-memory are read back from disk.
+    let records = store.finish()?;
     let pool = client.stats();
     let health = ClientHealth {
         dispatch_lateness_us: dispatch_stats.lateness_us,
@@ -345,11 +539,15 @@ pub async fn run_benchmark(
         connections_opened: pool.opened,
         stale_connections: pool.stale,
     };
+    if let Some(s) = &shard_run {
+        s.write_summary(cfg.records_path.as_deref(), &health, records.len(), was_interrupted)?;
+    }
     let cancelled_count = records.iter().filter(|r| r.outcome == Outcome::Cancelled).count();
     if cancelled_count > 0 {
         warnings.push(format!("{cancelled_count} requests were cancelled before they finished"));
     }
-    Ok(RunResult::Completed(Box::new(RunOutput {
+    warnings.extend(crate::failure_codes::warnings(&records, &target.backend.to_string()));
+    Ok(RunOutput {
         records,
         model,
         tokenizer_id,
@@ -359,15 +557,42 @@ pub async fn run_benchmark(
         verification,
         warnings,
         interrupted: was_interrupted,
-    })))
+    })
+}
+
+/// Counts a sent request as ended when its executor finishes (or is dropped).
+struct SentGuard(Arc<LiveMetrics>);
+
+impl Drop for SentGuard {
+    fn drop(&mut self) {
+        self.0.sent_request_ended();
+    }
 }
 
 async fn build_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> Result<Workload> {
     match &cfg.dataset {
+        DatasetSpec::TimedTrace(t) => {
+            let mut t = t.clone();
+            t.max_model_len = cfg.max_model_len;
+            tokio::task::spawn_blocking(move || {
+                servebench_data::trace::build_trace_workload(&t, tokenizer.as_ref()).map(|b| b.workload)
+            })
+            .await
+            .map_err(|e| BenchError::Dataset { detail: format!("trace loading failed: {e}") })?
+        }
         DatasetSpec::Random(r) => {
             let r = r.clone();
             tokio::task::spawn_blocking(move || {
                 servebench_data::random::generate_random(&r, tokenizer.as_ref())
+            })
+            .await
+            .map_err(|e| BenchError::Dataset { detail: format!("workload generation failed: {e}") })?
+        }
+        DatasetSpec::Dataset(d) => {
+            let d = d.clone();
+            tokio::task::spawn_blocking(move || {
+                let env = servebench_data::HubEnv::from_env();
+                servebench_data::dataset::build_dataset(&d, tokenizer.as_ref(), &env)
             })
             .await
             .map_err(|e| BenchError::Dataset { detail: format!("workload generation failed: {e}") })?
@@ -396,19 +621,22 @@ async fn ready_check(
         match attempt {
             Ok(r) if r.outcome == Outcome::Completed => return Ok(()),
             Ok(r) => {
-                let permanent =
+                let client_error =
                     r.http_status.is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
                 last_error = r.error.map(|e| e.message).unwrap_or_else(|| "request did not complete".into());
+                let permanent =
+                    client_error || last_error.starts_with(servebench_client::dialect::WRONG_DIALECT);
                 if permanent {
-                    // A 4xx (wrong model name, missing key) will not fix itself by waiting.
+                    // A 4xx (wrong model name, missing key) or another dialect will not fix
+                    // itself by waiting.
                     let secs = timeout.as_secs().min(clock.now_us() / 1_000_000);
-                    return Err(BenchError::EndpointNotReady { secs, last_error });
+                    return Err(crate::failure_codes::not_ready(secs, last_error, &target.backend.to_string()));
                 }
             }
             Err(_) => {}
         }
         if Instant::now() + pause >= deadline {
-            return Err(BenchError::EndpointNotReady { secs: timeout.as_secs(), last_error });
+            return Err(crate::failure_codes::not_ready(timeout.as_secs(), last_error, &target.backend.to_string()));
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(5));

@@ -69,6 +69,8 @@ pub async fn build_server_workload(server: &ServerTokenize, cfg: &RandomDatasetC
             prompt,
             prompt_tokens: total,
             expected_output_tokens: output as u32,
+            multimodal: None,
+            rerank: None,
         });
     }
     let mut workload = Workload { requests };

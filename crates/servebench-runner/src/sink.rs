@@ -1,6 +1,7 @@
 //! The records file: one JSON line per request, appended and flushed the moment the request
 //! ends, so a crash or `kill -9` loses nothing that finished before it.
 
+use servebench_core::shard::{is_shard_line, parse_shard_line, ShardHeader, ShardLine, ShardSummary};
 use servebench_core::{BenchError, RequestRecord, Result};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -39,6 +40,14 @@ impl RecordSink {
         Ok(())
     }
 
+    /// Writes one non-record line (a shard header, `servebench_core::shard`) and flushes it.
+    pub fn write_line(&mut self, line: &str) -> Result<()> {
+        let io = |e: std::io::Error| BenchError::io(self.path.display(), e);
+        self.out.write_all(line.as_bytes()).map_err(io)?;
+        self.out.write_all(b"\n").map_err(io)?;
+        self.out.flush().map_err(|e| BenchError::io(self.path.display(), e))
+    }
+
     /// Records written so far.
     pub fn written(&self) -> u64 {
         self.written
@@ -50,20 +59,49 @@ impl RecordSink {
     }
 }
 
-/// Reads a records file back. Blank lines are skipped; a truncated last line (a crash in the
-/// middle of a write) is ignored and reported in the second element.
+/// Reads a records file back. Blank lines and the shard header/summary lines of a sharded run
+/// are skipped; a truncated last line (a crash in the middle of a write) is ignored and reported
+/// in the second element.
 pub fn read_records(path: &Path) -> Result<(Vec<RequestRecord>, usize)> {
+    read_records_file(path).map(|f| (f.records, f.truncated))
+}
+
+/// A records file with the shard lines of a sharded run (docs/scale-out.md).
+#[derive(Debug, Clone, Default)]
+pub struct RecordsFile {
+    pub records: Vec<RequestRecord>,
+    /// 1 if a truncated last line was ignored.
+    pub truncated: usize,
+    pub shard_header: Option<ShardHeader>,
+    pub shard_summary: Option<ShardSummary>,
+}
+
+/// Reads a records file, keeping its shard header and summary lines when it has them.
+pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
-    let mut out = Vec::new();
-    let mut bad = 0;
+    let mut file = RecordsFile::default();
+    let (out, bad) = (&mut file.records, &mut file.truncated);
     let lines: Vec<&str> = text.lines().collect();
     for (n, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
+        if is_shard_line(line) {
+            match parse_shard_line(line) {
+                Some(ShardLine::Header(h)) => file.shard_header = Some(h),
+                Some(ShardLine::Summary(s)) => file.shard_summary = Some(s),
+                None if n + 1 == lines.len() => *bad += 1,
+                None => {
+                    return Err(BenchError::Dataset {
+                        detail: format!("{}:{}: malformed shard header/summary line", path.display(), n + 1),
+                    })
+                }
+            }
+            continue;
+        }
         match serde_json::from_str::<RequestRecord>(line) {
             Ok(r) => out.push(r),
-            Err(_) if n + 1 == lines.len() => bad += 1,
+            Err(_) if n + 1 == lines.len() => *bad += 1,
             Err(e) => {
                 return Err(BenchError::Dataset {
                     detail: format!("{}:{}: not a request record ({e})", path.display(), n + 1),
@@ -71,7 +109,7 @@ pub fn read_records(path: &Path) -> Result<(Vec<RequestRecord>, usize)> {
             }
         }
     }
-    Ok((out, bad))
+    Ok(file)
 }
 
 #[cfg(test)]

@@ -110,10 +110,16 @@ async fn run(setup: &Setup) -> (Vec<RequestRecord>, FaultCounts) {
         request_timeout: Some(Duration::from_secs(120)),
         stall_timeout: Some(setup.stall_timeout),
         keep_text: false,
+        retokenize_output: false,
         records_path: None,
         show_progress: false,
         on_interrupt: Default::default(),
         retries: 0,
+        load: Default::default(),
+        metrics_listen: None,
+        max_records_in_memory: servebench_runner::DEFAULT_MAX_RECORDS_IN_MEMORY,
+        shard: None,
+        start_at_unix_us: None,
     };
     let (_stop_handle, stop) = stop_signal();
     let out = match run_benchmark(cfg, Arc::new(Quiet), stop).await.unwrap() {

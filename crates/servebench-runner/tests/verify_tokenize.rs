@@ -35,6 +35,8 @@ fn workload(tok: &dyn TextTokenizer) -> Workload {
                 prompt: Prompt::Text(Arc::from(*t)),
                 prompt_tokens: tok.count(t).unwrap() as u32,
                 expected_output_tokens: 4,
+                multimodal: None,
+                rerank: None,
             })
             .collect(),
     }

@@ -81,6 +81,49 @@ pub struct SimConfig {
     pub max_body_bytes: usize,
     /// Injected faults (default: none). See [`FaultConfig`].
     pub faults: FaultConfig,
+    /// The first this-many tokens of every chat and Responses output are reasoning (sent as
+    /// reasoning deltas before the content); they count as completion tokens. 0 = none.
+    pub reasoning_tokens: u32,
+    /// The chat delta field reasoning text goes into.
+    pub reasoning_field: ReasoningField,
+    /// Length of the vectors `/v1/embeddings` and `/pooling` return when the request does not
+    /// set `dimensions`.
+    pub embedding_dim: u32,
+    /// LoRA adapter names served besides the base model (`--sim-lora-modules`): listed by
+    /// `/v1/models` (with the base model as `parent`) and accepted as a request's `model`.
+    pub lora_modules: Vec<String>,
+}
+
+/// Where chat streams put reasoning text: vLLM ≥ 0.11 sends `delta.reasoning`, older vLLM
+/// (and DeepSeek's API) `delta.reasoning_content`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReasoningField {
+    #[default]
+    Reasoning,
+    ReasoningContent,
+}
+
+impl ReasoningField {
+    /// The JSON field name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningField::Reasoning => "reasoning",
+            ReasoningField::ReasoningContent => "reasoning_content",
+        }
+    }
+
+    /// Parses `reasoning` or `reasoning_content`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "reasoning" => Ok(ReasoningField::Reasoning),
+            "reasoning_content" | "reasoning-content" => Ok(ReasoningField::ReasoningContent),
+            other => Err(BenchError::config(
+                "--sim-reasoning-field",
+                format!("unknown field '{other}'"),
+                "use reasoning (vLLM >= 0.11) or reasoning_content (older vLLM)",
+            )),
+        }
+    }
 }
 
 impl SimConfig {
@@ -99,6 +142,10 @@ impl SimConfig {
             record_ground_truth: false,
             max_body_bytes: 64 << 20,
             faults: FaultConfig::default(),
+            reasoning_tokens: 0,
+            reasoning_field: ReasoningField::default(),
+            embedding_dim: 256,
+            lora_modules: Vec::new(),
         }
     }
 
@@ -148,6 +195,12 @@ impl SimConfig {
         self
     }
 
+    /// Sends the first `n` tokens of every chat and Responses output as reasoning.
+    pub fn with_reasoning_tokens(mut self, n: u32) -> Self {
+        self.reasoning_tokens = n;
+        self
+    }
+
     /// Turns the ground-truth log on or off.
     pub fn with_ground_truth(mut self, on: bool) -> Self {
         self.record_ground_truth = on;
@@ -184,6 +237,13 @@ impl SimConfig {
             ));
         }
         self.faults.validate()?;
+        if self.embedding_dim == 0 || self.embedding_dim > 65_536 {
+            return Err(BenchError::config(
+                "--sim-embedding-dim",
+                format!("{} is outside 1..=65536", self.embedding_dim),
+                "pass a vector length such as 1024",
+            ));
+        }
         Ok(())
     }
 }

@@ -43,7 +43,7 @@ pub(crate) struct SimState {
     /// `metrics.registry`.
     pub metrics: Arc<Metrics>,
     /// The scheduler of the engine timing model (`None` in fixed mode).
-    engine: Option<Engine>,
+    pub(crate) engine: Option<Engine>,
     /// Fault injection (plans, counters).
     pub faults: FaultInjector,
     models: Bytes,
@@ -58,7 +58,7 @@ impl SimState {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         let id_salt = mix(now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32));
         let perm = format!("modelperm-{:016x}{:016x}", mix(id_salt), mix(!id_salt));
-        let models = models_body(&config.model, now.as_secs(), config.max_model_len, &perm);
+        let models = models_body(&config.model, &config.lora_modules, now.as_secs(), config.max_model_len, &perm);
         let spec_k = match &config.timing {
             TimingModel::Engine(e) => e.spec_k,
             TimingModel::Fixed { .. } => 0,
@@ -83,14 +83,16 @@ impl SimState {
     }
 
     /// A fresh 32-hex-digit id (like vLLM's `random_uuid()`).
-    fn fresh_id(&self) -> String {
+    pub(crate) fn fresh_id(&self) -> String {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         format!("{:016x}{:016x}", mix(self.id_salt ^ n), mix(self.id_salt.rotate_left(17) ^ n))
     }
 
-    fn check_model(&self, model: Option<&str>) -> Result<(), ApiError> {
+    pub(crate) fn check_model(&self, model: Option<&str>) -> Result<(), ApiError> {
         match model {
-            Some(m) if m != self.config.model => Err(ApiError::model_not_found(m)),
+            Some(m) if m != self.config.model && !self.config.lora_modules.iter().any(|l| l == m) => {
+                Err(ApiError::model_not_found(m))
+            }
             _ => Ok(()),
         }
     }
@@ -148,6 +150,8 @@ pub(crate) async fn handle(
         "/v1/models" | "/health" | "/metrics" => Some(Method::GET),
         "/v1/completions" | "/v1/chat/completions" | "/tokenize" | "/detokenize" => Some(Method::POST),
         "/start_profile" | "/stop_profile" | "/reset_prefix_cache" => Some(Method::POST),
+        "/v1/responses" => Some(Method::POST),
+        p if crate::pooling::Endpoint::of(p).is_some() => Some(Method::POST),
         _ => None,
     };
     let mut resp = match route {
@@ -184,6 +188,12 @@ pub(crate) async fn handle(
                         }
                         (None, "/v1/chat/completions") => {
                             generate(&state, Api::Chat, body.clone(), received, &header_id, faults).await
+                        }
+                        (None, "/v1/responses") => {
+                            generate(&state, Api::Responses, body.clone(), received, &header_id, faults).await
+                        }
+                        (None, p) if crate::pooling::Endpoint::of(p).is_some() => {
+                            crate::pooling::handle(&state, p, body.clone(), received, &header_id).await
                         }
                         (None, "/tokenize") => tokenize(&state, &body),
                         (None, _) => detokenize(&state, &body),
@@ -228,10 +238,16 @@ fn prepare(state: &SimState, api: Api, body: &[u8]) -> Result<Prepared, ApiError
             let max = r.max_completion_tokens.or(r.gen.max_tokens);
             (vec![p], r.gen, max)
         }
+        Api::Responses => {
+            let (p, gen, max) = crate::responses::prompt(body, tok)?;
+            state.check_model(gen.model.as_deref())?;
+            (vec![p], gen, max)
+        }
     };
     let salt = match api {
         Api::Completions => 0xc0,
         Api::Chat => 0xc4a7,
+        Api::Responses => 0x2e5,
     };
     let plan = plan(&prompts, &fields, max_tokens, config, salt)?;
     let blocks = match &config.timing {
@@ -278,6 +294,7 @@ async fn generate(
                 done: None,
                 prompt_tokens: plan.prompt_tokens,
                 completion_tokens: plan.completion_tokens(),
+                reasoning_tokens: reasoning_of(config, api, &plan),
             },
         )
     });
@@ -292,22 +309,54 @@ async fn generate(
             continuous: include_usage && so.continuous_usage_stats.unwrap_or(false),
             details: config.prompt_tokens_details,
         };
-        let fmt = StreamFormat::new(api, &id, created, model, &plan, usage);
+        let reasoning = if reasoning_of(config, api, &plan) > 0 { config.reasoning_tokens } else { 0 };
+        let fmt = StreamFormat::new(api, &id, created, model, &plan, usage)
+            .with_reasoning(config.reasoning_field.as_str(), &plan);
         let stream_faults = state.faults.stream(&faults, plan.ticks());
-        let s = TokenStream::new(plan, fmt, state.vocab.clone(), pacer, truth).with_faults(stream_faults);
+        let mut s = TokenStream::new(plan, fmt, state.vocab.clone(), pacer, truth).with_faults(stream_faults);
+        if reasoning > 0 {
+            s = s.with_reasoning(reasoning, state.reasoning_counter());
+        }
         let mut r = response(200, Some("text/event-stream; charset=utf-8"), SimBody::Stream(Box::new(s)));
         r.headers_mut().insert("cache-control", HeaderValue::from_static("no-cache"));
         return Ok(r);
     }
     pacer.wait_all().await;
     let details = config.prompt_tokens_details.then(|| pacer.cached_tokens());
-    let body = generation_body(api, &id, created, model, &plan, &state.vocab, details);
+    let body = match api {
+        Api::Responses => {
+            let r = if reasoning_of(config, api, &plan) > 0 { config.reasoning_tokens } else { 0 };
+            let cached = Some(pacer.cached_tokens()).filter(|_| config.prompt_tokens_details);
+            crate::responses::body(&id, created, model, &plan, &state.vocab, cached, r)
+        }
+        _ => generation_body(api, &id, created, model, &plan, &state.vocab, details),
+    };
     if let Some(mut t) = truth {
         let now = Instant::now();
         t.event(now, plan.completion_tokens());
         t.finish(now);
     }
     Ok(json(body))
+}
+
+/// Reasoning tokens of a request's output: the first `--sim-reasoning-tokens` of each choice,
+/// for the chat and Responses APIs (completions have no reasoning field).
+fn reasoning_of(config: &SimConfig, api: Api, plan: &GenerationPlan) -> u32 {
+    if api == Api::Completions || config.reasoning_tokens == 0 {
+        return 0;
+    }
+    plan.choices.iter().map(|c| c.tokens.min(config.reasoning_tokens)).sum()
+}
+
+impl SimState {
+    /// The `/metrics` counter of reasoning tokens sent.
+    pub(crate) fn reasoning_counter(&self) -> Arc<crate::metrics::Counter> {
+        self.metrics.registry.counter(
+            "servebench_sim:reasoning_tokens_total",
+            "Completion tokens sent as reasoning deltas (--sim-reasoning-tokens).",
+            &[],
+        )
+    }
 }
 
 /// The pacer of a request: a timer in fixed mode, a submission to the scheduler in engine mode.

@@ -39,6 +39,9 @@ mod protocol;
 mod response;
 mod server;
 mod sse;
+mod sse_responses;
+mod pooling;
+mod responses;
 mod stream;
 mod truth;
 mod vocab;
@@ -46,7 +49,7 @@ mod vocab;
 #[cfg(test)]
 mod test_support;
 
-pub use config::{SimConfig, TimingModel};
+pub use config::{ReasoningField, SimConfig, TimingModel};
 pub use engine::{EngineConfig, PRESETS};
 pub use fault::{FaultConfig, FaultCounts, FaultKind, FaultPlan};
 pub use metrics::{Counter, MetricsRegistry};

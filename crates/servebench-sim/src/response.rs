@@ -102,7 +102,8 @@ pub(crate) fn generation_body(
                 .collect(),
             usage,
         }),
-        Api::Chat => serde_json::to_vec(&Generation {
+        // `Api::Responses` bodies are built by `responses::body`; never reached.
+        Api::Chat | Api::Responses => serde_json::to_vec(&Generation {
             id,
             object: "chat.completion",
             created,
@@ -152,7 +153,7 @@ struct ModelCard<'a> {
     created: u64,
     owned_by: &'static str,
     root: &'a str,
-    parent: Option<()>,
+    parent: Option<&'a str>,
     max_model_len: u32,
     permission: [ModelPermission<'a>; 1],
 }
@@ -160,20 +161,23 @@ struct ModelCard<'a> {
 #[derive(Serialize)]
 struct ModelList<'a> {
     object: &'static str,
-    data: [ModelCard<'a>; 1],
+    data: Vec<ModelCard<'a>>,
 }
 
 /// `GET /v1/models`.
-pub(crate) fn models_body(model: &str, created: u64, max_model_len: u32, perm_id: &str) -> Bytes {
+pub(crate) fn models_body(model: &str, loras: &[String], created: u64, max_model_len: u32, perm_id: &str) -> Bytes {
+    // The base model first (clients take the first entry), then each LoRA adapter with the
+    // base model as its parent, as vLLM lists them.
+    let names = std::iter::once((model, None)).chain(loras.iter().map(|l| (l.as_str(), Some(model))));
     let list = ModelList {
         object: "list",
-        data: [ModelCard {
-            id: model,
+        data: names.map(|(id, parent)| ModelCard {
+            id,
             object: "model",
             created,
             owned_by: "servebench-sim",
-            root: model,
-            parent: None,
+            root: id,
+            parent,
             max_model_len,
             permission: [ModelPermission {
                 id: perm_id,
@@ -189,7 +193,7 @@ pub(crate) fn models_body(model: &str, created: u64, max_model_len: u32, perm_id
                 group: None,
                 is_blocking: false,
             }],
-        }],
+        }).collect(),
     };
     Bytes::from(serde_json::to_vec(&list).unwrap_or_default())
 }
@@ -243,9 +247,15 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["choices"][0]["text"], " the the the");
         assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
-        let v: serde_json::Value = serde_json::from_slice(&models_body("m", 5, 99, "p")).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&models_body("m", &[], 5, 99, "p")).unwrap();
         assert_eq!(v["data"][0]["max_model_len"], 99);
         assert_eq!(v["data"][0]["owned_by"], "servebench-sim");
+        assert!(v["data"][0]["parent"].is_null());
+        let loras = ["a".to_string()];
+        let v: serde_json::Value = serde_json::from_slice(&models_body("m", &loras, 5, 99, "p")).unwrap();
+        assert_eq!(v["data"][0]["id"], "m");
+        assert_eq!(v["data"][1]["id"], "a");
+        assert_eq!(v["data"][1]["parent"], "m");
         let v: serde_json::Value = serde_json::from_slice(&tokenize_body(&[1, 2], 9)).unwrap();
         assert_eq!(v["count"], 2);
         assert!(v["token_strs"].is_null());

@@ -21,6 +21,8 @@ use crate::plan::{Finish, GenerationPlan};
 pub(crate) enum Api {
     Completions,
     Chat,
+    /// `/v1/responses` (event-typed SSE; `sse_responses.rs`).
+    Responses,
 }
 
 impl Api {
@@ -28,6 +30,7 @@ impl Api {
         match self {
             Api::Completions => "/v1/completions",
             Api::Chat => "/v1/chat/completions",
+            Api::Responses => "/v1/responses",
         }
     }
 
@@ -35,6 +38,7 @@ impl Api {
         match self {
             Api::Completions => "cmpl-",
             Api::Chat => "chatcmpl-",
+            Api::Responses => "resp_",
         }
     }
 }
@@ -64,6 +68,11 @@ pub(crate) struct StreamFormat {
     prompt_tokens: u32,
     /// `usage.prompt_tokens_details.cached_tokens` (set by the engine's prefix cache).
     cached_tokens: u32,
+    /// Chat: per choice, the head of a reasoning delta (`"delta":{"reasoning":"`); empty when
+    /// the request has no reasoning tokens.
+    reasoning_heads: Vec<Vec<u8>>,
+    /// The Responses API's event formatting (`Api::Responses` only).
+    responses: Option<crate::sse_responses::ResponsesFormat>,
 }
 
 impl StreamFormat {
@@ -78,6 +87,7 @@ impl StreamFormat {
         let object = match api {
             Api::Completions => "text_completion",
             Api::Chat => "chat.completion.chunk",
+            Api::Responses => "response",
         };
         let common = format!(
             "{{\"id\":{},\"object\":\"{object}\",\"created\":{created},\"model\":{}",
@@ -86,7 +96,7 @@ impl StreamFormat {
         )
         .into_bytes();
         let opener: &[u8] = match api {
-            Api::Completions => b"\"text\":\"",
+            Api::Completions | Api::Responses => b"\"text\":\"",
             Api::Chat => b"\"delta\":{\"content\":\"",
         };
         let heads = plan
@@ -101,7 +111,68 @@ impl StreamFormat {
                 h
             })
             .collect();
-        StreamFormat { api, common, heads, usage, prompt_tokens: plan.prompt_tokens, cached_tokens: 0 }
+        let responses = (api == Api::Responses)
+            .then(|| crate::sse_responses::ResponsesFormat::new(id, created, model, plan.prompt_tokens, usage.details));
+        StreamFormat {
+            api,
+            common,
+            heads,
+            usage,
+            prompt_tokens: plan.prompt_tokens,
+            cached_tokens: 0,
+            reasoning_heads: Vec::new(),
+            responses,
+        }
+    }
+
+    /// Chat: reasoning deltas go into `field` (`reasoning` or `reasoning_content`). Call before
+    /// the first event when the request has reasoning tokens.
+    pub(crate) fn with_reasoning(mut self, field: &str, plan: &GenerationPlan) -> Self {
+        if self.api == Api::Chat {
+            self.reasoning_heads = plan
+                .choices
+                .iter()
+                .map(|c| {
+                    let mut h = Vec::with_capacity(self.common.len() + 64);
+                    h.extend_from_slice(b"data: ");
+                    h.extend_from_slice(&self.common);
+                    let _ = write!(h, ",\"choices\":[{{\"index\":{},\"delta\":{{\"{field}\":\"", c.index);
+                    h
+                })
+                .collect();
+        }
+        self
+    }
+
+    /// Appends one reasoning event of choice `pos` (chat: a reasoning delta; Responses: a
+    /// `response.reasoning_text.delta`; completions have no reasoning and get a content event).
+    pub(crate) fn push_reasoning_event(
+        &self,
+        pos: usize,
+        out: &mut Vec<u8>,
+        fill: impl FnOnce(&mut Vec<u8>),
+        finish: Option<Finish>,
+        completion_so_far: u32,
+    ) {
+        if let Some(r) = &self.responses {
+            r.push_delta(out, true, fill, finish);
+            return;
+        }
+        let Some(head) = self.reasoning_heads.get(pos) else {
+            self.push_event(pos, out, fill, finish, completion_so_far);
+            return;
+        };
+        out.extend_from_slice(head);
+        fill(out);
+        out.extend_from_slice(b"\"}");
+        self.push_tail(out, finish, completion_so_far);
+    }
+
+    /// Responses: how many output tokens were reasoning (`output_tokens_details`).
+    pub(crate) fn set_reasoning_tokens(&self, n: u32) {
+        if let Some(r) = &self.responses {
+            r.set_reasoning_tokens(n);
+        }
     }
 
     /// Sets the `cached_tokens` reported in usage chunks.
@@ -124,6 +195,12 @@ impl StreamFormat {
 
     /// Appends the chat role chunk of choice `pos` (no-op for completions).
     pub(crate) fn push_role_chunk(&self, pos: usize, index: u32, out: &mut Vec<u8>) {
+        if let Some(r) = &self.responses {
+            if pos == 0 {
+                r.push_start(out);
+            }
+            return;
+        }
         if self.api != Api::Chat || pos >= self.heads.len() {
             return;
         }
@@ -152,6 +229,10 @@ impl StreamFormat {
         finish: Option<Finish>,
         completion_so_far: u32,
     ) {
+        if let Some(r) = &self.responses {
+            r.push_delta(out, false, fill, finish);
+            return;
+        }
         let Some(head) = self.heads.get(pos) else { return };
         out.extend_from_slice(head);
         fill(out);
@@ -160,6 +241,11 @@ impl StreamFormat {
         } else {
             out.push(b'"');
         }
+        self.push_tail(out, finish, completion_so_far);
+    }
+
+    /// The rest of an event after its text: finish reason, optional usage, closing braces.
+    fn push_tail(&self, out: &mut Vec<u8>, finish: Option<Finish>, completion_so_far: u32) {
         out.extend_from_slice(b",\"logprobs\":null,\"finish_reason\":");
         match finish {
             None if self.api == Api::Chat => out.extend_from_slice(b"null}]"),
@@ -180,6 +266,10 @@ impl StreamFormat {
     /// Appends the usage chunk (if asked for) and, when `done_marker` (false only to inject a
     /// stream that ends without it), `data: [DONE]`.
     pub(crate) fn push_end(&self, out: &mut Vec<u8>, completion: u32, done_marker: bool) {
+        if let Some(r) = &self.responses {
+            r.push_end(out, completion, self.cached_tokens);
+            return;
+        }
         if self.usage.include_usage {
             out.extend_from_slice(b"data: ");
             out.extend_from_slice(&self.common);

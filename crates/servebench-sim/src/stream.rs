@@ -84,6 +84,11 @@ pub(crate) struct TokenStream {
     done: bool,
     /// Injected faults (`None`: a clean stream).
     faults: Option<Box<FaultState>>,
+    /// The first this-many tokens of each choice are sent as reasoning deltas.
+    reasoning: u32,
+    /// Reasoning tokens sent so far (all choices), and the `/metrics` counter they go to.
+    reasoning_sent: u32,
+    reasoning_counter: Option<Arc<crate::metrics::Counter>>,
 }
 
 impl TokenStream {
@@ -107,7 +112,17 @@ impl TokenStream {
             truth,
             done: false,
             faults: None,
+            reasoning: 0,
+            reasoning_sent: 0,
+            reasoning_counter: None,
         }
+    }
+
+    /// Sends the first `n` tokens of each choice as reasoning, counted into `counter`.
+    pub(crate) fn with_reasoning(mut self, n: u32, counter: Arc<crate::metrics::Counter>) -> Self {
+        self.reasoning = n;
+        self.reasoning_counter = Some(counter);
+        self
     }
 
     /// Injects `faults` into this stream.
@@ -175,19 +190,38 @@ impl TokenStream {
             self.emitted = self.emitted.saturating_add(n);
             let last = start + u64::from(n) >= u64::from(c.tokens);
             let seed = c.seed;
-            fmt.push_event(
-                pos,
-                &mut out,
-                |o| vocab.push_text(seed, start, u64::from(n), o),
-                last.then_some(c.finish),
-                self.emitted,
-            );
+            // Reasoning first: the part of this tick below the reasoning budget.
+            let r_n = (u64::from(self.reasoning).saturating_sub(start)).min(u64::from(n)) as u32;
+            let c_n = n - r_n;
+            if r_n > 0 {
+                self.reasoning_sent = self.reasoning_sent.saturating_add(r_n);
+                if let Some(counter) = &self.reasoning_counter {
+                    counter.add(u64::from(r_n));
+                }
+                fmt.push_reasoning_event(
+                    pos,
+                    &mut out,
+                    |o| vocab.push_text(seed, start, u64::from(r_n), o),
+                    (last && c_n == 0).then_some(c.finish),
+                    self.emitted - c_n,
+                );
+            }
+            if c_n > 0 {
+                fmt.push_event(
+                    pos,
+                    &mut out,
+                    |o| vocab.push_text(seed, start + u64::from(r_n), u64::from(c_n), o),
+                    last.then_some(c.finish),
+                    self.emitted,
+                );
+            }
         }
         self.sent = self.sent.saturating_add(k);
         self.tick += 1;
         let end = self.sent >= self.tokens;
         if end {
             fmt.set_cached_tokens(self.pacer.cached_tokens());
+            fmt.set_reasoning_tokens(self.reasoning_sent);
             let done_marker = self.faults.as_mut().is_none_or(|f| f.done_marker());
             fmt.push_end(&mut out, plan.completion_tokens(), done_marker);
             self.done = true;

@@ -39,6 +39,9 @@ pub struct GroundTruth {
     pub prompt_tokens: u32,
     /// `usage.completion_tokens` as planned.
     pub completion_tokens: u32,
+    /// Of the completion tokens, those sent as reasoning (before the content); 0 without
+    /// `--sim-reasoning-tokens`.
+    pub reasoning_tokens: u32,
 }
 
 impl GroundTruth {
@@ -57,6 +60,8 @@ impl GroundTruth {
             done_us: Option<u64>,
             prompt_tokens: u32,
             completion_tokens: u32,
+            #[serde(skip_serializing_if = "is_zero")]
+            reasoning_tokens: u32,
             /// Wall-clock time of the clock's origin (µs since the Unix epoch), to align these
             /// times with another process's records.
             origin_unix_us: u64,
@@ -71,10 +76,15 @@ impl GroundTruth {
             done_us: self.done.map(|d| clock.offset_us(d)),
             prompt_tokens: self.prompt_tokens,
             completion_tokens: self.completion_tokens,
+            reasoning_tokens: self.reasoning_tokens,
             origin_unix_us: clock.wall_anchor_unix_us(),
         };
         serde_json::to_string(&line).unwrap_or_default()
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Writes `records` as JSON lines (see [`GroundTruth::to_json_line`]) to `path`.
@@ -164,6 +174,7 @@ mod tests {
             done: None,
             prompt_tokens: 3,
             completion_tokens: 2,
+            reasoning_tokens: 0,
         }
     }
 

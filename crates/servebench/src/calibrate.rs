@@ -1,11 +1,13 @@
 //! `servebench calibrate`: how far the client's measurements are from the truth on this host.
 //!
 //! Starts `servebench sim` in fixed mode as a separate process (so the simulator's CPU time is
-//! not charged to the client), then runs the client — also as a child process of this binary,
-//! with a warm connection pool — at a ladder of concurrencies. In fixed mode the truth is known
-//! exactly: TTFT = `ttft`, ITL = `itl`, E2EL = `ttft + (n − 1) · itl`. It prints measured −
-//! truth per level, with the client's CPU time, CPU per token event and peak RSS, and
-//! optionally writes the same numbers as JSON.
+//! not charged to the client) with its ground-truth log on, then runs the client — also as a
+//! child process of this binary, with a warm connection pool — at a ladder of concurrencies.
+//! The truth is what the simulator actually sent and when (its log, compared request by
+//! request in `calibrate_truth.rs`), so the simulator's own timer lateness is not charged to
+//! the client; the nominal model (TTFT = `ttft`, ITL = `itl`, E2EL = `ttft + (n − 1) · itl`)
+//! is reported beside it. It prints measured − truth per level, with the client's CPU time,
+//! CPU per SSE event and peak RSS, and optionally writes the same numbers as JSON.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -72,24 +74,23 @@ pub struct Level {
     pub requests: u64,
     /// Requests completed.
     pub completed: u64,
-    /// Mean TTFT − truth.
-    pub ttft_mean_err_ms: f64,
-    /// p99 TTFT − truth.
-    pub ttft_p99_err_ms: f64,
-    /// Mean ITL − truth.
-    pub itl_mean_err_ms: f64,
-    /// p99 ITL − truth.
-    pub itl_p99_err_ms: f64,
-    /// Mean E2EL − truth.
-    pub e2el_mean_err_ms: f64,
-    /// Client CPU time (user + system) during the run, seconds.
+    /// Measured − ground truth (the simulator's log), request by request.
+    pub truth: crate::calibrate_truth::TruthErrors,
+    /// Mean TTFT − nominal TTFT (charges the simulator's own lateness to the client too).
+    pub ttft_mean_vs_nominal_ms: f64,
+    /// p99 ITL − nominal ITL.
+    pub itl_p99_vs_nominal_ms: f64,
+    /// Client CPU time (user + system) of its runtime threads during the run, seconds.
     pub client_cpu_s: Option<f64>,
-    /// Client CPU per token event, µs.
+    /// Client CPU per SSE event (token events + usage chunk + `[DONE]`), µs.
     pub cpu_us_per_event: Option<f64>,
     /// Client peak RSS, MiB.
     pub peak_rss_mib: Option<f64>,
     /// Wall time of the level, seconds (including client start-up).
     pub wall_s: f64,
+    /// The level's records (compared with the truth once the simulator wrote its log).
+    #[serde(skip)]
+    pub records: Vec<servebench_core::RequestRecord>,
 }
 
 /// Everything `--json` writes.
@@ -121,9 +122,11 @@ fn bad(flag: &str, what: impl Into<String>) -> anyhow::Error {
 
 /// Starts `servebench sim --port 0` and returns it with its base URL (parsed from the
 /// `servebench sim: serving model '…' on http://…` line it prints to stderr).
-fn start_sim(exe: &Path, args: &CalibrateArgs) -> anyhow::Result<(ChildGuard, String)> {
+fn start_sim(exe: &Path, args: &CalibrateArgs, truth_log: &Path) -> anyhow::Result<(ChildGuard, String)> {
     let child = Command::new(exe)
         .args(["sim", "--host", "127.0.0.1", "--port", "0", "--sim-model", "calibrate"])
+        .arg("--ground-truth")
+        .arg(truth_log)
         .args(["--sim-ttft-ms", &args.ttft_ms.to_string(), "--sim-itl-ms", &args.itl_ms.to_string()])
         .args(["--sim-tokenizer", &args.tokenizer])
         .stdin(Stdio::null())
@@ -160,6 +163,30 @@ fn start_sim(exe: &Path, args: &CalibrateArgs) -> anyhow::Result<(ChildGuard, St
     }
 }
 
+/// Stops the simulator with SIGTERM (it then writes its ground-truth log) and waits for it.
+#[allow(unsafe_code)]
+fn stop_sim(mut sim: ChildGuard) -> anyhow::Result<()> {
+    let pid = i32::try_from(sim.0.id()).context("simulator pid")?;
+    // SAFETY: sending a signal to our own child process; no memory is involved.
+    let rc = unsafe { libc::kill(pid, libc::SIGTERM) };
+    if rc != 0 {
+        bail!("could not signal the simulator (pid {pid})");
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = sim.0.try_wait().context("waiting for the simulator")? {
+            if !status.success() {
+                bail!("the simulator exited with {status}");
+            }
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("the simulator did not stop within 60 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `http://HOST:PORT` from the simulator's start-up line.
 pub fn parse_sim_url(line: &str) -> Option<String> {
     let rest = line.strip_prefix("servebench sim: serving model ")?;
@@ -189,7 +216,7 @@ fn run_level(
         .args(["--random-input-len", &args.input_len.to_string()])
         .args(["--random-output-len", &args.output_len.to_string()])
         .args(["--num-prompts", &requests.to_string(), "--max-concurrency", &c.to_string()])
-        .args(["--preconnect", &c.to_string()])
+        .args(["--preconnect", &c.to_string(), "--request-id-prefix", &format!("cal-c{c}-")])
         .args(["--percentile-metrics", "ttft,itl,e2el", "--metric-percentiles", "99"])
         .args(["--save-result", "--result-dir"])
         .arg(dir)
@@ -213,16 +240,18 @@ fn run_level(
         health.get(k).and_then(serde_json::Value::as_f64).or_else(|| v.get(k).and_then(|x| x.as_f64()))
     };
     let cpu = opt("client_cpu_seconds");
-    let events = num(&v, "total_output_tokens").unwrap_or(0.0);
+    let records_path = dir.join(format!("{file}.records.jsonl"));
+    let (records, _) = servebench_runner::read_records(&records_path)?;
+    // SSE events: token events + the usage chunk + `[DONE]` per streamed request.
+    let events: f64 = records.iter().map(|r| f64::from(r.token_event_count) + 2.0).sum();
     Ok(Level {
         concurrency: c,
         requests,
         completed: num(&v, "completed")? as u64,
-        ttft_mean_err_ms: num(&v, "mean_ttft_ms")? - truth.ttft_ms,
-        ttft_p99_err_ms: num(&v, "p99_ttft_ms")? - truth.ttft_ms,
-        itl_mean_err_ms: num(&v, "mean_itl_ms")? - truth.itl_ms,
-        itl_p99_err_ms: num(&v, "p99_itl_ms")? - truth.itl_ms,
-        e2el_mean_err_ms: num(&v, "mean_e2el_ms")? - truth.e2el_ms,
+        truth: crate::calibrate_truth::TruthErrors::default(),
+        ttft_mean_vs_nominal_ms: num(&v, "mean_ttft_ms")? - truth.ttft_ms,
+        itl_p99_vs_nominal_ms: num(&v, "p99_itl_ms")? - truth.itl_ms,
+        records,
         client_cpu_s: cpu,
         cpu_us_per_event: cpu.filter(|_| events > 0.0).map(|s| s * 1e6 / events),
         peak_rss_mib: opt("peak_rss_bytes").map(|b| b / 1_048_576.0),
@@ -244,7 +273,7 @@ pub fn table(cal: &Calibration) -> String {
         cal.loadavg_at_start.as_deref().unwrap_or("?")
     );
     out.push_str(&format!(
-        "{:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>9} {:>8}\n",
+        "{:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>10} | {:>9} {:>9} | {:>7} {:>9} {:>8}\n",
         "conc",
         "reqs",
         "TTFT mean",
@@ -252,26 +281,35 @@ pub fn table(cal: &Calibration) -> String {
         "ITL mean",
         "ITL p99",
         "E2EL mean",
+        "nom TTFT",
+        "nom p99I",
         "CPU s",
         "µs/event",
         "RSS MiB"
     ));
     let f = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or_else(|| "-".into());
     for l in &cal.levels {
+        let e = &l.truth;
         out.push_str(&format!(
-            "{:>6} {:>6} {:>+10.3} {:>+10.3} {:>+9.3} {:>+9.3} {:>+10.3} {:>7} {:>9} {:>8}\n",
+            "{:>6} {:>6} {:>+10.3} {:>+10.3} {:>+9.3} {:>+9.3} {:>+10.3} | {:>+9.2} {:>+9.2} | {:>7} {:>9} {:>8}\n",
             l.concurrency,
             l.completed,
-            l.ttft_mean_err_ms,
-            l.ttft_p99_err_ms,
-            l.itl_mean_err_ms,
-            l.itl_p99_err_ms,
-            l.e2el_mean_err_ms,
+            e.ttft_mean_err_ms,
+            e.ttft_p99_err_ms,
+            e.itl_mean_err_ms,
+            e.itl_p99_err_ms,
+            e.e2el_mean_err_ms,
+            l.ttft_mean_vs_nominal_ms,
+            l.itl_p99_vs_nominal_ms,
             f(l.client_cpu_s, 2),
-            f(l.cpu_us_per_event, 1),
+            f(l.cpu_us_per_event, 2),
             f(l.peak_rss_mib, 1),
         ));
     }
+    out.push_str(
+        "truth = the simulator's own send times, request by request; nom = vs the nominal \
+         TTFT/ITL (also charges the simulator's lateness)\n",
+    );
     out
 }
 
@@ -307,7 +345,8 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
             (Some(d.clone()), d)
         }
     };
-    let (sim, url) = start_sim(&exe, args)?;
+    let truth_log = dir.join("ground-truth.jsonl");
+    let (sim, url) = start_sim(&exe, args, &truth_log)?;
     eprintln!("calibrate: simulator at {url} (pid {}), levels {:?}", sim.0.id(), args.levels);
     let mut levels = Vec::new();
     let mut result = Ok(());
@@ -323,7 +362,19 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    drop(sim);
+    let truth_read = stop_sim(sim).and_then(|()| Ok(crate::calibrate_truth::read_truth(&truth_log)?));
+    match truth_read {
+        Ok(map) => {
+            for l in &mut levels {
+                l.truth = crate::calibrate_truth::compare(&l.records, &map);
+            }
+        }
+        Err(e) => {
+            if result.is_ok() {
+                result = Err(e.context("reading the simulator's ground-truth log"));
+            }
+        }
+    }
     if let Some(d) = tmp {
         let _ = std::fs::remove_dir_all(d);
     }

@@ -13,47 +13,14 @@ pub const NOT_SUPPORTED_YET: &[&str] = &[
     "--blazedit-min-distance",
     "--chat-template-kwargs",
     "--custom-ensure-client-side-data",
-    "--custom-output-len",
-    "--dataset-path",
     "--enable-multimodal-chat",
-    "--hf-name",
-    "--hf-output-len",
-    "--hf-split",
-    "--hf-subset",
-    "--lora-assignment",
-    "--lora-modules",
-    "--no-oversample",
-    "--no-reranker",
-    "--no-self-timed",
     "--no-stream",
     "--plot-dataset-stats",
     "--plot-timeline",
-    "--prefix-repetition-num-prefixes",
-    "--prefix-repetition-output-len",
-    "--prefix-repetition-prefix-len",
-    "--prefix-repetition-suffix-len",
     "--probe-request-rate",
-    "--profile",
-    "--random-batch-size",
-    "--random-mm-base-items-per-request",
-    "--random-mm-bucket-config",
-    "--random-mm-limit-mm-per-prompt",
-    "--random-mm-num-mm-items-range-ratio",
-    "--self-timed",
-    "--sharegpt-output-len",
-    "--skip-chat-template",
     "--skip-tokenizer-init",
     "--spec-bench-category",
     "--spec-bench-output-len",
-    "--speed-bench-category",
-    "--speed-bench-dataset-subset",
-    "--speed-bench-output-len",
-    "--timed-trace-chunk-hash-size",
-    "--timed-trace-label-hash-ids",
-    "--timed-trace-label-input-length",
-    "--timed-trace-label-output-length",
-    "--timed-trace-label-timestamp",
-    "--timed-trace-sec-multiplier",
     "--timeline-itl-thresholds",
     "--use-beam-search",
 ];
@@ -91,6 +58,12 @@ pub enum Command {
     /// Write an HTML report (and optionally a CSV) from records files or result JSON files;
     /// several inputs are compared in one report.
     Report(ReportArgs),
+    /// Merge the records files of the shards of one sharded run (--num-shards) into one result,
+    /// recomputed over the union of their records (docs/scale-out.md).
+    Merge(crate::merge_cmd::MergeArgs),
+    /// Compare result files against the first: deltas, % change with direction-aware markers,
+    /// and significance tests where records or multi-run data allow (docs/experiments.md).
+    Compare(crate::compare_cmd::CompareArgs),
 }
 
 /// Arguments of `servebench report`.
@@ -180,12 +153,27 @@ pub struct SimOptions {
     /// keep_alive, trickle (docs/simulator.md, "Faults").
     #[arg(long, value_name = "KIND=RATE", action = clap::ArgAction::Append)]
     pub sim_fault: Vec<String>,
+    /// Simulator: LoRA adapter names it serves besides --sim-model (listed by /v1/models,
+    /// accepted as a request's model).
+    #[arg(long, num_args = 1.., value_name = "NAME")]
+    pub sim_lora_modules: Vec<String>,
     /// Simulator: seed of the fault decisions (made per request from its x-request-id).
     #[arg(long, default_value_t = 0)]
     pub sim_fault_seed: u64,
     /// Simulator: how long a `stall` fault keeps a stream silent, in ms.
     #[arg(long, default_value_t = 2000.0)]
     pub sim_fault_stall_ms: f64,
+    /// Simulator: the first N tokens of every chat and Responses output are reasoning deltas
+    /// (sent before the content; part of the completion tokens).
+    #[arg(long, default_value_t = 0)]
+    pub sim_reasoning_tokens: u32,
+    /// Simulator: chat delta field of reasoning text (`reasoning` as vLLM >= 0.11, or
+    /// `reasoning_content`).
+    #[arg(long, default_value = "reasoning", value_parser = ["reasoning", "reasoning_content"])]
+    pub sim_reasoning_field: String,
+    /// Simulator: vector length of /v1/embeddings and /pooling answers.
+    #[arg(long, default_value_t = 256)]
+    pub sim_embedding_dim: u32,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -404,6 +392,18 @@ pub struct RunArgs {
     /// Write one CSV row per request to PATH after the run.
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub csv: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub dataset: crate::cli_dataset::DatasetArgs,
+    #[command(flatten)]
+    pub workload: crate::cli_workload::WorkloadArgs,
+    #[command(flatten)]
+    pub live: crate::cli_live::LiveArgs,
+    #[command(flatten)]
+    pub shard: crate::cli_shard::ShardArgs,
+    #[command(flatten)]
+    pub experiment: crate::cli_experiment::ExperimentArgs,
+    #[command(flatten)]
+    pub tokens: crate::cli_tokens::TokenArgs,
 }
 
 /// Rewrites Python's underscore spellings (`--result_filename`) to ours (`--result-filename`),

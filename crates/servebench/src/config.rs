@@ -44,11 +44,19 @@ pub struct Validated {
 /// Validates `args`. `api_key` is `OPENAI_API_KEY` (passed in so tests need no environment).
 pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
     let backend: BackendKind = args.backend.parse()?;
-    if args.dataset_name != "random" {
-        return Err(BenchError::FlagNotSupported {
-            flag: format!("--dataset-name {}", args.dataset_name),
-            hint: " (supported now: random)".into(),
-        });
+    crate::cli_pooling::check_backend_flags(args, backend)?;
+    // timed_trace and multi-turn ShareGPT are built by the load options (cli_workload).
+    let other_dataset = if crate::cli_workload::is_trace(args) || args.workload.multi_turn {
+        None
+    } else {
+        crate::cli_dataset::dataset_request(args, backend.takes_multimodal())?
+    };
+    if other_dataset.is_some() && args.prompt_token_ids {
+        return Err(BenchError::config(
+            "--prompt-token-ids",
+            format!("the {} dataset builds text prompts", args.dataset_name),
+            "drop --prompt-token-ids (it applies to the random dataset)",
+        ));
     }
     if args.prompt_token_ids && backend == BackendKind::Chat {
         return Err(BenchError::config(
@@ -56,6 +64,15 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
             "token-id prompts need the completions API",
             "use --backend openai (or vllm), or drop --prompt-token-ids",
         ));
+    }
+    if let BackendKind::Native(d) = backend {
+        if args.prompt_token_ids && !d.accepts_token_ids() {
+            return Err(BenchError::config(
+                "--prompt-token-ids",
+                format!("--backend {} takes text prompts only", d.name()),
+                "use --backend llama.cpp or openai for token-id prompts, or drop --prompt-token-ids",
+            ));
+        }
     }
     if args.num_prompts == 0 {
         return Err(BenchError::config(
@@ -97,17 +114,20 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
             "pass a positive length",
         ));
     }
-    let dataset = DatasetSpec::Random(RandomDatasetConfig {
-        num_prompts: args.num_prompts as usize,
-        input_len: input_len as usize,
-        output_len: output_len as usize,
-        prefix_len: args.random_prefix_len as usize,
-        range_ratio_input: ratio.input,
-        range_ratio_output: ratio.output,
-        prompt_token_ids: args.prompt_token_ids,
-        seed: args.seed,
-        ..RandomDatasetConfig::default()
-    });
+    let dataset = match other_dataset {
+        Some(d) => DatasetSpec::Dataset(d),
+        None => DatasetSpec::Random(RandomDatasetConfig {
+            num_prompts: args.num_prompts as usize,
+            input_len: input_len as usize,
+            output_len: output_len as usize,
+            prefix_len: args.random_prefix_len as usize,
+            range_ratio_input: ratio.input,
+            range_ratio_output: ratio.output,
+            prompt_token_ids: args.prompt_token_ids,
+            seed: args.seed,
+            ..RandomDatasetConfig::default()
+        }),
+    };
 
     let mut headers = Vec::new();
     for item in &args.header {
@@ -120,7 +140,9 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
     };
     let metadata = args.metadata.iter().map(|m| parse_metadata(m)).collect::<Result<Vec<_>>>()?;
     let percentile_metrics =
-        parse_percentile_metrics(args.percentile_metrics.as_deref().unwrap_or("ttft,tpot,itl"))?;
+        parse_percentile_metrics(
+        args.percentile_metrics.as_deref().unwrap_or(crate::cli_pooling::default_percentile_metrics(backend)),
+    )?;
     let metric_percentiles = parse_metric_percentiles(&args.metric_percentiles)?;
     let goodput = parse_goodput(&args.goodput)?;
 
@@ -146,16 +168,25 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         headers,
         logprobs: args.logprobs,
         // vLLM forces ignore_eos for the random dataset so outputs have the requested length.
-        ignore_eos: args.ignore_eos || args.dataset_name == "random",
+        // Pooling requests generate nothing: no ignore_eos.
+        ignore_eos: (args.ignore_eos || args.dataset_name == "random") && !backend.is_pooling(),
         sampling: sampling_map(args),
         extra_body,
+        batch_size: crate::cli_pooling::batch_size(args, backend),
     };
     let request_id_prefix = args.request_id_prefix.clone().unwrap_or_else(|| {
         let id = uuid::Uuid::new_v4().simple().to_string();
         format!("bench-{}-", &id[..8])
     });
     let records_path = args.records.as_ref().map(PathBuf::from);
-    let run = RunConfig {
+    let shards = args.shard.settings(std::env::var(crate::cli_shard::JOB_INDEX_ENV).ok().as_deref())?;
+    let shard = shards.runner_config(
+        &args.backend,
+        args.label.clone(),
+        args.max_concurrency.map(|c| c as usize),
+        records_path.is_some() || args.save_result || args.append_result,
+    )?;
+    let mut run = RunConfig {
         base_url,
         target,
         insecure: args.insecure,
@@ -171,7 +202,8 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         ready_check_timeout: Duration::from_secs(args.ready_check_timeout_sec),
         request_id_prefix,
         dry_run: args.dry_run,
-        verify_prompts: if args.skip_tokenize_verification || args.prompt_token_ids {
+        // vLLM verifies prompt lengths for generation backends only.
+        verify_prompts: if args.skip_tokenize_verification || args.prompt_token_ids || backend.is_pooling() {
             0
         } else {
             args.verify_prompts as usize
@@ -180,9 +212,15 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         request_timeout: Some(seconds_flag("--request-timeout", args.request_timeout)?),
         stall_timeout: args.stall_timeout.map(|s| seconds_flag("--stall-timeout", s)).transpose()?,
         keep_text: args.save_detailed,
+        retokenize_output: args.tokens.retokenize_output,
         records_path,
         show_progress: !args.disable_tqdm,
         retries: args.retries,
+        load: Default::default(),
+        metrics_listen: args.live.metrics_listen()?,
+        max_records_in_memory: args.live.max_records_in_memory,
+        shard,
+        start_at_unix_us: shards.start_at_unix_us,
         on_interrupt: match args.on_interrupt.as_str() {
             "cancel" => InterruptMode::Cancel,
             "drain" => InterruptMode::Drain,
@@ -218,6 +256,7 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
             other => other,
         },
     };
+    crate::cli_workload::apply(args, backend, &mut run)?;
     Ok(Validated { run, output })
 }
 

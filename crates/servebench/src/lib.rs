@@ -2,8 +2,20 @@
 //! configuration (`config`), and the commands behind them. `main.rs` only dispatches.
 
 pub mod calibrate;
+pub mod calibrate_truth;
 pub mod cli;
+pub mod cli_dataset;
+pub mod cli_experiment;
+pub mod cli_live;
+pub mod cli_pooling;
+pub mod cli_shard;
+pub mod cli_tokens;
+pub mod cli_workload;
+pub mod compare_cmd;
 pub mod config;
+pub mod experiment;
+pub mod merge_cmd;
+pub mod progress;
 pub mod report_cmd;
 pub mod run;
 pub mod sim_cmd;

@@ -66,6 +66,8 @@ fn main() -> ExitCode {
         Some(cli::Command::Sim(sim)) => sim_cmd::serve(&sim),
         Some(cli::Command::Calibrate(args)) => calibrate::calibrate(&args),
         Some(cli::Command::Report(args)) => report_cmd::report(&args),
+        Some(cli::Command::Merge(args)) => servebench::merge_cmd::merge(&args),
+        Some(cli::Command::Compare(args)) => servebench::compare_cmd::compare_cmd(&args),
         None => run::run(&cli.run),
     };
     match result {

@@ -69,7 +69,10 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
 fn load_input(path: &Path) -> Result<Input, BenchError> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    if text.trim().is_empty() || serde_json::from_str::<RequestRecord>(first).is_ok() {
+    // A sharded run's records file starts with its shard header (docs/scale-out.md).
+    let records_file =
+        serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first);
+    if text.trim().is_empty() || records_file {
         return read_records_file(path, None);
     }
     // A result file (one JSON document, or JSONL from --append-result: the last line wins).

@@ -2,77 +2,24 @@
 
 use crate::cli::RunArgs;
 use crate::config::{validate, OutputConfig, Validated};
+use crate::progress::ConsoleObserver;
 use crate::sim_cmd::EmbeddedSim;
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
 use servebench_core::metrics::{compute, MetricsConfig};
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::stats::percentile;
-use servebench_core::{Outcome, RequestRecord};
 use servebench_report::info::vllm_date;
 use servebench_report::{
     console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo,
 };
 use servebench_runner::config::InterruptMode;
-use servebench_runner::{
-    run_benchmark, stop_signal, RunObserver, RunOutput, RunResult, CLIENT_THREAD_PREFIX,
-};
+use servebench_runner::{run_benchmark, stop_signal, RunOutput, RunResult, CLIENT_THREAD_PREFIX};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use time::OffsetDateTime;
 
 /// Exit code of a run stopped by Ctrl-C/SIGTERM (after its results were written).
 pub const INTERRUPTED_EXIT_CODE: u8 = 130;
-
-/// Console observer: status lines on stdout, a progress bar on stderr.
-struct ConsoleObserver {
-    bar: Mutex<Option<ProgressBar>>,
-    show_progress: bool,
-    failed: AtomicU64,
-}
-
-impl RunObserver for ConsoleObserver {
-    fn message(&self, text: &str) {
-        match self.bar.lock().ok().and_then(|b| b.clone()) {
-            Some(bar) => bar.println(text),
-            None => println!("{text}"),
-        }
-    }
-
-    fn started(&self, total: u64) {
-        if !self.show_progress {
-            return;
-        }
-        let bar = ProgressBar::new(total);
-        let style = ProgressStyle::with_template(
-            "[{elapsed_precise}] {bar:40.cyan/blue} {pos}/{len} ({per_sec}, eta {eta}) {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
-        bar.set_style(style);
-        if let Ok(mut b) = self.bar.lock() {
-            *b = Some(bar);
-        }
-    }
-
-    fn request_done(&self, record: &RequestRecord) {
-        if record.outcome == Outcome::Failed {
-            let n = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
-            if let Some(bar) = self.bar.lock().ok().and_then(|b| b.clone()) {
-                bar.set_message(format!("{n} failed"));
-            }
-        }
-        if let Some(bar) = self.bar.lock().ok().and_then(|b| b.clone()) {
-            bar.inc(1);
-        }
-    }
-
-    fn finished(&self) {
-        if let Some(bar) = self.bar.lock().ok().and_then(|mut b| b.take()) {
-            bar.finish();
-        }
-    }
-}
 
 /// Raises the open-files soft limit to the hard limit; returns the soft limit now in force.
 #[allow(unsafe_code, clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not everywhere
@@ -126,8 +73,10 @@ fn check_open_files(run: &servebench_runner::RunConfig, num_prompts: u64) -> any
 
 /// Runs a benchmark; returns the process exit code.
 pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
-    let api_key = std::env::var("OPENAI_API_KEY").ok();
+    // OPENAI_API_KEY (ANTHROPIC_API_KEY first for --backend anthropic).
+    let api_key = servebench_client::dialect::api_key_from_env(&args.backend, |k| std::env::var(k).ok());
     let Validated { mut run, output } = validate(args, api_key)?;
+    let experiment = crate::experiment::plan::plan(&args.experiment)?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
     let _sim = if args.sim {
@@ -144,6 +93,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     } else {
         None
     };
+    if let Some(exp) = experiment {
+        return crate::experiment::run(args, run, output, exp);
+    }
     let paths = output_paths(&output, &run);
     if run.records_path.is_none() {
         run.records_path = paths.as_ref().map(|p| p.records.clone());
@@ -153,17 +105,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .thread_name(CLIENT_THREAD_PREFIX)
         .build()
         .context("starting the async runtime")?;
-    let observer = Arc::new(ConsoleObserver {
-        bar: Mutex::new(None),
-        show_progress: run.show_progress,
-        failed: AtomicU64::new(0),
-    });
+    let observer = Arc::new(ConsoleObserver::new(run.show_progress));
     let rate = run.rate;
     let seed = run.seed;
+    let shard_spec = run.shard.as_ref().map(|s| s.spec);
     let max_concurrency = run.max_concurrency;
     let records_file = run.records_path.clone();
     let on_interrupt = run.on_interrupt;
-    let result = runtime.block_on(async move {
+    let group_info = crate::cli_workload::group_info(&run);
+    let (result, server_side) = runtime.block_on(async move {
         let (stop, signal) = stop_signal();
         let in_flight = match on_interrupt {
             InterruptMode::Cancel => "in-flight requests are cancelled",
@@ -178,8 +128,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
                 }
             }
         });
+        // --scrape-metrics / --profile: driven by the measured phase's start and end.
+        let side = crate::experiment::extras::ServerSide::for_run(&run, &args.experiment)?;
+        let observer = side.observer(observer);
         let run_task = tokio::spawn(run_benchmark(run, observer, signal));
-        run_task.await.context("the benchmark task failed")?.map_err(anyhow::Error::from)
+        let result = run_task.await.context("the benchmark task failed")?.map_err(anyhow::Error::from);
+        let extra = side.finish().await;
+        result.map(|r| (r, extra))
     })?;
     let out = match result {
         RunResult::DryRun { model, tokenizer_id, workload } => {
@@ -198,6 +153,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
                 "{:<40}{}..{}",
                 "Input tokens (min..max):", workload.min_prompt_tokens, workload.max_prompt_tokens
             );
+            if workload.filtered_out > 0 {
+                println!("{:<40}{:<10}", "Dropped by --max-model-len:", workload.filtered_out);
+            }
+            print!("{}", workload.lengths.render());
             return Ok(0);
         }
         RunResult::Completed(out) => *out,
@@ -213,15 +172,33 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .map(|_| ArrivalSchedule::generate(out.records.len(), &rate, seed).rps_change_events(&rate));
     let info = run_info(&output, args, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
     println!("{}", console_block(&info, &metrics));
+    // Per-turn, per-stage and trace-replay blocks (docs/workloads.md).
+    print!("{}", servebench_report::groups::console_groups(&out.records, &metrics_cfg, &group_info));
+    let steady = crate::experiment::extras::steady_state_of(
+        &out.records,
+        &args.experiment,
+        &output,
+        rate.request_rate,
+        max_concurrency,
+    );
+    crate::experiment::extras::print_blocks(steady.as_ref(), &server_side);
     for w in &out.warnings {
         println!("note: {w}");
     }
     let mut records_file = records_file;
     if let Some(paths) = paths {
         let result_path = paths.explicit_result.unwrap_or_else(|| {
-            output.result_dir.clone().unwrap_or_default().join(default_result_filename(&info))
+            let name = crate::cli_shard::shard_file_name(&default_result_filename(&info), shard_spec);
+            output.result_dir.clone().unwrap_or_default().join(name)
         });
-        let json = result_json(&info, &metrics, &out.records, output.save_detailed);
+        let mut json = result_json(&info, &metrics, &out.records, output.save_detailed);
+        servebench_report::groups::extend_result(&mut json, &out.records, &metrics_cfg, &group_info);
+        crate::experiment::extras::add_to_result(
+            &mut json,
+            steady.as_ref(),
+            server_side.server.as_ref(),
+            server_side.profile.as_ref(),
+        );
         write_result(&result_path, &json, output.append_result)?;
         println!("Result: {}", result_path.display());
         let final_records = records_path_for(&result_path);
@@ -280,7 +257,8 @@ fn output_paths(output: &OutputConfig, run: &servebench_runner::RunConfig) -> Op
     let records = match &explicit_result {
         Some(p) => records_path_for(p),
         None => {
-            dir.join(format!("servebench-{}-{}.records.jsonl", vllm_date(now_local()), std::process::id()))
+            let name = format!("servebench-{}-{}.records.jsonl", vllm_date(now_local()), std::process::id());
+            dir.join(crate::cli_shard::shard_file_name(&name, run.shard.as_ref().map(|s| s.spec)))
         }
     };
     Some(OutputPaths { explicit_result, records })
@@ -296,7 +274,7 @@ fn now_local() -> OffsetDateTime {
     OffsetDateTime::now_local().unwrap_or_else(|_| OffsetDateTime::now_utc())
 }
 
-fn run_info(
+pub(crate) fn run_info(
     output: &OutputConfig,
     args: &RunArgs,
     out: &RunOutput,

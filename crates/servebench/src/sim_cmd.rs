@@ -10,11 +10,15 @@ use std::time::Duration;
 /// Builds the simulator configuration from its flags.
 pub fn sim_config(opts: &SimOptions) -> anyhow::Result<SimConfig> {
     let tokenizer = servebench_data::tokenizer::load_tokenizer(&opts.sim_tokenizer)?;
-    let cfg = SimConfig::new(opts.sim_model.clone(), tokenizer)
+    let mut cfg = SimConfig::new(opts.sim_model.clone(), tokenizer);
+    cfg.lora_modules = opts.sim_lora_modules.clone();
+    let cfg = cfg
         .with_fixed_timing_ms(opts.sim_ttft_ms, opts.sim_itl_ms)?
         .with_seed(opts.sim_seed)
         .with_max_model_len(opts.sim_max_model_len);
-    let cfg = cfg.with_faults(fault_config(opts)?);
+    let mut cfg = cfg.with_faults(fault_config(opts)?).with_reasoning_tokens(opts.sim_reasoning_tokens);
+    cfg.reasoning_field = servebench_sim::ReasoningField::parse(&opts.sim_reasoning_field)?;
+    cfg.embedding_dim = opts.sim_embedding_dim;
     Ok(match engine_config(opts)? {
         Some(engine) => cfg.with_engine(engine),
         None => cfg,

@@ -32,11 +32,18 @@ fn calibrate_prints_a_table_and_writes_json() {
     for (l, c) in levels.iter().zip([1, 4]) {
         assert_eq!(l["concurrency"], c);
         assert_eq!(l["completed"], 6);
+        // Compared with the simulator's ground-truth log, request by request.
+        let t = &l["truth"];
+        assert_eq!(t["matched"], 6, "{l}");
+        assert_eq!(t["itl_gaps"], 6 * 7, "{l}");
         for k in
             ["ttft_mean_err_ms", "ttft_p99_err_ms", "itl_mean_err_ms", "itl_p99_err_ms", "e2el_mean_err_ms"]
         {
-            assert!(l[k].is_f64(), "{k}: {l}");
+            assert!(t[k].is_f64(), "{k}: {l}");
         }
+        // The truth is what the simulator did: close to its nominal timing.
+        assert!(t["truth_itl_mean_ms"].as_f64().unwrap() > 1.0, "{l}");
+        assert!(l["ttft_mean_vs_nominal_ms"].is_f64(), "{l}");
         assert!(l["client_cpu_s"].as_f64().unwrap() > 0.0);
         assert!(l["peak_rss_mib"].as_f64().unwrap() > 0.0);
     }

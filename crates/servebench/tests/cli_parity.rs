@@ -105,8 +105,8 @@ fn underscore_spellings_are_accepted() {
 
 #[test]
 fn unsupported_flags_are_recognised() {
-    let argv = normalize_underscores(["servebench", "--lora_modules", "a"].map(String::from));
-    assert_eq!(find_unsupported(&argv[1..]), Some("--lora-modules"));
+    let argv = normalize_underscores(["servebench", "--plot_timeline"].map(String::from));
+    assert_eq!(find_unsupported(&argv[1..]), Some("--plot-timeline"));
     let argv = normalize_underscores(["servebench", "--use-beam-search"].map(String::from));
     assert_eq!(find_unsupported(&argv[1..]), Some("--use-beam-search"));
     // A value that merely looks like a flag name is not a flag.

@@ -1,12 +1,11 @@
-//! One HTTP/1.1 connection: TCP (+ TLS), hyper's client connection state machine, and the
-//! driver that runs that state machine inside the calling task.
+//! One HTTP/1.1 connection: TCP (+ TLS), a read buffer, and the I/O of one request at a time,
+//! all driven by the request's own task (no connection task, no channel between the socket
+//! and the reader).
 //!
-//! hyper's `client::conn::http1` splits a connection into a `SendRequest` handle and a
-//! `Connection` future that does the I/O. Most clients spawn the future as its own task; we
-//! poll it from the request's task instead ([`Conn::drive`]). Body frames then reach the
-//! request without a cross-task wake-up (one less hop between the socket read and the
-//! timestamp), and an idle pooled connection is checked by polling it once at checkout: a
-//! close that the server sent while it sat idle is read right then (see [`Conn::check_idle`]).
+//! Body data is decoded in place from the read buffer ([`Conn::frame`]) and handed out as a
+//! borrowed slice with the time its bytes were read; an idle pooled connection is checked by
+//! polling a read once at checkout, so a close the server sent while it sat idle is seen then
+//! (see [`Conn::check_idle`]). The HTTP/1.1 codec itself is pure and lives in `h1.rs`.
 
 use std::future::Future;
 use std::io;
@@ -16,9 +15,6 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
-use http_body_util::Full;
-use hyper::client::conn::http1::{Connection, SendRequest};
-use hyper_util::rt::TokioIo;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
@@ -27,8 +23,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-/// Request body type used on every connection.
-pub(crate) type ReqBody = Full<Bytes>;
+use super::h1::{BodyDecoder, HeadParse, Step};
 
 /// A TCP stream, plain or TLS.
 #[derive(Debug)]
@@ -83,14 +78,26 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// A live HTTP/1.1 connection driven by whoever holds it.
+/// Initial read buffer of a connection; it grows for large heads or bodies read whole.
+const INITIAL_BUF: usize = 4 << 10;
+/// A pooled connection whose buffer grew beyond this gets a fresh small one.
+const POOLED_BUF_MAX: usize = 64 << 10;
+
+/// A live HTTP/1.1 connection: the stream, a read buffer that body frames are decoded from in
+/// place, and whether it can carry another request.
 pub(crate) struct Conn {
-    pub(crate) sender: SendRequest<ReqBody>,
-    /// Boxed: hyper's connection state is large, and a `Conn` is moved (pool → send → request)
-    /// and held inside every request future.
-    conn: Box<Connection<TokioIo<Stream>, ReqBody>>,
-    /// The connection future finished (closed or failed): never reuse.
+    io: Stream,
+    buf: Vec<u8>,
+    /// Unconsumed bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+    /// When the most recent read returned bytes: the arrival time of everything it brought.
+    last_read: Instant,
+    /// The connection must not carry another request (closed, failed, `Connection: close`,
+    /// bytes after the body, or a body not read to its end).
     done: bool,
+    /// Request bytes (head + body) being written; kept to reuse the allocation.
+    wbuf: Vec<u8>,
     /// Requests completed on this connection.
     pub(crate) uses: u32,
     /// When it was last returned to the pool.
@@ -103,78 +110,317 @@ impl std::fmt::Debug for Conn {
     }
 }
 
-/// The outcome of [`Conn::drive`] when the future did not complete.
+/// The outcome of an operation given a deadline that did not complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Interrupted {
     /// The given deadline passed.
     Deadline,
 }
 
+/// How writing a request failed.
+#[derive(Debug)]
+pub(crate) enum WriteFail {
+    /// Nothing of the request was written.
+    Unsent(String),
+    /// Part of the request may have reached the server.
+    Partial(String),
+    Deadline { written: bool },
+}
+
+/// A response body being read: its decoder. Obtained with the response head.
+#[derive(Debug)]
+pub(crate) struct Incoming {
+    decoder: BodyDecoder,
+}
+
+/// One piece of body data: the bytes, and when the read that brought them returned.
+pub(crate) type Frame<'a> = (&'a [u8], Instant);
+
+/// Polls `op` until ready or until `deadline` passes.
+async fn with_deadline<T>(
+    deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
+    mut op: impl FnMut(&mut Context<'_>) -> Poll<T>,
+) -> Result<T, Interrupted> {
+    let mut deadline = deadline;
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(v) = op(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        if let Some(d) = deadline.as_mut() {
+            if d.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Err(Interrupted::Deadline));
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
 impl Conn {
-    /// Performs the HTTP/1.1 handshake (no bytes are exchanged) over `stream`.
-    pub(crate) async fn handshake(stream: Stream) -> hyper::Result<Conn> {
-        let (sender, conn) = hyper::client::conn::http1::Builder::new()
-            .max_buf_size(1 << 20)
-            .handshake(TokioIo::new(stream))
-            .await?;
-        Ok(Conn { sender, conn: Box::new(conn), done: false, uses: 0, idle_since: Instant::now() })
+    /// Wraps an established stream.
+    pub(crate) fn new(io: Stream) -> Conn {
+        let now = Instant::now();
+        Conn {
+            io,
+            buf: vec![0; INITIAL_BUF],
+            start: 0,
+            end: 0,
+            last_read: now,
+            done: false,
+            wbuf: Vec::new(),
+            uses: 0,
+            idle_since: now,
+        }
+    }
+
+    /// When the most recent read that returned bytes completed.
+    pub(crate) fn last_read_at(&self) -> Instant {
+        self.last_read
     }
 
     /// Whether the connection is known to be unusable.
     pub(crate) fn is_done(&self) -> bool {
-        self.done || self.sender.is_closed()
+        self.done
     }
 
-    fn poll_conn(&mut self, cx: &mut Context<'_>) {
-        if !self.done && Pin::new(&mut self.conn).poll(cx).is_ready() {
-            self.done = true;
+    /// Makes room after `end` for a read: drops consumed bytes, compacts, or grows (up to
+    /// `max` buffered bytes). Returns false when the buffer is full at `max`.
+    fn make_room(&mut self, max: usize) -> bool {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        if self.end < self.buf.len() {
+            return true;
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            return true;
+        }
+        if self.buf.len() >= max {
+            return false;
+        }
+        let grown = (self.buf.len() * 2).min(max.max(INITIAL_BUF));
+        self.buf.resize(grown, 0);
+        true
+    }
+
+    /// One read into the buffer: `Ok(0)` at end of file.
+    fn poll_fill(&mut self, cx: &mut Context<'_>, max: usize) -> Poll<io::Result<usize>> {
+        if !self.make_room(max) {
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, "response line too long")));
+        }
+        let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
+        match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
+            Poll::Ready(Ok(())) => {
+                let n = rb.filled().len();
+                if n > 0 {
+                    self.last_read = Instant::now();
+                    self.end += n;
+                }
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
         }
     }
 
-    /// Polls `fut` to completion while driving the connection's I/O in the same task.
-    /// With a `deadline`, gives up when it passes (the connection must then be dropped).
-    pub(crate) async fn drive<F: Future + Unpin>(
+    /// Writes the request (head and body). Tells whether any byte was written on failure.
+    pub(crate) async fn write_request(
         &mut self,
-        mut fut: F,
+        req: &http::Request<Bytes>,
         deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
-    ) -> Result<F::Output, Interrupted> {
-        let mut deadline = deadline;
-        std::future::poll_fn(move |cx| {
-            self.poll_conn(cx);
-            if let Poll::Ready(out) = Pin::new(&mut fut).poll(cx) {
-                return Poll::Ready(Ok(out));
+    ) -> Result<(), WriteFail> {
+        let mut wbuf = std::mem::take(&mut self.wbuf);
+        wbuf.clear();
+        super::h1::write_request_head(req, &mut wbuf);
+        let body = req.body();
+        // Small bodies go out in the same buffer (one write); large ones vectored.
+        let inline_body = body.len() <= 64 << 10;
+        if inline_body {
+            wbuf.extend_from_slice(body);
+        }
+        let extra: &[u8] = if inline_body { &[] } else { body };
+        let total = wbuf.len() + extra.len();
+        let mut written = 0usize;
+        let io = &mut self.io;
+        let r = with_deadline(deadline, |cx| loop {
+            if written >= total {
+                return Poll::Ready(Ok(()));
             }
-            if let Some(d) = deadline.as_mut() {
-                if d.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Err(Interrupted::Deadline));
+            let (a, b): (&[u8], &[u8]) = if written < wbuf.len() {
+                (&wbuf[written..], extra)
+            } else {
+                (&extra[written - wbuf.len()..], &[])
+            };
+            let bufs = [io::IoSlice::new(a), io::IoSlice::new(b)];
+            match Pin::new(&mut *io).poll_write_vectored(cx, &bufs) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::WriteZero, "connection closed")))
                 }
+                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
             }
-            Poll::Pending
         })
-        .await
+        .await;
+        self.wbuf = wbuf;
+        let r = match r {
+            Ok(Ok(())) => with_deadline(None, |cx| Pin::new(&mut self.io).poll_flush(cx)).await.unwrap_or(Ok(())),
+            Ok(Err(e)) => Err(e),
+            Err(Interrupted::Deadline) => {
+                self.done = true;
+                return Err(WriteFail::Deadline { written: written > 0 });
+            }
+        };
+        r.map_err(|e| {
+            self.done = true;
+            if written == 0 {
+                WriteFail::Unsent(e.to_string())
+            } else {
+                WriteFail::Partial(e.to_string())
+            }
+        })
     }
 
-    /// Lets the connection process what it already read (e.g. a `Connection: close` that ends
-    /// it) without waiting, so a connection that is about to close is not pooled.
-    pub(crate) async fn settle(&mut self) {
-        std::future::poll_fn(|cx| {
-            self.poll_conn(cx);
-            Poll::Ready(())
+    /// Reads the response head (interim 1xx responses are skipped).
+    pub(crate) async fn read_head(
+        &mut self,
+        head_request: bool,
+        deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
+    ) -> Result<Result<(super::h1::ResponseHead, Incoming), String>, Interrupted> {
+        let r = with_deadline(deadline, |cx| loop {
+            match super::h1::parse_head(&self.buf[self.start..self.end], head_request) {
+                Ok(HeadParse::Complete { head, len }) => {
+                    self.start += len;
+                    return Poll::Ready(Ok(head));
+                }
+                Ok(HeadParse::Interim { len }) => {
+                    self.start += len;
+                    continue;
+                }
+                Ok(HeadParse::Partial) => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+            match self.poll_fill(cx, super::h1::MAX_HEAD_BYTES + 1) {
+                Poll::Ready(Ok(0)) => {
+                    let msg = if self.start == self.end {
+                        "connection closed before the response head"
+                    } else {
+                        "connection closed in the middle of the response head"
+                    };
+                    return Poll::Ready(Err(msg.to_owned()));
+                }
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(format!("reading the response head: {e}"))),
+                Poll::Pending => return Poll::Pending,
+            }
         })
-        .await
+        .await;
+        match r {
+            Ok(Ok(head)) => {
+                if head.close {
+                    self.done = true;
+                }
+                let incoming = Incoming { decoder: head.body };
+                Ok(Ok((*head, incoming)))
+            }
+            Ok(Err(e)) => {
+                self.done = true;
+                Ok(Err(e))
+            }
+            // A deadline is not a failure of the connection by itself: the caller decides
+            // (a stall timer re-armed after progress keeps reading).
+            Err(i) => Err(i),
+        }
     }
 
-    /// Checks an idle connection before reuse by polling it once: a close or reset the server
-    /// sent while it was idle is read now. Returns whether it can take a request.
+    /// The next piece of body data (`Ok(None)` at the end of the body), decoded in place from
+    /// the read buffer: no copy and no allocation. Each piece comes with the time its bytes
+    /// were read from the socket.
+    pub(crate) async fn frame<'a>(
+        &'a mut self,
+        body: &mut Incoming,
+        deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
+    ) -> Result<Result<Option<Frame<'a>>, String>, Interrupted> {
+        let r = with_deadline(deadline, |cx| loop {
+            if body.decoder.is_done() {
+                return Poll::Ready(Ok(None));
+            }
+            match body.decoder.decode(&self.buf[self.start..self.end]) {
+                Ok(Step::Data { start, len, consumed }) => {
+                    let at = self.start + start;
+                    self.start += consumed;
+                    return Poll::Ready(Ok(Some((at, len))));
+                }
+                Ok(Step::End { consumed }) => {
+                    self.start += consumed;
+                    return Poll::Ready(Ok(None));
+                }
+                Ok(Step::NeedMore { consumed }) => self.start += consumed,
+                Err(e) => return Poll::Ready(Err(format!("invalid response body: {e}"))),
+            }
+            match self.poll_fill(cx, 1 << 20) {
+                Poll::Ready(Ok(0)) => {
+                    if let Err(e) = body.decoder.on_eof() {
+                        return Poll::Ready(Err(e));
+                    }
+                    self.done = true;
+                }
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(format!("reading the response body: {e}"))),
+                Poll::Pending => return Poll::Pending,
+            }
+        })
+        .await;
+        match r {
+            Ok(Ok(Some((at, len)))) => Ok(Ok(Some((&self.buf[at..at + len], self.last_read)))),
+            Ok(Ok(None)) => {
+                if self.start != self.end {
+                    self.done = true; // bytes after the body: never reuse
+                }
+                Ok(Ok(None))
+            }
+            Ok(Err(e)) => {
+                self.done = true;
+                Ok(Err(e))
+            }
+            // A deadline is not a failure of the connection by itself: the caller decides
+            // (a stall timer re-armed after progress keeps reading).
+            Err(i) => Err(i),
+        }
+    }
+
+    /// Checks an idle connection before reuse by polling a read once: a close, reset or
+    /// unsolicited response (e.g. a 408) the server sent while it sat idle is seen now.
+    /// Returns whether it can take a request.
     pub(crate) async fn check_idle(&mut self) -> bool {
-        std::future::poll_fn(|cx| {
-            self.poll_conn(cx);
-            if self.done {
-                return Poll::Ready(false);
-            }
-            Poll::Ready(matches!(self.sender.poll_ready(cx), Poll::Ready(Ok(()))))
+        if self.done || self.start != self.end {
+            return false;
+        }
+        let healthy = std::future::poll_fn(|cx| {
+            Poll::Ready(match self.poll_fill(cx, INITIAL_BUF) {
+                Poll::Pending => true,
+                Poll::Ready(_) => false,
+            })
         })
-        .await
+        .await;
+        if !healthy {
+            self.done = true;
+        }
+        healthy
+    }
+
+    /// Prepares a connection whose response was read to the end for the pool.
+    pub(crate) fn reset_for_pool(&mut self) {
+        if self.buf.len() > POOLED_BUF_MAX && self.start == self.end {
+            self.buf = vec![0; INITIAL_BUF];
+            self.start = 0;
+            self.end = 0;
+        }
+        self.uses += 1;
     }
 }
 

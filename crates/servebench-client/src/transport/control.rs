@@ -4,12 +4,11 @@
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::Method;
-use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use servebench_core::{BenchError, Result};
 
-use super::{Conn, HttpClient, Interrupted, SendFailKind};
+use super::{Conn, HttpClient, Incoming, Interrupted, SendFailKind};
 use crate::chunk::truncate;
 
 /// Largest control-plane response body read.
@@ -38,29 +37,28 @@ pub(crate) fn snippet(body: &[u8]) -> String {
     truncate(String::from_utf8_lossy(&body[..end]).trim().to_owned(), SNIPPET_BYTES)
 }
 
-/// Reads a body to its end (or `max` bytes), driving `conn`. `Ok((bytes, complete))`;
-/// `complete` is false when the body was cut at `max`.
+/// Reads a body to its end (or `max` bytes), driving `conn`. `Ok((bytes, complete, at))`;
+/// `complete` is false when the body was cut at `max`; `at` is when its last bytes were read.
 pub(crate) async fn read_body(
     conn: &mut Conn,
-    body: &mut hyper::body::Incoming,
+    body: &mut Incoming,
     max: usize,
     deadline: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
-) -> std::result::Result<(Bytes, bool), String> {
+) -> std::result::Result<(Bytes, bool, Option<std::time::Instant>), String> {
     let mut deadline = deadline;
     let mut buf = BytesMut::new();
+    let mut last = None;
     loop {
-        let frame = conn.drive(body.frame(), deadline.as_deref_mut()).await;
-        match frame {
+        match conn.frame(body, deadline.as_deref_mut()).await {
             Err(Interrupted::Deadline) => return Err("timed out reading the response body".into()),
-            Ok(None) => return Ok((buf.freeze(), true)),
-            Ok(Some(Err(e))) => return Err(format!("reading the response body: {}", super::error_chain(&e))),
-            Ok(Some(Ok(f))) => {
-                if let Ok(d) = f.into_data() {
-                    let room = max.saturating_sub(buf.len());
-                    buf.extend_from_slice(&d[..d.len().min(room)]);
-                    if d.len() > room {
-                        return Ok((buf.freeze(), false));
-                    }
+            Ok(Ok(None)) => return Ok((buf.freeze(), true, last)),
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(Some((d, at)))) => {
+                last = Some(at);
+                let room = max.saturating_sub(buf.len());
+                buf.extend_from_slice(&d[..d.len().min(room)]);
+                if d.len() > room {
+                    return Ok((buf.freeze(), false, last));
                 }
             }
         }
@@ -91,7 +89,7 @@ impl HttpClient {
         })?;
         let mut conn = sent.conn;
         let (parts, mut incoming) = sent.response.into_parts();
-        let (bytes, complete) = read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline))
+        let (bytes, complete, _) = read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline))
             .await
             .map_err(transport)?;
         drop(incoming);

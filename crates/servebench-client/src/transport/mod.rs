@@ -6,13 +6,16 @@
 //!
 //! - idle connections are reused LIFO; one is checked before reuse (a close the server sent
 //!   while it was idle is read at checkout) and replaced when stale;
-//! - requests go out with hyper's `try_send_request`: if the connection turns out to be closed
-//!   before the request was written, the request comes back and is sent on a fresh connection
-//!   (counted as a reconnect); once bytes may have been written, a failure is final;
-//! - a connection returns to the pool only after its response body was read to the end.
+//! - if a pooled connection fails before any byte of the request was written, the request is
+//!   sent on a fresh connection (counted as a reconnect); once bytes may have been written, a
+//!   failure is final;
+//! - a connection returns to the pool only after its response body was read to the end;
+//! - HTTP/1.1 is our own small codec (`h1.rs`): body data is decoded in place from the
+//!   connection's read buffer, so a streamed event costs one read and no allocation.
 
 mod conn;
 pub(crate) mod control;
+pub(crate) mod h1;
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -22,14 +25,16 @@ use std::time::{Duration, Instant};
 
 use http::header::{HeaderMap, HeaderValue, HOST};
 use http::{Method, Request, Response, Uri};
-use hyper::body::Incoming;
 use servebench_core::{BenchError, Result};
 use tokio::net::TcpStream;
 use tokio::sync::OnceCell;
 use tokio_rustls::TlsConnector;
 use url::Url;
 
-pub(crate) use conn::{Conn, Interrupted, ReqBody};
+pub(crate) use conn::{Conn, Incoming, Interrupted, WriteFail};
+
+/// Request body type used on every connection.
+pub(crate) type ReqBody = bytes::Bytes;
 pub use control::RawResponse;
 
 /// Settings of an [`HttpClient`].
@@ -356,7 +361,7 @@ impl HttpClient {
                 .map_err(|e| format!("TLS handshake with {}: {e}", self.origin()))?,
             None => conn::Stream::Plain(tcp),
         };
-        let c = Conn::handshake(stream).await.map_err(|e| format!("HTTP handshake: {e}"))?;
+        let c = Conn::new(stream);
         self.inner.counters.opened.fetch_add(1, Ordering::Relaxed);
         Ok(c)
     }
@@ -391,7 +396,7 @@ impl HttpClient {
         if close {
             return;
         }
-        c.settle().await;
+        c.reset_for_pool();
         self.checkin(c);
     }
 
@@ -421,7 +426,7 @@ impl HttpClient {
         let mut req = Request::builder()
             .method(method)
             .uri(path)
-            .body(ReqBody::new(body))
+            .body(body)
             .map_err(|e| format!("invalid request: {e}"))?;
         *req.headers_mut() = headers;
         Ok(req)
@@ -431,7 +436,7 @@ impl HttpClient {
     /// the request provably was not written (it came back from hyper unsent).
     pub(crate) async fn send(
         &self,
-        mut req: Request<ReqBody>,
+        req: Request<ReqBody>,
         mut deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
     ) -> std::result::Result<Sent, SendFailure> {
         let mut reconnects = 0u32;
@@ -467,32 +472,44 @@ impl HttpClient {
             };
             let t0 = Instant::now();
             dispatched = Some(t0);
-            let fut = Box::pin(conn.sender.try_send_request(req));
-            match conn.drive(fut, deadline.as_deref_mut()).await {
-                Ok(Ok(response)) => {
-                    let headers_at = Instant::now();
+            match conn.write_request(&req, deadline.as_deref_mut()).await {
+                Ok(()) => {}
+                Err(WriteFail::Unsent(_)) if reused => {
+                    // Closed before anything was written: safe to send elsewhere.
+                    reconnects += 1;
+                    self.inner.counters.stale.fetch_add(1, Ordering::Relaxed);
+                    dispatched = None;
+                    continue;
+                }
+                Err(WriteFail::Unsent(e)) => {
+                    let msg = format!("connection closed before the request was sent: {e}");
+                    return Err(fail(SendFailKind::Connect, msg, None, reconnects));
+                }
+                Err(WriteFail::Partial(e)) => {
+                    let msg = format!("request failed while it was being sent: {e}");
+                    return Err(fail(SendFailKind::Transport, msg, dispatched, reconnects));
+                }
+                Err(WriteFail::Deadline { written }) => {
+                    let at = if written { dispatched } else { None };
+                    return Err(fail(SendFailKind::Timeout, "request timed out while sending".into(), at, reconnects));
+                }
+            }
+            let head_request = req.method() == Method::HEAD;
+            match conn.read_head(head_request, deadline.as_deref_mut()).await {
+                Ok(Ok((head, incoming))) => {
+                    let headers_at = conn.last_read_at();
                     if reused {
                         self.inner.counters.reused.fetch_add(1, Ordering::Relaxed);
                     }
+                    let mut response = Response::new(incoming);
+                    *response.status_mut() = head.status;
+                    *response.headers_mut() = head.headers;
                     return Ok(Sent { response, conn, dispatched: t0, headers_at, reconnects });
                 }
-                Ok(Err(mut e)) => match e.take_message() {
-                    Some(back) if reused => {
-                        // Closed before anything was written: safe to send elsewhere.
-                        reconnects += 1;
-                        self.inner.counters.stale.fetch_add(1, Ordering::Relaxed);
-                        req = back;
-                        dispatched = None;
-                    }
-                    Some(_) => {
-                        let msg = format!("connection closed before the request was sent: {}", e.error());
-                        return Err(fail(SendFailKind::Connect, msg, None, reconnects));
-                    }
-                    None => {
-                        let msg = format!("request failed after it was sent: {}", error_chain(e.error()));
-                        return Err(fail(SendFailKind::Transport, msg, dispatched, reconnects));
-                    }
-                },
+                Ok(Err(e)) => {
+                    let msg = format!("request failed after it was sent: {e}");
+                    return Err(fail(SendFailKind::Transport, msg, dispatched, reconnects));
+                }
                 Err(Interrupted::Deadline) => {
                     return Err(fail(
                         SendFailKind::Timeout,
@@ -510,21 +527,6 @@ impl HttpClient {
             reconnects,
         })
     }
-}
-
-/// An error with its sources, `a: b: c`.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(x) = src {
-        let t = x.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        src = x.source();
-    }
-    s
 }
 
 #[cfg(test)]

@@ -6,8 +6,12 @@
 //! totals and throughputs; exact peaks; goodput. Latency statistics cover completed requests only.
 //! Every latency summary in [`RunMetrics`] is in **milliseconds**.
 
+pub mod groups;
 mod peaks;
 mod request;
+mod steady_state;
+mod token_accounting;
+mod ttfo;
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +20,9 @@ use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
 use crate::stats::{summary_weighted, Summary};
 
 pub use peaks::{peak_overlap, peak_window_sum, WINDOW_US};
+pub use ttfo::{output_split, ttfo_us, OutputSplit};
+pub use token_accounting::{CountDiscrepancy, TokenAccounting, OUTPUT_DISAGREEMENT_WARN};
+pub use steady_state::{steady_state, LoadMode, SteadyState, SteadyStateConfig};
 pub use request::{is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes};
 
 /// A latency metric `--percentile-metrics` can select (vLLM names).
@@ -191,6 +198,17 @@ pub struct RunMetrics {
     pub queue_time: Summary,
     /// `dispatched − intended` of completed requests only (vLLM's `client_queue_time`), ms.
     pub client_queue_time: Summary,
+    /// TTFO and the reasoning/content split of token events (docs/metrics.md, "TTFO").
+    #[serde(default)]
+    pub output_split: OutputSplit,
+    /// Σ over completed requests of `usage.prompt_tokens`, else the client count: the input
+    /// total of pooling backends (vLLM's rule for embeddings/pooling/rerank).
+    #[serde(default)]
+    pub server_first_input_tokens: u64,
+    /// Output tokens by source side by side, and server vs client prompt tokens
+    /// (docs/metrics.md, "Token accounting").
+    #[serde(default)]
+    pub token_accounting: TokenAccounting,
 }
 
 impl RunMetrics {
@@ -234,10 +252,14 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
     let mut token_events: Vec<(u64, f64)> = Vec::new();
     let mut intervals: Vec<(u64, u64)> = Vec::new();
     let mut good = 0u64;
+    let mut server_first_in = 0u64;
     let (mut first_dispatch, mut last_end): (Option<u64>, Option<u64>) = (None, None);
 
     for r in records {
         let t = RequestTimes::of(r);
+        if r.outcome == Outcome::Completed {
+            server_first_in += u64::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens));
+        }
         match r.outcome {
             Outcome::Completed => completed += 1,
             Outcome::Cancelled => cancelled += 1,
@@ -330,6 +352,9 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         response_e2el: summary_ms(&r_e2el, pct),
         queue_time: summary_ms(&queue, pct),
         client_queue_time: summary_ms(&client_queue, pct),
+        output_split: output_split(records, pct),
+        server_first_input_tokens: server_first_in,
+        token_accounting: TokenAccounting::of(records),
     }
 }
 

@@ -237,6 +237,8 @@ fn spec(index: usize, prompt: Prompt, prompt_tokens: usize, output: usize) -> Re
         prompt,
         prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
         expected_output_tokens: u32::try_from(output).unwrap_or(u32::MAX),
+        multimodal: None,
+        rerank: None,
     }
 }
 

@@ -1,0 +1,477 @@
+//! HTTP/1.1 message codec, pure (no I/O): request serialisation, response-head parsing and
+//! body decoding (`Content-Length`, `chunked`, read-until-close).
+//!
+//! Why our own rather than hyper's client dispatcher: on the hot path every SSE event is one
+//! small chunk. hyper hands each chunk to the body through a channel as a freshly allocated
+//! `Bytes`; here the decoder works in place on the connection's read buffer and the caller
+//! gets a borrowed slice, so a streamed event costs one socket read and no allocation. The
+//! decoder is a small state machine tested on every split of its input (see the tests).
+
+use http::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{Request, StatusCode};
+
+/// Largest response head accepted.
+pub(crate) const MAX_HEAD_BYTES: usize = 64 << 10;
+/// Largest chunk-size or trailer line accepted.
+const MAX_LINE_BYTES: usize = 8 << 10;
+/// Most response headers accepted.
+const MAX_HEADERS: usize = 128;
+
+/// Appends the request head (request line, headers, `content-length`) to `out`.
+/// A caller-supplied `content-length`/`transfer-encoding` is replaced by the body's length.
+pub(crate) fn write_request_head(req: &Request<bytes::Bytes>, out: &mut Vec<u8>) {
+    out.extend_from_slice(req.method().as_str().as_bytes());
+    out.push(b' ');
+    let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in req.headers() {
+        if name == CONTENT_LENGTH || name == TRANSFER_ENCODING {
+            continue;
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    let body_len = req.body().len();
+    if body_len > 0 || !matches!(*req.method(), http::Method::GET | http::Method::HEAD) {
+        out.extend_from_slice(b"content-length: ");
+        out.extend_from_slice(body_len.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A parsed response head.
+#[derive(Debug)]
+pub(crate) struct ResponseHead {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    /// How the body is delimited.
+    pub body: BodyDecoder,
+    /// The connection cannot carry another request after this response.
+    pub close: bool,
+}
+
+/// The outcome of [`parse_head`].
+#[derive(Debug)]
+pub(crate) enum HeadParse {
+    /// A complete head of `len` bytes (an interim 1xx head is reported as `Interim`).
+    Complete { head: Box<ResponseHead>, len: usize },
+    /// A 1xx interim response of `len` bytes, to be skipped.
+    Interim { len: usize },
+    /// More bytes are needed.
+    Partial,
+}
+
+/// Parses a response head at the start of `buf`. `head_request`: the request was `HEAD`.
+pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, String> {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut slots);
+    let len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            if buf.len() > MAX_HEAD_BYTES {
+                return Err(format!("response head larger than {MAX_HEAD_BYTES} bytes"));
+            }
+            return Ok(HeadParse::Partial);
+        }
+        Err(e) => return Err(format!("invalid response head: {e}")),
+    };
+    let code = resp.code.unwrap_or(0);
+    let status = StatusCode::from_u16(code).map_err(|_| format!("invalid status code {code}"))?;
+    if status.is_informational() && code != 101 {
+        return Ok(HeadParse::Interim { len });
+    }
+    let http10 = resp.version == Some(0);
+    let mut headers = HeaderMap::with_capacity(resp.headers.len());
+    for h in resp.headers.iter() {
+        let name = HeaderName::from_bytes(h.name.as_bytes())
+            .map_err(|_| format!("invalid response header name '{}'", h.name))?;
+        let value = HeaderValue::from_bytes(h.value)
+            .map_err(|_| format!("invalid value of response header '{}'", h.name))?;
+        headers.append(name, value);
+    }
+    let tokens = |name: HeaderName| -> Vec<String> {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(|t| t.trim().to_ascii_lowercase())
+            .filter(|t| !t.is_empty())
+            .collect()
+    };
+    let connection = tokens(CONNECTION);
+    let mut close = if http10 {
+        !connection.iter().any(|t| t == "keep-alive")
+    } else {
+        connection.iter().any(|t| t == "close")
+    };
+    let body = if head_request || code == 204 || code == 304 || code == 101 {
+        BodyDecoder::Length(0)
+    } else if let Some(last) = tokens(TRANSFER_ENCODING).last() {
+        if last == "chunked" {
+            BodyDecoder::chunked()
+        } else {
+            close = true;
+            BodyDecoder::UntilClose
+        }
+    } else if let Some(v) = headers.get(CONTENT_LENGTH) {
+        let s = v.to_str().unwrap_or("");
+        // Repeated identical values ("12, 12") are allowed; anything else is an error.
+        let mut parts = s.split(',').map(str::trim);
+        let first = parts.next().unwrap_or("");
+        let n: u64 = first.parse().map_err(|_| format!("invalid content-length '{s}'"))?;
+        if parts.any(|p| p != first) {
+            return Err(format!("conflicting content-length '{s}'"));
+        }
+        BodyDecoder::Length(n)
+    } else {
+        close = true;
+        BodyDecoder::UntilClose
+    };
+    Ok(HeadParse::Complete { head: Box::new(ResponseHead { status, headers, body, close }), len })
+}
+
+/// Where the chunked decoder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunked {
+    /// Expecting a chunk-size line.
+    Size,
+    /// Inside chunk data with this many bytes left.
+    Data(u64),
+    /// Expecting the CRLF after chunk data.
+    DataEnd,
+    /// After the last chunk: trailer lines until an empty line.
+    Trailers,
+}
+
+/// Body decoder state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyDecoder {
+    /// `Content-Length`: bytes left.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked(ChunkedState),
+    /// Delimited by the end of the connection.
+    UntilClose,
+    /// The body ended.
+    Done,
+}
+
+/// Opaque chunked-decoder state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChunkedState(Chunked);
+
+/// One decoding step over buffered bytes; offsets are relative to the input slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Body data at `input[start..start + len]`; `consumed` bytes of input are used up.
+    Data { start: usize, len: usize, consumed: usize },
+    /// The input holds no complete data or control element: read more (after dropping
+    /// `consumed` bytes).
+    NeedMore { consumed: usize },
+    /// The body ended after `consumed` bytes.
+    End { consumed: usize },
+}
+
+fn line_end(input: &[u8]) -> Result<Option<(usize, usize)>, String> {
+    match memchr::memchr(b'\n', input) {
+        Some(i) => {
+            let content = if i > 0 && input[i - 1] == b'\r' { i - 1 } else { i };
+            Ok(Some((content, i + 1)))
+        }
+        None if input.len() > MAX_LINE_BYTES => Err(format!("chunk line longer than {MAX_LINE_BYTES} bytes")),
+        None => Ok(None),
+    }
+}
+
+fn parse_chunk_size(line: &[u8]) -> Result<u64, String> {
+    let digits_end = line.iter().position(|b| !b.is_ascii_hexdigit()).unwrap_or(line.len());
+    let rest = &line[digits_end..];
+    let rest_ok = rest.is_empty() || matches!(rest[0], b';' | b' ' | b'\t');
+    if digits_end == 0 || !rest_ok {
+        return Err(format!("invalid chunk size line '{}'", String::from_utf8_lossy(&line[..line.len().min(40)])));
+    }
+    if digits_end > 15 {
+        return Err("chunk size too large".into());
+    }
+    let mut n = 0u64;
+    for &b in &line[..digits_end] {
+        let d = (b as char).to_digit(16).unwrap_or(0);
+        n = n * 16 + u64::from(d);
+    }
+    Ok(n)
+}
+
+impl BodyDecoder {
+    pub(crate) fn chunked() -> Self {
+        BodyDecoder::Chunked(ChunkedState(Chunked::Size))
+    }
+
+    /// Whether the body ended.
+    pub(crate) fn is_done(&self) -> bool {
+        *self == BodyDecoder::Done
+    }
+
+    /// Decodes from `input` (bytes buffered after the head): the next piece of data, a
+    /// request for more input, or the end. Errors are protocol violations.
+    pub(crate) fn decode(&mut self, input: &[u8]) -> Result<Step, String> {
+        match self {
+            BodyDecoder::Done => Ok(Step::End { consumed: 0 }),
+            BodyDecoder::Length(0) => {
+                *self = BodyDecoder::Done;
+                Ok(Step::End { consumed: 0 })
+            }
+            BodyDecoder::Length(left) => {
+                if input.is_empty() {
+                    return Ok(Step::NeedMore { consumed: 0 });
+                }
+                let len = usize::try_from(*left).unwrap_or(usize::MAX).min(input.len());
+                *left -= len as u64;
+                Ok(Step::Data { start: 0, len, consumed: len })
+            }
+            BodyDecoder::UntilClose => {
+                if input.is_empty() {
+                    return Ok(Step::NeedMore { consumed: 0 });
+                }
+                Ok(Step::Data { start: 0, len: input.len(), consumed: input.len() })
+            }
+            BodyDecoder::Chunked(state) => {
+                let mut pos = 0;
+                loop {
+                    let rest = &input[pos..];
+                    match state.0 {
+                        Chunked::Size => match line_end(rest)? {
+                            None => return Ok(Step::NeedMore { consumed: pos }),
+                            Some((content, next)) => {
+                                let n = parse_chunk_size(&rest[..content])?;
+                                pos += next;
+                                state.0 = if n == 0 { Chunked::Trailers } else { Chunked::Data(n) };
+                            }
+                        },
+                        Chunked::Data(left) => {
+                            if rest.is_empty() {
+                                return Ok(Step::NeedMore { consumed: pos });
+                            }
+                            let len = usize::try_from(left).unwrap_or(usize::MAX).min(rest.len());
+                            let left = left - len as u64;
+                            state.0 = if left == 0 { Chunked::DataEnd } else { Chunked::Data(left) };
+                            return Ok(Step::Data { start: pos, len, consumed: pos + len });
+                        }
+                        Chunked::DataEnd => match rest {
+                            [] | [b'\r'] => return Ok(Step::NeedMore { consumed: pos }),
+                            [b'\r', b'\n', ..] => {
+                                pos += 2;
+                                state.0 = Chunked::Size;
+                            }
+                            [b'\n', ..] => {
+                                pos += 1;
+                                state.0 = Chunked::Size;
+                            }
+                            _ => return Err("chunk data not followed by CRLF".into()),
+                        },
+                        Chunked::Trailers => match line_end(rest)? {
+                            None => return Ok(Step::NeedMore { consumed: pos }),
+                            Some((content, next)) => {
+                                pos += next;
+                                if content == 0 {
+                                    *self = BodyDecoder::Done;
+                                    return Ok(Step::End { consumed: pos });
+                                }
+                            }
+                        },
+                    }
+                }
+            }
+        }
+    }
+
+    /// The connection reached end-of-file: whether that ends the body cleanly.
+    pub(crate) fn on_eof(&mut self) -> Result<(), String> {
+        match self {
+            BodyDecoder::UntilClose | BodyDecoder::Done | BodyDecoder::Length(0) => {
+                *self = BodyDecoder::Done;
+                Ok(())
+            }
+            _ => Err("connection closed before the response body ended".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Decodes `input` fed in pieces at `splits`, the way the connection does (unconsumed
+    /// bytes stay buffered); returns the body and whether it ended.
+    fn decode_split(mut dec: BodyDecoder, input: &[u8], splits: &[usize]) -> Result<(Vec<u8>, bool), String> {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut out = Vec::new();
+        let mut fed = 0;
+        let mut cuts: Vec<usize> = splits.iter().copied().filter(|&s| s > 0 && s < input.len()).collect();
+        cuts.sort_unstable();
+        cuts.push(input.len());
+        for cut in cuts {
+            if cut <= fed {
+                continue;
+            }
+            buf.extend_from_slice(&input[fed..cut]);
+            fed = cut;
+            loop {
+                match dec.decode(&buf)? {
+                    Step::Data { start, len, consumed } => {
+                        out.extend_from_slice(&buf[start..start + len]);
+                        buf.drain(..consumed);
+                    }
+                    Step::NeedMore { consumed } => {
+                        buf.drain(..consumed);
+                        break;
+                    }
+                    Step::End { consumed } => {
+                        buf.drain(..consumed);
+                        return Ok((out, buf.is_empty()));
+                    }
+                }
+            }
+        }
+        Ok((out, false))
+    }
+
+    fn chunked_encode(parts: &[Vec<u8>], crlf: bool, ext: bool) -> Vec<u8> {
+        let nl: &[u8] = if crlf { b"\r\n" } else { b"\n" };
+        let mut v = Vec::new();
+        for p in parts.iter().filter(|p| !p.is_empty()) {
+            v.extend_from_slice(format!("{:X}", p.len()).as_bytes());
+            if ext {
+                v.extend_from_slice(b";name=val");
+            }
+            v.extend_from_slice(nl);
+            v.extend_from_slice(p);
+            v.extend_from_slice(nl);
+        }
+        v.extend_from_slice(b"0");
+        v.extend_from_slice(nl);
+        if ext {
+            v.extend_from_slice(b"x-trailer: 1");
+            v.extend_from_slice(nl);
+        }
+        v.extend_from_slice(nl);
+        v
+    }
+
+    #[test]
+    fn decodes_chunked_sse_body() {
+        let body = b"1b\r\ndata: {\"x\":1}\n\ndata: [DONE]\r\n0\r\n\r\n";
+        let (out, clean) = decode_split(BodyDecoder::chunked(), body, &[]).unwrap();
+        assert_eq!(out, b"data: {\"x\":1}\n\ndata: [DONE]");
+        assert!(clean);
+    }
+
+    #[test]
+    fn rejects_bad_chunks() {
+        for bad in [&b"zz\r\nabc"[..], b"3\r\nabcXY", b"\r\n", b"3x\r\nabc\r\n"] {
+            assert!(decode_split(BodyDecoder::chunked(), bad, &[]).is_err(), "{bad:?}");
+        }
+        let long = vec![b'1'; 20];
+        assert!(decode_split(BodyDecoder::chunked(), &[&long[..], b"\r\n"].concat(), &[]).is_err());
+        let huge_line = vec![b'a'; MAX_LINE_BYTES + 10];
+        assert!(decode_split(BodyDecoder::chunked(), &huge_line, &[]).is_err());
+    }
+
+    #[test]
+    fn length_and_until_close() {
+        let (out, clean) = decode_split(BodyDecoder::Length(5), b"hello", &[2]).unwrap();
+        assert_eq!(out, b"hello");
+        assert!(clean);
+        // Extra bytes after a Content-Length body stay unconsumed (the connection is not reused).
+        let (out, clean) = decode_split(BodyDecoder::Length(3), b"abcdef", &[]).unwrap();
+        assert_eq!(out, b"abc");
+        assert!(!clean);
+        let mut d = BodyDecoder::UntilClose;
+        assert_eq!(d.decode(b"xy").unwrap(), Step::Data { start: 0, len: 2, consumed: 2 });
+        d.on_eof().unwrap();
+        assert!(d.is_done());
+        let mut d = BodyDecoder::Length(4);
+        assert!(d.on_eof().is_err());
+        let mut d = BodyDecoder::chunked();
+        assert!(d.on_eof().is_err());
+    }
+
+    #[test]
+    fn parses_heads() {
+        let h = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\nrest";
+        let HeadParse::Complete { head, len } = parse_head(h, false).unwrap() else { panic!() };
+        assert_eq!(head.status, 200);
+        assert_eq!(&h[len..], b"rest");
+        assert_eq!(head.body, BodyDecoder::chunked());
+        assert!(!head.close);
+        let h = b"HTTP/1.1 200 OK\r\ncontent-length: 7\r\nconnection: Close\r\n\r\n";
+        let HeadParse::Complete { head, .. } = parse_head(h, false).unwrap() else { panic!() };
+        assert_eq!(head.body, BodyDecoder::Length(7));
+        assert!(head.close);
+        let h = b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\n";
+        let HeadParse::Complete { head, .. } = parse_head(h, false).unwrap() else { panic!() };
+        assert!(head.close, "HTTP/1.0 without keep-alive closes");
+        let h = b"HTTP/1.1 200 OK\r\n\r\n";
+        let HeadParse::Complete { head, .. } = parse_head(h, false).unwrap() else { panic!() };
+        assert_eq!(head.body, BodyDecoder::UntilClose);
+        assert!(head.close);
+        let h = b"HTTP/1.1 204 No Content\r\ncontent-length: 9\r\n\r\n";
+        let HeadParse::Complete { head, .. } = parse_head(h, false).unwrap() else { panic!() };
+        assert_eq!(head.body, BodyDecoder::Length(0));
+        assert!(matches!(parse_head(b"HTTP/1.1 100 Continue\r\n\r\n", false).unwrap(), HeadParse::Interim { len: 25 }));
+        assert!(matches!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-le", false).unwrap(), HeadParse::Partial));
+        assert!(parse_head(b"garbage\r\n\r\n", false).is_err());
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: 1, 2\r\n\r\n", false).is_err());
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n", false).is_err());
+        let h = b"HTTP/1.1 200 OK\r\ncontent-length: 3, 3\r\n\r\n";
+        assert!(matches!(parse_head(h, false).unwrap(), HeadParse::Complete { .. }));
+    }
+
+    #[test]
+    fn serialises_requests() {
+        let req = Request::post("/v1/completions?x=1")
+            .header("host", "h:1")
+            .header("content-length", "999")
+            .body(bytes::Bytes::from_static(b"{}"))
+            .unwrap();
+        let mut out = Vec::new();
+        write_request_head(&req, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "POST /v1/completions?x=1 HTTP/1.1\r\nhost: h:1\r\ncontent-length: 2\r\n\r\n"
+        );
+        let req = Request::get("/v1/models").body(bytes::Bytes::new()).unwrap();
+        let mut out = Vec::new();
+        write_request_head(&req, &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), "GET /v1/models HTTP/1.1\r\n\r\n");
+    }
+
+    proptest! {
+        /// Any split of a chunked body into reads yields the same data and a clean end.
+        #[test]
+        fn chunked_any_split(
+            parts in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..8),
+            splits in proptest::collection::vec(0usize..400, 0..12),
+            crlf in any::<bool>(),
+            ext in any::<bool>(),
+        ) {
+            let encoded = chunked_encode(&parts, crlf, ext);
+            let (out, clean) = decode_split(BodyDecoder::chunked(), &encoded, &splits).unwrap();
+            prop_assert_eq!(out, parts.concat());
+            prop_assert!(clean);
+        }
+
+        /// The decoder never panics on arbitrary bytes.
+        #[test]
+        fn chunked_arbitrary_bytes(input in proptest::collection::vec(any::<u8>(), 0..200), splits in proptest::collection::vec(0usize..200, 0..6)) {
+            let _ = decode_split(BodyDecoder::chunked(), &input, &splits);
+            let _ = parse_head(&input, false);
+        }
+    }
+}

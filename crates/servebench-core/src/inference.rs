@@ -1,0 +1,219 @@
+//! Statistics across runs: aggregates with a t-based 95 % confidence interval, and the two
+//! significance tests `servebench compare` uses (docs/metrics.md, "Comparing runs").
+//!
+//! - [`aggregate`]: mean, sample std (n − 1), min, max and the 95 % CI of the mean,
+//!   `mean ± t(0.975, n − 1) · s / √n`.
+//! - [`welch_t_test`]: Welch's unequal-variance t-test on two samples of run-level values
+//!   (multi-run means), two-sided, Welch–Satterthwaite degrees of freedom.
+//! - [`mann_whitney_u`]: the Mann–Whitney U test on two samples of per-request values, two-sided,
+//!   normal approximation with tie correction and continuity correction.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+/// Mean, spread and 95 % confidence interval of one metric over several runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Aggregate {
+    pub n: usize,
+    pub mean: f64,
+    /// Sample standard deviation (ddof = 1); 0 for n < 2.
+    pub std: f64,
+    pub min: f64,
+    pub max: f64,
+    /// 95 % CI of the mean (t distribution, n − 1 degrees of freedom); `None` for n < 2.
+    pub ci95_low: Option<f64>,
+    pub ci95_high: Option<f64>,
+}
+
+/// The `p` quantile of Student's t distribution with `df` degrees of freedom.
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => t.inverse_cdf(p),
+        Err(_) => f64::NAN,
+    }
+}
+
+/// Aggregates `values` (NaNs ignored); `None` when nothing is left.
+pub fn aggregate(values: &[f64]) -> Option<Aggregate> {
+    let v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    let n = v.len();
+    if n == 0 {
+        return None;
+    }
+    let mean = v.iter().sum::<f64>() / n as f64;
+    let std = if n > 1 {
+        (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    let half = (n > 1).then(|| t_quantile(0.975, (n - 1) as f64) * std / (n as f64).sqrt());
+    Some(Aggregate {
+        n,
+        mean,
+        std,
+        min: v.iter().copied().fold(f64::INFINITY, f64::min),
+        max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        ci95_low: half.map(|h| mean - h),
+        ci95_high: half.map(|h| mean + h),
+    })
+}
+
+/// The result of a two-sample test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// `welch_t` or `mann_whitney_u`.
+    pub test: String,
+    /// t for Welch, z (normal approximation of U) for Mann–Whitney.
+    pub statistic: f64,
+    /// Two-sided p-value.
+    pub p_value: f64,
+    pub n_a: usize,
+    pub n_b: usize,
+}
+
+impl TestResult {
+    /// Whether the difference is significant at level `alpha` (e.g. 0.05).
+    pub fn significant(&self, alpha: f64) -> bool {
+        self.p_value < alpha
+    }
+}
+
+fn mean_var(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    (m, v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0))
+}
+
+/// Welch's t-test; `None` unless both samples have at least 2 values.
+pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<TestResult> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (ma, va) = mean_var(a);
+    let (mb, vb) = mean_var(b);
+    let (sa, sb) = (va / a.len() as f64, vb / b.len() as f64);
+    let se2 = sa + sb;
+    let (t, p) = if se2 == 0.0 {
+        // Both samples constant: identical means are no difference; different ones are certain.
+        if ma == mb {
+            (0.0, 1.0)
+        } else {
+            (f64::INFINITY.copysign(mb - ma), 0.0)
+        }
+    } else {
+        let t = (mb - ma) / se2.sqrt();
+        let df = se2 * se2
+            / (sa * sa / (a.len() as f64 - 1.0) + sb * sb / (b.len() as f64 - 1.0));
+        let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+        (t, (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0))
+    };
+    Some(TestResult { test: "welch_t".into(), statistic: t, p_value: p, n_a: a.len(), n_b: b.len() })
+}
+
+/// Mann–Whitney U test (normal approximation, tie and continuity corrections); `None` when a
+/// sample is empty. The statistic is z of U_b (positive when `b` tends to be larger).
+pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<TestResult> {
+    let (na, nb) = (a.len(), b.len());
+    if na == 0 || nb == 0 {
+        return None;
+    }
+    let mut all: Vec<(f64, bool)> =
+        a.iter().map(|&x| (x, false)).chain(b.iter().map(|&x| (x, true))).collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let n = all.len();
+    // Average ranks over ties; Σ(t³ − t) for the variance correction.
+    let (mut rank_sum_b, mut tie_term) = (0.0_f64, 0.0_f64);
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let avg_rank = (i + j) as f64 / 2.0 + 1.0;
+        let t = (j - i + 1) as f64;
+        tie_term += t * t * t - t;
+        rank_sum_b += all[i..=j].iter().filter(|x| x.1).count() as f64 * avg_rank;
+        i = j + 1;
+    }
+    let (fa, fb, fnn) = (na as f64, nb as f64, n as f64);
+    let u_b = rank_sum_b - fb * (fb + 1.0) / 2.0;
+    let mu = fa * fb / 2.0;
+    let var = fa * fb / 12.0 * ((fnn + 1.0) - tie_term / (fnn * (fnn - 1.0)).max(1.0));
+    let (z, p) = if var <= 0.0 {
+        (0.0, 1.0)
+    } else {
+        let d = u_b - mu;
+        let corrected = (d.abs() - 0.5).max(0.0).copysign(d);
+        let z = corrected / var.sqrt();
+        let normal = Normal::new(0.0, 1.0).ok()?;
+        (z, (2.0 * (1.0 - normal.cdf(z.abs()))).clamp(0.0, 1.0))
+    };
+    Some(TestResult { test: "mann_whitney_u".into(), statistic: z, p_value: p, n_a: na, n_b: nb })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        // Standard t-table values (two-sided 95 %).
+        assert!((t_quantile(0.975, 1.0) - 12.706).abs() < 1e-3);
+        assert!((t_quantile(0.975, 4.0) - 2.776).abs() < 1e-3);
+        assert!((t_quantile(0.975, 30.0) - 2.042).abs() < 1e-3);
+    }
+
+    #[test]
+    fn aggregate_by_hand() {
+        // 2, 4, 6: mean 4, s = 2, half-width = 4.303 · 2 / √3 = 4.9687.
+        let a = aggregate(&[2.0, 4.0, 6.0]).unwrap();
+        assert_eq!((a.n, a.mean, a.std, a.min, a.max), (3, 4.0, 2.0, 2.0, 6.0));
+        let half = a.ci95_high.unwrap() - 4.0;
+        assert!((half - 4.9687).abs() < 1e-3, "{half}");
+        let one = aggregate(&[5.0]).unwrap();
+        assert_eq!((one.std, one.ci95_low), (0.0, None));
+        assert!(aggregate(&[]).is_none());
+    }
+
+    #[test]
+    fn welch_by_hand() {
+        // a = 1,2,3 (mean 2, var 1), b = 4,5,6 (mean 5, var 1): t = 3/√(2/3) = 3.674, df = 4,
+        // two-sided p = 0.02131.
+        let r = welch_t_test(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!((r.statistic - 3.6742).abs() < 1e-3, "{}", r.statistic);
+        assert!((r.p_value - 0.02131).abs() < 1e-4, "{}", r.p_value);
+        assert!(r.significant(0.05));
+        let same = welch_t_test(&[1.0, 2.0, 3.0], &[1.5, 2.0, 2.5]).unwrap();
+        assert!(!same.significant(0.05), "{}", same.p_value);
+        assert!(welch_t_test(&[1.0], &[2.0, 3.0]).is_none());
+    }
+
+    #[test]
+    fn mann_whitney_by_hand() {
+        // a = 1,2,3, b = 4,5,6: U_b = 9, μ = 4.5, σ² = 9·7/12 = 5.25, z = (4.5 − 0.5)/2.2913
+        // = 1.7457, p = 0.0809.
+        let r = mann_whitney_u(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!((r.statistic - 1.7457).abs() < 1e-3, "{}", r.statistic);
+        assert!((r.p_value - 0.0809).abs() < 1e-3, "{}", r.p_value);
+        // All ties: no evidence of a difference.
+        let t = mann_whitney_u(&[1.0, 1.0], &[1.0, 1.0, 1.0]).unwrap();
+        assert_eq!(t.p_value, 1.0);
+    }
+
+    /// A deterministic pseudo-random latency sample (ms): lognormal-ish around `median`.
+    fn sample(seed: u64, n: usize, median: f64) -> Vec<f64> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        (0..n).map(|_| median * (rng.random::<f64>() - 0.5).exp()).collect()
+    }
+
+    #[test]
+    fn regression_of_20_percent_is_significant_and_rerun_is_not() {
+        let a = sample(1, 500, 100.0);
+        let rerun = sample(2, 500, 100.0);
+        let slower = sample(3, 500, 120.0);
+        assert!(!mann_whitney_u(&a, &rerun).unwrap().significant(0.05));
+        let r = mann_whitney_u(&a, &slower).unwrap();
+        assert!(r.significant(0.05) && r.statistic > 0.0, "{r:?}");
+    }
+}

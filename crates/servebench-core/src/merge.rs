@@ -1,0 +1,279 @@
+//! Merging the records of the shards of one run (`servebench merge`): checks that the shards
+//! belong together, aligns their times on one origin, and returns the union of their records,
+//! over which every metric is then recomputed by the usual `metrics::compute`.
+//!
+//! Alignment: each shard's offsets are relative to its own origin, whose wall-clock time is the
+//! header's `wall_anchor_unix_us`. The merged origin is the earliest anchor; a shard whose anchor
+//! is `d` µs later has `d` added to every time of its records. With `--start-at` every anchor is
+//! the start instant (read on each host's clock), so `d` is ~0 and the merged records are exactly
+//! what one process would have recorded, up to the hosts' clock offset.
+
+use crate::error::{BenchError, Result};
+use crate::record::RequestRecord;
+use crate::shard::{ShardHeader, ShardSummary, ShardSpec};
+
+/// Anchors further apart than this (without `--start-at`) are reported as a warning: the shards
+/// did not start together, so the merged load was not the intended one.
+pub const ANCHOR_SPREAD_WARN_US: u64 = 1_000_000;
+
+/// One shard's records file, read.
+#[derive(Debug, Clone)]
+pub struct ShardInput {
+    /// Where it came from (for messages).
+    pub source: String,
+    pub header: ShardHeader,
+    pub summary: Option<ShardSummary>,
+    pub records: Vec<RequestRecord>,
+}
+
+/// How one shard took part in the merge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardReport {
+    pub shard_index: u32,
+    pub source: String,
+    pub records: usize,
+    /// This shard's anchor − the merged origin, µs (added to every time of its records).
+    pub anchor_offset_us: u64,
+    /// Anchor − `--start-at`, µs: how far this host's origin is from the agreed instant on its
+    /// own clock (reading jitter; large values mean the shard anchored elsewhere).
+    pub anchor_minus_start_us: Option<i64>,
+    /// How long the shard waited for `--start-at` (negative: ready this late after it).
+    pub waited_us: Option<i64>,
+    pub summary: Option<ShardSummary>,
+}
+
+/// The union of the shards.
+#[derive(Debug, Clone)]
+pub struct MergedRun {
+    /// Every record of every shard, times relative to `origin_unix_us`, sorted by index.
+    pub records: Vec<RequestRecord>,
+    /// Wall-clock time of the merged origin (the earliest anchor), µs since the Unix epoch.
+    pub origin_unix_us: u64,
+    /// Header of the lowest shard (run info, fingerprint, seed, totals).
+    pub header: ShardHeader,
+    pub shards: Vec<ShardReport>,
+    /// Shard indices with no file (only with `allow_missing`).
+    pub missing: Vec<u32>,
+    pub warnings: Vec<String>,
+}
+
+/// Checks and merges shards. Refuses (SB701) shards of different workloads, seeds, shard
+/// counts, versions or start instants, and records that do not belong to their shard; refuses
+/// (SB702) duplicate shard indices and, unless `allow_missing`, missing shards.
+pub fn merge_shards(mut inputs: Vec<ShardInput>, allow_missing: bool) -> Result<MergedRun> {
+    inputs.sort_by_key(|s| s.header.shard_index);
+    let Some(first) = inputs.first() else {
+        return Err(BenchError::ShardSet { detail: "no shard records file given".into() });
+    };
+    let reference = first.header.clone();
+    let mut warnings = Vec::new();
+    for s in &inputs {
+        check_same_run(&reference, &first.source, s)?;
+    }
+    for pair in inputs.windows(2) {
+        if pair[0].header.shard_index == pair[1].header.shard_index {
+            return Err(BenchError::ShardSet {
+                detail: format!(
+                    "shard {} appears twice ({} and {})",
+                    pair[0].header.shard_index, pair[0].source, pair[1].source
+                ),
+            });
+        }
+    }
+    let present: Vec<u32> = inputs.iter().map(|s| s.header.shard_index).collect();
+    let missing: Vec<u32> = (0..reference.num_shards).filter(|i| !present.contains(i)).collect();
+    if !missing.is_empty() {
+        let list = missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+        if !allow_missing {
+            return Err(BenchError::ShardSet {
+                detail: format!(
+                    "{} of {} shards given; missing shard(s) {list}",
+                    inputs.len(),
+                    reference.num_shards
+                ),
+            });
+        }
+        warnings.push(format!(
+            "merged {} of {} shards (missing {list}): the result covers only part of the workload",
+            inputs.len(),
+            reference.num_shards
+        ));
+    }
+
+    let origin = inputs.iter().map(|s| s.header.wall_anchor_unix_us).min().unwrap_or(0);
+    let spread = inputs.iter().map(|s| s.header.wall_anchor_unix_us - origin).max().unwrap_or(0);
+    if reference.start_at_unix_us.is_none() && spread > ANCHOR_SPREAD_WARN_US {
+        warnings.push(format!(
+            "shard origins are {:.3} s apart (no --start-at): the shards did not run their schedules together",
+            spread as f64 / 1e6
+        ));
+    }
+    let mut records = Vec::with_capacity(inputs.iter().map(|s| s.records.len()).sum());
+    let mut shards = Vec::with_capacity(inputs.len());
+    for s in inputs {
+        let h = &s.header;
+        let spec = ShardSpec { index: h.shard_index, count: h.num_shards };
+        if let Some(r) = s.records.iter().find(|r| !spec.owns(r.index as usize) || r.index >= h.total_requests) {
+            return Err(BenchError::ShardMismatch {
+                detail: format!(
+                    "{}: request {} does not belong to shard {} of {} (of {} requests)",
+                    s.source, r.index, h.shard_index, h.num_shards, h.total_requests
+                ),
+            });
+        }
+        if (s.records.len() as u64) < h.shard_requests {
+            warnings.push(format!(
+                "shard {} ({}) has {} of its {} records: it was stopped before it finished",
+                h.shard_index,
+                s.source,
+                s.records.len(),
+                h.shard_requests
+            ));
+        }
+        if s.summary.is_none() {
+            warnings.push(format!(
+                "shard {} ({}) has no summary line: it did not end normally, client health unknown",
+                h.shard_index, s.source
+            ));
+        }
+        let offset = h.wall_anchor_unix_us - origin;
+        shards.push(ShardReport {
+            shard_index: h.shard_index,
+            source: s.source.clone(),
+            records: s.records.len(),
+            anchor_offset_us: offset,
+            anchor_minus_start_us: h.start_at_unix_us.map(|t| h.wall_anchor_unix_us as i64 - t as i64),
+            waited_us: h.waited_us,
+            summary: s.summary.clone(),
+        });
+        records.extend(s.records.into_iter().map(|r| shift_times(r, offset)));
+    }
+    records.sort_by_key(|r| r.index);
+    if let Some(pair) = records.windows(2).find(|p| p[0].index == p[1].index) {
+        return Err(BenchError::ShardMismatch {
+            detail: format!("request {} appears in more than one record", pair[0].index),
+        });
+    }
+    Ok(MergedRun { records, origin_unix_us: origin, header: reference, shards, missing, warnings })
+}
+
+fn check_same_run(reference: &ShardHeader, ref_source: &str, s: &ShardInput) -> Result<()> {
+    let h = &s.header;
+    let differs = |what: &str, a: String, b: String| BenchError::ShardMismatch {
+        detail: format!("{what} differs: {a} in {ref_source}, {b} in {}", s.source),
+    };
+    if h.workload_fingerprint != reference.workload_fingerprint {
+        return Err(differs(
+            "workload fingerprint (dataset, seed, rate or servebench version)",
+            reference.workload_fingerprint.clone(),
+            h.workload_fingerprint.clone(),
+        ));
+    }
+    if h.seed != reference.seed {
+        return Err(differs("--seed", reference.seed.to_string(), h.seed.to_string()));
+    }
+    if h.num_shards != reference.num_shards {
+        return Err(differs("--num-shards", reference.num_shards.to_string(), h.num_shards.to_string()));
+    }
+    if h.total_requests != reference.total_requests {
+        return Err(differs(
+            "total requests",
+            reference.total_requests.to_string(),
+            h.total_requests.to_string(),
+        ));
+    }
+    if h.start_at_unix_us != reference.start_at_unix_us {
+        return Err(differs(
+            "--start-at (shards of different runs)",
+            format!("{:?}", reference.start_at_unix_us),
+            format!("{:?}", h.start_at_unix_us),
+        ));
+    }
+    if h.shard_index >= h.num_shards {
+        return Err(BenchError::ShardMismatch {
+            detail: format!("{}: shard index {} is not below {} shards", s.source, h.shard_index, h.num_shards),
+        });
+    }
+    Ok(())
+}
+
+/// `r` with `offset` µs added to every time (offset) it carries. Durations (token gaps) are
+/// unchanged. The destructuring is exhaustive on purpose: a new field of `RequestRecord` must be
+/// classified here (time offset or not) before the workspace compiles.
+pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
+    let RequestRecord {
+        index,
+        request_id,
+        server_request_id,
+        conversation,
+        turn,
+        lora,
+        stage,
+        outcome,
+        error,
+        http_status,
+        intended_us,
+        dispatched_us,
+        headers_us,
+        first_event_us,
+        first_token_us,
+        first_content_us,
+        last_token_us,
+        done_us,
+        token_events,
+        prompt_tokens,
+        server_prompt_tokens,
+        cached_prompt_tokens,
+        completion_tokens,
+        expected_output_tokens,
+        token_event_count,
+        reasoning_events,
+        content_events,
+        output_chars,
+        retokenized_tokens,
+        finish_reason,
+        attempts,
+        reconnects,
+        generated_text,
+    } = r;
+    let shift = |t: Option<u64>| t.map(|v| v + offset);
+    RequestRecord {
+        index,
+        request_id,
+        server_request_id,
+        conversation,
+        turn,
+        lora,
+        stage,
+        outcome,
+        error,
+        http_status,
+        intended_us: intended_us + offset,
+        dispatched_us: shift(dispatched_us),
+        headers_us: shift(headers_us),
+        first_event_us: shift(first_event_us),
+        first_token_us: shift(first_token_us),
+        first_content_us: shift(first_content_us),
+        last_token_us: shift(last_token_us),
+        done_us: shift(done_us),
+        token_events,
+        prompt_tokens,
+        server_prompt_tokens,
+        cached_prompt_tokens,
+        completion_tokens,
+        expected_output_tokens,
+        token_event_count,
+        reasoning_events,
+        content_events,
+        output_chars,
+        retokenized_tokens,
+        finish_reason,
+        attempts,
+        reconnects,
+        generated_text,
+    }
+}
+
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod tests;

@@ -1,0 +1,70 @@
+//! The `custom` dataset: a JSON Lines file, one `{"prompt": "...", "output_tokens": N}` per
+//! line (`output_tokens` optional). The output length is `--custom-output-len` (default 256),
+//! or each line's `output_tokens` when that flag is -1. Prompts are sent as they are (no chat
+//! template); `prompt_tokens` is the prompt encoded with the tokenizer's special tokens.
+
+use super::file::{parse_json_lines, DataFile, Location};
+use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
+use serde::Deserialize;
+use servebench_core::{Result, TextTokenizer, Workload};
+use std::path::PathBuf;
+
+/// Options of the custom dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomConfig {
+    /// `--dataset-path` (a `.jsonl` file).
+    pub path: PathBuf,
+    /// `--custom-output-len`: a fixed output length, or None (-1) for each line's
+    /// `output_tokens`.
+    pub output_len: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Line {
+    prompt: String,
+    #[serde(default)]
+    output_tokens: Option<i64>,
+}
+
+/// Builds the custom workload.
+pub fn generate_custom(cfg: &CustomConfig, sampling: &Sampling, tok: &dyn TextTokenizer) -> Result<Workload> {
+    let file = DataFile::new(&cfg.path);
+    let text = file.read_text()?;
+    let mut lines: Vec<(Location, Line)> = parse_json_lines(&file, &text).map_err(|e| match e {
+        servebench_core::BenchError::DatasetFile { path, location, problem, fix }
+            if problem.contains("missing field") || problem.contains("invalid type") =>
+        {
+            servebench_core::BenchError::DatasetFile {
+                path,
+                location,
+                problem,
+                fix: format!("{fix}: each line is {{\"prompt\": \"text\", \"output_tokens\": N}}"),
+            }
+        }
+        other => other,
+    })?;
+    if cfg.output_len.is_none() {
+        for (at, l) in &lines {
+            match l.output_tokens {
+                Some(n) if n > 0 => {}
+                Some(n) => {
+                    return Err(file.error(*at, format!("output_tokens is {n}"), "use a positive number"))
+                }
+                None => {
+                    return Err(file.error(
+                        *at,
+                        "no output_tokens, and --custom-output-len is -1 (per-line lengths)",
+                        "add \"output_tokens\" to every line, or pass --custom-output-len N",
+                    ))
+                }
+            }
+        }
+    }
+    shuffle_source(&mut lines, sampling);
+    let samples = collect_samples(&lines, sampling.num_prompts, |(_, l)| {
+        let prompt_len = tok.encode(&l.prompt, true)?.len();
+        let output = cfg.output_len.unwrap_or_else(|| l.output_tokens.unwrap_or(1).max(1) as usize);
+        Ok(Some(Sample::text(l.prompt.as_str(), prompt_len, output)))
+    })?;
+    Ok(finish(samples, sampling))
+}

@@ -1,0 +1,228 @@
+//! Reading dataset files: whole-file checks (missing, empty, not UTF-8), JSON arrays, JSON Lines
+//! and Parquet, with every problem reported as [`BenchError::DatasetFile`] naming the file, the
+//! line or record at fault, and the fix.
+
+use rayon::prelude::*;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use servebench_core::{BenchError, Result};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Where in a file a record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// The whole file.
+    File,
+    /// 1-based line (JSON Lines, text; also JSON syntax errors).
+    Line(usize),
+    /// 0-based element of a JSON array, with the 1-based line it starts on.
+    Record { index: usize, line: usize },
+    /// 0-based row of a Parquet file.
+    Row(usize),
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File => f.write_str("whole file"),
+            Location::Line(l) => write!(f, "line {l}"),
+            Location::Record { index, line } => write!(f, "record {index} (line {line})"),
+            Location::Row(r) => write!(f, "row {r}"),
+        }
+    }
+}
+
+/// A dataset file being read: the path for messages.
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    pub path: PathBuf,
+}
+
+impl DataFile {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        DataFile { path: path.into() }
+    }
+
+    /// An error at `at`.
+    pub fn error(&self, at: Location, problem: impl Into<String>, fix: impl Into<String>) -> BenchError {
+        BenchError::DatasetFile {
+            path: self.path.display().to_string(),
+            location: at.to_string(),
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// The raw bytes; a missing or empty file is an error.
+    pub fn read_bytes(&self) -> Result<Vec<u8>> {
+        let bytes = std::fs::read(&self.path).map_err(|e| {
+            self.error(Location::File, format!("cannot be read: {e}"), "check the --dataset-path")
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(self.error(Location::File, "the file is empty", "pass a file with records in it"));
+        }
+        Ok(bytes)
+    }
+
+    /// The file as UTF-8 text; invalid UTF-8 is reported with its line.
+    pub fn read_text(&self) -> Result<String> {
+        let bytes = self.read_bytes()?;
+        String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let line = line_of(e.as_bytes(), at);
+            self.error(
+                Location::Line(line),
+                format!("not valid UTF-8 (byte offset {at})"),
+                "re-encode the file as UTF-8 (e.g. iconv -t UTF-8)",
+            )
+        })
+    }
+}
+
+/// 1-based line of byte `offset` in `bytes`.
+pub fn line_of(bytes: &[u8], offset: usize) -> usize {
+    1 + memchr_count(&bytes[..offset.min(bytes.len())])
+}
+
+fn memchr_count(b: &[u8]) -> usize {
+    b.iter().filter(|&&c| c == b'\n').count()
+}
+
+/// File formats a record file can have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    JsonArray,
+    JsonLines,
+    Parquet,
+}
+
+impl Format {
+    /// The format by extension (`.jsonl`/`.ndjson`, `.parquet`), else by the first non-blank
+    /// character of the content (`[` = array, `{` = JSON Lines).
+    pub fn detect(path: &Path, head: &[u8]) -> Format {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        match ext.as_str() {
+            "jsonl" | "ndjson" => Format::JsonLines,
+            "parquet" => Format::Parquet,
+            _ if head.starts_with(b"PAR1") => Format::Parquet,
+            _ => match head.iter().find(|c| !c.is_ascii_whitespace()) {
+                Some(b'{') => Format::JsonLines,
+                _ => Format::JsonArray,
+            },
+        }
+    }
+}
+
+/// Parses a JSON array file into records of type `T` (in parallel), each with its location.
+pub fn parse_json_array<T: DeserializeOwned + Send>(file: &DataFile, text: &str) -> Result<Vec<(Location, T)>> {
+    let raws: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| json_syntax(file, text, &e))?;
+    let base = text.as_ptr() as usize;
+    raws.par_iter()
+        .enumerate()
+        .map(|(index, raw)| {
+            let at = || {
+                let offset = (raw.get().as_ptr() as usize).saturating_sub(base);
+                Location::Record { index, line: line_of(text.as_bytes(), offset) }
+            };
+            serde_json::from_str::<T>(raw.get()).map(|v| (at(), v)).map_err(|e| {
+                file.error(at(), format!("unexpected content: {e}"), "fix or remove this record")
+            })
+        })
+        .collect()
+}
+
+fn json_syntax(file: &DataFile, text: &str, e: &serde_json::Error) -> BenchError {
+    use serde_json::error::Category;
+    let (problem, fix) = match e.classify() {
+        Category::Eof => (
+            format!("the JSON ends early ({e}): the file looks truncated"),
+            "download or write the file again",
+        ),
+        Category::Syntax => (format!("invalid JSON: {e}"), "fix the JSON syntax"),
+        Category::Data if text.trim_start().starts_with('{') => (
+            format!("expected a JSON array of records: {e}"),
+            "pass a JSON array, or name the file *.jsonl if it holds one JSON object per line",
+        ),
+        _ => (format!("unexpected content: {e}"), "pass a JSON array of records"),
+    };
+    file.error(Location::Line(e.line().max(1)), problem, fix)
+}
+
+/// Parses a JSON Lines file (blank lines skipped) into records of type `T`, in parallel.
+pub fn parse_json_lines<T: DeserializeOwned + Send>(file: &DataFile, text: &str) -> Result<Vec<(Location, T)>> {
+    let lines: Vec<(usize, &str)> =
+        text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i + 1, l)).collect();
+    if lines.is_empty() {
+        return Err(file.error(Location::File, "the file is empty", "pass a file with records in it"));
+    }
+    lines
+        .par_iter()
+        .map(|&(n, line)| {
+            serde_json::from_str::<T>(line).map(|v| (Location::Line(n), v)).map_err(|e| {
+                let fix = if e.is_eof() {
+                    "the line ends early (truncated?): complete or remove it"
+                } else if e.is_syntax() {
+                    "each line must be one complete JSON object"
+                } else {
+                    "fix or remove this line"
+                };
+                file.error(Location::Line(n), format!("{e}"), fix)
+            })
+        })
+        .collect()
+}
+
+/// Reads the rows of a Parquet file as JSON objects (column name → value).
+pub fn read_parquet_rows(file: &DataFile, limit: Option<usize>) -> Result<Vec<(Location, Value)>> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let f = std::fs::File::open(&file.path).map_err(|e| {
+        file.error(Location::File, format!("cannot be read: {e}"), "check the --dataset-path")
+    })?;
+    let reader = SerializedFileReader::new(f).map_err(|e| {
+        file.error(
+            Location::File,
+            format!("not a readable Parquet file: {e}"),
+            "download the file again (truncated?) or convert it to JSON Lines",
+        )
+    })?;
+    let iter = reader.get_row_iter(None).map_err(|e| {
+        file.error(Location::File, format!("cannot read rows: {e}"), "convert the file to JSON Lines")
+    })?;
+    let mut rows = Vec::new();
+    for (i, row) in iter.enumerate() {
+        if limit.is_some_and(|l| rows.len() >= l) {
+            break;
+        }
+        let row = row.map_err(|e| {
+            file.error(
+                Location::Row(i),
+                format!("cannot decode: {e}"),
+                "convert the file to JSON Lines (codecs supported: snappy, gzip, uncompressed)",
+            )
+        })?;
+        rows.push((Location::Row(i), row.to_json_value()));
+    }
+    if rows.is_empty() {
+        return Err(file.error(Location::File, "the file has no rows", "pass a file with records in it"));
+    }
+    Ok(rows)
+}
+
+/// Reads any record file (JSON array, JSON Lines, Parquet) as JSON values.
+pub fn read_records(file: &DataFile) -> Result<Vec<(Location, Value)>> {
+    let head = {
+        use std::io::Read;
+        let mut buf = [0u8; 64];
+        let n = std::fs::File::open(&file.path)
+            .and_then(|mut f| f.read(&mut buf))
+            .map_err(|e| file.error(Location::File, format!("cannot be read: {e}"), "check the --dataset-path"))?;
+        buf[..n].to_vec()
+    };
+    match Format::detect(&file.path, &head) {
+        Format::Parquet => read_parquet_rows(file, None),
+        Format::JsonLines => parse_json_lines(file, &file.read_text()?),
+        Format::JsonArray => parse_json_array(file, &file.read_text()?),
+    }
+}

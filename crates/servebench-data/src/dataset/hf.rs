@@ -1,0 +1,190 @@
+//! The `hf` dataset: rows of any Hugging Face dataset — a local file (JSON array, JSON Lines
+//! or Parquet) or a Hub dataset fetched through the datasets-server API (cached locally).
+//! The prompt column is detected on the first row (or named with `--hf-text-column`):
+//! chat columns `conversation`/`conversations`/`messages` (first user message is the prompt,
+//! first assistant message the completion), `turns` (first string), `context` + `input`
+//! joined by a blank line, then the first of `prompt, question, problem, input, text, content,
+//! instruction`. The output length is `--hf-output-len`, else the tokenized completion
+//! (`completion, response, answer, output, solution, answers`), else 128. Prompts under 4
+//! tokens are skipped, as vLLM does.
+
+use super::file::{read_records, DataFile, Location};
+use super::{collect_samples, finish, hub, shuffle_source, Sample, Sampling};
+use crate::tokenizer::HubEnv;
+use serde_json::Value;
+use servebench_core::{BenchError, Result, TextTokenizer, Workload};
+use std::path::PathBuf;
+
+/// Output length when neither `--hf-output-len` nor a completion column gives one.
+pub const DEFAULT_OUTPUT_LEN: usize = 128;
+/// Prompts shorter than this (tokens) are skipped.
+pub const MIN_PROMPT_LEN: usize = 4;
+
+const CHAT_COLUMNS: [&str; 3] = ["conversation", "conversations", "messages"];
+const TEXT_COLUMNS: [&str; 7] = ["prompt", "question", "problem", "input", "text", "content", "instruction"];
+const OUTPUT_COLUMNS: [&str; 6] = ["completion", "response", "answer", "output", "solution", "answers"];
+
+/// Where the rows come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HfSource {
+    /// A local JSON / JSONL / Parquet file.
+    File(PathBuf),
+    /// A Hub dataset id, with `--hf-subset` (config) and `--hf-split`.
+    Hub { dataset: String, subset: Option<String>, split: Option<String> },
+}
+
+/// Options of the hf dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HfConfig {
+    pub source: HfSource,
+    /// `--hf-text-column`.
+    pub text_column: Option<String>,
+    /// `--hf-output-len` (also `--output-len`).
+    pub output_len: Option<usize>,
+}
+
+/// How a row's prompt and completion are found (decided on the first row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Columns {
+    Chat(String),
+    Turns,
+    ContextInput,
+    Text { prompt: String, output: Option<String> },
+}
+
+/// Detects the columns from the first row.
+pub fn detect_columns(row: &Value, text_column: Option<&str>) -> std::result::Result<Columns, String> {
+    let obj = row.as_object().ok_or("rows must be JSON objects")?;
+    let output = OUTPUT_COLUMNS.iter().find(|c| obj.contains_key(**c)).map(|c| c.to_string());
+    if let Some(col) = text_column {
+        if !obj.contains_key(col) {
+            return Err(format!("--hf-text-column '{col}' is not a column (columns: {})", names(obj)));
+        }
+        if obj[col].is_array() {
+            return Ok(Columns::Chat(col.to_string()));
+        }
+        return Ok(Columns::Text { prompt: col.to_string(), output });
+    }
+    if let Some(c) = CHAT_COLUMNS.iter().find(|c| obj.get(**c).is_some_and(Value::is_array)) {
+        return Ok(Columns::Chat(c.to_string()));
+    }
+    if obj.get("turns").is_some_and(Value::is_array) {
+        return Ok(Columns::Turns);
+    }
+    if obj.contains_key("context") && obj.contains_key("input") {
+        return Ok(Columns::ContextInput);
+    }
+    if let Some(c) = TEXT_COLUMNS.iter().find(|c| obj.contains_key(**c)) {
+        return Ok(Columns::Text { prompt: c.to_string(), output });
+    }
+    Err(format!("no prompt column found (columns: {})", names(obj)))
+}
+
+fn names(obj: &serde_json::Map<String, Value>) -> String {
+    obj.keys().cloned().collect::<Vec<_>>().join(", ")
+}
+
+fn as_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) => a.first().and_then(as_text),
+        _ => None,
+    }
+}
+
+/// First message whose role is one of `roles`: `{role, content}` or `{from, value}`.
+fn chat_message(messages: &[Value], roles: &[&str]) -> Option<String> {
+    messages.iter().find_map(|m| {
+        let role = m.get("role").or_else(|| m.get("from"))?.as_str()?;
+        if !roles.contains(&role) {
+            return None;
+        }
+        as_text(m.get("content").or_else(|| m.get("value"))?)
+    })
+}
+
+/// The prompt and optional completion of one row.
+pub fn extract(row: &Value, cols: &Columns) -> std::result::Result<(String, Option<String>), String> {
+    let get = |c: &str| row.get(c).ok_or_else(|| format!("column '{c}' is missing"));
+    match cols {
+        Columns::Chat(c) => {
+            let msgs = get(c)?.as_array().ok_or_else(|| format!("column '{c}' is not a list of messages"))?;
+            let prompt = chat_message(msgs, &["user", "human"])
+                .ok_or_else(|| format!("column '{c}' has no user/human message"))?;
+            Ok((prompt, chat_message(msgs, &["assistant", "gpt"])))
+        }
+        Columns::Turns => {
+            let t = get("turns")?;
+            Ok((as_text(t).ok_or("column 'turns' has no text")?, None))
+        }
+        Columns::ContextInput => {
+            let ctx = as_text(get("context")?).ok_or("column 'context' is not text")?;
+            let input = as_text(get("input")?).ok_or("column 'input' is not text")?;
+            Ok((format!("{ctx}\n\n{input}"), None))
+        }
+        Columns::Text { prompt, output } => {
+            let p = as_text(get(prompt)?).ok_or_else(|| format!("column '{prompt}' is not text"))?;
+            Ok((p, output.as_ref().and_then(|o| row.get(o)).and_then(as_text)))
+        }
+    }
+}
+
+/// Rows of the source, each with its location (Hub rows are numbered as rows).
+fn load_rows(cfg: &HfConfig, needed: usize, env: &HubEnv) -> Result<(DataFile, Vec<(Location, Value)>)> {
+    match &cfg.source {
+        HfSource::File(p) => {
+            let file = DataFile::new(p);
+            let rows = read_records(&file)?;
+            Ok((file, rows))
+        }
+        HfSource::Hub { dataset, subset, split } => {
+            let req = hub::RowsRequest {
+                dataset,
+                config: subset.as_deref(),
+                split: split.as_deref(),
+                rows: needed,
+            };
+            let rows = hub::fetch_rows(&req, env)?;
+            let file = DataFile::new(format!("hf://{dataset}"));
+            Ok((file, rows.into_iter().enumerate().map(|(i, r)| (Location::Row(i), r)).collect()))
+        }
+    }
+}
+
+/// Builds the hf workload.
+pub fn generate_hf(cfg: &HfConfig, sampling: &Sampling, tok: &dyn TextTokenizer, env: &HubEnv) -> Result<Workload> {
+    let (file, mut rows) = load_rows(cfg, sampling.num_prompts, env)?;
+    let Some((first_at, first)) = rows.first() else {
+        return Err(file.error(Location::File, "no rows", "pass a dataset with rows"));
+    };
+    let cols = detect_columns(first, cfg.text_column.as_deref())
+        .map_err(|p| file.error(*first_at, p, "name the prompt column with --hf-text-column"))?;
+    // Every row must fit the detected layout: report the first that does not.
+    for (at, row) in &rows {
+        extract(row, &cols).map_err(|p| {
+            file.error(*at, p, "fix the row, or name the prompt column with --hf-text-column")
+        })?;
+    }
+    shuffle_source(&mut rows, sampling);
+    let samples = collect_samples(&rows, sampling.num_prompts, |(_, row)| {
+        let (prompt, completion) = extract(row, &cols).map_err(|d| BenchError::Dataset { detail: d })?;
+        let prompt_len = tok.encode(&prompt, true)?.len();
+        if prompt_len < MIN_PROMPT_LEN {
+            return Ok(None);
+        }
+        let output = match (cfg.output_len, completion) {
+            (Some(n), _) => n,
+            (None, Some(c)) => tok.encode(&c, true)?.len().max(1),
+            (None, None) => DEFAULT_OUTPUT_LEN,
+        };
+        Ok(Some(Sample::text(prompt, prompt_len, output)))
+    })?;
+    if samples.is_empty() {
+        return Err(file.error(
+            Location::File,
+            format!("no prompt of {MIN_PROMPT_LEN} or more tokens"),
+            "check the prompt column (--hf-text-column)",
+        ));
+    }
+    Ok(finish(samples, sampling))
+}

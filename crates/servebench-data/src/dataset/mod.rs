@@ -1,0 +1,151 @@
+//! File-based and synthetic datasets of `vllm bench serve` besides `random`: sharegpt, sonnet,
+//! custom, prefix_repetition, random-mm, random-rerank, speed-bench and hf.
+//!
+//! Every dataset follows the same steps, as vLLM does: read the source, shuffle it (seeded,
+//! unless `--disable-shuffle`), turn entries into samples in that order (tokenizing in parallel
+//! with rayon, chunk by chunk, until `--num-prompts` valid samples exist), then oversample with
+//! replacement when there are fewer valid samples than requested (unless `--no-oversample`).
+//! Token counts (`prompt_tokens`) follow the `random` dataset's convention: the prompt encoded
+//! *with* the special tokens the tokenizer adds (BOS), as a server's `/tokenize` counts it.
+
+pub mod custom;
+pub mod file;
+pub mod hf;
+pub(crate) mod hub;
+pub mod prefix_repetition;
+pub mod random_mm;
+pub mod random_rerank;
+pub mod sharegpt;
+pub mod sonnet;
+pub mod spec;
+pub mod speed_bench;
+pub mod stats;
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use servebench_core::{Prompt, RequestSpec, RerankPayload, Result, Workload};
+use std::sync::Arc;
+
+pub use spec::{build_dataset, DatasetKind, DatasetRequest};
+pub use stats::DatasetStats;
+
+/// How samples are drawn from a source (the flags every dataset shares).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampling {
+    /// `--num-prompts`.
+    pub num_prompts: usize,
+    /// `--seed`.
+    pub seed: u64,
+    /// Shuffle the source before sampling (not `--disable-shuffle`).
+    pub shuffle: bool,
+    /// Duplicate samples up to `num_prompts` (not `--no-oversample`).
+    pub oversample: bool,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling { num_prompts: 1000, seed: 0, shuffle: true, oversample: true }
+    }
+}
+
+/// One request before it gets its index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    pub prompt: Arc<str>,
+    /// Prompt tokens, special tokens included.
+    pub prompt_len: u32,
+    pub output_len: u32,
+    pub multimodal: Option<Arc<[Arc<str>]>>,
+    pub rerank: Option<Arc<RerankPayload>>,
+}
+
+impl Sample {
+    pub fn text(prompt: impl Into<Arc<str>>, prompt_len: usize, output_len: usize) -> Self {
+        Sample {
+            prompt: prompt.into(),
+            prompt_len: saturate(prompt_len),
+            output_len: saturate(output_len),
+            multimodal: None,
+            rerank: None,
+        }
+    }
+}
+
+pub(crate) fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Stream ids of the seeded RNGs, so that shuffling, oversampling and generation never share
+/// a stream.
+pub(crate) mod streams {
+    pub const SHUFFLE: u64 = 0x5348_5546;
+    pub const OVERSAMPLE: u64 = 0x4f56_4552;
+    pub const SONNET: u64 = 0x534f_4e4e;
+    pub const IMAGES: u64 = 0x494d_4147;
+    pub const MM_ITEMS: u64 = 0x4d4d_4954;
+}
+
+/// A ChaCha8 stream keyed by `(seed, stream)`.
+pub(crate) fn rng(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(stream);
+    r
+}
+
+/// Shuffles `items` with the seeded shuffle stream when `sampling.shuffle`.
+pub fn shuffle_source<T>(items: &mut [T], sampling: &Sampling) {
+    if sampling.shuffle {
+        items.shuffle(&mut rng(sampling.seed, streams::SHUFFLE));
+    }
+}
+
+/// Turns `entries` into samples in order, in parallel chunks, until `needed` samples exist
+/// (`f` returns `None` for an entry that is filtered out). The result does not depend on the
+/// number of threads.
+pub fn collect_samples<T: Sync>(
+    entries: &[T],
+    needed: usize,
+    f: impl Fn(&T) -> Result<Option<Sample>> + Sync,
+) -> Result<Vec<Sample>> {
+    let mut out = Vec::with_capacity(needed.min(entries.len()));
+    let mut start = 0;
+    let mut chunk = needed.max(256).saturating_mul(2);
+    while start < entries.len() && out.len() < needed {
+        let end = (start + chunk).min(entries.len());
+        let part: Vec<Option<Sample>> = entries[start..end].par_iter().map(&f).collect::<Result<_>>()?;
+        out.extend(part.into_iter().flatten().take(needed - out.len()));
+        start = end;
+        chunk = chunk.saturating_mul(2);
+    }
+    Ok(out)
+}
+
+/// The workload of `samples`: cut to `num_prompts`, or oversampled up to it (with replacement,
+/// seeded) unless oversampling is off. Indices are 0-based in send order.
+pub fn finish(mut samples: Vec<Sample>, sampling: &Sampling) -> Workload {
+    samples.truncate(sampling.num_prompts);
+    if sampling.oversample && !samples.is_empty() && samples.len() < sampling.num_prompts {
+        let mut r = rng(sampling.seed, streams::OVERSAMPLE);
+        let have = samples.len();
+        for _ in have..sampling.num_prompts {
+            let pick = samples[r.random_range(0..have)].clone();
+            samples.push(pick);
+        }
+    }
+    let requests = samples
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut spec = RequestSpec::new(i as u64, Prompt::Text(s.prompt), s.prompt_len, s.output_len);
+            spec.multimodal = s.multimodal;
+            spec.rerank = s.rerank;
+            spec
+        })
+        .collect();
+    Workload { requests }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,110 @@
+//! The `sonnet` dataset: prompts that ask the model to pick lines from Shakespeare's sonnets
+//! (public domain; a built-in excerpt of sonnets 1–15 and 18, or any text file with
+//! `--dataset-path`). Each prompt is a fixed instruction, the first lines of the text as a
+//! prefix shared by every prompt (`--sonnet-prefix-len` tokens), then random lines (with
+//! replacement) up to `--sonnet-input-len` tokens. No chat template is applied.
+
+use super::file::{DataFile, Location};
+use super::{finish, rng, streams, Sample, Sampling};
+use rand::Rng;
+use rayon::prelude::*;
+use servebench_core::{BenchError, Result, TextTokenizer, Workload};
+use std::path::PathBuf;
+
+/// The built-in text: Shakespeare's sonnets 1–15 and 18 (public domain).
+pub const BUILTIN_SONNETS: &str = include_str!("sonnets.txt");
+
+/// The instruction every prompt starts with.
+pub const BASE_PROMPT: &str = "Pick as many lines as you can from these poem lines:\n";
+
+/// Options of the sonnet dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SonnetConfig {
+    /// `--dataset-path`; None = the built-in text.
+    pub path: Option<PathBuf>,
+    /// `--sonnet-input-len` (550).
+    pub input_len: usize,
+    /// `--sonnet-output-len` (150).
+    pub output_len: usize,
+    /// `--sonnet-prefix-len` (200).
+    pub prefix_len: usize,
+}
+
+impl Default for SonnetConfig {
+    fn default() -> Self {
+        SonnetConfig { path: None, input_len: 550, output_len: 150, prefix_len: 200 }
+    }
+}
+
+/// Builds the sonnet workload. Shuffling and oversampling do not apply: every prompt is drawn
+/// at random (seeded, per request) and `--num-prompts` are always built.
+pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTokenizer) -> Result<Workload> {
+    let owned;
+    let text: &str = match &cfg.path {
+        Some(p) => {
+            owned = DataFile::new(p).read_text()?;
+            &owned
+        }
+        None => BUILTIN_SONNETS,
+    };
+    let lines: Vec<String> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| format!("{l}\n")).collect();
+    if lines.is_empty() {
+        let file = DataFile::new(cfg.path.clone().unwrap_or_default());
+        return Err(file.error(Location::File, "no non-blank line", "pass a text file with lines of verse"));
+    }
+    let line_tokens: Vec<usize> = lines.par_iter().map(|l| tok.count(l)).collect::<Result<_>>()?;
+    let avg = line_tokens.iter().sum::<usize>() as f64 / lines.len() as f64;
+    let base_len = tok.encode(BASE_PROMPT, true)?.len();
+    if cfg.input_len <= base_len {
+        return Err(BenchError::config(
+            "--sonnet-input-len",
+            format!("{} is not more than the instruction's {base_len} tokens", cfg.input_len),
+            format!("pass --sonnet-input-len above {base_len}"),
+        ));
+    }
+    if cfg.prefix_len > cfg.input_len {
+        return Err(BenchError::config(
+            "--sonnet-prefix-len",
+            format!("{} exceeds --sonnet-input-len {}", cfg.prefix_len, cfg.input_len),
+            "pass a prefix length no larger than the input length",
+        ));
+    }
+    let num_input_lines = (((cfg.input_len - base_len) as f64) / avg).round().max(1.0) as usize;
+    let num_prefix_lines =
+        ((cfg.prefix_len.saturating_sub(base_len) as f64 / avg).round() as usize).min(num_input_lines).min(lines.len());
+    let prefix: String = lines[..num_prefix_lines].concat();
+    let extra = num_input_lines - num_prefix_lines;
+    let requests: Vec<Result<Sample>> = (0..sampling.num_prompts)
+        .into_par_iter()
+        .map(|i| {
+            let mut r = rng(sampling.seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), streams::SONNET);
+            let mut best: Option<(String, usize)> = None;
+            for _ in 0..20 {
+                let mut prompt = String::with_capacity(BASE_PROMPT.len() + prefix.len() + extra * 48);
+                prompt.push_str(BASE_PROMPT);
+                prompt.push_str(&prefix);
+                for _ in 0..extra {
+                    prompt.push_str(&lines[r.random_range(0..lines.len())]);
+                }
+                let len = tok.encode(&prompt, true)?.len();
+                if len <= cfg.input_len {
+                    return Ok(Sample::text(prompt, len, cfg.output_len));
+                }
+                if best.as_ref().is_none_or(|(_, l)| len < *l) {
+                    best = Some((prompt, len));
+                }
+            }
+            // Drawn lines kept overshooting: drop lines from the end until it fits.
+            let (mut prompt, mut len) = best.unwrap_or_default();
+            let floor = BASE_PROMPT.len() + prefix.len();
+            while len > cfg.input_len && prompt.len() > floor {
+                let cut = prompt[..prompt.len() - 1].rfind('\n').map_or(floor, |p| (p + 1).max(floor));
+                prompt.truncate(cut);
+                len = tok.encode(&prompt, true)?.len();
+            }
+            Ok(Sample::text(prompt, len, cfg.output_len))
+        })
+        .collect();
+    let samples = requests.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok(finish(samples, sampling))
+}

@@ -1,0 +1,331 @@
+//! Timestamped trace replay (`--dataset-name timed_trace`): Mooncake-style JSONL, one request
+//! per line, `{"timestamp": ms, "input_length": n, "output_length": n, "hash_ids": [..]}`
+//! (field names remappable with the `--timed-trace-label-*` flags).
+//!
+//! Prompts are token ids. Each hash id expands to a block of exactly `chunk_size` token ids
+//! that is a pure function of `(hash id, seed, tokenizer vocabulary)`: requests sharing leading
+//! hash ids share a token prefix, on every run and every machine (no process randomness). The
+//! last block is cut so the prompt has exactly `input_length` tokens; when the hash ids cover
+//! fewer tokens than `input_length`, the rest is filled with tokens unique to the row (vLLM
+//! sends a shorter prompt instead). Arrival offsets are `(timestamp − first timestamp) ×
+//! multiplier`, in trace order (timestamps must not decrease).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde_json::Value;
+use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer, Workload};
+
+/// Names of the trace fields (`--timed-trace-label-*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceLabels {
+    pub timestamp: String,
+    pub input_length: String,
+    pub output_length: String,
+    pub hash_ids: String,
+}
+
+impl Default for TraceLabels {
+    fn default() -> Self {
+        TraceLabels {
+            timestamp: "timestamp".into(),
+            input_length: "input_length".into(),
+            output_length: "output_length".into(),
+            hash_ids: "hash_ids".into(),
+        }
+    }
+}
+
+/// What to replay and how.
+#[derive(Debug, Clone)]
+pub struct TraceConfig {
+    pub path: PathBuf,
+    pub labels: TraceLabels,
+    /// Tokens per hash id (`--timed-trace-chunk-hash-size`, vLLM default 16).
+    pub chunk_size: u32,
+    /// Scale of trace time (`--timed-trace-sec-multiplier`): 0.5 replays twice as fast.
+    pub sec_multiplier: f64,
+    /// Replay at most this many rows (the first ones).
+    pub num_prompts: usize,
+    pub seed: u64,
+    /// Rows whose `input_length + output_length` exceed this are dropped.
+    pub max_model_len: Option<u32>,
+    /// Send on the trace's timestamps (`--self-timed`, the default); otherwise the run's
+    /// `--request-rate` schedule is used.
+    pub self_timed: bool,
+}
+
+/// One request of the trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRow {
+    pub timestamp_ms: f64,
+    pub input_length: u32,
+    pub output_length: u32,
+    pub hash_ids: Vec<u64>,
+}
+
+/// A trace turned into a workload and its arrival offsets (one per request).
+#[derive(Debug, Clone)]
+pub struct TraceWorkload {
+    pub workload: Workload,
+    pub offsets_us: Vec<u64>,
+    /// Rows dropped by `max_model_len`.
+    pub filtered_out: usize,
+}
+
+fn dataset_err(detail: String) -> BenchError {
+    BenchError::Dataset { detail }
+}
+
+fn field_u64(v: &Value, name: &str, line: usize) -> Result<u64> {
+    let f = v.get(name).ok_or_else(|| {
+        dataset_err(format!(
+            "trace line {line}: no field '{name}'; fix: check the file or remap the name with --timed-trace-label-*"
+        ))
+    })?;
+    f.as_u64().or_else(|| f.as_f64().filter(|x| *x >= 0.0 && x.fract() == 0.0).map(|x| x as u64)).ok_or_else(
+        || dataset_err(format!("trace line {line}: '{name}' is not a non-negative integer; fix: check the file")),
+    )
+}
+
+/// Parses JSONL trace text (pure). Empty lines are skipped; timestamps must not decrease.
+pub fn parse_trace(text: &str, labels: &TraceLabels) -> Result<Vec<TraceRow>> {
+    let mut rows = Vec::new();
+    let mut last_ts = f64::NEG_INFINITY;
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            dataset_err(format!("trace line {line_no} is not JSON ({e}); fix: one JSON object per line"))
+        })?;
+        let ts = v.get(&labels.timestamp).and_then(Value::as_f64).ok_or_else(|| {
+            dataset_err(format!(
+                "trace line {line_no}: no numeric '{}' (ms); fix: remap with --timed-trace-label-timestamp",
+                labels.timestamp
+            ))
+        })?;
+        if !ts.is_finite() || ts < last_ts {
+            return Err(dataset_err(format!(
+                "trace line {line_no}: timestamp {ts} is before the previous one; fix: sort the trace by timestamp"
+            )));
+        }
+        last_ts = ts;
+        let input = field_u64(&v, &labels.input_length, line_no)?;
+        let output = field_u64(&v, &labels.output_length, line_no)?;
+        let hash_ids = match v.get(&labels.hash_ids) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|h| {
+                    h.as_u64().ok_or_else(|| {
+                        dataset_err(format!(
+                            "trace line {line_no}: hash id {h} is not a non-negative integer; fix: check the file"
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<u64>>>()?,
+            Some(_) => {
+                return Err(dataset_err(format!(
+                    "trace line {line_no}: '{}' is not an array; fix: remap with --timed-trace-label-hash-ids",
+                    labels.hash_ids
+                )))
+            }
+        };
+        let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+        rows.push(TraceRow {
+            timestamp_ms: ts,
+            input_length: clamp(input),
+            output_length: clamp(output),
+            hash_ids,
+        });
+    }
+    Ok(rows)
+}
+
+/// Arrival offsets of `rows` (pure): `(timestamp − first) × multiplier`, in µs.
+pub fn trace_offsets_us(rows: &[TraceRow], sec_multiplier: f64) -> Vec<u64> {
+    let first = rows.first().map_or(0.0, |r| r.timestamp_ms);
+    let mut prev = 0;
+    rows.iter()
+        .map(|r| {
+            let us = (r.timestamp_ms - first) * sec_multiplier * 1000.0;
+            let us = if us.is_finite() && us > 0.0 { us.round() as u64 } else { 0 };
+            prev = us.max(prev);
+            prev
+        })
+        .collect()
+}
+
+const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(GOLDEN);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Token ids a trace prompt may use: every id whose text (special tokens skipped) is non-empty.
+pub fn allowed_token_ids(tok: &dyn TextTokenizer) -> Vec<u32> {
+    (0..tok.vocab_size())
+        .into_par_iter()
+        .filter(|&id| tok.decode(&[id], true).is_ok_and(|t| !t.is_empty()))
+        .collect()
+}
+
+/// Expands hash ids and rows into token ids (pure given the allowed ids).
+#[derive(Debug, Clone)]
+pub struct BlockTokens {
+    allowed: Arc<[u32]>,
+    chunk_size: u32,
+    seed: u64,
+}
+
+impl BlockTokens {
+    pub fn new(allowed: Arc<[u32]>, chunk_size: u32, seed: u64) -> Self {
+        BlockTokens { allowed, chunk_size: chunk_size.max(1), seed }
+    }
+
+    fn pick(&self, x: u64) -> u32 {
+        self.allowed[(mix(x) % self.allowed.len() as u64) as usize]
+    }
+
+    /// Token `j` of the block of `hash_id`.
+    fn block_token(&self, hash_id: u64, j: u64) -> u32 {
+        let base = mix(self.seed ^ 0x7472_6163_655f_6964) ^ mix(hash_id.wrapping_mul(GOLDEN));
+        self.pick(base.wrapping_add(j.wrapping_mul(GOLDEN)))
+    }
+
+    /// The block of `hash_id`: exactly `chunk_size` ids.
+    pub fn block(&self, hash_id: u64) -> Vec<u32> {
+        (0..u64::from(self.chunk_size)).map(|j| self.block_token(hash_id, j)).collect()
+    }
+
+    /// The prompt of row `row_index`: its hash blocks, cut or filled to `input_length`.
+    pub fn prompt(&self, row: &TraceRow, row_index: u64) -> Vec<u32> {
+        let n = row.input_length as usize;
+        let mut ids = Vec::with_capacity(n);
+        'blocks: for &h in &row.hash_ids {
+            for j in 0..u64::from(self.chunk_size) {
+                if ids.len() == n {
+                    break 'blocks;
+                }
+                ids.push(self.block_token(h, j));
+            }
+        }
+        let fill = mix(self.seed ^ 0x756e_6971_7565) ^ mix(row_index.wrapping_add(1).wrapping_mul(GOLDEN));
+        let mut k = 0u64;
+        while ids.len() < n {
+            ids.push(self.pick(fill.wrapping_add(k.wrapping_mul(GOLDEN))));
+            k += 1;
+        }
+        ids
+    }
+}
+
+/// Reads, filters and expands a trace into a workload with its arrival offsets.
+pub fn build_trace_workload(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<TraceWorkload> {
+    let text = std::fs::read_to_string(&cfg.path).map_err(|e| BenchError::io(cfg.path.display(), e))?;
+    let mut rows = parse_trace(&text, &cfg.labels)?;
+    rows.truncate(cfg.num_prompts);
+    let before = rows.len();
+    if let Some(limit) = cfg.max_model_len {
+        rows.retain(|r| u64::from(r.input_length) + u64::from(r.output_length) <= u64::from(limit));
+    }
+    let filtered_out = before - rows.len();
+    if rows.is_empty() {
+        return Err(dataset_err(format!(
+            "trace {} has no request to replay{}; fix: check the file",
+            cfg.path.display(),
+            if filtered_out > 0 { " after --max-model-len filtering" } else { "" }
+        )));
+    }
+    let allowed: Arc<[u32]> = allowed_token_ids(tok).into();
+    if allowed.is_empty() {
+        return Err(dataset_err(format!(
+            "tokenizer {} has no usable token ids; fix: pass another --tokenizer",
+            tok.name()
+        )));
+    }
+    let blocks = BlockTokens::new(allowed, cfg.chunk_size, cfg.seed);
+    let requests = rows
+        .par_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let ids = blocks.prompt(r, i as u64);
+            RequestSpec::new(i as u64, Prompt::TokenIds(ids.into()), r.input_length, r.output_length.max(1))
+        })
+        .collect();
+    Ok(TraceWorkload {
+        workload: Workload { requests },
+        offsets_us: trace_offsets_us(&rows, cfg.sec_multiplier),
+        filtered_out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn blocks() -> BlockTokens {
+        BlockTokens::new((100..1100u32).collect::<Vec<_>>().into(), 4, 7)
+    }
+
+    #[test]
+    fn parses_rows_with_remapped_labels() {
+        let labels = TraceLabels { timestamp: "t".into(), hash_ids: "h".into(), ..TraceLabels::default() };
+        let text = "{\"t\": 0, \"input_length\": 8, \"output_length\": 2, \"h\": [1, 2]}\n\n\
+                    {\"t\": 1500.5, \"input_length\": 3, \"output_length\": 1}\n";
+        let rows = parse_trace(text, &labels).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].hash_ids, vec![1, 2]);
+        assert!(rows[1].hash_ids.is_empty());
+        assert_eq!(trace_offsets_us(&rows, 1.0), vec![0, 1_500_500]);
+        assert_eq!(trace_offsets_us(&rows, 0.5), vec![0, 750_250]);
+    }
+
+    #[test]
+    fn rejects_bad_rows() {
+        let l = TraceLabels::default();
+        assert!(parse_trace("{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1}\n{\"timestamp\": 4, \"input_length\": 1, \"output_length\": 1}", &l).is_err());
+        assert!(parse_trace("{\"input_length\": 1, \"output_length\": 1}", &l).is_err());
+        assert!(parse_trace("{\"timestamp\": 1, \"input_length\": -1, \"output_length\": 1}", &l).is_err());
+        assert!(parse_trace("not json", &l).is_err());
+    }
+
+    #[test]
+    fn shared_hash_ids_give_shared_prefixes() {
+        let b = blocks();
+        let row = |h: Vec<u64>, n| TraceRow { timestamp_ms: 0.0, input_length: n, output_length: 1, hash_ids: h };
+        let a = b.prompt(&row(vec![1, 2, 3], 12), 0);
+        let c = b.prompt(&row(vec![1, 2, 9], 12), 1);
+        assert_eq!(a.len(), 12);
+        assert_eq!(a[..8], c[..8]);
+        assert_ne!(a[8..], c[8..]);
+        // Exactly chunk-size tokens per hash id; the last block is cut to the input length.
+        assert_eq!(a[..4], b.block(1)[..]);
+        assert_eq!(b.prompt(&row(vec![1, 2, 3], 6), 0), a[..6]);
+        // Too few hash ids: the rest is unique to the row.
+        let d = b.prompt(&row(vec![1], 10), 2);
+        let e = b.prompt(&row(vec![1], 10), 3);
+        assert_eq!(d[..4], e[..4]);
+        assert_ne!(d[4..], e[4..]);
+    }
+
+    /// `block(42)` with ids 100..1100, chunk 4, seed 7 (printed once, then pinned).
+    const PINNED_42: [u32; 4] = [379, 499, 261, 380];
+
+    #[test]
+    fn blocks_are_pure_functions_of_hash_and_seed() {
+        // Pinned values: the same hash id and seed give the same tokens on every machine.
+        let b = blocks();
+        assert_eq!(b.block(42), blocks().block(42));
+        assert_ne!(b.block(42), BlockTokens::new((100..1100u32).collect::<Vec<_>>().into(), 4, 8).block(42));
+        assert_ne!(b.block(42), b.block(43));
+        assert_eq!(b.block(42), PINNED_42);
+    }
+}

@@ -1,0 +1,260 @@
+//! Load shapes beyond "N prompts on a rate schedule": trace replay (arrivals from the trace),
+//! multi-turn conversations, LoRA adapters, `--duration` and `--stages`. The run calls in here
+//! at three points: building the workload, building the schedule, and annotating each request.
+
+use crate::config::{DatasetSpec, RunConfig};
+use crate::lora::LoraConfig;
+use crate::session::{self, Conversations, MultiTurnConfig};
+use crate::stages::{cycle_workload, staged_schedule, Stage};
+use servebench_client::backend::TargetConfig;
+use servebench_client::request::RequestTarget;
+use servebench_client::transport::HttpClient;
+use servebench_core::schedule::ArrivalSchedule;
+use servebench_core::{BenchError, RequestRecord, Result, TextTokenizer, Workload};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Load options of a run (all off by default).
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `--lora-modules` / `--lora-assignment`.
+    pub lora: Option<LoraConfig>,
+    /// `--multi-turn` and its options.
+    pub multi_turn: Option<MultiTurnConfig>,
+    /// `--stages RATE:SECONDS,...` (empty = none).
+    pub stages: Vec<Stage>,
+    /// `--duration SECONDS`: nothing is sent after this time.
+    pub duration: Option<Duration>,
+    /// `--on-duration-end cancel`: requests in flight at the end are cancelled (default: they
+    /// finish).
+    pub cancel_at_end: bool,
+}
+
+/// What preparation built for the load shape, beyond the workload.
+#[derive(Debug, Clone, Default)]
+pub struct LoadPlan {
+    /// Trace replay: the arrival offset of each request.
+    pub trace_offsets_us: Option<Arc<[u64]>>,
+    /// Multi-turn: the conversations (their turns are the workload).
+    pub conversations: Option<Arc<Conversations>>,
+    /// Multi-turn: counts received replies for the history.
+    pub tokenizer: Option<Arc<dyn TextTokenizer>>,
+    /// LoRA: one request target per adapter (the adapter name as `model`).
+    pub lora_targets: Vec<Arc<RequestTarget>>,
+}
+
+fn needs_tokenizer(what: &str) -> BenchError {
+    BenchError::config(
+        "--tokenizer server",
+        format!("{what} needs a local tokenizer"),
+        "pass --tokenizer with a tokenizer.json path, a model id or a built-in encoding",
+    )
+}
+
+/// Builds the workload of trace replay and multi-turn runs; `None` for every other run.
+pub async fn build_special(
+    cfg: &RunConfig,
+    tokenizer: Option<Arc<dyn TextTokenizer>>,
+) -> Result<Option<(Workload, LoadPlan)>> {
+    if let DatasetSpec::TimedTrace(t) = &cfg.dataset {
+        let tok = tokenizer.ok_or_else(|| needs_tokenizer("trace replay"))?;
+        let mut t = t.clone();
+        t.max_model_len = cfg.max_model_len;
+        let self_timed = t.self_timed;
+        let built = tokio::task::spawn_blocking(move || servebench_data::trace::build_trace_workload(&t, tok.as_ref()))
+            .await
+            .map_err(|e| BenchError::Dataset { detail: format!("trace loading failed: {e}") })??;
+        let offsets = self_timed.then(|| built.offsets_us.into());
+        let plan = LoadPlan { trace_offsets_us: offsets, ..LoadPlan::default() };
+        return Ok(Some((built.workload, plan)));
+    }
+    let Some(mt) = cfg.load.multi_turn.clone() else { return Ok(None) };
+    let tok = tokenizer.ok_or_else(|| needs_tokenizer("--multi-turn"))?;
+    let random = match &cfg.dataset {
+        DatasetSpec::Random(r) => Some(r.clone()),
+        _ => None,
+    };
+    let limit = cfg.max_model_len;
+    let t = tok.clone();
+    let conv = tokio::task::spawn_blocking(move || -> Result<Conversations> {
+        let conv = match (&mt.sharegpt_path, &random) {
+            (Some(path), _) => {
+                let n = random.as_ref().map_or(usize::MAX, |r| r.num_prompts);
+                session::sharegpt(path, &mt, n, t.as_ref())?
+            }
+            (None, Some(r)) => session::synthetic(&mt, r, t.as_ref())?,
+            (None, None) => {
+                return Err(BenchError::config(
+                    "--multi-turn",
+                    "works with the random dataset (synthetic turns) or sharegpt (conversations)",
+                    "use --dataset-name random, or sharegpt with --dataset-path",
+                ))
+            }
+        };
+        Ok(session::truncate_to_model_len(conv, limit).0)
+    })
+    .await
+    .map_err(|e| BenchError::Dataset { detail: format!("conversation building failed: {e}") })??;
+    if conv.bounds.is_empty() {
+        return Err(BenchError::Dataset {
+            detail: "no conversation left after --max-model-len truncation; fix: raise --max-model-len".into(),
+        });
+    }
+    let workload = conv.workload.clone();
+    let plan = LoadPlan { conversations: Some(Arc::new(conv)), tokenizer: Some(tok), ..LoadPlan::default() };
+    Ok(Some((workload, plan)))
+}
+
+/// One request target per LoRA adapter (empty without LoRA). `base` is the run's target
+/// configuration (base model); only `model` changes.
+pub fn lora_targets(client: &HttpClient, base: &TargetConfig, load: &LoadOptions) -> Result<Vec<Arc<RequestTarget>>> {
+    let Some(lora) = &load.lora else { return Ok(Vec::new()) };
+    lora.modules
+        .iter()
+        .map(|m| {
+            let cfg = TargetConfig { model: m.clone(), ..base.clone() };
+            RequestTarget::new(client, &cfg).map(Arc::new)
+        })
+        .collect()
+}
+
+/// The schedule of the measured phase and what each request is annotated with.
+#[derive(Debug, Clone)]
+pub struct MeasuredPlan {
+    /// The requests of the phase (cycled through the prompts with `--stages`/`--duration`).
+    pub workload: Workload,
+    /// Intended send offsets: one per request, or one per conversation in multi-turn runs.
+    pub offsets_us: Vec<u64>,
+    /// Stage of each request (`--stages`/`--duration`).
+    pub stage: Option<Arc<[u32]>>,
+    /// LoRA adapter of each request (single-shot) or conversation (multi-turn).
+    pub lora: Option<Arc<[u32]>>,
+    pub lora_names: Arc<[Arc<str>]>,
+    /// End of the phase (`--duration`, or the end of the last stage), µs from the origin.
+    pub end_us: Option<u64>,
+}
+
+impl MeasuredPlan {
+    /// Sets the stage and adapter of request `index`'s record.
+    pub fn annotate(&self, rec: &mut RequestRecord, index: usize) {
+        if let Some(s) = &self.stage {
+            rec.stage = s.get(index).copied();
+        }
+        if let Some(i) = self.lora.as_ref().and_then(|l| l.get(index)) {
+            rec.lora = self.lora_names.get(*i as usize).map(|n| n.to_string());
+        }
+    }
+
+    /// The adapter index of request `index` (single-shot runs).
+    pub fn lora_of(&self, index: usize) -> Option<usize> {
+        self.lora.as_ref().and_then(|l| l.get(index)).map(|&i| i as usize)
+    }
+}
+
+fn us(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Builds the measured phase's plan (pure given its inputs).
+pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Result<MeasuredPlan> {
+    let load = &cfg.load;
+    let duration_us = load.duration.map(us);
+    let mut workload = workload;
+    let mut offsets_us: Vec<u64>;
+    let mut stage: Option<Arc<[u32]>> = None;
+    let mut end_us = duration_us;
+    if let Some(conv) = &plan.conversations {
+        offsets_us = ArrivalSchedule::generate(conv.bounds.len(), &cfg.rate, cfg.seed).offsets_us;
+    } else if let Some(trace) = &plan.trace_offsets_us {
+        offsets_us = trace[..workload.len().min(trace.len())].to_vec();
+    } else if !load.stages.is_empty() || load.duration.is_some() {
+        let stages = if load.stages.is_empty() {
+            if !cfg.rate.request_rate.is_finite() || cfg.rate.ramp_up.is_some() {
+                return Err(BenchError::config(
+                    "--duration",
+                    "needs a finite constant --request-rate (or --stages)",
+                    "pass --request-rate R with --duration, or --stages RATE:SECONDS,...",
+                ));
+            }
+            vec![Stage { rate: cfg.rate.request_rate, seconds: load.duration.unwrap_or_default().as_secs_f64() }]
+        } else {
+            load.stages.clone()
+        };
+        let s = staged_schedule(&stages, cfg.rate.burstiness, cfg.seed);
+        let last = s.bounds_us.last().map_or(0, |b| b.1);
+        end_us = Some(duration_us.map_or(last, |d| d.min(last)));
+        workload = cycle_workload(&workload, s.offsets_us.len());
+        offsets_us = s.offsets_us;
+        stage = Some(s.stage.into());
+    } else {
+        offsets_us = ArrivalSchedule::generate(workload.len(), &cfg.rate, cfg.seed).offsets_us;
+    }
+    // Nothing is scheduled at or after the end (trace replay and multi-turn arrivals).
+    if let Some(end) = end_us {
+        let keep = offsets_us.iter().take_while(|&&o| o < end).count();
+        offsets_us.truncate(keep);
+        if plan.conversations.is_none() {
+            workload.requests.truncate(keep);
+            if let Some(s) = stage.as_ref() {
+                stage = Some(s[..keep.min(s.len())].into());
+            }
+        }
+    }
+    if offsets_us.is_empty() {
+        return Err(BenchError::config(
+            "--duration",
+            "no request is scheduled before the end of the run",
+            "lengthen --duration or --stages, or raise the rate",
+        ));
+    }
+    let (lora, lora_names) = match &load.lora {
+        Some(l) => {
+            let units = match &plan.conversations {
+                Some(c) => c.bounds.len(),
+                None => workload.len(),
+            };
+            let names: Arc<[Arc<str>]> = l.modules.iter().map(|m| Arc::from(m.as_str())).collect();
+            (Some(l.assign(units, cfg.seed).into()), names)
+        }
+        None => (None, Arc::from(Vec::new())),
+    };
+    Ok(MeasuredPlan { workload, offsets_us, stage, lora, lora_names, end_us })
+}
+
+/// The conversation runner of a multi-turn run (`None` for other runs).
+#[allow(clippy::too_many_arguments)]
+pub fn session_run(
+    cfg: &RunConfig,
+    plan: &LoadPlan,
+    measured: &MeasuredPlan,
+    client: &HttpClient,
+    target: &Arc<RequestTarget>,
+    opts: &Arc<servebench_client::request::ExecOptions>,
+    clock: servebench_core::RunClock,
+    live: Option<Arc<crate::live::LiveMetrics>>,
+) -> Option<session::SessionRun> {
+    let conv = plan.conversations.as_ref()?;
+    let mt = cfg.load.multi_turn.clone().unwrap_or_default();
+    let targets: Arc<[Arc<RequestTarget>]> = if plan.lora_targets.is_empty() {
+        vec![target.clone()].into()
+    } else {
+        plan.lora_targets.clone().into()
+    };
+    let lora_of: Arc<[(u32, Arc<str>)]> = match &measured.lora {
+        Some(l) => l.iter().map(|&i| (i, measured.lora_names.get(i as usize).cloned().unwrap_or_else(|| Arc::from("")))).collect(),
+        None => Arc::from(Vec::new()),
+    };
+    Some(session::SessionRun {
+        client: client.clone(),
+        targets,
+        lora_of,
+        opts: opts.clone(),
+        clock,
+        request_id_prefix: cfg.request_id_prefix.clone(),
+        delay: mt.delay,
+        concurrency: mt.concurrency.or(cfg.max_concurrency).unwrap_or(conv.bounds.len()),
+        tokenizer: plan.tokenizer.clone(),
+        keep_text: cfg.keep_text,
+        live,
+    })
+}

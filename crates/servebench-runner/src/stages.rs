@@ -1,0 +1,267 @@
+//! Duration-bound and multi-stage load (`--duration`, `--stages`).
+//!
+//! A stage is a constant request rate held for a number of seconds; stages run back to back.
+//! The schedule is a pure function of `(stages, burstiness, seed)`: inside stage `k` the gaps
+//! are drawn exactly like `ArrivalSchedule` draws them (Gamma with shape `burstiness`, mean
+//! `1/rate`, no normalization) from a stream seeded by `(seed, k)`, and arrivals stop at the
+//! stage's end. The number of requests is what the schedule holds; request `i` sends prompt
+//! `i mod W` of the `W`-prompt workload. `--duration T` alone is one stage at `--request-rate`.
+
+use crate::dispatch::{stop_signal, StopSignal};
+use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
+use servebench_core::{BenchError, Result, Workload};
+use std::time::Instant;
+
+/// One stage: `rate` requests per second for `seconds`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stage {
+    pub rate: f64,
+    pub seconds: f64,
+}
+
+/// Parses `RATE:SECONDS[,RATE:SECONDS...]`, e.g. `5:60,20:60`.
+pub fn parse_stages(text: &str) -> Result<Vec<Stage>> {
+    let fix = "pass RATE:SECONDS pairs separated by commas, e.g. --stages 5:60,20:60";
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (r, s) = item
+            .split_once(':')
+            .ok_or_else(|| BenchError::config("--stages", format!("'{item}' is not RATE:SECONDS"), fix))?;
+        let rate: f64 = r.trim().parse().map_err(|_| {
+            BenchError::config("--stages", format!("rate '{r}' is not a number"), fix)
+        })?;
+        let seconds: f64 = s.trim().parse().map_err(|_| {
+            BenchError::config("--stages", format!("duration '{s}' is not a number of seconds"), fix)
+        })?;
+        if !rate.is_finite() || rate <= 0.0 {
+            return Err(BenchError::config(
+                "--stages",
+                format!("rate {rate} must be a positive, finite number of requests per second"),
+                fix,
+            ));
+        }
+        if !seconds.is_finite() || seconds <= 0.0 {
+            return Err(BenchError::config("--stages", format!("duration {seconds} must be > 0"), fix));
+        }
+        out.push(Stage { rate, seconds });
+    }
+    if out.is_empty() {
+        return Err(BenchError::config("--stages", "no stage given", fix));
+    }
+    Ok(out)
+}
+
+/// The arrivals of a staged run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StagedSchedule {
+    /// Intended send offsets, µs from the run origin, non-decreasing.
+    pub offsets_us: Vec<u64>,
+    /// The stage of each request.
+    pub stage: Vec<u32>,
+    /// `[start, end)` of each stage, µs from the origin.
+    pub bounds_us: Vec<(u64, u64)>,
+}
+
+fn secs_to_us(s: f64) -> u64 {
+    (s * 1e6).round().max(0.0) as u64
+}
+
+/// Seed of stage `k`'s stream.
+fn stage_seed(seed: u64, k: usize) -> u64 {
+    seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Arrivals of one constant-rate stage lasting `until_us`, from its own start (pure).
+fn stage_offsets(rate: f64, burstiness: f64, until_us: u64, seed: u64) -> Vec<u64> {
+    // A ramp from `rate` to `rate` draws the same gaps as a constant rate but is never
+    // normalized, so the offsets do not depend on how many are drawn.
+    let cfg = RateConfig {
+        request_rate: f64::INFINITY,
+        burstiness,
+        ramp_up: Some(RampUp { strategy: RampStrategy::Linear, start_rps: rate, end_rps: rate }),
+    };
+    let mut n = ((rate * until_us as f64 / 1e6) * 1.25) as usize + 16;
+    loop {
+        let s = ArrivalSchedule::generate(n, &cfg, seed);
+        if s.offsets_us.last().is_some_and(|&last| last >= until_us) || n >= 50_000_000 {
+            return s.offsets_us.into_iter().take_while(|&o| o < until_us).collect();
+        }
+        n *= 2;
+    }
+}
+
+/// The schedule of `stages` run back to back (pure).
+pub fn staged_schedule(stages: &[Stage], burstiness: f64, seed: u64) -> StagedSchedule {
+    let mut out = StagedSchedule::default();
+    let mut start = 0u64;
+    for (k, st) in stages.iter().enumerate() {
+        let len = secs_to_us(st.seconds);
+        for o in stage_offsets(st.rate, burstiness, len, stage_seed(seed, k)) {
+            out.offsets_us.push(start + o);
+            out.stage.push(k as u32);
+        }
+        out.bounds_us.push((start, start + len));
+        start += len;
+    }
+    out
+}
+
+/// The workload of `n` requests, request `i` sending prompt `i mod W` (prompts are shared, not
+/// copied). An empty workload stays empty.
+pub fn cycle_workload(w: &Workload, n: usize) -> Workload {
+    if w.requests.is_empty() {
+        return Workload::default();
+    }
+    let requests = (0..n)
+        .map(|i| {
+            let mut spec = w.requests[i % w.requests.len()].clone();
+            spec.index = i as u64;
+            spec
+        })
+        .collect();
+    Workload { requests }
+}
+
+/// Stop signals of a run with an optional end time: `release` stops issuing requests (Ctrl-C
+/// or the end time), `cancel` stops requests in flight (Ctrl-C when `cancel_on_interrupt`, the
+/// end time when `cancel_at_end`).
+#[derive(Debug, Clone)]
+pub struct RunStops {
+    pub release: StopSignal,
+    pub cancel: StopSignal,
+}
+
+/// Derives [`RunStops`] from the user's stop signal and an optional end instant.
+pub fn run_stops(
+    user: StopSignal,
+    cancel_on_interrupt: bool,
+    end: Option<Instant>,
+    cancel_at_end: bool,
+) -> RunStops {
+    let (release_h, release) = stop_signal();
+    let (cancel_h, cancel) = stop_signal();
+    tokio::spawn(async move {
+        let mut user = user;
+        let mut end_done = end.is_none();
+        let sleep = async {
+            match end {
+                Some(e) => tokio::time::sleep_until(e.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                _ = user.stopped() => {
+                    release_h.stop();
+                    if cancel_on_interrupt {
+                        cancel_h.stop();
+                    }
+                    // Keep the end time armed only if it can still cancel something.
+                    if end_done || !cancel_at_end || cancel_on_interrupt {
+                        break;
+                    }
+                    (&mut sleep).await;
+                    cancel_h.stop();
+                    break;
+                }
+                _ = &mut sleep, if !end_done => {
+                    end_done = true;
+                    release_h.stop();
+                    if cancel_at_end {
+                        cancel_h.stop();
+                        break;
+                    }
+                    if !cancel_on_interrupt {
+                        break;
+                    }
+                }
+            }
+        }
+        // Dropping the handles leaves the signals as they are (raised or not).
+    });
+    RunStops { release, cancel }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use servebench_core::{Prompt, RequestSpec};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn parses_stage_lists() {
+        let s = parse_stages("5:60, 20:30.5").unwrap();
+        assert_eq!(s, vec![Stage { rate: 5.0, seconds: 60.0 }, Stage { rate: 20.0, seconds: 30.5 }]);
+        for bad in ["", "5", "x:1", "5:y", "0:10", "inf:10", "5:0", "5:-1"] {
+            assert!(parse_stages(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn staged_schedule_is_pure_and_keeps_each_stage_in_its_window() {
+        let stages = [Stage { rate: 50.0, seconds: 10.0 }, Stage { rate: 200.0, seconds: 5.0 }];
+        let a = staged_schedule(&stages, 1.0, 3);
+        assert_eq!(a, staged_schedule(&stages, 1.0, 3));
+        assert_ne!(a.offsets_us, staged_schedule(&stages, 1.0, 4).offsets_us);
+        assert_eq!(a.bounds_us, vec![(0, 10_000_000), (10_000_000, 15_000_000)]);
+        assert!(a.offsets_us.windows(2).all(|w| w[0] <= w[1]));
+        let n0 = a.stage.iter().filter(|&&s| s == 0).count();
+        let n1 = a.stage.iter().filter(|&&s| s == 1).count();
+        // Poisson counts: 500 ± 5σ and 1000 ± 5σ.
+        assert!((390..=610).contains(&n0), "{n0}");
+        assert!((840..=1160).contains(&n1), "{n1}");
+        for (o, s) in a.offsets_us.iter().zip(&a.stage) {
+            let (lo, hi) = a.bounds_us[*s as usize];
+            assert!(*o >= lo && *o < hi);
+        }
+    }
+
+    #[test]
+    fn constant_gaps_with_infinite_burstiness() {
+        let a = staged_schedule(&[Stage { rate: 10.0, seconds: 1.0 }], f64::INFINITY, 0);
+        assert_eq!(a.offsets_us, (1..10).map(|i| i * 100_000).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn cycling_reuses_prompts() {
+        let w = Workload {
+            requests: (0..3).map(|i| RequestSpec::new(i, Prompt::Text(Arc::from(format!("p{i}"))), 1, 1)).collect(),
+        };
+        let c = cycle_workload(&w, 7);
+        assert_eq!(c.len(), 7);
+        assert_eq!(c.requests[4].prompt, w.requests[1].prompt);
+        assert_eq!(c.requests[4].index, 4);
+        assert!(cycle_workload(&Workload::default(), 5).is_empty());
+    }
+
+    #[tokio::test]
+    async fn end_time_stops_release_and_cancels_only_when_asked() {
+        let (_user_h, user) = stop_signal();
+        let end = Instant::now() + Duration::from_millis(20);
+        let drain = run_stops(user.clone(), true, Some(end), false);
+        let cancel = run_stops(user, true, Some(end), true);
+        let mut r = drain.release.clone();
+        r.stopped().await;
+        let mut c = cancel.cancel.clone();
+        c.stopped().await;
+        assert!(!drain.cancel.is_stopped());
+        assert!(cancel.release.is_stopped());
+    }
+
+    #[tokio::test]
+    async fn interrupt_cancels_per_its_mode() {
+        let (user_h, user) = stop_signal();
+        let keep = run_stops(user.clone(), false, None, false);
+        let stop = run_stops(user, true, None, false);
+        user_h.stop();
+        let mut c = stop.cancel.clone();
+        c.stopped().await;
+        let mut r = keep.release.clone();
+        r.stopped().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(!keep.cancel.is_stopped());
+    }
+}

@@ -1,0 +1,99 @@
+//! `--stages` / `--duration` and LoRA against the in-process simulator: nothing is issued after
+//! the end, stages are tagged and counted on their own, the end either drains or cancels the
+//! requests in flight, and each request sends its (deterministic) adapter as the model.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use servebench_client::backend::BackendKind;
+use servebench_core::metrics::groups::by_stage;
+use servebench_core::metrics::MetricsConfig;
+use servebench_core::schedule::RateConfig;
+use servebench_core::Outcome;
+use servebench_runner::lora::{LoraAssignment, LoraConfig};
+use servebench_runner::stages::{staged_schedule, Stage};
+use servebench_sim::SimConfig;
+use std::time::Duration;
+
+async fn sim(ttft_ms: f64, itl_ms: f64, loras: &[&str]) -> servebench_sim::SimHandle {
+    let tok = servebench_data::tokenizer::load_tokenizer(common::TOKENIZER).unwrap();
+    let mut cfg = SimConfig::new("base", tok).with_fixed_timing_ms(ttft_ms, itl_ms).unwrap();
+    cfg.lora_modules = loras.iter().map(|s| s.to_string()).collect();
+    servebench_sim::start(cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stages_then_duration_stop_issuing_and_report_per_stage() {
+    let sim = sim(5.0, 2.0, &[]).await;
+    let stages = vec![Stage { rate: 20.0, seconds: 0.5 }, Stage { rate: 60.0, seconds: 0.5 }];
+    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 7);
+    cfg.rate = RateConfig { request_rate: f64::INFINITY, burstiness: 1.0, ramp_up: None };
+    cfg.load.stages = stages.clone();
+    // The duration cuts the second stage short.
+    cfg.load.duration = Some(Duration::from_millis(800));
+    let records = common::run(cfg.clone()).await;
+    let schedule = staged_schedule(&stages, 1.0, cfg.seed);
+    let expected: Vec<_> = schedule.offsets_us.iter().filter(|&&o| o < 800_000).collect();
+    assert_eq!(records.len(), expected.len());
+    assert!(records.len() > 10);
+    for (r, &&o) in records.iter().zip(&expected) {
+        assert_eq!(r.intended_us, o);
+        assert!(r.intended_us < 800_000, "nothing is scheduled after the end");
+        // Drained: everything sent finishes.
+        assert_eq!(r.outcome, Outcome::Completed);
+        assert_eq!(r.prompt_tokens, records[(r.index % 7) as usize].prompt_tokens, "prompts are reused");
+    }
+    let per_stage = by_stage(&records, &MetricsConfig::default());
+    assert_eq!(per_stage.len(), 2);
+    let n0 = schedule.stage.iter().zip(&schedule.offsets_us).filter(|(s, o)| **s == 0 && **o < 800_000).count();
+    assert_eq!(per_stage[0].1.completed as usize, n0);
+    assert_eq!(per_stage[1].1.completed as usize, records.len() - n0);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_end_cancels_in_flight_requests_when_asked() {
+    // Each request streams for about 2 s; the run ends at 0.4 s.
+    let sim = sim(10.0, 50.0, &[]).await;
+    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 5);
+    if let servebench_runner::DatasetSpec::Random(r) = &mut cfg.dataset {
+        r.output_len = 40;
+    }
+    cfg.rate = RateConfig { request_rate: 20.0, burstiness: f64::INFINITY, ramp_up: None };
+    cfg.load.duration = Some(Duration::from_millis(400));
+    cfg.load.cancel_at_end = true;
+    let records = common::run(cfg).await;
+    // Constant gaps of 50 ms: arrivals at 50, 100, ..., 350 ms.
+    assert_eq!(records.len(), 7);
+    for r in &records {
+        assert_eq!(r.outcome, Outcome::Cancelled, "record {}", r.index);
+        let done = r.done_us.unwrap();
+        assert!(done >= 400_000, "cancelled at the end, not before: {done}");
+        assert!(done < 1_500_000, "cancelled at the end, not after the stream: {done}");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lora_adapters_are_sent_as_the_model_deterministically() {
+    let sim = sim(5.0, 1.0, &["sql", "chat"]).await;
+    let lora = LoraConfig { modules: vec!["sql".into(), "chat".into()], assignment: LoraAssignment::Random };
+    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 24);
+    cfg.load.lora = Some(lora.clone());
+    let a = common::run(cfg.clone()).await;
+    let b = common::run(cfg.clone()).await;
+    let expected = lora.names(24, cfg.seed);
+    for (i, r) in a.iter().enumerate() {
+        // The simulator answers only models it serves: completed = the adapter name was sent.
+        assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+        assert_eq!(r.lora.as_deref(), Some(expected[i]));
+        assert_eq!(r.lora, b[i].lora, "same seed, same assignment");
+    }
+    assert!(expected.contains(&"sql") && expected.contains(&"chat"));
+    // An adapter the server does not serve fails (404), so the field really is the adapter.
+    cfg.load.lora = Some(LoraConfig { modules: vec!["unknown".into()], assignment: LoraAssignment::RoundRobin });
+    let c = common::run(cfg).await;
+    assert!(c.iter().all(|r| r.outcome == Outcome::Failed && r.http_status == Some(404)));
+    sim.shutdown().await;
+}

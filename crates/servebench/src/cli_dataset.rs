@@ -1,0 +1,284 @@
+//! Flags of the datasets besides `random` (flattened into `RunArgs`), with vLLM's names and
+//! defaults, and their validation into a [`DatasetRequest`].
+
+use crate::cli::RunArgs;
+use clap::Args;
+use servebench_core::config::parse_range_ratio;
+use servebench_core::{BenchError, Result};
+use servebench_data::dataset::custom::CustomConfig;
+use servebench_data::dataset::hf::{HfConfig, HfSource};
+use servebench_data::dataset::prefix_repetition::PrefixRepetitionConfig;
+use servebench_data::dataset::random_mm::{self, RandomMmConfig};
+use servebench_data::dataset::random_rerank::RandomRerankConfig;
+use servebench_data::dataset::sharegpt::ShareGptConfig;
+use servebench_data::dataset::sonnet::SonnetConfig;
+use servebench_data::dataset::speed_bench::{SpeedBenchConfig, SUBSETS};
+use servebench_data::dataset::{DatasetKind, DatasetRequest, Sampling};
+use servebench_data::random::RandomDatasetConfig;
+use std::path::PathBuf;
+
+/// Every `--dataset-name` servebench builds.
+pub const DATASET_NAMES: &str =
+    "random, random-mm, random-rerank, sharegpt, sonnet, custom, prefix_repetition, speed-bench, hf";
+
+/// Dataset flags (besides the `random` ones in `RunArgs`).
+#[derive(Debug, Clone, Args)]
+pub struct DatasetArgs {
+    /// Dataset file (sharegpt, sonnet, custom, speed-bench, hf) or Hub dataset id (hf).
+    #[arg(long, help_heading = "Dataset")]
+    pub dataset_path: Option<String>,
+    /// Do not duplicate samples up to --num-prompts when the dataset has fewer.
+    #[arg(long, help_heading = "Dataset")]
+    pub no_oversample: bool,
+    /// sharegpt: fixed output length instead of the reply's length.
+    #[arg(long, help_heading = "Dataset")]
+    pub sharegpt_output_len: Option<u32>,
+    /// sonnet: prompt length in tokens (upper bound).
+    #[arg(long, default_value_t = 550, help_heading = "Dataset")]
+    pub sonnet_input_len: u32,
+    /// sonnet: output length.
+    #[arg(long, default_value_t = 150, help_heading = "Dataset")]
+    pub sonnet_output_len: u32,
+    /// sonnet: tokens of the prefix shared by every prompt.
+    #[arg(long, default_value_t = 200, help_heading = "Dataset")]
+    pub sonnet_prefix_len: u32,
+    /// custom: output length; -1 = each line's `output_tokens`.
+    #[arg(long, default_value_t = 256, help_heading = "Dataset")]
+    pub custom_output_len: i64,
+    /// custom: accepted for compatibility (servebench never applies a chat template).
+    #[arg(long, help_heading = "Dataset")]
+    pub skip_chat_template: bool,
+    #[arg(long, default_value_t = 256, help_heading = "Dataset")]
+    pub prefix_repetition_prefix_len: u32,
+    #[arg(long, default_value_t = 256, help_heading = "Dataset")]
+    pub prefix_repetition_suffix_len: u32,
+    #[arg(long, default_value_t = 10, help_heading = "Dataset")]
+    pub prefix_repetition_num_prefixes: u32,
+    #[arg(long, default_value_t = 128, help_heading = "Dataset")]
+    pub prefix_repetition_output_len: u32,
+    /// random-mm: mean number of images per request.
+    #[arg(long, default_value_t = 1, help_heading = "Dataset")]
+    pub random_mm_base_items_per_request: u32,
+    /// random-mm: spread of the item count, in [0, 1].
+    #[arg(long, default_value_t = 0.0, help_heading = "Dataset")]
+    pub random_mm_num_mm_items_range_ratio: f64,
+    /// random-mm: most items per request by modality.
+    #[arg(long, default_value = random_mm::DEFAULT_LIMITS, help_heading = "Dataset")]
+    pub random_mm_limit_mm_per_prompt: String,
+    /// random-mm: {(height, width, frames): probability, ...}; frames > 1 (video) not supported yet.
+    #[arg(long, default_value = random_mm::DEFAULT_BUCKETS, help_heading = "Dataset")]
+    pub random_mm_bucket_config: String,
+    /// random-rerank: documents per request.
+    #[arg(long, default_value_t = 1, help_heading = "Dataset")]
+    pub random_batch_size: u32,
+    /// random-rerank: no separate query; the first text of each batch is the query.
+    #[arg(long, help_heading = "Dataset")]
+    pub no_reranker: bool,
+    /// speed-bench: qualitative, throughput_1k, _2k, _8k, _16k or _32k.
+    #[arg(long, default_value = "qualitative", help_heading = "Dataset")]
+    pub speed_bench_dataset_subset: String,
+    /// speed-bench: keep only this category.
+    #[arg(long, help_heading = "Dataset")]
+    pub speed_bench_category: Option<String>,
+    #[arg(long, default_value_t = 4096, help_heading = "Dataset")]
+    pub speed_bench_output_len: u32,
+    /// hf: dataset name when --dataset-path is a local file (used as its label).
+    #[arg(long, help_heading = "Dataset")]
+    pub hf_name: Option<String>,
+    /// hf: Hub config (subset); default "default" or the first.
+    #[arg(long, help_heading = "Dataset")]
+    pub hf_subset: Option<String>,
+    /// hf: Hub split; default train > test > validation > first.
+    #[arg(long, help_heading = "Dataset")]
+    pub hf_split: Option<String>,
+    /// hf: fixed output length (default: the completion's length, else 128).
+    #[arg(long, help_heading = "Dataset")]
+    pub hf_output_len: Option<u32>,
+    /// hf: the column holding the prompt (default: detected).
+    #[arg(long, help_heading = "Dataset")]
+    pub hf_text_column: Option<String>,
+}
+
+fn positive(flag: &str, v: u32) -> Result<usize> {
+    if v == 0 {
+        return Err(BenchError::config(flag, "must be at least 1", "pass a positive number"));
+    }
+    Ok(v as usize)
+}
+
+fn required_path(args: &RunArgs, what: &str) -> Result<PathBuf> {
+    args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
+        BenchError::config(
+            "--dataset-path",
+            format!("the {} dataset needs a file", args.dataset_name),
+            format!("pass --dataset-path {what}"),
+        )
+    })
+}
+
+/// The dataset request for a `--dataset-name` other than `random` (None for `random`).
+/// `backend_takes_images` gates random-mm (images travel only in chat-style content).
+pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Option<DatasetRequest>> {
+    let d = &args.dataset;
+    let sampling = Sampling {
+        num_prompts: args.num_prompts as usize,
+        seed: args.seed,
+        shuffle: !args.disable_shuffle,
+        oversample: !d.no_oversample,
+    };
+    let output_override = args.output_len.map(|o| o as usize);
+    let kind = match args.dataset_name.as_str() {
+        "random" => return Ok(None),
+        "sharegpt" => DatasetKind::ShareGpt(ShareGptConfig {
+            path: d.dataset_path.as_ref().map(PathBuf::from),
+            output_len: d.sharegpt_output_len.map(|o| o as usize).or(output_override),
+        }),
+        "sonnet" => DatasetKind::Sonnet(SonnetConfig {
+            path: d.dataset_path.as_ref().map(PathBuf::from),
+            input_len: positive("--sonnet-input-len", d.sonnet_input_len)?,
+            output_len: positive("--sonnet-output-len", d.sonnet_output_len)?,
+            prefix_len: d.sonnet_prefix_len as usize,
+        }),
+        "custom" => DatasetKind::Custom(CustomConfig {
+            path: required_path(args, "/path/to/prompts.jsonl")?,
+            output_len: match (output_override, d.custom_output_len) {
+                (Some(o), _) => Some(o),
+                (None, -1) => None,
+                (None, n) if n > 0 => Some(n as usize),
+                (None, n) => {
+                    return Err(BenchError::config(
+                        "--custom-output-len",
+                        format!("{n} is not a length"),
+                        "pass a positive length, or -1 for each line's output_tokens",
+                    ))
+                }
+            },
+        }),
+        "prefix_repetition" | "prefix-repetition" => DatasetKind::PrefixRepetition(PrefixRepetitionConfig {
+            prefix_len: d.prefix_repetition_prefix_len as usize,
+            suffix_len: d.prefix_repetition_suffix_len as usize,
+            num_prefixes: positive("--prefix-repetition-num-prefixes", d.prefix_repetition_num_prefixes)?,
+            output_len: output_override
+                .unwrap_or(positive("--prefix-repetition-output-len", d.prefix_repetition_output_len)?),
+        }),
+        "random-mm" | "random_mm" => DatasetKind::RandomMm(random_mm_config(args, backend_takes_images)?),
+        "random-rerank" | "random_rerank" => DatasetKind::RandomRerank(RandomRerankConfig {
+            num_prompts: args.num_prompts as usize,
+            input_len: positive("--random-input-len", args.input_len.unwrap_or(args.random_input_len))?,
+            range_ratio: parse_range_ratio(&args.random_range_ratio)?.input,
+            batch_size: positive("--random-batch-size", d.random_batch_size)?,
+            no_reranker: d.no_reranker,
+            seed: args.seed,
+        }),
+        "speed-bench" | "speed_bench" => {
+            if !SUBSETS.contains(&d.speed_bench_dataset_subset.as_str()) {
+                return Err(BenchError::config(
+                    "--speed-bench-dataset-subset",
+                    format!("unknown subset '{}'", d.speed_bench_dataset_subset),
+                    format!("use one of {}", SUBSETS.join(", ")),
+                ));
+            }
+            DatasetKind::SpeedBench(SpeedBenchConfig {
+                path: d.dataset_path.as_ref().map(PathBuf::from),
+                subset: d.speed_bench_dataset_subset.clone(),
+                category: d.speed_bench_category.clone(),
+                output_len: output_override.unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
+            })
+        }
+        "hf" => DatasetKind::Hf(hf_config(args, output_override)?),
+        other => {
+            return Err(BenchError::config(
+                "--dataset-name",
+                format!("unknown dataset '{other}'"),
+                format!("use one of {DATASET_NAMES} (multi-turn and trace datasets have their own flags)"),
+            ))
+        }
+    };
+    Ok(Some(DatasetRequest { kind, sampling }))
+}
+
+fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig> {
+    let d = &args.dataset;
+    let path = d.dataset_path.clone().or_else(|| d.hf_name.clone()).ok_or_else(|| {
+        BenchError::config(
+            "--dataset-path",
+            "the hf dataset needs a local file or a Hub dataset id",
+            "pass --dataset-path /path/to/data.{json,jsonl,parquet} or --dataset-path org/name",
+        )
+    })?;
+    let local = PathBuf::from(&path);
+    let source = if local.exists() {
+        if let Some(flag) = [("--hf-subset", &d.hf_subset), ("--hf-split", &d.hf_split)]
+            .iter()
+            .find_map(|(f, v)| v.as_ref().map(|_| *f))
+        {
+            return Err(BenchError::config(
+                flag,
+                "applies to Hub datasets, and --dataset-path is a local file (one split)",
+                format!("drop {flag}, or pass the Hub dataset id as --dataset-path"),
+            ));
+        }
+        HfSource::File(local)
+    } else if servebench_data::tokenizer::hub::looks_like_model_id(&path) {
+        HfSource::Hub { dataset: path, subset: d.hf_subset.clone(), split: d.hf_split.clone() }
+    } else {
+        return Err(BenchError::config(
+            "--dataset-path",
+            format!("'{path}' is neither an existing file nor a Hub dataset id (org/name)"),
+            "check the path",
+        ));
+    };
+    Ok(HfConfig {
+        source,
+        text_column: d.hf_text_column.clone(),
+        output_len: d.hf_output_len.map(|o| o as usize).or(output_override),
+    })
+}
+
+fn random_mm_config(args: &RunArgs, backend_takes_images: bool) -> Result<RandomMmConfig> {
+    let d = &args.dataset;
+    if !backend_takes_images {
+        return Err(BenchError::MultimodalUnsupported {
+            backend: args.backend.clone(),
+            detail: "random-mm sends images as chat content parts; use --backend openai-chat (or openai-embeddings-chat)".into(),
+        });
+    }
+    let buckets = random_mm::parse_bucket_config(&d.random_mm_bucket_config).map_err(|p| {
+        BenchError::config(
+            "--random-mm-bucket-config",
+            p,
+            "pass a dict such as \"{(256, 256, 1): 0.5, (720, 1280, 1): 0.5}\"",
+        )
+    })?;
+    random_mm::check_buckets(&buckets)?;
+    let (limit_image, limit_video) = random_mm::parse_limits(&d.random_mm_limit_mm_per_prompt).map_err(|p| {
+        BenchError::config("--random-mm-limit-mm-per-prompt", p, "pass e.g. \"{'image': 3, 'video': 0}\"")
+    })?;
+    let r = d.random_mm_num_mm_items_range_ratio;
+    if !(0.0..=1.0).contains(&r) {
+        return Err(BenchError::config(
+            "--random-mm-num-mm-items-range-ratio",
+            format!("{r} is outside [0, 1]"),
+            "pass a ratio in [0, 1]",
+        ));
+    }
+    let ratio = parse_range_ratio(&args.random_range_ratio)?;
+    Ok(RandomMmConfig {
+        text: RandomDatasetConfig {
+            num_prompts: args.num_prompts as usize,
+            input_len: positive("--random-input-len", args.input_len.unwrap_or(args.random_input_len))?,
+            output_len: positive("--random-output-len", args.output_len.unwrap_or(args.random_output_len))?,
+            prefix_len: args.random_prefix_len as usize,
+            range_ratio_input: ratio.input,
+            range_ratio_output: ratio.output,
+            prompt_token_ids: false,
+            seed: args.seed,
+            ..RandomDatasetConfig::default()
+        },
+        base_items: d.random_mm_base_items_per_request as usize,
+        items_range_ratio: r,
+        limit_image,
+        limit_video,
+        buckets,
+    })
+}

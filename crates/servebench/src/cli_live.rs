@@ -1,0 +1,56 @@
+//! Flags for watching a run while it happens and bounding its memory: the live Prometheus
+//! endpoint (`--metrics-port`) and the in-memory records cap (`--max-records-in-memory`).
+
+use clap::Args;
+
+/// Live-observation and memory flags of a run (flattened into `RunArgs`).
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// While the run is in progress, serve the client's own metrics (requests, latency
+    /// histograms, dispatch lateness, tokens/s) in Prometheus text format at
+    /// http://HOST:PORT/metrics (0 = any free port; the address is printed).
+    #[arg(long, value_name = "PORT", help_heading = "Output")]
+    pub metrics_port: Option<u16>,
+    /// Address the --metrics-port endpoint binds (default 127.0.0.1: this host only).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", help_heading = "Output")]
+    pub metrics_host: String,
+    /// Request records held in memory during the run; beyond this they are kept on disk (the
+    /// records file, else a temporary file) and read back at the end, so results stay exact.
+    #[arg(long, value_name = "N", default_value_t = servebench_runner::DEFAULT_MAX_RECORDS_IN_MEMORY, help_heading = "Output")]
+    pub max_records_in_memory: usize,
+}
+
+impl LiveArgs {
+    /// The address to serve live metrics on, if asked for.
+    pub fn metrics_listen(&self) -> servebench_core::Result<Option<std::net::SocketAddr>> {
+        let Some(port) = self.metrics_port else { return Ok(None) };
+        let ip: std::net::IpAddr = self.metrics_host.parse().map_err(|_| {
+            servebench_core::BenchError::config(
+                "--metrics-host",
+                format!("'{}' is not an IP address", self.metrics_host),
+                "give an IP address such as 127.0.0.1 or 0.0.0.0",
+            )
+        })?;
+        Ok(Some(std::net::SocketAddr::new(ip, port)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(port: Option<u16>, host: &str) -> LiveArgs {
+        LiveArgs { metrics_port: port, metrics_host: host.into(), max_records_in_memory: 10 }
+    }
+
+    #[test]
+    fn metrics_listen_address() {
+        assert_eq!(args(None, "127.0.0.1").metrics_listen().unwrap(), None);
+        assert_eq!(
+            args(Some(9100), "0.0.0.0").metrics_listen().unwrap(),
+            Some("0.0.0.0:9100".parse().unwrap())
+        );
+        assert_eq!(args(Some(0), "::1").metrics_listen().unwrap(), Some("[::1]:0".parse().unwrap()));
+        assert!(args(Some(1), "localhost").metrics_listen().is_err());
+    }
+}

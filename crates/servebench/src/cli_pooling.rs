@@ -1,0 +1,156 @@
+//! Checks specific to the backend families (docs/backends.md), run before any network traffic:
+//! pooling backends take no sampling flags (SB112); token-id prompts and multimodal datasets
+//! need a backend whose body can carry them (SB111, SB110); `--random-batch-size` > 1 batches
+//! the random dataset for pooling backends only.
+
+use servebench_client::backend::BackendKind;
+use servebench_core::{BenchError, Result};
+
+use crate::cli::RunArgs;
+
+/// The sampling and generation flags that were given, by name.
+fn sampling_flags_given(args: &RunArgs) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let given = [
+        ("--temperature", args.temperature.is_some()),
+        ("--top-p", args.top_p.is_some()),
+        ("--top-k", args.top_k.is_some()),
+        ("--min-p", args.min_p.is_some()),
+        ("--frequency-penalty", args.frequency_penalty.is_some()),
+        ("--presence-penalty", args.presence_penalty.is_some()),
+        ("--repetition-penalty", args.repetition_penalty.is_some()),
+        ("--logprobs", args.logprobs.is_some()),
+        ("--ignore-eos", args.ignore_eos),
+    ];
+    for (name, set) in given {
+        if set {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Validates the flags that depend on the backend family.
+pub fn check_backend_flags(args: &RunArgs, backend: BackendKind) -> Result<()> {
+    if backend.is_pooling() {
+        let flags = sampling_flags_given(args);
+        if !flags.is_empty() {
+            return Err(BenchError::PoolingSampling {
+                backend: backend.to_string(),
+                flags: flags.join(", "),
+            });
+        }
+    }
+    let openai_family = matches!(backend, BackendKind::Completions | BackendKind::Chat)
+        || backend.is_pooling()
+        || backend == BackendKind::Responses;
+    if args.prompt_token_ids && openai_family && !backend.takes_token_ids() {
+        return Err(BenchError::ContentTypeUnsupported {
+            backend: backend.to_string(),
+            content: "token-id prompts (--prompt-token-ids)".into(),
+            fix: "drop --prompt-token-ids, or use --backend openai, vllm, openai-embeddings or vllm-pooling"
+                .into(),
+        });
+    }
+    let multimodal = matches!(args.dataset_name.as_str(), "random-mm" | "random_mm");
+    if multimodal && openai_family && !backend.takes_multimodal() {
+        return Err(BenchError::MultimodalUnsupported {
+            backend: backend.to_string(),
+            detail: format!(" (dataset {})", args.dataset_name),
+        });
+    }
+    let batch = args.dataset.random_batch_size;
+    if batch > 1 && args.dataset_name == "random" {
+        if !backend.is_pooling() {
+            return Err(BenchError::config(
+                "--random-batch-size",
+                format!("batches of {batch} prompts need a pooling backend (got {backend})"),
+                "use --backend openai-embeddings, vllm-pooling or vllm-rerank, or drop --random-batch-size",
+            ));
+        }
+        if args.prompt_token_ids {
+            return Err(BenchError::ContentTypeUnsupported {
+                backend: backend.to_string(),
+                content: "batched token-id prompts (--random-batch-size with --prompt-token-ids)".into(),
+                fix: "drop --prompt-token-ids or use --random-batch-size 1".into(),
+            });
+        }
+        if backend == BackendKind::EmbeddingsChat {
+            return Err(BenchError::ContentTypeUnsupported {
+                backend: backend.to_string(),
+                content: "batched prompts (one chat conversation per request)".into(),
+                fix: "use --backend openai-embeddings for batched inputs, or --random-batch-size 1".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Prompts per request for the random dataset (`--random-batch-size`, pooling backends only;
+/// random-rerank batches inside the dataset).
+pub fn batch_size(args: &RunArgs, backend: BackendKind) -> usize {
+    if backend.is_pooling() && args.dataset_name == "random" {
+        args.dataset.random_batch_size.max(1) as usize
+    } else {
+        1
+    }
+}
+
+/// `--percentile-metrics` default: vLLM reports only `e2el` for pooling backends.
+pub fn default_percentile_metrics(backend: BackendKind) -> &'static str {
+    if backend.is_pooling() {
+        "e2el"
+    } else {
+        "ttft,tpot,itl"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> RunArgs {
+        let mut v = vec!["servebench"];
+        v.extend_from_slice(extra);
+        crate::cli::Cli::try_parse_from(v).map(|c| c.run).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn code(extra: &[&str], backend: &str) -> Option<&'static str> {
+        let b: BackendKind = backend.parse().unwrap();
+        check_backend_flags(&args(extra), b).err().map(|e| e.code().as_str())
+    }
+
+    #[test]
+    fn pooling_backends_refuse_sampling_flags() {
+        assert_eq!(code(&["--temperature", "0.5"], "openai-embeddings"), Some("SB112"));
+        assert_eq!(code(&["--ignore-eos"], "vllm-rerank"), Some("SB112"));
+        assert_eq!(code(&["--logprobs", "1"], "vllm-pooling"), Some("SB112"));
+        assert_eq!(code(&["--temperature", "0.5"], "openai-responses"), None);
+        assert_eq!(code(&[], "openai-embeddings-chat"), None);
+    }
+
+    #[test]
+    fn content_types_and_multimodal() {
+        assert_eq!(code(&["--prompt-token-ids"], "openai-responses"), Some("SB111"));
+        assert_eq!(code(&["--prompt-token-ids"], "vllm-rerank"), Some("SB111"));
+        assert_eq!(code(&["--prompt-token-ids"], "openai-embeddings"), None);
+        assert_eq!(code(&["--dataset-name", "random-mm"], "openai-embeddings"), Some("SB110"));
+        assert_eq!(code(&["--dataset-name", "random-mm"], "openai"), Some("SB110"));
+        assert_eq!(code(&["--dataset-name", "random-mm"], "openai-embeddings-chat"), None);
+    }
+
+    #[test]
+    fn batch_size_is_for_pooling_only() {
+        assert_eq!(code(&["--random-batch-size", "4"], "openai-chat"), Some("SB101"));
+        assert_eq!(
+            code(&["--random-batch-size", "4", "--prompt-token-ids"], "openai-embeddings"),
+            Some("SB111")
+        );
+        assert_eq!(code(&["--random-batch-size", "4"], "openai-embeddings"), None);
+        let b = BackendKind::Embeddings;
+        assert_eq!(batch_size(&args(&["--random-batch-size", "4"]), b), 4);
+        assert_eq!(batch_size(&args(&["--random-batch-size", "4"]), BackendKind::Chat), 1);
+        assert_eq!(default_percentile_metrics(b), "e2el");
+    }
+}

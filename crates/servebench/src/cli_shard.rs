@@ -1,0 +1,159 @@
+//! Flags of a sharded run (docs/scale-out.md): `--shard-index`, `--num-shards`, `--start-at`.
+
+use clap::Args;
+use servebench_core::shard::{parse_start_at, ShardSpec};
+use servebench_core::{BenchError, Result};
+use servebench_runner::shard::ShardConfig;
+
+/// Environment variable Kubernetes sets in every pod of an Indexed Job (0-based).
+pub const JOB_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+
+/// Scale-out flags (flattened into `RunArgs`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ShardArgs {
+    /// Split the run into N shards (separate processes or pods): every shard builds the same
+    /// seeded workload and schedule and sends every N-th arrival; `servebench merge` combines
+    /// their records files. --max-concurrency is the total, split across shards.
+    #[arg(long, value_name = "N", env = "SERVEBENCH_NUM_SHARDS", help_heading = "Scale-out")]
+    pub num_shards: Option<u32>,
+    /// This process's shard, 0..N-1 (default: $JOB_COMPLETION_INDEX of a Kubernetes Indexed Job).
+    #[arg(long, value_name = "I", help_heading = "Scale-out")]
+    pub shard_index: Option<u32>,
+    /// Start the schedule at this wall-clock instant (RFC 3339, e.g. 2026-11-30T01:00:00Z, or
+    /// Unix seconds): all shards wait for it, then anchor their clocks on it.
+    #[arg(long, value_name = "TIME", env = "SERVEBENCH_START_AT", help_heading = "Scale-out")]
+    pub start_at: Option<String>,
+}
+
+/// The validated scale-out settings of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardSettings {
+    pub shard: Option<ShardSpec>,
+    pub start_at_unix_us: Option<u64>,
+}
+
+impl ShardArgs {
+    /// Validates the flags; `job_index` is `$JOB_COMPLETION_INDEX` (passed in for tests).
+    /// Sharding is on when `--num-shards` (or `SERVEBENCH_NUM_SHARDS`) is given; the index then
+    /// comes from `--shard-index`, else `job_index`.
+    pub fn settings(&self, job_index: Option<&str>) -> Result<ShardSettings> {
+        let start_at_unix_us = self.start_at.as_deref().map(parse_start_at).transpose()?;
+        let Some(count) = self.num_shards else {
+            if self.shard_index.is_some() {
+                return Err(BenchError::config(
+                    "--shard-index",
+                    "given without --num-shards",
+                    "pass --num-shards N too (or set SERVEBENCH_NUM_SHARDS)",
+                ));
+            }
+            return Ok(ShardSettings { shard: None, start_at_unix_us });
+        };
+        let index = match (self.shard_index, job_index) {
+            (Some(i), _) => i,
+            (None, Some(text)) => text.trim().parse::<u32>().map_err(|_| {
+                BenchError::config(
+                    JOB_INDEX_ENV,
+                    format!("'{text}' is not a shard index"),
+                    "pass --shard-index I explicitly",
+                )
+            })?,
+            (None, None) if count == 1 => 0,
+            (None, None) => {
+                return Err(BenchError::config(
+                    "--shard-index",
+                    format!("missing with --num-shards {count}"),
+                    "pass --shard-index I (0-based), or run as a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)",
+                ))
+            }
+        };
+        Ok(ShardSettings { shard: Some(ShardSpec::new(index, count)?), start_at_unix_us })
+    }
+}
+
+impl ShardSettings {
+    /// The runner's shard configuration, with what the merged result needs to know.
+    /// Refuses a total `--max-concurrency` smaller than the number of shards, and a sharded run
+    /// without a records file (nothing to merge).
+    pub fn runner_config(
+        &self,
+        backend: &str,
+        label: Option<String>,
+        max_concurrency: Option<usize>,
+        has_records_file: bool,
+    ) -> Result<Option<ShardConfig>> {
+        let Some(spec) = self.shard else { return Ok(None) };
+        if let Some(c) = max_concurrency.filter(|&c| spec.concurrency_share(c).is_none()) {
+            return Err(BenchError::config(
+                "--max-concurrency",
+                format!("{c} is the total over {} shards: some shard would get no slot", spec.count),
+                "pass a --max-concurrency of at least --num-shards",
+            ));
+        }
+        if !has_records_file {
+            return Err(BenchError::config(
+                "--num-shards",
+                "a sharded run writes no records file to merge",
+                "pass --save-result (with --result-dir on a shared volume) or --records PATH",
+            ));
+        }
+        Ok(Some(ShardConfig { spec, backend: backend.into(), label, max_concurrency_total: max_concurrency }))
+    }
+}
+
+/// `name` with `-shard{I}of{N}` before its extension (`.json`, `.records.jsonl`), so the shards
+/// of one run writing to one directory never collide.
+pub fn shard_file_name(name: &str, spec: Option<ShardSpec>) -> String {
+    let Some(s) = spec else { return name.to_string() };
+    let tag = format!("-shard{}of{}", s.index, s.count);
+    for ext in [".records.jsonl", ".json"] {
+        if let Some(stem) = name.strip_suffix(ext) {
+            return format!("{stem}{tag}{ext}");
+        }
+    }
+    format!("{name}{tag}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(n: Option<u32>, i: Option<u32>, start: Option<&str>) -> ShardArgs {
+        ShardArgs { num_shards: n, shard_index: i, start_at: start.map(String::from) }
+    }
+
+    #[test]
+    fn index_comes_from_the_flag_then_the_indexed_job() {
+        let s = args(Some(4), Some(2), None).settings(Some("3")).unwrap();
+        assert_eq!(s.shard, Some(ShardSpec { index: 2, count: 4 }));
+        let s = args(Some(4), None, Some("1790000000")).settings(Some("3")).unwrap();
+        assert_eq!(s.shard, Some(ShardSpec { index: 3, count: 4 }));
+        assert_eq!(s.start_at_unix_us, Some(1_790_000_000_000_000));
+        assert_eq!(args(Some(1), None, None).settings(None).unwrap().shard, Some(ShardSpec { index: 0, count: 1 }));
+        // A plain run inside an Indexed Job is not sharded.
+        assert_eq!(args(None, None, None).settings(Some("3")).unwrap().shard, None);
+        assert!(args(Some(4), None, None).settings(None).is_err());
+        assert!(args(Some(4), None, None).settings(Some("x")).is_err());
+        assert!(args(Some(4), Some(4), None).settings(None).is_err());
+        assert!(args(None, Some(0), None).settings(None).is_err());
+        assert!(args(None, None, Some("soon")).settings(None).is_err());
+    }
+
+    #[test]
+    fn runner_config_checks_concurrency_and_records() {
+        let s = args(Some(4), Some(0), None).settings(None).unwrap();
+        assert!(s.runner_config("openai", None, Some(3), true).is_err());
+        assert!(s.runner_config("openai", None, Some(8), false).is_err());
+        let c = s.runner_config("openai", None, Some(8), true).unwrap().unwrap();
+        assert_eq!(c.max_concurrency_total, Some(8));
+        let plain = args(None, None, None).settings(None).unwrap();
+        assert_eq!(plain.runner_config("openai", None, Some(1), false).unwrap(), None);
+    }
+
+    #[test]
+    fn shard_file_names_are_distinct() {
+        let s = Some(ShardSpec { index: 1, count: 4 });
+        assert_eq!(shard_file_name("a.json", s), "a-shard1of4.json");
+        assert_eq!(shard_file_name("x.records.jsonl", s), "x-shard1of4.records.jsonl");
+        assert_eq!(shard_file_name("a.json", None), "a.json");
+    }
+}

@@ -1,0 +1,260 @@
+//! Flags of trace replay, multi-turn sessions, LoRA adapters and duration-bound / staged load,
+//! and their validation into `RunConfig` (docs/workloads.md).
+
+use crate::cli::RunArgs;
+use clap::Args;
+use servebench_client::backend::BackendKind;
+use servebench_core::{BenchError, Result};
+use servebench_data::trace::{TraceConfig, TraceLabels};
+use servebench_runner::config::{DatasetSpec, RunConfig};
+use servebench_runner::load::LoadOptions;
+use servebench_runner::lora::{LoraAssignment, LoraConfig};
+use servebench_runner::session::MultiTurnConfig;
+use servebench_runner::stages::parse_stages;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Trace replay, multi-turn, LoRA and duration flags.
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    // ---- timed trace (vLLM in-tree names and defaults) ----
+    /// timed_trace: tokens each hash id expands to.
+    #[arg(long, default_value_t = 16, help_heading = "Trace replay")]
+    pub timed_trace_chunk_hash_size: u32,
+    /// timed_trace: scale of trace time (0.5 replays twice as fast).
+    #[arg(long, default_value_t = 1.0, help_heading = "Trace replay")]
+    pub timed_trace_sec_multiplier: f64,
+    /// timed_trace: name of the timestamp field (milliseconds).
+    #[arg(long, default_value = "timestamp", help_heading = "Trace replay")]
+    pub timed_trace_label_timestamp: String,
+    /// timed_trace: name of the input-length field.
+    #[arg(long, default_value = "input_length", help_heading = "Trace replay")]
+    pub timed_trace_label_input_length: String,
+    /// timed_trace: name of the output-length field.
+    #[arg(long, default_value = "output_length", help_heading = "Trace replay")]
+    pub timed_trace_label_output_length: String,
+    /// timed_trace: name of the hash-ids field.
+    #[arg(long, default_value = "hash_ids", help_heading = "Trace replay")]
+    pub timed_trace_label_hash_ids: String,
+    /// timed_trace: send on the trace's timestamps (the default for timed_trace).
+    #[arg(long, help_heading = "Trace replay", conflicts_with = "no_self_timed")]
+    pub self_timed: bool,
+    /// timed_trace: ignore the timestamps and send on --request-rate instead.
+    #[arg(long, help_heading = "Trace replay")]
+    pub no_self_timed: bool,
+
+    // ---- multi-turn (vLLM's Rust client names and defaults) ----
+    /// Run conversations: each turn sends the history so far (chat backend only).
+    #[arg(long, help_heading = "Multi-turn")]
+    pub multi_turn: bool,
+    /// Turns per synthetic conversation.
+    #[arg(long, default_value_t = 3, help_heading = "Multi-turn")]
+    pub multi_turn_num_turns: u32,
+    /// Fewest turns per conversation (0 = the maximum).
+    #[arg(long, default_value_t = 0, help_heading = "Multi-turn")]
+    pub multi_turn_min_turns: u32,
+    /// Most turns per conversation (0 = num-turns for synthetic, uncapped for ShareGPT).
+    #[arg(long, default_value_t = 0, help_heading = "Multi-turn")]
+    pub multi_turn_max_turns: u32,
+    /// Requests in flight at most (default: --max-concurrency, else every conversation).
+    #[arg(long, help_heading = "Multi-turn")]
+    pub multi_turn_concurrency: Option<u64>,
+    /// Think time between a reply and the next turn, ms.
+    #[arg(long, default_value_t = 0.0, help_heading = "Multi-turn")]
+    pub multi_turn_delay_ms: f64,
+    /// User message length of turns after the first (0 = --random-input-len).
+    #[arg(long, default_value_t = 0, help_heading = "Multi-turn")]
+    pub per_turn_input_len: u32,
+    /// Prefix-sharing mode: share of each message common to all conversations (no history).
+    #[arg(long, default_value_t = 0.0, help_heading = "Multi-turn")]
+    pub multi_turn_prefix_global_ratio: f64,
+    /// Prefix-sharing mode: share of each message common to one conversation (no history).
+    #[arg(long, default_value_t = 0.0, help_heading = "Multi-turn")]
+    pub multi_turn_prefix_conversation_ratio: f64,
+
+    // ---- LoRA ----
+    /// LoRA adapter names; each request (or conversation) sends one as its model.
+    #[arg(long, num_args = 1.., help_heading = "LoRA")]
+    pub lora_modules: Vec<String>,
+    /// How adapters are assigned: random (seeded by --seed) or round-robin.
+    #[arg(long, default_value = "random", help_heading = "LoRA")]
+    pub lora_assignment: String,
+
+    // ---- duration / stages ----
+    /// Send nothing after this many seconds (at --request-rate; requests reuse the prompts).
+    #[arg(long, value_name = "SECONDS", help_heading = "Load")]
+    pub duration: Option<f64>,
+    /// Load stages RATE:SECONDS,... run back to back, each reported on its own (e.g. 5:60,20:60).
+    #[arg(long, value_name = "RATE:SECONDS,...", help_heading = "Load")]
+    pub stages: Option<String>,
+    /// At the end of --duration/--stages: `drain` lets requests in flight finish, `cancel`
+    /// stops them (recorded as cancelled).
+    #[arg(long, default_value = "drain", help_heading = "Load")]
+    pub on_duration_end: String,
+}
+
+/// Whether `--dataset-name` is the timed trace.
+pub fn is_trace(args: &RunArgs) -> bool {
+    matches!(args.dataset_name.as_str(), "timed_trace" | "timed-trace")
+}
+
+/// Applies the workload flags to `run` (trace dataset, load options). Called after the base
+/// configuration is built.
+pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Result<()> {
+    let w = &args.workload;
+    if is_trace(args) {
+        let path = args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
+            BenchError::config("--dataset-path", "timed_trace needs a trace file", "pass --dataset-path trace.jsonl")
+        })?;
+        if backend != BackendKind::Completions {
+            return Err(BenchError::config(
+                "--backend",
+                "trace replay sends token-id prompts, which need the completions API",
+                "use --backend openai (or vllm)",
+            ));
+        }
+        if w.timed_trace_chunk_hash_size == 0 {
+            return Err(BenchError::config("--timed-trace-chunk-hash-size", "must be at least 1", "pass 16, or the trace's block size"));
+        }
+        let m = w.timed_trace_sec_multiplier;
+        if !m.is_finite() || m <= 0.0 {
+            return Err(BenchError::config("--timed-trace-sec-multiplier", format!("{m} is not > 0"), "pass a positive factor, e.g. 0.5"));
+        }
+        run.dataset = DatasetSpec::TimedTrace(TraceConfig {
+            path,
+            labels: TraceLabels {
+                timestamp: w.timed_trace_label_timestamp.clone(),
+                input_length: w.timed_trace_label_input_length.clone(),
+                output_length: w.timed_trace_label_output_length.clone(),
+                hash_ids: w.timed_trace_label_hash_ids.clone(),
+            },
+            chunk_size: w.timed_trace_chunk_hash_size,
+            sec_multiplier: m,
+            num_prompts: args.num_prompts as usize,
+            seed: args.seed,
+            max_model_len: args.max_model_len,
+            self_timed: !w.no_self_timed,
+        });
+        // Token-id prompts: nothing to verify with /tokenize.
+        run.verify_prompts = 0;
+    } else if w.self_timed || w.no_self_timed {
+        return Err(BenchError::config(
+            "--self-timed",
+            "only applies to --dataset-name timed_trace",
+            "drop the flag, or replay a trace with --dataset-name timed_trace",
+        ));
+    }
+    let mut load = LoadOptions::default();
+    if !w.lora_modules.is_empty() {
+        let lora = LoraConfig { modules: w.lora_modules.clone(), assignment: LoraAssignment::parse(&w.lora_assignment)? };
+        lora.validate()?;
+        load.lora = Some(lora);
+    } else {
+        LoraAssignment::parse(&w.lora_assignment)?;
+    }
+    if w.multi_turn {
+        if backend != BackendKind::Chat {
+            return Err(BenchError::config("--multi-turn", "conversations need the chat API", "use --backend openai-chat"));
+        }
+        if is_trace(args) {
+            return Err(BenchError::config("--multi-turn", "cannot replay a trace", "drop --multi-turn or use another dataset"));
+        }
+        let sharegpt_path = match args.dataset_name.as_str() {
+            "random" => None,
+            "sharegpt" => Some(args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
+                BenchError::config("--dataset-path", "multi-turn ShareGPT needs a local file", "pass --dataset-path conversations.json")
+            })?),
+            other => {
+                return Err(BenchError::config(
+                    "--multi-turn",
+                    format!("does not support the {other} dataset"),
+                    "use --dataset-name random (synthetic turns) or sharegpt",
+                ))
+            }
+        };
+        let d = w.multi_turn_delay_ms;
+        if !d.is_finite() || d < 0.0 {
+            return Err(BenchError::config("--multi-turn-delay-ms", format!("{d} is not >= 0"), "pass milliseconds >= 0"));
+        }
+        if w.multi_turn_concurrency == Some(0) {
+            return Err(BenchError::config("--multi-turn-concurrency", "must be at least 1", "pass a positive number"));
+        }
+        let mt = MultiTurnConfig {
+            num_turns: w.multi_turn_num_turns,
+            min_turns: w.multi_turn_min_turns,
+            max_turns: w.multi_turn_max_turns,
+            concurrency: w.multi_turn_concurrency.map(|c| c as usize),
+            delay: Duration::from_secs_f64(d / 1000.0),
+            per_turn_input_len: w.per_turn_input_len,
+            prefix_global_ratio: w.multi_turn_prefix_global_ratio,
+            prefix_conversation_ratio: w.multi_turn_prefix_conversation_ratio,
+            sharegpt_path,
+        };
+        mt.validate()?;
+        load.multi_turn = Some(mt);
+        // As vLLM: ignore_eos is forced for the random dataset only outside multi-turn; the
+        // history is built from user messages, so /tokenize verification does not apply.
+        run.target.ignore_eos = args.ignore_eos;
+        run.verify_prompts = 0;
+    }
+    if let Some(s) = &w.stages {
+        if w.multi_turn || is_trace(args) {
+            return Err(BenchError::config("--stages", "sets the arrivals itself", "drop --stages with --multi-turn or a trace"));
+        }
+        if args.ramp_up_strategy.is_some() {
+            return Err(BenchError::config("--stages", "cannot be combined with a ramp-up", "drop --ramp-up-strategy"));
+        }
+        load.stages = parse_stages(s)?;
+    }
+    if let Some(secs) = w.duration {
+        let d = Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+            BenchError::config("--duration", format!("{secs} is not a positive number of seconds"), "pass seconds > 0")
+        })?;
+        if load.stages.is_empty() && !w.multi_turn && !is_trace(args) && !run.rate.request_rate.is_finite() {
+            return Err(BenchError::config(
+                "--duration",
+                "needs a finite --request-rate (closed-loop duration runs are not supported yet)",
+                "pass --request-rate R with --duration, or use --stages RATE:SECONDS,...",
+            ));
+        }
+        if run.rate.ramp_up.is_some() {
+            return Err(BenchError::config("--duration", "cannot be combined with a ramp-up", "drop --ramp-up-strategy"));
+        }
+        load.duration = Some(d);
+    }
+    load.cancel_at_end = match w.on_duration_end.as_str() {
+        "drain" => false,
+        "cancel" => true,
+        other => {
+            return Err(BenchError::config(
+                "--on-duration-end",
+                format!("unknown mode '{other}'"),
+                "use drain (let requests in flight finish) or cancel",
+            ))
+        }
+    };
+    run.load = load;
+    Ok(())
+}
+
+/// What the group reports need to know about the run (stages, trace replay, multi-turn).
+pub fn group_info(run: &RunConfig) -> servebench_report::groups::GroupInfo {
+    let load = &run.load;
+    let stages: Vec<(f64, f64)> = if !load.stages.is_empty() {
+        load.stages.iter().map(|s| (s.rate, s.seconds)).collect()
+    } else if let (Some(d), None, false) =
+        (load.duration, &load.multi_turn, matches!(run.dataset, DatasetSpec::TimedTrace(_)))
+    {
+        vec![(run.rate.request_rate, d.as_secs_f64())]
+    } else {
+        Vec::new()
+    };
+    let mt = load.multi_turn.as_ref();
+    servebench_report::groups::GroupInfo {
+        stages,
+        trace: matches!(&run.dataset, DatasetSpec::TimedTrace(t) if t.self_timed),
+        turns_per_conversation: mt.map(|m| if m.max_turns > 0 { m.max_turns } else { m.num_turns }),
+        multi_turn_concurrency: mt.and_then(|m| m.concurrency.or(run.max_concurrency)).map(|c| c as u64),
+        inter_turn_delay_ms: mt.map(|m| m.delay.as_secs_f64() * 1000.0),
+    }
+}

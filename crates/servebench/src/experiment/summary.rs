@@ -1,0 +1,173 @@
+//! Summaries of experiments: the sweep table (console and CSV), the "best" point, and the
+//! multi-run aggregate.
+
+use super::keys::{metric_keys, value_at};
+use super::point::PointOutcome;
+use serde_json::{json, Map, Value};
+use servebench_core::inference::aggregate;
+use servebench_report::json::percentile_word;
+
+/// One row of the sweep summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    pub columns: Vec<(String, Option<f64>)>,
+    pub label: String,
+}
+
+/// Summary columns of a point: throughputs, goodput, steady-state throughputs, and TTFT/TPOT
+/// at the median, P90 and each extra summary percentile.
+pub fn summary_row(p: &PointOutcome, extra_percentiles: &[f64]) -> SummaryRow {
+    let m = &p.metrics;
+    let mut columns = vec![
+        ("request_rate".to_owned(), Some(p.spec.request_rate).filter(|r| r.is_finite())),
+        ("max_concurrency".to_owned(), p.spec.max_concurrency.map(|c| c as f64)),
+        ("num_prompts".to_owned(), Some(p.spec.num_prompts as f64)),
+        ("completed".to_owned(), Some(m.completed as f64)),
+        ("failed".to_owned(), Some(m.failed as f64)),
+        ("request_throughput".to_owned(), Some(m.request_throughput)),
+        ("output_throughput".to_owned(), Some(m.output_throughput)),
+        ("total_token_throughput".to_owned(), Some(m.total_token_throughput)),
+        ("request_goodput".to_owned(), m.request_goodput),
+        ("ss_request_throughput".to_owned(), p.steady.as_ref().map(|s| s.request_throughput)),
+        ("ss_output_throughput".to_owned(), p.steady.as_ref().map(|s| s.output_throughput)),
+        ("median_ttft_ms".to_owned(), Some(m.ttft.median)),
+        ("median_tpot_ms".to_owned(), Some(m.tpot.median)),
+    ];
+    let mut ps = vec![90.0];
+    ps.extend(extra_percentiles.iter().copied().filter(|p| *p != 90.0));
+    for q in ps {
+        let w = percentile_word(q);
+        columns.push((format!("p{w}_ttft_ms"), m.ttft.percentile(q)));
+        columns.push((format!("p{w}_tpot_ms"), m.tpot.percentile(q)));
+    }
+    SummaryRow { columns, label: p.spec.label.clone() }
+}
+
+/// The best point: the highest `request_goodput` when goodput SLOs are given (the most
+/// requests per second meeting them), else the highest `request_throughput`.
+pub fn best(points: &[PointOutcome], with_slos: bool) -> Option<(usize, &'static str, f64)> {
+    let key = if with_slos { "request_goodput" } else { "request_throughput" };
+    points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let v = if with_slos { p.metrics.request_goodput } else { Some(p.metrics.request_throughput) };
+            v.map(|v| (i, key, v))
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+}
+
+fn cell(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))
+}
+
+/// The console table.
+pub fn table(rows: &[SummaryRow]) -> String {
+    let Some(first) = rows.first() else { return String::new() };
+    let mut out = format!("{:=^100}\n", " Sweep Summary ");
+    out.push_str(&format!("{:<18}", "point"));
+    for (k, _) in &first.columns {
+        out.push_str(&format!(" {:>12}", short(k)));
+    }
+    out.push('\n');
+    for r in rows {
+        out.push_str(&format!("{:<18}", r.label));
+        for (_, v) in &r.columns {
+            out.push_str(&format!(" {:>12}", cell(*v)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn short(k: &str) -> String {
+    k.replace("_throughput", "_tput").replace("max_concurrency", "concurrency").replace("request_", "req_")
+}
+
+/// The CSV summary: a header and one line per point.
+pub fn csv(rows: &[SummaryRow]) -> String {
+    let Some(first) = rows.first() else { return String::new() };
+    let mut out = String::from("label");
+    for (k, _) in &first.columns {
+        out.push(',');
+        out.push_str(k);
+    }
+    out.push('\n');
+    for r in rows {
+        out.push_str(&format!("\"{}\"", r.label.replace('"', "\"\"")));
+        for (_, v) in &r.columns {
+            out.push(',');
+            if let Some(v) = v {
+                out.push_str(&v.to_string());
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Summary rows as JSON objects (`summary` of the sweep document).
+pub fn rows_json(rows: &[SummaryRow]) -> Value {
+    Value::Array(
+        rows.iter()
+            .map(|r| {
+                let mut o = Map::new();
+                o.insert("label".into(), json!(r.label));
+                for (k, v) in &r.columns {
+                    o.insert(k.clone(), json!(v));
+                }
+                Value::Object(o)
+            })
+            .collect(),
+    )
+}
+
+/// Per-metric aggregate over runs: `{key: {n, mean, std, min, max, ci95_low, ci95_high}}` for
+/// every metric key of the first run's result.
+pub fn multi_run_summary(results: &[&Value]) -> Value {
+    let mut o = Map::new();
+    let Some(first) = results.first() else { return Value::Object(o) };
+    for key in metric_keys(first) {
+        let values: Vec<f64> = results.iter().filter_map(|r| value_at(r, &key)).collect();
+        if let Some(a) = aggregate(&values) {
+            o.insert(key, serde_json::to_value(a).unwrap_or(Value::Null));
+        }
+    }
+    Value::Object(o)
+}
+
+/// The console table of a multi-run summary.
+pub fn multi_run_table(summary: &Value, runs: usize) -> String {
+    let mut out = format!("{:=^100}\n", format!(" Multi-Run Summary ({runs} runs) "));
+    out.push_str(&format!(
+        "{:<36} {:>12} {:>12} {:>12} {:>12} {:>25}\n",
+        "Metric", "Mean", "Std", "Min", "Max", "95% CI"
+    ));
+    if let Some(o) = summary.as_object() {
+        for (k, a) in o {
+            let f = |n: &str| a.get(n).and_then(Value::as_f64);
+            let ci = match (f("ci95_low"), f("ci95_high")) {
+                (Some(l), Some(h)) => format!("[{l:.2}, {h:.2}]"),
+                _ => "-".into(),
+            };
+            out.push_str(&format!(
+                "{:<36} {:>12} {:>12} {:>12} {:>12} {:>25}\n",
+                k,
+                cell(f("mean")),
+                cell(f("std")),
+                cell(f("min")),
+                cell(f("max")),
+                ci
+            ));
+        }
+        if let (Some(m), Some(s)) = (
+            value_at(summary, "request_throughput.mean"),
+            value_at(summary, "request_throughput.std"),
+        ) {
+            if m > 0.0 {
+                out.push_str(&format!("Throughput CV: {:.2}%\n", s / m * 100.0));
+            }
+        }
+    }
+    out
+}

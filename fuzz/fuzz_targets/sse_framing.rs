@@ -1,0 +1,45 @@
+//! SSE framing: any byte stream, cut into chunks at arbitrary points, must frame without
+//! panicking, and exactly as the same bytes delivered in one piece (chunk boundaries are a
+//! property of the network, never of the result).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use servebench_client::sse::{OwnedSseEvent, SseError, SseFramer};
+
+/// Feeds `parts` then finishes; events up to the first error, and that error.
+fn frame(parts: &[&[u8]], max_event: usize) -> (Vec<OwnedSseEvent>, Option<SseError>) {
+    let mut f = SseFramer::with_max_event_bytes(max_event);
+    let mut events = Vec::new();
+    for p in parts {
+        match f.feed(p) {
+            Ok(mut e) => events.append(&mut e),
+            Err(e) => return (events, Some(e)),
+        }
+    }
+    match f.finish_owned() {
+        Ok(mut e) => {
+            events.append(&mut e);
+            (events, None)
+        }
+        Err(e) => (events, Some(e)),
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&ctl, body)) = data.split_first() else { return };
+    // The control byte picks the event bound (small bounds exercise EventTooLarge) and the
+    // chunk sizes (a cycle of 1..=16 bytes).
+    let max_event = if ctl & 0x80 != 0 { usize::from(ctl & 0x3f) + 1 } else { 1 << 20 };
+    let mut parts = Vec::new();
+    let mut rest = body;
+    let mut step = usize::from(ctl % 16) + 1;
+    while !rest.is_empty() {
+        let n = step.min(rest.len());
+        parts.push(&rest[..n]);
+        rest = &rest[n..];
+        step = step % 16 + 1;
+    }
+    let whole = frame(&[body], max_event);
+    let chunked = frame(&parts, max_event);
+    assert_eq!(whole, chunked, "framing depends on chunk boundaries");
+});
