@@ -28,8 +28,17 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-targets="${FUZZ_TARGETS:-$(cargo "${toolchain[@]}" fuzz list)}"
-cargo "${toolchain[@]}" fuzz build --debug-assertions -s "$sanitizer" $targets 2>&1 | tail -n 3
+# Several processes per target only when asked (they log to fuzz/fuzz-N.log).
+parallel=()
+if [ "$jobs" -gt 1 ]; then parallel=(-jobs="$jobs" -workers="$jobs"); fi
+build=(cargo "${toolchain[@]}" fuzz build --debug-assertions -s "$sanitizer")
+if [ -n "${FUZZ_TARGETS:-}" ]; then
+  targets="$FUZZ_TARGETS"
+  for t in $targets; do "${build[@]}" "$t"; done
+else
+  targets="$(cargo "${toolchain[@]}" fuzz list)"
+  "${build[@]}"
+fi
 for t in $targets; do
   mkdir -p "corpus/$t"
   seeds=()
@@ -38,7 +47,7 @@ for t in $targets; do
   log="$(mktemp)"
   status=0
   cargo "${toolchain[@]}" fuzz run --debug-assertions -s "$sanitizer" "$t" "corpus/$t" "${seeds[@]}" -- \
-    -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" -max_len=65536 -timeout=10 \
+    -max_total_time="$seconds" "${parallel[@]}" -max_len=65536 -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1 || status=$?
   grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+ +DONE)' "$log" || true
   if [ "$status" -ne 0 ]; then

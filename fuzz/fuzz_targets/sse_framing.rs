@@ -6,23 +6,27 @@
 use libfuzzer_sys::fuzz_target;
 use servebench_client::sse::{OwnedSseEvent, SseError, SseFramer};
 
-/// Feeds `parts` then finishes; events up to the first error, and that error.
+/// Pushes `parts` then finishes, pulling events after each push as the client does
+/// (`push` + `next_event`); events up to the first error, and that error.
 fn frame(parts: &[&[u8]], max_event: usize) -> (Vec<OwnedSseEvent>, Option<SseError>) {
     let mut f = SseFramer::with_max_event_bytes(max_event);
     let mut events = Vec::new();
+    let mut pull = |f: &mut SseFramer, events: &mut Vec<OwnedSseEvent>| loop {
+        match f.next_event() {
+            Ok(Some(e)) => events.push(e.into()),
+            Ok(None) => return None,
+            Err(e) => return Some(e),
+        }
+    };
     for p in parts {
-        match f.feed(p) {
-            Ok(mut e) => events.append(&mut e),
-            Err(e) => return (events, Some(e)),
+        f.push(p);
+        if let Some(e) = pull(&mut f, &mut events) {
+            return (events, Some(e));
         }
     }
-    match f.finish_owned() {
-        Ok(mut e) => {
-            events.append(&mut e);
-            (events, None)
-        }
-        Err(e) => (events, Some(e)),
-    }
+    f.finish();
+    let err = pull(&mut f, &mut events);
+    (events, err)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -209,7 +209,9 @@ impl BodyTemplate {
     pub fn build_spec(&self, spec: &servebench_core::RequestSpec) -> Result<Bytes> {
         match &self.ext {
             Some(e) => e.build(spec),
-            None => self.build_with_parts(&spec.prompt, spec.multimodal.as_deref(), spec.expected_output_tokens),
+            None => {
+                self.build_with_parts(&spec.prompt, spec.multimodal.as_deref(), spec.expected_output_tokens)
+            }
         }
     }
 
@@ -237,10 +239,10 @@ impl BodyTemplate {
         }
         let extra = parts.iter().map(|p| p.len() + 1).sum::<usize>()
             + match prompt {
-            Prompt::Text(t) => t.len() + t.len() / 8 + 16,
-            Prompt::TokenIds(ids) => ids.len() * 7,
-            Prompt::Batch(texts) => texts.iter().map(|t| t.len() + t.len() / 8 + 16).sum(),
-        };
+                Prompt::Text(t) => t.len() + t.len() / 8 + 16,
+                Prompt::TokenIds(ids) => ids.len() * 7,
+                Prompt::Batch(texts) => texts.iter().map(|t| t.len() + t.len() / 8 + 16).sum(),
+            };
         let mut out: Vec<u8> = Vec::with_capacity(self.fixed_len + extra);
         out.push(b'{');
         for (i, (key, slot)) in self.fields.iter().enumerate() {

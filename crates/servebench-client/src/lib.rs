@@ -10,8 +10,8 @@
 pub mod backend;
 pub mod body_ext;
 pub mod chunk;
-mod pooling_response;
 pub mod dialect;
+mod pooling_response;
 pub mod request;
 pub mod sse;
 mod stream;

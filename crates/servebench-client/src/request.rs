@@ -110,8 +110,13 @@ impl Timer {
     fn new(opts: &ExecOptions) -> Self {
         let now = tokio::time::Instant::now();
         let request_deadline = opts.request_timeout.map(|d| now + d);
-        let mut t =
-            Timer { sleep: None, request_deadline, stall: opts.stall_timeout, last_progress: now, capped: false };
+        let mut t = Timer {
+            sleep: None,
+            request_deadline,
+            stall: opts.stall_timeout,
+            last_progress: now,
+            capped: false,
+        };
         if let Some(when) = t.next(now) {
             t.sleep = Some(Box::pin(tokio::time::sleep_until(when)));
         }
@@ -331,7 +336,6 @@ async fn run(
         record.done_us = Some(clock.now_us());
         let text = match read {
             Ok((b, complete, _)) => {
-                drop(incoming);
                 if complete {
                     client.release(conn, &parts.headers).await;
                 }
@@ -365,7 +369,6 @@ async fn run(
                 if let Some(at) = at {
                     t = clock.offset_us(at);
                 }
-                drop(incoming);
                 client.release(conn, &parts.headers).await;
                 match target.backend {
                     b2 if b2.is_pooling() => crate::pooling_response::pooling_body(record, &b, t),
@@ -417,7 +420,6 @@ async fn run(
             }
             Ok(Ok(None)) => {
                 let t = clock.now_us();
-                drop(incoming);
                 client.release(conn, &parts.headers).await;
                 if !finished {
                     framer.finish();
@@ -481,7 +483,10 @@ fn whole_body(rec: &mut RequestRecord, state: &mut StreamState, body: &[u8], t: 
     if state.is_native() {
         // Native dialects are measured as streams only (`dialect/`).
         rec.done_us = Some(t);
-        rec.fail(ErrorKind::Protocol, format!("expected an event stream, got a JSON body: {}", snippet(body)));
+        rec.fail(
+            ErrorKind::Protocol,
+            format!("expected an event stream, got a JSON body: {}", snippet(body)),
+        );
         return;
     }
     let parsed = std::str::from_utf8(body)

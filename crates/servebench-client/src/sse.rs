@@ -305,6 +305,11 @@ impl SseFramer {
                 }
             };
             let start = self.line_start;
+            // The same bound as on an incomplete line above, so that whether a long line fails
+            // never depends on where the network cut the bytes (found by fuzzing).
+            if line_end - start + self.data.len() > self.max_event_bytes {
+                return Err(SseError::EventTooLarge { limit: self.max_event_bytes });
+            }
             self.line_start = next;
             self.scan = next;
             if line_end == start {
@@ -462,6 +467,20 @@ mod tests {
         for _ in 0..1000 {
             assert_eq!(f.feed(b"data: 0123456789\n\n").unwrap().len(), 1);
         }
+    }
+
+    #[test]
+    fn long_line_bound_does_not_depend_on_chunk_boundaries() {
+        // Fuzzing found: a long line of an ignored field (or comment, or `event:`) failed the
+        // bound when it arrived in pieces but passed when it arrived whole with its line end.
+        let stream = b"x-field: 0123456789abcdef\n\ndata: ok\n\n";
+        let mut whole = SseFramer::with_max_event_bytes(8);
+        assert_eq!(whole.feed(stream), Err(SseError::EventTooLarge { limit: 8 }));
+        let mut pieces = SseFramer::with_max_event_bytes(8);
+        assert_eq!(pieces.feed(&stream[..12]), Err(SseError::EventTooLarge { limit: 8 }));
+        // Lines within the bound pass either way.
+        let mut f = SseFramer::with_max_event_bytes(8);
+        assert_eq!(f.feed(b": ping\ndata: ok\n\n").unwrap(), vec![ev("ok")]);
     }
 
     #[test]

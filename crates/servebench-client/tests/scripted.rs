@@ -560,3 +560,69 @@ async fn cancellation_keeps_partial_timings() {
     assert_eq!(r.token_event_count, 1);
     assert!(r.first_token_us.is_some() && r.done_us.is_some());
 }
+
+/// Regression test for the lazy stall timer: progress only notes the time, and the sleep
+/// re-arms when it fires early, so a slow but steady stream longer than the stall timeout
+/// completes.
+#[tokio::test]
+async fn steady_stream_longer_than_the_stall_timeout_completes() {
+    let mut script = vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&role()))];
+    for t in ["a", "b", "c", "d", "e", "f"] {
+        script.push(A::Sleep(60));
+        script.push(w(chunk(&tok(t))));
+    }
+    script.push(w(chunk(&finish_usage_done()) + END));
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { stall_timeout: Some(Duration::from_millis(150)), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.token_event_count, 6);
+}
+
+/// The HTTP/1.1 codec on a real connection: an interim `100 Continue`, a chunk-size line and
+/// the CRLF after chunk data split across writes, chunk extensions and a trailer; then the
+/// connection is reused for a `Content-Length` body larger than the read buffer.
+#[tokio::test]
+async fn interim_response_split_chunk_lines_trailers_and_large_bodies() {
+    let ev1 = tok("a");
+    let ev2 = finish_usage_done();
+    let large = format!(
+        r#"{{"choices":[{{"index":0,"message":{{"content":"{}"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":5,"completion_tokens":1}}}}"#,
+        "y".repeat(100_000)
+    );
+    let s = serve(vec![vec![
+        A::Read,
+        w("HTTP/1.1 100 Continue\r\n\r\n"),
+        w(String::from(SSE_HEAD) + &format!("{:x}", ev1.len())),
+        A::Sleep(20),
+        w(format!(";ext=1\r\n{ev1}\r")),
+        A::Sleep(20),
+        w(format!("\n{:x}\r\n{ev2}\r\n0\r\nx-trailer: 1\r\n\r\n", ev2.len())),
+        A::Read,
+        w(json_ok(&large)),
+    ]])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.token_event_count, 1);
+    assert_eq!(r.http_status, Some(200));
+    let opts = ExecOptions { max_event_bytes: 1 << 20, ..ExecOptions::default() };
+    let r = f.run(1, &opts).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.completion_tokens, Some(1));
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1, "the connection was reused");
+}
+
+/// A body that violates chunked framing fails the request as a transport error (never a
+/// panic), keeping the timings measured so far.
+#[tokio::test]
+async fn invalid_chunk_framing_is_a_transport_error() {
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&tok("a")) + "zz\r\n")]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
+    assert!(r.error.unwrap().message.contains("chunk"));
+    assert_eq!(r.token_event_count, 1);
+}

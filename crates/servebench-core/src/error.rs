@@ -430,7 +430,9 @@ pub enum BenchError {
     FailureRate { failed: u64, total: u64, rate: f64, limit: f64 },
     #[error("shards are not from one run: {detail}; fix: merge only the shards of one run, all run with the same flags")]
     ShardMismatch { detail: String },
-    #[error("{detail}; fix: pass one records file per shard index 0..num-shards (or --allow-missing-shards)")]
+    #[error(
+        "{detail}; fix: pass one records file per shard index 0..num-shards (or --allow-missing-shards)"
+    )]
     ShardSet { detail: String },
 }
 

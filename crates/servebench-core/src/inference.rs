@@ -41,11 +41,8 @@ pub fn aggregate(values: &[f64]) -> Option<Aggregate> {
         return None;
     }
     let mean = v.iter().sum::<f64>() / n as f64;
-    let std = if n > 1 {
-        (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-    } else {
-        0.0
-    };
+    let std =
+        if n > 1 { (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { 0.0 };
     let half = (n > 1).then(|| t_quantile(0.975, (n - 1) as f64) * std / (n as f64).sqrt());
     Some(Aggregate {
         n,
@@ -102,8 +99,7 @@ pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<TestResult> {
         }
     } else {
         let t = (mb - ma) / se2.sqrt();
-        let df = se2 * se2
-            / (sa * sa / (a.len() as f64 - 1.0) + sb * sb / (b.len() as f64 - 1.0));
+        let df = se2 * se2 / (sa * sa / (a.len() as f64 - 1.0) + sb * sb / (b.len() as f64 - 1.0));
         let dist = StudentsT::new(0.0, 1.0, df).ok()?;
         (t, (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0))
     };

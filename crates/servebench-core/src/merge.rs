@@ -10,7 +10,7 @@
 
 use crate::error::{BenchError, Result};
 use crate::record::RequestRecord;
-use crate::shard::{ShardHeader, ShardSummary, ShardSpec};
+use crate::shard::{ShardHeader, ShardSpec, ShardSummary};
 
 /// Anchors further apart than this (without `--start-at`) are reported as a warning: the shards
 /// did not start together, so the merged load was not the intended one.
@@ -113,7 +113,9 @@ pub fn merge_shards(mut inputs: Vec<ShardInput>, allow_missing: bool) -> Result<
     for s in inputs {
         let h = &s.header;
         let spec = ShardSpec { index: h.shard_index, count: h.num_shards };
-        if let Some(r) = s.records.iter().find(|r| !spec.owns(r.index as usize) || r.index >= h.total_requests) {
+        if let Some(r) =
+            s.records.iter().find(|r| !spec.owns(r.index as usize) || r.index >= h.total_requests)
+        {
             return Err(BenchError::ShardMismatch {
                 detail: format!(
                     "{}: request {} does not belong to shard {} of {} (of {} requests)",
@@ -191,7 +193,10 @@ fn check_same_run(reference: &ShardHeader, ref_source: &str, s: &ShardInput) -> 
     }
     if h.shard_index >= h.num_shards {
         return Err(BenchError::ShardMismatch {
-            detail: format!("{}: shard index {} is not below {} shards", s.source, h.shard_index, h.num_shards),
+            detail: format!(
+                "{}: shard index {} is not below {} shards",
+                s.source, h.shard_index, h.num_shards
+            ),
         });
     }
     Ok(())

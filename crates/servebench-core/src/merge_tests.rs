@@ -19,7 +19,8 @@ fn records(n: u64) -> Vec<RequestRecord> {
     (0..n)
         .map(|i| {
             let intended = 4_000_000 + i * 12_345 + next(5_000);
-            let mut r = RequestRecord::scheduled(i, format!("bench-{i}"), intended, 10 + next(500) as u32, 64);
+            let mut r =
+                RequestRecord::scheduled(i, format!("bench-{i}"), intended, 10 + next(500) as u32, 64);
             match next(10) {
                 0 => r.outcome = Outcome::Cancelled,
                 1 => {
@@ -70,7 +71,12 @@ fn header(index: u32, count: u32, total: u64, anchor: u64) -> ShardHeader {
         wall_anchor_unix_us: anchor,
         start_at_unix_us: None,
         waited_us: None,
-        run: ShardRunInfo { model_id: "m".into(), backend: "openai".into(), burstiness: 1.0, ..Default::default() },
+        run: ShardRunInfo {
+            model_id: "m".into(),
+            backend: "openai".into(),
+            burstiness: 1.0,
+            ..Default::default()
+        },
     }
 }
 

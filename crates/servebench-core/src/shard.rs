@@ -39,7 +39,11 @@ impl ShardSpec {
     /// A checked shard spec.
     pub fn new(index: u32, count: u32) -> Result<ShardSpec> {
         if count == 0 {
-            return Err(BenchError::config("--num-shards", "must be at least 1", "pass --num-shards 1 or more"));
+            return Err(BenchError::config(
+                "--num-shards",
+                "must be at least 1",
+                "pass --num-shards 1 or more",
+            ));
         }
         if index >= count {
             return Err(BenchError::config(
@@ -255,7 +259,10 @@ mod tests {
         assert_eq!(parse_start_at("1790000000").unwrap(), 1_790_000_000_000_000);
         assert_eq!(parse_start_at("1790000000.25").unwrap(), 1_790_000_000_250_000);
         assert_eq!(parse_start_at("1970-01-01T00:00:01.5Z").unwrap(), 1_500_000);
-        assert_eq!(parse_start_at("2026-11-30T02:00:00+01:00").unwrap(), parse_start_at("2026-11-30T01:00:00Z").unwrap());
+        assert_eq!(
+            parse_start_at("2026-11-30T02:00:00+01:00").unwrap(),
+            parse_start_at("2026-11-30T01:00:00Z").unwrap()
+        );
         assert!(parse_start_at("tomorrow").is_err());
         assert!(parse_start_at("-5").is_err());
     }
@@ -274,7 +281,12 @@ mod tests {
             wall_anchor_unix_us: 5,
             start_at_unix_us: Some(5),
             waited_us: Some(-3),
-            run: ShardRunInfo { model_id: "m".into(), backend: "openai".into(), burstiness: 1.0, ..Default::default() },
+            run: ShardRunInfo {
+                model_id: "m".into(),
+                backend: "openai".into(),
+                burstiness: 1.0,
+                ..Default::default()
+            },
         };
         let line = h.to_line();
         assert!(is_shard_line(&line));

@@ -85,7 +85,11 @@ fn field_u64(v: &Value, name: &str, line: usize) -> Result<u64> {
         ))
     })?;
     f.as_u64().or_else(|| f.as_f64().filter(|x| *x >= 0.0 && x.fract() == 0.0).map(|x| x as u64)).ok_or_else(
-        || dataset_err(format!("trace line {line}: '{name}' is not a non-negative integer; fix: check the file")),
+        || {
+            dataset_err(format!(
+                "trace line {line}: '{name}' is not a non-negative integer; fix: check the file"
+            ))
+        },
     )
 }
 
@@ -300,7 +304,8 @@ mod tests {
     #[test]
     fn shared_hash_ids_give_shared_prefixes() {
         let b = blocks();
-        let row = |h: Vec<u64>, n| TraceRow { timestamp_ms: 0.0, input_length: n, output_length: 1, hash_ids: h };
+        let row =
+            |h: Vec<u64>, n| TraceRow { timestamp_ms: 0.0, input_length: n, output_length: 1, hash_ids: h };
         let a = b.prompt(&row(vec![1, 2, 3], 12), 0);
         let c = b.prompt(&row(vec![1, 2, 9], 12), 1);
         assert_eq!(a.len(), 12);

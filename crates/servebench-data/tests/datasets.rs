@@ -148,7 +148,10 @@ fn sonnet_reads_a_text_file() {
     std::fs::write(&p, "Roses are red and the violets are blue\nSugar is sweet and so are you\n").unwrap();
     let cfg = SonnetConfig { path: Some(p), input_len: 60, output_len: 5, prefix_len: 0 };
     let w = generate_sonnet(&cfg, &sampling(4), tok().as_ref()).unwrap();
-    assert!(w.requests.iter().all(|r| r.prompt.text().unwrap().contains("Roses") || r.prompt.text().unwrap().contains("Sugar")));
+    assert!(w
+        .requests
+        .iter()
+        .all(|r| r.prompt.text().unwrap().contains("Roses") || r.prompt.text().unwrap().contains("Sugar")));
     assert!(w.requests.iter().all(|r| r.prompt_tokens <= 60));
 }
 
@@ -173,7 +176,12 @@ fn prefix_repetition_shares_exact_prefixes() {
 fn random_mm_attaches_jpeg_images_of_the_bucket_sizes() {
     let t = tok();
     let cfg = RandomMmConfig {
-        text: RandomDatasetConfig { num_prompts: 6, input_len: 20, output_len: 4, ..RandomDatasetConfig::default() },
+        text: RandomDatasetConfig {
+            num_prompts: 6,
+            input_len: 20,
+            output_len: 4,
+            ..RandomDatasetConfig::default()
+        },
         base_items: 2,
         items_range_ratio: 0.0,
         limit_image: 255,
@@ -225,7 +233,12 @@ fn jpeg_size(j: &[u8]) -> Option<(u16, u16)> {
 #[test]
 fn random_mm_refuses_video_buckets() {
     let cfg = RandomMmConfig {
-        text: RandomDatasetConfig { num_prompts: 1, input_len: 8, output_len: 4, ..RandomDatasetConfig::default() },
+        text: RandomDatasetConfig {
+            num_prompts: 1,
+            input_len: 8,
+            output_len: 4,
+            ..RandomDatasetConfig::default()
+        },
         base_items: 1,
         items_range_ratio: 0.0,
         limit_image: 1,
@@ -290,7 +303,8 @@ fn speed_bench_filters_rows() {
 #[test]
 fn hf_local_jsonl_detects_question_and_answer() {
     let t = tok();
-    let cfg = HfConfig { source: HfSource::File(data("hf_small.jsonl")), text_column: None, output_len: None };
+    let cfg =
+        HfConfig { source: HfSource::File(data("hf_small.jsonl")), text_column: None, output_len: None };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
     assert_eq!(w.len(), 3, "'Yes?' is under 4 tokens and skipped");
@@ -300,7 +314,11 @@ fn hf_local_jsonl_detects_question_and_answer() {
     );
     exact_counts(&w, t.as_ref());
     let fixed = HfConfig { output_len: Some(33), ..cfg.clone() };
-    assert!(generate_hf(&fixed, &s, t.as_ref(), &offline()).unwrap().requests.iter().all(|r| r.expected_output_tokens == 33));
+    assert!(generate_hf(&fixed, &s, t.as_ref(), &offline())
+        .unwrap()
+        .requests
+        .iter()
+        .all(|r| r.expected_output_tokens == 33));
     let by_answer = HfConfig { text_column: Some("answer".into()), ..cfg };
     let w = generate_hf(&by_answer, &s, t.as_ref(), &offline()).unwrap();
     assert_eq!(w.requests[0].prompt.text(), Some("It boils at one hundred degrees Celsius."));
@@ -312,8 +330,17 @@ fn hf_local_json_chat_messages() {
     let cfg = HfConfig { source: HfSource::File(data("hf_chat.json")), text_column: None, output_len: None };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
-    assert_eq!(prompts(&w), vec!["Tell me a fun fact about octopuses and their hearts.", "Why is the sky blue during a clear day?"]);
-    assert_eq!(w.requests[0].expected_output_tokens as usize, t.encode("Octopuses have three hearts.", true).unwrap().len());
+    assert_eq!(
+        prompts(&w),
+        vec![
+            "Tell me a fun fact about octopuses and their hearts.",
+            "Why is the sky blue during a clear day?"
+        ]
+    );
+    assert_eq!(
+        w.requests[0].expected_output_tokens as usize,
+        t.encode("Octopuses have three hearts.", true).unwrap().len()
+    );
 }
 
 #[test]
@@ -325,8 +352,10 @@ fn hf_local_parquet() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rows.parquet");
     let schema = Arc::new(
-        parse_message_type("message rows { REQUIRED BYTE_ARRAY instruction (UTF8); REQUIRED BYTE_ARRAY output (UTF8); }")
-            .unwrap(),
+        parse_message_type(
+            "message rows { REQUIRED BYTE_ARRAY instruction (UTF8); REQUIRED BYTE_ARRAY output (UTF8); }",
+        )
+        .unwrap(),
     );
     let mut writer = SerializedFileWriter::new(
         std::fs::File::create(&path).unwrap(),
@@ -351,8 +380,14 @@ fn hf_local_parquet() {
     let cfg = HfConfig { source: HfSource::File(path), text_column: None, output_len: None };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
-    assert_eq!(prompts(&w), vec!["Describe a sunrise over the mountains in one line.", "Give two synonyms for the word happy."]);
-    assert_eq!(w.requests[1].expected_output_tokens as usize, t.encode("Joyful and cheerful.", true).unwrap().len());
+    assert_eq!(
+        prompts(&w),
+        vec!["Describe a sunrise over the mountains in one line.", "Give two synonyms for the word happy."]
+    );
+    assert_eq!(
+        w.requests[1].expected_output_tokens as usize,
+        t.encode("Joyful and cheerful.", true).unwrap().len()
+    );
 }
 
 #[test]

@@ -158,7 +158,12 @@ pub fn console_groups(records: &[RequestRecord], cfg: &MetricsConfig, info: &Gro
         let _ = writeln!(out, "{:=^50}", " Trace Replay ");
         let _ = writeln!(out, "{:<40} {:<10}", "Requests dispatched:", l.dispatched);
         let _ = writeln!(out, "{:<40} {:<10.2}", "Dispatch lag vs trace, median (ms):", l.lag_ms.median);
-        let _ = writeln!(out, "{:<40} {:<10.2}", "Dispatch lag vs trace, P99 (ms):", l.lag_ms.percentile(99.0).unwrap_or(0.0));
+        let _ = writeln!(
+            out,
+            "{:<40} {:<10.2}",
+            "Dispatch lag vs trace, P99 (ms):",
+            l.lag_ms.percentile(99.0).unwrap_or(0.0)
+        );
         let _ = writeln!(out, "{:<40} {:<10.2}", "Dispatch lag vs trace, max (ms):", max_lag_ms(records));
         let _ = writeln!(out, "{:<40} {:<10}", "Requests more than 10 ms late:", l.late_over_10ms);
     }

@@ -238,10 +238,14 @@ fn json_validates_against_the_committed_schema() {
     // The schema describes every vLLM key with a type, and requires each one vLLM always writes;
     // the --save-detailed arrays are required together (dependentRequired on input_lens) and the
     // statistics depend on --percentile-metrics.
-    let required: Vec<&str> =
-        schema["required"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    // Generation runs: the top-level `required` plus the `else` branch (pooling backends write
+    // vLLM's reduced result, the `then` branch).
+    let required: Vec<&str> = [&schema["required"], &schema["else"]["required"]]
+        .into_iter()
+        .flat_map(|r| r.as_array().unwrap().iter().filter_map(Value::as_str))
+        .collect();
     let detailed = ["input_lens", "output_lens", "ttfts", "itls", "start_times", "generated_texts", "errors"];
-    let together: Vec<&str> = schema["dependentRequired"]["input_lens"]
+    let together: Vec<&str> = schema["else"]["dependentRequired"]["input_lens"]
         .as_array()
         .unwrap()
         .iter()

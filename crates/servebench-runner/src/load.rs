@@ -61,9 +61,11 @@ pub async fn build_special(
         let mut t = t.clone();
         t.max_model_len = cfg.max_model_len;
         let self_timed = t.self_timed;
-        let built = tokio::task::spawn_blocking(move || servebench_data::trace::build_trace_workload(&t, tok.as_ref()))
-            .await
-            .map_err(|e| BenchError::Dataset { detail: format!("trace loading failed: {e}") })??;
+        let built = tokio::task::spawn_blocking(move || {
+            servebench_data::trace::build_trace_workload(&t, tok.as_ref())
+        })
+        .await
+        .map_err(|e| BenchError::Dataset { detail: format!("trace loading failed: {e}") })??;
         let offsets = self_timed.then(|| built.offsets_us.into());
         let plan = LoadPlan { trace_offsets_us: offsets, ..LoadPlan::default() };
         return Ok(Some((built.workload, plan)));
@@ -97,7 +99,8 @@ pub async fn build_special(
     .map_err(|e| BenchError::Dataset { detail: format!("conversation building failed: {e}") })??;
     if conv.bounds.is_empty() {
         return Err(BenchError::Dataset {
-            detail: "no conversation left after --max-model-len truncation; fix: raise --max-model-len".into(),
+            detail: "no conversation left after --max-model-len truncation; fix: raise --max-model-len"
+                .into(),
         });
     }
     let workload = conv.workload.clone();
@@ -107,7 +110,11 @@ pub async fn build_special(
 
 /// One request target per LoRA adapter (empty without LoRA). `base` is the run's target
 /// configuration (base model); only `model` changes.
-pub fn lora_targets(client: &HttpClient, base: &TargetConfig, load: &LoadOptions) -> Result<Vec<Arc<RequestTarget>>> {
+pub fn lora_targets(
+    client: &HttpClient,
+    base: &TargetConfig,
+    load: &LoadOptions,
+) -> Result<Vec<Arc<RequestTarget>>> {
     let Some(lora) = &load.lora else { return Ok(Vec::new()) };
     lora.modules
         .iter()
@@ -167,16 +174,23 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
         offsets_us = ArrivalSchedule::generate(conv.bounds.len(), &cfg.rate, cfg.seed).offsets_us;
     } else if let Some(trace) = &plan.trace_offsets_us {
         offsets_us = trace[..workload.len().min(trace.len())].to_vec();
+    } else if load.stages.is_empty() && !cfg.rate.request_rate.is_finite() && cfg.rate.ramp_up.is_none() {
+        // `--duration` with an infinite rate: the --num-prompts requests, all due at once and
+        // gated by --max-concurrency, until the end (those still waiting then are cancelled).
+        offsets_us = ArrivalSchedule::generate(workload.len(), &cfg.rate, cfg.seed).offsets_us;
     } else if !load.stages.is_empty() || load.duration.is_some() {
         let stages = if load.stages.is_empty() {
-            if !cfg.rate.request_rate.is_finite() || cfg.rate.ramp_up.is_some() {
+            if cfg.rate.ramp_up.is_some() {
                 return Err(BenchError::config(
                     "--duration",
-                    "needs a finite constant --request-rate (or --stages)",
-                    "pass --request-rate R with --duration, or --stages RATE:SECONDS,...",
+                    "cannot be combined with a ramp-up",
+                    "drop --ramp-up-strategy, or use --stages RATE:SECONDS,...",
                 ));
             }
-            vec![Stage { rate: cfg.rate.request_rate, seconds: load.duration.unwrap_or_default().as_secs_f64() }]
+            vec![Stage {
+                rate: cfg.rate.request_rate,
+                seconds: load.duration.unwrap_or_default().as_secs_f64(),
+            }]
         } else {
             load.stages.clone()
         };
@@ -241,7 +255,10 @@ pub fn session_run(
         plan.lora_targets.clone().into()
     };
     let lora_of: Arc<[(u32, Arc<str>)]> = match &measured.lora {
-        Some(l) => l.iter().map(|&i| (i, measured.lora_names.get(i as usize).cloned().unwrap_or_else(|| Arc::from("")))).collect(),
+        Some(l) => l
+            .iter()
+            .map(|&i| (i, measured.lora_names.get(i as usize).cloned().unwrap_or_else(|| Arc::from(""))))
+            .collect(),
         None => Arc::from(Vec::new()),
     };
     Some(session::SessionRun {

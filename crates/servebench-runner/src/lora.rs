@@ -109,6 +109,8 @@ mod tests {
         assert_eq!(LoraAssignment::parse("round-robin").unwrap(), LoraAssignment::RoundRobin);
         assert!(LoraAssignment::parse("zigzag").is_err());
         assert!(LoraConfig { modules: vec![], assignment: LoraAssignment::Random }.validate().is_err());
-        assert!(LoraConfig { modules: vec![" ".into()], assignment: LoraAssignment::Random }.validate().is_err());
+        assert!(LoraConfig { modules: vec![" ".into()], assignment: LoraAssignment::Random }
+            .validate()
+            .is_err());
     }
 }

@@ -114,6 +114,7 @@ pub struct RunOutput {
 
 /// What `run_benchmark` returns.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // built once per run; the dry-run variant is short-lived
 pub enum RunResult {
     DryRun { model: ModelIds, tokenizer_id: String, workload: WorkloadStats },
     Completed(Box<RunOutput>),
@@ -144,6 +145,7 @@ pub async fn run_benchmark(
 /// What [`prepare_run`] produced: the statistics only (`--dry-run`) or everything a measured
 /// phase needs.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // built once per run; the dry-run variant is short-lived
 pub enum Prepared {
     DryRun { model: ModelIds, tokenizer_id: String, workload: WorkloadStats },
     Ready(Box<PreparedRun>),
@@ -178,7 +180,7 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         max_idle: cfg.max_concurrency.unwrap_or(2048).max(256),
         ..ClientOptions::default()
     })?;
-    let headers = client_headers(&cfg)?;
+    let headers = client_headers(cfg)?;
     let model =
         prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
             .await?;
@@ -202,7 +204,7 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
     let special = crate::load::build_special(cfg, tokenizer.clone()).await?;
     let mut workload = match &tokenizer {
         _ if special.is_some() => Workload::default(),
-        Some(t) => build_workload(&cfg, t.clone()).await?,
+        Some(t) => build_workload(cfg, t.clone()).await?,
         None => match &cfg.dataset {
             DatasetSpec::Random(r) => server_workload::build_server_workload(&server, r).await?,
             DatasetSpec::TimedTrace(_) => {
@@ -249,20 +251,27 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
     target_cfg.model = model.served_name.clone();
     let target = Arc::new(RequestTarget::new(&client, &target_cfg)?);
     load_plan.lora_targets = crate::load::lora_targets(&client, &target_cfg, &cfg.load)?;
-    let exec_opts = Arc::new(ExecOptions {
+    let mut exec_opts = ExecOptions {
         keep_text: cfg.keep_text || (cfg.retokenize_output && tokenizer.is_some()),
         request_timeout: cfg.request_timeout,
         stall_timeout: cfg.stall_timeout,
-        // Text without usage is kept to be retokenized (crate::retokenize).
-        keep_text_without_usage: tokenizer.is_some(),
         ..ExecOptions::default()
-    });
+    };
     let mut warnings = Vec::new();
 
+    // Whether the server reports `usage` (known from the readiness check's response).
+    let mut server_reports_usage = None;
     if !cfg.ready_check_timeout.is_zero() {
         observer.message("Waiting for the endpoint to answer a test request...");
-        ready_check(&client, &target, &exec_opts, &workload, cfg.ready_check_timeout).await?;
+        let answer = ready_check(&client, &target, &exec_opts, &workload, cfg.ready_check_timeout).await?;
+        server_reports_usage = Some(answer.completion_tokens.is_some());
     }
+    // The tokenizer stays loaded during the measured phase (its tables cost tens of MB of
+    // RSS) only when it is needed there: with --retokenize-output, or when the server may
+    // answer without `usage` (then text without usage is kept and retokenized).
+    let retokenize_missing_usage = tokenizer.is_some() && server_reports_usage != Some(true);
+    exec_opts.keep_text_without_usage = retokenize_missing_usage;
+    let exec_opts = Arc::new(exec_opts);
 
     let verification = match &tokenizer {
         Some(t) => {
@@ -298,10 +307,14 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
 
     // Kept (only) to retokenize generated text: always for responses without usage, every
     // response with --retokenize-output (crate::retokenize).
-    let retokenizer =
-        tokenizer.clone().map(|t| Arc::new(Retokenizer::new(t, cfg.retokenize_output, cfg.keep_text)));
+    let retokenizer = tokenizer
+        .clone()
+        .filter(|_| cfg.retokenize_output || retokenize_missing_usage)
+        .map(|t| Arc::new(Retokenizer::new(t, cfg.retokenize_output, cfg.keep_text)));
     if cfg.retokenize_output && retokenizer.is_none() {
-        let line = "--retokenize-output needs a local tokenizer (not --tokenizer server): output is not retokenized".to_owned();
+        let line =
+            "--retokenize-output needs a local tokenizer (not --tokenizer server): output is not retokenized"
+                .to_owned();
         observer.message(&line);
         warnings.push(line);
     }
@@ -334,7 +347,7 @@ pub async fn run_prepared(
     let PreparedRun { client, model, tokenizer_id, stats, verification, target, exec_opts, .. } =
         prepared.clone();
     let mut warnings = prepared.warnings.clone();
-    let n = num_requests.clamp(1, prepared.workload.len());
+    let n = num_requests.min(prepared.workload.len());
     // `--metrics-port`: live client metrics of this measured phase.
     let live = Arc::new(LiveMetrics::new());
     let metrics_server = match cfg.metrics_listen {
@@ -370,8 +383,12 @@ pub async fn run_prepared(
     // A sharded run keeps its share of the whole workload and schedule (docs/scale-out.md).
     let (workload, schedule, mut shard_run) =
         shard::take_share(cfg, &model.model_id, &tokenizer_id, workload, schedule);
-    let plan = DispatchPlan { offsets_us: schedule.offsets_us.into(), max_concurrency: shard::max_concurrency(cfg) };
+    let plan =
+        DispatchPlan { offsets_us: schedule.offsets_us.into(), max_concurrency: shard::max_concurrency(cfg) };
     let workload = Arc::new(workload);
+    if let Some(s) = &shard_run {
+        observer.message(&s.describe());
+    }
     let early_clock = shard::start_clock(cfg, observer.as_ref(), &stop).await;
     let mut sink = match &cfg.records_path {
         Some(p) => Some(RecordSink::create(p)?),
@@ -517,9 +534,10 @@ pub async fn run_prepared(
     let cpu1 = health::thread_cpu_ns(CLIENT_THREAD_PREFIX);
     probe_stop.stop();
     let hiccup_us = probe.finish().await;
-    observer.finished();
     let store =
         collector.await.map_err(|e| BenchError::Io { path: "records".into(), detail: e.to_string() })?;
+    // After the collector: every record has been seen by the observer (progress is final).
+    observer.finished();
     let _ = sampler.await;
     if let Some(server) = metrics_server {
         server.stop().await;
@@ -607,7 +625,7 @@ async fn ready_check(
     opts: &ExecOptions,
     workload: &Workload,
     timeout: Duration,
-) -> Result<()> {
+) -> Result<RequestRecord> {
     let deadline = Instant::now() + timeout;
     let spec = &workload.requests[0];
     let clock = RunClock::start();
@@ -619,7 +637,7 @@ async fn ready_check(
             tokio::time::timeout_at(deadline.into(), execute(client, target, spec, record, &clock, opts))
                 .await;
         match attempt {
-            Ok(r) if r.outcome == Outcome::Completed => return Ok(()),
+            Ok(r) if r.outcome == Outcome::Completed => return Ok(r),
             Ok(r) => {
                 let client_error =
                     r.http_status.is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
@@ -630,13 +648,15 @@ async fn ready_check(
                     // A 4xx (wrong model name, missing key) or another dialect will not fix
                     // itself by waiting.
                     let secs = timeout.as_secs().min(clock.now_us() / 1_000_000);
-                    return Err(crate::failure_codes::not_ready(secs, last_error, &target.backend.to_string()));
+                    let backend = target.backend.to_string();
+                    return Err(crate::failure_codes::not_ready(secs, last_error, &backend));
                 }
             }
             Err(_) => {}
         }
         if Instant::now() + pause >= deadline {
-            return Err(crate::failure_codes::not_ready(timeout.as_secs(), last_error, &target.backend.to_string()));
+            let backend = target.backend.to_string();
+            return Err(crate::failure_codes::not_ready(timeout.as_secs(), last_error, &backend));
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(5));

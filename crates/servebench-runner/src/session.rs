@@ -91,7 +91,11 @@ impl MultiTurnConfig {
             }
         }
         if self.prefix_global_ratio + self.prefix_conversation_ratio >= 1.0 {
-            return Err(BenchError::config("--multi-turn-prefix-global-ratio", "the two ratios sum to 1 or more", fix));
+            return Err(BenchError::config(
+                "--multi-turn-prefix-global-ratio",
+                "the two ratios sum to 1 or more",
+                fix,
+            ));
         }
         if self.num_turns == 0 {
             return Err(BenchError::config("--multi-turn-num-turns", "must be at least 1", "pass 1 or more"));
@@ -142,7 +146,13 @@ pub fn turn_counts(n: usize, min: u32, max: u32, seed: u64) -> Vec<u32> {
     (0..n).map(|_| lo + (rng.next_u64() % u64::from(hi - lo + 1)) as u32).collect()
 }
 
-fn texts(cfg: &RandomDatasetConfig, n: usize, len: usize, seed: u64, tok: &dyn TextTokenizer) -> Result<Vec<(Arc<str>, u32)>> {
+fn texts(
+    cfg: &RandomDatasetConfig,
+    n: usize,
+    len: usize,
+    seed: u64,
+    tok: &dyn TextTokenizer,
+) -> Result<Vec<(Arc<str>, u32)>> {
     if n == 0 || len == 0 {
         return Ok(vec![(Arc::from(""), cfg.output_len as u32); n]);
     }
@@ -166,7 +176,11 @@ fn count(tok: &dyn TextTokenizer, text: &str) -> Result<u32> {
 }
 
 /// Synthetic conversations from the random dataset's options (`num_prompts` conversations).
-pub fn synthetic(cfg: &MultiTurnConfig, random: &RandomDatasetConfig, tok: &dyn TextTokenizer) -> Result<Conversations> {
+pub fn synthetic(
+    cfg: &MultiTurnConfig,
+    random: &RandomDatasetConfig,
+    tok: &dyn TextTokenizer,
+) -> Result<Conversations> {
     let n = random.num_prompts;
     let max = if cfg.max_turns > 0 { cfg.max_turns } else { cfg.num_turns };
     let min = if cfg.min_turns > 0 { cfg.min_turns } else { max };
@@ -177,8 +191,10 @@ pub fn synthetic(cfg: &MultiTurnConfig, random: &RandomDatasetConfig, tok: &dyn 
     let history = cfg.history();
     // Prefix-sharing mode: each message = global block + conversation block + unique rest.
     let share = |len: usize, r: f64| (len as f64 * r).floor() as usize;
-    let (g0, c0) = (share(first_len, cfg.prefix_global_ratio), share(first_len, cfg.prefix_conversation_ratio));
-    let (gl, cl) = (share(later_len, cfg.prefix_global_ratio), share(later_len, cfg.prefix_conversation_ratio));
+    let (g0, c0) =
+        (share(first_len, cfg.prefix_global_ratio), share(first_len, cfg.prefix_conversation_ratio));
+    let (gl, cl) =
+        (share(later_len, cfg.prefix_global_ratio), share(later_len, cfg.prefix_conversation_ratio));
     let s = random.seed;
     let mut first = {
         let mut c = random.clone();
@@ -203,10 +219,13 @@ pub fn synthetic(cfg: &MultiTurnConfig, random: &RandomDatasetConfig, tok: &dyn 
         bounds.push((requests.len(), turns as usize));
         for t in 0..turns as usize {
             let (body, out) = if t == 0 {
-                let r = first.next().ok_or_else(|| BenchError::Dataset { detail: "random dataset too short".into() })?;
+                let r = first
+                    .next()
+                    .ok_or_else(|| BenchError::Dataset { detail: "random dataset too short".into() })?;
                 (Arc::from(r.prompt.text().unwrap_or_default()), r.expected_output_tokens)
             } else {
-                rest.next().ok_or_else(|| BenchError::Dataset { detail: "random dataset too short".into() })?
+                rest.next()
+                    .ok_or_else(|| BenchError::Dataset { detail: "random dataset too short".into() })?
             };
             let user: Arc<str> = if history {
                 body
@@ -240,18 +259,29 @@ struct ShareGptMessage {
 /// entries with at least 4 messages, walked as human → gpt pairs (other roles and empty
 /// messages skipped), capped at `max_turns` (0 = uncapped); the reply's token count is the
 /// turn's output length. The first `num` usable conversations in file order are used.
-pub fn sharegpt(path: &std::path::Path, cfg: &MultiTurnConfig, num: usize, tok: &dyn TextTokenizer) -> Result<Conversations> {
+pub fn sharegpt(
+    path: &std::path::Path,
+    cfg: &MultiTurnConfig,
+    num: usize,
+    tok: &dyn TextTokenizer,
+) -> Result<Conversations> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
-    let bad = |e: serde_json::Error| BenchError::Dataset {
+    let bad = |e: serde_json::Error| {
+        BenchError::Dataset {
         detail: format!(
             "{} is not ShareGPT JSON ({e}); fix: pass a JSON array (or JSON lines) of {{\"conversations\": [{{\"from\", \"value\"}}]}}",
             path.display()
         ),
+    }
     };
     let entries: Vec<ShareGptEntry> = if text.trim_start().starts_with('[') {
         serde_json::from_str(&text).map_err(bad)?
     } else {
-        text.lines().filter(|l| !l.trim().is_empty()).map(serde_json::from_str).collect::<std::result::Result<_, _>>().map_err(bad)?
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<std::result::Result<_, _>>()
+            .map_err(bad)?
     };
     let mut requests = Vec::new();
     let mut bounds = Vec::new();
@@ -260,7 +290,8 @@ pub fn sharegpt(path: &std::path::Path, cfg: &MultiTurnConfig, num: usize, tok: 
             break;
         }
         let start = requests.len();
-        let msgs: Vec<&ShareGptMessage> = e.conversations.iter().filter(|m| !m.value.trim().is_empty()).collect();
+        let msgs: Vec<&ShareGptMessage> =
+            e.conversations.iter().filter(|m| !m.value.trim().is_empty()).collect();
         let mut i = 0;
         while i + 1 < msgs.len() {
             if cfg.max_turns > 0 && requests.len() - start == cfg.max_turns as usize {
@@ -287,7 +318,10 @@ pub fn sharegpt(path: &std::path::Path, cfg: &MultiTurnConfig, num: usize, tok: 
     }
     if bounds.is_empty() {
         return Err(BenchError::Dataset {
-            detail: format!("{} has no conversation with a human → gpt turn; fix: check the file", path.display()),
+            detail: format!(
+                "{} has no conversation with a human → gpt turn; fix: check the file",
+                path.display()
+            ),
         });
     }
     Ok(Conversations { workload: Workload { requests }, bounds, history: true })
@@ -304,7 +338,9 @@ pub fn truncate_to_model_len(conv: Conversations, limit: Option<u32>) -> (Conver
         let mut total = 0u64;
         let first = requests.len();
         for spec in &conv.workload.requests[start..start + len] {
-            let need = if conv.history { total } else { 0 } + u64::from(spec.prompt_tokens) + u64::from(spec.expected_output_tokens);
+            let need = if conv.history { total } else { 0 }
+                + u64::from(spec.prompt_tokens)
+                + u64::from(spec.expected_output_tokens);
             if need > u64::from(limit) {
                 break;
             }
@@ -408,7 +444,15 @@ pub async fn run_conversations(
     stats
 }
 
-fn turn_record(run: &SessionRun, conv: &Conversations, c: usize, idx: usize, turn: usize, intended: u64, prompt_tokens: u32) -> RequestRecord {
+fn turn_record(
+    run: &SessionRun,
+    conv: &Conversations,
+    c: usize,
+    idx: usize,
+    turn: usize,
+    intended: u64,
+    prompt_tokens: u32,
+) -> RequestRecord {
     let spec = &conv.workload.requests[idx];
     let mut r = RequestRecord::scheduled(
         idx as u64,
@@ -435,7 +479,8 @@ async fn conversation(
     cancel: StopSignal,
 ) {
     let (start, len) = conv.bounds[c];
-    let target = run.lora_of.get(c).and_then(|(i, _)| run.targets.get(*i as usize)).or(run.targets.first()).cloned();
+    let target =
+        run.lora_of.get(c).and_then(|(i, _)| run.targets.get(*i as usize)).or(run.targets.first()).cloned();
     let session = HeaderValue::from_str(&format!("{}c{c}", run.request_id_prefix)).ok();
     let opts = ExecOptions { keep_text: true, ..ExecOptions::clone(&run.opts) };
     let mut history = String::from("[");
@@ -457,7 +502,8 @@ async fn conversation(
         let mut messages = if conv.history { history.clone() } else { String::from("[") };
         push_message(&mut messages, "user", spec.prompt.text().unwrap_or_default());
         messages.push(']');
-        let prompt_tokens = if conv.history { history_tokens.saturating_add(spec.prompt_tokens) } else { spec.prompt_tokens };
+        let prompt_tokens =
+            if conv.history { history_tokens.saturating_add(spec.prompt_tokens) } else { spec.prompt_tokens };
         let mut record = turn_record(run, conv, c, idx, t, intended, prompt_tokens);
         let body = match target.body_template().build_messages(&messages, spec.expected_output_tokens) {
             Ok(b) => b,
@@ -474,10 +520,11 @@ async fn conversation(
             live.request_sent(run.clock.now_us().saturating_sub(intended));
         }
         let mut stop = cancel.clone();
-        let mut rec = execute_prepared(&run.client, target, spec, &prepared, record, &run.clock, &opts, async move {
-            stop.stopped().await
-        })
-        .await;
+        let mut rec =
+            execute_prepared(&run.client, target, spec, &prepared, record, &run.clock, &opts, async move {
+                stop.stopped().await
+            })
+            .await;
         if let Some(live) = &run.live {
             live.sent_request_ended();
         }
@@ -568,7 +615,11 @@ mod tests {
     #[test]
     fn validation() {
         assert!(MultiTurnConfig::default().validate().is_ok());
-        let bad = MultiTurnConfig { prefix_global_ratio: 0.6, prefix_conversation_ratio: 0.5, ..Default::default() };
+        let bad = MultiTurnConfig {
+            prefix_global_ratio: 0.6,
+            prefix_conversation_ratio: 0.5,
+            ..Default::default()
+        };
         assert!(bad.validate().is_err());
         let bad = MultiTurnConfig { min_turns: 4, max_turns: 2, ..Default::default() };
         assert!(bad.validate().is_err());

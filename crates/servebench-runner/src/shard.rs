@@ -81,8 +81,13 @@ pub fn take_share(
     let total = workload.len();
     let positions = shard.spec.positions(total);
     let offsets_us = positions.iter().filter_map(|&p| schedule.offsets_us.get(p).copied()).collect();
-    let requests =
-        workload.requests.into_iter().enumerate().filter(|(p, _)| shard.spec.owns(*p)).map(|(_, r)| r).collect();
+    let requests = workload
+        .requests
+        .into_iter()
+        .enumerate()
+        .filter(|(p, _)| shard.spec.owns(*p))
+        .map(|(_, r)| r)
+        .collect();
     let header = ShardHeader {
         version: FORMAT_VERSION,
         servebench_version: env!("CARGO_PKG_VERSION").into(),
@@ -110,6 +115,21 @@ pub fn take_share(
 }
 
 impl ShardRun {
+    /// One line for the console: which share this shard sends.
+    pub fn describe(&self) -> String {
+        let h = &self.header;
+        format!(
+            "Shard {} of {}: {} of {} requests (every {}th arrival from position {}), workload fingerprint {}",
+            h.shard_index,
+            h.num_shards,
+            h.shard_requests,
+            h.total_requests,
+            h.num_shards,
+            h.shard_index,
+            h.workload_fingerprint.chars().take(12).collect::<String>()
+        )
+    }
+
     /// The header as written (anchor filled in by `write_header`).
     pub fn header(&self) -> &ShardHeader {
         &self.header
@@ -117,7 +137,12 @@ impl ShardRun {
 
     /// Writes the header line into the fresh records file: the shard, the fingerprint and the
     /// wall-clock anchor of `clock`.
-    pub fn write_header(&mut self, sink: Option<&mut RecordSink>, clock: &RunClock, waited_us: Option<i64>) -> Result<()> {
+    pub fn write_header(
+        &mut self,
+        sink: Option<&mut RecordSink>,
+        clock: &RunClock,
+        waited_us: Option<i64>,
+    ) -> Result<()> {
         self.header.wall_anchor_unix_us = clock.wall_anchor_unix_us();
         self.header.waited_us = waited_us;
         match sink {
@@ -127,7 +152,13 @@ impl ShardRun {
     }
 
     /// Appends the summary line (client health) to the records file at `path`.
-    pub fn write_summary(&self, path: Option<&Path>, health: &ClientHealth, records: usize, interrupted: bool) -> Result<()> {
+    pub fn write_summary(
+        &self,
+        path: Option<&Path>,
+        health: &ClientHealth,
+        records: usize,
+        interrupted: bool,
+    ) -> Result<()> {
         let Some(path) = path else { return Ok(()) };
         let lateness: Vec<f64> = health.dispatch_lateness_us.iter().map(|&v| v as f64).collect();
         let hiccups: Vec<f64> = health.hiccup_us.iter().map(|&v| f64::from(v)).collect();
@@ -221,8 +252,54 @@ mod tests {
 
     fn workload(n: u64) -> Workload {
         Workload {
-            requests: (0..n).map(|i| RequestSpec::new(i, Prompt::Text(format!("p{i}").into()), 3, 4)).collect(),
+            requests: (0..n)
+                .map(|i| RequestSpec::new(i, Prompt::Text(format!("p{i}").into()), 3, 4))
+                .collect(),
         }
+    }
+
+    #[test]
+    fn records_file_carries_header_and_summary_and_readers_skip_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.records.jsonl");
+        let mut sink = RecordSink::create(&path).unwrap();
+        let header = ShardHeader {
+            version: FORMAT_VERSION,
+            servebench_version: "t".into(),
+            shard_index: 1,
+            num_shards: 2,
+            workload_fingerprint: "ab".into(),
+            seed: 0,
+            total_requests: 4,
+            shard_requests: 2,
+            wall_anchor_unix_us: 0,
+            start_at_unix_us: None,
+            waited_us: None,
+            run: ShardRunInfo::default(),
+        };
+        let mut run = ShardRun { header };
+        let clock = RunClock::start();
+        run.write_header(Some(&mut sink), &clock, Some(-7)).unwrap();
+        for i in [1u64, 3] {
+            sink.append(&servebench_core::RequestRecord::scheduled(i, format!("r{i}"), i, 1, 1)).unwrap();
+        }
+        drop(sink);
+        let health =
+            ClientHealth { dispatch_lateness_us: vec![40, 10, 20], wall_seconds: 1.0, ..Default::default() };
+        run.write_summary(Some(&path), &health, 2, false).unwrap();
+
+        let (records, bad) = crate::sink::read_records(&path).unwrap();
+        assert_eq!((records.len(), bad), (2, 0));
+        let file = crate::sink::read_records_file(&path).unwrap();
+        let h = file.shard_header.unwrap();
+        assert_eq!(h.wall_anchor_unix_us, clock.wall_anchor_unix_us());
+        assert_eq!(h.waited_us, Some(-7));
+        let s = file.shard_summary.unwrap();
+        assert_eq!(
+            (s.records, s.first_dispatch_lateness_us, s.dispatch_lateness_max_us),
+            (2, Some(40), Some(40))
+        );
+        assert_eq!(s.dispatch_lateness_p50_us, Some(20.0));
     }
 
     #[test]

@@ -27,9 +27,10 @@ pub fn parse_stages(text: &str) -> Result<Vec<Stage>> {
         let (r, s) = item
             .split_once(':')
             .ok_or_else(|| BenchError::config("--stages", format!("'{item}' is not RATE:SECONDS"), fix))?;
-        let rate: f64 = r.trim().parse().map_err(|_| {
-            BenchError::config("--stages", format!("rate '{r}' is not a number"), fix)
-        })?;
+        let rate: f64 = r
+            .trim()
+            .parse()
+            .map_err(|_| BenchError::config("--stages", format!("rate '{r}' is not a number"), fix))?;
         let seconds: f64 = s.trim().parse().map_err(|_| {
             BenchError::config("--stages", format!("duration '{s}' is not a number of seconds"), fix)
         })?;
@@ -129,6 +130,18 @@ pub fn cycle_workload(w: &Workload, n: usize) -> Workload {
 pub struct RunStops {
     pub release: StopSignal,
     pub cancel: StopSignal,
+    /// The task raising the signals; aborted when the last copy is dropped (the run ended).
+    _task: std::sync::Arc<AbortOnDrop>,
+}
+
+/// Aborts a task when dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Derives [`RunStops`] from the user's stop signal and an optional end instant.
@@ -140,7 +153,7 @@ pub fn run_stops(
 ) -> RunStops {
     let (release_h, release) = stop_signal();
     let (cancel_h, cancel) = stop_signal();
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let mut user = user;
         let mut end_done = end.is_none();
         let sleep = async {
@@ -180,7 +193,7 @@ pub fn run_stops(
         }
         // Dropping the handles leaves the signals as they are (raised or not).
     });
-    RunStops { release, cancel }
+    RunStops { release, cancel, _task: std::sync::Arc::new(AbortOnDrop(task)) }
 }
 
 #[cfg(test)]
@@ -228,7 +241,9 @@ mod tests {
     #[test]
     fn cycling_reuses_prompts() {
         let w = Workload {
-            requests: (0..3).map(|i| RequestSpec::new(i, Prompt::Text(Arc::from(format!("p{i}"))), 1, 1)).collect(),
+            requests: (0..3)
+                .map(|i| RequestSpec::new(i, Prompt::Text(Arc::from(format!("p{i}"))), 1, 1))
+                .collect(),
         };
         let c = cycle_workload(&w, 7);
         assert_eq!(c.len(), 7);

@@ -46,7 +46,8 @@ async fn stages_then_duration_stop_issuing_and_report_per_stage() {
     }
     let per_stage = by_stage(&records, &MetricsConfig::default());
     assert_eq!(per_stage.len(), 2);
-    let n0 = schedule.stage.iter().zip(&schedule.offsets_us).filter(|(s, o)| **s == 0 && **o < 800_000).count();
+    let n0 =
+        schedule.stage.iter().zip(&schedule.offsets_us).filter(|(s, o)| **s == 0 && **o < 800_000).count();
     assert_eq!(per_stage[0].1.completed as usize, n0);
     assert_eq!(per_stage[1].1.completed as usize, records.len() - n0);
     sim.shutdown().await;
@@ -92,8 +93,29 @@ async fn lora_adapters_are_sent_as_the_model_deterministically() {
     }
     assert!(expected.contains(&"sql") && expected.contains(&"chat"));
     // An adapter the server does not serve fails (404), so the field really is the adapter.
-    cfg.load.lora = Some(LoraConfig { modules: vec!["unknown".into()], assignment: LoraAssignment::RoundRobin });
+    cfg.load.lora =
+        Some(LoraConfig { modules: vec!["unknown".into()], assignment: LoraAssignment::RoundRobin });
     let c = common::run(cfg).await;
     assert!(c.iter().all(|r| r.outcome == Outcome::Failed && r.http_status == Some(404)));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_with_an_infinite_rate_stops_the_gated_workload_at_the_end() {
+    // Two in flight, each about 80 ms: far fewer than 60 requests fit in 0.5 s.
+    let sim = sim(20.0, 10.0, &[]).await;
+    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 60);
+    cfg.max_concurrency = Some(2);
+    cfg.load.duration = Some(Duration::from_millis(500));
+    let records = common::run(cfg).await;
+    assert_eq!(records.len(), 60);
+    let completed = records.iter().filter(|r| r.outcome == Outcome::Completed).count();
+    let never_sent =
+        records.iter().filter(|r| r.outcome == Outcome::Cancelled && r.dispatched_us.is_none()).count();
+    assert!(completed >= 2, "{completed}");
+    assert_eq!(completed + never_sent, 60, "drained: what was sent finished, the rest was never sent");
+    for r in records.iter().filter(|r| r.dispatched_us.is_some()) {
+        assert!(r.dispatched_us.unwrap() < 600_000, "issued after the end: {:?}", r.dispatched_us);
+    }
     sim.shutdown().await;
 }

@@ -20,18 +20,25 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Replies sent and models seen, per session id.
+type Sessions = Arc<Mutex<HashMap<String, (Vec<String>, Vec<String>)>>>;
+
 #[derive(Clone)]
 struct Script {
     tok: Arc<dyn TextTokenizer>,
     /// Replies sent per session, and the models each session used.
-    sessions: Arc<Mutex<HashMap<String, (Vec<String>, Vec<String>)>>>,
+    sessions: Sessions,
 }
 
 fn bad(msg: String) -> Response {
     (StatusCode::BAD_REQUEST, msg).into_response()
 }
 
-async fn chat(axum::extract::State(s): axum::extract::State<Script>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+async fn chat(
+    axum::extract::State(s): axum::extract::State<Script>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
     let Some(session) = headers.get("x-session-id").and_then(|v| v.to_str().ok()).map(str::to_string) else {
         return bad("no X-Session-ID".into());
     };
@@ -93,7 +100,10 @@ async fn each_turn_counts_the_history_actually_sent() {
         concurrency: Some(2),
         ..MultiTurnConfig::default()
     });
-    cfg.load.lora = Some(LoraConfig { modules: vec!["l-a".into(), "l-b".into()], assignment: LoraAssignment::RoundRobin });
+    cfg.load.lora = Some(LoraConfig {
+        modules: vec!["l-a".into(), "l-b".into()],
+        assignment: LoraAssignment::RoundRobin,
+    });
     let records = common::run(cfg).await;
     assert!(records.len() >= 8, "4 conversations of 2..4 turns");
     let mut last: HashMap<u64, (u32, u64, u32)> = HashMap::new();
@@ -123,4 +133,29 @@ async fn each_turn_counts_the_history_actually_sent() {
     for (_, models) in sessions.values() {
         assert!(models.windows(2).all(|w| w[0] == w[1]));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_turns_hit_the_simulators_prefix_cache() {
+    use servebench_sim::{EngineConfig, SimConfig};
+    let tok = servebench_data::tokenizer::load_tokenizer(common::TOKENIZER).unwrap();
+    let mut engine = EngineConfig::h100_8b();
+    engine.jitter = 0.0;
+    let sim =
+        servebench_sim::start(SimConfig::new("mt", tok).with_engine(engine), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+    let mut cfg = common::config(sim.base_url(), "mt", BackendKind::Chat, 3);
+    cfg.load.multi_turn = Some(MultiTurnConfig { num_turns: 3, ..MultiTurnConfig::default() });
+    let records = common::run(cfg).await;
+    assert_eq!(records.len(), 9);
+    for r in &records {
+        assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+        // Each later turn resends the conversation so far: its prefix was computed by the
+        // previous turn and is cached on the server.
+        if r.turn.unwrap() > 0 {
+            assert!(r.cached_prompt_tokens.unwrap() >= 16, "turn {:?}: {:?}", r.turn, r.cached_prompt_tokens);
+        }
+    }
+    sim.shutdown().await;
 }

@@ -38,9 +38,12 @@ async fn mooncake_trace_hits_the_simulators_prefix_cache_on_the_traces_timestamp
     let mut engine = EngineConfig::h100_8b();
     engine.jitter = 0.0;
     engine.block_size = 16;
-    let sim = servebench_sim::start(SimConfig::new("trace-model", tok).with_engine(engine), "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let sim = servebench_sim::start(
+        SimConfig::new("trace-model", tok).with_engine(engine),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
     let multiplier = 2.0;
     let mut cfg = common::config(sim.base_url(), "trace-model", BackendKind::Completions, 1000);
     cfg.dataset = DatasetSpec::TimedTrace(TraceConfig {
@@ -53,6 +56,9 @@ async fn mooncake_trace_hits_the_simulators_prefix_cache_on_the_traces_timestamp
         max_model_len: None,
         self_timed: true,
     });
+    // One request at a time: each prefill is done (and cached) before the next request is sent,
+    // whatever the machine's load, so the cache hits are exact.
+    cfg.max_concurrency = Some(1);
     let records = common::run(cfg).await;
     let rows = parse_trace(&std::fs::read_to_string(fixture()).unwrap(), &TraceLabels::default()).unwrap();
     assert_eq!(records.len(), rows.len());

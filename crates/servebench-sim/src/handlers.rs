@@ -58,7 +58,8 @@ impl SimState {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         let id_salt = mix(now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32));
         let perm = format!("modelperm-{:016x}{:016x}", mix(id_salt), mix(!id_salt));
-        let models = models_body(&config.model, &config.lora_modules, now.as_secs(), config.max_model_len, &perm);
+        let models =
+            models_body(&config.model, &config.lora_modules, now.as_secs(), config.max_model_len, &perm);
         let spec_k = match &config.timing {
             TimingModel::Engine(e) => e.spec_k,
             TimingModel::Fixed { .. } => 0,

@@ -165,35 +165,43 @@ struct ModelList<'a> {
 }
 
 /// `GET /v1/models`.
-pub(crate) fn models_body(model: &str, loras: &[String], created: u64, max_model_len: u32, perm_id: &str) -> Bytes {
+pub(crate) fn models_body(
+    model: &str,
+    loras: &[String],
+    created: u64,
+    max_model_len: u32,
+    perm_id: &str,
+) -> Bytes {
     // The base model first (clients take the first entry), then each LoRA adapter with the
     // base model as its parent, as vLLM lists them.
     let names = std::iter::once((model, None)).chain(loras.iter().map(|l| (l.as_str(), Some(model))));
     let list = ModelList {
         object: "list",
-        data: names.map(|(id, parent)| ModelCard {
-            id,
-            object: "model",
-            created,
-            owned_by: "servebench-sim",
-            root: id,
-            parent,
-            max_model_len,
-            permission: [ModelPermission {
-                id: perm_id,
-                object: "model_permission",
+        data: names
+            .map(|(id, parent)| ModelCard {
+                id,
+                object: "model",
                 created,
-                allow_create_engine: false,
-                allow_sampling: true,
-                allow_logprobs: true,
-                allow_search_indices: false,
-                allow_view: true,
-                allow_fine_tuning: false,
-                organization: "*",
-                group: None,
-                is_blocking: false,
-            }],
-        }).collect(),
+                owned_by: "servebench-sim",
+                root: id,
+                parent,
+                max_model_len,
+                permission: [ModelPermission {
+                    id: perm_id,
+                    object: "model_permission",
+                    created,
+                    allow_create_engine: false,
+                    allow_sampling: true,
+                    allow_logprobs: true,
+                    allow_search_indices: false,
+                    allow_view: true,
+                    allow_fine_tuning: false,
+                    organization: "*",
+                    group: None,
+                    is_blocking: false,
+                }],
+            })
+            .collect(),
     };
     Bytes::from(serde_json::to_vec(&list).unwrap_or_default())
 }

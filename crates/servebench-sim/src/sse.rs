@@ -111,8 +111,9 @@ impl StreamFormat {
                 h
             })
             .collect();
-        let responses = (api == Api::Responses)
-            .then(|| crate::sse_responses::ResponsesFormat::new(id, created, model, plan.prompt_tokens, usage.details));
+        let responses = (api == Api::Responses).then(|| {
+            crate::sse_responses::ResponsesFormat::new(id, created, model, plan.prompt_tokens, usage.details)
+        });
         StreamFormat {
             api,
             common,

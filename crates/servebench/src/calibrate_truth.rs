@@ -74,7 +74,8 @@ pub fn compare(records: &[RequestRecord], truth: &HashMap<String, TruthLine>) ->
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in records.iter().filter(|r| r.outcome == Outcome::Completed) {
         let Some(t) = truth.get(&r.request_id) else { continue };
-        let (Some(sent), Some(first), Some(&t_first)) = (r.dispatched_us, r.first_token_us, t.event_us.first())
+        let (Some(sent), Some(first), Some(&t_first)) =
+            (r.dispatched_us, r.first_token_us, t.event_us.first())
         else {
             continue;
         };
@@ -120,7 +121,10 @@ mod tests {
     }
 
     fn truth(id: &str, received: u64, events: Vec<u64>, done: u64) -> (String, TruthLine) {
-        (id.into(), TruthLine { request_id: id.into(), received_us: received, event_us: events, done_us: Some(done) })
+        (
+            id.into(),
+            TruthLine { request_id: id.into(), received_us: received, event_us: events, done_us: Some(done) },
+        )
     }
 
     #[test]
@@ -154,7 +158,8 @@ mod tests {
     #[test]
     fn gap_count_mismatch_skips_itl_only() {
         let records = vec![rec("a", 0, 50_000, vec![10_000], 60_000)];
-        let truth: HashMap<_, _> = [truth("a", 0, vec![50_000, 55_000, 60_000], 60_000)].into_iter().collect();
+        let truth: HashMap<_, _> =
+            [truth("a", 0, vec![50_000, 55_000, 60_000], 60_000)].into_iter().collect();
         let e = compare(&records, &truth);
         assert_eq!((e.matched, e.itl_gaps), (1, 0));
     }

@@ -197,7 +197,9 @@ pub struct SimArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     // ---- connection ----
-    /// API dialect: `openai`/`vllm` (completions) or `openai-chat` (chat completions).
+    /// API dialect: `openai`/`vllm` (completions), `openai-chat`, `openai-responses`, the pooling
+    /// backends `openai-embeddings`, `openai-embeddings-chat`, `vllm-pooling`, `vllm-rerank`, or a
+    /// native one (docs/backends.md).
     #[arg(long, default_value = "openai", help_heading = "Connection")]
     pub backend: String,
     /// Server base URL (overrides --host/--port), e.g. http://10.0.0.1:8000.
@@ -207,7 +209,8 @@ pub struct RunArgs {
     pub host: String,
     #[arg(long, default_value_t = 8000, help_heading = "Connection")]
     pub port: u16,
-    /// API path; defaults to /v1/completions or /v1/chat/completions by backend.
+    /// API path; defaults by backend (/v1/completions, /v1/chat/completions, /generate_stream, ...;
+    /// docs/backends.md).
     #[arg(long, help_heading = "Connection")]
     pub endpoint: Option<String>,
     /// Extra request header KEY=VALUE (repeatable; several per flag allowed).

@@ -182,7 +182,8 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
                 path: d.dataset_path.as_ref().map(PathBuf::from),
                 subset: d.speed_bench_dataset_subset.clone(),
                 category: d.speed_bench_category.clone(),
-                output_len: output_override.unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
+                output_len: output_override
+                    .unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
             })
         }
         "hf" => DatasetKind::Hf(hf_config(args, output_override)?),
@@ -251,9 +252,10 @@ fn random_mm_config(args: &RunArgs, backend_takes_images: bool) -> Result<Random
         )
     })?;
     random_mm::check_buckets(&buckets)?;
-    let (limit_image, limit_video) = random_mm::parse_limits(&d.random_mm_limit_mm_per_prompt).map_err(|p| {
-        BenchError::config("--random-mm-limit-mm-per-prompt", p, "pass e.g. \"{'image': 3, 'video': 0}\"")
-    })?;
+    let (limit_image, limit_video) =
+        random_mm::parse_limits(&d.random_mm_limit_mm_per_prompt).map_err(|p| {
+            BenchError::config("--random-mm-limit-mm-per-prompt", p, "pass e.g. \"{'image': 3, 'video': 0}\"")
+        })?;
     let r = d.random_mm_num_mm_items_range_ratio;
     if !(0.0..=1.0).contains(&r) {
         return Err(BenchError::config(

@@ -58,13 +58,11 @@ impl ShardArgs {
                 )
             })?,
             (None, None) if count == 1 => 0,
-            (None, None) => {
-                return Err(BenchError::config(
-                    "--shard-index",
-                    format!("missing with --num-shards {count}"),
-                    "pass --shard-index I (0-based), or run as a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)",
-                ))
-            }
+            (None, None) => return Err(BenchError::config(
+                "--shard-index",
+                format!("missing with --num-shards {count}"),
+                "pass --shard-index I (0-based), or run as a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)",
+            )),
         };
         Ok(ShardSettings { shard: Some(ShardSpec::new(index, count)?), start_at_unix_us })
     }
@@ -128,7 +126,10 @@ mod tests {
         let s = args(Some(4), None, Some("1790000000")).settings(Some("3")).unwrap();
         assert_eq!(s.shard, Some(ShardSpec { index: 3, count: 4 }));
         assert_eq!(s.start_at_unix_us, Some(1_790_000_000_000_000));
-        assert_eq!(args(Some(1), None, None).settings(None).unwrap().shard, Some(ShardSpec { index: 0, count: 1 }));
+        assert_eq!(
+            args(Some(1), None, None).settings(None).unwrap().shard,
+            Some(ShardSpec { index: 0, count: 1 })
+        );
         // A plain run inside an Indexed Job is not sharded.
         assert_eq!(args(None, None, None).settings(Some("3")).unwrap().shard, None);
         assert!(args(Some(4), None, None).settings(None).is_err());

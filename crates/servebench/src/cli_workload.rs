@@ -104,7 +104,11 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     let w = &args.workload;
     if is_trace(args) {
         let path = args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
-            BenchError::config("--dataset-path", "timed_trace needs a trace file", "pass --dataset-path trace.jsonl")
+            BenchError::config(
+                "--dataset-path",
+                "timed_trace needs a trace file",
+                "pass --dataset-path trace.jsonl",
+            )
         })?;
         if backend != BackendKind::Completions {
             return Err(BenchError::config(
@@ -114,11 +118,19 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
             ));
         }
         if w.timed_trace_chunk_hash_size == 0 {
-            return Err(BenchError::config("--timed-trace-chunk-hash-size", "must be at least 1", "pass 16, or the trace's block size"));
+            return Err(BenchError::config(
+                "--timed-trace-chunk-hash-size",
+                "must be at least 1",
+                "pass 16, or the trace's block size",
+            ));
         }
         let m = w.timed_trace_sec_multiplier;
         if !m.is_finite() || m <= 0.0 {
-            return Err(BenchError::config("--timed-trace-sec-multiplier", format!("{m} is not > 0"), "pass a positive factor, e.g. 0.5"));
+            return Err(BenchError::config(
+                "--timed-trace-sec-multiplier",
+                format!("{m} is not > 0"),
+                "pass a positive factor, e.g. 0.5",
+            ));
         }
         run.dataset = DatasetSpec::TimedTrace(TraceConfig {
             path,
@@ -146,7 +158,10 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     }
     let mut load = LoadOptions::default();
     if !w.lora_modules.is_empty() {
-        let lora = LoraConfig { modules: w.lora_modules.clone(), assignment: LoraAssignment::parse(&w.lora_assignment)? };
+        let lora = LoraConfig {
+            modules: w.lora_modules.clone(),
+            assignment: LoraAssignment::parse(&w.lora_assignment)?,
+        };
         lora.validate()?;
         load.lora = Some(lora);
     } else {
@@ -154,15 +169,27 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     }
     if w.multi_turn {
         if backend != BackendKind::Chat {
-            return Err(BenchError::config("--multi-turn", "conversations need the chat API", "use --backend openai-chat"));
+            return Err(BenchError::config(
+                "--multi-turn",
+                "conversations need the chat API",
+                "use --backend openai-chat",
+            ));
         }
         if is_trace(args) {
-            return Err(BenchError::config("--multi-turn", "cannot replay a trace", "drop --multi-turn or use another dataset"));
+            return Err(BenchError::config(
+                "--multi-turn",
+                "cannot replay a trace",
+                "drop --multi-turn or use another dataset",
+            ));
         }
         let sharegpt_path = match args.dataset_name.as_str() {
             "random" => None,
             "sharegpt" => Some(args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
-                BenchError::config("--dataset-path", "multi-turn ShareGPT needs a local file", "pass --dataset-path conversations.json")
+                BenchError::config(
+                    "--dataset-path",
+                    "multi-turn ShareGPT needs a local file",
+                    "pass --dataset-path conversations.json",
+                )
             })?),
             other => {
                 return Err(BenchError::config(
@@ -174,10 +201,18 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
         };
         let d = w.multi_turn_delay_ms;
         if !d.is_finite() || d < 0.0 {
-            return Err(BenchError::config("--multi-turn-delay-ms", format!("{d} is not >= 0"), "pass milliseconds >= 0"));
+            return Err(BenchError::config(
+                "--multi-turn-delay-ms",
+                format!("{d} is not >= 0"),
+                "pass milliseconds >= 0",
+            ));
         }
         if w.multi_turn_concurrency == Some(0) {
-            return Err(BenchError::config("--multi-turn-concurrency", "must be at least 1", "pass a positive number"));
+            return Err(BenchError::config(
+                "--multi-turn-concurrency",
+                "must be at least 1",
+                "pass a positive number",
+            ));
         }
         let mt = MultiTurnConfig {
             num_turns: w.multi_turn_num_turns,
@@ -191,6 +226,13 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
             sharegpt_path,
         };
         mt.validate()?;
+        if run.shard.is_some() {
+            return Err(BenchError::config(
+                "--multi-turn",
+                "conversations cannot be split across shards yet",
+                "run multi-turn benchmarks unsharded",
+            ));
+        }
         load.multi_turn = Some(mt);
         // As vLLM: ignore_eos is forced for the random dataset only outside multi-turn; the
         // history is built from user messages, so /tokenize verification does not apply.
@@ -199,26 +241,47 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     }
     if let Some(s) = &w.stages {
         if w.multi_turn || is_trace(args) {
-            return Err(BenchError::config("--stages", "sets the arrivals itself", "drop --stages with --multi-turn or a trace"));
+            return Err(BenchError::config(
+                "--stages",
+                "sets the arrivals itself",
+                "drop --stages with --multi-turn or a trace",
+            ));
         }
         if args.ramp_up_strategy.is_some() {
-            return Err(BenchError::config("--stages", "cannot be combined with a ramp-up", "drop --ramp-up-strategy"));
+            return Err(BenchError::config(
+                "--stages",
+                "cannot be combined with a ramp-up",
+                "drop --ramp-up-strategy",
+            ));
         }
         load.stages = parse_stages(s)?;
     }
     if let Some(secs) = w.duration {
         let d = Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-            BenchError::config("--duration", format!("{secs} is not a positive number of seconds"), "pass seconds > 0")
+            BenchError::config(
+                "--duration",
+                format!("{secs} is not a positive number of seconds"),
+                "pass seconds > 0",
+            )
         })?;
-        if load.stages.is_empty() && !w.multi_turn && !is_trace(args) && !run.rate.request_rate.is_finite() {
+        if load.stages.is_empty()
+            && !w.multi_turn
+            && !is_trace(args)
+            && !run.rate.request_rate.is_finite()
+            && run.max_concurrency.is_none()
+        {
             return Err(BenchError::config(
                 "--duration",
-                "needs a finite --request-rate (closed-loop duration runs are not supported yet)",
-                "pass --request-rate R with --duration, or use --stages RATE:SECONDS,...",
+                "with an infinite --request-rate needs --max-concurrency (else every request is sent at once)",
+                "pass --request-rate R, or --max-concurrency C (with enough --num-prompts to last), or --stages",
             ));
         }
         if run.rate.ramp_up.is_some() {
-            return Err(BenchError::config("--duration", "cannot be combined with a ramp-up", "drop --ramp-up-strategy"));
+            return Err(BenchError::config(
+                "--duration",
+                "cannot be combined with a ramp-up",
+                "drop --ramp-up-strategy",
+            ));
         }
         load.duration = Some(d);
     }
@@ -241,10 +304,23 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
 pub fn group_info(run: &RunConfig) -> servebench_report::groups::GroupInfo {
     let load = &run.load;
     let stages: Vec<(f64, f64)> = if !load.stages.is_empty() {
-        load.stages.iter().map(|s| (s.rate, s.seconds)).collect()
-    } else if let (Some(d), None, false) =
-        (load.duration, &load.multi_turn, matches!(run.dataset, DatasetSpec::TimedTrace(_)))
-    {
+        // A --duration shorter than the stages cuts the last ones short (or off).
+        let mut left = load.duration.map_or(f64::INFINITY, |d| d.as_secs_f64());
+        let mut v = Vec::new();
+        for s in &load.stages {
+            if left <= 0.0 {
+                break;
+            }
+            v.push((s.rate, s.seconds.min(left)));
+            left -= s.seconds;
+        }
+        v
+    } else if let (Some(d), None, false, true) = (
+        load.duration,
+        &load.multi_turn,
+        matches!(run.dataset, DatasetSpec::TimedTrace(_)),
+        run.rate.request_rate.is_finite(),
+    ) {
         vec![(run.rate.request_rate, d.as_secs_f64())]
     } else {
         Vec::new()
@@ -256,5 +332,54 @@ pub fn group_info(run: &RunConfig) -> servebench_report::groups::GroupInfo {
         turns_per_conversation: mt.map(|m| if m.max_turns > 0 { m.max_turns } else { m.num_turns }),
         multi_turn_concurrency: mt.and_then(|m| m.concurrency.or(run.max_concurrency)).map(|c| c as u64),
         inter_turn_delay_ms: mt.map(|m| m.delay.as_secs_f64() * 1000.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn validate(args: &[&str]) -> servebench_core::Result<crate::config::Validated> {
+        let cli = Cli::try_parse_from(std::iter::once("servebench").chain(args.iter().copied())).unwrap();
+        crate::config::validate(&cli.run, None)
+    }
+
+    #[test]
+    fn flags_become_load_options() {
+        let v =
+            validate(&["--backend", "openai-chat", "--multi-turn", "--multi-turn-delay-ms", "250"]).unwrap();
+        let mt = v.run.load.multi_turn.unwrap();
+        assert_eq!(mt.delay.as_millis(), 250);
+        assert_eq!(mt.num_turns, 3);
+        assert!(!v.run.target.ignore_eos, "not forced in multi-turn");
+        let v =
+            validate(&["--request-rate", "5", "--stages", "5:60,20:60", "--lora-modules", "a", "b"]).unwrap();
+        assert_eq!(v.run.load.stages.len(), 2);
+        assert_eq!(v.run.load.lora.unwrap().modules, vec!["a", "b"]);
+        let v = validate(&["--dataset-name", "timed-trace", "--dataset-path", "t.jsonl", "--no-self-timed"])
+            .unwrap();
+        match v.run.dataset {
+            servebench_runner::DatasetSpec::TimedTrace(t) => assert!(!t.self_timed),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_combinations_are_refused() {
+        for bad in [
+            &["--multi-turn"][..],
+            &["--dataset-name", "timed_trace"],
+            &["--dataset-name", "timed_trace", "--dataset-path", "t", "--backend", "openai-chat"],
+            &["--self-timed"],
+            &["--duration", "5"],
+            &["--request-rate", "5", "--duration", "0"],
+            &["--stages", "5"],
+            &["--lora-modules", "a", "--lora-assignment", "zigzag"],
+            &["--request-rate", "5", "--duration", "5", "--on-duration-end", "later"],
+        ] {
+            assert!(validate(bad).is_err(), "{bad:?}");
+        }
     }
 }

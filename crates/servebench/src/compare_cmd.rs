@@ -100,7 +100,9 @@ fn per_request_from_arrays(v: &Value) -> HashMap<&'static str, Vec<f64>> {
         }
     }
     for gaps in arr("itls") {
-        out.entry("itl").or_default().extend(gaps.as_array().into_iter().flatten().filter_map(Value::as_f64).map(|g| g * 1000.0));
+        out.entry("itl")
+            .or_default()
+            .extend(gaps.as_array().into_iter().flatten().filter_map(Value::as_f64).map(|g| g * 1000.0));
     }
     out
 }
@@ -136,15 +138,18 @@ pub fn load(path: &Path) -> anyhow::Result<Loaded> {
             let mut records = path.as_os_str().to_os_string();
             records.push(".records.jsonl");
             let records = PathBuf::from(records);
-            let per_request =
-                if records.exists() { per_request_from_records(&records)? } else { per_request_from_arrays(&v) };
+            let per_request = if records.exists() {
+                per_request_from_records(&records)?
+            } else {
+                per_request_from_arrays(&v)
+            };
             Ok(Loaded { name, values: v, runs: Vec::new(), per_request })
         }
     }
 }
 
 fn insert_path(o: &mut serde_json::Map<String, Value>, key: &str, v: Value) {
-    match key.split_once('.') {
+    match key.strip_prefix("steady_state.").map(|rest| ("steady_state", rest)) {
         Some((head, rest)) => {
             let child = o.entry(head.to_owned()).or_insert_with(|| json!({}));
             if let Some(c) = child.as_object_mut() {
@@ -274,9 +279,23 @@ mod tests {
     }
 
     #[test]
+    fn vllm_detailed_arrays_give_per_request_values() {
+        // Request 1 failed (latency 0): skipped. TPOT = (0.5 − 0.1) / (5 − 1) s = 100 ms.
+        let v = json!({"ttfts": [0.1, 0.0], "latencies": [0.5, 0.0], "output_lens": [5, 0],
+                       "itls": [[0.1, 0.1, 0.1, 0.1], []]});
+        let m = per_request_from_arrays(&v);
+        assert_eq!(m["ttft"], vec![100.0]);
+        assert_eq!(m["e2el"], vec![500.0]);
+        assert!((m["tpot"][0] - 100.0).abs() < 1e-9);
+        assert_eq!(m["itl"].len(), 4);
+        assert!(per_request_from_arrays(&json!({"latencies": [1.0]})).is_empty());
+    }
+
+    #[test]
     fn multi_run_documents_use_welch() {
         let doc = |vals: &[f64]| {
-            let runs: Vec<Value> = vals.iter().map(|v| json!({"result": {"request_throughput": v}})).collect();
+            let runs: Vec<Value> =
+                vals.iter().map(|v| json!({"result": {"request_throughput": v}})).collect();
             let mean = vals.iter().sum::<f64>() / vals.len() as f64;
             json!({"servebench_experiment": "multi_run", "runs": runs,
                    "summary": {"request_throughput": {"mean": mean}}})
@@ -288,7 +307,10 @@ mod tests {
         std::fs::write(&pc, doc(&[10.1, 9.95, 10.05, 10.0]).to_string()).unwrap();
         let (a, b, c) = (load(&pa).unwrap(), load(&pb).unwrap(), load(&pc).unwrap());
         let r = &compare(&a, &b, 0.05)[0];
-        assert_eq!((r["test"].as_str(), r["significant"].as_bool(), r["marker"].as_str()), (Some("welch_t"), Some(true), Some("-")));
+        assert_eq!(
+            (r["test"].as_str(), r["significant"].as_bool(), r["marker"].as_str()),
+            (Some("welch_t"), Some(true), Some("-"))
+        );
         let r = &compare(&a, &c, 0.05)[0];
         assert_eq!(r["significant"].as_bool(), Some(false));
     }

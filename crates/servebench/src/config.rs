@@ -139,8 +139,7 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         None => Map::new(),
     };
     let metadata = args.metadata.iter().map(|m| parse_metadata(m)).collect::<Result<Vec<_>>>()?;
-    let percentile_metrics =
-        parse_percentile_metrics(
+    let percentile_metrics = parse_percentile_metrics(
         args.percentile_metrics.as_deref().unwrap_or(crate::cli_pooling::default_percentile_metrics(backend)),
     )?;
     let metric_percentiles = parse_metric_percentiles(&args.metric_percentiles)?;
@@ -186,6 +185,15 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         args.max_concurrency.map(|c| c as usize),
         records_path.is_some() || args.save_result || args.append_result,
     )?;
+    if shard.is_some() && args.workload.multi_turn {
+        // Turns of one conversation depend on each other's replies: they cannot be split
+        // request by request (docs/scale-out.md).
+        return Err(BenchError::config(
+            "--num-shards",
+            "multi-turn conversations cannot be sharded yet",
+            "run --multi-turn in one process, or drop --num-shards",
+        ));
+    }
     let mut run = RunConfig {
         base_url,
         target,

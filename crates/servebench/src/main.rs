@@ -13,7 +13,13 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// `--max-failure-rate` exceeded, 130 interrupted.
 fn exit_code_for(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<BenchError>().map(BenchError::code) {
-        Some(ErrorCode::ConfigInvalid | ErrorCode::FlagNotSupported) => 2,
+        Some(
+            ErrorCode::ConfigInvalid
+            | ErrorCode::FlagNotSupported
+            | ErrorCode::MultimodalUnsupported
+            | ErrorCode::ContentTypeUnsupported
+            | ErrorCode::PoolingSampling,
+        ) => 2,
         Some(ErrorCode::FailureRate) => 3,
         _ => 1,
     }

@@ -11,7 +11,9 @@ use servebench_core::metrics::{compute, MetricsConfig};
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::ShardHeader;
 use servebench_core::BenchError;
-use servebench_report::{console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo};
+use servebench_report::{
+    console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo,
+};
 use servebench_runner::read_records_file;
 use time::OffsetDateTime;
 
@@ -95,12 +97,21 @@ fn wait_for_shards(inputs: &[PathBuf], wait: std::time::Duration) -> Result<Vec<
                 finished += usize::from(file.shard_summary.is_some());
             }
         }
-        if expected.is_some_and(|n| finished >= n) || std::time::Instant::now() >= deadline {
+        if expected.is_some_and(|n| finished >= n) {
+            // A shard renames its records file next to its result just after writing the
+            // summary: let that settle, then list the files again.
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            return expand_inputs(inputs);
+        }
+        if std::time::Instant::now() >= deadline {
             return Ok(files);
         }
         let of = expected.map_or_else(|| "?".into(), |n| n.to_string());
         println!("Waiting for shards: {finished} of {of} finished");
-        std::thread::sleep(std::time::Duration::from_secs(5).min(deadline.saturating_duration_since(std::time::Instant::now())));
+        std::thread::sleep(
+            std::time::Duration::from_secs(5)
+                .min(deadline.saturating_duration_since(std::time::Instant::now())),
+        );
     }
 }
 
@@ -203,15 +214,20 @@ fn merged_info(m: &MergedRun) -> RunInfo {
     let rps_change_events = run
         .ramp_up
         .map(|_| {
-            ArrivalSchedule::generate(m.header.total_requests as usize, &rate, m.header.seed).rps_change_events(&rate)
+            ArrivalSchedule::generate(m.header.total_requests as usize, &rate, m.header.seed)
+                .rps_change_events(&rate)
         })
         .unwrap_or_default();
     let summaries: Vec<_> = m.shards.iter().filter_map(|s| s.summary.as_ref()).collect();
     let worst = |f: &dyn Fn(&servebench_core::shard::ShardSummary) -> Option<f64>| {
-        summaries.iter().filter_map(|s| f(s)).fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))))
+        summaries
+            .iter()
+            .filter_map(|s| f(s))
+            .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))))
     };
     let cpu_share = |s: &servebench_core::shard::ShardSummary| {
-        (s.wall_seconds > 0.0 && s.cpus > 0).then(|| s.client_cpu_seconds / s.wall_seconds * 100.0 / s.cpus as f64)
+        (s.wall_seconds > 0.0 && s.cpus > 0)
+            .then(|| s.client_cpu_seconds / s.wall_seconds * 100.0 / s.cpus as f64)
     };
     let any = !summaries.is_empty();
     let client_health = ClientHealth {
@@ -258,12 +274,20 @@ pub fn shard_table(m: &MergedRun) -> String {
         "Shards: {} of {} merged (fingerprint {}…, seed {})\n",
         m.shards.len(),
         m.header.num_shards,
-        m.header.workload_fingerprint.get(..12).unwrap_or(""),
+        m.header.workload_fingerprint.chars().take(12).collect::<String>(),
         m.header.seed
     );
     out.push_str(&format!(
         "{:<6}{:>9}{:>12}{:>15}{:>11}{:>15}{:>13}{:>13}{:>8}\n",
-        "shard", "records", "origin+ms", "anchor-start", "waited s", "1st late ms", "late p99 ms", "hiccup p99", "CPU %"
+        "shard",
+        "records",
+        "origin+ms",
+        "anchor-start",
+        "waited s",
+        "1st late ms",
+        "late p99 ms",
+        "hiccup p99",
+        "CPU %"
     ));
     for s in &m.shards {
         let sum = s.summary.as_ref();
@@ -277,8 +301,10 @@ pub fn shard_table(m: &MergedRun) -> String {
             ms(sum.and_then(|x| x.first_dispatch_lateness_us).map(|v| v as f64)),
             ms(sum.and_then(|x| x.dispatch_lateness_p99_us)),
             ms(sum.and_then(|x| x.hiccup_p99_us)),
-            sum.filter(|x| x.wall_seconds > 0.0)
-                .map_or_else(|| "-".into(), |x| format!("{:.0}", x.client_cpu_seconds / x.wall_seconds * 100.0)),
+            sum.filter(|x| x.wall_seconds > 0.0).map_or_else(
+                || "-".into(),
+                |x| format!("{:.0}", x.client_cpu_seconds / x.wall_seconds * 100.0)
+            ),
         ));
     }
     let spread = m.shards.iter().map(|s| s.anchor_offset_us).max().unwrap_or(0);
@@ -286,7 +312,11 @@ pub fn shard_table(m: &MergedRun) -> String {
         "Clock skew estimate: shard origins within {:.3} ms of each other on their own clocks{}; \
          offsets between host clocks themselves (NTP) are not visible in records\n",
         spread as f64 / 1000.0,
-        if m.header.start_at_unix_us.is_some() { " (all anchored on --start-at)" } else { " (no --start-at)" }
+        if m.header.start_at_unix_us.is_some() {
+            " (all anchored on --start-at)"
+        } else {
+            " (no --start-at)"
+        }
     ));
     out
 }
@@ -310,4 +340,87 @@ fn shards_json(m: &MergedRun) -> Value {
             .chain(m.missing.iter().map(|i| json!({ "shard_index": i, "missing": true })))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use servebench_core::shard::{ShardRunInfo, ShardSummary, FORMAT_VERSION};
+    use servebench_core::{Outcome, RequestRecord};
+
+    fn write_shard(dir: &Path, index: u32, count: u32, total: u64, summary: bool) -> PathBuf {
+        let header = ShardHeader {
+            version: FORMAT_VERSION,
+            servebench_version: "t".into(),
+            shard_index: index,
+            num_shards: count,
+            workload_fingerprint: "ab".into(),
+            seed: 0,
+            total_requests: total,
+            shard_requests: (u64::from(index)..total).step_by(count as usize).count() as u64,
+            wall_anchor_unix_us: 1_000_000 + u64::from(index),
+            start_at_unix_us: Some(1_000_000),
+            waited_us: Some(5),
+            run: ShardRunInfo {
+                model_id: "m".into(),
+                backend: "openai".into(),
+                burstiness: 1.0,
+                ..Default::default()
+            },
+        };
+        let mut text = header.to_line() + "\n";
+        for i in (u64::from(index)..total).step_by(count as usize) {
+            let mut r = RequestRecord::scheduled(i, format!("r{i}"), i * 100, 8, 2);
+            r.outcome = Outcome::Completed;
+            r.dispatched_us = Some(i * 100 + 1);
+            r.first_token_us = Some(i * 100 + 50);
+            r.last_token_us = Some(i * 100 + 60);
+            r.done_us = Some(i * 100 + 61);
+            r.token_event_count = 2;
+            r.token_events.gaps_us = vec![10];
+            text += &(serde_json::to_string(&r).unwrap() + "\n");
+        }
+        if summary {
+            text += &(ShardSummary { shard_index: index, records: 3, ..Default::default() }.to_line() + "\n");
+        }
+        let path = dir.join(format!("run-shard{index}of{count}.json.records.jsonl"));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn directories_expand_to_their_shard_records_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write_shard(dir.path(), 0, 2, 6, true);
+        let b = write_shard(dir.path(), 1, 2, 6, false);
+        std::fs::write(dir.path().join("plain.records.jsonl"), "{\"index\":0}\n").unwrap();
+        std::fs::write(dir.path().join("run.json"), "{}").unwrap();
+        assert_eq!(expand_inputs(&[dir.path().to_path_buf()]).unwrap(), vec![a.clone(), b.clone()]);
+        // Not every shard finished: the wait ends at its deadline with what is there.
+        let t = std::time::Instant::now();
+        let files =
+            wait_for_shards(&[dir.path().to_path_buf()], std::time::Duration::from_millis(300)).unwrap();
+        assert_eq!(files.len(), 2);
+        assert!(t.elapsed() >= std::time::Duration::from_millis(300));
+
+        let inputs: Vec<ShardInput> = files.iter().map(|p| read_shard(p).unwrap()).collect();
+        let merged = merge_shards(inputs, false).unwrap();
+        assert_eq!(merged.records.len(), 6);
+        let table = shard_table(&merged);
+        assert!(table.contains("Shards: 2 of 2 merged (fingerprint ab…, seed 0)"), "{table}");
+        assert!(table.contains("all anchored on --start-at"), "{table}");
+        let info = merged_info(&merged);
+        assert_eq!(info.num_prompts, 6);
+        assert_eq!(info.request_rate, f64::INFINITY);
+        let shards = shards_json(&merged);
+        assert_eq!(shards[1]["origin_offset_us"], 1);
+        assert_eq!(shards[1]["client_health"], Value::Null);
+
+        let out = dir.path().join("merged.records.jsonl");
+        write_merged_records(&out, &merged).unwrap();
+        let again = read_shard(&out).unwrap();
+        assert_eq!((again.header.shard_index, again.header.num_shards), (0, 1));
+        assert_eq!(again.records, merged.records);
+        assert!(read_shard(&dir.path().join("plain.records.jsonl")).is_err());
+    }
 }

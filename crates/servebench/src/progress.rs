@@ -100,10 +100,10 @@ impl ConsoleObserver {
     /// Starts the thread that calls `tick` every `period` until `finished`.
     fn start_ticker(&self, period: Duration, tick: impl Fn() + Send + 'static) {
         let (tx, rx) = mpsc::channel::<()>();
-        let spawned = std::thread::Builder::new().name("sb-progress".into()).spawn(move || loop {
-            match rx.recv_timeout(period) {
-                Err(RecvTimeoutError::Timeout) => tick(),
-                _ => break,
+        let spawned = std::thread::Builder::new().name("sb-progress".into()).spawn(move || {
+            // Ends when `finished` drops the sender.
+            while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(period) {
+                tick();
             }
         });
         if let (Ok(handle), Ok(mut t)) = (spawned, self.ticker.lock()) {

@@ -145,11 +145,11 @@ fn invalid_values_fail_before_any_network_with_a_coded_error() {
 
 #[test]
 fn unsupported_vllm_flags_get_sb102_not_unknown_argument() {
-    let out = bin().args(["--lora-modules", "a", "b"]).output().unwrap();
+    let out = bin().args(["--timeline-itl-thresholds", "1", "2"]).output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr.contains("SB102") && stderr.contains("--lora-modules"), "{stderr}");
-    let out = bin().args(["--profile"]).output().unwrap();
+    assert!(stderr.contains("SB102") && stderr.contains("--timeline-itl-thresholds"), "{stderr}");
+    let out = bin().args(["--use-beam-search"]).output().unwrap();
     assert!(text(&out.stderr).contains("SB102"));
 }
 

@@ -98,10 +98,11 @@ fn find_max_rate_lands_within_tolerance_of_the_engine_capacity() {
     let found = doc["result_rate"].as_f64().unwrap();
     let failing = doc["lowest_failing_rate"].as_f64().unwrap();
     assert!((failing - found) / failing <= tol);
-    // By definition a rate passes while achieved (= capacity beyond it) ≥ 0.95 × offered, so
-    // the saturation rate is capacity / 0.95; the answer must be within the tolerance of it.
-    let expected = CAPACITY / 0.95;
-    assert!((found - expected).abs() / expected <= tol, "found {found}, expected {expected} ± {tol}");
+    // The answer must be within the tolerance of the capacity. It may also exceed it: by
+    // definition a rate passes while achieved (= capacity beyond it) ≥ 0.95 × offered, so the
+    // saturation rate is at most capacity / 0.95 (a loaded host can only lower it).
+    let (low, high) = (CAPACITY * (1.0 - tol), CAPACITY / 0.95 * (1.0 + tol));
+    assert!(found >= low && found <= high, "found {found}, expected {low}..{high}");
     let traj = doc["trajectory"].as_array().unwrap();
     assert!(traj.len() >= 3 && traj.len() == doc["points"].as_array().unwrap().len());
     assert!(traj.iter().all(|s| s["offered_rate"].is_number() && s["passed"].is_boolean()));
@@ -228,7 +229,13 @@ fn fixed_run(dir: &Path, name: &str, itl: &str, extra: &[&str]) -> PathBuf {
 fn compare(dir: &Path, a: &Path, b: &Path) -> Vec<Value> {
     let out_json = dir.join("cmp.json");
     let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--output-json", out_json.to_str().unwrap()])
+        .args([
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--output-json",
+            out_json.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -238,7 +245,7 @@ fn compare(dir: &Path, a: &Path, b: &Path) -> Vec<Value> {
 }
 
 fn row<'a>(rows: &'a [Value], metric: &str) -> &'a Value {
-    rows.iter().find(|r| r["metric"] == metric).unwrap_or_else(|| panic!("no {metric}"))
+    rows.iter().find(|r| r["metric"] == metric).expect("metric row")
 }
 
 #[test]
@@ -249,16 +256,25 @@ fn multi_run_statistics_and_compare_flag_a_20_percent_regression() {
     let doc = read(&a);
     assert_eq!(doc["servebench_experiment"], "multi_run");
     assert_eq!(doc["runs"].as_array().unwrap().len(), 3);
-    let seeds: Vec<u64> = doc["runs"].as_array().unwrap().iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    let seeds: Vec<u64> =
+        doc["runs"].as_array().unwrap().iter().map(|r| r["seed"].as_u64().unwrap()).collect();
     assert_eq!(seeds, vec![0, 1, 2]);
     let tpot = &doc["summary"]["mean_tpot_ms"];
     assert_eq!(tpot["n"], 3);
-    let (lo, mean, hi) = (tpot["ci95_low"].as_f64().unwrap(), tpot["mean"].as_f64().unwrap(), tpot["ci95_high"].as_f64().unwrap());
+    let (lo, mean, hi) = (
+        tpot["ci95_low"].as_f64().unwrap(),
+        tpot["mean"].as_f64().unwrap(),
+        tpot["ci95_high"].as_f64().unwrap(),
+    );
     assert!(lo <= mean && mean <= hi && (mean - 10.0).abs() < 1.5, "{tpot}");
     // Welch's t on per-run means: 10 ms → 12 ms TPOT is a significant regression.
     let rows = compare(dir.path(), &a, &b);
     let r = row(&rows, "mean_tpot_ms");
-    assert_eq!((r["test"].as_str(), r["significant"].as_bool(), r["marker"].as_str()), (Some("welch_t"), Some(true), Some("-")), "{r}");
+    assert_eq!(
+        (r["test"].as_str(), r["significant"].as_bool(), r["marker"].as_str()),
+        (Some("welch_t"), Some(true), Some("-")),
+        "{r}"
+    );
     let change = r["change_percent"].as_f64().unwrap();
     assert!((change - 20.0).abs() < 5.0, "{change}");
 }
@@ -272,7 +288,11 @@ fn compare_single_runs_uses_records_and_finds_the_regression() {
     let rows = compare(dir.path(), &a, &b);
     for m in ["mean_tpot_ms", "median_itl_ms"] {
         let r = row(&rows, m);
-        assert_eq!((r["test"].as_str(), r["significant"].as_bool()), (Some("mann_whitney_u"), Some(true)), "{r}");
+        assert_eq!(
+            (r["test"].as_str(), r["significant"].as_bool()),
+            (Some("mann_whitney_u"), Some(true)),
+            "{r}"
+        );
     }
     // TTFT did not change (5 ms in both): no regression marker is required, and the request
     // throughput drop is marked as a regression.
@@ -310,13 +330,22 @@ fn compare_same_distribution_records_is_not_significant() {
     let (a, b) = (write("a.json", 11), write("b.json", 12));
     let rows = compare(dir.path(), &a, &b);
     let r = row(&rows, "mean_ttft_ms");
-    assert_eq!((r["test"].as_str(), r["significant"].as_bool()), (Some("mann_whitney_u"), Some(false)), "{r}");
+    assert_eq!(
+        (r["test"].as_str(), r["significant"].as_bool()),
+        (Some("mann_whitney_u"), Some(false)),
+        "{r}"
+    );
 }
 
 #[test]
-fn single_run_has_steady_state_and_profiles_with_the_users_key() {
+fn single_run_has_steady_state_profile_and_server_metrics() {
     let dir = tempfile::tempdir().unwrap();
-    let path = fixed_run(dir.path(), "one.json", "2", &["--profile", "--scrape-metrics", "--scrape-interval", "0.05"]);
+    let path = fixed_run(
+        dir.path(),
+        "one.json",
+        "2",
+        &["--profile", "--scrape-metrics", "--scrape-interval", "0.05"],
+    );
     let doc = read(&path);
     let ss = &doc["steady_state"];
     assert_eq!(ss["window"]["mode"], "closed_loop", "{ss}");
@@ -326,7 +355,53 @@ fn single_run_has_steady_state_and_profiles_with_the_users_key() {
     let prof = &doc["profile"];
     assert!(prof["started_at_s"].is_number() && prof["stopped_at_s"].is_number(), "{prof}");
     assert!(doc["server_metrics"]["samples"].as_array().is_some_and(|s| !s.is_empty()));
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema violations: {errors:?}");
     // --no-steady-state: the key stays (null), as vllm-bench writes it.
     let path = fixed_run(dir.path(), "two.json", "2", &["--no-steady-state"]);
     assert!(read(&path)["steady_state"].is_null());
+}
+
+#[test]
+fn rate_sweep_includes_inf_and_reports_open_loop_steady_state() {
+    let dir = tempfile::tempdir().unwrap();
+    run(
+        dir.path(),
+        &[
+            "--sim-ttft-ms",
+            "5",
+            "--sim-itl-ms",
+            "2",
+            "--num-prompts",
+            "30",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "8",
+            "--sweep-request-rate",
+            "40,inf",
+            "--goodput",
+            "ttft:1000",
+            "--result-filename",
+            "rates.json",
+        ],
+    );
+    let doc = read(&dir.path().join("rates.json"));
+    assert_eq!(doc["sweep_parameter"], "request_rate");
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(
+        (points[0]["request_rate"].as_str(), points[1]["request_rate"].as_str()),
+        (Some("40.0"), Some("inf"))
+    );
+    assert_eq!(points[0]["result"]["steady_state"]["window"]["mode"], "open_loop");
+    // An infinite rate without a concurrency cap is one burst: no steady state.
+    assert!(points[1]["result"]["steady_state"].is_null());
+    let summary = doc["summary"].as_array().unwrap();
+    assert_eq!(summary[0]["request_rate"], 40.0);
+    assert!(summary[1]["request_rate"].is_null());
+    // With goodput SLOs the best point is chosen by goodput.
+    assert_eq!(doc["best"]["criterion"], "request_goodput");
 }

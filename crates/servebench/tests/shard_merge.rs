@@ -60,7 +60,7 @@ fn start_sim() -> Sim {
         .split("on ")
         .nth(1)
         .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no URL in simulator line: {line}"))
+        .expect("no URL in the simulator's first line")
         .to_string();
     // Keep draining stderr so the simulator never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
@@ -70,10 +70,29 @@ fn start_sim() -> Sim {
 /// The flags of the workload every run here uses: 80 requests at 100 req/s (Poisson, seeded).
 fn workload_args(url: &str, seed: &str, prompts: &str) -> Vec<String> {
     [
-        "--base-url", url, "--model", "shard-test", "--tokenizer", &tokenizer(), "--num-prompts", prompts,
-        "--random-input-len", "32", "--random-output-len", "12", "--request-rate", "100", "--seed", seed,
-        "--max-concurrency", "64", "--disable-tqdm", "--ready-check-timeout-sec", "30",
-        "--percentile-metrics", "ttft,tpot,itl,e2el",
+        "--base-url",
+        url,
+        "--model",
+        "shard-test",
+        "--tokenizer",
+        &tokenizer(),
+        "--num-prompts",
+        prompts,
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "12",
+        "--request-rate",
+        "100",
+        "--seed",
+        seed,
+        "--max-concurrency",
+        "64",
+        "--disable-tqdm",
+        "--ready-check-timeout-sec",
+        "30",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -82,12 +101,21 @@ fn workload_args(url: &str, seed: &str, prompts: &str) -> Vec<String> {
 
 fn run_to(dir: &Path, name: &str, args: &[String], extra: &[String]) -> Command {
     let mut c = bin();
-    c.args(args).args(extra).args(["--save-result", "--result-dir"]).arg(dir).args(["--result-filename", name]);
+    c.args(args)
+        .args(extra)
+        .args(["--save-result", "--result-dir"])
+        .arg(dir)
+        .args(["--result-filename", name]);
     c
 }
 
 fn check(out: &Output, what: &str) {
-    assert!(out.status.success(), "{what} failed\nstdout:\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{what} failed\nstdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }
 
 fn json(path: &Path) -> Value {
@@ -112,13 +140,22 @@ fn now_unix_s() -> f64 {
 
 /// Runs `n` shards of the workload at once, with a shared `--start-at` `lead` ahead when given;
 /// returns their records files.
-fn run_shards(dir: &Path, url: &str, n: u32, seeds: &[&str], prompts: &str, lead: Option<Duration>) -> Vec<PathBuf> {
+fn run_shards(
+    dir: &Path,
+    url: &str,
+    n: u32,
+    seeds: &[&str],
+    prompts: &str,
+    lead: Option<Duration>,
+) -> Vec<PathBuf> {
     let start_at = lead.map(|l| format!("{:.3}", now_unix_s() + l.as_secs_f64()));
     let children: Vec<(u32, Child)> = (0..n)
         .map(|i| {
             let args = workload_args(url, seeds[i as usize % seeds.len()], prompts);
-            let mut extra: Vec<String> =
-                ["--num-shards", &n.to_string(), "--shard-index", &i.to_string()].iter().map(|s| s.to_string()).collect();
+            let mut extra: Vec<String> = ["--num-shards", &n.to_string(), "--shard-index", &i.to_string()]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
             if let Some(t) = &start_at {
                 extra.extend(["--start-at".to_string(), t.clone()]);
             }
@@ -133,9 +170,13 @@ fn run_shards(dir: &Path, url: &str, n: u32, seeds: &[&str], prompts: &str, lead
     for (i, child) in children {
         let out = child.wait_with_output().unwrap();
         check(&out, &format!("shard {i}"));
+        assert!(text(&out.stdout).contains(&format!("Shard {i} of {n}: ")), "{}", text(&out.stdout));
         if start_at.is_some() {
             let stdout = text(&out.stdout);
-            assert!(stdout.contains("for --start-at") && !stdout.contains("--start-at passed"), "shard {i} did not wait:\n{stdout}");
+            assert!(
+                stdout.contains("for --start-at") && !stdout.contains("--start-at passed"),
+                "shard {i} did not wait:\n{stdout}"
+            );
         }
     }
     (0..n).map(|i| dir.join(format!("shard-{i}.json.records.jsonl"))).collect()
@@ -156,7 +197,8 @@ fn four_shards_merged_equal_one_process_of_the_same_workload() {
     let sim = start_sim();
     let dir = tempfile::tempdir().unwrap();
     let t0 = std::time::Instant::now();
-    let single = run_to(dir.path(), "single.json", &workload_args(&sim.url, "3", "80"), &[]).output().unwrap();
+    let single =
+        run_to(dir.path(), "single.json", &workload_args(&sim.url, "3", "80"), &[]).output().unwrap();
     check(&single, "single-process run");
     // The shards must all be ready before the start instant: preparing (tokenizer, workload,
     // /tokenize check) is slow in a debug build on a loaded 2-core machine, and 4 processes
@@ -206,7 +248,17 @@ fn four_shards_merged_equal_one_process_of_the_same_workload() {
     assert_eq!(m["completed"], 80);
     assert_eq!(m["total_output_tokens"], 80 * 12);
     assert_eq!(m["shards"].as_array().unwrap().len(), 4);
-    for key in ["mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "median_e2el_ms", "duration"] {
+    assert_eq!(m["num_shards"], "4");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&m).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "merged result violates docs/result.schema.json: {errors:?}");
+    for key in ["mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "median_e2el_ms", "duration"]
+    {
         close(m[key].as_f64().unwrap_or(0.0), s[key].as_f64().unwrap_or(0.0), key);
     }
 

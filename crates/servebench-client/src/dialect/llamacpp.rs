@@ -59,11 +59,10 @@ pub(super) fn parse(data: &str) -> Parsed<'_> {
     if ev.choices.is_some() {
         return wrong_dialect(Dialect::LlamaCpp);
     }
-    let mut out = NativeEvent::default();
-    out.content = ev.content.map(|t| t.0).unwrap_or_default();
-    let n_tokens = ev.tokens.as_ref().map(|t| u32::try_from(t.len()).unwrap_or(u32::MAX));
-    out.tokens = n_tokens.filter(|&n| n > 0);
-    out.token_without_text = out.content.is_empty() && out.tokens.is_some();
+    let content = ev.content.map(|t| t.0).unwrap_or_default();
+    let tokens = ev.tokens.as_ref().map(|t| u32::try_from(t.len()).unwrap_or(u32::MAX)).filter(|&n| n > 0);
+    let token_without_text = content.is_empty() && tokens.is_some();
+    let mut out = NativeEvent { content, tokens, token_without_text, ..NativeEvent::default() };
     if ev.stop {
         out.terminal = true;
         out.finish_reason = ev.stop_type.map(|s| s.as_str().to_owned());

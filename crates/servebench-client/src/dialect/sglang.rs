@@ -75,8 +75,9 @@ struct Event<'a> {
 struct Meta<'a> {
     #[serde(borrow, default)]
     id: Option<Text<'a>>,
+    /// An object `{"type": …}` (current SGLang) or a plain string (older versions).
     #[serde(borrow, default)]
-    finish_reason: Option<Finish<'a>>,
+    finish_reason: Option<&'a RawValue>,
     #[serde(default)]
     prompt_tokens: Option<u32>,
     #[serde(default)]
@@ -106,7 +107,12 @@ pub(super) fn parse<'a>(data: &'a str, cum: &mut Cumulative) -> Parsed<'a> {
     }
     let mut out = NativeEvent::default();
     if let Some(m) = &ev.meta_info {
-        if let Some(f) = &m.finish_reason {
+        if let Some(raw) = m.finish_reason.filter(|r| r.get() != "null") {
+            let f = match serde_json::from_str::<Text<'_>>(raw.get()) {
+                Ok(kind) => Finish { kind: Some(kind), message: None },
+                Err(_) => serde_json::from_str::<Finish<'_>>(raw.get())
+                    .unwrap_or(Finish { kind: None, message: None }),
+            };
             let kind = f.kind.as_ref().map_or("unknown", Text::as_str);
             if kind == "abort" {
                 let msg = f.message.map_or_else(|| "no message".to_owned(), |m| error_message(m.get()));
@@ -141,6 +147,20 @@ mod tests {
                                                                           // The text is now "Hello, wörld" + long: an event extending that is cumulative again.
         let cumulative = format!("Hello, wörld{long}yz");
         assert_eq!(c.delta(Cow::Borrowed(cumulative.as_str())), "yz");
+    }
+
+    #[test]
+    fn finish_reason_as_object_or_string() {
+        let mut c = Cumulative::default();
+        for (data, want) in [
+            (r#"{"text":"a","meta_info":{"finish_reason":{"type":"stop","matched":2}}}"#, "stop"),
+            (r#"{"text":"ab","meta_info":{"finish_reason":"length"}}"#, "length"),
+        ] {
+            match parse(data, &mut c) {
+                Parsed::Event(e) => assert_eq!(e.finish_reason.as_deref(), Some(want)),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

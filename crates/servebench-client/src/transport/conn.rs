@@ -78,10 +78,14 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// Initial read buffer of a connection; it grows for large heads or bodies read whole.
-const INITIAL_BUF: usize = 4 << 10;
+/// Initial read buffer of a connection. A streamed event is a few hundred bytes; the buffer
+/// doubles whenever a read fills it (events arriving faster than they are read, large heads
+/// or bodies), so it adapts without every idle connection holding a large buffer.
+const INITIAL_BUF: usize = 1 << 10;
+/// The buffer does not grow beyond this for body reads (heads may need up to their limit).
+const MAX_READ_BUF: usize = 64 << 10;
 /// A pooled connection whose buffer grew beyond this gets a fresh small one.
-const POOLED_BUF_MAX: usize = 64 << 10;
+const POOLED_BUF_MAX: usize = 16 << 10;
 
 /// A live HTTP/1.1 connection: the stream, a read buffer that body frames are decoded from in
 /// place, and whether it can carry another request.
@@ -124,7 +128,9 @@ pub(crate) enum WriteFail {
     Unsent(String),
     /// Part of the request may have reached the server.
     Partial(String),
-    Deadline { written: bool },
+    Deadline {
+        written: bool,
+    },
 }
 
 /// A response body being read: its decoder. Obtained with the response head.
@@ -212,6 +218,7 @@ impl Conn {
         if !self.make_room(max) {
             return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, "response line too long")));
         }
+        let room = self.buf.len() - self.end;
         let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
         match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
             Poll::Ready(Ok(())) => {
@@ -219,6 +226,12 @@ impl Conn {
                 if n > 0 {
                     self.last_read = Instant::now();
                     self.end += n;
+                    // The read filled the buffer: more is probably waiting; read more at once
+                    // next time.
+                    if n == room && self.buf.len() < MAX_READ_BUF.min(max) {
+                        let grown = (self.buf.len() * 2).min(MAX_READ_BUF.min(max));
+                        self.buf.resize(grown, 0);
+                    }
                 }
                 Poll::Ready(Ok(n))
             }
@@ -268,7 +281,9 @@ impl Conn {
         .await;
         self.wbuf = wbuf;
         let r = match r {
-            Ok(Ok(())) => with_deadline(None, |cx| Pin::new(&mut self.io).poll_flush(cx)).await.unwrap_or(Ok(())),
+            Ok(Ok(())) => {
+                with_deadline(None, |cx| Pin::new(&mut self.io).poll_flush(cx)).await.unwrap_or(Ok(()))
+            }
             Ok(Err(e)) => Err(e),
             Err(Interrupted::Deadline) => {
                 self.done = true;
@@ -400,13 +415,8 @@ impl Conn {
         if self.done || self.start != self.end {
             return false;
         }
-        let healthy = std::future::poll_fn(|cx| {
-            Poll::Ready(match self.poll_fill(cx, INITIAL_BUF) {
-                Poll::Pending => true,
-                Poll::Ready(_) => false,
-            })
-        })
-        .await;
+        let healthy =
+            std::future::poll_fn(|cx| Poll::Ready(self.poll_fill(cx, INITIAL_BUF).is_pending())).await;
         if !healthy {
             self.done = true;
         }

@@ -92,7 +92,6 @@ impl HttpClient {
         let (bytes, complete, _) = read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline))
             .await
             .map_err(transport)?;
-        drop(incoming);
         if complete {
             self.release(conn, &parts.headers).await;
         }

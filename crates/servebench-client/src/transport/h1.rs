@@ -193,7 +193,10 @@ fn parse_chunk_size(line: &[u8]) -> Result<u64, String> {
     let rest = &line[digits_end..];
     let rest_ok = rest.is_empty() || matches!(rest[0], b';' | b' ' | b'\t');
     if digits_end == 0 || !rest_ok {
-        return Err(format!("invalid chunk size line '{}'", String::from_utf8_lossy(&line[..line.len().min(40)])));
+        return Err(format!(
+            "invalid chunk size line '{}'",
+            String::from_utf8_lossy(&line[..line.len().min(40)])
+        ));
     }
     if digits_end > 15 {
         return Err("chunk size too large".into());
@@ -377,7 +380,7 @@ mod tests {
         for bad in [&b"zz\r\nabc"[..], b"3\r\nabcXY", b"\r\n", b"3x\r\nabc\r\n"] {
             assert!(decode_split(BodyDecoder::chunked(), bad, &[]).is_err(), "{bad:?}");
         }
-        let long = vec![b'1'; 20];
+        let long = [b'1'; 20];
         assert!(decode_split(BodyDecoder::chunked(), &[&long[..], b"\r\n"].concat(), &[]).is_err());
         let huge_line = vec![b'a'; MAX_LINE_BYTES + 10];
         assert!(decode_split(BodyDecoder::chunked(), &huge_line, &[]).is_err());
@@ -404,7 +407,8 @@ mod tests {
 
     #[test]
     fn parses_heads() {
-        let h = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\nrest";
+        let h =
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\nrest";
         let HeadParse::Complete { head, len } = parse_head(h, false).unwrap() else { panic!() };
         assert_eq!(head.status, 200);
         assert_eq!(&h[len..], b"rest");
@@ -424,7 +428,10 @@ mod tests {
         let h = b"HTTP/1.1 204 No Content\r\ncontent-length: 9\r\n\r\n";
         let HeadParse::Complete { head, .. } = parse_head(h, false).unwrap() else { panic!() };
         assert_eq!(head.body, BodyDecoder::Length(0));
-        assert!(matches!(parse_head(b"HTTP/1.1 100 Continue\r\n\r\n", false).unwrap(), HeadParse::Interim { len: 25 }));
+        assert!(matches!(
+            parse_head(b"HTTP/1.1 100 Continue\r\n\r\n", false).unwrap(),
+            HeadParse::Interim { len: 25 }
+        ));
         assert!(matches!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-le", false).unwrap(), HeadParse::Partial));
         assert!(parse_head(b"garbage\r\n\r\n", false).is_err());
         assert!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: 1, 2\r\n\r\n", false).is_err());

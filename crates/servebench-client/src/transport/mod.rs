@@ -433,7 +433,7 @@ impl HttpClient {
     }
 
     /// Sends `req` and waits for the response head. Retries on a fresh connection only when
-    /// the request provably was not written (it came back from hyper unsent).
+    /// nothing of the request was written (the pooled connection failed before the first byte).
     pub(crate) async fn send(
         &self,
         req: Request<ReqBody>,
@@ -491,7 +491,12 @@ impl HttpClient {
                 }
                 Err(WriteFail::Deadline { written }) => {
                     let at = if written { dispatched } else { None };
-                    return Err(fail(SendFailKind::Timeout, "request timed out while sending".into(), at, reconnects));
+                    return Err(fail(
+                        SendFailKind::Timeout,
+                        "request timed out while sending".into(),
+                        at,
+                        reconnects,
+                    ));
                 }
             }
             let head_request = req.method() == Method::HEAD;

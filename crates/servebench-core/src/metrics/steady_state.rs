@@ -154,7 +154,9 @@ pub fn steady_state(records: &[RequestRecord], cfg: &SteadyStateConfig) -> Optio
     let observed_peak = steps.iter().map(|s| s.1).max().unwrap_or(0).max(0) as u64;
     let signal = smoothed(&steps, t0, t1);
     let reference = match cfg.mode {
-        LoadMode::ClosedLoop { target_concurrency } => target_concurrency.min(done.len() as u64).max(1) as f64,
+        LoadMode::ClosedLoop { target_concurrency } => {
+            target_concurrency.min(done.len() as u64).max(1) as f64
+        }
         LoadMode::OpenLoop => signal.iter().map(|p| p.1).fold(0.0, f64::max),
     };
     let threshold_abs = cfg.threshold * reference;

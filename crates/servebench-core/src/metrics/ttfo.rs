@@ -12,7 +12,9 @@ use crate::stats::Summary;
 pub struct OutputSplit {
     /// TTFO of completed requests that produced visible content, ms.
     pub ttfo: Summary,
-    /// Completed requests whose every token event was reasoning or tool-call text (no TTFO).
+    /// Completed requests with reasoning events but no visible content (no TTFO). Records
+    /// without reasoning events are not counted (records written before the split existed
+    /// carry no content counts either).
     pub requests_without_content: u64,
     /// Σ reasoning token events of completed requests.
     pub reasoning_events: u64,
@@ -34,7 +36,7 @@ pub fn output_split(records: &[RequestRecord], percentiles: &[f64]) -> OutputSpl
         out.content_events += u64::from(r.content_events);
         match ttfo_us(r) {
             Some(v) => values.push(v as f64),
-            None if r.token_event_count > 0 => out.requests_without_content += 1,
+            None if r.reasoning_events > 0 => out.requests_without_content += 1,
             None => {}
         }
     }

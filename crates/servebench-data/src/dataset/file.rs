@@ -87,7 +87,7 @@ pub fn line_of(bytes: &[u8], offset: usize) -> usize {
 }
 
 fn memchr_count(b: &[u8]) -> usize {
-    b.iter().filter(|&&c| c == b'\n').count()
+    memchr::memchr_iter(b'\n', b).count()
 }
 
 /// File formats a record file can have.
@@ -116,19 +116,38 @@ impl Format {
 }
 
 /// Parses a JSON array file into records of type `T` (in parallel), each with its location.
-pub fn parse_json_array<T: DeserializeOwned + Send>(file: &DataFile, text: &str) -> Result<Vec<(Location, T)>> {
+pub fn parse_json_array<T: DeserializeOwned + Send>(
+    file: &DataFile,
+    text: &str,
+) -> Result<Vec<(Location, T)>> {
     let raws: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| json_syntax(file, text, &e))?;
+    if raws.is_empty() {
+        // As for an empty JSON Lines or Parquet file (found by fuzzing: `[]` loaded as no records).
+        return Err(file.error(
+            Location::File,
+            "the JSON array has no records",
+            "pass a file with records in it",
+        ));
+    }
+    // Line of every record in one pass over the text (records are in text order).
     let base = text.as_ptr() as usize;
+    let bytes = text.as_bytes();
+    let mut lines = Vec::with_capacity(raws.len());
+    let (mut pos, mut line) = (0usize, 1usize);
+    for raw in &raws {
+        let offset = (raw.get().as_ptr() as usize).saturating_sub(base).min(bytes.len());
+        line += memchr_count(&bytes[pos.min(offset)..offset]);
+        pos = offset;
+        lines.push(line);
+    }
     raws.par_iter()
+        .zip(lines.par_iter())
         .enumerate()
-        .map(|(index, raw)| {
-            let at = || {
-                let offset = (raw.get().as_ptr() as usize).saturating_sub(base);
-                Location::Record { index, line: line_of(text.as_bytes(), offset) }
-            };
-            serde_json::from_str::<T>(raw.get()).map(|v| (at(), v)).map_err(|e| {
-                file.error(at(), format!("unexpected content: {e}"), "fix or remove this record")
-            })
+        .map(|(index, (raw, &line))| {
+            let at = Location::Record { index, line };
+            serde_json::from_str::<T>(raw.get())
+                .map(|v| (at, v))
+                .map_err(|e| file.error(at, format!("unexpected content: {e}"), "fix or remove this record"))
         })
         .collect()
 }
@@ -151,7 +170,10 @@ fn json_syntax(file: &DataFile, text: &str, e: &serde_json::Error) -> BenchError
 }
 
 /// Parses a JSON Lines file (blank lines skipped) into records of type `T`, in parallel.
-pub fn parse_json_lines<T: DeserializeOwned + Send>(file: &DataFile, text: &str) -> Result<Vec<(Location, T)>> {
+pub fn parse_json_lines<T: DeserializeOwned + Send>(
+    file: &DataFile,
+    text: &str,
+) -> Result<Vec<(Location, T)>> {
     let lines: Vec<(usize, &str)> =
         text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i + 1, l)).collect();
     if lines.is_empty() {
@@ -215,14 +237,29 @@ pub fn read_records(file: &DataFile) -> Result<Vec<(Location, Value)>> {
     let head = {
         use std::io::Read;
         let mut buf = [0u8; 64];
-        let n = std::fs::File::open(&file.path)
-            .and_then(|mut f| f.read(&mut buf))
-            .map_err(|e| file.error(Location::File, format!("cannot be read: {e}"), "check the --dataset-path"))?;
+        let n = std::fs::File::open(&file.path).and_then(|mut f| f.read(&mut buf)).map_err(|e| {
+            file.error(Location::File, format!("cannot be read: {e}"), "check the --dataset-path")
+        })?;
         buf[..n].to_vec()
     };
     match Format::detect(&file.path, &head) {
         Format::Parquet => read_parquet_rows(file, None),
         Format::JsonLines => parse_json_lines(file, &file.read_text()?),
         Format::JsonArray => parse_json_array(file, &file.read_text()?),
+    }
+}
+
+#[cfg(test)]
+mod fuzz_regressions {
+    use super::*;
+
+    #[test]
+    fn empty_json_array_is_an_error_like_an_empty_jsonl_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input.data");
+        std::fs::write(&path, b"[]\t").unwrap();
+        let err = read_records(&DataFile::new(&path)).unwrap_err();
+        assert!(err.to_string().contains("no records"), "{err}");
+        assert!(err.to_string().contains("input.data"), "{err}");
     }
 }

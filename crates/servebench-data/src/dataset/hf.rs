@@ -152,7 +152,12 @@ fn load_rows(cfg: &HfConfig, needed: usize, env: &HubEnv) -> Result<(DataFile, V
 }
 
 /// Builds the hf workload.
-pub fn generate_hf(cfg: &HfConfig, sampling: &Sampling, tok: &dyn TextTokenizer, env: &HubEnv) -> Result<Workload> {
+pub fn generate_hf(
+    cfg: &HfConfig,
+    sampling: &Sampling,
+    tok: &dyn TextTokenizer,
+    env: &HubEnv,
+) -> Result<Workload> {
     let (file, mut rows) = load_rows(cfg, sampling.num_prompts, env)?;
     let Some((first_at, first)) = rows.first() else {
         return Err(file.error(Location::File, "no rows", "pass a dataset with rows"));

@@ -26,8 +26,10 @@ pub fn dataset_file(repo: &str, filename: &str, env: &HubEnv) -> Result<PathBuf>
     if env.offline {
         return Err(download_error(&name, "not in the hub cache and HF_HUB_OFFLINE is set"));
     }
-    let mut builder =
-        hf_hub::api::sync::ApiBuilder::new().with_progress(false).with_retries(2).with_token(env.token.clone());
+    let mut builder = hf_hub::api::sync::ApiBuilder::new()
+        .with_progress(false)
+        .with_retries(2)
+        .with_token(env.token.clone());
     if let Some(cache) = &env.cache_dir {
         builder = builder.with_cache_dir(cache.clone());
     }
@@ -35,7 +37,9 @@ pub fn dataset_file(repo: &str, filename: &str, env: &HubEnv) -> Result<PathBuf>
         builder = builder.with_endpoint(endpoint.clone());
     }
     let api = builder.build().map_err(|e| download_error(&name, e.to_string()))?;
-    api.dataset(repo.to_string()).get(filename).map_err(|e| download_error(&name, format!("download failed: {e}")))
+    api.dataset(repo.to_string())
+        .get(filename)
+        .map_err(|e| download_error(&name, format!("download failed: {e}")))
 }
 
 /// Rows of one (config, split) of a Hub dataset, from the datasets-server.
@@ -78,8 +82,9 @@ fn get_json(url: &str, env: &HubEnv, name: &str) -> Result<Value> {
         match req.call() {
             Ok(resp) => {
                 let text = resp.into_string().map_err(|e| download_error(name, e.to_string()))?;
-                return serde_json::from_str(&text)
-                    .map_err(|e| download_error(name, format!("the datasets-server answered non-JSON: {e}")));
+                return serde_json::from_str(&text).map_err(|e| {
+                    download_error(name, format!("the datasets-server answered non-JSON: {e}"))
+                });
             }
             Err(ureq::Error::Status(code @ (401 | 403), _)) => {
                 return Err(download_error(
@@ -97,7 +102,11 @@ fn get_json(url: &str, env: &HubEnv, name: &str) -> Result<Value> {
 }
 
 /// Picks config and split from a datasets-server `/info` answer.
-pub fn pick_config_split(info: &Value, config: Option<&str>, split: Option<&str>) -> Option<(String, String)> {
+pub fn pick_config_split(
+    info: &Value,
+    config: Option<&str>,
+    split: Option<&str>,
+) -> Option<(String, String)> {
     let configs = info.get("dataset_info")?.as_object()?;
     let config = match config {
         Some(c) => c.to_string(),
@@ -127,7 +136,10 @@ pub fn fetch_rows(req: &RowsRequest<'_>, env: &HubEnv) -> Result<Vec<Value>> {
         (Some(c), Some(s)) => (c.to_string(), s.to_string()),
         _ => {
             if env.offline {
-                return Err(download_error(name, "HF_HUB_OFFLINE is set; pass --hf-subset and --hf-split to use the cache"));
+                return Err(download_error(
+                    name,
+                    "HF_HUB_OFFLINE is set; pass --hf-subset and --hf-split to use the cache",
+                ));
             }
             let info = get_json(&format!("{base}/info?dataset={}", enc(name)), env, name)?;
             pick_config_split(&info, req.config, req.split).ok_or_else(|| {
@@ -135,9 +147,8 @@ pub fn fetch_rows(req: &RowsRequest<'_>, env: &HubEnv) -> Result<Vec<Value>> {
             })?
         }
     };
-    let cache = rows_cache_dir().map(|d| {
-        d.join(format!("hf-{}-{}-{}.json", name.replace('/', "--"), config, split))
-    });
+    let cache =
+        rows_cache_dir().map(|d| d.join(format!("hf-{}-{}-{}.json", name.replace('/', "--"), config, split)));
     if let Some(p) = &cache {
         if let Ok(text) = std::fs::read_to_string(p) {
             if let Ok(v) = serde_json::from_str::<Value>(&text) {
@@ -215,7 +226,10 @@ mod tests {
             "default": {"splits": {"validation": {}, "test": {}, "extra": {}}}
         }});
         assert_eq!(pick_config_split(&info, None, None), Some(("default".into(), "test".into())));
-        assert_eq!(pick_config_split(&info, Some("zeta"), Some("validation")), Some(("zeta".into(), "validation".into())));
+        assert_eq!(
+            pick_config_split(&info, Some("zeta"), Some("validation")),
+            Some(("zeta".into(), "validation".into()))
+        );
         assert_eq!(pick_config_split(&info, Some("zeta"), Some("train")), None);
         assert_eq!(pick_config_split(&info, Some("nope"), None), None);
     }

@@ -82,7 +82,7 @@ pub fn parse_bucket_config(text: &str) -> std::result::Result<Vec<Bucket>, Strin
         if !(probability >= 0.0 && probability.is_finite()) {
             return Err(format!("probability {probability} must be >= 0"));
         }
-        if dims.iter().any(|&d| d == 0) {
+        if dims.contains(&0) {
             return Err("height, width and frames must be at least 1".into());
         }
         out.push(Bucket { height: dims[0], width: dims[1], frames: dims[2], probability });
@@ -163,13 +163,15 @@ pub fn item_bounds(n: usize, r: f64) -> (usize, usize) {
 /// Builds the random-mm workload (every request gets its own image RNG keyed by seed and index).
 pub fn generate_random_mm(cfg: &RandomMmConfig, tok: &dyn TextTokenizer) -> Result<Workload> {
     check_buckets(&cfg.buckets)?;
-    let images: Vec<Bucket> = cfg.buckets.iter().copied().filter(|b| b.frames == 1 && b.probability > 0.0).collect();
+    let images: Vec<Bucket> =
+        cfg.buckets.iter().copied().filter(|b| b.frames == 1 && b.probability > 0.0).collect();
     let total_p: f64 = images.iter().map(|b| b.probability).sum();
     let (lo, hi) = item_bounds(cfg.base_items, cfg.items_range_ratio);
     let cap = cfg.limit_image; // video buckets are refused above: images are the only items
     let text = generate_random(&cfg.text, tok)?;
     let seed = cfg.text.seed;
-    let parts: Vec<Result<Option<Arc<[Arc<str>]>>>> = (0..text.requests.len())
+    type Parts = Option<Arc<[Arc<str>]>>;
+    let parts: Vec<Result<Parts>> = (0..text.requests.len())
         .into_par_iter()
         .map(|i| {
             let mut r = rng(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), streams::MM_ITEMS);

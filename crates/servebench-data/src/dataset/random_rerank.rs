@@ -41,7 +41,11 @@ pub fn generate_random_rerank(cfg: &RandomRerankConfig, tok: &dyn TextTokenizer)
         ));
     }
     let specials = tok.num_special_tokens() as usize;
-    let query_len = if cfg.no_reranker { 0 } else { (cfg.input_len.saturating_sub(specials) / 2).saturating_sub(1).max(1) };
+    let query_len = if cfg.no_reranker {
+        0
+    } else {
+        (cfg.input_len.saturating_sub(specials) / 2).saturating_sub(1).max(1)
+    };
     let doc_len = cfg.input_len.saturating_sub(query_len + 1).max(1);
     let per_request = cfg.batch_size;
     let texts = generate_random(

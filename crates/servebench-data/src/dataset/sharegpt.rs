@@ -43,19 +43,23 @@ fn read_entries(file: &DataFile) -> Result<Vec<Entry>> {
     let text = file.read_text()?;
     let records = match Format::detect(&file.path, text.as_bytes()) {
         Format::JsonLines => parse_json_lines::<Entry>(file, &text)?,
-        _ => parse_json_array::<Entry>(file, &text).map_err(|e| with_hint(e))?,
+        _ => parse_json_array::<Entry>(file, &text).map_err(with_hint)?,
     };
     Ok(records.into_iter().map(|(_, e)| e).collect())
 }
 
 fn with_hint(e: servebench_core::BenchError) -> servebench_core::BenchError {
     match e {
-        servebench_core::BenchError::DatasetFile { path, location, problem, fix } if problem.contains("missing field") => {
+        servebench_core::BenchError::DatasetFile { path, location, problem, fix }
+            if problem.contains("missing field") =>
+        {
             servebench_core::BenchError::DatasetFile {
                 path,
                 location,
                 problem,
-                fix: format!("{fix}; each record needs \"conversations\": [{{\"from\": ..., \"value\": ...}}, ...]"),
+                fix: format!(
+                    "{fix}; each record needs \"conversations\": [{{\"from\": ..., \"value\": ...}}, ...]"
+                ),
             }
         }
         other => other,
@@ -74,7 +78,8 @@ pub fn generate_sharegpt(
         None => hub::dataset_file(SHAREGPT_REPO, SHAREGPT_FILE, env)?,
     };
     let file = DataFile::new(path);
-    let mut entries: Vec<Entry> = read_entries(&file)?.into_iter().filter(|e| e.conversations.len() >= 2).collect();
+    let mut entries: Vec<Entry> =
+        read_entries(&file)?.into_iter().filter(|e| e.conversations.len() >= 2).collect();
     if entries.is_empty() {
         return Err(file.error(
             super::file::Location::File,
@@ -90,6 +95,9 @@ pub fn generate_sharegpt(
 fn sample_of(e: &Entry, fixed_output: Option<usize>, tok: &dyn TextTokenizer) -> Result<Option<Sample>> {
     let prompt = &e.conversations[0].value;
     let prompt_len = tok.encode(prompt, true)?.len();
+    if !(MIN_LEN..=MAX_PROMPT_LEN).contains(&prompt_len) {
+        return Ok(None); // invalid whatever the reply: do not tokenize it
+    }
     let output_len = match fixed_output {
         Some(n) => n,
         None => tok.encode(&e.conversations[1].value, true)?.len(),

@@ -47,7 +47,8 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
         }
         None => BUILTIN_SONNETS,
     };
-    let lines: Vec<String> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| format!("{l}\n")).collect();
+    let lines: Vec<String> =
+        text.lines().filter(|l| !l.trim().is_empty()).map(|l| format!("{l}\n")).collect();
     if lines.is_empty() {
         let file = DataFile::new(cfg.path.clone().unwrap_or_default());
         return Err(file.error(Location::File, "no non-blank line", "pass a text file with lines of verse"));
@@ -70,8 +71,9 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
         ));
     }
     let num_input_lines = (((cfg.input_len - base_len) as f64) / avg).round().max(1.0) as usize;
-    let num_prefix_lines =
-        ((cfg.prefix_len.saturating_sub(base_len) as f64 / avg).round() as usize).min(num_input_lines).min(lines.len());
+    let num_prefix_lines = ((cfg.prefix_len.saturating_sub(base_len) as f64 / avg).round() as usize)
+        .min(num_input_lines)
+        .min(lines.len());
     let prefix: String = lines[..num_prefix_lines].concat();
     let extra = num_input_lines - num_prefix_lines;
     let requests: Vec<Result<Sample>> = (0..sampling.num_prompts)

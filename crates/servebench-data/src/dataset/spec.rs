@@ -10,7 +10,7 @@ use super::sonnet::{generate_sonnet, SonnetConfig};
 use super::speed_bench::{generate_speed_bench, SpeedBenchConfig};
 use super::Sampling;
 use crate::tokenizer::HubEnv;
-use servebench_core::{Result, TextTokenizer, Workload};
+use servebench_core::{BenchError, Result, TextTokenizer, Workload};
 
 /// A dataset other than `random`, with its options.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,7 +51,7 @@ pub struct DatasetRequest {
 /// Builds the workload (blocking: file I/O, possibly a download, tokenizing on rayon).
 pub fn build_dataset(req: &DatasetRequest, tok: &dyn TextTokenizer, env: &HubEnv) -> Result<Workload> {
     let s = &req.sampling;
-    match &req.kind {
+    let workload = match &req.kind {
         DatasetKind::ShareGpt(c) => generate_sharegpt(c, s, tok, env),
         DatasetKind::Sonnet(c) => generate_sonnet(c, s, tok),
         DatasetKind::Custom(c) => generate_custom(c, s, tok),
@@ -60,5 +60,48 @@ pub fn build_dataset(req: &DatasetRequest, tok: &dyn TextTokenizer, env: &HubEnv
         DatasetKind::RandomRerank(c) => generate_random_rerank(c, tok),
         DatasetKind::SpeedBench(c) => generate_speed_bench(c, s, tok, env),
         DatasetKind::Hf(c) => generate_hf(c, s, tok, env),
+    }?;
+    // A source with no valid entry would otherwise reach the runner as an empty workload and be
+    // reported as a --max-model-len problem (found by fuzzing).
+    if workload.is_empty() && s.num_prompts > 0 {
+        return Err(BenchError::Dataset {
+            detail: format!(
+                "the {} dataset gave no request: no entry of its source is valid (empty, or every \
+                 entry too short or too long for the dataset's length filters); fix: pass a source \
+                 with valid entries, or a fixed output length (--output-len) when replies are short",
+                req.kind.name()
+            ),
+        });
+    }
+    Ok(workload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::Sampling;
+
+    #[test]
+    fn dataset_without_a_valid_entry_is_an_error_not_an_empty_workload() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("short.json");
+        // The fuzzer's input: one conversation whose reply is 3 tokens (sharegpt needs 4).
+        let text = r#"[{"conversations":[{"from":"human","value":"Tell me a story about a cat please"},{"from":"gpt","value":"Once uponp"}]}]"#;
+        std::fs::write(&path, text).unwrap();
+        let req = DatasetRequest {
+            kind: DatasetKind::ShareGpt(ShareGptConfig { path: Some(path.clone()), output_len: None }),
+            sampling: Sampling { num_prompts: 2, ..Sampling::default() },
+        };
+        let tok = crate::load_tokenizer("cl100k_base").unwrap();
+        let env = HubEnv { offline: true, ..HubEnv::default() };
+        let err = build_dataset(&req, tok.as_ref(), &env).unwrap_err();
+        assert!(matches!(err, BenchError::Dataset { .. }), "{err:?}");
+        assert!(err.to_string().contains("sharegpt dataset gave no request"), "{err}");
+        // With a fixed output length the same entry is valid and oversampled to 2 requests.
+        let req = DatasetRequest {
+            kind: DatasetKind::ShareGpt(ShareGptConfig { path: Some(path), output_len: Some(8) }),
+            ..req
+        };
+        assert_eq!(build_dataset(&req, tok.as_ref(), &env).unwrap().len(), 2);
     }
 }

@@ -63,7 +63,10 @@ impl DatasetStats {
             format!("{name:<24}{:>10}{:>12.1}{:>10}{:>10}{:>10}\n", s.min, s.mean, s.p50, s.p99, s.max)
         };
         let mut out = format!("{:<24}{:>10}\n", "Requests:", self.requests);
-        out.push_str(&format!("{:<24}{:>10}{:>12}{:>10}{:>10}{:>10}\n", "Tokens", "min", "mean", "p50", "p99", "max"));
+        out.push_str(&format!(
+            "{:<24}{:>10}{:>12}{:>10}{:>10}{:>10}\n",
+            "Tokens", "min", "mean", "p50", "p99", "max"
+        ));
         out.push_str(&row("Prompt", &self.prompt));
         out.push_str(&row("Expected output", &self.output));
         if self.multimodal_requests > 0 {

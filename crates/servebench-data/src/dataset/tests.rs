@@ -53,8 +53,7 @@ fn build(kind: Kind, path: &Path) -> servebench_core::Result<Workload> {
     }
 }
 
-const GOOD_CONV: &str =
-    r#"{"conversations": [{"from": "human", "value": "Tell me about the moon please"}, {"from": "gpt", "value": "It orbits the Earth every month."}]}"#;
+const GOOD_CONV: &str = r#"{"conversations": [{"from": "human", "value": "Tell me about the moon please"}, {"from": "gpt", "value": "It orbits the Earth every month."}]}"#;
 
 #[test]
 fn bad_files_are_coded_errors_naming_file_location_and_fix() {
@@ -80,18 +79,57 @@ fn bad_files_are_coded_errors_naming_file_location_and_fix() {
         (
             Kind::ShareGpt,
             "latin1.json",
-            format!("[\n{GOOD_CONV},\n\"caf\u{e9}\"]").replace('\u{e9}', "\u{1}").into_bytes().into_iter()
-                .map(|b| if b == 1 { 0xE9 } else { b }).collect(),
+            format!("[\n{GOOD_CONV},\n\"caf\u{e9}\"]")
+                .replace('\u{e9}', "\u{1}")
+                .into_bytes()
+                .into_iter()
+                .map(|b| if b == 1 { 0xE9 } else { b })
+                .collect(),
             vec!["line 3", "UTF-8"],
         ),
-        (Kind::Custom, "trunc.jsonl", b"{\"prompt\": \"hello there friend\"}\n{\"prompt\": \"cut of".to_vec(), vec!["line 2", "truncated"]),
-        (Kind::Custom, "noprompt.jsonl", b"{\"prompt\": \"hello there friend\"}\n\n{\"text\": \"x\"}\n".to_vec(), vec!["line 3", "prompt"]),
-        (Kind::Custom, "badbytes.jsonl", b"{\"prompt\": \"ok ok ok\"}\n{\"prompt\": \"\xff\xfe\"}\n".to_vec(), vec!["line 2", "UTF-8"]),
+        (
+            Kind::Custom,
+            "trunc.jsonl",
+            b"{\"prompt\": \"hello there friend\"}\n{\"prompt\": \"cut of".to_vec(),
+            vec!["line 2", "truncated"],
+        ),
+        (
+            Kind::Custom,
+            "noprompt.jsonl",
+            b"{\"prompt\": \"hello there friend\"}\n\n{\"text\": \"x\"}\n".to_vec(),
+            vec!["line 3", "prompt"],
+        ),
+        (
+            Kind::Custom,
+            "badbytes.jsonl",
+            b"{\"prompt\": \"ok ok ok\"}\n{\"prompt\": \"\xff\xfe\"}\n".to_vec(),
+            vec!["line 2", "UTF-8"],
+        ),
         (Kind::Custom, "empty.jsonl", Vec::new(), vec!["empty"]),
-        (Kind::CustomPerLine, "noout.jsonl", b"{\"prompt\": \"a b c d\", \"output_tokens\": 3}\n{\"prompt\": \"e f g h\"}\n".to_vec(), vec!["line 2", "output_tokens"]),
-        (Kind::CustomPerLine, "negout.jsonl", b"{\"prompt\": \"a b c d\", \"output_tokens\": -3}\n".to_vec(), vec!["line 1", "positive"]),
-        (Kind::Hf, "nocol.jsonl", b"{\"foo\": \"bar baz qux quux\"}\n".to_vec(), vec!["line 1", "--hf-text-column", "foo"]),
-        (Kind::Hf, "laterow.jsonl", b"{\"question\": \"what is this thing here\"}\n{\"question\": 7}\n".to_vec(), vec!["line 2", "question"]),
+        (
+            Kind::CustomPerLine,
+            "noout.jsonl",
+            b"{\"prompt\": \"a b c d\", \"output_tokens\": 3}\n{\"prompt\": \"e f g h\"}\n".to_vec(),
+            vec!["line 2", "output_tokens"],
+        ),
+        (
+            Kind::CustomPerLine,
+            "negout.jsonl",
+            b"{\"prompt\": \"a b c d\", \"output_tokens\": -3}\n".to_vec(),
+            vec!["line 1", "positive"],
+        ),
+        (
+            Kind::Hf,
+            "nocol.jsonl",
+            b"{\"foo\": \"bar baz qux quux\"}\n".to_vec(),
+            vec!["line 1", "--hf-text-column", "foo"],
+        ),
+        (
+            Kind::Hf,
+            "laterow.jsonl",
+            b"{\"question\": \"what is this thing here\"}\n{\"question\": 7}\n".to_vec(),
+            vec!["line 2", "question"],
+        ),
         (Kind::Hf, "junk.parquet", b"PAR1 this is not parquet".to_vec(), vec!["whole file", "Parquet"]),
     ];
     for (kind, name, content, words) in cases {
@@ -173,4 +211,41 @@ fn collect_samples_stops_early_and_keeps_order() {
     .unwrap();
     assert_eq!(out.iter().map(|s| s.prompt_len).collect::<Vec<_>>(), vec![1, 3, 5, 7, 9]);
     assert!(calls.into_inner() < 10_000, "stopped before tokenizing everything");
+}
+
+#[test]
+fn bucket_config_parses_vllm_syntax() {
+    use super::random_mm::{parse_bucket_config, parse_limits, DEFAULT_BUCKETS, DEFAULT_LIMITS};
+    let b = parse_bucket_config(DEFAULT_BUCKETS).unwrap();
+    assert_eq!(b.len(), 3);
+    assert_eq!((b[1].height, b[1].width, b[1].frames, b[1].probability), (720, 1280, 1, 0.5));
+    assert_eq!((b[2].frames, b[2].probability), (16, 0.0));
+    let quoted = parse_bucket_config(r#"{"(64,32,1)": 1, "[8, 8, 1]": 2.5}"#).unwrap();
+    assert_eq!((quoted[0].height, quoted[0].width), (64, 32));
+    assert_eq!(quoted[1].probability, 2.5);
+    for bad in [
+        "",
+        "{}",
+        "{(1, 2): 1}",
+        "{(1, 2, 3) 1}",
+        "{(a, 2, 3): 1}",
+        "{(1, 2, 3): -1}",
+        "{(0, 2, 3): 1}",
+        "[(1,2,3): 1]",
+    ] {
+        assert!(parse_bucket_config(bad).is_err(), "{bad}");
+    }
+    assert_eq!(parse_limits(DEFAULT_LIMITS).unwrap(), (255, 1));
+    assert_eq!(parse_limits(r#"{"image": 3}"#).unwrap(), (3, 1));
+    assert!(parse_limits("{'audio': 1}").is_err());
+    assert!(parse_limits("{'image': -1}").is_err());
+}
+
+#[test]
+fn length_stats_use_nearest_rank() {
+    let mut v: Vec<u32> = (1..=100).collect();
+    let s = stats::LengthStats::of(&mut v);
+    assert_eq!((s.min, s.p50, s.p99, s.max), (1, 50, 99, 100));
+    assert!((s.mean - 50.5).abs() < 1e-12);
+    assert_eq!(stats::LengthStats::of(&mut []), stats::LengthStats::default());
 }

@@ -142,10 +142,10 @@ pub fn parse(text: &str) -> Result<Exposition, String> {
                         return Err(err("second TYPE line".into()));
                     }
                 }
-                (Some("HELP"), Some(name), _) => {
-                    if !valid_name(name) || helped.insert(name.to_string(), ()).is_some() {
-                        return Err(err("bad or repeated HELP".into()));
-                    }
+                (Some("HELP"), Some(name), _)
+                    if !valid_name(name) || helped.insert(name.to_string(), ()).is_some() =>
+                {
+                    return Err(err("bad or repeated HELP".into()));
                 }
                 _ => {} // plain comment
             }
@@ -215,7 +215,7 @@ fn check_histograms(exp: &Exposition) -> Result<(), String> {
                 .samples
                 .get(&(format!("{family}_count"), labels.clone()))
                 .ok_or(format!("histogram {family} lacks _count"))?;
-            if exp.samples.get(&(format!("{family}_sum"), labels)).is_none() {
+            if !exp.samples.contains_key(&(format!("{family}_sum"), labels)) {
                 return Err(format!("histogram {family} lacks _sum"));
             }
             if buckets.last().map(|b| b.1) != Some(*count) {

@@ -102,7 +102,11 @@ pub fn steady_state_block(s: &SteadyState) -> String {
         LoadMode::ClosedLoop { .. } => "in flight",
         LoadMode::OpenLoop => "in flight (smoothed)",
     };
-    row(&mut out, "Threshold:", format!("{signal} ≥ {:.2} ({} × {:.2})", s.threshold_abs, s.threshold, s.reference));
+    row(
+        &mut out,
+        "Threshold:",
+        format!("{signal} ≥ {:.2} ({} × {:.2})", s.threshold_abs, s.threshold, s.reference),
+    );
     row(&mut out, "Window (s):", format!("{:.2} → {:.2} ({:.2})", s.start_s, s.end_s, s.duration_s));
     row(&mut out, "Observed peak concurrency:", s.observed_peak.to_string());
     row(
@@ -227,7 +231,10 @@ impl ServerSide {
     }
 
     /// [`ServerSide::arm`] for a single run: its own control client, the run's headers and key.
-    pub fn for_run(run: &servebench_runner::RunConfig, a: &ExperimentArgs) -> servebench_core::Result<ServerSide> {
+    pub fn for_run(
+        run: &servebench_runner::RunConfig,
+        a: &ExperimentArgs,
+    ) -> servebench_core::Result<ServerSide> {
         let client = Self::client(&run.base_url, run.insecure)?;
         let headers = servebench_client::backend::build_headers(&run.target)?;
         Ok(Self::arm(&client, &headers, a))
@@ -317,6 +324,12 @@ impl RunObserver for PhaseObserver {
     fn finished(&self) {
         self.end.stop();
         self.inner.finished();
+    }
+    fn live_metrics(&self, live: Arc<servebench_runner::LiveMetrics>) {
+        self.inner.live_metrics(live);
+    }
+    fn metrics_listening(&self, addr: std::net::SocketAddr) {
+        self.inner.metrics_listening(addr);
     }
 }
 

@@ -32,10 +32,14 @@ pub enum Better {
 /// Direction of `key`: latencies, duration and failures are better lower; throughputs,
 /// goodput and completions higher; peak concurrency is neither.
 pub fn better(key: &str) -> Better {
-    let k = key.rsplit('.').next().unwrap_or(key);
+    let k = leaf(key);
     if k.ends_with("_ms") || k == "duration" || k == "failed" {
         Better::Lower
-    } else if k.contains("throughput") || k.contains("goodput") || k == "completed" || k == "max_output_tokens_per_s" {
+    } else if k.contains("throughput")
+        || k.contains("goodput")
+        || k == "completed"
+        || k == "max_output_tokens_per_s"
+    {
         Better::Higher
     } else {
         Better::Neither
@@ -44,22 +48,31 @@ pub fn better(key: &str) -> Better {
 
 /// The latency metric a key is a statistic of (`p99_ttft_ms` → `ttft`).
 pub fn latency_metric(key: &str) -> Option<&'static str> {
-    let k = key.rsplit('.').next().unwrap_or(key);
+    let k = leaf(key);
     let stem = k.strip_suffix("_ms")?;
     LATENCY_METRICS.iter().copied().find(|m| {
         stem.strip_suffix(m).and_then(|s| s.strip_suffix('_')).is_some_and(|stat| {
-            stat == "mean" || stat == "median" || stat == "std" || stat.strip_prefix('p').is_some_and(|p| p.parse::<f64>().is_ok())
+            stat == "mean"
+                || stat == "median"
+                || stat == "std"
+                || stat.strip_prefix('p').is_some_and(|p| p.parse::<f64>().is_ok())
         })
     })
 }
 
-/// `a.b` paths into a JSON object.
+/// The key without a `steady_state.` prefix.
+fn leaf(key: &str) -> &str {
+    key.strip_prefix("steady_state.").unwrap_or(key)
+}
+
+/// The number at `key` in a JSON object: the key itself (`p99.9_itl_ms`), else an `a.b` path
+/// (`steady_state.request_throughput`).
 pub fn value_at(v: &Value, key: &str) -> Option<f64> {
-    let mut cur = v;
-    for part in key.split('.') {
-        cur = cur.get(part)?;
+    if let Some(x) = v.get(key) {
+        return x.as_f64();
     }
-    cur.as_f64()
+    let (head, rest) = key.split_once('.')?;
+    value_at(v.get(head)?, rest)
 }
 
 /// Keys a result reports: the headline, every latency statistic (`mean_/median_/std_/pP_` ×
@@ -70,9 +83,7 @@ pub fn metric_keys(result: &Value) -> Vec<String> {
     if let Some(o) = result.as_object() {
         for m in LATENCY_METRICS {
             keys.extend(
-                o.keys()
-                    .filter(|k| latency_metric(k) == Some(m) && o[k.as_str()].is_number())
-                    .cloned(),
+                o.keys().filter(|k| latency_metric(k) == Some(m) && o[k.as_str()].is_number()).cloned(),
             );
         }
     }
@@ -101,5 +112,7 @@ mod tests {
         let v = serde_json::json!({"completed": 3, "p99_ttft_ms": 1.0, "mean_queue_time_ms": 2.0,
             "steady_state": {"request_throughput": 4.0}});
         assert_eq!(metric_keys(&v), vec!["completed", "p99_ttft_ms", "steady_state.request_throughput"]);
+        assert_eq!(value_at(&v, "steady_state.request_throughput"), Some(4.0));
+        assert_eq!(value_at(&serde_json::json!({"p99.9_itl_ms": 2.0}), "p99.9_itl_ms"), Some(2.0));
     }
 }

@@ -220,15 +220,21 @@ async fn sweep(ctx: &Ctx<'_>, specs: Vec<PointSpec>, by_conc: bool) -> anyhow::R
     o.insert("summary_csv".into(), json!(summary::csv(&rows)));
     o.insert(
         "best".into(),
-        best.map_or(Value::Null, |(i, key, v)| {
-            json!({"index": i, "label": points[i].spec.label, "criterion": key, "value": v})
-        }),
+        best.map_or(
+            Value::Null,
+            |(i, key, v)| json!({"index": i, "label": points[i].spec.label, "criterion": key, "value": v}),
+        ),
     );
     o.insert("points".into(), Value::Array(points.iter().map(point_json).collect()));
     Ok(Value::Object(o))
 }
 
-async fn multi_run(ctx: &Ctx<'_>, specs: Vec<PointSpec>, runs: u32, same_seed: bool) -> anyhow::Result<Value> {
+async fn multi_run(
+    ctx: &Ctx<'_>,
+    specs: Vec<PointSpec>,
+    runs: u32,
+    same_seed: bool,
+) -> anyhow::Result<Value> {
     println!("{:=^50}", format!(" Multi-Run Benchmark ({runs} runs) "));
     let mut points = Vec::new();
     for spec in specs {

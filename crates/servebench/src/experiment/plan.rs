@@ -47,9 +47,8 @@ pub struct SloBound {
 
 /// Parses a comma-separated list of u64 (`--sweep-max-concurrency`).
 pub fn parse_u64_list(flag: &str, s: &str) -> Result<Vec<u64>> {
-    let bad = |v: &str| {
-        BenchError::config(flag, format!("'{v}' is not a positive integer"), "pass e.g. 1,8,32")
-    };
+    let bad =
+        |v: &str| BenchError::config(flag, format!("'{v}' is not a positive integer"), "pass e.g. 1,8,32");
     let v: Vec<u64> = s
         .split(',')
         .map(str::trim)
@@ -76,7 +75,8 @@ pub fn parse_f64_list(flag: &str, s: &str, allow_inf: bool) -> Result<Vec<f64>> 
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .map(|v| {
-            let x = if allow_inf && v.eq_ignore_ascii_case("inf") { Some(f64::INFINITY) } else { v.parse().ok() };
+            let x =
+                if allow_inf && v.eq_ignore_ascii_case("inf") { Some(f64::INFINITY) } else { v.parse().ok() };
             x.filter(|x: &f64| *x > 0.0 && !x.is_nan() && (allow_inf || x.is_finite())).ok_or_else(|| bad(v))
         })
         .collect::<Result<_>>()?;
@@ -136,7 +136,11 @@ pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
     range("--scrape-interval", a.scrape_interval.is_finite() && a.scrape_interval >= 0.05, "≥ 0.05 seconds")?;
     range("--num-runs", a.num_runs >= 1, "≥ 1")?;
     range("--search-tolerance", a.search_tolerance > 0.0 && a.search_tolerance < 1.0, "in (0, 1)")?;
-    range("--saturation-threshold", a.saturation_threshold > 0.0 && a.saturation_threshold <= 1.0, "in (0, 1]")?;
+    range(
+        "--saturation-threshold",
+        a.saturation_threshold > 0.0 && a.saturation_threshold <= 1.0,
+        "in (0, 1]",
+    )?;
     let (s, m) = (a.search_start_rate, a.search_max_rate);
     range("--search-start-rate", s.is_finite() && s > 0.0, "> 0 and finite")?;
     range("--search-max-rate", m.is_finite() && m >= s, "finite and ≥ --search-start-rate")?;
@@ -182,7 +186,10 @@ pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
     if let Some(c) = &a.sweep_max_concurrency {
         // vllm-bench's precedence: a concurrency sweep wins over a rate sweep.
         let values = parse_u64_list("--sweep-max-concurrency", c)?;
-        return Ok(Some(Experiment::SweepConcurrency { values, num_prompts_factor: a.sweep_num_prompts_factor }));
+        return Ok(Some(Experiment::SweepConcurrency {
+            values,
+            num_prompts_factor: a.sweep_num_prompts_factor,
+        }));
     }
     if let Some(r) = &a.sweep_request_rate {
         return Ok(Some(Experiment::SweepRate { values: parse_f64_list("--sweep-request-rate", r, true)? }));
@@ -221,7 +228,10 @@ mod tests {
     fn slos_parse_and_reject() {
         let s = parse_slos("ttft_p99:500, tpot_mean:40,e2el_median:2000,itl_p99.9:80").unwrap();
         assert_eq!(s.len(), 4);
-        assert_eq!((s[0].metric, s[0].stat, s[0].max_ms), (MetricName::Ttft, SloStat::Percentile(99.0), 500.0));
+        assert_eq!(
+            (s[0].metric, s[0].stat, s[0].max_ms),
+            (MetricName::Ttft, SloStat::Percentile(99.0), 500.0)
+        );
         assert_eq!(s[1].stat, SloStat::Mean);
         assert_eq!(s[3].stat, SloStat::Percentile(99.9));
         for bad in ["ttft:500", "foo_p99:1", "ttft_p101:1", "ttft_p99:-1", "ttft_p99", ""] {

@@ -106,9 +106,16 @@ pub async fn run_point(ctx: &Ctx<'_>, spec: PointSpec) -> anyhow::Result<PointOu
         goodput: ctx.output.goodput.clone(),
     };
     let metrics = compute(&out.records, &metrics_cfg);
-    let mut info = crate::run::run_info(&ctx.output, ctx.args, &out, &cfg.rate, cfg.max_concurrency, Vec::new());
+    let mut info =
+        crate::run::run_info(&ctx.output, ctx.args, &out, &cfg.rate, cfg.max_concurrency, Vec::new());
     info.num_prompts = out.records.len() as u64;
-    let steady = steady_state_of(&out.records, &ctx.args.experiment, &ctx.output, spec.request_rate, spec.max_concurrency);
+    let steady = steady_state_of(
+        &out.records,
+        &ctx.args.experiment,
+        &ctx.output,
+        spec.request_rate,
+        spec.max_concurrency,
+    );
     if ctx.verbose {
         println!("{}", console_block(&info, &metrics));
         if let Some(s) = &steady {
@@ -123,14 +130,7 @@ pub async fn run_point(ctx: &Ctx<'_>, spec: PointSpec) -> anyhow::Result<PointOu
     }
     let mut result = result_json(&info, &metrics, &out.records, ctx.output.save_detailed);
     add_to_result(&mut result, steady.as_ref(), extra.server.as_ref(), extra.profile.as_ref());
-    Ok(PointOutcome {
-        spec,
-        metrics,
-        steady,
-        result,
-        records: out.records,
-        interrupted: out.interrupted,
-    })
+    Ok(PointOutcome { spec, metrics, steady, result, records: out.records, interrupted: out.interrupted })
 }
 
 /// The label of a point (`concurrency 8`, `rate 10`, `rate inf`).

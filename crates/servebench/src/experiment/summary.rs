@@ -160,10 +160,9 @@ pub fn multi_run_table(summary: &Value, runs: usize) -> String {
                 ci
             ));
         }
-        if let (Some(m), Some(s)) = (
-            value_at(summary, "request_throughput.mean"),
-            value_at(summary, "request_throughput.std"),
-        ) {
+        if let (Some(m), Some(s)) =
+            (value_at(summary, "request_throughput.mean"), value_at(summary, "request_throughput.std"))
+        {
             if m > 0.0 {
                 out.push_str(&format!("Throughput CV: {:.2}%\n", s / m * 100.0));
             }
