@@ -1,15 +1,19 @@
 //! `servebench report RECORDS_OR_RESULT... -o report.html [--csv out.csv] [--label NAME...]`:
-//! the HTML report (and per-request CSV) of one or more runs, recomputed from their records; and
+//! the HTML report (and per-request CSV) of one or more runs, recomputed from their records, or the
+//! throughput–latency report of one sweep/search/multi-run document; and
 //! the `--html-report` / `--csv` outputs of a benchmark run.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use servebench_core::config::parse_goodput;
-use servebench_core::metrics::RunMetrics;
+use servebench_core::metrics::{RunMetrics, Slo};
 use servebench_core::{BenchError, RequestRecord};
-use servebench_report::html::{html_report, ReportHeader, ReportRun};
+use servebench_report::html::{
+    html_report, is_experiment_json, sweep_report, ReportHeader, ReportRun, ServerSeries,
+};
 use servebench_report::{gather_environment, records_csv, runs_csv, write_text, RunInfo};
+use servebench_runner::server_metrics::ServerMetrics;
 use servebench_runner::{read_records, RunOutput};
 
 use crate::cli::ReportArgs;
@@ -38,6 +42,10 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         "Environment of the host that rendered this report: records do not say which host ran the benchmark."
             .into(),
     );
+    let experiments: Vec<Value> = args.inputs.iter().filter_map(|p| read_experiment(p)).collect();
+    if !experiments.is_empty() {
+        return report_experiment(args, &experiments, &goodput);
+    }
     let mut runs = Vec::new();
     for (i, path) in args.inputs.iter().enumerate() {
         let input = load_input(path)?;
@@ -45,7 +53,9 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         let mut header = input.result.as_ref().map(header_from_result).unwrap_or_default();
         header.config.insert(0, ("records file".into(), input.records_path.display().to_string()));
         header.environment = Some(env.clone());
-        runs.push(ReportRun::new(label, header, input.records, goodput.clone()));
+        let mut run = ReportRun::new(label, header, input.records, goodput.clone());
+        run.server_metrics = input.result.as_ref().and_then(ServerSeries::from_result);
+        runs.push(run);
     }
     if let Some(csv) = &args.csv {
         let text = match runs.as_slice() {
@@ -64,6 +74,41 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// The experiment document (sweep, search, multi-run JSON) at `path`, when it is one.
+fn read_experiment(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str::<Value>(&text).ok().filter(is_experiment_json)
+}
+
+/// `servebench report SWEEP.json -o report.html`: the throughput–latency report of one experiment
+/// document (sweep, `--find-max-rate`, `--slo`, `--num-runs`).
+fn report_experiment(args: &ReportArgs, experiments: &[Value], goodput: &[Slo]) -> anyhow::Result<u8> {
+    let [doc] = experiments else {
+        return Err(BenchError::config(
+            "INPUTS",
+            format!("{} experiment documents among {} inputs", experiments.len(), args.inputs.len()),
+            "pass one sweep/search/multi-run JSON alone (records and results go in a separate report)",
+        )
+        .into());
+    };
+    if args.inputs.len() > 1 || args.csv.is_some() {
+        return Err(BenchError::config(
+            "INPUTS",
+            "an experiment document was given with other inputs or --csv",
+            "report a sweep/search/multi-run JSON on its own, without --csv (its CSV summary is saved beside it)",
+        )
+        .into());
+    }
+    let html = sweep_report(doc, goodput)
+        .map_err(|e| BenchError::Dataset { detail: format!("{}: {e}", args.inputs[0].display()) })?;
+    write_text(&args.output, &html)?;
+    println!("HTML report: {} (experiment)", args.output.display());
+    Ok(0)
+}
+
+/// Keys by which a single-run result JSON is recognised (vLLM's and ours).
+const RESULT_KEYS: [&str; 4] = ["model_id", "completed", "request_throughput", "duration"];
+
 /// Reads a records file (JSONL of request records) or a result JSON, whose records are read from
 /// `<result>.records.jsonl` beside it.
 fn load_input(path: &Path) -> Result<Input, BenchError> {
@@ -80,10 +125,11 @@ fn load_input(path: &Path) -> Result<Input, BenchError> {
     let result = serde_json::from_str::<Value>(&text)
         .or_else(|_| serde_json::from_str::<Value>(last))
         .ok()
-        .filter(Value::is_object)
+        .filter(|v| RESULT_KEYS.iter().any(|k| v.get(k).is_some()))
         .ok_or_else(|| BenchError::Dataset {
             detail: format!(
-                "{}: neither a records file (JSONL of request records) nor a result JSON",
+                "{}: neither a records file (JSONL of request records), a result JSON nor an experiment \
+                 (sweep/search/multi-run) JSON",
                 path.display()
             ),
         })?;
@@ -176,13 +222,15 @@ fn header_from_result(result: &Value) -> ReportHeader {
 }
 
 /// `--html-report PATH` / `--csv PATH` of a benchmark run: written from the run's records after
-/// the result, with the run's dispatch lateness (not stored in records) in the queue chart.
+/// the result, with the run's dispatch lateness (not stored in records) in the queue chart and the
+/// server metrics scraped during the run (`--scrape-metrics`), when any.
 pub fn write_run_reports(
     html: Option<&Path>,
     csv: Option<&Path>,
     info: &RunInfo,
     metrics: &RunMetrics,
     out: &RunOutput,
+    server: Option<&ServerMetrics>,
 ) -> anyhow::Result<()> {
     if let Some(p) = csv {
         write_text(p, &records_csv(&out.records))?;
@@ -194,6 +242,9 @@ pub fn write_run_reports(
         let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.model_id.clone());
         let mut run = ReportRun::new(label, header, out.records.clone(), metrics.config.goodput.clone());
         run.dispatch_lateness_us = Some(out.health.dispatch_lateness_us.clone());
+        run.server_metrics = server
+            .and_then(|s| serde_json::to_value(s).ok())
+            .and_then(|s| ServerSeries::from_result(&serde_json::json!({ "server_metrics": s })));
         write_text(p, &html_report(&[run]))?;
         println!("HTML report: {}", p.display());
     }
@@ -274,5 +325,59 @@ mod tests {
 
         let too_many = ReportArgs { label: vec!["x".into(); 3], ..args };
         assert!(report(&too_many).is_err());
+    }
+
+    fn args_for(inputs: Vec<PathBuf>, output: PathBuf) -> ReportArgs {
+        ReportArgs { inputs, output, csv: None, label: vec![], goodput: vec![] }
+    }
+
+    fn code_of(e: &anyhow::Error) -> &'static str {
+        e.downcast_ref::<BenchError>().map(|b| b.code().as_str()).unwrap_or("none")
+    }
+
+    #[test]
+    fn report_of_a_sweep_json_and_of_scraped_server_metrics() {
+        let dir = tempfile::tempdir().unwrap();
+        let point = |c: u32, tok: f64| {
+            serde_json::json!({"label": format!("concurrency {c}"), "result": {"model_id": "m",
+                "output_throughput": tok, "request_throughput": tok / 100.0, "median_ttft_ms": 10.0 * f64::from(c),
+                "p99_ttft_ms": 30.0 * f64::from(c), "median_e2el_ms": 200.0}})
+        };
+        let sweep = dir.path().join("s-sweep.json");
+        let doc = serde_json::json!({"servebench_experiment": "sweep", "model_id": "m",
+            "points": [point(1, 100.0), point(4, 350.0)]});
+        std::fs::write(&sweep, doc.to_string()).unwrap();
+        let out = dir.path().join("sweep.html");
+        let mut args = args_for(vec![sweep.clone()], out.clone());
+        args.goodput = vec!["ttft:25".into()];
+        assert_eq!(report(&args).unwrap(), 0);
+        let html = std::fs::read_to_string(&out).unwrap();
+        assert!(html.contains("id=\"sweep-ttft-tok\"") && html.contains("goodput SLO: ttft ≤ 25 ms"));
+        // An experiment with other inputs, or of an unknown kind, is refused with a code.
+        let rec = dir.path().join("a.records.jsonl");
+        write_records(&rec, 3);
+        let e = report(&args_for(vec![sweep, rec.clone()], out.clone())).unwrap_err();
+        assert_eq!(code_of(&e), "SB101");
+        let bogus = dir.path().join("bogus.json");
+        std::fs::write(&bogus, r#"{"servebench_experiment": "tournament", "points": []}"#).unwrap();
+        assert_eq!(code_of(&report(&args_for(vec![bogus], out.clone())).unwrap_err()), "SB203");
+        let unknown = dir.path().join("unknown.json");
+        std::fs::write(&unknown, r#"{"hello": "world"}"#).unwrap();
+        assert_eq!(code_of(&report(&args_for(vec![unknown], out.clone())).unwrap_err()), "SB203");
+
+        // A result JSON with scraped server metrics gets the server charts.
+        let result = dir.path().join("run.json");
+        std::fs::write(
+            &result,
+            r#"{"model_id": "m", "server_metrics": {"samples": [
+            {"t_s": 0.0, "running": 1.0, "waiting": 0.0, "kv_cache_usage": 0.1},
+            {"t_s": 0.5, "running": 3.0, "waiting": 1.0, "kv_cache_usage": 0.3}]}}"#,
+        )
+        .unwrap();
+        write_records(&dir.path().join("run.json.records.jsonl"), 4);
+        assert_eq!(report(&args_for(vec![result], out.clone())).unwrap(), 0);
+        let html = std::fs::read_to_string(&out).unwrap();
+        assert!(html.contains("id=\"server-requests\"") && html.contains("id=\"server-kv\""));
+        assert!(!html.contains("id=\"server-prefix\""), "no prefix-cache counters, no chart");
     }
 }

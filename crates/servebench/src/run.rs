@@ -218,6 +218,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         &info,
         &metrics,
         &out,
+        server_side.server.as_ref(),
     )?;
     if out.interrupted {
         println!("Interrupted: results cover the requests that finished before the interrupt");

@@ -199,6 +199,19 @@ fn concurrency_sweep_saves_points_summary_best_csv_steady_state_and_server_serie
     let csv = std::fs::read_to_string(dir.path().join("sweep.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3);
     assert!(csv.starts_with("label,request_rate,max_concurrency"));
+    // `servebench report SWEEP.json`: throughput–latency curves, one point per sweep point.
+    let html = dir.path().join("sweep.html");
+    let rep = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args(["report", dir.path().join("sweep.json").to_str().unwrap(), "-o", html.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    let html = std::fs::read_to_string(&html).unwrap();
+    for id in ["sweep-ttft-tok", "sweep-tpot-tok", "sweep-itl-tok", "sweep-ttft-req"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
+    }
+    assert!(html.contains("concurrency 1 (") && html.contains("concurrency 4 ("), "points labelled");
+    assert!(html.contains("TTFT p99"), "highest saved percentile drawn");
 }
 
 /// A fixed-timing simulator run; `itl` sets the inter-token latency (ms).

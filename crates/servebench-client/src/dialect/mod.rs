@@ -2,9 +2,9 @@
 //! TGI `/generate_stream`, SGLang `/generate`, the llama.cpp server's `/completion`, and the
 //! Anthropic Messages API (`/v1/messages`).
 //!
-//! Each dialect has two halves: the request body ([`Dialect::body_fields`], laid out like the
+//! Each dialect has two halves: the request body (`Dialect::body_fields`, laid out like the
 //! OpenAI bodies in [`crate::backend`]) and a parser that turns one SSE event into a
-//! [`NativeEvent`] — the dialect-neutral shape the stream state applies to the record (text
+//! `NativeEvent` — the dialect-neutral shape the stream state applies to the record (text
 //! deltas, server-reported token counts, finish reason, terminal event). Cumulative-text
 //! dialects (SGLang) are turned into deltas here, so every metric downstream sees deltas.
 

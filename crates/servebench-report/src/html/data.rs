@@ -6,7 +6,7 @@
 //! summary numbers. Times on the x axis are seconds since the run's first scheduled request.
 
 use servebench_core::metrics::{
-    is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes,
+    is_completed, push_token_view_itls, token_event_times, token_event_weights, ttfo_us, RequestTimes,
 };
 use servebench_core::record::RequestRecord;
 
@@ -51,6 +51,15 @@ pub(crate) struct RunData {
     pub queue: Vec<(f64, f64)>,
     /// `(intended s, dispatch lateness ms)`, when the run measured it.
     pub lateness: Vec<(f64, f64)>,
+    /// Service-view time to first visible output (TTFO) of completed requests, ms.
+    pub ttfo: Vec<f64>,
+    /// Whether any completed request's first visible content came after its first token
+    /// (reasoning or tool-call text first): only then is the TTFO chart drawn.
+    pub ttfo_differs: bool,
+    /// Multi-turn: `(turn, ttft ms, e2el ms)` of completed requests that carry a turn index.
+    pub turn_latency: Vec<(u32, f64, f64)>,
+    /// Multi-turn: `(turn, prompt tokens)` of every request that carries a turn index.
+    pub turn_prompts: Vec<(u32, f64)>,
 }
 
 fn ms(us: u64) -> f64 {
@@ -83,8 +92,18 @@ impl RunData {
             {
                 d.lateness.push((secs_since(r.intended_us, t0), ms(*late)));
             }
+            if let Some(turn) = r.turn {
+                d.turn_prompts.push((turn, f64::from(r.prompt_tokens)));
+            }
             if !is_completed(r) {
                 continue;
+            }
+            if let (Some(turn), Some(v), Some(e)) = (r.turn, t.ttft_us, t.e2el_us) {
+                d.turn_latency.push((turn, ms(v), ms(e)));
+            }
+            if let Some(v) = ttfo_us(r) {
+                d.ttfo.push(ms(v));
+                d.ttfo_differs |= r.first_token_us.is_some_and(|f| Some(f) != r.first_content_us);
             }
             if let (Some(v), Some(disp)) = (t.ttft_us, r.dispatched_us) {
                 d.ttft.push(ms(v));

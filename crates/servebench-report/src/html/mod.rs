@@ -7,8 +7,11 @@
 
 mod charts;
 mod data;
+mod extra_charts;
 mod page;
+mod server_charts;
 mod svg;
+mod sweep;
 
 use servebench_core::metrics::{compute, MetricName, MetricsConfig, RunMetrics, Slo};
 use servebench_core::record::RequestRecord;
@@ -17,6 +20,8 @@ use crate::env::Environment;
 use crate::info::{python_float, vllm_date, RunInfo};
 
 pub use charts::MAX_SCATTER_POINTS;
+pub use server_charts::{ServerSample, ServerSeries};
+pub use sweep::{is_experiment_json, sweep_report};
 
 /// Percentiles the report computes (the summary table shows p50, p90, p99, p99.9).
 pub const REPORT_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
@@ -98,6 +103,8 @@ pub struct ReportRun {
     pub records: Vec<RequestRecord>,
     /// Dispatch lateness per workload index (µs), when the run measured it (not in records).
     pub dispatch_lateness_us: Option<Vec<u64>>,
+    /// Server metrics scraped during the run (`server_metrics` of its result), when any.
+    pub server_metrics: Option<ServerSeries>,
 }
 
 impl ReportRun {
@@ -109,7 +116,14 @@ impl ReportRun {
         goodput: Vec<Slo>,
     ) -> Self {
         let metrics = compute(&records, &report_metrics_config(goodput));
-        ReportRun { label: label.into(), header, metrics, records, dispatch_lateness_us: None }
+        ReportRun {
+            label: label.into(),
+            header,
+            metrics,
+            records,
+            dispatch_lateness_us: None,
+            server_metrics: None,
+        }
     }
 }
 
@@ -137,7 +151,25 @@ pub fn html_report(runs: &[ReportRun]) -> String {
     let datas: Vec<data::RunData> =
         runs.iter().map(|r| data::RunData::of(&r.records, r.dispatch_lateness_us.as_deref())).collect();
     let labeled: Vec<charts::Run<'_>> = runs.iter().zip(&datas).map(|(r, d)| (r.label.as_str(), d)).collect();
-    let groups = if runs.is_empty() { Vec::new() } else { charts::all_charts(&labeled) };
+    let mut groups = if runs.is_empty() { Vec::new() } else { charts::all_charts(&labeled) };
+    if let Some(c) = extra_charts::ttfo_chart(&labeled) {
+        if let Some((_, latency)) = groups.first_mut() {
+            latency.push(c);
+        }
+    }
+    let turns = extra_charts::turn_charts(&labeled);
+    if !turns.is_empty() {
+        groups.push(("Multi-turn", turns));
+    }
+    let scraped: Vec<server_charts::ServerRun<'_>> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.server_metrics.as_ref().map(|s| (i, r.label.as_str(), s)))
+        .collect();
+    let server = server_charts::server_charts(&labeled, &scraped);
+    if !server.is_empty() {
+        groups.push(("Server metrics", server));
+    }
     let warnings: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {

@@ -52,6 +52,8 @@ pub(crate) enum Kind {
     Crosses(Vec<(f64, f64)>),
     /// Histogram outline: `edges.len() == values.len() + 1`.
     Hist { edges: Vec<f64>, values: Vec<f64> },
+    /// Round dots, each with a text label beside it (sweep points: rate or concurrency).
+    Labeled(Vec<(f64, f64, String)>),
 }
 
 impl Kind {
@@ -65,6 +67,7 @@ impl Kind {
                     .map(|(&x, &y)| (x, y))
                     .chain(edges.first().map(|&x| (x, 0.0))),
             ),
+            Kind::Labeled(p) => Box::new(p.iter().map(|q| (q.0, q.1))),
         }
     }
 
@@ -72,6 +75,7 @@ impl Kind {
         match self {
             Kind::Line(p) | Kind::Step(p) | Kind::Dots(p) | Kind::Crosses(p) => p.is_empty(),
             Kind::Hist { values, .. } => values.is_empty(),
+            Kind::Labeled(p) => p.is_empty(),
         }
     }
 }
@@ -293,7 +297,15 @@ fn layout_axis(chart: &Chart, pick: impl Fn((f64, f64)) -> f64, spec: &AxisSpec)
     // A little headroom so markers on the extremes are not cut by the plot edge.
     let has_markers =
         chart.series.iter().any(|s| matches!(s.kind, Kind::Dots(_) | Kind::Crosses(_) | Kind::Step(_)));
-    let pad = if has_markers { (hi - lo) * 0.02 } else { 0.0 };
+    // Point labels sit up and to the right of their dot: more room there.
+    let labeled = chart.series.iter().any(|s| matches!(s.kind, Kind::Labeled(_)));
+    let pad = if labeled {
+        (hi - lo) * 0.1
+    } else if has_markers {
+        (hi - lo) * 0.02
+    } else {
+        0.0
+    };
     if spec.max.is_none() {
         hi += pad;
     }
@@ -446,7 +458,7 @@ pub(crate) fn render(chart: &Chart) -> String {
     let mut order: Vec<usize> = (0..chart.series.len()).collect();
     order.sort_by_key(|&i| match chart.series[i].kind {
         Kind::Hist { .. } => 0,
-        Kind::Dots(_) | Kind::Crosses(_) => 1,
+        Kind::Dots(_) | Kind::Crosses(_) | Kind::Labeled(_) => 1,
         Kind::Line(_) | Kind::Step(_) => 2,
     });
     for i in order {
@@ -469,7 +481,22 @@ pub(crate) fn render(chart: &Chart) -> String {
 fn series_path(o: &mut String, s: &Series, i: usize, xs: Scale, ys: Scale) {
     let color = run_color(s.run);
     let mut d = String::new();
+    let mut labels = String::new();
     let (extra, fill) = match &s.kind {
+        Kind::Labeled(p) => {
+            for (x, y, text) in p.iter().filter(|p| p.0.is_finite() && p.1.is_finite()) {
+                let (px, py) = (xs.at(*x), ys.at(*y));
+                let _ = write!(d, "M{px:.1} {py:.1}h0");
+                let _ = write!(
+                    labels,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" fill=\"{color}\">{}</text>",
+                    px + 6.0,
+                    py - 6.0,
+                    esc(text)
+                );
+            }
+            (" stroke-width=\"7\" stroke-linecap=\"round\"".to_string(), "none".to_string())
+        }
         Kind::Line(p) => {
             for (k, &(x, y)) in p.iter().filter(|p| p.0.is_finite() && p.1.is_finite()).enumerate() {
                 let _ = write!(d, "{}{:.1} {:.1}", if k == 0 { "M" } else { "L" }, xs.at(x), ys.at(y));
@@ -521,7 +548,7 @@ fn series_path(o: &mut String, s: &Series, i: usize, xs: Scale, ys: Scale) {
     };
     let _ = writeln!(
         o,
-        "<g class=\"s run-{}\" data-s=\"{i}\"><title>{}</title><path d=\"{d}\" fill=\"{fill}\" stroke=\"{color}\"{extra}/></g>",
+        "<g class=\"s run-{}\" data-s=\"{i}\"><title>{}</title><path d=\"{d}\" fill=\"{fill}\" stroke=\"{color}\"{extra}/>{labels}</g>",
         s.run,
         esc(&s.name)
     );
@@ -538,7 +565,7 @@ fn legend(o: &mut String, chart: &Chart, rows: &[Vec<(usize, f64)>]) {
             let x = LEFT + x;
             let _ = write!(o, "<g class=\"li run-{}\" data-s=\"{i}\">", s.run);
             match s.kind {
-                Kind::Dots(_) => {
+                Kind::Dots(_) | Kind::Labeled(_) => {
                     let _ = write!(
                         o,
                         "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{color}\"/>",
@@ -655,12 +682,22 @@ mod tests {
                     style: Style::Solid,
                     kind: Kind::Hist { edges: vec![0.0, 0.5, 1.0], values: vec![1.0, 2.0] },
                 },
+                Series {
+                    run: 0,
+                    name: "f".into(),
+                    style: Style::Solid,
+                    kind: Kind::Labeled(vec![(0.2, 1.2, "rate <8>".into()), (f64::NAN, 1.0, "gone".into())]),
+                },
             ],
         };
         let svg = render(&chart);
         assert_eq!(svg.matches("<svg").count(), 1);
-        assert_eq!(svg.matches("class=\"s run-").count(), 5);
-        assert_eq!(svg.matches("class=\"li run-").count(), 5);
+        assert_eq!(svg.matches("class=\"s run-").count(), 6);
+        assert_eq!(svg.matches("class=\"li run-").count(), 6);
+        assert!(
+            svg.contains(">rate &lt;8&gt;</text>") && !svg.contains("gone"),
+            "labels escaped, non-finite dropped"
+        );
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
         assert!(!svg.contains("no data"));
         let empty = Chart { series: vec![], ..chart };

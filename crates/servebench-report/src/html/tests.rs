@@ -5,6 +5,7 @@ use crate::env::Environment;
 use servebench_core::record::{ErrorKind, Outcome};
 
 mod browser;
+mod extra;
 
 /// A small deterministic generator (SplitMix64) so fixtures need no RNG crate.
 pub(super) struct Mix(u64);
@@ -88,7 +89,7 @@ pub(super) fn fixed_env() -> Environment {
     }
 }
 
-fn header(label: &str) -> ReportHeader {
+pub(super) fn header(label: &str) -> ReportHeader {
     ReportHeader {
         config: vec![
             ("model".into(), "test-model".into()),
@@ -154,7 +155,7 @@ pub(super) fn assert_self_contained(html: &str) {
 }
 
 /// The markup of the chart with element id `id`.
-fn chart_markup<'a>(html: &'a str, id: &str) -> &'a str {
+pub(super) fn chart_markup<'a>(html: &'a str, id: &str) -> &'a str {
     let start = html.find(&format!("<figure class=\"chart\" id=\"{id}\"")).unwrap();
     let end = html[start..].find("</figure>").unwrap();
     &html[start..start + end]

@@ -129,3 +129,64 @@ fn report_renders_in_headless_chromium() {
         std::fs::write(html_copy, &html).unwrap();
     }
 }
+
+/// The optional charts (TTFO, per-turn, server metrics) and the sweep report render in Chromium:
+/// the script finishes without errors and every chart has a drawn series, axes and a legend.
+#[test]
+fn optional_charts_and_sweep_report_render_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        eprintln!("SERVEBENCH_SKIP_BROWSER_TESTS=1: browser test skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pages = [
+        ("extended", html_report(&super::extra::extended_runs()), 19, &OPTIONAL_IDS[..]),
+        (
+            "sweep",
+            crate::html::sweep_report(&super::extra::sweep_doc("sweep"), &[]).unwrap(),
+            6,
+            &SWEEP_IDS[..],
+        ),
+    ];
+    for (name, html, n_charts, ids) in pages {
+        let page = dir.path().join(format!("{name}.html"));
+        std::fs::write(&page, &html).unwrap();
+        let url = format!("file://{}", page.display());
+        let dom =
+            run_browser(&bin, &dir.path().join(format!("profile-{name}")), &["--dump-dom".into()], &url);
+        let text = String::from_utf8_lossy(&dom.stdout);
+        assert!(
+            text.contains("<svg"),
+            "{name}: no DOM from chromium: {}",
+            String::from_utf8_lossy(&dom.stderr)
+        );
+        assert!(!text.contains("data-error=\""), "{name}: the report script threw");
+        assert!(text.contains("data-ok=\"1\""), "{name}: the report script did not finish");
+        assert!(
+            text.contains(&format!("data-charts=\"{n_charts}\"")),
+            "{name}: chart count seen by the script"
+        );
+        for id in ids {
+            let start =
+                text.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("{name}: chart {id} missing"));
+            let end = text[start..].find("</svg>").map(|e| start + e).unwrap();
+            let chart = &text[start..end];
+            assert!(chart.contains("<path d=\"M"), "{name}: chart {id} has no drawn series");
+            assert!(
+                chart.contains("class=\"ticks\"") && chart.contains("class=\"legend\""),
+                "{name}: {id} axes"
+            );
+        }
+    }
+}
+
+const OPTIONAL_IDS: [&str; 7] =
+    ["ttfo-cdf", "ttft-turn", "e2el-turn", "prompt-turn", "server-requests", "server-kv", "server-prefix"];
+const SWEEP_IDS: [&str; 6] = [
+    "sweep-ttft-tok",
+    "sweep-tpot-tok",
+    "sweep-e2el-tok",
+    "sweep-ttft-req",
+    "sweep-tpot-req",
+    "sweep-e2el-req",
+];

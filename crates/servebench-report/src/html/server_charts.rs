@@ -1,0 +1,156 @@
+//! Server-side time series scraped during a run (`--scrape-metrics`, the result's
+//! `server_metrics.samples`): requests running/waiting, KV-cache usage and the prefix-cache hit
+//! rate per scrape interval. Drawn only for runs whose result carries samples.
+
+use serde_json::Value;
+
+use super::charts::Run;
+use super::svg::{AxisSpec, Chart, Kind, Series, Style};
+
+/// One scrape of the server's `/metrics` (seconds from the start of the measured phase).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerSample {
+    pub t_s: f64,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    /// KV-cache usage, 0..1.
+    pub kv_cache_usage: Option<f64>,
+    /// Cumulative prefix-cache queries (tokens).
+    pub prefix_cache_queries: Option<f64>,
+    /// Cumulative prefix-cache hits (tokens).
+    pub prefix_cache_hits: Option<f64>,
+}
+
+/// The scraped series of one run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerSeries {
+    pub samples: Vec<ServerSample>,
+}
+
+impl ServerSeries {
+    /// The series in a result JSON's `server_metrics` object (`samples: [{t_s, running, ...}]`);
+    /// `None` when the result has no samples.
+    pub fn from_result(result: &Value) -> Option<ServerSeries> {
+        let samples = result.get("server_metrics")?.get("samples")?.as_array()?;
+        let f = |s: &Value, k: &str| s.get(k).and_then(Value::as_f64);
+        let samples: Vec<ServerSample> = samples
+            .iter()
+            .filter_map(|s| {
+                Some(ServerSample {
+                    t_s: f(s, "t_s")?,
+                    running: f(s, "running"),
+                    waiting: f(s, "waiting"),
+                    kv_cache_usage: f(s, "kv_cache_usage"),
+                    prefix_cache_queries: f(s, "prefix_cache_queries"),
+                    prefix_cache_hits: f(s, "prefix_cache_hits"),
+                })
+            })
+            .collect();
+        (!samples.is_empty()).then_some(ServerSeries { samples })
+    }
+
+    /// Prefix-cache hit rate (%) of each scrape interval: Δhits / Δqueries between consecutive
+    /// samples, at the interval's end; intervals without queries are skipped.
+    pub(crate) fn prefix_hit_rate(&self) -> Vec<(f64, f64)> {
+        let mut out = Vec::new();
+        for w in self.samples.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            if let (Some(qa), Some(qb), Some(ha), Some(hb)) =
+                (a.prefix_cache_queries, b.prefix_cache_queries, a.prefix_cache_hits, b.prefix_cache_hits)
+            {
+                let dq = qb - qa;
+                if dq > 0.0 {
+                    out.push((b.t_s, ((hb - ha) / dq * 100.0).clamp(0.0, 100.0)));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A run of a server chart: label, index in the report, series.
+pub(crate) type ServerRun<'a> = (usize, &'a str, &'a ServerSeries);
+
+fn pick(s: &ServerSeries, f: fn(&ServerSample) -> Option<f64>) -> Vec<(f64, f64)> {
+    s.samples.iter().filter_map(|x| f(x).map(|v| (x.t_s, v))).collect()
+}
+
+fn name(n_runs: usize, label: &str, what: &str) -> String {
+    if n_runs > 1 {
+        format!("{label}: {what}")
+    } else {
+        what.to_string()
+    }
+}
+
+/// The server charts of the runs that have scraped series (none when no run has).
+pub(crate) fn server_charts(runs: &[Run<'_>], series: &[ServerRun<'_>]) -> Vec<Chart> {
+    if series.is_empty() {
+        return Vec::new();
+    }
+    let n = runs.len();
+    let x = || AxisSpec::new("time since the start of the measured phase (s)").starting_at_zero();
+    let mut queue = Vec::new();
+    let mut kv = Vec::new();
+    let mut hit = Vec::new();
+    for &(i, l, s) in series {
+        for (what, style, f) in [
+            ("running", Style::Solid, (|x: &ServerSample| x.running) as fn(&ServerSample) -> Option<f64>),
+            ("waiting", Style::Dashed, |x: &ServerSample| x.waiting),
+        ] {
+            let pts = pick(s, f);
+            if !pts.is_empty() {
+                queue.push(Series { run: i, name: name(n, l, what), style, kind: Kind::Step(pts) });
+            }
+        }
+        let usage = pick(s, |x| x.kv_cache_usage.map(|v| v * 100.0));
+        if !usage.is_empty() {
+            kv.push(Series {
+                run: i,
+                name: name(n, l, "KV-cache usage"),
+                style: Style::Solid,
+                kind: Kind::Line(usage),
+            });
+        }
+        let rate = s.prefix_hit_rate();
+        if !rate.is_empty() {
+            hit.push(Series {
+                run: i,
+                name: name(n, l, "prefix-cache hit rate"),
+                style: Style::Solid,
+                kind: Kind::Line(rate),
+            });
+        }
+    }
+    let mut out = vec![Chart {
+        id: "server-requests".into(),
+        title: "Server: requests running and waiting".into(),
+        note: "vllm:num_requests_running (solid) and vllm:num_requests_waiting (dashed) at each scrape of \
+               the server's /metrics (--scrape-metrics). Waiting requests are queued in the server."
+            .into(),
+        x: x(),
+        y: AxisSpec { integer: true, ..AxisSpec::new("requests").starting_at_zero() },
+        series: queue,
+    }];
+    out.push(Chart {
+        id: "server-kv".into(),
+        title: "Server: KV-cache usage".into(),
+        note: "vllm:kv_cache_usage_perc at each scrape, as a percentage of the KV cache.".into(),
+        x: x(),
+        y: AxisSpec::new("KV-cache usage (%)").starting_at_zero(),
+        series: kv,
+    });
+    if !hit.is_empty() {
+        out.push(Chart {
+            id: "server-prefix".into(),
+            title: "Server: prefix-cache hit rate".into(),
+            note: "Prefix-cache hits over queries (tokens) in each scrape interval, from the cumulative \
+                   vllm:prefix_cache_hits and vllm:prefix_cache_queries counters."
+                .into(),
+            x: x(),
+            y: AxisSpec { max: Some(100.0), ..AxisSpec::new("hit rate (%)").starting_at_zero() },
+            series: hit,
+        });
+    }
+    out
+}

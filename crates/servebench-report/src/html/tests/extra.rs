@@ -1,0 +1,166 @@
+//! Tests of the charts drawn only when their data is present: TTFO, per-turn lines, server
+//! metrics, and the experiment (sweep/search) report.
+
+use super::{assert_self_contained, chart_markup, fixture_records, fixture_runs, header};
+use crate::html::data::RunData;
+use crate::html::server_charts::ServerSeries;
+use crate::html::{html_report, sweep_report, ReportRun};
+use serde_json::{json, Value};
+use servebench_core::metrics::{MetricName, Slo};
+use servebench_core::record::RequestRecord;
+
+/// Records of 4-turn conversations (turn = index % 4, prompt +300 tokens per turn, TTFT +10 ms
+/// per turn) where every other completed request shows visible output 40 ms after its first token.
+pub(crate) fn multi_turn_records(n: u64) -> Vec<RequestRecord> {
+    let mut recs = fixture_records(11, n, 1.0);
+    for r in &mut recs {
+        let turn = (r.index % 4) as u32;
+        r.conversation = Some(r.index / 4);
+        r.turn = Some(turn);
+        r.prompt_tokens = 200 + 300 * turn;
+        if let (Some(first), Some(last)) = (r.first_token_us, r.last_token_us) {
+            let shift = 10_000 * u64::from(turn);
+            r.first_token_us = Some(first + shift);
+            r.first_event_us = Some(first + shift);
+            r.last_token_us = Some(last + shift);
+            r.done_us = r.done_us.map(|d| d + shift);
+            let extra = if r.index % 2 == 0 { 40_000 } else { 0 };
+            r.first_content_us = Some(first + shift + extra);
+        }
+    }
+    recs
+}
+
+/// A result JSON's `server_metrics` with four scrapes.
+pub(crate) fn server_json() -> Value {
+    json!({"server_metrics": {"interval_s": 1.0, "failed_scrapes": 0, "samples": [
+        {"t_s": 0.0, "running": 0.0, "waiting": 0.0, "kv_cache_usage": 0.0, "prefix_cache_queries": 0.0, "prefix_cache_hits": 0.0},
+        {"t_s": 1.0, "running": 4.0, "waiting": 2.0, "kv_cache_usage": 0.25, "prefix_cache_queries": 1000.0, "prefix_cache_hits": 0.0},
+        {"t_s": 2.0, "running": 8.0, "waiting": 5.0, "kv_cache_usage": 0.5, "prefix_cache_queries": 3000.0, "prefix_cache_hits": 1500.0},
+        {"t_s": 3.0, "running": 2.0, "waiting": 0.0, "kv_cache_usage": 0.1, "prefix_cache_queries": 3000.0, "prefix_cache_hits": 1500.0}
+    ]}})
+}
+
+/// One multi-turn run with TTFO and scraped server metrics.
+pub(crate) fn extended_runs() -> Vec<ReportRun> {
+    let mut run = ReportRun::new("multi", header("multi"), multi_turn_records(200), vec![]);
+    run.server_metrics = ServerSeries::from_result(&server_json());
+    vec![run]
+}
+
+/// A sweep document of three concurrency points, hand-built.
+pub(crate) fn sweep_doc(kind: &str) -> Value {
+    let point = |c: u32, tok: f64, req: f64, ttft: f64| {
+        json!({"label": format!("concurrency {c}"), "request_rate": "inf", "max_concurrency": c,
+               "result": {"model_id": "m", "completed": 10, "output_throughput": tok, "request_throughput": req,
+                          "median_ttft_ms": ttft, "p99_ttft_ms": ttft * 2.0, "p90_ttft_ms": ttft * 1.5,
+                          "median_tpot_ms": 5.0, "p99_tpot_ms": 7.0, "median_e2el_ms": ttft + 500.0}})
+    };
+    json!({"servebench_experiment": kind, "model_id": "m", "backend": "openai", "sweep_parameter": "max_concurrency",
+           "criterion": {"slos": [{"name": "ttft_p99", "max_ms": 150.0}]},
+           "points": [point(1, 100.0, 1.0, 20.0), point(8, 700.0, 7.0, 40.0), point(32, 1500.0, 12.0, 90.0)]})
+}
+
+#[test]
+fn ttfo_chart_appears_only_when_content_lags_first_token() {
+    let d = RunData::of(&multi_turn_records(40), None);
+    assert!(d.ttfo_differs);
+    assert_eq!(d.ttfo.len(), d.ttft.len());
+    let html = html_report(&extended_runs());
+    let c = chart_markup(&html, "ttfo-cdf");
+    assert!(c.contains("TTFO distribution (CDF)") && c.contains("time to first visible output"));
+    assert!(c.contains("TTFT (first token of any kind)"));
+    // Same first content as first token: no TTFO chart.
+    let mut same = fixture_records(7, 50, 1.0);
+    for r in &mut same {
+        r.first_content_us = r.first_token_us;
+    }
+    let d = RunData::of(&same, None);
+    assert!(!d.ttfo_differs);
+    let html = html_report(&[ReportRun::new("x", header("x"), same, vec![])]);
+    assert!(!html.contains("id=\"ttfo-cdf\""));
+    // The base fixture has none of the optional charts.
+    let html = html_report(&fixture_runs(50, false));
+    for id in ["ttfo-cdf", "ttft-turn", "server-requests", "server-kv"] {
+        assert!(!html.contains(&format!("id=\"{id}\"")), "{id} drawn without data");
+    }
+}
+
+#[test]
+fn per_turn_lines_follow_the_turn_index() {
+    let recs = multi_turn_records(400);
+    let d = RunData::of(&recs, None);
+    assert_eq!(d.turn_prompts.len(), recs.len());
+    let html = html_report(&extended_runs());
+    for (id, title) in [
+        ("ttft-turn", "TTFT per turn"),
+        ("e2el-turn", "E2EL per turn"),
+        ("prompt-turn", "Input tokens per turn"),
+    ] {
+        let c = chart_markup(&html, id);
+        assert!(c.contains(title), "{id}");
+        assert!(c.contains("turn index"));
+    }
+    let ttft = chart_markup(&html, "ttft-turn");
+    assert!(ttft.contains("TTFT median") && ttft.contains("TTFT p90"));
+    // Input tokens are exact (200 + 300 × turn), so the y axis reaches 1100.
+    let prompt = chart_markup(&html, "prompt-turn");
+    assert!(prompt.contains("data-x0=\"0\"") && prompt.contains("data-x1=\"3\""), "{}", &prompt[..600]);
+    assert!(prompt.contains(">1100<") || prompt.contains(">1200<"), "y ticks cover 1100 tokens");
+}
+
+#[test]
+fn server_series_parse_and_hit_rate_per_interval() {
+    let s = ServerSeries::from_result(&server_json()).unwrap();
+    assert_eq!(s.samples.len(), 4);
+    assert_eq!(s.samples[2].kv_cache_usage, Some(0.5));
+    // Δhits/Δqueries: 0/1000, 1500/2000; the last interval had no queries.
+    assert_eq!(s.prefix_hit_rate(), vec![(1.0, 0.0), (2.0, 75.0)]);
+    assert!(ServerSeries::from_result(&json!({"server_metrics": {"samples": []}})).is_none());
+    assert!(ServerSeries::from_result(&json!({"completed": 3})).is_none());
+    let html = html_report(&extended_runs());
+    let q = chart_markup(&html, "server-requests");
+    assert!(q.contains("running") && q.contains("waiting"));
+    assert!(chart_markup(&html, "server-kv").contains("KV-cache usage (%)"));
+    assert!(chart_markup(&html, "server-prefix").contains("hit rate (%)"));
+    assert!(html.contains("<h2>Server metrics</h2>") && html.contains("<h2>Multi-turn</h2>"));
+    // 12 base charts + TTFO + 3 per-turn + 3 server.
+    assert_eq!(html.matches("<svg").count(), 19);
+    assert_self_contained(&html);
+}
+
+#[test]
+fn sweep_report_draws_throughput_latency_curves_with_slo_lines() {
+    let html = sweep_report(&sweep_doc("sweep"), &[]).unwrap();
+    assert_self_contained(&html);
+    for id in [
+        "sweep-ttft-tok",
+        "sweep-tpot-tok",
+        "sweep-e2el-tok",
+        "sweep-ttft-req",
+        "sweep-tpot-req",
+        "sweep-e2el-req",
+    ] {
+        assert_eq!(html.matches(&format!("id=\"{id}\"")).count(), 1, "{id}");
+    }
+    let ttft = chart_markup(&html, "sweep-ttft-tok");
+    assert!(ttft.contains("TTFT median") && ttft.contains("TTFT p99"), "highest saved percentile");
+    assert!(ttft.contains("SLO ttft_p99 ≤ 150 ms"));
+    for label in ["concurrency 1", "concurrency 8", "concurrency 32"] {
+        assert_eq!(ttft.matches(&format!(">{label}</text>")).count(), 1, "point label {label}");
+    }
+    assert!(ttft.contains("concurrency 1 (100.0), concurrency 8 (700.0), concurrency 32 (1500.0)"));
+    assert!(!chart_markup(&html, "sweep-tpot-tok").contains("SLO"), "SLO lines only on their metric");
+    // Goodput SLOs from the report command draw too.
+    let slo = Slo { metric: MetricName::Tpot, threshold_ms: 6.0 };
+    let html = sweep_report(&sweep_doc("sweep"), &[slo]).unwrap();
+    assert!(chart_markup(&html, "sweep-tpot-req").contains("goodput SLO: tpot ≤ 6 ms per request"));
+    assert_eq!(html, sweep_report(&sweep_doc("sweep"), &[slo]).unwrap(), "deterministic");
+    assert!(sweep_report(&sweep_doc("slo_search"), &[]).is_ok());
+    assert!(sweep_report(&sweep_doc("bogus"), &[]).is_err());
+    assert!(sweep_report(&json!({"servebench_experiment": "sweep", "points": []}), &[]).is_err());
+    let multi = json!({"servebench_experiment": "multi_run", "model_id": "m",
+                       "runs": [sweep_doc("x")["points"][0]["result"], sweep_doc("x")["points"][1]["result"]]});
+    let html = sweep_report(&multi, &[]).unwrap();
+    assert!(chart_markup(&html, "sweep-ttft-tok").contains("run 1 (100.0), run 2 (700.0)"));
+}
