@@ -85,10 +85,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         if run.tokenizer.is_none() {
             run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
         }
-        println!(
-            "Embedded simulator at {} (fixed timing: TTFT {} ms, ITL {} ms)",
-            run.base_url, args.sim_options.sim_ttft_ms, args.sim_options.sim_itl_ms
-        );
+        let o = &args.sim_options;
+        let timing = match (&o.sim_preset, o.sim_mode.as_str()) {
+            (Some(preset), _) => format!("engine model, preset {preset}"),
+            (None, "engine") => "engine model".to_owned(),
+            _ => format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms),
+        };
+        println!("Embedded simulator at {} ({timing})", run.base_url);
         Some(sim)
     } else {
         None
