@@ -38,6 +38,13 @@ struct PoolingUsage {
     total_tokens: Option<u32>,
 }
 
+/// A whole JSON body, borrowed; the error names what was wrong and shows the start of it.
+fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, String> {
+    std::str::from_utf8(body).map_err(|e| e.to_string()).and_then(|s| {
+        serde_json::from_str(s).map_err(|e| format!("response is not JSON ({e}): {}", snippet(body)))
+    })
+}
+
 fn finish(rec: &mut RequestRecord, t_us: u64) {
     rec.first_event_us = Some(t_us);
     rec.first_token_us = Some(t_us);
@@ -49,11 +56,7 @@ fn finish(rec: &mut RequestRecord, t_us: u64) {
 pub(crate) fn pooling_body(rec: &mut RequestRecord, body: &[u8], t_us: u64) {
     rec.done_us = Some(t_us);
     rec.first_event_us = Some(t_us);
-    let parsed: Result<PoolingBody<'_>, String> =
-        std::str::from_utf8(body).map_err(|e| e.to_string()).and_then(|s| {
-            serde_json::from_str(s).map_err(|e| format!("response is not JSON ({e}): {}", snippet(body)))
-        });
-    let b = match parsed {
+    let b = match parse_json::<PoolingBody<'_>>(body) {
         Ok(b) => b,
         Err(e) => {
             rec.fail(ErrorKind::Protocol, e);
@@ -131,11 +134,7 @@ struct ResponseUsage {
 pub(crate) fn responses_body(rec: &mut RequestRecord, body: &[u8], t_us: u64, keep_text: bool) {
     rec.done_us = Some(t_us);
     rec.first_event_us = Some(t_us);
-    let parsed: Result<ResponseBody<'_>, String> =
-        std::str::from_utf8(body).map_err(|e| e.to_string()).and_then(|s| {
-            serde_json::from_str(s).map_err(|e| format!("response is not JSON ({e}): {}", snippet(body)))
-        });
-    let b = match parsed {
+    let b = match parse_json::<ResponseBody<'_>>(body) {
         Ok(b) => b,
         Err(e) => {
             rec.fail(ErrorKind::Protocol, e);

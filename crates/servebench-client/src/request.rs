@@ -200,25 +200,12 @@ pub async fn execute_until(
     client: &HttpClient,
     target: &RequestTarget,
     spec: &RequestSpec,
-    mut record: RequestRecord,
+    record: RequestRecord,
     clock: &RunClock,
     opts: &ExecOptions,
     cancel: impl std::future::Future<Output = ()>,
 ) -> RequestRecord {
-    let cancelled = {
-        let run = run(client, target, spec, &mut record, clock, opts, None);
-        tokio::select! {
-            biased;
-            _ = run => false,
-            _ = cancel => true,
-        }
-    };
-    if cancelled {
-        record.outcome = Outcome::Cancelled;
-        record.error = None;
-        record.done_us = Some(clock.now_us());
-    }
-    record
+    run_until(client, target, spec, None, record, clock, opts, cancel).await
 }
 
 /// A request body built outside the template's per-request slots (multi-turn history), with
@@ -237,13 +224,29 @@ pub async fn execute_prepared(
     target: &RequestTarget,
     spec: &RequestSpec,
     prepared: &PreparedBody,
+    record: RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+    cancel: impl std::future::Future<Output = ()>,
+) -> RequestRecord {
+    run_until(client, target, spec, Some(prepared), record, clock, opts, cancel).await
+}
+
+/// Runs one request until it ends or `cancel` completes; a cancelled record keeps the timings
+/// measured so far and ends `Cancelled` at the time of cancellation.
+#[allow(clippy::too_many_arguments)]
+async fn run_until(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    prepared: Option<&PreparedBody>,
     mut record: RequestRecord,
     clock: &RunClock,
     opts: &ExecOptions,
     cancel: impl std::future::Future<Output = ()>,
 ) -> RequestRecord {
     let cancelled = {
-        let run = run(client, target, spec, &mut record, clock, opts, Some(prepared));
+        let run = run(client, target, spec, &mut record, clock, opts, prepared);
         tokio::select! {
             biased;
             _ = run => false,
@@ -337,7 +340,7 @@ async fn run(
         let text = match read {
             Ok((b, complete, _)) => {
                 if complete {
-                    client.release(conn, &parts.headers).await;
+                    client.release(conn);
                 }
                 snippet(&b)
             }
@@ -369,7 +372,7 @@ async fn run(
                 if let Some(at) = at {
                     t = clock.offset_us(at);
                 }
-                client.release(conn, &parts.headers).await;
+                client.release(conn);
                 match target.backend {
                     b2 if b2.is_pooling() => crate::pooling_response::pooling_body(record, &b, t),
                     BackendKind::Responses => {
@@ -420,7 +423,7 @@ async fn run(
             }
             Ok(Ok(None)) => {
                 let t = clock.now_us();
-                client.release(conn, &parts.headers).await;
+                client.release(conn);
                 if !finished {
                     framer.finish();
                     match drain_events(&mut framer, &mut state, record, t) {

@@ -75,16 +75,7 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
         return out;
     }
     let mut out = String::new();
-    banner(&mut out, " Serving Benchmark Result ", '=');
-    row_int(&mut out, "Successful requests:", m.completed);
-    row_int(&mut out, "Failed requests:", m.failed);
-    if let Some(c) = info.max_concurrency {
-        row_int(&mut out, "Maximum request concurrency:", c);
-    }
-    if info.request_rate.is_finite() {
-        row_f2(&mut out, "Request rate configured (RPS):", info.request_rate);
-    }
-    row_f2(&mut out, "Benchmark duration (s):", m.duration_s);
+    result_head(&mut out, " Serving Benchmark Result ", info, m);
     row_int(&mut out, "Total input tokens:", m.total_input_tokens);
     row_int(&mut out, "Total generated tokens:", m.total_output_tokens);
     row_f2(&mut out, "Request throughput (req/s):", m.request_throughput);
@@ -104,6 +95,21 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
     servebench_block(&mut out, info, m);
     out
+}
+
+/// The opening of vLLM's result blocks (serving and pooling): title, request counts,
+/// concurrency, configured rate, duration.
+pub(crate) fn result_head(out: &mut String, title: &str, info: &RunInfo, m: &RunMetrics) {
+    banner(out, title, '=');
+    row_int(out, "Successful requests:", m.completed);
+    row_int(out, "Failed requests:", m.failed);
+    if let Some(c) = info.max_concurrency {
+        row_int(out, "Maximum request concurrency:", c);
+    }
+    if info.request_rate.is_finite() {
+        row_f2(out, "Request rate configured (RPS):", info.request_rate);
+    }
+    row_f2(out, "Benchmark duration (s):", m.duration_s);
 }
 
 pub(crate) fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {

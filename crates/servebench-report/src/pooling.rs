@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use servebench_core::metrics::{MetricName, RunMetrics};
 use servebench_core::record::RequestRecord;
 
-use crate::console::{banner, row_f2, row_int, stats_section, vllm_header, WIDTH};
+use crate::console::{row_f2, row_int, stats_section, vllm_header, WIDTH};
 use crate::info::RunInfo;
 use crate::json::metric_reported;
 
@@ -31,16 +31,7 @@ fn per_second(x: f64, duration_s: f64) -> f64 {
 /// vLLM's pooling block (without the closing servebench block).
 pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     let mut out = String::new();
-    banner(&mut out, " Embedding/Pooling Benchmark Result ", '=');
-    row_int(&mut out, "Successful requests:", m.completed);
-    row_int(&mut out, "Failed requests:", m.failed);
-    if let Some(c) = info.max_concurrency {
-        row_int(&mut out, "Maximum request concurrency:", c);
-    }
-    if info.request_rate.is_finite() {
-        row_f2(&mut out, "Request rate configured (RPS):", info.request_rate);
-    }
-    row_f2(&mut out, "Benchmark duration (s):", m.duration_s);
+    crate::console::result_head(&mut out, " Embedding/Pooling Benchmark Result ", info, m);
     row_int(&mut out, "Total input tokens:", m.server_first_input_tokens);
     row_f2(&mut out, "Request throughput (req/s):", m.request_throughput);
     if let Some(g) = m.request_goodput {

@@ -24,28 +24,24 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use servebench_client::backend::{BackendKind, TargetConfig};
+use servebench_client::backend::BackendKind;
 use servebench_core::metrics::{compute, MetricsConfig};
-use servebench_core::schedule::RateConfig;
 use servebench_core::{ErrorKind, Outcome, RequestRecord};
 use servebench_data::random::RandomDatasetConfig;
-use servebench_runner::{run_benchmark, stop_signal, DatasetSpec, RunConfig, RunObserver, RunResult};
+use servebench_runner::{run_benchmark, stop_signal, DatasetSpec, RunConfig, RunResult};
 use servebench_sim::{FaultConfig, FaultCounts, FaultKind, FaultPlan, SimConfig};
 
+use common::{Quiet, TOKENIZER};
+
 const MODEL: &str = "fault-model";
-const TOKENIZER: &str = "cl100k_base";
 const OUT: u32 = 8;
 const PREFIX: &str = "fm-";
-
-struct Quiet;
-
-impl RunObserver for Quiet {
-    fn message(&self, _text: &str) {}
-}
 
 /// One run's knobs.
 struct Setup {
@@ -84,42 +80,20 @@ async fn run(setup: &Setup) -> (Vec<RequestRecord>, FaultCounts) {
         .unwrap()
         .with_faults(setup.faults.clone());
     let sim = servebench_sim::start(sim_cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let base = common::config(sim.base_url(), MODEL, setup.backend, setup.requests);
     let cfg = RunConfig {
-        base_url: sim.base_url(),
-        target: TargetConfig { backend: setup.backend, ignore_eos: true, ..TargetConfig::default() },
-        insecure: false,
-        model: Some(MODEL.into()),
-        served_model_name: None,
-        tokenizer: Some(TOKENIZER.into()),
         dataset: DatasetSpec::Random(RandomDatasetConfig {
             num_prompts: setup.requests,
             input_len: 16,
             output_len: OUT as usize,
             ..RandomDatasetConfig::default()
         }),
-        max_model_len: None,
-        rate: RateConfig::default(),
         max_concurrency: setup.concurrency,
         seed: 0,
-        num_warmups: 0,
-        ready_check_timeout: Duration::ZERO,
         request_id_prefix: PREFIX.into(),
-        dry_run: false,
-        verify_prompts: 0,
-        preconnect: 0,
         request_timeout: Some(Duration::from_secs(120)),
         stall_timeout: Some(setup.stall_timeout),
-        keep_text: false,
-        retokenize_output: false,
-        records_path: None,
-        show_progress: false,
-        on_interrupt: Default::default(),
-        retries: 0,
-        load: Default::default(),
-        metrics_listen: None,
-        max_records_in_memory: servebench_runner::DEFAULT_MAX_RECORDS_IN_MEMORY,
-        shard: None,
-        start_at_unix_us: None,
+        ..base
     };
     let (_stop_handle, stop) = stop_signal();
     let out = match run_benchmark(cfg, Arc::new(Quiet), stop).await.unwrap() {

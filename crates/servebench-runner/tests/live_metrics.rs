@@ -5,9 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
 mod prom_text;
 
-use servebench_client::backend::{BackendKind, TargetConfig};
+use servebench_client::backend::BackendKind;
 use servebench_core::metrics::{compute, MetricsConfig};
 use servebench_core::schedule::RateConfig;
 use servebench_core::ErrorKind;
@@ -23,7 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 const MODEL: &str = "live-model";
-const TOKENIZER: &str = "cl100k_base";
+use common::TOKENIZER;
 const REQUESTS: usize = 150;
 
 /// Captures the endpoint's address and the run's live metrics.
@@ -93,48 +94,23 @@ async fn metrics_endpoint_is_live_and_ends_equal_to_the_result() {
         .unwrap();
     let sim_cfg = SimConfig::new(MODEL, tok).with_fixed_timing_ms(20.0, 4.0).unwrap().with_faults(faults);
     let sim = servebench_sim::start(sim_cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let base = common::config(sim.base_url(), MODEL, BackendKind::Completions, REQUESTS);
     let cfg = RunConfig {
-        base_url: sim.base_url(),
-        target: TargetConfig {
-            backend: BackendKind::Completions,
-            ignore_eos: true,
-            ..TargetConfig::default()
-        },
-        insecure: false,
-        model: Some(MODEL.into()),
-        served_model_name: None,
-        tokenizer: Some(TOKENIZER.into()),
         dataset: DatasetSpec::Random(RandomDatasetConfig {
             num_prompts: REQUESTS,
             input_len: 16,
             output_len: 12,
             ..RandomDatasetConfig::default()
         }),
-        max_model_len: None,
         // Paced: the measured phase lasts about 3 s whatever the machine's speed.
         rate: RateConfig { request_rate: 50.0, ..RateConfig::default() },
         max_concurrency: Some(16),
         seed: 3,
-        num_warmups: 0,
-        ready_check_timeout: Duration::ZERO,
         request_id_prefix: "live-".into(),
-        dry_run: false,
-        verify_prompts: 0,
-        preconnect: 0,
-        request_timeout: Some(Duration::from_secs(60)),
-        stall_timeout: None,
-        keep_text: false,
-        retokenize_output: false,
-        records_path: None,
-        show_progress: false,
-        on_interrupt: Default::default(),
-        retries: 0,
-        load: Default::default(),
         metrics_listen: Some("127.0.0.1:0".parse().unwrap()),
         // A tiny cap: the result must not change (records read back from a spill file).
         max_records_in_memory: 10,
-        shard: None,
-        start_at_unix_us: None,
+        ..base
     };
     let (addr_tx, mut addr_rx) = watch::channel(None);
     let observer = Arc::new(Capture { addr: addr_tx, live: Mutex::new(None) });

@@ -93,7 +93,7 @@ impl HttpClient {
             .await
             .map_err(transport)?;
         if complete {
-            self.release(conn, &parts.headers).await;
+            self.release(conn);
         }
         Ok(RawResponse {
             status: parts.status.as_u16(),

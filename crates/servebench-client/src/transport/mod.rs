@@ -385,17 +385,11 @@ impl HttpClient {
         }
     }
 
-    /// Pools a connection whose response body was read to the end, unless the response said
-    /// `Connection: close` or the connection is closing.
-    pub(crate) async fn release(&self, mut c: Conn, response_headers: &HeaderMap) {
-        let close = response_headers
-            .get_all(http::header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")));
-        if close {
-            return;
-        }
+    /// Pools a connection whose response body was read to the end. A response that said
+    /// `Connection: close` (or HTTP/1.0 without keep-alive, a close-delimited body, bytes after
+    /// the body) already marked the connection done when its head or body was read, so
+    /// `checkin` drops it.
+    pub(crate) fn release(&self, mut c: Conn) {
         c.reset_for_pool();
         self.checkin(c);
     }
