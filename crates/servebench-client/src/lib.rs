@@ -10,6 +10,7 @@
 pub mod backend;
 pub mod body_ext;
 pub mod chunk;
+mod chunk_scan;
 pub mod dialect;
 mod pooling_response;
 pub mod request;
