@@ -10,8 +10,12 @@
 # measured − nominal (50 ms / 10 ms). Plus client CPU seconds, CPU µs per SSE event and the
 # client's peak RSS during the measured phase.
 #
+# With two or more CPUs the client runs on CPU 0 and the simulator on CPU 1 (--pin-cpu), as
+# if on two hosts; PIN=0 lets them share all CPUs (each then preempts the other).
+#
 # Usage: scripts/macro-bench.sh [CONCURRENCIES...]   (default: 1 100 500 1000)
-# Env:   REQS_PER_STREAM (default 3), PORT (default 18471), OUT (default target/macro-bench)
+# Env:   REQS_PER_STREAM (default 3), PORT (default 18471), OUT (default target/macro-bench),
+#        PIN (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LEVELS=("${@:-1 100 500 1000}")
@@ -25,8 +29,13 @@ mkdir -p "$OUT"
 cargo build --release --quiet
 BIN=target/release/servebench
 ulimit -n 65536 2>/dev/null || true
+SIM_PIN=(); CLIENT_PIN=()
+if [[ ${PIN:-1} == 1 ]] && (( $(nproc) >= 2 )); then
+  SIM_PIN=(--pin-cpu 1); CLIENT_PIN=(--pin-cpu 0)
+  echo "client on CPU 0, simulator on CPU 1 (PIN=0 to share)"
+fi
 
-"$BIN" sim --port "$PORT" --sim-ttft-ms "$TTFT_MS" --sim-itl-ms "$ITL_MS" --sim-tokenizer cl100k_base \
+"$BIN" sim "${SIM_PIN[@]}" --port "$PORT" --sim-ttft-ms "$TTFT_MS" --sim-itl-ms "$ITL_MS" --sim-tokenizer cl100k_base \
   --ground-truth "$OUT/truth.jsonl" > "$OUT/sim.log" 2>&1 &
 SIM_PID=$!
 trap 'kill $SIM_PID 2>/dev/null || true' EXIT
@@ -39,7 +48,7 @@ run_level() { # concurrency pool(warm|cold)
   local c=$1 pool=$2 n pre=0
   n=$(( c * REQS_PER_STREAM )); (( n < 50 )) && n=50
   [[ $pool == warm ]] && pre=$c
-  "$BIN" --base-url "http://127.0.0.1:$PORT" --model servebench-sim --tokenizer cl100k_base \
+  "$BIN" "${CLIENT_PIN[@]}" --base-url "http://127.0.0.1:$PORT" --model servebench-sim --tokenizer cl100k_base \
     --num-prompts "$n" --max-concurrency "$c" --random-input-len 32 --random-output-len 100 \
     --ready-check-timeout-sec 10 --preconnect "$pre" --disable-tqdm --percentile-metrics ttft,tpot,itl,e2el \
     --request-id-prefix "c$c-$pool-" \
@@ -74,12 +83,12 @@ with open(f"{out}/truth.jsonl") as f:
         truth[t["request_id"]] = t
 
 print(f"{'streams':>7} {'pool':>4} {'reqs':>5} | {'TTFT err':>8} {'ITL err':>8} {'p99 ITL err':>11} "
-      f"| {'vs nominal: TTFT':>16} {'p99 ITL':>8} | {'recv delay':>10} {'p99':>6} "
+      f"| {'vs nominal: TTFT':>16} {'p99 ITL':>8} | {'req delay':>9} {'recv delay':>10} {'p99':>6} "
       f"| {'CPU s':>6} {'µs/event':>8} {'RSS MB':>6} {'failed':>6}")
 for c in levels:
     for pool in ("warm", "cold"):
         r = json.load(open(f"{out}/c{c}-{pool}.json"))
-        m_ttft, t_ttft, m_itl, t_itl, delay = [], [], [], [], []
+        m_ttft, t_ttft, m_itl, t_itl, delay, req_delay = [], [], [], [], [], []
         origin = r.get("run_origin_unix_us")
         events = 0
         with open(f"{out}/c{c}-{pool}.json.records.jsonl") as f:
@@ -91,6 +100,10 @@ for c in levels:
                     continue
                 m_ttft.append((rec["first_token_us"] - rec["dispatched_us"]) / 1000)
                 t_ttft.append((t["event_us"][0] - t["received_us"]) / 1000)
+                if origin is not None and "origin_unix_us" in t:
+                    # Request delay: from the client's dispatch to the simulator's handler
+                    # (wall-clock aligned): the simulator's own intake queue, part of TTFT err.
+                    req_delay.append(((t["origin_unix_us"] + t["received_us"]) - (origin + rec["dispatched_us"])) / 1000)
                 gaps = rec.get("token_events", {}).get("gaps_us", [])
                 tg = [b - a for a, b in zip(t["event_us"], t["event_us"][1:])]
                 if len(gaps) == len(tg):
@@ -111,8 +124,9 @@ for c in levels:
               f"{mean(m_ttft) - mean(t_ttft):>+8.3f} {mean(m_itl) - mean(t_itl):>+8.3f} "
               f"{pct(m_itl, 99) - pct(t_itl, 99):>+11.3f} | "
               f"{r['mean_ttft_ms'] - ttft_nom:>+16.2f} {r['p99_itl_ms'] - itl_nom:>+8.2f} | "
-              f"{mean(delay):>10.3f} {pct(delay, 99):>6.2f} | "
+              f"{mean(req_delay):>9.3f} {mean(delay):>10.3f} {pct(delay, 99):>6.2f} | "
               f"{cpu:>6.2f} {(cpu * 1e6 / events if events else 0):>8.2f} {rss:>6.1f} {r['failed']:>6}")
 print("errors in ms; truth = the simulator's own send times (--ground-truth); nominal = 50 ms / 10 ms;")
-print("recv delay = client timestamp of an event − simulator send time (wall-clock aligned, ± a few µs)")
+print("req delay = simulator handler start − client dispatch; recv delay = client timestamp of an event −")
+print("simulator send time (both wall-clock aligned, ± a few µs)")
 PY

@@ -50,6 +50,11 @@ pub struct CalibrateArgs {
     /// Keep the per-level result files in this directory (default: a temporary one, removed).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// Let the simulator and the client share all CPUs. By default, with two or more CPUs,
+    /// the client runs on CPU 0 and the simulator on CPU 1 (`--pin-cpu`), as if on two hosts:
+    /// otherwise each preempts the other and that delay is charged to the client.
+    #[arg(long)]
+    pub no_pin: bool,
 }
 
 /// The truth of the fixed timing model.
@@ -104,6 +109,8 @@ pub struct Calibration {
     pub cpus: usize,
     /// `/proc/loadavg` at start (other load on the host), when readable.
     pub loadavg_at_start: Option<String>,
+    /// The client ran on CPU 0 and the simulator on CPU 1 (`--pin-cpu`).
+    pub pinned: bool,
 }
 
 /// A child process killed when dropped.
@@ -122,9 +129,15 @@ fn bad(flag: &str, what: impl Into<String>) -> anyhow::Error {
 
 /// Starts `servebench sim --port 0` and returns it with its base URL (parsed from the
 /// `servebench sim: serving model '…' on http://…` line it prints to stderr).
-fn start_sim(exe: &Path, args: &CalibrateArgs, truth_log: &Path) -> anyhow::Result<(ChildGuard, String)> {
+fn start_sim(
+    exe: &Path,
+    args: &CalibrateArgs,
+    truth_log: &Path,
+    pin: Option<usize>,
+) -> anyhow::Result<(ChildGuard, String)> {
     let child = Command::new(exe)
         .args(["sim", "--host", "127.0.0.1", "--port", "0", "--sim-model", "calibrate"])
+        .args(pin.map(|cpu| format!("--pin-cpu={cpu}")))
         .arg("--ground-truth")
         .arg(truth_log)
         .args(["--sim-ttft-ms", &args.ttft_ms.to_string(), "--sim-itl-ms", &args.itl_ms.to_string()])
@@ -206,6 +219,7 @@ fn run_level(
     dir: &Path,
     c: u64,
     truth: &Truth,
+    pin: Option<usize>,
 ) -> anyhow::Result<Level> {
     let requests = args.requests.unwrap_or_else(|| (2 * c).max(20));
     let file = format!("level-{c}.json");
@@ -218,6 +232,7 @@ fn run_level(
         .args(["--num-prompts", &requests.to_string(), "--max-concurrency", &c.to_string()])
         .args(["--preconnect", &c.to_string(), "--request-id-prefix", &format!("cal-c{c}-")])
         .args(["--percentile-metrics", "ttft,itl,e2el", "--metric-percentiles", "99"])
+        .args(pin.map(|cpu| format!("--pin-cpu={cpu}")))
         .args(["--save-result", "--result-dir"])
         .arg(dir)
         .args(["--result-filename", &file])
@@ -264,12 +279,13 @@ pub fn table(cal: &Calibration) -> String {
     let t = &cal.truth;
     let mut out = format!(
         "servebench calibrate: measured − truth (ms); truth TTFT {} ms, ITL {} ms, E2EL {} ms ({} tokens); \
-         {} CPUs, load at start: {}\n",
+         {} CPUs{}, load at start: {}\n",
         t.ttft_ms,
         t.itl_ms,
         t.e2el_ms,
         t.output_len,
         cal.cpus,
+        if cal.pinned { " (client on CPU 0, simulator on CPU 1)" } else { "" },
         cal.loadavg_at_start.as_deref().unwrap_or("?")
     );
     out.push_str(&format!(
@@ -346,12 +362,13 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
         }
     };
     let truth_log = dir.join("ground-truth.jsonl");
-    let (sim, url) = start_sim(&exe, args, &truth_log)?;
+    let pinned = !args.no_pin && cpus >= 2;
+    let (sim, url) = start_sim(&exe, args, &truth_log, pinned.then_some(1))?;
     eprintln!("calibrate: simulator at {url} (pid {}), levels {:?}", sim.0.id(), args.levels);
     let mut levels = Vec::new();
     let mut result = Ok(());
     for &c in &args.levels {
-        match run_level(&exe, args, &url, &dir, c, &truth) {
+        match run_level(&exe, args, &url, &dir, c, &truth, pinned.then_some(0)) {
             Ok(l) => {
                 eprintln!("calibrate: concurrency {c} done in {:.1} s", l.wall_s);
                 levels.push(l);
@@ -378,7 +395,7 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
     if let Some(d) = tmp {
         let _ = std::fs::remove_dir_all(d);
     }
-    let cal = Calibration { truth, levels, cpus, loadavg_at_start };
+    let cal = Calibration { truth, levels, cpus, loadavg_at_start, pinned };
     print!("{}", table(&cal));
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&cal).context("serializing the calibration")?;

@@ -189,6 +189,10 @@ pub struct SimArgs {
     /// measurements are compared with.
     #[arg(long)]
     pub ground_truth: Option<std::path::PathBuf>,
+    /// Serve from this CPU only (Linux; 0-based), e.g. to keep the simulator off the client's
+    /// core on one host.
+    #[arg(long, value_name = "CPU")]
+    pub pin_cpu: Option<usize>,
     #[command(flatten)]
     pub sim: SimOptions,
 }
@@ -336,6 +340,10 @@ pub struct RunArgs {
     /// Open this many connections before the run starts (0 = connect on demand, as vLLM).
     #[arg(long, default_value_t = 0, help_heading = "Request")]
     pub preconnect: u64,
+    /// Run the client on this CPU only (Linux; 0-based), e.g. to keep it off the core of a
+    /// simulator or server on the same host.
+    #[arg(long, value_name = "CPU", help_heading = "Request")]
+    pub pin_cpu: Option<usize>,
     /// Fail a request that has not finished after this many seconds.
     #[arg(long, default_value_t = 21_600.0, help_heading = "Request")]
     pub request_timeout: f64,

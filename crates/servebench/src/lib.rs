@@ -1,6 +1,7 @@
 //! The `servebench` command line: flag definitions (`cli`), their validation into a run
 //! configuration (`config`), and the commands behind them. `main.rs` only dispatches.
 
+pub mod affinity;
 pub mod calibrate;
 pub mod calibrate_truth;
 pub mod cli;

@@ -67,6 +67,17 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let cli = cli::Cli::parse_from(args);
+    let pin = match &cli.command {
+        Some(cli::Command::Sim(sim)) => sim.pin_cpu,
+        None => cli.run.pin_cpu,
+        Some(_) => None,
+    };
+    if let Some(cpu) = pin {
+        if let Err(e) = servebench::affinity::pin_to_cpu("--pin-cpu", cpu) {
+            eprintln!("{}", e.user_line());
+            return ExitCode::from(2);
+        }
+    }
     let result = match cli.command {
         Some(cli::Command::Explain { code }) => explain(code.as_deref()),
         Some(cli::Command::Sim(sim)) => sim_cmd::serve(&sim),
