@@ -96,6 +96,9 @@ pub struct Level {
     /// The level's records (compared with the truth once the simulator wrote its log).
     #[serde(skip)]
     pub records: Vec<servebench_core::RequestRecord>,
+    /// Wall-clock origin of the client's run clock (`run_origin_unix_us` of the result).
+    #[serde(skip)]
+    pub client_origin_unix_us: Option<u64>,
 }
 
 /// Everything `--json` writes.
@@ -267,6 +270,7 @@ fn run_level(
         ttft_mean_vs_nominal_ms: num(&v, "mean_ttft_ms")? - truth.ttft_ms,
         itl_p99_vs_nominal_ms: num(&v, "p99_itl_ms")? - truth.itl_ms,
         records,
+        client_origin_unix_us: v.get("run_origin_unix_us").and_then(serde_json::Value::as_u64),
         client_cpu_s: cpu,
         cpu_us_per_event: cpu.filter(|_| events > 0.0).map(|s| s * 1e6 / events),
         peak_rss_mib: opt("peak_rss_bytes").map(|b| b / 1_048_576.0),
@@ -289,7 +293,7 @@ pub fn table(cal: &Calibration) -> String {
         cal.loadavg_at_start.as_deref().unwrap_or("?")
     );
     out.push_str(&format!(
-        "{:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>10} | {:>9} {:>9} | {:>7} {:>9} {:>8}\n",
+        "{:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>10} | {:>7} | {:>9} {:>9} | {:>7} {:>9} {:>8}\n",
         "conc",
         "reqs",
         "TTFT mean",
@@ -297,6 +301,7 @@ pub fn table(cal: &Calibration) -> String {
         "ITL mean",
         "ITL p99",
         "E2EL mean",
+        "intake",
         "nom TTFT",
         "nom p99I",
         "CPU s",
@@ -307,7 +312,7 @@ pub fn table(cal: &Calibration) -> String {
     for l in &cal.levels {
         let e = &l.truth;
         out.push_str(&format!(
-            "{:>6} {:>6} {:>+10.3} {:>+10.3} {:>+9.3} {:>+9.3} {:>+10.3} | {:>+9.2} {:>+9.2} | {:>7} {:>9} {:>8}\n",
+            "{:>6} {:>6} {:>+10.3} {:>+10.3} {:>+9.3} {:>+9.3} {:>+10.3} | {:>7} | {:>+9.2} {:>+9.2} | {:>7} {:>9} {:>8}\n",
             l.concurrency,
             l.completed,
             e.ttft_mean_err_ms,
@@ -315,6 +320,7 @@ pub fn table(cal: &Calibration) -> String {
             e.itl_mean_err_ms,
             e.itl_p99_err_ms,
             e.e2el_mean_err_ms,
+            f(e.intake_mean_ms, 3),
             l.ttft_mean_vs_nominal_ms,
             l.itl_p99_vs_nominal_ms,
             f(l.client_cpu_s, 2),
@@ -323,8 +329,9 @@ pub fn table(cal: &Calibration) -> String {
         ));
     }
     out.push_str(
-        "truth = the simulator's own send times, request by request; nom = vs the nominal \
-         TTFT/ITL (also charges the simulator's lateness)\n",
+        "truth = the simulator's own send times, request by request; intake = mean time a sent \
+         request waited before the simulator's handler took it (server-side queueing, included \
+         in the TTFT error); nom = vs the nominal TTFT/ITL (also charges the simulator's lateness)\n",
     );
     out
 }
@@ -383,7 +390,7 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
     match truth_read {
         Ok(map) => {
             for l in &mut levels {
-                l.truth = crate::calibrate_truth::compare(&l.records, &map);
+                l.truth = crate::calibrate_truth::compare(&l.records, l.client_origin_unix_us, &map);
             }
         }
         Err(e) => {

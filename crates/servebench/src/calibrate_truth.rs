@@ -10,6 +10,13 @@
 //! The error of a statistic is the statistic of the measured values minus the same statistic
 //! of the true values (mean − mean, p99 − p99): what a user would see as the difference
 //! between the reported number and the number the server produced.
+//!
+//! When both sides give their clock's wall-clock origin, the *intake delay* is also computed:
+//! simulator `received_us` − client `dispatched_us` on one wall-clock line — the time a sent
+//! request waited before the simulator's handler took it (its accept/read queue when a burst
+//! arrives). The simulator's TTFT starts at its handler, the client's at its send, so this
+//! delay is part of the TTFT error although it is server-side queueing a real client should
+//! and does measure.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,6 +32,9 @@ pub struct TruthLine {
     pub received_us: u64,
     pub event_us: Vec<u64>,
     pub done_us: Option<u64>,
+    /// Wall-clock time of the simulator clock's origin (µs since the Unix epoch).
+    #[serde(default)]
+    pub origin_unix_us: Option<u64>,
 }
 
 /// Reads a ground-truth log into a map by request id.
@@ -62,16 +72,24 @@ pub struct TruthErrors {
     pub truth_ttft_mean_ms: f64,
     /// Mean of the true ITL.
     pub truth_itl_mean_ms: f64,
+    /// Mean intake delay in ms (see the module docs), when both wall-clock origins are known.
+    pub intake_mean_ms: Option<f64>,
 }
 
 fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
-/// Compares `records` with `truth` (see the module docs).
-pub fn compare(records: &[RequestRecord], truth: &HashMap<String, TruthLine>) -> TruthErrors {
+/// Compares `records` (whose run clock started at `client_origin_unix_us`, when known) with
+/// `truth` (see the module docs).
+pub fn compare(
+    records: &[RequestRecord],
+    client_origin_unix_us: Option<u64>,
+    truth: &HashMap<String, TruthLine>,
+) -> TruthErrors {
     let (mut m_ttft, mut t_ttft, mut m_itl, mut t_itl, mut m_e2e, mut t_e2e) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut intake = Vec::new();
     for r in records.iter().filter(|r| r.outcome == Outcome::Completed) {
         let Some(t) = truth.get(&r.request_id) else { continue };
         let (Some(sent), Some(first), Some(&t_first)) =
@@ -81,6 +99,10 @@ pub fn compare(records: &[RequestRecord], truth: &HashMap<String, TruthLine>) ->
         };
         m_ttft.push(ms(first.saturating_sub(sent)));
         t_ttft.push(ms(t_first.saturating_sub(t.received_us)));
+        if let (Some(c0), Some(s0)) = (client_origin_unix_us, t.origin_unix_us) {
+            let received = (s0 + t.received_us) as f64;
+            intake.push((received - (c0 + sent) as f64) / 1000.0);
+        }
         let gaps = &r.token_events.gaps_us;
         if gaps.len() + 1 == t.event_us.len() {
             m_itl.extend(gaps.iter().map(|&g| ms(u64::from(g))));
@@ -102,6 +124,7 @@ pub fn compare(records: &[RequestRecord], truth: &HashMap<String, TruthLine>) ->
         e2el_mean_err_ms: mean(&m_e2e) - mean(&t_e2e),
         truth_ttft_mean_ms: mean(&t_ttft),
         truth_itl_mean_ms: mean(&t_itl),
+        intake_mean_ms: (!intake.is_empty()).then(|| mean(&intake)),
     }
 }
 
@@ -123,7 +146,13 @@ mod tests {
     fn truth(id: &str, received: u64, events: Vec<u64>, done: u64) -> (String, TruthLine) {
         (
             id.into(),
-            TruthLine { request_id: id.into(), received_us: received, event_us: events, done_us: Some(done) },
+            TruthLine {
+                request_id: id.into(),
+                received_us: received,
+                event_us: events,
+                done_us: Some(done),
+                origin_unix_us: Some(1_000_000),
+            },
         )
     }
 
@@ -142,7 +171,11 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let e = compare(&records, &truth);
+        // The client's clock started 2 ms before the simulator's: a sent at 1 ms client time
+        // = 3 ms on the simulator's clock, received at 0.5 ms → −2.5 ms; b: 7 − 2 = +5 ms.
+        let e = compare(&records, Some(998_000), &truth);
+        assert_eq!(e.intake_mean_ms, Some(1.25), "{e:?}");
+        assert_eq!(compare(&records, None, &truth).intake_mean_ms, None);
         assert_eq!(e.matched, 2);
         assert!((e.ttft_mean_err_ms - 1.5).abs() < 1e-9, "{e:?}");
         // p99 of [51, 52] = 51.99; truth p99 = 50.
@@ -160,7 +193,7 @@ mod tests {
         let records = vec![rec("a", 0, 50_000, vec![10_000], 60_000)];
         let truth: HashMap<_, _> =
             [truth("a", 0, vec![50_000, 55_000, 60_000], 60_000)].into_iter().collect();
-        let e = compare(&records, &truth);
+        let e = compare(&records, None, &truth);
         assert_eq!((e.matched, e.itl_gaps), (1, 0));
     }
 }
