@@ -10,7 +10,7 @@
 # measured − nominal (50 ms / 10 ms). Plus client CPU seconds, CPU µs per SSE event and the
 # client's peak RSS during the measured phase.
 #
-# With two or more CPUs the client runs on CPU 0 and the simulator on CPU 1 (--pin-cpu), as
+# With two or more CPUs the client runs on one CPU and the simulator on another (--pin-cpu), as
 # if on two hosts; PIN=0 lets them share all CPUs (each then preempts the other).
 #
 # Usage: scripts/macro-bench.sh [CONCURRENCIES...]   (default: 1 100 500 1000)
@@ -30,9 +30,10 @@ cargo build --release --quiet
 BIN=target/release/servebench
 ulimit -n 65536 2>/dev/null || true
 SIM_PIN=(); CLIENT_PIN=()
-if [[ ${PIN:-1} == 1 ]] && (( $(nproc) >= 2 )); then
-  SIM_PIN=(--pin-cpu 1); CLIENT_PIN=(--pin-cpu 0)
-  echo "client on CPU 0, simulator on CPU 1 (PIN=0 to share)"
+read -r -a CPUS <<< "$(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2])')"
+if [[ ${PIN:-1} == 1 ]] && (( ${#CPUS[@]} >= 2 )); then
+  CLIENT_PIN=(--pin-cpu "${CPUS[0]}"); SIM_PIN=(--pin-cpu "${CPUS[1]}")
+  echo "client on CPU ${CPUS[0]}, simulator on CPU ${CPUS[1]} (PIN=0 to share)"
 fi
 
 "$BIN" sim "${SIM_PIN[@]}" --port "$PORT" --sim-ttft-ms "$TTFT_MS" --sim-itl-ms "$ITL_MS" --sim-tokenizer cl100k_base \

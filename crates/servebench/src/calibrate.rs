@@ -51,8 +51,9 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
     /// Let the simulator and the client share all CPUs. By default, with two or more CPUs,
-    /// the client runs on CPU 0 and the simulator on CPU 1 (`--pin-cpu`), as if on two hosts:
-    /// otherwise each preempts the other and that delay is charged to the client.
+    /// the client runs on the first CPU this process may use and the simulator on the second
+    /// (`--pin-cpu`), as if on two hosts: otherwise each preempts the other and that delay is
+    /// charged to the client.
     #[arg(long)]
     pub no_pin: bool,
 }
@@ -112,7 +113,8 @@ pub struct Calibration {
     pub cpus: usize,
     /// `/proc/loadavg` at start (other load on the host), when readable.
     pub loadavg_at_start: Option<String>,
-    /// The client ran on CPU 0 and the simulator on CPU 1 (`--pin-cpu`).
+    /// The client and the simulator each ran on a CPU of their own (`--pin-cpu`): the first
+    /// two CPUs this process may use.
     pub pinned: bool,
 }
 
@@ -289,7 +291,7 @@ pub fn table(cal: &Calibration) -> String {
         t.e2el_ms,
         t.output_len,
         cal.cpus,
-        if cal.pinned { " (client on CPU 0, simulator on CPU 1)" } else { "" },
+        if cal.pinned { " (client and simulator pinned to one CPU each)" } else { "" },
         cal.loadavg_at_start.as_deref().unwrap_or("?")
     );
     out.push_str(&format!(
@@ -369,13 +371,18 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
         }
     };
     let truth_log = dir.join("ground-truth.jsonl");
-    let pinned = !args.no_pin && cpus >= 2;
-    let (sim, url) = start_sim(&exe, args, &truth_log, pinned.then_some(1))?;
+    let allowed = crate::affinity::allowed_cpus();
+    let (client_cpu, sim_cpu) = match allowed.as_slice() {
+        [a, b, ..] if !args.no_pin => (Some(*a), Some(*b)),
+        _ => (None, None),
+    };
+    let pinned = client_cpu.is_some();
+    let (sim, url) = start_sim(&exe, args, &truth_log, sim_cpu)?;
     eprintln!("calibrate: simulator at {url} (pid {}), levels {:?}", sim.0.id(), args.levels);
     let mut levels = Vec::new();
     let mut result = Ok(());
     for &c in &args.levels {
-        match run_level(&exe, args, &url, &dir, c, &truth, pinned.then_some(0)) {
+        match run_level(&exe, args, &url, &dir, c, &truth, client_cpu) {
             Ok(l) => {
                 eprintln!("calibrate: concurrency {c} done in {:.1} s", l.wall_s);
                 levels.push(l);
