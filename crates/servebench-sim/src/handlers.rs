@@ -23,7 +23,7 @@ use crate::protocol::{
     parse_json, ApiError, ChatRequest, CompletionRequest, DetokenizeRequest, GenerationFields,
     TokenizeRequest,
 };
-use crate::response::{detokenize_body, generation_body, models_body, tokenize_body};
+use crate::response::{detokenize_body, generation_body, models_body, tokenize_body, ChatReasoning};
 use crate::sse::{Api, StreamFormat, UsageOptions};
 use crate::stream::{SimBody, TokenStream};
 use crate::truth::{GroundTruth, GroundTruthLog, TruthRecorder};
@@ -329,14 +329,21 @@ async fn generate(
     }
     pacer.wait_all().await;
     let details = config.prompt_tokens_details.then(|| pacer.cached_tokens());
+    let reasoning_total = reasoning_of(config, api, &plan);
+    let reasoning = if reasoning_total > 0 { config.reasoning_tokens } else { 0 };
     let body = match api {
         Api::Responses => {
-            let r = if reasoning_of(config, api, &plan) > 0 { config.reasoning_tokens } else { 0 };
             let cached = Some(pacer.cached_tokens()).filter(|_| config.prompt_tokens_details);
-            crate::responses::body(&id, created, model, &plan, &state.vocab, cached, r)
+            crate::responses::body(&id, created, model, &plan, &state.vocab, cached, reasoning)
         }
-        _ => generation_body(api, &id, created, model, &plan, &state.vocab, details),
+        _ => {
+            let reasoning = ChatReasoning { field: config.reasoning_field, tokens: reasoning };
+            generation_body(api, &id, created, model, &plan, &state.vocab, details, reasoning)
+        }
     };
+    if reasoning_total > 0 {
+        state.reasoning_counter().add(u64::from(reasoning_total));
+    }
     if let Some(mut t) = truth {
         let now = Instant::now();
         t.event(now, plan.completion_tokens());
@@ -360,7 +367,7 @@ impl SimState {
     pub(crate) fn reasoning_counter(&self) -> Arc<crate::metrics::Counter> {
         self.metrics.registry.counter(
             "servebench_sim:reasoning_tokens_total",
-            "Completion tokens sent as reasoning deltas (--sim-reasoning-tokens).",
+            "Completion tokens sent as reasoning text (--sim-reasoning-tokens).",
             &[],
         )
     }
