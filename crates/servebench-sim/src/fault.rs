@@ -1,9 +1,12 @@
 //! Fault injection: seeded, per-request misbehaviour of the simulated server.
 //!
-//! Every generation request (`/v1/completions`, `/v1/chat/completions`) gets a [`FaultPlan`]
-//! decided by [`FaultConfig::plan`] from the fault seed and the request's `x-request-id` alone,
-//! so a run with the same ids is reproducible and a test can predict, per request, exactly what
-//! the server will do. Two families:
+//! Every request to a generation or pooling endpoint (`/v1/completions`,
+//! `/v1/chat/completions`, `/v1/responses`, `/v1/embeddings`, `/pooling`, `/v1/pooling`,
+//! `/v1/rerank`, `/rerank`) gets a [`FaultPlan`] decided by [`FaultConfig::plan_on`] from the
+//! fault seed, the [`ResponseShape`] of its answer and the request's `x-request-id` alone, so a
+//! run with the same ids is reproducible and a test can predict, per request, exactly what the
+//! server will do. Only the kinds that [apply](FaultKind::applies_to) to the shape are drawn.
+//! Two families:
 //!
 //! - **Failures** ([`FaultKind::is_quirk`] false): each kind is drawn independently with its
 //!   rate, and a request gets at most one: the first drawn in [`FaultKind::ALL`] order (the
@@ -16,29 +19,42 @@
 //!   writes) are legal SSE variations a client must accept; each is drawn independently and
 //!   they combine freely with each other and with the stream failures.
 //!
-//! Stream faults and quirks apply only to streamed responses. Every fault is counted when it is
-//! actually applied ([`FaultCounts`], `SimHandle::fault_counts`).
+//! Stream faults and quirks apply to streamed responses; a non-streamed JSON answer takes the
+//! body faults instead (`body.rs`). Every fault is counted when it is actually applied
+//! ([`FaultCounts`], `SimHandle::fault_counts`).
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::HeaderValue;
 use servebench_core::{BenchError, Result};
 
 use crate::hash::Fnv;
-use crate::metrics::{Counter, MetricsRegistry};
-use crate::protocol::ApiError;
 
+mod body;
+mod injector;
 mod stream;
 
-use stream::Quirks;
+pub(crate) use body::FaultedBody;
+pub(crate) use injector::{FaultClose, FaultCounters, FaultInjector, PreResponse};
 pub(crate) use stream::{FaultState, Hook, StreamFaults};
 
 /// Number of fault kinds.
 const KINDS: usize = 14;
+
+/// The shape of the answer a request gets, which decides the fault kinds that apply to it
+/// ([`FaultKind::applies_to`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResponseShape {
+    /// A streamed completion or chat completion: `data:` chunks, then `data: [DONE]`.
+    ChunkStream,
+    /// A streamed Responses API answer: typed events (`event:` and `data:` lines) ending with
+    /// `response.completed` or `response.incomplete`; there is no `[DONE]`.
+    TypedEventStream,
+    /// A non-streamed JSON answer: the pooling endpoints, and completions, chat completions and
+    /// Responses with `stream: false`.
+    JsonBody,
+}
 
 /// One kind of injected fault. The snake_case names ([`FaultKind::as_str`]) are used by
 /// `--sim-fault KIND=RATE` and as the `kind` label of `servebench_sim_faults_total`.
@@ -121,6 +137,25 @@ impl FaultKind {
     /// Whether this kind happens before any response byte (no stream at all).
     pub fn is_pre_response(self) -> bool {
         matches!(self, FaultKind::Http429 | FaultKind::Http500 | FaultKind::Http503 | FaultKind::Close)
+    }
+
+    /// Whether this kind is injected into answers of `shape`. Every kind applies to a chunk
+    /// stream. A typed-event stream has no `[DONE]` to leave out, so [`FaultKind::NoDone`] does
+    /// not apply. A JSON body has no events: the pre-response kinds apply as they are,
+    /// [`FaultKind::Reset`] cuts the connection in the middle of the body,
+    /// [`FaultKind::Stall`] holds the body back after the headers,
+    /// [`FaultKind::MalformedJson`] sends only the first half of the JSON (as a complete
+    /// response), [`FaultKind::OversizedEvent`] pads the JSON past the client's bound; there is
+    /// no `[DONE]`, no end of stream to truncate and no SSE framing, so
+    /// [`FaultKind::Truncate`], [`FaultKind::NoDone`] and the quirks do not apply.
+    pub fn applies_to(self, shape: ResponseShape) -> bool {
+        match shape {
+            ResponseShape::ChunkStream => true,
+            ResponseShape::TypedEventStream => self != FaultKind::NoDone,
+            ResponseShape::JsonBody => {
+                !self.is_quirk() && !matches!(self, FaultKind::Truncate | FaultKind::NoDone)
+            }
+        }
     }
 
     /// The HTTP status of the status kinds.
@@ -280,9 +315,18 @@ impl FaultConfig {
         Ok(())
     }
 
-    /// The faults of the request with id `key` (its `x-request-id`). Pure and deterministic:
-    /// the same seed, rates and key always give the same plan.
+    /// The faults of the streamed completion or chat completion with id `key` (its
+    /// `x-request-id`): [`FaultConfig::plan_on`] with [`ResponseShape::ChunkStream`].
     pub fn plan(&self, key: &str) -> FaultPlan {
+        self.plan_on(ResponseShape::ChunkStream, key)
+    }
+
+    /// The faults of the request with id `key` whose answer has `shape`. Pure and
+    /// deterministic: the same seed, rates, shape and key always give the same plan. Each
+    /// kind's draw depends on the seed, the key and the kind only, so the shapes differ just in
+    /// the kinds left out; the pre-response failure (drawn first, applying to every shape) is
+    /// the same on every shape.
+    pub fn plan_on(&self, shape: ResponseShape, key: &str) -> FaultPlan {
         if !self.is_active() {
             return FaultPlan::default();
         }
@@ -290,7 +334,9 @@ impl FaultConfig {
         // A uniform draw in [0, 1) per kind, independent across kinds and requests.
         let drawn = |k: FaultKind| {
             let r = self.rate(k);
-            r > 0.0 && ((h(0x9000 + k.index() as u64) >> 11) as f64 / (1u64 << 53) as f64) < r
+            r > 0.0
+                && k.applies_to(shape)
+                && ((h(0x9000 + k.index() as u64) >> 11) as f64 / (1u64 << 53) as f64) < r
         };
         let failure = FaultKind::ALL.into_iter().filter(|k| !k.is_quirk()).find(|k| drawn(*k));
         let mut plan = FaultPlan { failure, position: h(0x9051), ..FaultPlan::default() };
@@ -373,163 +419,6 @@ impl FaultCounts {
     /// Sum over all kinds.
     pub fn total(&self) -> u64 {
         self.counts.iter().sum()
-    }
-}
-
-/// Live counters, shared by the handlers and the streams; registered on the `/metrics`
-/// registry as `servebench_sim_faults_total{kind="..."}` when faults are configured.
-#[derive(Debug)]
-pub(crate) struct FaultCounters {
-    counts: Vec<Arc<Counter>>,
-}
-
-impl FaultCounters {
-    fn new(registry: Option<&MetricsRegistry>) -> Self {
-        let counts = FaultKind::ALL
-            .into_iter()
-            .map(|k| match registry {
-                Some(r) => r.counter(
-                    "servebench_sim_faults_total",
-                    "Faults injected by the simulator, by kind.",
-                    &[("kind", k.as_str())],
-                ),
-                None => Arc::default(),
-            })
-            .collect();
-        FaultCounters { counts }
-    }
-
-    pub(crate) fn add(&self, kind: FaultKind) {
-        if let Some(c) = self.counts.get(kind.index()) {
-            c.inc();
-        }
-    }
-
-    pub(crate) fn snapshot(&self) -> FaultCounts {
-        let mut counts = [0u64; KINDS];
-        for (c, a) in counts.iter_mut().zip(&self.counts) {
-            *c = a.get();
-        }
-        FaultCounts { counts }
-    }
-}
-
-/// The connection is closed without a response ([`FaultKind::Close`]): returned as the
-/// service's error, which makes hyper drop the connection before writing anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FaultClose;
-
-impl fmt::Display for FaultClose {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("injected fault: connection closed before the response")
-    }
-}
-
-impl std::error::Error for FaultClose {}
-
-/// What a pre-response status fault answers: an error status with its vLLM-style body and,
-/// for 429/503, a `Retry-After` value.
-#[derive(Debug)]
-pub(crate) struct PreResponse {
-    pub error: ApiError,
-    pub retry_after: Option<HeaderValue>,
-}
-
-/// The server's fault state: configuration, arrival counter (the key of requests without an
-/// id) and counters.
-#[derive(Debug)]
-pub(crate) struct FaultInjector {
-    config: FaultConfig,
-    arrivals: AtomicU64,
-    counters: Arc<FaultCounters>,
-}
-
-impl FaultInjector {
-    /// The injector of `config`; its counters are registered on `registry` when any fault is
-    /// configured (so `/metrics` is unchanged without faults).
-    pub(crate) fn new(config: FaultConfig, registry: &MetricsRegistry) -> Self {
-        let counters = Arc::new(FaultCounters::new(config.is_active().then_some(registry)));
-        FaultInjector { config, arrivals: AtomicU64::new(0), counters }
-    }
-
-    /// The plan of a generation request with `x-request-id` `id` (requests without one are
-    /// keyed by their arrival number, which is reproducible only without concurrency).
-    pub(crate) fn plan(&self, id: Option<&str>) -> FaultPlan {
-        if !self.config.is_active() {
-            return FaultPlan::default();
-        }
-        match id {
-            Some(id) => self.config.plan(id),
-            None => {
-                let n = self.arrivals.fetch_add(1, Ordering::Relaxed);
-                self.config.plan(&format!("#{n}"))
-            }
-        }
-    }
-
-    /// Applies a pre-response failure of `plan`, if it has one: `Err` closes the connection,
-    /// `Ok(Some)` is an error status to answer with.
-    pub(crate) fn pre_response(
-        &self,
-        plan: &FaultPlan,
-    ) -> std::result::Result<Option<PreResponse>, FaultClose> {
-        let Some(kind) = plan.failure.filter(|k| k.is_pre_response()) else { return Ok(None) };
-        self.counters.add(kind);
-        let retry = HeaderValue::from(self.config.retry_after_secs);
-        let (err, retry) = match kind {
-            FaultKind::Http429 => (
-                ApiError {
-                    status: 429,
-                    kind: "RateLimitError",
-                    message: "Too many requests: the server is over capacity (injected fault).".into(),
-                },
-                Some(retry),
-            ),
-            FaultKind::Http503 => (
-                ApiError {
-                    status: 503,
-                    kind: "ServiceUnavailableError",
-                    message: "The engine is not ready to serve requests (injected fault).".into(),
-                },
-                Some(retry),
-            ),
-            FaultKind::Http500 => (
-                ApiError {
-                    status: 500,
-                    kind: "InternalServerError",
-                    message: "EngineCore encountered an issue (injected fault).".into(),
-                },
-                None,
-            ),
-            _ => return Err(FaultClose),
-        };
-        Ok(Some(PreResponse { error: err, retry_after: retry }))
-    }
-
-    /// The stream part of `plan` for a stream of `events` token events, or `None` when the
-    /// plan injects nothing into streams.
-    pub(crate) fn stream(&self, plan: &FaultPlan, events: u32) -> Option<StreamFaults> {
-        let failure = plan.failure.filter(|k| !k.is_pre_response());
-        if failure.is_none() && plan.quirks().is_empty() {
-            return None;
-        }
-        Some(StreamFaults {
-            failure,
-            at: plan.after_events(events),
-            quirks: Quirks {
-                crlf: plan.crlf,
-                data_no_space: plan.data_no_space,
-                keep_alive: plan.keep_alive,
-                trickle: plan.trickle,
-            },
-            stall: self.config.stall,
-            oversized_bytes: self.config.oversized_bytes,
-            counters: self.counters.clone(),
-        })
-    }
-
-    pub(crate) fn counts(&self) -> FaultCounts {
-        self.counters.snapshot()
     }
 }
 
@@ -622,6 +511,37 @@ mod tests {
     }
 
     #[test]
+    fn shapes_draw_only_the_kinds_that_apply() {
+        let mut c = FaultConfig::default().with_seed(3);
+        c.apply_spec("all=0.3").unwrap();
+        let shapes = [ResponseShape::ChunkStream, ResponseShape::TypedEventStream, ResponseShape::JsonBody];
+        let mut seen: std::collections::BTreeSet<(u8, FaultKind)> = Default::default();
+        for i in 0..5_000 {
+            let key = format!("k{i}");
+            assert_eq!(c.plan(&key), c.plan_on(ResponseShape::ChunkStream, &key));
+            let pre = |s: ResponseShape| c.plan_on(s, &key).failure.filter(|k| k.is_pre_response());
+            assert!(shapes.iter().all(|s| pre(*s) == pre(ResponseShape::ChunkStream)), "{key}");
+            for (n, s) in shapes.iter().enumerate() {
+                for k in c.plan_on(*s, &key).kinds() {
+                    assert!(k.applies_to(*s), "{k} drawn for {s:?}");
+                    seen.insert((n as u8, k));
+                }
+            }
+        }
+        // Everything that applies was drawn somewhere.
+        for (n, s) in shapes.iter().enumerate() {
+            for k in FaultKind::ALL.into_iter().filter(|k| k.applies_to(*s)) {
+                assert!(seen.contains(&(n as u8, k)), "{k} never drawn for {s:?}");
+            }
+        }
+        assert!(!FaultKind::NoDone.applies_to(ResponseShape::TypedEventStream));
+        let json: Vec<FaultKind> =
+            FaultKind::ALL.into_iter().filter(|k| k.applies_to(ResponseShape::JsonBody)).collect();
+        use FaultKind::*;
+        assert_eq!(json, [Http429, Http500, Http503, Close, Reset, Stall, MalformedJson, OversizedEvent]);
+    }
+
+    #[test]
     fn after_events_is_in_range() {
         let c = cfg(&[(FaultKind::Reset, 1.0)]);
         for i in 0..500 {
@@ -632,25 +552,5 @@ mod tests {
             let a = p.after_events(10);
             assert!((1..=9).contains(&a), "{a}");
         }
-    }
-
-    #[test]
-    fn pre_response_counts_and_answers() {
-        let inj = FaultInjector::new(cfg(&[(FaultKind::Http503, 1.0)]), &MetricsRegistry::default());
-        let plan = inj.plan(Some("x"));
-        match inj.pre_response(&plan) {
-            Ok(Some(PreResponse { error: e, retry_after: retry })) => {
-                assert_eq!(e.status, 503);
-                assert_eq!(retry.unwrap(), "1");
-                let v: serde_json::Value = serde_json::from_slice(&e.body()).unwrap();
-                assert_eq!(v["error"]["code"], 503);
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(inj.counts().get(FaultKind::Http503), 1);
-        let inj = FaultInjector::new(cfg(&[(FaultKind::Close, 1.0)]), &MetricsRegistry::default());
-        assert!(inj.pre_response(&inj.plan(None)).is_err());
-        assert_eq!(inj.counts().total(), 1);
-        assert!(inj.stream(&inj.plan(None), 5).is_none());
     }
 }

@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use crate::config::{SimConfig, TimingModel};
 use crate::engine::{block_hashes, Progress, Submission};
 use crate::engine_sched::Engine;
-use crate::fault::{FaultClose, FaultInjector, FaultPlan, PreResponse};
+use crate::fault::{FaultClose, FaultInjector, PreResponse, ResponseShape};
 use crate::hash::mix;
 use crate::metrics::Metrics;
 use crate::pacer::{PaceInfo, Pacer};
@@ -23,7 +23,7 @@ use crate::protocol::{
     parse_json, ApiError, ChatRequest, CompletionRequest, DetokenizeRequest, GenerationFields,
     TokenizeRequest,
 };
-use crate::response::{detokenize_body, generation_body, models_body, tokenize_body};
+use crate::response::{detokenize_body, generation_body, models_body, tokenize_body, ChatReasoning};
 use crate::sse::{Api, StreamFormat, UsageOptions};
 use crate::stream::{SimBody, TokenStream};
 use crate::truth::{GroundTruth, GroundTruthLog, TruthRecorder};
@@ -177,24 +177,27 @@ pub(crate) async fn handle(
                 Ok(collected) => {
                     let body = collected.to_bytes();
                     let received = Instant::now();
-                    let faults = match path {
-                        "/v1/completions" | "/v1/chat/completions" => state.faults.plan(header_id.as_deref()),
-                        _ => FaultPlan::default(),
+                    let fault_key = match path {
+                        "/tokenize" | "/detokenize" => None,
+                        _ => state.faults.key(header_id.as_deref()),
                     };
-                    let result = match (state.faults.pre_response(&faults)?, path) {
+                    let key = fault_key.as_deref();
+                    // The pre-response failure is the same on every response shape (its kinds are
+                    // drawn first and apply to all), so it is decided before the body is parsed.
+                    let pre = state.faults.plan(ResponseShape::JsonBody, key);
+                    let result = match (state.faults.pre_response(&pre)?, path) {
                         (Some(pre), _) => Ok(fault_status(pre)),
                         (None, "/v1/completions") => {
-                            generate(&state, Api::Completions, body.clone(), received, &header_id, faults)
-                                .await
+                            generate(&state, Api::Completions, body.clone(), received, &header_id, key).await
                         }
                         (None, "/v1/chat/completions") => {
-                            generate(&state, Api::Chat, body.clone(), received, &header_id, faults).await
+                            generate(&state, Api::Chat, body.clone(), received, &header_id, key).await
                         }
                         (None, "/v1/responses") => {
-                            generate(&state, Api::Responses, body.clone(), received, &header_id, faults).await
+                            generate(&state, Api::Responses, body.clone(), received, &header_id, key).await
                         }
                         (None, p) if crate::pooling::Endpoint::of(p).is_some() => {
-                            crate::pooling::handle(&state, p, body.clone(), received, &header_id).await
+                            crate::pooling::handle(&state, p, body.clone(), received, &header_id, key).await
                         }
                         (None, "/tokenize") => tokenize(&state, &body),
                         (None, _) => detokenize(&state, &body),
@@ -266,7 +269,7 @@ async fn generate(
     body: Bytes,
     received: Instant,
     header_id: &Option<String>,
-    faults: FaultPlan,
+    fault_key: Option<&str>,
 ) -> Result<Response<SimBody>, ApiError> {
     let (plan, fields, blocks) = if body.len() <= INLINE_BODY_BYTES {
         prepare(state, api, &body)?
@@ -313,7 +316,9 @@ async fn generate(
         let reasoning = if reasoning_of(config, api, &plan) > 0 { config.reasoning_tokens } else { 0 };
         let fmt = StreamFormat::new(api, &id, created, model, &plan, usage)
             .with_reasoning(config.reasoning_field.as_str(), &plan);
-        let stream_faults = state.faults.stream(&faults, plan.ticks());
+        let shape =
+            if api == Api::Responses { ResponseShape::TypedEventStream } else { ResponseShape::ChunkStream };
+        let stream_faults = state.faults.stream(&state.faults.plan(shape, fault_key), plan.ticks());
         let mut s = TokenStream::new(plan, fmt, state.vocab.clone(), pacer, truth).with_faults(stream_faults);
         if reasoning > 0 {
             s = s.with_reasoning(reasoning, state.reasoning_counter());
@@ -324,20 +329,28 @@ async fn generate(
     }
     pacer.wait_all().await;
     let details = config.prompt_tokens_details.then(|| pacer.cached_tokens());
+    let reasoning_total = reasoning_of(config, api, &plan);
+    let reasoning = if reasoning_total > 0 { config.reasoning_tokens } else { 0 };
     let body = match api {
         Api::Responses => {
-            let r = if reasoning_of(config, api, &plan) > 0 { config.reasoning_tokens } else { 0 };
             let cached = Some(pacer.cached_tokens()).filter(|_| config.prompt_tokens_details);
-            crate::responses::body(&id, created, model, &plan, &state.vocab, cached, r)
+            crate::responses::body(&id, created, model, &plan, &state.vocab, cached, reasoning)
         }
-        _ => generation_body(api, &id, created, model, &plan, &state.vocab, details),
+        _ => {
+            let reasoning = ChatReasoning { field: config.reasoning_field, tokens: reasoning };
+            generation_body(api, &id, created, model, &plan, &state.vocab, details, reasoning)
+        }
     };
+    if reasoning_total > 0 {
+        state.reasoning_counter().add(u64::from(reasoning_total));
+    }
     if let Some(mut t) = truth {
         let now = Instant::now();
         t.event(now, plan.completion_tokens());
         t.finish(now);
     }
-    Ok(json(body))
+    let faults = state.faults.plan(ResponseShape::JsonBody, fault_key);
+    Ok(response(200, Some(JSON), state.faults.json_body(&faults, body)))
 }
 
 /// Reasoning tokens of a request's output: the first `--sim-reasoning-tokens` of each choice,
@@ -354,7 +367,7 @@ impl SimState {
     pub(crate) fn reasoning_counter(&self) -> Arc<crate::metrics::Counter> {
         self.metrics.registry.counter(
             "servebench_sim:reasoning_tokens_total",
-            "Completion tokens sent as reasoning deltas (--sim-reasoning-tokens).",
+            "Completion tokens sent as reasoning text (--sim-reasoning-tokens).",
             &[],
         )
     }

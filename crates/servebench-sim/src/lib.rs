@@ -51,7 +51,7 @@ mod test_support;
 
 pub use config::{ReasoningField, SimConfig, TimingModel};
 pub use engine::{EngineConfig, PRESETS};
-pub use fault::{FaultConfig, FaultCounts, FaultKind, FaultPlan};
+pub use fault::{FaultConfig, FaultCounts, FaultKind, FaultPlan, ResponseShape};
 pub use metrics::{Counter, MetricsRegistry};
 pub use server::{serve_until, start, SimHandle};
 pub use truth::{write_ground_truth_jsonl, GroundTruth, TruthEvent};

@@ -14,6 +14,8 @@
 //! `truncate_prompt_tokens` (−1 = the model's limit, k > 0 = the last k tokens) is honoured;
 //! inputs above `max_model_len` get vLLM's 400. Vectors and scores are seeded by the content, so
 //! the same request gets the same answer. `encoding_format` other than `float` gets 400.
+//! Injected faults: the pre-response kinds, and the body faults of a JSON answer
+//! (`fault/body.rs`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,6 +26,7 @@ use http::{Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Progress, Submission};
+use crate::fault::ResponseShape;
 use crate::handlers::SimState;
 use crate::hash::{mix, Fnv};
 use crate::pacer::{PaceInfo, Pacer};
@@ -331,6 +334,7 @@ pub(crate) async fn handle(
     body: Bytes,
     received: Instant,
     header_id: &Option<String>,
+    fault_key: Option<&str>,
 ) -> Result<Response<SimBody>, ApiError> {
     let ep = Endpoint::of(path).ok_or_else(|| ApiError::bad_request("not a pooling endpoint"))?;
     let parsed = if body.len() <= 4096 {
@@ -407,7 +411,8 @@ pub(crate) async fn handle(
         t.event(now, 0);
         t.finish(now);
     }
-    let mut r = Response::new(SimBody::full(out));
+    let faults = state.faults.plan(ResponseShape::JsonBody, fault_key);
+    let mut r = Response::new(state.faults.json_body(&faults, out));
     *r.status_mut() = StatusCode::OK;
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(r)

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use serde::Serialize;
 
+use crate::config::ReasoningField;
 use crate::plan::GenerationPlan;
 use crate::sse::Api;
 use crate::vocab::OutputVocab;
@@ -43,12 +44,49 @@ struct CompletionChoice {
     prompt_logprobs: Option<()>,
 }
 
+/// A non-streamed chat message. The reasoning text goes into the configured field only (the
+/// other one is left out); `content` is null when the whole output was reasoning, as vLLM's
+/// reasoning parsers leave it.
 #[derive(Serialize)]
 struct ChatMessageOut {
     role: &'static str,
-    content: String,
+    content: Option<String>,
     tool_calls: [(); 0],
-    reasoning_content: Option<()>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<Option<String>>,
+}
+
+/// Reasoning of a non-streamed chat answer: the first `tokens` tokens of every choice are
+/// reasoning text, in the message field `field` (`reasoning` or `reasoning_content`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChatReasoning {
+    pub field: ReasoningField,
+    pub tokens: u32,
+}
+
+impl ChatMessageOut {
+    /// The message of a choice of `tokens` tokens seeded by `seed`: reasoning first (in the
+    /// configured field, null without reasoning), then the content.
+    fn of(vocab: &OutputVocab, seed: u64, tokens: u32, r: ChatReasoning) -> Self {
+        let reasoning_tokens = tokens.min(r.tokens);
+        let reasoning = (reasoning_tokens > 0).then(|| {
+            let mut t = Vec::with_capacity(reasoning_tokens as usize * 5);
+            vocab.push_text(seed, 0, u64::from(reasoning_tokens), &mut t);
+            String::from_utf8(t).unwrap_or_default()
+        });
+        let content = (reasoning_tokens == 0 || tokens > reasoning_tokens).then(|| {
+            let mut t = Vec::with_capacity((tokens - reasoning_tokens) as usize * 5);
+            vocab.push_text(seed, u64::from(reasoning_tokens), u64::from(tokens - reasoning_tokens), &mut t);
+            String::from_utf8(t).unwrap_or_default()
+        });
+        let (reasoning, reasoning_content) = match r.field {
+            ReasoningField::Reasoning => (Some(reasoning), None),
+            ReasoningField::ReasoningContent => (None, Some(reasoning)),
+        };
+        ChatMessageOut { role: "assistant", content, tool_calls: [], reasoning, reasoning_content }
+    }
 }
 
 #[derive(Serialize)]
@@ -70,7 +108,9 @@ struct Generation<'a, C> {
     usage: Usage,
 }
 
-/// The body of a non-streamed completion or chat completion.
+/// The body of a non-streamed completion or chat completion (`reasoning`: chat only; usage
+/// counts reasoning tokens as completion tokens, as vLLM does).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn generation_body(
     api: Api,
     id: &str,
@@ -79,6 +119,7 @@ pub(crate) fn generation_body(
     plan: &GenerationPlan,
     vocab: &OutputVocab,
     details: Option<u32>,
+    reasoning: ChatReasoning,
 ) -> Bytes {
     let usage = Usage::of(plan, details);
     let text = |seed: u64, tokens: u32| vocab.text(seed, u64::from(tokens));
@@ -113,12 +154,7 @@ pub(crate) fn generation_body(
                 .iter()
                 .map(|c| ChatChoice {
                     index: c.index,
-                    message: ChatMessageOut {
-                        role: "assistant",
-                        content: text(c.seed, c.tokens),
-                        tool_calls: [],
-                        reasoning_content: None,
-                    },
+                    message: ChatMessageOut::of(vocab, c.seed, c.tokens, reasoning),
                     logprobs: None,
                     finish_reason: c.finish.as_str(),
                     stop_reason: None,
@@ -244,14 +280,17 @@ mod tests {
             tokens_per_event: 1,
         };
         let vocab = OutputVocab::build(&NullTok);
-        let b = generation_body(Api::Chat, "chatcmpl-x", 1, "m", &plan, &vocab, None);
+        let none = ChatReasoning { field: ReasoningField::ReasoningContent, tokens: 0 };
+        let b = generation_body(Api::Chat, "chatcmpl-x", 1, "m", &plan, &vocab, None, none);
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["object"], "chat.completion");
         assert_eq!(v["choices"][0]["message"]["content"], " the the the");
         assert_eq!(v["choices"][0]["finish_reason"], "stop");
         assert_eq!(v["usage"]["total_tokens"], 7);
         assert!(v["usage"]["prompt_tokens_details"].is_null());
-        let b = generation_body(Api::Completions, "cmpl-x", 1, "m", &plan, &vocab, Some(0));
+        assert!(v["choices"][0]["message"]["reasoning_content"].is_null());
+        assert!(v["choices"][0]["message"].get("reasoning").is_none(), "only the configured field");
+        let b = generation_body(Api::Completions, "cmpl-x", 1, "m", &plan, &vocab, Some(0), none);
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["choices"][0]["text"], " the the the");
         assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
@@ -267,5 +306,31 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&tokenize_body(&[1, 2], 9)).unwrap();
         assert_eq!(v["count"], 2);
         assert!(v["token_strs"].is_null());
+    }
+
+    #[test]
+    fn chat_reasoning_goes_into_the_configured_field() {
+        let plan = |tokens| GenerationPlan {
+            prompt_tokens: 4,
+            choices: vec![ChoicePlan { index: 0, tokens, finish: Finish::Length, seed: 9 }],
+            tokens_per_event: 1,
+        };
+        let vocab = OutputVocab::build(&NullTok);
+        let r = ChatReasoning { field: ReasoningField::Reasoning, tokens: 2 };
+        let b = generation_body(Api::Chat, "chatcmpl-x", 1, "m", &plan(5), &vocab, None, r);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        let m = &v["choices"][0]["message"];
+        assert_eq!(m["reasoning"], " the the");
+        assert_eq!(m["content"], " the the the");
+        assert!(m.get("reasoning_content").is_none());
+        assert_eq!(v["usage"]["completion_tokens"], 5, "reasoning tokens are completion tokens");
+        // The whole output is reasoning: no content, as vLLM's parsers leave it.
+        let r = ChatReasoning { field: ReasoningField::ReasoningContent, tokens: 8 };
+        let b = generation_body(Api::Chat, "chatcmpl-x", 1, "m", &plan(3), &vocab, None, r);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        let m = &v["choices"][0]["message"];
+        assert_eq!(m["reasoning_content"], " the the the");
+        assert!(m["content"].is_null());
+        assert_eq!(v["usage"]["completion_tokens"], 3);
     }
 }

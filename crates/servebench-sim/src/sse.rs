@@ -284,13 +284,27 @@ impl StreamFormat {
     }
 
     /// Appends an event whose JSON is cut off in the middle of the first choice's text (fault
-    /// injection: a malformed event).
+    /// injection: a malformed event; Responses: a delta of the open output item).
     pub(crate) fn push_malformed(&self, out: &mut Vec<u8>) {
+        if let Some(r) = &self.responses {
+            r.push_malformed(out);
+            return;
+        }
         match self.heads.first() {
             Some(head) => out.extend_from_slice(head),
             None => out.extend_from_slice(b"data: {"),
         }
         out.extend_from_slice(b" cut\n\n");
+    }
+
+    /// Appends one valid token event with `n` bytes of text (fault injection: an oversized
+    /// event): a content event of the first choice; Responses: a delta of the open output item.
+    pub(crate) fn push_oversized(&self, out: &mut Vec<u8>, n: usize, completion_so_far: u32) {
+        let fill = |o: &mut Vec<u8>| o.resize(o.len() + n, b'x');
+        match &self.responses {
+            Some(r) => r.push_oversized(out, fill),
+            None => self.push_event(0, out, fill, None, completion_so_far),
+        }
     }
 
     /// Typical size of one event, for buffer capacity.

@@ -203,6 +203,32 @@ impl ResponsesFormat {
         }
     }
 
+    /// Whether the open output item is the reasoning item (its deltas are reasoning deltas).
+    fn open_is_reasoning(&self) -> bool {
+        self.open.load(Ordering::Relaxed) == REASONING
+    }
+
+    /// One valid delta of the open output item (the message item when none is open) whose
+    /// text `fill` writes: fault injection of an oversized event.
+    pub(crate) fn push_oversized(&self, out: &mut Vec<u8>, fill: impl FnOnce(&mut Vec<u8>)) {
+        self.push_delta(out, self.open_is_reasoning(), fill, None);
+    }
+
+    /// A delta event of the open output item whose JSON is cut off inside the delta string:
+    /// fault injection of a malformed event. It takes a sequence number like any event.
+    pub(crate) fn push_malformed(&self, out: &mut Vec<u8>) {
+        let name = if self.open_is_reasoning() {
+            "response.reasoning_text.delta"
+        } else {
+            "response.output_text.delta"
+        };
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let _ = write!(
+            out,
+            "event: {name}\ndata: {{\"type\":\"{name}\",\"sequence_number\":{seq},\"delta\":\" cut\n\n"
+        );
+    }
+
     /// Records how many of the output tokens were reasoning (for `output_tokens_details`).
     pub(crate) fn set_reasoning_tokens(&self, n: u32) {
         self.reasoning_tokens.store(n, Ordering::Relaxed);
@@ -285,6 +311,27 @@ mod tests {
         assert_eq!(last["usage"]["input_tokens_details"]["cached_tokens"], 2);
         assert_eq!(last["usage"]["output_tokens_details"]["reasoning_tokens"], 1);
         assert_eq!(last["usage"]["total_tokens"], 8);
+    }
+
+    #[test]
+    fn fault_events_follow_the_open_item() {
+        let f = ResponsesFormat::new("resp_3", 9, "m", 5, false);
+        let mut out = Vec::new();
+        f.push_start(&mut out);
+        f.push_delta(&mut out, true, |o| o.extend_from_slice(b" hm"), None);
+        f.push_oversized(&mut out, |o| o.extend_from_slice(b"xxxx"));
+        let ev = events(&out);
+        let (name, v) = ev.last().unwrap();
+        assert_eq!(name, "response.reasoning_text.delta", "the reasoning item stays open");
+        assert_eq!(v["delta"], "xxxx");
+        let mut bad = Vec::new();
+        f.push_malformed(&mut bad);
+        let text = std::str::from_utf8(&bad).unwrap();
+        let (ev_line, data) = text.trim_end().split_once('\n').unwrap();
+        assert_eq!(ev_line, "event: response.reasoning_text.delta");
+        let data = data.strip_prefix("data: ").unwrap();
+        assert!(data.contains("\"sequence_number\":5"), "{data}");
+        assert!(serde_json::from_str::<serde_json::Value>(data).is_err());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-use crate::fault::{FaultState, Hook, StreamFaults};
+use crate::fault::{FaultState, FaultedBody, Hook, StreamFaults};
 use crate::pacer::Pacer;
 use crate::plan::GenerationPlan;
 use crate::sse::StreamFormat;
@@ -25,6 +25,8 @@ pub(crate) enum SimBody {
     Full(Option<Bytes>),
     /// A paced SSE stream.
     Stream(Box<TokenStream>),
+    /// A JSON answer with an injected body fault (stall, cut, malformed, oversized).
+    Faulted(Box<FaultedBody>),
 }
 
 impl SimBody {
@@ -48,6 +50,7 @@ impl Body for SimBody {
         match self.get_mut() {
             SimBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             SimBody::Stream(s) => s.poll_frame(cx),
+            SimBody::Faulted(b) => b.poll_frame(cx),
         }
     }
 
@@ -55,6 +58,7 @@ impl Body for SimBody {
         match self {
             SimBody::Full(b) => b.is_none(),
             SimBody::Stream(s) => s.is_end(),
+            SimBody::Faulted(b) => b.is_end(),
         }
     }
 
@@ -63,6 +67,7 @@ impl Body for SimBody {
             SimBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             SimBody::Full(None) => SizeHint::with_exact(0),
             SimBody::Stream(_) => SizeHint::default(),
+            SimBody::Faulted(b) => b.size_hint(),
         }
     }
 }
@@ -159,7 +164,7 @@ impl TokenStream {
             Hook::Continue => {}
             Hook::Malformed => fmt.push_malformed(&mut out),
             Hook::Oversized(n) => {
-                fmt.push_event(0, &mut out, |o| o.resize(o.len() + n, b'x'), None, self.emitted);
+                fmt.push_oversized(&mut out, n, self.emitted);
                 return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
             }
             Hook::Reset => {

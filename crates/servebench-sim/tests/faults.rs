@@ -5,131 +5,29 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::json;
 use servebench_sim::{FaultConfig, FaultKind, SimHandle};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 const TOKENS: u32 = 6;
 
-/// A response read to EOF over a `Connection: close` request, chunked encoding undone as far
-/// as the bytes allow.
-#[derive(Debug)]
-struct Raw {
-    /// Nothing at all came back.
-    empty: bool,
-    status: u16,
-    head: String,
-    body: Vec<u8>,
-    /// Sizes of the chunks, in order.
-    chunks: Vec<usize>,
-    /// The terminating zero-size chunk arrived (a clean end of body).
-    clean_end: bool,
-    /// Longest gap between two chunks.
-    max_gap: Duration,
+/// Data payloads that carry generated text.
+fn token_events(r: &Raw) -> usize {
+    r.data()
+        .iter()
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .filter(|v| v["choices"][0]["text"].as_str().is_some_and(|t| !t.is_empty()))
+        .count()
 }
 
-impl Raw {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-        })
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8(self.body.clone()).unwrap()
-    }
-
-    /// SSE data payloads, for LF-framed streams with `data: ` lines.
-    fn data(&self) -> Vec<String> {
-        self.text()
-            .split("\n\n")
-            .filter(|s| !s.is_empty())
-            .map(|s| s.strip_prefix("data: ").unwrap_or(s).to_owned())
-            .collect()
-    }
-
-    /// Data payloads that carry generated text.
-    fn token_events(&self) -> usize {
-        self.data()
-            .iter()
-            .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
-            .filter(|v| v["choices"][0]["text"].as_str().is_some_and(|t| !t.is_empty()))
-            .count()
-    }
-}
-
-/// Sends one streamed completion with `x-request-id: id` and reads everything until EOF.
+/// Sends one completion (streamed or not) with `x-request-id: id` and reads everything until
+/// EOF.
 async fn fetch(sim: &SimHandle, id: &str, stream: bool) -> Raw {
     let body = json!({"model": MODEL, "prompt": "hello there", "max_tokens": TOKENS, "ignore_eos": true,
-                      "stream": stream, "stream_options": {"include_usage": true}})
-    .to_string();
-    let req = format!(
-        "POST /v1/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\nx-request-id: {id}\r\n\
-         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut s = TcpStream::connect(sim.local_addr()).await.unwrap();
-    s.set_nodelay(true).unwrap();
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut all = Vec::new();
-    let mut arrivals: Vec<(Instant, usize)> = Vec::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match s.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                all.extend_from_slice(&buf[..n]);
-                arrivals.push((Instant::now(), all.len()));
-            }
-        }
-    }
-    parse(&all, &arrivals)
-}
-
-fn parse(all: &[u8], arrivals: &[(Instant, usize)]) -> Raw {
-    let mut raw = Raw {
-        empty: all.is_empty(),
-        status: 0,
-        head: String::new(),
-        body: Vec::new(),
-        chunks: Vec::new(),
-        clean_end: false,
-        max_gap: Duration::ZERO,
-    };
-    let Some(end) = all.windows(4).position(|w| w == b"\r\n\r\n") else { return raw };
-    raw.head = String::from_utf8_lossy(&all[..end]).into_owned();
-    raw.status = raw.head.split(' ').nth(1).unwrap().parse().unwrap();
-    let mut pos = end + 4;
-    if raw.header("transfer-encoding").as_deref() != Some("chunked") {
-        raw.body = all[pos..].to_vec();
-        return raw;
-    }
-    let mut last_at: Option<Instant> = None;
-    while let Some(nl) = all[pos..].windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(std::str::from_utf8(&all[pos..pos + nl]).unwrap(), 16).unwrap();
-        pos += nl + 2;
-        if size == 0 {
-            raw.clean_end = true;
-            break;
-        }
-        if pos + size + 2 > all.len() {
-            break;
-        }
-        raw.body.extend_from_slice(&all[pos..pos + size]);
-        raw.chunks.push(size);
-        pos += size + 2;
-        let at = arrivals.iter().find(|(_, n)| *n >= pos).map(|(t, _)| *t).unwrap();
-        if let Some(prev) = last_at {
-            raw.max_gap = raw.max_gap.max(at - prev);
-        }
-        last_at = Some(at);
-    }
-    raw
+                      "stream": stream, "stream_options": {"include_usage": true}});
+    fetch_raw(sim.local_addr(), "/v1/completions", id, &body).await
 }
 
 async fn sim_with(kind: FaultKind) -> SimHandle {
@@ -184,11 +82,11 @@ async fn stream_failures_happen_after_the_planned_event() {
             match kind {
                 FaultKind::Reset => {
                     assert!(!r.clean_end, "a reset never ends the chunked body cleanly");
-                    assert_eq!(r.token_events(), n, "{kind} {id}");
+                    assert_eq!(token_events(&r), n, "{kind} {id}");
                 }
                 FaultKind::Truncate => {
                     assert!(r.clean_end);
-                    assert_eq!(r.token_events(), n);
+                    assert_eq!(token_events(&r), n);
                     assert!(!text.contains("finish_reason\":\"length"), "{text}");
                     assert!(!text.contains("usage"));
                 }
@@ -202,7 +100,7 @@ async fn stream_failures_happen_after_the_planned_event() {
                         .collect();
                     assert_eq!(bad, vec![n], "exactly event {n} is malformed: {data:?}");
                     // The stream goes on after it (the client is expected to give up).
-                    assert_eq!(r.token_events(), TOKENS as usize);
+                    assert_eq!(token_events(&r), TOKENS as usize);
                     assert!(r.clean_end);
                 }
                 FaultKind::OversizedEvent => {
@@ -229,7 +127,7 @@ async fn no_done_keeps_finish_reason_and_usage() {
     assert!(!text.contains("[DONE]"));
     assert!(text.contains("\"finish_reason\":\"length\""));
     assert!(text.contains("\"completion_tokens\":6"));
-    assert_eq!(r.token_events(), TOKENS as usize);
+    assert_eq!(token_events(&r), TOKENS as usize);
     assert_eq!(sim.fault_counts().get(FaultKind::NoDone), 1);
     sim.shutdown().await;
 }
@@ -239,7 +137,7 @@ async fn stall_holds_the_stream_then_continues() {
     let sim = sim_with(FaultKind::Stall).await;
     let r = fetch(&sim, "s", true).await;
     assert!(r.clean_end && r.text().ends_with("data: [DONE]\n\n"));
-    assert_eq!(r.token_events(), TOKENS as usize);
+    assert_eq!(token_events(&r), TOKENS as usize);
     assert!(r.max_gap >= Duration::from_millis(150), "{:?}", r.max_gap);
     assert_eq!(sim.fault_counts().get(FaultKind::Stall), 1);
     sim.shutdown().await;
@@ -269,7 +167,7 @@ async fn quirks_rewrite_the_framing_only() {
     assert!(r.clean_end && r.text().ends_with("data: [DONE]\n\n"));
     assert!(r.chunks.iter().all(|c| *c == 1), "one byte per chunk");
     assert_eq!(r.chunks.len(), r.body.len());
-    assert_eq!(r.token_events(), TOKENS as usize);
+    assert_eq!(token_events(&r), TOKENS as usize);
     assert_eq!(sim.fault_counts().get(FaultKind::Trickle), 1);
     sim.shutdown().await;
 }

@@ -125,6 +125,62 @@ async fn chat_reasoning_deltas_in_either_field() {
     }
 }
 
+/// `stream: false`: the message carries the reasoning text in the configured field (the other
+/// one is absent), the same words as the streamed deltas, and usage counts the reasoning tokens
+/// as completion tokens, as the stream's usage does (vLLM reports no reasoning detail in chat
+/// usage).
+#[tokio::test]
+async fn chat_reasoning_in_non_streamed_messages() {
+    for (field, other, cfg) in [
+        ("reasoning", "reasoning_content", config().with_reasoning_tokens(2)),
+        ("reasoning_content", "reasoning", {
+            let mut c = config().with_reasoning_tokens(2);
+            c.reasoning_field = servebench_sim::ReasoningField::ReasoningContent;
+            c
+        }),
+    ] {
+        let sim = start(cfg.with_ground_truth(true)).await;
+        let mut c = Conn::connect(sim.local_addr()).await;
+        let body = |stream: bool, max: u32| {
+            json!({"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
+                "max_completion_tokens": max, "ignore_eos": true, "stream": stream,
+                "stream_options": if stream { json!({"include_usage": true}) } else { json!(null) }})
+        };
+        let v = c.post_json("/v1/chat/completions", &body(false, 5)).await.json();
+        let m = &v["choices"][0]["message"];
+        let (reasoning, content) = (m[field].as_str().unwrap(), m["content"].as_str().unwrap());
+        assert!(m.get(other).is_none(), "{m}");
+        assert_eq!((reasoning.split_whitespace().count(), content.split_whitespace().count()), (2, 3));
+        assert_eq!(v["usage"]["completion_tokens"], 5);
+        assert_eq!(v["usage"]["total_tokens"], v["usage"]["prompt_tokens"].as_u64().unwrap() + 5);
+        assert!(v["usage"].get("completion_tokens_details").is_none());
+        // The same request streamed: the same words, split the same way, the same usage.
+        let ev = c.post_json("/v1/chat/completions", &body(true, 5)).await.sse_json();
+        let streamed = |key: &str| -> String {
+            ev.iter().filter_map(|e| e["choices"].get(0)?["delta"][key].as_str().map(str::to_owned)).collect()
+        };
+        assert_eq!((streamed(field).as_str(), streamed("content").as_str()), (reasoning, content));
+        for key in ["prompt_tokens", "completion_tokens", "total_tokens"] {
+            assert_eq!(ev.last().unwrap()["usage"][key], v["usage"][key], "{key}");
+        }
+        // An output no longer than the reasoning budget has no content (null, as vLLM's
+        // reasoning parsers leave it).
+        let v = c.post_json("/v1/chat/completions", &body(false, 2)).await.json();
+        let m = &v["choices"][0]["message"];
+        assert!(m["content"].is_null() && m[field].is_string(), "{m}");
+        assert_eq!(v["usage"]["completion_tokens"], 2);
+        // Ground truth and /metrics count non-streamed reasoning like streamed reasoning.
+        let gt = sim.ground_truth();
+        assert_eq!(gt.iter().map(|g| g.reasoning_tokens).collect::<Vec<_>>(), [2, 2, 2]);
+        let metrics = c.get("/metrics").await.text();
+        assert!(
+            metrics.contains("servebench_sim:reasoning_tokens_total{model_name=\"sim-model\"} 6"),
+            "{metrics}"
+        );
+        sim.shutdown().await;
+    }
+}
+
 #[tokio::test]
 async fn embeddings_inputs_usage_and_errors() {
     let sim = start(config().with_max_model_len(64)).await;

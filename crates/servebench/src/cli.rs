@@ -147,10 +147,11 @@ pub struct SimOptions {
     /// Simulator (engine): prefix caching by block hash (`true`/`false`).
     #[arg(long)]
     pub sim_prefix_caching: Option<bool>,
-    /// Simulator: inject a fault into this fraction of generation requests, KIND=RATE
-    /// (repeatable; `all=RATE` sets every kind). Kinds: http_429, http_500, http_503, close,
-    /// reset, stall, malformed_json, oversized_event, truncate, no_done, crlf, data_no_space,
-    /// keep_alive, trickle (docs/simulator.md, "Faults").
+    /// Simulator: inject a fault into this fraction of generation and pooling requests,
+    /// KIND=RATE (repeatable; `all=RATE` sets every kind). Kinds: http_429, http_500, http_503,
+    /// close, reset, stall, malformed_json, oversized_event, truncate, no_done, crlf,
+    /// data_no_space, keep_alive, trickle; which apply to which answer: docs/simulator.md,
+    /// "Faults".
     #[arg(long, value_name = "KIND=RATE", action = clap::ArgAction::Append)]
     pub sim_fault: Vec<String>,
     /// Simulator: LoRA adapter names it serves besides --sim-model (listed by /v1/models,
@@ -160,7 +161,7 @@ pub struct SimOptions {
     /// Simulator: seed of the fault decisions (made per request from its x-request-id).
     #[arg(long, default_value_t = 0)]
     pub sim_fault_seed: u64,
-    /// Simulator: how long a `stall` fault keeps a stream silent, in ms.
+    /// Simulator: how long a `stall` fault keeps a stream (or a JSON body) silent, in ms.
     #[arg(long, default_value_t = 2000.0)]
     pub sim_fault_stall_ms: f64,
     /// Simulator: the first N tokens of every chat and Responses output are reasoning deltas

@@ -12,6 +12,11 @@ use servebench_sim::{SimConfig, SimHandle};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+mod raw;
+// Not every test binary reads raw responses.
+#[allow(unused_imports)]
+pub use raw::{fetch_raw, Raw};
+
 pub const FIXTURE: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
 pub const MODEL: &str = "sim-model";
