@@ -105,6 +105,14 @@ struct ResponseBody<'a> {
     usage: Option<ResponseUsage>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    incomplete_details: Option<IncompleteDetails<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct IncompleteDetails<'a> {
+    #[serde(borrow, default)]
+    reason: Option<Text<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -168,8 +176,8 @@ pub(crate) fn responses_body(rec: &mut RequestRecord, body: &[u8], t_us: u64, ke
         rec.server_prompt_tokens = u.input_tokens;
         rec.completion_tokens = u.output_tokens;
     }
-    rec.finish_reason =
-        b.status.map(|s| if s.as_str() == "completed" { "stop".into() } else { s.as_str().to_owned() });
+    let reason = b.incomplete_details.as_ref().and_then(|d| d.reason.as_ref()).map(Text::as_str);
+    rec.finish_reason = b.status.map(|s| crate::stream::responses::finish_reason(s.as_str(), reason));
     if keep_text {
         rec.generated_text = Some(text);
     }
@@ -253,5 +261,22 @@ mod tests {
         let mut r = rec();
         responses_body(&mut r, br#"{"status":"completed","output":[]}"#, 70, false);
         assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::NoTokens));
+    }
+
+    /// Regression test: a whole-body answer cut by `max_output_tokens` was recorded with finish
+    /// reason `incomplete`, while the same answer streamed gave `length`.
+    #[test]
+    fn non_streaming_incomplete_responses_body_finishes_like_the_stream() {
+        let out = r#""output":[{"type":"message","content":[{"type":"output_text","text":"ok"}]}]"#;
+        for (details, want) in [
+            (r#"{"reason":"max_output_tokens"}"#, "length"),
+            ("null", "length"),
+            (r#"{"reason":"content_filter"}"#, "content_filter"),
+        ] {
+            let mut r = rec();
+            let body = format!(r#"{{"status":"incomplete","incomplete_details":{details},{out}}}"#);
+            responses_body(&mut r, body.as_bytes(), 70, false);
+            assert_eq!(r.finish_reason.as_deref(), Some(want), "{details}");
+        }
     }
 }

@@ -22,7 +22,7 @@ use crate::chunk::Chunk;
 use crate::sse::{SseError, SseFramer, DEFAULT_MAX_EVENT_BYTES};
 use crate::stream::{Flow, StreamState};
 use crate::transport::control::{read_body, snippet, SNIPPET_BYTES};
-use crate::transport::{HttpClient, Interrupted, SendFailKind};
+use crate::transport::{Conn, HttpClient, Incoming, Interrupted, SendFailKind};
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -364,7 +364,7 @@ async fn run(
         state = state.for_responses();
     }
     if !sse {
-        let read = read_body(&mut conn, &mut incoming, opts.max_event_bytes, timer.get()).await;
+        let read = read_whole_body(&mut conn, &mut incoming, opts.max_event_bytes, &mut timer).await;
         let mut t = clock.now_us();
         match read {
             Ok((b, true, at)) => {
@@ -388,9 +388,8 @@ async fn run(
                     format!("response body larger than {} bytes", opts.max_event_bytes),
                 );
             }
-            Err(e) => {
+            Err((kind, e)) => {
                 record.done_us = Some(t);
-                let kind = if e.contains("timed out") { ErrorKind::Timeout } else { ErrorKind::Transport };
                 record.fail(kind, e);
             }
         }
@@ -452,6 +451,40 @@ async fn run(
                         state.flush(record);
                         return;
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Reads a non-streamed body (at most `max` bytes kept; `false` when it was larger), with the
+/// time its last bytes were read. Every read is progress for the stall timer, as in a stream,
+/// so `--stall-timeout` means "no byte for that long" here too.
+async fn read_whole_body(
+    conn: &mut Conn,
+    body: &mut Incoming,
+    max: usize,
+    timer: &mut Timer,
+) -> std::result::Result<(Vec<u8>, bool, Option<Instant>), (ErrorKind, String)> {
+    let mut buf = Vec::new();
+    let mut last = None;
+    loop {
+        match conn.frame(body, timer.get()).await {
+            Err(Interrupted::Deadline) => {
+                if timer.rearm() {
+                    continue;
+                }
+                return Err((ErrorKind::Timeout, format!("reading the response body: {}", timer.message())));
+            }
+            Ok(Err(e)) => return Err((ErrorKind::Transport, e)),
+            Ok(Ok(None)) => return Ok((buf, true, last)),
+            Ok(Ok(Some((d, at)))) => {
+                last = Some(at);
+                timer.progress_at(at);
+                let room = max.saturating_sub(buf.len());
+                buf.extend_from_slice(&d[..d.len().min(room)]);
+                if d.len() > room {
+                    return Ok((buf, false, last));
                 }
             }
         }

@@ -18,7 +18,7 @@ use crate::chunk::{error_message, truncate, Chunk};
 use crate::sse::SseEvent;
 
 #[path = "stream_responses.rs"]
-mod responses;
+pub(crate) mod responses;
 
 #[path = "stream_native.rs"]
 mod native;

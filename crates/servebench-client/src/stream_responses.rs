@@ -150,11 +150,8 @@ impl StreamState {
                     }
                 }
                 let reason = resp.and_then(|r| r.incomplete_details.as_ref()).and_then(|d| d.reason.as_ref());
-                rec.finish_reason = Some(match (kind, reason.map(Text::as_str)) {
-                    ("response.completed", _) => "stop".to_owned(),
-                    (_, Some("max_output_tokens")) | (_, None) => "length".to_owned(),
-                    (_, Some(other)) => other.to_owned(),
-                });
+                let status = if kind == "response.completed" { "completed" } else { "incomplete" };
+                rec.finish_reason = Some(finish_reason(status, reason.map(Text::as_str)));
                 self.finish_seen = true;
                 self.done_seen = true;
                 self.complete(rec, t_us);
@@ -180,6 +177,19 @@ impl StreamState {
                 self.text.push_str(text);
             }
         }
+    }
+}
+
+/// The record's finish reason for a Responses answer of `status` (and, when incomplete, its
+/// `incomplete_details.reason`), in chat-completions terms: `completed` → `stop`, incomplete for
+/// `max_output_tokens` (or no reason) → `length`, another reason or status as it is. The
+/// streamed and the whole-body paths share it.
+pub(crate) fn finish_reason(status: &str, incomplete_reason: Option<&str>) -> String {
+    match (status, incomplete_reason) {
+        ("completed", _) => "stop".to_owned(),
+        ("incomplete", Some("max_output_tokens") | None) => "length".to_owned(),
+        ("incomplete", Some(other)) => other.to_owned(),
+        (other, _) => other.to_owned(),
     }
 }
 

@@ -626,3 +626,41 @@ async fn invalid_chunk_framing_is_a_transport_error() {
     assert!(r.error.unwrap().message.contains("chunk"));
     assert_eq!(r.token_event_count, 1);
 }
+
+/// Regression test: the body of a non-streamed response was read without re-arming the stall
+/// timer, so a body that arrived slowly but steadily failed as a stall once the whole read took
+/// longer than `--stall-timeout` from the headers. Every read is progress now, as in a stream.
+#[tokio::test]
+async fn non_streamed_body_slower_than_the_stall_timeout_in_total_completes() {
+    let body = r#"{"choices":[{"index":0,"message":{"content":"Hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut script = vec![A::Read, w(head)];
+    for piece in body.as_bytes().chunks(body.len().div_ceil(6)) {
+        script.push(A::Sleep(60));
+        script.push(A::Write(piece.to_vec()));
+    }
+    let s = serve(vec![
+        script,
+        vec![
+            A::Read,
+            A::Write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n{\"ch"
+                    .to_vec(),
+            ),
+            A::Sleep(600),
+        ],
+    ])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { stall_timeout: Some(Duration::from_millis(150)), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.completion_tokens, Some(2));
+    // A body that really stops still fails as a timeout (second connection of the script).
+    let f2 = fixture(s.port, BackendKind::Chat, None);
+    let r = f2.run(1, &opts).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{:?}", r.error);
+}
