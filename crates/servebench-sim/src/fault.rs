@@ -426,7 +426,8 @@ impl FaultCounts {
 mod tests {
     use super::*;
 
-    fn cfg(rates: &[(FaultKind, f64)]) -> FaultConfig {
+    /// A seeded configuration with the given rates (also used by the submodules' tests).
+    pub(super) fn cfg(rates: &[(FaultKind, f64)]) -> FaultConfig {
         let mut c = FaultConfig::default().with_seed(7);
         for (k, r) in rates {
             c.set_rate(*k, *r).unwrap();

@@ -191,14 +191,7 @@ impl FaultInjector {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cfg(rates: &[(FaultKind, f64)]) -> FaultConfig {
-        let mut c = FaultConfig::default().with_seed(7);
-        for (k, r) in rates {
-            c.set_rate(*k, *r).unwrap();
-        }
-        c
-    }
+    use crate::fault::tests::cfg;
 
     #[test]
     fn pre_response_counts_and_answers() {
