@@ -12,8 +12,6 @@ pub const NOT_SUPPORTED_YET: &[&str] = &[
     "--blazedit-max-distance",
     "--blazedit-min-distance",
     "--chat-template-kwargs",
-    "--custom-ensure-client-side-data",
-    "--enable-multimodal-chat",
     "--no-stream",
     "--plot-dataset-stats",
     "--plot-timeline",

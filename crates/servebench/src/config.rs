@@ -45,6 +45,7 @@ pub struct Validated {
 pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
     let backend: BackendKind = args.backend.parse()?;
     crate::cli_pooling::check_backend_flags(args, backend)?;
+    crate::cli_dataset::check_chat_media_flags(args, backend)?;
     // timed_trace and multi-turn ShareGPT are built by the load options (cli_workload).
     let other_dataset = if crate::cli_workload::is_trace(args) || args.workload.multi_turn {
         None
