@@ -75,6 +75,13 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
             ));
         }
     }
+    if args.plot_dataset_stats && args.experiment.is_experiment() {
+        return Err(BenchError::config(
+            "--plot-dataset-stats",
+            "it plots the requests of one run, and this command line runs several (sweep, search or --num-runs)",
+            "drop --plot-dataset-stats, or run the points one by one",
+        ));
+    }
     if args.num_prompts == 0 {
         return Err(BenchError::config(
             "--num-prompts",

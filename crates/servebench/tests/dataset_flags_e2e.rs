@@ -1,4 +1,4 @@
-//! `--enable-multimodal-chat` and `--custom-ensure-client-side-data`
+//! `--plot-dataset-stats`, `--enable-multimodal-chat` and `--custom-ensure-client-side-data`
 //! through the binary: runs against the embedded simulator, dry runs, and the coded errors of
 //! misuse (before any traffic).
 
@@ -44,6 +44,65 @@ fn sim(extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .unwrap()
+}
+
+#[test]
+fn plot_dataset_stats_writes_the_page_next_to_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    // Without --save-result the page still goes where the result would.
+    let out = sim(&[
+        "--random-input-len",
+        "40",
+        "--random-output-len",
+        "8",
+        "--random-range-ratio",
+        r#"{"input": 0.5, "output": 0.0}"#,
+        "--result-dir",
+        d,
+        "--result-filename",
+        "x.json",
+        "--plot-dataset-stats",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let page_path = dir.path().join("x.dataset_stats.html");
+    assert!(stdout.contains(&format!("Dataset statistics: {}", page_path.display())), "{stdout}");
+    assert!(!dir.path().join("x.json").exists(), "no result without --save-result");
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert_eq!(page.matches("<figure class=\"chart\"").count(), 4);
+    assert!(page.contains("<td>requests</td><td>12</td>"), "every request counted");
+    assert!(page.contains("<td>dataset</td><td>random</td>"));
+    // Every request completed with its 8 output tokens: one output bin holds all 12.
+    assert!(page.contains("min 8, mean 8.0, max 8, total 96"), "output summary");
+
+    // With --save-result and vLLM's default name: the page shares the result's stem.
+    let out = sim(&[
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "4",
+        "--result-dir",
+        d,
+        "--save-result",
+        "--plot-dataset-stats",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let result = stdout.lines().find_map(|l| l.strip_prefix("Result: ")).unwrap();
+    let expected = Path::new(result).with_extension("dataset_stats.html");
+    assert!(expected.exists(), "{}", expected.display());
+    assert!(result.ends_with(".json"));
+
+    // A dry run writes nothing and says so; several runs refuse the flag.
+    let out = sim(&["--dry-run", "--result-dir", d, "--result-filename", "dry.json", "--plot-dataset-stats"]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("a dry run writes nothing"));
+    assert!(!dir.path().join("dry.dataset_stats.html").exists());
+    let out = sim(&["--dry-run", "--plot-dataset-stats", "--num-runs", "2"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("SB101") && stderr.contains("--plot-dataset-stats"), "{stderr}");
 }
 
 #[test]
