@@ -44,13 +44,13 @@ fuzz_target!(|data: &[u8]| {
             let path = dir().join(format!("sharegpt.{ext}"));
             std::fs::write(&path, content).expect("write the input file");
             let kind = DatasetKind::ShareGpt(ShareGptConfig { path: Some(path), output_len: fixed_output });
-            build_dataset(&DatasetRequest { kind, sampling }, tokenizer().as_ref(), &offline())
+            build_dataset(&DatasetRequest::new(kind, sampling), tokenizer().as_ref(), &offline())
         }
         2 => {
             let path = dir().join("custom.jsonl");
             std::fs::write(&path, content).expect("write the input file");
             let kind = DatasetKind::Custom(CustomConfig { path, output_len: fixed_output });
-            build_dataset(&DatasetRequest { kind, sampling }, tokenizer().as_ref(), &offline())
+            build_dataset(&DatasetRequest::new(kind, sampling), tokenizer().as_ref(), &offline())
         }
         _ => {
             let Ok(rows) = serde_json::from_slice::<Vec<serde_json::Value>>(content) else { return };

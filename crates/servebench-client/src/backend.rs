@@ -207,9 +207,10 @@ impl BodyTemplate {
     /// Serializes the body of one workload request (its prompt, multimodal parts, rerank
     /// payload and output length).
     pub fn build_spec(&self, spec: &servebench_core::RequestSpec) -> Result<Bytes> {
-        match &self.ext {
-            Some(e) => e.build(spec),
-            None => {
+        match (&self.ext, &spec.messages) {
+            (Some(e), _) => e.build(spec),
+            (None, Some(m)) => self.build_with_messages(&m.json, spec.expected_output_tokens, MESSAGES_FIX),
+            (None, None) => {
                 self.build_with_parts(&spec.prompt, spec.multimodal.as_deref(), spec.expected_output_tokens)
             }
         }
@@ -298,10 +299,17 @@ impl BodyTemplate {
     /// Serializes a chat body whose `messages` is `messages_json`, a pre-serialized JSON array
     /// (multi-turn history). Refused for completions bodies, which have no `messages`.
     pub fn build_messages(&self, messages_json: &str, max_tokens: u32) -> Result<Bytes> {
+        self.build_with_messages(messages_json, max_tokens, ("--multi-turn", "multi-turn conversations"))
+    }
+
+    /// A body whose `messages` is `messages_json`; `why` (flag, what) names the cause when the
+    /// body has no `messages` field.
+    fn build_with_messages(&self, messages_json: &str, max_tokens: u32, why: (&str, &str)) -> Result<Bytes> {
+        let (flag, what) = why;
         if !self.fields.iter().any(|(_, s)| matches!(s, Slot::Messages)) {
             return Err(BenchError::config(
-                "--multi-turn",
-                "multi-turn conversations need the chat API",
+                flag,
+                format!("{what} need the chat API"),
                 "use --backend openai-chat",
             ));
         }
@@ -319,7 +327,7 @@ impl BodyTemplate {
                 Slot::Messages => out.extend_from_slice(messages_json.as_bytes()),
                 _ => {
                     return Err(BenchError::config(
-                        "--multi-turn",
+                        flag,
                         "this backend's body has no messages field",
                         "use --backend openai-chat",
                     ))
@@ -330,6 +338,9 @@ impl BodyTemplate {
         Ok(Bytes::from(out))
     }
 }
+
+/// Why a request carries pre-built messages (named when the body cannot take them).
+const MESSAGES_FIX: (&str, &str) = ("--enable-multimodal-chat", "pre-built chat messages");
 
 pub(crate) fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
     serde_json::to_writer(out, v)

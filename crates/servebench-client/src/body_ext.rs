@@ -144,7 +144,8 @@ impl ExtBody {
 
     /// Serializes the body of `spec`.
     pub fn build(&self, spec: &RequestSpec) -> Result<Bytes> {
-        if spec.multimodal.as_ref().is_some_and(|p| !p.is_empty()) && !self.backend.takes_multimodal() {
+        let media = spec.multimodal.as_ref().is_some_and(|p| !p.is_empty()) || spec.messages.is_some();
+        if media && !self.backend.takes_multimodal() {
             return Err(BenchError::MultimodalUnsupported {
                 backend: self.backend.to_string(),
                 detail: String::new(),
@@ -171,17 +172,20 @@ impl ExtBody {
                         write_prompt(&mut out, &spec.prompt)?;
                     }
                 }
-                ExtSlot::Messages => {
-                    let text = self.text(&spec.prompt)?;
-                    out.extend_from_slice(br#"[{"role":"user","content":[{"type":"text","text":"#);
-                    write_json(&mut out, &**text)?;
-                    out.push(b'}');
-                    for part in spec.multimodal.iter().flat_map(|p| p.iter()) {
-                        out.push(b',');
-                        out.extend_from_slice(part.as_bytes());
+                ExtSlot::Messages => match &spec.messages {
+                    Some(m) => out.extend_from_slice(m.json.as_bytes()),
+                    None => {
+                        let text = self.text(&spec.prompt)?;
+                        out.extend_from_slice(br#"[{"role":"user","content":[{"type":"text","text":"#);
+                        write_json(&mut out, &**text)?;
+                        out.push(b'}');
+                        for part in spec.multimodal.iter().flat_map(|p| p.iter()) {
+                            out.push(b',');
+                            out.extend_from_slice(part.as_bytes());
+                        }
+                        out.extend_from_slice(b"]}]");
                     }
-                    out.extend_from_slice(b"]}]");
-                }
+                },
                 ExtSlot::Query => {
                     let (query, _) = self.rerank_parts(spec)?;
                     write_json(&mut out, &*query)?;

@@ -108,6 +108,7 @@ async fn run(dialect: Dialect, fixture: &'static str, api_key: Option<&str>) -> 
         expected_output_tokens: 4,
         multimodal: None,
         rerank: None,
+        messages: None,
     };
     let rec = RequestRecord::scheduled(0, "bench-0".into(), 0, 5, 4);
     let opts = ExecOptions {

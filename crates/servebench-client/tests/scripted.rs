@@ -188,6 +188,7 @@ fn spec(i: u64) -> RequestSpec {
         expected_output_tokens: 2,
         multimodal: None,
         rerank: None,
+        messages: None,
     }
 }
 

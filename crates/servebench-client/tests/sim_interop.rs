@@ -51,6 +51,7 @@ async fn concurrent_streams_against_the_simulator() {
                     expected_output_tokens: 8,
                     multimodal: None,
                     rerank: None,
+                    messages: None,
                 };
                 let rec = RequestRecord::scheduled(i, format!("b-{i}"), 0, 0, 8);
                 execute(&client, &target, &spec, rec, &clock, &ExecOptions::default()).await

@@ -211,6 +211,61 @@ fn random_mm_attaches_jpeg_images_of_the_bucket_sizes() {
     assert_eq!(DatasetStats::of(&w).multimodal_items, 6);
 }
 
+/// `--enable-multimodal-chat`: the whole `messages` array is built with the workload — the text
+/// part then the images — and the parts move into it.
+#[test]
+fn multimodal_chat_prebuilds_the_messages_of_every_request() {
+    use servebench_core::ChatMessages;
+    use servebench_data::dataset::{build_dataset, DatasetKind, DatasetRequest};
+    let t = tok();
+    let cfg = RandomMmConfig {
+        text: RandomDatasetConfig {
+            num_prompts: 4,
+            input_len: 12,
+            output_len: 3,
+            ..RandomDatasetConfig::default()
+        },
+        base_items: 2,
+        items_range_ratio: 0.0,
+        limit_image: 255,
+        limit_video: 1,
+        buckets: parse_bucket_config("{(8, 8, 1): 1.0}").unwrap(),
+    };
+    let env = HubEnv { offline: true, ..HubEnv::default() };
+    let plain = DatasetRequest::new(DatasetKind::RandomMm(cfg), Sampling::default());
+    let chat = DatasetRequest { multimodal_chat: true, ..plain.clone() };
+    let (a, b) =
+        (build_dataset(&plain, t.as_ref(), &env).unwrap(), build_dataset(&chat, t.as_ref(), &env).unwrap());
+    assert_eq!(a.len(), b.len());
+    for (p, c) in a.requests.iter().zip(&b.requests) {
+        let parts = p.multimodal.as_ref().unwrap();
+        let expected = ChatMessages::user_turn(p.prompt.text().unwrap(), parts).unwrap();
+        assert_eq!(c.messages.as_ref(), Some(&expected));
+        assert!(c.multimodal.is_none(), "the parts live in the messages only");
+        assert_eq!(
+            (c.prompt_tokens, c.prompt.text(), c.media_items()),
+            (p.prompt_tokens, p.prompt.text(), 2)
+        );
+    }
+    assert_eq!(DatasetStats::of(&b).multimodal_items, 8);
+    // A text dataset (sharegpt) gets one text part per message.
+    let sharegpt = DatasetRequest {
+        kind: DatasetKind::ShareGpt(ShareGptConfig {
+            path: Some(data("sharegpt_small.json")),
+            output_len: Some(5),
+        }),
+        sampling: sampling(3),
+        multimodal_chat: true,
+    };
+    let w = build_dataset(&sharegpt, t.as_ref(), &env).unwrap();
+    let m: serde_json::Value = serde_json::from_str(&w.requests[0].messages.as_ref().unwrap().json).unwrap();
+    assert_eq!(m[0]["content"].as_array().unwrap().len(), 1);
+    assert_eq!(m[0]["content"][0]["text"].as_str(), w.requests[0].prompt.text());
+    assert!(sharegpt.kind.takes_multimodal_chat());
+    let custom = DatasetKind::Custom(CustomConfig { path: data("custom_small.jsonl"), output_len: None });
+    assert!(!custom.takes_multimodal_chat(), "vLLM's custom dataset has no multimodal chat form");
+}
+
 /// (width, height) from a baseline JPEG's SOF0 segment.
 fn jpeg_size(j: &[u8]) -> Option<(u16, u16)> {
     let mut i = 2;

@@ -9,7 +9,7 @@ use servebench_core::{Prompt, RequestSpec, Workload};
 
 /// Groups the workload's prompts by `batch_size` (no-op for 0 or 1). Only text prompts are
 /// batched (`config` rejects token-id prompts with a batch size above 1); a request carrying a
-/// rerank payload or multimodal parts is kept as it is.
+/// rerank payload, multimodal parts or pre-built messages is kept as it is.
 pub fn batch_workload(workload: &mut Workload, batch_size: usize) {
     if batch_size <= 1 {
         return;
@@ -27,7 +27,7 @@ pub fn batch_workload(workload: &mut Workload, batch_size: usize) {
         *tokens = 0;
     };
     for r in requests {
-        match (&r.prompt, r.rerank.is_none() && r.multimodal.is_none()) {
+        match (&r.prompt, r.rerank.is_none() && r.multimodal.is_none() && r.messages.is_none()) {
             (Prompt::Text(t), true) => {
                 group.push(t.clone());
                 tokens = tokens.saturating_add(r.prompt_tokens);

@@ -276,7 +276,12 @@ pub async fn fix_all_prompts(server: &ServerTokenize, workload: &mut Workload) -
         match res? {
             None => {}
             Some(FixedPrompt { text, len, exact }) => {
-                spec.prompt = Prompt::Text(text);
+                // Pre-built chat messages are rewritten too; interleaved content (several text
+                // parts) cannot be, and keeps its prompt.
+                if !spec.replace_text(text) {
+                    unresolved += 1;
+                    continue;
+                }
                 spec.prompt_tokens = len;
                 if exact {
                     fixed += 1;
@@ -345,6 +350,7 @@ mod tests {
             expected_output_tokens: o,
             multimodal: None,
             rerank: None,
+            messages: None,
         }
     }
 

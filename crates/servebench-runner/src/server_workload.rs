@@ -71,6 +71,7 @@ pub async fn build_server_workload(server: &ServerTokenize, cfg: &RandomDatasetC
             expected_output_tokens: output as u32,
             multimodal: None,
             rerank: None,
+            messages: None,
         });
     }
     let mut workload = Workload { requests };

@@ -7,7 +7,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use servebench_client::transport::{ClientOptions, HttpClient};
-use servebench_core::{BenchError, Prompt, RequestSpec, TextTokenizer, Workload};
+use servebench_core::{BenchError, ChatMessages, Prompt, RequestSpec, TextTokenizer, Workload};
 use servebench_runner::prepare::{verify_prompt_lengths, ServerTokenize, Verification};
 use std::sync::Arc;
 
@@ -37,6 +37,7 @@ fn workload(tok: &dyn TextTokenizer) -> Workload {
                 expected_output_tokens: 4,
                 multimodal: None,
                 rerank: None,
+                messages: None,
             })
             .collect(),
     }
@@ -86,15 +87,13 @@ async fn persistent_5xx_is_a_coded_failure() {
     assert_eq!(err.code().as_str(), "SB303");
 }
 
-/// A vLLM-like server whose tokenizer adds a BOS token the client's does not: every prompt is
-/// one token longer on the server, so every prompt is rewritten to the exact target.
-#[tokio::test]
-async fn mismatch_rewrites_every_prompt_to_the_exact_server_length() {
-    const BOS: u32 = 100_257;
-    let tok = tokenizer();
+const BOS: u32 = 100_257;
+
+/// A vLLM-like server whose tokenizer adds a BOS token the client's does not.
+fn bos_server(tok: &Arc<dyn TextTokenizer>) -> Router {
     let t1 = tok.clone();
     let t2 = tok.clone();
-    let app = Router::new()
+    Router::new()
         .route(
             "/tokenize",
             post(move |Json(b): Json<Value>| {
@@ -116,10 +115,17 @@ async fn mismatch_rewrites_every_prompt_to_the_exact_server_length() {
                     Json(json!({"prompt": t.decode(&ids, false).unwrap()}))
                 }
             }),
-        );
+        )
+}
+
+/// Every prompt is one token longer on the server, so every prompt is rewritten to the exact
+/// target.
+#[tokio::test]
+async fn mismatch_rewrites_every_prompt_to_the_exact_server_length() {
+    let tok = tokenizer();
     let mut w = workload(tok.as_ref());
     let targets: Vec<u32> = w.requests.iter().map(|r| r.prompt_tokens).collect();
-    let v = verify(app, &mut w).await.unwrap();
+    let v = verify(bos_server(&tok), &mut w).await.unwrap();
     match v {
         Verification::Fixed { checked, fixed, unresolved } => {
             assert_eq!((checked, fixed, unresolved), (3, 3, 0));
@@ -131,5 +137,26 @@ async fn mismatch_rewrites_every_prompt_to_the_exact_server_length() {
         // On the server (BOS + text) the prompt is now exactly the target length.
         assert_eq!(1 + tok.count(t).unwrap() as u32, target, "{t:?}");
         assert_eq!(r.prompt_tokens, target);
+    }
+}
+
+/// `--enable-multimodal-chat`: a rewritten prompt is rewritten inside its pre-built messages
+/// too, so the body sends the verified text.
+#[tokio::test]
+async fn mismatch_rewrites_prebuilt_messages_too() {
+    let tok = tokenizer();
+    let mut w = workload(tok.as_ref());
+    let image: Arc<str> =
+        Arc::from(r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}"#);
+    for r in &mut w.requests {
+        let text = r.prompt.text().unwrap().to_string();
+        r.messages = Some(ChatMessages::user_turn(&text, std::slice::from_ref(&image)).unwrap());
+    }
+    let v = verify(bos_server(&tok), &mut w).await.unwrap();
+    assert!(matches!(v, Verification::Fixed { fixed: 3, unresolved: 0, .. }), "{v:?}");
+    for r in &w.requests {
+        let m: Value = serde_json::from_str(&r.messages.as_ref().unwrap().json).unwrap();
+        assert_eq!(m[0]["content"][0]["text"].as_str(), r.prompt.text());
+        assert_eq!(m[0]["content"][1]["image_url"]["url"], "data:image/png;base64,AA==");
     }
 }

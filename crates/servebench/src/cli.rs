@@ -12,10 +12,7 @@ pub const NOT_SUPPORTED_YET: &[&str] = &[
     "--blazedit-max-distance",
     "--blazedit-min-distance",
     "--chat-template-kwargs",
-    "--custom-ensure-client-side-data",
-    "--enable-multimodal-chat",
     "--no-stream",
-    "--plot-dataset-stats",
     "--plot-timeline",
     "--probe-request-rate",
     "--skip-tokenizer-init",
@@ -404,6 +401,12 @@ pub struct RunArgs {
     /// Write one CSV row per request to PATH after the run.
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub csv: Option<std::path::PathBuf>,
+    /// After the run, write the prompt, output and prompt + output token histograms and the
+    /// tokens per request as a self-contained HTML page of SVG charts next to the result file:
+    /// <result>.dataset_stats.html (the result's name with .json replaced; in --result-dir),
+    /// with or without --save-result. vLLM writes <result>.dataset_stats.png.
+    #[arg(long, help_heading = "Output")]
+    pub plot_dataset_stats: bool,
     #[command(flatten)]
     pub dataset: crate::cli_dataset::DatasetArgs,
     #[command(flatten)]

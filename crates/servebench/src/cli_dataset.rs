@@ -3,9 +3,11 @@
 
 use crate::cli::RunArgs;
 use clap::Args;
+use servebench_client::backend::BackendKind;
 use servebench_core::config::parse_range_ratio;
 use servebench_core::{BenchError, Result};
 use servebench_data::dataset::custom::CustomConfig;
+use servebench_data::dataset::custom_image::CustomImageConfig;
 use servebench_data::dataset::hf::{HfConfig, HfSource};
 use servebench_data::dataset::prefix_repetition::PrefixRepetitionConfig;
 use servebench_data::dataset::random_mm::{self, RandomMmConfig};
@@ -18,8 +20,12 @@ use servebench_data::random::RandomDatasetConfig;
 use std::path::PathBuf;
 
 /// Every `--dataset-name` servebench builds.
-pub const DATASET_NAMES: &str =
-    "random, random-mm, random-rerank, sharegpt, sonnet, custom, prefix_repetition, speed-bench, hf";
+pub const DATASET_NAMES: &str = "random, random-mm, random-rerank, sharegpt, sonnet, custom, custom_image, \
+                                 prefix_repetition, speed-bench, hf";
+
+/// The datasets `--enable-multimodal-chat` applies to (as in vLLM).
+const MULTIMODAL_CHAT_DATASETS: &[&str] =
+    &["random-mm", "random_mm", "custom_image", "custom-image", "sharegpt", "hf"];
 
 /// Dataset flags (besides the `random` ones in `RunArgs`).
 #[derive(Debug, Clone, Args)]
@@ -48,6 +54,16 @@ pub struct DatasetArgs {
     /// custom: accepted for compatibility (servebench never applies a chat template).
     #[arg(long, help_heading = "Dataset")]
     pub skip_chat_template: bool,
+    /// custom_image: load the images (local files, file:// and http(s):// URLs) here and send
+    /// them as base64 data URLs; by default the server loads them (local paths are sent as
+    /// file:// URLs). data: URLs are always sent as they are.
+    #[arg(long, help_heading = "Dataset")]
+    pub custom_ensure_client_side_data: bool,
+    /// Build every request's whole chat `messages` (text part, then its images) before the run
+    /// instead of per request: random-mm, custom_image, sharegpt, hf; --backend openai-chat or
+    /// openai-embeddings-chat.
+    #[arg(long, help_heading = "Dataset")]
+    pub enable_multimodal_chat: bool,
     #[arg(long, default_value_t = 256, help_heading = "Dataset")]
     pub prefix_repetition_prefix_len: u32,
     #[arg(long, default_value_t = 256, help_heading = "Dataset")]
@@ -141,19 +157,21 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
         }),
         "custom" => DatasetKind::Custom(CustomConfig {
             path: required_path(args, "/path/to/prompts.jsonl")?,
-            output_len: match (output_override, d.custom_output_len) {
-                (Some(o), _) => Some(o),
-                (None, -1) => None,
-                (None, n) if n > 0 => Some(n as usize),
-                (None, n) => {
-                    return Err(BenchError::config(
-                        "--custom-output-len",
-                        format!("{n} is not a length"),
-                        "pass a positive length, or -1 for each line's output_tokens",
-                    ))
-                }
-            },
+            output_len: custom_output_len(output_override, d.custom_output_len)?,
         }),
+        "custom_image" | "custom-image" => {
+            if !backend_takes_images {
+                return Err(BenchError::MultimodalUnsupported {
+                    backend: args.backend.clone(),
+                    detail: " (custom_image sends images as chat content parts; use --backend openai-chat or openai-embeddings-chat)".into(),
+                });
+            }
+            DatasetKind::CustomImage(CustomImageConfig {
+                path: required_path(args, "/path/to/images.jsonl")?,
+                output_len: custom_output_len(output_override, d.custom_output_len)?,
+                ensure_client_side_data: d.custom_ensure_client_side_data,
+            })
+        }
         "prefix_repetition" | "prefix-repetition" => DatasetKind::PrefixRepetition(PrefixRepetitionConfig {
             prefix_len: d.prefix_repetition_prefix_len as usize,
             suffix_len: d.prefix_repetition_suffix_len as usize,
@@ -195,7 +213,62 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
             ))
         }
     };
-    Ok(Some(DatasetRequest { kind, sampling }))
+    Ok(Some(DatasetRequest { kind, sampling, multimodal_chat: d.enable_multimodal_chat }))
+}
+
+/// `--custom-output-len` (custom, custom_image): fixed, or None for -1 (each line's own).
+fn custom_output_len(output_override: Option<usize>, flag: i64) -> Result<Option<usize>> {
+    match (output_override, flag) {
+        (Some(o), _) => Ok(Some(o)),
+        (None, -1) => Ok(None),
+        (None, n) if n > 0 => Ok(Some(n as usize)),
+        (None, n) => Err(BenchError::config(
+            "--custom-output-len",
+            format!("{n} is not a length"),
+            "pass a positive length, or -1 for each line's output_tokens",
+        )),
+    }
+}
+
+/// `--enable-multimodal-chat` and `--custom-ensure-client-side-data` apply to some datasets and
+/// backends only; elsewhere they are refused rather than silently ignored.
+pub fn check_chat_media_flags(args: &RunArgs, backend: BackendKind) -> Result<()> {
+    let d = &args.dataset;
+    let name = args.dataset_name.as_str();
+    let special = if args.workload.multi_turn {
+        Some("multi-turn conversations")
+    } else if crate::cli_workload::is_trace(args) {
+        Some("trace replay")
+    } else {
+        None
+    };
+    if d.enable_multimodal_chat {
+        if let Some(what) = special.or((!MULTIMODAL_CHAT_DATASETS.contains(&name)).then_some("this dataset"))
+        {
+            return Err(BenchError::config(
+                "--enable-multimodal-chat",
+                format!("{what} (--dataset-name {name}) has no multimodal chat form"),
+                "use it with random-mm, custom_image, sharegpt or hf, or drop it",
+            ));
+        }
+        if !backend.takes_multimodal() {
+            return Err(BenchError::config(
+                "--enable-multimodal-chat",
+                format!("it builds chat messages, and --backend {backend} sends no chat messages"),
+                "use --backend openai-chat (or openai-embeddings-chat), or drop --enable-multimodal-chat",
+            ));
+        }
+    }
+    if d.custom_ensure_client_side_data
+        && (special.is_some() || !matches!(name, "custom_image" | "custom-image"))
+    {
+        return Err(BenchError::config(
+            "--custom-ensure-client-side-data",
+            format!("it loads the images of the custom_image dataset, and --dataset-name is {name}"),
+            "use it with --dataset-name custom_image, or drop it",
+        ));
+    }
+    Ok(())
 }
 
 fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig> {

@@ -52,7 +52,8 @@ pub fn check_backend_flags(args: &RunArgs, backend: BackendKind) -> Result<()> {
                 .into(),
         });
     }
-    let multimodal = matches!(args.dataset_name.as_str(), "random-mm" | "random_mm");
+    let multimodal =
+        matches!(args.dataset_name.as_str(), "random-mm" | "random_mm" | "custom_image" | "custom-image");
     if multimodal && openai_family && !backend.takes_multimodal() {
         return Err(BenchError::MultimodalUnsupported {
             backend: backend.to_string(),

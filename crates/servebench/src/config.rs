@@ -45,6 +45,7 @@ pub struct Validated {
 pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
     let backend: BackendKind = args.backend.parse()?;
     crate::cli_pooling::check_backend_flags(args, backend)?;
+    crate::cli_dataset::check_chat_media_flags(args, backend)?;
     // timed_trace and multi-turn ShareGPT are built by the load options (cli_workload).
     let other_dataset = if crate::cli_workload::is_trace(args) || args.workload.multi_turn {
         None
@@ -73,6 +74,13 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
                 "use --backend llama.cpp or openai for token-id prompts, or drop --prompt-token-ids",
             ));
         }
+    }
+    if args.plot_dataset_stats && args.experiment.is_experiment() {
+        return Err(BenchError::config(
+            "--plot-dataset-stats",
+            "it plots the requests of one run, and this command line runs several (sweep, search or --num-runs)",
+            "drop --plot-dataset-stats, or run the points one by one",
+        ));
     }
     if args.num_prompts == 0 {
         return Err(BenchError::config(

@@ -10,7 +10,8 @@ use servebench_core::config::parse_goodput;
 use servebench_core::metrics::{RunMetrics, Slo};
 use servebench_core::{BenchError, RequestRecord};
 use servebench_report::html::{
-    html_report, is_experiment_json, sweep_report, ReportHeader, ReportRun, ServerSeries,
+    dataset_stats_report, html_report, is_experiment_json, request_lens, sweep_report, ReportHeader,
+    ReportRun, ServerSeries,
 };
 use servebench_report::{gather_environment, records_csv, runs_csv, write_text, RunInfo};
 use servebench_runner::server_metrics::ServerMetrics;
@@ -249,6 +250,32 @@ pub fn write_run_reports(
         println!("HTML report: {}", p.display());
     }
     Ok(())
+}
+
+/// `--plot-dataset-stats`: the token-length charts of the run's requests, next to the result
+/// (`<result>.dataset_stats.html`, the result's extension replaced as vLLM does for its PNG).
+pub fn write_dataset_stats(
+    result_path: &Path,
+    args: &crate::cli::RunArgs,
+    info: &RunInfo,
+    records: &[RequestRecord],
+) -> anyhow::Result<()> {
+    let path = dataset_stats_path(result_path);
+    let about = vec![
+        ("model".to_string(), info.model_id.clone()),
+        ("backend".to_string(), info.backend.clone()),
+        ("dataset".to_string(), args.dataset_name.clone()),
+        ("date".to_string(), servebench_report::info::vllm_date(info.date)),
+    ];
+    let title = format!("servebench dataset statistics: {}", info.model_id);
+    write_text(&path, &dataset_stats_report(&title, &about, &request_lens(records)))?;
+    println!("Dataset statistics: {}", path.display());
+    Ok(())
+}
+
+/// `<result>.dataset_stats.html`: the result path with its extension replaced.
+pub fn dataset_stats_path(result_path: &Path) -> PathBuf {
+    result_path.with_extension("dataset_stats.html")
 }
 
 #[cfg(test)]

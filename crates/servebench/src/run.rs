@@ -160,6 +160,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
                 println!("{:<40}{:<10}", "Dropped by --max-model-len:", workload.filtered_out);
             }
             print!("{}", workload.lengths.render());
+            if args.plot_dataset_stats {
+                println!("note: --plot-dataset-stats plots a run's requests; a dry run writes nothing");
+            }
             return Ok(0);
         }
         RunResult::Completed(out) => *out,
@@ -189,11 +192,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         println!("note: {w}");
     }
     let mut records_file = records_file;
+    // Where the result goes (or would go): `--result-filename` or vLLM's default name.
+    let result_path = output.result_dir.clone().unwrap_or_default().join(match &output.result_filename {
+        Some(f) => f.clone(),
+        None => crate::cli_shard::shard_file_name(&default_result_filename(&info), shard_spec),
+    });
     if let Some(paths) = paths {
-        let result_path = paths.explicit_result.unwrap_or_else(|| {
-            let name = crate::cli_shard::shard_file_name(&default_result_filename(&info), shard_spec);
-            output.result_dir.clone().unwrap_or_default().join(name)
-        });
         let mut json = result_json(&info, &metrics, &out.records, output.save_detailed);
         servebench_report::groups::extend_result(&mut json, &out.records, &metrics_cfg, &group_info);
         crate::experiment::extras::add_to_result(
@@ -213,6 +217,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     }
     if let Some(p) = &records_file {
         println!("Records: {} ({} lines)", p.display(), out.records.len());
+    }
+    if args.plot_dataset_stats {
+        crate::report_cmd::write_dataset_stats(&result_path, args, &info, &out.records)?;
     }
     // --html-report / --csv: written from the same records and metrics as the result.
     crate::report_cmd::write_run_reports(
@@ -247,8 +254,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
 /// the run (auto-detected), so the records file starts under a provisional name and is renamed
 /// next to the result at the end.
 struct OutputPaths {
-    /// The result file when its name is known before the run (`--result-filename`).
-    explicit_result: Option<PathBuf>,
     records: PathBuf,
 }
 
@@ -265,7 +270,7 @@ fn output_paths(output: &OutputConfig, run: &servebench_runner::RunConfig) -> Op
             dir.join(crate::cli_shard::shard_file_name(&name, run.shard.as_ref().map(|s| s.spec)))
         }
     };
-    Some(OutputPaths { explicit_result, records })
+    Some(OutputPaths { records })
 }
 
 fn records_path_for(result: &std::path::Path) -> PathBuf {

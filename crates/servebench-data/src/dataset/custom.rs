@@ -45,19 +45,7 @@ pub fn generate_custom(cfg: &CustomConfig, sampling: &Sampling, tok: &dyn TextTo
     })?;
     if cfg.output_len.is_none() {
         for (at, l) in &lines {
-            match l.output_tokens {
-                Some(n) if n > 0 => {}
-                Some(n) => {
-                    return Err(file.error(*at, format!("output_tokens is {n}"), "use a positive number"))
-                }
-                None => {
-                    return Err(file.error(
-                        *at,
-                        "no output_tokens, and --custom-output-len is -1 (per-line lengths)",
-                        "add \"output_tokens\" to every line, or pass --custom-output-len N",
-                    ))
-                }
-            }
+            check_line_output_tokens(&file, *at, l.output_tokens)?;
         }
     }
     shuffle_source(&mut lines, sampling);
@@ -67,4 +55,17 @@ pub fn generate_custom(cfg: &CustomConfig, sampling: &Sampling, tok: &dyn TextTo
         Ok(Some(Sample::text(l.prompt.as_str(), prompt_len, output)))
     })?;
     Ok(finish(samples, sampling))
+}
+
+/// With `--custom-output-len -1` every line needs a positive `output_tokens`.
+pub(crate) fn check_line_output_tokens(file: &DataFile, at: Location, n: Option<i64>) -> Result<()> {
+    match n {
+        Some(n) if n > 0 => Ok(()),
+        Some(n) => Err(file.error(at, format!("output_tokens is {n}"), "use a positive number")),
+        None => Err(file.error(
+            at,
+            "no output_tokens, and --custom-output-len is -1 (per-line lengths)",
+            "add \"output_tokens\" to every line, or pass --custom-output-len N",
+        )),
+    }
 }

@@ -1,5 +1,5 @@
 //! File-based and synthetic datasets of `vllm bench serve` besides `random`: sharegpt, sonnet,
-//! custom, prefix_repetition, random-mm, random-rerank, speed-bench and hf.
+//! custom, custom_image, prefix_repetition, random-mm, random-rerank, speed-bench and hf.
 //!
 //! Every dataset follows the same steps, as vLLM does: read the source, shuffle it (seeded,
 //! unless `--disable-shuffle`), turn entries into samples in that order (tokenizing in parallel
@@ -9,9 +9,11 @@
 //! *with* the special tokens the tokenizer adds (BOS), as a server's `/tokenize` counts it.
 
 pub mod custom;
+pub mod custom_image;
 pub mod file;
 pub mod hf;
 pub(crate) mod hub;
+pub mod media;
 pub mod prefix_repetition;
 pub mod random_mm;
 pub mod random_rerank;
@@ -25,7 +27,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use servebench_core::{Prompt, RequestSpec, RerankPayload, Result, Workload};
+use servebench_core::{BenchError, ChatMessages, Prompt, RequestSpec, RerankPayload, Result, Workload};
 use std::sync::Arc;
 
 pub use spec::{build_dataset, DatasetKind, DatasetRequest};
@@ -59,6 +61,8 @@ pub struct Sample {
     pub output_len: u32,
     pub multimodal: Option<Arc<[Arc<str>]>>,
     pub rerank: Option<Arc<RerankPayload>>,
+    /// The whole chat `messages`, built here (`custom_image` rows with interleaved content).
+    pub messages: Option<ChatMessages>,
 }
 
 impl Sample {
@@ -69,6 +73,7 @@ impl Sample {
             output_len: saturate(output_len),
             multimodal: None,
             rerank: None,
+            messages: None,
         }
     }
 }
@@ -141,10 +146,34 @@ pub fn finish(mut samples: Vec<Sample>, sampling: &Sampling) -> Workload {
             let mut spec = RequestSpec::new(i as u64, Prompt::Text(s.prompt), s.prompt_len, s.output_len);
             spec.multimodal = s.multimodal;
             spec.rerank = s.rerank;
+            spec.messages = s.messages;
             spec
         })
         .collect();
     Workload { requests }
+}
+
+/// `--enable-multimodal-chat`: builds every request's whole chat `messages` array now (the
+/// text part, then its multimodal parts), as vLLM's datasets do with that flag. The parts move
+/// into the messages; requests that already have messages keep them.
+pub fn to_chat_messages(workload: &mut Workload) -> Result<()> {
+    workload.requests.par_iter_mut().try_for_each(|spec| {
+        if spec.messages.is_some() {
+            return Ok(());
+        }
+        let Prompt::Text(text) = &spec.prompt else {
+            return Err(BenchError::Dataset {
+                detail: "--enable-multimodal-chat builds chat messages from text prompts, and this \
+                         dataset has token-id or batched prompts; fix: drop --enable-multimodal-chat"
+                    .into(),
+            });
+        };
+        let parts = spec.multimodal.take();
+        let m = ChatMessages::user_turn(text, parts.as_deref().unwrap_or(&[]))
+            .map_err(|e| BenchError::Dataset { detail: format!("building chat messages: {e}") })?;
+        spec.messages = Some(m);
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Which dataset to build, and building it.
 
 use super::custom::{generate_custom, CustomConfig};
+use super::custom_image::{generate_custom_image, CustomImageConfig};
 use super::hf::{generate_hf, HfConfig};
 use super::prefix_repetition::{generate_prefix_repetition, PrefixRepetitionConfig};
 use super::random_mm::{generate_random_mm, RandomMmConfig};
@@ -23,6 +24,7 @@ pub enum DatasetKind {
     RandomRerank(RandomRerankConfig),
     SpeedBench(SpeedBenchConfig),
     Hf(HfConfig),
+    CustomImage(CustomImageConfig),
 }
 
 impl DatasetKind {
@@ -37,7 +39,20 @@ impl DatasetKind {
             DatasetKind::RandomRerank(_) => "random-rerank",
             DatasetKind::SpeedBench(_) => "speed-bench",
             DatasetKind::Hf(_) => "hf",
+            DatasetKind::CustomImage(_) => "custom_image",
         }
+    }
+
+    /// Whether `--enable-multimodal-chat` applies (the datasets vLLM applies it to: random-mm,
+    /// custom_image, sharegpt, hf).
+    pub fn takes_multimodal_chat(&self) -> bool {
+        matches!(
+            self,
+            DatasetKind::RandomMm(_)
+                | DatasetKind::CustomImage(_)
+                | DatasetKind::ShareGpt(_)
+                | DatasetKind::Hf(_)
+        )
     }
 }
 
@@ -46,12 +61,22 @@ impl DatasetKind {
 pub struct DatasetRequest {
     pub kind: DatasetKind,
     pub sampling: Sampling,
+    /// `--enable-multimodal-chat`: build each request's whole chat `messages` now
+    /// ([`super::to_chat_messages`]). Only the datasets of [`DatasetKind::takes_multimodal_chat`].
+    pub multimodal_chat: bool,
+}
+
+impl DatasetRequest {
+    /// `kind` sampled by `sampling`, prompts sent as they are.
+    pub fn new(kind: DatasetKind, sampling: Sampling) -> Self {
+        DatasetRequest { kind, sampling, multimodal_chat: false }
+    }
 }
 
 /// Builds the workload (blocking: file I/O, possibly a download, tokenizing on rayon).
 pub fn build_dataset(req: &DatasetRequest, tok: &dyn TextTokenizer, env: &HubEnv) -> Result<Workload> {
     let s = &req.sampling;
-    let workload = match &req.kind {
+    let mut workload = match &req.kind {
         DatasetKind::ShareGpt(c) => generate_sharegpt(c, s, tok, env),
         DatasetKind::Sonnet(c) => generate_sonnet(c, s, tok),
         DatasetKind::Custom(c) => generate_custom(c, s, tok),
@@ -60,6 +85,7 @@ pub fn build_dataset(req: &DatasetRequest, tok: &dyn TextTokenizer, env: &HubEnv
         DatasetKind::RandomRerank(c) => generate_random_rerank(c, tok),
         DatasetKind::SpeedBench(c) => generate_speed_bench(c, s, tok, env),
         DatasetKind::Hf(c) => generate_hf(c, s, tok, env),
+        DatasetKind::CustomImage(c) => generate_custom_image(c, s, tok),
     }?;
     // A source with no valid entry would otherwise reach the runner as an empty workload and be
     // reported as a --max-model-len problem (found by fuzzing).
@@ -72,6 +98,9 @@ pub fn build_dataset(req: &DatasetRequest, tok: &dyn TextTokenizer, env: &HubEnv
                 req.kind.name()
             ),
         });
+    }
+    if req.multimodal_chat {
+        super::to_chat_messages(&mut workload)?;
     }
     Ok(workload)
 }
@@ -88,10 +117,10 @@ mod tests {
         // The fuzzer's input: one conversation whose reply is 3 tokens (sharegpt needs 4).
         let text = r#"[{"conversations":[{"from":"human","value":"Tell me a story about a cat please"},{"from":"gpt","value":"Once uponp"}]}]"#;
         std::fs::write(&path, text).unwrap();
-        let req = DatasetRequest {
-            kind: DatasetKind::ShareGpt(ShareGptConfig { path: Some(path.clone()), output_len: None }),
-            sampling: Sampling { num_prompts: 2, ..Sampling::default() },
-        };
+        let req = DatasetRequest::new(
+            DatasetKind::ShareGpt(ShareGptConfig { path: Some(path.clone()), output_len: None }),
+            Sampling { num_prompts: 2, ..Sampling::default() },
+        );
         let tok = crate::load_tokenizer("cl100k_base").unwrap();
         let env = HubEnv { offline: true, ..HubEnv::default() };
         let err = build_dataset(&req, tok.as_ref(), &env).unwrap_err();

@@ -1,7 +1,7 @@
 //! Statistics of a workload, printed by `--dry-run`: request count and the distribution of
 //! prompt and expected output lengths (min, mean, p50, p99, max).
 
-use servebench_core::Workload;
+use servebench_core::{RequestSpec, Workload};
 
 /// Distribution of one length over the workload (tokens).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -47,13 +47,13 @@ impl DatasetStats {
     pub fn of(w: &Workload) -> Self {
         let mut p: Vec<u32> = w.requests.iter().map(|r| r.prompt_tokens).collect();
         let mut o: Vec<u32> = w.requests.iter().map(|r| r.expected_output_tokens).collect();
-        let mm = w.requests.iter().filter_map(|r| r.multimodal.as_ref());
+        let mm = w.requests.iter().map(RequestSpec::media_items).filter(|&n| n > 0);
         DatasetStats {
             requests: w.len(),
             prompt: LengthStats::of(&mut p),
             output: LengthStats::of(&mut o),
             multimodal_requests: mm.clone().count(),
-            multimodal_items: mm.map(|m| m.len()).sum(),
+            multimodal_items: mm.sum(),
         }
     }
 

@@ -239,6 +239,7 @@ fn spec(index: usize, prompt: Prompt, prompt_tokens: usize, output: usize) -> Re
         expected_output_tokens: u32::try_from(output).unwrap_or(u32::MAX),
         multimodal: None,
         rerank: None,
+        messages: None,
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod charts;
 mod data;
+mod dataset_stats;
 mod extra_charts;
 mod page;
 mod server_charts;
@@ -20,6 +21,7 @@ use crate::env::Environment;
 use crate::info::{python_float, vllm_date, RunInfo};
 
 pub use charts::MAX_SCATTER_POINTS;
+pub use dataset_stats::{dataset_stats_report, request_lens, RequestLens};
 pub use server_charts::{ServerSample, ServerSeries};
 pub use sweep::{is_experiment_json, sweep_report};
 

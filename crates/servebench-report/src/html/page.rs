@@ -293,19 +293,35 @@ pub(super) fn render_experiment(
     rows: &[(String, String)],
     groups: &[(&str, Vec<Chart>)],
 ) -> String {
+    render_plain(
+        title,
+        "Computed from the saved experiment document (per-point results; per-request records are not \
+         saved for experiments). Hover a chart for values; click a legend entry to hide a curve.",
+        ("Experiment", rows),
+        groups,
+    )
+}
+
+/// A page of one table (`(heading, rows)`) and chart sections, under `title` and the line `sub`.
+pub(super) fn render_plain(
+    title: &str,
+    sub: &str,
+    table: (&str, &[(String, String)]),
+    groups: &[(&str, Vec<Chart>)],
+) -> String {
     let mut o = String::with_capacity(64 * 1024);
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <title>{}</title><style>{CSS}</style></head>\n<body><main>\n<h1>{}</h1>\n\
-         <p class=\"sub\">Computed from the saved experiment document (per-point results; per-request \
-         records are not saved for experiments). Hover a chart for values; click a legend entry to hide a curve.</p>\n\
+         <p class=\"sub\">{}</p>\n\
          <div class=\"cards\"><section class=\"card\"><div class=\"kv\">",
         esc(title),
-        esc(title)
+        esc(title),
+        esc(sub)
     );
-    kv_table(&mut o, "Experiment", rows);
+    kv_table(&mut o, table.0, table.1);
     o.push_str("</div></section></div>\n");
     for (section, charts) in groups {
         let _ = writeln!(o, "<h2>{}</h2>\n<div class=\"charts\">", esc(section));
