@@ -3,7 +3,7 @@
 //! line or record at fault, and the fix.
 
 use rayon::prelude::*;
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use servebench_core::{BenchError, Result};
@@ -116,11 +116,12 @@ impl Format {
 }
 
 /// Parses a JSON array file into records of type `T` (in parallel), each with its location.
-pub fn parse_json_array<T: DeserializeOwned + Send>(
+/// Records may borrow from `text`.
+pub fn parse_json_array<'a, T: Deserialize<'a> + Send>(
     file: &DataFile,
-    text: &str,
+    text: &'a str,
 ) -> Result<Vec<(Location, T)>> {
-    let raws: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| json_syntax(file, text, &e))?;
+    let raws: Vec<&'a RawValue> = serde_json::from_str(text).map_err(|e| json_syntax(file, text, &e))?;
     if raws.is_empty() {
         // As for an empty JSON Lines or Parquet file (found by fuzzing: `[]` loaded as no records).
         return Err(file.error(
@@ -170,11 +171,12 @@ fn json_syntax(file: &DataFile, text: &str, e: &serde_json::Error) -> BenchError
 }
 
 /// Parses a JSON Lines file (blank lines skipped) into records of type `T`, in parallel.
-pub fn parse_json_lines<T: DeserializeOwned + Send>(
+/// Records may borrow from `text`.
+pub fn parse_json_lines<'a, T: Deserialize<'a> + Send>(
     file: &DataFile,
-    text: &str,
+    text: &'a str,
 ) -> Result<Vec<(Location, T)>> {
-    let lines: Vec<(usize, &str)> =
+    let lines: Vec<(usize, &'a str)> =
         text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i + 1, l)).collect();
     if lines.is_empty() {
         return Err(file.error(Location::File, "the file is empty", "pass a file with records in it"));

@@ -13,6 +13,7 @@ pub mod custom_image;
 pub mod file;
 pub mod hf;
 pub(crate) mod hub;
+pub mod json_string;
 pub mod media;
 pub mod prefix_repetition;
 pub mod random_mm;
@@ -108,7 +109,7 @@ pub fn shuffle_source<T>(items: &mut [T], sampling: &Sampling) {
 
 /// Turns `entries` into samples in order, in parallel chunks, until `needed` samples exist
 /// (`f` returns `None` for an entry that is filtered out). The result does not depend on the
-/// number of threads.
+/// number of threads nor on the chunk sizes: samples are taken in entry order.
 pub fn collect_samples<T: Sync>(
     entries: &[T],
     needed: usize,
@@ -116,15 +117,35 @@ pub fn collect_samples<T: Sync>(
 ) -> Result<Vec<Sample>> {
     let mut out = Vec::with_capacity(needed.min(entries.len()));
     let mut start = 0;
-    let mut chunk = needed.max(256).saturating_mul(2);
     while start < entries.len() && out.len() < needed {
-        let end = (start + chunk).min(entries.len());
+        let end =
+            start.saturating_add(next_chunk_len(needed - out.len(), start, out.len())).min(entries.len());
         let part: Vec<Option<Sample>> = entries[start..end].par_iter().map(&f).collect::<Result<_>>()?;
         out.extend(part.into_iter().flatten().take(needed - out.len()));
         start = end;
-        chunk = chunk.saturating_mul(2);
     }
     Ok(out)
+}
+
+/// How many entries to turn into samples next, when `missing` samples are still needed and
+/// `kept` of the first `tried` entries were kept: enough to finish at the acceptance rate seen
+/// so far, plus a margin (1/16, at least 64) so that one more small chunk is rarely needed.
+/// Entries past the end of the last chunk are never looked at, so a tight estimate saves the
+/// tokenizing of entries that would be thrown away.
+fn next_chunk_len(missing: usize, tried: usize, kept: usize) -> usize {
+    let margin = (missing / 16).max(64);
+    let expected = if kept == 0 {
+        // Nothing kept yet: the whole missing count at first, then twice what was tried.
+        if tried == 0 {
+            missing
+        } else {
+            tried.saturating_mul(2)
+        }
+    } else {
+        let scaled = (missing as u128 * tried as u128).div_ceil(kept as u128);
+        usize::try_from(scaled).unwrap_or(usize::MAX)
+    };
+    expected.saturating_add(margin)
 }
 
 /// The workload of `samples`: cut to `num_prompts`, or oversampled up to it (with replacement,

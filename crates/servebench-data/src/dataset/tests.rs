@@ -214,6 +214,41 @@ fn collect_samples_stops_early_and_keeps_order() {
 }
 
 #[test]
+fn collect_samples_looks_at_few_entries_past_the_last_one_kept() {
+    // 1 in 4 entries kept: the chunk sizes follow the acceptance rate.
+    let entries: Vec<usize> = (0..100_000).collect();
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let out = collect_samples(&entries, 1_000, |&i| {
+        calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok((i % 4 == 0).then(|| Sample::text(i.to_string(), i, 1)))
+    })
+    .unwrap();
+    assert_eq!(out.len(), 1_000);
+    assert_eq!(out[999].prompt_len, 3_996);
+    let calls = calls.into_inner();
+    assert!(calls < 4_800, "{calls} entries looked at for 4,000 needed");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Whatever the chunking, the samples are those of a plain sequential filter-and-take.
+    #[test]
+    fn collect_samples_equals_sequential_filter(
+        n in 0usize..3_000,
+        needed in 0usize..3_500,
+        keep_one_in in 1usize..40,
+        salt in 0u64..1_000,
+    ) {
+        let entries: Vec<usize> = (0..n).collect();
+        let keep = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(salt) % keep_one_in as u64 == 0;
+        let got = collect_samples(&entries, needed, |&i| Ok(keep(i).then(|| Sample::text(i.to_string(), i, 1))))
+            .unwrap();
+        let want: Vec<u32> = entries.iter().copied().filter(|&i| keep(i)).take(needed).map(|i| i as u32).collect();
+        proptest::prop_assert_eq!(got.iter().map(|s| s.prompt_len).collect::<Vec<_>>(), want);
+    }
+}
+
+#[test]
 fn bucket_config_parses_vllm_syntax() {
     use super::random_mm::{parse_bucket_config, parse_limits, DEFAULT_BUCKETS, DEFAULT_LIMITS};
     let b = parse_bucket_config(DEFAULT_BUCKETS).unwrap();
