@@ -105,6 +105,7 @@ async fn non_streamed_chat_with_reasoning_matches_the_stream() {
                 prompt_tokens: 0,
                 expected_output_tokens: tokens,
                 multimodal: None,
+                messages: None,
                 rerank: None,
             };
             let rec = RequestRecord::scheduled(0, format!("r-{stream}-{tokens}"), 0, 0, tokens);
