@@ -171,10 +171,11 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        // The client's clock started 2 ms before the simulator's: a sent at 1 ms client time
-        // = 3 ms on the simulator's clock, received at 0.5 ms → −2.5 ms; b: 7 − 2 = +5 ms.
+        // The client's clock started 2 ms before the simulator's: a, sent at 1 ms client time
+        // = −1 ms on the simulator's clock and received at 0.5 ms, waited 1.5 ms; b, sent at
+        // −2 ms and received at 7 ms, waited 9 ms; mean 5.25 ms.
         let e = compare(&records, Some(998_000), &truth);
-        assert_eq!(e.intake_mean_ms, Some(1.25), "{e:?}");
+        assert_eq!(e.intake_mean_ms, Some(5.25), "{e:?}");
         assert_eq!(compare(&records, None, &truth).intake_mean_ms, None);
         assert_eq!(e.matched, 2);
         assert!((e.ttft_mean_err_ms - 1.5).abs() < 1e-9, "{e:?}");
