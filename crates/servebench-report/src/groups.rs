@@ -11,11 +11,30 @@ use servebench_core::record::RequestRecord;
 
 use crate::json::percentile_word;
 
+/// One stage of a staged run, as reported.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StageInfo {
+    /// Requests per second (infinite for a concurrency stage).
+    pub rate: f64,
+    pub seconds: f64,
+    /// Concurrency stages (`c=N`): requests kept in flight.
+    pub concurrency: Option<u64>,
+}
+
+impl StageInfo {
+    fn title(&self) -> String {
+        match self.concurrency {
+            Some(c) => format!("concurrency {c} for {} s", self.seconds),
+            None => format!("{} req/s for {} s", self.rate, self.seconds),
+        }
+    }
+}
+
 /// What the run was, for the group reports.
 #[derive(Debug, Clone, Default)]
 pub struct GroupInfo {
-    /// `(rate, seconds)` of each stage (`--stages`, or `--duration` as one stage).
-    pub stages: Vec<(f64, f64)>,
+    /// Each stage (`--stages`, or `--duration` as one stage).
+    pub stages: Vec<StageInfo>,
     /// Trace replay: report how far dispatch lagged the trace.
     pub trace: bool,
     /// Multi-turn settings echoed in the result (vLLM's keys).
@@ -87,13 +106,22 @@ pub fn extend_result(result: &mut Value, records: &[RequestRecord], cfg: &Metric
     if !stages.is_empty() || !info.stages.is_empty() {
         let mut start = 0.0;
         let mut out = Vec::new();
-        for (k, (rate, secs)) in info.stages.iter().enumerate() {
+        for (k, st) in info.stages.iter().enumerate() {
             let mut g = Map::new();
             g.insert("stage_index".into(), json!(k));
-            g.insert("request_rate".into(), json!(rate));
+            match st.concurrency {
+                // As the run's own keys: an infinite rate is "inf".
+                Some(c) => {
+                    g.insert("request_rate".into(), json!("inf"));
+                    g.insert("max_concurrency".into(), json!(c));
+                }
+                None => {
+                    g.insert("request_rate".into(), json!(st.rate));
+                }
+            }
             g.insert("start_s".into(), json!(start));
-            g.insert("end_s".into(), json!(start + secs));
-            start += secs;
+            g.insert("end_s".into(), json!(start + st.seconds));
+            start += st.seconds;
             if let Some((_, m)) = stages.iter().find(|(s, _)| *s as usize == k) {
                 g.extend(group_json(m));
             } else {
@@ -148,9 +176,9 @@ pub fn console_groups(records: &[RequestRecord], cfg: &MetricsConfig, info: &Gro
         }
     }
     let stages = by_stage(records, cfg);
-    for (k, (rate, secs)) in info.stages.iter().enumerate() {
+    for (k, st) in info.stages.iter().enumerate() {
         if let Some((_, m)) = stages.iter().find(|(s, _)| *s as usize == k) {
-            block(&mut out, &format!(" Stage {k}: {rate} req/s for {secs} s "), m);
+            block(&mut out, &format!(" Stage {k}: {} ", st.title()), m);
         }
     }
     if info.trace {
@@ -201,7 +229,12 @@ mod tests {
         a.turn = Some(0);
         a.stage = Some(0);
         let mut doc = json!({});
-        let info = GroupInfo { stages: vec![(5.0, 60.0), (20.0, 60.0)], trace: true, ..GroupInfo::default() };
+        let stage = |rate, seconds| StageInfo { rate, seconds, concurrency: None };
+        let info = GroupInfo {
+            stages: vec![stage(5.0, 60.0), stage(20.0, 60.0)],
+            trace: true,
+            ..GroupInfo::default()
+        };
         extend_result(&mut doc, &[a.clone()], &cfg, &info);
         assert_eq!(doc["num_conversations"], 1);
         assert_eq!(doc["per_turn_metrics"][0]["turn_index"], 0);
@@ -214,5 +247,23 @@ mod tests {
         assert!(text.contains(" Turn 0 (1 samples) "));
         assert!(text.contains("Stage 0: 5 req/s for 60 s"));
         assert!(text.contains("Dispatch lag vs trace"));
+    }
+
+    #[test]
+    fn concurrency_stages_report_their_limit() {
+        let cfg = MetricsConfig::default();
+        let mut a = rec(0, 0, 1_000_000);
+        a.stage = Some(1);
+        let c = |n, seconds| StageInfo { rate: f64::INFINITY, seconds, concurrency: Some(n) };
+        let info = GroupInfo { stages: vec![c(8, 30.0), c(32, 30.0)], ..GroupInfo::default() };
+        let mut doc = json!({});
+        extend_result(&mut doc, &[a.clone()], &cfg, &info);
+        assert_eq!(doc["stages"][1]["max_concurrency"], 32);
+        assert_eq!(doc["stages"][1]["request_rate"], "inf");
+        assert_eq!(
+            (doc["stages"][1]["completed"].clone(), doc["stages"][0]["num_samples"].clone()),
+            (json!(1), json!(0))
+        );
+        assert!(console_groups(&[a], &cfg, &info).contains("Stage 1: concurrency 32 for 30 s"));
     }
 }

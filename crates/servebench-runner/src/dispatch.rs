@@ -29,6 +29,8 @@ pub struct Release {
     pub intended_us: u64,
     /// When the dispatcher released it (µs from the origin); lateness = released − intended.
     pub released_us: u64,
+    /// The concurrency stage it was released in (closed loop); `None` on a schedule.
+    pub stage: Option<u32>,
 }
 
 /// Stop signal shared by the dispatcher and the executors.
@@ -120,7 +122,7 @@ where
         let released_us = clock.offset_us(now);
         // Release every arrival that is due now, not one per wake-up.
         while i < n && plan.offsets_us[i] <= released_us {
-            let release = Release { index: i, intended_us: plan.offsets_us[i], released_us };
+            let release = Release { index: i, intended_us: plan.offsets_us[i], released_us, stage: None };
             stats.lateness_us.push(released_us - plan.offsets_us[i]);
             let gate = gate.clone();
             let execute = execute.clone();
@@ -153,7 +155,63 @@ where
     // Requests the stop prevented from being released end as cancelled records.
     for (j, &intended_us) in plan.offsets_us.iter().enumerate().skip(i) {
         stats.not_released += 1;
-        let _ = sink.send(cancelled(Release { index: j, intended_us, released_us: intended_us }));
+        let _ =
+            sink.send(cancelled(Release { index: j, intended_us, released_us: intended_us, stage: None }));
+    }
+    while tasks.join_next().await.is_some() {}
+    stats
+}
+
+/// The closed loop of concurrency stages: `stages` are `(concurrency, end µs)` back to back from
+/// the origin. While stage `k` lasts, a request is released whenever fewer than its concurrency
+/// are in flight (at once when a stage raises the limit; a stage that lowers it lets the surplus
+/// finish). Request `i` is the `i`-th released (no schedule: intended = released, lateness 0).
+/// Releasing ends with the last stage or `stop`; every released request's record goes to `sink`.
+pub async fn dispatch_closed_loop<E, Fut>(
+    stages: &[(usize, u64)],
+    clock: RunClock,
+    execute: E,
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    stop: StopSignal,
+) -> DispatchStats
+where
+    E: Fn(Release) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = RequestRecord> + Send + 'static,
+{
+    let execute = Arc::new(execute);
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<()>();
+    let mut stats = DispatchStats::default();
+    let mut tasks = JoinSet::new();
+    let (mut in_flight, mut next) = (0usize, 0usize);
+    let mut stop_wait = stop.clone();
+    while !stop.is_stopped() {
+        let now_us = clock.offset_us(Instant::now());
+        let Some(k) = stages.iter().position(|&(_, end)| now_us < end) else { break };
+        let (limit, end) = stages[k];
+        while in_flight < limit {
+            let release =
+                Release { index: next, intended_us: now_us, released_us: now_us, stage: Some(k as u32) };
+            stats.lateness_us.push(0);
+            let (execute, sink, done) = (execute.clone(), sink.clone(), done_tx.clone());
+            tasks.spawn(async move {
+                let record = Box::pin(execute(release)).await;
+                let _ = sink.send(record);
+                let _ = done.send(());
+            });
+            in_flight += 1;
+            next += 1;
+        }
+        tokio::select! {
+            Some(()) = done_rx.recv() => {
+                in_flight -= 1;
+                while done_rx.try_recv().is_ok() {
+                    in_flight -= 1;
+                }
+            }
+            _ = tokio::time::sleep_until(clock.instant_at(end).into()) => {}
+            _ = stop_wait.stopped() => {}
+        }
+        while tasks.try_join_next().is_some() {}
     }
     while tasks.join_next().await.is_some() {}
     stats
@@ -257,6 +315,69 @@ mod tests {
         let max_late = stats.lateness_us.iter().max().copied().unwrap_or(0);
         let min_late = stats.lateness_us.iter().min().copied().unwrap_or(0);
         assert_eq!(max_late, min_late);
+    }
+
+    #[tokio::test]
+    async fn closed_loop_keeps_each_stage_concurrency_and_tags_the_stage() {
+        // Stage 0: 2 in flight for 60 ms; stage 1: 6 in flight until 120 ms; requests take 5 ms.
+        let stages = [(2usize, 60_000u64), (6, 120_000)];
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let peaks = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (_h, stop) = stop_signal();
+        let (f, p) = (in_flight.clone(), peaks.clone());
+        let clock = RunClock::start();
+        let stats = dispatch_closed_loop(
+            &stages,
+            clock,
+            move |r| {
+                let (f, p) = (f.clone(), p.clone());
+                async move {
+                    let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+                    if let Some(peak) = r.stage.and_then(|s| p.get(s as usize)) {
+                        peak.fetch_max(now, Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    f.fetch_sub(1, Ordering::SeqCst);
+                    let mut rec = record_for(r, Outcome::Completed);
+                    rec.stage = r.stage;
+                    rec
+                }
+            },
+            tx,
+            stop,
+        )
+        .await;
+        let recs = collect(rx).await;
+        assert!(clock.now_us() >= 120_000, "runs until the last stage ends");
+        assert_eq!(recs.len(), stats.lateness_us.len());
+        let mut idx: Vec<u64> = recs.iter().map(|r| r.index).collect();
+        idx.sort_unstable();
+        assert_eq!(idx, (0..recs.len() as u64).collect::<Vec<_>>(), "one record per released request");
+        let n0 = recs.iter().filter(|r| r.stage == Some(0)).count();
+        let n1 = recs.iter().filter(|r| r.stage == Some(1)).count();
+        // About 2 × 60 / 5 and 6 × 60 / 5 requests (timers are coarse: wide bounds).
+        assert!((6..=30).contains(&n0) && n1 > n0, "{n0} {n1}");
+        // Stage 1 may briefly run stage 0's requests too, but never more than its limit.
+        assert_eq!(peaks[0].load(Ordering::SeqCst), 2);
+        assert!(peaks[1].load(Ordering::SeqCst) <= 6 && peaks[1].load(Ordering::SeqCst) > 2);
+    }
+
+    #[tokio::test]
+    async fn closed_loop_stops_releasing_on_stop() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (handle, stop) = stop_signal();
+        handle.stop();
+        let stats = dispatch_closed_loop(
+            &[(4, 10_000_000)],
+            RunClock::start(),
+            |r| async move { record_for(r, Outcome::Completed) },
+            tx,
+            stop,
+        )
+        .await;
+        assert!(stats.lateness_us.is_empty());
+        assert!(collect(rx).await.is_empty());
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@
 use crate::config::{DatasetSpec, RunConfig};
 use crate::lora::LoraConfig;
 use crate::session::{self, Conversations, MultiTurnConfig};
-use crate::stages::{cycle_workload, staged_schedule, Stage};
+use crate::stages::{closed_loop_bounds, cycle_workload, is_closed_loop, staged_schedule, Stage};
 use servebench_client::backend::TargetConfig;
 use servebench_client::request::RequestTarget;
 use servebench_client::transport::HttpClient;
@@ -21,7 +21,7 @@ pub struct LoadOptions {
     pub lora: Option<LoraConfig>,
     /// `--multi-turn` and its options.
     pub multi_turn: Option<MultiTurnConfig>,
-    /// `--stages RATE:SECONDS,...` (empty = none).
+    /// `--stages RATE:SECONDS,...` or `c=N:SECONDS,...` (empty = none).
     pub stages: Vec<Stage>,
     /// `--duration SECONDS`: nothing is sent after this time.
     pub duration: Option<Duration>,
@@ -139,6 +139,9 @@ pub struct MeasuredPlan {
     pub lora_names: Arc<[Arc<str>]>,
     /// End of the phase (`--duration`, or the end of the last stage), µs from the origin.
     pub end_us: Option<u64>,
+    /// Concurrency stages: `(concurrency, end µs)` of each; the requests are released in a
+    /// closed loop (no offsets), request `i` sending prompt `i mod` the workload's length.
+    pub closed_loop: Option<Arc<[(usize, u64)]>>,
 }
 
 impl MeasuredPlan {
@@ -170,6 +173,21 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
     let mut offsets_us: Vec<u64>;
     let mut stage: Option<Arc<[u32]>> = None;
     let mut end_us = duration_us;
+    if is_closed_loop(&load.stages) {
+        let bounds = closed_loop_bounds(&load.stages, duration_us);
+        let lora = load.lora.as_ref().map(|l| l.assign(workload.len(), cfg.seed).into());
+        let lora_names: Arc<[Arc<str>]> =
+            load.lora.iter().flat_map(|l| l.modules.iter().map(|m| Arc::from(m.as_str()))).collect();
+        return Ok(MeasuredPlan {
+            workload,
+            offsets_us: Vec::new(),
+            stage: None,
+            lora,
+            lora_names,
+            end_us: bounds.last().map(|b| b.1),
+            closed_loop: Some(bounds.into()),
+        });
+    }
     if let Some(conv) = &plan.conversations {
         offsets_us = ArrivalSchedule::generate(conv.bounds.len(), &cfg.rate, cfg.seed).offsets_us;
     } else if let Some(trace) = &plan.trace_offsets_us {
@@ -187,10 +205,7 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
                     "drop --ramp-up-strategy, or use --stages RATE:SECONDS,...",
                 ));
             }
-            vec![Stage {
-                rate: cfg.rate.request_rate,
-                seconds: load.duration.unwrap_or_default().as_secs_f64(),
-            }]
+            vec![Stage::at_rate(cfg.rate.request_rate, load.duration.unwrap_or_default().as_secs_f64())]
         } else {
             load.stages.clone()
         };
@@ -232,7 +247,7 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
         }
         None => (None, Arc::from(Vec::new())),
     };
-    Ok(MeasuredPlan { workload, offsets_us, stage, lora, lora_names, end_us })
+    Ok(MeasuredPlan { workload, offsets_us, stage, lora, lora_names, end_us, closed_loop: None })
 }
 
 /// The conversation runner of a multi-turn run (`None` for other runs).

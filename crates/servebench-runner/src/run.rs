@@ -3,7 +3,7 @@
 
 use crate::collector::RecordStore;
 use crate::config::{DatasetSpec, InterruptMode, RunConfig};
-use crate::dispatch::{dispatch, stop_signal, DispatchPlan, Release, StopSignal};
+use crate::dispatch::{dispatch, dispatch_closed_loop, stop_signal, DispatchPlan, Release, StopSignal};
 use crate::health::{self, HiccupProbe, CLIENT_THREAD_PREFIX};
 use crate::live::LiveMetrics;
 use crate::metrics_server::MetricsServer;
@@ -404,9 +404,11 @@ pub async fn run_prepared(
     let probe = HiccupProbe::start(probe_signal);
     let cpu0 = health::thread_cpu_ns(CLIENT_THREAD_PREFIX);
     let clock = early_clock.map_or_else(RunClock::start, |(c, _)| c);
-    live.begin(workload.len() as u64);
+    // A closed loop sends as many requests as the stages allow: the total is not known (0).
+    let planned = if measured.closed_loop.is_some() { 0 } else { workload.len() as u64 };
+    live.begin(planned);
     observer.live_metrics(live.clone());
-    observer.started(workload.len() as u64);
+    observer.started(planned);
     let sampler = {
         let (live, mut stop) = (live.clone(), sampler_stop);
         tokio::spawn(async move {
@@ -458,15 +460,22 @@ pub async fn run_prepared(
         let prefix = cfg.request_id_prefix.clone();
         let measured = measured.clone();
         move |r: &Release| {
-            let spec = &workload.requests[r.index];
+            // A closed loop cycles through the prompts: request i sends prompt i mod W and keeps
+            // its own index i (on a schedule r.index < W and the index is the prompt's).
+            let pos = r.index % workload.len();
+            let spec = &workload.requests[pos];
+            let index = spec.index + (r.index - pos) as u64;
             let mut rec = RequestRecord::scheduled(
-                spec.index,
-                format!("{prefix}{}", spec.index),
+                index,
+                format!("{prefix}{index}"),
                 r.intended_us,
                 spec.prompt_tokens,
                 spec.expected_output_tokens,
             );
             measured.annotate(&mut rec, spec.index as usize);
+            if r.stage.is_some() {
+                rec.stage = r.stage;
+            }
             rec
         }
     };
@@ -483,8 +492,9 @@ pub async fn run_prepared(
         move |r: Release| {
             let (client, opts, workload) = (client.clone(), opts.clone(), workload.clone());
             // LoRA: the adapter's target (its name as `model`); else the base model's.
+            let pos = r.index % workload.len();
             let target = measured
-                .lora_of(workload.requests[r.index].index as usize)
+                .lora_of(workload.requests[pos].index as usize)
                 .and_then(|i| lora_targets.get(i).cloned())
                 .unwrap_or_else(|| target.clone());
             let release = release.clone();
@@ -494,7 +504,7 @@ pub async fn run_prepared(
             let in_flight = SentGuard(live.clone());
             async move {
                 let _in_flight = in_flight;
-                let spec = &workload.requests[r.index];
+                let spec = &workload.requests[pos];
                 let mut attempt = record;
                 loop {
                     let fresh = attempt.clone();
@@ -527,7 +537,10 @@ pub async fn run_prepared(
             let (release, cancel) = (stops.release.clone(), stops.cancel.clone());
             crate::session::run_conversations(run, conv.clone(), arrivals, tx, release, cancel).await
         }
-        _ => dispatch(&plan, clock, exec, cancelled, tx, stops.release.clone()).await,
+        _ => match &measured.closed_loop {
+            Some(stages) => dispatch_closed_loop(stages, clock, exec, tx, stops.release.clone()).await,
+            None => dispatch(&plan, clock, exec, cancelled, tx, stops.release.clone()).await,
+        },
     };
     let was_interrupted = interrupted.is_stopped();
     let wall = clock.now_us() as f64 / 1e6;

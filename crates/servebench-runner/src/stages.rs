@@ -1,6 +1,8 @@
 //! Duration-bound and multi-stage load (`--duration`, `--stages`).
 //!
 //! A stage is a constant request rate held for a number of seconds; stages run back to back.
+//! A concurrency stage (`c=N:SECONDS`) is instead a closed loop: `N` requests in flight, each
+//! replaced as it ends (`dispatch::dispatch_closed_loop`), cycling through the prompts.
 //! The schedule is a pure function of `(stages, burstiness, seed)`: inside stage `k` the gaps
 //! are drawn exactly like `ArrivalSchedule` draws them (Gamma with shape `burstiness`, mean
 //! `1/rate`, no normalization) from a stream seeded by `(seed, k)`, and arrivals stop at the
@@ -12,44 +14,104 @@ use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfi
 use servebench_core::{BenchError, Result, Workload};
 use std::time::Instant;
 
-/// One stage: `rate` requests per second for `seconds`.
+/// One stage held for `seconds`: `rate` requests per second (open loop), or — a concurrency
+/// stage (`c=N`) — a closed loop keeping `concurrency` requests in flight, each replaced as it
+/// ends (`rate` is then infinite).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stage {
     pub rate: f64,
     pub seconds: f64,
+    pub concurrency: Option<usize>,
 }
 
-/// Parses `RATE:SECONDS[,RATE:SECONDS...]`, e.g. `5:60,20:60`.
+impl Stage {
+    /// `rate` requests per second for `seconds`.
+    pub fn at_rate(rate: f64, seconds: f64) -> Stage {
+        Stage { rate, seconds, concurrency: None }
+    }
+
+    /// `concurrency` requests in flight for `seconds` (closed loop).
+    pub fn at_concurrency(concurrency: usize, seconds: f64) -> Stage {
+        Stage { rate: f64::INFINITY, seconds, concurrency: Some(concurrency) }
+    }
+}
+
+/// Whether the stages are concurrency stages (`parse_stages` never mixes the two kinds).
+pub fn is_closed_loop(stages: &[Stage]) -> bool {
+    stages.first().is_some_and(|s| s.concurrency.is_some())
+}
+
+/// Parses `RATE:SECONDS[,RATE:SECONDS...]` (e.g. `5:60,20:60`) or the concurrency stages
+/// `c=N:SECONDS[,c=N:SECONDS...]` (e.g. `c=8:60,c=32:60`); one kind per list.
 pub fn parse_stages(text: &str) -> Result<Vec<Stage>> {
-    let fix = "pass RATE:SECONDS pairs separated by commas, e.g. --stages 5:60,20:60";
+    let fix = "pass RATE:SECONDS pairs (e.g. --stages 5:60,20:60) or concurrency stages c=N:SECONDS \
+               (e.g. --stages c=8:60,c=32:60), separated by commas";
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (r, s) = item
-            .split_once(':')
-            .ok_or_else(|| BenchError::config("--stages", format!("'{item}' is not RATE:SECONDS"), fix))?;
-        let rate: f64 = r
-            .trim()
-            .parse()
-            .map_err(|_| BenchError::config("--stages", format!("rate '{r}' is not a number"), fix))?;
+        let (r, s) = item.split_once(':').ok_or_else(|| {
+            BenchError::config("--stages", format!("'{item}' is not RATE:SECONDS or c=N:SECONDS"), fix)
+        })?;
         let seconds: f64 = s.trim().parse().map_err(|_| {
             BenchError::config("--stages", format!("duration '{s}' is not a number of seconds"), fix)
         })?;
-        if !rate.is_finite() || rate <= 0.0 {
-            return Err(BenchError::config(
-                "--stages",
-                format!("rate {rate} must be a positive, finite number of requests per second"),
-                fix,
-            ));
-        }
         if !seconds.is_finite() || seconds <= 0.0 {
             return Err(BenchError::config("--stages", format!("duration {seconds} must be > 0"), fix));
         }
-        out.push(Stage { rate, seconds });
+        let stage = match r.trim().strip_prefix("c=") {
+            Some(c) => {
+                let c: usize = c.trim().parse().ok().filter(|&c| c >= 1).ok_or_else(|| {
+                    BenchError::config(
+                        "--stages",
+                        format!("concurrency '{}' is not a whole number of at least 1", c.trim()),
+                        fix,
+                    )
+                })?;
+                Stage::at_concurrency(c, seconds)
+            }
+            None => {
+                let rate: f64 = r.trim().parse().map_err(|_| {
+                    BenchError::config("--stages", format!("rate '{r}' is not a number"), fix)
+                })?;
+                if !rate.is_finite() || rate <= 0.0 {
+                    return Err(BenchError::config(
+                        "--stages",
+                        format!("rate {rate} must be a positive, finite number of requests per second"),
+                        fix,
+                    ));
+                }
+                Stage::at_rate(rate, seconds)
+            }
+        };
+        if out.first().is_some_and(|f: &Stage| f.concurrency.is_some() != stage.concurrency.is_some()) {
+            return Err(BenchError::config(
+                "--stages",
+                format!("'{item}' mixes rate stages and concurrency stages (c=N)"),
+                "give stages of one kind: all RATE:SECONDS, or all c=N:SECONDS",
+            ));
+        }
+        out.push(stage);
     }
     if out.is_empty() {
         return Err(BenchError::config("--stages", "no stage given", fix));
     }
     Ok(out)
+}
+
+/// `(concurrency, end µs)` of each concurrency stage, back to back from the origin, cut at
+/// `until_us` (`--duration`); stages starting at or after it are dropped.
+pub fn closed_loop_bounds(stages: &[Stage], until_us: Option<u64>) -> Vec<(usize, u64)> {
+    let mut out = Vec::new();
+    let mut end = 0u64;
+    for st in stages {
+        let Some(c) = st.concurrency else { continue };
+        let start = end;
+        end = end.saturating_add(secs_to_us(st.seconds));
+        let cut = until_us.map_or(end, |u| end.min(u));
+        if cut > start {
+            out.push((c, cut));
+        }
+    }
+    out
 }
 
 /// The arrivals of a staged run.
@@ -207,15 +269,32 @@ mod tests {
     #[test]
     fn parses_stage_lists() {
         let s = parse_stages("5:60, 20:30.5").unwrap();
-        assert_eq!(s, vec![Stage { rate: 5.0, seconds: 60.0 }, Stage { rate: 20.0, seconds: 30.5 }]);
-        for bad in ["", "5", "x:1", "5:y", "0:10", "inf:10", "5:0", "5:-1"] {
-            assert!(parse_stages(bad).is_err(), "{bad}");
+        assert_eq!(s, vec![Stage::at_rate(5.0, 60.0), Stage::at_rate(20.0, 30.5)]);
+        assert!(!is_closed_loop(&s));
+        let c = parse_stages("c=8:60, c=32:30").unwrap();
+        assert_eq!(c, vec![Stage::at_concurrency(8, 60.0), Stage::at_concurrency(32, 30.0)]);
+        assert!(is_closed_loop(&c));
+        for bad in
+            ["", "5", "x:1", "5:y", "0:10", "inf:10", "5:0", "5:-1", "c=0:10", "c=1.5:10", "c=x:1", "c=4:0"]
+        {
+            let e = parse_stages(bad).unwrap_err();
+            assert_eq!(e.code().as_str(), "SB101", "{bad}");
         }
+        let e = parse_stages("5:60,c=8:60").unwrap_err();
+        assert!(e.to_string().contains("mixes rate stages and concurrency stages"), "{e}");
+    }
+
+    #[test]
+    fn closed_loop_bounds_are_back_to_back_and_cut_by_the_duration() {
+        let c = [Stage::at_concurrency(2, 1.0), Stage::at_concurrency(8, 2.0), Stage::at_concurrency(4, 1.0)];
+        assert_eq!(closed_loop_bounds(&c, None), vec![(2, 1_000_000), (8, 3_000_000), (4, 4_000_000)]);
+        assert_eq!(closed_loop_bounds(&c, Some(2_000_000)), vec![(2, 1_000_000), (8, 2_000_000)]);
+        assert!(closed_loop_bounds(&[Stage::at_rate(5.0, 1.0)], None).is_empty());
     }
 
     #[test]
     fn staged_schedule_is_pure_and_keeps_each_stage_in_its_window() {
-        let stages = [Stage { rate: 50.0, seconds: 10.0 }, Stage { rate: 200.0, seconds: 5.0 }];
+        let stages = [Stage::at_rate(50.0, 10.0), Stage::at_rate(200.0, 5.0)];
         let a = staged_schedule(&stages, 1.0, 3);
         assert_eq!(a, staged_schedule(&stages, 1.0, 3));
         assert_ne!(a.offsets_us, staged_schedule(&stages, 1.0, 4).offsets_us);
@@ -234,7 +313,7 @@ mod tests {
 
     #[test]
     fn constant_gaps_with_infinite_burstiness() {
-        let a = staged_schedule(&[Stage { rate: 10.0, seconds: 1.0 }], f64::INFINITY, 0);
+        let a = staged_schedule(&[Stage::at_rate(10.0, 1.0)], f64::INFINITY, 0);
         assert_eq!(a.offsets_us, (1..10).map(|i| i * 100_000).collect::<Vec<u64>>());
     }
 

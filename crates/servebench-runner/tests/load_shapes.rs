@@ -26,7 +26,7 @@ async fn sim(ttft_ms: f64, itl_ms: f64, loras: &[&str]) -> servebench_sim::SimHa
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stages_then_duration_stop_issuing_and_report_per_stage() {
     let sim = sim(5.0, 2.0, &[]).await;
-    let stages = vec![Stage { rate: 20.0, seconds: 0.5 }, Stage { rate: 60.0, seconds: 0.5 }];
+    let stages = vec![Stage::at_rate(20.0, 0.5), Stage::at_rate(60.0, 0.5)];
     let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 7);
     cfg.rate = RateConfig { request_rate: f64::INFINITY, burstiness: 1.0, ramp_up: None };
     cfg.load.stages = stages.clone();
@@ -117,5 +117,54 @@ async fn duration_with_an_infinite_rate_stops_the_gated_workload_at_the_end() {
     for r in records.iter().filter(|r| r.dispatched_us.is_some()) {
         assert!(r.dispatched_us.unwrap() < 600_000, "issued after the end: {:?}", r.dispatched_us);
     }
+    sim.shutdown().await;
+}
+
+/// Most requests in flight at once among `records` (from their dispatch and end times).
+fn peak_in_flight(records: &[&servebench_core::RequestRecord]) -> usize {
+    let mut events: Vec<(u64, i32)> = Vec::new();
+    for r in records {
+        if let (Some(d), Some(e)) = (r.dispatched_us, r.done_us) {
+            events.push((d, 1));
+            events.push((e, -1));
+        }
+    }
+    // Ends before starts at the same instant: a slot freed and refilled is not two in flight.
+    events.sort_by_key(|&(t, delta)| (t, delta));
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, delta) in events {
+        now += delta;
+        peak = peak.max(now);
+    }
+    peak as usize
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_stages_hold_each_limit_in_a_closed_loop() {
+    // About 15 ms per request: 2 then 6 in flight for 0.4 s each, prompts cycled.
+    let sim = sim(5.0, 2.0, &[]).await;
+    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 5);
+    cfg.load.stages = vec![Stage::at_concurrency(2, 0.4), Stage::at_concurrency(6, 0.4)];
+    let records = common::run(cfg).await;
+    assert!(records.iter().all(|r| r.outcome == Outcome::Completed), "drained");
+    let indices: Vec<u64> = records.iter().map(|r| r.index).collect();
+    assert_eq!(indices, (0..records.len() as u64).collect::<Vec<_>>(), "one record per request sent");
+    assert!(records.len() > 10, "more requests than the 5 prompts: they are cycled");
+    assert_eq!(records[7].prompt_tokens, records[2].prompt_tokens, "request i sends prompt i mod 5");
+    let stage = |k| records.iter().filter(|r| r.stage == Some(k)).collect::<Vec<_>>();
+    let (s0, s1) = (stage(0), stage(1));
+    assert_eq!(s0.len() + s1.len(), records.len());
+    assert!(s0.iter().all(|r| r.dispatched_us.unwrap() < 400_000));
+    assert!(s1.iter().all(|r| (400_000..800_000).contains(&r.dispatched_us.unwrap())));
+    assert!(
+        peak_in_flight(&s0) <= 2 && peak_in_flight(&s1) <= 6,
+        "{} {}",
+        peak_in_flight(&s0),
+        peak_in_flight(&s1)
+    );
+    assert!(peak_in_flight(&s1) > 2, "the limit was raised");
+    assert!(s1.len() > s0.len(), "{} vs {}", s1.len(), s0.len());
+    let per_stage = by_stage(&records, &MetricsConfig::default());
+    assert_eq!(per_stage.len(), 2);
     sim.shutdown().await;
 }

@@ -6,11 +6,12 @@ use clap::Args;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 use servebench_data::trace::{TraceConfig, TraceLabels};
+use servebench_report::groups::StageInfo;
 use servebench_runner::config::{DatasetSpec, RunConfig};
 use servebench_runner::load::LoadOptions;
 use servebench_runner::lora::{LoraAssignment, LoraConfig};
 use servebench_runner::session::MultiTurnConfig;
-use servebench_runner::stages::parse_stages;
+use servebench_runner::stages::{is_closed_loop, parse_stages};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -84,8 +85,11 @@ pub struct WorkloadArgs {
     /// Send nothing after this many seconds (at --request-rate; requests reuse the prompts).
     #[arg(long, value_name = "SECONDS", help_heading = "Load")]
     pub duration: Option<f64>,
-    /// Load stages RATE:SECONDS,... run back to back, each reported on its own (e.g. 5:60,20:60).
-    #[arg(long, value_name = "RATE:SECONDS,...", help_heading = "Load")]
+    /// Load stages run back to back, each reported on its own: rate stages RATE:SECONDS,...
+    /// (e.g. 5:60,20:60), or concurrency stages c=N:SECONDS,... (e.g. c=8:60,c=32:60: a closed
+    /// loop keeping N requests in flight; with the default infinite --request-rate and no
+    /// --max-concurrency).
+    #[arg(long, value_name = "RATE:SECONDS,...|c=N:SECONDS,...", help_heading = "Load")]
     pub stages: Option<String>,
     /// At the end of --duration/--stages: `drain` lets requests in flight finish, `cancel`
     /// stops them (recorded as cancelled).
@@ -255,6 +259,9 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
             ));
         }
         load.stages = parse_stages(s)?;
+        if is_closed_loop(&load.stages) {
+            check_concurrency_stages(run)?;
+        }
     }
     if let Some(secs) = w.duration {
         let d = Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
@@ -300,10 +307,36 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     Ok(())
 }
 
+/// Concurrency stages (`--stages c=N:SECONDS`) are a closed loop that sets the concurrency.
+fn check_concurrency_stages(run: &RunConfig) -> Result<()> {
+    if run.max_concurrency.is_some() {
+        return Err(BenchError::config(
+            "--max-concurrency",
+            "concurrency stages (--stages c=N:SECONDS) set the concurrency of each stage",
+            "drop --max-concurrency",
+        ));
+    }
+    if run.rate.request_rate.is_finite() {
+        return Err(BenchError::config(
+            "--request-rate",
+            "concurrency stages (--stages c=N:SECONDS) are a closed loop: a request is sent whenever one ends",
+            "drop --request-rate, or use rate stages (--stages RATE:SECONDS,...)",
+        ));
+    }
+    if run.shard.is_some() {
+        return Err(BenchError::config(
+            "--num-shards",
+            "concurrency stages (--stages c=N:SECONDS) cannot be sharded yet",
+            "run them in one process, or use rate stages (--stages RATE:SECONDS,...)",
+        ));
+    }
+    Ok(())
+}
+
 /// What the group reports need to know about the run (stages, trace replay, multi-turn).
 pub fn group_info(run: &RunConfig) -> servebench_report::groups::GroupInfo {
     let load = &run.load;
-    let stages: Vec<(f64, f64)> = if !load.stages.is_empty() {
+    let stages: Vec<StageInfo> = if !load.stages.is_empty() {
         // A --duration shorter than the stages cuts the last ones short (or off).
         let mut left = load.duration.map_or(f64::INFINITY, |d| d.as_secs_f64());
         let mut v = Vec::new();
@@ -311,7 +344,8 @@ pub fn group_info(run: &RunConfig) -> servebench_report::groups::GroupInfo {
             if left <= 0.0 {
                 break;
             }
-            v.push((s.rate, s.seconds.min(left)));
+            let concurrency = s.concurrency.map(|c| c as u64);
+            v.push(StageInfo { rate: s.rate, seconds: s.seconds.min(left), concurrency });
             left -= s.seconds;
         }
         v
@@ -321,7 +355,7 @@ pub fn group_info(run: &RunConfig) -> servebench_report::groups::GroupInfo {
         matches!(run.dataset, DatasetSpec::TimedTrace(_)),
         run.rate.request_rate.is_finite(),
     ) {
-        vec![(run.rate.request_rate, d.as_secs_f64())]
+        vec![StageInfo { rate: run.rate.request_rate, seconds: d.as_secs_f64(), concurrency: None }]
     } else {
         Vec::new()
     };
@@ -358,6 +392,10 @@ mod tests {
             validate(&["--request-rate", "5", "--stages", "5:60,20:60", "--lora-modules", "a", "b"]).unwrap();
         assert_eq!(v.run.load.stages.len(), 2);
         assert_eq!(v.run.load.lora.unwrap().modules, vec!["a", "b"]);
+        let v = validate(&["--stages", "c=8:60,c=32:30", "--duration", "70"]).unwrap();
+        let info = super::group_info(&v.run);
+        let limits: Vec<_> = info.stages.iter().map(|s| (s.concurrency, s.seconds)).collect();
+        assert_eq!(limits, vec![(Some(8), 60.0), (Some(32), 10.0)], "the duration cuts the last stage");
         let v = validate(&["--dataset-name", "timed-trace", "--dataset-path", "t.jsonl", "--no-self-timed"])
             .unwrap();
         match v.run.dataset {
@@ -376,6 +414,10 @@ mod tests {
             &["--duration", "5"],
             &["--request-rate", "5", "--duration", "0"],
             &["--stages", "5"],
+            &["--stages", "c=0:10"],
+            &["--stages", "5:10,c=4:10"],
+            &["--stages", "c=4:10", "--max-concurrency", "4"],
+            &["--stages", "c=4:10", "--request-rate", "5"],
             &["--lora-modules", "a", "--lora-assignment", "zigzag"],
             &["--request-rate", "5", "--duration", "5", "--on-duration-end", "later"],
         ] {

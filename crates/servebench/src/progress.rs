@@ -55,10 +55,11 @@ pub fn bar_message(s: &LiveSnapshot) -> String {
 /// `[0:01:05] 812/2000 done: 800 completed, 12 failed, 64 in flight | 12.5 req/s, 1603 tok/s`.
 pub fn summary_line(s: &LiveSnapshot) -> String {
     let done = s.completed + s.failed + s.cancelled;
+    // 0 scheduled: the total is not known in advance (closed-loop concurrency stages).
+    let of = if s.scheduled > 0 { format!("/{}", s.scheduled) } else { String::new() };
     let mut line = format!(
-        "[{}] {done}/{} done: {} completed, {} failed",
+        "[{}] {done}{of} done: {} completed, {} failed",
         format_elapsed(s.elapsed_s),
-        s.scheduled,
         s.completed,
         s.failed
     );
@@ -139,11 +140,14 @@ impl RunObserver for ConsoleObserver {
             self.start_ticker(SUMMARY_EVERY, move || eprintln!("{}", summary_line(&live.snapshot())));
             return;
         }
-        let bar = ProgressBar::new(total);
-        let style = ProgressStyle::with_template(
-            "[{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} (eta {eta}) {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        // Total 0: not known in advance (closed-loop concurrency stages): a count, no bar.
+        let (bar, template) = match total {
+            0 => (ProgressBar::no_length(), "[{elapsed_precise}] {pos} done {msg}"),
+            n => {
+                (ProgressBar::new(n), "[{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} (eta {eta}) {msg}")
+            }
+        };
+        let style = ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.set_message(bar_message(&live.snapshot()));
         if let Ok(mut b) = self.bar.lock() {
@@ -212,6 +216,13 @@ mod tests {
         assert_eq!(
             summary_line(&s),
             "[0:01:05] 815/2000 done: 800 completed, 12 failed, 3 cancelled, 64 in flight | 0.0 req/s, 0.0 tok/s"
+        );
+        // Total not known (closed-loop concurrency stages).
+        let open = LiveSnapshot { scheduled: 0, ..snap() };
+        assert!(
+            summary_line(&open).starts_with("[0:01:05] 812 done: 800 completed"),
+            "{}",
+            summary_line(&open)
         );
     }
 

@@ -1,5 +1,6 @@
-//! End to end through the binary: trace replay, multi-turn with LoRA, and stages against the
-//! embedded simulator; each result must carry its group keys and match the result schema.
+//! End to end through the binary: trace replay, multi-turn with LoRA, and rate and concurrency
+//! stages against the embedded simulator; each result must carry its group keys and match the
+//! result schema.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -102,6 +103,38 @@ fn stages_are_reported_one_by_one() {
     let total: u64 = stages.iter().map(|s| s["completed"].as_u64().unwrap()).sum();
     assert_eq!(Some(total), json["completed"].as_u64());
     assert!(stdout.contains(" Stage 1: 40 req/s"), "{stdout}");
+}
+
+#[test]
+fn concurrency_stages_are_a_closed_loop_reported_one_by_one() {
+    let (stdout, json) = run(&[
+        "--sim-ttft-ms",
+        "5",
+        "--sim-itl-ms",
+        "1",
+        "--num-prompts",
+        "5",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "4",
+        "--stages",
+        "c=1:0.5,c=4:0.5",
+    ]);
+    let stages = json["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    assert_eq!(
+        (stages[0]["max_concurrency"].clone(), stages[1]["max_concurrency"].clone()),
+        (1.into(), 4.into())
+    );
+    assert_eq!(stages[1]["request_rate"], "inf");
+    assert_eq!(stages[1]["start_s"], 0.5);
+    let (n0, n1) = (stages[0]["completed"].as_u64().unwrap(), stages[1]["completed"].as_u64().unwrap());
+    // About 9 ms per request: far more than the 5 prompts, and more with 4 in flight.
+    assert!(n0 > 5 && n1 > n0, "{n0} {n1}");
+    assert_eq!(Some(n0 + n1), json["completed"].as_u64());
+    assert_eq!(json["failed"], 0);
+    assert!(stdout.contains(" Stage 1: concurrency 4 for 0.5 s "), "{stdout}");
 }
 
 #[test]
