@@ -403,8 +403,8 @@ pub struct RunArgs {
     pub csv: Option<std::path::PathBuf>,
     /// After the run, write the prompt, output and prompt + output token histograms and the
     /// tokens per request as a self-contained HTML page of SVG charts next to the result file:
-    /// <result>.dataset_stats.html (the result's name with .json replaced; in --result-dir),
-    /// with or without --save-result. vLLM writes <result>.dataset_stats.png.
+    /// RESULT.dataset_stats.html (the result's name with .json replaced; in --result-dir),
+    /// with or without --save-result. vLLM writes RESULT.dataset_stats.png.
     #[arg(long, help_heading = "Output")]
     pub plot_dataset_stats: bool,
     #[command(flatten)]
