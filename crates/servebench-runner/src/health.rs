@@ -76,6 +76,38 @@ fn proc_status_bytes(field: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// How the binary's allocator is told that a workload is being built: building frees and
+/// re-allocates memory all the time (tokenizing a dataset), so freed pages are best kept for
+/// reuse then, while the measured phase wants them returned to the OS at once (for its RSS).
+#[derive(Debug, Clone, Copy)]
+pub struct FreedMemoryHooks {
+    /// Called on the building thread before the workload is built: keep freed pages a while.
+    pub keep: fn(),
+    /// Called on the building thread after: return the pages freed while building (on this
+    /// thread and on the threads that helped) and, from then on, every freed page at once.
+    pub release: fn(),
+}
+
+static FREED_MEMORY_HOOKS: std::sync::OnceLock<FreedMemoryHooks> = std::sync::OnceLock::new();
+
+/// Registers the hooks [`building_workload`] calls. Only the first registration counts.
+pub fn set_freed_memory_hooks(hooks: FreedMemoryHooks) {
+    let _ = FREED_MEMORY_HOOKS.set(hooks);
+}
+
+/// Runs `build` (a workload build, on the calling thread) between the registered hooks.
+pub fn building_workload<T>(build: impl FnOnce() -> T) -> T {
+    let hooks = FREED_MEMORY_HOOKS.get();
+    if let Some(h) = hooks {
+        (h.keep)();
+    }
+    let built = build();
+    if let Some(h) = hooks {
+        (h.release)();
+    }
+    built
+}
+
 /// Resets the peak-RSS mark to the current RSS (Linux `clear_refs` 5), so that a later
 /// [`peak_rss_bytes`] covers only what happened after this call. Returns whether it worked.
 pub fn reset_peak_rss() -> bool {
@@ -119,5 +151,21 @@ mod tests {
             assert!(peak_rss_bytes().unwrap_or(0) > 0);
         }
         assert!(available_cpus() >= 1);
+    }
+
+    static CALLS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+    #[test]
+    fn building_a_workload_runs_between_the_hooks() {
+        set_freed_memory_hooks(FreedMemoryHooks {
+            keep: || CALLS.lock().unwrap().push("keep"),
+            release: || CALLS.lock().unwrap().push("release"),
+        });
+        let built = building_workload(|| {
+            CALLS.lock().unwrap().push("build");
+            7
+        });
+        assert_eq!(built, 7);
+        assert_eq!(*CALLS.lock().unwrap(), ["keep", "build", "release"]);
     }
 }

@@ -62,7 +62,9 @@ pub async fn build_special(
         t.max_model_len = cfg.max_model_len;
         let self_timed = t.self_timed;
         let built = tokio::task::spawn_blocking(move || {
-            servebench_data::trace::build_trace_workload(&t, tok.as_ref())
+            crate::health::building_workload(|| {
+                servebench_data::trace::build_trace_workload(&t, tok.as_ref())
+            })
         })
         .await
         .map_err(|e| BenchError::Dataset { detail: format!("trace loading failed: {e}") })??;
@@ -79,20 +81,18 @@ pub async fn build_special(
     let limit = cfg.max_model_len;
     let t = tok.clone();
     let conv = tokio::task::spawn_blocking(move || -> Result<Conversations> {
-        let conv = match (&mt.sharegpt_path, &random) {
+        let conv = crate::health::building_workload(|| match (&mt.sharegpt_path, &random) {
             (Some(path), _) => {
                 let n = random.as_ref().map_or(usize::MAX, |r| r.num_prompts);
-                session::sharegpt(path, &mt, n, t.as_ref())?
+                session::sharegpt(path, &mt, n, t.as_ref())
             }
-            (None, Some(r)) => session::synthetic(&mt, r, t.as_ref())?,
-            (None, None) => {
-                return Err(BenchError::config(
-                    "--multi-turn",
-                    "works with the random dataset (synthetic turns) or sharegpt (conversations)",
-                    "use --dataset-name random, or sharegpt with --dataset-path",
-                ))
-            }
-        };
+            (None, Some(r)) => session::synthetic(&mt, r, t.as_ref()),
+            (None, None) => Err(BenchError::config(
+                "--multi-turn",
+                "works with the random dataset (synthetic turns) or sharegpt (conversations)",
+                "use --dataset-name random, or sharegpt with --dataset-path",
+            )),
+        })?;
         Ok(session::truncate_to_model_len(conv, limit).0)
     })
     .await

@@ -606,7 +606,9 @@ async fn build_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> R
             let mut t = t.clone();
             t.max_model_len = cfg.max_model_len;
             tokio::task::spawn_blocking(move || {
-                servebench_data::trace::build_trace_workload(&t, tokenizer.as_ref()).map(|b| b.workload)
+                health::building_workload(|| {
+                    servebench_data::trace::build_trace_workload(&t, tokenizer.as_ref()).map(|b| b.workload)
+                })
             })
             .await
             .map_err(|e| BenchError::Dataset { detail: format!("trace loading failed: {e}") })?
@@ -614,7 +616,7 @@ async fn build_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> R
         DatasetSpec::Random(r) => {
             let r = r.clone();
             tokio::task::spawn_blocking(move || {
-                servebench_data::random::generate_random(&r, tokenizer.as_ref())
+                health::building_workload(|| servebench_data::random::generate_random(&r, tokenizer.as_ref()))
             })
             .await
             .map_err(|e| BenchError::Dataset { detail: format!("workload generation failed: {e}") })?
@@ -623,7 +625,9 @@ async fn build_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> R
             let d = d.clone();
             tokio::task::spawn_blocking(move || {
                 let env = servebench_data::HubEnv::from_env();
-                servebench_data::dataset::build_dataset(&d, tokenizer.as_ref(), &env)
+                health::building_workload(|| {
+                    servebench_data::dataset::build_dataset(&d, tokenizer.as_ref(), &env)
+                })
             })
             .await
             .map_err(|e| BenchError::Dataset { detail: format!("workload generation failed: {e}") })?
