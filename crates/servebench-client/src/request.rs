@@ -21,7 +21,7 @@ use crate::backend::{build_headers, BackendKind, BodyTemplate, TargetConfig};
 use crate::chunk::Chunk;
 use crate::sse::{SseError, SseFramer, DEFAULT_MAX_EVENT_BYTES};
 use crate::stream::{Flow, StreamState};
-use crate::transport::control::{read_body, snippet, SNIPPET_BYTES};
+use crate::transport::control::{snippet, SNIPPET_BYTES};
 use crate::transport::{Conn, HttpClient, Incoming, Interrupted, SendFailKind};
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -335,7 +335,7 @@ async fn run(
     }
 
     if !parts.status.is_success() {
-        let read = read_body(&mut conn, &mut incoming, SNIPPET_BYTES + 4, timer.get()).await;
+        let read = read_whole_body(&mut conn, &mut incoming, SNIPPET_BYTES + 4, &mut timer).await;
         record.done_us = Some(clock.now_us());
         let text = match read {
             Ok((b, complete, _)) => {
@@ -344,7 +344,7 @@ async fn run(
                 }
                 snippet(&b)
             }
-            Err(e) => format!("(body unreadable: {e})"),
+            Err((_, e)) => format!("(body unreadable: {e})"),
         };
         let reason = parts.status.canonical_reason().unwrap_or("");
         record.fail(ErrorKind::HttpStatus, format!("HTTP {} {reason}: {text}", parts.status.as_u16()));
@@ -457,8 +457,8 @@ async fn run(
     }
 }
 
-/// Reads a non-streamed body (at most `max` bytes kept; `false` when it was larger), with the
-/// time its last bytes were read. Every read is progress for the stall timer, as in a stream,
+/// Reads a non-streamed body — a JSON answer or an error status's body — (at most `max` bytes
+/// kept; `false` when it was larger), with the time its last bytes were read. Every read is progress for the stall timer, as in a stream,
 /// so `--stall-timeout` means "no byte for that long" here too.
 async fn read_whole_body(
     conn: &mut Conn,
