@@ -220,10 +220,12 @@ pub struct ServerSideOutput {
 
 impl ServerSide {
     /// A control-plane client for `base_url` (its own pool, so polls never wait behind the load).
-    pub fn client(base_url: &str, insecure: bool) -> servebench_core::Result<HttpClient> {
+    pub fn client(run: &servebench_runner::RunConfig) -> servebench_core::Result<HttpClient> {
         HttpClient::new(ClientOptions {
-            base_url: base_url.to_owned(),
-            insecure,
+            base_url: run.base_url.clone(),
+            insecure: run.insecure,
+            tls: run.tls.clone(),
+            proxy: run.proxy.clone(),
             max_idle: 4,
             control_timeout: Duration::from_secs(10),
             ..ClientOptions::default()
@@ -235,7 +237,7 @@ impl ServerSide {
         run: &servebench_runner::RunConfig,
         a: &ExperimentArgs,
     ) -> servebench_core::Result<ServerSide> {
-        let client = Self::client(&run.base_url, run.insecure)?;
+        let client = Self::client(run)?;
         let headers = servebench_client::backend::build_headers(&run.target)?;
         Ok(Self::arm(&client, &headers, a))
     }
