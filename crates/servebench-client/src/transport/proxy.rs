@@ -118,6 +118,11 @@ pub(crate) fn route(opts: &ProxyOptions, target: &Url) -> Result<Option<ProxyRou
         (_, _, _, Some(v)) => (v, "ALL_PROXY"),
         _ => return Ok(None),
     };
+    // `*` bypasses every host, IP addresses included (curl, Python); hyper-util's matcher
+    // applies it to domain names only.
+    if env.no_proxy.as_deref().is_some_and(|n| n.split(',').any(|e| e.trim() == "*")) {
+        return Ok(None);
+    }
     let shown = redact(raw);
     let scheme = raw.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     match scheme.as_deref() {

@@ -51,6 +51,7 @@ fn no_proxy_matches_hosts_suffixes_cidrs_and_star() {
     assert!(!direct("10.0.0.0/8", "https://11.0.0.1"));
     assert!(direct("::1", "https://[::1]:8000"));
     assert!(direct("*", "https://anything.example"));
+    assert!(direct("other, *", "https://10.1.2.3:8000"));
     assert!(!direct("", "https://anything.example"));
     let off = ProxyOptions { env: env(&[base]), disabled: true };
     assert!(route(&off, &Url::parse("https://x").unwrap()).unwrap().is_none(), "--no-proxy");
