@@ -140,8 +140,12 @@ async fn an_untrusted_ca_is_a_permanent_sb310_naming_cacert_and_insecure() {
     let f = c.connect_failure().unwrap();
     assert!(f.is_permanent());
     // --insecure still connects.
-    let c = HttpClient::new(ClientOptions { base_url: sim.base_url(), insecure: true, ..ClientOptions::default() })
-        .unwrap();
+    let c = HttpClient::new(ClientOptions {
+        base_url: sim.base_url(),
+        insecure: true,
+        ..ClientOptions::default()
+    })
+    .unwrap();
     models(&c).await.unwrap();
 }
 
@@ -203,7 +207,10 @@ async fn https_through_a_connect_tunnel_with_proxy_credentials() {
     let url = format!("http://bench:pa%20ss@{}", proxy.addr);
     let c = client(sim.base_url(), cacert(ca.clone()), proxy_env(&[("HTTPS_PROXY", &url)]));
     let summary = c.proxy_summary().unwrap();
-    assert!(summary.contains("***@127.0.0.1") && summary.contains("CONNECT") && !summary.contains("pa"), "{summary}");
+    assert!(
+        summary.contains("***@127.0.0.1") && summary.contains("CONNECT") && !summary.contains("pa"),
+        "{summary}"
+    );
     assert!(!format!("{c:?}").contains("pa%20ss"));
     models(&c).await.unwrap();
     let seen = proxy.seen();
@@ -212,7 +219,8 @@ async fn https_through_a_connect_tunnel_with_proxy_credentials() {
 
     // NO_PROXY bypasses it (IP, CIDR).
     for no in ["127.0.0.1", "127.0.0.0/8", "*"] {
-        let c = client(sim.base_url(), cacert(ca.clone()), proxy_env(&[("https_proxy", &url), ("no_proxy", no)]));
+        let c =
+            client(sim.base_url(), cacert(ca.clone()), proxy_env(&[("https_proxy", &url), ("no_proxy", no)]));
         assert!(c.proxy_summary().is_none());
         models(&c).await.unwrap();
     }
@@ -249,7 +257,10 @@ async fn proxy_failures_are_sb312_naming_the_redacted_proxy() {
     let e = models(&c).await.unwrap_err();
     let line = e.user_line();
     assert_eq!(e.code().as_str(), "SB312", "{line}");
-    assert!(line.contains("407") && line.contains("http://***@127.0.0.1") && !line.contains("secret"), "{line}");
+    assert!(
+        line.contains("407") && line.contains("http://***@127.0.0.1") && !line.contains("secret"),
+        "{line}"
+    );
     assert!(c.connect_failure().unwrap().is_permanent());
     // Unreachable proxy.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -23,7 +24,10 @@ use tokio_rustls::TlsAcceptor;
 pub const SERVER_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 fn gen_err(e: rcgen::Error) -> BenchError {
-    BenchError::Transport { context: "generating the simulator's TLS certificate".into(), detail: e.to_string() }
+    BenchError::Transport {
+        context: "generating the simulator's TLS certificate".into(),
+        detail: e.to_string(),
+    }
 }
 
 /// A certificate authority generated in memory.
@@ -116,7 +120,8 @@ impl SimTls {
             CertificateDer::from_pem_slice(ca_pem.as_bytes()).map_err(|e| bad(format!("{e:?}")))?,
         ];
         let key = PrivateKeyDer::Pkcs8(
-            PrivatePkcs8KeyDer::from_pem_slice(server.key_pem.as_bytes()).map_err(|e| bad(format!("{e:?}")))?,
+            PrivatePkcs8KeyDer::from_pem_slice(server.key_pem.as_bytes())
+                .map_err(|e| bad(format!("{e:?}")))?,
         );
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ServerConfig::builder_with_provider(provider.clone())

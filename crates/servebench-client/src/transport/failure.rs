@@ -45,7 +45,9 @@ impl ConnectFailure {
     /// One line for a request record's error message (with the fix, no secrets).
     pub fn message(&self) -> String {
         match self {
-            ConnectFailure::Certificate { detail, fix } => format!("TLS certificate check failed: {detail}; fix: {fix}"),
+            ConnectFailure::Certificate { detail, fix } => {
+                format!("TLS certificate check failed: {detail}; fix: {fix}")
+            }
             ConnectFailure::Proxy { proxy, detail, .. } => format!("proxy {proxy}: {detail}"),
         }
     }

@@ -36,8 +36,8 @@ use url::Url;
 
 pub use failure::ConnectFailure;
 use failure::FailureLatch;
-pub use proxy::{ProxyEnv, ProxyOptions};
 use proxy::ProxyRoute;
+pub use proxy::{ProxyEnv, ProxyOptions};
 pub use tls::{TlsOptions, TrustEnv, TrustSource};
 
 pub(crate) use conn::{Conn, Incoming, Interrupted, WriteFail};
@@ -226,8 +226,10 @@ impl HttpClient {
             (None, None)
         };
         let proxy = proxy::route(&opts.proxy, &url)?;
-        let forward_prefix =
-            proxy.as_ref().filter(|p| !p.tunnel).map(|_| format!("http://{}", host_header.to_str().unwrap_or("")));
+        let forward_prefix = proxy
+            .as_ref()
+            .filter(|p| !p.tunnel)
+            .map(|_| format!("http://{}", host_header.to_str().unwrap_or("")));
         Ok(HttpClient {
             inner: Arc::new(Inner {
                 origin: Origin { tls: tls.is_some(), host, port, host_header, prefix, display },

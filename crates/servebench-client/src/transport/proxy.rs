@@ -200,7 +200,8 @@ pub(crate) async fn tunnel(
         head.extend_from_slice(b"\r\n");
     }
     head.extend_from_slice(b"\r\n");
-    let io_fail = |what: &str, e: std::io::Error| TunnelFail { detail: format!("{what}: {e}"), permanent: false };
+    let io_fail =
+        |what: &str, e: std::io::Error| TunnelFail { detail: format!("{what}: {e}"), permanent: false };
     tcp.write_all(&head).await.map_err(|e| io_fail("sending CONNECT", e))?;
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 512];
@@ -250,7 +251,11 @@ impl super::HttpClient {
     pub(super) fn proxy_unreachable(&self, e: String) -> String {
         match &self.inner.proxy {
             Some(p) => {
-                let f = ConnectFailure::Proxy { proxy: p.display.clone(), detail: format!("unreachable: {e}"), permanent: true };
+                let f = ConnectFailure::Proxy {
+                    proxy: p.display.clone(),
+                    detail: format!("unreachable: {e}"),
+                    permanent: true,
+                };
                 let msg = f.message();
                 self.inner.failures.set(f);
                 msg
@@ -266,7 +271,8 @@ impl super::HttpClient {
         let host = if o.host.contains(':') { format!("[{}]", o.host) } else { o.host.clone() };
         let authority = format!("{host}:{}", o.port);
         tunnel(tcp, p, &authority).await.map_err(|t| {
-            let f = ConnectFailure::Proxy { proxy: p.display.clone(), detail: t.detail, permanent: t.permanent };
+            let f =
+                ConnectFailure::Proxy { proxy: p.display.clone(), detail: t.detail, permanent: t.permanent };
             let msg = f.message();
             self.inner.failures.set(f);
             msg

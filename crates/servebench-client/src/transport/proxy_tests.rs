@@ -29,7 +29,8 @@ fn https_targets_tunnel_and_http_targets_forward() {
 
 #[test]
 fn lowercase_wins_over_uppercase_as_in_python() {
-    let r = route_for(&[("https_proxy", "http://low:1"), ("HTTPS_PROXY", "http://up:2")], "https://x").unwrap();
+    let r =
+        route_for(&[("https_proxy", "http://low:1"), ("HTTPS_PROXY", "http://up:2")], "https://x").unwrap();
     assert_eq!(r.unwrap().host, "low");
     // Python's urllib: an empty lowercase variable removes the uppercase one.
     let r = route_for(&[("https_proxy", " "), ("HTTPS_PROXY", "http://up:2")], "https://x").unwrap();

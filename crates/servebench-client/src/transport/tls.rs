@@ -87,7 +87,9 @@ impl std::fmt::Display for TrustSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TrustSource::Insecure => f.write_str("none (--insecure: certificates are not verified)"),
-            TrustSource::CaCert { path, certs } => write!(f, "--cacert {} ({certs} certificates)", path.display()),
+            TrustSource::CaCert { path, certs } => {
+                write!(f, "--cacert {} ({certs} certificates)", path.display())
+            }
             TrustSource::Env { vars, certs } => write!(f, "{vars} ({certs} certificates)"),
             TrustSource::System { certs } => write!(f, "system trust store ({certs} certificates)"),
             TrustSource::BuiltIn => f.write_str("built-in Mozilla roots (no system trust store found)"),
@@ -150,7 +152,8 @@ const PEM_FIX: &str = "point it at a readable PEM file (-----BEGIN CERTIFICATE--
 /// Every certificate of a PEM file; an unreadable file, a malformed block or no certificate at
 /// all is an SB311 error naming the file.
 fn load_certs(what: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>> {
-    let iter = CertificateDer::pem_file_iter(path).map_err(|e| tls_file(what, path, &pem_detail(&e), PEM_FIX))?;
+    let iter =
+        CertificateDer::pem_file_iter(path).map_err(|e| tls_file(what, path, &pem_detail(&e), PEM_FIX))?;
     let certs: Vec<_> = iter
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| tls_file(what, path, &pem_detail(&e), PEM_FIX))?;
@@ -388,7 +391,12 @@ impl ServerCertVerifier for AcceptAnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -397,7 +405,12 @@ impl ServerCertVerifier for AcceptAnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -66,7 +66,8 @@ fn unreadable_or_malformed_files_are_sb311_naming_the_file() {
     let e = code(setup(false, &TlsOptions { cacert: Some(empty), ..TlsOptions::default() }));
     assert!(e.starts_with("SB311") && e.contains("empty.pem") && e.contains("no PEM certificate"), "{e}");
 
-    let broken = write(dir.path(), "broken.pem", "-----BEGIN CERTIFICATE-----\n@@@@\n-----END CERTIFICATE-----\n");
+    let broken =
+        write(dir.path(), "broken.pem", "-----BEGIN CERTIFICATE-----\n@@@@\n-----END CERTIFICATE-----\n");
     let e = code(setup(false, &TlsOptions { cacert: Some(broken), ..TlsOptions::default() }));
     assert!(e.starts_with("SB311") && e.contains("broken.pem"), "{e}");
 
@@ -98,11 +99,19 @@ fn client_identity_is_checked() {
     // A key of another certificate.
     let other = rcgen::KeyPair::generate().unwrap();
     let wrong = write(dir.path(), "other.key", &other.serialize_pem());
-    let mismatch = TlsOptions { client_cert: Some(cert_path), client_key: Some(wrong), ..TlsOptions::default() };
+    let mismatch =
+        TlsOptions { client_cert: Some(cert_path), client_key: Some(wrong), ..TlsOptions::default() };
     let e = code(setup(true, &mismatch));
     assert!(e.starts_with("SB311 --client-key") && e.contains("other.key"), "{e}");
-    let enc = write(dir.path(), "enc.key", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n");
-    let e = code(setup(true, &TlsOptions { client_cert: Some(cert_path_of(&dir)), client_key: Some(enc), ..TlsOptions::default() }));
+    let enc = write(
+        dir.path(),
+        "enc.key",
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n",
+    );
+    let e = code(setup(
+        true,
+        &TlsOptions { client_cert: Some(cert_path_of(&dir)), client_key: Some(enc), ..TlsOptions::default() },
+    ));
     assert!(e.starts_with("SB311") && e.contains("encrypted"), "{e}");
     let lonely = TlsOptions { client_key: Some(key_path), ..TlsOptions::default() };
     assert!(code(setup(true, &lonely)).starts_with("SB311 --client-key"));
