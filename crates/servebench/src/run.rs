@@ -83,6 +83,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let _sim = if args.sim {
         let sim = EmbeddedSim::start(&args.sim_options)?;
         run.base_url = sim.base_url();
+        // The embedded simulator is on this host: never through a proxy from the environment.
+        run.proxy.disabled = true;
         if let Some(t) = sim.tls() {
             // The client trusts the simulator's fresh CA unless told otherwise.
             if run.tls.cacert.is_none() && !run.insecure {
