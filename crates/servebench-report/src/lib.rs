@@ -2,6 +2,7 @@
 //! servebench's), vLLM's default result file name and result-file writing, the per-request CSV and
 //! the self-contained HTML report with charts.
 
+pub mod change;
 pub mod console;
 pub mod csv;
 pub mod env;

@@ -161,19 +161,17 @@ fn summary_table(o: &mut String, runs: &[ReportRun]) {
             };
             let _ = write!(o, "<td>{v:.decimals$}");
             if let (true, Some(b)) = (i > 0, base) {
-                if b != 0.0 && v.is_finite() {
-                    let change = (v - b) / b.abs() * 100.0;
-                    // No "-0.0%": changes that round to zero print as 0.0%.
-                    let change = if change.abs() < 0.05 { 0.0 } else { change };
-                    let class = match better {
-                        _ if change.abs() < 0.05 => "",
-                        Better::Lower if change < 0.0 => "better",
-                        Better::Higher if change > 0.0 => "better",
-                        Better::Neither => "",
-                        _ => "worse",
-                    };
-                    let _ = write!(o, "<span class=\"delta {class}\">{change:+.1}%</span>");
-                }
+                let change = crate::change::change_percent(b, *v);
+                let class = match (better, change) {
+                    (_, None) => "",
+                    (_, Some(c)) if c.abs() < 0.05 => "",
+                    (Better::Lower, Some(c)) if c < 0.0 => "better",
+                    (Better::Higher, Some(c)) if c > 0.0 => "better",
+                    (Better::Neither, _) => "",
+                    _ => "worse",
+                };
+                let text = crate::change::format_change(change, 1);
+                let _ = write!(o, "<span class=\"delta {class}\">{text}</span>");
             }
             o.push_str("</td>");
         }
