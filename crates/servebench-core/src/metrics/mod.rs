@@ -21,7 +21,7 @@ use crate::stats::{summary_weighted, Summary};
 
 pub use peaks::{peak_overlap, peak_rate, peak_window_sum, WINDOW_US};
 pub use request::{is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes};
-pub use steady_state::{steady_state, LoadMode, SteadyState, SteadyStateConfig};
+pub use steady_state::{steady_state, LoadMode, NoSteadyState, SteadyState, SteadyStateConfig};
 pub use token_accounting::{CountDiscrepancy, TokenAccounting, OUTPUT_DISAGREEMENT_WARN};
 pub use ttfo::{output_split, ttfo_us, OutputSplit};
 

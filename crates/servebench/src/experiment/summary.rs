@@ -28,8 +28,14 @@ pub fn summary_row(p: &PointOutcome, extra_percentiles: &[f64]) -> SummaryRow {
         ("output_throughput".to_owned(), Some(m.output_throughput)),
         ("total_token_throughput".to_owned(), Some(m.total_token_throughput)),
         ("request_goodput".to_owned(), m.request_goodput),
-        ("ss_request_throughput".to_owned(), p.steady.as_ref().map(|s| s.request_throughput)),
-        ("ss_output_throughput".to_owned(), p.steady.as_ref().map(|s| s.output_throughput)),
+        (
+            "ss_request_throughput".to_owned(),
+            p.steady.as_ref().and_then(|s| s.as_ref().ok()).map(|s| s.request_throughput),
+        ),
+        (
+            "ss_output_throughput".to_owned(),
+            p.steady.as_ref().and_then(|s| s.as_ref().ok()).map(|s| s.output_throughput),
+        ),
         ("median_ttft_ms".to_owned(), Some(m.ttft.median)),
         ("median_tpot_ms".to_owned(), Some(m.tpot.median)),
     ];
