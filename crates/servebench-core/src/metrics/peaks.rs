@@ -38,7 +38,8 @@ pub fn peak_window_sum(events: &mut [(u64, f64)], window_us: u64) -> f64 {
 pub fn peak_rate(events: &mut [(u64, f64)], window_us: u64, span_us: u64) -> f64 {
     // Spread weights (T/E) are inexact in binary: round sums to 1e-6 tokens.
     let round = |x: f64| (x * 1e6).round() / 1e6;
-    let total = round(events.iter().map(|e| e.1).sum());
+    // A fold from +0.0: an empty float `sum()` is -0.0, printed "-0.00".
+    let total = round(events.iter().fold(0.0, |a, e| a + e.1));
     let per_s = |x: f64, us: u64| x * 1e6 / us as f64;
     if span_us == 0 || window_us == 0 {
         return round(peak_window_sum(events, window_us));
@@ -102,6 +103,8 @@ mod tests {
         let mut ev = vec![(0, 1.0), (10, 1.0), (20, 1.0), (30, 1.0), (40, 1.0), (2_500_000, 1.0)];
         assert_eq!(peak_rate(&mut ev, WINDOW_US, 3_000_000), 5.0);
         assert_eq!(peak_rate(&mut [], WINDOW_US, 0), 0.0);
+        // No tokens in a 0.38-s run (every request failed): +0, never "-0.00".
+        assert!(peak_rate(&mut [], WINDOW_US, 380_000).is_sign_positive());
     }
 
     #[test]

@@ -145,8 +145,7 @@ fn over_window(
         .iter()
         .flat_map(|(r, _)| token_event_times(r).into_iter().zip(token_event_weights(r)))
         .filter(|(t, _)| in_window(*t))
-        .map(|(_, w)| w)
-        .sum();
+        .fold(0.0, |a, (_, w)| a + w);
     let rate = |x: f64| x / dur_s;
     let run_s = t1.saturating_sub(t0) as f64 / 1e6;
     let min_window = cfg.min_window_s.unwrap_or((0.1 * run_s).max(10.0));
