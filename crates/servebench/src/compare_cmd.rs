@@ -228,8 +228,12 @@ fn table(a: &Loaded, b: &Loaded, rows: &[Value], alpha: f64) -> String {
     ));
     for r in rows {
         let f = |k: &str| r.get(k).and_then(Value::as_f64);
-        let change =
-            format!("{}{}", format_change(f("change_percent"), 2), r["marker"].as_str().unwrap_or(""));
+        let marker = r["marker"].as_str().unwrap_or("");
+        let change = match f("change_percent") {
+            Some(c) => format!("{}{marker}", format_change(Some(c), 2)),
+            // "–" then the direction apart, so a regression from 0 still shows.
+            None => format!("– {marker}").trim_end().to_owned(),
+        };
         let num = |k: &str| f(k).map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"));
         out.push_str(&format!(
             "{:<34} {:>12} {:>12} {:>12} {:>10} {:>16} {:>9} {:>5}\n",
@@ -309,7 +313,8 @@ mod tests {
         assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
         let line = |k: &str| text.lines().find(|l| l.starts_with(&format!("{k} "))).unwrap().to_owned();
         assert!(line("failed").contains(" 0.00%"), "{}", line("failed"));
-        assert!(line("completed").contains(" –"), "{}", line("completed"));
+        // 0 → 5 completed: undefined change, still marked as an improvement, apart from the dash.
+        assert!(line("completed").contains(" – +"), "{}", line("completed"));
         // mean_ttft_ms is null in A (no completed request): n/a, not 0.00, and no change.
         assert_eq!(row("mean_ttft_ms")["a"], Value::Null);
         assert_eq!(row("mean_ttft_ms")["change_percent"], Value::Null);

@@ -180,3 +180,52 @@ pub fn multi_run_table(summary: &Value, runs: usize) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::point::{PointOutcome, PointSpec};
+    use super::*;
+    use servebench_core::metrics::{compute, LoadMode, MetricsConfig, NoSteadyState};
+    use servebench_core::record::{ErrorKind, RequestRecord};
+
+    /// Issue 15.2: a sweep point where every request failed shows n/a (empty CSV cells), not
+    /// 0.00, for its latencies and steady state; `--num-runs` aggregates keep a key that only a
+    /// later run has data for.
+    #[test]
+    fn sweep_summary_and_multi_run_aggregates_without_data_are_na_not_zero() {
+        let mut r = RequestRecord::scheduled(0, "r0".into(), 0, 10, 10);
+        r.dispatched_us = Some(0);
+        r.done_us = Some(5_000);
+        r.fail(ErrorKind::HttpStatus, "HTTP 503");
+        let p = PointOutcome {
+            spec: PointSpec {
+                label: "rate 10".into(),
+                request_rate: 10.0,
+                max_concurrency: None,
+                num_prompts: 1,
+                seed: 0,
+            },
+            metrics: compute(&[r.clone()], &MetricsConfig::default()),
+            steady: Some(Err(NoSteadyState {
+                mode: LoadMode::OpenLoop,
+                reason: "no request completed".into(),
+            })),
+            result: Value::Null,
+            records: vec![r],
+            interrupted: false,
+        };
+        let row = summary_row(&p, &[]);
+        let col = |k: &str| row.columns.iter().find(|c| c.0 == k).map(|c| c.1);
+        assert_eq!(col("median_ttft_ms"), Some(None));
+        assert_eq!(col("p90_tpot_ms"), Some(None));
+        assert_eq!(col("ss_request_throughput"), Some(None));
+        assert_eq!(col("request_throughput"), Some(Some(0.0)), "requests were sent: 0 req/s is data");
+        let text = table(std::slice::from_ref(&row));
+        assert!(text.contains("n/a") && !text.contains(" -\n"), "{text}");
+        assert!(csv(&[row]).lines().nth(1).is_some_and(|l| l.contains(",,")));
+        let a = serde_json::json!({"completed": 1, "steady_state": null});
+        let b = serde_json::json!({"completed": 1, "steady_state": {"request_throughput": 4.0}});
+        let s = multi_run_summary(&[&a, &b]);
+        assert_eq!(s["steady_state.request_throughput"]["n"], 1);
+    }
+}
