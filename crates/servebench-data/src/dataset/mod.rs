@@ -21,6 +21,7 @@ pub mod random_rerank;
 pub mod sharegpt;
 pub mod sonnet;
 pub mod spec;
+pub mod spec_bench;
 pub mod speed_bench;
 pub mod stats;
 
