@@ -4,6 +4,8 @@
 //! source). Every flag is accepted, and given its vLLM default it validates (never SB102, never
 //! SB113); every backend and dataset name reaches its implementation.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use clap::CommandFactory;
 use servebench::cli::{find_listed, find_unsupported, normalize_underscores, Cli, NOT_SUPPORTED_YET};
 use servebench_core::{BenchError, ErrorCode};

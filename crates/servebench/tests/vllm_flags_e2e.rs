@@ -2,7 +2,7 @@
 //! `--plot-timeline`, `--probe-request-rate`, the `spec_bench` dataset, and SB113 before any
 //! traffic.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -199,9 +199,9 @@ fn svg(o: &mut String, rows: &[TimelineRow]) {
             axis_y + 16.0
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<text x=\"{:.0}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\">time (s)</text></svg>\n",
+        "<text x=\"{:.0}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\">time (s)</text></svg>",
         left + plot_w / 2.0,
         axis_y + 32.0
     );
