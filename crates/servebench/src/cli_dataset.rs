@@ -6,6 +6,7 @@ use clap::Args;
 use servebench_client::backend::BackendKind;
 use servebench_core::config::parse_range_ratio;
 use servebench_core::{BenchError, Result};
+use servebench_data::dataset::burstgpt::BurstGptConfig;
 use servebench_data::dataset::custom::CustomConfig;
 use servebench_data::dataset::custom_image::CustomImageConfig;
 use servebench_data::dataset::hf::{HfConfig, HfSource};
@@ -21,7 +22,8 @@ use servebench_data::random::RandomDatasetConfig;
 use std::path::PathBuf;
 
 /// Every `--dataset-name` servebench builds.
-pub const DATASET_NAMES: &str = "random, random-mm, random-rerank, sharegpt, sonnet, custom, custom_image, \
+pub const DATASET_NAMES: &str =
+    "random, random-mm, random-rerank, sharegpt, burstgpt, sonnet, custom, custom_image, \
                                  prefix_repetition, spec_bench, speed-bench, hf";
 
 /// The datasets `--enable-multimodal-chat` applies to (as in vLLM).
@@ -215,6 +217,9 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
                 output_len: output_override
                     .unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
             })
+        }
+        "burstgpt" => {
+            DatasetKind::BurstGpt(BurstGptConfig { path: required_path(args, "/path/to/BurstGPT.csv")? })
         }
         "spec_bench" | "spec-bench" => DatasetKind::SpecBench(SpecBenchConfig {
             path: required_path(args, "/path/to/question.jsonl (Spec-Bench)")?,

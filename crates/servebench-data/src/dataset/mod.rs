@@ -8,6 +8,7 @@
 //! Token counts (`prompt_tokens`) follow the `random` dataset's convention: the prompt encoded
 //! *with* the special tokens the tokenizer adds (BOS), as a server's `/tokenize` counts it.
 
+pub mod burstgpt;
 pub mod custom;
 pub mod custom_image;
 pub mod file;

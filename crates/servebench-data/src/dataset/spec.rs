@@ -1,5 +1,6 @@
 //! Which dataset to build, and building it.
 
+use super::burstgpt::{generate_burstgpt, BurstGptConfig};
 use super::custom::{generate_custom, CustomConfig};
 use super::custom_image::{generate_custom_image, CustomImageConfig};
 use super::hf::{generate_hf, HfConfig};
@@ -27,6 +28,7 @@ pub enum DatasetKind {
     Hf(HfConfig),
     CustomImage(CustomImageConfig),
     SpecBench(SpecBenchConfig),
+    BurstGpt(BurstGptConfig),
 }
 
 impl DatasetKind {
@@ -43,6 +45,7 @@ impl DatasetKind {
             DatasetKind::Hf(_) => "hf",
             DatasetKind::CustomImage(_) => "custom_image",
             DatasetKind::SpecBench(_) => "spec_bench",
+            DatasetKind::BurstGpt(_) => "burstgpt",
         }
     }
 
@@ -90,6 +93,7 @@ pub fn build_dataset(req: &DatasetRequest, tok: &dyn TextTokenizer, env: &HubEnv
         DatasetKind::Hf(c) => generate_hf(c, s, tok, env),
         DatasetKind::CustomImage(c) => generate_custom_image(c, s, tok),
         DatasetKind::SpecBench(c) => generate_spec_bench(c, s, tok),
+        DatasetKind::BurstGpt(c) => generate_burstgpt(c, s, tok),
     }?;
     // A source with no valid entry would otherwise reach the runner as an empty workload and be
     // reported as a --max-model-len problem (found by fuzzing).
