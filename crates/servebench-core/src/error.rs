@@ -172,8 +172,9 @@ Fix: correct the flag as the message says; `servebench --help` lists every flag 
             ErrorCode::FlagNotSupported => {
                 "\
 The flag exists in a `vllm bench serve` newer than the one servebench follows (every flag of vLLM
-0.33 is implemented) and servebench does not implement it yet. servebench refuses it rather than
-silently ignoring it, because ignoring a flag would change what is measured.
+0.33 is implemented), or a flag was given a value servebench cannot produce yet (a video bucket
+of --random-mm-bucket-config). servebench refuses it rather than silently ignoring it, because
+ignoring it would change what is measured.
 
 Fix: drop the flag, or use an equivalent servebench flag if the message names one."
             }
