@@ -1,5 +1,6 @@
-//! File-based and synthetic datasets of `vllm bench serve` besides `random`: sharegpt, sonnet,
-//! custom, custom_image, prefix_repetition, random-mm, random-rerank, speed-bench and hf.
+//! File-based and synthetic datasets of `vllm bench serve` besides `random`: sharegpt, burstgpt,
+//! sonnet, custom, custom_image, prefix_repetition, random-mm, random-rerank, spec_bench,
+//! speed-bench and hf.
 //!
 //! Every dataset follows the same steps, as vLLM does: read the source, shuffle it (seeded,
 //! unless `--disable-shuffle`), turn entries into samples in that order (tokenizing in parallel
