@@ -16,6 +16,9 @@ pub enum ErrorCode {
     ContentTypeUnsupported,
     /// SB112: sampling flags given to a pooling (embeddings, pooling, rerank) backend.
     PoolingSampling,
+    /// SB113: a `vllm bench serve` flag was given a value, and it does not apply to this run
+    /// (another dataset, backend or tokenizer mode).
+    FlagNotApplicable,
     /// SB201: the tokenizer could not be loaded.
     TokenizerLoad,
     /// SB202: the tokenizer would have to be downloaded and the network is not available.
@@ -62,12 +65,13 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 27] = [
         ErrorCode::ConfigInvalid,
         ErrorCode::FlagNotSupported,
         ErrorCode::MultimodalUnsupported,
         ErrorCode::ContentTypeUnsupported,
         ErrorCode::PoolingSampling,
+        ErrorCode::FlagNotApplicable,
         ErrorCode::TokenizerLoad,
         ErrorCode::TokenizerOffline,
         ErrorCode::Dataset,
@@ -99,6 +103,7 @@ impl ErrorCode {
             ErrorCode::MultimodalUnsupported => "SB110",
             ErrorCode::ContentTypeUnsupported => "SB111",
             ErrorCode::PoolingSampling => "SB112",
+            ErrorCode::FlagNotApplicable => "SB113",
             ErrorCode::TokenizerLoad => "SB201",
             ErrorCode::TokenizerOffline => "SB202",
             ErrorCode::Dataset => "SB203",
@@ -138,6 +143,7 @@ impl ErrorCode {
             ErrorCode::MultimodalUnsupported => "multimodal content not supported by the backend",
             ErrorCode::ContentTypeUnsupported => "content type not supported by the backend",
             ErrorCode::PoolingSampling => "sampling flags given to a pooling backend",
+            ErrorCode::FlagNotApplicable => "flag does not apply to this run",
             ErrorCode::TokenizerLoad => "tokenizer could not be loaded",
             ErrorCode::TokenizerOffline => "tokenizer download needed but offline",
             ErrorCode::Dataset => "workload could not be built",
@@ -181,8 +187,10 @@ Fix: correct the flag as the message says; `servebench --help` lists every flag 
             }
             ErrorCode::FlagNotSupported => {
                 "\
-The flag exists in `vllm bench serve` but servebench does not implement it yet. servebench refuses
-it rather than silently ignoring it, because ignoring a flag would change what is measured.
+The flag exists in a `vllm bench serve` newer than the one servebench follows (every flag of vLLM
+0.33 is implemented), or a flag was given a value servebench cannot produce yet (a video bucket
+of --random-mm-bucket-config). servebench refuses it rather than silently ignoring it, because
+ignoring it would change what is measured.
 
 Fix: drop the flag, or use an equivalent servebench flag if the message names one."
             }
@@ -217,6 +225,19 @@ network traffic.
 
 Fix: drop the sampling flags, or use a generation backend (openai, openai-chat,
 openai-responses)."
+            }
+            ErrorCode::FlagNotApplicable => {
+                "\
+A `vllm bench serve` flag was given a value other than its default, and it has no effect on this
+run: a dataset flag for another dataset (--spec-bench-category without --dataset-name spec_bench,
+--blazedit-min-distance without the Blazedit parser of --dataset-name hf, ...), a request flag the
+chosen --backend has no field for (--chat-template-kwargs without a chat backend,
+--use-beam-search with a pooling or native backend), or two flags that contradict each other
+(--skip-tokenizer-init with --tokenizer). vLLM silently ignores most of these; servebench refuses
+them before any network traffic, because a flag that changes nothing would make the result
+describe a run that did not happen. A flag left at its vLLM default is never refused.
+
+Fix: drop the flag, or pick the dataset or backend it applies to, as the message says."
             }
             ErrorCode::TokenizerLoad => {
                 "\
@@ -453,6 +474,8 @@ pub enum BenchError {
     ContentTypeUnsupported { backend: String, content: String, fix: String },
     #[error("--backend {backend} is a pooling backend and takes no sampling flags (got {flags}); fix: drop them, or use a generation backend")]
     PoolingSampling { backend: String, flags: String },
+    #[error("{flag} applies to {applies_to}, and {why}; fix: {fix}")]
+    FlagNotApplicable { flag: String, applies_to: String, why: String, fix: String },
     #[error("tokenizer '{name}' could not be loaded: {detail}; fix: pass --tokenizer with a tokenizer.json path or a built-in encoding (cl100k_base, o200k_base)")]
     TokenizerLoad { name: String, detail: String },
     #[error("tokenizer '{name}' is not available locally and cannot be downloaded ({detail}); fix: pass --tokenizer /path/to/tokenizer.json")]
@@ -510,6 +533,7 @@ impl BenchError {
             BenchError::MultimodalUnsupported { .. } => ErrorCode::MultimodalUnsupported,
             BenchError::ContentTypeUnsupported { .. } => ErrorCode::ContentTypeUnsupported,
             BenchError::PoolingSampling { .. } => ErrorCode::PoolingSampling,
+            BenchError::FlagNotApplicable { .. } => ErrorCode::FlagNotApplicable,
             BenchError::TokenizerLoad { .. } => ErrorCode::TokenizerLoad,
             BenchError::TokenizerOffline { .. } => ErrorCode::TokenizerOffline,
             BenchError::Dataset { .. } => ErrorCode::Dataset,
@@ -537,6 +561,21 @@ impl BenchError {
     /// Shorthand for a configuration error.
     pub fn config(flag: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {
         BenchError::Config { flag: flag.into(), problem: problem.into(), fix: fix.into() }
+    }
+
+    /// Shorthand for a flag that does not apply to this run (SB113).
+    pub fn not_applicable(
+        flag: impl Into<String>,
+        applies_to: impl Into<String>,
+        why: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        BenchError::FlagNotApplicable {
+            flag: flag.into(),
+            applies_to: applies_to.into(),
+            why: why.into(),
+            fix: fix.into(),
+        }
     }
 
     /// Shorthand for an I/O error on `path`.

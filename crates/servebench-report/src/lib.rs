@@ -13,6 +13,7 @@ pub mod info;
 pub mod json;
 pub mod output_split;
 pub mod pooling;
+pub mod probe;
 pub mod token_accounting;
 
 pub use console::console_block;

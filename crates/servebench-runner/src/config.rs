@@ -10,7 +10,8 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub enum DatasetSpec {
     Random(RandomDatasetConfig),
-    /// sharegpt, sonnet, custom, prefix_repetition, random-mm, random-rerank, speed-bench, hf.
+    /// sharegpt, burstgpt, sonnet, custom, custom_image, prefix_repetition, random-mm,
+    /// random-rerank, spec_bench, speed-bench, hf.
     Dataset(servebench_data::dataset::DatasetRequest),
     /// `timed_trace`: Mooncake-style JSONL replayed on its own timestamps.
     TimedTrace(servebench_data::trace::TraceConfig),

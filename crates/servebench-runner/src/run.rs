@@ -110,6 +110,8 @@ pub struct RunOutput {
     pub warnings: Vec<String>,
     /// The run was stopped early (Ctrl-C / SIGTERM).
     pub interrupted: bool,
+    /// `--probe-request-rate`: the probes' records in send order (in no metric of the run).
+    pub probe_records: Vec<RequestRecord>,
 }
 
 /// What `run_benchmark` returns.
@@ -535,6 +537,15 @@ pub async fn run_prepared(
         }
     };
     let interrupted = stop.clone();
+    let probes = cfg.load.probe_request_rate.map(|rate| {
+        let t = crate::probe_requests::ProbeTarget {
+            client: client.clone(),
+            target: target.clone(),
+            opts: exec_opts.clone(),
+            id_prefix: cfg.request_id_prefix.clone(),
+        };
+        crate::probe_requests::ProbeLoop::start(rate, t, clock, stops.cancel.clone())
+    });
     let cancelled = move |r: Release| record_for(&r);
     let dispatch_stats = match (&prepared.load.conversations, session_run) {
         (Some(conv), Some(run)) => {
@@ -546,6 +557,10 @@ pub async fn run_prepared(
             Some(stages) => dispatch_closed_loop(stages, clock, exec, tx, stops.release.clone()).await,
             None => dispatch(&plan, clock, exec, cancelled, tx, stops.release.clone()).await,
         },
+    };
+    let probe_records = match probes {
+        Some(p) => p.finish().await,
+        None => Vec::new(),
     };
     let was_interrupted = interrupted.is_stopped();
     let wall = clock.now_us() as f64 / 1e6;
@@ -593,6 +608,7 @@ pub async fn run_prepared(
         verification,
         warnings,
         interrupted: was_interrupted,
+        probe_records,
     })
 }
 
