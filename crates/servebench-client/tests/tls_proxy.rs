@@ -13,8 +13,10 @@ use std::sync::Arc;
 
 use http::HeaderMap;
 use servebench_client::transport::{ProxyEnv, ProxyOptions, TlsOptions, TrustEnv, TrustSource};
-use servebench_client::{ClientOptions, HttpClient};
-use servebench_core::{Result, TextTokenizer};
+use servebench_client::{
+    execute, BackendKind, ClientOptions, ExecOptions, HttpClient, RequestTarget, TargetConfig,
+};
+use servebench_core::{Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer};
 use servebench_sim::{SimCa, SimHandle, SimTls};
 use support::proxy::TestProxy;
 
@@ -78,6 +80,17 @@ async fn cacert_trusts_the_simulator_by_ip_address_and_by_dns_name() {
     assert_eq!(models(&c).await.unwrap()["data"][0]["id"], "sim-model");
     // localhost: SNI and the DNS SAN.
     let url = format!("https://localhost:{}", sim.local_addr().port());
+    let c = client(url, cacert(ca), ProxyOptions::default());
+    assert_eq!(models(&c).await.unwrap()["data"][0]["id"], "sim-model");
+}
+
+#[tokio::test]
+async fn an_ipv6_literal_is_checked_against_the_ip_san() {
+    let dir = tempfile::tempdir().unwrap();
+    let tls = SimTls::generate(None).unwrap();
+    let sim = servebench_sim::start_tls(sim_config(), "[::1]:0".parse().unwrap(), tls).await.unwrap();
+    let ca = write(dir.path(), "ca.pem", sim.tls_ca_pem().unwrap());
+    let url = format!("https://[::1]:{}", sim.local_addr().port());
     let c = client(url, cacert(ca), ProxyOptions::default());
     assert_eq!(models(&c).await.unwrap()["data"][0]["id"], "sim-model");
 }
@@ -238,11 +251,36 @@ async fn http_through_a_proxy_uses_absolute_form_requests() {
     let expect = format!("GET http://127.0.0.1:{}/v1/models HTTP/1.1", sim.local_addr().port());
     assert_eq!(seen[0].request_line, expect);
     assert_eq!(seen[0].proxy_authorization.as_deref(), Some("Basic dTpw"));
+    // The generation path goes the same way (a streamed completion).
+    let tcfg = TargetConfig {
+        backend: BackendKind::Completions,
+        model: "sim-model".into(),
+        ignore_eos: true,
+        ..TargetConfig::default()
+    };
+    let target = RequestTarget::new(&c, &tcfg).unwrap();
+    let spec = RequestSpec {
+        index: 0,
+        prompt: Prompt::Text(Arc::from("hello through the proxy")),
+        prompt_tokens: 0,
+        expected_output_tokens: 4,
+        multimodal: None,
+        rerank: None,
+        messages: None,
+    };
+    let rec = RequestRecord::scheduled(0, "p-0".into(), 0, 0, 4);
+    let rec = execute(&c, &target, &spec, rec, &RunClock::start(), &ExecOptions::default()).await;
+    assert_eq!(rec.outcome, Outcome::Completed, "{:?}", rec.error);
+    let seen = proxy.seen();
+    let expect = format!("POST http://127.0.0.1:{}/v1/completions HTTP/1.1", sim.local_addr().port());
+    assert_eq!(seen.last().unwrap().request_line, expect);
+    assert_eq!(seen.last().unwrap().proxy_authorization.as_deref(), Some("Basic dTpw"));
     // --no-proxy ignores the variables.
+    let n = proxy.seen().len();
     let mut off = proxy_env(&[("HTTP_PROXY", &url)]);
     off.disabled = true;
     models(&client(sim.base_url(), TlsOptions::default(), off)).await.unwrap();
-    assert_eq!(proxy.seen().len(), 1);
+    assert_eq!(proxy.seen().len(), n);
 }
 
 #[tokio::test]

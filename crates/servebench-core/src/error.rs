@@ -353,8 +353,8 @@ verification (traffic stays encrypted but the server is not authenticated). For 
             }
             ErrorCode::TlsFile => {
                 "\
-A file given for TLS could not be used: the --cacert bundle, SSL_CERT_FILE or a file in
-SSL_CERT_DIR, the --client-cert chain or the --client-key private key. The message names the
+A file given for TLS could not be used: the --cacert bundle, SSL_CERT_FILE or an SSL_CERT_DIR
+directory, the --client-cert chain or the --client-key private key. The message names the
 file and what was wrong: it does not exist or cannot be read, it is not PEM, it holds no
 certificate (or no private key), the key is encrypted, or the key does not belong to the
 certificate.

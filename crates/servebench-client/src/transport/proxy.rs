@@ -124,6 +124,19 @@ pub(crate) fn route(opts: &ProxyOptions, target: &Url) -> Result<Option<ProxyRou
         return Ok(None);
     }
     let shown = redact(raw);
+    let host = match target.host() {
+        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+        Some(h) => h.to_string(),
+        None => return Ok(None),
+    };
+    let dst: http::Uri = format!("{}://{host}/", target.scheme())
+        .parse()
+        .map_err(|_| proxy_error(&shown, "the target URL cannot be matched against NO_PROXY"))?;
+    // NO_PROXY first: a host it names never needs the proxy, whatever the proxy URL.
+    let no = env.no_proxy.clone().unwrap_or_default();
+    if Matcher::builder().all("http://0.0.0.0:1").no(no.clone()).build().intercept(&dst).is_none() {
+        return Ok(None);
+    }
     let scheme = raw.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     match scheme.as_deref() {
         None | Some("http") => {}
@@ -138,22 +151,10 @@ pub(crate) fn route(opts: &ProxyOptions, target: &Url) -> Result<Option<ProxyRou
         .http(env.http_proxy.clone().unwrap_or_default())
         .https(env.https_proxy.clone().unwrap_or_default())
         .all(env.all_proxy.clone().unwrap_or_default())
-        .no(env.no_proxy.clone().unwrap_or_default())
+        .no(no)
         .build();
-    let host = match target.host() {
-        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
-        Some(h) => h.to_string(),
-        None => return Ok(None),
-    };
-    let dst: http::Uri = format!("{}://{host}/", target.scheme())
-        .parse()
-        .map_err(|_| proxy_error(&shown, "the target URL cannot be matched against NO_PROXY"))?;
     let Some(intercept) = matcher.intercept(&dst) else {
-        // NO_PROXY matched (an unparsable proxy URL is caught below, from the raw value).
-        if matcher_without_no_proxy(env).intercept(&dst).is_none() {
-            return Err(proxy_error(&shown, format!("{source} is not a proxy URL (use http://host:port)")));
-        }
-        return Ok(None);
+        return Err(proxy_error(&shown, format!("{source} is not a proxy URL (use http://host:port)")));
     };
     let uri = intercept.uri();
     let phost = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
@@ -166,14 +167,6 @@ pub(crate) fn route(opts: &ProxyOptions, target: &Url) -> Result<Option<ProxyRou
         v
     });
     Ok(Some(ProxyRoute { host: phost, port, display: shown, auth, tunnel, source }))
-}
-
-fn matcher_without_no_proxy(env: &ProxyEnv) -> Matcher {
-    Matcher::builder()
-        .http(env.http_proxy.clone().unwrap_or_default())
-        .https(env.https_proxy.clone().unwrap_or_default())
-        .all(env.all_proxy.clone().unwrap_or_default())
-        .build()
 }
 
 /// Largest CONNECT response head read.

@@ -78,6 +78,9 @@ fn unsupported_or_unusable_proxies_are_sb312() {
     assert!(s.contains("socks5://") && s.contains("***@p:1080") && !s.contains("pw"), "{s}");
     let e = route_for(&[("HTTPS_PROXY", "https://p:443")], "https://x").unwrap_err();
     assert_eq!(e.code().as_str(), "SB312");
+    // A host in NO_PROXY never needs the proxy, usable or not.
+    let r = route_for(&[("ALL_PROXY", "socks5://p:1080"), ("NO_PROXY", "x")], "https://x").unwrap();
+    assert!(r.is_none());
 }
 
 #[test]

@@ -227,14 +227,17 @@ fn env_certs(env: &TrustEnv) -> Result<(Vec<CertificateDer<'static>>, String)> {
     if let Some(dirs) = &env.ssl_cert_dir {
         vars.push(format!("SSL_CERT_DIR={}", dirs.to_string_lossy()));
         for dir in std::env::split_paths(dirs).filter(|d| !d.as_os_str().is_empty()) {
-            let r = rustls_native_certs::load_certs_from_paths(None, Some(&dir));
-            if let Some(e) = r.errors.first() {
-                let fix = "fix or remove the file, or point SSL_CERT_DIR at a directory of PEM certificates";
+            if let Err(e) = std::fs::read_dir(&dir) {
+                let fix = "point SSL_CERT_DIR at a directory of PEM certificates, or unset it";
                 return Err(tls_file("SSL_CERT_DIR", &dir, &e.to_string(), fix));
             }
-            certs.extend(r.certs);
+            // Files that are not certificates are skipped, as OpenSSL skips them.
+            certs.extend(rustls_native_certs::load_certs_from_paths(None, Some(&dir)).certs);
         }
     }
+    // A bundle file and the directory it was split into hold the same certificates.
+    certs.sort_unstable_by(|a, b| a.as_ref().cmp(b.as_ref()));
+    certs.dedup();
     if certs.is_empty() {
         let fix = "point SSL_CERT_FILE / SSL_CERT_DIR at PEM certificates, or unset them";
         return Err(BenchError::TlsFile {

@@ -40,6 +40,9 @@ fn ssl_cert_file_and_dir_replace_the_system_store() {
     let file = write(dir.path(), "bundle.pem", &a);
     let certs = tempfile::tempdir().unwrap();
     write(certs.path(), "b.pem", &b);
+    // The bundle's certificate again (counted once), and a file that is no certificate.
+    write(certs.path(), "a-copy.pem", &a);
+    write(certs.path(), "README", "-----BEGIN CERTIFICATE-----\n@@\n-----END CERTIFICATE-----\n");
     // `openssl rehash` layout: a hash-named symlink to the same file is read once.
     #[cfg(unix)]
     std::os::unix::fs::symlink(certs.path().join("b.pem"), certs.path().join("1a2b3c4d.0")).unwrap();
