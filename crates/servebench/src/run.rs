@@ -206,6 +206,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             server_side.server.as_ref(),
             server_side.profile.as_ref(),
         );
+        if let Some(o) = json.as_object_mut() {
+            o.insert("server_tokenize".into(), out.verification.to_json());
+        }
         write_result(&result_path, &json, output.append_result)?;
         println!("Result: {}", result_path.display());
         let final_records = records_path_for(&result_path);
