@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
 use std::sync::Arc;
 
+use crate::config::RunConfig;
 use crate::prepare::{self, Verification};
 use crate::run::RunObserver;
 use crate::server_tokenize::{ServerTokenize, TokenizeReport};
@@ -55,8 +56,7 @@ impl PromptCheck {
 pub async fn check_prompts(
     server: &ServerTokenize,
     tokenizer: Option<&Arc<dyn TextTokenizer>>,
-    base_url: &str,
-    sample: usize,
+    cfg: &RunConfig,
     model: &str,
     workload: &mut Workload,
     observer: &Arc<dyn RunObserver>,
@@ -64,8 +64,8 @@ pub async fn check_prompts(
 ) -> Result<PromptCheck> {
     let verification = match tokenizer {
         Some(t) => {
-            let cache = prepare::verification_cache_path(base_url, model, t.name());
-            prepare::verify_prompt_lengths(server, workload, sample, cache).await?
+            let cache = prepare::verification_cache_path(&cfg.base_url, model, t.name());
+            prepare::verify_prompt_lengths(server, workload, cfg.verify_prompts, cache).await?
         }
         // Built on the server's own tokenizer: every prompt was already checked there.
         None => Verification::Skipped,
@@ -97,4 +97,38 @@ pub async fn check_prompts(
         Verification::Cached { .. } | Verification::Skipped => {}
     }
     Ok(PromptCheck { verification, server: report })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenize_dialect::TokenizeDialect;
+
+    #[test]
+    fn result_json_names_the_dialect_and_nulls_what_does_not_apply() {
+        let report = TokenizeReport {
+            dialect: TokenizeDialect::Content,
+            servers: "llama.cpp",
+            tokenize_path: "/gw/tokenize".into(),
+            detokenize_path: Some("/gw/detokenize".into()),
+        };
+        let v = PromptCheck {
+            verification: Verification::Fixed { checked: 5, fixed: 4, unresolved: 1 },
+            server: Some(report),
+        }
+        .to_json();
+        assert_eq!(v["verification"], "fixed");
+        assert_eq!((v["dialect"].as_str(), v["tokenize_path"].as_str()), (Some("content"), Some("/gw/tokenize")));
+        assert_eq!((v["checked"].as_u64(), v["fixed"].as_u64(), v["unresolved"].as_u64()), (Some(5), Some(4), Some(1)));
+        assert!(v["detail"].is_null());
+
+        let cached =
+            PromptCheck { verification: Verification::Cached { dialect: Some("inputs".into()) }, server: None };
+        assert_eq!(cached.to_json()["dialect"], "inputs");
+        let old_cache = PromptCheck { verification: Verification::Cached { dialect: None }, server: None };
+        assert!(old_cache.to_json()["dialect"].is_null());
+        let skipped = PromptCheck { verification: Verification::Skipped, server: None }.to_json();
+        assert_eq!(skipped["verification"], "skipped");
+        assert!(skipped["tokenize_path"].is_null() && skipped["checked"].is_null());
+    }
 }

@@ -278,8 +278,7 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
     let verification = crate::prompt_check::check_prompts(
         &server,
         tokenizer.as_ref(),
-        &cfg.base_url,
-        cfg.verify_prompts,
+        cfg,
         &model.served_name,
         &mut workload,
         observer,
