@@ -8,8 +8,8 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use crate::server_tokenize::{ServerTokenize, TokenizeReport};
 use crate::server_tokenize::Probe;
+pub use crate::server_tokenize::{ServerTokenize, TokenizeReport};
 
 /// The model as the server names it.
 #[derive(Debug, Clone, PartialEq, Eq)]

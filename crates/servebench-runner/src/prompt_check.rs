@@ -92,8 +92,9 @@ pub async fn check_prompts(
             };
             warn(format!("Prompt lengths differed from the server's POST {tokenize_path}: rewrote {fixed} prompts{why}"));
         }
-        Verification::Verified { checked } => observer
-            .message(&format!("Prompt lengths verified with the server's POST {tokenize_path} ({checked} prompts)")),
+        Verification::Verified { checked } => observer.message(&format!(
+            "Prompt lengths verified with the server's POST {tokenize_path} ({checked} prompts)"
+        )),
         Verification::Cached { .. } | Verification::Skipped => {}
     }
     Ok(PromptCheck { verification, server: report })
@@ -118,12 +119,20 @@ mod tests {
         }
         .to_json();
         assert_eq!(v["verification"], "fixed");
-        assert_eq!((v["dialect"].as_str(), v["tokenize_path"].as_str()), (Some("content"), Some("/gw/tokenize")));
-        assert_eq!((v["checked"].as_u64(), v["fixed"].as_u64(), v["unresolved"].as_u64()), (Some(5), Some(4), Some(1)));
+        assert_eq!(
+            (v["dialect"].as_str(), v["tokenize_path"].as_str()),
+            (Some("content"), Some("/gw/tokenize"))
+        );
+        assert_eq!(
+            (v["checked"].as_u64(), v["fixed"].as_u64(), v["unresolved"].as_u64()),
+            (Some(5), Some(4), Some(1))
+        );
         assert!(v["detail"].is_null());
 
-        let cached =
-            PromptCheck { verification: Verification::Cached { dialect: Some("inputs".into()) }, server: None };
+        let cached = PromptCheck {
+            verification: Verification::Cached { dialect: Some("inputs".into()) },
+            server: None,
+        };
         assert_eq!(cached.to_json()["dialect"], "inputs");
         let old_cache = PromptCheck { verification: Verification::Cached { dialect: None }, server: None };
         assert!(old_cache.to_json()["dialect"].is_null());

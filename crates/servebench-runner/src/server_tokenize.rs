@@ -116,12 +116,15 @@ impl ServerTokenize {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
             }
-            let r = match self.client.request_raw(Method::POST, &url, &self.headers, Some(payload.clone())).await {
-                Ok(r) => r,
-                Err(e) if attempt + 1 == attempts.max(1) => return Err(e),
-                Err(_) => continue,
-            };
-            let said = format!("POST {path} answered HTTP {}: {}", r.status, one_line(&r.snippet(), NOTE_BYTES));
+            let r =
+                match self.client.request_raw(Method::POST, &url, &self.headers, Some(payload.clone())).await
+                {
+                    Ok(r) => r,
+                    Err(e) if attempt + 1 == attempts.max(1) => return Err(e),
+                    Err(_) => continue,
+                };
+            let said =
+                format!("POST {path} answered HTTP {}: {}", r.status, one_line(&r.snippet(), NOTE_BYTES));
             return Ok(match r.status {
                 200..=299 => Answer::Ok(r.body),
                 400 | 422 => Answer::Rejected(said),
@@ -197,7 +200,9 @@ impl ServerTokenize {
         let path = &found.tokenize_path;
         let raw = match self.post(path, &body, 4).await? {
             Answer::Ok(raw) => raw,
-            Answer::Rejected(s) | Answer::NoRoute(s) | Answer::Refused(s) => return Ok(Probe::Unavailable(s)),
+            Answer::Rejected(s) | Answer::NoRoute(s) | Answer::Refused(s) => {
+                return Ok(Probe::Unavailable(s))
+            }
             Answer::ServerError(detail) => return Err(BenchError::TokenizeFailed { detail }),
         };
         match parse_tokens(&raw) {

@@ -84,9 +84,7 @@ fn token_id(v: &Value) -> Option<u32> {
 }
 
 fn ids_of(list: &[Value]) -> Result<Vec<u32>, String> {
-    list.iter()
-        .map(|v| token_id(v).ok_or_else(|| "a token that is not an id".to_owned()))
-        .collect()
+    list.iter().map(|v| token_id(v).ok_or_else(|| "a token that is not an id".to_owned())).collect()
 }
 
 /// The token ids of a `/tokenize` answer in any dialect: `{"tokens": [...], "count"?}` or a
@@ -128,10 +126,16 @@ mod tests {
     #[test]
     fn answers_of_every_dialect_parse() {
         // vLLM 0.x
-        assert_eq!(parse_tokens(br#"{"count":3,"max_model_len":4096,"tokens":[1,2,3],"token_strs":null}"#), Ok(vec![1, 2, 3]));
+        assert_eq!(
+            parse_tokens(br#"{"count":3,"max_model_len":4096,"tokens":[1,2,3],"token_strs":null}"#),
+            Ok(vec![1, 2, 3])
+        );
         // llama.cpp, plain and with pieces
         assert_eq!(parse_tokens(br#"{"tokens":[1,15043,3186]}"#), Ok(vec![1, 15043, 3186]));
-        assert_eq!(parse_tokens(br#"{"tokens":[{"id":1,"piece":"<s>"},{"id":7,"piece":" a"}]}"#), Ok(vec![1, 7]));
+        assert_eq!(
+            parse_tokens(br#"{"tokens":[{"id":1,"piece":"<s>"},{"id":7,"piece":" a"}]}"#),
+            Ok(vec![1, 7])
+        );
         // TGI
         assert_eq!(
             parse_tokens(br#"[{"id":9906,"text":"Hello","start":0,"stop":5},{"id":1917,"text":" world","start":5,"stop":11}]"#),

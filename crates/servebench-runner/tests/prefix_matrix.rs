@@ -3,7 +3,7 @@
 //! a trailing slash), and every call the client makes — `/v1/models`, the generation endpoint,
 //! `/tokenize`, `/metrics`, profiling, prefix-cache reset — reaches the route it means.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -23,14 +23,26 @@ use std::sync::{Arc, Mutex};
 /// (method, full path, the route it reached or `None` for a 404).
 type Seen = Arc<Mutex<Vec<(String, String, Option<&'static str>)>>>;
 
-const ROUTES: [&str; 7] =
-    ["/v1/models", "/v1/completions", "/tokenize", "/metrics", "/start_profile", "/stop_profile", "/reset_prefix_cache"];
+const ROUTES: [&str; 7] = [
+    "/v1/models",
+    "/v1/completions",
+    "/tokenize",
+    "/metrics",
+    "/start_profile",
+    "/stop_profile",
+    "/reset_prefix_cache",
+];
 
 fn respond(status: StatusCode, ctype: &str, body: String) -> Response {
     Response::builder().status(status).header("content-type", ctype).body(Body::from(body)).unwrap()
 }
 
-fn route(tok: &dyn TextTokenizer, method: &Method, path: &str, body: &str) -> Option<(&'static str, Response)> {
+fn route(
+    tok: &dyn TextTokenizer,
+    method: &Method,
+    path: &str,
+    body: &str,
+) -> Option<(&'static str, Response)> {
     let r = ROUTES.iter().copied().find(|r| *r == path)?;
     let get = r == "/v1/models" || r == "/metrics";
     if get != (method == Method::GET) {
@@ -119,7 +131,8 @@ async fn every_call_reaches_its_route_under_every_prefix() {
         let records = common::run(cfg).await;
         assert!(records.iter().all(|r| r.outcome == Outcome::Completed), "{base}: {records:?}");
 
-        let client = HttpClient::new(ClientOptions { base_url: base.clone(), ..ClientOptions::default() }).unwrap();
+        let client =
+            HttpClient::new(ClientOptions { base_url: base.clone(), ..ClientOptions::default() }).unwrap();
         let h = http::HeaderMap::new();
         reset_prefix_cache(&client, &h).await.unwrap();
         fetch_metrics_text(&client, &h).await.unwrap();
@@ -131,7 +144,10 @@ async fn every_call_reaches_its_route_under_every_prefix() {
         assert!(missed.is_empty(), "{base}: requests that reached no route: {missed:?}");
         let hit: BTreeSet<&str> = seen.iter().filter_map(|(_, _, h)| *h).collect();
         assert_eq!(hit, ROUTES.iter().copied().collect(), "{base}");
-        assert!(seen.iter().all(|(_, p, _)| p.starts_with(mount) && !p.contains("/v1/v1")), "{base}: {seen:?}");
+        assert!(
+            seen.iter().all(|(_, p, _)| p.starts_with(mount) && !p.contains("/v1/v1")),
+            "{base}: {seen:?}"
+        );
     }
 }
 
@@ -140,8 +156,9 @@ async fn every_call_reaches_its_route_under_every_prefix() {
 async fn a_failed_control_call_names_the_path_actually_requested() {
     let seen: Seen = Arc::default();
     let origin = gateway("/team-a", seen).await;
-    let client = HttpClient::new(ClientOptions { base_url: format!("{origin}/other/v1"), ..ClientOptions::default() })
-        .unwrap();
+    let client =
+        HttpClient::new(ClientOptions { base_url: format!("{origin}/other/v1"), ..ClientOptions::default() })
+            .unwrap();
     let e = fetch_metrics_text(&client, &http::HeaderMap::new()).await.unwrap_err().to_string();
     assert!(e.contains(&format!("GET {origin}/other/metrics: HTTP 404")), "{e}");
     let e = client.get_json::<Value>("/v1/models", &http::HeaderMap::new()).await.unwrap_err().to_string();

@@ -2,7 +2,7 @@
 //! answer byte for byte as the real ones do (vLLM, SGLang, llama.cpp, TGI, GuideLLM's mock),
 //! wrong-dialect answers included.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use axum::body::Body;
 use axum::http::{StatusCode, Uri};
@@ -41,7 +41,11 @@ struct Scripted {
 }
 
 fn json(status: StatusCode, body: String) -> Response {
-    Response::builder().status(status).header("content-type", "application/json").body(Body::from(body)).unwrap()
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap()
 }
 
 fn text(status: StatusCode, body: &str) -> Response {
@@ -159,7 +163,8 @@ async fn serve(s: Scripted) -> (ServerTokenize, Seen) {
         let _ = axum::serve(listener, app).await;
     });
     let client =
-        HttpClient::new(ClientOptions { base_url: format!("http://{addr}"), ..ClientOptions::default() }).unwrap();
+        HttpClient::new(ClientOptions { base_url: format!("http://{addr}"), ..ClientOptions::default() })
+            .unwrap();
     (ServerTokenize::new(client, Default::default(), "m"), seen)
 }
 
@@ -277,7 +282,8 @@ async fn llama_cpp_empty_answer_to_prompt_means_wrong_dialect() {
 #[tokio::test]
 async fn a_v1_only_gateway_is_reached_at_v1_tokenize() {
     let tok = tokenizer();
-    let (server, _) = serve(Scripted { kind: Kind::Sglang, tok: tok.clone(), bos: false, v1_only: true }).await;
+    let (server, _) =
+        serve(Scripted { kind: Kind::Sglang, tok: tok.clone(), bos: false, v1_only: true }).await;
     let mut w = workload(tok.as_ref());
     let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
     assert_eq!(v, Verification::Verified { checked: 3 });
@@ -288,14 +294,12 @@ async fn a_v1_only_gateway_is_reached_at_v1_tokenize() {
 /// each dialect's answer; verification is skipped, not failed.
 #[tokio::test]
 async fn an_unusable_endpoint_is_a_one_line_warning() {
-    let seen: Seen = Arc::default();
     let app = Router::new().fallback(|| async { json(StatusCode::BAD_REQUEST, GUIDELLM_400.into()) });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    drop(seen);
     let base = format!("http://{addr}/v1");
     let client = HttpClient::new(ClientOptions { base_url: base, ..ClientOptions::default() }).unwrap();
     let server = ServerTokenize::new(client, Default::default(), "m");
@@ -312,4 +316,38 @@ async fn an_unusable_endpoint_is_a_one_line_warning() {
     // real path.
     assert!(line.contains("POST /tokenize answered HTTP 400: Invalid request: 1 validation error"), "{line}");
     assert!(!line.contains("/v1/v1"), "{line}");
+}
+
+/// A server that crashes (500) on bodies it does not know but understands `text`: the 500s are
+/// not fatal while another dialect works; a server that 500s on everything is SB303.
+#[tokio::test]
+async fn a_500_on_one_dialect_is_not_fatal_when_another_works() {
+    let tok = tokenizer();
+    let t2 = tok.clone();
+    let app = Router::new().fallback(move |body: String| {
+        let tok = t2.clone();
+        async move {
+            let b: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            match b.get("text").and_then(Value::as_str) {
+                Some(t) => json(
+                    StatusCode::OK,
+                    format!(r#"{{"tokens":{}}}"#, ids_json(&tok.encode(t, false).unwrap())),
+                ),
+                None => text(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error\n\nKeyError: 'text'"),
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let client =
+        HttpClient::new(ClientOptions { base_url: format!("http://{addr}"), ..ClientOptions::default() })
+            .unwrap();
+    let server = ServerTokenize::new(client, Default::default(), "m");
+    let mut w = workload(tok.as_ref());
+    let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
+    assert_eq!(v, Verification::Verified { checked: 3 });
+    assert_eq!(server.report().unwrap().dialect, TokenizeDialect::Text);
 }

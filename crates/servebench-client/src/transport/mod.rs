@@ -15,8 +15,8 @@
 
 mod conn;
 pub(crate) mod control;
-pub mod path;
 pub(crate) mod h1;
+pub mod path;
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -268,9 +268,8 @@ impl HttpClient {
     }
 
     fn resolve(&self, endpoint: &str, join: fn(&str, &str) -> String) -> Result<String> {
-        let invalid = |problem: String| {
-            BenchError::config("--endpoint", problem, "use a path like /v1/completions")
-        };
+        let invalid =
+            |problem: String| BenchError::config("--endpoint", problem, "use a path like /v1/completions");
         let path = if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
             let u = Url::parse(endpoint).map_err(|e| invalid(format!("'{endpoint}' is not a URL ({e})")))?;
             let host = match u.host() {

@@ -54,10 +54,7 @@ pub fn join(prefix: &str, endpoint: &str) -> String {
     };
     let pre: Vec<&str> = segments(prefix).collect();
     let ep: Vec<&str> = segments(path).collect();
-    let overlap = (0..=pre.len().min(ep.len()))
-        .rev()
-        .find(|&k| pre[pre.len() - k..] == ep[..k])
-        .unwrap_or(0);
+    let overlap = (0..=pre.len().min(ep.len())).rev().find(|&k| pre[pre.len() - k..] == ep[..k]).unwrap_or(0);
     let mut out = String::new();
     for s in pre.iter().chain(&ep[overlap..]) {
         out.push('/');
