@@ -36,6 +36,13 @@ pub enum ErrorCode {
     Transport,
     /// SB305: the server answered a control request with an error status.
     HttpStatus,
+    /// SB310: the TLS certificate check failed (server certificate not trusted, or the server
+    /// rejected the client certificate). Permanent: retrying cannot fix it.
+    TlsCertificate,
+    /// SB311: a TLS file (CA bundle, client certificate, client key) is unreadable or malformed.
+    TlsFile,
+    /// SB312: the HTTP proxy could not be used (unreachable, CONNECT refused, 407).
+    Proxy,
     /// SB401: the server's response did not follow the expected API protocol.
     Protocol,
     /// SB402: the model could not be determined.
@@ -55,7 +62,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 23] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::ConfigInvalid,
         ErrorCode::FlagNotSupported,
         ErrorCode::MultimodalUnsupported,
@@ -71,6 +78,9 @@ impl ErrorCode {
         ErrorCode::TokenizeFailed,
         ErrorCode::Transport,
         ErrorCode::HttpStatus,
+        ErrorCode::TlsCertificate,
+        ErrorCode::TlsFile,
+        ErrorCode::Proxy,
         ErrorCode::Protocol,
         ErrorCode::ModelDetect,
         ErrorCode::ChatTemplate,
@@ -99,6 +109,9 @@ impl ErrorCode {
             ErrorCode::TokenizeFailed => "SB303",
             ErrorCode::Transport => "SB304",
             ErrorCode::HttpStatus => "SB305",
+            ErrorCode::TlsCertificate => "SB310",
+            ErrorCode::TlsFile => "SB311",
+            ErrorCode::Proxy => "SB312",
             ErrorCode::Protocol => "SB401",
             ErrorCode::ModelDetect => "SB402",
             ErrorCode::ChatTemplate => "SB403",
@@ -135,6 +148,9 @@ impl ErrorCode {
             ErrorCode::TokenizeFailed => "tokenize endpoint failing",
             ErrorCode::Transport => "HTTP/transport error",
             ErrorCode::HttpStatus => "server returned an error status",
+            ErrorCode::TlsCertificate => "TLS certificate verification failed",
+            ErrorCode::TlsFile => "TLS file unreadable or malformed",
+            ErrorCode::Proxy => "proxy failure",
             ErrorCode::Protocol => "backend protocol error",
             ErrorCode::ModelDetect => "model could not be determined",
             ErrorCode::ChatTemplate => "chat template error",
@@ -291,8 +307,8 @@ Fix: check the server's health and logs; or pass --skip-tokenize-verification to
 An HTTP request outside the measured benchmark (model list, tokenize, readiness, profiling) could
 not complete: connection refused, reset, TLS failure or timeout.
 
-Fix: check that the server is running and reachable at the URL in the message; for self-signed
-TLS certificates pass --insecure."
+Fix: check that the server is running and reachable at the URL in the message; for a private or
+self-signed TLS certificate pass --cacert PATH (or --insecure); see SB310."
             }
             ErrorCode::HttpStatus => {
                 "\
@@ -300,6 +316,49 @@ A control request (model list, tokenize, profiling, prefix-cache reset) got a no
 The status and the first part of the body are in the message.
 
 Fix: follow the server's message; 401/403 usually mean a missing OPENAI_API_KEY or --header."
+            }
+            ErrorCode::TlsCertificate => {
+                "\
+The TLS handshake with the server failed on a certificate: the server's certificate is not
+signed by a certificate authority servebench trusts (a private or self-signed CA), it does not
+name the host of --base-url (DNS name or IP address), it has expired; or the server asked for a
+client certificate (mutual TLS) and rejected the one sent, or none was sent. A certificate does
+not fix itself by waiting, so the readiness check reports this at once instead of retrying.
+
+servebench trusts, in order: --cacert PATH alone (a PEM bundle; it replaces every other root, as
+curl's --cacert does); else SSL_CERT_FILE and/or SSL_CERT_DIR when set (they replace the system
+store, as rustls-native-certs reads them); else the system trust store; else, when the system
+has none, the built-in Mozilla roots. The run header says which was used.
+
+Fix: pass --cacert /path/to/ca.pem with the CA that signed the server's certificate (or set
+SSL_CERT_FILE), use the host name the certificate was issued for, or pass --insecure to skip
+verification (traffic stays encrypted but the server is not authenticated). For mutual TLS pass
+--client-cert PATH and --client-key PATH with a certificate the server's client CA signed."
+            }
+            ErrorCode::TlsFile => {
+                "\
+A file given for TLS could not be used: the --cacert bundle, SSL_CERT_FILE or a file in
+SSL_CERT_DIR, the --client-cert chain or the --client-key private key. The message names the
+file and what was wrong: it does not exist or cannot be read, it is not PEM, it holds no
+certificate (or no private key), the key is encrypted, or the key does not belong to the
+certificate.
+
+Fix: point the flag (or variable) at a readable PEM file: certificates as -----BEGIN
+CERTIFICATE----- blocks; the key as an unencrypted PKCS#8, PKCS#1 (RSA) or SEC1 (EC) PEM block
+(decrypt one with `openssl pkey -in key.pem -out plain.pem`)."
+            }
+            ErrorCode::Proxy => {
+                "\
+A proxy from HTTPS_PROXY, HTTP_PROXY or ALL_PROXY (either case) could not carry the request: the
+proxy did not accept the connection, answered the CONNECT tunnel request with a non-2xx status
+(407: proxy credentials missing or wrong; 403: the proxy forbids the destination; 502/503: the
+proxy could not reach the server), or the proxy URL has a scheme servebench does not support
+(only http:// proxies; no socks or TLS to the proxy). The message names the proxy (credentials
+redacted) and the status.
+
+Fix: correct the proxy variable (credentials go in the URL: http://user:password@proxy:3128),
+add the server's host to NO_PROXY (host, .domain suffix, IP, CIDR such as 10.0.0.0/8, or *),
+or pass --no-proxy to ignore every proxy variable."
             }
             ErrorCode::Protocol => {
                 "\
@@ -421,6 +480,12 @@ pub enum BenchError {
     Transport { context: String, detail: String },
     #[error("{context}: HTTP {status}: {body}")]
     HttpStatus { context: String, status: u16, body: String },
+    #[error("{context}: TLS certificate check failed: {detail}; fix: {fix}")]
+    TlsCertificate { context: String, detail: String, fix: String },
+    #[error("{what} {path}: {detail}; fix: {fix}")]
+    TlsFile { what: String, path: String, detail: String, fix: String },
+    #[error("proxy {proxy}: {detail}; fix: check the proxy variables and credentials, set NO_PROXY for this host, or pass --no-proxy")]
+    Proxy { proxy: String, detail: String },
     #[error("{context}: {detail}; fix: check that --backend/--endpoint match the server's API")]
     Protocol { context: String, detail: String },
     #[error("could not determine the model from /v1/models: {detail}; fix: pass --model")]
@@ -460,6 +525,9 @@ impl BenchError {
             BenchError::TokenizeFailed { .. } => ErrorCode::TokenizeFailed,
             BenchError::Transport { .. } => ErrorCode::Transport,
             BenchError::HttpStatus { .. } => ErrorCode::HttpStatus,
+            BenchError::TlsCertificate { .. } => ErrorCode::TlsCertificate,
+            BenchError::TlsFile { .. } => ErrorCode::TlsFile,
+            BenchError::Proxy { .. } => ErrorCode::Proxy,
             BenchError::Protocol { .. } => ErrorCode::Protocol,
             BenchError::ModelDetect { .. } => ErrorCode::ModelDetect,
             BenchError::ChatTemplate { .. } => ErrorCode::ChatTemplate,

@@ -36,6 +36,10 @@ pub struct RunConfig {
     /// GET /v1/models.
     pub target: TargetConfig,
     pub insecure: bool,
+    /// `--cacert`, `--client-cert`/`--client-key`, `SSL_CERT_FILE`/`SSL_CERT_DIR`.
+    pub tls: servebench_client::transport::TlsOptions,
+    /// Proxy variables and `--no-proxy`.
+    pub proxy: servebench_client::transport::ProxyOptions,
     /// `--model` (None = auto-detect).
     pub model: Option<String>,
     /// `--served-model-name`.

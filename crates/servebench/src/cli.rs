@@ -172,6 +172,8 @@ pub struct SimOptions {
     /// Simulator: vector length of /v1/embeddings and /pooling answers.
     #[arg(long, default_value_t = 256)]
     pub sim_embedding_dim: u32,
+    #[command(flatten)]
+    pub sim_tls: crate::cli_network::SimTlsArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -221,6 +223,8 @@ pub struct RunArgs {
     /// Accept invalid TLS certificates.
     #[arg(long, help_heading = "Connection")]
     pub insecure: bool,
+    #[command(flatten)]
+    pub network: crate::cli_network::NetworkArgs,
     /// Run against an embedded simulated server on an ephemeral port (no server, no network).
     #[arg(long, help_heading = "Connection")]
     pub sim: bool,

@@ -206,6 +206,8 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         base_url,
         target,
         insecure: args.insecure,
+        tls: args.network.tls_options(),
+        proxy: args.network.proxy_options(),
         model: args.model.clone(),
         served_model_name: args.served_model_name.clone(),
         tokenizer: args.tokenizer.clone(),

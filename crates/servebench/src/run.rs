@@ -76,12 +76,22 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     // OPENAI_API_KEY (ANTHROPIC_API_KEY first for --backend anthropic).
     let api_key = servebench_client::dialect::api_key_from_env(&args.backend, |k| std::env::var(k).ok());
     let Validated { mut run, output } = validate(args, api_key)?;
+    crate::cli_network::with_process_env(&mut run);
     let experiment = crate::experiment::plan::plan(&args.experiment)?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
     let _sim = if args.sim {
         let sim = EmbeddedSim::start(&args.sim_options)?;
         run.base_url = sim.base_url();
+        // The embedded simulator is on this host: never through a proxy from the environment.
+        run.proxy.disabled = true;
+        if let Some(t) = sim.tls() {
+            // The client trusts the simulator's fresh CA unless told otherwise.
+            if run.tls.cacert.is_none() && !run.insecure {
+                run.tls.cacert = Some(t.ca_path.clone());
+            }
+            println!("Embedded simulator TLS: {}", t.describe());
+        }
         if run.tokenizer.is_none() {
             run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
         }

@@ -9,6 +9,7 @@ mod charts;
 mod data;
 mod dataset_stats;
 mod extra_charts;
+mod multi_run;
 mod page;
 mod server_charts;
 mod svg;

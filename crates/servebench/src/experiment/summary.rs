@@ -18,27 +18,31 @@ pub struct SummaryRow {
 /// at the median, P90 and each extra summary percentile.
 pub fn summary_row(p: &PointOutcome, extra_percentiles: &[f64]) -> SummaryRow {
     let m = &p.metrics;
+    // Metrics without data are None ("n/a", empty CSV cell), never 0.
+    let rate = |v: f64| (m.duration_s > 0.0).then_some(v);
+    let has = |s: &servebench_core::stats::Summary, v: f64| (s.count > 0).then_some(v);
+    let steady = p.steady.as_ref().and_then(|s| s.as_ref().ok());
     let mut columns = vec![
         ("request_rate".to_owned(), Some(p.spec.request_rate).filter(|r| r.is_finite())),
         ("max_concurrency".to_owned(), p.spec.max_concurrency.map(|c| c as f64)),
         ("num_prompts".to_owned(), Some(p.spec.num_prompts as f64)),
         ("completed".to_owned(), Some(m.completed as f64)),
         ("failed".to_owned(), Some(m.failed as f64)),
-        ("request_throughput".to_owned(), Some(m.request_throughput)),
-        ("output_throughput".to_owned(), Some(m.output_throughput)),
-        ("total_token_throughput".to_owned(), Some(m.total_token_throughput)),
-        ("request_goodput".to_owned(), m.request_goodput),
-        ("ss_request_throughput".to_owned(), p.steady.as_ref().map(|s| s.request_throughput)),
-        ("ss_output_throughput".to_owned(), p.steady.as_ref().map(|s| s.output_throughput)),
-        ("median_ttft_ms".to_owned(), Some(m.ttft.median)),
-        ("median_tpot_ms".to_owned(), Some(m.tpot.median)),
+        ("request_throughput".to_owned(), rate(m.request_throughput)),
+        ("output_throughput".to_owned(), rate(m.output_throughput)),
+        ("total_token_throughput".to_owned(), rate(m.total_token_throughput)),
+        ("request_goodput".to_owned(), m.request_goodput.and_then(rate)),
+        ("ss_request_throughput".to_owned(), steady.map(|s| s.request_throughput)),
+        ("ss_output_throughput".to_owned(), steady.map(|s| s.output_throughput)),
+        ("median_ttft_ms".to_owned(), has(&m.ttft, m.ttft.median)),
+        ("median_tpot_ms".to_owned(), has(&m.tpot, m.tpot.median)),
     ];
     let mut ps = vec![90.0];
     ps.extend(extra_percentiles.iter().copied().filter(|p| *p != 90.0));
     for q in ps {
         let w = percentile_word(q);
-        columns.push((format!("p{w}_ttft_ms"), m.ttft.percentile(q)));
-        columns.push((format!("p{w}_tpot_ms"), m.tpot.percentile(q)));
+        columns.push((format!("p{w}_ttft_ms"), m.ttft.percentile(q).and_then(|v| has(&m.ttft, v))));
+        columns.push((format!("p{w}_tpot_ms"), m.tpot.percentile(q).and_then(|v| has(&m.tpot, v))));
     }
     SummaryRow { columns, label: p.spec.label.clone() }
 }
@@ -58,7 +62,7 @@ pub fn best(points: &[PointOutcome], with_slos: bool) -> Option<(usize, &'static
 }
 
 fn cell(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))
+    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"))
 }
 
 /// The console table.
@@ -123,11 +127,17 @@ pub fn rows_json(rows: &[SummaryRow]) -> Value {
 }
 
 /// Per-metric aggregate over runs: `{key: {n, mean, std, min, max, ci95_low, ci95_high}}` for
-/// every metric key of the first run's result.
+/// every metric key any run's result has data for (a run without data — `null`, e.g. no
+/// steady-state window — is left out of that key's `n`).
 pub fn multi_run_summary(results: &[&Value]) -> Value {
     let mut o = Map::new();
-    let Some(first) = results.first() else { return Value::Object(o) };
-    for key in metric_keys(first) {
+    let mut keys: Vec<String> = Vec::new();
+    for k in results.iter().flat_map(|r| metric_keys(r)) {
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for key in keys {
         let values: Vec<f64> = results.iter().filter_map(|r| value_at(r, &key)).collect();
         if let Some(a) = aggregate(&values) {
             o.insert(key, serde_json::to_value(a).unwrap_or(Value::Null));
