@@ -107,7 +107,8 @@ impl ServerTokenize {
     }
 
     /// POSTs `body` to `path` (a full request path). 5xx and transport failures are retried
-    /// (`attempts` in all); a transport failure that persists is returned as the error.
+    /// (`attempts` in all); a transport failure that persists is returned as the error (SB304,
+    /// or at once the coded error of a certificate or proxy failure).
     async fn post(&self, path: &str, body: &serde_json::Value, attempts: u32) -> Result<Answer> {
         let payload = Bytes::from(serde_json::to_vec(body).unwrap_or_default());
         let url = self.client.url_for_path(path);
@@ -120,8 +121,10 @@ impl ServerTokenize {
                 match self.client.request_raw(Method::POST, &url, &self.headers, Some(payload.clone())).await
                 {
                     Ok(r) => r,
-                    Err(e) if attempt + 1 == attempts.max(1) => return Err(e),
-                    Err(_) => continue,
+                    // Plain transport failures are retried; a coded one (an untrusted
+                    // certificate, a refusing proxy) will not pass, and is returned at once.
+                    Err(BenchError::Transport { .. }) if attempt + 1 < attempts.max(1) => continue,
+                    Err(e) => return Err(e),
                 };
             let said =
                 format!("POST {path} answered HTTP {}: {}", r.status, one_line(&r.snippet(), NOTE_BYTES));
