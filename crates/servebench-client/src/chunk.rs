@@ -257,7 +257,7 @@ pub fn error_message(raw: &str) -> String {
     } else {
         raw.to_owned()
     };
-    truncate(msg, 512)
+    servebench_core::text::one_line(&msg, 512)
 }
 
 /// Truncates `s` to at most `max` bytes on a char boundary.

@@ -14,7 +14,7 @@
 
 use servebench_core::{ErrorKind, Outcome, RequestRecord};
 
-use crate::chunk::{error_message, truncate, Chunk};
+use crate::chunk::{error_message, Chunk};
 use crate::sse::SseEvent;
 
 #[path = "stream_responses.rs"]
@@ -113,7 +113,7 @@ impl StreamState {
             Ok(c) => c,
             Err(e) => {
                 rec.done_us = Some(t_us);
-                let data = truncate(data.to_owned(), 200);
+                let data = servebench_core::text::one_line(data, 200);
                 rec.fail(ErrorKind::Protocol, format!("malformed JSON event ({e}): {data}"));
                 return Flow::Stop;
             }

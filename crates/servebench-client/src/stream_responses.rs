@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use servebench_core::{ErrorKind, RequestRecord};
 
 use super::{gap, Flow, StreamState};
-use crate::chunk::{error_message, truncate, Text};
+use crate::chunk::{error_message, Text};
 use crate::sse::SseEvent;
 
 #[derive(Debug, Default, Deserialize)]
@@ -110,7 +110,7 @@ impl StreamState {
             Ok(e) => e,
             Err(e) => {
                 rec.done_us = Some(t_us);
-                let data = truncate(data.to_owned(), 200);
+                let data = servebench_core::text::one_line(data, 200);
                 rec.fail(ErrorKind::Protocol, format!("malformed JSON event ({e}): {data}"));
                 return Flow::Stop;
             }
@@ -121,7 +121,7 @@ impl StreamState {
             let msg = match (raw, &event.message) {
                 (Some(r), _) => error_message(r.get()),
                 (None, Some(m)) => m.as_str().to_owned(),
-                (None, None) => truncate(data.to_owned(), 200),
+                (None, None) => servebench_core::text::one_line(data, 200),
             };
             rec.done_us = Some(t_us);
             rec.fail(ErrorKind::ServerError, format!("server error event ({kind}): {msg}"));

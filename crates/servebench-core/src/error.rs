@@ -303,18 +303,23 @@ Fix: check the URL and model, raise --ready-check-timeout-sec for slow model loa
             }
             ErrorCode::TokenizeUnavailable => {
                 "\
-The server's /tokenize or /detokenize endpoint cannot be used to verify prompt lengths: it
-answered 4xx (gateways such as llm-d return 400, others 404), a body of another shape, or an empty
-token list for a non-empty prompt. This is a warning, not a failure: prompt-length verification is
-skipped and the run goes on with the client tokenizer's counts.
+The server's /tokenize or /detokenize endpoint cannot be used to verify prompt lengths. servebench
+tries every dialect in use (vLLM/SGLang `prompt`, llama.cpp `content`, TGI `inputs`, `text`) at
+/tokenize under the server root, then at /v1/tokenize; none answered a token list: each answered
+4xx (gateways such as llm-d return 400, others 404), a body of another shape, or an empty token
+list for a non-empty prompt. The message names each path and answer, on one line. This is a
+warning, not a failure: prompt-length verification is skipped and the run goes on with the client
+tokenizer's counts.
 
-Fix: nothing is required. For exact server-side lengths, point --base-url at a server that exposes
-vLLM's /tokenize, or make sure --tokenizer is exactly the served model's tokenizer."
+Fix: nothing is required. For exact server-side lengths, check the path in the message (the base
+URL's prefix is included; a trailing /v1 is dropped for /tokenize), or make sure --tokenizer is
+exactly the served model's tokenizer."
             }
             ErrorCode::TokenizeFailed => {
                 "\
-The server's /tokenize or /detokenize endpoint kept failing with 5xx or transport errors after
-retries while verifying prompt lengths.
+The server's /tokenize or /detokenize endpoint kept failing with 5xx after retries while verifying
+prompt lengths, and no other /tokenize dialect worked. (A server that cannot be reached at all is
+SB304.)
 
 Fix: check the server's health and logs; or pass --skip-tokenize-verification to skip the check."
             }

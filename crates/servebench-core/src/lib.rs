@@ -12,6 +12,7 @@ pub mod record;
 pub mod schedule;
 pub mod shard;
 pub mod stats;
+pub mod text;
 pub mod tokenizer;
 pub mod workload;
 

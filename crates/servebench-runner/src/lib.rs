@@ -15,14 +15,17 @@ pub mod metrics_server;
 pub mod prepare;
 pub mod probe_requests;
 pub mod profiling;
+pub mod prompt_check;
 pub mod retokenize;
 pub mod run;
 pub mod server_metrics;
+pub mod server_tokenize;
 pub mod server_workload;
 pub mod session;
 pub mod shard;
 pub mod sink;
 pub mod stages;
+pub mod tokenize_dialect;
 
 pub use collector::{RecordStore, DEFAULT_MAX_RECORDS_IN_MEMORY};
 pub use config::{DatasetSpec, InterruptMode, RunConfig};
@@ -31,6 +34,7 @@ pub use health::{HiccupProbe, CLIENT_THREAD_PREFIX};
 pub use live::{LiveMetrics, LiveSnapshot};
 pub use metrics_server::MetricsServer;
 pub use prepare::{ModelIds, Verification};
+pub use prompt_check::PromptCheck;
 pub use run::{
     prepare_run, run_benchmark, run_prepared, ClientHealth, Prepared, PreparedRun, RunObserver, RunOutput,
     RunResult, WorkloadStats,

@@ -1,15 +1,15 @@
 //! Preparation before the measured run: which model, which tokenizer, the workload, and the
 //! check of prompt lengths against the server's own `/tokenize`.
 
-use http::Method;
 use serde::Deserialize;
-use serde_json::json;
 use servebench_client::transport::HttpClient;
 use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer, Workload};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+
+use crate::server_tokenize::Probe;
+pub use crate::server_tokenize::{ServerTokenize, TokenizeReport};
 
 /// The model as the server names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,120 +84,14 @@ pub fn filter_max_model_len(workload: &mut Workload, max_model_len: Option<u32>)
 pub enum Verification {
     /// Not asked for, or nothing to check (token-id prompts).
     Skipped,
-    /// A previous run verified this (server, model, tokenizer) triple.
-    Cached,
+    /// A previous run verified this (server, model, tokenizer) triple; the dialect it used.
+    Cached { dialect: Option<String> },
     /// The sampled prompts had exactly the expected length on the server.
     Verified { checked: usize },
     /// Some prompts differed; every prompt was checked and `fixed` of them rewritten.
     Fixed { checked: usize, fixed: usize, unresolved: usize },
     /// The endpoint cannot be used for this (4xx, another dialect): a warning, not a failure.
     Unavailable { detail: String },
-}
-
-#[derive(Debug, Deserialize)]
-struct TokenizeResponse {
-    #[serde(default)]
-    tokens: Option<Vec<u32>>,
-    #[serde(default)]
-    count: Option<usize>,
-}
-
-#[derive(Debug, Deserialize)]
-struct DetokenizeResponse {
-    prompt: String,
-}
-
-enum Probe<T> {
-    Ok(T),
-    Unavailable(String),
-}
-
-/// Talks to `/tokenize` and `/detokenize`, classifying answers as vLLM does: 4xx or an answer
-/// of another shape means "unavailable" (skip), 5xx/transport errors are retried, then fatal.
-#[derive(Debug, Clone)]
-pub struct ServerTokenize {
-    pub client: HttpClient,
-    pub headers: http::HeaderMap,
-    pub model: String,
-}
-
-impl ServerTokenize {
-    async fn call(&self, endpoint: &str, body: serde_json::Value) -> Result<Probe<bytes::Bytes>> {
-        let payload = bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
-        let mut last = String::new();
-        for attempt in 0..4u32 {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
-            }
-            match self.client.request_raw(Method::POST, endpoint, &self.headers, Some(payload.clone())).await
-            {
-                Ok(r) if (200..300).contains(&r.status) => return Ok(Probe::Ok(r.body)),
-                Ok(r) if (400..500).contains(&r.status) => {
-                    return Ok(Probe::Unavailable(format!(
-                        "{endpoint} answered HTTP {}: {}",
-                        r.status,
-                        r.snippet()
-                    )))
-                }
-                Ok(r) => last = format!("{endpoint} answered HTTP {}: {}", r.status, r.snippet()),
-                Err(e) => last = e.to_string(),
-            }
-        }
-        Err(BenchError::TokenizeFailed { detail: last })
-    }
-
-    /// Token ids of `prompt` on the server (with the special tokens it adds).
-    async fn tokenize(&self, prompt: &str) -> Result<Probe<Vec<u32>>> {
-        let body = json!({"model": self.model, "prompt": prompt});
-        let raw = match self.call("/tokenize", body).await? {
-            Probe::Ok(b) => b,
-            Probe::Unavailable(d) => return Ok(Probe::Unavailable(d)),
-        };
-        let parsed: TokenizeResponse = match serde_json::from_slice(&raw) {
-            Ok(p) => p,
-            Err(_) => return Ok(Probe::Unavailable("/tokenize answered a body of another shape".into())),
-        };
-        let Some(tokens) = parsed.tokens else {
-            return Ok(Probe::Unavailable("/tokenize answered without a `tokens` list".into()));
-        };
-        if tokens.is_empty() && !prompt.is_empty() {
-            return Ok(Probe::Unavailable(
-                "/tokenize answered an empty token list for a non-empty prompt".into(),
-            ));
-        }
-        if parsed.count.is_some_and(|c| c != tokens.len()) {
-            return Ok(Probe::Unavailable("/tokenize `count` disagrees with its `tokens`".into()));
-        }
-        Ok(Probe::Ok(tokens))
-    }
-
-    /// Token ids of `text` on the server; `Err(detail)` inside when the endpoint cannot be used.
-    pub async fn tokenize_ids(&self, text: &str) -> Result<std::result::Result<Vec<u32>, String>> {
-        Ok(match self.tokenize(text).await? {
-            Probe::Ok(v) => Ok(v),
-            Probe::Unavailable(d) => Err(d),
-        })
-    }
-
-    /// Text of `ids` on the server; `Err(detail)` inside when the endpoint cannot be used.
-    pub async fn detokenize_ids(&self, ids: &[u32]) -> Result<std::result::Result<String, String>> {
-        Ok(match self.detokenize(ids).await? {
-            Probe::Ok(v) => Ok(v),
-            Probe::Unavailable(d) => Err(d),
-        })
-    }
-
-    async fn detokenize(&self, tokens: &[u32]) -> Result<Probe<String>> {
-        let body = json!({"model": self.model, "tokens": tokens});
-        let raw = match self.call("/detokenize", body).await? {
-            Probe::Ok(b) => b,
-            Probe::Unavailable(d) => return Ok(Probe::Unavailable(d)),
-        };
-        match serde_json::from_slice::<DetokenizeResponse>(&raw) {
-            Ok(d) => Ok(Probe::Ok(d.prompt)),
-            Err(_) => Ok(Probe::Unavailable("/detokenize answered a body of another shape".into())),
-        }
-    }
 }
 
 /// Where verified (server, model, tokenizer) triples are remembered.
@@ -225,8 +119,10 @@ pub async fn verify_prompt_lengths(
     if sample == 0 || text_prompts == 0 {
         return Ok(Verification::Skipped);
     }
-    if cache.as_ref().is_some_and(|p| p.exists()) {
-        return Ok(Verification::Cached);
+    if let Some(text) = cache.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        // "verified <dialect>" (older files: "verified").
+        let dialect = text.split_whitespace().nth(1).map(str::to_owned);
+        return Ok(Verification::Cached { dialect });
     }
     let mut mismatch = false;
     let n = sample.min(workload.requests.len());
@@ -242,7 +138,8 @@ pub async fn verify_prompt_lengths(
             if let Some(dir) = p.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
-            let _ = std::fs::write(&p, b"verified\n");
+            let dialect = server.report().map_or("", |r| r.dialect.name());
+            let _ = std::fs::write(&p, format!("verified {dialect}\n"));
         }
         return Ok(Verification::Verified { checked: n });
     }

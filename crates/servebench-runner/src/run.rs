@@ -7,7 +7,8 @@ use crate::dispatch::{dispatch, dispatch_closed_loop, stop_signal, DispatchPlan,
 use crate::health::{self, HiccupProbe, CLIENT_THREAD_PREFIX};
 use crate::live::LiveMetrics;
 use crate::metrics_server::MetricsServer;
-use crate::prepare::{self, ModelIds, ServerTokenize, Verification};
+use crate::prepare::{self, ModelIds, ServerTokenize};
+use crate::prompt_check::PromptCheck;
 use crate::retokenize::Retokenizer;
 use crate::server_workload;
 use crate::shard;
@@ -106,7 +107,8 @@ pub struct RunOutput {
     pub clock: RunClock,
     pub health: ClientHealth,
     pub workload: WorkloadStats,
-    pub verification: Verification,
+    /// The prompt-length check and the server's `/tokenize` dialect.
+    pub verification: PromptCheck,
     pub warnings: Vec<String>,
     /// The run was stopped early (Ctrl-C / SIGTERM).
     pub interrupted: bool,
@@ -164,7 +166,8 @@ pub struct PreparedRun {
     pub tokenizer_id: String,
     pub workload: Arc<Workload>,
     pub stats: WorkloadStats,
-    pub verification: Verification,
+    /// The prompt-length check and the server's `/tokenize` dialect.
+    pub verification: PromptCheck,
     pub target: Arc<RequestTarget>,
     pub exec_opts: Arc<ExecOptions>,
     pub warnings: Vec<String>,
@@ -195,8 +198,7 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         observer.message(&format!("Model detected from /v1/models: {}", model.model_id));
     }
     let tokenizer_id = cfg.tokenizer.clone().unwrap_or_else(|| model.tokenizer_hint.clone());
-    let server =
-        ServerTokenize { client: client.clone(), headers: headers.clone(), model: model.served_name.clone() };
+    let server = ServerTokenize::new(client.clone(), headers.clone(), model.served_name.clone());
     // `--tokenizer server`: no local tokenizer; the server's /tokenize builds exact prompts.
     let tokenizer = if tokenizer_id == SERVER_TOKENIZER {
         observer.message("Using the server's /tokenize and /detokenize as the tokenizer");
@@ -280,37 +282,16 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
     exec_opts.keep_text_without_usage = retokenize_missing_usage;
     let exec_opts = Arc::new(exec_opts);
 
-    let verification = match &tokenizer {
-        Some(t) => {
-            let cache = prepare::verification_cache_path(&cfg.base_url, &model.served_name, t.name());
-            prepare::verify_prompt_lengths(&server, &mut workload, cfg.verify_prompts, cache).await?
-        }
-        // Built on the server's own tokenizer: every prompt was already checked there.
-        None => Verification::Skipped,
-    };
-    match &verification {
-        Verification::Unavailable { detail } => {
-            let w = BenchError::TokenizeUnavailable { detail: detail.clone() };
-            let line = format!("warning[{}]: {w}", w.code());
-            observer.message(&line);
-            warnings.push(line);
-        }
-        Verification::Fixed { fixed, unresolved, .. } => {
-            let line = format!(
-                "Prompt lengths differed from the server's /tokenize: rewrote {fixed} prompts{}",
-                if *unresolved > 0 {
-                    format!(", {unresolved} could not be made exact")
-                } else {
-                    String::new()
-                }
-            );
-            observer.message(&line);
-            warnings.push(line);
-        }
-        Verification::Verified { checked } => observer
-            .message(&format!("Prompt lengths verified with the server's /tokenize ({checked} prompts)")),
-        Verification::Cached | Verification::Skipped => {}
-    }
+    let verification = crate::prompt_check::check_prompts(
+        &server,
+        tokenizer.as_ref(),
+        cfg,
+        &model.served_name,
+        &mut workload,
+        observer,
+        &mut warnings,
+    )
+    .await?;
 
     // Kept (only) to retokenize generated text: always for responses without usage, every
     // response with --retokenize-output (crate::retokenize).

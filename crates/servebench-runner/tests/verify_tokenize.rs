@@ -46,7 +46,7 @@ fn workload(tok: &dyn TextTokenizer) -> Workload {
 async fn verify(app: Router, w: &mut Workload) -> servebench_core::Result<Verification> {
     let base = serve(app).await;
     let client = HttpClient::new(ClientOptions { base_url: base, ..ClientOptions::default() }).unwrap();
-    let server = ServerTokenize { client, headers: Default::default(), model: "m".into() };
+    let server = ServerTokenize::new(client, Default::default(), "m");
     verify_prompt_lengths(&server, w, 10, None).await
 }
 

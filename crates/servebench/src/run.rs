@@ -220,8 +220,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             server_side.server.as_ref(),
             server_side.profile.as_ref(),
         );
-        if let (Some(p), Some(o)) = (&probes, json.as_object_mut()) {
-            p.add_to(o);
+        if let Some(o) = json.as_object_mut() {
+            if let Some(p) = &probes {
+                p.add_to(o);
+            }
+            o.insert("server_tokenize".into(), out.verification.to_json());
         }
         write_result(&result_path, &json, output.append_result)?;
         println!("Result: {}", result_path.display());

@@ -252,7 +252,7 @@ impl DialectState {
 
 /// A JSON syntax failure of a dialect event.
 fn malformed(e: &serde_json::Error, data: &str) -> Parsed<'static> {
-    let data = crate::chunk::truncate(data.to_owned(), 200);
+    let data = servebench_core::text::one_line(data, 200);
     Parsed::Fail(ErrorKind::Protocol, format!("malformed JSON event ({e}): {data}"))
 }
 

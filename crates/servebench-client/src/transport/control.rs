@@ -9,7 +9,7 @@ use serde::Serialize;
 use servebench_core::{BenchError, Result};
 
 use super::{Conn, HttpClient, Incoming, Interrupted, SendFailKind};
-use crate::chunk::truncate;
+use servebench_core::text::one_line;
 
 /// Largest control-plane response body read.
 const MAX_CONTROL_BODY: usize = 64 << 20;
@@ -19,6 +19,8 @@ pub(crate) const SNIPPET_BYTES: usize = 512;
 /// A whole response to a control-plane request.
 #[derive(Debug, Clone)]
 pub struct RawResponse {
+    /// The request path actually sent (base prefix included), for messages.
+    pub path: String,
     pub status: u16,
     pub content_type: Option<String>,
     pub body: Bytes,
@@ -31,10 +33,35 @@ impl RawResponse {
     }
 }
 
-/// At most [`SNIPPET_BYTES`] of `body` as text.
-pub(crate) fn snippet(body: &[u8]) -> String {
-    let end = body.len().min(SNIPPET_BYTES + 4);
-    truncate(String::from_utf8_lossy(&body[..end]).trim().to_owned(), SNIPPET_BYTES)
+/// A body for a message: one line of at most [`SNIPPET_BYTES`] (the shared
+/// `servebench_core::text::one_line`). A JSON error body (`{"error": {"message": ...}}`,
+/// `{"message": ...}`, `{"detail": ...}`) shows its decoded message, so a multi-line pydantic
+/// dump inside it becomes one line too.
+pub fn snippet(body: &[u8]) -> String {
+    const PARSE_LIMIT: usize = 64 << 10;
+    if body.len() <= PARSE_LIMIT {
+        if let Ok(text) = std::str::from_utf8(body) {
+            if let Some(msg) = json_error_message(text) {
+                return one_line(&msg, SNIPPET_BYTES);
+            }
+        }
+    }
+    servebench_core::text::one_line_bytes(body, SNIPPET_BYTES)
+}
+
+/// The message of a JSON error body, if the body is one.
+fn json_error_message(text: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let o = v.as_object()?;
+    let field = o.get("error").or_else(|| o.get("message")).or_else(|| o.get("detail"))?;
+    Some(match field {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(inner) => match inner.get("message") {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            _ => field.to_string(),
+        },
+        other => other.to_string(),
+    })
 }
 
 /// Reads a body to its end (or `max` bytes), driving `conn`. `Ok((bytes, complete, at))`;
@@ -67,7 +94,8 @@ pub(crate) async fn read_body(
 
 impl HttpClient {
     /// Sends one control-plane request and reads the whole response. Only transport failures
-    /// are errors; any status is returned.
+    /// are errors; any status is returned. `endpoint` is joined to the base URL by
+    /// [`HttpClient::control_path_for`] (server-root endpoints go to the server root).
     pub async fn request_raw(
         &self,
         method: Method,
@@ -75,8 +103,8 @@ impl HttpClient {
         headers: &HeaderMap,
         body: Option<Bytes>,
     ) -> Result<RawResponse> {
-        let path = self.path_for(endpoint)?;
-        let context = format!("{method} {}{path}", self.origin());
+        let path = self.control_path_for(endpoint)?;
+        let context = format!("{method} {}", self.url_for_path(&path));
         let transport = |detail: String| BenchError::Transport { context: context.clone(), detail };
         let mut h = headers.clone();
         if body.is_some() && !h.contains_key(CONTENT_TYPE) {
@@ -101,6 +129,7 @@ impl HttpClient {
             self.release(conn);
         }
         Ok(RawResponse {
+            path,
             status: parts.status.as_u16(),
             content_type: parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned),
             body: bytes,
@@ -112,7 +141,7 @@ impl HttpClient {
         let mut h = headers.clone();
         h.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let r = self.request_raw(Method::GET, endpoint, &h, None).await?;
-        self.json_result(Method::GET, endpoint, r)
+        self.json_result(Method::GET, r)
     }
 
     /// `POST endpoint` with a JSON body, expecting a 2xx JSON body.
@@ -122,17 +151,17 @@ impl HttpClient {
         body: &B,
         headers: &HeaderMap,
     ) -> Result<T> {
-        let context = format!("POST {}{endpoint}", self.origin());
+        let context = format!("POST {}", self.url_for_path(&self.control_path_for(endpoint)?));
         let bytes = serde_json::to_vec(body)
             .map_err(|e| BenchError::Protocol { context: context.clone(), detail: e.to_string() })?;
         let mut h = headers.clone();
         h.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let r = self.request_raw(Method::POST, endpoint, &h, Some(Bytes::from(bytes))).await?;
-        self.json_result(Method::POST, endpoint, r)
+        self.json_result(Method::POST, r)
     }
 
-    fn json_result<T: DeserializeOwned>(&self, method: Method, endpoint: &str, r: RawResponse) -> Result<T> {
-        let context = format!("{method} {}{endpoint}", self.origin());
+    fn json_result<T: DeserializeOwned>(&self, method: Method, r: RawResponse) -> Result<T> {
+        let context = format!("{method} {}", self.url_for_path(&r.path));
         if !(200..300).contains(&r.status) {
             return Err(BenchError::HttpStatus { context, status: r.status, body: r.snippet() });
         }

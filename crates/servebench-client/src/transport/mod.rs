@@ -17,6 +17,7 @@ mod conn;
 pub(crate) mod control;
 pub(crate) mod failure;
 pub(crate) mod h1;
+pub mod path;
 pub(crate) mod proxy;
 pub(crate) mod tls;
 
@@ -218,7 +219,7 @@ impl HttpClient {
         let host_header = HeaderValue::from_str(&host_header)
             .map_err(|_| BenchError::config("--base-url", "invalid host", "use http://host:port"))?;
         let display = format!("{}://{}:{}", url.scheme(), host_for_header, port);
-        let prefix = url.path().trim_end_matches('/').to_owned();
+        let prefix = path::normalize_prefix(url.path());
         let (tls, trust) = if tls || opts.tls.names_files() {
             let setup = tls::setup(opts.insecure, &opts.tls)?;
             (tls.then_some(setup.connector), tls.then_some(setup.trust))
@@ -297,37 +298,52 @@ impl HttpClient {
         self.lock_idle().len()
     }
 
-    /// The request-target path for `endpoint`: the base URL's path prefix + `endpoint`.
-    /// An absolute `http(s)://` endpoint contributes only its path and query.
+    /// The request-target path for `endpoint`: the base URL's path prefix and `endpoint`
+    /// joined by segment ([`path::join`]: `/team-a/v1` + `/v1/models` → `/team-a/v1/models`).
+    /// An absolute `http(s)://` endpoint is taken as written (path and query) and must be on
+    /// the base URL's origin.
     pub fn path_for(&self, endpoint: &str) -> Result<String> {
-        let ep = if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
-            let u = Url::parse(endpoint).map_err(|e| {
-                BenchError::config(
+        self.resolve(endpoint, path::join)
+    }
+
+    /// The request-target path of a control-plane call ([`path::join_control`]): server-root
+    /// endpoints (`/tokenize`, `/metrics`, `/start_profile`, …) go to the server root (the
+    /// prefix without a trailing `/v1`), `/v1/...` endpoints as [`HttpClient::path_for`].
+    pub fn control_path_for(&self, endpoint: &str) -> Result<String> {
+        self.resolve(endpoint, path::join_control)
+    }
+
+    /// `scheme://host:port/path` of a request path, for messages (never userinfo).
+    pub fn url_for_path(&self, path: &str) -> String {
+        format!("{}{path}", self.origin())
+    }
+
+    fn resolve(&self, endpoint: &str, join: fn(&str, &str) -> String) -> Result<String> {
+        let invalid =
+            |problem: String| BenchError::config("--endpoint", problem, "use a path like /v1/completions");
+        let path = if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
+            let u = Url::parse(endpoint).map_err(|e| invalid(format!("'{endpoint}' is not a URL ({e})")))?;
+            let host = match u.host() {
+                Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+                Some(h) => h.to_string(),
+                None => String::new(),
+            };
+            let origin = format!("{}://{}:{}", u.scheme(), host, u.port_or_known_default().unwrap_or(0));
+            if origin != self.inner.origin.display {
+                return Err(BenchError::config(
                     "--endpoint",
-                    format!("'{endpoint}' is not a URL ({e})"),
-                    "use a path like /v1/completions",
-                )
-            })?;
+                    format!("'{endpoint}' is on another origin than --base-url ({})", self.origin()),
+                    "pass the server's origin as --base-url and the path as --endpoint",
+                ));
+            }
             match u.query() {
                 Some(q) => format!("{}?{q}", u.path()),
                 None => u.path().to_owned(),
             }
-        } else if endpoint.starts_with('/') {
-            endpoint.to_owned()
         } else {
-            format!("/{endpoint}")
+            join(&self.inner.origin.prefix, endpoint)
         };
-        if ep.starts_with(&self.inner.origin.prefix) && !self.inner.origin.prefix.is_empty() {
-            return Ok(ep);
-        }
-        let path = format!("{}{ep}", self.inner.origin.prefix);
-        path.parse::<Uri>().map_err(|_| {
-            BenchError::config(
-                "--endpoint",
-                format!("invalid path '{path}'"),
-                "use a path like /v1/completions",
-            )
-        })?;
+        path.parse::<Uri>().map_err(|_| invalid(format!("invalid path '{path}'")))?;
         Ok(path)
     }
 
@@ -620,7 +636,16 @@ mod tests {
         assert!(c.is_tls());
         assert_eq!(c.path_for("/v1/models").unwrap(), "/api/v1/models");
         assert_eq!(c.path_for("/api/v1/models").unwrap(), "/api/v1/models");
-        assert_eq!(c.path_for("http://x/v1/a?b=1").unwrap(), "/api/v1/a?b=1");
+        assert_eq!(c.path_for("https://example.com/api/v1/a?b=1").unwrap(), "/api/v1/a?b=1");
+        assert_eq!(c.path_for("https://example.com:443/v1/a").unwrap(), "/v1/a");
+        let e = c.path_for("http://x/v1/a?b=1").unwrap_err();
+        assert!(e.to_string().contains("another origin"), "{e}");
+        assert_eq!(c.control_path_for("/tokenize").unwrap(), "/api/tokenize");
+        let c = client("http://gw:80/team-a/v1/");
+        assert_eq!(c.path_for("/v1/models").unwrap(), "/team-a/v1/models");
+        assert_eq!(c.control_path_for("/v1/models").unwrap(), "/team-a/v1/models");
+        assert_eq!(c.control_path_for("/metrics").unwrap(), "/team-a/metrics");
+        assert_eq!(c.url_for_path("/team-a/metrics"), "http://gw:80/team-a/metrics");
         let c = client("http://[::1]:9000");
         assert_eq!(c.inner.origin.host_header, "[::1]:9000");
         assert!(HttpClient::new(ClientOptions { base_url: "ftp://x".into(), ..Default::default() }).is_err());

@@ -173,6 +173,7 @@ fn header(ctx: &Ctx<'_>, exp: &Experiment) -> serde_json::Map<String, Value> {
     o.insert("label".into(), json!(ctx.output.label));
     o.insert("model_id".into(), json!(ctx.prepared.model.model_id));
     o.insert("tokenizer_id".into(), json!(ctx.prepared.tokenizer_id));
+    o.insert("server_tokenize".into(), ctx.prepared.verification.to_json());
     o.insert("burstiness".into(), json!(ctx.base.rate.burstiness));
     o.insert("percentiles".into(), json!(ctx.percentiles));
     o
