@@ -14,6 +14,7 @@ pub mod lora;
 pub mod metrics_server;
 pub mod prepare;
 pub mod profiling;
+pub mod ready;
 pub mod retokenize;
 pub mod run;
 pub mod server_metrics;

@@ -140,6 +140,10 @@ impl ServerTokenize {
                     )))
                 }
                 Ok(r) => last = format!("{endpoint} answered HTTP {}: {}", r.status, r.snippet()),
+                // Nothing listens there: no retry, SB315 at once.
+                Err(e @ BenchError::Unreachable { .. }) => return Err(e),
+                // Without the transport error's own "fix:" (SB303 names one).
+                Err(BenchError::Transport { context, detail }) => last = format!("{context}: {detail}"),
                 Err(e) => last = e.to_string(),
             }
         }

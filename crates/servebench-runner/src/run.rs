@@ -181,6 +181,20 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         ..ClientOptions::default()
     })?;
     let headers = client_headers(cfg)?;
+    // A server that cannot be reached fails here with SB315, before any other call: at once
+    // without a readiness check (vLLM's default), after --ready-check-timeout-sec with one.
+    let ready_started = Instant::now();
+    let ready_deadline = ready_started + cfg.ready_check_timeout;
+    if !cfg.dry_run {
+        if !cfg.ready_check_timeout.is_zero() {
+            observer.message(&format!(
+                "Waiting for the server at {} (up to {} s)...",
+                client.host_port(),
+                cfg.ready_check_timeout.as_secs()
+            ));
+        }
+        crate::ready::wait_reachable(&client, ready_started, ready_deadline).await?;
+    }
     let model =
         prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
             .await?;
@@ -263,7 +277,9 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
     let mut server_reports_usage = None;
     if !cfg.ready_check_timeout.is_zero() {
         observer.message("Waiting for the endpoint to answer a test request...");
-        let answer = ready_check(&client, &target, &exec_opts, &workload, cfg.ready_check_timeout).await?;
+        let answer =
+            crate::ready::ready_check(&client, &target, &exec_opts, &workload, ready_started, ready_deadline)
+                .await?;
         server_reports_usage = Some(answer.completion_tokens.is_some());
     }
     // The tokenizer stays loaded during the measured phase (its tables cost tens of MB of
@@ -632,51 +648,6 @@ async fn build_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> R
             .await
             .map_err(|e| BenchError::Dataset { detail: format!("workload generation failed: {e}") })?
         }
-    }
-}
-
-/// Sends the first request until it completes or the timeout passes.
-async fn ready_check(
-    client: &HttpClient,
-    target: &RequestTarget,
-    opts: &ExecOptions,
-    workload: &Workload,
-    timeout: Duration,
-) -> Result<RequestRecord> {
-    let deadline = Instant::now() + timeout;
-    let spec = &workload.requests[0];
-    let clock = RunClock::start();
-    let mut last_error = String::from("no answer");
-    let mut pause = Duration::from_millis(200);
-    loop {
-        let record = RequestRecord::scheduled(0, "servebench-ready-check".into(), 0, spec.prompt_tokens, 1);
-        let attempt =
-            tokio::time::timeout_at(deadline.into(), execute(client, target, spec, record, &clock, opts))
-                .await;
-        match attempt {
-            Ok(r) if r.outcome == Outcome::Completed => return Ok(r),
-            Ok(r) => {
-                let client_error =
-                    r.http_status.is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
-                last_error = r.error.map(|e| e.message).unwrap_or_else(|| "request did not complete".into());
-                let permanent =
-                    client_error || last_error.starts_with(servebench_client::dialect::WRONG_DIALECT);
-                if permanent {
-                    // A 4xx (wrong model name, missing key) or another dialect will not fix
-                    // itself by waiting.
-                    let secs = timeout.as_secs().min(clock.now_us() / 1_000_000);
-                    let backend = target.backend.to_string();
-                    return Err(crate::failure_codes::not_ready(secs, last_error, &backend));
-                }
-            }
-            Err(_) => {}
-        }
-        if Instant::now() + pause >= deadline {
-            let backend = target.backend.to_string();
-            return Err(crate::failure_codes::not_ready(timeout.as_secs(), last_error, &backend));
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(5));
     }
 }
 

@@ -21,6 +21,24 @@ use time::OffsetDateTime;
 /// Exit code of a run stopped by Ctrl-C/SIGTERM (after its results were written).
 pub const INTERRUPTED_EXIT_CODE: u8 = 130;
 
+/// Whether a measured phase has started: before it (model detection, tokenizer, workload, the
+/// readiness wait) nothing is in flight and nothing written, so Ctrl-C/SIGTERM exits at once.
+static MEASURING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called when the first measured phase starts (from then on Ctrl-C stops the run gracefully).
+pub(crate) fn measuring_started() {
+    MEASURING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The first Ctrl-C/SIGTERM before the measured phase (e.g. during the readiness wait) ends
+/// the process at once with exit 130.
+pub(crate) fn exit_if_not_measuring() {
+    if !MEASURING.load(std::sync::atomic::Ordering::SeqCst) {
+        eprintln!("\nInterrupted before the benchmark started: nothing was sent or written");
+        std::process::exit(INTERRUPTED_EXIT_CODE.into());
+    }
+}
+
 /// Raises the open-files soft limit to the hard limit; returns the soft limit now in force.
 #[allow(unsafe_code, clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not everywhere
 fn raise_open_files_limit() -> Option<u64> {
@@ -76,6 +94,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     // OPENAI_API_KEY (ANTHROPIC_API_KEY first for --backend anthropic).
     let api_key = servebench_client::dialect::api_key_from_env(&args.backend, |k| std::env::var(k).ok());
     let Validated { mut run, output } = validate(args, api_key)?;
+    for warning in crate::cli_unused::check(args)? {
+        println!("{warning}");
+    }
     let experiment = crate::experiment::plan::plan(&args.experiment)?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
@@ -124,6 +145,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         };
         tokio::spawn(async move {
             if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
+                exit_if_not_measuring();
                 eprintln!("\nInterrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)");
                 stop.stop();
                 if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
@@ -246,6 +268,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             }
             .into());
         }
+    }
+    // Not one request succeeded: there are no numbers, and CI must see it (exit 1, SB602).
+    if let Some(e) = servebench_runner::failure_codes::no_success(&out.records, "") {
+        return Err(e.into());
     }
     Ok(0)
 }

@@ -85,6 +85,10 @@ impl HttpClient {
         let req = self.request(method, &path, h, body.unwrap_or_default()).map_err(transport)?;
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
         let sent = self.send(req, Some(&mut deadline)).await.map_err(|f| match f.kind {
+            // Nothing listens there (refused, DNS): SB315, whichever call comes first.
+            SendFailKind::Connect if f.dispatched.is_none() => {
+                self.unreachable_error(&f.message).unwrap_or_else(|| transport(f.message))
+            }
             SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => transport(f.message),
         })?;
         let mut conn = sent.conn;

@@ -16,6 +16,9 @@
 mod conn;
 pub(crate) mod control;
 pub(crate) mod h1;
+mod reach;
+
+pub use reach::unreachable_reason;
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;

@@ -28,6 +28,8 @@ pub struct Ctx<'a> {
     pub percentiles: Vec<f64>,
     /// Print each point's full result block.
     pub verbose: bool,
+    /// The first point without a successful request (SB602: the experiment exits 1).
+    pub no_success: std::sync::Mutex<Option<servebench_core::BenchError>>,
 }
 
 /// What a point runs with.

@@ -1,0 +1,199 @@
+//! Every mode says what happened: exit codes CI can trust, readiness as vLLM defines it,
+//! interrupted runs, refused flag combinations and output paths (issue 15).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_servebench"));
+    c.env_remove("OPENAI_API_KEY").env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"));
+    c
+}
+
+fn tokenizer() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+/// A short run against the embedded simulator (fast fixed timing), results in `dir`.
+fn sim(dir: &Path, extra: &[&str]) -> Output {
+    let tok = tokenizer();
+    let mut cmd = bin();
+    cmd.current_dir(dir).args([
+        "--sim",
+        "--sim-ttft-ms",
+        "2",
+        "--sim-itl-ms",
+        "1",
+        "--sim-tokenizer",
+        tok.to_str().unwrap(),
+        "--num-prompts",
+        "12",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "4",
+        "--disable-tqdm",
+    ]);
+    cmd.args(extra).output().unwrap()
+}
+
+/// A port on 127.0.0.1 that nothing listens on (bound, then closed).
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn unreachable_run(extra: &[&str]) -> Output {
+    let tok = tokenizer();
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let mut cmd = bin();
+    cmd.args(["--base-url", &url, "--tokenizer", tok.to_str().unwrap(), "--num-prompts", "3"]);
+    cmd.args(extra).output().unwrap()
+}
+
+#[test]
+fn no_successful_request_exits_1_with_sb602_naming_the_model_and_writes_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim(dir.path(), &["--model", "nosuch", "--save-result", "--result-filename", "r.json"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr:\n{err}");
+    assert!(err.contains("error[SB602]: none of 12 requests succeeded"), "{err}");
+    assert!(err.contains("`nosuch`") && err.contains("--lora-modules"), "{err}");
+    assert!(dir.path().join("r.json").exists(), "the result is written before the error");
+
+    // A LoRA adapter the server does not serve: the same, naming the adapter.
+    let out = sim(dir.path(), &["--lora-modules", "zz"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[SB602]") && err.contains("`zz`"), "{err}");
+}
+
+#[test]
+fn max_failure_rate_keeps_exit_3_when_nothing_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim(dir.path(), &["--model", "nosuch", "--max-failure-rate", "10"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("SB601"));
+}
+
+#[test]
+fn sweep_point_without_success_stops_the_sweep_with_sb602_after_saving() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim(
+        dir.path(),
+        &[
+            "--model",
+            "nosuch",
+            "--sweep-max-concurrency",
+            "1,2",
+            "--save-result",
+            "--result-filename",
+            "s.json",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[SB602]: concurrency 1: none of 12 requests succeeded"), "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+    assert_eq!(doc["points"].as_array().unwrap().len(), 1, "the sweep stops at the failing point");
+}
+
+#[test]
+fn unreachable_server_without_readiness_check_is_sb315_from_the_first_call() {
+    // The model is detected from /v1/models (the first call) or given (then the reachability
+    // probe comes first): SB315 either way, never SB303 and one "fix:" only.
+    for extra in [&[][..], &["--model", "m"][..], &["--model", "m", "--skip-tokenize-verification"][..]] {
+        let out = unreachable_run(extra);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(err.contains("error[SB315]: cannot connect to 127.0.0.1:"), "{extra:?}: {err}");
+        assert!(err.contains("connection refused"), "{err}");
+        assert!(!err.contains("kept trying"), "no readiness check, no wait: {err}");
+        assert_eq!(err.matches("fix:").count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn readiness_wait_names_the_refusal_and_the_seconds_really_waited() {
+    let out = unreachable_run(&["--ready-check-timeout-sec", "1"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[SB315]") && err.contains("connection refused"), "{err}");
+    let secs: f64 = err.split("kept trying for ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(secs >= 1.0, "it waits the whole timeout: {err}");
+}
+
+#[test]
+fn ready_check_timeout_is_waited_in_full_and_reported_as_waited() {
+    // Every request answers 503: the check retries until the deadline (not 1.4 s of a 2 s
+    // timeout, as the doubling pause used to stop) and says how long it waited.
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim(dir.path(), &["--sim-fault", "http_503=1", "--ready-check-timeout-sec", "2"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let secs: f64 =
+        err.split("endpoint not ready after ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(secs >= 2.0, "{err}");
+}
+
+#[test]
+fn default_ready_check_timeout_is_vllms_zero_no_check() {
+    // Without the flag a server answering 503 is not waited for: the run goes ahead and ends
+    // with SB602 (the old default waited 600 s).
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim(dir.path(), &["--sim-fault", "http_503=1"]);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(!stdout.contains("Waiting for"), "{stdout}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[SB602]"), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn first_ctrl_c_ends_the_readiness_wait_at_once_with_130() {
+    let tok = tokenizer();
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let mut child = bin()
+        .args(["--base-url", &url, "--tokenizer", tok.to_str().unwrap(), "--model", "m"])
+        .args(["--ready-check-timeout-sec", "600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let waiting = lines.find(|l| l.as_ref().is_ok_and(|l| l.contains("Waiting for the server"))).unwrap();
+    assert!(waiting.unwrap().contains("up to 600 s"));
+    // The signal handler is installed before the wait begins; give its task a moment to run.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    #[allow(unsafe_code)]
+    // SAFETY: sends SIGINT to the child we spawned.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("Interrupted before the benchmark started"));
+}
+
+#[test]
+fn sim_with_base_url_is_refused_with_exit_2_and_dataset_options_of_another_dataset_warn() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim(dir.path(), &["--base-url", "http://10.0.0.1:8000"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("error[SB121]: --sim cannot be combined with --base-url"), "{err}");
+
+    let out = sim(dir.path(), &["--dataset-path", "prompts.jsonl", "--sonnet-input-len", "100"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("warning: --dataset-path is ignored with --dataset-name random"), "{stdout}");
+    assert!(stdout.contains("warning: --sonnet-input-len is ignored with --dataset-name random"), "{stdout}");
+}
