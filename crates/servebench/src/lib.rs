@@ -17,6 +17,7 @@ pub mod compare_cmd;
 pub mod config;
 pub mod experiment;
 pub mod merge_cmd;
+pub mod path_collisions;
 pub mod progress;
 pub mod report_cmd;
 pub mod run;

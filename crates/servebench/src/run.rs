@@ -97,6 +97,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     for warning in crate::cli_unused::check(args)? {
         println!("{warning}");
     }
+    // No output may overwrite an input or another output (SB120), checked before any write.
+    crate::path_collisions::check(args, &output, run.records_path.as_deref())?;
     let experiment = crate::experiment::plan::plan(&args.experiment)?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
@@ -221,6 +223,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     });
     if let Some(paths) = paths {
         let mut json = result_json(&info, &metrics, &out.records, output.save_detailed);
+        json["interrupted"] = serde_json::Value::Bool(out.interrupted);
         servebench_report::groups::extend_result(&mut json, &out.records, &metrics_cfg, &group_info);
         crate::experiment::extras::add_to_result(
             &mut json,
@@ -253,7 +256,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         server_side.server.as_ref(),
     )?;
     if out.interrupted {
-        println!("Interrupted: results cover the requests that finished before the interrupt");
+        println!(
+            "Interrupted: results cover the {} requests sent before the interrupt; {} were never sent",
+            metrics.sent, metrics.never_sent
+        );
         return Ok(INTERRUPTED_EXIT_CODE);
     }
     if let Some(limit) = output.max_failure_rate {

@@ -197,3 +197,87 @@ fn sim_with_base_url_is_refused_with_exit_2_and_dataset_options_of_another_datas
     assert!(stdout.contains("warning: --dataset-path is ignored with --dataset-name random"), "{stdout}");
     assert!(stdout.contains("warning: --sonnet-input-len is ignored with --dataset-name random"), "{stdout}");
 }
+
+#[test]
+fn records_over_the_dataset_file_is_refused_with_sb120_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let dataset = "{\"prompt\": \"hello there\", \"output_tokens\": 4}\n";
+    std::fs::write(d.join("custom.jsonl"), dataset).unwrap();
+    let cases: &[&[&str]] = &[
+        &["--records", "custom.jsonl"],
+        &["--records", "./sub/../custom.jsonl"],
+        &["--csv", "out.x", "--html-report", "./out.x"],
+        &["--save-result", "--result-filename", "r.json", "--records", "r.json"],
+        &["--save-result", "--result-filename", "custom.jsonl"],
+    ];
+    std::fs::create_dir(d.join("sub")).unwrap();
+    for extra in cases {
+        let mut argv = vec!["--dataset-name", "custom", "--dataset-path", "custom.jsonl"];
+        argv.extend_from_slice(extra);
+        let out = sim(d, &argv);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("error[SB120]"), "{extra:?}: {err}");
+        assert_eq!(std::fs::read_to_string(d.join("custom.jsonl")).unwrap(), dataset, "{extra:?}");
+        assert!(!d.join("out.x").exists() && !d.join("r.json").exists(), "{extra:?}");
+    }
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(d.join("custom.jsonl"), d.join("alias.jsonl")).unwrap();
+        let out = sim(
+            d,
+            &["--dataset-name", "custom", "--dataset-path", "custom.jsonl", "--records", "alias.jsonl"],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert_eq!(std::fs::read_to_string(d.join("custom.jsonl")).unwrap(), dataset);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn interrupted_run_says_so_and_counts_only_requests_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = tokenizer();
+    // 4 streams of 200 tokens at 50 ms: the first four take 10 s, the other 16 wait.
+    let mut child = bin()
+        .current_dir(dir.path())
+        .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--save-result"])
+        .args(["--result-filename", "run.json", "--csv", "run.csv", "--html-report", "run.html"])
+        .args(["--num-prompts", "20", "--max-concurrency", "4", "--random-input-len", "16"])
+        .args(["--random-output-len", "200", "--sim-itl-ms", "50"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    lines.find(|l| l.as_ref().is_ok_and(|l| l.starts_with("Generated"))).unwrap().unwrap();
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    #[allow(unsafe_code)]
+    // SAFETY: sends SIGINT to the child we spawned.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let stdout = rest.join().unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+    assert_eq!(json["interrupted"], true);
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("run.json.records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let unsent =
+        records.iter().filter(|r| r["outcome"] == "cancelled" && r.get("dispatched_us").is_none()).count()
+            as u64;
+    assert!(unsent >= 10, "most of the workload was never sent: {unsent}");
+    assert_eq!(json["never_sent"].as_u64(), Some(unsent));
+    assert_eq!(json["sent"].as_u64().unwrap() + unsent, 20, "{json}");
+    assert!(stdout.contains(&format!("; {unsent} were never sent")), "{stdout}");
+    // The CSV and HTML report come from the same records.
+    let html = std::fs::read_to_string(dir.path().join("run.html")).unwrap();
+    assert!(html.contains(&format!("{unsent} requests of the workload were never sent")), "HTML says so");
+    assert!(dir.path().join("run.csv").exists());
+}

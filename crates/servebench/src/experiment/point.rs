@@ -131,6 +131,7 @@ pub async fn run_point(ctx: &Ctx<'_>, spec: PointSpec) -> anyhow::Result<PointOu
         println!("warning: {p}");
     }
     let mut result = result_json(&info, &metrics, &out.records, ctx.output.save_detailed);
+    result["interrupted"] = Value::Bool(out.interrupted);
     add_to_result(&mut result, steady.as_ref(), extra.server.as_ref(), extra.profile.as_ref());
     Ok(PointOutcome { spec, metrics, steady, result, records: out.records, interrupted: out.interrupted })
 }
