@@ -32,7 +32,7 @@ pub use live::{LiveMetrics, LiveSnapshot};
 pub use metrics_server::MetricsServer;
 pub use prepare::{ModelIds, Verification};
 pub use run::{
-    prepare_run, run_benchmark, run_prepared, ClientHealth, Prepared, PreparedRun, RunObserver, RunOutput,
-    RunResult, WorkloadStats,
+    prepare_experiment, prepare_run, rebuild_workload, run_benchmark, run_prepared, ClientHealth, Prepared,
+    PreparedRun, RunObserver, RunOutput, RunResult, WorkloadStats,
 };
 pub use sink::{read_records, read_records_file, RecordSink, RecordsFile};

@@ -170,10 +170,64 @@ pub struct PreparedRun {
     pub load: crate::load::LoadPlan,
     /// Counts generated text with the client tokenizer (`None` with `--tokenizer server`).
     pub retokenizer: Option<Arc<Retokenizer>>,
+    /// The client tokenizer, kept only for experiments whose points build prompts of their
+    /// own ([`prepare_experiment`], [`rebuild_workload`]).
+    pub tokenizer: Option<Arc<dyn TextTokenizer>>,
+}
+
+/// [`prepare_run`] for an experiment: the tokenizer is kept so that each point can build
+/// prompts of its own ([`rebuild_workload`]).
+pub async fn prepare_experiment(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Prepared> {
+    prepare_inner(cfg, observer, true).await
+}
+
+/// The workload of an experiment point with prompts of its own: the same dataset and lengths,
+/// built with `seed` (the run's seed and the point, docs/experiments.md), checked against
+/// `--max-model-len` and the server's `/tokenize` like the first. `None` when the workload
+/// cannot be rebuilt (no client tokenizer, trace replay, multi-turn): then points share it.
+pub async fn rebuild_workload(
+    prepared: &PreparedRun,
+    cfg: &RunConfig,
+    seed: u64,
+) -> Result<Option<Arc<Workload>>> {
+    let Some(tokenizer) = prepared.tokenizer.clone() else { return Ok(None) };
+    if prepared.load.conversations.is_some() || cfg.load.multi_turn.is_some() {
+        return Ok(None);
+    }
+    let mut cfg = cfg.clone();
+    cfg.seed = seed;
+    match &mut cfg.dataset {
+        DatasetSpec::Random(r) => r.seed = seed,
+        DatasetSpec::Dataset(d) => d.sampling.seed = seed,
+        DatasetSpec::TimedTrace(_) => return Ok(None),
+    }
+    let mut workload = build_workload(&cfg, tokenizer.clone()).await?;
+    prepare::filter_max_model_len(&mut workload, cfg.max_model_len);
+    if workload.is_empty() {
+        return Ok(None);
+    }
+    crate::batch::batch_workload(&mut workload, cfg.target.batch_size);
+    let server = ServerTokenize {
+        client: prepared.client.clone(),
+        headers: prepared.headers.clone(),
+        model: prepared.model.served_name.clone(),
+    };
+    let cache =
+        prepare::verification_cache_path(&cfg.base_url, &prepared.model.served_name, tokenizer.name());
+    prepare::verify_prompt_lengths(&server, &mut workload, cfg.verify_prompts, cache).await?;
+    Ok(Some(Arc::new(workload)))
 }
 
 /// Prepares a run: model, tokenizer, workload, readiness check, prompt-length verification.
 pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Prepared> {
+    prepare_inner(cfg, observer, false).await
+}
+
+async fn prepare_inner(
+    cfg: &RunConfig,
+    observer: &Arc<dyn RunObserver>,
+    keep_tokenizer: bool,
+) -> Result<Prepared> {
     let client = HttpClient::new(ClientOptions {
         base_url: cfg.base_url.clone(),
         insecure: cfg.insecure,
@@ -334,7 +388,7 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         observer.message(&line);
         warnings.push(line);
     }
-    drop(tokenizer);
+    let tokenizer = if keep_tokenizer { tokenizer } else { None };
     Ok(Prepared::Ready(Box::new(PreparedRun {
         client,
         headers,
@@ -348,6 +402,7 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         warnings,
         load: load_plan,
         retokenizer,
+        tokenizer,
     })))
 }
 

@@ -68,10 +68,9 @@ fn outputs(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> Vec
             let result = output.result_dir.clone().unwrap_or_default().join(f);
             v.push(("--result-filename".to_owned(), result.clone()));
             if !args.experiment.is_experiment() {
-                let mut s = result.into_os_string();
-                s.push(".records.jsonl");
                 if records.is_none() {
-                    v.push(("the records file".to_owned(), PathBuf::from(s)));
+                    let r = crate::run::records_path_for_doc(&result, output.append_result);
+                    v.push(("the records file".to_owned(), r));
                 }
             }
         }

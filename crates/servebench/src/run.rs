@@ -222,7 +222,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         None => crate::cli_shard::shard_file_name(&default_result_filename(&info), shard_spec),
     });
     if let Some(paths) = paths {
+        // The records file is in place (its final name) before the result that names it.
+        let final_records = records_path_for_doc(&result_path, output.append_result);
+        if records_file.as_ref() == Some(&paths.records) && paths.records != final_records {
+            std::fs::rename(&paths.records, &final_records)
+                .map_err(|e| servebench_core::BenchError::io(final_records.display(), e))?;
+            records_file = Some(final_records);
+        }
         let mut json = result_json(&info, &metrics, &out.records, output.save_detailed);
+        if let Some(r) = &records_file {
+            json["records_file"] = serde_json::Value::String(records_file_key(&result_path, r));
+        }
         json["interrupted"] = serde_json::Value::Bool(out.interrupted);
         servebench_report::groups::extend_result(&mut json, &out.records, &metrics_cfg, &group_info);
         crate::experiment::extras::add_to_result(
@@ -233,12 +243,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         );
         write_result(&result_path, &json, output.append_result)?;
         println!("Result: {}", result_path.display());
-        let final_records = records_path_for(&result_path);
-        if records_file.as_ref() == Some(&paths.records) && paths.records != final_records {
-            std::fs::rename(&paths.records, &final_records)
-                .map_err(|e| servebench_core::BenchError::io(final_records.display(), e))?;
-            records_file = Some(final_records);
-        }
     }
     if let Some(p) = &records_file {
         println!("Records: {} ({} lines)", p.display(), out.records.len());
@@ -296,7 +300,7 @@ fn output_paths(output: &OutputConfig, run: &servebench_runner::RunConfig) -> Op
     let dir = output.result_dir.clone().unwrap_or_default();
     let explicit_result = output.result_filename.as_ref().map(|f| dir.join(f));
     let records = match &explicit_result {
-        Some(p) => records_path_for(p),
+        Some(p) => records_path_for_doc(p, output.append_result),
         None => {
             let name = format!("servebench-{}-{}.records.jsonl", vllm_date(now_local()), std::process::id());
             dir.join(crate::cli_shard::shard_file_name(&name, run.shard.as_ref().map(|s| s.spec)))
@@ -309,6 +313,37 @@ fn records_path_for(result: &std::path::Path) -> PathBuf {
     let mut s = result.as_os_str().to_os_string();
     s.push(".records.jsonl");
     PathBuf::from(s)
+}
+
+/// The records file of the document about to be written to `result`: `<result>.records.jsonl`,
+/// or with `--append-result` onto a file that already holds K documents,
+/// `<result>.<K+1>.records.jsonl` — each appended document keeps its own records (and names
+/// them in `records_file`), so `report`/`compare` never pair it with another run's.
+pub(crate) fn records_path_for_doc(result: &std::path::Path, append: bool) -> PathBuf {
+    let existing = if append {
+        std::fs::read_to_string(result)
+            .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count())
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    if existing == 0 {
+        return records_path_for(result);
+    }
+    let mut s = result.as_os_str().to_os_string();
+    s.push(format!(".{}.records.jsonl", existing + 1));
+    PathBuf::from(s)
+}
+
+/// `records_file` of a result: the records file's name when it sits beside the result, else its
+/// path as given.
+fn records_file_key(result: &std::path::Path, records: &std::path::Path) -> String {
+    let same_dir = records.parent().unwrap_or(std::path::Path::new(""))
+        == result.parent().unwrap_or(std::path::Path::new(""));
+    match records.file_name() {
+        Some(name) if same_dir => name.to_string_lossy().into_owned(),
+        _ => records.display().to_string(),
+    }
 }
 
 fn now_local() -> OffsetDateTime {

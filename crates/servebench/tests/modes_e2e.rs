@@ -281,3 +281,67 @@ fn interrupted_run_says_so_and_counts_only_requests_sent() {
     assert!(html.contains(&format!("{unsent} requests of the workload were never sent")), "HTML says so");
     assert!(dir.path().join("run.csv").exists());
 }
+
+#[test]
+fn append_result_keeps_each_documents_own_records_and_report_pairs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |prefix: &str| {
+        let out = sim(d, &["--append-result", "--result-filename", "r.jsonl", "--request-id-prefix", prefix]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    run("first-");
+    run("second-");
+    let docs: Vec<serde_json::Value> = std::fs::read_to_string(d.join("r.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[0]["records_file"], "r.jsonl.records.jsonl");
+    assert_eq!(docs[1]["records_file"], "r.jsonl.2.records.jsonl");
+    let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+    let (first, second) = (read("r.jsonl.records.jsonl"), read("r.jsonl.2.records.jsonl"));
+    assert_eq!((first.lines().count(), second.lines().count()), (12, 12));
+    assert!(first.contains("\"first-0\"") && !first.contains("second-"), "the first run's records are kept");
+    assert!(second.contains("\"second-0\"") && !second.contains("first-"));
+    // report reads the last document with its own records.
+    let out = bin().current_dir(d).args(["report", "r.jsonl", "-o", "r.html"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(html.contains("r.jsonl.2.records.jsonl"), "the report names the second run's records");
+    // compare pairs each result with its own per-request data.
+    let out = bin().current_dir(d).args(["compare", "r.jsonl", "r.jsonl"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn sweep_points_get_prompts_of_their_own_so_prefix_cache_does_not_flatter_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["--sim-mode", "engine", "--sim-prefix-caching", "true", "--sweep-max-concurrency", "1,2"];
+    let cached = |extra: &[&str]| {
+        let tok = tokenizer();
+        let out = bin()
+            .current_dir(dir.path())
+            .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm"])
+            .args(base)
+            .args(["--num-prompts", "8", "--random-input-len", "256", "--random-output-len", "2"])
+            .args(["--save-result", "--result-filename", "s.json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+        let points = doc["points"].as_array().unwrap().clone();
+        let cached =
+            points.iter().map(|p| p["result"]["cached_input_tokens"].as_u64().unwrap()).collect::<Vec<_>>();
+        (cached, text(&out.stdout))
+    };
+    let (own, stdout) = cached(&[]);
+    assert_eq!(own[1], 0, "the second point's prompts are new to the server: {own:?}\n{stdout}");
+    let (reused, stdout) = cached(&["--reuse-prompts"]);
+    assert!(reused[1] > 0, "the same prompts again are served from the cache: {reused:?}");
+    assert!(stdout.contains("warning: concurrency 2: the server reports"), "{stdout}");
+}

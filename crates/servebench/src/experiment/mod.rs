@@ -23,7 +23,9 @@ use servebench_report::info::vllm_date;
 use servebench_report::{write_result, write_text};
 use servebench_runner::config::DatasetSpec;
 use servebench_runner::failure_codes;
-use servebench_runner::{prepare_run, stop_signal, Prepared, RunConfig, RunObserver, CLIENT_THREAD_PREFIX};
+use servebench_runner::{
+    prepare_experiment, prepare_run, stop_signal, Prepared, RunConfig, RunObserver, CLIENT_THREAD_PREFIX,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -145,7 +147,12 @@ async fn run_async(
         }
     });
     let observer: Arc<dyn RunObserver> = Arc::new(QuietObserver);
-    let prepared = match prepare_run(&cfg, &observer).await? {
+    // Each point builds prompts of its own unless --reuse-prompts: keep the tokenizer for it.
+    let prepared = match if args.experiment.reuse_prompts {
+        prepare_run(&cfg, &observer).await?
+    } else {
+        prepare_experiment(&cfg, &observer).await?
+    } {
         Prepared::Ready(p) => *p,
         Prepared::DryRun { .. } => return Ok(0),
     };
@@ -154,8 +161,18 @@ async fn run_async(
     let percentiles = percentiles_needed(args, &output, &exp)?;
     let verbose = !matches!(exp, Experiment::FindMaxRate | Experiment::SloSearch { .. });
     let no_success = std::sync::Mutex::new(None);
-    let ctx =
-        Ctx { args, base: cfg, output, prepared, control, stop: signal, percentiles, verbose, no_success };
+    let ctx = Ctx {
+        args,
+        base: cfg,
+        output,
+        prepared,
+        control,
+        stop: signal,
+        percentiles,
+        verbose,
+        no_success,
+        points_run: std::sync::atomic::AtomicU64::new(0),
+    };
     let doc = match &exp {
         Experiment::SweepConcurrency { .. } | Experiment::SweepRate { .. } => {
             let by_conc = matches!(exp, Experiment::SweepConcurrency { .. });
