@@ -1,7 +1,7 @@
 //! Every mode says what happened: exit codes CI can trust, readiness as vLLM defines it,
 //! interrupted runs, refused flag combinations and output paths (issue 15).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
