@@ -84,7 +84,7 @@ mod tests {
         for i in [3u64, 1, 2] {
             let mut r = RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
             r.http_status = Some(404);
-            r.fail(ErrorKind::HttpStatus, &format!("HTTP 404: The model `zz{i}` does not exist."));
+            r.fail(ErrorKind::HttpStatus, format!("HTTP 404: The model `zz{i}` does not exist."));
             recs.push(r);
         }
         let e = no_success(&recs, "point c=4: ").expect("no success");
