@@ -208,13 +208,26 @@ async fn gate_in_order<E, Fut, C>(
             continue;
         };
         // Boxed: the executor's future is large (connect, TLS and HTTP state).
-        let fut = Box::pin(execute(release));
+        let mut fut = Box::pin(execute(release));
         let sink = sink.clone();
+        // The next request passes only once this one has started (its first poll, which on a
+        // pooled connection writes the request): the runtime does not run spawned tasks in
+        // spawn order, so two requests passing together could otherwise start swapped.
+        let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
         tasks.spawn(async move {
-            let record = fut.await;
+            let mut started_tx = Some(started_tx);
+            let record = std::future::poll_fn(|cx| {
+                let polled = fut.as_mut().poll(cx);
+                if let Some(tx) = started_tx.take() {
+                    let _ = tx.send(());
+                }
+                polled
+            })
+            .await;
             drop(permit);
             let _ = sink.send(record);
         });
+        let _ = started.await;
         while tasks.try_join_next().is_some() {}
     }
     while tasks.join_next().await.is_some() {}
