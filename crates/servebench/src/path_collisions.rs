@@ -67,6 +67,10 @@ fn outputs(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> Vec
         if let Some(f) = &output.result_filename {
             let result = output.result_dir.clone().unwrap_or_default().join(f);
             v.push(("--result-filename".to_owned(), result.clone()));
+            if args.experiment.is_experiment() {
+                // A sweep also writes its summary table beside the result.
+                v.push(("the sweep summary CSV".to_owned(), result.with_extension("csv")));
+            }
             if !args.experiment.is_experiment() && records.is_none() {
                 let r = crate::run::records_path_for_doc(&result, output.append_result);
                 v.push(("the records file".to_owned(), r));

@@ -345,3 +345,30 @@ fn sweep_points_get_prompts_of_their_own_so_prefix_cache_does_not_flatter_them()
     assert!(reused[1] > 0, "the same prompts again are served from the cache: {reused:?}");
     assert!(stdout.contains("warning: concurrency 2: the server reports"), "{stdout}");
 }
+
+#[test]
+fn sweep_summary_csv_over_the_dataset_is_refused_with_sb120() {
+    // A sweep writes <result>.csv beside the result: it must not replace an input either.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let dataset = "{\"prompt\": \"hello there\", \"output_tokens\": 4}\n";
+    std::fs::write(d.join("prompts.csv"), dataset).unwrap();
+    let out = sim(
+        d,
+        &[
+            "--dataset-name",
+            "custom",
+            "--dataset-path",
+            "prompts.csv",
+            "--sweep-max-concurrency",
+            "1,2",
+            "--save-result",
+            "--result-filename",
+            "prompts.json",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("error[SB120]") && err.contains("sweep summary CSV"), "{err}");
+    assert_eq!(std::fs::read_to_string(d.join("prompts.csv")).unwrap(), dataset);
+}
