@@ -43,6 +43,19 @@ for job in (d for d in docs if d["kind"] == "Job"):
     assert ref == cm["metadata"]["name"], (ref, cm["metadata"]["name"])
     claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v]
     assert claims == ["servebench-results"], claims
+    # A container that loads a tokenizer has a writable HF_HOME (an emptyDir mount under a
+    # read-only root filesystem) and an optional HF_TOKEN from a Secret.
+    empty_dirs = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+    for c in pod["containers"]:
+        if not any(a.startswith("--tokenizer=") for a in c.get("args", [])):
+            continue
+        env = {e["name"]: e for e in c.get("env", [])}
+        mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+        hf_home = env["HF_HOME"]["value"]
+        assert any(hf_home == p or hf_home.startswith(p + "/") for p, n in mounts.items() if n in empty_dirs), (hf_home, mounts)
+        ref = env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]
+        assert ref["optional"] is True, ref
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
 print(f"validate-k8s: {sys.argv[1].rsplit('/', 1)[-1]}: {n} shards, consistent")
 PY
 done

@@ -19,6 +19,10 @@ pub enum ErrorCode {
     /// SB113: a `vllm bench serve` flag was given a value, and it does not apply to this run
     /// (another dataset, backend or tokenizer mode).
     FlagNotApplicable,
+    /// SB120: an output path is the same file as an input or another output.
+    OutputCollision,
+    /// SB121: a combination of flags that cannot work together.
+    FlagCombination,
     /// SB201: the tokenizer could not be loaded.
     TokenizerLoad,
     /// SB202: the tokenizer would have to be downloaded and the network is not available.
@@ -46,6 +50,8 @@ pub enum ErrorCode {
     TlsFile,
     /// SB312: the HTTP proxy could not be used (unreachable, CONNECT refused, 407).
     Proxy,
+    /// SB315: the server cannot be reached at all (connection refused, name not resolved).
+    Unreachable,
     /// SB401: the server's response did not follow the expected API protocol.
     Protocol,
     /// SB402: the model could not be determined.
@@ -58,6 +64,8 @@ pub enum ErrorCode {
     Io,
     /// SB601: the run finished but too many requests failed.
     FailureRate,
+    /// SB602: the run finished without a single successful request.
+    NoSuccess,
     /// SB701: shard records files come from different workloads, seeds or runs.
     ShardMismatch,
     /// SB702: the set of shard records files has duplicate or missing shards.
@@ -65,13 +73,15 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 31] = [
         ErrorCode::ConfigInvalid,
         ErrorCode::FlagNotSupported,
         ErrorCode::MultimodalUnsupported,
         ErrorCode::ContentTypeUnsupported,
         ErrorCode::PoolingSampling,
         ErrorCode::FlagNotApplicable,
+        ErrorCode::OutputCollision,
+        ErrorCode::FlagCombination,
         ErrorCode::TokenizerLoad,
         ErrorCode::TokenizerOffline,
         ErrorCode::Dataset,
@@ -85,12 +95,14 @@ impl ErrorCode {
         ErrorCode::TlsCertificate,
         ErrorCode::TlsFile,
         ErrorCode::Proxy,
+        ErrorCode::Unreachable,
         ErrorCode::Protocol,
         ErrorCode::ModelDetect,
         ErrorCode::ChatTemplate,
         ErrorCode::WrongDialect,
         ErrorCode::Io,
         ErrorCode::FailureRate,
+        ErrorCode::NoSuccess,
         ErrorCode::ShardMismatch,
         ErrorCode::ShardSet,
     ];
@@ -104,6 +116,8 @@ impl ErrorCode {
             ErrorCode::ContentTypeUnsupported => "SB111",
             ErrorCode::PoolingSampling => "SB112",
             ErrorCode::FlagNotApplicable => "SB113",
+            ErrorCode::OutputCollision => "SB120",
+            ErrorCode::FlagCombination => "SB121",
             ErrorCode::TokenizerLoad => "SB201",
             ErrorCode::TokenizerOffline => "SB202",
             ErrorCode::Dataset => "SB203",
@@ -117,12 +131,14 @@ impl ErrorCode {
             ErrorCode::TlsCertificate => "SB310",
             ErrorCode::TlsFile => "SB311",
             ErrorCode::Proxy => "SB312",
+            ErrorCode::Unreachable => "SB315",
             ErrorCode::Protocol => "SB401",
             ErrorCode::ModelDetect => "SB402",
             ErrorCode::ChatTemplate => "SB403",
             ErrorCode::WrongDialect => "SB404",
             ErrorCode::Io => "SB501",
             ErrorCode::FailureRate => "SB601",
+            ErrorCode::NoSuccess => "SB602",
             ErrorCode::ShardMismatch => "SB701",
             ErrorCode::ShardSet => "SB702",
         }
@@ -144,6 +160,8 @@ impl ErrorCode {
             ErrorCode::ContentTypeUnsupported => "content type not supported by the backend",
             ErrorCode::PoolingSampling => "sampling flags given to a pooling backend",
             ErrorCode::FlagNotApplicable => "flag does not apply to this run",
+            ErrorCode::OutputCollision => "output path collides with another file of the run",
+            ErrorCode::FlagCombination => "flags that cannot be combined",
             ErrorCode::TokenizerLoad => "tokenizer could not be loaded",
             ErrorCode::TokenizerOffline => "tokenizer download needed but offline",
             ErrorCode::Dataset => "workload could not be built",
@@ -157,12 +175,14 @@ impl ErrorCode {
             ErrorCode::TlsCertificate => "TLS certificate verification failed",
             ErrorCode::TlsFile => "TLS file unreadable or malformed",
             ErrorCode::Proxy => "proxy failure",
+            ErrorCode::Unreachable => "server unreachable",
             ErrorCode::Protocol => "backend protocol error",
             ErrorCode::ModelDetect => "model could not be determined",
             ErrorCode::ChatTemplate => "chat template error",
             ErrorCode::WrongDialect => "server speaks another API dialect",
             ErrorCode::Io => "file I/O error",
             ErrorCode::FailureRate => "failure rate exceeded",
+            ErrorCode::NoSuccess => "no request succeeded",
             ErrorCode::ShardMismatch => "shards of different workloads",
             ErrorCode::ShardSet => "incomplete or duplicate shard set",
         }
@@ -239,6 +259,24 @@ describe a run that did not happen. A flag left at its vLLM default is never ref
 
 Fix: drop the flag, or pick the dataset or backend it applies to, as the message says."
             }
+            ErrorCode::OutputCollision => {
+                "\
+An output file of the run (--result-filename in --result-dir, its records file, --records,
+--csv, --html-report) is the same file as an input (--dataset-path, --trace, a --tokenizer file)
+or as another output. Writing it would destroy the input or mix two outputs in one file. Paths are
+compared after resolving symbolic links and `.`/`..`, so `./x` and `x` are the same file. Nothing
+was written.
+
+Fix: give the output another name or directory."
+            }
+            ErrorCode::FlagCombination => {
+                "\
+Two flags were given that cannot work together, for example --sim (which starts an embedded
+simulator and sends every request to it) with --base-url, --host or --port (which name a real
+server). Running anyway would silently ignore one of them.
+
+Fix: drop one of the two flags named in the message."
+            }
             ErrorCode::TokenizerLoad => {
                 "\
 The tokenizer named by --tokenizer (or --model when --tokenizer is not given) could not be loaded.
@@ -292,14 +330,16 @@ Fix: download the file once where the network is available and pass it with --da
             }
             ErrorCode::EndpointNotReady => {
                 "\
-The readiness check sends the first benchmark request until it succeeds; it did not succeed
-within --ready-check-timeout-sec. The last error is attached to the message.
+With --ready-check-timeout-sec N (the default is 0: no check, as in vLLM) the first benchmark
+request is sent until it succeeds; it did not succeed within N seconds. The message gives the
+seconds really waited and the last error. A 4xx answer (other than 408/429) or an answer in
+another API dialect ends the wait at once: waiting will not fix it. A server that could not be
+reached at all is SB315 instead.
 
-Common causes: the server is still loading the model; wrong --base-url/--host/--port or
---endpoint; the model name is not served (HTTP 404); an auth header is missing (HTTP 401).
+Common causes: the server is still loading the model; wrong --endpoint; the model name is not
+served (HTTP 404); an auth header is missing (HTTP 401).
 
-Fix: check the URL and model, raise --ready-check-timeout-sec for slow model loads, or pass
---ready-check-timeout-sec 0 to skip the check."
+Fix: check the URL and model, or raise --ready-check-timeout-sec for slow model loads."
             }
             ErrorCode::TokenizeUnavailable => {
                 "\
@@ -381,6 +421,19 @@ Fix: correct the proxy variable (credentials go in the URL: http://user:password
 add the server's host to NO_PROXY (host, .domain suffix, IP, CIDR such as 10.0.0.0/8, or *),
 or pass --no-proxy to ignore every proxy variable."
             }
+            ErrorCode::Unreachable => {
+                "\
+No connection to the server could be made: the connection was refused (nothing listens on that
+host and port), the host name did not resolve, or connecting timed out. With
+--ready-check-timeout-sec N the check keeps trying until N seconds pass and then names what it got;
+without it (the default, as in vLLM) the first call to the server fails the run at once.
+
+Common causes: the server is not running or still starting; a typo in --base-url, --host or
+--port; the server listens on another interface (127.0.0.1 inside a container).
+
+Fix: start the server or correct --base-url/--host/--port; to wait for a server that is still
+starting, pass --ready-check-timeout-sec 600."
+            }
             ErrorCode::Protocol => {
                 "\
 The server's answer did not follow the API the chosen --backend speaks (for example a model list
@@ -429,6 +482,22 @@ The run finished and its results were written, but the share of failed requests 
 --max-failure-rate.
 
 Fix: look at the error kinds in the result (`error_kinds`) and the records file."
+            }
+            ErrorCode::NoSuccess => {
+                "\
+The run finished but not one request completed successfully, so there are no latencies or
+throughputs to report. The result and records files were written (they show every failure), and
+the process exits 1 so that scripts and CI notice. The message quotes the first failure.
+
+In a sweep, rate search or --num-runs, each point (run) is judged on its own: the experiment
+fails with this code as soon as a point has no successful request. In a --stages run the whole
+run counts; a sharded run judges its own shard.
+
+Common causes: a model or LoRA adapter name the server does not serve (HTTP 404), a missing API
+key (HTTP 401), a wrong --endpoint or --backend, a server that crashed.
+
+Fix: follow the first failure's message (check --model / --served-model-name / --lora-modules
+against the server's /v1/models, the API key, the endpoint)."
             }
             ErrorCode::ShardMismatch => {
                 "\
@@ -481,6 +550,10 @@ pub enum BenchError {
     PoolingSampling { backend: String, flags: String },
     #[error("{flag} applies to {applies_to}, and {why}; fix: {fix}")]
     FlagNotApplicable { flag: String, applies_to: String, why: String, fix: String },
+    #[error("{output} is the same file as {other}; nothing was written; fix: write {output_flag} elsewhere")]
+    OutputCollision { output_flag: String, output: String, other: String },
+    #[error("{first} cannot be combined with {second}: {why}; fix: {fix}")]
+    FlagCombination { first: String, second: String, why: String, fix: String },
     #[error("tokenizer '{name}' could not be loaded: {detail}; fix: pass --tokenizer with a tokenizer.json path or a built-in encoding (cl100k_base, o200k_base)")]
     TokenizerLoad { name: String, detail: String },
     #[error("tokenizer '{name}' is not available locally and cannot be downloaded ({detail}); fix: pass --tokenizer /path/to/tokenizer.json")]
@@ -491,8 +564,8 @@ pub enum BenchError {
     DatasetFile { path: String, location: String, problem: String, fix: String },
     #[error("dataset '{name}' is not a local file and cannot be downloaded ({detail}); fix: pass --dataset-path /path/to/a/local/copy")]
     DatasetDownload { name: String, detail: String },
-    #[error("endpoint not ready after {secs} s: {last_error}; fix: check URL/model or raise --ready-check-timeout-sec")]
-    EndpointNotReady { secs: u64, last_error: String },
+    #[error("endpoint not ready after {secs:.1} s: {last_error}; fix: check URL/model or raise --ready-check-timeout-sec")]
+    EndpointNotReady { secs: f64, last_error: String },
     #[error("tokenize endpoint unavailable ({detail}); prompt-length verification skipped")]
     TokenizeUnavailable { detail: String },
     #[error(
@@ -509,6 +582,8 @@ pub enum BenchError {
     TlsFile { what: String, path: String, detail: String, fix: String },
     #[error("proxy {proxy}: {detail}; fix: check the proxy variables and credentials, set NO_PROXY for this host, or pass --no-proxy")]
     Proxy { proxy: String, detail: String },
+    #[error("cannot connect to {addr}: {reason}{waited}; fix: is the server running, and are --base-url/--host/--port right?")]
+    Unreachable { addr: String, reason: String, waited: String },
     #[error("{context}: {detail}; fix: check that --backend/--endpoint match the server's API")]
     Protocol { context: String, detail: String },
     #[error("could not determine the model from /v1/models: {detail}; fix: pass --model")]
@@ -521,6 +596,8 @@ pub enum BenchError {
     Io { path: String, detail: String },
     #[error("{failed} of {total} requests failed ({rate:.1}%), above --max-failure-rate {limit:.1}%")]
     FailureRate { failed: u64, total: u64, rate: f64, limit: f64 },
+    #[error("{context}none of {total} requests succeeded; first failure: {first}; fix: {fix}")]
+    NoSuccess { context: String, total: u64, first: String, fix: String },
     #[error("shards are not from one run: {detail}; fix: merge only the shards of one run, all run with the same flags")]
     ShardMismatch { detail: String },
     #[error(
@@ -539,6 +616,8 @@ impl BenchError {
             BenchError::ContentTypeUnsupported { .. } => ErrorCode::ContentTypeUnsupported,
             BenchError::PoolingSampling { .. } => ErrorCode::PoolingSampling,
             BenchError::FlagNotApplicable { .. } => ErrorCode::FlagNotApplicable,
+            BenchError::OutputCollision { .. } => ErrorCode::OutputCollision,
+            BenchError::FlagCombination { .. } => ErrorCode::FlagCombination,
             BenchError::TokenizerLoad { .. } => ErrorCode::TokenizerLoad,
             BenchError::TokenizerOffline { .. } => ErrorCode::TokenizerOffline,
             BenchError::Dataset { .. } => ErrorCode::Dataset,
@@ -552,12 +631,14 @@ impl BenchError {
             BenchError::TlsCertificate { .. } => ErrorCode::TlsCertificate,
             BenchError::TlsFile { .. } => ErrorCode::TlsFile,
             BenchError::Proxy { .. } => ErrorCode::Proxy,
+            BenchError::Unreachable { .. } => ErrorCode::Unreachable,
             BenchError::Protocol { .. } => ErrorCode::Protocol,
             BenchError::ModelDetect { .. } => ErrorCode::ModelDetect,
             BenchError::ChatTemplate { .. } => ErrorCode::ChatTemplate,
             BenchError::WrongDialect { .. } => ErrorCode::WrongDialect,
             BenchError::Io { .. } => ErrorCode::Io,
             BenchError::FailureRate { .. } => ErrorCode::FailureRate,
+            BenchError::NoSuccess { .. } => ErrorCode::NoSuccess,
             BenchError::ShardMismatch { .. } => ErrorCode::ShardMismatch,
             BenchError::ShardSet { .. } => ErrorCode::ShardSet,
         }

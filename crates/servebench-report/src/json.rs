@@ -195,6 +195,7 @@ fn opt_ms(us: Option<f64>) -> Value {
 fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
     o.insert("input_throughput".into(), rate_json(m.duration_s, m.input_throughput));
     o.insert("sent".into(), Value::from(m.sent));
+    o.insert("never_sent".into(), Value::from(m.never_sent));
     // Wall-clock time of the run's monotonic origin (µs since the Unix epoch): record times are
     // offsets from it, so records of different processes (shards, the simulator's ground truth)
     // can be put on one time line.

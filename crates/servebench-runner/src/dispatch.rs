@@ -101,9 +101,28 @@ where
 {
     let execute = Arc::new(execute);
     let cancelled = Arc::new(cancelled);
-    let gate = plan.max_concurrency.map(|c| Arc::new(Semaphore::new(c.max(1))));
     let n = plan.offsets_us.len();
     let mut stats = DispatchStats { lateness_us: Vec::with_capacity(n), not_released: 0 };
+    // With a gate, releases queue in schedule order for one gate task (`gate_in_order`), which
+    // passes them through the semaphore one after the other: requests pass the gate FIFO.
+    // (Acquiring inside each spawned task made the pass order the order in which the runtime
+    // first polled the tasks, which is not the spawn order.)
+    let (gate_tx, gate_task) = match plan.max_concurrency {
+        Some(c) => {
+            let (tx, rx) = mpsc::unbounded_channel::<Release>();
+            let gate = Arc::new(Semaphore::new(c.max(1)));
+            let task = tokio::spawn(gate_in_order(
+                gate,
+                rx,
+                execute.clone(),
+                cancelled.clone(),
+                sink.clone(),
+                stop.clone(),
+            ));
+            (Some(tx), Some(task))
+        }
+        None => (None, None),
+    };
     let mut tasks = JoinSet::new();
     let mut i = 0;
     let mut stop_wait = stop.clone();
@@ -124,29 +143,21 @@ where
         while i < n && plan.offsets_us[i] <= released_us {
             let release = Release { index: i, intended_us: plan.offsets_us[i], released_us, stage: None };
             stats.lateness_us.push(released_us - plan.offsets_us[i]);
-            let gate = gate.clone();
-            let execute = execute.clone();
-            let cancelled = cancelled.clone();
-            let sink = sink.clone();
-            let mut stop = stop.clone();
-            tasks.spawn(async move {
-                let permit = match &gate {
-                    Some(g) => tokio::select! {
-                        p = g.clone().acquire_owned() => p.ok(),
-                        _ = stop.stopped() => {
-                            let _ = sink.send(cancelled(release));
-                            return;
-                        }
-                    },
-                    None => None,
-                };
-                // Boxed: the executor's future is large (connect, TLS and HTTP state) and
-                // every released task waits at the gate holding its own future; inline, a
-                // burst of N waiting tasks would cost N times that size.
-                let record = Box::pin(execute(release)).await;
-                drop(permit);
-                let _ = sink.send(record);
-            });
+            match &gate_tx {
+                Some(tx) => {
+                    if let Err(e) = tx.send(release) {
+                        let _ = sink.send(cancelled(e.0));
+                    }
+                }
+                None => {
+                    // Boxed: the executor's future is large (connect, TLS and HTTP state).
+                    let fut = Box::pin(execute(release));
+                    let sink = sink.clone();
+                    tasks.spawn(async move {
+                        let _ = sink.send(fut.await);
+                    });
+                }
+            }
             i += 1;
         }
         // Reap finished tasks so the set does not grow with the whole run.
@@ -158,8 +169,68 @@ where
         let _ =
             sink.send(cancelled(Release { index: j, intended_us, released_us: intended_us, stage: None }));
     }
+    drop(gate_tx);
+    if let Some(t) = gate_task {
+        let _ = t.await;
+    }
     while tasks.join_next().await.is_some() {}
     stats
+}
+
+/// The concurrency gate: takes releases in the order they were queued, waits for a permit for
+/// each in turn, then starts its request (the executor is called here, in order). Once `stop`
+/// is raised, every release still waiting ends as a cancelled record.
+async fn gate_in_order<E, Fut, C>(
+    gate: Arc<Semaphore>,
+    mut queue: mpsc::UnboundedReceiver<Release>,
+    execute: Arc<E>,
+    cancelled: Arc<C>,
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    mut stop: StopSignal,
+) where
+    E: Fn(Release) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = RequestRecord> + Send + 'static,
+    C: Fn(Release) -> RequestRecord + Send + Sync + 'static,
+{
+    let mut tasks = JoinSet::new();
+    while let Some(release) = queue.recv().await {
+        let permit = if stop.is_stopped() {
+            None
+        } else {
+            tokio::select! {
+                biased;
+                _ = stop.stopped() => None,
+                p = gate.clone().acquire_owned() => p.ok(),
+            }
+        };
+        let Some(permit) = permit else {
+            let _ = sink.send(cancelled(release));
+            continue;
+        };
+        // Boxed: the executor's future is large (connect, TLS and HTTP state).
+        let mut fut = Box::pin(execute(release));
+        let sink = sink.clone();
+        // The next request passes only once this one has started (its first poll, which on a
+        // pooled connection writes the request): the runtime does not run spawned tasks in
+        // spawn order, so two requests passing together could otherwise start swapped.
+        let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+        tasks.spawn(async move {
+            let mut started_tx = Some(started_tx);
+            let record = std::future::poll_fn(|cx| {
+                let polled = fut.as_mut().poll(cx);
+                if let Some(tx) = started_tx.take() {
+                    let _ = tx.send(());
+                }
+                polled
+            })
+            .await;
+            drop(permit);
+            let _ = sink.send(record);
+        });
+        let _ = started.await;
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
 }
 
 /// The closed loop of concurrency stages: `stages` are `(concurrency, end µs)` back to back from
@@ -236,6 +307,45 @@ mod tests {
             v.push(r);
         }
         v
+    }
+
+    /// Runs `n` requests through a gate of 3 on a multi-threaded runtime (where the old gate
+    /// let request 59 pass first); returns the order in which requests started.
+    async fn gate_pass_order(offsets_us: Vec<u64>) -> Vec<usize> {
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let n = offsets_us.len();
+        let plan = DispatchPlan { offsets_us: offsets_us.into(), max_concurrency: Some(3) };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (_h, stop) = stop_signal();
+        let o = order.clone();
+        dispatch(
+            &plan,
+            RunClock::start(),
+            move |r| {
+                o.lock().unwrap().push(r.index);
+                async move {
+                    // Uneven service times so that completions interleave.
+                    tokio::time::sleep(Duration::from_micros((r.index as u64 * 7919) % 1300)).await;
+                    record_for(r, Outcome::Completed)
+                }
+            },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        assert_eq!(collect(rx).await.len(), n);
+        let got = order.lock().unwrap().clone();
+        got
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrency_gate_is_fifo_in_schedule_order() {
+        // Closed loop (every arrival due at once) and a finite rate (one every 200 µs).
+        let at_once = gate_pass_order(vec![0; 300]).await;
+        assert_eq!(at_once, (0..300).collect::<Vec<_>>());
+        let paced = gate_pass_order((0..300u64).map(|i| i * 200).collect()).await;
+        assert_eq!(paced, (0..300).collect::<Vec<_>>());
     }
 
     #[tokio::test]

@@ -4,10 +4,10 @@
 //! after a run, failed requests with them give one coded warning each.
 
 use servebench_client::dialect::{mentions_chat_template, WRONG_DIALECT};
-use servebench_core::{BenchError, Outcome, RequestRecord};
+use servebench_core::{BenchError, ErrorKind, Outcome, RequestRecord};
 
 /// The error of a readiness check that gave up after `secs` with `last_error`.
-pub fn not_ready(secs: u64, last_error: String, backend: &str) -> BenchError {
+pub fn not_ready(secs: f64, last_error: String, backend: &str) -> BenchError {
     if mentions_chat_template(&last_error) {
         BenchError::ChatTemplate { detail: last_error }
     } else if last_error.starts_with(WRONG_DIALECT) {
@@ -36,18 +36,77 @@ pub fn warnings(records: &[RequestRecord], backend: &str) -> Vec<String> {
     out
 }
 
+/// SB602 when not one of `records` completed (and there was at least one): the message
+/// quotes the first failure (lowest index) and names the fix it points to. `context` prefixes
+/// the message (e.g. `point c=4: `).
+pub fn no_success(records: &[RequestRecord], context: &str) -> Option<BenchError> {
+    if records.is_empty() || records.iter().any(|r| r.outcome == Outcome::Completed) {
+        return None;
+    }
+    let first = records.iter().filter(|r| r.outcome != Outcome::Completed).min_by_key(|r| r.index)?;
+    let (first_text, fix) = match &first.error {
+        Some(e) => (e.message.clone(), fix_for(e.kind, first.http_status)),
+        None => ("cancelled before it finished".to_owned(), "let the run finish (a longer --duration)"),
+    };
+    Some(BenchError::NoSuccess {
+        context: context.to_owned(),
+        total: records.len() as u64,
+        first: first_text,
+        fix: fix.to_owned(),
+    })
+}
+
+/// The likely fix for a run whose first failure has `kind` (and `status`).
+fn fix_for(kind: ErrorKind, status: Option<u16>) -> &'static str {
+    match (kind, status) {
+        (ErrorKind::HttpStatus, Some(404)) => {
+            "the server does not serve that model, adapter or route: check --model, --served-model-name \
+             and --lora-modules against GET /v1/models, and --endpoint"
+        }
+        (ErrorKind::HttpStatus, Some(401 | 403)) => "set OPENAI_API_KEY (or pass --header) for the server",
+        (ErrorKind::HttpStatus, Some(400 | 422)) => {
+            "the server refused the request: check the sampling flags, --backend and --extra-body"
+        }
+        (ErrorKind::Connect, _) => "check that the server is running and that --base-url is right",
+        (ErrorKind::Timeout, _) => "raise --request-timeout or lower the load",
+        _ => "look at the failures in the records file and `error_kinds` in the result",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servebench_core::{ErrorCode, ErrorKind};
+    use servebench_core::ErrorCode;
+
+    #[test]
+    fn zero_successful_requests_is_sb602_naming_the_first_failure_and_its_fix() {
+        let mut recs = Vec::new();
+        for i in [3u64, 1, 2] {
+            let mut r = RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
+            r.http_status = Some(404);
+            r.fail(ErrorKind::HttpStatus, format!("HTTP 404: The model `zz{i}` does not exist."));
+            recs.push(r);
+        }
+        let e = no_success(&recs, "point c=4: ").expect("no success");
+        assert_eq!(e.code(), ErrorCode::NoSuccess);
+        let line = e.user_line();
+        assert!(line.contains("point c=4: none of 3 requests succeeded"), "{line}");
+        assert!(line.contains("`zz1`") && line.contains("--lora-modules"), "{line}");
+        assert_eq!(line.matches("fix:").count(), 1, "{line}");
+        let mut ok = RequestRecord::scheduled(9, "ok".into(), 0, 1, 1);
+        ok.outcome = Outcome::Completed;
+        recs.push(ok);
+        assert!(no_success(&recs, "").is_none(), "one success is enough");
+        assert!(no_success(&[], "").is_none(), "nothing sent is not judged");
+    }
 
     #[test]
     fn classifies_chat_template_and_wrong_dialect() {
         let msg = "HTTP 400 Bad Request: {\"error\":{\"message\":\"As of transformers v4.44, default chat template is no longer allowed\"}}";
-        assert_eq!(not_ready(5, msg.into(), "openai-chat").code(), ErrorCode::ChatTemplate);
+        assert_eq!(not_ready(5.0, msg.into(), "openai-chat").code(), ErrorCode::ChatTemplate);
         let wrong = format!("{WRONG_DIALECT}: --backend tgi got an OpenAI-style chunk");
-        assert_eq!(not_ready(5, wrong.clone(), "tgi").code(), ErrorCode::WrongDialect);
-        assert_eq!(not_ready(5, "HTTP 404".into(), "tgi").code(), ErrorCode::EndpointNotReady);
+        assert_eq!(not_ready(5.0, wrong.clone(), "tgi").code(), ErrorCode::WrongDialect);
+        assert_eq!(not_ready(5.0, "HTTP 404".into(), "tgi").code(), ErrorCode::EndpointNotReady);
 
         let mut recs = Vec::new();
         for m in [msg, msg, wrong.as_str(), "HTTP 500"] {

@@ -16,6 +16,7 @@ pub mod prepare;
 pub mod probe_requests;
 pub mod profiling;
 pub mod prompt_check;
+pub mod ready;
 pub mod retokenize;
 pub mod run;
 pub mod server_metrics;
@@ -36,7 +37,7 @@ pub use metrics_server::MetricsServer;
 pub use prepare::{ModelIds, Verification};
 pub use prompt_check::PromptCheck;
 pub use run::{
-    prepare_run, run_benchmark, run_prepared, ClientHealth, Prepared, PreparedRun, RunObserver, RunOutput,
-    RunResult, WorkloadStats,
+    prepare_experiment, prepare_run, rebuild_workload, run_benchmark, run_prepared, ClientHealth, Prepared,
+    PreparedRun, RunObserver, RunOutput, RunResult, WorkloadStats,
 };
 pub use sink::{read_records, read_records_file, RecordSink, RecordsFile};

@@ -175,10 +175,64 @@ pub struct PreparedRun {
     pub load: crate::load::LoadPlan,
     /// Counts generated text with the client tokenizer (`None` with `--tokenizer server`).
     pub retokenizer: Option<Arc<Retokenizer>>,
+    /// The client tokenizer, kept only for experiments whose points build prompts of their
+    /// own ([`prepare_experiment`], [`rebuild_workload`]).
+    pub tokenizer: Option<Arc<dyn TextTokenizer>>,
+}
+
+/// [`prepare_run`] for an experiment: the tokenizer is kept so that each point can build
+/// prompts of its own ([`rebuild_workload`]).
+pub async fn prepare_experiment(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Prepared> {
+    prepare_inner(cfg, observer, true).await
+}
+
+/// The workload of an experiment point with prompts of its own: the same dataset and lengths,
+/// built with `seed` (the run's seed and the point, docs/experiments.md), checked against
+/// `--max-model-len` and the server's `/tokenize` like the first. `None` when the workload
+/// cannot be rebuilt (no client tokenizer, trace replay, multi-turn): then points share it.
+pub async fn rebuild_workload(
+    prepared: &PreparedRun,
+    cfg: &RunConfig,
+    seed: u64,
+) -> Result<Option<Arc<Workload>>> {
+    let Some(tokenizer) = prepared.tokenizer.clone() else { return Ok(None) };
+    if prepared.load.conversations.is_some() || cfg.load.multi_turn.is_some() {
+        return Ok(None);
+    }
+    let mut cfg = cfg.clone();
+    cfg.seed = seed;
+    match &mut cfg.dataset {
+        DatasetSpec::Random(r) => r.seed = seed,
+        DatasetSpec::Dataset(d) => d.sampling.seed = seed,
+        DatasetSpec::TimedTrace(_) => return Ok(None),
+    }
+    let mut workload = build_workload(&cfg, tokenizer.clone()).await?;
+    prepare::filter_max_model_len(&mut workload, cfg.max_model_len);
+    if workload.is_empty() {
+        return Ok(None);
+    }
+    crate::batch::batch_workload(&mut workload, cfg.target.batch_size);
+    let server = ServerTokenize::new(
+        prepared.client.clone(),
+        prepared.headers.clone(),
+        prepared.model.served_name.clone(),
+    );
+    let cache =
+        prepare::verification_cache_path(&cfg.base_url, &prepared.model.served_name, tokenizer.name());
+    prepare::verify_prompt_lengths(&server, &mut workload, cfg.verify_prompts, cache).await?;
+    Ok(Some(Arc::new(workload)))
 }
 
 /// Prepares a run: model, tokenizer, workload, readiness check, prompt-length verification.
 pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Prepared> {
+    prepare_inner(cfg, observer, false).await
+}
+
+async fn prepare_inner(
+    cfg: &RunConfig,
+    observer: &Arc<dyn RunObserver>,
+    keep_tokenizer: bool,
+) -> Result<Prepared> {
     let client = HttpClient::new(ClientOptions {
         base_url: cfg.base_url.clone(),
         insecure: cfg.insecure,
@@ -191,6 +245,20 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         observer.message(&line);
     }
     let headers = client_headers(cfg)?;
+    // A server that cannot be reached fails here with SB315, before any other call: at once
+    // without a readiness check (vLLM's default), after --ready-check-timeout-sec with one.
+    let ready_started = Instant::now();
+    let ready_deadline = ready_started + cfg.ready_check_timeout;
+    if !cfg.dry_run {
+        if !cfg.ready_check_timeout.is_zero() {
+            observer.message(&format!(
+                "Waiting for the server at {} (up to {} s)...",
+                client.host_port(),
+                cfg.ready_check_timeout.as_secs()
+            ));
+        }
+        crate::ready::wait_reachable(&client, ready_started, ready_deadline).await?;
+    }
     let model =
         prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
             .await?;
@@ -272,7 +340,9 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
     let mut server_reports_usage = None;
     if !cfg.ready_check_timeout.is_zero() {
         observer.message("Waiting for the endpoint to answer a test request...");
-        let answer = ready_check(&client, &target, &exec_opts, &workload, cfg.ready_check_timeout).await?;
+        let answer =
+            crate::ready::ready_check(&client, &target, &exec_opts, &workload, ready_started, ready_deadline)
+                .await?;
         server_reports_usage = Some(answer.completion_tokens.is_some());
     }
     // The tokenizer stays loaded during the measured phase (its tables cost tens of MB of
@@ -306,7 +376,7 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         observer.message(&line);
         warnings.push(line);
     }
-    drop(tokenizer);
+    let tokenizer = if keep_tokenizer { tokenizer } else { None };
     Ok(Prepared::Ready(Box::new(PreparedRun {
         client,
         headers,
@@ -320,6 +390,7 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         warnings,
         load: load_plan,
         retokenizer,
+        tokenizer,
     })))
 }
 
@@ -648,56 +719,6 @@ fn network_header(client: &HttpClient) -> Vec<String> {
         lines.push(format!("TLS trust: {t}"));
     }
     lines
-}
-
-/// Sends the first request until it completes or the timeout passes.
-async fn ready_check(
-    client: &HttpClient,
-    target: &RequestTarget,
-    opts: &ExecOptions,
-    workload: &Workload,
-    timeout: Duration,
-) -> Result<RequestRecord> {
-    let deadline = Instant::now() + timeout;
-    let spec = &workload.requests[0];
-    let clock = RunClock::start();
-    let mut last_error = String::from("no answer");
-    let mut pause = Duration::from_millis(200);
-    loop {
-        let record = RequestRecord::scheduled(0, "servebench-ready-check".into(), 0, spec.prompt_tokens, 1);
-        let attempt =
-            tokio::time::timeout_at(deadline.into(), execute(client, target, spec, record, &clock, opts))
-                .await;
-        match attempt {
-            Ok(r) if r.outcome == Outcome::Completed => return Ok(r),
-            Ok(r) => {
-                let client_error =
-                    r.http_status.is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
-                last_error = r.error.map(|e| e.message).unwrap_or_else(|| "request did not complete".into());
-                // A certificate the client does not trust, a rejected client certificate or a
-                // proxy refusing the tunnel (typed by the client, not read from the message).
-                if let Some(f) = client.connect_failure().filter(|f| f.is_permanent()) {
-                    return Err(f.to_error(&format!("readiness check {}", client.origin())));
-                }
-                let permanent =
-                    client_error || last_error.starts_with(servebench_client::dialect::WRONG_DIALECT);
-                if permanent {
-                    // A 4xx (wrong model name, missing key) or another dialect will not fix
-                    // itself by waiting.
-                    let secs = timeout.as_secs().min(clock.now_us() / 1_000_000);
-                    let backend = target.backend.to_string();
-                    return Err(crate::failure_codes::not_ready(secs, last_error, &backend));
-                }
-            }
-            Err(_) => {}
-        }
-        if Instant::now() + pause >= deadline {
-            let backend = target.backend.to_string();
-            return Err(crate::failure_codes::not_ready(timeout.as_secs(), last_error, &backend));
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(5));
-    }
 }
 
 /// Sends `n` copies of the first request through the concurrency gate; results are discarded.

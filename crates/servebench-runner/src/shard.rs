@@ -114,17 +114,29 @@ pub fn take_share(
     (Workload { requests }, ArrivalSchedule { offsets_us }, Some(ShardRun { header }))
 }
 
+/// English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 22nd, 101st, 111th.
+pub fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
 impl ShardRun {
     /// One line for the console: which share this shard sends.
     pub fn describe(&self) -> String {
         let h = &self.header;
         format!(
-            "Shard {} of {}: {} of {} requests (every {}th arrival from position {}), workload fingerprint {}",
+            "Shard {} of {}: {} of {} requests (every {} arrival from position {}), workload fingerprint {}",
             h.shard_index,
             h.num_shards,
             h.shard_requests,
             h.total_requests,
-            h.num_shards,
+            ordinal(u64::from(h.num_shards)),
             h.shard_index,
             h.workload_fingerprint.chars().take(12).collect::<String>()
         )
@@ -249,6 +261,16 @@ pub async fn start_clock(
 mod tests {
     use super::*;
     use servebench_core::{Prompt, RequestSpec};
+
+    #[test]
+    fn shard_message_says_every_2nd_arrival_not_every_2th() {
+        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111, 112].map(ordinal).to_vec();
+        let want = [
+            "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th",
+            "112th",
+        ];
+        assert_eq!(got, want);
+    }
 
     fn workload(n: u64) -> Workload {
         Workload {

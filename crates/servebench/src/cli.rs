@@ -311,8 +311,8 @@ pub struct RunArgs {
     pub logprobs: Option<u32>,
     #[arg(long, default_value_t = 0, help_heading = "Request")]
     pub num_warmups: u64,
-    /// Seconds to wait for the endpoint to answer a test request (0 = skip the check).
-    #[arg(long, default_value_t = 600, help_heading = "Request")]
+    /// Seconds to wait for the endpoint to answer a test request (0 = no check, vLLM's default).
+    #[arg(long, default_value_t = 0, help_heading = "Request")]
     pub ready_check_timeout_sec: u64,
     /// Request ids are this prefix + the request index (default: bench-<8 hex>-).
     #[arg(long, help_heading = "Request")]

@@ -25,6 +25,11 @@ pub struct ExperimentArgs {
     /// needs VLLM_SERVER_DEV_MODE=1). Sends the run's headers and API key.
     #[arg(long, help_heading = "Experiments")]
     pub reset_prefix_cache: bool,
+    /// Send the same prompts at every sweep, search or multi-run point (vLLM's behaviour). By
+    /// default each point gets prompts of its own (same dataset and lengths, seeded by --seed and
+    /// the point), so a prefix-caching server cannot serve later points from its cache.
+    #[arg(long, help_heading = "Experiments")]
+    pub reuse_prompts: bool,
 
     // ---- searches (servebench) ----
     /// Find the saturation rate: the highest request rate whose achieved rate still tracks the

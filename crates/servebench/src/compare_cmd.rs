@@ -136,9 +136,7 @@ pub fn load(path: &Path) -> anyhow::Result<Loaded> {
         )
         .into()),
         None => {
-            let mut records = path.as_os_str().to_os_string();
-            records.push(".records.jsonl");
-            let records = PathBuf::from(records);
+            let records = crate::report_cmd::records_beside(path, &v);
             let per_request = if records.exists() {
                 per_request_from_records(&records)?
             } else {

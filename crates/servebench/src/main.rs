@@ -2,15 +2,21 @@
 
 use servebench::{calibrate, cli, report_cmd, run, sim_cmd};
 
-use clap::Parser;
 use servebench_core::{BenchError, ErrorCode};
 use std::process::ExitCode;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Exit codes: 0 ok, 1 run failed, 2 bad command line or configuration, 3 finished but
-/// `--max-failure-rate` exceeded, 130 interrupted.
+/// Exit codes (the table `servebench explain` prints and the README shows).
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    the run finished and at least one request succeeded
+  1    the run failed: a coded error, or no request succeeded (SB602; results written)
+  2    bad flags or configuration (SB101, SB102, SB110-SB112, SB120, SB121); nothing sent
+  3    finished, but more requests failed than --max-failure-rate allows (SB601; results written)
+  130  interrupted by Ctrl-C/SIGTERM (results written for what finished)";
+
 fn exit_code_for(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<BenchError>().map(BenchError::code) {
         Some(
@@ -19,7 +25,9 @@ fn exit_code_for(err: &anyhow::Error) -> u8 {
             | ErrorCode::MultimodalUnsupported
             | ErrorCode::ContentTypeUnsupported
             | ErrorCode::PoolingSampling
-            | ErrorCode::FlagNotApplicable,
+            | ErrorCode::FlagNotApplicable
+            | ErrorCode::OutputCollision
+            | ErrorCode::FlagCombination,
         ) => 2,
         Some(ErrorCode::FailureRate) => 3,
         _ => 1,
@@ -103,7 +111,13 @@ fn main() -> ExitCode {
         eprintln!("{}", e.user_line());
         return ExitCode::from(2);
     }
-    let cli = cli::Cli::parse_from(args);
+    let matches = <cli::Cli as clap::CommandFactory>::command().get_matches_from(args);
+    // Which flags were given (not defaulted): flags that would be ignored are named.
+    servebench::cli_unused::record_explicit(&matches);
+    let cli = match <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     let pin = match &cli.command {
         Some(cli::Command::Sim(sim)) => sim.pin_cpu,
         None => cli.run.pin_cpu,
@@ -139,6 +153,7 @@ fn explain(code: Option<&str>) -> anyhow::Result<u8> {
             for c in ErrorCode::ALL {
                 println!("{}  {}", c.as_str(), c.title());
             }
+            println!("\n{EXIT_CODES}");
             println!("\nRun `servebench explain CODE` for causes and fixes.");
             Ok(0)
         }

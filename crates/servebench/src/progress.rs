@@ -132,6 +132,7 @@ impl RunObserver for ConsoleObserver {
     }
 
     fn started(&self, total: u64) {
+        crate::run::measuring_started();
         if !self.show_progress {
             return;
         }

@@ -21,6 +21,24 @@ use time::OffsetDateTime;
 /// Exit code of a run stopped by Ctrl-C/SIGTERM (after its results were written).
 pub const INTERRUPTED_EXIT_CODE: u8 = 130;
 
+/// Whether a measured phase has started: before it (model detection, tokenizer, workload, the
+/// readiness wait) nothing is in flight and nothing written, so Ctrl-C/SIGTERM exits at once.
+static MEASURING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called when the first measured phase starts (from then on Ctrl-C stops the run gracefully).
+pub(crate) fn measuring_started() {
+    MEASURING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The first Ctrl-C/SIGTERM before the measured phase (e.g. during the readiness wait) ends
+/// the process at once with exit 130.
+pub(crate) fn exit_if_not_measuring() {
+    if !MEASURING.load(std::sync::atomic::Ordering::SeqCst) {
+        eprintln!("\nInterrupted before the benchmark started: nothing was sent or written");
+        std::process::exit(INTERRUPTED_EXIT_CODE.into());
+    }
+}
+
 /// Raises the open-files soft limit to the hard limit; returns the soft limit now in force.
 #[allow(unsafe_code, clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not everywhere
 fn raise_open_files_limit() -> Option<u64> {
@@ -77,6 +95,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let api_key = servebench_client::dialect::api_key_from_env(&args.backend, |k| std::env::var(k).ok());
     let Validated { mut run, output } = validate(args, api_key)?;
     crate::cli_network::with_process_env(&mut run);
+    for warning in crate::cli_unused::check(args)? {
+        println!("{warning}");
+    }
+    // No output may overwrite an input or another output (SB120), checked before any write.
+    crate::path_collisions::check(args, &output, run.records_path.as_deref())?;
     let experiment = crate::experiment::plan::plan(&args.experiment)?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
@@ -134,6 +157,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         };
         tokio::spawn(async move {
             if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
+                exit_if_not_measuring();
                 eprintln!("\nInterrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)");
                 stop.stop();
                 if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
@@ -212,7 +236,18 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         None => crate::cli_shard::shard_file_name(&default_result_filename(&info), shard_spec),
     });
     if let Some(paths) = paths {
+        // The records file is in place (its final name) before the result that names it.
+        let final_records = records_path_for_doc(&result_path, output.append_result);
+        if records_file.as_ref() == Some(&paths.records) && paths.records != final_records {
+            std::fs::rename(&paths.records, &final_records)
+                .map_err(|e| servebench_core::BenchError::io(final_records.display(), e))?;
+            records_file = Some(final_records);
+        }
         let mut json = result_json(&info, &metrics, &out.records, output.save_detailed);
+        if let Some(r) = &records_file {
+            json["records_file"] = serde_json::Value::String(records_file_key(&result_path, r));
+        }
+        json["interrupted"] = serde_json::Value::Bool(out.interrupted);
         servebench_report::groups::extend_result(&mut json, &out.records, &metrics_cfg, &group_info);
         crate::experiment::extras::add_to_result(
             &mut json,
@@ -228,12 +263,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         }
         write_result(&result_path, &json, output.append_result)?;
         println!("Result: {}", result_path.display());
-        let final_records = records_path_for(&result_path);
-        if records_file.as_ref() == Some(&paths.records) && paths.records != final_records {
-            std::fs::rename(&paths.records, &final_records)
-                .map_err(|e| servebench_core::BenchError::io(final_records.display(), e))?;
-            records_file = Some(final_records);
-        }
     }
     if let Some(p) = &records_file {
         println!("Records: {} ({} lines)", p.display(), out.records.len());
@@ -254,7 +283,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         server_side.server.as_ref(),
     )?;
     if out.interrupted {
-        println!("Interrupted: results cover the requests that finished before the interrupt");
+        println!(
+            "Interrupted: results cover the {} requests sent before the interrupt; {} were never sent",
+            metrics.sent, metrics.never_sent
+        );
         return Ok(INTERRUPTED_EXIT_CODE);
     }
     if let Some(limit) = output.max_failure_rate {
@@ -269,6 +301,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             }
             .into());
         }
+    }
+    // Not one request succeeded: there are no numbers, and CI must see it (exit 1, SB602).
+    if let Some(e) = servebench_runner::failure_codes::no_success(&out.records, "") {
+        return Err(e.into());
     }
     Ok(0)
 }
@@ -287,7 +323,7 @@ fn output_paths(output: &OutputConfig, run: &servebench_runner::RunConfig) -> Op
     let dir = output.result_dir.clone().unwrap_or_default();
     let explicit_result = output.result_filename.as_ref().map(|f| dir.join(f));
     let records = match &explicit_result {
-        Some(p) => records_path_for(p),
+        Some(p) => records_path_for_doc(p, output.append_result),
         None => {
             let name = format!("servebench-{}-{}.records.jsonl", vllm_date(now_local()), std::process::id());
             dir.join(crate::cli_shard::shard_file_name(&name, run.shard.as_ref().map(|s| s.spec)))
@@ -300,6 +336,37 @@ fn records_path_for(result: &std::path::Path) -> PathBuf {
     let mut s = result.as_os_str().to_os_string();
     s.push(".records.jsonl");
     PathBuf::from(s)
+}
+
+/// The records file of the document about to be written to `result`: `<result>.records.jsonl`,
+/// or with `--append-result` onto a file that already holds K documents,
+/// `<result>.<K+1>.records.jsonl` — each appended document keeps its own records (and names
+/// them in `records_file`), so `report`/`compare` never pair it with another run's.
+pub(crate) fn records_path_for_doc(result: &std::path::Path, append: bool) -> PathBuf {
+    let existing = if append {
+        std::fs::read_to_string(result)
+            .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count())
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    if existing == 0 {
+        return records_path_for(result);
+    }
+    let mut s = result.as_os_str().to_os_string();
+    s.push(format!(".{}.records.jsonl", existing + 1));
+    PathBuf::from(s)
+}
+
+/// `records_file` of a result: the records file's name when it sits beside the result, else its
+/// path as given.
+fn records_file_key(result: &std::path::Path, records: &std::path::Path) -> String {
+    let same_dir = records.parent().unwrap_or(std::path::Path::new(""))
+        == result.parent().unwrap_or(std::path::Path::new(""));
+    match records.file_name() {
+        Some(name) if same_dir => name.to_string_lossy().into_owned(),
+        _ => records.display().to_string(),
+    }
 }
 
 fn now_local() -> OffsetDateTime {

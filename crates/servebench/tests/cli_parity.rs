@@ -13,9 +13,6 @@ use std::collections::BTreeMap;
 
 /// Flags whose default intentionally differs from vLLM 0.33.0, with the reason.
 const DEFAULT_DIFFERS: &[(&str, &str)] = &[
-    // vLLM's Rust client and older Python releases wait up to 600 s; a readiness check that
-    // succeeds at once costs nothing, and a server still loading is the common case.
-    ("--ready-check-timeout-sec", "600"),
     // vLLM's default is /v1/completions whatever the backend (and errors for openai-chat
     // unless --endpoint is given); ours defaults to the backend's endpoint, which accepts every
     // command line vLLM accepts.

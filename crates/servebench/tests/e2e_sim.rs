@@ -194,7 +194,9 @@ fn readiness_timeout_names_the_last_error() {
         .unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("SB301") && stderr.contains("not ready after 1 s"), "{stderr}");
+    // Refused until the deadline: SB315 naming the refusal and the seconds really waited.
+    assert!(stderr.contains("SB315") && stderr.contains("connection refused"), "{stderr}");
+    assert!(stderr.contains("kept trying for 1."), "{stderr}");
 }
 
 #[test]
@@ -331,7 +333,9 @@ fn kill_9_keeps_every_finished_record_and_report_reads_them() {
 fn retries_apply_only_to_connections_never_made_and_every_attempt_counts() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    drop(listener); // nothing listens: every connect is refused, nothing is ever sent
+    // The server accepts one connection (the client's reachability probe) and goes away:
+    // every later connect is refused, nothing is ever sent.
+    let gone = std::thread::spawn(move || drop(listener.accept()));
     let dir = tempfile::tempdir().unwrap();
     let out = bin()
         .args([
@@ -348,7 +352,10 @@ fn retries_apply_only_to_connections_never_made_and_every_attempt_counts() {
         .args(["--result-filename", "r.json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    gone.join().unwrap();
+    // Not one request succeeded: exit 1 with SB602, after the records were written.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("SB602"), "{}", text(&out.stderr));
     let records = std::fs::read_to_string(dir.path().join("r.json.records.jsonl")).unwrap();
     for line in records.lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -114,11 +114,17 @@ impl HttpClient {
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
         let sent = self.send(req, Some(&mut deadline)).await.map_err(|f| match f.kind {
             // A certificate or proxy failure has its own code (SB310, SB312).
-            SendFailKind::Connect | SendFailKind::Transport => match self.connect_failure() {
-                Some(typed) => typed.to_error(&context),
-                None => transport(f.message),
-            },
-            SendFailKind::Timeout => transport(f.message),
+            SendFailKind::Connect | SendFailKind::Transport if self.connect_failure().is_some() => {
+                match self.connect_failure() {
+                    Some(typed) => typed.to_error(&context),
+                    None => transport(f.message),
+                }
+            }
+            // Nothing listens there (refused, DNS): SB315, whichever call comes first.
+            SendFailKind::Connect if f.dispatched.is_none() => {
+                self.unreachable_error(&f.message).unwrap_or_else(|| transport(f.message))
+            }
+            SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => transport(f.message),
         })?;
         let mut conn = sent.conn;
         let (parts, mut incoming) = sent.response.into_parts();

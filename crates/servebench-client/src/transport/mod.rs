@@ -19,7 +19,10 @@ pub(crate) mod failure;
 pub(crate) mod h1;
 pub mod path;
 pub(crate) mod proxy;
+mod reach;
 pub(crate) mod tls;
+
+pub use reach::unreachable_reason;
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;

@@ -150,8 +150,11 @@ pub struct TokenSourceCounts {
 pub struct RunMetrics {
     /// The configuration the metrics were computed with.
     pub config: MetricsConfig,
-    /// Records seen: `completed + failed + cancelled`.
+    /// Requests actually sent (attempted): `completed + failed + cancelled − never_sent`.
     pub sent: u64,
+    /// Cancelled before any byte was written (an interrupted run's requests never sent).
+    #[serde(default)]
+    pub never_sent: u64,
     pub completed: u64,
     pub failed: u64,
     pub cancelled: u64,
@@ -253,6 +256,7 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
     let mut intervals: Vec<(u64, u64)> = Vec::new();
     let mut good = 0u64;
     let mut server_first_in = 0u64;
+    let mut never_sent = 0u64;
     let (mut first_dispatch, mut last_end): (Option<u64>, Option<u64>) = (None, None);
 
     for r in records {
@@ -262,7 +266,12 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         }
         match r.outcome {
             Outcome::Completed => completed += 1,
-            Outcome::Cancelled => cancelled += 1,
+            Outcome::Cancelled => {
+                cancelled += 1;
+                if r.dispatched_us.is_none() {
+                    never_sent += 1;
+                }
+            }
             Outcome::Failed => {
                 failed += 1;
                 match r.error.as_ref().and_then(|e| by_kind.iter_mut().find(|(k, _)| *k == e.kind)) {
@@ -322,7 +331,8 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
     let good_requests = (!cfg.goodput.is_empty()).then_some(good);
     RunMetrics {
         config: cfg.clone(),
-        sent: completed + failed + cancelled,
+        sent: completed + failed + cancelled - never_sent,
+        never_sent,
         completed,
         failed,
         cancelled,

@@ -91,8 +91,8 @@ fn counts_and_failure_kinds() {
     let recs = fixture();
     let m = compute(&recs, &cfg());
     assert_eq!((m.completed, m.failed, m.cancelled), (4, 2, 1));
-    assert_eq!(m.sent, recs.len() as u64);
-    assert_eq!(m.sent, m.completed + m.failed + m.cancelled);
+    assert_eq!(m.sent + m.never_sent, recs.len() as u64);
+    assert_eq!(m.sent + m.never_sent, m.completed + m.failed + m.cancelled);
     let kind = |k| m.failures_by_kind.iter().find(|(x, _)| *x == k).map(|&(_, n)| n);
     assert_eq!(kind(ErrorKind::HttpStatus), Some(1));
     assert_eq!(kind(ErrorKind::Timeout), Some(1));
@@ -309,8 +309,8 @@ mod properties {
         #[test]
         fn counts_add_up_and_token_view_sums_to_span(recs in prop::collection::vec(arb_record(), 0..12)) {
             let m = compute(&recs, &cfg());
-            prop_assert_eq!(m.sent, recs.len() as u64);
-            prop_assert_eq!(m.completed + m.failed + m.cancelled, m.sent);
+            prop_assert_eq!(m.sent + m.never_sent, recs.len() as u64);
+            prop_assert_eq!(m.completed + m.failed + m.cancelled, m.sent + m.never_sent);
             prop_assert!(m.duration_s >= 0.0);
             prop_assert!(m.max_concurrent_requests <= m.sent);
             for r in &recs {

@@ -144,8 +144,12 @@ fn metric_warnings(m: &RunMetrics) -> Vec<String> {
             .collect();
         out.push(format!("{} of {} requests failed ({})", m.failed, m.sent, kinds.join(", ")));
     }
-    if m.cancelled > 0 {
-        out.push(format!("{} of {} requests were cancelled (run stopped early)", m.cancelled, m.sent));
+    if m.cancelled > m.never_sent {
+        let n = m.cancelled - m.never_sent;
+        out.push(format!("{n} of {} sent requests were cancelled (run stopped early)", m.sent));
+    }
+    if m.never_sent > 0 {
+        out.push(format!("{} requests of the workload were never sent (run interrupted)", m.never_sent));
     }
     out
 }

@@ -179,7 +179,7 @@ fn single_run_report_has_every_chart_and_header() {
         assert!(html.contains(text), "header lacks {text}");
     }
     assert!(html.contains("requests failed (http_status 4)"), "failure warning");
-    assert!(html.contains("3 of 400 requests were cancelled"));
+    assert!(html.contains("3 requests of the workload were never sent"), "cancelled before dispatch");
     // Axis labels carry units.
     for label in
         ["TTFT (ms)", "ITL (ms)", "E2EL (ms)", "output tokens/s", "prompt length (tokens)", "delay (ms)"]

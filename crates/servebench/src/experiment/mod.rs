@@ -22,7 +22,10 @@ use servebench_core::BenchError;
 use servebench_report::info::vllm_date;
 use servebench_report::{write_result, write_text};
 use servebench_runner::config::DatasetSpec;
-use servebench_runner::{prepare_run, stop_signal, Prepared, RunConfig, RunObserver, CLIENT_THREAD_PREFIX};
+use servebench_runner::failure_codes;
+use servebench_runner::{
+    prepare_experiment, prepare_run, stop_signal, Prepared, RunConfig, RunObserver, CLIENT_THREAD_PREFIX,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -135,6 +138,7 @@ async fn run_async(
     let (stop, signal) = stop_signal();
     tokio::spawn(async move {
         if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
+            crate::run::exit_if_not_measuring();
             eprintln!("\nInterrupted: stopping this point; the experiment ends after it");
             stop.stop();
             if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
@@ -143,14 +147,32 @@ async fn run_async(
         }
     });
     let observer: Arc<dyn RunObserver> = Arc::new(QuietObserver);
-    let prepared = match prepare_run(&cfg, &observer).await? {
+    // Each point builds prompts of its own unless --reuse-prompts: keep the tokenizer for it.
+    let prepared = match if args.experiment.reuse_prompts {
+        prepare_run(&cfg, &observer).await?
+    } else {
+        prepare_experiment(&cfg, &observer).await?
+    } {
         Prepared::Ready(p) => *p,
         Prepared::DryRun { .. } => return Ok(0),
     };
+    crate::run::measuring_started();
     let control = extras::ServerSide::client(&cfg)?;
     let percentiles = percentiles_needed(args, &output, &exp)?;
     let verbose = !matches!(exp, Experiment::FindMaxRate | Experiment::SloSearch { .. });
-    let ctx = Ctx { args, base: cfg, output, prepared, control, stop: signal, percentiles, verbose };
+    let no_success = std::sync::Mutex::new(None);
+    let ctx = Ctx {
+        args,
+        base: cfg,
+        output,
+        prepared,
+        control,
+        stop: signal,
+        percentiles,
+        verbose,
+        no_success,
+        points_run: std::sync::atomic::AtomicU64::new(0),
+    };
     let doc = match &exp {
         Experiment::SweepConcurrency { .. } | Experiment::SweepRate { .. } => {
             let by_conc = matches!(exp, Experiment::SweepConcurrency { .. });
@@ -162,7 +184,13 @@ async fn run_async(
     };
     let interrupted = doc.get("interrupted").and_then(Value::as_bool).unwrap_or(false);
     save(&ctx, &exp, doc)?;
-    Ok(if interrupted { crate::run::INTERRUPTED_EXIT_CODE } else { 0 })
+    if interrupted {
+        return Ok(crate::run::INTERRUPTED_EXIT_CODE);
+    }
+    match ctx.no_success.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e.into()),
+        None => Ok(0),
+    }
 }
 
 fn header(ctx: &Ctx<'_>, exp: &Experiment) -> serde_json::Map<String, Value> {
@@ -198,7 +226,7 @@ async fn sweep(ctx: &Ctx<'_>, specs: Vec<PointSpec>, by_conc: bool) -> anyhow::R
     for (i, spec) in specs.into_iter().enumerate() {
         println!("{:-^50}", format!(" Run {}/{total}: {} ", i + 1, spec.label));
         let p = run_point(ctx, spec).await?;
-        let stop = p.interrupted;
+        let stop = p.interrupted || stops_without_success(ctx, &p);
         points.push(p);
         if stop {
             break;
@@ -241,7 +269,7 @@ async fn multi_run(
     for spec in specs {
         println!("{:-^50}", format!(" {} (seed {}) ", spec.label, spec.seed));
         let p = run_point(ctx, spec).await?;
-        let stop = p.interrupted;
+        let stop = p.interrupted || stops_without_success(ctx, &p);
         points.push(p);
         if stop {
             break;
@@ -287,6 +315,7 @@ async fn rate_search(ctx: &Ctx<'_>, slos: Option<&Vec<SloBound>>) -> anyhow::Res
     let mut trajectory = Vec::new();
     let mut points = Vec::new();
     let mut interrupted = false;
+    let (mut any_success, mut first_no_success) = (false, None);
     while let Some(rate) = b.next_rate() {
         let spec = PointSpec {
             label: label(rate, ctx.base.max_concurrency, false),
@@ -296,6 +325,13 @@ async fn rate_search(ctx: &Ctx<'_>, slos: Option<&Vec<SloBound>>) -> anyhow::Res
             seed: ctx.base.seed,
         };
         let p = run_point(ctx, spec).await?;
+        // A rate with no successful request fails the criterion (overload is an answer);
+        // the search fails with SB602 only if no point had any success (at the end).
+        if p.records.iter().any(|r| r.outcome == servebench_core::Outcome::Completed) {
+            any_success = true;
+        } else if first_no_success.is_none() {
+            first_no_success = failure_codes::no_success(&p.records, &format!("{}: ", p.spec.label));
+        }
         let (offered, achieved) = (p.offered_rate(), p.achieved_rate());
         let ratio = match (offered, achieved) {
             (Some(o), Some(a)) if o > 0.0 => Some(a / o),
@@ -386,7 +422,25 @@ async fn rate_search(ctx: &Ctx<'_>, slos: Option<&Vec<SloBound>>) -> anyhow::Res
     o.insert("interrupted".into(), json!(interrupted));
     o.insert("trajectory".into(), Value::Array(trajectory));
     o.insert("points".into(), Value::Array(points));
+    if !any_success && !interrupted {
+        if let Some(e) = first_no_success {
+            ctx.no_success.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+        }
+    }
     Ok(Value::Object(o))
+}
+
+/// A sweep or multi-run point without one successful request ends the experiment (after the
+/// points so far are saved): the error (SB602) is kept for the exit code.
+fn stops_without_success(ctx: &Ctx<'_>, p: &PointOutcome) -> bool {
+    match failure_codes::no_success(&p.records, &format!("{}: ", p.spec.label)) {
+        Some(e) => {
+            println!("No request of {} succeeded: the experiment stops here", p.spec.label);
+            ctx.no_success.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+            true
+        }
+        None => false,
+    }
 }
 
 fn now() -> OffsetDateTime {

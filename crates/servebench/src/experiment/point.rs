@@ -28,6 +28,22 @@ pub struct Ctx<'a> {
     pub percentiles: Vec<f64>,
     /// Print each point's full result block.
     pub verbose: bool,
+    /// The first point without a successful request (SB602: the experiment exits 1).
+    pub no_success: std::sync::Mutex<Option<servebench_core::BenchError>>,
+    /// Points run so far (the index of the next one: it seeds the point's own prompts).
+    pub points_run: std::sync::atomic::AtomicU64,
+}
+
+/// The seed of point `k`'s prompts: the run's seed for the first point (so it is the single run
+/// with that seed), a SplitMix64 mix of the seed and `k` after.
+pub fn prompt_seed(seed: u64, k: u64) -> u64 {
+    if k == 0 {
+        return seed;
+    }
+    let mut z = seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// What a point runs with.
@@ -97,7 +113,17 @@ pub async fn run_point(ctx: &Ctx<'_>, spec: PointSpec) -> anyhow::Result<PointOu
     cfg.records_path = None;
     let side = ServerSide::arm(&ctx.control, &ctx.prepared.headers, &ctx.args.experiment);
     let observer = side.observer(Arc::new(QuietObserver));
-    let run = run_prepared(&ctx.prepared, &cfg, spec.num_prompts, observer, ctx.stop.clone()).await;
+    let k = ctx.points_run.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let fresh = if ctx.args.experiment.reuse_prompts || k == 0 && spec.seed == ctx.base.seed {
+        None
+    } else {
+        servebench_runner::rebuild_workload(&ctx.prepared, &cfg, prompt_seed(spec.seed, k)).await?
+    };
+    let prepared = match fresh {
+        Some(w) => PreparedRun { workload: w, ..ctx.prepared.clone() },
+        None => ctx.prepared.clone(),
+    };
+    let run = run_prepared(&prepared, &cfg, spec.num_prompts, observer, ctx.stop.clone()).await;
     let extra = side.finish().await;
     let out = run?;
     let metrics_cfg = MetricsConfig {
@@ -106,6 +132,14 @@ pub async fn run_point(ctx: &Ctx<'_>, spec: PointSpec) -> anyhow::Result<PointOu
         goodput: ctx.output.goodput.clone(),
     };
     let metrics = compute(&out.records, &metrics_cfg);
+    if ctx.args.experiment.reuse_prompts && k > 0 && metrics.cached_input_tokens > 0 {
+        println!(
+            "warning: {}: the server reports {} of {} prompt tokens served from its prefix cache: with \
+             --reuse-prompts this point resends earlier points' prompts, which flatters TTFT; drop \
+             --reuse-prompts (or pass --reset-prefix-cache)",
+            spec.label, metrics.cached_input_tokens, metrics.total_input_tokens
+        );
+    }
     let mut info =
         crate::run::run_info(&ctx.output, ctx.args, &out, &cfg.rate, cfg.max_concurrency, Vec::new());
     info.num_prompts = out.records.len() as u64;
@@ -129,6 +163,7 @@ pub async fn run_point(ctx: &Ctx<'_>, spec: PointSpec) -> anyhow::Result<PointOu
         println!("warning: {p}");
     }
     let mut result = result_json(&info, &metrics, &out.records, ctx.output.save_detailed);
+    result["interrupted"] = Value::Bool(out.interrupted);
     add_to_result(&mut result, steady.as_ref(), extra.server.as_ref(), extra.profile.as_ref());
     Ok(PointOutcome { spec, metrics, steady, result, records: out.records, interrupted: out.interrupted })
 }

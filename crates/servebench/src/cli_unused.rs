@@ -1,0 +1,165 @@
+//! Flags that would be silently ignored: `--sim` with a server address is refused (SB121);
+//! options of a dataset other than the one selected get a one-line warning naming the flag.
+//! Only flags given on the command line count (clap's `ValueSource`), never defaults.
+
+use crate::cli::RunArgs;
+use servebench_core::BenchError;
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+/// Ids (field names) of the run flags given explicitly on the command line.
+static EXPLICIT: OnceLock<BTreeSet<String>> = OnceLock::new();
+
+/// Records which flags of `matches` came from the command line (called once, by `main`).
+pub fn record_explicit(matches: &clap::ArgMatches) {
+    let ids = matches
+        .ids()
+        .filter(|id| matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.as_str().to_owned())
+        .collect();
+    let _ = EXPLICIT.set(ids);
+}
+
+/// Whether the flag with field name `id` was given on the command line.
+fn given(id: &str) -> bool {
+    EXPLICIT.get().is_some_and(|s| s.contains(id))
+}
+
+fn flag(id: &str) -> String {
+    format!("--{}", id.replace('_', "-"))
+}
+
+/// Dataset options and the `--dataset-name` values that read them (as this crate builds
+/// them: cli_dataset, config). A flag given with another dataset does nothing.
+const DATASET_OPTIONS: &[(&str, &[&str])] = &[
+    ("dataset_path", &["sharegpt", "sonnet", "custom", "custom_image", "speed_bench", "hf"]),
+    ("random_input_len", &["random", "random_mm", "random_rerank"]),
+    ("random_output_len", &["random", "random_mm"]),
+    ("random_prefix_len", &["random", "random_mm"]),
+    ("random_range_ratio", &["random", "random_mm", "random_rerank"]),
+    ("prompt_token_ids", &["random"]),
+    ("sharegpt_output_len", &["sharegpt"]),
+    ("sonnet_input_len", &["sonnet"]),
+    ("sonnet_output_len", &["sonnet"]),
+    ("sonnet_prefix_len", &["sonnet"]),
+    ("custom_output_len", &["custom", "custom_image"]),
+    ("prefix_repetition_prefix_len", &["prefix_repetition"]),
+    ("prefix_repetition_suffix_len", &["prefix_repetition"]),
+    ("prefix_repetition_num_prefixes", &["prefix_repetition"]),
+    ("prefix_repetition_output_len", &["prefix_repetition"]),
+    ("random_mm_base_items_per_request", &["random_mm"]),
+    ("random_mm_num_mm_items_range_ratio", &["random_mm"]),
+    ("random_mm_limit_mm_per_prompt", &["random_mm"]),
+    ("random_mm_bucket_config", &["random_mm"]),
+    ("random_batch_size", &["random_rerank"]),
+    ("no_reranker", &["random_rerank"]),
+    ("speed_bench_dataset_subset", &["speed_bench"]),
+    ("speed_bench_category", &["speed_bench"]),
+    ("speed_bench_output_len", &["speed_bench"]),
+    ("hf_name", &["hf"]),
+    ("hf_subset", &["hf"]),
+    ("hf_split", &["hf"]),
+    ("hf_output_len", &["hf"]),
+    ("hf_text_column", &["hf"]),
+];
+
+/// Server-address flags that `--sim` would ignore.
+const SERVER_ADDRESS: &[&str] = &["base_url", "host", "port"];
+
+/// Refuses `--sim` with a server address (SB121); returns one warning per dataset option given
+/// for a dataset that does not read it.
+pub fn check(args: &RunArgs) -> Result<Vec<String>, BenchError> {
+    check_with(args, given)
+}
+
+fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String>, BenchError> {
+    if args.sim {
+        if let Some(id) = SERVER_ADDRESS.iter().find(|id| given(id)) {
+            return Err(BenchError::FlagCombination {
+                first: "--sim".into(),
+                second: flag(id),
+                why: "--sim sends every request to an embedded simulator, so the server address would be ignored"
+                    .into(),
+                fix: format!("drop --sim to benchmark that server, or drop {}", flag(id)),
+            });
+        }
+    }
+    // Multi-turn and trace replay read their own flags (cli_workload).
+    if args.workload.multi_turn || crate::cli_workload::is_trace(args) {
+        return Ok(Vec::new());
+    }
+    let name = args.dataset_name.replace('-', "_");
+    Ok(DATASET_OPTIONS
+        .iter()
+        .filter(|(id, users)| given(id) && !users.contains(&name.as_str()))
+        .map(|(id, users)| {
+            format!(
+                "warning: {} is ignored with --dataset-name {} (it applies to {})",
+                flag(id),
+                args.dataset_name,
+                users.join(", ")
+            )
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(argv: &[&str]) -> (RunArgs, BTreeSet<String>) {
+        let mut full = vec!["servebench"];
+        full.extend_from_slice(argv);
+        let m = <crate::cli::Cli as clap::CommandFactory>::command().get_matches_from(&full);
+        let ids = m
+            .ids()
+            .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+            .map(|id| id.as_str().to_owned())
+            .collect();
+        (crate::cli::Cli::parse_from(&full).run, ids)
+    }
+
+    fn check_argv(argv: &[&str]) -> Result<Vec<String>, BenchError> {
+        let (args, ids) = parse(argv);
+        check_with(&args, |id| ids.contains(id))
+    }
+
+    #[test]
+    fn sim_with_a_server_address_is_refused_with_sb121() {
+        for extra in [["--base-url", "http://10.0.0.1:8000"], ["--port", "9000"], ["--host", "10.0.0.1"]] {
+            let mut argv = vec!["--sim"];
+            argv.extend_from_slice(&extra);
+            let e = check_argv(&argv).unwrap_err();
+            assert_eq!(e.code(), servebench_core::ErrorCode::FlagCombination);
+            assert!(e.user_line().contains(&format!("--sim cannot be combined with {}", extra[0])));
+        }
+        assert!(check_argv(&["--sim"]).unwrap().is_empty(), "defaults do not count");
+        assert!(check_argv(&["--base-url", "http://10.0.0.1:8000"]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn options_of_another_dataset_warn_naming_the_flag() {
+        let w = check_argv(&["--dataset-name", "random", "--dataset-path", "x.json"]).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("--dataset-path is ignored with --dataset-name random"), "{}", w[0]);
+        let w = check_argv(&[
+            "--dataset-name",
+            "sharegpt",
+            "--sonnet-input-len",
+            "10",
+            "--random-input-len",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(w.len(), 2, "{w:?}");
+        // Flags shared by several datasets are not flagged where they apply.
+        assert!(check_argv(&["--dataset-name", "random-mm", "--random-input-len", "5"]).unwrap().is_empty());
+        assert!(check_argv(&["--dataset-name", "sonnet", "--dataset-path", "s.txt"]).unwrap().is_empty());
+        assert!(check_argv(&["--dataset-name", "random-rerank", "--random-range-ratio", "0.5"])
+            .unwrap()
+            .is_empty());
+        // Defaults never warn.
+        assert!(check_argv(&["--dataset-name", "sharegpt"]).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,130 @@
+//! No output may overwrite an input or another output (SB120): the result, its records file,
+//! `--records`, `--csv` and `--html-report` are compared with `--dataset-path` (datasets and
+//! traces), a `--tokenizer` / `--sim-tokenizer` file and each other, after resolving symbolic
+//! links and `.`/`..` — before anything is written.
+
+use crate::cli::RunArgs;
+use crate::config::OutputConfig;
+use servebench_core::BenchError;
+use std::path::{Component, Path, PathBuf};
+
+/// The file `p` names, as an absolute path with symbolic links resolved as far as it exists
+/// (a file not yet created: its deepest existing directory is resolved, the rest kept).
+pub fn identity(p: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return c;
+    }
+    let abs =
+        if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(p) };
+    let mut lexical = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            other => lexical.push(other),
+        }
+    }
+    let mut rest = Vec::new();
+    let mut base = lexical.clone();
+    while !base.as_os_str().is_empty() {
+        if let Ok(c) = std::fs::canonicalize(&base) {
+            return rest.iter().rev().fold(c, |acc: PathBuf, part: &std::ffi::OsString| acc.join(part));
+        }
+        match base.file_name() {
+            Some(name) => rest.push(name.to_os_string()),
+            None => break,
+        }
+        base.pop();
+    }
+    lexical
+}
+
+/// Inputs of the run that exist as files: (flag, path).
+fn inputs(args: &RunArgs) -> Vec<(String, PathBuf)> {
+    let mut v = Vec::new();
+    if let Some(p) = &args.dataset.dataset_path {
+        v.push(("--dataset-path".to_owned(), PathBuf::from(p)));
+    }
+    // A tokenizer given as a file (model ids and built-in encodings are not files).
+    for (flag, t) in [
+        ("--tokenizer", args.tokenizer.as_deref()),
+        ("--sim-tokenizer", Some(&*args.sim_options.sim_tokenizer)),
+    ] {
+        if let Some(t) = t.filter(|t| Path::new(t).is_file()) {
+            v.push((flag.to_owned(), PathBuf::from(t)));
+        }
+    }
+    v
+}
+
+/// Outputs whose names are known before the run: (flag, path). `records` is the records file
+/// the run will write (`--records` or the one next to an explicitly named result).
+fn outputs(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> Vec<(String, PathBuf)> {
+    let mut v = Vec::new();
+    if output.save_result || output.append_result {
+        if let Some(f) = &output.result_filename {
+            let result = output.result_dir.clone().unwrap_or_default().join(f);
+            v.push(("--result-filename".to_owned(), result.clone()));
+            if args.experiment.is_experiment() {
+                // A sweep also writes its summary table beside the result.
+                v.push(("the sweep summary CSV".to_owned(), result.with_extension("csv")));
+            }
+            if !args.experiment.is_experiment() && records.is_none() {
+                let r = crate::run::records_path_for_doc(&result, output.append_result);
+                v.push(("the records file".to_owned(), r));
+            }
+        }
+    }
+    if let Some(r) = records {
+        v.push(("--records".to_owned(), r.to_path_buf()));
+    }
+    if let Some(c) = &args.csv {
+        v.push(("--csv".to_owned(), c.clone()));
+    }
+    if let Some(h) = &args.html_report {
+        v.push(("--html-report".to_owned(), h.clone()));
+    }
+    v
+}
+
+/// SB120 if an output is the same file as an input or as another output.
+pub fn check(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> Result<(), BenchError> {
+    let ins: Vec<_> = inputs(args).into_iter().map(|(f, p)| (f, identity(&p), p)).collect();
+    let outs: Vec<_> =
+        outputs(args, output, records).into_iter().map(|(f, p)| (f, identity(&p), p)).collect();
+    for (i, (flag, id, path)) in outs.iter().enumerate() {
+        let clash = ins.iter().chain(&outs[..i]).find(|(_, other, _)| other == id);
+        if let Some((other_flag, _, other_path)) = clash {
+            return Err(BenchError::OutputCollision {
+                output_flag: flag.clone(),
+                output: format!("{flag} {}", path.display()),
+                other: format!("{other_flag} {}", other_path.display()),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_resolves_dot_segments_and_symlinks_of_files_not_yet_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("data.jsonl"), "{}").unwrap();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        assert_eq!(identity(&d.join("sub/../data.jsonl")), identity(&d.join("./data.jsonl")));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(d.join("sub"), d.join("link")).unwrap();
+            assert_eq!(identity(&d.join("link/new.json")), identity(&d.join("sub/./new.json")));
+            std::os::unix::fs::symlink(d.join("data.jsonl"), d.join("alias.jsonl")).unwrap();
+            assert_eq!(identity(&d.join("alias.jsonl")), identity(&d.join("data.jsonl")));
+        }
+        assert_ne!(identity(&d.join("a.json")), identity(&d.join("b.json")));
+    }
+}
