@@ -8,7 +8,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use servebench_core::{BenchError, Result};
 
-use super::{Conn, HttpClient, Incoming, Interrupted, SendFailKind};
+use super::coding::{BodyDecoder, CODING_TAG};
+use super::h1::NOT_HTTP1_TAG;
+use super::{Conn, HttpClient, Incoming, Interrupted, SendFailKind, REDIRECT_TAG};
 use crate::chunk::truncate;
 
 /// Largest control-plane response body read.
@@ -44,6 +46,7 @@ pub(crate) async fn read_body(
     body: &mut Incoming,
     max: usize,
     deadline: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
+    mut coding: Option<&mut BodyDecoder>,
 ) -> std::result::Result<(Bytes, bool, Option<std::time::Instant>), String> {
     let mut deadline = deadline;
     let mut buf = BytesMut::new();
@@ -51,10 +54,22 @@ pub(crate) async fn read_body(
     loop {
         match conn.frame(body, deadline.as_deref_mut()).await {
             Err(Interrupted::Deadline) => return Err("timed out reading the response body".into()),
-            Ok(Ok(None)) => return Ok((buf.freeze(), true, last)),
+            Ok(Ok(None)) => {
+                if let Some(c) = coding.as_mut() {
+                    let rest = c.finish().map_err(|e| e.0)?;
+                    let room = max.saturating_sub(buf.len());
+                    buf.extend_from_slice(&rest[..rest.len().min(room)]);
+                    return Ok((buf.freeze(), rest.len() <= room, last));
+                }
+                return Ok((buf.freeze(), true, last));
+            }
             Ok(Err(e)) => return Err(e),
             Ok(Ok(Some((d, at)))) => {
                 last = Some(at);
+                let d = match coding.as_mut() {
+                    None => d,
+                    Some(c) => c.push(d).map_err(|e| e.0)?,
+                };
                 let room = max.saturating_sub(buf.len());
                 buf.extend_from_slice(&d[..d.len().min(room)]);
                 if d.len() > room {
@@ -62,6 +77,21 @@ pub(crate) async fn read_body(
                 }
             }
         }
+    }
+}
+
+/// The error of a failed control call: a coded one when the message carries a code's tag
+/// (content coding SB306, redirects SB307, not HTTP/1.1 SB308), else a transport error.
+pub(crate) fn coded_error(context: String, detail: String) -> BenchError {
+    let strip = |tag: &str| detail.strip_prefix(tag).map(|d| d.trim_start().to_owned());
+    if let Some(detail) = strip(CODING_TAG) {
+        BenchError::ContentCoding { context, detail }
+    } else if let Some(detail) = strip(NOT_HTTP1_TAG) {
+        BenchError::ServerProtocol { context, detail }
+    } else if let Some(detail) = strip(REDIRECT_TAG) {
+        BenchError::Redirect { context, detail }
+    } else {
+        BenchError::Transport { context, detail }
     }
 }
 
@@ -77,23 +107,27 @@ impl HttpClient {
     ) -> Result<RawResponse> {
         let path = self.path_for(endpoint)?;
         let context = format!("{method} {}{path}", self.origin());
-        let transport = |detail: String| BenchError::Transport { context: context.clone(), detail };
+        let transport = |detail: String| coded_error(context.clone(), detail);
         let mut h = headers.clone();
         if body.is_some() && !h.contains_key(CONTENT_TYPE) {
             h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         let req = self.request(method, &path, h, body.unwrap_or_default()).map_err(transport)?;
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
-        let sent = self.send(req, Some(&mut deadline)).await.map_err(|f| match f.kind {
+        let followed = self.send_following(req, false, Some(&mut deadline)).await.map_err(|f| match f.kind {
             SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => transport(f.message),
         })?;
+        let owner = followed.other.as_ref().unwrap_or(self);
+        let sent = followed.sent;
         let mut conn = sent.conn;
         let (parts, mut incoming) = sent.response.into_parts();
-        let (bytes, complete, _) = read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline))
-            .await
-            .map_err(transport)?;
+        let mut coding = BodyDecoder::for_headers(&parts.headers).map_err(|e| transport(e.0))?;
+        let (bytes, complete, _) =
+            read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline), coding.as_mut())
+                .await
+                .map_err(transport)?;
         if complete {
-            self.release(conn);
+            owner.release(conn);
         }
         Ok(RawResponse {
             status: parts.status.as_u16(),
