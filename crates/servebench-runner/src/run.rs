@@ -94,6 +94,11 @@ pub struct ClientHealth {
     /// Connections opened / found stale during the whole run.
     pub connections_opened: u64,
     pub stale_connections: u64,
+    /// Measured requests sent a second time because a reused connection closed before one
+    /// byte of their response arrived (`RequestRecord::resent`).
+    pub resent_requests: u64,
+    /// The client stopped pooling: the server closes connections after each response.
+    pub pooling_disabled: bool,
 }
 
 /// Everything a finished run produced.
@@ -255,6 +260,7 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         keep_text: cfg.keep_text || (cfg.retokenize_output && tokenizer.is_some()),
         request_timeout: cfg.request_timeout,
         stall_timeout: cfg.stall_timeout,
+        runaway_factor: cfg.runaway_factor,
         ..ExecOptions::default()
     };
     let mut warnings = Vec::new();
@@ -265,6 +271,10 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         observer.message("Waiting for the endpoint to answer a test request...");
         let answer = ready_check(&client, &target, &exec_opts, &workload, cfg.ready_check_timeout).await?;
         server_reports_usage = Some(answer.completion_tokens.is_some());
+    }
+    for line in crate::network_notes::client_notices(&client) {
+        observer.message(&line);
+        warnings.push(line);
     }
     // The tokenizer stays loaded during the measured phase (its tables cost tens of MB of
     // RSS) only when it is needed there: with --retokenize-output, or when the server may
@@ -569,6 +579,8 @@ pub async fn run_prepared(
         rss_at_start_bytes: rss_at_start,
         connections_opened: pool.opened,
         stale_connections: pool.stale,
+        resent_requests: records.iter().filter(|r| r.resent).count() as u64,
+        pooling_disabled: client.pooling_disabled(),
     };
     if let Some(s) = &shard_run {
         s.write_summary(cfg.records_path.as_deref(), &health, records.len(), was_interrupted)?;
@@ -578,6 +590,14 @@ pub async fn run_prepared(
         warnings.push(format!("{cancelled_count} requests were cancelled before they finished"));
     }
     warnings.extend(crate::failure_codes::warnings(&records, &target.backend.to_string()));
+    let streamed = target.body_template().streams();
+    for line in crate::network_notes::client_notices(&client)
+        .into_iter()
+        .chain(crate::network_notes::record_warnings(&records, streamed))
+    {
+        observer.message(&line);
+        warnings.push(line);
+    }
     Ok(RunOutput {
         records,
         model,
@@ -659,6 +679,10 @@ async fn ready_check(
                 let client_error =
                     r.http_status.is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
                 last_error = r.error.map(|e| e.message).unwrap_or_else(|| "request did not complete".into());
+                // Not HTTP/1.1, an undecodable coding, refused redirects (SB306-SB308).
+                if let Some(e) = crate::network_notes::permanent_error(&last_error) {
+                    return Err(e);
+                }
                 let permanent =
                     client_error || last_error.starts_with(servebench_client::dialect::WRONG_DIALECT);
                 if permanent {

@@ -145,10 +145,18 @@ impl BodyDecoder {
             return self.push(&held);
         }
         let r = match &mut self.inner {
-            Inner::Gzip(d) => d.try_finish(),
-            Inner::Zlib(d) => d.try_finish(),
-            Inner::RawDeflate(d) => d.try_finish(),
-            _ => Ok(()),
+            Inner::Gzip(d) => finish_into(d, |d| d.get_mut(), |d| d.try_finish()),
+            Inner::Zlib(d) => finish_into(d, |d| d.get_mut(), |d| d.try_finish()),
+            Inner::RawDeflate(d) => finish_into(d, |d| d.get_mut(), |d| d.try_finish()),
+            Inner::Brotli(d) => {
+                d.get_mut().clear();
+                Ok(())
+            }
+            Inner::Zstd(d) => {
+                d.get_mut().clear();
+                Ok(())
+            }
+            Inner::DeflatePending(_) => Ok(()),
         };
         r.map_err(|e| self.corrupt(e))?;
         Ok(self.output())
@@ -172,6 +180,16 @@ fn push_into<D: Write>(d: &mut D, input: &[u8], out: impl Fn(&mut D) -> &mut Vec
     out(d).clear();
     d.write_all(input)?;
     d.flush()
+}
+
+/// Empties the decoder's output, then finishes the stream into it.
+fn finish_into<D>(
+    d: &mut D,
+    out: impl Fn(&mut D) -> &mut Vec<u8>,
+    finish: impl Fn(&mut D) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    out(d).clear();
+    finish(d)
 }
 
 #[cfg(test)]
