@@ -21,8 +21,8 @@ use crate::backend::{build_headers, BackendKind, BodyTemplate, TargetConfig};
 use crate::chunk::Chunk;
 use crate::sse::{SseError, SseFramer, DEFAULT_MAX_EVENT_BYTES};
 use crate::stream::{Flow, StreamState};
-use crate::transport::control::{snippet, SNIPPET_BYTES};
 use crate::transport::coding::BodyDecoder;
+use crate::transport::control::{snippet, SNIPPET_BYTES};
 use crate::transport::h1::NOT_HTTP1_TAG;
 use crate::transport::{Conn, HttpClient, Incoming, Interrupted, SendFailKind, REDIRECT_TAG};
 
@@ -420,7 +420,8 @@ async fn run(
     }
     if !sse {
         let read =
-            read_whole_body(&mut conn, &mut incoming, opts.max_event_bytes, &mut timer, coding.as_mut()).await;
+            read_whole_body(&mut conn, &mut incoming, opts.max_event_bytes, &mut timer, coding.as_mut())
+                .await;
         let mut t = clock.now_us();
         match read {
             Ok((b, true, at)) => {

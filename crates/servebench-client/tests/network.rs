@@ -74,7 +74,8 @@ async fn llama_cpp_close_after_every_response_has_zero_failures_and_stops_poolin
 /// The same with a reset instead of EOF: the server reads the second request and resets.
 #[tokio::test]
 async fn reset_before_the_status_line_on_a_reused_connection_is_resent() {
-    let s = serve(vec![vec![A::Read, w(llama_stream()), A::Read, A::Rst], vec![A::Read, w(llama_stream())]]).await;
+    let s = serve(vec![vec![A::Read, w(llama_stream()), A::Read, A::Rst], vec![A::Read, w(llama_stream())]])
+        .await;
     let f = fixture(s.port, BackendKind::Chat, None);
     assert_eq!(f.run(0, &ExecOptions::default()).await.outcome, Outcome::Completed);
     let r = f.run(1, &ExecOptions::default()).await;
@@ -211,7 +212,9 @@ async fn unknown_content_coding_is_a_coded_error_naming_it() {
 #[tokio::test]
 async fn status_line_without_reason_and_obs_fold_headers_are_accepted() {
     let head = "HTTP/1.1 200\r\ncontent-type: text/event-stream\r\nx-gateway-note: first part\r\n  folded part\r\ntransfer-encoding: chunked\r\n\r\n";
-    let s = serve(vec![vec![A::Read, w(String::from(head) + &chunk(&(tok("a") + &finish_usage_done())) + END)]]).await;
+    let s =
+        serve(vec![vec![A::Read, w(String::from(head) + &chunk(&(tok("a") + &finish_usage_done())) + END)]])
+            .await;
     let f = fixture(s.port, BackendKind::Chat, None);
     let r = f.run(0, &ExecOptions::default()).await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
@@ -224,7 +227,8 @@ async fn status_line_without_reason_and_obs_fold_headers_are_accepted() {
 #[tokio::test]
 async fn http2_only_and_non_http_servers_are_named() {
     let frames =
-        b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64\x00\x00\x08\x07\x00\x00\x00\x00\x00".to_vec();
+        b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64\x00\x00\x08\x07\x00\x00\x00\x00\x00"
+            .to_vec();
     let s = serve(vec![
         vec![A::Read, A::Write(frames.clone()), A::Close],
         vec![A::Read, A::Write(frames), A::Close],
@@ -275,7 +279,14 @@ async fn redirect_rules_for_generation_and_control_calls() {
     let s = serve(vec![
         vec![A::Read, w(redirect(301, "/v2/chat/completions"))],
         vec![A::Read, w(redirect(301, "/api/v1/models")), A::Read, w(json_ok(models))],
-        vec![A::Read, w(redirect(302, "/a")), A::Read, w(redirect(302, "/b")), A::Read, w(redirect(302, "/a"))],
+        vec![
+            A::Read,
+            w(redirect(302, "/a")),
+            A::Read,
+            w(redirect(302, "/b")),
+            A::Read,
+            w(redirect(302, "/a")),
+        ],
     ])
     .await;
     let f = fixture(s.port, BackendKind::Chat, None);
@@ -303,7 +314,10 @@ async fn cross_origin_redirect_drops_credentials_and_warns() {
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert!(a.requests.lock().unwrap()[0].to_ascii_lowercase().contains("authorization: bearer sk-secret"));
     let there = b.requests.lock().unwrap()[0].to_ascii_lowercase();
-    assert!(!there.contains("sk-secret") && there.contains(&format!("host: 127.0.0.1:{}", b.port)), "{there}");
+    assert!(
+        !there.contains("sk-secret") && there.contains(&format!("host: 127.0.0.1:{}", b.port)),
+        "{there}"
+    );
     let notice = f.client.take_redirect_notice().unwrap();
     assert!(notice.contains("another origin") && notice.contains(&to), "{notice}");
 }

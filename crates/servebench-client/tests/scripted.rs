@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use servebench_client::{ExecOptions, BackendKind};
+use servebench_client::{BackendKind, ExecOptions};
 use servebench_core::{BenchError, ErrorKind, Outcome};
 use tokio::sync::Notify;
 

@@ -490,7 +490,9 @@ pub enum BenchError {
     ContentCoding { context: String, detail: String },
     #[error("{context}: {detail}; fix: point --base-url at the final URL")]
     Redirect { context: String, detail: String },
-    #[error("{context}: {detail}; fix: point --base-url at the server's HTTP/1.1 port (http:// or https://)")]
+    #[error(
+        "{context}: {detail}; fix: point --base-url at the server's HTTP/1.1 port (http:// or https://)"
+    )]
     ServerProtocol { context: String, detail: String },
     #[error("{context}: {detail}; fix: check that --backend/--endpoint match the server's API")]
     Protocol { context: String, detail: String },
@@ -500,7 +502,9 @@ pub enum BenchError {
     ChatTemplate { detail: String },
     #[error("--backend {backend} got a response in another dialect: {detail}; fix: use --backend openai/openai-chat for OpenAI routes, or point --endpoint at the native route")]
     WrongDialect { backend: String, detail: String },
-    #[error("{detail}; fix: check the server's stop handling, or raise --runaway-stream-factor (0 disables)")]
+    #[error(
+        "{detail}; fix: check the server's stop handling, or raise --runaway-stream-factor (0 disables)"
+    )]
     RunawayStream { detail: String },
     #[error("{path}: {detail}")]
     Io { path: String, detail: String },

@@ -114,8 +114,11 @@ mod tests {
     #[test]
     fn coded_failures_give_one_warning_per_code() {
         let mut recs = Vec::new();
-        for m in ["[SB405] the stream went on past 24 events", "[SB405] again", "[SB306] the server sent 'compress'"]
-        {
+        for m in [
+            "[SB405] the stream went on past 24 events",
+            "[SB405] again",
+            "[SB306] the server sent 'compress'",
+        ] {
             let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
             r.fail(ErrorKind::RunawayStream, m);
             recs.push(r);

@@ -114,9 +114,12 @@ impl HttpClient {
         }
         let req = self.request(method, &path, h, body.unwrap_or_default()).map_err(transport)?;
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
-        let followed = self.send_following(req, false, Some(&mut deadline)).await.map_err(|f| match f.kind {
-            SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => transport(f.message),
-        })?;
+        let followed =
+            self.send_following(req, false, Some(&mut deadline)).await.map_err(|f| match f.kind {
+                SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => {
+                    transport(f.message)
+                }
+            })?;
         let owner = followed.other.as_ref().unwrap_or(self);
         let sent = followed.sent;
         let mut conn = sent.conn;

@@ -70,8 +70,9 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, St
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut slots);
     // RFC 9112 §5.2: a user agent accepts obs-fold continuation lines (unfolded below).
-    let parsed =
-        httparse::ParserConfig::default().allow_obsolete_multiline_headers_in_responses(true).parse_response(&mut resp, buf);
+    let parsed = httparse::ParserConfig::default()
+        .allow_obsolete_multiline_headers_in_responses(true)
+        .parse_response(&mut resp, buf);
     let len = match parsed {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
@@ -168,7 +169,8 @@ pub const NOT_HTTP1_TAG: &str = "[SB308]";
 
 /// The first bytes of `buf`, escaped for a one-line message.
 pub(crate) fn escaped_start(buf: &[u8]) -> String {
-    let shown: String = buf.iter().take(32).flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect();
+    let shown: String =
+        buf.iter().take(32).flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect();
     if buf.len() > 32 {
         format!("{shown}...")
     } else {

@@ -549,9 +549,11 @@ impl HttpClient {
             };
             let t0 = Instant::now();
             dispatched = Some(t0);
-            // A reused connection the server closed after its last response: the request (or
-            // what of it was written) was never processed; sent once more on a fresh one.
-            let retry_unanswered = reused && conn.uses > 0 && !resent;
+            // A pooled connection the server had closed (after its last response, or idle): the
+            // request (or what of it was written) was never processed; sent once more on a
+            // fresh connection.
+            let retry_unanswered = reused && !resent;
+            let after_response = conn.uses > 0;
             match conn.write_request(req, deadline.as_deref_mut()).await {
                 Ok(()) => {}
                 Err(WriteFail::Unsent(_)) if reused => {
@@ -562,7 +564,7 @@ impl HttpClient {
                     continue;
                 }
                 Err(WriteFail::Partial(_)) if retry_unanswered => {
-                    self.resend_unanswered(&mut reconnects, &mut resent);
+                    self.resend_unanswered(&mut reconnects, &mut resent, after_response);
                     continue;
                 }
                 Err(WriteFail::Unsent(e)) => {
@@ -599,7 +601,7 @@ impl HttpClient {
                     return Ok(Sent { response, conn, dispatched: t0, headers_at, reconnects, resent });
                 }
                 Ok(Err(HeadError { unanswered: true, .. })) if retry_unanswered => {
-                    self.resend_unanswered(&mut reconnects, &mut resent);
+                    self.resend_unanswered(&mut reconnects, &mut resent, after_response);
                     continue;
                 }
                 Ok(Err(e)) => {
@@ -629,12 +631,15 @@ impl HttpClient {
         })
     }
 
-    /// Books a resend of a request that a reused connection left unanswered.
-    fn resend_unanswered(&self, reconnects: &mut u32, resent: &mut bool) {
+    /// Books a resend of a request that a pooled connection left unanswered; a connection
+    /// that had carried a response counts towards "closes after each response".
+    fn resend_unanswered(&self, reconnects: &mut u32, resent: &mut bool, after_response: bool) {
         *reconnects += 1;
         *resent = true;
         self.inner.counters.resent.fetch_add(1, Ordering::Relaxed);
-        self.note_close_after_response();
+        if after_response {
+            self.note_close_after_response();
+        }
     }
 }
 

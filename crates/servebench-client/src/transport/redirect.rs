@@ -147,7 +147,10 @@ impl HttpClient {
                 .and_then(|h| h.join(location.to_str().ok()?).ok())
                 .filter(|u| matches!(u.scheme(), "http" | "https"));
             let Some(next) = next else {
-                return Err(fail(format!("HTTP {code} with an unusable Location '{}'", location.to_str().unwrap_or("?"))));
+                return Err(fail(format!(
+                    "HTTP {code} with an unusable Location '{}'",
+                    location.to_str().unwrap_or("?")
+                )));
             };
             if visited.len() >= MAX_HOPS {
                 return Err(fail(format!("more than {MAX_HOPS} redirects (last to {next})")));
