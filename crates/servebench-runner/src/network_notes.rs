@@ -36,7 +36,7 @@ fn coded(message: &str) -> Option<BenchError> {
 /// The coded error a readiness-check failure stands for, if its message carries a code: such
 /// an answer will not change by waiting (the check stops at once).
 pub fn permanent_error(message: &str) -> Option<BenchError> {
-    coded(message)
+    coded(message).filter(|e| !matches!(e, BenchError::RunawayStream { .. }))
 }
 
 /// Run warnings from the records: requests that did not stream although streaming was asked
@@ -129,5 +129,6 @@ mod tests {
         assert!(w[1].starts_with("warning[SB306]: 1 requests failed"), "{}", w[1]);
         assert!(permanent_error("[SB308] server speaks HTTP/2 only").is_some());
         assert!(permanent_error("HTTP 503").is_none());
+        assert!(permanent_error("[SB405] the stream went on").is_none());
     }
 }

@@ -665,6 +665,9 @@ async fn ready_check(
 ) -> Result<RequestRecord> {
     let deadline = Instant::now() + timeout;
     let spec = &workload.requests[0];
+    // The check asks for one token; servers that ignore max_tokens answer more. The runaway
+    // bound is for the measured requests (the check has its own timeout).
+    let opts = &ExecOptions { runaway_factor: 0, ..opts.clone() };
     let clock = RunClock::start();
     let mut last_error = String::from("no answer");
     let mut pause = Duration::from_millis(200);
