@@ -14,6 +14,7 @@ pub mod lora;
 pub mod metrics_server;
 pub mod network_notes;
 pub mod prepare;
+pub mod probe_requests;
 pub mod profiling;
 pub mod retokenize;
 pub mod run;

@@ -43,6 +43,7 @@ mod server;
 mod sse;
 mod sse_responses;
 mod stream;
+pub mod tls;
 mod truth;
 mod vocab;
 
@@ -53,6 +54,7 @@ pub use config::{ReasoningField, SimConfig, TimingModel};
 pub use engine::{EngineConfig, PRESETS};
 pub use fault::{FaultConfig, FaultCounts, FaultKind, FaultPlan, ResponseShape};
 pub use metrics::{Counter, MetricsRegistry};
-pub use server::{serve_until, start, SimHandle};
+pub use server::{serve_until, start, start_tls, SimHandle};
+pub use tls::{IssuedCert, SimCa, SimTls};
 pub use truth::{write_ground_truth_jsonl, GroundTruth, TruthEvent};
 pub use vocab::OutputVocab;

@@ -116,9 +116,12 @@ impl HttpClient {
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
         let followed =
             self.send_following(req, false, Some(&mut deadline)).await.map_err(|f| match f.kind {
-                SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => {
-                    transport(f.message)
-                }
+                // A certificate or proxy failure has its own code (SB310, SB312).
+                SendFailKind::Connect | SendFailKind::Transport => match self.connect_failure() {
+                    Some(typed) => typed.to_error(&context),
+                    None => transport(f.message),
+                },
+                SendFailKind::Timeout => transport(f.message),
             })?;
         let owner = followed.other.as_ref().unwrap_or(self);
         let sent = followed.sent;

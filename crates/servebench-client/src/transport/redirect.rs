@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderValue, HOST, LOCATION};
+use http::header::{HeaderMap, LOCATION};
 use http::{Method, Request, StatusCode};
 use url::Url;
 
@@ -170,21 +170,24 @@ impl HttpClient {
                 client.release(conn);
             }
             let next_client = self.client_for(&next).map_err(&fail)?;
+            let mut headers = std::mem::take(req.headers_mut());
             if next_client.origin() != client.origin() {
                 cross = cross || next_client.origin() != self.origin();
-                strip_credentials(req.headers_mut());
-                req.headers_mut().insert(HOST, host_header(&next));
+                strip_credentials(&mut headers);
             }
-            other = (next_client.origin() != self.origin()).then_some(next_client);
-            if code == 303 && req.method() != Method::HEAD {
-                *req.method_mut() = Method::GET;
-                *req.body_mut() = Bytes::new();
-            }
+            let (method, body) = if code == 303 && req.method() != Method::HEAD {
+                (Method::GET, Bytes::new())
+            } else {
+                (req.method().clone(), req.body().clone())
+            };
             let target = match next.query() {
                 Some(q) => format!("{}?{q}", next.path()),
                 None => next.path().to_owned(),
             };
-            *req.uri_mut() = target.parse().map_err(|_| fail(format!("invalid redirect target '{next}'")))?;
+            // Built by the next origin's client: its Host header, and the absolute form (and
+            // proxy credentials) when it goes through an HTTP proxy.
+            req = next_client.request(method, &target, headers, body).map_err(&fail)?;
+            other = (next_client.origin() != self.origin()).then_some(next_client);
         }
     }
 }
@@ -196,17 +199,4 @@ fn strip_credentials(h: &mut HeaderMap) {
     for n in names {
         h.remove(n);
     }
-}
-
-fn host_header(url: &Url) -> HeaderValue {
-    let host = match url.host() {
-        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
-        Some(h) => h.to_string(),
-        None => String::new(),
-    };
-    let v = match url.port() {
-        Some(p) => format!("{host}:{p}"),
-        None => host,
-    };
-    HeaderValue::from_str(&v).unwrap_or(HeaderValue::from_static("invalid"))
 }
