@@ -360,6 +360,8 @@ pub(crate) fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
 pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // Uncompressed answers (a `--header Accept-Encoding=...` below replaces it).
+    h.insert(http::header::ACCEPT_ENCODING, crate::transport::coding::ACCEPT_IDENTITY);
     let anthropic = cfg.backend == BackendKind::Native(crate::dialect::Dialect::Anthropic);
     if anthropic {
         crate::dialect::anthropic_headers(&mut h, cfg.api_key.as_deref())?;

@@ -21,8 +21,10 @@ use crate::backend::{build_headers, BackendKind, BodyTemplate, TargetConfig};
 use crate::chunk::Chunk;
 use crate::sse::{SseError, SseFramer, DEFAULT_MAX_EVENT_BYTES};
 use crate::stream::{Flow, StreamState};
+use crate::transport::coding::BodyDecoder;
 use crate::transport::control::{snippet, SNIPPET_BYTES};
-use crate::transport::{Conn, HttpClient, Incoming, Interrupted, SendFailKind};
+use crate::transport::h1::NOT_HTTP1_TAG;
+use crate::transport::{Conn, HttpClient, Incoming, Interrupted, SendFailKind, REDIRECT_TAG};
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -80,6 +82,29 @@ pub struct ExecOptions {
     /// Keep the generated text of requests whose response carried no output-token `usage`
     /// (so the runner can retokenize it), even when `keep_text` is off.
     pub keep_text_without_usage: bool,
+    /// A stream is failed as runaway (`runaway_stream`, SB405) once it has more than
+    /// `runaway_factor × max_tokens + 16` events; 0 disables the bound.
+    pub runaway_factor: u32,
+}
+
+/// Events a stream may have beyond `runaway_factor × max_tokens` (role, usage, `[DONE]` and
+/// keep-alive events of servers that send them as data).
+pub const RUNAWAY_SLACK_EVENTS: u64 = 16;
+
+/// Default of [`ExecOptions::runaway_factor`] (`--runaway-stream-factor`).
+pub const DEFAULT_RUNAWAY_FACTOR: u32 = 4;
+
+/// Tag at the start of a runaway stream's error message.
+pub const RUNAWAY_TAG: &str = "[SB405]";
+
+impl ExecOptions {
+    /// Most events a stream asking for `max_tokens` may have (`u64::MAX`: no bound).
+    pub fn stream_event_limit(&self, max_tokens: u32) -> u64 {
+        if self.runaway_factor == 0 || max_tokens == 0 {
+            return u64::MAX;
+        }
+        u64::from(self.runaway_factor) * u64::from(max_tokens) + RUNAWAY_SLACK_EVENTS
+    }
 }
 
 impl Default for ExecOptions {
@@ -91,6 +116,7 @@ impl Default for ExecOptions {
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             drain_timeout: Duration::from_secs(1),
             keep_text_without_usage: false,
+            runaway_factor: DEFAULT_RUNAWAY_FACTOR,
         }
     }
 }
@@ -307,13 +333,21 @@ async fn run(
     let mut timer = Timer::new(opts);
     // Boxed: the send state (pool checkout, connect, request head) is done once the head
     // arrives; inline, its size would stay reserved for the whole stream.
-    let sent = match Box::pin(client.send(req, timer.get())).await {
+    let followed = match Box::pin(client.send_following(req, true, timer.get())).await {
         Ok(s) => s,
         Err(f) => {
             record.reconnects = f.reconnects;
+            if f.resent {
+                record.resent = true;
+                record.attempts += 1;
+            }
             record.dispatched_us = f.dispatched.map(|t| clock.offset_us(t));
             let kind = match f.kind {
                 SendFailKind::Connect => ErrorKind::Connect,
+                // Not HTTP/1.1 at all (SB308): the server's protocol, not the network.
+                SendFailKind::Transport if f.message.starts_with(NOT_HTTP1_TAG) => ErrorKind::Protocol,
+                // A redirect not followed (SB307): the answer was a 3xx status.
+                SendFailKind::Transport if f.message.starts_with(REDIRECT_TAG) => ErrorKind::HttpStatus,
                 SendFailKind::Transport => ErrorKind::Transport,
                 SendFailKind::Timeout => ErrorKind::Timeout,
             };
@@ -324,8 +358,17 @@ async fn run(
         }
     };
     timer.progress();
+    // A redirect to another origin: that client's pool owns the connection.
+    let client = followed.other.as_ref().unwrap_or(client);
+    let sent = followed.sent;
     record.reconnects = sent.reconnects;
-    record.dispatched_us = Some(clock.offset_us(sent.dispatched));
+    if sent.resent {
+        // Written twice; the first write was never processed (see `HttpClient::send`).
+        record.resent = true;
+        record.attempts += 1;
+    }
+    // The first request of a redirect chain; for a resent request, its second send.
+    record.dispatched_us = Some(clock.offset_us(followed.first_dispatched));
     record.headers_us = Some(clock.offset_us(sent.headers_at));
     let mut conn = sent.conn;
     let (parts, mut incoming) = sent.response.into_parts();
@@ -334,8 +377,12 @@ async fn run(
         record.server_request_id = Some(id.to_owned());
     }
 
+    // A compressed answer (the request asked for identity): decoded as it arrives.
+    let coding = BodyDecoder::for_headers(&parts.headers);
     if !parts.status.is_success() {
-        let read = read_whole_body(&mut conn, &mut incoming, SNIPPET_BYTES + 4, &mut timer).await;
+        let mut coding = coding.ok().flatten();
+        let read =
+            read_whole_body(&mut conn, &mut incoming, SNIPPET_BYTES + 4, &mut timer, coding.as_mut()).await;
         record.done_us = Some(clock.now_us());
         let text = match read {
             Ok((b, complete, _)) => {
@@ -351,6 +398,14 @@ async fn run(
         return;
     }
 
+    let mut coding = match coding {
+        Ok(c) => c,
+        Err(e) => {
+            record.done_us = Some(clock.now_us());
+            record.fail(ErrorKind::Protocol, e.0);
+            return; // connection dropped: its body is not read
+        }
+    };
     let content_type = parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     let sse = if content_type.contains("event-stream") {
         true
@@ -364,7 +419,9 @@ async fn run(
         state = state.for_responses();
     }
     if !sse {
-        let read = read_whole_body(&mut conn, &mut incoming, opts.max_event_bytes, &mut timer).await;
+        let read =
+            read_whole_body(&mut conn, &mut incoming, opts.max_event_bytes, &mut timer, coding.as_mut())
+                .await;
         let mut t = clock.now_us();
         match read {
             Ok((b, true, at)) => {
@@ -397,6 +454,7 @@ async fn run(
     }
 
     let mut framer = SseFramer::with_max_event_bytes(opts.max_event_bytes);
+    let event_limit = opts.stream_event_limit(spec.expected_output_tokens);
     let mut finished = false; // the record is final ([DONE] or failure); only draining
     loop {
         let next = conn.frame(&mut incoming, timer.get()).await;
@@ -424,6 +482,17 @@ async fn run(
                 let t = clock.now_us();
                 client.release(conn);
                 if !finished {
+                    if let Some(d) = coding.as_mut() {
+                        match d.finish() {
+                            Ok(rest) => framer.push(rest),
+                            Err(e) => {
+                                record.done_us = Some(t);
+                                record.fail(ErrorKind::Protocol, e.0);
+                                state.flush(record);
+                                return;
+                            }
+                        }
+                    }
                     framer.finish();
                     match drain_events(&mut framer, &mut state, record, t) {
                         Flow::Continue if !state.done_seen() => state.end_of_body(record, t),
@@ -440,8 +509,26 @@ async fn run(
                 // `at`: when the socket read that brought these bytes returned.
                 let t = clock.offset_us(at);
                 timer.progress_at(at);
-                framer.push(data);
+                match coding.as_mut() {
+                    None => framer.push(data),
+                    // Decoded events keep the arrival time of their compressed bytes.
+                    Some(d) => match d.push(data) {
+                        Ok(decoded) => framer.push(decoded),
+                        Err(e) => {
+                            record.done_us = Some(t);
+                            record.fail(ErrorKind::Protocol, e.0);
+                            state.flush(record);
+                            return;
+                        }
+                    },
+                }
                 match drain_events(&mut framer, &mut state, record, t) {
+                    Flow::Continue if framer.events() > event_limit => {
+                        record.done_us = Some(t);
+                        record.fail(ErrorKind::RunawayStream, runaway_message(opts, spec, event_limit));
+                        state.flush(record);
+                        return; // connection dropped
+                    }
                     Flow::Continue => {}
                     Flow::Done => {
                         finished = true;
@@ -465,6 +552,7 @@ async fn read_whole_body(
     body: &mut Incoming,
     max: usize,
     timer: &mut Timer,
+    mut coding: Option<&mut BodyDecoder>,
 ) -> std::result::Result<(Vec<u8>, bool, Option<Instant>), (ErrorKind, String)> {
     let mut buf = Vec::new();
     let mut last = None;
@@ -477,10 +565,24 @@ async fn read_whole_body(
                 return Err((ErrorKind::Timeout, format!("reading the response body: {}", timer.message())));
             }
             Ok(Err(e)) => return Err((ErrorKind::Transport, e)),
-            Ok(Ok(None)) => return Ok((buf, true, last)),
+            Ok(Ok(None)) => {
+                if let Some(c) = coding.as_mut() {
+                    let rest = c.finish().map_err(|e| (ErrorKind::Protocol, e.0))?;
+                    let room = max.saturating_sub(buf.len());
+                    buf.extend_from_slice(&rest[..rest.len().min(room)]);
+                    if rest.len() > room {
+                        return Ok((buf, false, last));
+                    }
+                }
+                return Ok((buf, true, last));
+            }
             Ok(Ok(Some((d, at)))) => {
                 last = Some(at);
                 timer.progress_at(at);
+                let d = match coding.as_mut() {
+                    None => d,
+                    Some(c) => c.push(d).map_err(|e| (ErrorKind::Protocol, e.0))?,
+                };
                 let room = max.saturating_sub(buf.len());
                 buf.extend_from_slice(&d[..d.len().min(room)]);
                 if d.len() > room {
@@ -489,6 +591,15 @@ async fn read_whole_body(
             }
         }
     }
+}
+
+/// The error message of a stream cut as runaway after `limit` events.
+fn runaway_message(opts: &ExecOptions, spec: &RequestSpec, limit: u64) -> String {
+    format!(
+        "{RUNAWAY_TAG} the stream went on past {limit} events ({} x max_tokens {} + {RUNAWAY_SLACK_EVENTS}) \
+         without ending; fix: check the server's stop handling, or raise --runaway-stream-factor (0 disables)",
+        opts.runaway_factor, spec.expected_output_tokens
+    )
 }
 
 /// Dispatches every complete event in the framer at time `t`.

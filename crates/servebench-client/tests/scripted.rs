@@ -3,208 +3,16 @@
 //! close), so framing, timing and connection-reuse behaviour are checked exactly.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod common;
+use common::*;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
-use servebench_client::{
-    execute, BackendKind, ClientOptions, ExecOptions, HttpClient, RequestTarget, TargetConfig,
-};
-use servebench_core::{BenchError, ErrorKind, Outcome, Prompt, RequestRecord, RequestSpec, RunClock};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use servebench_client::{BackendKind, ExecOptions};
+use servebench_core::{BenchError, ErrorKind, Outcome};
 use tokio::sync::Notify;
-
-#[derive(Clone)]
-enum A {
-    /// Read one request (head + content-length body) and record it.
-    Read,
-    Write(Vec<u8>),
-    Sleep(u64),
-    /// Wait until the test notifies.
-    Wait(Arc<Notify>),
-    Close,
-}
-
-struct Server {
-    port: u16,
-    accepted: Arc<AtomicUsize>,
-    requests: Arc<Mutex<Vec<String>>>,
-}
-
-async fn serve(scripts: Vec<Vec<A>>) -> Server {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    let (acc, reqs) = (accepted.clone(), requests.clone());
-    tokio::spawn(async move {
-        let mut scripts = scripts.into_iter();
-        loop {
-            let Ok((sock, _)) = l.accept().await else { return };
-            acc.fetch_add(1, Ordering::SeqCst);
-            let Some(script) = scripts.next() else {
-                drop(sock); // unexpected connection: refuse by closing
-                continue;
-            };
-            tokio::spawn(play(sock, script, reqs.clone()));
-        }
-    });
-    Server { port, accepted, requests }
-}
-
-async fn play(mut sock: TcpStream, script: Vec<A>, reqs: Arc<Mutex<Vec<String>>>) {
-    sock.set_nodelay(true).unwrap();
-    let mut buf = Vec::new();
-    for a in script {
-        match a {
-            A::Read => match read_request(&mut sock, &mut buf).await {
-                Some(r) => reqs.lock().unwrap().push(r),
-                None => return,
-            },
-            A::Write(b) => {
-                if sock.write_all(&b).await.is_err() {
-                    return;
-                }
-            }
-            A::Sleep(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
-            A::Wait(n) => n.notified().await,
-            A::Close => {
-                let _ = sock.shutdown().await;
-                drop(sock);
-                return;
-            }
-        }
-    }
-    // Script done: keep the connection open until the client closes it.
-    let mut sink = [0u8; 1024];
-    while let Ok(n) = sock.read(&mut sink).await {
-        if n == 0 {
-            break;
-        }
-    }
-}
-
-async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
-    let mut tmp = [0u8; 8192];
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_string();
-            let len = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
-                })
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(0);
-            let total = end + 4 + len;
-            while buf.len() < total {
-                let n = sock.read(&mut tmp).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&tmp[..n]);
-            }
-            let req = String::from_utf8_lossy(&buf[..total]).to_string();
-            buf.drain(..total);
-            return Some(req);
-        }
-        let n = sock.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    }
-}
-
-const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nx-request-id: srv-7\r\n\r\n";
-
-fn chunk(s: &str) -> String {
-    format!("{:x}\r\n{s}\r\n", s.len())
-}
-
-const END: &str = "0\r\n\r\n";
-
-fn w(s: impl Into<String>) -> A {
-    A::Write(s.into().into_bytes())
-}
-
-fn role() -> String {
-    r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#
-        .to_owned()
-        + "\n\n"
-}
-
-fn tok(t: &str) -> String {
-    format!("data: {{\"id\":\"chatcmpl-1\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}},\"finish_reason\":null}}]}}\n\n")
-}
-
-fn finish_usage_done() -> String {
-    concat!(
-        r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
-        "\n\n",
-        r#"data: {"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}"#,
-        "\n\ndata: [DONE]\n\n"
-    )
-    .to_owned()
-}
-
-fn json_ok(body: &str) -> String {
-    format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-}
-
-struct Fixture {
-    client: HttpClient,
-    target: RequestTarget,
-    clock: RunClock,
-}
-
-fn fixture(port: u16, backend: BackendKind, api_key: Option<&str>) -> Fixture {
-    let client = HttpClient::new(ClientOptions {
-        base_url: format!("http://127.0.0.1:{port}"),
-        connect_timeout: Duration::from_secs(5),
-        ..ClientOptions::default()
-    })
-    .unwrap();
-    let cfg = TargetConfig {
-        backend,
-        model: "m".into(),
-        api_key: api_key.map(str::to_owned),
-        ..TargetConfig::default()
-    };
-    let target = RequestTarget::new(&client, &cfg).unwrap();
-    Fixture { client, target, clock: RunClock::start() }
-}
-
-fn spec(i: u64) -> RequestSpec {
-    RequestSpec {
-        index: i,
-        prompt: Prompt::Text(Arc::from("hello")),
-        prompt_tokens: 5,
-        expected_output_tokens: 2,
-        multimodal: None,
-        rerank: None,
-        messages: None,
-    }
-}
-
-fn record(i: u64) -> RequestRecord {
-    RequestRecord::scheduled(i, format!("bench-{i}"), 0, 5, 2)
-}
-
-impl Fixture {
-    async fn run(&self, i: u64, opts: &ExecOptions) -> RequestRecord {
-        execute(&self.client, &self.target, &spec(i), record(i), &self.clock, opts).await
-    }
-}
-
-fn kind(r: &RequestRecord) -> Option<ErrorKind> {
-    r.error.as_ref().map(|e| e.kind)
-}
 
 #[tokio::test]
 async fn chat_stream_timestamps_per_frame_role_not_counted_usage_read() {
@@ -367,8 +175,11 @@ async fn keep_alive_connection_is_reused() {
     assert_eq!(f.client.stats().reused, 1);
 }
 
+/// A request written on a reused connection that the server closes without one byte of an
+/// answer was never processed: it is sent once more, on a fresh connection — and only once
+/// (here the fresh connection is refused too, so the request fails after two writes).
 #[tokio::test]
-async fn no_retry_once_the_request_was_sent() {
+async fn unanswered_request_on_a_reused_connection_is_resent_once() {
     // Connection 1 serves request 0, then reads request 1 and closes without answering.
     let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
     let s = serve(vec![vec![A::Read, w(stream), A::Read, A::Close]]).await;
@@ -378,10 +189,26 @@ async fn no_retry_once_the_request_was_sent() {
     let r = f.run(1, &ExecOptions::default()).await;
     assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
     assert!(r.dispatched_us.is_some());
-    assert_eq!(r.reconnects, 0);
+    assert!(r.resent);
+    assert_eq!((r.attempts, r.reconnects), (2, 1));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 2, "resent once, never again from a fresh connection");
+    assert_eq!(f.client.stats().resent, 1);
+}
+
+/// Once any byte of the answer arrived, the request is never resent.
+#[tokio::test]
+async fn no_resend_once_a_response_byte_arrived() {
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream), A::Read, w("HTTP/1.1 200 OK\r\ncontent-"), A::Close]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    assert_eq!(f.run(0, &ExecOptions::default()).await.outcome, Outcome::Completed);
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
+    assert!(!r.resent);
+    assert_eq!(r.attempts, 1);
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(s.accepted.load(Ordering::SeqCst), 1, "the POST must not be resent");
-    assert_eq!(s.requests.lock().unwrap().len(), 2);
 }
 
 #[tokio::test]

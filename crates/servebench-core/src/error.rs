@@ -43,6 +43,12 @@ pub enum ErrorCode {
     Transport,
     /// SB305: the server answered a control request with an error status.
     HttpStatus,
+    /// SB306: a response body in a content coding servebench cannot decode.
+    ContentCoding,
+    /// SB307: redirects that cannot be followed (too many hops, a loop, a refused method).
+    Redirect,
+    /// SB308: the server does not speak HTTP/1.1 (HTTP/2 only, or not HTTP at all).
+    ServerProtocol,
     /// SB310: the TLS certificate check failed (server certificate not trusted, or the server
     /// rejected the client certificate). Permanent: retrying cannot fix it.
     TlsCertificate,
@@ -60,6 +66,8 @@ pub enum ErrorCode {
     ChatTemplate,
     /// SB404: the server answers in another API dialect than `--backend` speaks.
     WrongDialect,
+    /// SB405: streams went on far past the requested output length.
+    RunawayStream,
     /// SB501: reading or writing a file failed.
     Io,
     /// SB601: the run finished but too many requests failed.
@@ -73,7 +81,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 31] = [
+    pub const ALL: [ErrorCode; 35] = [
         ErrorCode::ConfigInvalid,
         ErrorCode::FlagNotSupported,
         ErrorCode::MultimodalUnsupported,
@@ -92,6 +100,9 @@ impl ErrorCode {
         ErrorCode::TokenizeFailed,
         ErrorCode::Transport,
         ErrorCode::HttpStatus,
+        ErrorCode::ContentCoding,
+        ErrorCode::Redirect,
+        ErrorCode::ServerProtocol,
         ErrorCode::TlsCertificate,
         ErrorCode::TlsFile,
         ErrorCode::Proxy,
@@ -100,6 +111,7 @@ impl ErrorCode {
         ErrorCode::ModelDetect,
         ErrorCode::ChatTemplate,
         ErrorCode::WrongDialect,
+        ErrorCode::RunawayStream,
         ErrorCode::Io,
         ErrorCode::FailureRate,
         ErrorCode::NoSuccess,
@@ -128,6 +140,9 @@ impl ErrorCode {
             ErrorCode::TokenizeFailed => "SB303",
             ErrorCode::Transport => "SB304",
             ErrorCode::HttpStatus => "SB305",
+            ErrorCode::ContentCoding => "SB306",
+            ErrorCode::Redirect => "SB307",
+            ErrorCode::ServerProtocol => "SB308",
             ErrorCode::TlsCertificate => "SB310",
             ErrorCode::TlsFile => "SB311",
             ErrorCode::Proxy => "SB312",
@@ -136,6 +151,7 @@ impl ErrorCode {
             ErrorCode::ModelDetect => "SB402",
             ErrorCode::ChatTemplate => "SB403",
             ErrorCode::WrongDialect => "SB404",
+            ErrorCode::RunawayStream => "SB405",
             ErrorCode::Io => "SB501",
             ErrorCode::FailureRate => "SB601",
             ErrorCode::NoSuccess => "SB602",
@@ -172,6 +188,9 @@ impl ErrorCode {
             ErrorCode::TokenizeFailed => "tokenize endpoint failing",
             ErrorCode::Transport => "HTTP/transport error",
             ErrorCode::HttpStatus => "server returned an error status",
+            ErrorCode::ContentCoding => "response body in an undecodable content coding",
+            ErrorCode::Redirect => "redirect not followed",
+            ErrorCode::ServerProtocol => "server does not speak HTTP/1.1",
             ErrorCode::TlsCertificate => "TLS certificate verification failed",
             ErrorCode::TlsFile => "TLS file unreadable or malformed",
             ErrorCode::Proxy => "proxy failure",
@@ -180,6 +199,7 @@ impl ErrorCode {
             ErrorCode::ModelDetect => "model could not be determined",
             ErrorCode::ChatTemplate => "chat template error",
             ErrorCode::WrongDialect => "server speaks another API dialect",
+            ErrorCode::RunawayStream => "stream went on past the requested length",
             ErrorCode::Io => "file I/O error",
             ErrorCode::FailureRate => "failure rate exceeded",
             ErrorCode::NoSuccess => "no request succeeded",
@@ -378,6 +398,43 @@ The status and the first part of the body are in the message.
 
 Fix: follow the server's message; 401/403 usually mean a missing OPENAI_API_KEY or --header."
             }
+            ErrorCode::ContentCoding => {
+                "\
+A response came in a content coding (Content-Encoding) servebench cannot decode, or its
+compressed bytes were corrupt. servebench asks for uncompressed answers (Accept-Encoding:
+identity) on every request and decodes gzip, x-gzip, deflate (zlib or raw), br and zstd when a
+gateway compresses anyway; other codings (compress, a chain such as \"gzip, br\") are refused.
+The message names the coding the server sent. For a benchmark request the request fails
+(error kind `protocol`); for the readiness check or a control call (model list, tokenize) the
+run stops with this code.
+
+Fix: configure the gateway or proxy not to compress (or to honour Accept-Encoding: identity),
+or to use gzip/br/zstd; if you pass --header Accept-Encoding=..., drop it."
+            }
+            ErrorCode::Redirect => {
+                "\
+The server answered with redirects servebench does not follow: more than 5 hops, a redirect
+loop, a redirect without a usable Location, or a 301/302/303 answer to a generation request
+(those would turn the POST into a GET; only 307 and 308 keep the method and body).
+Control calls (model list, tokenize, metrics) follow 301, 302, 303, 307 and 308; generation
+requests follow 307 and 308 and send the body again. A redirect to another origin (scheme,
+host or port) is followed with a warning. When redirects happened, the console names the
+final URL.
+
+Fix: point --base-url (or --endpoint) at the final URL the server redirects to, so no request
+pays the extra round trip; fix the gateway's redirect rules if they loop."
+            }
+            ErrorCode::ServerProtocol => {
+                "\
+The server did not answer in HTTP/1.1, the protocol servebench speaks: it sent an HTTP/2
+frame (an HTTP/2-only server, e.g. a gRPC port or a server started with HTTP/2 prior
+knowledge, answers an HTTP/1.1 request with a SETTINGS or GOAWAY frame), or bytes that are not
+HTTP at all (another protocol on that port, TLS spoken to an http:// URL). The message shows
+the first bytes it sent, escaped.
+
+Fix: point --base-url at the server's HTTP/1.1 (OpenAI-compatible) port; use https:// for a
+TLS port and http:// for a plain one; enable HTTP/1.1 on the server or gateway."
+            }
             ErrorCode::TlsCertificate => {
                 "\
 The TLS handshake with the server failed on a certificate: the server's certificate is not
@@ -463,6 +520,19 @@ answers in the OpenAI format instead.
 
 Fix: use --backend openai or openai-chat for OpenAI-compatible routes, or point --endpoint at the
 server's native route (docs/backends.md lists each backend's endpoint and body)."
+            }
+            ErrorCode::RunawayStream => {
+                "\
+Streams went on far past the output length the request asked for: more than
+--runaway-stream-factor x max_tokens + 16 events (default factor 4) without [DONE] or a final
+event. Such a request fails with error kind `runaway_stream` as soon as the bound is passed,
+instead of running until --request-timeout; after the run a warning with this code counts
+them. Typical causes: a server that ignores max_tokens or never sends its end-of-stream
+marker, a proxy that loops, or a server that sends many empty events per token.
+
+Fix: check the server's stop handling (max_tokens, ignore_eos, the end-of-stream event); if
+the server legitimately sends more events per token, raise --runaway-stream-factor, or pass 0
+to disable the bound."
             }
             ErrorCode::ModelDetect => {
                 "\
@@ -576,6 +646,14 @@ pub enum BenchError {
     Transport { context: String, detail: String },
     #[error("{context}: HTTP {status}: {body}")]
     HttpStatus { context: String, status: u16, body: String },
+    #[error("{context}: {detail}; fix: ask the gateway not to compress, or to use gzip, br or zstd")]
+    ContentCoding { context: String, detail: String },
+    #[error("{context}: {detail}; fix: point --base-url at the final URL")]
+    Redirect { context: String, detail: String },
+    #[error(
+        "{context}: {detail}; fix: point --base-url at the server's HTTP/1.1 port (http:// or https://)"
+    )]
+    ServerProtocol { context: String, detail: String },
     #[error("{context}: TLS certificate check failed: {detail}; fix: {fix}")]
     TlsCertificate { context: String, detail: String, fix: String },
     #[error("{what} {path}: {detail}; fix: {fix}")]
@@ -592,6 +670,10 @@ pub enum BenchError {
     ChatTemplate { detail: String },
     #[error("--backend {backend} got a response in another dialect: {detail}; fix: use --backend openai/openai-chat for OpenAI routes, or point --endpoint at the native route")]
     WrongDialect { backend: String, detail: String },
+    #[error(
+        "{detail}; fix: check the server's stop handling, or raise --runaway-stream-factor (0 disables)"
+    )]
+    RunawayStream { detail: String },
     #[error("{path}: {detail}")]
     Io { path: String, detail: String },
     #[error("{failed} of {total} requests failed ({rate:.1}%), above --max-failure-rate {limit:.1}%")]
@@ -628,6 +710,10 @@ impl BenchError {
             BenchError::TokenizeFailed { .. } => ErrorCode::TokenizeFailed,
             BenchError::Transport { .. } => ErrorCode::Transport,
             BenchError::HttpStatus { .. } => ErrorCode::HttpStatus,
+            BenchError::ContentCoding { .. } => ErrorCode::ContentCoding,
+            BenchError::Redirect { .. } => ErrorCode::Redirect,
+            BenchError::ServerProtocol { .. } => ErrorCode::ServerProtocol,
+            BenchError::RunawayStream { .. } => ErrorCode::RunawayStream,
             BenchError::TlsCertificate { .. } => ErrorCode::TlsCertificate,
             BenchError::TlsFile { .. } => ErrorCode::TlsFile,
             BenchError::Proxy { .. } => ErrorCode::Proxy,
@@ -717,7 +803,7 @@ pub fn errors_markdown() -> String {
          (a test keeps them identical).\n\nRequest-level failures (a request that got HTTP 503, a \
          stream cut mid-way) are not errors of the run: they become failed records with an error \
          kind (`connect`, `transport`, `http_status`, `protocol`, `event_too_large`, \
-         `server_error`, `no_tokens`, `incomplete`, `timeout`), counted in the result under \
+         `server_error`, `no_tokens`, `incomplete`, `timeout`, `runaway_stream`), counted in the result under \
          `error_kinds`.\n",
     );
     for c in ErrorCode::ALL {

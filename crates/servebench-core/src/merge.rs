@@ -239,6 +239,7 @@ pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
         finish_reason,
         attempts,
         reconnects,
+        resent,
         generated_text,
     } = r;
     let shift = |t: Option<u64>| t.map(|v| v + offset);
@@ -275,6 +276,7 @@ pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
         finish_reason,
         attempts,
         reconnects,
+        resent,
         generated_text,
     }
 }

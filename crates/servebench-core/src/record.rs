@@ -40,11 +40,13 @@ pub enum ErrorKind {
     Incomplete,
     /// A client-side timeout fired (total request timeout or stall timeout).
     Timeout,
+    /// The stream went on far past the requested output length (SB405).
+    RunawayStream,
 }
 
 impl ErrorKind {
     /// Every kind, in a stable order (for reports that list counts per kind).
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Connect,
         ErrorKind::Transport,
         ErrorKind::HttpStatus,
@@ -54,6 +56,7 @@ impl ErrorKind {
         ErrorKind::NoTokens,
         ErrorKind::Incomplete,
         ErrorKind::Timeout,
+        ErrorKind::RunawayStream,
     ];
 
     /// The stable snake_case name used in results and records.
@@ -68,6 +71,7 @@ impl ErrorKind {
             ErrorKind::NoTokens => "no_tokens",
             ErrorKind::Incomplete => "incomplete",
             ErrorKind::Timeout => "timeout",
+            ErrorKind::RunawayStream => "runaway_stream",
         }
     }
 }
@@ -189,9 +193,15 @@ pub struct RequestRecord {
     pub finish_reason: Option<String>,
     /// Attempts made (1 unless `--retries` retried a connection failure).
     pub attempts: u32,
-    /// Pooled connections found stale and replaced before anything of this request was sent.
+    /// Pooled connections found stale and replaced before anything of this request was sent,
+    /// plus the fresh connection of a resend (`resent`).
     #[serde(default)]
     pub reconnects: u32,
+    /// The request was written on a reused connection that the server closed before one byte
+    /// of a response arrived (it was never processed), and was sent once more on a fresh
+    /// connection; its times start at that second send (docs/metrics.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resent: bool,
     /// The generated text, kept only when the run asks for it (`--save-detailed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generated_text: Option<String>,
@@ -243,6 +253,7 @@ impl RequestRecord {
             finish_reason: None,
             attempts: 0,
             reconnects: 0,
+            resent: false,
             generated_text: None,
         }
     }

@@ -33,6 +33,11 @@ pub struct ClientHealth {
     pub connections_opened: Option<u64>,
     /// Pooled connections found closed by the server while idle and replaced before use.
     pub stale_connections: Option<u64>,
+    /// Requests sent a second time on a fresh connection because the reused connection they
+    /// were written on closed before one byte of a response arrived.
+    pub resent_requests: Option<u64>,
+    /// The client stopped pooling connections: the server closes them after each response.
+    pub pooling_disabled: Option<bool>,
 }
 
 impl ClientHealth {

@@ -258,6 +258,15 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
             "warnings": h.warnings(),
         }),
     );
+    // Written when known (a run knows them; an older result or a merge may not).
+    if let Some(Value::Object(ch)) = o.get_mut("client_health") {
+        if let Some(n) = h.resent_requests {
+            ch.insert("resent_requests".into(), Value::from(n));
+        }
+        if let Some(b) = h.pooling_disabled {
+            ch.insert("pooling_disabled".into(), Value::from(b));
+        }
+    }
 }
 
 #[cfg(test)]

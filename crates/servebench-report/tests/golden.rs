@@ -102,6 +102,7 @@ fn info() -> RunInfo {
             client_cpu_seconds: Some(0.75),
             connections_opened: Some(8),
             stale_connections: Some(1),
+            ..ClientHealth::default()
         },
     }
 }

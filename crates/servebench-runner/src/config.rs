@@ -65,6 +65,9 @@ pub struct RunConfig {
     pub request_timeout: Option<Duration>,
     /// Longest silence (no byte) a request may have.
     pub stall_timeout: Option<Duration>,
+    /// `--runaway-stream-factor`: a stream with more than factor × max_tokens + 16 events
+    /// fails as `runaway_stream` (0: no bound).
+    pub runaway_factor: u32,
     /// Keep generated text in records (`--save-detailed`).
     pub keep_text: bool,
     /// `--retokenize-output`: count every completed request's generated text with the client

@@ -12,6 +12,7 @@ pub mod live;
 pub mod load;
 pub mod lora;
 pub mod metrics_server;
+pub mod network_notes;
 pub mod prepare;
 pub mod probe_requests;
 pub mod profiling;

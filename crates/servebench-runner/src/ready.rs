@@ -69,6 +69,9 @@ pub async fn ready_check(
     deadline: Instant,
 ) -> Result<RequestRecord> {
     let spec = &workload.requests[0];
+    // The check asks for one token; servers that ignore max_tokens answer more. The runaway
+    // bound is for the measured requests (the check has its own timeout).
+    let opts = &ExecOptions { runaway_factor: 0, ..opts.clone() };
     let clock = RunClock::start();
     let backend = target.backend.to_string();
     let mut last = (String::from("no answer before the deadline"), false);
@@ -83,6 +86,11 @@ pub async fn ready_check(
                 return Ok(r);
             }
             last = what_it_got(&r);
+            // Not HTTP/1.1, an undecodable coding, refused redirects (SB306-SB308).
+            if let Some(e) = r.error.as_ref().and_then(|e| crate::network_notes::permanent_error(&e.message))
+            {
+                return Err(e);
+            }
             // A certificate the client does not trust, a rejected client certificate or a
             // proxy refusing the tunnel (typed by the client, not read from the message).
             if let Some(f) = client.connect_failure().filter(|f| f.is_permanent()) {

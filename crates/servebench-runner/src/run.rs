@@ -95,6 +95,11 @@ pub struct ClientHealth {
     /// Connections opened / found stale during the whole run.
     pub connections_opened: u64,
     pub stale_connections: u64,
+    /// Measured requests sent a second time because a reused connection closed before one
+    /// byte of their response arrived (`RequestRecord::resent`).
+    pub resent_requests: u64,
+    /// The client stopped pooling: the server closes connections after each response.
+    pub pooling_disabled: bool,
 }
 
 /// Everything a finished run produced.
@@ -332,6 +337,7 @@ async fn prepare_inner(
         keep_text: cfg.keep_text || (cfg.retokenize_output && tokenizer.is_some()),
         request_timeout: cfg.request_timeout,
         stall_timeout: cfg.stall_timeout,
+        runaway_factor: cfg.runaway_factor,
         ..ExecOptions::default()
     };
     let mut warnings = Vec::new();
@@ -344,6 +350,10 @@ async fn prepare_inner(
             crate::ready::ready_check(&client, &target, &exec_opts, &workload, ready_started, ready_deadline)
                 .await?;
         server_reports_usage = Some(answer.completion_tokens.is_some());
+    }
+    for line in crate::network_notes::client_notices(&client) {
+        observer.message(&line);
+        warnings.push(line);
     }
     // The tokenizer stays loaded during the measured phase (its tables cost tens of MB of
     // RSS) only when it is needed there: with --retokenize-output, or when the server may
@@ -641,6 +651,8 @@ pub async fn run_prepared(
         rss_at_start_bytes: rss_at_start,
         connections_opened: pool.opened,
         stale_connections: pool.stale,
+        resent_requests: records.iter().filter(|r| r.resent).count() as u64,
+        pooling_disabled: client.pooling_disabled(),
     };
     if let Some(s) = &shard_run {
         s.write_summary(cfg.records_path.as_deref(), &health, records.len(), was_interrupted)?;
@@ -650,6 +662,14 @@ pub async fn run_prepared(
         warnings.push(format!("{cancelled_count} requests were cancelled before they finished"));
     }
     warnings.extend(crate::failure_codes::warnings(&records, &target.backend.to_string()));
+    let streamed = target.body_template().streams();
+    for line in crate::network_notes::client_notices(&client)
+        .into_iter()
+        .chain(crate::network_notes::record_warnings(&records, streamed))
+    {
+        observer.message(&line);
+        warnings.push(line);
+    }
     Ok(RunOutput {
         records,
         model,

@@ -340,6 +340,11 @@ pub struct RunArgs {
     /// included). Off by default: a loaded server may queue a request for a long time.
     #[arg(long, help_heading = "Request")]
     pub stall_timeout: Option<f64>,
+    /// Fail a streamed request as `runaway_stream` (SB405) once it has more than
+    /// FACTOR × max_tokens + 16 events: a server that never stops fails fast instead of
+    /// running until --request-timeout. 0 disables the bound.
+    #[arg(long, value_name = "FACTOR", default_value_t = 4, help_heading = "Request")]
+    pub runaway_stream_factor: u32,
     /// Retry a request up to N times when its connection could not be made (nothing of it was
     /// sent). Off by default: other failures are never retried (a retried POST can bill twice).
     #[arg(long, default_value_t = 0, help_heading = "Request")]

@@ -251,6 +251,7 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         preconnect: args.preconnect as usize,
         request_timeout: Some(seconds_flag("--request-timeout", args.request_timeout)?),
         stall_timeout: args.stall_timeout.map(|s| seconds_flag("--stall-timeout", s)).transpose()?,
+        runaway_factor: args.runaway_stream_factor,
         keep_text: args.save_detailed,
         retokenize_output: args.tokens.retokenize_output,
         records_path,

@@ -241,6 +241,8 @@ fn merged_info(m: &MergedRun) -> RunInfo {
         client_cpu_seconds: any.then(|| summaries.iter().map(|s| s.client_cpu_seconds).sum()),
         connections_opened: any.then(|| summaries.iter().map(|s| s.connections_opened).sum()),
         stale_connections: None,
+        resent_requests: Some(m.records.iter().filter(|r| r.resent).count() as u64),
+        pooling_disabled: None,
     };
     RunInfo {
         date: local(m.records.iter().filter_map(|r| r.done_us).max().unwrap_or(0) + m.origin_unix_us),

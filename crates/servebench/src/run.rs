@@ -413,6 +413,8 @@ pub(crate) fn run_info(
             client_cpu_seconds: Some(out.health.client_cpu_seconds),
             connections_opened: Some(out.health.connections_opened),
             stale_connections: Some(out.health.stale_connections),
+            resent_requests: Some(out.health.resent_requests),
+            pooling_disabled: Some(out.health.pooling_disabled),
         },
     }
 }

@@ -127,6 +127,14 @@ pub(crate) enum WriteFail {
     },
 }
 
+/// Why reading a response head failed.
+#[derive(Debug)]
+pub(crate) struct HeadError {
+    pub message: String,
+    /// Not one byte of a response arrived (EOF or reset right after the request was written).
+    pub unanswered: bool,
+}
+
 /// A response body being read: its decoder. Obtained with the response head.
 #[derive(Debug)]
 pub(crate) struct Incoming {
@@ -299,7 +307,10 @@ impl Conn {
         &mut self,
         head_request: bool,
         deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
-    ) -> Result<Result<(super::h1::ResponseHead, Incoming), String>, Interrupted> {
+    ) -> Result<Result<(super::h1::ResponseHead, Incoming), HeadError>, Interrupted> {
+        // Whether any byte of the response arrived: a request on a reused connection that got
+        // none was never processed (the server had closed it) and may be sent again.
+        let mut answered = false;
         let r = with_deadline(deadline, |cx| loop {
             match super::h1::parse_head(&self.buf[self.start..self.end], head_request) {
                 Ok(HeadParse::Complete { head, len }) => {
@@ -311,19 +322,22 @@ impl Conn {
                     continue;
                 }
                 Ok(HeadParse::Partial) => {}
-                Err(e) => return Poll::Ready(Err(e)),
+                Err(e) => return Poll::Ready(Err(HeadError { message: e, unanswered: false })),
             }
             match self.poll_fill(cx, super::h1::MAX_HEAD_BYTES + 1) {
                 Poll::Ready(Ok(0)) => {
-                    let msg = if self.start == self.end {
+                    let msg = if !answered {
                         "connection closed before the response head"
                     } else {
                         "connection closed in the middle of the response head"
                     };
-                    return Poll::Ready(Err(msg.to_owned()));
+                    return Poll::Ready(Err(HeadError { message: msg.to_owned(), unanswered: !answered }));
                 }
-                Poll::Ready(Ok(_)) => {}
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(format!("reading the response head: {e}"))),
+                Poll::Ready(Ok(_)) => answered = true,
+                Poll::Ready(Err(e)) => {
+                    let message = format!("reading the response head: {e}");
+                    return Poll::Ready(Err(HeadError { message, unanswered: !answered }));
+                }
                 Poll::Pending => return Poll::Pending,
             }
         })

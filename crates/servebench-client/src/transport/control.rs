@@ -8,7 +8,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use servebench_core::{BenchError, Result};
 
-use super::{Conn, HttpClient, Incoming, Interrupted, SendFailKind};
+use super::coding::{BodyDecoder, CODING_TAG};
+use super::h1::NOT_HTTP1_TAG;
+use super::{Conn, HttpClient, Incoming, Interrupted, SendFailKind, REDIRECT_TAG};
 use servebench_core::text::one_line;
 
 /// Largest control-plane response body read.
@@ -71,6 +73,7 @@ pub(crate) async fn read_body(
     body: &mut Incoming,
     max: usize,
     deadline: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
+    mut coding: Option<&mut BodyDecoder>,
 ) -> std::result::Result<(Bytes, bool, Option<std::time::Instant>), String> {
     let mut deadline = deadline;
     let mut buf = BytesMut::new();
@@ -78,10 +81,22 @@ pub(crate) async fn read_body(
     loop {
         match conn.frame(body, deadline.as_deref_mut()).await {
             Err(Interrupted::Deadline) => return Err("timed out reading the response body".into()),
-            Ok(Ok(None)) => return Ok((buf.freeze(), true, last)),
+            Ok(Ok(None)) => {
+                if let Some(c) = coding.as_mut() {
+                    let rest = c.finish().map_err(|e| e.0)?;
+                    let room = max.saturating_sub(buf.len());
+                    buf.extend_from_slice(&rest[..rest.len().min(room)]);
+                    return Ok((buf.freeze(), rest.len() <= room, last));
+                }
+                return Ok((buf.freeze(), true, last));
+            }
             Ok(Err(e)) => return Err(e),
             Ok(Ok(Some((d, at)))) => {
                 last = Some(at);
+                let d = match coding.as_mut() {
+                    None => d,
+                    Some(c) => c.push(d).map_err(|e| e.0)?,
+                };
                 let room = max.saturating_sub(buf.len());
                 buf.extend_from_slice(&d[..d.len().min(room)]);
                 if d.len() > room {
@@ -89,6 +104,21 @@ pub(crate) async fn read_body(
                 }
             }
         }
+    }
+}
+
+/// The error of a failed control call: a coded one when the message carries a code's tag
+/// (content coding SB306, redirects SB307, not HTTP/1.1 SB308), else a transport error.
+pub(crate) fn coded_error(context: String, detail: String) -> BenchError {
+    let strip = |tag: &str| detail.strip_prefix(tag).map(|d| d.trim_start().to_owned());
+    if let Some(detail) = strip(CODING_TAG) {
+        BenchError::ContentCoding { context, detail }
+    } else if let Some(detail) = strip(NOT_HTTP1_TAG) {
+        BenchError::ServerProtocol { context, detail }
+    } else if let Some(detail) = strip(REDIRECT_TAG) {
+        BenchError::Redirect { context, detail }
+    } else {
+        BenchError::Transport { context, detail }
     }
 }
 
@@ -105,34 +135,41 @@ impl HttpClient {
     ) -> Result<RawResponse> {
         let path = self.control_path_for(endpoint)?;
         let context = format!("{method} {}", self.url_for_path(&path));
-        let transport = |detail: String| BenchError::Transport { context: context.clone(), detail };
+        let transport = |detail: String| coded_error(context.clone(), detail);
         let mut h = headers.clone();
         if body.is_some() && !h.contains_key(CONTENT_TYPE) {
             h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         let req = self.request(method, &path, h, body.unwrap_or_default()).map_err(transport)?;
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
-        let sent = self.send(req, Some(&mut deadline)).await.map_err(|f| match f.kind {
-            // A certificate or proxy failure has its own code (SB310, SB312).
-            SendFailKind::Connect | SendFailKind::Transport if self.connect_failure().is_some() => {
-                match self.connect_failure() {
-                    Some(typed) => typed.to_error(&context),
-                    None => transport(f.message),
+        let followed =
+            self.send_following(req, false, Some(&mut deadline)).await.map_err(|f| match f.kind {
+                // A certificate or proxy failure has its own code (SB310, SB312).
+                SendFailKind::Connect | SendFailKind::Transport if self.connect_failure().is_some() => {
+                    match self.connect_failure() {
+                        Some(typed) => typed.to_error(&context),
+                        None => transport(f.message),
+                    }
                 }
-            }
-            // Nothing listens there (refused, DNS): SB315, whichever call comes first.
-            SendFailKind::Connect if f.dispatched.is_none() => {
-                self.unreachable_error(&f.message).unwrap_or_else(|| transport(f.message))
-            }
-            SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => transport(f.message),
-        })?;
+                // Nothing listens there (refused, DNS): SB315, whichever call comes first.
+                SendFailKind::Connect if f.dispatched.is_none() => {
+                    self.unreachable_error(&f.message).unwrap_or_else(|| transport(f.message))
+                }
+                SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => {
+                    transport(f.message)
+                }
+            })?;
+        let owner = followed.other.as_ref().unwrap_or(self);
+        let sent = followed.sent;
         let mut conn = sent.conn;
         let (parts, mut incoming) = sent.response.into_parts();
-        let (bytes, complete, _) = read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline))
-            .await
-            .map_err(transport)?;
+        let mut coding = BodyDecoder::for_headers(&parts.headers).map_err(|e| transport(e.0))?;
+        let (bytes, complete, _) =
+            read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline), coding.as_mut())
+                .await
+                .map_err(transport)?;
         if complete {
-            self.release(conn);
+            owner.release(conn);
         }
         Ok(RawResponse {
             path,

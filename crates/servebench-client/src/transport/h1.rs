@@ -75,7 +75,11 @@ pub(crate) enum HeadParse {
 pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, String> {
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut slots);
-    let len = match resp.parse(buf) {
+    // RFC 9112 §5.2: a user agent accepts obs-fold continuation lines (unfolded below).
+    let parsed = httparse::ParserConfig::default()
+        .allow_obsolete_multiline_headers_in_responses(true)
+        .parse_response(&mut resp, buf);
+    let len = match parsed {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
             if buf.len() > MAX_HEAD_BYTES {
@@ -83,7 +87,7 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, St
             }
             return Ok(HeadParse::Partial);
         }
-        Err(e) => return Err(format!("invalid response head: {e}")),
+        Err(e) => return Err(refused_answer(buf).unwrap_or_else(|| format!("invalid response head: {e}"))),
     };
     let code = resp.code.unwrap_or(0);
     let status = StatusCode::from_u16(code).map_err(|_| format!("invalid status code {code}"))?;
@@ -95,8 +99,12 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, St
     for h in resp.headers.iter() {
         let name = HeaderName::from_bytes(h.name.as_bytes())
             .map_err(|_| format!("invalid response header name '{}'", h.name))?;
-        let value = HeaderValue::from_bytes(h.value)
-            .map_err(|_| format!("invalid value of response header '{}'", h.name))?;
+        let value = if h.value.iter().any(|&b| b == b'\r' || b == b'\n') {
+            unfold(h.value)
+        } else {
+            HeaderValue::from_bytes(h.value)
+        };
+        let value = value.map_err(|_| format!("invalid value of response header '{}'", h.name))?;
         headers.append(name, value);
     }
     let tokens = |name: HeaderName| -> Vec<String> {
@@ -139,6 +147,64 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, St
         BodyDecoder::UntilClose
     };
     Ok(HeadParse::Complete { head: Box::new(ResponseHead { status, headers, body, close }), len })
+}
+
+/// An obs-fold header value: each line break with the whitespace around it becomes one space.
+fn unfold(raw: &[u8]) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'\r' || raw[i] == b'\n' {
+            while out.last().is_some_and(|b: &u8| *b == b' ' || *b == b'\t') {
+                out.pop();
+            }
+            while i < raw.len() && matches!(raw[i], b'\r' | b'\n' | b' ' | b'\t') {
+                i += 1;
+            }
+            out.push(b' ');
+            continue;
+        }
+        out.push(raw[i]);
+        i += 1;
+    }
+    HeaderValue::from_bytes(&out)
+}
+
+/// Tag at the start of the message of an answer that is not HTTP/1.x (SB308).
+pub const NOT_HTTP1_TAG: &str = "[SB308]";
+
+/// The first bytes of `buf`, escaped for a one-line message.
+pub(crate) fn escaped_start(buf: &[u8]) -> String {
+    let shown: String =
+        buf.iter().take(32).flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect();
+    if buf.len() > 32 {
+        format!("{shown}...")
+    } else {
+        shown
+    }
+}
+
+/// Names an answer that is not an HTTP/1.x response head: an HTTP/2 frame or status line, or
+/// some other protocol (`None` when it looks like a malformed HTTP/1.x head).
+fn refused_answer(buf: &[u8]) -> Option<String> {
+    // An HTTP/2 frame header: 24-bit length, type (4 SETTINGS, 7 GOAWAY), flags, stream 0.
+    let h2_frame = buf.len() >= 4 && buf[0] == 0 && matches!(buf[3], 0x04 | 0x07);
+    if h2_frame || buf.starts_with(b"HTTP/2") || buf.starts_with(b"PRI * HTTP/2") {
+        return Some(format!(
+            "{NOT_HTTP1_TAG} server speaks HTTP/2 only: it answered the HTTP/1.1 request with HTTP/2 \
+             (first bytes: \"{}\"); servebench speaks HTTP/1.1",
+            escaped_start(buf)
+        ));
+    }
+    if buf.starts_with(b"HTTP/1.") {
+        return None;
+    }
+    let tls = buf.first() == Some(&0x15) || buf.first() == Some(&0x16);
+    let hint = if tls { " (a TLS record: use https://)" } else { "" };
+    Some(format!(
+        "{NOT_HTTP1_TAG} server did not answer with HTTP{hint}: first bytes \"{}\"",
+        escaped_start(buf)
+    ))
 }
 
 /// Where the chunked decoder is.
@@ -444,6 +510,32 @@ mod tests {
         assert!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n", false).is_err());
         let h = b"HTTP/1.1 200 OK\r\ncontent-length: 3, 3\r\n\r\n";
         assert!(matches!(parse_head(h, false).unwrap(), HeadParse::Complete { .. }));
+    }
+
+    #[test]
+    fn lenient_heads_obs_fold_and_no_reason_phrase() {
+        let h = b"HTTP/1.1 200\r\ncontent-length: 2\r\nx-folded: a\r\n  b\r\n\tc\r\n\r\nok";
+        let HeadParse::Complete { head, len } = parse_head(h, false).unwrap() else { panic!() };
+        assert_eq!(head.status, 200);
+        assert_eq!(head.headers["x-folded"], "a b c");
+        assert_eq!(&h[len..], b"ok");
+        assert_eq!(head.body, BodyDecoder::Length(2));
+    }
+
+    #[test]
+    fn http2_and_non_http_answers_are_named() {
+        // SETTINGS frame then GOAWAY, as an HTTP/2-only server answers an HTTP/1.1 request.
+        let h2 = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64\x00\x00\x08\x07\x00\x00\x00\x00\x00";
+        let e = parse_head(h2, false).unwrap_err();
+        assert!(e.starts_with("[SB308] server speaks HTTP/2 only"), "{e}");
+        assert!(e.contains("\\x00\\x00\\x06\\x04"), "{e}");
+        let e = parse_head(b"SSH-2.0-OpenSSH_9.6\r\n", false).unwrap_err();
+        assert!(e.starts_with("[SB308] server did not answer with HTTP: first bytes \"SSH-2.0"), "{e}");
+        assert!(!e.contains('\n'));
+        let e = parse_head(b"\x15\x03\x01\x00\x02\x02\x46", false).unwrap_err();
+        assert!(e.contains("use https://"), "{e}");
+        let e = parse_head(b"HTTP/1.1 abc\r\n\r\n", false).unwrap_err();
+        assert!(e.starts_with("invalid response head"), "{e}");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! - HTTP/1.1 is our own small codec (`h1.rs`): body data is decoded in place from the
 //!   connection's read buffer, so a streamed event costs one read and no allocation.
 
+pub(crate) mod coding;
 mod conn;
 pub(crate) mod control;
 pub(crate) mod failure;
@@ -20,17 +21,18 @@ pub(crate) mod h1;
 pub mod path;
 pub(crate) mod proxy;
 mod reach;
+pub(crate) mod redirect;
 pub(crate) mod tls;
 
 pub use reach::unreachable_reason;
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use http::header::{HeaderMap, HeaderValue, HOST};
+use http::header::{HeaderMap, HeaderValue, ACCEPT_ENCODING, HOST};
 use http::{Method, Request, Response, Uri};
 use servebench_core::{BenchError, Result};
 use tokio::net::TcpStream;
@@ -44,11 +46,17 @@ use proxy::ProxyRoute;
 pub use proxy::{ProxyEnv, ProxyOptions};
 pub use tls::{TlsOptions, TrustEnv, TrustSource};
 
-pub(crate) use conn::{Conn, Incoming, Interrupted, WriteFail};
+pub(crate) use conn::{Conn, HeadError, Incoming, Interrupted, WriteFail};
 
 /// Request body type used on every connection.
 pub(crate) type ReqBody = bytes::Bytes;
 pub use control::RawResponse;
+
+/// Tag at the start of the message of a redirect that is not followed (SB307).
+pub const REDIRECT_TAG: &str = "[SB307]";
+
+/// Said once in the console when the client stops pooling connections.
+pub const NO_POOLING_NOTICE: &str = "server closes connections after each response; not pooling";
 
 /// Settings of an [`HttpClient`].
 #[derive(Debug, Clone)]
@@ -99,6 +107,9 @@ pub struct PoolStats {
     pub stale: u64,
     /// Idle connections closed because they exceeded `idle_timeout` or `max_idle`.
     pub expired: u64,
+    /// Requests sent a second time, on a fresh connection, because the reused connection they
+    /// were written on closed (EOF or reset) before one byte of a response arrived.
+    pub resent: u64,
 }
 
 #[derive(Debug, Default)]
@@ -107,6 +118,25 @@ struct Counters {
     reused: AtomicU64,
     stale: AtomicU64,
     expired: AtomicU64,
+    resent: AtomicU64,
+}
+
+/// A connection found closed within this long after its last response counts as "the server
+/// closes after each response" (an idle keep-alive timeout takes seconds).
+const CLOSE_AFTER_RESPONSE_WINDOW: Duration = Duration::from_secs(1);
+/// After this many such closes in a row (no successful reuse between them), connections to the
+/// origin are no longer pooled.
+const CLOSES_BEFORE_NO_POOLING: u32 = 2;
+
+/// What the client learned about the server's connection handling.
+#[derive(Debug, Default)]
+struct ReuseState {
+    /// Pooled connections found closed right after a response, with no successful reuse since.
+    closes_in_row: AtomicU32,
+    /// The server closes connections after each response without saying so: do not pool.
+    no_pooling: AtomicBool,
+    /// The console was told about `no_pooling` (it is said once).
+    announced: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -136,6 +166,8 @@ struct Inner {
     addrs: OnceCell<Vec<SocketAddr>>,
     idle: Mutex<Vec<Conn>>,
     counters: Counters,
+    reuse: ReuseState,
+    redirects: Mutex<redirect::RedirectLog>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -169,6 +201,8 @@ pub(crate) struct SendFailure {
     /// When the (last) attempt started writing, if it got that far.
     pub dispatched: Option<Instant>,
     pub reconnects: u32,
+    /// The request was written twice (see [`Sent::resent`]).
+    pub resent: bool,
 }
 
 /// A response head with the connection that carries its body.
@@ -176,9 +210,13 @@ pub(crate) struct SendFailure {
 pub(crate) struct Sent {
     pub response: Response<Incoming>,
     pub conn: Conn,
+    /// When the write of the request that was answered started.
     pub dispatched: Instant,
     pub headers_at: Instant,
     pub reconnects: u32,
+    /// The request was first written on a reused connection that closed before one byte of a
+    /// response arrived, then sent once more on a fresh connection.
+    pub resent: bool,
 }
 
 impl HttpClient {
@@ -246,6 +284,8 @@ impl HttpClient {
                 addrs: OnceCell::new(),
                 idle: Mutex::new(Vec::new()),
                 counters: Counters::default(),
+                reuse: ReuseState::default(),
+                redirects: Mutex::new(redirect::RedirectLog::default()),
             }),
         })
     }
@@ -293,6 +333,33 @@ impl HttpClient {
             reused: c.reused.load(Ordering::Relaxed),
             stale: c.stale.load(Ordering::Relaxed),
             expired: c.expired.load(Ordering::Relaxed),
+            resent: c.resent.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Whether the client stopped pooling connections because the server closes them after
+    /// each response without saying so (`Connection: close`).
+    pub fn pooling_disabled(&self) -> bool {
+        self.inner.reuse.no_pooling.load(Ordering::Relaxed)
+    }
+
+    /// The one-line console notice about [`pooling_disabled`](Self::pooling_disabled), returned
+    /// once per client (the first call after pooling was disabled), `None` otherwise.
+    pub fn take_pooling_notice(&self) -> Option<&'static str> {
+        let r = &self.inner.reuse;
+        (r.no_pooling.load(Ordering::Relaxed) && !r.announced.swap(true, Ordering::Relaxed))
+            .then_some(NO_POOLING_NOTICE)
+    }
+
+    /// A connection that carried a response was found closed by the server soon after
+    /// (stale at checkout, or a request on it got no answer). Two in a row: stop pooling.
+    fn note_close_after_response(&self) {
+        let r = &self.inner.reuse;
+        if r.closes_in_row.fetch_add(1, Ordering::Relaxed) + 1 >= CLOSES_BEFORE_NO_POOLING
+            && !r.no_pooling.swap(true, Ordering::Relaxed)
+        {
+            // Pooled connections that carried a response will be closed by the server too.
+            self.lock_idle().retain(|c| c.uses == 0);
         }
     }
 
@@ -458,11 +525,17 @@ impl HttpClient {
                     continue;
                 }
             }
+            if self.pooling_disabled() && c.uses > 0 {
+                continue;
+            }
             if c.check_idle().await {
                 return Some(c);
             }
             *stale += 1;
             self.inner.counters.stale.fetch_add(1, Ordering::Relaxed);
+            if c.uses > 0 && c.idle_since.elapsed() < CLOSE_AFTER_RESPONSE_WINDOW {
+                self.note_close_after_response();
+            }
         }
     }
 
@@ -477,7 +550,7 @@ impl HttpClient {
 
     /// Returns a connection to the pool (if it is still open).
     pub(crate) fn checkin(&self, mut c: Conn) {
-        if c.is_done() {
+        if c.is_done() || (c.uses > 0 && self.pooling_disabled()) {
             return;
         }
         c.idle_since = Instant::now();
@@ -499,6 +572,9 @@ impl HttpClient {
         body: bytes::Bytes,
     ) -> std::result::Result<Request<ReqBody>, String> {
         headers.insert(HOST, self.inner.origin.host_header.clone());
+        if !headers.contains_key(ACCEPT_ENCODING) {
+            headers.insert(ACCEPT_ENCODING, coding::ACCEPT_IDENTITY);
+        }
         let absolute;
         let target = match &self.inner.forward_prefix {
             Some(prefix) => {
@@ -519,15 +595,20 @@ impl HttpClient {
         Ok(req)
     }
 
-    /// Sends `req` and waits for the response head. Retries on a fresh connection only when
-    /// nothing of the request was written (the pooled connection failed before the first byte).
+    /// Sends `req` and waits for the response head.
+    ///
+    /// Sent again, on a fresh connection, only when the server cannot have processed it: a
+    /// pooled connection failed before the first byte was written (stale), or — once — the
+    /// request was written on a reused connection that then closed (EOF or reset) before one
+    /// byte of a response arrived. Never after a response byte, never after a fresh connection.
     pub(crate) async fn send(
         &self,
-        req: Request<ReqBody>,
+        req: &Request<ReqBody>,
         mut deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
     ) -> std::result::Result<Sent, SendFailure> {
         let mut reconnects = 0u32;
         let mut dispatched = None;
+        let mut resent = false;
         // Each round consumes a pooled connection or ends; the bound is a safety net.
         for _ in 0..64 {
             let fail = |kind, message: String, dispatched, reconnects| SendFailure {
@@ -535,8 +616,10 @@ impl HttpClient {
                 message,
                 dispatched,
                 reconnects,
+                resent,
             };
-            let (mut conn, reused) = match self.take_idle(&mut reconnects).await {
+            let pooled = if resent { None } else { self.take_idle(&mut reconnects).await };
+            let (mut conn, reused) = match pooled {
                 Some(c) => (c, true),
                 None => {
                     // Boxed: connect + TLS + handshake state would otherwise be inlined into
@@ -546,26 +629,35 @@ impl HttpClient {
                         Some(d) => tokio::select! {
                             r = connect => r,
                             _ = d.as_mut() => {
-                                return Err(fail(SendFailKind::Timeout, "request timed out while connecting".into(), None, reconnects));
+                                return Err(fail(SendFailKind::Timeout, "request timed out while connecting".into(), dispatched, reconnects));
                             }
                         },
                         None => connect.await,
                     };
                     match r {
                         Ok(c) => (c, false),
-                        Err(e) => return Err(fail(SendFailKind::Connect, e, None, reconnects)),
+                        Err(e) => return Err(fail(SendFailKind::Connect, e, dispatched, reconnects)),
                     }
                 }
             };
             let t0 = Instant::now();
             dispatched = Some(t0);
-            match conn.write_request(&req, deadline.as_deref_mut()).await {
+            // A pooled connection the server had closed (after its last response, or idle): the
+            // request (or what of it was written) was never processed; sent once more on a
+            // fresh connection.
+            let retry_unanswered = reused && !resent;
+            let after_response = conn.uses > 0;
+            match conn.write_request(req, deadline.as_deref_mut()).await {
                 Ok(()) => {}
                 Err(WriteFail::Unsent(_)) if reused => {
                     // Closed before anything was written: safe to send elsewhere.
                     reconnects += 1;
                     self.inner.counters.stale.fetch_add(1, Ordering::Relaxed);
                     dispatched = None;
+                    continue;
+                }
+                Err(WriteFail::Partial(_)) if retry_unanswered => {
+                    self.resend_unanswered(&mut reconnects, &mut resent, after_response);
                     continue;
                 }
                 Err(WriteFail::Unsent(e)) => {
@@ -592,14 +684,25 @@ impl HttpClient {
                     let headers_at = conn.last_read_at();
                     if reused {
                         self.inner.counters.reused.fetch_add(1, Ordering::Relaxed);
+                        if conn.uses > 0 {
+                            self.inner.reuse.closes_in_row.store(0, Ordering::Relaxed);
+                        }
                     }
                     let mut response = Response::new(incoming);
                     *response.status_mut() = head.status;
                     *response.headers_mut() = head.headers;
-                    return Ok(Sent { response, conn, dispatched: t0, headers_at, reconnects });
+                    return Ok(Sent { response, conn, dispatched: t0, headers_at, reconnects, resent });
+                }
+                Ok(Err(HeadError { unanswered: true, .. })) if retry_unanswered => {
+                    self.resend_unanswered(&mut reconnects, &mut resent, after_response);
+                    continue;
                 }
                 Ok(Err(e)) => {
-                    let msg = format!("request failed after it was sent: {e}");
+                    let msg = if e.message.starts_with(h1::NOT_HTTP1_TAG) {
+                        e.message
+                    } else {
+                        format!("request failed after it was sent: {}", e.message)
+                    };
                     return Err(fail(SendFailKind::Transport, msg, dispatched, reconnects));
                 }
                 Err(Interrupted::Deadline) => {
@@ -617,7 +720,19 @@ impl HttpClient {
             message: "too many stale connections in a row".into(),
             dispatched,
             reconnects,
+            resent,
         })
+    }
+
+    /// Books a resend of a request that a pooled connection left unanswered; a connection
+    /// that had carried a response counts towards "closes after each response".
+    fn resend_unanswered(&self, reconnects: &mut u32, resent: &mut bool, after_response: bool) {
+        *reconnects += 1;
+        *resent = true;
+        self.inner.counters.resent.fetch_add(1, Ordering::Relaxed);
+        if after_response {
+            self.note_close_after_response();
+        }
     }
 }
 

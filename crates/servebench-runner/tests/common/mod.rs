@@ -48,6 +48,7 @@ pub fn config(base_url: String, model: &str, backend: BackendKind, num_prompts: 
         preconnect: 0,
         request_timeout: Some(Duration::from_secs(60)),
         stall_timeout: None,
+        runaway_factor: servebench_client::request::DEFAULT_RUNAWAY_FACTOR,
         keep_text: false,
         retokenize_output: false,
         records_path: None,

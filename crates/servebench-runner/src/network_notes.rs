@@ -1,0 +1,134 @@
+//! What a run says about the server's wire behaviour: connection reuse given up (the server
+//! closes after every response), redirects followed, responses that did not stream although
+//! streaming was asked for, runaway streams (SB405) and requests refused for a content coding
+//! (SB306), a redirect (SB307) or a non-HTTP/1.1 answer (SB308). Each is one console line.
+
+use servebench_client::HttpClient;
+use servebench_core::{BenchError, Outcome, RequestRecord};
+
+/// Notices the client has not said yet: pooling given up, redirects with their final URL.
+pub fn client_notices(client: &HttpClient) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(n) = client.take_pooling_notice() {
+        out.push(format!("note: {n}"));
+    }
+    if let Some(n) = client.take_redirect_notice() {
+        out.push(format!("note: {n}"));
+    }
+    out
+}
+
+/// The code tags a request error message can start with, and the error each stands for.
+fn coded(message: &str) -> Option<BenchError> {
+    let strip = |tag: &str| message.strip_prefix(tag).map(|d| d.trim_start().to_owned());
+    let context = "benchmark request".to_owned();
+    if let Some(detail) = strip("[SB306]") {
+        Some(BenchError::ContentCoding { context, detail })
+    } else if let Some(detail) = strip("[SB307]") {
+        Some(BenchError::Redirect { context, detail })
+    } else if let Some(detail) = strip("[SB308]") {
+        Some(BenchError::ServerProtocol { context, detail })
+    } else {
+        strip("[SB405]").map(|detail| BenchError::RunawayStream { detail })
+    }
+}
+
+/// The coded error a readiness-check failure stands for, if its message carries a code: such
+/// an answer will not change by waiting (the check stops at once).
+pub fn permanent_error(message: &str) -> Option<BenchError> {
+    coded(message).filter(|e| !matches!(e, BenchError::RunawayStream { .. }))
+}
+
+/// Run warnings from the records: requests that did not stream although streaming was asked
+/// for (`streamed`: the requests asked for a stream), and one coded warning per kind of coded
+/// request failure.
+pub fn record_warnings(records: &[RequestRecord], streamed: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if streamed {
+        if let Some(w) = unstreamed_warning(records) {
+            out.push(w);
+        }
+    }
+    let mut seen: Vec<(&'static str, usize, String)> = Vec::new();
+    for e in records.iter().filter(|r| r.outcome == Outcome::Failed).filter_map(|r| r.error.as_ref()) {
+        let Some(err) = coded(&e.message) else { continue };
+        let code = err.code().as_str();
+        match seen.iter_mut().find(|(c, _, _)| *c == code) {
+            Some(s) => s.1 += 1,
+            None => seen.push((code, 1, err.to_string())),
+        }
+    }
+    for (code, n, first) in seen {
+        out.push(format!("warning[{code}]: {n} requests failed; first: {first}"));
+    }
+    out
+}
+
+/// "server did not stream" when at least half of the completed requests with more than one
+/// output token got their whole answer at once (first token at the end of the response).
+fn unstreamed_warning(records: &[RequestRecord]) -> Option<String> {
+    let multi = records
+        .iter()
+        .filter(|r| r.outcome == Outcome::Completed && r.output_tokens().0 > 1 && r.first_token_us.is_some());
+    let (mut total, mut whole) = (0usize, 0usize);
+    for r in multi {
+        total += 1;
+        if r.first_token_us == r.done_us {
+            whole += 1;
+        }
+    }
+    (whole > 0 && whole * 2 >= total).then(|| {
+        format!(
+            "warning: server did not stream: TTFT equals E2EL for {whole} of {total} completed requests \
+             (the answer came as one JSON body or in one read); TTFT, TPOT and ITL describe whole responses"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use servebench_core::ErrorKind;
+
+    fn rec(first: u64, done: u64, tokens: u32) -> RequestRecord {
+        let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 8);
+        r.outcome = Outcome::Completed;
+        r.first_token_us = Some(first);
+        r.done_us = Some(done);
+        r.completion_tokens = Some(tokens);
+        r
+    }
+
+    #[test]
+    fn unstreamed_answers_give_one_warning() {
+        let whole = vec![rec(50, 50, 8), rec(60, 60, 8), rec(10, 90, 8)];
+        let w = record_warnings(&whole, true);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].starts_with("warning: server did not stream: TTFT equals E2EL for 2 of 3"), "{}", w[0]);
+        // Not asked to stream, a streaming server, or one-token answers: no warning.
+        assert!(record_warnings(&whole, false).is_empty());
+        assert!(record_warnings(&[rec(10, 90, 8), rec(20, 80, 8), rec(30, 30, 8)], true).is_empty());
+        assert!(record_warnings(&[rec(30, 30, 1)], true).is_empty());
+    }
+
+    #[test]
+    fn coded_failures_give_one_warning_per_code() {
+        let mut recs = Vec::new();
+        for m in [
+            "[SB405] the stream went on past 24 events",
+            "[SB405] again",
+            "[SB306] the server sent 'compress'",
+        ] {
+            let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
+            r.fail(ErrorKind::RunawayStream, m);
+            recs.push(r);
+        }
+        let w = record_warnings(&recs, false);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("warning[SB405]: 2 requests failed; first: the stream went on"), "{}", w[0]);
+        assert!(w[1].starts_with("warning[SB306]: 1 requests failed"), "{}", w[1]);
+        assert!(permanent_error("[SB308] server speaks HTTP/2 only").is_some());
+        assert!(permanent_error("HTTP 503").is_none());
+        assert!(permanent_error("[SB405] the stream went on").is_none());
+    }
+}
