@@ -25,14 +25,20 @@
 //! `stream` is the paced response body, `truth` records what was sent, `engine`/`engine_sched`
 //! model the batching server, `metrics` renders `/metrics`.
 
+mod audio;
 mod config;
+mod conn_wrap;
 mod engine;
 mod engine_sched;
 mod fault;
+mod generate;
 mod handlers;
 mod hash;
+mod media;
 mod metrics;
+mod native;
 mod pacer;
+mod personality;
 mod plan;
 mod pooling;
 mod prompt;
@@ -41,10 +47,12 @@ mod response;
 mod responses;
 mod server;
 mod sse;
+mod sse_native;
 mod sse_responses;
 mod stream;
 mod truth;
 mod vocab;
+mod wire;
 
 #[cfg(test)]
 mod test_support;
@@ -53,6 +61,7 @@ pub use config::{ReasoningField, SimConfig, TimingModel};
 pub use engine::{EngineConfig, PRESETS};
 pub use fault::{FaultConfig, FaultCounts, FaultKind, FaultPlan, ResponseShape};
 pub use metrics::{Counter, MetricsRegistry};
+pub use personality::{Behaviour, Personality};
 pub use server::{serve_until, start, SimHandle};
 pub use truth::{write_ground_truth_jsonl, GroundTruth, TruthEvent};
 pub use vocab::OutputVocab;

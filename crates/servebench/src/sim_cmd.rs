@@ -19,6 +19,8 @@ pub fn sim_config(opts: &SimOptions) -> anyhow::Result<SimConfig> {
     let mut cfg = cfg.with_faults(fault_config(opts)?).with_reasoning_tokens(opts.sim_reasoning_tokens);
     cfg.reasoning_field = servebench_sim::ReasoningField::parse(&opts.sim_reasoning_field)?;
     cfg.embedding_dim = opts.sim_embedding_dim;
+    cfg.personality = servebench_sim::Personality::parse(&opts.sim_personality)?;
+    cfg.path_prefix = opts.sim_path_prefix.clone();
     Ok(match engine_config(opts)? {
         Some(engine) => cfg.with_engine(engine),
         None => cfg,
@@ -97,6 +99,7 @@ pub fn engine_config(opts: &SimOptions) -> anyhow::Result<Option<EngineConfig>> 
 /// `servebench sim`: serves until Ctrl-C or SIGTERM; writes the ground-truth log if asked.
 pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
     let cfg = sim_config(&args.sim)?.with_ground_truth(args.ground_truth.is_some());
+    let prefix = api_prefix(&cfg);
     let clock = servebench_core::RunClock::start();
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|_| {
         BenchError::config(
@@ -113,7 +116,7 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
     rt.block_on(async move {
         let handle = servebench_sim::start(cfg, addr).await?;
         eprintln!(
-            "servebench sim: serving model '{}' on http://{} (Ctrl-C to stop)",
+            "servebench sim: serving model '{}' on http://{}{prefix} (Ctrl-C to stop)",
             args.sim.sim_model,
             handle.local_addr()
         );
@@ -126,6 +129,14 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
         handle.abort();
         Ok::<u8, anyhow::Error>(0)
     })
+}
+
+/// The path prefix the API is served under (the gateway personality's), else empty.
+fn api_prefix(cfg: &SimConfig) -> String {
+    match cfg.personality.behaviour().prefixed {
+        true => cfg.path_prefix.clone(),
+        false => String::new(),
+    }
 }
 
 /// Resolves on Ctrl-C or (Unix) SIGTERM.
@@ -151,12 +162,15 @@ pub struct EmbeddedSim {
     runtime: Option<tokio::runtime::Runtime>,
     handle: Option<SimHandle>,
     addr: SocketAddr,
+    /// The gateway personality's path prefix (empty otherwise).
+    prefix: String,
 }
 
 impl EmbeddedSim {
     /// Starts the simulator on 127.0.0.1 with an ephemeral port.
     pub fn start(opts: &SimOptions) -> anyhow::Result<Self> {
         let cfg = sim_config(opts)?;
+        let prefix = api_prefix(&cfg);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -165,12 +179,12 @@ impl EmbeddedSim {
             .context("starting the simulator runtime")?;
         let handle = runtime.block_on(servebench_sim::start(cfg, ([127, 0, 0, 1], 0).into()))?;
         let addr = handle.local_addr();
-        Ok(EmbeddedSim { runtime: Some(runtime), handle: Some(handle), addr })
+        Ok(EmbeddedSim { runtime: Some(runtime), handle: Some(handle), addr, prefix })
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (with the gateway personality's path prefix).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}{}", self.addr, self.prefix)
     }
 }
 
