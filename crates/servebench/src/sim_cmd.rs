@@ -234,4 +234,25 @@ mod fault_flag_tests {
         assert!(fault_config(&sim_options(&["--sim-fault", "reset=2"])).is_err());
         assert!(fault_config(&sim_options(&["--sim-fault", "nope=0.1"])).is_err());
     }
+
+    #[test]
+    fn sim_personality_flags_map_to_the_config() {
+        let o = sim_options(&["--sim-tokenizer", "gpt2", "--sim-personality", "llama.cpp"]);
+        assert_eq!(sim_config(&o).unwrap().personality, servebench_sim::Personality::LlamaCpp);
+        let o = sim_options(&[
+            "--sim-tokenizer",
+            "gpt2",
+            "--sim-personality",
+            "gateway",
+            "--sim-path-prefix",
+            "/team-a",
+        ]);
+        let cfg = sim_config(&o).unwrap();
+        assert_eq!(api_prefix(&cfg), "/team-a");
+        let o = sim_options(&["--sim-tokenizer", "gpt2"]);
+        assert_eq!(api_prefix(&sim_config(&o).unwrap()), "", "only the gateway has a prefix");
+        let o = sim_options(&["--sim-tokenizer", "gpt2", "--sim-personality", "nginx"]);
+        let e = sim_config(&o).unwrap_err().to_string();
+        assert!(e.contains("--sim-personality") && e.contains("llamacpp"), "{e}");
+    }
 }

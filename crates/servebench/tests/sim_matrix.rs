@@ -123,7 +123,8 @@ fn datasets(backend: &str, image_file: &str) -> Vec<(&'static str, Vec<String>)>
         "random",
         s(&["--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4"]),
     )];
-    if backend == "openai-chat" {
+    // The multimodal datasets need a chat backend (openai-chat, openai-embeddings-chat).
+    if backend == "openai-chat" || backend == "openai-embeddings-chat" {
         d.push((
             "random-mm",
             s(&[
