@@ -100,6 +100,22 @@ async fn images_and_audio_count_as_prompt_tokens() {
         img["usage"]["input_tokens"].as_u64().unwrap(),
         plain["usage"]["input_tokens"].as_u64().unwrap() + 4
     );
+    // Responses API `input_image` parts.
+    let resp = |parts: Value| json!({"model": common::MODEL, "max_output_tokens": 2, "input": [{"role": "user", "content": parts}]});
+    let plain =
+        c.post_json("/v1/responses", &resp(json!([{"type": "input_text", "text": "hi"}]))).await.json();
+    let img = c
+        .post_json(
+            "/v1/responses",
+            &resp(json!([{"type": "input_text", "text": "hi"},
+            {"type": "input_image", "image_url": png(280, 56)}])),
+        )
+        .await
+        .json();
+    assert_eq!(
+        img["usage"]["input_tokens"].as_u64().unwrap(),
+        plain["usage"]["input_tokens"].as_u64().unwrap() + 20
+    );
     // Unknown part types are still refused.
     let r = c
         .post_json("/v1/chat/completions", &chat(json!([{"type": "video_url", "video_url": {"url": "x"}}])))
