@@ -5,7 +5,8 @@
 //! - std: population standard deviation (ddof = 0, numpy's default);
 //! - percentile: numpy's default "linear" method — sort, index `h = p/100 · (n − 1)`, interpolate
 //!   between `x[floor(h)]` and `x[ceil(h)]`. Results may differ from numpy in the last ulp only.
-//! - empty input gives 0 for every statistic (vLLM passes `values or 0` to numpy).
+//! - empty input gives 0 for every statistic with `count` 0; reports must show such a summary as
+//!   `null` / "n/a", never 0 (docs/metrics.md, "Metrics without data").
 //!
 //! NaN inputs are ignored (they cannot come from integer µs timestamps, but a library must not
 //! panic or poison every statistic because of one).

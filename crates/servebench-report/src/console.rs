@@ -37,7 +37,12 @@ pub(crate) fn row_f2(out: &mut String, label: &str, v: f64) {
     let _ = writeln!(out, "{:<40} {:<10.2}", label, v);
 }
 
-fn row_opt_f2(out: &mut String, label: &str, v: Option<f64>) {
+/// A rate over the run: "n/a" when nothing was measured (no duration).
+pub(crate) fn row_rate(out: &mut String, label: &str, duration_s: f64, v: f64) {
+    row_opt_f2(out, label, (duration_s > 0.0).then_some(v));
+}
+
+pub(crate) fn row_opt_f2(out: &mut String, label: &str, v: Option<f64>) {
     match v {
         Some(v) => row_f2(out, label, v),
         None => row_int(out, label, "n/a"),
@@ -46,10 +51,12 @@ fn row_opt_f2(out: &mut String, label: &str, v: Option<f64>) {
 
 pub(crate) fn stats_section(out: &mut String, header: &str, short: &str, s: &Summary) {
     banner(out, header, '-');
-    row_f2(out, &format!("Mean {short} (ms):"), s.mean);
-    row_f2(out, &format!("Median {short} (ms):"), s.median);
+    // A metric without data (no completed request has it) is "n/a", never 0.00.
+    let has = |v: f64| (s.count > 0).then_some(v);
+    row_opt_f2(out, &format!("Mean {short} (ms):"), has(s.mean));
+    row_opt_f2(out, &format!("Median {short} (ms):"), has(s.median));
     for &(p, v) in &s.percentiles {
-        row_f2(out, &format!("P{} {short} (ms):", percentile_word(p)), v);
+        row_opt_f2(out, &format!("P{} {short} (ms):", percentile_word(p)), has(v));
     }
 }
 
@@ -78,14 +85,15 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     result_head(&mut out, " Serving Benchmark Result ", info, m);
     row_int(&mut out, "Total input tokens:", m.total_input_tokens);
     row_int(&mut out, "Total generated tokens:", m.total_output_tokens);
-    row_f2(&mut out, "Request throughput (req/s):", m.request_throughput);
+    let d = m.duration_s;
+    row_rate(&mut out, "Request throughput (req/s):", d, m.request_throughput);
     if let Some(g) = m.request_goodput {
-        row_f2(&mut out, "Request goodput (req/s):", g);
+        row_rate(&mut out, "Request goodput (req/s):", d, g);
     }
-    row_f2(&mut out, "Output token throughput (tok/s):", m.output_throughput);
-    row_f2(&mut out, "Peak output token throughput (tok/s):", m.max_output_tokens_per_s);
+    row_rate(&mut out, "Output token throughput (tok/s):", d, m.output_throughput);
+    row_rate(&mut out, "Peak output token throughput (tok/s):", d, m.max_output_tokens_per_s);
     row_f2(&mut out, "Peak concurrent requests:", m.max_concurrent_requests as f64);
-    row_f2(&mut out, "Total token throughput (tok/s):", m.total_token_throughput);
+    row_rate(&mut out, "Total token throughput (tok/s):", d, m.total_token_throughput);
     for metric in MetricName::ALL {
         if metric_reported(info, m, metric) {
             let (header, short) = vllm_header(metric);
@@ -109,7 +117,7 @@ pub(crate) fn result_head(out: &mut String, title: &str, info: &RunInfo, m: &Run
     if info.request_rate.is_finite() {
         row_f2(out, "Request rate configured (RPS):", info.request_rate);
     }
-    row_f2(out, "Benchmark duration (s):", m.duration_s);
+    row_rate(out, "Benchmark duration (s):", m.duration_s, m.duration_s);
 }
 
 pub(crate) fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {

@@ -9,7 +9,7 @@ use servebench_core::metrics::groups::{by_stage, by_turn, conversations, max_lag
 use servebench_core::metrics::{MetricName, MetricsConfig, RunMetrics};
 use servebench_core::record::RequestRecord;
 
-use crate::json::percentile_word;
+use crate::json::{insert_stats, rate_json, stat_json};
 
 /// One stage of a staged run, as reported.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,26 +49,20 @@ fn group_json(m: &RunMetrics) -> Map<String, Value> {
     o.insert("completed".into(), json!(m.completed));
     o.insert("failed".into(), json!(m.failed));
     o.insert("cancelled".into(), json!(m.cancelled));
-    o.insert("duration".into(), json!(m.duration_s));
+    let d = m.duration_s;
+    o.insert("duration".into(), rate_json(d, d));
     o.insert("total_input_tokens".into(), json!(m.total_input_tokens));
     o.insert("total_output_tokens".into(), json!(m.total_output_tokens));
     o.insert("cached_input_tokens".into(), json!(m.cached_input_tokens));
-    o.insert("request_throughput".into(), json!(m.request_throughput));
-    o.insert("input_throughput".into(), json!(m.input_throughput));
-    o.insert("output_throughput".into(), json!(m.output_throughput));
-    o.insert("total_token_throughput".into(), json!(m.total_token_throughput));
+    o.insert("request_throughput".into(), rate_json(d, m.request_throughput));
+    o.insert("input_throughput".into(), rate_json(d, m.input_throughput));
+    o.insert("output_throughput".into(), rate_json(d, m.output_throughput));
+    o.insert("total_token_throughput".into(), rate_json(d, m.total_token_throughput));
     for metric in [MetricName::Ttft, MetricName::Tpot, MetricName::Itl, MetricName::E2el] {
         if !m.config.selected.contains(&metric) {
             continue;
         }
-        let s = m.summary(metric);
-        let name = metric.as_str();
-        o.insert(format!("mean_{name}_ms"), json!(s.mean));
-        o.insert(format!("median_{name}_ms"), json!(s.median));
-        o.insert(format!("std_{name}_ms"), json!(s.std));
-        for &(p, v) in &s.percentiles {
-            o.insert(format!("p{}_{name}_ms", percentile_word(p)), json!(v));
-        }
+        insert_stats(&mut o, metric.as_str(), m.summary(metric));
     }
     o
 }
@@ -90,7 +84,7 @@ pub fn extend_result(result: &mut Value, records: &[RequestRecord], cfg: &Metric
         o.insert("conversations_completed".into(), json!(c.completed));
         o.insert("conversations_failed".into(), json!(c.failed));
         o.insert("avg_turns_completed".into(), json!(c.avg_turns_completed));
-        o.insert("avg_conversation_duration_ms".into(), json!(c.avg_duration_ms));
+        o.insert("avg_conversation_duration_ms".into(), opt(c.avg_duration_ms));
         let turns: Vec<Value> = by_turn(records, cfg)
             .into_iter()
             .map(|(k, m)| {
@@ -138,28 +132,40 @@ pub fn extend_result(result: &mut Value, records: &[RequestRecord], cfg: &Metric
             json!({
                 "dispatched": l.dispatched,
                 "not_dispatched": l.not_dispatched,
-                "mean_ms": l.lag_ms.mean,
-                "median_ms": l.lag_ms.median,
-                "p99_ms": l.lag_ms.percentile(99.0).unwrap_or(0.0),
-                "max_ms": max_lag_ms(records),
+                "mean_ms": stat_json(l.lag_ms.count, l.lag_ms.mean),
+                "median_ms": stat_json(l.lag_ms.count, l.lag_ms.median),
+                "p99_ms": l.lag_ms.percentile(99.0).map_or(Value::Null, |v| stat_json(l.lag_ms.count, v)),
+                "max_ms": opt(max_lag_ms(records)),
                 "late_over_10ms": l.late_over_10ms,
             }),
         );
     }
 }
 
+/// `null` for a value without data.
+fn opt(v: Option<f64>) -> Value {
+    v.map_or(Value::Null, |v| stat_json(1, v))
+}
+
+/// "n/a" for a value without data, else two decimals.
+fn na(v: Option<f64>) -> String {
+    v.filter(|v| v.is_finite()).map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"))
+}
+
 fn block(out: &mut String, title: &str, m: &RunMetrics) {
+    let d = m.duration_s;
+    let rate = |v: f64| na((d > 0.0).then_some(v));
     let _ = writeln!(out, "{:-^50}", title);
     let _ = writeln!(out, "{:<40} {:<10}", "Successful requests:", m.completed);
     let _ = writeln!(out, "{:<40} {:<10}", "Failed requests:", m.failed);
-    let _ = writeln!(out, "{:<40} {:<10.2}", "Active window (s):", m.duration_s);
+    let _ = writeln!(out, "{:<40} {:<10}", "Active window (s):", rate(d));
     let _ = writeln!(out, "{:<40} {:<10}", "Total input tokens:", m.total_input_tokens);
     let _ = writeln!(out, "{:<40} {:<10}", "Cached input tokens:", m.cached_input_tokens);
     let _ = writeln!(out, "{:<40} {:<10}", "Total generated tokens:", m.total_output_tokens);
-    let _ = writeln!(out, "{:<40} {:<10.2}", "Request throughput (req/s):", m.request_throughput);
-    let _ = writeln!(out, "{:<40} {:<10.2}", "Output token throughput (tok/s):", m.output_throughput);
-    let _ = writeln!(out, "{:<40} {:<10.2}", "Mean TTFT (ms):", m.ttft.mean);
-    let _ = writeln!(out, "{:<40} {:<10.2}", "Mean E2EL (ms):", m.e2el.mean);
+    let _ = writeln!(out, "{:<40} {:<10}", "Request throughput (req/s):", rate(m.request_throughput));
+    let _ = writeln!(out, "{:<40} {:<10}", "Output token throughput (tok/s):", rate(m.output_throughput));
+    let _ = writeln!(out, "{:<40} {:<10}", "Mean TTFT (ms):", na((m.ttft.count > 0).then_some(m.ttft.mean)));
+    let _ = writeln!(out, "{:<40} {:<10}", "Mean E2EL (ms):", na((m.e2el.count > 0).then_some(m.e2el.mean)));
 }
 
 /// The console blocks of the groups (empty when the run has none).
@@ -170,7 +176,7 @@ pub fn console_groups(records: &[RequestRecord], cfg: &MetricsConfig, info: &Gro
         let _ = writeln!(out, "{:<40} {}/{}", "Conversations completed:", c.completed, c.conversations);
         let _ = writeln!(out, "{:<40} {:<10}", "Conversations failed:", c.failed);
         let _ = writeln!(out, "{:<40} {:<10.2}", "Avg turns completed:", c.avg_turns_completed);
-        let _ = writeln!(out, "{:<40} {:<10.2}", "Avg conversation duration (ms):", c.avg_duration_ms);
+        let _ = writeln!(out, "{:<40} {:<10}", "Avg conversation duration (ms):", na(c.avg_duration_ms));
         for (k, m) in by_turn(records, cfg) {
             block(&mut out, &format!(" Turn {k} ({} samples) ", m.sent), &m);
         }
@@ -185,14 +191,16 @@ pub fn console_groups(records: &[RequestRecord], cfg: &MetricsConfig, info: &Gro
         let l = schedule_lag(records, &[]);
         let _ = writeln!(out, "{:=^50}", " Trace Replay ");
         let _ = writeln!(out, "{:<40} {:<10}", "Requests dispatched:", l.dispatched);
-        let _ = writeln!(out, "{:<40} {:<10.2}", "Dispatch lag vs trace, median (ms):", l.lag_ms.median);
+        let has = |v: Option<f64>| na(v.filter(|_| l.lag_ms.count > 0));
+        let _ =
+            writeln!(out, "{:<40} {:<10}", "Dispatch lag vs trace, median (ms):", has(Some(l.lag_ms.median)));
         let _ = writeln!(
             out,
-            "{:<40} {:<10.2}",
+            "{:<40} {:<10}",
             "Dispatch lag vs trace, P99 (ms):",
-            l.lag_ms.percentile(99.0).unwrap_or(0.0)
+            has(l.lag_ms.percentile(99.0))
         );
-        let _ = writeln!(out, "{:<40} {:<10.2}", "Dispatch lag vs trace, max (ms):", max_lag_ms(records));
+        let _ = writeln!(out, "{:<40} {:<10}", "Dispatch lag vs trace, max (ms):", na(max_lag_ms(records)));
         let _ = writeln!(out, "{:<40} {:<10}", "Requests more than 10 ms late:", l.late_over_10ms);
     }
     if !out.is_empty() {

@@ -39,13 +39,29 @@ fn secs(us: u64) -> f64 {
     us as f64 / 1e6
 }
 
-/// Inserts `mean_<name>_ms`, `median_<name>_ms`, `std_<name>_ms`, `p<P>_<name>_ms` (vLLM order).
-fn insert_stats(map: &mut Map<String, Value>, name: &str, s: &Summary) {
-    map.insert(format!("mean_{name}_ms"), Value::from(s.mean));
-    map.insert(format!("median_{name}_ms"), Value::from(s.median));
-    map.insert(format!("std_{name}_ms"), Value::from(s.std));
+/// A statistic of `count` values: the number, or `null` without data (docs/metrics.md,
+/// "Metrics without data": never 0).
+pub fn stat_json(count: usize, v: f64) -> Value {
+    if count > 0 && v.is_finite() {
+        Value::from(v)
+    } else {
+        Value::Null
+    }
+}
+
+/// A rate over a run of `duration_s`: `null` when nothing was measured (no duration).
+pub fn rate_json(duration_s: f64, v: f64) -> Value {
+    stat_json(usize::from(duration_s > 0.0), v)
+}
+
+/// Inserts `mean_<name>_ms`, `median_<name>_ms`, `std_<name>_ms`, `p<P>_<name>_ms` (vLLM order);
+/// `null` for a metric without data.
+pub fn insert_stats(map: &mut Map<String, Value>, name: &str, s: &Summary) {
+    map.insert(format!("mean_{name}_ms"), stat_json(s.count, s.mean));
+    map.insert(format!("median_{name}_ms"), stat_json(s.count, s.median));
+    map.insert(format!("std_{name}_ms"), stat_json(s.count, s.std));
     for &(p, v) in &s.percentiles {
-        map.insert(format!("p{}_{name}_ms", percentile_word(p)), Value::from(v));
+        map.insert(format!("p{}_{name}_ms", percentile_word(p)), stat_json(s.count, v));
     }
 }
 
@@ -91,17 +107,18 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
         o.insert("ramp_up_start_rps".into(), int_or_float(r.start_rps));
         o.insert("ramp_up_end_rps".into(), int_or_float(r.end_rps));
     }
-    o.insert("duration".into(), Value::from(m.duration_s));
+    o.insert("duration".into(), rate_json(m.duration_s, m.duration_s));
     o.insert("completed".into(), Value::from(m.completed));
     o.insert("failed".into(), Value::from(m.failed));
     o.insert("total_input_tokens".into(), Value::from(m.total_input_tokens));
     o.insert("total_output_tokens".into(), Value::from(m.total_output_tokens));
-    o.insert("request_throughput".into(), Value::from(m.request_throughput));
-    o.insert("request_goodput".into(), json!(m.request_goodput));
-    o.insert("output_throughput".into(), Value::from(m.output_throughput));
-    o.insert("total_token_throughput".into(), Value::from(m.total_token_throughput));
+    let d = m.duration_s;
+    o.insert("request_throughput".into(), rate_json(d, m.request_throughput));
+    o.insert("request_goodput".into(), m.request_goodput.map_or(Value::Null, |g| rate_json(d, g)));
+    o.insert("output_throughput".into(), rate_json(d, m.output_throughput));
+    o.insert("total_token_throughput".into(), rate_json(d, m.total_token_throughput));
     insert_arrays(&mut o, records, detailed);
-    o.insert("max_output_tokens_per_s".into(), Value::from(m.max_output_tokens_per_s));
+    o.insert("max_output_tokens_per_s".into(), rate_json(d, m.max_output_tokens_per_s));
     o.insert("max_concurrent_requests".into(), Value::from(m.max_concurrent_requests));
     o.insert("rtfx".into(), Value::from(0.0));
     if !info.rps_change_events.is_empty() {
@@ -176,7 +193,7 @@ fn opt_ms(us: Option<f64>) -> Value {
 }
 
 fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
-    o.insert("input_throughput".into(), Value::from(m.input_throughput));
+    o.insert("input_throughput".into(), rate_json(m.duration_s, m.input_throughput));
     o.insert("sent".into(), Value::from(m.sent));
     // Wall-clock time of the run's monotonic origin (µs since the Unix epoch): record times are
     // offsets from it, so records of different processes (shards, the simulator's ground truth)

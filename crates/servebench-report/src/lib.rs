@@ -2,6 +2,7 @@
 //! servebench's), vLLM's default result file name and result-file writing, the per-request CSV and
 //! the self-contained HTML report with charts.
 
+pub mod change;
 pub mod console;
 pub mod csv;
 pub mod env;
@@ -12,6 +13,7 @@ pub mod info;
 pub mod json;
 pub mod output_split;
 pub mod pooling;
+pub mod probe;
 pub mod token_accounting;
 
 pub use console::console_block;
@@ -21,3 +23,6 @@ pub use files::{default_result_filename, to_python_json, write_result, write_tex
 pub use html::{html_report, ReportHeader, ReportRun};
 pub use info::{ClientHealth, RunInfo};
 pub use json::result_json;
+
+#[cfg(test)]
+mod null_policy_tests;

@@ -27,10 +27,11 @@ pub fn console(out: &mut String, s: &OutputSplit) {
     if s.requests_without_content > 0 {
         row(out, "Requests without visible content:", s.requests_without_content.to_string());
     }
-    row(out, "Mean TTFO (ms):", format!("{:.2}", s.ttfo.mean));
-    row(out, "Median TTFO (ms):", format!("{:.2}", s.ttfo.median));
+    let ms = |v: f64| if s.ttfo.count > 0 { format!("{v:.2}") } else { "n/a".into() };
+    row(out, "Mean TTFO (ms):", ms(s.ttfo.mean));
+    row(out, "Median TTFO (ms):", ms(s.ttfo.median));
     for &(p, v) in &s.ttfo.percentiles {
-        row(out, &format!("P{} TTFO (ms):", percentile_word(p)), format!("{v:.2}"));
+        row(out, &format!("P{} TTFO (ms):", percentile_word(p)), ms(v));
     }
 }
 
@@ -39,12 +40,7 @@ pub fn json(o: &mut Map<String, Value>, s: &OutputSplit) {
     if !present(s) {
         return;
     }
-    o.insert("mean_ttfo_ms".into(), Value::from(s.ttfo.mean));
-    o.insert("median_ttfo_ms".into(), Value::from(s.ttfo.median));
-    o.insert("std_ttfo_ms".into(), Value::from(s.ttfo.std));
-    for &(p, v) in &s.ttfo.percentiles {
-        o.insert(format!("p{}_ttfo_ms", percentile_word(p)), Value::from(v));
-    }
+    crate::json::insert_stats(o, "ttfo", &s.ttfo);
     o.insert("reasoning_events".into(), Value::from(s.reasoning_events));
     o.insert("content_events".into(), Value::from(s.content_events));
     o.insert("requests_without_content".into(), Value::from(s.requests_without_content));

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use servebench_core::metrics::{MetricName, RunMetrics};
 use servebench_core::record::RequestRecord;
 
-use crate::console::{row_f2, row_int, stats_section, vllm_header, WIDTH};
+use crate::console::{row_f2, row_int, row_opt_f2, row_rate, stats_section, vllm_header, WIDTH};
 use crate::info::RunInfo;
 use crate::json::metric_reported;
 
@@ -20,12 +20,8 @@ pub fn is_pooling_backend(backend: &str) -> bool {
     matches!(backend, "openai-embeddings" | "openai-embeddings-chat" | "vllm-pooling" | "vllm-rerank")
 }
 
-fn per_second(x: f64, duration_s: f64) -> f64 {
-    if duration_s > 0.0 {
-        x / duration_s
-    } else {
-        0.0
-    }
+fn per_second(x: f64, duration_s: f64) -> Value {
+    crate::json::rate_json(duration_s, if duration_s > 0.0 { x / duration_s } else { 0.0 })
 }
 
 /// vLLM's pooling block (without the closing servebench block).
@@ -33,14 +29,15 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     let mut out = String::new();
     crate::console::result_head(&mut out, " Embedding/Pooling Benchmark Result ", info, m);
     row_int(&mut out, "Total input tokens:", m.server_first_input_tokens);
-    row_f2(&mut out, "Request throughput (req/s):", m.request_throughput);
+    let d = m.duration_s;
+    row_rate(&mut out, "Request throughput (req/s):", d, m.request_throughput);
     if let Some(g) = m.request_goodput {
-        row_f2(&mut out, "Request goodput (req/s):", g);
+        row_rate(&mut out, "Request goodput (req/s):", d, g);
     }
-    row_f2(
+    row_opt_f2(
         &mut out,
         "Input token throughput (tok/s):",
-        per_second(m.server_first_input_tokens as f64, m.duration_s),
+        per_second(m.server_first_input_tokens as f64, d).as_f64(),
     );
     row_f2(&mut out, "Peak concurrent requests:", m.max_concurrent_requests as f64);
     for metric in MetricName::ALL {
@@ -69,7 +66,7 @@ pub fn adjust_json(o: &mut Map<String, Value>, m: &RunMetrics, records: &[Reques
     ] {
         o.shift_remove(key);
     }
-    o.insert("total_token_throughput".into(), Value::from(per_second(input as f64, m.duration_s)));
+    o.insert("total_token_throughput".into(), per_second(input as f64, m.duration_s));
     let mut recs: Vec<&RequestRecord> = records.iter().collect();
     recs.sort_by_key(|r| r.index);
     if !o.contains_key("input_lens") {
@@ -85,5 +82,5 @@ pub fn adjust_json(o: &mut Map<String, Value>, m: &RunMetrics, records: &[Reques
         o.insert("errors".into(), Value::Array(errors));
     }
     // Ours, for scripts that read the generic keys: the input throughput under its usual name.
-    o.insert("input_throughput".into(), Value::from(per_second(input as f64, m.duration_s)));
+    o.insert("input_throughput".into(), per_second(input as f64, m.duration_s));
 }

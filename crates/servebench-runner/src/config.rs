@@ -10,7 +10,8 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub enum DatasetSpec {
     Random(RandomDatasetConfig),
-    /// sharegpt, sonnet, custom, prefix_repetition, random-mm, random-rerank, speed-bench, hf.
+    /// sharegpt, burstgpt, sonnet, custom, custom_image, prefix_repetition, random-mm,
+    /// random-rerank, spec_bench, speed-bench, hf.
     Dataset(servebench_data::dataset::DatasetRequest),
     /// `timed_trace`: Mooncake-style JSONL replayed on its own timestamps.
     TimedTrace(servebench_data::trace::TraceConfig),
@@ -36,6 +37,10 @@ pub struct RunConfig {
     /// GET /v1/models.
     pub target: TargetConfig,
     pub insecure: bool,
+    /// `--cacert`, `--client-cert`/`--client-key`, `SSL_CERT_FILE`/`SSL_CERT_DIR`.
+    pub tls: servebench_client::transport::TlsOptions,
+    /// Proxy variables and `--no-proxy`.
+    pub proxy: servebench_client::transport::ProxyOptions,
     /// `--model` (None = auto-detect).
     pub model: Option<String>,
     /// `--served-model-name`.

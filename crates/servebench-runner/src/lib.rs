@@ -13,6 +13,7 @@ pub mod load;
 pub mod lora;
 pub mod metrics_server;
 pub mod prepare;
+pub mod probe_requests;
 pub mod profiling;
 pub mod retokenize;
 pub mod run;

@@ -28,6 +28,8 @@ pub struct LoadOptions {
     /// `--on-duration-end cancel`: requests in flight at the end are cancelled (default: they
     /// finish).
     pub cancel_at_end: bool,
+    /// `--probe-request-rate`: probe requests per second alongside the load (crate::probe_requests).
+    pub probe_request_rate: Option<f64>,
 }
 
 /// What preparation built for the load shape, beyond the workload.

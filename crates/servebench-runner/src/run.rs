@@ -110,6 +110,8 @@ pub struct RunOutput {
     pub warnings: Vec<String>,
     /// The run was stopped early (Ctrl-C / SIGTERM).
     pub interrupted: bool,
+    /// `--probe-request-rate`: the probes' records in send order (in no metric of the run).
+    pub probe_records: Vec<RequestRecord>,
 }
 
 /// What `run_benchmark` returns.
@@ -178,8 +180,13 @@ pub async fn prepare_run(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Re
         base_url: cfg.base_url.clone(),
         insecure: cfg.insecure,
         max_idle: cfg.max_concurrency.unwrap_or(2048).max(256),
+        tls: cfg.tls.clone(),
+        proxy: cfg.proxy.clone(),
         ..ClientOptions::default()
     })?;
+    for line in network_header(&client) {
+        observer.message(&line);
+    }
     let headers = client_headers(cfg)?;
     let model =
         prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
@@ -530,6 +537,15 @@ pub async fn run_prepared(
         }
     };
     let interrupted = stop.clone();
+    let probes = cfg.load.probe_request_rate.map(|rate| {
+        let t = crate::probe_requests::ProbeTarget {
+            client: client.clone(),
+            target: target.clone(),
+            opts: exec_opts.clone(),
+            id_prefix: cfg.request_id_prefix.clone(),
+        };
+        crate::probe_requests::ProbeLoop::start(rate, t, clock, stops.cancel.clone())
+    });
     let cancelled = move |r: Release| record_for(&r);
     let dispatch_stats = match (&prepared.load.conversations, session_run) {
         (Some(conv), Some(run)) => {
@@ -541,6 +557,10 @@ pub async fn run_prepared(
             Some(stages) => dispatch_closed_loop(stages, clock, exec, tx, stops.release.clone()).await,
             None => dispatch(&plan, clock, exec, cancelled, tx, stops.release.clone()).await,
         },
+    };
+    let probe_records = match probes {
+        Some(p) => p.finish().await,
+        None => Vec::new(),
     };
     let was_interrupted = interrupted.is_stopped();
     let wall = clock.now_us() as f64 / 1e6;
@@ -588,6 +608,7 @@ pub async fn run_prepared(
         verification,
         warnings,
         interrupted: was_interrupted,
+        probe_records,
     })
 }
 
@@ -635,6 +656,19 @@ async fn build_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> R
     }
 }
 
+/// Run-header lines about the network path: which proxy (credentials redacted) and which TLS
+/// roots are used.
+fn network_header(client: &HttpClient) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(p) = client.proxy_summary() {
+        lines.push(format!("Proxy: {p}"));
+    }
+    if let Some(t) = client.trust() {
+        lines.push(format!("TLS trust: {t}"));
+    }
+    lines
+}
+
 /// Sends the first request until it completes or the timeout passes.
 async fn ready_check(
     client: &HttpClient,
@@ -659,6 +693,11 @@ async fn ready_check(
                 let client_error =
                     r.http_status.is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
                 last_error = r.error.map(|e| e.message).unwrap_or_else(|| "request did not complete".into());
+                // A certificate the client does not trust, a rejected client certificate or a
+                // proxy refusing the tunnel (typed by the client, not read from the message).
+                if let Some(f) = client.connect_failure().filter(|f| f.is_permanent()) {
+                    return Err(f.to_error(&format!("readiness check {}", client.origin())));
+                }
                 let permanent =
                     client_error || last_error.starts_with(servebench_client::dialect::WRONG_DIALECT);
                 if permanent {

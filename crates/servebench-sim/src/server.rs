@@ -19,6 +19,7 @@ use crate::conn_wrap::ConnCtx;
 use crate::fault::FaultCounts;
 use crate::handlers::{handle, SimState};
 use crate::personality::KeepAlive;
+use crate::tls::SimTls;
 use crate::truth::GroundTruth;
 
 /// A running simulator.
@@ -28,6 +29,8 @@ pub struct SimHandle {
     state: Arc<SimState>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
+    /// The CA certificate (PEM) when serving HTTPS.
+    tls_ca_pem: Option<String>,
 }
 
 impl SimHandle {
@@ -36,9 +39,15 @@ impl SimHandle {
         self.addr
     }
 
-    /// `http://ip:port`, ready to prefix `/v1/...`.
+    /// `http://ip:port` (`https://` with TLS), ready to prefix `/v1/...`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls_ca_pem.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// The CA certificate (PEM) clients must trust, when serving HTTPS ([`start_tls`]).
+    pub fn tls_ca_pem(&self) -> Option<&str> {
+        self.tls_ca_pem.as_deref()
     }
 
     /// The served model name.
@@ -85,6 +94,15 @@ impl SimHandle {
 /// Binds `addr` (port 0 picks an ephemeral port) and serves in the background on the current
 /// tokio runtime.
 pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle> {
+    start_with(config, addr, None).await
+}
+
+/// Like [`start`], serving HTTPS with `tls` (see [`SimTls`]).
+pub async fn start_tls(config: SimConfig, addr: SocketAddr, tls: SimTls) -> Result<SimHandle> {
+    start_with(config, addr, Some(tls)).await
+}
+
+async fn start_with(config: SimConfig, addr: SocketAddr, tls: Option<SimTls>) -> Result<SimHandle> {
     config.validate()?;
     let listener = bind(addr).map_err(|e| BenchError::Transport {
         context: format!("binding the simulator to {addr}"),
@@ -96,8 +114,9 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle> {
     })?;
     let state = Arc::new(SimState::new(config));
     let (stop, stop_rx) = watch::channel(false);
-    let task = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
-    Ok(SimHandle { addr, state, stop, task })
+    let tls_ca_pem = tls.as_ref().map(|t| t.ca_pem().to_owned());
+    let task = tokio::spawn(accept_loop(listener, state.clone(), stop_rx, tls));
+    Ok(SimHandle { addr, state, stop, task, tls_ca_pem })
 }
 
 /// Accept queue length of the listener. `TcpListener::bind` uses 128 (std's value); a burst
@@ -128,15 +147,25 @@ pub async fn serve_until(
     Ok(())
 }
 
-async fn accept_loop(listener: TcpListener, state: Arc<SimState>, mut stop: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<SimState>,
+    mut stop: watch::Receiver<bool>,
+    tls: Option<SimTls>,
+) {
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
             _ = stop.changed() => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    conns.spawn(serve_connection(stream, state.clone(), stop.clone()));
-                }
+                Ok((stream, _)) => match &tls {
+                    None => {
+                        conns.spawn(serve_connection(stream, state.clone(), stop.clone()));
+                    }
+                    Some(tls) => {
+                        conns.spawn(serve_tls(tls.clone(), stream, state.clone(), stop.clone()));
+                    }
+                },
                 // Out of file descriptors or a connection reset before accept: back off briefly.
                 Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
             },
@@ -147,8 +176,25 @@ async fn accept_loop(listener: TcpListener, state: Arc<SimState>, mut stop: watc
     while conns.join_next().await.is_some() {}
 }
 
+/// Completes the TLS handshake (a failed one, e.g. a client certificate the CA did not sign,
+/// just closes the connection), then serves it.
+async fn serve_tls(tls: SimTls, stream: TcpStream, state: Arc<SimState>, stop: watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    if let Ok(s) = tls.acceptor.accept(stream).await {
+        serve_io(s, state, stop).await;
+    }
+}
+
 async fn serve_connection(stream: TcpStream, state: Arc<SimState>, stop: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
+    serve_io(stream, state, stop).await;
+}
+
+/// Serves one connection with the personality's keep-alive behaviour.
+async fn serve_io<S>(stream: S, state: Arc<SimState>, stop: watch::Receiver<bool>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     match state.behaviour.keep_alive {
         KeepAlive::Plain => serve_plain(stream, state, stop).await,
         KeepAlive::CloseAfterStream { idle_secs } => {
@@ -160,12 +206,10 @@ async fn serve_connection(stream: TcpStream, state: Arc<SimState>, stop: watch::
 
 /// llama.cpp's connection behaviour: closed right after every streamed answer (without
 /// `Connection: close`) and after `idle` without a request.
-async fn serve_closing(
-    stream: TcpStream,
-    state: Arc<SimState>,
-    mut stop: watch::Receiver<bool>,
-    idle: Duration,
-) {
+async fn serve_closing<S>(stream: S, state: Arc<SimState>, mut stop: watch::Receiver<bool>, idle: Duration)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let ctx = Arc::new(ConnCtx::new());
     let c = ctx.clone();
     let service = service_fn(move |req| handle(state.clone(), req, Some(c.clone())));
@@ -192,7 +236,10 @@ async fn serve_closing(
     let _ = conn.await;
 }
 
-async fn serve_plain(stream: TcpStream, state: Arc<SimState>, mut stop: watch::Receiver<bool>) {
+async fn serve_plain<S>(stream: S, state: Arc<SimState>, mut stop: watch::Receiver<bool>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = service_fn(move |req| handle(state.clone(), req, None));
     let conn = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);

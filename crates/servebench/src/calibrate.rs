@@ -232,6 +232,8 @@ fn run_level(
     let out = Command::new(exe)
         .args(["--base-url", url, "--model", "calibrate", "--tokenizer", &args.tokenizer])
         .args(["--dataset-name", "random", "--ignore-eos", "--disable-tqdm"])
+        // The simulator is on this host: never through a proxy from the environment.
+        .arg("--no-proxy")
         .args(["--random-input-len", &args.input_len.to_string()])
         .args(["--random-output-len", &args.output_len.to_string()])
         .args(["--num-prompts", &requests.to_string(), "--max-concurrency", &c.to_string()])

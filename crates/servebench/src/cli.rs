@@ -4,23 +4,10 @@
 use clap::{Args, Parser, Subcommand};
 
 /// `vllm bench serve` flags that servebench does not implement yet. They are recognised (never
-/// "unknown argument") and refused with error SB102 so that nothing is silently ignored.
-pub const NOT_SUPPORTED_YET: &[&str] = &[
-    "--asr-max-audio-len-sec",
-    "--asr-min-audio-len-sec",
-    "--bfcl-categories",
-    "--blazedit-max-distance",
-    "--blazedit-min-distance",
-    "--chat-template-kwargs",
-    "--no-stream",
-    "--plot-timeline",
-    "--probe-request-rate",
-    "--skip-tokenizer-init",
-    "--spec-bench-category",
-    "--spec-bench-output-len",
-    "--timeline-itl-thresholds",
-    "--use-beam-search",
-];
+/// "unknown argument") and refused with error SB102 so that nothing is silently ignored. Every
+/// flag of vLLM 0.33 is implemented (tests/cli_parity.rs); flags of newer vLLM versions go here
+/// until they are.
+pub const NOT_SUPPORTED_YET: &[&str] = &[];
 
 /// servebench: benchmark OpenAI-compatible LLM inference servers.
 ///
@@ -179,6 +166,8 @@ pub struct SimOptions {
     /// Simulator (gateway personality): the path prefix the API is mounted under.
     #[arg(long, default_value = "/gw")]
     pub sim_path_prefix: String,
+    #[command(flatten)]
+    pub sim_tls: crate::cli_network::SimTlsArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -228,6 +217,8 @@ pub struct RunArgs {
     /// Accept invalid TLS certificates.
     #[arg(long, help_heading = "Connection")]
     pub insecure: bool,
+    #[command(flatten)]
+    pub network: crate::cli_network::NetworkArgs,
     /// Run against an embedded simulated server on an ephemeral port (no server, no network).
     #[arg(long, help_heading = "Connection")]
     pub sim: bool,
@@ -417,6 +408,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub dataset: crate::cli_dataset::DatasetArgs,
     #[command(flatten)]
+    pub hf_parsers: crate::cli_parsers::HfParserArgs,
+    #[command(flatten)]
+    pub vllm: crate::cli_vllm::VllmArgs,
+    #[command(flatten)]
     pub workload: crate::cli_workload::WorkloadArgs,
     #[command(flatten)]
     pub live: crate::cli_live::LiveArgs,
@@ -453,8 +448,13 @@ pub fn normalize_underscores(args: impl IntoIterator<Item = String>) -> Vec<Stri
 
 /// The first flag in `args` that `vllm bench serve` has but servebench does not support yet.
 pub fn find_unsupported(args: &[String]) -> Option<&'static str> {
+    find_listed(args, NOT_SUPPORTED_YET)
+}
+
+/// The first flag in `args` that is in `list` (`--flag` or `--flag=value`).
+pub fn find_listed(args: &[String], list: &[&'static str]) -> Option<&'static str> {
     args.iter().find_map(|a| {
         let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
-        NOT_SUPPORTED_YET.iter().copied().find(|f| *f == name)
+        list.iter().copied().find(|f| *f == name)
     })
 }

@@ -6,6 +6,7 @@ use clap::Args;
 use servebench_client::backend::BackendKind;
 use servebench_core::config::parse_range_ratio;
 use servebench_core::{BenchError, Result};
+use servebench_data::dataset::burstgpt::BurstGptConfig;
 use servebench_data::dataset::custom::CustomConfig;
 use servebench_data::dataset::custom_image::CustomImageConfig;
 use servebench_data::dataset::hf::{HfConfig, HfSource};
@@ -14,14 +15,16 @@ use servebench_data::dataset::random_mm::{self, RandomMmConfig};
 use servebench_data::dataset::random_rerank::RandomRerankConfig;
 use servebench_data::dataset::sharegpt::ShareGptConfig;
 use servebench_data::dataset::sonnet::SonnetConfig;
+use servebench_data::dataset::spec_bench::SpecBenchConfig;
 use servebench_data::dataset::speed_bench::{SpeedBenchConfig, SUBSETS};
 use servebench_data::dataset::{DatasetKind, DatasetRequest, Sampling};
 use servebench_data::random::RandomDatasetConfig;
 use std::path::PathBuf;
 
 /// Every `--dataset-name` servebench builds.
-pub const DATASET_NAMES: &str = "random, random-mm, random-rerank, sharegpt, sonnet, custom, custom_image, \
-                                 prefix_repetition, speed-bench, hf";
+pub const DATASET_NAMES: &str =
+    "random, random-mm, random-rerank, sharegpt, burstgpt, sonnet, custom, custom_image, \
+                                 prefix_repetition, spec_bench, speed-bench, hf";
 
 /// The datasets `--enable-multimodal-chat` applies to (as in vLLM).
 const MULTIMODAL_CHAT_DATASETS: &[&str] =
@@ -36,6 +39,17 @@ pub struct DatasetArgs {
     /// Do not duplicate samples up to --num-prompts when the dataset has fewer.
     #[arg(long, help_heading = "Dataset")]
     pub no_oversample: bool,
+    /// Do not load the dataset in streaming mode (vLLM's meaning): an hf dataset from the Hub
+    /// is downloaded whole (every row of the split) and then shuffled, instead of only its
+    /// first --num-prompts rows. Local files are always read whole.
+    #[arg(long, help_heading = "Dataset")]
+    pub no_stream: bool,
+    /// spec_bench: output length of every request.
+    #[arg(long, default_value_t = 256, help_heading = "Dataset")]
+    pub spec_bench_output_len: u32,
+    /// spec_bench: keep only the questions of this category (default: every category).
+    #[arg(long, help_heading = "Dataset")]
+    pub spec_bench_category: Option<String>,
     /// sharegpt: fixed output length instead of the reply's length.
     #[arg(long, help_heading = "Dataset")]
     pub sharegpt_output_len: Option<u32>,
@@ -204,6 +218,15 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
                     .unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
             })
         }
+        "burstgpt" => {
+            DatasetKind::BurstGpt(BurstGptConfig { path: required_path(args, "/path/to/BurstGPT.csv")? })
+        }
+        "spec_bench" | "spec-bench" => DatasetKind::SpecBench(SpecBenchConfig {
+            path: required_path(args, "/path/to/question.jsonl (Spec-Bench)")?,
+            category: d.spec_bench_category.clone(),
+            output_len: output_override
+                .unwrap_or(positive("--spec-bench-output-len", d.spec_bench_output_len)?),
+        }),
         "hf" => DatasetKind::Hf(hf_config(args, output_override)?),
         other => {
             return Err(BenchError::config(
@@ -294,7 +317,12 @@ fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig>
         }
         HfSource::File(local)
     } else if servebench_data::tokenizer::hub::looks_like_model_id(&path) {
-        HfSource::Hub { dataset: path, subset: d.hf_subset.clone(), split: d.hf_split.clone() }
+        HfSource::Hub {
+            dataset: path,
+            subset: d.hf_subset.clone(),
+            split: d.hf_split.clone(),
+            whole_split: d.no_stream,
+        }
     } else {
         return Err(BenchError::config(
             "--dataset-path",

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use servebench_core::inference::{mann_whitney_u, welch_t_test, TestResult};
 use servebench_core::metrics::{is_completed, RequestTimes};
 use servebench_core::BenchError;
+use servebench_report::change::{change_percent, format_change};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -186,12 +187,22 @@ pub fn marker(key: &str, delta: f64) -> &'static str {
 
 /// Compares `b` against the baseline `a`: one JSON row per metric key both report.
 pub fn compare(a: &Loaded, b: &Loaded, alpha: f64) -> Vec<Value> {
-    metric_keys(&a.values)
-        .into_iter()
+    // A's keys in A's order, then keys only B reports (A has no data for them).
+    let mut keys = metric_keys(&a.values);
+    for k in metric_keys(&b.values) {
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
         .filter_map(|k| {
-            let (va, vb) = (value_at(&a.values, &k)?, value_at(&b.values, &k)?);
-            let delta = vb - va;
-            let change = if va.abs() > 1e-12 { Some(delta / va.abs() * 100.0) } else { None };
+            // A metric one side has no data for (null) stays in the table as n/a.
+            let (va, vb) = (value_at(&a.values, &k), value_at(&b.values, &k));
+            if va.is_none() && vb.is_none() {
+                return None;
+            }
+            let delta = va.zip(vb).map(|(va, vb)| vb - va).filter(|d| d.is_finite());
+            let change = va.zip(vb).and_then(|(va, vb)| change_percent(va, vb));
             let test = test_for(a, b, &k);
             Some(json!({
                 "metric": k,
@@ -199,7 +210,7 @@ pub fn compare(a: &Loaded, b: &Loaded, alpha: f64) -> Vec<Value> {
                 "b": vb,
                 "delta": delta,
                 "change_percent": change,
-                "marker": marker(&k, delta),
+                "marker": delta.map_or("", |d| marker(&k, d)),
                 "test": test.as_ref().map(|t| t.test.clone()),
                 "p_value": test.as_ref().map(|t| t.p_value),
                 "significant": test.as_ref().map(|t| t.significant(alpha)),
@@ -217,16 +228,19 @@ fn table(a: &Loaded, b: &Loaded, rows: &[Value], alpha: f64) -> String {
     ));
     for r in rows {
         let f = |k: &str| r.get(k).and_then(Value::as_f64);
+        let marker = r["marker"].as_str().unwrap_or("");
         let change = match f("change_percent") {
-            Some(c) => format!("{c:+.2}%{}", r["marker"].as_str().unwrap_or("")),
-            None => "inf%".into(),
+            Some(c) => format!("{}{marker}", format_change(Some(c), 2)),
+            // "–" then the direction apart, so a regression from 0 still shows.
+            None => format!("– {marker}").trim_end().to_owned(),
         };
+        let num = |k: &str| f(k).map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"));
         out.push_str(&format!(
-            "{:<34} {:>12.2} {:>12.2} {:>12.2} {:>10} {:>16} {:>9} {:>5}\n",
+            "{:<34} {:>12} {:>12} {:>12} {:>10} {:>16} {:>9} {:>5}\n",
             r["metric"].as_str().unwrap_or(""),
-            f("a").unwrap_or(0.0),
-            f("b").unwrap_or(0.0),
-            f("delta").unwrap_or(0.0),
+            num("a"),
+            num("b"),
+            num("delta"),
             change,
             r["test"].as_str().unwrap_or("-"),
             f("p_value").map_or("-".into(), |p| format!("{p:.4}")),
@@ -276,6 +290,36 @@ mod tests {
         assert_eq!(marker("request_throughput", -1.0), "-");
         assert_eq!(marker("max_concurrent_requests", 5.0), "");
         assert_eq!(marker("duration", 0.0), "");
+    }
+
+    /// Issue 15.12: 0 → 0 is "0.00%", x → 0 and 0 → x print no inf/NaN, a null side is n/a.
+    #[test]
+    fn compare_zero_to_zero_is_zero_percent_never_inf() {
+        let load_doc =
+            |v: Value| Loaded { name: "x".into(), values: v, runs: vec![], per_request: HashMap::new() };
+        let a =
+            load_doc(json!({"completed": 0, "failed": 0, "request_throughput": 2.0, "mean_ttft_ms": null,
+                                "p99_ttft_ms": 0.0}));
+        let b =
+            load_doc(json!({"completed": 5, "failed": 0, "request_throughput": 0.0, "mean_ttft_ms": 12.5,
+                                "p99_ttft_ms": 3.0}));
+        let rows = compare(&a, &b, 0.05);
+        let row = |k: &str| rows.iter().find(|r| r["metric"] == k).unwrap().clone();
+        assert_eq!(row("failed")["change_percent"], json!(0.0));
+        assert_eq!(row("completed")["change_percent"], Value::Null);
+        assert_eq!(row("request_throughput")["change_percent"], json!(-100.0));
+        assert_eq!(row("p99_ttft_ms")["change_percent"], Value::Null);
+        let text = table(&a, &b, &rows, 0.05);
+        assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
+        let line = |k: &str| text.lines().find(|l| l.starts_with(&format!("{k} "))).unwrap().to_owned();
+        assert!(line("failed").contains(" 0.00%"), "{}", line("failed"));
+        // 0 → 5 completed: undefined change, still marked as an improvement, apart from the dash.
+        assert!(line("completed").contains(" – +"), "{}", line("completed"));
+        // mean_ttft_ms is null in A (no completed request): n/a, not 0.00, and no change.
+        assert_eq!(row("mean_ttft_ms")["a"], Value::Null);
+        assert_eq!(row("mean_ttft_ms")["change_percent"], Value::Null);
+        let l = line("mean_ttft_ms");
+        assert!(l.contains("n/a") && l.contains("12.50") && l.contains(" –"), "{l}");
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct OutputConfig {
     pub backend_name: String,
     /// Percent of failed requests above which the run exits with code 3.
     pub max_failure_rate: Option<f64>,
+    /// `--plot-timeline`: the two ITL thresholds (ms) of the timeline page; None = no page.
+    pub timeline_itl_ms: Option<(f64, f64)>,
 }
 
 /// The whole validated configuration of a `servebench` run.
@@ -46,6 +48,10 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
     let backend: BackendKind = args.backend.parse()?;
     crate::cli_pooling::check_backend_flags(args, backend)?;
     crate::cli_dataset::check_chat_media_flags(args, backend)?;
+    crate::cli_parsers::check(args)?;
+    let timeline_itl_ms = crate::cli_vllm::itl_thresholds_ms(args)?;
+    let probe_request_rate = crate::cli_vllm::probe_rate(args, backend)?;
+    let tokenizer = crate::cli_vllm::tokenizer(args)?;
     // timed_trace and multi-turn ShareGPT are built by the load options (cli_workload).
     let other_dataset = if crate::cli_workload::is_trace(args) || args.workload.multi_turn {
         None
@@ -74,6 +80,18 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
                 "use --backend llama.cpp or openai for token-id prompts, or drop --prompt-token-ids",
             ));
         }
+    }
+    let per_run = [
+        ("--plot-timeline", args.vllm.plot_timeline),
+        ("--probe-request-rate", args.vllm.probe_request_rate != 0.0),
+    ];
+    if let Some((flag, _)) = per_run.iter().find(|f| f.1).filter(|_| args.experiment.is_experiment()) {
+        return Err(BenchError::not_applicable(
+            *flag,
+            "single runs (its page or probe summary belongs to one run)",
+            "this command line runs several (sweep, search or --num-runs)",
+            "drop the flag, or run the points one by one",
+        ));
     }
     if args.plot_dataset_stats && args.experiment.is_experiment() {
         return Err(BenchError::config(
@@ -142,10 +160,14 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         let h = parse_header(item)?;
         headers.push((h.name, h.value.expose().to_string()));
     }
-    let extra_body = match &args.extra_body {
+    let mut extra_body = match &args.extra_body {
         Some(t) => parse_extra_body(t)?,
         None => Map::new(),
     };
+    // --use-beam-search and --chat-template-kwargs; an --extra-body key of the same name wins.
+    for (k, v) in crate::cli_vllm::body_fields(args, backend)? {
+        extra_body.entry(k).or_insert(v);
+    }
     let metadata = args.metadata.iter().map(|m| parse_metadata(m)).collect::<Result<Vec<_>>>()?;
     let percentile_metrics = parse_percentile_metrics(
         args.percentile_metrics.as_deref().unwrap_or(crate::cli_pooling::default_percentile_metrics(backend)),
@@ -206,9 +228,11 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         base_url,
         target,
         insecure: args.insecure,
+        tls: args.network.tls_options(),
+        proxy: args.network.proxy_options(),
         model: args.model.clone(),
         served_model_name: args.served_model_name.clone(),
-        tokenizer: args.tokenizer.clone(),
+        tokenizer,
         dataset,
         max_model_len: args.max_model_len,
         rate,
@@ -271,8 +295,10 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
             }
             other => other,
         },
+        timeline_itl_ms,
     };
     crate::cli_workload::apply(args, backend, &mut run)?;
+    run.load.probe_request_rate = probe_request_rate;
     Ok(Validated { run, output })
 }
 

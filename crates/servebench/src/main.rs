@@ -18,7 +18,8 @@ fn exit_code_for(err: &anyhow::Error) -> u8 {
             | ErrorCode::FlagNotSupported
             | ErrorCode::MultimodalUnsupported
             | ErrorCode::ContentTypeUnsupported
-            | ErrorCode::PoolingSampling,
+            | ErrorCode::PoolingSampling
+            | ErrorCode::FlagNotApplicable,
         ) => 2,
         Some(ErrorCode::FailureRate) => 3,
         _ => 1,

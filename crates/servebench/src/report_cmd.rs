@@ -273,6 +273,30 @@ pub fn write_dataset_stats(
     Ok(())
 }
 
+/// `--plot-timeline`: writes the run's request timeline next to the result file
+/// (`<result>.timeline.html`, the result's extension replaced as vLLM does).
+pub fn write_timeline(
+    result_path: &Path,
+    args: &crate::cli::RunArgs,
+    info: &RunInfo,
+    records: &[RequestRecord],
+    thresholds_ms: (f64, f64),
+) -> anyhow::Result<()> {
+    let path = result_path.with_extension("timeline.html");
+    let about = vec![
+        ("model".to_string(), info.model_id.clone()),
+        ("backend".to_string(), info.backend.clone()),
+        ("dataset".to_string(), args.dataset_name.clone()),
+        ("date".to_string(), servebench_report::info::vllm_date(info.date)),
+        ("ITL thresholds (ms)".to_string(), format!("{}, {}", thresholds_ms.0, thresholds_ms.1)),
+    ];
+    let title = format!("servebench request timeline: {}", info.model_id);
+    let page = servebench_report::html::timeline_report(&title, &about, records, thresholds_ms);
+    write_text(&path, &page)?;
+    println!("Timeline: {}", path.display());
+    Ok(())
+}
+
 /// `<result>.dataset_stats.html`: the result path with its extension replaced.
 pub fn dataset_stats_path(result_path: &Path) -> PathBuf {
     result_path.with_extension("dataset_stats.html")

@@ -76,12 +76,22 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     // OPENAI_API_KEY (ANTHROPIC_API_KEY first for --backend anthropic).
     let api_key = servebench_client::dialect::api_key_from_env(&args.backend, |k| std::env::var(k).ok());
     let Validated { mut run, output } = validate(args, api_key)?;
+    crate::cli_network::with_process_env(&mut run);
     let experiment = crate::experiment::plan::plan(&args.experiment)?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
     let _sim = if args.sim {
         let sim = EmbeddedSim::start(&args.sim_options)?;
         run.base_url = sim.base_url();
+        // The embedded simulator is on this host: never through a proxy from the environment.
+        run.proxy.disabled = true;
+        if let Some(t) = sim.tls() {
+            // The client trusts the simulator's fresh CA unless told otherwise.
+            if run.tls.cacert.is_none() && !run.insecure {
+                run.tls.cacert = Some(t.ca_path.clone());
+            }
+            println!("Embedded simulator TLS: {}", t.describe());
+        }
         if run.tokenizer.is_none() {
             run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
         }
@@ -160,8 +170,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
                 println!("{:<40}{:<10}", "Dropped by --max-model-len:", workload.filtered_out);
             }
             print!("{}", workload.lengths.render());
-            if args.plot_dataset_stats {
-                println!("note: --plot-dataset-stats plots a run's requests; a dry run writes nothing");
+            if args.plot_dataset_stats || args.vllm.plot_timeline {
+                println!("note: --plot-dataset-stats and --plot-timeline plot a run's requests; a dry run writes nothing");
             }
             return Ok(0);
         }
@@ -178,6 +188,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .map(|_| ArrivalSchedule::generate(out.records.len(), &rate, seed).rps_change_events(&rate));
     let info = run_info(&output, args, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
     println!("{}", console_block(&info, &metrics));
+    let probes = servebench_report::probe::ProbeSummary::of(&out.probe_records);
+    if let Some(p) = &probes {
+        print!("{}", p.console_block());
+    }
     // Per-turn, per-stage and trace-replay blocks (docs/workloads.md).
     print!("{}", servebench_report::groups::console_groups(&out.records, &metrics_cfg, &group_info));
     let steady = crate::experiment::extras::steady_state_of(
@@ -206,6 +220,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             server_side.server.as_ref(),
             server_side.profile.as_ref(),
         );
+        if let (Some(p), Some(o)) = (&probes, json.as_object_mut()) {
+            p.add_to(o);
+        }
         write_result(&result_path, &json, output.append_result)?;
         println!("Result: {}", result_path.display());
         let final_records = records_path_for(&result_path);
@@ -220,6 +237,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     }
     if args.plot_dataset_stats {
         crate::report_cmd::write_dataset_stats(&result_path, args, &info, &out.records)?;
+    }
+    if let Some(thresholds) = output.timeline_itl_ms {
+        crate::report_cmd::write_timeline(&result_path, args, &info, &out.records, thresholds)?;
     }
     // --html-report / --csv: written from the same records and metrics as the result.
     crate::report_cmd::write_run_reports(

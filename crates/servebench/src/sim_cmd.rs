@@ -113,13 +113,20 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
         .thread_name("sb-sim")
         .build()
         .context("starting the async runtime")?;
+    let tls = crate::sim_tls::SimTlsSetup::new(&args.sim.sim_tls)?;
     rt.block_on(async move {
-        let handle = servebench_sim::start(cfg, addr).await?;
+        let handle = match &tls {
+            Some(t) => servebench_sim::start_tls(cfg, addr, t.tls.clone()).await?,
+            None => servebench_sim::start(cfg, addr).await?,
+        };
         eprintln!(
-            "servebench sim: serving model '{}' on http://{}{prefix} (Ctrl-C to stop)",
+            "servebench sim: serving model '{}' on {}{prefix} (Ctrl-C to stop)",
             args.sim.sim_model,
-            handle.local_addr()
+            handle.base_url()
         );
+        if let Some(t) = &tls {
+            eprintln!("servebench sim: {}", t.describe());
+        }
         wait_for_stop_signal().await?;
         if let Some(path) = &args.ground_truth {
             let truth = handle.take_ground_truth();
@@ -164,6 +171,8 @@ pub struct EmbeddedSim {
     addr: SocketAddr,
     /// The gateway personality's path prefix (empty otherwise).
     prefix: String,
+    /// With `--sim-tls`: the generated CA and where its certificate was written.
+    tls: Option<crate::sim_tls::SimTlsSetup>,
 }
 
 impl EmbeddedSim {
@@ -177,14 +186,26 @@ impl EmbeddedSim {
             .thread_name("sb-sim")
             .build()
             .context("starting the simulator runtime")?;
-        let handle = runtime.block_on(servebench_sim::start(cfg, ([127, 0, 0, 1], 0).into()))?;
+        let tls = crate::sim_tls::SimTlsSetup::new(&opts.sim_tls)?;
+        let addr = ([127, 0, 0, 1], 0).into();
+        let handle = match &tls {
+            Some(t) => runtime.block_on(servebench_sim::start_tls(cfg, addr, t.tls.clone()))?,
+            None => runtime.block_on(servebench_sim::start(cfg, addr))?,
+        };
         let addr = handle.local_addr();
-        Ok(EmbeddedSim { runtime: Some(runtime), handle: Some(handle), addr, prefix })
+        Ok(EmbeddedSim { runtime: Some(runtime), handle: Some(handle), addr, prefix, tls })
     }
 
-    /// `http://127.0.0.1:PORT` (with the gateway personality's path prefix).
+    /// `http://127.0.0.1:PORT` (`https://` with `--sim-tls`), with the gateway personality's
+    /// path prefix.
     pub fn base_url(&self) -> String {
-        format!("http://{}{}", self.addr, self.prefix)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.addr, self.prefix)
+    }
+
+    /// With `--sim-tls`: the CA certificate file clients must trust.
+    pub fn tls(&self) -> Option<&crate::sim_tls::SimTlsSetup> {
+        self.tls.as_ref()
     }
 }
 

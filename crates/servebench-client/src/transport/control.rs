@@ -85,7 +85,12 @@ impl HttpClient {
         let req = self.request(method, &path, h, body.unwrap_or_default()).map_err(transport)?;
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
         let sent = self.send(req, Some(&mut deadline)).await.map_err(|f| match f.kind {
-            SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => transport(f.message),
+            // A certificate or proxy failure has its own code (SB310, SB312).
+            SendFailKind::Connect | SendFailKind::Transport => match self.connect_failure() {
+                Some(typed) => typed.to_error(&context),
+                None => transport(f.message),
+            },
+            SendFailKind::Timeout => transport(f.message),
         })?;
         let mut conn = sent.conn;
         let (parts, mut incoming) = sent.response.into_parts();

@@ -22,6 +22,12 @@ const MAX_HEADERS: usize = 128;
 pub(crate) fn write_request_head(req: &Request<bytes::Bytes>, out: &mut Vec<u8>) {
     out.extend_from_slice(req.method().as_str().as_bytes());
     out.push(b' ');
+    // Absolute-form (through an `http` proxy): scheme and authority first.
+    if let (Some(scheme), Some(authority)) = (req.uri().scheme_str(), req.uri().authority()) {
+        out.extend_from_slice(scheme.as_bytes());
+        out.extend_from_slice(b"://");
+        out.extend_from_slice(authority.as_str().as_bytes());
+    }
     let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");

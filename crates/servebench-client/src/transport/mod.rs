@@ -15,7 +15,10 @@
 
 mod conn;
 pub(crate) mod control;
+pub(crate) mod failure;
 pub(crate) mod h1;
+pub(crate) mod proxy;
+pub(crate) mod tls;
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -30,6 +33,12 @@ use tokio::net::TcpStream;
 use tokio::sync::OnceCell;
 use tokio_rustls::TlsConnector;
 use url::Url;
+
+pub use failure::ConnectFailure;
+use failure::FailureLatch;
+use proxy::ProxyRoute;
+pub use proxy::{ProxyEnv, ProxyOptions};
+pub use tls::{TlsOptions, TrustEnv, TrustSource};
 
 pub(crate) use conn::{Conn, Incoming, Interrupted, WriteFail};
 
@@ -54,6 +63,10 @@ pub struct ClientOptions {
     pub idle_timeout: Option<Duration>,
     /// Bound on control-plane requests (`get_json`, `post_json`, `request_raw`).
     pub control_timeout: Duration,
+    /// Trusted roots and client identity (`--cacert`, `--client-cert`, `SSL_CERT_FILE`, ...).
+    pub tls: TlsOptions,
+    /// Proxies (`HTTPS_PROXY`, ..., `--no-proxy`).
+    pub proxy: ProxyOptions,
 }
 
 impl Default for ClientOptions {
@@ -65,6 +78,8 @@ impl Default for ClientOptions {
             max_idle: 2048,
             idle_timeout: None,
             control_timeout: Duration::from_secs(60),
+            tls: TlsOptions::default(),
+            proxy: ProxyOptions::default(),
         }
     }
 }
@@ -106,6 +121,14 @@ struct Inner {
     origin: Origin,
     opts: ClientOptions,
     tls: Option<TlsConnector>,
+    /// Where the TLS roots came from (`None` for `http://`).
+    trust: Option<TrustSource>,
+    /// The proxy requests go through, if any.
+    proxy: Option<ProxyRoute>,
+    /// `http://host:port` put before paths (absolute-form requests through a proxy).
+    forward_prefix: Option<String>,
+    /// The latest certificate or proxy failure (cleared by a successful connect).
+    failures: Arc<FailureLatch>,
     addrs: OnceCell<Vec<SocketAddr>>,
     idle: Mutex<Vec<Conn>>,
     counters: Counters,
@@ -196,18 +219,26 @@ impl HttpClient {
             .map_err(|_| BenchError::config("--base-url", "invalid host", "use http://host:port"))?;
         let display = format!("{}://{}:{}", url.scheme(), host_for_header, port);
         let prefix = url.path().trim_end_matches('/').to_owned();
-        let tls = if tls {
-            let cfg = conn::tls_config(opts.insecure)
-                .map_err(|e| BenchError::Transport { context: "TLS setup".into(), detail: e.to_string() })?;
-            Some(TlsConnector::from(cfg))
+        let (tls, trust) = if tls || opts.tls.names_files() {
+            let setup = tls::setup(opts.insecure, &opts.tls)?;
+            (tls.then_some(setup.connector), tls.then_some(setup.trust))
         } else {
-            None
+            (None, None)
         };
+        let proxy = proxy::route(&opts.proxy, &url)?;
+        let forward_prefix = proxy
+            .as_ref()
+            .filter(|p| !p.tunnel)
+            .map(|_| format!("http://{}", host_header.to_str().unwrap_or("")));
         Ok(HttpClient {
             inner: Arc::new(Inner {
                 origin: Origin { tls: tls.is_some(), host, port, host_header, prefix, display },
                 opts,
                 tls,
+                trust,
+                proxy,
+                forward_prefix,
+                failures: Arc::default(),
                 addrs: OnceCell::new(),
                 idle: Mutex::new(Vec::new()),
                 counters: Counters::default(),
@@ -228,6 +259,26 @@ impl HttpClient {
     /// Whether the origin is `https`.
     pub fn is_tls(&self) -> bool {
         self.inner.origin.tls
+    }
+
+    /// Where the TLS roots came from (`None` for `http://` origins).
+    pub fn trust(&self) -> Option<&TrustSource> {
+        self.inner.trust.as_ref()
+    }
+
+    /// The proxy in use, for the run header: `http://***@host:port (CONNECT tunnel, from
+    /// HTTPS_PROXY)`; credentials are never shown.
+    pub fn proxy_summary(&self) -> Option<String> {
+        self.inner.proxy.as_ref().map(|p| {
+            let how = if p.tunnel { "CONNECT tunnel" } else { "absolute-form requests" };
+            format!("{} ({how}, from {})", p.display, p.source)
+        })
+    }
+
+    /// The latest certificate or proxy failure of a connection attempt (cleared by the next
+    /// successful connection). [`ConnectFailure::is_permanent`] tells whether waiting can help.
+    pub fn connect_failure(&self) -> Option<ConnectFailure> {
+        self.inner.failures.get()
     }
 
     /// Connection counters.
@@ -298,7 +349,11 @@ impl HttpClient {
         }
         match (opened, last_err) {
             (0, Some(e)) => {
-                Err(BenchError::Transport { context: format!("connect {}", self.origin()), detail: e })
+                let context = format!("connect {}", self.origin());
+                Err(match self.connect_failure() {
+                    Some(f) => f.to_error(&context),
+                    None => BenchError::Transport { context, detail: e },
+                })
             }
             _ => Ok(opened),
         }
@@ -308,22 +363,26 @@ impl HttpClient {
         self.inner.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The addresses of the host connections go to: the proxy's, or the origin's.
     async fn addrs(&self) -> std::result::Result<&[SocketAddr], String> {
-        let o = &self.inner.origin;
+        let (host, port) = match &self.inner.proxy {
+            Some(p) => (p.host.as_str(), p.port),
+            None => (self.inner.origin.host.as_str(), self.inner.origin.port),
+        };
         let addrs = self
             .inner
             .addrs
             .get_or_try_init(|| async {
-                if let Ok(ip) = o.host.parse::<IpAddr>() {
-                    return Ok(vec![SocketAddr::new(ip, o.port)]);
+                if let Ok(ip) = host.parse::<IpAddr>() {
+                    return Ok(vec![SocketAddr::new(ip, port)]);
                 }
-                let mut v: Vec<SocketAddr> = tokio::net::lookup_host((o.host.as_str(), o.port))
+                let mut v: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
                     .await
-                    .map_err(|e| format!("resolve {}: {e}", o.host))?
+                    .map_err(|e| format!("resolve {host}: {e}"))?
                     .collect();
                 v.sort_by_key(|a| a.is_ipv6()); // IPv4 first, stable otherwise
                 if v.is_empty() {
-                    return Err(format!("resolve {}: no addresses", o.host));
+                    return Err(format!("resolve {host}: no addresses"));
                 }
                 Ok(v)
             })
@@ -341,7 +400,7 @@ impl HttpClient {
     }
 
     async fn connect_inner(&self) -> std::result::Result<Conn, String> {
-        let addrs = self.addrs().await?;
+        let addrs = self.addrs().await.map_err(|e| self.proxy_unreachable(e))?;
         let mut last = String::from("no address");
         let mut tcp = None;
         for a in addrs {
@@ -353,14 +412,17 @@ impl HttpClient {
                 Err(e) => last = format!("connect to {a}: {e}"),
             }
         }
-        let tcp = tcp.ok_or(last)?;
+        let mut tcp = tcp.ok_or(last).map_err(|e| self.proxy_unreachable(e))?;
         let _ = tcp.set_nodelay(true);
+        self.open_tunnel(&mut tcp).await?;
         let stream = match &self.inner.tls {
-            Some(tls) => conn::tls_connect(tls, &self.inner.origin.host, tcp)
+            Some(tls) => tls::connect(tls, &self.inner.origin.host, tcp, &self.inner.failures)
                 .await
+                .map(|s| conn::Stream::Tls(Box::new(s)))
                 .map_err(|e| format!("TLS handshake with {}: {e}", self.origin()))?,
             None => conn::Stream::Plain(tcp),
         };
+        self.inner.failures.clear();
         let c = Conn::new(stream);
         self.inner.counters.opened.fetch_add(1, Ordering::Relaxed);
         Ok(c)
@@ -408,7 +470,8 @@ impl HttpClient {
         }
     }
 
-    /// Builds a request for `path` with `headers` (Host is added).
+    /// Builds a request for `path` with `headers` (Host is added; through an `http` proxy the
+    /// target is absolute-form and `Proxy-Authorization` is added).
     pub(crate) fn request(
         &self,
         method: Method,
@@ -417,9 +480,20 @@ impl HttpClient {
         body: bytes::Bytes,
     ) -> std::result::Result<Request<ReqBody>, String> {
         headers.insert(HOST, self.inner.origin.host_header.clone());
+        let absolute;
+        let target = match &self.inner.forward_prefix {
+            Some(prefix) => {
+                if let Some(auth) = self.inner.proxy.as_ref().and_then(|p| p.auth.clone()) {
+                    headers.insert(http::header::PROXY_AUTHORIZATION, auth);
+                }
+                absolute = format!("{prefix}{path}");
+                absolute.as_str()
+            }
+            None => path,
+        };
         let mut req = Request::builder()
             .method(method)
-            .uri(path)
+            .uri(target)
             .body(body)
             .map_err(|e| format!("invalid request: {e}"))?;
         *req.headers_mut() = headers;

@@ -49,8 +49,8 @@ pub struct ConversationSummary {
     /// Mean number of completed turns per conversation.
     pub avg_turns_completed: f64,
     /// Mean over conversations with a completed turn of first dispatch → last completed
-    /// turn's end (think time included), ms.
-    pub avg_duration_ms: f64,
+    /// turn's end (think time included), ms; `None` when no conversation completed a turn.
+    pub avg_duration_ms: Option<f64>,
 }
 
 /// The conversation summary; `None` when no record belongs to a conversation.
@@ -96,11 +96,8 @@ pub fn conversations(records: &[RequestRecord]) -> Option<ConversationSummary> {
         completed: convs.values().filter(|c| c.completed == c.turns).count() as u64,
         failed: convs.values().filter(|c| c.failed).count() as u64,
         avg_turns_completed: convs.values().map(|c| c.completed as f64).sum::<f64>() / n as f64,
-        avg_duration_ms: if durations.is_empty() {
-            0.0
-        } else {
-            durations.iter().sum::<f64>() / durations.len() as f64
-        },
+        avg_duration_ms: (!durations.is_empty())
+            .then(|| durations.iter().sum::<f64>() / durations.len() as f64),
     })
 }
 
@@ -135,17 +132,13 @@ pub fn schedule_lag(records: &[RequestRecord], percentiles: &[f64]) -> ScheduleL
     }
 }
 
-/// Largest lag, ms (0 without dispatched requests).
-pub fn max_lag_ms(records: &[RequestRecord]) -> f64 {
+/// Largest lag, ms (`None` without dispatched requests).
+pub fn max_lag_ms(records: &[RequestRecord]) -> Option<f64> {
     let lags: Vec<f64> = records
         .iter()
         .filter_map(|r| r.dispatched_us.map(|d| d.saturating_sub(r.intended_us) as f64))
         .collect();
-    if lags.is_empty() {
-        0.0
-    } else {
-        percentile(&lags, 100.0) / 1000.0
-    }
+    (!lags.is_empty()).then(|| percentile(&lags, 100.0) / 1000.0)
 }
 
 #[cfg(test)]
@@ -225,7 +218,7 @@ mod tests {
         assert_eq!(s.failed, 1);
         assert_eq!(s.avg_turns_completed, 1.5);
         // (9 − 1) and (4 − 2) ms.
-        assert_eq!(s.avg_duration_ms, 5.0);
+        assert_eq!(s.avg_duration_ms, Some(5.0));
         assert!(conversations(&[rec(0, 0, 0, 1, 1, 1)]).is_none());
     }
 
@@ -240,6 +233,7 @@ mod tests {
         assert_eq!(l.late_over_10ms, 1);
         assert_eq!(l.lag_ms.mean, 8.0);
         assert_eq!(l.lag_ms.median, 8.0);
-        assert_eq!(max_lag_ms(&[a, b]), 14.0);
+        assert_eq!(max_lag_ms(&[a, b]), Some(14.0));
+        assert_eq!(max_lag_ms(&[]), None);
     }
 }

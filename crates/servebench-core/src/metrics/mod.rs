@@ -19,9 +19,9 @@ use crate::error::{BenchError, Result};
 use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
 use crate::stats::{summary_weighted, Summary};
 
-pub use peaks::{peak_overlap, peak_window_sum, WINDOW_US};
+pub use peaks::{peak_overlap, peak_rate, peak_window_sum, WINDOW_US};
 pub use request::{is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes};
-pub use steady_state::{steady_state, LoadMode, SteadyState, SteadyStateConfig};
+pub use steady_state::{steady_state, LoadMode, NoSteadyState, SteadyState, SteadyStateConfig};
 pub use token_accounting::{CountDiscrepancy, TokenAccounting, OUTPUT_DISAGREEMENT_WARN};
 pub use ttfo::{output_split, ttfo_us, OutputSplit};
 
@@ -314,10 +314,11 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         }
     }
 
-    let duration_s = match (first_dispatch, last_end) {
-        (Some(f), Some(l)) => l.saturating_sub(f) as f64 / 1e6,
-        _ => 0.0,
+    let duration_us = match (first_dispatch, last_end) {
+        (Some(f), Some(l)) => l.saturating_sub(f),
+        _ => 0,
     };
+    let duration_s = duration_us as f64 / 1e6;
     let good_requests = (!cfg.goodput.is_empty()).then_some(good);
     RunMetrics {
         config: cfg.clone(),
@@ -340,8 +341,9 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         total_token_throughput: per_second((total_in + total_out) as f64, duration_s),
         good_requests,
         request_goodput: good_requests.map(|g| per_second(g as f64, duration_s)),
-        // Spread weights (T/E) are inexact in binary; round away the summation noise.
-        max_output_tokens_per_s: (peak_window_sum(&mut token_events, WINDOW_US) * 1e6).round() / 1e6,
+        // Never below the mean, even by the rounding of spread weights.
+        max_output_tokens_per_s: peak_rate(&mut token_events, WINDOW_US, duration_us)
+            .max(per_second(total_out as f64, duration_s)),
         max_concurrent_requests: peak_overlap(&intervals),
         ttft: summary_ms(&ttft, pct),
         tpot: summary_ms(&tpot, pct),

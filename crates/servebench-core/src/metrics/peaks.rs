@@ -26,6 +26,30 @@ pub fn peak_window_sum(events: &mut [(u64, f64)], window_us: u64) -> f64 {
     best
 }
 
+/// Peak rate per second over a sliding window of `window_us`, never below the mean rate over the
+/// run's `span_us` (docs/metrics.md, "Peak output token throughput").
+///
+/// - A run shorter than the window: the window holds every event, so the rate is the total over
+///   the run's span (dividing by the full window would put the "peak" below the average).
+/// - Otherwise the best window's sum per window, or the mean over the span if that is larger: with
+///   discrete events a 1-s window can hold less than the average second (tokens at 0 s and
+///   1.0 s of a 1.9-s run), and a peak below the average is not a peak.
+/// - `span_us = 0` (nothing measured): the best window's sum per window.
+pub fn peak_rate(events: &mut [(u64, f64)], window_us: u64, span_us: u64) -> f64 {
+    // Spread weights (T/E) are inexact in binary: round sums to 1e-6 tokens.
+    let round = |x: f64| (x * 1e6).round() / 1e6;
+    // A fold from +0.0: an empty float `sum()` is -0.0, printed "-0.00".
+    let total = round(events.iter().fold(0.0, |a, e| a + e.1));
+    let per_s = |x: f64, us: u64| x * 1e6 / us as f64;
+    if span_us == 0 || window_us == 0 {
+        return round(peak_window_sum(events, window_us));
+    }
+    if span_us < window_us {
+        return per_s(total, span_us);
+    }
+    per_s(round(peak_window_sum(events, window_us)), window_us).max(per_s(total, span_us))
+}
+
 /// The largest number of half-open intervals `[start, end)` covering one instant.
 ///
 /// Ends are processed before starts at equal times (a request ending at `t` and one starting at
@@ -60,6 +84,27 @@ mod tests {
         let mut ev = vec![(0, 2.0), (1_000_000, 5.0)];
         assert_eq!(peak_window_sum(&mut ev, WINDOW_US), 5.0);
         assert_eq!(peak_window_sum(&mut [], WINDOW_US), 0.0);
+    }
+
+    #[test]
+    fn peak_rate_of_a_sub_second_run_is_its_mean_not_its_total_per_second() {
+        // 20 tokens over a 0.25-s run: the 1-s window holds all 20, i.e. 80 tok/s over the run.
+        let mut ev: Vec<(u64, f64)> = (0..20).map(|i| (i * 12_500, 1.0)).collect();
+        assert_eq!(peak_rate(&mut ev, WINDOW_US, 250_000), 80.0);
+    }
+
+    #[test]
+    fn peak_rate_is_never_below_the_mean_at_window_edges() {
+        // Tokens at 0 s and 1.0 s of a 1.9-s run: each 1-s window holds 1 token, the mean is
+        // 2/1.9 tok/s; the peak is the mean.
+        let mut ev = vec![(0, 1.0), (1_000_000, 1.0)];
+        assert_eq!(peak_rate(&mut ev, WINDOW_US, 1_900_000), 2.0 / 1.9);
+        // A burst: 5 tokens within 0.1 s of a 3-s run → the window wins.
+        let mut ev = vec![(0, 1.0), (10, 1.0), (20, 1.0), (30, 1.0), (40, 1.0), (2_500_000, 1.0)];
+        assert_eq!(peak_rate(&mut ev, WINDOW_US, 3_000_000), 5.0);
+        assert_eq!(peak_rate(&mut [], WINDOW_US, 0), 0.0);
+        // No tokens in a 0.38-s run (every request failed): +0, never "-0.00".
+        assert!(peak_rate(&mut [], WINDOW_US, 380_000).is_sign_positive());
     }
 
     #[test]

@@ -194,8 +194,10 @@ fn response_view_and_queue_time() {
 #[test]
 fn peaks() {
     let m = compute(&fixture(), &cfg());
-    // All token events fall within 0.5 s: the window holds every output token.
-    assert_close!(m.max_output_tokens_per_s, 16.0);
+    // The run (0.509 s) is shorter than the 1-s window: the window holds every output token, and
+    // the peak rate is that over the run's span (the mean), not 16 tokens per full second.
+    assert_close!(m.max_output_tokens_per_s, 16.0 / 0.509);
+    assert_close!(m.max_output_tokens_per_s, m.output_throughput);
     // [1k,162k) [60k,350k) [100k,151k) overlap 3 deep; failed rec 4 makes 3 again at 300k.
     assert_eq!(m.max_concurrent_requests, 3);
 }
@@ -319,6 +321,38 @@ mod properties {
                 // Every gap is attributed unless no later event carries a token.
                 prop_assert!(sum <= span as f64 * (1.0 + 1e-12) + 1e-6);
                 prop_assert!(v.iter().all(|&(x, _)| x >= 0.0));
+            }
+        }
+
+        /// Issue 15.3: a peak is never below the mean, whatever the run's length (sub-second
+        /// runs, window edges); peak concurrency is never below the mean number in flight.
+        #[test]
+        fn peak_output_rate_and_peak_concurrency_are_never_below_their_means(
+            recs in prop::collection::vec(arb_record(), 0..12),
+            stretch in 1u64..8,
+        ) {
+            let recs: Vec<RequestRecord> = recs.into_iter().map(|mut r| {
+                // Stretch some runs past the 1-s window.
+                r.intended_us *= stretch;
+                r.dispatched_us = r.dispatched_us.map(|d| d * stretch);
+                r.first_token_us = r.first_token_us.map(|d| d * stretch);
+                r.token_events.gaps_us.iter_mut().for_each(|g| *g = g.saturating_mul(stretch as u32));
+                r.last_token_us = r.first_token_us
+                    .map(|f| f + r.token_events.gaps_us.iter().map(|&g| u64::from(g)).sum::<u64>());
+                r.done_us = r.last_token_us.map(|l| l + 5);
+                r.headers_us = r.dispatched_us;
+                r.first_event_us = r.first_token_us;
+                r
+            }).collect();
+            let m = compute(&recs, &cfg());
+            prop_assert!(m.max_output_tokens_per_s >= m.output_throughput,
+                "peak {} < mean {}", m.max_output_tokens_per_s, m.output_throughput);
+            let busy_s: f64 = recs.iter().filter_map(|r| {
+                let t = RequestTimes::of(r);
+                Some(t.last_known_us?.saturating_sub(r.dispatched_us?) as f64 / 1e6)
+            }).sum();
+            if m.duration_s > 0.0 {
+                prop_assert!(m.max_concurrent_requests as f64 >= busy_s / m.duration_s - 1e-9);
             }
         }
     }

@@ -29,8 +29,11 @@ const OUTPUT_COLUMNS: [&str; 6] = ["completion", "response", "answer", "output",
 pub enum HfSource {
     /// A local JSON / JSONL / Parquet file.
     File(PathBuf),
-    /// A Hub dataset id, with `--hf-subset` (config) and `--hf-split`.
-    Hub { dataset: String, subset: Option<String>, split: Option<String> },
+    /// A Hub dataset id, with `--hf-subset` (config) and `--hf-split`. `whole_split`
+    /// (`--no-stream`) downloads every row of the split before shuffling, as vLLM's non-streaming
+    /// `load_dataset` does; otherwise only the first `--num-prompts` rows are fetched (vLLM's
+    /// default streaming mode reads the split in order).
+    Hub { dataset: String, subset: Option<String>, split: Option<String>, whole_split: bool },
 }
 
 /// Options of the hf dataset.
@@ -137,12 +140,12 @@ fn load_rows(cfg: &HfConfig, needed: usize, env: &HubEnv) -> Result<(DataFile, V
             let rows = read_records(&file)?;
             Ok((file, rows))
         }
-        HfSource::Hub { dataset, subset, split } => {
+        HfSource::Hub { dataset, subset, split, whole_split } => {
             let req = hub::RowsRequest {
                 dataset,
                 config: subset.as_deref(),
                 split: split.as_deref(),
-                rows: needed,
+                rows: if *whole_split { usize::MAX } else { needed },
             };
             let rows = hub::fetch_rows(&req, env)?;
             let file = DataFile::new(format!("hf://{dataset}"));

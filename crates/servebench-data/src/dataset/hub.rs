@@ -243,6 +243,60 @@ mod tests {
         assert!(err.to_string().contains("--dataset-path"), "{err}");
     }
 
+    /// A datasets-server answering `/rows` pages of a 250-row split; counts the pages served.
+    fn rows_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let pages = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let served = pages.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let mut line = String::new();
+                BufReader::new(&stream).read_line(&mut line).unwrap();
+                let offset: usize = line
+                    .split(['&', ' '])
+                    .find_map(|p| p.strip_prefix("offset="))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let rows: Vec<Value> = (offset..(offset + 100).min(250))
+                    .map(|i| serde_json::json!({"row_idx": i, "row": {"prompt": format!("row {i}")}}))
+                    .collect();
+                let body = serde_json::json!({"rows": rows, "num_rows_total": 250}).to_string();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(body.as_bytes());
+            }
+        });
+        (url, pages)
+    }
+
+    #[test]
+    fn whole_split_fetches_every_page_and_the_default_only_what_is_needed() {
+        let (url, pages) = rows_server();
+        let cache = tempfile::tempdir().unwrap();
+        // Process-wide: only this test sets them (the others never reach the network).
+        std::env::set_var("HF_DATASETS_SERVER", &url);
+        std::env::set_var("XDG_CACHE_HOME", cache.path());
+        let env = HubEnv::default();
+        let req = RowsRequest { dataset: "org/data", config: Some("default"), split: Some("train"), rows: 5 };
+        let rows = fetch_rows(&req, &env).unwrap();
+        assert_eq!((rows.len(), pages.load(std::sync::atomic::Ordering::SeqCst)), (100, 1));
+        // --no-stream: the whole split (3 pages), cached for the next run.
+        let whole = RowsRequest { rows: usize::MAX, ..req.clone() };
+        let rows = fetch_rows(&whole, &env).unwrap();
+        assert_eq!(rows.len(), 250);
+        assert_eq!(rows[249]["prompt"], "row 249");
+        assert_eq!(pages.load(std::sync::atomic::Ordering::SeqCst), 4);
+        assert_eq!(fetch_rows(&whole, &env).unwrap().len(), 250);
+        assert_eq!(pages.load(std::sync::atomic::Ordering::SeqCst), 4, "served from the cache");
+    }
+
     #[test]
     fn query_values_are_encoded() {
         assert_eq!(url_encode("org/name x"), "org%2Fname%20x");

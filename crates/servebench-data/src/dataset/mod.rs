@@ -1,5 +1,6 @@
-//! File-based and synthetic datasets of `vllm bench serve` besides `random`: sharegpt, sonnet,
-//! custom, custom_image, prefix_repetition, random-mm, random-rerank, speed-bench and hf.
+//! File-based and synthetic datasets of `vllm bench serve` besides `random`: sharegpt, burstgpt,
+//! sonnet, custom, custom_image, prefix_repetition, random-mm, random-rerank, spec_bench,
+//! speed-bench and hf.
 //!
 //! Every dataset follows the same steps, as vLLM does: read the source, shuffle it (seeded,
 //! unless `--disable-shuffle`), turn entries into samples in that order (tokenizing in parallel
@@ -8,6 +9,7 @@
 //! Token counts (`prompt_tokens`) follow the `random` dataset's convention: the prompt encoded
 //! *with* the special tokens the tokenizer adds (BOS), as a server's `/tokenize` counts it.
 
+pub mod burstgpt;
 pub mod custom;
 pub mod custom_image;
 pub mod file;
@@ -21,6 +23,7 @@ pub mod random_rerank;
 pub mod sharegpt;
 pub mod sonnet;
 pub mod spec;
+pub mod spec_bench;
 pub mod speed_bench;
 pub mod stats;
 

@@ -1,5 +1,6 @@
 //! Which dataset to build, and building it.
 
+use super::burstgpt::{generate_burstgpt, BurstGptConfig};
 use super::custom::{generate_custom, CustomConfig};
 use super::custom_image::{generate_custom_image, CustomImageConfig};
 use super::hf::{generate_hf, HfConfig};
@@ -8,6 +9,7 @@ use super::random_mm::{generate_random_mm, RandomMmConfig};
 use super::random_rerank::{generate_random_rerank, RandomRerankConfig};
 use super::sharegpt::{generate_sharegpt, ShareGptConfig};
 use super::sonnet::{generate_sonnet, SonnetConfig};
+use super::spec_bench::{generate_spec_bench, SpecBenchConfig};
 use super::speed_bench::{generate_speed_bench, SpeedBenchConfig};
 use super::Sampling;
 use crate::tokenizer::HubEnv;
@@ -25,6 +27,8 @@ pub enum DatasetKind {
     SpeedBench(SpeedBenchConfig),
     Hf(HfConfig),
     CustomImage(CustomImageConfig),
+    SpecBench(SpecBenchConfig),
+    BurstGpt(BurstGptConfig),
 }
 
 impl DatasetKind {
@@ -40,6 +44,8 @@ impl DatasetKind {
             DatasetKind::SpeedBench(_) => "speed-bench",
             DatasetKind::Hf(_) => "hf",
             DatasetKind::CustomImage(_) => "custom_image",
+            DatasetKind::SpecBench(_) => "spec_bench",
+            DatasetKind::BurstGpt(_) => "burstgpt",
         }
     }
 
@@ -86,6 +92,8 @@ pub fn build_dataset(req: &DatasetRequest, tok: &dyn TextTokenizer, env: &HubEnv
         DatasetKind::SpeedBench(c) => generate_speed_bench(c, s, tok, env),
         DatasetKind::Hf(c) => generate_hf(c, s, tok, env),
         DatasetKind::CustomImage(c) => generate_custom_image(c, s, tok),
+        DatasetKind::SpecBench(c) => generate_spec_bench(c, s, tok),
+        DatasetKind::BurstGpt(c) => generate_burstgpt(c, s, tok),
     }?;
     // A source with no valid entry would otherwise reach the runner as an empty workload and be
     // reported as a --max-model-len problem (found by fuzzing).

@@ -9,10 +9,12 @@ mod charts;
 mod data;
 mod dataset_stats;
 mod extra_charts;
+mod multi_run;
 mod page;
 mod server_charts;
 mod svg;
 mod sweep;
+mod timeline;
 
 use servebench_core::metrics::{compute, MetricName, MetricsConfig, RunMetrics, Slo};
 use servebench_core::record::RequestRecord;
@@ -24,6 +26,7 @@ pub use charts::MAX_SCATTER_POINTS;
 pub use dataset_stats::{dataset_stats_report, request_lens, RequestLens};
 pub use server_charts::{ServerSample, ServerSeries};
 pub use sweep::{is_experiment_json, sweep_report};
+pub use timeline::{timeline_report, timeline_rows, TimelineRow};
 
 /// Percentiles the report computes (the summary table shows p50, p90, p99, p99.9).
 pub const REPORT_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];

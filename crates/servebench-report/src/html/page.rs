@@ -97,20 +97,25 @@ fn mean(s: &Summary) -> Option<f64> {
     (s.count > 0).then_some(s.mean)
 }
 
+/// A rate over the run: none when nothing was measured (no duration).
+fn rate(m: &RunMetrics, v: f64) -> Option<f64> {
+    (m.duration_s > 0.0).then_some(v)
+}
+
 /// Summary table rows: group headers (`None` getter) and metric rows.
 const ROWS: &[(&str, Option<Row>)] = &[
     ("Requests", None),
     ("completed", Some((|m| Some(m.completed as f64), 0, Better::Higher))),
     ("failed", Some((|m| Some(m.failed as f64), 0, Better::Lower))),
     ("cancelled", Some((|m| Some(m.cancelled as f64), 0, Better::Lower))),
-    ("duration (s)", Some((|m| Some(m.duration_s), 2, Better::Neither))),
+    ("duration (s)", Some((|m| rate(m, m.duration_s), 2, Better::Neither))),
     ("Throughput", None),
-    ("requests/s", Some((|m| Some(m.request_throughput), 2, Better::Higher))),
-    ("output tokens/s", Some((|m| Some(m.output_throughput), 1, Better::Higher))),
-    ("total tokens/s", Some((|m| Some(m.total_token_throughput), 1, Better::Higher))),
-    ("peak output tokens/s (1-s window)", Some((|m| Some(m.max_output_tokens_per_s), 1, Better::Higher))),
+    ("requests/s", Some((|m| rate(m, m.request_throughput), 2, Better::Higher))),
+    ("output tokens/s", Some((|m| rate(m, m.output_throughput), 1, Better::Higher))),
+    ("total tokens/s", Some((|m| rate(m, m.total_token_throughput), 1, Better::Higher))),
+    ("peak output tokens/s (1-s window)", Some((|m| rate(m, m.max_output_tokens_per_s), 1, Better::Higher))),
     ("peak requests in flight", Some((|m| Some(m.max_concurrent_requests as f64), 0, Better::Neither))),
-    ("goodput (req/s)", Some((|m| m.request_goodput, 2, Better::Higher))),
+    ("goodput (req/s)", Some((|m| m.request_goodput.and_then(|g| rate(m, g)), 2, Better::Higher))),
     ("Service view (ms, from dispatched)", None),
     ("TTFT mean", Some((|m| mean(&m.ttft), 2, Better::Lower))),
     ("TTFT p50", Some((|m| pct(&m.ttft, 50.0), 2, Better::Lower))),
@@ -161,19 +166,17 @@ fn summary_table(o: &mut String, runs: &[ReportRun]) {
             };
             let _ = write!(o, "<td>{v:.decimals$}");
             if let (true, Some(b)) = (i > 0, base) {
-                if b != 0.0 && v.is_finite() {
-                    let change = (v - b) / b.abs() * 100.0;
-                    // No "-0.0%": changes that round to zero print as 0.0%.
-                    let change = if change.abs() < 0.05 { 0.0 } else { change };
-                    let class = match better {
-                        _ if change.abs() < 0.05 => "",
-                        Better::Lower if change < 0.0 => "better",
-                        Better::Higher if change > 0.0 => "better",
-                        Better::Neither => "",
-                        _ => "worse",
-                    };
-                    let _ = write!(o, "<span class=\"delta {class}\">{change:+.1}%</span>");
-                }
+                let change = crate::change::change_percent(b, *v);
+                let class = match (better, change) {
+                    (_, None) => "",
+                    (_, Some(c)) if c.abs() < 0.05 => "",
+                    (Better::Lower, Some(c)) if c < 0.0 => "better",
+                    (Better::Higher, Some(c)) if c > 0.0 => "better",
+                    (Better::Neither, _) => "",
+                    _ => "worse",
+                };
+                let text = crate::change::format_change(change, 1);
+                let _ = write!(o, "<span class=\"delta {class}\">{text}</span>");
             }
             o.push_str("</td>");
         }

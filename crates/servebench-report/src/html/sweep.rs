@@ -31,15 +31,7 @@ struct Point<'a> {
     result: &'a Value,
 }
 
-fn points<'a>(doc: &'a Value, kind: &str) -> Vec<Point<'a>> {
-    if kind == "multi_run" {
-        let runs = doc.get("runs").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-        return runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Point { label: format!("run {}", i + 1), result: r })
-            .collect();
-    }
+fn points(doc: &Value) -> Vec<Point<'_>> {
     let pts = doc.get("points").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     pts.iter()
         .filter_map(|p| {
@@ -173,7 +165,10 @@ pub fn sweep_report(doc: &Value, goodput: &[Slo]) -> Result<String, ExperimentEr
     if !KINDS.contains(&kind) {
         return Err(ExperimentError::UnknownKind(kind.to_string()));
     }
-    let pts = points(doc, kind);
+    if kind == "multi_run" {
+        return super::multi_run::multi_run_report(doc);
+    }
+    let pts = points(doc);
     if pts.is_empty() {
         return Err(ExperimentError::NoPoints(kind.to_string()));
     }

@@ -25,6 +25,8 @@ pub fn config(base_url: String, model: &str, backend: BackendKind, num_prompts: 
         base_url,
         target: TargetConfig { backend, ignore_eos: true, ..TargetConfig::default() },
         insecure: false,
+        tls: Default::default(),
+        proxy: Default::default(),
         model: Some(model.into()),
         served_model_name: None,
         tokenizer: Some(TOKENIZER.into()),

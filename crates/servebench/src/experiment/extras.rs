@@ -6,7 +6,7 @@ use crate::cli_experiment::ExperimentArgs;
 use crate::config::OutputConfig;
 use serde_json::{json, Map, Value};
 use servebench_client::transport::{ClientOptions, HttpClient};
-use servebench_core::metrics::{steady_state, LoadMode, SteadyState, SteadyStateConfig};
+use servebench_core::metrics::{steady_state, LoadMode, NoSteadyState, SteadyState, SteadyStateConfig};
 use servebench_core::RequestRecord;
 use servebench_report::info::python_float;
 use servebench_runner::profiling::{profile_until, ProfileOptions, ProfileOutcome};
@@ -16,16 +16,19 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
-/// The steady-state window of a run, when it has one (see `servebench_core::metrics::steady_state`):
+/// The steady state of a run: its window, or why it has none.
+pub type Steady = Result<SteadyState, NoSteadyState>;
+
+/// The steady-state window of a run, when one applies (see `servebench_core::metrics::steady_state`):
 /// closed loop with `--max-concurrency` and an infinite rate, open loop with a finite rate;
-/// none for an infinite rate without a concurrency cap (one burst) or with `--no-steady-state`.
+/// `None` for an infinite rate without a concurrency cap (one burst) or with `--no-steady-state`.
 pub fn steady_state_of(
     records: &[RequestRecord],
     a: &ExperimentArgs,
     output: &OutputConfig,
     request_rate: f64,
     max_concurrency: Option<usize>,
-) -> Option<SteadyState> {
+) -> Option<Steady> {
     if a.no_steady_state {
         return None;
     }
@@ -34,7 +37,7 @@ pub fn steady_state_of(
         (Some(c), false) => LoadMode::ClosedLoop { target_concurrency: c as u64 },
         (None, false) => return None,
     };
-    steady_state(
+    Some(steady_state(
         records,
         &SteadyStateConfig {
             mode,
@@ -43,7 +46,16 @@ pub fn steady_state_of(
             percentiles: output.metric_percentiles.clone(),
             selected: output.percentile_metrics.clone(),
         },
-    )
+    ))
+}
+
+/// A statistic that has data, else `null` (docs/metrics.md, "Metrics without data").
+fn stat(count: usize, v: f64) -> Value {
+    if count > 0 {
+        json!(v)
+    } else {
+        Value::Null
+    }
 }
 
 fn pct_key(p: f64) -> String {
@@ -72,6 +84,9 @@ pub fn steady_state_json(s: &SteadyState) -> Value {
             "requests_started_in_window": s.requests_started_in_window,
             "requests_completed_in_window": s.requests_completed_in_window,
             "requests_total": s.requests_total,
+            "arrival_rate": s.arrival_rate,
+            "completion_rate": s.completion_rate,
+            "in_flight_mean": s.in_flight_mean,
             "warning": s.warning,
         }),
     );
@@ -81,33 +96,50 @@ pub fn steady_state_json(s: &SteadyState) -> Value {
     o.insert("total_token_throughput".into(), json!(s.total_token_throughput));
     for (m, sum) in &s.metrics {
         let n = m.as_str();
-        o.insert(format!("mean_{n}_ms"), json!(sum.mean));
-        o.insert(format!("median_{n}_ms"), json!(sum.median));
+        let c = sum.count;
+        o.insert(format!("mean_{n}_ms"), stat(c, sum.mean));
+        o.insert(format!("median_{n}_ms"), stat(c, sum.median));
         for &(p, v) in &sum.percentiles {
-            o.insert(format!("p{}_{n}_ms", pct_key(p)), json!(v));
+            o.insert(format!("p{}_{n}_ms", pct_key(p)), stat(c, v));
         }
         o.insert(
             format!("percentiles_{n}_ms"),
-            Value::Array(sum.percentiles.iter().map(|&(p, v)| json!([p, v])).collect()),
+            Value::Array(sum.percentiles.iter().map(|&(p, v)| json!([p, stat(c, v)])).collect()),
         );
     }
     Value::Object(o)
 }
 
-/// The console block of the steady-state window.
-pub fn steady_state_block(s: &SteadyState) -> String {
+/// The console block of the steady state: the window and its metrics, or why there is none.
+pub fn steady_state_block(steady: &Steady) -> String {
     let mut out = format!("{:=^50}\n", " Steady-State Metrics ");
     let row = |out: &mut String, k: &str, v: String| out.push_str(&format!("{k:<40}{v:<10}\n"));
-    let signal = match s.mode {
-        LoadMode::ClosedLoop { .. } => "in flight",
-        LoadMode::OpenLoop => "in flight (smoothed)",
+    let s = match steady {
+        Ok(s) => s,
+        Err(e) => {
+            row(&mut out, "Window:", "n/a".into());
+            out.push_str(&format!("note: no steady state: {}\n", e.reason));
+            out.push_str(&"=".repeat(50));
+            return out;
+        }
     };
+    let threshold = match s.mode {
+        LoadMode::ClosedLoop { .. } => {
+            format!("in flight ≥ {:.2} ({} × {:.2})", s.threshold_abs, s.threshold, s.reference)
+        }
+        LoadMode::OpenLoop => format!(
+            "completions ≥ {:.2}/s ({} × {:.2} arrivals/s)",
+            s.threshold_abs, s.threshold, s.reference
+        ),
+    };
+    row(&mut out, "Threshold:", threshold);
+    row(&mut out, "Window (s):", format!("{:.2} → {:.2} ({:.2})", s.start_s, s.end_s, s.duration_s));
     row(
         &mut out,
-        "Threshold:",
-        format!("{signal} ≥ {:.2} ({} × {:.2})", s.threshold_abs, s.threshold, s.reference),
+        "Arrivals / completions (req/s):",
+        format!("{:.2} / {:.2}", s.arrival_rate, s.completion_rate),
     );
-    row(&mut out, "Window (s):", format!("{:.2} → {:.2} ({:.2})", s.start_s, s.end_s, s.duration_s));
+    row(&mut out, "Mean in flight:", format!("{:.2}", s.in_flight_mean));
     row(&mut out, "Observed peak concurrency:", s.observed_peak.to_string());
     row(
         &mut out,
@@ -118,12 +150,13 @@ pub fn steady_state_block(s: &SteadyState) -> String {
     row(&mut out, "Request throughput (req/s):", format!("{:.2}", s.request_throughput));
     row(&mut out, "Output token throughput (tok/s):", format!("{:.2}", s.output_throughput));
     row(&mut out, "Total token throughput (tok/s):", format!("{:.2}", s.total_token_throughput));
+    let ms = |count: usize, v: f64| if count > 0 { format!("{v:.2}") } else { "n/a".into() };
     for (m, sum) in &s.metrics {
         let n = m.as_str().to_uppercase();
-        row(&mut out, &format!("Mean {n} (ms):"), format!("{:.2}", sum.mean));
-        row(&mut out, &format!("Median {n} (ms):"), format!("{:.2}", sum.median));
+        row(&mut out, &format!("Mean {n} (ms):"), ms(sum.count, sum.mean));
+        row(&mut out, &format!("Median {n} (ms):"), ms(sum.count, sum.median));
         for &(p, v) in &sum.percentiles {
-            row(&mut out, &format!("P{} {n} (ms):", pct_key(p)), format!("{v:.2}"));
+            row(&mut out, &format!("P{} {n} (ms):", pct_key(p)), ms(sum.count, v));
         }
     }
     if let Some(w) = &s.warning {
@@ -161,7 +194,7 @@ pub fn server_metrics_block(m: &ServerMetrics) -> String {
 }
 
 /// Prints the steady-state, server-metrics and profiler lines of a run.
-pub fn print_blocks(steady: Option<&SteadyState>, side: &ServerSideOutput) {
+pub fn print_blocks(steady: Option<&Steady>, side: &ServerSideOutput) {
     if let Some(s) = steady {
         println!("{}", steady_state_block(s));
     }
@@ -173,16 +206,23 @@ pub fn print_blocks(steady: Option<&SteadyState>, side: &ServerSideOutput) {
     }
 }
 
-/// Adds `steady_state` (always: null when there is none, as vllm-bench), and `server_metrics` /
+/// Adds `steady_state` (always: null when there is none, as vllm-bench; then
+/// `steady_state_reason` says why when a window was looked for), and `server_metrics` /
 /// `profile` when they ran, to a result document.
 pub fn add_to_result(
     json: &mut Value,
-    steady: Option<&SteadyState>,
+    steady: Option<&Steady>,
     server: Option<&ServerMetrics>,
     profile: Option<&ProfileOutcome>,
 ) {
     let Some(o) = json.as_object_mut() else { return };
-    o.insert("steady_state".into(), steady.map_or(Value::Null, steady_state_json));
+    o.insert(
+        "steady_state".into(),
+        steady.and_then(|s| s.as_ref().ok()).map_or(Value::Null, steady_state_json),
+    );
+    if let Some(Err(e)) = steady {
+        o.insert("steady_state_reason".into(), json!(e.reason));
+    }
     if let Some(s) = server {
         o.insert("server_metrics".into(), serde_json::to_value(s).unwrap_or(Value::Null));
         let d = &s.derived;
@@ -220,10 +260,12 @@ pub struct ServerSideOutput {
 
 impl ServerSide {
     /// A control-plane client for `base_url` (its own pool, so polls never wait behind the load).
-    pub fn client(base_url: &str, insecure: bool) -> servebench_core::Result<HttpClient> {
+    pub fn client(run: &servebench_runner::RunConfig) -> servebench_core::Result<HttpClient> {
         HttpClient::new(ClientOptions {
-            base_url: base_url.to_owned(),
-            insecure,
+            base_url: run.base_url.clone(),
+            insecure: run.insecure,
+            tls: run.tls.clone(),
+            proxy: run.proxy.clone(),
             max_idle: 4,
             control_timeout: Duration::from_secs(10),
             ..ClientOptions::default()
@@ -235,7 +277,7 @@ impl ServerSide {
         run: &servebench_runner::RunConfig,
         a: &ExperimentArgs,
     ) -> servebench_core::Result<ServerSide> {
-        let client = Self::client(&run.base_url, run.insecure)?;
+        let client = Self::client(run)?;
         let headers = servebench_client::backend::build_headers(&run.target)?;
         Ok(Self::arm(&client, &headers, a))
     }

@@ -147,7 +147,7 @@ async fn run_async(
         Prepared::Ready(p) => *p,
         Prepared::DryRun { .. } => return Ok(0),
     };
-    let control = extras::ServerSide::client(&cfg.base_url, cfg.insecure)?;
+    let control = extras::ServerSide::client(&cfg)?;
     let percentiles = percentiles_needed(args, &output, &exp)?;
     let verbose = !matches!(exp, Experiment::FindMaxRate | Experiment::SloSearch { .. });
     let ctx = Ctx { args, base: cfg, output, prepared, control, stop: signal, percentiles, verbose };

@@ -8,7 +8,7 @@ use crate::cli::RunArgs;
 use crate::config::OutputConfig;
 use serde_json::Value;
 use servebench_client::transport::HttpClient;
-use servebench_core::metrics::{compute, MetricsConfig, RunMetrics, SteadyState};
+use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::{Outcome, RequestRecord};
 use servebench_report::{console_block, result_json};
 use servebench_runner::profiling::reset_prefix_cache;
@@ -45,7 +45,7 @@ pub struct PointSpec {
 pub struct PointOutcome {
     pub spec: PointSpec,
     pub metrics: RunMetrics,
-    pub steady: Option<SteadyState>,
+    pub steady: Option<super::extras::Steady>,
     /// The full result document (vLLM keys, ours, `steady_state`, `server_metrics`).
     pub result: Value,
     pub records: Vec<RequestRecord>,

@@ -18,27 +18,31 @@ pub struct SummaryRow {
 /// at the median, P90 and each extra summary percentile.
 pub fn summary_row(p: &PointOutcome, extra_percentiles: &[f64]) -> SummaryRow {
     let m = &p.metrics;
+    // Metrics without data are None ("n/a", empty CSV cell), never 0.
+    let rate = |v: f64| (m.duration_s > 0.0).then_some(v);
+    let has = |s: &servebench_core::stats::Summary, v: f64| (s.count > 0).then_some(v);
+    let steady = p.steady.as_ref().and_then(|s| s.as_ref().ok());
     let mut columns = vec![
         ("request_rate".to_owned(), Some(p.spec.request_rate).filter(|r| r.is_finite())),
         ("max_concurrency".to_owned(), p.spec.max_concurrency.map(|c| c as f64)),
         ("num_prompts".to_owned(), Some(p.spec.num_prompts as f64)),
         ("completed".to_owned(), Some(m.completed as f64)),
         ("failed".to_owned(), Some(m.failed as f64)),
-        ("request_throughput".to_owned(), Some(m.request_throughput)),
-        ("output_throughput".to_owned(), Some(m.output_throughput)),
-        ("total_token_throughput".to_owned(), Some(m.total_token_throughput)),
-        ("request_goodput".to_owned(), m.request_goodput),
-        ("ss_request_throughput".to_owned(), p.steady.as_ref().map(|s| s.request_throughput)),
-        ("ss_output_throughput".to_owned(), p.steady.as_ref().map(|s| s.output_throughput)),
-        ("median_ttft_ms".to_owned(), Some(m.ttft.median)),
-        ("median_tpot_ms".to_owned(), Some(m.tpot.median)),
+        ("request_throughput".to_owned(), rate(m.request_throughput)),
+        ("output_throughput".to_owned(), rate(m.output_throughput)),
+        ("total_token_throughput".to_owned(), rate(m.total_token_throughput)),
+        ("request_goodput".to_owned(), m.request_goodput.and_then(rate)),
+        ("ss_request_throughput".to_owned(), steady.map(|s| s.request_throughput)),
+        ("ss_output_throughput".to_owned(), steady.map(|s| s.output_throughput)),
+        ("median_ttft_ms".to_owned(), has(&m.ttft, m.ttft.median)),
+        ("median_tpot_ms".to_owned(), has(&m.tpot, m.tpot.median)),
     ];
     let mut ps = vec![90.0];
     ps.extend(extra_percentiles.iter().copied().filter(|p| *p != 90.0));
     for q in ps {
         let w = percentile_word(q);
-        columns.push((format!("p{w}_ttft_ms"), m.ttft.percentile(q)));
-        columns.push((format!("p{w}_tpot_ms"), m.tpot.percentile(q)));
+        columns.push((format!("p{w}_ttft_ms"), m.ttft.percentile(q).and_then(|v| has(&m.ttft, v))));
+        columns.push((format!("p{w}_tpot_ms"), m.tpot.percentile(q).and_then(|v| has(&m.tpot, v))));
     }
     SummaryRow { columns, label: p.spec.label.clone() }
 }
@@ -58,7 +62,7 @@ pub fn best(points: &[PointOutcome], with_slos: bool) -> Option<(usize, &'static
 }
 
 fn cell(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))
+    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"))
 }
 
 /// The console table.
@@ -123,11 +127,17 @@ pub fn rows_json(rows: &[SummaryRow]) -> Value {
 }
 
 /// Per-metric aggregate over runs: `{key: {n, mean, std, min, max, ci95_low, ci95_high}}` for
-/// every metric key of the first run's result.
+/// every metric key any run's result has data for (a run without data — `null`, e.g. no
+/// steady-state window — is left out of that key's `n`).
 pub fn multi_run_summary(results: &[&Value]) -> Value {
     let mut o = Map::new();
-    let Some(first) = results.first() else { return Value::Object(o) };
-    for key in metric_keys(first) {
+    let mut keys: Vec<String> = Vec::new();
+    for k in results.iter().flat_map(|r| metric_keys(r)) {
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for key in keys {
         let values: Vec<f64> = results.iter().filter_map(|r| value_at(r, &key)).collect();
         if let Some(a) = aggregate(&values) {
             o.insert(key, serde_json::to_value(a).unwrap_or(Value::Null));
@@ -169,4 +179,53 @@ pub fn multi_run_table(summary: &Value, runs: usize) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::point::{PointOutcome, PointSpec};
+    use super::*;
+    use servebench_core::metrics::{compute, LoadMode, MetricsConfig, NoSteadyState};
+    use servebench_core::record::{ErrorKind, RequestRecord};
+
+    /// Issue 15.2: a sweep point where every request failed shows n/a (empty CSV cells), not
+    /// 0.00, for its latencies and steady state; `--num-runs` aggregates keep a key that only a
+    /// later run has data for.
+    #[test]
+    fn sweep_summary_and_multi_run_aggregates_without_data_are_na_not_zero() {
+        let mut r = RequestRecord::scheduled(0, "r0".into(), 0, 10, 10);
+        r.dispatched_us = Some(0);
+        r.done_us = Some(5_000);
+        r.fail(ErrorKind::HttpStatus, "HTTP 503");
+        let p = PointOutcome {
+            spec: PointSpec {
+                label: "rate 10".into(),
+                request_rate: 10.0,
+                max_concurrency: None,
+                num_prompts: 1,
+                seed: 0,
+            },
+            metrics: compute(&[r.clone()], &MetricsConfig::default()),
+            steady: Some(Err(NoSteadyState {
+                mode: LoadMode::OpenLoop,
+                reason: "no request completed".into(),
+            })),
+            result: Value::Null,
+            records: vec![r],
+            interrupted: false,
+        };
+        let row = summary_row(&p, &[]);
+        let col = |k: &str| row.columns.iter().find(|c| c.0 == k).map(|c| c.1);
+        assert_eq!(col("median_ttft_ms"), Some(None));
+        assert_eq!(col("p90_tpot_ms"), Some(None));
+        assert_eq!(col("ss_request_throughput"), Some(None));
+        assert_eq!(col("request_throughput"), Some(Some(0.0)), "requests were sent: 0 req/s is data");
+        let text = table(std::slice::from_ref(&row));
+        assert!(text.contains("n/a") && !text.contains(" -\n"), "{text}");
+        assert!(csv(&[row]).lines().nth(1).is_some_and(|l| l.contains(",,")));
+        let a = serde_json::json!({"completed": 1, "steady_state": null});
+        let b = serde_json::json!({"completed": 1, "steady_state": {"request_throughput": 4.0}});
+        let s = multi_run_summary(&[&a, &b]);
+        assert_eq!(s["steady_state.request_throughput"]["n"], 1);
+    }
 }

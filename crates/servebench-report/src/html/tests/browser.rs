@@ -130,7 +130,8 @@ fn report_renders_in_headless_chromium() {
     }
 }
 
-/// The optional charts (TTFO, per-turn, server metrics) and the sweep report render in Chromium:
+/// The optional charts (TTFO, per-turn, server metrics), the sweep and the multi-run report render
+/// in Chromium:
 /// the script finishes without errors and every chart has a drawn series, axes and a legend.
 #[test]
 fn optional_charts_and_sweep_report_render_in_headless_chromium() {
@@ -146,6 +147,12 @@ fn optional_charts_and_sweep_report_render_in_headless_chromium() {
             crate::html::sweep_report(&super::extra::sweep_doc("sweep"), &[]).unwrap(),
             6,
             &SWEEP_IDS[..],
+        ),
+        (
+            "multi_run",
+            crate::html::sweep_report(&super::extra::multi_run_doc(), &[]).unwrap(),
+            super::extra::MULTI_RUN_IDS.len(),
+            &super::extra::MULTI_RUN_IDS[..],
         ),
     ];
     for (name, html, n_charts, ids) in pages {

@@ -159,8 +159,66 @@ fn sweep_report_draws_throughput_latency_curves_with_slo_lines() {
     assert!(sweep_report(&sweep_doc("slo_search"), &[]).is_ok());
     assert!(sweep_report(&sweep_doc("bogus"), &[]).is_err());
     assert!(sweep_report(&json!({"servebench_experiment": "sweep", "points": []}), &[]).is_err());
-    let multi = json!({"servebench_experiment": "multi_run", "model_id": "m",
-                       "runs": [sweep_doc("x")["points"][0]["result"], sweep_doc("x")["points"][1]["result"]]});
-    let html = sweep_report(&multi, &[]).unwrap();
-    assert!(chart_markup(&html, "sweep-ttft-tok").contains("run 1 (100.0), run 2 (700.0)"));
 }
+
+/// A `--num-runs` document of three runs in the shape `servebench --num-runs` writes: runs are
+/// points (`{label, seed, result}`), `summary` the across-run aggregates. Run 3 has no
+/// steady-state window.
+pub(crate) fn multi_run_doc() -> Value {
+    let run = |seed: u64, req: f64, ttft: f64, steady: Option<f64>| {
+        json!({"label": "rate 10", "request_rate": 10.0, "max_concurrency": null, "num_prompts": 100, "seed": seed,
+               "result": {"model_id": "m", "completed": 100, "request_throughput": req, "output_throughput": req * 10.0,
+                          "mean_ttft_ms": ttft, "median_ttft_ms": ttft, "p99_ttft_ms": ttft * 2.0,
+                          "median_tpot_ms": 5.0, "mean_tpot_ms": null,
+                          "steady_state": steady.map(|s| json!({"request_throughput": s}))}})
+    };
+    let agg = |mean: f64, lo: f64, hi: f64, n: u64| {
+        json!({"n": n, "mean": mean, "std": 1.0, "min": lo, "max": hi,
+                                                          "ci95_low": lo, "ci95_high": hi})
+    };
+    json!({"servebench_experiment": "multi_run", "model_id": "m", "backend": "openai", "num_runs": 3,
+           "same_seed": false, "request_rate": "10", "max_concurrency": null,
+           "summary": {"request_throughput": agg(11.0, 8.515_9, 13.484_1, 3),
+                       "output_throughput": agg(110.0, 85.159, 134.841, 3),
+                       "median_ttft_ms": agg(30.0, 17.58, 42.42, 3),
+                       "steady_state.request_throughput": agg(10.5, 4.147, 16.853, 2)},
+           "runs": [run(0, 10.0, 25.0, Some(10.0)), run(1, 11.0, 30.0, Some(11.0)), run(2, 12.0, 35.0, None)]})
+}
+
+/// Issue 15.11: the report of a `--num-runs` document draws per-run values with the across-run
+/// mean and CI per metric, and has a row per run (it drew nothing: runs are points, not results).
+#[test]
+fn multi_run_report_draws_per_run_and_across_run_charts_with_rows() {
+    let html = sweep_report(&multi_run_doc(), &[]).unwrap();
+    assert_eq!(html.matches("<figure class=\"chart\"").count(), MULTI_RUN_IDS.len(), "{html}");
+    for id in MULTI_RUN_IDS {
+        let c = chart_markup(&html, id);
+        assert!(c.contains("<path d=\"M"), "{id} has no drawn series");
+    }
+    let req = chart_markup(&html, "runs-request_throughput");
+    for text in ["per run", "mean 11.00", "95% CI low 8.52", "95% CI high 13.48"] {
+        assert!(req.contains(text), "request_throughput chart lacks {text}");
+    }
+    let dot_labels = |c: &str| c.matches("font-size=\"10.5\"").count();
+    assert_eq!(dot_labels(req), 3, "one labelled dot per run");
+    // Run 3 has no steady-state window: 2 dots, and its row says n/a.
+    let ss = chart_markup(&html, "runs-steady_state-request_throughput");
+    assert_eq!(dot_labels(ss), 2, "{ss}");
+    assert!(html.contains("run 1 (seed 0)</td><td>10.00 req/s, 100.00 tok/s, TTFT median 25.00 ms"));
+    assert!(html.contains("run 3 (seed 2)</td><td>12.00 req/s, 120.00 tok/s, TTFT median 35.00 ms, TPOT median 5.00 ms, steady-state n/a req/s"));
+    assert!(html.contains("request_throughput across runs</td><td>mean 11.00, 95% CI [8.52, 13.48] (n = 3)"));
+    assert!(!html.contains("runs-mean_tpot_ms"), "a metric every run has null for is not drawn");
+    assert_eq!(html, sweep_report(&multi_run_doc(), &[]).unwrap(), "deterministic");
+    assert!(sweep_report(&json!({"servebench_experiment": "multi_run", "runs": []}), &[]).is_err());
+}
+
+/// The charts of [`multi_run_doc`]'s report.
+pub(crate) const MULTI_RUN_IDS: [&str; 7] = [
+    "runs-request_throughput",
+    "runs-output_throughput",
+    "runs-steady_state-request_throughput",
+    "runs-mean_ttft_ms",
+    "runs-median_ttft_ms",
+    "runs-p99_ttft_ms",
+    "runs-median_tpot_ms",
+];

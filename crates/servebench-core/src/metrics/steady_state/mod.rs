@@ -1,0 +1,209 @@
+//! Steady-state window: the part of a run after warm-up and before drain, and the metrics of the
+//! requests inside it (docs/metrics.md, "Steady state"). One function, [`steady_state`], for
+//! both ways of driving a server:
+//!
+//! - open loop (a finite rate): the window where the arrival and completion rates agree, from
+//!   the end of the warm-up to the last arrival ([`open_loop`]);
+//! - closed loop (`--max-concurrency C` with an infinite rate): the window where the requests in
+//!   flight sit at the cap ([`closed_loop`]).
+//!
+//! When there is no window (overload, a run shorter than its warm-up, nothing completed) the
+//! answer says why.
+
+mod closed_loop;
+mod flow;
+mod open_loop;
+
+use serde::{Deserialize, Serialize};
+
+use super::{is_completed, token_event_times, token_event_weights, MetricName, RequestTimes};
+use crate::record::RequestRecord;
+use crate::stats::Summary;
+
+/// How the run was driven, which decides the definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadMode {
+    /// A fixed number of requests in flight (`--max-concurrency` with an infinite rate).
+    ClosedLoop { target_concurrency: u64 },
+    /// Arrivals on a schedule (a finite `--request-rate`).
+    OpenLoop,
+}
+
+/// What to compute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SteadyStateConfig {
+    pub mode: LoadMode,
+    /// Fraction in (0, 1] (vllm-bench `--steady-state-threshold`, 0.95): of the cap (closed
+    /// loop), of the arrival rate the completion rate must reach (open loop).
+    pub threshold: f64,
+    /// A window shorter than this gets a warning; `None` = max(10 s, 10 % of the run).
+    pub min_window_s: Option<f64>,
+    /// Percentiles to report (`--metric-percentiles`).
+    pub percentiles: Vec<f64>,
+    /// Metrics to summarise (`--percentile-metrics`).
+    pub selected: Vec<MetricName>,
+}
+
+/// The steady-state window and the metrics over it. Times are seconds from the first dispatch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SteadyState {
+    pub mode: LoadMode,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub duration_s: f64,
+    pub threshold: f64,
+    /// What the window had to reach: requests in flight (closed loop), completions per second
+    /// (open loop: `threshold × arrival_rate`).
+    pub threshold_abs: f64,
+    /// The reference the threshold is a fraction of (the cap, or the arrival rate).
+    pub reference: f64,
+    /// Most completed requests in flight at one instant.
+    pub observed_peak: u64,
+    pub requests_started_in_window: u64,
+    pub requests_completed_in_window: u64,
+    pub requests_total: u64,
+    pub warning: Option<String>,
+    /// Dispatches per second in the window (any outcome).
+    pub arrival_rate: f64,
+    /// Ends per second in the window (any outcome).
+    pub completion_rate: f64,
+    /// Mean number of requests in flight in the window (any outcome).
+    pub in_flight_mean: f64,
+    pub request_throughput: f64,
+    pub input_throughput: f64,
+    pub output_throughput: f64,
+    pub total_token_throughput: f64,
+    /// Selected metrics over completed requests started in the window, ms (`count` 0 = no data).
+    pub metrics: Vec<(MetricName, Summary)>,
+}
+
+/// Why a run has no steady-state window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NoSteadyState {
+    pub mode: LoadMode,
+    pub reason: String,
+}
+
+/// The window `[start, end)` in µs with what it was measured against.
+struct Window {
+    start: u64,
+    end: u64,
+    reference: f64,
+    threshold_abs: f64,
+}
+
+fn intervals_of<'a>(recs: impl Iterator<Item = &'a RequestRecord>) -> Vec<(u64, u64)> {
+    recs.filter_map(|r| Some((r.dispatched_us?, RequestTimes::of(r).last_known_us?))).collect()
+}
+
+/// Computes the steady-state window and its metrics, or why there is none.
+pub fn steady_state(
+    records: &[RequestRecord],
+    cfg: &SteadyStateConfig,
+) -> Result<SteadyState, NoSteadyState> {
+    let none = |reason: String| NoSteadyState { mode: cfg.mode, reason };
+    let all = intervals_of(records.iter());
+    let done = intervals_of(records.iter().filter(|r| is_completed(r)));
+    if done.is_empty() {
+        return Err(none("no request completed".into()));
+    }
+    let w = match cfg.mode {
+        LoadMode::OpenLoop => {
+            let o = open_loop::window(&all, cfg.threshold).map_err(none)?;
+            let rate = o.arrivals as f64 * 1e6 / (o.end - o.start) as f64;
+            Window { start: o.start, end: o.end, reference: rate, threshold_abs: cfg.threshold * rate }
+        }
+        LoadMode::ClosedLoop { target_concurrency } => {
+            let ((start, end), reference, threshold_abs) =
+                closed_loop::window(&done, target_concurrency, cfg.threshold).map_err(none)?;
+            Window { start, end, reference, threshold_abs }
+        }
+    };
+    Ok(over_window(records, cfg, &w, &all, &done))
+}
+
+/// Counts, rates and latency statistics over the window.
+fn over_window(
+    records: &[RequestRecord],
+    cfg: &SteadyStateConfig,
+    w: &Window,
+    all: &[(u64, u64)],
+    done_iv: &[(u64, u64)],
+) -> SteadyState {
+    let t0 = all.iter().map(|i| i.0).min().unwrap_or(w.start);
+    let t1 = all.iter().map(|i| i.1).max().unwrap_or(w.end);
+    let in_window = |t: u64| t >= w.start && t < w.end;
+    let dur_s = (w.end - w.start) as f64 / 1e6;
+    let done: Vec<(&RequestRecord, RequestTimes)> =
+        records.iter().filter(|r| is_completed(r)).map(|r| (r, RequestTimes::of(r))).collect();
+    let started: Vec<&(&RequestRecord, RequestTimes)> =
+        done.iter().filter(|(r, _)| r.dispatched_us.is_some_and(in_window)).collect();
+    let completed_in = done_iv.iter().filter(|i| in_window(i.1)).count() as u64;
+    let input: u64 = started.iter().map(|(r, _)| u64::from(r.prompt_tokens)).sum();
+    let output: f64 = done
+        .iter()
+        .flat_map(|(r, _)| token_event_times(r).into_iter().zip(token_event_weights(r)))
+        .filter(|(t, _)| in_window(*t))
+        .fold(0.0, |a, (_, w)| a + w);
+    let rate = |x: f64| x / dur_s;
+    let run_s = t1.saturating_sub(t0) as f64 / 1e6;
+    let min_window = cfg.min_window_s.unwrap_or((0.1 * run_s).max(10.0));
+    let warning = (dur_s < min_window).then(|| {
+        format!(
+            "steady-state window is {dur_s:.2} s ({:.1}% of the run), shorter than the {min_window:.2}-s \
+             minimum (--steady-state-min-window); it may not be representative",
+            if run_s > 0.0 { dur_s / run_s * 100.0 } else { 0.0 }
+        )
+    });
+    let steps = flow::in_flight_steps(all);
+    SteadyState {
+        mode: cfg.mode,
+        start_s: (w.start - t0) as f64 / 1e6,
+        end_s: (w.end - t0) as f64 / 1e6,
+        duration_s: dur_s,
+        threshold: cfg.threshold,
+        threshold_abs: w.threshold_abs,
+        reference: w.reference,
+        observed_peak: super::peak_overlap(done_iv),
+        requests_started_in_window: started.len() as u64,
+        requests_completed_in_window: completed_in,
+        requests_total: records.len() as u64,
+        warning,
+        arrival_rate: rate(all.iter().filter(|i| in_window(i.0)).count() as f64),
+        completion_rate: rate(all.iter().filter(|i| in_window(i.1)).count() as f64),
+        in_flight_mean: flow::mean_level(&steps, w.start, w.end),
+        request_throughput: rate(completed_in as f64),
+        input_throughput: rate(input as f64),
+        output_throughput: rate(output),
+        total_token_throughput: rate(input as f64 + output),
+        metrics: window_metrics(&started, cfg),
+    }
+}
+
+/// The selected latency metrics over the completed requests started in the window, ms.
+fn window_metrics(
+    started: &[&(&RequestRecord, RequestTimes)],
+    cfg: &SteadyStateConfig,
+) -> Vec<(MetricName, Summary)> {
+    cfg.selected
+        .iter()
+        .filter_map(|&m| {
+            let values: Vec<f64> = match m {
+                MetricName::Ttft => started.iter().filter_map(|(_, t)| t.ttft_us.map(|v| v as f64)).collect(),
+                MetricName::Tpot => started.iter().filter_map(|(_, t)| t.tpot_us).collect(),
+                MetricName::Itl => started
+                    .iter()
+                    .filter(|(r, _)| r.first_token_us.is_some())
+                    .flat_map(|(r, _)| r.token_events.gaps_us.iter().map(|&g| f64::from(g)))
+                    .collect(),
+                MetricName::E2el => started.iter().filter_map(|(_, t)| t.e2el_us.map(|v| v as f64)).collect(),
+                _ => return None,
+            };
+            Some((m, Summary::of(&values, &cfg.percentiles).scaled(1.0 / 1000.0)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+//! Open loop: the window where the arrival and completion rates agree (docs/metrics.md,
+//! "Steady state").
+//!
+//! - **Warm-up.** A run starts empty, so completions lag arrivals. For a stationary system fed at
+//!   rate λ from `t0`, the completion rate at `t0 + x` is `λ · F(x)`, `F` the distribution of the
+//!   time in system (dispatch → end): completions reach `threshold × λ` at `x = Q(threshold)`,
+//!   the threshold-quantile of the time in system. `F` is taken from the requests dispatched in
+//!   the first half of the arrivals — the ones that shape the warm-up; if the server falls
+//!   behind, the later requests' times in system grow without bound and would push the start
+//!   past the run. Window start = `t0 + Q`. If completions have not caught up by the middle of
+//!   the arrivals (`Q` longer than half the arrival span), the run is mostly warm-up or
+//!   backlog: no window.
+//! - **Drain.** After the last arrival the arrival rate is 0: window end = the last dispatch.
+//! - **Agreement.** Over `[start, end)`, with `A` arrivals and `D` ends (any outcome), the
+//!   in-flight count changes by `A − D`. The rates agree when
+//!   `A − D ≤ (1 − threshold) · A + 2·√(2·N̄)`: the tolerance, plus two standard deviations of the
+//!   difference of two stationary (Poisson-like) in-flight counts of mean `N̄` (the window's
+//!   mean in flight). Otherwise completions did not keep up (overload): no window.
+
+use super::flow::{in_flight_steps, mean_level};
+
+/// The window the rates agree over, with the measured rates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct OpenWindow {
+    pub start: u64,
+    pub end: u64,
+    /// The warm-up `Q` (µs).
+    pub warmup_us: u64,
+    pub arrivals: u64,
+    pub departures: u64,
+    pub in_flight_mean: f64,
+}
+
+/// Nearest-rank quantile (`⌈q·n⌉`-th smallest) of a non-empty slice.
+fn quantile(values: &mut [u64], q: f64) -> u64 {
+    values.sort_unstable();
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    values[rank - 1]
+}
+
+/// The open-loop window over every dispatched request's `[dispatched, end)`; `Err` says why
+/// there is none.
+pub(super) fn window(intervals: &[(u64, u64)], threshold: f64) -> Result<OpenWindow, String> {
+    if intervals.len() < 2 {
+        return Err("fewer than 2 requests were sent".into());
+    }
+    let t0 = intervals.iter().map(|i| i.0).min().unwrap_or(0);
+    let last = intervals.iter().map(|i| i.0).max().unwrap_or(0);
+    let half = t0 + (last - t0) / 2;
+    let mut early: Vec<u64> =
+        intervals.iter().filter(|i| i.0 <= half).map(|i| i.1.saturating_sub(i.0)).collect();
+    let warmup_us = quantile(&mut early, threshold);
+    let start = t0.saturating_add(warmup_us);
+    if start > half {
+        return Err(format!(
+            "completions had not caught up with arrivals halfway through them (p{:.0} time in system \
+             of the first half {:.3} s > {:.3} s): the server is overloaded at this rate, or the run \
+             is too short",
+            threshold * 100.0,
+            warmup_us as f64 / 1e6,
+            (half - t0) as f64 / 1e6
+        ));
+    }
+    let within = |t: u64| t >= start && t < last;
+    let arrivals = intervals.iter().filter(|i| within(i.0)).count() as u64;
+    let departures = intervals.iter().filter(|i| within(i.1)).count() as u64;
+    let steps = in_flight_steps(intervals);
+    let in_flight_mean = mean_level(&steps, start, last);
+    let growth = arrivals as f64 - departures as f64;
+    let allowed = (1.0 - threshold) * arrivals as f64 + 2.0 * (2.0 * in_flight_mean).sqrt();
+    if growth > allowed {
+        let dur = (last - start) as f64 / 1e6;
+        return Err(format!(
+            "completions did not keep up with arrivals ({:.2} vs {:.2} req/s after the {:.3}-s warm-up; \
+             in flight grew by {growth:.0} over the window): the server is overloaded at this rate",
+            departures as f64 / dur,
+            arrivals as f64 / dur,
+            warmup_us as f64 / 1e6
+        ));
+    }
+    Ok(OpenWindow { start, end: last, warmup_us, arrivals, departures, in_flight_mean })
+}

@@ -1,0 +1,168 @@
+//! The `burstgpt` dataset: the BurstGPT trace CSV (github.com/HPMLL/BurstGPT, e.g.
+//! `BurstGPT_without_fails_2.csv`: `Timestamp,Model,Request tokens,Response tokens,Total
+//! tokens,Log Type`). As vLLM 0.33 does: only rows whose `Model` is `GPT-4` and whose
+//! `Response tokens` is positive are kept; rows are drawn at random (seeded); request `i` gets a
+//! synthetic prompt, the decoded token ids `(i + j) mod vocab_size` for `j < Request tokens`,
+//! and asks for `Response tokens` output tokens. Differs from vLLM (docs/datasets.md): special
+//! tokens are left out of the decoded text, and `prompt_tokens` is the prompt as the tokenizer
+//! counts it (vLLM claims `Request tokens`, which the decoded text rarely re-encodes to);
+//! `--disable-shuffle` keeps the file's order and `--no-oversample` is honoured.
+
+use super::file::{DataFile, Location};
+use super::{finish, shuffle_source, Sample, Sampling};
+use rayon::prelude::*;
+use servebench_core::{Result, TextTokenizer, Workload};
+use std::path::PathBuf;
+
+/// Options of the burstgpt dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BurstGptConfig {
+    /// `--dataset-path` (the BurstGPT CSV).
+    pub path: PathBuf,
+}
+
+/// The columns vLLM reads (by position in its code; by name here).
+const MODEL: &str = "Model";
+const REQUEST: &str = "Request tokens";
+const RESPONSE: &str = "Response tokens";
+
+/// One kept row: request and response tokens.
+type Row = (usize, usize);
+
+fn column(file: &DataFile, header: &[&str], name: &str) -> Result<usize> {
+    header.iter().position(|h| *h == name).ok_or_else(|| {
+        file.error(
+            Location::Line(1),
+            format!("the header has no '{name}' column"),
+            "pass the BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type)",
+        )
+    })
+}
+
+/// The GPT-4 rows with positive response tokens.
+fn read_rows(file: &DataFile) -> Result<Vec<Row>> {
+    let text = file.read_text()?;
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let Some((_, head)) = lines.next() else {
+        return Err(file.error(Location::File, "the file is empty", "pass the BurstGPT CSV"));
+    };
+    let header: Vec<&str> = head.split(',').map(str::trim).collect();
+    let (model, request, response) =
+        (column(file, &header, MODEL)?, column(file, &header, REQUEST)?, column(file, &header, RESPONSE)?);
+    let mut rows = Vec::new();
+    for (i, line) in lines {
+        let at = Location::Line(i + 1);
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() != header.len() {
+            return Err(file.error(
+                at,
+                format!("{} fields, the header has {}", fields.len(), header.len()),
+                "fix or remove the line",
+            ));
+        }
+        let number = |c: usize, name: &str| -> Result<f64> {
+            fields[c].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
+                file.error(at, format!("'{name}' is '{}', not a number", fields[c]), "fix or remove the line")
+            })
+        };
+        if fields[model] != "GPT-4" {
+            continue;
+        }
+        let (req, resp) = (number(request, REQUEST)?, number(response, RESPONSE)?);
+        if resp > 0.0 {
+            rows.push((req.max(0.0) as usize, resp as usize));
+        }
+    }
+    if rows.is_empty() {
+        return Err(file.error(
+            Location::File,
+            "no row has Model GPT-4 and positive Response tokens",
+            "pass the BurstGPT CSV (its GPT-4 rows are the ones vLLM uses)",
+        ));
+    }
+    Ok(rows)
+}
+
+/// Builds the burstgpt workload.
+pub fn generate_burstgpt(
+    cfg: &BurstGptConfig,
+    sampling: &Sampling,
+    tok: &dyn TextTokenizer,
+) -> Result<Workload> {
+    let file = DataFile::new(&cfg.path);
+    let mut rows = read_rows(&file)?;
+    shuffle_source(&mut rows, sampling);
+    rows.truncate(sampling.num_prompts);
+    let vocab = tok.vocab_size().max(1);
+    let samples: Vec<Sample> = rows
+        .par_iter()
+        .enumerate()
+        .map(|(i, &(input_len, output_len))| {
+            let ids: Vec<u32> = (0..input_len).map(|j| ((i + j) as u64 % u64::from(vocab)) as u32).collect();
+            let prompt = tok.decode(&ids, true)?;
+            let prompt_len = tok.encode(&prompt, true)?.len();
+            Ok(Sample::text(prompt, prompt_len, output_len.max(1)))
+        })
+        .collect::<Result<_>>()?;
+    Ok(finish(samples, sampling))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CSV: &str = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
+                       5,ChatGPT,472,18,490,Conversation log\n\
+                       45,GPT-4,1087,0,1087,Conversation log\n\
+                       118,GPT-4,417,276,693,Conversation log\n\
+                       125,GPT-4,30,12,42,API log\n";
+
+    fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("burst.csv");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn keeps_gpt4_rows_with_responses_and_counts_the_synthetic_prompt() {
+        let (_d, path) = write(CSV);
+        let tok = crate::load_tokenizer("cl100k_base").unwrap();
+        let s = Sampling { num_prompts: 2, shuffle: false, ..Sampling::default() };
+        let w = generate_burstgpt(&BurstGptConfig { path: path.clone() }, &s, tok.as_ref()).unwrap();
+        let outputs: Vec<u32> = w.requests.iter().map(|r| r.expected_output_tokens).collect();
+        assert_eq!(outputs, [276, 12], "ChatGPT and zero-response rows are dropped");
+        // Request 1 is ids 1..31 decoded; its count is the tokenizer's, not the CSV's 30.
+        let ids: Vec<u32> = (1..31).collect();
+        let text = tok.decode(&ids, true).unwrap();
+        assert_eq!(w.requests[1].prompt.text(), Some(text.as_str()));
+        assert_eq!(w.requests[1].prompt_tokens as usize, tok.encode(&text, true).unwrap().len());
+        // More prompts than rows: oversampled (unless --no-oversample).
+        let s = Sampling { num_prompts: 5, ..Sampling::default() };
+        assert_eq!(
+            generate_burstgpt(&BurstGptConfig { path: path.clone() }, &s, tok.as_ref()).unwrap().len(),
+            5
+        );
+        let s = Sampling { num_prompts: 5, oversample: false, ..Sampling::default() };
+        assert_eq!(generate_burstgpt(&BurstGptConfig { path }, &s, tok.as_ref()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn bad_files_name_the_line() {
+        let tok = crate::load_tokenizer("cl100k_base").unwrap();
+        let (_d, path) = write("Timestamp,Model,Request tokens\n1,GPT-4,3\n");
+        let err =
+            generate_burstgpt(&BurstGptConfig { path }, &Sampling::default(), tok.as_ref()).unwrap_err();
+        assert!(err.to_string().contains("'Response tokens'"), "{err}");
+        let (_d, path) = write(&format!("{CSV}7,GPT-4,abc,3,3,API log\n"));
+        let err =
+            generate_burstgpt(&BurstGptConfig { path }, &Sampling::default(), tok.as_ref()).unwrap_err();
+        assert!(err.to_string().contains("line 6") && err.to_string().contains("abc"), "{err}");
+        let (_d, path) = write(
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n1,ChatGPT,3,3,6,x\n",
+        );
+        let err =
+            generate_burstgpt(&BurstGptConfig { path }, &Sampling::default(), tok.as_ref()).unwrap_err();
+        assert_eq!(err.code(), servebench_core::ErrorCode::DatasetFile);
+    }
+}

@@ -1,0 +1,182 @@
+//! The report of a `--num-runs` document (docs/reports.md): one chart per metric with each run's
+//! value and the across-run mean and 95 % confidence interval, and a row per run and per metric.
+//!
+//! The document's `runs` are points (`{label, seed, result}`); `summary` holds the across-run
+//! aggregate of every metric key (`{n, mean, std, min, max, ci95_low, ci95_high}`).
+
+use serde_json::Value;
+
+use super::page::render_experiment;
+use super::svg::{AxisSpec, Chart, Kind, Series, Style};
+use super::sweep::ExperimentError;
+
+/// Throughput keys drawn (when present), then latency statistics per metric.
+const THROUGHPUT: [(&str, &str); 6] = [
+    ("request_throughput", "requests/s"),
+    ("output_throughput", "output tokens/s"),
+    ("total_token_throughput", "total tokens/s"),
+    ("max_output_tokens_per_s", "peak output tokens/s"),
+    ("steady_state.request_throughput", "steady-state requests/s"),
+    ("steady_state.output_throughput", "steady-state output tokens/s"),
+];
+const LATENCY_METRICS: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
+const LATENCY_STATS: [&str; 3] = ["mean", "median", "p99"];
+
+/// The number at `key` (`a.b` reaches into `a`); `None` for null or missing.
+fn value_at(v: &Value, key: &str) -> Option<f64> {
+    if let Some(x) = v.get(key) {
+        return x.as_f64().filter(|x| x.is_finite());
+    }
+    let (head, rest) = key.split_once('.')?;
+    value_at(v.get(head)?, rest)
+}
+
+/// One run: its label and result.
+struct Run<'a> {
+    label: String,
+    result: &'a Value,
+}
+
+fn runs(doc: &Value) -> Vec<Run<'_>> {
+    let list = doc.get("runs").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    list.iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            // A point `{label, seed, result}`; a bare result is accepted too.
+            let result = r.get("result").filter(|x| x.is_object()).unwrap_or(r);
+            result.is_object().then(|| {
+                let seed = r.get("seed").and_then(Value::as_u64);
+                let label =
+                    seed.map_or_else(|| format!("run {}", i + 1), |s| format!("run {} (seed {s})", i + 1));
+                Run { label, result }
+            })
+        })
+        .collect()
+}
+
+/// The across-run aggregate of a metric: mean, 95 % CI (absent for one run), runs with data.
+type Aggregate = (f64, Option<(f64, f64)>, u64);
+
+/// The across-run aggregate of `key`.
+fn aggregate(doc: &Value, key: &str) -> Option<Aggregate> {
+    let a = doc.get("summary")?.get(key)?;
+    let f = |n: &str| a.get(n).and_then(Value::as_f64).filter(|x| x.is_finite());
+    let n = a.get("n").and_then(Value::as_u64).unwrap_or(0);
+    Some((f("mean")?, f("ci95_low").zip(f("ci95_high")), n))
+}
+
+fn fmt(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"))
+}
+
+/// Each run's value of `key` (x = run number), its mean and its confidence interval.
+fn chart(doc: &Value, rs: &[Run<'_>], key: &str, label: &str) -> Option<Chart> {
+    let points: Vec<(f64, f64, String)> = rs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| Some(((i + 1) as f64, value_at(r.result, key)?, format!("{}", i + 1))))
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    let (x0, x1) = (1.0, rs.len().max(2) as f64);
+    let mut series =
+        vec![Series { run: 0, name: "per run".into(), style: Style::Solid, kind: Kind::Labeled(points) }];
+    let agg = aggregate(doc, key);
+    if let Some((mean, ci, _)) = agg {
+        series.push(Series {
+            run: 1,
+            name: format!("mean {mean:.2}"),
+            style: Style::Bold,
+            kind: Kind::Line(vec![(x0, mean), (x1, mean)]),
+        });
+        if let Some((lo, hi)) = ci {
+            for (name, y) in [(format!("95% CI low {lo:.2}"), lo), (format!("95% CI high {hi:.2}"), hi)] {
+                series.push(Series {
+                    run: 2,
+                    name,
+                    style: Style::Dashed,
+                    kind: Kind::Line(vec![(x0, y), (x1, y)]),
+                });
+            }
+        }
+    }
+    let across = match agg {
+        Some((mean, Some((lo, hi)), n)) => format!("mean {mean:.2}, 95% CI [{lo:.2}, {hi:.2}] over {n} runs"),
+        Some((mean, None, n)) => format!("mean {mean:.2} over {n} run(s), no CI"),
+        None => "no across-run aggregate".into(),
+    };
+    let mut x = AxisSpec::new("run");
+    x.integer = true;
+    Some(Chart {
+        id: format!("runs-{}", key.replace('.', "-")),
+        title: format!("{label} per run"),
+        note: format!(
+            "Dots: each run's {label} ({key}); lines: the mean across runs and its 95% confidence interval \
+             (Student's t). {across}."
+        ),
+        x,
+        y: AxisSpec::new(label).starting_at_zero(),
+        series,
+    })
+}
+
+/// The HTML report of a `--num-runs` document.
+pub(super) fn multi_run_report(doc: &Value) -> Result<String, ExperimentError> {
+    let rs = runs(doc);
+    if rs.is_empty() {
+        return Err(ExperimentError::NoPoints("multi_run".into()));
+    }
+    let mut rows: Vec<(String, String)> = vec![("experiment".into(), "multi_run".into())];
+    for key in ["model_id", "backend", "date", "num_runs", "same_seed", "request_rate", "max_concurrency"] {
+        if let Some(v) = doc.get(key).filter(|v| !v.is_null()) {
+            rows.push((key.into(), v.as_str().map_or_else(|| v.to_string(), String::from)));
+        }
+    }
+    for r in &rs {
+        let g = |k: &str| value_at(r.result, k);
+        rows.push((
+            r.label.clone(),
+            format!(
+                "{} req/s, {} tok/s, TTFT median {} ms, TPOT median {} ms, steady-state {} req/s",
+                fmt(g("request_throughput")),
+                fmt(g("output_throughput")),
+                fmt(g("median_ttft_ms")),
+                fmt(g("median_tpot_ms")),
+                fmt(g("steady_state.request_throughput")),
+            ),
+        ));
+    }
+    let mut thr: Vec<(String, Chart)> = Vec::new();
+    for (key, label) in THROUGHPUT {
+        thr.extend(chart(doc, &rs, key, label).map(|c| (key.to_owned(), c)));
+    }
+    let mut lat: Vec<(String, Chart)> = Vec::new();
+    for m in LATENCY_METRICS {
+        for s in LATENCY_STATS {
+            let key = format!("{s}_{m}_ms");
+            lat.extend(chart(doc, &rs, &key, &format!("{} {s} (ms)", m.to_uppercase())).map(|c| (key, c)));
+        }
+    }
+    for (key, _) in thr.iter().chain(&lat) {
+        if let Some((mean, ci, n)) = aggregate(doc, key) {
+            let ci = ci.map_or_else(|| "no CI".to_owned(), |(lo, hi)| format!("95% CI [{lo:.2}, {hi:.2}]"));
+            rows.push((format!("{key} across runs"), format!("mean {mean:.2}, {ci} (n = {n})")));
+        }
+    }
+    let (thr, lat): (Vec<Chart>, Vec<Chart>) =
+        (thr.into_iter().map(|c| c.1).collect(), lat.into_iter().map(|c| c.1).collect());
+    let title = format!(
+        "servebench multi run: {} ({} runs)",
+        doc.get("model_id").and_then(Value::as_str).unwrap_or("?"),
+        rs.len()
+    );
+    Ok(render_experiment(
+        &title,
+        &rows,
+        &[
+            ("Throughput per run (mean and 95% CI across runs)", thr),
+            ("Latency per run (mean and 95% CI across runs)", lat),
+        ],
+    ))
+}

@@ -1,0 +1,134 @@
+//! Issue 15.2: a metric without data is `null` in the JSON and "n/a" in the console, never 0 —
+//! in the run's block, per stage, per turn, TTFO and the schedule lag.
+
+use serde_json::{json, Value};
+use servebench_core::metrics::{compute, MetricName, MetricsConfig};
+use servebench_core::record::{ErrorKind, Outcome, RequestRecord};
+use time::macros::datetime;
+
+use crate::groups::{console_groups, extend_result, GroupInfo, StageInfo};
+use crate::info::{ClientHealth, RunInfo};
+use crate::{console_block, result_json};
+
+fn info() -> RunInfo {
+    RunInfo {
+        date: datetime!(2026-11-29 21:13:48 UTC),
+        origin_wall: datetime!(2026-11-29 21:13:00 UTC),
+        backend: "openai".into(),
+        endpoint_type: "openai".into(),
+        label: None,
+        model_id: "m".into(),
+        tokenizer_id: None,
+        num_prompts: 2,
+        request_rate: 10.0,
+        burstiness: 1.0,
+        max_concurrency: None,
+        ramp_up: None,
+        rps_change_events: vec![],
+        metadata: vec![],
+        client_health: ClientHealth::default(),
+    }
+}
+
+/// Two requests that were sent and failed with HTTP 503 after 5 ms.
+fn failed_only() -> Vec<RequestRecord> {
+    (0..2u64)
+        .map(|i| {
+            let mut r = RequestRecord::scheduled(i, format!("r{i}"), i * 100_000, 10, 10);
+            r.dispatched_us = Some(i * 100_000);
+            r.headers_us = Some(i * 100_000 + 5_000);
+            r.done_us = r.headers_us;
+            r.http_status = Some(503);
+            r.fail(ErrorKind::HttpStatus, "HTTP 503");
+            r.stage = Some(0);
+            r
+        })
+        .collect()
+}
+
+fn cfg() -> MetricsConfig {
+    MetricsConfig { selected: MetricName::ALL[..4].to_vec(), ..MetricsConfig::default() }
+}
+
+#[test]
+fn empty_window_latencies_are_null_and_na_never_zero() {
+    let recs = failed_only();
+    let m = compute(&recs, &cfg());
+    let doc = result_json(&info(), &m, &recs, false);
+    for k in [
+        "mean_ttft_ms",
+        "median_ttft_ms",
+        "std_ttft_ms",
+        "p99_ttft_ms",
+        "mean_tpot_ms",
+        "p99_itl_ms",
+        "mean_e2el_ms",
+        "mean_response_ttft_ms",
+        "p99_itl_token_view_ms",
+    ] {
+        assert_eq!(doc[k], Value::Null, "{k}");
+    }
+    // Requests were dispatched: the duration and the (zero) throughputs are data; no "-0.00".
+    assert_eq!(doc["request_throughput"], json!(0.0));
+    assert!(doc["max_output_tokens_per_s"].as_f64().is_some_and(|v| v == 0.0 && v.is_sign_positive()));
+    assert!(doc["mean_queue_time_ms"].is_number());
+    let text = console_block(&info(), &m);
+    let line = |label: &str| text.lines().find(|l| l.starts_with(label)).unwrap_or_default().to_owned();
+    assert!(line("Mean TTFT (ms):").ends_with("n/a") || line("Mean TTFT (ms):").contains("n/a"), "{text}");
+    assert!(line("P99 ITL (ms):").contains("n/a"));
+    assert!(!line("Mean TTFT (ms):").contains("0.00"));
+    assert!(!text.contains("-0.00"), "{text}");
+}
+
+#[test]
+fn nothing_dispatched_makes_duration_and_throughputs_null() {
+    let mut r = RequestRecord::scheduled(0, "r0".into(), 0, 10, 10);
+    r.outcome = Outcome::Cancelled;
+    let m = compute(&[r.clone()], &cfg());
+    let doc = result_json(&info(), &m, &[r], false);
+    for k in [
+        "duration",
+        "request_throughput",
+        "output_throughput",
+        "total_token_throughput",
+        "input_throughput",
+        "max_output_tokens_per_s",
+        "mean_queue_time_ms",
+    ] {
+        assert_eq!(doc[k], Value::Null, "{k}");
+    }
+    let text = console_block(&info(), &m);
+    assert!(
+        text.lines().any(|l| l.starts_with("Request throughput (req/s):") && l.contains("n/a")),
+        "{text}"
+    );
+}
+
+#[test]
+fn per_stage_and_per_turn_without_data_are_null_and_na() {
+    let mut recs = failed_only();
+    for r in &mut recs {
+        r.conversation = Some(0);
+        r.turn = Some(r.index as u32);
+    }
+    let stage = |rate| StageInfo { rate, seconds: 10.0, concurrency: None };
+    let gi = GroupInfo { stages: vec![stage(5.0), stage(10.0)], trace: true, ..GroupInfo::default() };
+    let mut doc = json!({});
+    extend_result(&mut doc, &recs, &cfg(), &gi);
+    assert_eq!(doc["stages"][0]["mean_ttft_ms"], Value::Null);
+    // Stage 1: nobody ran in it: no duration, no rates.
+    assert_eq!(doc["stages"][1]["duration"], Value::Null);
+    assert_eq!(doc["stages"][1]["request_throughput"], Value::Null);
+    assert_eq!(doc["per_turn_metrics"][0]["median_ttft_ms"], Value::Null);
+    assert_eq!(doc["avg_conversation_duration_ms"], Value::Null);
+    assert!(doc["schedule_lag"]["p99_ms"].is_number());
+    let text = console_groups(&recs, &cfg(), &gi);
+    assert!(text.lines().filter(|l| l.starts_with("Mean TTFT (ms):")).all(|l| l.contains("n/a")), "{text}");
+    assert!(text.contains("Avg conversation duration (ms):          n/a"), "{text}");
+    let lag = console_groups(&[], &cfg(), &GroupInfo { trace: true, ..GroupInfo::default() });
+    assert!(lag.lines().filter(|l| l.starts_with("Dispatch lag")).all(|l| l.contains("n/a")), "{lag}");
+    let mut empty = json!({});
+    extend_result(&mut empty, &[], &cfg(), &GroupInfo { trace: true, ..GroupInfo::default() });
+    assert_eq!(empty["schedule_lag"]["p99_ms"], Value::Null);
+    assert_eq!(empty["schedule_lag"]["max_ms"], Value::Null);
+}

@@ -1,0 +1,97 @@
+//! Flags of vLLM's dataset-specific parsers (vLLM 0.33): `--spec-bench-*` (the spec_bench
+//! dataset) and the options of its Hugging Face parsers (`--bfcl-categories`,
+//! `--blazedit-*-distance`, `--asr-*-audio-len-sec`). At their vLLM defaults they are always
+//! accepted; another value is checked and refused with SB113 where it cannot apply.
+
+use clap::Args;
+use servebench_core::{BenchError, Result};
+
+use crate::cli::RunArgs;
+
+/// Options of vLLM's Hugging Face dataset parsers.
+#[derive(Debug, Clone, Args)]
+pub struct HfParserArgs {
+    /// hf, BFCL (gorilla-llm/Berkeley-Function-Calling-Leaderboard): comma-separated categories.
+    #[arg(long, help_heading = "Dataset")]
+    pub bfcl_categories: Option<String>,
+    /// hf, Blazedit (vdaita/edit_5k_char, vdaita/edit_10k_char): smallest edit distance kept, in
+    /// [0, 1].
+    #[arg(long, default_value_t = 0.0, help_heading = "Dataset")]
+    pub blazedit_min_distance: f64,
+    /// hf, Blazedit: largest edit distance kept, in [0, 1].
+    #[arg(long, default_value_t = 1.0, help_heading = "Dataset")]
+    pub blazedit_max_distance: f64,
+    /// hf, ASR sets (openai-audio): shortest audio kept, in seconds.
+    #[arg(long, default_value_t = 0.0, help_heading = "Dataset")]
+    pub asr_min_audio_len_sec: f64,
+    /// hf, ASR sets (openai-audio): longest audio kept, in seconds.
+    #[arg(long, default_value = "inf", help_heading = "Dataset")]
+    pub asr_max_audio_len_sec: f64,
+}
+
+/// The Hugging Face parsers servebench does not have yet: the flags that only they read.
+const PARSERS_NOT_BUILT: &str = "servebench does not have this parser of --dataset-name hf yet (issue 16)";
+
+fn is_spec_bench(args: &RunArgs) -> bool {
+    matches!(args.dataset_name.as_str(), "spec_bench" | "spec-bench")
+}
+
+/// Refuses a non-default value of a parser flag that cannot apply to this run (SB113), and
+/// values out of range (SB101).
+pub fn check(args: &RunArgs) -> Result<()> {
+    let d = &args.dataset;
+    let spec_given = [
+        ("--spec-bench-category", d.spec_bench_category.is_some()),
+        ("--spec-bench-output-len", d.spec_bench_output_len != 256),
+    ];
+    if let Some((flag, _)) = spec_given.iter().find(|(_, given)| *given).filter(|_| !is_spec_bench(args)) {
+        return Err(BenchError::not_applicable(
+            *flag,
+            "the spec_bench dataset",
+            format!("--dataset-name is {}", args.dataset_name),
+            "pass --dataset-name spec_bench --dataset-path question.jsonl, or drop the flag",
+        ));
+    }
+    let p = &args.hf_parsers;
+    let (lo, hi) = (p.blazedit_min_distance, p.blazedit_max_distance);
+    for (flag, v) in [("--blazedit-min-distance", lo), ("--blazedit-max-distance", hi)] {
+        if !(0.0..=1.0).contains(&v) {
+            return Err(BenchError::config(
+                flag,
+                format!("{v} is outside [0, 1]"),
+                "pass a distance in [0, 1]",
+            ));
+        }
+    }
+    if lo > hi {
+        return Err(BenchError::config(
+            "--blazedit-min-distance",
+            format!("{lo} is above --blazedit-max-distance {hi}"),
+            "pass a minimum <= the maximum",
+        ));
+    }
+    let (amin, amax) = (p.asr_min_audio_len_sec, p.asr_max_audio_len_sec);
+    if amin.is_nan() || amin < 0.0 || amax.is_nan() || amax < amin {
+        return Err(BenchError::config(
+            "--asr-min-audio-len-sec/--asr-max-audio-len-sec",
+            format!("[{amin}, {amax}] is not a range of seconds"),
+            "pass 0 <= min <= max (max may be inf)",
+        ));
+    }
+    let given = [
+        ("--bfcl-categories", "the BFCL parser of --dataset-name hf", p.bfcl_categories.is_some()),
+        ("--blazedit-min-distance", "the Blazedit parser of --dataset-name hf", lo != 0.0),
+        ("--blazedit-max-distance", "the Blazedit parser of --dataset-name hf", hi != 1.0),
+        ("--asr-min-audio-len-sec", "the ASR parsers of --dataset-name hf", amin != 0.0),
+        ("--asr-max-audio-len-sec", "the ASR parsers of --dataset-name hf", amax != f64::INFINITY),
+    ];
+    if let Some((flag, parser, _)) = given.iter().find(|g| g.2) {
+        return Err(BenchError::not_applicable(
+            *flag,
+            *parser,
+            PARSERS_NOT_BUILT,
+            "drop the flag (at its vLLM default it is accepted)",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! Flags of `vllm bench serve` (vLLM 0.33) about requests, tokenizer and reports that the other
+//! flag groups do not cover (flattened into `RunArgs`), and their checks against the backend
+//! (SB113 when a non-default value cannot apply). Defaults are vLLM's: a flag at its default is
+//! never refused.
+
+use clap::Args;
+use serde_json::{Map, Value};
+use servebench_client::backend::BackendKind;
+use servebench_core::{BenchError, Result};
+
+use crate::cli::RunArgs;
+
+/// Request, tokenizer and report flags of vLLM 0.33.
+#[derive(Debug, Clone, Args)]
+pub struct VllmArgs {
+    /// After the run, write every request's timeline (TTFT, then each inter-token gap coloured
+    /// by --timeline-itl-thresholds) as a self-contained HTML page of SVG next to the result
+    /// file: RESULT.timeline.html (docs/reports.md), as vLLM does (with plotly).
+    #[arg(long, help_heading = "Output")]
+    pub plot_timeline: bool,
+    /// Two ITL thresholds in ms, comma-separated, splitting the timeline's gaps into three
+    /// colours: below the first (green), between (orange), at or above the second (red).
+    #[arg(long, default_value = "25,50", help_heading = "Output")]
+    pub timeline_itl_thresholds: String,
+    /// Send single-token text probe requests ("Hi", max 1 token) one after another, pausing
+    /// 1/RATE s after each, alongside the run and outside --max-concurrency; their latency is
+    /// reported apart (probe_* keys): how much the load stalls an unrelated request. 0 = off.
+    #[arg(long, default_value_t = 0.0, help_heading = "Load")]
+    pub probe_request_rate: f64,
+    /// Ask the server for beam search: `use_beam_search: true` in every completions or chat
+    /// body (vLLM's request field; vLLM's own client accepts the flag and sends nothing).
+    #[arg(long, help_heading = "Request")]
+    pub use_beam_search: bool,
+    /// Load no tokenizer in the client: prompts are built and counted with the server's
+    /// /tokenize (as --tokenizer server) and output tokens come from the server's usage.
+    #[arg(long, help_heading = "Model")]
+    pub skip_tokenizer_init: bool,
+    /// JSON object of chat template arguments, e.g. '{"enable_thinking": false}'. servebench
+    /// renders no template in the client: the server renders it, so chat backends send it as
+    /// the body's `chat_template_kwargs` (an --extra-body `chat_template_kwargs` wins).
+    #[arg(long, help_heading = "Request")]
+    pub chat_template_kwargs: Option<String>,
+}
+
+/// The chat backends whose request body has vLLM's `chat_template_kwargs` field.
+fn renders_chat_template(backend: BackendKind) -> bool {
+    matches!(backend, BackendKind::Chat | BackendKind::EmbeddingsChat)
+}
+
+/// `--chat-template-kwargs` as a JSON object (None when not given).
+pub fn chat_template_kwargs(args: &RunArgs, backend: BackendKind) -> Result<Option<Map<String, Value>>> {
+    let Some(text) = &args.vllm.chat_template_kwargs else { return Ok(None) };
+    let map = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) | Err(_) => {
+            return Err(BenchError::config(
+                "--chat-template-kwargs",
+                "is not a JSON object",
+                "pass a JSON object such as '{\"enable_thinking\": false}'",
+            ))
+        }
+    };
+    if !renders_chat_template(backend) {
+        return Err(BenchError::not_applicable(
+            "--chat-template-kwargs",
+            "chat templates, which the server renders for chat requests (servebench renders none in the client)",
+            format!("--backend {backend} sends no chat messages"),
+            "use --backend openai-chat (or openai-embeddings-chat), or drop the flag",
+        ));
+    }
+    Ok(Some(map))
+}
+
+/// Fields the vLLM flags add to every request body: `use_beam_search`, `chat_template_kwargs`.
+/// They go under `--extra-body`, whose own keys win.
+pub fn body_fields(args: &RunArgs, backend: BackendKind) -> Result<Map<String, Value>> {
+    let mut out = Map::new();
+    if args.vllm.use_beam_search {
+        if !matches!(backend, BackendKind::Completions | BackendKind::Chat) {
+            return Err(BenchError::not_applicable(
+                "--use-beam-search",
+                "generation requests of the OpenAI-compatible API (--backend openai, vllm, openai-chat)",
+                format!("--backend {backend} has no use_beam_search field"),
+                "use --backend openai or openai-chat, or drop --use-beam-search",
+            ));
+        }
+        out.insert("use_beam_search".into(), Value::Bool(true));
+    }
+    if let Some(kwargs) = chat_template_kwargs(args, backend)? {
+        out.insert("chat_template_kwargs".into(), Value::Object(kwargs));
+    }
+    Ok(out)
+}
+
+/// `--timeline-itl-thresholds` in ms (two ascending non-negative numbers). Checked only with
+/// `--plot-timeline`, as vLLM does.
+pub fn itl_thresholds_ms(args: &RunArgs) -> Result<Option<(f64, f64)>> {
+    if !args.vllm.plot_timeline {
+        return Ok(None);
+    }
+    let fix = "pass two comma-separated thresholds in ms, e.g. --timeline-itl-thresholds 25,50";
+    let parts: Vec<&str> = args.vllm.timeline_itl_thresholds.split(',').map(str::trim).collect();
+    let values: Vec<f64> = parts.iter().filter_map(|p| p.parse::<f64>().ok()).collect();
+    match values[..] {
+        [a, b] if parts.len() == 2 && a.is_finite() && b.is_finite() && 0.0 <= a && a <= b => {
+            Ok(Some((a, b)))
+        }
+        _ => Err(BenchError::config(
+            "--timeline-itl-thresholds",
+            format!("'{}' is not two ascending non-negative numbers", args.vllm.timeline_itl_thresholds),
+            fix,
+        )),
+    }
+}
+
+/// `--probe-request-rate` (None = off).
+pub fn probe_rate(args: &RunArgs, backend: BackendKind) -> Result<Option<f64>> {
+    let r = args.vllm.probe_request_rate;
+    if r == 0.0 {
+        return Ok(None);
+    }
+    if !(r.is_finite() && r > 0.0) {
+        return Err(BenchError::config(
+            "--probe-request-rate",
+            format!("{r} is not a positive rate"),
+            "pass probe requests per second (e.g. 1), or 0 for none",
+        ));
+    }
+    if backend.is_pooling() {
+        return Err(BenchError::not_applicable(
+            "--probe-request-rate",
+            "generation backends (a probe asks for one output token)",
+            format!("--backend {backend} generates no tokens"),
+            "drop --probe-request-rate, or use a generation backend",
+        ));
+    }
+    Ok(Some(r))
+}
+
+/// `--skip-tokenizer-init`: the tokenizer the run uses instead of a local one (`server`).
+pub fn tokenizer(args: &RunArgs) -> Result<Option<String>> {
+    if !args.vllm.skip_tokenizer_init {
+        return Ok(args.tokenizer.clone());
+    }
+    match args.tokenizer.as_deref() {
+        None | Some(servebench_runner::run::SERVER_TOKENIZER) => {
+            Ok(Some(servebench_runner::run::SERVER_TOKENIZER.to_string()))
+        }
+        Some(t) => Err(BenchError::not_applicable(
+            "--skip-tokenizer-init",
+            "runs without a client tokenizer",
+            format!("--tokenizer {t} asks for one"),
+            "drop --tokenizer, or drop --skip-tokenizer-init",
+        )),
+    }
+}
