@@ -92,6 +92,15 @@ pub struct SimConfig {
     /// LoRA adapter names served besides the base model (`--sim-lora-modules`): listed by
     /// `/v1/models` (with the base model as `parent`) and accepted as a request's `model`.
     pub lora_modules: Vec<String>,
+    /// The server the simulator imitates on the wire (`--sim-personality`; default: today's
+    /// vLLM-shaped simulator with every native endpoint).
+    pub personality: crate::personality::Personality,
+    /// Gateway personality: the path prefix the API is mounted under (`--sim-path-prefix`,
+    /// default `/gw`).
+    pub path_prefix: String,
+    /// Overrides the idle time after which a personality that closes idle connections
+    /// (llama.cpp: 5 s) closes them (library only, for tests).
+    pub idle_close: Option<Duration>,
 }
 
 /// Where chat streams put reasoning text: vLLM ≥ 0.11 sends `delta.reasoning`, older vLLM
@@ -146,6 +155,9 @@ impl SimConfig {
             reasoning_field: ReasoningField::default(),
             embedding_dim: 256,
             lora_modules: Vec::new(),
+            personality: crate::personality::Personality::default(),
+            path_prefix: "/gw".into(),
+            idle_close: None,
         }
     }
 
@@ -201,6 +213,12 @@ impl SimConfig {
         self
     }
 
+    /// Sets the personality.
+    pub fn with_personality(mut self, p: crate::personality::Personality) -> Self {
+        self.personality = p;
+        self
+    }
+
     /// Turns the ground-truth log on or off.
     pub fn with_ground_truth(mut self, on: bool) -> Self {
         self.record_ground_truth = on;
@@ -237,6 +255,14 @@ impl SimConfig {
             ));
         }
         self.faults.validate()?;
+        let p = &self.path_prefix;
+        if !p.starts_with('/') || p.len() < 2 || p.ends_with('/') || p.contains(['?', '#', ' ']) {
+            return Err(BenchError::config(
+                "--sim-path-prefix",
+                format!("'{p}' is not a path prefix"),
+                "pass a path such as /gw or /team-a/llm (leading slash, no trailing slash)",
+            ));
+        }
         if self.embedding_dim == 0 || self.embedding_dim > 65_536 {
             return Err(BenchError::config(
                 "--sim-embedding-dim",

@@ -11,26 +11,22 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
 use crate::config::{SimConfig, TimingModel};
-use crate::engine::{block_hashes, Progress, Submission};
 use crate::engine_sched::Engine;
 use crate::fault::{FaultClose, FaultInjector, PreResponse, ResponseShape};
+use crate::generate::{generate, Gen};
 use crate::hash::mix;
 use crate::metrics::Metrics;
-use crate::pacer::{PaceInfo, Pacer};
-use crate::plan::{plan, GenerationPlan};
-use crate::prompt::{chat_ids, chat_prompt, checked_ids, completion_prompts, render_chat};
-use crate::protocol::{
-    parse_json, ApiError, ChatRequest, CompletionRequest, DetokenizeRequest, GenerationFields,
-    TokenizeRequest,
-};
-use crate::response::{detokenize_body, generation_body, models_body, tokenize_body, ChatReasoning};
-use crate::sse::{Api, StreamFormat, UsageOptions};
-use crate::stream::{SimBody, TokenStream};
-use crate::truth::{GroundTruth, GroundTruthLog, TruthRecorder};
+use crate::native::NativeRoute;
+use crate::prompt::{chat_ids, checked_ids, render_chat};
+use crate::protocol::{parse_json, ApiError, DetokenizeRequest, TokenizeRequest};
+use crate::response::{detokenize_body, models_body, tokenize_body};
+use crate::sse::Api;
+use crate::stream::SimBody;
+use crate::truth::GroundTruthLog;
 use crate::vocab::OutputVocab;
 
 const X_REQUEST_ID: &str = "x-request-id";
-const JSON: &str = "application/json";
+pub(crate) const JSON: &str = "application/json";
 const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Everything the handlers share.
@@ -47,6 +43,8 @@ pub(crate) struct SimState {
     /// Fault injection (plans, counters).
     pub faults: FaultInjector,
     models: Bytes,
+    /// The personality's behaviour table (read once per request).
+    pub behaviour: &'static crate::personality::Behaviour,
     id_salt: u64,
     counter: AtomicU64,
 }
@@ -58,8 +56,19 @@ impl SimState {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         let id_salt = mix(now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32));
         let perm = format!("modelperm-{:016x}{:016x}", mix(id_salt), mix(!id_salt));
-        let models =
-            models_body(&config.model, &config.lora_modules, now.as_secs(), config.max_model_len, &perm);
+        let behaviour = config.personality.behaviour();
+        let models = match behaviour.models {
+            crate::personality::ModelsShape::Vllm => {
+                models_body(&config.model, &config.lora_modules, now.as_secs(), config.max_model_len, &perm)
+            }
+            shape => {
+                let names: Vec<&str> = std::iter::once(config.model.as_str())
+                    .chain(config.lora_modules.iter().map(String::as_str))
+                    .collect();
+                let n_vocab = config.tokenizer.vocab_size();
+                crate::wire::models_body(shape, &names, now.as_secs(), config.max_model_len, n_vocab)
+            }
+        };
         let spec_k = match &config.timing {
             TimingModel::Engine(e) => e.spec_k,
             TimingModel::Fixed { .. } => 0,
@@ -78,6 +87,7 @@ impl SimState {
             engine,
             faults,
             models,
+            behaviour,
             id_salt,
             counter: AtomicU64::new(1),
         }
@@ -91,7 +101,11 @@ impl SimState {
 
     pub(crate) fn check_model(&self, model: Option<&str>) -> Result<(), ApiError> {
         match model {
-            Some(m) if m != self.config.model && !self.config.lora_modules.iter().any(|l| l == m) => {
+            Some(m)
+                if self.behaviour.checks_model
+                    && m != self.config.model
+                    && !self.config.lora_modules.iter().any(|l| l == m) =>
+            {
                 Err(ApiError::model_not_found(m))
             }
             _ => Ok(()),
@@ -99,11 +113,11 @@ impl SimState {
     }
 }
 
-fn unix_secs() -> u64 {
+pub(crate) fn unix_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
-fn response(status: u16, content_type: Option<&'static str>, body: SimBody) -> Response<SimBody> {
+pub(crate) fn response(status: u16, content_type: Option<&'static str>, body: SimBody) -> Response<SimBody> {
     let mut r = Response::new(body);
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Some(ct) = content_type {
@@ -129,39 +143,167 @@ fn header_id(headers: &HeaderMap) -> Option<String> {
     headers.get(X_REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|s| !s.is_empty()).map(str::to_owned)
 }
 
-/// An injected error status (429/500/503) with `Retry-After` when set.
-fn fault_status(pre: PreResponse) -> Response<SimBody> {
-    let mut r = error(&pre.error);
-    if let Some(v) = pre.retry_after {
-        r.headers_mut().insert(RETRY_AFTER, v);
+impl SimState {
+    /// An injected error status (429/500/503) with `Retry-After` when set.
+    fn fault_status(&self, pre: PreResponse) -> Response<SimBody> {
+        let mut r = self.error(&pre.error);
+        if let Some(v) = pre.retry_after {
+            r.headers_mut().insert(RETRY_AFTER, v);
+        }
+        r
+    }
+
+    /// An error answer in the personality's shape.
+    pub(crate) fn error(&self, e: &ApiError) -> Response<SimBody> {
+        match self.behaviour.errors {
+            crate::personality::ErrorStyle::Vllm => error(e),
+            style => {
+                let (status, body) = crate::wire::error_body(style, e);
+                response(status, Some(JSON), SimBody::full(body))
+            }
+        }
+    }
+
+    /// TGI's `GET /info`.
+    fn tgi_info(&self) -> Bytes {
+        let c = &self.config;
+        let v = serde_json::json!({
+            "model_id": c.model, "model_sha": null, "model_pipeline_tag": "text-generation",
+            "max_input_tokens": c.max_model_len.saturating_sub(1), "max_total_tokens": c.max_model_len,
+            "max_concurrent_requests": 128, "max_best_of": 1, "max_stop_sequences": 4,
+            "validation_workers": 2, "router": "text-generation-router", "version": "servebench-sim"
+        });
+        Bytes::from(v.to_string())
+    }
+
+    /// The 404 of a route the personality does not serve.
+    fn not_found(&self, method: &Method, path: &str) -> Response<SimBody> {
+        match crate::wire::not_found(self.behaviour.errors, method.as_str(), path) {
+            Some((ct, body)) => response(404, Some(ct), SimBody::full(body)),
+            None => response(404, None, SimBody::empty()),
+        }
+    }
+}
+
+/// The method of a known API route (whether the personality serves it is a separate question).
+fn method_of(path: &str) -> Option<Method> {
+    match path {
+        "/v1/models" | "/health" | "/metrics" => Some(Method::GET),
+        "/v1/completions" | "/v1/chat/completions" | "/tokenize" | "/detokenize" => Some(Method::POST),
+        "/start_profile" | "/stop_profile" | "/reset_prefix_cache" => Some(Method::POST),
+        "/v1/responses" => Some(Method::POST),
+        "/generate" | "/generate_stream" | "/completion" | "/v1/messages" => Some(Method::POST),
+        "/v1/audio/transcriptions" => Some(Method::POST),
+        "/info" => Some(Method::GET),
+        p if crate::pooling::Endpoint::of(p).is_some() => Some(Method::POST),
+        _ => None,
+    }
+}
+
+/// The API path of a gateway request: `raw` without the configured prefix (joined by path
+/// segment: `/gw` does not match `/gwx/...`), or `None` when it does not start with it.
+fn strip_prefix<'a>(raw: &'a str, prefix: &str) -> Option<&'a str> {
+    let rest = raw.strip_prefix(prefix)?;
+    rest.starts_with('/').then_some(rest)
+}
+
+/// A gateway's answer to an unprefixed path: a redirect to the prefixed one for an API route
+/// (307 for GET and HEAD, 308 otherwise, so the method and body are kept), 404 otherwise.
+fn gateway_redirect(state: &SimState, method: &Method, uri: &http::Uri) -> Response<SimBody> {
+    let path = uri.path();
+    if method_of(path).is_none() || !state.behaviour.serves(path) {
+        return detail(404, "Not Found");
+    }
+    let status = if method == Method::GET || method == Method::HEAD { 307 } else { 308 };
+    let mut location = format!("{}{}", state.config.path_prefix, path);
+    if let Some(q) = uri.query() {
+        location.push('?');
+        location.push_str(q);
+    }
+    let mut r = response(status, None, SimBody::empty());
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        r.headers_mut().insert(http::header::LOCATION, v);
     }
     r
 }
 
 /// Entry point of every request. The only error is an injected fault that closes the
-/// connection without a response.
+/// connection without a response. `conn` is the connection's keep-alive bookkeeping (llama.cpp
+/// personality only).
 pub(crate) async fn handle(
     state: Arc<SimState>,
     req: Request<Incoming>,
+    conn: Option<Arc<crate::conn_wrap::ConnCtx>>,
 ) -> Result<Response<SimBody>, FaultClose> {
+    let b = state.behaviour;
     let (parts, body) = req.into_parts();
     let header_id = header_id(&parts.headers);
-    let path = parts.uri.path();
-    let route = match path {
-        "/v1/models" | "/health" | "/metrics" => Some(Method::GET),
-        "/v1/completions" | "/v1/chat/completions" | "/tokenize" | "/detokenize" => Some(Method::POST),
-        "/start_profile" | "/stop_profile" | "/reset_prefix_cache" => Some(Method::POST),
-        "/v1/responses" => Some(Method::POST),
-        p if crate::pooling::Endpoint::of(p).is_some() => Some(Method::POST),
-        _ => None,
+    let gzip = b.gzip && crate::conn_wrap::accepts_gzip(&parts.headers);
+    let path = match b.prefixed {
+        false => Some(parts.uri.path()),
+        true => strip_prefix(parts.uri.path(), &state.config.path_prefix),
     };
-    let mut resp = match route {
-        None => detail(404, "Not Found"),
-        Some(m) if m != parts.method => detail(405, "Method Not Allowed"),
+    if let Some(c) = &conn {
+        c.begin();
+    }
+    let mut resp = match path {
+        None => gateway_redirect(&state, &parts.method, &parts.uri),
+        Some(path) => {
+            let ct = parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            route(&state, &parts.method, path, body, &header_id, ct).await?
+        }
+    };
+    if let Some(id) = header_id {
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            resp.headers_mut().insert(X_REQUEST_ID, v);
+        }
+    }
+    if gzip {
+        resp = gzip_response(resp);
+    }
+    if let Some(c) = conn {
+        let streamed = matches!(resp.body(), SimBody::Stream(_));
+        resp.headers_mut().insert("keep-alive", HeaderValue::from_static("timeout=5, max=100"));
+        resp = resp.map(|body| SimBody::Tracked(Box::new(crate::conn_wrap::Tracked::new(body, c, streamed))));
+    }
+    Ok(resp)
+}
+
+/// The answer gzipped (`Content-Encoding: gzip`): a complete body at once, a stream frame by
+/// frame.
+fn gzip_response(resp: Response<SimBody>) -> Response<SimBody> {
+    let (mut parts, body) = resp.into_parts();
+    let body = match body {
+        SimBody::Full(None) => return Response::from_parts(parts, SimBody::Full(None)),
+        SimBody::Full(Some(b)) => SimBody::full(crate::conn_wrap::gzip_all(&b)),
+        other => SimBody::Gzip(Box::new(crate::conn_wrap::GzipBody::new(other))),
+    };
+    parts.headers.insert(http::header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    parts.headers.insert(http::header::VARY, HeaderValue::from_static("accept-encoding"));
+    Response::from_parts(parts, body)
+}
+
+/// Routes one request by its API path.
+async fn route(
+    state: &Arc<SimState>,
+    method: &Method,
+    path: &str,
+    body: Incoming,
+    header_id: &Option<String>,
+    content_type: Option<String>,
+) -> Result<Response<SimBody>, FaultClose> {
+    let b = state.behaviour;
+    let resp = match method_of(path).filter(|_| b.serves(path)) {
+        None => state.not_found(method, path),
+        Some(m) if m != method => detail(405, "Method Not Allowed"),
         Some(_) => match path {
             "/health" => response(200, None, SimBody::empty()),
             "/v1/models" => json(state.models.clone()),
-            "/metrics" => response(200, Some(PROMETHEUS), SimBody::full(state.metrics.render())),
+            "/info" => json(state.tgi_info()),
+            "/metrics" => {
+                let text = crate::wire::rename_metrics(b.metrics, &state.metrics.render());
+                response(200, Some(PROMETHEUS), SimBody::full(text))
+            }
             "/start_profile" | "/stop_profile" => response(200, None, SimBody::empty()),
             "/reset_prefix_cache" => {
                 if let Some(e) = &state.engine {
@@ -170,244 +312,99 @@ pub(crate) async fn handle(
                 response(200, None, SimBody::empty())
             }
             _ => match Limited::new(body, state.config.max_body_bytes).collect().await {
-                Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                    error(&ApiError { status: 413, kind: "RequestEntityTooLarge", message: e.to_string() })
+                Err(e) if e.is::<http_body_util::LengthLimitError>() => state.error(&ApiError {
+                    status: 413,
+                    kind: "RequestEntityTooLarge",
+                    message: e.to_string(),
+                }),
+                Err(e) => {
+                    state.error(&ApiError::bad_request(format!("reading the request body failed: {e}")))
                 }
-                Err(e) => error(&ApiError::bad_request(format!("reading the request body failed: {e}"))),
-                Ok(collected) => {
-                    let body = collected.to_bytes();
-                    let received = Instant::now();
-                    let fault_key = match path {
-                        "/tokenize" | "/detokenize" => None,
-                        _ => state.faults.key(header_id.as_deref()),
-                    };
-                    let key = fault_key.as_deref();
-                    // The pre-response failure is the same on every response shape (its kinds are
-                    // drawn first and apply to all), so it is decided before the body is parsed.
-                    let pre = state.faults.plan(ResponseShape::JsonBody, key);
-                    let result = match (state.faults.pre_response(&pre)?, path) {
-                        (Some(pre), _) => Ok(fault_status(pre)),
-                        (None, "/v1/completions") => {
-                            generate(&state, Api::Completions, body.clone(), received, &header_id, key).await
-                        }
-                        (None, "/v1/chat/completions") => {
-                            generate(&state, Api::Chat, body.clone(), received, &header_id, key).await
-                        }
-                        (None, "/v1/responses") => {
-                            generate(&state, Api::Responses, body.clone(), received, &header_id, key).await
-                        }
-                        (None, p) if crate::pooling::Endpoint::of(p).is_some() => {
-                            crate::pooling::handle(&state, p, body.clone(), received, &header_id, key).await
-                        }
-                        (None, "/tokenize") => tokenize(&state, &body),
-                        (None, _) => detokenize(&state, &body),
-                    };
-                    result.unwrap_or_else(|e| error(&e))
-                }
+                Ok(collected) => post(state, path, collected.to_bytes(), header_id, content_type).await?,
             },
         },
     };
-    if let Some(id) = header_id {
-        if let Ok(v) = HeaderValue::from_str(&id) {
-            resp.headers_mut().insert(X_REQUEST_ID, v);
-        }
-    }
     Ok(resp)
 }
 
-/// Bodies above this size are parsed and tokenized on the blocking pool, so a long prompt does
-/// not delay other streams' events on the I/O workers.
-const INLINE_BODY_BYTES: usize = 4096;
-
-/// A planned request: the plan, the request's fields and, for the engine's prefix cache, the
-/// block-hash chain of each prompt.
-type Prepared = (GenerationPlan, GenerationFields, Vec<Vec<u64>>);
-
-/// Parsing, tokenization and planning: the CPU part of a generation request.
-fn prepare(state: &SimState, api: Api, body: &[u8]) -> Result<Prepared, ApiError> {
-    let config = &state.config;
-    let tok = config.tokenizer.as_ref();
-    let (prompts, fields, max_tokens) = match api {
-        Api::Completions => {
-            let r: CompletionRequest = parse_json(body)?;
-            state.check_model(r.gen.model.as_deref())?;
-            let prompts = completion_prompts(r.prompt.as_ref(), tok)?;
-            let max = r.gen.max_tokens;
-            (prompts, r.gen, max)
-        }
-        Api::Chat => {
-            let r: ChatRequest = parse_json(body)?;
-            state.check_model(r.gen.model.as_deref())?;
-            let p = chat_prompt(&r.messages, r.add_generation_prompt.unwrap_or(true), tok)?;
-            let max = r.max_completion_tokens.or(r.gen.max_tokens);
-            (vec![p], r.gen, max)
-        }
-        Api::Responses => {
-            let (p, gen, max) = crate::responses::prompt(body, tok)?;
-            state.check_model(gen.model.as_deref())?;
-            (vec![p], gen, max)
-        }
-    };
-    let salt = match api {
-        Api::Completions => 0xc0,
-        Api::Chat => 0xc4a7,
-        Api::Responses => 0x2e5,
-    };
-    let plan = plan(&prompts, &fields, max_tokens, config, salt)?;
-    let blocks = match &config.timing {
-        TimingModel::Engine(e) if e.prefix_caching => {
-            prompts.iter().map(|p| block_hashes(&p.ids, e.block_size)).collect()
-        }
-        _ => Vec::new(),
-    };
-    Ok((plan, fields, blocks))
-}
-
-async fn generate(
+/// A POST with its body read.
+async fn post(
     state: &Arc<SimState>,
-    api: Api,
+    path: &str,
     body: Bytes,
-    received: Instant,
     header_id: &Option<String>,
-    fault_key: Option<&str>,
-) -> Result<Response<SimBody>, ApiError> {
-    let (plan, fields, blocks) = if body.len() <= INLINE_BODY_BYTES {
-        prepare(state, api, &body)?
-    } else {
-        let st = state.clone();
-        tokio::task::spawn_blocking(move || prepare(&st, api, &body)).await.map_err(|e| ApiError {
-            status: 500,
-            kind: "InternalServerError",
-            message: format!("request preparation failed: {e}"),
-        })??
+    content_type: Option<String>,
+) -> Result<Response<SimBody>, FaultClose> {
+    let received = Instant::now();
+    let native = NativeRoute::of(path, &body, state.behaviour);
+    let fault_key = match path {
+        "/tokenize" | "/detokenize" => None,
+        _ => state.faults.key(header_id.as_deref()),
     };
-    let config = &state.config;
-    let base_id = header_id.clone().or(fields.request_id.clone()).unwrap_or_else(|| state.fresh_id());
-    let id = format!("{}{}", api.id_prefix(), base_id);
-    let created = unix_secs();
-    let stream = fields.stream.unwrap_or(false);
-    let truth = state.truth.as_ref().map(|log| {
-        TruthRecorder::new(
-            log.clone(),
-            GroundTruth {
-                request_id: header_id.clone().unwrap_or(base_id),
-                endpoint: api.path(),
-                stream,
-                received,
-                events: Vec::with_capacity(plan.ticks() as usize),
-                done: None,
-                prompt_tokens: plan.prompt_tokens,
-                completion_tokens: plan.completion_tokens(),
-                reasoning_tokens: reasoning_of(config, api, &plan),
-            },
-        )
-    });
-    let mut pacer = make_pacer(state, &plan, blocks, received)?;
-    let model = config.model.as_str();
-    if stream {
-        let present = fields.stream_options.is_some();
-        let so = fields.stream_options.unwrap_or_default();
-        let include_usage = present && so.include_usage.unwrap_or(true);
-        let usage = UsageOptions {
-            include_usage,
-            continuous: include_usage && so.continuous_usage_stats.unwrap_or(false),
-            details: config.prompt_tokens_details,
-        };
-        let reasoning = if reasoning_of(config, api, &plan) > 0 { config.reasoning_tokens } else { 0 };
-        let fmt = StreamFormat::new(api, &id, created, model, &plan, usage)
-            .with_reasoning(config.reasoning_field.as_str(), &plan);
-        let shape =
-            if api == Api::Responses { ResponseShape::TypedEventStream } else { ResponseShape::ChunkStream };
-        let stream_faults = state.faults.stream(&state.faults.plan(shape, fault_key), plan.ticks());
-        let mut s = TokenStream::new(plan, fmt, state.vocab.clone(), pacer, truth).with_faults(stream_faults);
-        if reasoning > 0 {
-            s = s.with_reasoning(reasoning, state.reasoning_counter());
+    let key = fault_key.as_deref();
+    // The pre-response failure is the same on every response shape (its kinds are drawn first
+    // and apply to all), so it is decided before the body is parsed.
+    let pre = state.faults.plan(ResponseShape::JsonBody, key);
+    let result = match (state.faults.pre_response(&pre)?, path) {
+        (Some(pre), _) => Ok(state.fault_status(pre)),
+        (None, "/v1/completions") => {
+            generate(state, Gen::Api(Api::Completions), body, received, header_id, key, None).await
         }
-        let mut r = response(200, Some("text/event-stream; charset=utf-8"), SimBody::Stream(Box::new(s)));
-        r.headers_mut().insert("cache-control", HeaderValue::from_static("no-cache"));
-        return Ok(r);
-    }
-    pacer.wait_all().await;
-    let details = config.prompt_tokens_details.then(|| pacer.cached_tokens());
-    let reasoning_total = reasoning_of(config, api, &plan);
-    let reasoning = if reasoning_total > 0 { config.reasoning_tokens } else { 0 };
-    let body = match api {
-        Api::Responses => {
-            let cached = Some(pacer.cached_tokens()).filter(|_| config.prompt_tokens_details);
-            crate::responses::body(&id, created, model, &plan, &state.vocab, cached, reasoning)
+        (None, "/v1/chat/completions") => {
+            generate(state, Gen::Api(Api::Chat), body, received, header_id, key, None).await
         }
-        _ => {
-            let reasoning = ChatReasoning { field: config.reasoning_field, tokens: reasoning };
-            generation_body(api, &id, created, model, &plan, &state.vocab, details, reasoning)
+        (None, "/v1/responses") => {
+            generate(state, Gen::Api(Api::Responses), body, received, header_id, key, None).await
         }
+        (None, "/v1/audio/transcriptions") => {
+            generate(state, Gen::Transcription, body, received, header_id, key, content_type).await
+        }
+        (None, _) if native.is_some() => {
+            let route = native.unwrap_or(NativeRoute::Anthropic);
+            let r = generate(state, Gen::Native(route), body, received, header_id, key, None).await;
+            return Ok(r.unwrap_or_else(|e| {
+                let (status, body) = route.error_body(&e);
+                response(status, Some(JSON), SimBody::full(body))
+            }));
+        }
+        (None, p) if crate::pooling::Endpoint::of(p).is_some() => {
+            crate::pooling::handle(state, p, body, received, header_id, key).await
+        }
+        (None, "/tokenize") => tokenize(state, &body),
+        (None, _) => detokenize(state, &body),
     };
-    if reasoning_total > 0 {
-        state.reasoning_counter().add(u64::from(reasoning_total));
-    }
-    if let Some(mut t) = truth {
-        let now = Instant::now();
-        t.event(now, plan.completion_tokens());
-        t.finish(now);
-    }
-    let faults = state.faults.plan(ResponseShape::JsonBody, fault_key);
-    Ok(response(200, Some(JSON), state.faults.json_body(&faults, body)))
-}
-
-/// Reasoning tokens of a request's output: the first `--sim-reasoning-tokens` of each choice,
-/// for the chat and Responses APIs (completions have no reasoning field).
-fn reasoning_of(config: &SimConfig, api: Api, plan: &GenerationPlan) -> u32 {
-    if api == Api::Completions || config.reasoning_tokens == 0 {
-        return 0;
-    }
-    plan.choices.iter().map(|c| c.tokens.min(config.reasoning_tokens)).sum()
-}
-
-impl SimState {
-    /// The `/metrics` counter of reasoning tokens sent.
-    pub(crate) fn reasoning_counter(&self) -> Arc<crate::metrics::Counter> {
-        self.metrics.registry.counter(
-            "servebench_sim:reasoning_tokens_total",
-            "Completion tokens sent as reasoning text (--sim-reasoning-tokens).",
-            &[],
-        )
-    }
-}
-
-/// The pacer of a request: a timer in fixed mode, a submission to the scheduler in engine mode.
-fn make_pacer(
-    state: &SimState,
-    plan: &GenerationPlan,
-    blocks: Vec<Vec<u64>>,
-    received: Instant,
-) -> Result<Pacer, ApiError> {
-    let tokens = plan.choices.iter().map(|c| c.tokens).max().unwrap_or(0);
-    let info = PaceInfo {
-        received,
-        tokens_per_event: plan.tokens_per_event,
-        tokens,
-        prompt_tokens: plan.prompt_tokens,
-        completion_tokens: plan.completion_tokens(),
-    };
-    let metrics = Some(state.metrics.clone());
-    let Some(engine) = &state.engine else {
-        return Ok(Pacer::new(&state.config.timing, info, metrics));
-    };
-    let progress = Arc::new(Progress::default());
-    let submitted = engine.submit(Submission {
-        prompt_tokens: plan.prompt_tokens,
-        output_tokens: tokens,
-        total_output_tokens: u64::from(plan.completion_tokens()),
-        seqs: plan.choices.len() as u32,
-        blocks,
-        progress: progress.clone(),
-    });
-    if !submitted {
-        return Err(ApiError { status: 503, kind: "ServiceUnavailable", message: "engine stopped".into() });
-    }
-    Ok(Pacer::engine(progress, info, metrics))
+    Ok(result.unwrap_or_else(|e| state.error(&e)))
 }
 
 fn tokenize(state: &SimState, body: &[u8]) -> Result<Response<SimBody>, ApiError> {
+    use crate::personality::TokenizeDialect;
+    use crate::wire::{tokenize_answer, tokenize_input, TokenizeInput};
+    let dialect = state.behaviour.tokenize;
+    if dialect != TokenizeDialect::Prompt {
+        let tok = state.config.tokenizer.as_ref();
+        let with_pieces = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v.get("with_pieces").and_then(serde_json::Value::as_bool))
+            .unwrap_or(false);
+        let input = match tokenize_input(dialect, body) {
+            // GuideLLM's mock answers with pydantic's multi-line text.
+            Err(e) if e.kind == "ValidationError" => {
+                return Ok(response(400, Some("text/plain; charset=utf-8"), SimBody::full(e.message)));
+            }
+            other => other?,
+        };
+        let ids = match input {
+            TokenizeInput::Empty => Vec::new(),
+            TokenizeInput::Text(t, special) => {
+                tok.encode(&t, special).map_err(|e| ApiError::bad_request(e.to_string()))?
+            }
+        };
+        let pieces: Vec<String> = match dialect == TokenizeDialect::Inputs || with_pieces {
+            true => ids.iter().map(|&id| tok.decode(&[id], false).unwrap_or_default()).collect(),
+            false => Vec::new(),
+        };
+        return Ok(json(tokenize_answer(dialect, &ids, &pieces, with_pieces)));
+    }
     let r: TokenizeRequest = parse_json(body)?;
     state.check_model(r.model.as_deref())?;
     let tok = state.config.tokenizer.as_ref();
@@ -434,5 +431,8 @@ fn detokenize(state: &SimState, body: &[u8]) -> Result<Response<SimBody>, ApiErr
     let tok = state.config.tokenizer.as_ref();
     let ids = checked_ids(&r.tokens, tok.vocab_size())?;
     let text = tok.decode(&ids, false).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    if state.behaviour.tokenize == crate::personality::TokenizeDialect::Content {
+        return Ok(json(Bytes::from(serde_json::json!({ "content": text }).to_string())));
+    }
     Ok(json(detokenize_body(&text)))
 }

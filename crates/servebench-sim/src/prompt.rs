@@ -96,11 +96,9 @@ pub(crate) fn render_chat(messages: &[ChatMessage], add_generation_prompt: bool)
             Some(MessageContent::Parts(parts)) => {
                 let mut first = true;
                 for p in parts {
-                    if p.kind != "text" {
-                        return Err(ApiError::bad_request(format!(
-                            "content part of type '{}' is not supported: this simulated model is text-only",
-                            p.kind
-                        )));
+                    // Media parts are counted by `media_tokens`, not rendered.
+                    if crate::media::part_tokens(p)?.is_some() {
+                        continue;
                     }
                     if !first {
                         out.push('\n');
@@ -130,9 +128,21 @@ pub(crate) fn chat_prompt(
     tok: &dyn TextTokenizer,
 ) -> Result<PromptInfo, ApiError> {
     let rendered = render_chat(messages, add_generation_prompt)?;
-    let ids = chat_ids(&rendered, tok)?;
-    let hash = Fnv::new(3).bytes(rendered.as_bytes()).finish();
-    Ok(PromptInfo { tokens: ids.len() as u32, hash, ids })
+    let mut ids = chat_ids(&rendered, tok)?;
+    let mut hash = Fnv::new(3).bytes(rendered.as_bytes());
+    // Media parts: their tokens, and as many placeholder ids derived from their content (so the
+    // engine's prefix cache sees the same image as the same blocks).
+    for m in messages {
+        let Some(MessageContent::Parts(parts)) = &m.content else { continue };
+        for p in parts {
+            if let Some((n, h)) = crate::media::part_tokens(p)? {
+                hash = hash.u64(h);
+                let vocab = u64::from(tok.vocab_size().max(1));
+                ids.extend((0..u64::from(n)).map(|i| (crate::hash::mix(h ^ i) % vocab) as u32));
+            }
+        }
+    }
+    Ok(PromptInfo { tokens: ids.len() as u32, hash: hash.finish(), ids })
 }
 
 #[cfg(test)]
@@ -151,8 +161,8 @@ mod tests {
             msg(
                 "user",
                 Some(MessageContent::Parts(vec![
-                    ContentPart { kind: "text".into(), text: Some("a".into()) },
-                    ContentPart { kind: "text".into(), text: Some("b".into()) },
+                    ContentPart::of("text".into(), Some("a".into())),
+                    ContentPart::of("text".into(), Some("b".into())),
                 ])),
             ),
             msg("assistant", None),
@@ -167,12 +177,26 @@ mod tests {
     }
 
     #[test]
-    fn non_text_parts_are_rejected() {
-        let m = vec![msg(
-            "user",
-            Some(MessageContent::Parts(vec![ContentPart { kind: "image_url".into(), text: None }])),
-        )];
+    fn unknown_parts_are_rejected_and_media_is_counted() {
+        let m =
+            vec![msg("user", Some(MessageContent::Parts(vec![ContentPart::of("video_url".into(), None)])))];
         assert_eq!(render_chat(&m, true).unwrap_err().status, 400);
+        let image = ContentPart {
+            kind: "image_url".into(),
+            image_url: Some(serde_json::json!({"url": "https://x/cat.png"})),
+            ..ContentPart::default()
+        };
+        let text = ContentPart::of("text".into(), Some("hi".into()));
+        let with = vec![msg("user", Some(MessageContent::Parts(vec![text, image])))];
+        let without = vec![msg(
+            "user",
+            Some(MessageContent::Parts(vec![ContentPart::of("text".into(), Some("hi".into()))])),
+        )];
+        let tok = crate::test_support::NullTok;
+        let a = chat_prompt(&with, true, &tok).unwrap();
+        let b = chat_prompt(&without, true, &tok).unwrap();
+        assert_eq!(a.tokens, b.tokens + crate::media::DEFAULT_IMAGE_TOKENS);
+        assert_ne!(a.hash, b.hash);
     }
 
     #[test]

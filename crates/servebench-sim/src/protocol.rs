@@ -83,13 +83,30 @@ pub(crate) enum MessageContent {
     Parts(Vec<ContentPart>),
 }
 
-/// One content part (`{"type": "text", "text": ...}`; other types are rejected).
-#[derive(Debug, Deserialize)]
+/// One content part: `text`, or media counted by `media.rs` (`image_url`, `input_audio`,
+/// `audio_url`); other types are rejected.
+#[derive(Debug, Default, Deserialize)]
 pub(crate) struct ContentPart {
     #[serde(rename = "type")]
     pub kind: String,
     #[serde(default)]
     pub text: Option<String>,
+    /// `{"url": ...}` (or a plain string).
+    #[serde(default)]
+    pub image_url: Option<serde_json::Value>,
+    /// `{"data": base64, "format": "wav"}`.
+    #[serde(default)]
+    pub input_audio: Option<serde_json::Value>,
+    /// `{"url": ...}`.
+    #[serde(default)]
+    pub audio_url: Option<serde_json::Value>,
+}
+
+impl ContentPart {
+    /// A part of `kind` with `text`.
+    pub(crate) fn of(kind: String, text: Option<String>) -> Self {
+        ContentPart { kind, text, ..ContentPart::default() }
+    }
 }
 
 /// `POST /tokenize`: `{model, prompt}` or `{model, messages}`.

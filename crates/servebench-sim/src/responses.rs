@@ -13,7 +13,7 @@ use servebench_core::TextTokenizer;
 
 use crate::plan::{Finish, GenerationPlan};
 use crate::prompt::{chat_prompt, PromptInfo};
-use crate::protocol::{parse_json, ApiError, ChatMessage, GenerationFields, MessageContent};
+use crate::protocol::{parse_json, ApiError, ChatMessage, ContentPart, GenerationFields, MessageContent};
 use crate::vocab::OutputVocab;
 
 #[derive(Debug, Deserialize)]
@@ -44,6 +44,9 @@ struct Part {
     kind: String,
     #[serde(default)]
     text: Option<String>,
+    /// `input_image`: a URL string (or `{"url": ...}`).
+    #[serde(default)]
+    image_url: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -78,16 +81,22 @@ pub(crate) fn prompt(
         }
         Some(InputField::Items(items)) => {
             for item in items {
-                let text = match item.content {
-                    None => String::new(),
-                    Some(ItemContent::Text(t)) => t,
+                let content = match item.content {
+                    None => MessageContent::Text(String::new()),
+                    Some(ItemContent::Text(t)) => MessageContent::Text(t),
                     Some(ItemContent::Parts(parts)) => {
-                        let mut texts = Vec::with_capacity(parts.len());
+                        let mut out = Vec::with_capacity(parts.len());
                         for p in parts {
                             match p.kind.as_str() {
                                 "input_text" | "output_text" | "text" => {
-                                    texts.push(p.text.unwrap_or_default())
+                                    out.push(ContentPart::of("text".into(), Some(p.text.unwrap_or_default())))
                                 }
+                                // Counted by `media.rs` like a chat `image_url` part.
+                                "input_image" => out.push(ContentPart {
+                                    kind: "image_url".into(),
+                                    image_url: p.image_url,
+                                    ..ContentPart::default()
+                                }),
                                 other => {
                                     return Err(ApiError::bad_request(format!(
                                         "content part type '{other}' is not supported by this model"
@@ -95,11 +104,11 @@ pub(crate) fn prompt(
                                 }
                             }
                         }
-                        texts.join("\n")
+                        MessageContent::Parts(out)
                     }
                 };
                 let role = item.role.unwrap_or_else(|| "user".into());
-                messages.push(ChatMessage { role, content: Some(MessageContent::Text(text)) });
+                messages.push(ChatMessage { role, content: Some(content) });
             }
         }
     }
@@ -257,7 +266,8 @@ mod tests {
             &br#"{"model":"m"}"#[..],
             br#"{"input":[]}"#,
             br#"{"input":5}"#,
-            br#"{"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}"#,
+            br#"{"input":[{"role":"user","content":[{"type":"input_file","file_id":"x"}]}]}"#,
+            br#"{"input":[{"role":"user","content":[{"type":"input_image"}]}]}"#,
             b"{nope",
         ] {
             assert_eq!(prompt(bad, tok.as_ref()).unwrap_err().status, 400);

@@ -15,8 +15,10 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::config::SimConfig;
+use crate::conn_wrap::ConnCtx;
 use crate::fault::FaultCounts;
 use crate::handlers::{handle, SimState};
+use crate::personality::KeepAlive;
 use crate::tls::SimTls;
 use crate::truth::GroundTruth;
 
@@ -188,11 +190,57 @@ async fn serve_connection(stream: TcpStream, state: Arc<SimState>, stop: watch::
     serve_io(stream, state, stop).await;
 }
 
-async fn serve_io<S>(stream: S, state: Arc<SimState>, mut stop: watch::Receiver<bool>)
+/// Serves one connection with the personality's keep-alive behaviour.
+async fn serve_io<S>(stream: S, state: Arc<SimState>, stop: watch::Receiver<bool>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let service = service_fn(move |req| handle(state.clone(), req));
+    match state.behaviour.keep_alive {
+        KeepAlive::Plain => serve_plain(stream, state, stop).await,
+        KeepAlive::CloseAfterStream { idle_secs } => {
+            let idle = state.config.idle_close.unwrap_or(Duration::from_secs(idle_secs));
+            serve_closing(stream, state, stop, idle).await
+        }
+    }
+}
+
+/// llama.cpp's connection behaviour: closed right after every streamed answer (without
+/// `Connection: close`) and after `idle` without a request.
+async fn serve_closing<S>(stream: S, state: Arc<SimState>, mut stop: watch::Receiver<bool>, idle: Duration)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let ctx = Arc::new(ConnCtx::new());
+    let c = ctx.clone();
+    let service = service_fn(move |req| handle(state.clone(), req, Some(c.clone())));
+    let conn = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    loop {
+        let deadline = match ctx.is_busy() {
+            // An answer in flight: look again one idle period later.
+            true => tokio::time::Instant::now() + idle,
+            false => tokio::time::Instant::from_std(ctx.idle_deadline(idle)),
+        };
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = ctx.close.notified() => break,
+            _ = tokio::time::sleep_until(deadline) => {
+                if ctx.idle_expired(idle) {
+                    break;
+                }
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = conn.await;
+}
+
+async fn serve_plain<S>(stream: S, state: Arc<SimState>, mut stop: watch::Receiver<bool>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req| handle(state.clone(), req, None));
     let conn = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
     tokio::select! {

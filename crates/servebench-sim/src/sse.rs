@@ -73,6 +73,21 @@ pub(crate) struct StreamFormat {
     reasoning_heads: Vec<Vec<u8>>,
     /// The Responses API's event formatting (`Api::Responses` only).
     responses: Option<crate::sse_responses::ResponsesFormat>,
+    /// Personality bytes, fixed per request (`with_behaviour`): the tail of an event without
+    /// a finish reason, the bytes after a finish reason, the role chunk's content.
+    none_tail: &'static [u8],
+    finish_tail: &'static [u8],
+    role_content: &'static str,
+    /// Completions: usage rides in the finish chunk (llama.cpp), with the whole request's
+    /// completion tokens; no separate usage chunk.
+    usage_in_finish: bool,
+    /// llama.cpp's `timings` object in the final chunk(s), and when the request was received.
+    timings: Option<std::time::Instant>,
+    completion_total: u32,
+    /// A native dialect's stream (TGI, SGLang, llama.cpp, Anthropic) instead of chunks.
+    native: Option<crate::sse_native::NativeFormat>,
+    /// No chat role chunk (vLLM's transcription stream has none).
+    no_role: bool,
 }
 
 impl StreamFormat {
@@ -123,6 +138,102 @@ impl StreamFormat {
             cached_tokens: 0,
             reasoning_heads: Vec::new(),
             responses,
+            none_tail: if api == Api::Chat { b"null}]" } else { b"null,\"stop_reason\":null}]" },
+            finish_tail: b"\",\"stop_reason\":null}]",
+            role_content: "\"\"",
+            usage_in_finish: false,
+            timings: None,
+            completion_total: plan.completion_tokens(),
+            native: None,
+            no_role: false,
+        }
+    }
+
+    /// Streams in a native dialect instead of OpenAI chunks.
+    pub(crate) fn with_native(mut self, native: crate::sse_native::NativeFormat) -> Self {
+        self.native = Some(native);
+        self
+    }
+
+    /// A chat-shaped stream with another `object` and no role chunk (vLLM's
+    /// `transcription.chunk`).
+    pub(crate) fn with_object(mut self, object: &str) -> Self {
+        let from = b"\"object\":\"chat.completion.chunk\"".as_slice();
+        let to = format!("\"object\":\"{object}\"").into_bytes();
+        let swap = |v: &mut Vec<u8>| {
+            if let Some(at) = v.windows(from.len()).position(|w| w == from) {
+                v.splice(at..at + from.len(), to.iter().copied());
+            }
+        };
+        swap(&mut self.common);
+        for h in &mut self.heads {
+            swap(h);
+        }
+        self.no_role = true;
+        self
+    }
+
+    /// Appends the content of tokens `[start, start + n)` of choice `pos` (seeded by `seed`):
+    /// one content event, or the native dialect's events.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push_content(
+        &self,
+        pos: usize,
+        out: &mut Vec<u8>,
+        vocab: &crate::vocab::OutputVocab,
+        seed: u64,
+        start: u64,
+        n: u32,
+        finish: Option<Finish>,
+        completion_so_far: u32,
+    ) {
+        if let Some(nf) = &self.native {
+            if pos == 0 {
+                nf.push_tokens(out, vocab, start, n, finish.is_some());
+            }
+            return;
+        }
+        self.push_event(
+            pos,
+            out,
+            |o| vocab.push_text(seed, start, u64::from(n), o),
+            finish,
+            completion_so_far,
+        );
+    }
+
+    /// Applies a personality's chunk layout (`stop_reason`, role chunk content, where usage
+    /// rides, `timings`). The default personality's layout is what `new` sets.
+    pub(crate) fn with_behaviour(
+        mut self,
+        b: &crate::personality::Behaviour,
+        received: std::time::Instant,
+    ) -> Self {
+        if !b.stop_reason {
+            self.none_tail = b"null}]";
+            self.finish_tail = b"\"}]";
+        }
+        if b.role_content_null {
+            self.role_content = "null";
+        }
+        self.usage_in_finish = self.api == Api::Completions
+            && b.completions_usage == crate::personality::UsagePlacement::InFinishChunk;
+        self.timings = b.timings.then_some(received);
+        self
+    }
+
+    /// llama.cpp's `timings` member (with a leading comma).
+    fn push_timings(&self, out: &mut Vec<u8>, completion: u32) {
+        if let Some(received) = self.timings {
+            let ms = received.elapsed().as_secs_f64() * 1000.0;
+            let per_s = if ms > 0.0 { f64::from(completion) * 1000.0 / ms } else { 0.0 };
+            let _ = write!(
+                out,
+                ",\"timings\":{{\"cache_n\":{},\"prompt_n\":{},\"predicted_n\":{completion},\
+                 \"predicted_ms\":{ms:.3},\"predicted_per_second\":{per_s:.3}}}",
+                self.cached_tokens,
+                self.prompt_tokens.saturating_sub(self.cached_tokens)
+            );
         }
     }
 
@@ -196,21 +307,28 @@ impl StreamFormat {
 
     /// Appends the chat role chunk of choice `pos` (no-op for completions).
     pub(crate) fn push_role_chunk(&self, pos: usize, index: u32, out: &mut Vec<u8>) {
+        if let Some(n) = &self.native {
+            if pos == 0 {
+                n.push_start(out);
+            }
+            return;
+        }
         if let Some(r) = &self.responses {
             if pos == 0 {
                 r.push_start(out);
             }
             return;
         }
-        if self.api != Api::Chat || pos >= self.heads.len() {
+        if self.api != Api::Chat || pos >= self.heads.len() || self.no_role {
             return;
         }
         out.extend_from_slice(b"data: ");
         out.extend_from_slice(&self.common);
         let _ = write!(
             out,
-            ",\"choices\":[{{\"index\":{index},\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\
-             \"logprobs\":null,\"finish_reason\":null}}]"
+            ",\"choices\":[{{\"index\":{index},\"delta\":{{\"role\":\"assistant\",\"content\":{}}},\
+             \"logprobs\":null,\"finish_reason\":null}}]",
+            self.role_content
         );
         if self.usage.continuous {
             out.push(b',');
@@ -249,17 +367,22 @@ impl StreamFormat {
     fn push_tail(&self, out: &mut Vec<u8>, finish: Option<Finish>, completion_so_far: u32) {
         out.extend_from_slice(b",\"logprobs\":null,\"finish_reason\":");
         match finish {
-            None if self.api == Api::Chat => out.extend_from_slice(b"null}]"),
-            None => out.extend_from_slice(b"null,\"stop_reason\":null}]"),
+            None => out.extend_from_slice(self.none_tail),
             Some(f) => {
                 out.push(b'"');
                 out.extend_from_slice(f.as_str().as_bytes());
-                out.extend_from_slice(b"\",\"stop_reason\":null}]");
+                out.extend_from_slice(self.finish_tail);
             }
         }
         if self.usage.continuous {
             out.push(b',');
             self.usage_json(out, completion_so_far);
+        } else if self.usage_in_finish && finish.is_some() {
+            out.push(b',');
+            self.usage_json(out, self.completion_total);
+        }
+        if finish.is_some() {
+            self.push_timings(out, self.completion_total);
         }
         out.extend_from_slice(b"}\n\n");
     }
@@ -267,15 +390,20 @@ impl StreamFormat {
     /// Appends the usage chunk (if asked for) and, when `done_marker` (false only to inject a
     /// stream that ends without it), `data: [DONE]`.
     pub(crate) fn push_end(&self, out: &mut Vec<u8>, completion: u32, done_marker: bool) {
+        if let Some(n) = &self.native {
+            n.push_end(out);
+            return;
+        }
         if let Some(r) = &self.responses {
             r.push_end(out, completion, self.cached_tokens);
             return;
         }
-        if self.usage.include_usage {
+        if self.usage.include_usage && !self.usage_in_finish {
             out.extend_from_slice(b"data: ");
             out.extend_from_slice(&self.common);
             out.extend_from_slice(b",\"choices\":[],");
             self.usage_json(out, completion);
+            self.push_timings(out, completion);
             out.extend_from_slice(b"}\n\n");
         }
         if done_marker {

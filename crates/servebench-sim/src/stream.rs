@@ -27,6 +27,10 @@ pub(crate) enum SimBody {
     Stream(Box<TokenStream>),
     /// A JSON answer with an injected body fault (stall, cut, malformed, oversized).
     Faulted(Box<FaultedBody>),
+    /// Gateway personality: the inner body gzipped frame by frame.
+    Gzip(Box<crate::conn_wrap::GzipBody>),
+    /// llama.cpp personality: the inner body with the connection's keep-alive bookkeeping.
+    Tracked(Box<crate::conn_wrap::Tracked>),
 }
 
 impl SimBody {
@@ -51,6 +55,8 @@ impl Body for SimBody {
             SimBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             SimBody::Stream(s) => s.poll_frame(cx),
             SimBody::Faulted(b) => b.poll_frame(cx),
+            SimBody::Gzip(b) => b.poll_frame(cx),
+            SimBody::Tracked(b) => b.poll_frame(cx),
         }
     }
 
@@ -59,6 +65,8 @@ impl Body for SimBody {
             SimBody::Full(b) => b.is_none(),
             SimBody::Stream(s) => s.is_end(),
             SimBody::Faulted(b) => b.is_end(),
+            SimBody::Gzip(b) => b.is_end(),
+            SimBody::Tracked(b) => b.inner().is_end_stream(),
         }
     }
 
@@ -68,6 +76,8 @@ impl Body for SimBody {
             SimBody::Full(None) => SizeHint::with_exact(0),
             SimBody::Stream(_) => SizeHint::default(),
             SimBody::Faulted(b) => b.size_hint(),
+            SimBody::Gzip(_) => SizeHint::default(),
+            SimBody::Tracked(b) => b.inner().size_hint(),
         }
     }
 }
@@ -212,10 +222,14 @@ impl TokenStream {
                 );
             }
             if c_n > 0 {
-                fmt.push_event(
+                let from = start + u64::from(r_n);
+                fmt.push_content(
                     pos,
                     &mut out,
-                    |o| vocab.push_text(seed, start + u64::from(r_n), u64::from(c_n), o),
+                    vocab,
+                    seed,
+                    from,
+                    c_n,
                     last.then_some(c.finish),
                     self.emitted,
                 );

@@ -24,6 +24,8 @@ const CHECK_LEN: u64 = 512;
 pub struct OutputVocab {
     words: Vec<&'static str>,
     verified: bool,
+    /// The token id of each word (0 when unknown), for dialects that send ids (TGI).
+    ids: Vec<u32>,
 }
 
 impl OutputVocab {
@@ -33,20 +35,27 @@ impl OutputVocab {
     pub fn build(tok: &dyn TextTokenizer) -> Self {
         let singles: Vec<&'static str> =
             CANDIDATES.iter().copied().filter(|w| is_single_token(tok, w)).collect();
+        let pool = |words: Vec<&'static str>, verified: bool| {
+            let ids = words
+                .iter()
+                .map(|w| tok.encode(w, false).ok().and_then(|v| v.first().copied()).unwrap_or(0))
+                .collect();
+            OutputVocab { words, verified, ids }
+        };
         if !singles.is_empty() {
-            let pool = OutputVocab { words: singles.clone(), verified: true };
-            if pool.sequence_reencodes(tok) {
-                return pool;
+            let all = pool(singles.clone(), true);
+            if all.sequence_reencodes(tok) {
+                return all;
             }
             // Some pairs merge: keep the words that repeat cleanly, one at a time.
             for w in singles {
-                let pool = OutputVocab { words: vec![w], verified: true };
-                if pool.sequence_reencodes(tok) {
-                    return pool;
+                let one = pool(vec![w], true);
+                if one.sequence_reencodes(tok) {
+                    return one;
                 }
             }
         }
-        OutputVocab { words: vec![" the"], verified: false }
+        pool(vec![" the"], false)
     }
 
     /// True if the generated text re-encodes to exactly one token per generated token.
@@ -69,6 +78,13 @@ impl OutputVocab {
         let n = self.words.len().max(1) as u64;
         let i = (mix(seed ^ mix(index)) % n) as usize;
         self.words.get(i).copied().unwrap_or(" the")
+    }
+
+    /// The token id of token `index` of the stream seeded by `seed`.
+    pub(crate) fn word_id(&self, seed: u64, index: u64) -> u32 {
+        let n = self.words.len().max(1) as u64;
+        let i = (mix(seed ^ mix(index)) % n) as usize;
+        self.ids.get(i).copied().unwrap_or(0)
     }
 
     /// Appends the text of tokens `[start, start + count)` of the stream seeded by `seed`.

@@ -120,10 +120,10 @@ async fn error_shapes() {
     let r = c
         .post_json(
             "/v1/chat/completions",
-            &json!({"model": MODEL, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}),
+            &json!({"model": MODEL, "messages": [{"role": "user", "content": [{"type": "video_url", "video_url": {"url": "x"}}]}]}),
         )
         .await;
-    assert_error(&r, 400, "BadRequestError", "image_url");
+    assert_error(&r, 400, "BadRequestError", "video_url");
     let r = c
         .post_json("/v1/chat/completions", &json!({"model": MODEL, "messages": [{"role": "user"}], "n": 0}))
         .await;

@@ -86,7 +86,7 @@ async fn responses_non_streaming_and_errors() {
         json!({"model": MODEL}),
         json!({"model": MODEL, "input": []}),
         json!({"model": MODEL, "input": "x", "max_output_tokens": 0}),
-        json!({"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]}),
+        json!({"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "u"}]}]}),
     ] {
         let r = c.post_json("/v1/responses", &bad).await;
         assert_eq!(r.status, 400, "{bad}: {}", r.text());

@@ -159,6 +159,13 @@ pub struct SimOptions {
     /// Simulator: vector length of /v1/embeddings and /pooling answers.
     #[arg(long, default_value_t = 256)]
     pub sim_embedding_dim: u32,
+    /// Simulator: the server it imitates on the wire: sim (default: vLLM's shapes and every
+    /// native endpoint), vllm, sglang, llamacpp, tgi, openai, gateway (docs/simulator.md).
+    #[arg(long, default_value = "sim")]
+    pub sim_personality: String,
+    /// Simulator (gateway personality): the path prefix the API is mounted under.
+    #[arg(long, default_value = "/gw")]
+    pub sim_path_prefix: String,
     #[command(flatten)]
     pub sim_tls: crate::cli_network::SimTlsArgs,
 }

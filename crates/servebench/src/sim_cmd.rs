@@ -19,6 +19,8 @@ pub fn sim_config(opts: &SimOptions) -> anyhow::Result<SimConfig> {
     let mut cfg = cfg.with_faults(fault_config(opts)?).with_reasoning_tokens(opts.sim_reasoning_tokens);
     cfg.reasoning_field = servebench_sim::ReasoningField::parse(&opts.sim_reasoning_field)?;
     cfg.embedding_dim = opts.sim_embedding_dim;
+    cfg.personality = servebench_sim::Personality::parse(&opts.sim_personality)?;
+    cfg.path_prefix = opts.sim_path_prefix.clone();
     Ok(match engine_config(opts)? {
         Some(engine) => cfg.with_engine(engine),
         None => cfg,
@@ -97,6 +99,7 @@ pub fn engine_config(opts: &SimOptions) -> anyhow::Result<Option<EngineConfig>> 
 /// `servebench sim`: serves until Ctrl-C or SIGTERM; writes the ground-truth log if asked.
 pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
     let cfg = sim_config(&args.sim)?.with_ground_truth(args.ground_truth.is_some());
+    let prefix = api_prefix(&cfg);
     let clock = servebench_core::RunClock::start();
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|_| {
         BenchError::config(
@@ -117,7 +120,7 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
             None => servebench_sim::start(cfg, addr).await?,
         };
         eprintln!(
-            "servebench sim: serving model '{}' on {} (Ctrl-C to stop)",
+            "servebench sim: serving model '{}' on {}{prefix} (Ctrl-C to stop)",
             args.sim.sim_model,
             handle.base_url()
         );
@@ -133,6 +136,14 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
         handle.abort();
         Ok::<u8, anyhow::Error>(0)
     })
+}
+
+/// The path prefix the API is served under (the gateway personality's), else empty.
+fn api_prefix(cfg: &SimConfig) -> String {
+    match cfg.personality.behaviour().prefixed {
+        true => cfg.path_prefix.clone(),
+        false => String::new(),
+    }
 }
 
 /// Resolves on Ctrl-C or (Unix) SIGTERM.
@@ -158,6 +169,8 @@ pub struct EmbeddedSim {
     runtime: Option<tokio::runtime::Runtime>,
     handle: Option<SimHandle>,
     addr: SocketAddr,
+    /// The gateway personality's path prefix (empty otherwise).
+    prefix: String,
     /// With `--sim-tls`: the generated CA and where its certificate was written.
     tls: Option<crate::sim_tls::SimTlsSetup>,
 }
@@ -166,6 +179,7 @@ impl EmbeddedSim {
     /// Starts the simulator on 127.0.0.1 with an ephemeral port.
     pub fn start(opts: &SimOptions) -> anyhow::Result<Self> {
         let cfg = sim_config(opts)?;
+        let prefix = api_prefix(&cfg);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -179,13 +193,14 @@ impl EmbeddedSim {
             None => runtime.block_on(servebench_sim::start(cfg, addr))?,
         };
         let addr = handle.local_addr();
-        Ok(EmbeddedSim { runtime: Some(runtime), handle: Some(handle), addr, tls })
+        Ok(EmbeddedSim { runtime: Some(runtime), handle: Some(handle), addr, prefix, tls })
     }
 
-    /// `http://127.0.0.1:PORT` (`https://` with `--sim-tls`).
+    /// `http://127.0.0.1:PORT` (`https://` with `--sim-tls`), with the gateway personality's
+    /// path prefix.
     pub fn base_url(&self) -> String {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
-        format!("{scheme}://{}", self.addr)
+        format!("{scheme}://{}{}", self.addr, self.prefix)
     }
 
     /// With `--sim-tls`: the CA certificate file clients must trust.
@@ -239,5 +254,26 @@ mod fault_flag_tests {
         assert!(!fault_config(&sim_options(&[])).unwrap().is_active(), "no faults by default");
         assert!(fault_config(&sim_options(&["--sim-fault", "reset=2"])).is_err());
         assert!(fault_config(&sim_options(&["--sim-fault", "nope=0.1"])).is_err());
+    }
+
+    #[test]
+    fn sim_personality_flags_map_to_the_config() {
+        let o = sim_options(&["--sim-tokenizer", "gpt2", "--sim-personality", "llama.cpp"]);
+        assert_eq!(sim_config(&o).unwrap().personality, servebench_sim::Personality::LlamaCpp);
+        let o = sim_options(&[
+            "--sim-tokenizer",
+            "gpt2",
+            "--sim-personality",
+            "gateway",
+            "--sim-path-prefix",
+            "/team-a",
+        ]);
+        let cfg = sim_config(&o).unwrap();
+        assert_eq!(api_prefix(&cfg), "/team-a");
+        let o = sim_options(&["--sim-tokenizer", "gpt2"]);
+        assert_eq!(api_prefix(&sim_config(&o).unwrap()), "", "only the gateway has a prefix");
+        let o = sim_options(&["--sim-tokenizer", "gpt2", "--sim-personality", "nginx"]);
+        let e = sim_config(&o).unwrap_err().to_string();
+        assert!(e.contains("--sim-personality") && e.contains("llamacpp"), "{e}");
     }
 }

@@ -181,3 +181,19 @@ fn backend_flag_errors_before_any_traffic() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("Fix"), "{code}");
     }
 }
+
+#[test]
+fn native_backends_run_against_the_embedded_simulator_personalities() {
+    for (backend, personality) in
+        [("tgi", "tgi"), ("sglang", "sglang"), ("llama.cpp", "sim"), ("anthropic", "sim")]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, j, records) = run(dir.path(), backend, &["--sim-personality", personality]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(j["completed"], 12, "{backend} × {personality}: {stdout}");
+        assert_eq!(j["failed"], 0);
+        assert_schema(&j);
+        let server_in: u64 = records.iter().map(|r| r["server_prompt_tokens"].as_u64().unwrap()).sum();
+        assert!(server_in >= 12 * 32, "{backend}: the server's prompt counts: {server_in}");
+    }
+}

@@ -104,12 +104,27 @@ impl Conn {
     }
 
     pub async fn request(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+        let mut all = headers.to_vec();
+        if method == "POST" {
+            all.push(("content-type", "application/json"));
+        }
+        self.request_raw_ct(method, path, &all, body).await
+    }
+
+    /// A request with exactly `headers` (plus host and, for POST, content-length).
+    pub async fn request_raw_ct(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Resp {
         let mut req = format!("{method} {path} HTTP/1.1\r\nhost: {}\r\n", self.addr);
         for (k, v) in headers {
             req.push_str(&format!("{k}: {v}\r\n"));
         }
         if method == "POST" {
-            req.push_str(&format!("content-type: application/json\r\ncontent-length: {}\r\n", body.len()));
+            req.push_str(&format!("content-length: {}\r\n", body.len()));
         }
         req.push_str("\r\n");
         let mut bytes = req.into_bytes();
@@ -118,6 +133,12 @@ impl Conn {
         self.io.get_mut().write_all(&bytes).await.unwrap();
         let head = self.read_head(sent).await;
         self.read_body(head).await
+    }
+
+    /// Reads until the server closes the connection; the bytes read (a reset counts as a
+    /// close).
+    pub async fn read_to_end_raw(&mut self, out: &mut Vec<u8>) -> usize {
+        self.io.read_to_end(out).await.unwrap_or(0)
     }
 
     /// Writes a POST request without reading the answer.

@@ -1,0 +1,375 @@
+//! Personalities: which real server the simulator imitates on the wire. Each is a small table
+//! of behaviours ([`Behaviour`]) read once per request (or per connection); the engine model,
+//! the plans and the pacing are the same for all of them. Sources per behaviour: the module
+//! docs of each table below and docs/simulator.md ("Personalities").
+
+use servebench_core::{BenchError, Result};
+
+/// The server the simulator imitates (`--sim-personality`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Personality {
+    /// The default: vLLM's wire format on the OpenAI routes (today's simulator, byte for
+    /// byte) and, besides, every native dialect endpoint (TGI, SGLang, llama.cpp, Anthropic),
+    /// so that every client backend runs against it.
+    #[default]
+    Sim,
+    /// vLLM's OpenAI-compatible server: only the routes vLLM serves.
+    Vllm,
+    /// SGLang's server (`/generate` plus the OpenAI routes).
+    Sglang,
+    /// llama.cpp's `llama-server` (`/completion`, `/v1/messages` plus the OpenAI routes).
+    LlamaCpp,
+    /// Hugging Face TGI (`/generate`, `/generate_stream`, the Messages API).
+    Tgi,
+    /// A generic OpenAI-API server (OpenAI's response and error shapes; a `/tokenize` that
+    /// wants `text`, like GuideLLM's mock server).
+    OpenAi,
+    /// A gateway in front of vLLM: a path prefix, redirects from the unprefixed paths and gzip.
+    Gateway,
+}
+
+/// Where `usage` rides in a streamed completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsagePlacement {
+    /// A separate last chunk with `"choices": []` (when `stream_options.include_usage`).
+    SeparateChunk,
+    /// Inside the chunk that carries `finish_reason`, always (llama.cpp completions).
+    InFinishChunk,
+}
+
+/// The `/tokenize` and `/detokenize` dialect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenizeDialect {
+    /// vLLM / SGLang: `{"prompt"}` or `{"messages"}` → `{"count","max_model_len","tokens"}`.
+    Prompt,
+    /// llama.cpp: `{"content"}` → `{"tokens"}` (a `prompt` body gets an empty list);
+    /// `/detokenize` answers `{"content"}`.
+    Content,
+    /// TGI: `{"inputs"}` → `[{"id","text","start","stop"}]`; no `/detokenize`.
+    Inputs,
+    /// GuideLLM's mock: `{"text"}` → `{"tokens"}`; anything else 400 with a multi-line
+    /// pydantic-style body.
+    Text,
+    /// No `/tokenize` at all (404).
+    None,
+}
+
+/// The shape of error bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorStyle {
+    /// vLLM: `{"error":{"message","type","param","code"}}`; unknown routes
+    /// `{"detail":"Not Found"}` (FastAPI).
+    Vllm,
+    /// SGLang: `{"object":"error","message","type","param","code"}`.
+    Sglang,
+    /// llama.cpp: `{"error":{"code","message","type"}}` (`invalid_request_error`,
+    /// `not_found_error`); unknown routes 404 `File Not Found`.
+    LlamaCpp,
+    /// TGI: `{"error","error_type"}`; validation errors are 422; unknown routes 404 with an
+    /// empty body.
+    Tgi,
+    /// OpenAI: `{"error":{"message","type":"invalid_request_error","param","code"}}`.
+    OpenAi,
+}
+
+/// The `/v1/models` shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelsShape {
+    /// vLLM's cards (`root`, `parent`, `max_model_len`, `permission`).
+    Vllm,
+    /// SGLang's cards (`owned_by: "sglang"`, `root`, `max_model_len`).
+    Sglang,
+    /// llama.cpp: `models` (Ollama-style) and `data` with a `meta` object.
+    LlamaCpp,
+    /// OpenAI's cards (`id`, `object`, `created`, `owned_by`); also TGI.
+    OpenAi,
+}
+
+/// The metric names of `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricNames {
+    Vllm,
+    Sglang,
+    LlamaCpp,
+    Tgi,
+    /// No `/metrics` route.
+    None,
+}
+
+/// What happens to a connection between requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepAlive {
+    /// HTTP/1.1 keep-alive, no idle limit (vLLM's uvicorn keeps idle connections 5 s; the
+    /// simulator does not close them, as before).
+    Plain,
+    /// llama.cpp: `Keep-Alive: timeout=5, max=100` on every answer, no `Connection: close`,
+    /// yet the connection is closed right after every streamed answer, and after
+    /// `idle_secs` without a request.
+    CloseAfterStream { idle_secs: u64 },
+}
+
+/// Which extra routes a personality serves besides the OpenAI generation routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Routes {
+    /// `/v1/responses`.
+    pub responses: bool,
+    /// `/v1/embeddings`.
+    pub embeddings: bool,
+    /// `/pooling`, `/v1/pooling`, `/v1/rerank`, `/rerank`, `/v2/rerank`.
+    pub pooling: bool,
+    /// `/health`.
+    pub health: bool,
+    /// vLLM's `/start_profile`, `/stop_profile`, `/reset_prefix_cache`.
+    pub vllm_admin: bool,
+    /// TGI `/generate` and `/generate_stream`, `/info`.
+    pub tgi: bool,
+    /// SGLang `/generate`.
+    pub sglang: bool,
+    /// llama.cpp `/completion`.
+    pub llamacpp: bool,
+    /// Anthropic `/v1/messages`.
+    pub anthropic: bool,
+    /// `/v1/audio/transcriptions`.
+    pub audio: bool,
+}
+
+/// The wire-visible behaviours of one personality.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Behaviour {
+    pub name: &'static str,
+    /// Completions streams: where usage rides.
+    pub completions_usage: UsagePlacement,
+    /// The chat role chunk says `"content": null` instead of `""`.
+    pub role_content_null: bool,
+    /// Id prefixes of completions and chat completions.
+    pub completion_id_prefix: &'static str,
+    pub chat_id_prefix: &'static str,
+    /// Choices carry `"stop_reason": null` (vLLM).
+    pub stop_reason: bool,
+    /// The final chunk carries llama.cpp's `timings` object.
+    pub timings: bool,
+    /// The `model` of a request is checked against the served names (llama.cpp ignores it).
+    pub checks_model: bool,
+    pub tokenize: TokenizeDialect,
+    pub errors: ErrorStyle,
+    pub models: ModelsShape,
+    pub metrics: MetricNames,
+    pub keep_alive: KeepAlive,
+    pub routes: Routes,
+    /// Gateway: gzip answers when the client accepts gzip or sends no `Accept-Encoding`.
+    pub gzip: bool,
+    /// Gateway: the API is mounted under the configured prefix; unprefixed API paths are
+    /// redirected there (307 for GET, 308 otherwise).
+    pub prefixed: bool,
+}
+
+const ALL_ROUTES: Routes = Routes {
+    responses: true,
+    embeddings: true,
+    pooling: true,
+    health: true,
+    vllm_admin: true,
+    tgi: true,
+    sglang: true,
+    llamacpp: true,
+    anthropic: true,
+    audio: true,
+};
+
+const VLLM_ROUTES: Routes =
+    Routes { tgi: false, sglang: false, llamacpp: false, anthropic: false, ..ALL_ROUTES };
+
+const NO_ROUTES: Routes = Routes {
+    responses: false,
+    embeddings: false,
+    pooling: false,
+    health: false,
+    vllm_admin: false,
+    tgi: false,
+    sglang: false,
+    llamacpp: false,
+    anthropic: false,
+    audio: false,
+};
+
+const SIM: Behaviour = Behaviour {
+    name: "sim",
+    completions_usage: UsagePlacement::SeparateChunk,
+    role_content_null: false,
+    completion_id_prefix: "cmpl-",
+    chat_id_prefix: "chatcmpl-",
+    stop_reason: true,
+    timings: false,
+    checks_model: true,
+    tokenize: TokenizeDialect::Prompt,
+    errors: ErrorStyle::Vllm,
+    models: ModelsShape::Vllm,
+    metrics: MetricNames::Vllm,
+    keep_alive: KeepAlive::Plain,
+    routes: ALL_ROUTES,
+    gzip: false,
+    prefixed: false,
+};
+
+const VLLM: Behaviour = Behaviour { name: "vllm", routes: VLLM_ROUTES, ..SIM };
+
+const SGLANG: Behaviour = Behaviour {
+    name: "sglang",
+    completion_id_prefix: "",
+    chat_id_prefix: "",
+    stop_reason: false,
+    errors: ErrorStyle::Sglang,
+    models: ModelsShape::Sglang,
+    metrics: MetricNames::Sglang,
+    routes: Routes { sglang: true, embeddings: true, pooling: true, health: true, ..NO_ROUTES },
+    ..SIM
+};
+
+const LLAMACPP: Behaviour = Behaviour {
+    name: "llamacpp",
+    completions_usage: UsagePlacement::InFinishChunk,
+    role_content_null: true,
+    completion_id_prefix: "chatcmpl-",
+    chat_id_prefix: "chatcmpl-",
+    stop_reason: false,
+    timings: true,
+    checks_model: false,
+    tokenize: TokenizeDialect::Content,
+    errors: ErrorStyle::LlamaCpp,
+    models: ModelsShape::LlamaCpp,
+    metrics: MetricNames::LlamaCpp,
+    keep_alive: KeepAlive::CloseAfterStream { idle_secs: 5 },
+    routes: Routes { llamacpp: true, anthropic: true, embeddings: true, health: true, ..NO_ROUTES },
+    ..SIM
+};
+
+const TGI: Behaviour = Behaviour {
+    name: "tgi",
+    completion_id_prefix: "",
+    chat_id_prefix: "",
+    stop_reason: false,
+    checks_model: false,
+    tokenize: TokenizeDialect::Inputs,
+    errors: ErrorStyle::Tgi,
+    models: ModelsShape::OpenAi,
+    metrics: MetricNames::Tgi,
+    routes: Routes { tgi: true, health: true, ..NO_ROUTES },
+    ..SIM
+};
+
+const OPENAI: Behaviour = Behaviour {
+    name: "openai",
+    stop_reason: false,
+    tokenize: TokenizeDialect::Text,
+    errors: ErrorStyle::OpenAi,
+    models: ModelsShape::OpenAi,
+    metrics: MetricNames::None,
+    routes: Routes { responses: true, embeddings: true, audio: true, ..NO_ROUTES },
+    ..SIM
+};
+
+const GATEWAY: Behaviour = Behaviour { name: "gateway", gzip: true, prefixed: true, ..VLLM };
+
+impl Personality {
+    /// Every personality.
+    pub const ALL: [Personality; 7] = [
+        Personality::Sim,
+        Personality::Vllm,
+        Personality::Sglang,
+        Personality::LlamaCpp,
+        Personality::Tgi,
+        Personality::OpenAi,
+        Personality::Gateway,
+    ];
+
+    /// The behaviour table.
+    pub fn behaviour(self) -> &'static Behaviour {
+        match self {
+            Personality::Sim => &SIM,
+            Personality::Vllm => &VLLM,
+            Personality::Sglang => &SGLANG,
+            Personality::LlamaCpp => &LLAMACPP,
+            Personality::Tgi => &TGI,
+            Personality::OpenAi => &OPENAI,
+            Personality::Gateway => &GATEWAY,
+        }
+    }
+
+    /// The `--sim-personality` name.
+    pub fn name(self) -> &'static str {
+        self.behaviour().name
+    }
+
+    /// Parses a `--sim-personality` name (`llama.cpp` and `llama-cpp` are accepted too).
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "sim" | "default" => Ok(Personality::Sim),
+            "vllm" => Ok(Personality::Vllm),
+            "sglang" => Ok(Personality::Sglang),
+            "llamacpp" | "llama.cpp" | "llama-cpp" => Ok(Personality::LlamaCpp),
+            "tgi" => Ok(Personality::Tgi),
+            "openai" => Ok(Personality::OpenAi),
+            "gateway" => Ok(Personality::Gateway),
+            other => Err(BenchError::config(
+                "--sim-personality",
+                format!("unknown personality '{other}'"),
+                "use sim, vllm, sglang, llamacpp, tgi, openai or gateway",
+            )),
+        }
+    }
+}
+
+impl Behaviour {
+    /// Whether the personality serves the API route `path` (after a gateway prefix is
+    /// stripped) at all. The OpenAI generation routes and `/v1/models` are always served.
+    pub fn serves(&self, path: &str) -> bool {
+        let r = &self.routes;
+        match path {
+            "/v1/completions" | "/v1/chat/completions" | "/v1/models" => true,
+            "/health" => r.health,
+            "/metrics" => self.metrics != MetricNames::None,
+            "/tokenize" => self.tokenize != TokenizeDialect::None,
+            "/detokenize" => !matches!(self.tokenize, TokenizeDialect::None | TokenizeDialect::Inputs),
+            "/v1/responses" => r.responses,
+            "/v1/embeddings" => r.embeddings,
+            "/pooling" | "/v1/pooling" | "/v1/rerank" | "/rerank" | "/v2/rerank" => r.pooling,
+            "/start_profile" | "/stop_profile" | "/reset_prefix_cache" => r.vllm_admin,
+            "/generate" => r.tgi || r.sglang,
+            "/generate_stream" | "/info" => r.tgi,
+            "/completion" => r.llamacpp,
+            "/v1/messages" => r.anthropic,
+            "/v1/audio/transcriptions" => r.audio,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_default_is_sim() {
+        for p in Personality::ALL {
+            assert_eq!(Personality::parse(p.name()).unwrap(), p);
+        }
+        assert_eq!(Personality::default(), Personality::Sim);
+        assert!(Personality::parse("nginx").is_err());
+    }
+
+    #[test]
+    fn route_tables() {
+        let b = |p: Personality| p.behaviour();
+        assert!(b(Personality::Sim).serves("/generate_stream"));
+        assert!(!b(Personality::Vllm).serves("/generate_stream"));
+        assert!(b(Personality::Tgi).serves("/generate_stream") && !b(Personality::Tgi).serves("/completion"));
+        assert!(
+            b(Personality::LlamaCpp).serves("/completion") && !b(Personality::LlamaCpp).serves("/generate")
+        );
+        assert!(
+            b(Personality::Sglang).serves("/generate") && !b(Personality::Sglang).serves("/generate_stream")
+        );
+        assert!(!b(Personality::OpenAi).serves("/metrics") && b(Personality::OpenAi).serves("/tokenize"));
+        assert!(!b(Personality::Tgi).serves("/detokenize"));
+    }
+}
