@@ -19,6 +19,9 @@ pub enum ErrorCode {
     /// SB113: a `vllm bench serve` flag was given a value, and it does not apply to this run
     /// (another dataset, backend or tokenizer mode).
     FlagNotApplicable,
+    /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
+    /// does not have that parser yet (the generic loader would send different prompts).
+    HfParserMissing,
     /// SB201: the tokenizer could not be loaded.
     TokenizerLoad,
     /// SB202: the tokenizer would have to be downloaded and the network is not available.
@@ -65,13 +68,14 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 28] = [
         ErrorCode::ConfigInvalid,
         ErrorCode::FlagNotSupported,
         ErrorCode::MultimodalUnsupported,
         ErrorCode::ContentTypeUnsupported,
         ErrorCode::PoolingSampling,
         ErrorCode::FlagNotApplicable,
+        ErrorCode::HfParserMissing,
         ErrorCode::TokenizerLoad,
         ErrorCode::TokenizerOffline,
         ErrorCode::Dataset,
@@ -104,6 +108,7 @@ impl ErrorCode {
             ErrorCode::ContentTypeUnsupported => "SB111",
             ErrorCode::PoolingSampling => "SB112",
             ErrorCode::FlagNotApplicable => "SB113",
+            ErrorCode::HfParserMissing => "SB114",
             ErrorCode::TokenizerLoad => "SB201",
             ErrorCode::TokenizerOffline => "SB202",
             ErrorCode::Dataset => "SB203",
@@ -144,6 +149,7 @@ impl ErrorCode {
             ErrorCode::ContentTypeUnsupported => "content type not supported by the backend",
             ErrorCode::PoolingSampling => "sampling flags given to a pooling backend",
             ErrorCode::FlagNotApplicable => "flag does not apply to this run",
+            ErrorCode::HfParserMissing => "hf dataset needs a vLLM parser servebench does not have",
             ErrorCode::TokenizerLoad => "tokenizer could not be loaded",
             ErrorCode::TokenizerOffline => "tokenizer download needed but offline",
             ErrorCode::Dataset => "workload could not be built",
@@ -238,6 +244,19 @@ them before any network traffic, because a flag that changes nothing would make 
 describe a run that did not happen. A flag left at its vLLM default is never refused.
 
 Fix: drop the flag, or pick the dataset or backend it applies to, as the message says."
+            }
+            ErrorCode::HfParserMissing => {
+                "\
+`--dataset-name hf` was given a dataset id (--dataset-path, or --hf-name with a local file) that
+vLLM's `vllm bench serve` reads with a dataset-specific parser: its own prompt text, output
+lengths and filtering (for example AI-MO/aimo-validation-aime, vdaita/edit_5k_char,
+lmarena-ai/VisionArena-Chat). servebench has not implemented that parser yet. Reading the rows
+with the generic hf loader would send different prompts than vLLM does, and the result would
+not be comparable, so servebench refuses before any network traffic. `docs/datasets.md` lists
+the parsers servebench has.
+
+Fix: use a dataset whose parser servebench has, or convert the rows yourself into a JSONL file
+and pass it with --dataset-name custom."
             }
             ErrorCode::TokenizerLoad => {
                 "\
@@ -476,6 +495,8 @@ pub enum BenchError {
     PoolingSampling { backend: String, flags: String },
     #[error("{flag} applies to {applies_to}, and {why}; fix: {fix}")]
     FlagNotApplicable { flag: String, applies_to: String, why: String, fix: String },
+    #[error("--dataset-name hf: vLLM reads '{dataset}' with its {parser} parser, which servebench does not have yet, and the generic loader would send different prompts; fix: convert the rows to JSONL for --dataset-name custom, or use a dataset servebench parses (docs/datasets.md)")]
+    HfParserMissing { dataset: String, parser: String },
     #[error("tokenizer '{name}' could not be loaded: {detail}; fix: pass --tokenizer with a tokenizer.json path or a built-in encoding (cl100k_base, o200k_base)")]
     TokenizerLoad { name: String, detail: String },
     #[error("tokenizer '{name}' is not available locally and cannot be downloaded ({detail}); fix: pass --tokenizer /path/to/tokenizer.json")]
@@ -534,6 +555,7 @@ impl BenchError {
             BenchError::ContentTypeUnsupported { .. } => ErrorCode::ContentTypeUnsupported,
             BenchError::PoolingSampling { .. } => ErrorCode::PoolingSampling,
             BenchError::FlagNotApplicable { .. } => ErrorCode::FlagNotApplicable,
+            BenchError::HfParserMissing { .. } => ErrorCode::HfParserMissing,
             BenchError::TokenizerLoad { .. } => ErrorCode::TokenizerLoad,
             BenchError::TokenizerOffline { .. } => ErrorCode::TokenizerOffline,
             BenchError::Dataset { .. } => ErrorCode::Dataset,

@@ -334,6 +334,7 @@ fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig>
         source,
         text_column: d.hf_text_column.clone(),
         output_len: d.hf_output_len.map(|o| o as usize).or(output_override),
+        dataset_ids: [&d.dataset_path, &d.hf_name].into_iter().flatten().cloned().collect(),
     })
 }
 

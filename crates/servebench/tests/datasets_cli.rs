@@ -173,3 +173,17 @@ fn sharegpt_without_path_offline_says_to_pass_a_path() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("SB205") && stderr.contains("--dataset-path"), "{stderr}");
 }
+
+/// A dataset id vLLM reads with its own parser is refused (SB114) when servebench lacks that
+/// parser, for a Hub id and for a local file named by --hf-name, before any download.
+#[test]
+fn hf_dataset_with_an_unbuilt_vllm_parser_is_refused_with_sb114() {
+    let hub = dry_run(&["--dataset-name", "hf", "--dataset-path", "lmarena-ai/VisionArena-Chat"]);
+    let stderr = text(&hub.stderr);
+    assert!(!hub.status.success());
+    assert!(stderr.contains("SB114") && stderr.contains("VisionArenaDataset"), "{stderr}");
+    let local = data("hf_small.jsonl");
+    let named = dry_run(&["--dataset-name", "hf", "--dataset-path", &local, "--hf-name", "yale-nlp/MMVU"]);
+    let stderr = text(&named.stderr);
+    assert!(stderr.contains("SB114") && stderr.contains("yale-nlp/MMVU"), "{stderr}");
+}

@@ -9,7 +9,7 @@
 //! tokens are skipped, as vLLM does.
 
 use super::file::{read_records, DataFile, Location};
-use super::{collect_samples, finish, hub, shuffle_source, Sample, Sampling};
+use super::{collect_samples, finish, hf_parsers, hub, shuffle_source, Sample, Sampling};
 use crate::tokenizer::HubEnv;
 use serde_json::Value;
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
@@ -44,6 +44,9 @@ pub struct HfConfig {
     pub text_column: Option<String>,
     /// `--hf-output-len` (also `--output-len`).
     pub output_len: Option<usize>,
+    /// Dataset ids that select one of vLLM's dataset-specific parsers (`--dataset-path`, then
+    /// `--hf-name`); see [`super::hf_parsers`].
+    pub dataset_ids: Vec<String>,
 }
 
 /// How a row's prompt and completion are found (decided on the first row).
@@ -161,6 +164,7 @@ pub fn generate_hf(
     tok: &dyn TextTokenizer,
     env: &HubEnv,
 ) -> Result<Workload> {
+    hf_parsers::resolve(&cfg.dataset_ids)?;
     let (file, mut rows) = load_rows(cfg, sampling.num_prompts, env)?;
     let Some((first_at, first)) = rows.first() else {
         return Err(file.error(Location::File, "no rows", "pass a dataset with rows"));

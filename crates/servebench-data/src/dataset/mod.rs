@@ -14,6 +14,7 @@ pub mod custom;
 pub mod custom_image;
 pub mod file;
 pub mod hf;
+pub mod hf_parsers;
 pub(crate) mod hub;
 pub mod json_string;
 pub mod media;
