@@ -187,3 +187,19 @@ fn hf_dataset_with_an_unbuilt_vllm_parser_is_refused_with_sb114() {
     let stderr = text(&named.stderr);
     assert!(stderr.contains("SB114") && stderr.contains("yale-nlp/MMVU"), "{stderr}");
 }
+
+/// --hf-name picks vLLM's AIMO parser for a local file: the dry run builds the workload.
+#[test]
+fn hf_name_selects_the_aimo_parser_for_a_local_file() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/datasets/hf/AI-MO/aimo-validation-aime/aimo_validation_aime.jsonl");
+    let out = dry_run(&[
+        "--dataset-name",
+        "hf",
+        "--dataset-path",
+        file.to_str().unwrap(),
+        "--hf-name",
+        "AI-MO/aimo-validation-aime",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

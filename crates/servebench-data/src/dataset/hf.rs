@@ -9,7 +9,7 @@
 //! tokens are skipped, as vLLM does.
 
 use super::file::{read_records, DataFile, Location};
-use super::{collect_samples, finish, hf_parsers, hub, shuffle_source, Sample, Sampling};
+use super::{collect_samples, finish, hf_parsers, hf_text, hub, shuffle_source, Sample, Sampling};
 use crate::tokenizer::HubEnv;
 use serde_json::Value;
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
@@ -157,6 +157,18 @@ fn load_rows(cfg: &HfConfig, needed: usize, env: &HubEnv) -> Result<(DataFile, V
     }
 }
 
+/// The config with the Hub split vLLM forces for `parser` (AIMO: train, and no subset).
+fn with_split(cfg: &HfConfig, parser: hf_parsers::HfParser) -> HfConfig {
+    let mut cfg = cfg.clone();
+    if let (HfSource::Hub { subset, split, .. }, Some(forced)) = (&mut cfg.source, parser.forced_split()) {
+        *split = Some(forced.to_string());
+        if parser == hf_parsers::HfParser::Aimo {
+            *subset = None;
+        }
+    }
+    cfg
+}
+
 /// Builds the hf workload.
 pub fn generate_hf(
     cfg: &HfConfig,
@@ -164,7 +176,18 @@ pub fn generate_hf(
     tok: &dyn TextTokenizer,
     env: &HubEnv,
 ) -> Result<Workload> {
-    hf_parsers::resolve(&cfg.dataset_ids)?;
+    if let Some((id, parser)) = hf_parsers::resolve(&cfg.dataset_ids)? {
+        if cfg.text_column.is_some() {
+            return Err(BenchError::not_applicable(
+                "--hf-text-column",
+                "the generic hf loader",
+                format!("vLLM reads '{id}' with its {} parser, whose columns are fixed", parser.name()),
+                "drop --hf-text-column",
+            ));
+        }
+        let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
+        return hf_text::generate(parser, &file, rows, cfg.output_len, sampling, tok);
+    }
     let (file, mut rows) = load_rows(cfg, sampling.num_prompts, env)?;
     let Some((first_at, first)) = rows.first() else {
         return Err(file.error(Location::File, "no rows", "pass a dataset with rows"));

@@ -78,7 +78,15 @@ impl HfParser {
 
     /// Whether servebench has this parser.
     pub fn implemented(self) -> bool {
-        false
+        matches!(self, HfParser::Aimo | HfParser::Conversation)
+    }
+
+    /// The split vLLM forces for this parser (it ignores --hf-split), if any.
+    pub fn forced_split(self) -> Option<&'static str> {
+        match self {
+            HfParser::Conversation => None,
+            _ => Some("train"),
+        }
     }
 }
 
@@ -126,6 +134,7 @@ mod tests {
     #[test]
     fn an_unimplemented_parser_is_refused_with_sb114() {
         let err = resolve(&["local.jsonl".into(), "vdaita/edit_5k_char".into()]).unwrap_err();
+        assert!(resolve(&["AI-MO/aimo-validation-aime".into()]).unwrap().is_some());
         assert_eq!(err.code(), ErrorCode::HfParserMissing);
         let line = err.to_string();
         assert!(line.contains("vdaita/edit_5k_char") && line.contains("BlazeditDataset"), "{line}");

@@ -15,6 +15,7 @@ pub mod custom_image;
 pub mod file;
 pub mod hf;
 pub mod hf_parsers;
+pub mod hf_text;
 pub(crate) mod hub;
 pub mod json_string;
 pub mod media;
