@@ -363,6 +363,7 @@ fn hf_local_jsonl_detects_question_and_answer() {
         text_column: None,
         output_len: None,
         dataset_ids: vec![],
+        chat: Default::default(),
     };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
@@ -391,6 +392,7 @@ fn hf_local_json_chat_messages() {
         text_column: None,
         output_len: None,
         dataset_ids: vec![],
+        chat: Default::default(),
     };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
@@ -441,8 +443,13 @@ fn hf_local_parquet() {
     rg.close().unwrap();
     writer.close().unwrap();
     let t = tok();
-    let cfg =
-        HfConfig { source: HfSource::File(path), text_column: None, output_len: None, dataset_ids: vec![] };
+    let cfg = HfConfig {
+        source: HfSource::File(path),
+        text_column: None,
+        output_len: None,
+        dataset_ids: vec![],
+        chat: Default::default(),
+    };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
     assert_eq!(

@@ -27,6 +27,7 @@ fn local(rel: &str, id: &str, output_len: Option<usize>) -> HfConfig {
         text_column: None,
         output_len,
         dataset_ids: vec![fixture(rel).to_string_lossy().into_owned(), id.to_string()],
+        chat: Default::default(),
     }
 }
 
@@ -104,4 +105,57 @@ fn hf_text_column_does_not_apply_to_a_vllm_parser() {
         HfConfig { text_column: Some("answer".into()), ..local(AIMO, "AI-MO/aimo-validation-aime", None) };
     let err = generate_hf(&cfg, &in_order(3), tok().as_ref(), &env).unwrap_err();
     assert_eq!(err.code(), ErrorCode::FlagNotApplicable, "{err}");
+}
+
+fn skip_template(mut cfg: HfConfig) -> HfConfig {
+    cfg.chat.skip_chat_template = true;
+    cfg
+}
+
+#[test]
+fn instructcoder_appends_vllm_instruction_and_expects_200_tokens() {
+    let t = tok();
+    let w =
+        build(&skip_template(local("likaixin/InstructCoder/train.jsonl", "likaixin/InstructCoder", None)), 2);
+    let got = rows(&w);
+    let want = "x = 0\nfor item in items:\n    x += 1\n\nRename the variable 'x' to 'count'. Just output the code, do not include any explanation.";
+    assert_eq!(got[0].0, want);
+    assert_eq!(got[0].1 as usize, t.encode(want, true).unwrap().len());
+    assert!(got.iter().all(|r| r.2 == 200), "{got:?}");
+}
+
+#[test]
+fn mt_bench_sends_the_first_turn_and_expects_256_tokens() {
+    let w = build(
+        &skip_template(local("philschmid/mt-bench/question.jsonl", "philschmid/mt-bench", Some(99))),
+        2,
+    );
+    let got = rows(&w);
+    assert_eq!(got[0].0, "Write a short travel note about a rainy day in a harbour town.");
+    assert!(got.iter().all(|r| r.2 == 99), "--hf-output-len replaces 256");
+    let w =
+        build(&skip_template(local("philschmid/mt-bench/question.jsonl", "philschmid/mt-bench", None)), 2);
+    assert!(rows(&w).iter().all(|r| r.2 == 256));
+}
+
+#[test]
+fn blazedit_filters_by_norm_distance_and_uses_vllm_template() {
+    let mut cfg = skip_template(local("vdaita/edit_5k_char/train.jsonl", "vdaita/edit_5k_char", None));
+    cfg.chat.blazedit_distance = (0.2, 0.5);
+    let got = rows(&build(&cfg, 5));
+    assert_eq!(got.len(), 1, "only norm_distance 0.45 is within [0.2, 0.5]");
+    let want = "Given a code file, please apply the change requests and generate the new file.\n\nOriginal file:\n```python\nprint('hello')\n```\n\nChange request:\nPrint the greeting in upper case.\n\nPlease generate the new code file in the \"New file\" section below.";
+    assert_eq!(got[0].0, want);
+    assert_eq!(got[0].2, 4000);
+    cfg.chat.blazedit_distance = (0.0, 1.0);
+    assert_eq!(rows(&build(&cfg, 5)).len(), 3);
+}
+
+#[test]
+fn a_chat_template_parser_without_skip_chat_template_is_refused_with_sb114() {
+    let env = HubEnv { offline: true, ..HubEnv::default() };
+    let cfg = local("philschmid/mt-bench/question.jsonl", "philschmid/mt-bench", None);
+    let err = generate_hf(&cfg, &in_order(2), tok().as_ref(), &env).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::HfParserMissing, "{err}");
+    assert!(err.to_string().contains("--skip-chat-template"), "{err}");
 }

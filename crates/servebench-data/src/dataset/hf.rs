@@ -9,7 +9,7 @@
 //! tokens are skipped, as vLLM does.
 
 use super::file::{read_records, DataFile, Location};
-use super::{collect_samples, finish, hf_parsers, hf_text, hub, shuffle_source, Sample, Sampling};
+use super::{collect_samples, finish, hf_chat, hf_parsers, hf_text, hub, shuffle_source, Sample, Sampling};
 use crate::tokenizer::HubEnv;
 use serde_json::Value;
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
@@ -37,7 +37,7 @@ pub enum HfSource {
 }
 
 /// Options of the hf dataset.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HfConfig {
     pub source: HfSource,
     /// `--hf-text-column`.
@@ -47,6 +47,8 @@ pub struct HfConfig {
     /// Dataset ids that select one of vLLM's dataset-specific parsers (`--dataset-path`, then
     /// `--hf-name`); see [`super::hf_parsers`].
     pub dataset_ids: Vec<String>,
+    /// Options of vLLM's chat-template parsers (`--skip-chat-template`, `--blazedit-*`).
+    pub chat: hf_chat::ChatParserOptions,
 }
 
 /// How a row's prompt and completion are found (decided on the first row).
@@ -184,6 +186,11 @@ pub fn generate_hf(
                 format!("vLLM reads '{id}' with its {} parser, whose columns are fixed", parser.name()),
                 "drop --hf-text-column",
             ));
+        }
+        if hf_chat::default_output_len(parser).is_some() {
+            hf_chat::check_template(&id, parser, &cfg.chat)?;
+            let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
+            return hf_chat::generate(parser, &file, rows, cfg.output_len, &cfg.chat, sampling, tok);
         }
         let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
         return hf_text::generate(parser, &file, rows, cfg.output_len, sampling, tok);

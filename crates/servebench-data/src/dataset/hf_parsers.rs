@@ -78,7 +78,14 @@ impl HfParser {
 
     /// Whether servebench has this parser.
     pub fn implemented(self) -> bool {
-        matches!(self, HfParser::Aimo | HfParser::Conversation)
+        matches!(
+            self,
+            HfParser::Aimo
+                | HfParser::Conversation
+                | HfParser::InstructCoder
+                | HfParser::MtBench
+                | HfParser::Blazedit
+        )
     }
 
     /// The split vLLM forces for this parser (it ignores --hf-split), if any.

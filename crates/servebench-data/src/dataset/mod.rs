@@ -14,6 +14,7 @@ pub mod custom;
 pub mod custom_image;
 pub mod file;
 pub mod hf;
+pub mod hf_chat;
 pub mod hf_parsers;
 pub mod hf_text;
 pub(crate) mod hub;

@@ -50,6 +50,7 @@ fn build(kind: Kind, path: &Path) -> servebench_core::Result<Workload> {
                 text_column: None,
                 output_len: None,
                 dataset_ids: vec![],
+                chat: Default::default(),
             },
             &sampling(),
             t.as_ref(),
