@@ -159,3 +159,22 @@ fn a_chat_template_parser_without_skip_chat_template_is_refused_with_sb114() {
     assert_eq!(err.code(), ErrorCode::HfParserMissing, "{err}");
     assert!(err.to_string().contains("--skip-chat-template"), "{err}");
 }
+
+#[test]
+fn zeta_formats_the_next_edit_prompt_and_counts_the_editable_region() {
+    let t = tok();
+    let w = build(&local("zed-industries/zeta/train.jsonl", "zed-industries/zeta", None), 5);
+    let got = rows(&w);
+    assert_eq!(got.len(), 2, "vLLM keeps every zeta row");
+    let want = "### Instruction:\nYou are a code completion assistant and your task is to analyze user edits and then rewrite an excerpt that the user provides, suggesting the appropriate edits within the excerpt, taking into account the cursor location.\n\n### User Edits:\n\nUser edited \"lib.py\":\n```diff\n+import os\n```\n\n### User Excerpt:\n\n```lib.py\nimport os\n```\n\n### Response:\n\n";
+    assert_eq!(got[1].0, want);
+    let region =
+        "<|editable_region_start|>\nlet count = 1;\nprintln!(\"{}\", count);\n<|editable_region_end|>\n```";
+    assert_eq!(got[0].2 as usize, t.encode(region, true).unwrap().len());
+    // No marker: Python's find gives -1, and output[-1:] is the last character.
+    assert_eq!(got[1].2 as usize, t.encode(".", true).unwrap().len());
+    let env = HubEnv { offline: true, ..HubEnv::default() };
+    let fixed = local("zed-industries/zeta/train.jsonl", "zed-industries/zeta", Some(10));
+    let err = generate_hf(&fixed, &in_order(2), t.as_ref(), &env).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FlagNotApplicable, "vLLM ignores the output length here: {err}");
+}

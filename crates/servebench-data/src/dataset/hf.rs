@@ -192,6 +192,17 @@ pub fn generate_hf(
             let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
             return hf_chat::generate(parser, &file, rows, cfg.output_len, &cfg.chat, sampling, tok);
         }
+        if parser == hf_parsers::HfParser::NextEditPrediction && cfg.output_len.is_some() {
+            return Err(BenchError::not_applicable(
+                "--hf-output-len/--output-len",
+                "parsers with a settable output length",
+                format!(
+                    "vLLM's {} always takes it from the row's output (it ignores the flag)",
+                    parser.name()
+                ),
+                "drop the flag",
+            ));
+        }
         let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
         return hf_text::generate(parser, &file, rows, cfg.output_len, sampling, tok);
     }

@@ -82,6 +82,7 @@ impl HfParser {
             self,
             HfParser::Aimo
                 | HfParser::Conversation
+                | HfParser::NextEditPrediction
                 | HfParser::InstructCoder
                 | HfParser::MtBench
                 | HfParser::Blazedit

@@ -4,7 +4,9 @@
 //! length (`--hf-output-len` / `--output-len`) the output length is the completion's token
 //! count and rows are kept only if vLLM's `is_valid_sequence` keeps them (prompt and completion
 //! of 4 or more tokens, prompt and total under the parser's limits); with a fixed length every
-//! row is kept. Tokens are counted with special tokens, as vLLM's `tokenizer(text)` does.
+//! row is kept. The zeta parser (zed-industries/zeta) formats vLLM's next-edit prompt from
+//! `events` and `input`; its output length is the token count of `output` from the editable
+//! region marker on, and no row is filtered. Tokens are counted with special tokens, as vLLM's `tokenizer(text)` does.
 
 use super::file::{DataFile, Location};
 use super::hf_parsers::HfParser;
@@ -26,7 +28,7 @@ impl Limits {
         prompt_len >= self.min_len
             && output_len >= self.min_len
             && prompt_len <= self.max_prompt_len
-            && prompt_len + output_len <= self.max_total_len
+            && prompt_len.saturating_add(output_len) <= self.max_total_len
     }
 }
 
@@ -35,6 +37,10 @@ pub fn limits(parser: HfParser) -> Option<Limits> {
     match parser {
         HfParser::Aimo => Some(Limits { min_len: 4, max_prompt_len: 2048, max_total_len: 32000 }),
         HfParser::Conversation => Some(Limits { min_len: 4, max_prompt_len: 1024, max_total_len: 2048 }),
+        // vLLM keeps every zeta row.
+        HfParser::NextEditPrediction => {
+            Some(Limits { min_len: 0, max_prompt_len: usize::MAX, max_total_len: usize::MAX })
+        }
         _ => None,
     }
 }
@@ -62,9 +68,36 @@ pub fn extract(parser: HfParser, row: &Value) -> std::result::Result<Option<(Str
             let turn = |i: usize| text(conv[i].get("value"), &format!("conversations[{i}].value"));
             Ok(Some((turn(0)?.into(), turn(1)?.into())))
         }
+        HfParser::NextEditPrediction => {
+            let events = text(row.get("events"), "column 'events'")?;
+            let input = text(row.get("input"), "column 'input'")?;
+            let output = text(row.get("output"), "column 'output'")?;
+            Ok(Some((zeta_prompt(events, input), zeta_expected_output(output))))
+        }
         other => Err(format!("{} is not a text parser", other.name())),
     }
 }
+
+/// vLLM's zeta prompt around the user's edits and excerpt.
+pub fn zeta_prompt(events: &str, input: &str) -> String {
+    format!(
+        "### Instruction:\nYou are a code completion assistant and your task is to analyze user edits \
+         and then rewrite an excerpt that the user provides, suggesting the appropriate edits within \
+         the excerpt, taking into account the cursor location.\n\n### User Edits:\n\n{events}\n\n\
+         ### User Excerpt:\n\n{input}\n\n### Response:\n\n"
+    )
+}
+
+/// The part of a zeta `output` from `<|editable_region_start|>` on. Without the marker vLLM's
+/// `str.find` gives -1 and the slice keeps only the last character; so does this.
+pub fn zeta_expected_output(output: &str) -> String {
+    match output.find(ZETA_MARKER) {
+        Some(i) => output[i..].to_string(),
+        None => output.chars().last().map(String::from).unwrap_or_default(),
+    }
+}
+
+const ZETA_MARKER: &str = "<|editable_region_start|>";
 
 /// Builds the workload of a text parser from the rows.
 pub fn generate(
