@@ -141,11 +141,11 @@ mod tests {
 
     #[test]
     fn an_unimplemented_parser_is_refused_with_sb114() {
-        let err = resolve(&["local.jsonl".into(), "vdaita/edit_5k_char".into()]).unwrap_err();
+        let err = resolve(&["local.jsonl".into(), "yale-nlp/MMVU".into()]).unwrap_err();
         assert!(resolve(&["AI-MO/aimo-validation-aime".into()]).unwrap().is_some());
         assert_eq!(err.code(), ErrorCode::HfParserMissing);
         let line = err.to_string();
-        assert!(line.contains("vdaita/edit_5k_char") && line.contains("BlazeditDataset"), "{line}");
+        assert!(line.contains("yale-nlp/MMVU") && line.contains("MMVUDataset"), "{line}");
         assert_eq!(resolve(&["org/other".into()]).unwrap(), None);
     }
 }
