@@ -23,6 +23,9 @@ pub enum ErrorCode {
     OutputCollision,
     /// SB121: a combination of flags that cannot work together.
     FlagCombination,
+    /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
+    /// does not have that parser yet (the generic loader would send different prompts).
+    HfParserMissing,
     /// SB201: the tokenizer could not be loaded.
     TokenizerLoad,
     /// SB202: the tokenizer would have to be downloaded and the network is not available.
@@ -81,7 +84,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 35] = [
+    pub const ALL: [ErrorCode; 36] = [
         ErrorCode::ConfigInvalid,
         ErrorCode::FlagNotSupported,
         ErrorCode::MultimodalUnsupported,
@@ -90,6 +93,7 @@ impl ErrorCode {
         ErrorCode::FlagNotApplicable,
         ErrorCode::OutputCollision,
         ErrorCode::FlagCombination,
+        ErrorCode::HfParserMissing,
         ErrorCode::TokenizerLoad,
         ErrorCode::TokenizerOffline,
         ErrorCode::Dataset,
@@ -130,6 +134,7 @@ impl ErrorCode {
             ErrorCode::FlagNotApplicable => "SB113",
             ErrorCode::OutputCollision => "SB120",
             ErrorCode::FlagCombination => "SB121",
+            ErrorCode::HfParserMissing => "SB114",
             ErrorCode::TokenizerLoad => "SB201",
             ErrorCode::TokenizerOffline => "SB202",
             ErrorCode::Dataset => "SB203",
@@ -178,6 +183,7 @@ impl ErrorCode {
             ErrorCode::FlagNotApplicable => "flag does not apply to this run",
             ErrorCode::OutputCollision => "output path collides with another file of the run",
             ErrorCode::FlagCombination => "flags that cannot be combined",
+            ErrorCode::HfParserMissing => "hf dataset needs a vLLM parser servebench does not have",
             ErrorCode::TokenizerLoad => "tokenizer could not be loaded",
             ErrorCode::TokenizerOffline => "tokenizer download needed but offline",
             ErrorCode::Dataset => "workload could not be built",
@@ -296,6 +302,19 @@ simulator and sends every request to it) with --base-url, --host or --port (whic
 server). Running anyway would silently ignore one of them.
 
 Fix: drop one of the two flags named in the message."
+            }
+            ErrorCode::HfParserMissing => {
+                "\
+`--dataset-name hf` was given a dataset id (--dataset-path, or --hf-name with a local file) that
+vLLM's `vllm bench serve` reads with a dataset-specific parser: its own prompt text, output
+lengths and filtering (for example AI-MO/aimo-validation-aime, vdaita/edit_5k_char,
+lmarena-ai/VisionArena-Chat). servebench has not implemented that parser yet. Reading the rows
+with the generic hf loader would send different prompts than vLLM does, and the result would
+not be comparable, so servebench refuses before any network traffic. `docs/datasets.md` lists
+the parsers servebench has.
+
+Fix: use a dataset whose parser servebench has, or convert the rows yourself into a JSONL file
+and pass it with --dataset-name custom."
             }
             ErrorCode::TokenizerLoad => {
                 "\
@@ -624,6 +643,8 @@ pub enum BenchError {
     OutputCollision { output_flag: String, output: String, other: String },
     #[error("{first} cannot be combined with {second}: {why}; fix: {fix}")]
     FlagCombination { first: String, second: String, why: String, fix: String },
+    #[error("--dataset-name hf: vLLM reads '{dataset}' with its {parser} parser, which servebench does not have yet, and the generic loader would send different prompts; fix: convert the rows to JSONL for --dataset-name custom, or use a dataset servebench parses (docs/datasets.md)")]
+    HfParserMissing { dataset: String, parser: String },
     #[error("tokenizer '{name}' could not be loaded: {detail}; fix: pass --tokenizer with a tokenizer.json path or a built-in encoding (cl100k_base, o200k_base)")]
     TokenizerLoad { name: String, detail: String },
     #[error("tokenizer '{name}' is not available locally and cannot be downloaded ({detail}); fix: pass --tokenizer /path/to/tokenizer.json")]
@@ -700,6 +721,7 @@ impl BenchError {
             BenchError::FlagNotApplicable { .. } => ErrorCode::FlagNotApplicable,
             BenchError::OutputCollision { .. } => ErrorCode::OutputCollision,
             BenchError::FlagCombination { .. } => ErrorCode::FlagCombination,
+            BenchError::HfParserMissing { .. } => ErrorCode::HfParserMissing,
             BenchError::TokenizerLoad { .. } => ErrorCode::TokenizerLoad,
             BenchError::TokenizerOffline { .. } => ErrorCode::TokenizerOffline,
             BenchError::Dataset { .. } => ErrorCode::Dataset,

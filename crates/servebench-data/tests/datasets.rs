@@ -358,8 +358,13 @@ fn speed_bench_filters_rows() {
 #[test]
 fn hf_local_jsonl_detects_question_and_answer() {
     let t = tok();
-    let cfg =
-        HfConfig { source: HfSource::File(data("hf_small.jsonl")), text_column: None, output_len: None };
+    let cfg = HfConfig {
+        source: HfSource::File(data("hf_small.jsonl")),
+        text_column: None,
+        output_len: None,
+        dataset_ids: vec![],
+        chat: Default::default(),
+    };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
     assert_eq!(w.len(), 3, "'Yes?' is under 4 tokens and skipped");
@@ -382,7 +387,13 @@ fn hf_local_jsonl_detects_question_and_answer() {
 #[test]
 fn hf_local_json_chat_messages() {
     let t = tok();
-    let cfg = HfConfig { source: HfSource::File(data("hf_chat.json")), text_column: None, output_len: None };
+    let cfg = HfConfig {
+        source: HfSource::File(data("hf_chat.json")),
+        text_column: None,
+        output_len: None,
+        dataset_ids: vec![],
+        chat: Default::default(),
+    };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
     assert_eq!(
@@ -432,7 +443,13 @@ fn hf_local_parquet() {
     rg.close().unwrap();
     writer.close().unwrap();
     let t = tok();
-    let cfg = HfConfig { source: HfSource::File(path), text_column: None, output_len: None };
+    let cfg = HfConfig {
+        source: HfSource::File(path),
+        text_column: None,
+        output_len: None,
+        dataset_ids: vec![],
+        chat: Default::default(),
+    };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
     assert_eq!(

@@ -65,7 +65,8 @@ pub struct DatasetArgs {
     /// custom: output length; -1 = each line's `output_tokens`.
     #[arg(long, default_value_t = 256, help_heading = "Dataset")]
     pub custom_output_len: i64,
-    /// custom: accepted for compatibility (servebench never applies a chat template).
+    /// custom: accepted (servebench never applies a chat template); hf: required by vLLM's
+    /// InstructCoder, MT-Bench and Blazedit parsers, which send exactly vLLM's text with it.
     #[arg(long, help_heading = "Dataset")]
     pub skip_chat_template: bool,
     /// custom_image: load the images (local files, file:// and http(s):// URLs) here and send
@@ -334,6 +335,11 @@ fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig>
         source,
         text_column: d.hf_text_column.clone(),
         output_len: d.hf_output_len.map(|o| o as usize).or(output_override),
+        dataset_ids: [&d.dataset_path, &d.hf_name].into_iter().flatten().cloned().collect(),
+        chat: servebench_data::dataset::hf_chat::ChatParserOptions {
+            skip_chat_template: d.skip_chat_template,
+            blazedit_distance: (args.hf_parsers.blazedit_min_distance, args.hf_parsers.blazedit_max_distance),
+        },
     })
 }
 

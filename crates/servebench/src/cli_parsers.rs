@@ -1,7 +1,8 @@
 //! Flags of vLLM's dataset-specific parsers (vLLM 0.33): `--spec-bench-*` (the spec_bench
 //! dataset) and the options of its Hugging Face parsers (`--bfcl-categories`,
 //! `--blazedit-*-distance`, `--asr-*-audio-len-sec`). At their vLLM defaults they are always
-//! accepted; another value is checked and refused with SB113 where it cannot apply.
+//! accepted; another value is checked and refused with SB113 where it cannot apply (the
+//! Blazedit distances apply to the Blazedit parser; the others wait for their parsers).
 
 use clap::Args;
 use servebench_core::{BenchError, Result};
@@ -31,6 +32,16 @@ pub struct HfParserArgs {
 
 /// The Hugging Face parsers servebench does not have yet: the flags that only they read.
 const PARSERS_NOT_BUILT: &str = "servebench does not have this parser of --dataset-name hf yet (issue 16)";
+
+/// Whether this run reads a Blazedit dataset (vLLM picks the parser by --dataset-path or --hf-name).
+fn is_blazedit(args: &RunArgs) -> bool {
+    let d = &args.dataset;
+    args.dataset_name == "hf"
+        && [&d.dataset_path, &d.hf_name].into_iter().flatten().any(|id| {
+            servebench_data::dataset::hf_parsers::parser_for(id)
+                == Some(servebench_data::dataset::hf_parsers::HfParser::Blazedit)
+        })
+}
 
 fn is_spec_bench(args: &RunArgs) -> bool {
     matches!(args.dataset_name.as_str(), "spec_bench" | "spec-bench")
@@ -78,10 +89,17 @@ pub fn check(args: &RunArgs) -> Result<()> {
             "pass 0 <= min <= max (max may be inf)",
         ));
     }
+    let blazedit = [("--blazedit-min-distance", lo != 0.0), ("--blazedit-max-distance", hi != 1.0)];
+    if let Some((flag, _)) = blazedit.iter().find(|b| b.1).filter(|_| !is_blazedit(args)) {
+        return Err(BenchError::not_applicable(
+            *flag,
+            "the Blazedit parser of --dataset-name hf (vdaita/edit_5k_char, vdaita/edit_10k_char)",
+            "this run does not use it",
+            "pass --dataset-name hf --dataset-path vdaita/edit_5k_char (or --hf-name with a local file), or drop the flag",
+        ));
+    }
     let given = [
         ("--bfcl-categories", "the BFCL parser of --dataset-name hf", p.bfcl_categories.is_some()),
-        ("--blazedit-min-distance", "the Blazedit parser of --dataset-name hf", lo != 0.0),
-        ("--blazedit-max-distance", "the Blazedit parser of --dataset-name hf", hi != 1.0),
         ("--asr-min-audio-len-sec", "the ASR parsers of --dataset-name hf", amin != 0.0),
         ("--asr-max-audio-len-sec", "the ASR parsers of --dataset-name hf", amax != f64::INFINITY),
     ];

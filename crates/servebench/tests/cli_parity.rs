@@ -187,6 +187,10 @@ fn vllm_flags_that_cannot_apply_are_refused_with_sb113() {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
         assert_eq!(validate(&argv).unwrap_err().code(), ErrorCode::ConfigInvalid, "{argv:?}");
     }
+    let blazedit =
+        ["--dataset-name", "hf", "--dataset-path", "vdaita/edit_5k_char", "--blazedit-min-distance", "0.2"];
+    let argv: Vec<String> = blazedit.iter().map(|s| s.to_string()).collect();
+    assert!(validate(&argv).is_ok(), "the Blazedit parser reads --blazedit-min-distance");
 }
 
 /// `(kind, name)` rows of the committed list.

@@ -173,3 +173,33 @@ fn sharegpt_without_path_offline_says_to_pass_a_path() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("SB205") && stderr.contains("--dataset-path"), "{stderr}");
 }
+
+/// A dataset id vLLM reads with its own parser is refused (SB114) when servebench lacks that
+/// parser, for a Hub id and for a local file named by --hf-name, before any download.
+#[test]
+fn hf_dataset_with_an_unbuilt_vllm_parser_is_refused_with_sb114() {
+    let hub = dry_run(&["--dataset-name", "hf", "--dataset-path", "lmarena-ai/VisionArena-Chat"]);
+    let stderr = text(&hub.stderr);
+    assert!(!hub.status.success());
+    assert!(stderr.contains("SB114") && stderr.contains("VisionArenaDataset"), "{stderr}");
+    let local = data("hf_small.jsonl");
+    let named = dry_run(&["--dataset-name", "hf", "--dataset-path", &local, "--hf-name", "yale-nlp/MMVU"]);
+    let stderr = text(&named.stderr);
+    assert!(stderr.contains("SB114") && stderr.contains("yale-nlp/MMVU"), "{stderr}");
+}
+
+/// --hf-name picks vLLM's AIMO parser for a local file: the dry run builds the workload.
+#[test]
+fn hf_name_selects_the_aimo_parser_for_a_local_file() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/datasets/hf/AI-MO/aimo-validation-aime/aimo_validation_aime.jsonl");
+    let out = dry_run(&[
+        "--dataset-name",
+        "hf",
+        "--dataset-path",
+        file.to_str().unwrap(),
+        "--hf-name",
+        "AI-MO/aimo-validation-aime",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

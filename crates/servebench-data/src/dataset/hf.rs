@@ -9,7 +9,7 @@
 //! tokens are skipped, as vLLM does.
 
 use super::file::{read_records, DataFile, Location};
-use super::{collect_samples, finish, hub, shuffle_source, Sample, Sampling};
+use super::{collect_samples, finish, hf_chat, hf_parsers, hf_text, hub, shuffle_source, Sample, Sampling};
 use crate::tokenizer::HubEnv;
 use serde_json::Value;
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
@@ -37,13 +37,18 @@ pub enum HfSource {
 }
 
 /// Options of the hf dataset.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HfConfig {
     pub source: HfSource,
     /// `--hf-text-column`.
     pub text_column: Option<String>,
     /// `--hf-output-len` (also `--output-len`).
     pub output_len: Option<usize>,
+    /// Dataset ids that select one of vLLM's dataset-specific parsers (`--dataset-path`, then
+    /// `--hf-name`); see [`super::hf_parsers`].
+    pub dataset_ids: Vec<String>,
+    /// Options of vLLM's chat-template parsers (`--skip-chat-template`, `--blazedit-*`).
+    pub chat: hf_chat::ChatParserOptions,
 }
 
 /// How a row's prompt and completion are found (decided on the first row).
@@ -154,6 +159,18 @@ fn load_rows(cfg: &HfConfig, needed: usize, env: &HubEnv) -> Result<(DataFile, V
     }
 }
 
+/// The config with the Hub split vLLM forces for `parser` (AIMO: train, and no subset).
+fn with_split(cfg: &HfConfig, parser: hf_parsers::HfParser) -> HfConfig {
+    let mut cfg = cfg.clone();
+    if let (HfSource::Hub { subset, split, .. }, Some(forced)) = (&mut cfg.source, parser.forced_split()) {
+        *split = Some(forced.to_string());
+        if parser == hf_parsers::HfParser::Aimo {
+            *subset = None;
+        }
+    }
+    cfg
+}
+
 /// Builds the hf workload.
 pub fn generate_hf(
     cfg: &HfConfig,
@@ -161,6 +178,34 @@ pub fn generate_hf(
     tok: &dyn TextTokenizer,
     env: &HubEnv,
 ) -> Result<Workload> {
+    if let Some((id, parser)) = hf_parsers::resolve(&cfg.dataset_ids)? {
+        if cfg.text_column.is_some() {
+            return Err(BenchError::not_applicable(
+                "--hf-text-column",
+                "the generic hf loader",
+                format!("vLLM reads '{id}' with its {} parser, whose columns are fixed", parser.name()),
+                "drop --hf-text-column",
+            ));
+        }
+        if hf_chat::default_output_len(parser).is_some() {
+            hf_chat::check_template(&id, parser, &cfg.chat)?;
+            let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
+            return hf_chat::generate(parser, &file, rows, cfg.output_len, &cfg.chat, sampling, tok);
+        }
+        if parser == hf_parsers::HfParser::NextEditPrediction && cfg.output_len.is_some() {
+            return Err(BenchError::not_applicable(
+                "--hf-output-len/--output-len",
+                "parsers with a settable output length",
+                format!(
+                    "vLLM's {} always takes it from the row's output (it ignores the flag)",
+                    parser.name()
+                ),
+                "drop the flag",
+            ));
+        }
+        let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
+        return hf_text::generate(parser, &file, rows, cfg.output_len, sampling, tok);
+    }
     let (file, mut rows) = load_rows(cfg, sampling.num_prompts, env)?;
     let Some((first_at, first)) = rows.first() else {
         return Err(file.error(Location::File, "no rows", "pass a dataset with rows"));

@@ -45,7 +45,13 @@ fn build(kind: Kind, path: &Path) -> servebench_core::Result<Workload> {
             t.as_ref(),
         ),
         Kind::Hf => generate_hf(
-            &HfConfig { source: HfSource::File(path.to_path_buf()), text_column: None, output_len: None },
+            &HfConfig {
+                source: HfSource::File(path.to_path_buf()),
+                text_column: None,
+                output_len: None,
+                dataset_ids: vec![],
+                chat: Default::default(),
+            },
             &sampling(),
             t.as_ref(),
             &env,
