@@ -6,10 +6,9 @@
 //! with the documented status (404 for a route the personality does not serve; TGI's 422 for
 //! an SGLang body on `/generate`).
 //!
-//! `KNOWN_CLIENT_GAPS` lists cells that fail today only because of client bugs that are being
-//! fixed elsewhere (issue 17 item 1: gzip from gateways, llama.cpp's close after every streamed
-//! answer). The test asserts they still fail, so it flips (and must be updated) when a fix
-//! lands.
+//! Cells that once failed for client gaps (a gateway's gzip, llama.cpp's close after every
+//! streamed answer, pooling nulls against the schema) complete now; the llamacpp and gateway
+//! columns are their regression tests.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -43,48 +42,6 @@ const BACKENDS: &[(&str, &str)] = &[
     ("llama.cpp", "/completion"),
     ("anthropic", "/v1/messages"),
 ];
-
-/// How a known client gap shows.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Gap {
-    /// Every run fails: the test asserts the cell still fails.
-    Always,
-    /// A race: some requests may fail with exactly this error message; the others complete.
-    Sometimes(&'static str),
-}
-
-/// Cells that fail only because of client gaps being fixed elsewhere (issue 17 item 1 and the
-/// client fixes running alongside it): `(backend, personality, gap, why)`; `*` matches every
-/// backend (or personality) whose cell should complete.
-const KNOWN_CLIENT_GAPS: &[(&str, &str, Gap, &str)] = &[
-    (
-        "*",
-        "gateway",
-        Gap::Always,
-        "the client sends no Accept-Encoding and cannot read the gzip a gateway then sends",
-    ),
-    (
-        "*",
-        "llamacpp",
-        Gap::Sometimes("request failed after it was sent: connection closed before the response head"),
-        "the client reuses a connection llama.cpp closes right after every streamed answer",
-    ),
-    // Found by this matrix after merging main (2026-12-02): backends_e2e's pooling test fails
-    // the same way.
-    ("openai-embeddings", "*", Gap::Always, POOLING_SCHEMA_GAP),
-    ("openai-embeddings-chat", "*", Gap::Always, POOLING_SCHEMA_GAP),
-    ("vllm-pooling", "*", Gap::Always, POOLING_SCHEMA_GAP),
-    ("vllm-rerank", "*", Gap::Always, POOLING_SCHEMA_GAP),
-];
-
-const POOLING_SCHEMA_GAP: &str =
-    "pooling results write null mean/median/std_itl_token_view_ms where docs/result.schema.json wants a number";
-
-fn known_gap(backend: &str, p: Personality) -> Option<(Gap, &'static str)> {
-    KNOWN_CLIENT_GAPS.iter().find_map(|(b, name, gap, why)| {
-        ((*b == "*" || *b == backend) && (*name == "*" || *name == p.name())).then_some((*gap, *why))
-    })
-}
 
 /// What a cell must do.
 #[derive(Debug, PartialEq)]
@@ -324,7 +281,6 @@ fn every_backend_dataset_and_personality() {
     let tmp = tempfile::tempdir().unwrap();
     let images = custom_image_file(tmp.path());
     let mut failures = Vec::new();
-    let mut gaps_fixed = Vec::new();
     let mut cells = 0;
     for (p, sim) in &sims {
         let prefix = if p.behaviour().prefixed { "/gw" } else { "" };
@@ -336,25 +292,11 @@ fn every_backend_dataset_and_personality() {
                 let started = std::time::Instant::now();
                 let out = run_cell(&base_url, &cell, &flags, dir.path());
                 let want = expect(*p, backend, path);
-                let gap = known_gap(backend, *p).filter(|_| want == Expect::Complete);
-                let records = out.2.clone();
                 let problem = check(&cell, &want, out);
                 eprintln!("cell {backend} × {dataset} × {}: {:?}", p.name(), started.elapsed());
                 cells += 1;
-                let label = format!("{backend} × {dataset} × {}", p.name());
-                match (gap, problem) {
-                    (None, Some(msg)) => failures.push(msg),
-                    (Some((Gap::Always, why)), None) => gaps_fixed.push(format!("{label}: {why}")),
-                    (Some((Gap::Sometimes(message), _)), Some(msg)) => {
-                        // Only the race's failures are allowed; the rest must have completed.
-                        let other = records.iter().any(|r| {
-                            r["outcome"] != "completed" && r["error"]["message"].as_str() != Some(message)
-                        });
-                        if other || records.len() as u64 != REQUESTS {
-                            failures.push(msg);
-                        }
-                    }
-                    _ => {}
+                if let Some(msg) = problem {
+                    failures.push(msg);
                 }
             }
         }
@@ -364,9 +306,4 @@ fn every_backend_dataset_and_personality() {
     }
     assert!(cells > 70, "{cells} cells");
     assert!(failures.is_empty(), "{} of {cells} cells failed:\n{}", failures.len(), failures.join("\n"));
-    assert!(
-        gaps_fixed.is_empty(),
-        "known client gaps now pass (remove them from KNOWN_CLIENT_GAPS):\n{}",
-        gaps_fixed.join("\n")
-    );
 }
