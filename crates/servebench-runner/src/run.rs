@@ -9,7 +9,7 @@ use crate::live::LiveMetrics;
 use crate::metrics_server::MetricsServer;
 use crate::prepare::{self, ModelIds, ServerTokenize};
 use crate::prompt_check::PromptCheck;
-use crate::retokenize::Retokenizer;
+use crate::retokenize::{Applied, Retokenizer};
 use crate::server_workload;
 use crate::shard;
 use crate::sink::RecordSink;
@@ -373,12 +373,15 @@ async fn prepare_inner(
     )
     .await?;
 
-    // Kept (only) to retokenize generated text: always for responses without usage, every
-    // response with --retokenize-output (crate::retokenize).
-    let retokenizer = tokenizer
-        .clone()
-        .filter(|_| cfg.retokenize_output || retokenize_missing_usage)
-        .map(|t| Arc::new(Retokenizer::new(t, cfg.retokenize_output, cfg.keep_text)));
+    // Retokenizing generated text (crate::retokenize): with --retokenize-output the tokenizer
+    // stays loaded and counts every response; otherwise responses without usage are counted
+    // after the measured phase by the tokenizer loaded again, so it costs no RSS meanwhile.
+    let retokenizer = match &tokenizer {
+        Some(t) if cfg.retokenize_output => Some(Retokenizer::new(t.clone(), true, cfg.keep_text)),
+        Some(_) if retokenize_missing_usage => Some(Retokenizer::after_run(tokenizer_id.clone(), cfg.keep_text)),
+        _ => None,
+    }
+    .map(Arc::new);
     if cfg.retokenize_output && retokenizer.is_none() {
         let line =
             "--retokenize-output needs a local tokenizer (not --tokenizer server): output is not retokenized"
@@ -497,15 +500,23 @@ pub async fn run_prepared(
         let live = live.clone();
         let retokenizer = prepared.retokenizer.clone();
         tokio::spawn(async move {
+            let mut held = Vec::new();
             while let Some(mut r) = rx.recv().await {
-                if let Some(rt) = &retokenizer {
-                    rt.apply(&mut r);
-                }
+                let applied = retokenizer.as_ref().map_or(Applied::Done, |rt| rt.apply(&mut r));
                 live.request_ended(&r);
                 observer.request_done(&r);
-                store.push(r);
+                match applied {
+                    Applied::Done => store.push(r),
+                    Applied::Held => held.push(r),
+                }
             }
-            store
+            let mut note = None;
+            if let Some(rt) = &retokenizer {
+                let (counted, why) = rt.count_held(held).await;
+                counted.into_iter().for_each(|r| store.push(r));
+                note = why;
+            }
+            (store, note)
         })
     };
     let stops = crate::stages::run_stops(
@@ -627,10 +638,17 @@ pub async fn run_prepared(
     let was_interrupted = interrupted.is_stopped();
     let wall = clock.now_us() as f64 / 1e6;
     let cpu1 = health::thread_cpu_ns(CLIENT_THREAD_PREFIX);
+    // Before the collector finishes: retokenizing held records after the run loads the
+    // tokenizer, which is not the measured phase's memory.
+    let peak_rss_bytes = health::peak_rss_bytes();
     probe_stop.stop();
     let hiccup_us = probe.finish().await;
-    let store =
+    let (store, retokenize_note) =
         collector.await.map_err(|e| BenchError::Io { path: "records".into(), detail: e.to_string() })?;
+    if let Some(note) = retokenize_note {
+        observer.message(&note);
+        warnings.push(note);
+    }
     // After the collector: every record has been seen by the observer (progress is final).
     observer.finished();
     let _ = sampler.await;
@@ -646,7 +664,7 @@ pub async fn run_prepared(
         client_cpu_seconds: cpu1.saturating_sub(cpu0) as f64 / 1e9,
         wall_seconds: wall,
         cpus: health::available_cpus(),
-        peak_rss_bytes: health::peak_rss_bytes(),
+        peak_rss_bytes,
         peak_rss_covers_run_only: peak_reset,
         rss_at_start_bytes: rss_at_start,
         connections_opened: pool.opened,

@@ -56,6 +56,13 @@ pub struct CalibrateArgs {
     /// charged to the client.
     #[arg(long)]
     pub no_pin: bool,
+    /// Run the simulator from this servebench binary instead of this one (another build), to
+    /// tell a simulator change from a client change when the figures move.
+    #[arg(long, value_name = "PATH")]
+    pub sim_exe: Option<PathBuf>,
+    /// Run the client from this servebench binary instead of this one (another build).
+    #[arg(long, value_name = "PATH")]
+    pub client_exe: Option<PathBuf>,
 }
 
 /// The truth of the fixed timing model.
@@ -352,7 +359,14 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
         return Err(bad("--requests", "must be at least 1"));
     }
     servebench_sim::TimingModel::fixed_ms(args.ttft_ms, args.itl_ms)?;
-    let exe = std::env::current_exe().context("locating the servebench binary")?;
+    let own = std::env::current_exe().context("locating the servebench binary")?;
+    let sim_exe = args.sim_exe.clone().unwrap_or_else(|| own.clone());
+    let exe = args.client_exe.clone().unwrap_or(own);
+    for (flag, path) in [("--sim-exe", &sim_exe), ("--client-exe", &exe)] {
+        if !path.is_file() {
+            return Err(bad(flag, format!("{} is not a file", path.display())));
+        }
+    }
     let truth = Truth {
         ttft_ms: args.ttft_ms,
         itl_ms: args.itl_ms,
@@ -379,7 +393,7 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
         _ => (None, None),
     };
     let pinned = client_cpu.is_some();
-    let (sim, url) = start_sim(&exe, args, &truth_log, sim_cpu)?;
+    let (sim, url) = start_sim(&sim_exe, args, &truth_log, sim_cpu)?;
     eprintln!("calibrate: simulator at {url} (pid {}), levels {:?}", sim.0.id(), args.levels);
     let mut levels = Vec::new();
     let mut result = Ok(());
