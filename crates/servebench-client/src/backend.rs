@@ -28,10 +28,24 @@ pub enum BackendKind {
     Embeddings,
     /// `/v1/embeddings` with chat `messages` (`--backend openai-embeddings-chat`).
     EmbeddingsChat,
+    /// `/v1/embeddings`, CLIP-style chat `messages`: an image request sends an empty text part
+    /// (`--backend openai-embeddings-clip`; `body_embed.rs`).
+    EmbeddingsClip,
+    /// `/v1/embeddings`, VLM2Vec chat `messages`: images first, vLLM's "Represent the given
+    /// image" text (`--backend openai-embeddings-vlm2vec`; `body_embed.rs`).
+    EmbeddingsVlm2Vec,
+    /// `/v1/embeddings` of an Infinity server: `input` text (`--backend infinity-embeddings`).
+    Infinity,
+    /// `/v1/embeddings` of an Infinity server: an image request sends its URL as `input` with
+    /// `modality` (`--backend infinity-embeddings-clip`).
+    InfinityClip,
     /// `/pooling` (`--backend vllm-pooling`; non-streaming).
     Pooling,
     /// `/v1/rerank` with `query` and `documents` (`--backend vllm-rerank`; non-streaming).
     Rerank,
+    /// `/v1/audio/transcriptions`, a multipart/form-data upload of the request's audio,
+    /// streamed (`--backend openai-audio`; `body_audio.rs`).
+    Audio,
     /// A native server dialect: `tgi`, `sglang`, `llama.cpp`, `anthropic` (`dialect/`).
     Native(crate::dialect::Dialect),
 }
@@ -43,8 +57,14 @@ impl BackendKind {
             BackendKind::Completions => "/v1/completions",
             BackendKind::Chat => "/v1/chat/completions",
             BackendKind::Responses => "/v1/responses",
-            BackendKind::Embeddings | BackendKind::EmbeddingsChat => "/v1/embeddings",
+            BackendKind::Embeddings
+            | BackendKind::EmbeddingsChat
+            | BackendKind::EmbeddingsClip
+            | BackendKind::EmbeddingsVlm2Vec
+            | BackendKind::Infinity
+            | BackendKind::InfinityClip => "/v1/embeddings",
             BackendKind::Pooling => "/pooling",
+            BackendKind::Audio => "/v1/audio/transcriptions",
             BackendKind::Rerank => "/v1/rerank",
             BackendKind::Native(d) => d.default_endpoint(),
         }
@@ -63,13 +83,20 @@ impl FromStr for BackendKind {
             "openai-responses" => Ok(BackendKind::Responses),
             "openai-embeddings" => Ok(BackendKind::Embeddings),
             "openai-embeddings-chat" => Ok(BackendKind::EmbeddingsChat),
+            "openai-embeddings-clip" => Ok(BackendKind::EmbeddingsClip),
+            "openai-embeddings-vlm2vec" => Ok(BackendKind::EmbeddingsVlm2Vec),
+            "infinity-embeddings" => Ok(BackendKind::Infinity),
+            "infinity-embeddings-clip" => Ok(BackendKind::InfinityClip),
             "vllm-pooling" => Ok(BackendKind::Pooling),
+            "openai-audio" => Ok(BackendKind::Audio),
             "vllm-rerank" => Ok(BackendKind::Rerank),
             other => Err(BenchError::config(
                 "--backend",
                 format!("unknown backend '{other}'"),
-                "use vllm, openai, openai-chat, openai-responses, openai-embeddings, \
-                 openai-embeddings-chat, vllm-pooling, vllm-rerank, tgi, sglang, llama.cpp or anthropic",
+                "use vllm, openai, openai-chat, openai-audio, openai-responses, openai-embeddings, \
+                 openai-embeddings-chat, openai-embeddings-clip, openai-embeddings-vlm2vec, \
+                 infinity-embeddings, infinity-embeddings-clip, vllm-pooling, vllm-rerank, tgi, \
+                 sglang, llama.cpp or anthropic",
             )),
         }
     }
@@ -83,7 +110,12 @@ impl fmt::Display for BackendKind {
             BackendKind::Responses => "openai-responses",
             BackendKind::Embeddings => "openai-embeddings",
             BackendKind::EmbeddingsChat => "openai-embeddings-chat",
+            BackendKind::EmbeddingsClip => "openai-embeddings-clip",
+            BackendKind::EmbeddingsVlm2Vec => "openai-embeddings-vlm2vec",
+            BackendKind::Infinity => "infinity-embeddings",
+            BackendKind::InfinityClip => "infinity-embeddings-clip",
             BackendKind::Pooling => "vllm-pooling",
+            BackendKind::Audio => "openai-audio",
             BackendKind::Rerank => "vllm-rerank",
             BackendKind::Native(d) => d.name(),
         })
@@ -170,8 +202,13 @@ impl BodyTemplate {
             BackendKind::Responses
             | BackendKind::Embeddings
             | BackendKind::EmbeddingsChat
+            | BackendKind::EmbeddingsClip
+            | BackendKind::EmbeddingsVlm2Vec
+            | BackendKind::Infinity
+            | BackendKind::InfinityClip
             | BackendKind::Pooling
-            | BackendKind::Rerank => {}
+            | BackendKind::Rerank
+            | BackendKind::Audio => {}
             // Native dialects place ignore_eos and sampling themselves (`dialect/`).
             BackendKind::Native(d) => fields = d.body_fields(cfg)?,
         }
@@ -209,7 +246,12 @@ impl BodyTemplate {
     pub fn build_spec(&self, spec: &servebench_core::RequestSpec) -> Result<Bytes> {
         match (&self.ext, &spec.messages) {
             (Some(e), _) => e.build(spec),
-            (None, Some(m)) => self.build_with_messages(&m.json, spec.expected_output_tokens, MESSAGES_FIX),
+            (None, Some(m)) => self.build_with_messages(
+                &m.json,
+                spec.expected_output_tokens,
+                MESSAGES_FIX,
+                spec.overrides.as_deref(),
+            ),
             (None, None) => {
                 self.build_with_parts(&spec.prompt, spec.multimodal.as_deref(), spec.expected_output_tokens)
             }
@@ -299,12 +341,19 @@ impl BodyTemplate {
     /// Serializes a chat body whose `messages` is `messages_json`, a pre-serialized JSON array
     /// (multi-turn history). Refused for completions bodies, which have no `messages`.
     pub fn build_messages(&self, messages_json: &str, max_tokens: u32) -> Result<Bytes> {
-        self.build_with_messages(messages_json, max_tokens, ("--multi-turn", "multi-turn conversations"))
+        self.build_with_messages(messages_json, max_tokens, ("--multi-turn", "multi-turn conversations"), None)
     }
 
     /// A body whose `messages` is `messages_json`; `why` (flag, what) names the cause when the
-    /// body has no `messages` field.
-    fn build_with_messages(&self, messages_json: &str, max_tokens: u32, why: (&str, &str)) -> Result<Bytes> {
+    /// body has no `messages` field. `overrides` replace the fields of their names and are
+    /// written last (vLLM's per-request overrides win over `--extra-body`).
+    fn build_with_messages(
+        &self,
+        messages_json: &str,
+        max_tokens: u32,
+        why: (&str, &str),
+        overrides: Option<&servebench_core::BodyOverrides>,
+    ) -> Result<Bytes> {
         let (flag, what) = why;
         if !self.fields.iter().any(|(_, s)| matches!(s, Slot::Messages)) {
             return Err(BenchError::config(
@@ -313,12 +362,17 @@ impl BodyTemplate {
                 "use --backend openai-chat",
             ));
         }
-        let mut out: Vec<u8> = Vec::with_capacity(self.fixed_len + messages_json.len());
+        let replaced: Vec<String> =
+            overrides.map(|o| o.keys.iter().map(json).collect::<Result<_>>()).transpose()?.unwrap_or_default();
+        let extra = overrides.map_or(0, |o| o.json.len() + 1);
+        let mut out: Vec<u8> = Vec::with_capacity(self.fixed_len + messages_json.len() + extra);
         out.push(b'{');
-        for (i, (key, slot)) in self.fields.iter().enumerate() {
-            if i > 0 {
+        let mut first = true;
+        for (key, slot) in self.fields.iter().filter(|(k, _)| !replaced.contains(k)) {
+            if !first {
                 out.push(b',');
             }
+            first = false;
             out.extend_from_slice(key.as_bytes());
             out.push(b':');
             match slot {
@@ -333,6 +387,12 @@ impl BodyTemplate {
                     ))
                 }
             }
+        }
+        if let Some(o) = overrides.filter(|o| !o.json.is_empty()) {
+            if !first {
+                out.push(b',');
+            }
+            out.extend_from_slice(o.json.as_bytes());
         }
         out.push(b'}');
         Ok(Bytes::from(out))
@@ -359,7 +419,12 @@ pub(crate) fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
 /// `x-request-id` is added per request.
 pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
     let mut h = HeaderMap::new();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let content_type = if cfg.backend == BackendKind::Audio {
+        crate::body_audio::CONTENT_TYPE
+    } else {
+        "application/json"
+    };
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     // Uncompressed answers (a `--header Accept-Encoding=...` below replaces it).
     h.insert(http::header::ACCEPT_ENCODING, crate::transport::coding::ACCEPT_IDENTITY);
     let anthropic = cfg.backend == BackendKind::Native(crate::dialect::Dialect::Anthropic);

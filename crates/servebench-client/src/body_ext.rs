@@ -34,6 +34,8 @@ enum ExtSlot {
     Query,
     /// Rerank `documents`.
     Documents,
+    /// Infinity `input` (and `modality` for an image; `body_embed.rs`).
+    InfinityInput,
 }
 
 /// The resolved field list of a Responses or pooling body.
@@ -41,6 +43,10 @@ enum ExtSlot {
 pub struct ExtBody {
     backend: BackendKind,
     fields: Vec<(String, ExtSlot)>,
+    /// `--extra-body` sets `modality` (Infinity bodies then write none of their own).
+    modality_given: bool,
+    /// The multipart form of `openai-audio` (`body_audio.rs`).
+    audio: Option<crate::body_audio::AudioForm>,
 }
 
 fn json(v: &impl serde::Serialize) -> Result<String> {
@@ -54,6 +60,10 @@ impl BackendKind {
             self,
             BackendKind::Embeddings
                 | BackendKind::EmbeddingsChat
+                | BackendKind::EmbeddingsClip
+                | BackendKind::EmbeddingsVlm2Vec
+                | BackendKind::Infinity
+                | BackendKind::InfinityClip
                 | BackendKind::Pooling
                 | BackendKind::Rerank
         )
@@ -64,9 +74,20 @@ impl BackendKind {
         matches!(self, BackendKind::Completions | BackendKind::Embeddings | BackendKind::Pooling)
     }
 
-    /// Whether the backend's body can carry multimodal content parts.
+    /// Whether the backend's body can carry multimodal content parts (images).
     pub fn takes_multimodal(self) -> bool {
-        matches!(self, BackendKind::Chat | BackendKind::EmbeddingsChat)
+        self.takes_messages() || self == BackendKind::InfinityClip
+    }
+
+    /// Whether the backend's body has chat `messages` (pre-built ones can be sent as they are).
+    pub fn takes_messages(self) -> bool {
+        matches!(
+            self,
+            BackendKind::Chat
+                | BackendKind::EmbeddingsChat
+                | BackendKind::EmbeddingsClip
+                | BackendKind::EmbeddingsVlm2Vec
+        )
     }
 }
 
@@ -88,6 +109,17 @@ impl ExtBody {
             }
             BackendKind::Embeddings => fields.push(("input".into(), ExtSlot::Input)),
             BackendKind::EmbeddingsChat => fields.push(("messages".into(), ExtSlot::Messages)),
+            BackendKind::EmbeddingsClip | BackendKind::EmbeddingsVlm2Vec => {
+                fields.push(("messages".into(), ExtSlot::Messages));
+                fields.push(("truncate_prompt_tokens".into(), minus_one()));
+            }
+            BackendKind::Infinity | BackendKind::InfinityClip => {
+                fields.push(("input".into(), ExtSlot::InfinityInput));
+            }
+            BackendKind::Audio => {
+                let audio = Some(crate::body_audio::AudioForm::new(cfg)?);
+                return Ok(Some(ExtBody { backend, fields: Vec::new(), modality_given: false, audio }));
+            }
             BackendKind::Pooling => {
                 fields.push(("input".into(), ExtSlot::Input));
                 fields.push(("truncate_prompt_tokens".into(), minus_one()));
@@ -107,12 +139,16 @@ impl ExtBody {
                 None => fields.push((k.clone(), value)),
             }
         }
+        let modality_given = cfg.extra_body.contains_key("modality");
         let fields = fields.into_iter().map(|(k, v)| Ok((json(&k)?, v))).collect::<Result<Vec<_>>>()?;
-        Ok(Some(ExtBody { backend, fields }))
+        Ok(Some(ExtBody { backend, fields, modality_given, audio: None }))
     }
 
     /// Whether the response is expected as SSE (Responses with `stream` not overridden).
     pub fn streams(&self) -> bool {
+        if let Some(a) = &self.audio {
+            return a.streams();
+        }
         self.backend == BackendKind::Responses
             && !self
                 .fields
@@ -144,6 +180,9 @@ impl ExtBody {
 
     /// Serializes the body of `spec`.
     pub fn build(&self, spec: &RequestSpec) -> Result<Bytes> {
+        if let Some(a) = &self.audio {
+            return a.build(spec);
+        }
         let media = spec.multimodal.as_ref().is_some_and(|p| !p.is_empty()) || spec.messages.is_some();
         if media && !self.backend.takes_multimodal() {
             return Err(BenchError::MultimodalUnsupported {
@@ -171,6 +210,12 @@ impl ExtBody {
                     } else {
                         write_prompt(&mut out, &spec.prompt)?;
                     }
+                }
+                ExtSlot::InfinityInput => {
+                    crate::body_embed::write_infinity_input(self.backend, spec, self.modality_given, &mut out)?
+                }
+                ExtSlot::Messages if self.backend != BackendKind::EmbeddingsChat => {
+                    crate::body_embed::write_messages(self.backend, spec, &mut out)?
                 }
                 ExtSlot::Messages => match &spec.messages {
                     Some(m) => out.extend_from_slice(m.json.as_bytes()),

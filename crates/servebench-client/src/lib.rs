@@ -8,6 +8,8 @@
 //! - [`request`]: executing one measured request into a `RequestRecord`.
 
 pub mod backend;
+pub mod body_audio;
+mod body_embed;
 pub mod body_ext;
 pub mod chunk;
 mod chunk_scan;

@@ -297,6 +297,7 @@ async fn run(
     prepared: Option<&PreparedBody>,
 ) {
     record.attempts += 1;
+    record.audio_seconds = spec.audio.as_ref().map(|a| a.seconds());
     record.outcome = Outcome::Cancelled;
     record.error = None;
     let built = match prepared {

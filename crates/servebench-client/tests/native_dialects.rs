@@ -109,6 +109,8 @@ async fn run(dialect: Dialect, fixture: &'static str, api_key: Option<&str>) -> 
         multimodal: None,
         rerank: None,
         messages: None,
+        audio: None,
+        overrides: None,
     };
     let rec = RequestRecord::scheduled(0, "bench-0".into(), 0, 5, 4);
     let opts = ExecOptions {

@@ -52,6 +52,8 @@ async fn concurrent_streams_against_the_simulator() {
                     multimodal: None,
                     rerank: None,
                     messages: None,
+                    audio: None,
+                    overrides: None,
                 };
                 let rec = RequestRecord::scheduled(i, format!("b-{i}"), 0, 0, 8);
                 execute(&client, &target, &spec, rec, &clock, &ExecOptions::default()).await
@@ -106,6 +108,8 @@ async fn non_streamed_chat_with_reasoning_matches_the_stream() {
                 expected_output_tokens: tokens,
                 multimodal: None,
                 messages: None,
+                audio: None,
+                overrides: None,
                 rerank: None,
             };
             let rec = RequestRecord::scheduled(0, format!("r-{stream}-{tokens}"), 0, 0, tokens);

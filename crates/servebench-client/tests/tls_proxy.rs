@@ -267,6 +267,8 @@ async fn http_through_a_proxy_uses_absolute_form_requests() {
         multimodal: None,
         rerank: None,
         messages: None,
+        audio: None,
+        overrides: None,
     };
     let rec = RequestRecord::scheduled(0, "p-0".into(), 0, 0, 4);
     let rec = execute(&c, &target, &spec, rec, &RunClock::start(), &ExecOptions::default()).await;

@@ -20,4 +20,4 @@ pub use clock::RunClock;
 pub use error::{errors_markdown, BenchError, ErrorCode, Result};
 pub use record::{ErrorKind, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource};
 pub use tokenizer::TextTokenizer;
-pub use workload::{ChatMessages, Prompt, RequestSpec, RerankPayload, Workload};
+pub use workload::{AudioClip, BodyOverrides, ChatMessages, Prompt, RequestSpec, RerankPayload, Workload};

@@ -175,6 +175,10 @@ pub struct RequestRecord {
     pub completion_tokens: Option<u32>,
     /// The output length the workload asked for (`max_tokens`).
     pub expected_output_tokens: u32,
+    /// Seconds of input audio the request carried (`openai-audio` uploads, audio chat parts);
+    /// summed over completed requests for RTFx (docs/metrics.md). `None` without audio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_seconds: Option<f64>,
     /// Number of events that carried generated content.
     pub token_event_count: u32,
     /// Token events that carried reasoning text (`reasoning_content`/`reasoning` deltas,
@@ -245,6 +249,7 @@ impl RequestRecord {
             cached_prompt_tokens: None,
             completion_tokens: None,
             expected_output_tokens,
+            audio_seconds: None,
             token_event_count: 0,
             reasoning_events: 0,
             content_events: 0,

@@ -46,6 +46,55 @@ pub struct RequestSpec {
     /// `prompt` then holds the message's text (for counting and `/tokenize` verification) and
     /// `multimodal` is `None` (the parts are inside).
     pub messages: Option<ChatMessages>,
+    /// The request's audio clip (`custom_audio`, the ASR sets): uploaded as a file by
+    /// `openai-audio`, sent as an `input_audio` part by the chat backends.
+    pub audio: Option<Arc<AudioClip>>,
+    /// Fields laid over this request's body, replacing fields of the same name (vLLM's
+    /// per-request overrides: BFCL's `tools` and `tool_choice`; they win over `--extra-body`).
+    pub overrides: Option<Arc<BodyOverrides>>,
+}
+
+/// Per-request body fields, serialized once: `"key":value` pairs joined by commas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyOverrides {
+    /// The field names.
+    pub keys: Vec<String>,
+    /// `"k1":v1,"k2":v2` (values are JSON).
+    pub json: String,
+}
+
+impl BodyOverrides {
+    /// Overrides from `(name, JSON value)` pairs.
+    pub fn new(fields: Vec<(String, String)>) -> Self {
+        let json = fields
+            .iter()
+            .map(|(k, v)| format!("{}:{v}", serde_json::Value::from(k.as_str())))
+            .collect::<Vec<_>>()
+            .join(",");
+        BodyOverrides { keys: fields.into_iter().map(|(k, _)| k).collect(), json }
+    }
+}
+
+/// An audio clip as it is sent: a 16-bit PCM WAV file (vLLM re-encodes every clip so), with
+/// its duration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AudioClip {
+    /// The whole WAV file.
+    pub wav: Arc<[u8]>,
+    /// Sample frames (samples per channel).
+    pub frames: u64,
+    /// Samples per second.
+    pub sample_rate: u32,
+}
+
+impl AudioClip {
+    /// Duration in seconds (`frames / sample_rate`; 0 for a rate of 0).
+    pub fn seconds(&self) -> f64 {
+        if self.sample_rate == 0 {
+            return 0.0;
+        }
+        self.frames as f64 / f64::from(self.sample_rate)
+    }
 }
 
 impl RequestSpec {
@@ -59,6 +108,8 @@ impl RequestSpec {
             multimodal: None,
             rerank: None,
             messages: None,
+            audio: None,
+            overrides: None,
         }
     }
 

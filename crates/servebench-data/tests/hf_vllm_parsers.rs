@@ -178,3 +178,29 @@ fn zeta_formats_the_next_edit_prompt_and_counts_the_editable_region() {
     let err = generate_hf(&fixed, &in_order(2), t.as_ref(), &env).unwrap_err();
     assert_eq!(err.code(), ErrorCode::FlagNotApplicable, "vLLM ignores the output length here: {err}");
 }
+
+#[test]
+fn humaneval_sends_the_function_prompt_and_expects_256_tokens() {
+    let t = tok();
+    let cfg = skip_template(local("openai/openai_humaneval/test.jsonl", "openai/openai_humaneval", None));
+    let got = rows(&build(&cfg, 2));
+    let want = "def add(a: int, b: int) -> int:\n    \"\"\"Return the sum of a and b.\n    >>> add(2, 3)\n    5\n    \"\"\"\n";
+    assert_eq!(got[0].0, want);
+    assert_eq!(got[0].1 as usize, t.encode(want, true).unwrap().len());
+    assert!(got.iter().all(|r| r.2 == 256), "{got:?}");
+    let cfg = skip_template(local("openai/openai_humaneval/test.jsonl", "openai/openai_humaneval", Some(64)));
+    assert!(rows(&build(&cfg, 2)).iter().all(|r| r.2 == 64));
+}
+
+#[test]
+fn gsm8k_sends_the_question_and_expects_256_tokens() {
+    let cfg = skip_template(local("openai/gsm8k/test.jsonl", "openai/gsm8k", None));
+    let got = rows(&build(&cfg, 2));
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1].0, "Tom reads 8 pages a day. How many pages does he read in two weeks?");
+    assert!(got.iter().all(|r| r.2 == 256), "{got:?}");
+    // Without --skip-chat-template vLLM renders the model's template: refused (SB114).
+    let env = HubEnv { offline: true, ..HubEnv::default() };
+    let cfg = local("openai/gsm8k/test.jsonl", "openai/gsm8k", None);
+    assert_eq!(generate_hf(&cfg, &in_order(2), tok().as_ref(), &env).unwrap_err().code(), ErrorCode::HfParserMissing);
+}

@@ -93,6 +93,10 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     row_rate(&mut out, "Output token throughput (tok/s):", d, m.output_throughput);
     row_rate(&mut out, "Peak output token throughput (tok/s):", d, m.max_output_tokens_per_s);
     row_f2(&mut out, "Peak concurrent requests:", m.max_concurrent_requests as f64);
+    // vLLM prints RTFx for ASR runs only (its value is 0 otherwise); ours exists only then.
+    if let Some(rtfx) = m.rtfx {
+        row_f2(&mut out, "RTFx (Inverse Real-Time Factor):", rtfx);
+    }
     row_rate(&mut out, "Total token throughput (tok/s):", d, m.total_token_throughput);
     for metric in MetricName::ALL {
         if metric_reported(info, m, metric) {

@@ -120,7 +120,9 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
     insert_arrays(&mut o, records, detailed);
     o.insert("max_output_tokens_per_s".into(), rate_json(d, m.max_output_tokens_per_s));
     o.insert("max_concurrent_requests".into(), Value::from(m.max_concurrent_requests));
-    o.insert("rtfx".into(), Value::from(0.0));
+    // RTFx (docs/metrics.md): vLLM writes 0.0 for a run without audio; a metric without data
+    // is null here.
+    o.insert("rtfx".into(), m.rtfx.map_or(Value::Null, |r| rate_json(d, r)));
     if !info.rps_change_events.is_empty() {
         let events: Vec<Value> = info
             .rps_change_events

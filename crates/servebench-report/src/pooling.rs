@@ -17,7 +17,17 @@ use crate::json::metric_reported;
 
 /// Whether `backend` (the `--backend` name) is a pooling backend.
 pub fn is_pooling_backend(backend: &str) -> bool {
-    matches!(backend, "openai-embeddings" | "openai-embeddings-chat" | "vllm-pooling" | "vllm-rerank")
+    matches!(
+        backend,
+        "openai-embeddings"
+            | "openai-embeddings-chat"
+            | "openai-embeddings-clip"
+            | "openai-embeddings-vlm2vec"
+            | "infinity-embeddings"
+            | "infinity-embeddings-clip"
+            | "vllm-pooling"
+            | "vllm-rerank"
+    )
 }
 
 fn per_second(x: f64, duration_s: f64) -> Value {

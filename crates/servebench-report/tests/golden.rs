@@ -217,7 +217,8 @@ fn json_has_every_vllm_key_in_vllm_order() {
     assert_eq!(obj["mean_ttft_ms"], Value::from(135.0));
     assert_eq!(obj["request_rate"], Value::from(10.0));
     assert_eq!(obj["request_goodput"], Value::Null);
-    assert_eq!(obj["rtfx"], Value::from(0.0));
+    // No request carried audio: RTFx has no data and is null (vLLM writes 0.0).
+    assert_eq!(obj["rtfx"], Value::Null);
     assert!(obj["max_concurrent_requests"].is_u64());
     // Not selected by default: no E2EL statistics, as vLLM.
     assert!(!obj.contains_key("mean_e2el_ms"));

@@ -248,6 +248,8 @@ mod tests {
             multimodal: None,
             rerank: None,
             messages: None,
+            audio: None,
+            overrides: None,
         }
     }
 

@@ -74,6 +74,8 @@ pub async fn build_server_workload(server: &ServerTokenize, cfg: &RandomDatasetC
             multimodal: None,
             rerank: None,
             messages: None,
+            audio: None,
+            overrides: None,
         });
     }
     let mut workload = Workload { requests };

@@ -190,6 +190,8 @@ fn workload(tok: &dyn TextTokenizer) -> Workload {
                 multimodal: None,
                 rerank: None,
                 messages: None,
+                audio: None,
+                overrides: None,
             })
             .collect(),
     }

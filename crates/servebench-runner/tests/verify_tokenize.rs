@@ -38,6 +38,8 @@ fn workload(tok: &dyn TextTokenizer) -> Workload {
                 multimodal: None,
                 rerank: None,
                 messages: None,
+                audio: None,
+                overrides: None,
             })
             .collect(),
     }

@@ -77,6 +77,9 @@ struct EmbedRequest {
     encoding_format: Option<String>,
     #[serde(default)]
     truncate_prompt_tokens: Option<i64>,
+    /// Infinity's input modality: `text` (default) or `image` (each `input` is an image URL).
+    #[serde(default)]
+    modality: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -183,6 +186,24 @@ fn parse(state: &SimState, ep: Endpoint, body: &[u8]) -> Result<Parsed, ApiError
         Some(d) if (1..=65_536).contains(&d) => d as u32,
         Some(d) => return Err(ApiError::bad_request(format!("dimensions must be in 1..=65536, got {d}"))),
     };
+    if let Some(m) = r.modality.as_deref().filter(|m| *m != "text") {
+        if m != "image" {
+            return Err(ApiError::bad_request(format!("modality '{m}' is not supported (text, image)")));
+        }
+        let urls: Vec<&str> = match &r.input {
+            Some(PromptField::Text(u)) => vec![u.as_str()],
+            Some(PromptField::Texts(us)) if !us.is_empty() => us.iter().map(String::as_str).collect(),
+            _ => return Err(ApiError::bad_request("modality 'image' takes image URLs as input")),
+        };
+        let items = urls
+            .iter()
+            .map(|u| {
+                let tokens = crate::media::image_tokens(u);
+                Ok((limit(tokens, r.truncate_prompt_tokens, mml)?, Fnv::new(11).bytes(u.as_bytes()).finish()))
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        return Ok(Parsed { items, dims, top_n: None });
+    }
     let prompts = match (&r.messages, &r.input) {
         (Some(m), _) if ep == Endpoint::Embeddings || ep == Endpoint::Pooling => {
             if m.is_empty() {

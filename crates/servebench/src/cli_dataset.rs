@@ -8,6 +8,7 @@ use servebench_core::config::parse_range_ratio;
 use servebench_core::{BenchError, Result};
 use servebench_data::dataset::burstgpt::BurstGptConfig;
 use servebench_data::dataset::custom::CustomConfig;
+use servebench_data::dataset::custom_audio::CustomAudioConfig;
 use servebench_data::dataset::custom_image::CustomImageConfig;
 use servebench_data::dataset::hf::{HfConfig, HfSource};
 use servebench_data::dataset::prefix_repetition::PrefixRepetitionConfig;
@@ -24,11 +25,11 @@ use std::path::PathBuf;
 /// Every `--dataset-name` servebench builds.
 pub const DATASET_NAMES: &str =
     "random, random-mm, random-rerank, sharegpt, burstgpt, sonnet, custom, custom_image, \
-                                 prefix_repetition, spec_bench, speed-bench, hf";
+                                 custom_audio, prefix_repetition, spec_bench, speed-bench, hf";
 
 /// The datasets `--enable-multimodal-chat` applies to (as in vLLM).
 const MULTIMODAL_CHAT_DATASETS: &[&str] =
-    &["random-mm", "random_mm", "custom_image", "custom-image", "sharegpt", "hf"];
+    &["random-mm", "random_mm", "custom_image", "custom-image", "custom_audio", "custom-audio", "sharegpt", "hf"];
 
 /// Dataset flags (besides the `random` ones in `RunArgs`).
 #[derive(Debug, Clone, Args)]
@@ -187,6 +188,11 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
                 ensure_client_side_data: d.custom_ensure_client_side_data,
             })
         }
+        "custom_audio" | "custom-audio" => DatasetKind::CustomAudio(CustomAudioConfig {
+            path: required_path(args, "/path/to/audio.jsonl")?,
+            output_len: custom_output_len(output_override, d.custom_output_len)?,
+            chat_part: args.backend == "openai-chat",
+        }),
         "prefix_repetition" | "prefix-repetition" => DatasetKind::PrefixRepetition(PrefixRepetitionConfig {
             prefix_len: d.prefix_repetition_prefix_len as usize,
             suffix_len: d.prefix_repetition_suffix_len as usize,
@@ -272,10 +278,10 @@ pub fn check_chat_media_flags(args: &RunArgs, backend: BackendKind) -> Result<()
             return Err(BenchError::config(
                 "--enable-multimodal-chat",
                 format!("{what} (--dataset-name {name}) has no multimodal chat form"),
-                "use it with random-mm, custom_image, sharegpt or hf, or drop it",
+                "use it with random-mm, custom_image, custom_audio, sharegpt or hf, or drop it",
             ));
         }
-        if !backend.takes_multimodal() {
+        if !backend.takes_messages() {
             return Err(BenchError::config(
                 "--enable-multimodal-chat",
                 format!("it builds chat messages, and --backend {backend} sends no chat messages"),

@@ -41,9 +41,10 @@ pub fn check_backend_flags(args: &RunArgs, backend: BackendKind) -> Result<()> {
             });
         }
     }
-    let openai_family = matches!(backend, BackendKind::Completions | BackendKind::Chat)
+    let openai_family = matches!(backend, BackendKind::Completions | BackendKind::Chat | BackendKind::Audio)
         || backend.is_pooling()
         || backend == BackendKind::Responses;
+    check_audio(args, backend)?;
     if args.prompt_token_ids && openai_family && !backend.takes_token_ids() {
         return Err(BenchError::ContentTypeUnsupported {
             backend: backend.to_string(),
@@ -76,13 +77,40 @@ pub fn check_backend_flags(args: &RunArgs, backend: BackendKind) -> Result<()> {
                 fix: "drop --prompt-token-ids or use --random-batch-size 1".into(),
             });
         }
-        if backend == BackendKind::EmbeddingsChat {
+        if backend.is_pooling() && backend.takes_messages() {
             return Err(BenchError::ContentTypeUnsupported {
                 backend: backend.to_string(),
                 content: "batched prompts (one chat conversation per request)".into(),
                 fix: "use --backend openai-embeddings for batched inputs, or --random-batch-size 1".into(),
             });
         }
+    }
+    Ok(())
+}
+
+/// The datasets whose requests carry audio (`custom_audio`; `hf` with an ASR set).
+fn audio_dataset(name: &str) -> bool {
+    matches!(name, "custom_audio" | "custom-audio" | "hf")
+}
+
+/// `openai-audio` uploads each request's audio: a dataset without audio has nothing to send
+/// (SB111); `custom_audio` needs a backend that sends audio (SB110).
+fn check_audio(args: &RunArgs, backend: BackendKind) -> Result<()> {
+    let name = args.dataset_name.as_str();
+    if backend == BackendKind::Audio && !audio_dataset(name) {
+        return Err(BenchError::ContentTypeUnsupported {
+            backend: backend.to_string(),
+            content: format!("requests without audio (--dataset-name {name})"),
+            fix: "use --dataset-name custom_audio (a JSONL of prompts and WAV files)".into(),
+        });
+    }
+    if matches!(name, "custom_audio" | "custom-audio")
+        && !matches!(backend, BackendKind::Audio | BackendKind::Chat)
+    {
+        return Err(BenchError::MultimodalUnsupported {
+            backend: backend.to_string(),
+            detail: " (custom_audio sends audio: use --backend openai-audio or openai-chat)".into(),
+        });
     }
     Ok(())
 }
@@ -139,6 +167,21 @@ mod tests {
         assert_eq!(code(&["--dataset-name", "random-mm"], "openai-embeddings"), Some("SB110"));
         assert_eq!(code(&["--dataset-name", "random-mm"], "openai"), Some("SB110"));
         assert_eq!(code(&["--dataset-name", "random-mm"], "openai-embeddings-chat"), None);
+        for b in ["openai-embeddings-clip", "openai-embeddings-vlm2vec", "infinity-embeddings-clip"] {
+            assert_eq!(code(&["--dataset-name", "random-mm"], b), None, "{b}");
+        }
+        assert_eq!(code(&["--dataset-name", "random-mm"], "infinity-embeddings"), Some("SB110"));
+        assert_eq!(code(&["--prompt-token-ids"], "infinity-embeddings"), Some("SB111"));
+        assert_eq!(code(&["--temperature", "0.5"], "infinity-embeddings-clip"), Some("SB112"));
+    }
+
+    #[test]
+    fn openai_audio_needs_a_dataset_with_audio() {
+        assert_eq!(code(&[], "openai-audio"), Some("SB111"));
+        assert_eq!(code(&["--dataset-name", "custom_audio"], "openai-audio"), None);
+        assert_eq!(code(&["--dataset-name", "custom_audio"], "openai-chat"), None);
+        assert_eq!(code(&["--dataset-name", "custom_audio"], "openai"), Some("SB110"));
+        assert_eq!(code(&["--dataset-name", "random-mm"], "openai-audio"), Some("SB111"));
     }
 
     #[test]

@@ -32,7 +32,7 @@ fn flag(id: &str) -> String {
 /// Dataset options and the `--dataset-name` values that read them (as this crate builds
 /// them: cli_dataset, config). A flag given with another dataset does nothing.
 const DATASET_OPTIONS: &[(&str, &[&str])] = &[
-    ("dataset_path", &["sharegpt", "sonnet", "custom", "custom_image", "speed_bench", "hf"]),
+    ("dataset_path", &["sharegpt", "sonnet", "custom", "custom_image", "custom_audio", "speed_bench", "hf"]),
     ("random_input_len", &["random", "random_mm", "random_rerank"]),
     ("random_output_len", &["random", "random_mm"]),
     ("random_prefix_len", &["random", "random_mm"]),
@@ -42,7 +42,7 @@ const DATASET_OPTIONS: &[(&str, &[&str])] = &[
     ("sonnet_input_len", &["sonnet"]),
     ("sonnet_output_len", &["sonnet"]),
     ("sonnet_prefix_len", &["sonnet"]),
-    ("custom_output_len", &["custom", "custom_image"]),
+    ("custom_output_len", &["custom", "custom_image", "custom_audio"]),
     ("prefix_repetition_prefix_len", &["prefix_repetition"]),
     ("prefix_repetition_suffix_len", &["prefix_repetition"]),
     ("prefix_repetition_num_prefixes", &["prefix_repetition"]),

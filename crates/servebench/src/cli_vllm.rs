@@ -44,7 +44,7 @@ pub struct VllmArgs {
 
 /// The chat backends whose request body has vLLM's `chat_template_kwargs` field.
 fn renders_chat_template(backend: BackendKind) -> bool {
-    matches!(backend, BackendKind::Chat | BackendKind::EmbeddingsChat)
+    backend.takes_messages()
 }
 
 /// `--chat-template-kwargs` as a JSON object (None when not given).

@@ -243,7 +243,11 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         request_id_prefix,
         dry_run: args.dry_run,
         // vLLM verifies prompt lengths for generation backends only.
-        verify_prompts: if args.skip_tokenize_verification || args.prompt_token_ids || backend.is_pooling() {
+        verify_prompts: if args.skip_tokenize_verification
+            || args.prompt_token_ids
+            || backend.is_pooling()
+            || backend == BackendKind::Audio
+        {
             0
         } else {
             args.verify_prompts as usize

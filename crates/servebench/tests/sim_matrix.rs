@@ -35,6 +35,11 @@ const BACKENDS: &[(&str, &str)] = &[
     ("openai-responses", "/v1/responses"),
     ("openai-embeddings", "/v1/embeddings"),
     ("openai-embeddings-chat", "/v1/embeddings"),
+    ("openai-embeddings-clip", "/v1/embeddings"),
+    ("openai-embeddings-vlm2vec", "/v1/embeddings"),
+    ("infinity-embeddings", "/v1/embeddings"),
+    ("infinity-embeddings-clip", "/v1/embeddings"),
+    ("openai-audio", "/v1/audio/transcriptions"),
     ("vllm-pooling", "/pooling"),
     ("vllm-rerank", "/v1/rerank"),
     ("tgi", "/generate_stream"),
@@ -82,15 +87,44 @@ fn custom_image_file(dir: &Path) -> PathBuf {
     path
 }
 
+/// A custom_audio file: three lines, each with a 1-second 16 kHz WAV (generated here).
+fn custom_audio_file(dir: &Path) -> PathBuf {
+    let wav = dir.join("clip.wav");
+    std::fs::write(&wav, servebench_data::dataset::wav::tone_wav(1.0, 16_000)).unwrap();
+    let line = serde_json::json!({"prompt": "Transcribe the audio.", "audio": wav});
+    let path = dir.join("audio.jsonl");
+    std::fs::write(&path, format!("{line}\n{line}\n{line}\n")).unwrap();
+    path
+}
+
+/// The backends that send images (the multimodal datasets apply to them).
+const IMAGE_BACKENDS: &[&str] = &[
+    "openai-chat",
+    "openai-embeddings-chat",
+    "openai-embeddings-clip",
+    "openai-embeddings-vlm2vec",
+    "infinity-embeddings-clip",
+];
+
 /// Datasets of a backend: `(name, flags)`.
-fn datasets(backend: &str, image_file: &str) -> Vec<(&'static str, Vec<String>)> {
+fn datasets(backend: &str, image_file: &str, audio_file: &str) -> Vec<(&'static str, Vec<String>)> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let audio = (
+        "custom_audio",
+        s(&["--dataset-name", "custom_audio", "--dataset-path", audio_file, "--custom-output-len", "4"]),
+    );
+    // openai-audio uploads audio: it has no text dataset.
+    if backend == "openai-audio" {
+        return vec![audio];
+    }
     let mut d = vec![(
         "random",
         s(&["--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4"]),
     )];
-    // The multimodal datasets need a chat backend (openai-chat, openai-embeddings-chat).
-    if backend == "openai-chat" || backend == "openai-embeddings-chat" {
+    if backend == "openai-chat" {
+        d.push(audio);
+    }
+    if IMAGE_BACKENDS.contains(&backend) {
         d.push((
             "random-mm",
             s(&[
@@ -174,7 +208,13 @@ fn run_cell(
 }
 
 fn is_pooling(backend: &str) -> bool {
-    matches!(backend, "openai-embeddings" | "openai-embeddings-chat" | "vllm-pooling" | "vllm-rerank")
+    backend.contains("embeddings") || matches!(backend, "vllm-pooling" | "vllm-rerank")
+}
+
+/// Backends that send other text than the dataset's with images (CLIP's empty text, VLM2Vec's
+/// instruction, Infinity's bare image URL): the server counts no dataset text for them.
+fn replaces_text(backend: &str) -> bool {
+    backend.ends_with("-clip") || backend.ends_with("-vlm2vec")
 }
 
 fn sum(records: &[Value], key: &str) -> u64 {
@@ -232,8 +272,21 @@ fn check(
                     ));
                 }
             }
-            // Each image (56 x 28 pixels) adds 2 prompt tokens on the server.
-            if cell.dataset != "random" && server_in < client_in + 2 * REQUESTS {
+            // RTFx: 3 clips of 1 s over the run's duration; a run without audio has none.
+            let rtfx_ok = match cell.backend {
+                "openai-audio" => j["rtfx"].as_f64().zip(j["duration"].as_f64()).is_some_and(|(r, d)| {
+                    (r * d - REQUESTS as f64).abs() < 1e-6 * REQUESTS as f64
+                }),
+                b if is_pooling(b) => j.get("rtfx").is_none(),
+                _ => j["rtfx"].is_null(),
+            };
+            if !rtfx_ok {
+                return Some(format!("{label}: rtfx {} (duration {})", j["rtfx"], j["duration"]));
+            }
+            // Each image (56 x 28 pixels) adds 2 prompt tokens on the server, each second of
+            // audio 25.
+            let text_in = if replaces_text(cell.backend) { 0 } else { client_in };
+            if cell.dataset != "random" && server_in < text_in + 2 * REQUESTS {
                 return Some(format!("{label}: images not counted: server {server_in} client {client_in}"));
             }
             None
@@ -280,13 +333,14 @@ fn every_backend_dataset_and_personality() {
     let sims = start_sims(&rt);
     let tmp = tempfile::tempdir().unwrap();
     let images = custom_image_file(tmp.path());
+    let audio = custom_audio_file(tmp.path());
     let mut failures = Vec::new();
     let mut cells = 0;
     for (p, sim) in &sims {
         let prefix = if p.behaviour().prefixed { "/gw" } else { "" };
         let base_url = format!("{}{prefix}", sim.base_url());
         for &(backend, path) in BACKENDS {
-            for (dataset, flags) in datasets(backend, images.to_str().unwrap()) {
+            for (dataset, flags) in datasets(backend, images.to_str().unwrap(), audio.to_str().unwrap()) {
                 let cell = Cell { backend, dataset, p: *p };
                 let dir = tempfile::tempdir().unwrap();
                 let started = std::time::Instant::now();

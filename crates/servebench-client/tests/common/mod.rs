@@ -200,6 +200,8 @@ pub fn spec(i: u64) -> RequestSpec {
         multimodal: None,
         rerank: None,
         messages: None,
+        audio: None,
+        overrides: None,
     }
 }
 

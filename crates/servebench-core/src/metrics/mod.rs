@@ -187,6 +187,10 @@ pub struct RunMetrics {
     pub max_output_tokens_per_s: f64,
     /// Most requests in flight at one instant (exact sweep over `[dispatched, end)`).
     pub max_concurrent_requests: u64,
+    /// RTFx, the inverse real-time factor: seconds of input audio of the completed requests
+    /// per second of `duration_s` (docs/metrics.md). `None` when no completed request carried
+    /// audio (or the duration is 0).
+    pub rtfx: Option<f64>,
     /// Service view (from `dispatched`), completed requests, ms.
     pub ttft: Summary,
     pub tpot: Summary,
@@ -255,6 +259,7 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
     let mut token_events: Vec<(u64, f64)> = Vec::new();
     let mut intervals: Vec<(u64, u64)> = Vec::new();
     let mut good = 0u64;
+    let (mut audio_s, mut audio_n) = (0.0f64, 0u64);
     let mut server_first_in = 0u64;
     let mut never_sent = 0u64;
     let (mut first_dispatch, mut last_end): (Option<u64>, Option<u64>) = (None, None);
@@ -294,6 +299,10 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
             continue;
         }
         total_in += u64::from(r.prompt_tokens);
+        if let Some(a) = r.audio_seconds {
+            audio_s += a;
+            audio_n += 1;
+        }
         if let Some(s) = r.server_prompt_tokens {
             server_in += u64::from(s);
             server_in_n += 1;
@@ -355,6 +364,7 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         max_output_tokens_per_s: peak_rate(&mut token_events, WINDOW_US, duration_us)
             .max(per_second(total_out as f64, duration_s)),
         max_concurrent_requests: peak_overlap(&intervals),
+        rtfx: (audio_n > 0 && duration_s > 0.0).then(|| audio_s / duration_s),
         ttft: summary_ms(&ttft, pct),
         tpot: summary_ms(&tpot, pct),
         itl: summary_ms(&itl, pct),

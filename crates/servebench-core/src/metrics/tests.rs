@@ -357,3 +357,22 @@ mod properties {
         }
     }
 }
+
+/// RTFx = Σ audio seconds of completed requests / duration (first dispatch → last end): records
+/// 0 and 1 carry 2.0 s and 3.09 s of audio, failed record 4 carries 10 s (not counted); the
+/// fixture's duration is 0.509 s, so RTFx = 5.09 / 0.509 = 10.0. Without audio it is `None`.
+#[test]
+fn rtfx_is_audio_seconds_of_completed_requests_per_second_of_duration() {
+    let mut recs = fixture();
+    assert_eq!(compute(&recs, &cfg()).rtfx, None, "no audio: no RTFx (never 0)");
+    recs[0].audio_seconds = Some(2.0);
+    recs[1].audio_seconds = Some(3.09);
+    recs[4].audio_seconds = Some(10.0);
+    let m = compute(&recs, &cfg());
+    assert_close!(m.duration_s, 0.509);
+    assert_close!(m.rtfx.unwrap(), 10.0);
+    // Only a failed request with audio: nothing completed carried audio.
+    let mut recs = fixture();
+    recs[4].audio_seconds = Some(10.0);
+    assert_eq!(compute(&recs, &cfg()).rtfx, None);
+}

@@ -167,6 +167,10 @@ fn with_split(cfg: &HfConfig, parser: hf_parsers::HfParser) -> HfConfig {
         if parser == hf_parsers::HfParser::Aimo {
             *subset = None;
         }
+        // vLLM reads GSM8K's `main` configuration unless --hf-subset names another.
+        if parser == hf_parsers::HfParser::Gsm8k && subset.is_none() {
+            *subset = Some("main".into());
+        }
     }
     cfg
 }

@@ -1,5 +1,5 @@
 //! vLLM's hf parsers that wrap the prompt in the model's chat template unless
-//! `--skip-chat-template` is given: InstructCoder, MT-Bench and Blazedit. servebench does not
+//! `--skip-chat-template` is given: InstructCoder, MT-Bench, HumanEval, GSM8K and Blazedit. servebench does not
 //! render chat templates, so these are built only with `--skip-chat-template` (the prompt text
 //! is then exactly vLLM's); without it they are refused (SB114). The output length is fixed
 //! (the parser's default, or `--hf-output-len` / `--output-len`); prompts are not filtered by
@@ -31,7 +31,7 @@ impl Default for ChatParserOptions {
 pub fn default_output_len(parser: HfParser) -> Option<usize> {
     match parser {
         HfParser::InstructCoder => Some(200),
-        HfParser::MtBench => Some(256),
+        HfParser::MtBench | HfParser::HumanEval | HfParser::Gsm8k => Some(256),
         HfParser::Blazedit => Some(4000),
         _ => None,
     }
@@ -59,6 +59,8 @@ pub fn prompt_of(
                 first.and_then(Value::as_str).ok_or("column 'turns' has no first text turn")?.to_string(),
             ))
         }
+        HfParser::HumanEval => Ok(Some(text(row, "prompt")?.to_string())),
+        HfParser::Gsm8k => Ok(Some(text(row, "question")?.to_string())),
         HfParser::Blazedit => {
             let (code, change) = (text(row, "code")?, text(row, "change_request")?);
             let d = row

@@ -85,6 +85,8 @@ impl HfParser {
                 | HfParser::NextEditPrediction
                 | HfParser::InstructCoder
                 | HfParser::MtBench
+                | HfParser::HumanEval
+                | HfParser::Gsm8k
                 | HfParser::Blazedit
         )
     }
@@ -93,6 +95,7 @@ impl HfParser {
     pub fn forced_split(self) -> Option<&'static str> {
         match self {
             HfParser::Conversation => None,
+            HfParser::HumanEval | HfParser::Gsm8k => Some("test"),
             _ => Some("train"),
         }
     }

@@ -1,5 +1,5 @@
 //! File-based and synthetic datasets of `vllm bench serve` besides `random`: sharegpt, burstgpt,
-//! sonnet, custom, custom_image, prefix_repetition, random-mm, random-rerank, spec_bench,
+//! sonnet, custom, custom_image, custom_audio, prefix_repetition, random-mm, random-rerank, spec_bench,
 //! speed-bench and hf.
 //!
 //! Every dataset follows the same steps, as vLLM does: read the source, shuffle it (seeded,
@@ -11,9 +11,11 @@
 
 pub mod burstgpt;
 pub mod custom;
+pub mod custom_audio;
 pub mod custom_image;
 pub mod file;
 pub mod hf;
+pub mod hf_bfcl;
 pub mod hf_chat;
 pub mod hf_parsers;
 pub mod hf_text;
@@ -29,12 +31,13 @@ pub mod spec;
 pub mod spec_bench;
 pub mod speed_bench;
 pub mod stats;
+pub mod wav;
 
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use servebench_core::{BenchError, ChatMessages, Prompt, RequestSpec, RerankPayload, Result, Workload};
+use servebench_core::{AudioClip, BenchError, BodyOverrides, ChatMessages, Prompt, RequestSpec, RerankPayload, Result, Workload};
 use std::sync::Arc;
 
 pub use spec::{build_dataset, DatasetKind, DatasetRequest};
@@ -70,6 +73,10 @@ pub struct Sample {
     pub rerank: Option<Arc<RerankPayload>>,
     /// The whole chat `messages`, built here (`custom_image` rows with interleaved content).
     pub messages: Option<ChatMessages>,
+    /// The audio clip (`custom_audio`).
+    pub audio: Option<Arc<AudioClip>>,
+    /// Per-request body fields (BFCL's tools).
+    pub overrides: Option<Arc<BodyOverrides>>,
 }
 
 impl Sample {
@@ -81,6 +88,8 @@ impl Sample {
             multimodal: None,
             rerank: None,
             messages: None,
+            audio: None,
+            overrides: None,
         }
     }
 }
@@ -174,6 +183,8 @@ pub fn finish(mut samples: Vec<Sample>, sampling: &Sampling) -> Workload {
             spec.multimodal = s.multimodal;
             spec.rerank = s.rerank;
             spec.messages = s.messages;
+            spec.audio = s.audio;
+            spec.overrides = s.overrides;
             spec
         })
         .collect();

@@ -2,6 +2,7 @@
 
 use super::burstgpt::{generate_burstgpt, BurstGptConfig};
 use super::custom::{generate_custom, CustomConfig};
+use super::custom_audio::{generate_custom_audio, CustomAudioConfig};
 use super::custom_image::{generate_custom_image, CustomImageConfig};
 use super::hf::{generate_hf, HfConfig};
 use super::prefix_repetition::{generate_prefix_repetition, PrefixRepetitionConfig};
@@ -27,6 +28,7 @@ pub enum DatasetKind {
     SpeedBench(SpeedBenchConfig),
     Hf(HfConfig),
     CustomImage(CustomImageConfig),
+    CustomAudio(CustomAudioConfig),
     SpecBench(SpecBenchConfig),
     BurstGpt(BurstGptConfig),
 }
@@ -44,18 +46,20 @@ impl DatasetKind {
             DatasetKind::SpeedBench(_) => "speed-bench",
             DatasetKind::Hf(_) => "hf",
             DatasetKind::CustomImage(_) => "custom_image",
+            DatasetKind::CustomAudio(_) => "custom_audio",
             DatasetKind::SpecBench(_) => "spec_bench",
             DatasetKind::BurstGpt(_) => "burstgpt",
         }
     }
 
     /// Whether `--enable-multimodal-chat` applies (the datasets vLLM applies it to: random-mm,
-    /// custom_image, sharegpt, hf).
+    /// custom_image, custom_audio, sharegpt, hf).
     pub fn takes_multimodal_chat(&self) -> bool {
         matches!(
             self,
             DatasetKind::RandomMm(_)
                 | DatasetKind::CustomImage(_)
+                | DatasetKind::CustomAudio(_)
                 | DatasetKind::ShareGpt(_)
                 | DatasetKind::Hf(_)
         )
@@ -92,6 +96,7 @@ pub fn build_dataset(req: &DatasetRequest, tok: &dyn TextTokenizer, env: &HubEnv
         DatasetKind::SpeedBench(c) => generate_speed_bench(c, s, tok, env),
         DatasetKind::Hf(c) => generate_hf(c, s, tok, env),
         DatasetKind::CustomImage(c) => generate_custom_image(c, s, tok),
+        DatasetKind::CustomAudio(c) => generate_custom_audio(c, s, tok),
         DatasetKind::SpecBench(c) => generate_spec_bench(c, s, tok),
         DatasetKind::BurstGpt(c) => generate_burstgpt(c, s, tok),
     }?;

@@ -240,6 +240,8 @@ fn spec(index: usize, prompt: Prompt, prompt_tokens: usize, output: usize) -> Re
         multimodal: None,
         rerank: None,
         messages: None,
+        audio: None,
+        overrides: None,
     }
 }
 
