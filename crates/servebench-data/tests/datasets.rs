@@ -364,6 +364,7 @@ fn hf_local_jsonl_detects_question_and_answer() {
         output_len: None,
         dataset_ids: vec![],
         chat: Default::default(),
+        bfcl_categories: vec![],
     };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
@@ -393,6 +394,7 @@ fn hf_local_json_chat_messages() {
         output_len: None,
         dataset_ids: vec![],
         chat: Default::default(),
+        bfcl_categories: vec![],
     };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
@@ -449,6 +451,7 @@ fn hf_local_parquet() {
         output_len: None,
         dataset_ids: vec![],
         chat: Default::default(),
+        bfcl_categories: vec![],
     };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();

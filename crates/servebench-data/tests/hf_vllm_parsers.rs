@@ -28,6 +28,7 @@ fn local(rel: &str, id: &str, output_len: Option<usize>) -> HfConfig {
         output_len,
         dataset_ids: vec![fixture(rel).to_string_lossy().into_owned(), id.to_string()],
         chat: Default::default(),
+        bfcl_categories: vec![],
     }
 }
 
@@ -203,4 +204,53 @@ fn gsm8k_sends_the_question_and_expects_256_tokens() {
     let env = HubEnv { offline: true, ..HubEnv::default() };
     let cfg = local("openai/gsm8k/test.jsonl", "openai/gsm8k", None);
     assert_eq!(generate_hf(&cfg, &in_order(2), tok().as_ref(), &env).unwrap_err().code(), ErrorCode::HfParserMissing);
+}
+
+const BFCL_DIR: &str = "gorilla-llm/Berkeley-Function-Calling-Leaderboard";
+
+fn bfcl(categories: &[&str]) -> HfConfig {
+    let mut cfg = local(&format!("{BFCL_DIR}/BFCL_v3_simple.json"), BFCL_DIR, None);
+    cfg.bfcl_categories = categories.iter().map(|c| c.to_string()).collect();
+    cfg
+}
+
+#[test]
+fn bfcl_interleaves_the_default_categories_and_sends_the_first_turn_with_tools() {
+    let w = build(&bfcl(&[]), 10);
+    // Round-robin over simple, live_simple, multiple; live_simple's row 1 has no question.
+    let ids: Vec<String> = w.requests.iter().map(|r| r.prompt.text().unwrap().to_string()).collect();
+    assert_eq!(
+        ids,
+        [
+            "What is the area of a circle with radius 3.5?",
+            "Find me a hotel in Lisbon for two nights.",
+            "Add 4 and 9, then tell me if the sum is prime.",
+            "Convert 20 degrees Celsius to Fahrenheit.",
+        ]
+    );
+    let r = &w.requests[1];
+    let messages: serde_json::Value = serde_json::from_str(&r.messages.as_ref().unwrap().json).unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages.as_array().unwrap().len(), 2);
+    let o = r.overrides.as_ref().unwrap();
+    assert_eq!(o.keys, ["tools", "tool_choice"]);
+    let tools: serde_json::Value = serde_json::from_str(&format!("{{{}}}", o.json)).unwrap();
+    assert_eq!(tools["tool_choice"], "auto");
+    assert_eq!(tools["tools"][0]["type"], "function");
+    assert_eq!(tools["tools"][0]["function"]["name"], "search_hotels", "one function object becomes a list");
+    assert_eq!(tools["tools"][0]["function"]["parameters"]["type"], "object");
+    let t = tok();
+    let text = "You are a travel assistant.\nFind me a hotel in Lisbon for two nights.";
+    assert_eq!(r.prompt_tokens as usize, t.encode(text, true).unwrap().len());
+    assert!(w.requests.iter().all(|r| r.expected_output_tokens == 512));
+}
+
+#[test]
+fn bfcl_categories_select_files_and_a_missing_one_is_named() {
+    let w = build(&bfcl(&["multiple"]), 5);
+    assert_eq!(w.len(), 1);
+    let env = HubEnv { offline: true, ..HubEnv::default() };
+    let err = generate_hf(&bfcl(&["exec_simple"]), &in_order(2), tok().as_ref(), &env).unwrap_err();
+    let line = err.to_string();
+    assert!(line.contains("BFCL_v3_exec_simple.json") && line.contains("simple, live_simple, multiple"), "{line}");
 }

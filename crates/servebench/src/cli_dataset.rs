@@ -346,6 +346,12 @@ fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig>
             skip_chat_template: d.skip_chat_template,
             blazedit_distance: (args.hf_parsers.blazedit_min_distance, args.hf_parsers.blazedit_max_distance),
         },
+        bfcl_categories: args
+            .hf_parsers
+            .bfcl_categories
+            .as_deref()
+            .map(|c| c.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default(),
     })
 }
 

@@ -43,6 +43,16 @@ fn is_blazedit(args: &RunArgs) -> bool {
         })
 }
 
+/// The hf parser this run reads with (by --dataset-path or --hf-name), if any.
+fn hf_parser(args: &RunArgs) -> Option<servebench_data::dataset::hf_parsers::HfParser> {
+    let d = &args.dataset;
+    (args.dataset_name == "hf")
+        .then(|| [&d.dataset_path, &d.hf_name].into_iter().flatten().find_map(|id| {
+            servebench_data::dataset::hf_parsers::parser_for(id)
+        }))
+        .flatten()
+}
+
 fn is_spec_bench(args: &RunArgs) -> bool {
     matches!(args.dataset_name.as_str(), "spec_bench" | "spec-bench")
 }
@@ -98,8 +108,24 @@ pub fn check(args: &RunArgs) -> Result<()> {
             "pass --dataset-name hf --dataset-path vdaita/edit_5k_char (or --hf-name with a local file), or drop the flag",
         ));
     }
+    let bfcl = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::Bfcl);
+    if p.bfcl_categories.is_some() && !bfcl {
+        return Err(BenchError::not_applicable(
+            "--bfcl-categories",
+            "the BFCL parser of --dataset-name hf (gorilla-llm/Berkeley-Function-Calling-Leaderboard)",
+            "this run does not use it",
+            "pass --dataset-name hf --dataset-path gorilla-llm/Berkeley-Function-Calling-Leaderboard \
+             (or --hf-name with a local directory), or drop the flag",
+        ));
+    }
+    if bfcl && args.backend != "openai-chat" {
+        return Err(BenchError::ContentTypeUnsupported {
+            backend: args.backend.clone(),
+            content: "BFCL's tool-calling chat requests (per-request tools)".into(),
+            fix: "use --backend openai-chat, as vLLM requires for BFCL".into(),
+        });
+    }
     let given = [
-        ("--bfcl-categories", "the BFCL parser of --dataset-name hf", p.bfcl_categories.is_some()),
         ("--asr-min-audio-len-sec", "the ASR parsers of --dataset-name hf", amin != 0.0),
         ("--asr-max-audio-len-sec", "the ASR parsers of --dataset-name hf", amax != f64::INFINITY),
     ];

@@ -172,6 +172,7 @@ fn vllm_flags_that_cannot_apply_are_refused_with_sb113() {
         &["--spec-bench-output-len", "64", "--dataset-name", "sharegpt"],
         &["--blazedit-min-distance", "0.2"],
         &["--bfcl-categories", "simple"],
+        &["--bfcl-categories", "simple", "--dataset-name", "hf", "--dataset-path", "org/x"],
         &["--asr-max-audio-len-sec", "30"],
         &["--probe-request-rate", "1", "--backend", "openai-embeddings"],
     ];
@@ -222,7 +223,6 @@ const HF_PARSERS_NOT_BUILT: &[&str] = &[
     "ASRDataset",
     "MLPerfDataset",
     "MMStarDataset",
-    "BFCLDataset",
 ];
 
 #[test]

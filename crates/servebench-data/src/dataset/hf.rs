@@ -49,6 +49,8 @@ pub struct HfConfig {
     pub dataset_ids: Vec<String>,
     /// Options of vLLM's chat-template parsers (`--skip-chat-template`, `--blazedit-*`).
     pub chat: hf_chat::ChatParserOptions,
+    /// `--bfcl-categories` of the BFCL parser (empty: vLLM's defaults).
+    pub bfcl_categories: Vec<String>,
 }
 
 /// How a row's prompt and completion are found (decided on the first row).
@@ -190,6 +192,13 @@ pub fn generate_hf(
                 format!("vLLM reads '{id}' with its {} parser, whose columns are fixed", parser.name()),
                 "drop --hf-text-column",
             ));
+        }
+        if parser == hf_parsers::HfParser::Bfcl {
+            let source = match &cfg.source {
+                HfSource::File(p) => super::hf_bfcl::BfclSource::Dir(super::hf_bfcl::local_dir(p)),
+                HfSource::Hub { .. } => super::hf_bfcl::BfclSource::Hub,
+            };
+            return super::hf_bfcl::generate(&source, &cfg.bfcl_categories, cfg.output_len, sampling, tok, env);
         }
         if hf_chat::default_output_len(parser).is_some() {
             hf_chat::check_template(&id, parser, &cfg.chat)?;

@@ -88,6 +88,7 @@ impl HfParser {
                 | HfParser::HumanEval
                 | HfParser::Gsm8k
                 | HfParser::Blazedit
+                | HfParser::Bfcl
         )
     }
 

@@ -51,6 +51,7 @@ fn build(kind: Kind, path: &Path) -> servebench_core::Result<Workload> {
                 output_len: None,
                 dataset_ids: vec![],
                 chat: Default::default(),
+                bfcl_categories: vec![],
             },
             &sampling(),
             t.as_ref(),
