@@ -341,7 +341,12 @@ impl BodyTemplate {
     /// Serializes a chat body whose `messages` is `messages_json`, a pre-serialized JSON array
     /// (multi-turn history). Refused for completions bodies, which have no `messages`.
     pub fn build_messages(&self, messages_json: &str, max_tokens: u32) -> Result<Bytes> {
-        self.build_with_messages(messages_json, max_tokens, ("--multi-turn", "multi-turn conversations"), None)
+        self.build_with_messages(
+            messages_json,
+            max_tokens,
+            ("--multi-turn", "multi-turn conversations"),
+            None,
+        )
     }
 
     /// A body whose `messages` is `messages_json`; `why` (flag, what) names the cause when the
@@ -362,8 +367,10 @@ impl BodyTemplate {
                 "use --backend openai-chat",
             ));
         }
-        let replaced: Vec<String> =
-            overrides.map(|o| o.keys.iter().map(json).collect::<Result<_>>()).transpose()?.unwrap_or_default();
+        let replaced: Vec<String> = overrides
+            .map(|o| o.keys.iter().map(json).collect::<Result<_>>())
+            .transpose()?
+            .unwrap_or_default();
         let extra = overrides.map_or(0, |o| o.json.len() + 1);
         let mut out: Vec<u8> = Vec::with_capacity(self.fixed_len + messages_json.len() + extra);
         out.push(b'{');
@@ -419,11 +426,8 @@ pub(crate) fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
 /// `x-request-id` is added per request.
 pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
     let mut h = HeaderMap::new();
-    let content_type = if cfg.backend == BackendKind::Audio {
-        crate::body_audio::CONTENT_TYPE
-    } else {
-        "application/json"
-    };
+    let content_type =
+        if cfg.backend == BackendKind::Audio { crate::body_audio::CONTENT_TYPE } else { "application/json" };
     h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     // Uncompressed answers (a `--header Accept-Encoding=...` below replaces it).
     h.insert(http::header::ACCEPT_ENCODING, crate::transport::coding::ACCEPT_IDENTITY);

@@ -112,7 +112,9 @@ impl AudioForm {
             out.extend_from_slice(b"\"\r\n\r\n");
             match value {
                 FormValue::Fixed(s) => out.extend_from_slice(s.as_bytes()),
-                FormValue::MaxTokens => out.extend_from_slice(spec.expected_output_tokens.to_string().as_bytes()),
+                FormValue::MaxTokens => {
+                    out.extend_from_slice(spec.expected_output_tokens.to_string().as_bytes())
+                }
             }
             out.extend_from_slice(b"\r\n");
         }
@@ -132,7 +134,8 @@ mod tests {
 
     fn spec_with_audio() -> RequestSpec {
         let mut s = RequestSpec::new(0, Prompt::Text(Arc::from("Transcribe.")), 3, 9);
-        s.audio = Some(Arc::new(AudioClip { wav: Arc::from(&b"RIFF-wav-bytes"[..]), frames: 8, sample_rate: 4 }));
+        s.audio =
+            Some(Arc::new(AudioClip { wav: Arc::from(&b"RIFF-wav-bytes"[..]), frames: 8, sample_rate: 4 }));
         s
     }
 
@@ -144,7 +147,9 @@ mod tests {
         let t = BodyTemplate::new(BackendKind::Audio, &cfg).unwrap();
         let body = t.build_spec(&spec_with_audio()).unwrap();
         let b = BOUNDARY;
-        let field = |n: &str, v: &str| format!("--{b}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{v}\r\n");
+        let field = |n: &str, v: &str| {
+            format!("--{b}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{v}\r\n")
+        };
         let want = [
             format!(
                 "--{b}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"audio.wav\"\r\n\

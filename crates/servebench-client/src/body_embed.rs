@@ -31,7 +31,11 @@ pub const VLM2VEC_IMAGE_ONLY: &str = "Represent the given image.";
 pub const VLM2VEC_WITH_QUESTION: &str = "Represent the given image with the following question: ";
 
 fn content_error(backend: BackendKind, content: &str, fix: &str) -> BenchError {
-    BenchError::ContentTypeUnsupported { backend: backend.to_string(), content: content.into(), fix: fix.into() }
+    BenchError::ContentTypeUnsupported {
+        backend: backend.to_string(),
+        content: content.into(),
+        fix: fix.into(),
+    }
 }
 
 fn text(backend: BackendKind, prompt: &Prompt) -> Result<&str> {

@@ -211,9 +211,12 @@ impl ExtBody {
                         write_prompt(&mut out, &spec.prompt)?;
                     }
                 }
-                ExtSlot::InfinityInput => {
-                    crate::body_embed::write_infinity_input(self.backend, spec, self.modality_given, &mut out)?
-                }
+                ExtSlot::InfinityInput => crate::body_embed::write_infinity_input(
+                    self.backend,
+                    spec,
+                    self.modality_given,
+                    &mut out,
+                )?,
                 ExtSlot::Messages if self.backend != BackendKind::EmbeddingsChat => {
                     crate::body_embed::write_messages(self.backend, spec, &mut out)?
                 }

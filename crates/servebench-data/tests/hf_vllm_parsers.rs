@@ -203,7 +203,10 @@ fn gsm8k_sends_the_question_and_expects_256_tokens() {
     // Without --skip-chat-template vLLM renders the model's template: refused (SB114).
     let env = HubEnv { offline: true, ..HubEnv::default() };
     let cfg = local("openai/gsm8k/test.jsonl", "openai/gsm8k", None);
-    assert_eq!(generate_hf(&cfg, &in_order(2), tok().as_ref(), &env).unwrap_err().code(), ErrorCode::HfParserMissing);
+    assert_eq!(
+        generate_hf(&cfg, &in_order(2), tok().as_ref(), &env).unwrap_err().code(),
+        ErrorCode::HfParserMissing
+    );
 }
 
 const BFCL_DIR: &str = "gorilla-llm/Berkeley-Function-Calling-Leaderboard";
@@ -252,5 +255,36 @@ fn bfcl_categories_select_files_and_a_missing_one_is_named() {
     let env = HubEnv { offline: true, ..HubEnv::default() };
     let err = generate_hf(&bfcl(&["exec_simple"]), &in_order(2), tok().as_ref(), &env).unwrap_err();
     let line = err.to_string();
-    assert!(line.contains("BFCL_v3_exec_simple.json") && line.contains("simple, live_simple, multiple"), "{line}");
+    assert!(
+        line.contains("BFCL_v3_exec_simple.json") && line.contains("simple, live_simple, multiple"),
+        "{line}"
+    );
+}
+
+fn image_url_of(r: &servebench_core::RequestSpec) -> String {
+    let part: serde_json::Value = serde_json::from_str(&r.multimodal.as_ref().unwrap()[0]).unwrap();
+    assert_eq!(part["type"], "image_url");
+    part["image_url"]["url"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn vision_arena_sends_the_first_user_message_and_its_image() {
+    let t = tok();
+    let w = build(&local("lmarena-ai/VisionArena-Chat/train.jsonl", "lmarena-ai/VisionArena-Chat", None), 5);
+    let got = rows(&w);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].0, "What colour is the square in this picture?");
+    assert_eq!(got[0].1 as usize, t.encode(&got[0].0, true).unwrap().len());
+    assert!(got.iter().all(|r| r.2 == 128));
+    assert!(image_url_of(&w.requests[0]).starts_with("data:image/png;base64,iVBORw0KGgo"));
+}
+
+#[test]
+fn mmstar_sends_the_question_without_options_and_its_image() {
+    let w = build(&local("Lin-Chen/MMStar/val.jsonl", "Lin-Chen/MMStar", Some(16)), 5);
+    let got = rows(&w);
+    assert_eq!(got[0].0, "Which colour fills most of the image?");
+    assert_eq!(got[1].0, "Is the shape a square?");
+    assert!(got.iter().all(|r| r.2 == 16));
+    assert!(image_url_of(&w.requests[1]).starts_with("data:image/png;base64,"));
 }

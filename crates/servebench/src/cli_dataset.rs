@@ -28,8 +28,16 @@ pub const DATASET_NAMES: &str =
                                  custom_audio, prefix_repetition, spec_bench, speed-bench, hf";
 
 /// The datasets `--enable-multimodal-chat` applies to (as in vLLM).
-const MULTIMODAL_CHAT_DATASETS: &[&str] =
-    &["random-mm", "random_mm", "custom_image", "custom-image", "custom_audio", "custom-audio", "sharegpt", "hf"];
+const MULTIMODAL_CHAT_DATASETS: &[&str] = &[
+    "random-mm",
+    "random_mm",
+    "custom_image",
+    "custom-image",
+    "custom_audio",
+    "custom-audio",
+    "sharegpt",
+    "hf",
+];
 
 /// Dataset flags (besides the `random` ones in `RunArgs`).
 #[derive(Debug, Clone, Args)]

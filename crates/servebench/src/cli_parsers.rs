@@ -2,7 +2,8 @@
 //! dataset) and the options of its Hugging Face parsers (`--bfcl-categories`,
 //! `--blazedit-*-distance`, `--asr-*-audio-len-sec`). At their vLLM defaults they are always
 //! accepted; another value is checked and refused with SB113 where it cannot apply (the
-//! Blazedit distances apply to the Blazedit parser; the others wait for their parsers).
+//! Blazedit distances apply to the Blazedit parser, `--bfcl-categories` to the BFCL parser; the
+//! ASR lengths wait for their parser). BFCL needs `--backend openai-chat` (SB111), as in vLLM.
 
 use clap::Args;
 use servebench_core::{BenchError, Result};
@@ -47,9 +48,12 @@ fn is_blazedit(args: &RunArgs) -> bool {
 fn hf_parser(args: &RunArgs) -> Option<servebench_data::dataset::hf_parsers::HfParser> {
     let d = &args.dataset;
     (args.dataset_name == "hf")
-        .then(|| [&d.dataset_path, &d.hf_name].into_iter().flatten().find_map(|id| {
-            servebench_data::dataset::hf_parsers::parser_for(id)
-        }))
+        .then(|| {
+            [&d.dataset_path, &d.hf_name]
+                .into_iter()
+                .flatten()
+                .find_map(|id| servebench_data::dataset::hf_parsers::parser_for(id))
+        })
         .flatten()
 }
 
@@ -117,6 +121,30 @@ pub fn check(args: &RunArgs) -> Result<()> {
             "pass --dataset-name hf --dataset-path gorilla-llm/Berkeley-Function-Calling-Leaderboard \
              (or --hf-name with a local directory), or drop the flag",
         ));
+    }
+    let image_parser = hf_parser(args).filter(|p| servebench_data::dataset::hf_image::is_image_parser(*p));
+    let backend = args.backend.parse::<servebench_client::backend::BackendKind>();
+    if let (Some(parser), Ok(b)) = (image_parser, &backend) {
+        if !b.takes_multimodal() {
+            return Err(BenchError::MultimodalUnsupported {
+                backend: args.backend.clone(),
+                detail: format!(
+                    " (vLLM's {} sends an image with every request; use --backend openai-chat or an \
+                     image embeddings backend)",
+                    parser.name()
+                ),
+            });
+        }
+    }
+    if args.backend == "openai-audio"
+        && args.dataset_name == "hf"
+        && hf_parser(args) != Some(servebench_data::dataset::hf_parsers::HfParser::Asr)
+    {
+        return Err(BenchError::ContentTypeUnsupported {
+            backend: args.backend.clone(),
+            content: "requests without audio (this hf dataset is not one of vLLM's ASR sets)".into(),
+            fix: "use --dataset-name custom_audio".into(),
+        });
     }
     if bfcl && args.backend != "openai-chat" {
         return Err(BenchError::ContentTypeUnsupported {

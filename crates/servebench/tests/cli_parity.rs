@@ -216,14 +216,8 @@ const DATASETS_NOT_BUILT: &[&str] = &[];
 /// vLLM 0.33 hf parsers (by class name) servebench does not have yet: their dataset ids are
 /// refused with SB114 (issue 16). Pinned as above: building one fails this test until it
 /// leaves the list.
-const HF_PARSERS_NOT_BUILT: &[&str] = &[
-    "MultiModalConversationDataset",
-    "VisionArenaDataset",
-    "MMVUDataset",
-    "ASRDataset",
-    "MLPerfDataset",
-    "MMStarDataset",
-];
+const HF_PARSERS_NOT_BUILT: &[&str] =
+    &["MultiModalConversationDataset", "MMVUDataset", "ASRDataset", "MLPerfDataset"];
 
 #[test]
 fn every_vllm_hf_parser_is_built_or_listed_as_missing() {
@@ -343,4 +337,22 @@ fn listed_flags_are_recognised_in_every_spelling() {
     // A value that merely looks like a flag name is not a flag.
     assert_eq!(find_listed(&["--label".into(), "--some-newer-flag-x".into()], list), None);
     assert_eq!(find_unsupported(&["--plot-timeline".into(), "--use-beam-search".into()]), None);
+}
+
+#[test]
+fn bfcl_categories_reach_the_bfcl_parser_and_bfcl_needs_the_chat_backend() {
+    let bfcl =
+        ["--dataset-name", "hf", "--dataset-path", "gorilla-llm/Berkeley-Function-Calling-Leaderboard"];
+    let mut argv: Vec<String> = bfcl.iter().map(|s| s.to_string()).collect();
+    argv.extend(["--backend", "openai-chat", "--bfcl-categories", "simple, multiple"].map(String::from));
+    let v = validate(&argv).unwrap();
+    let servebench_runner::DatasetSpec::Dataset(d) = &v.run.dataset else { panic!("{:?}", v.run.dataset) };
+    let servebench_data::dataset::DatasetKind::Hf(hf) = &d.kind else { panic!("{:?}", d.kind) };
+    assert_eq!(hf.bfcl_categories, ["simple", "multiple"]);
+    let argv: Vec<String> = bfcl.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        validate(&argv).unwrap_err().code(),
+        ErrorCode::ContentTypeUnsupported,
+        "openai is not a chat backend"
+    );
 }

@@ -86,3 +86,19 @@ fn gsm8k_and_humaneval_bodies_send_vllms_text() {
     );
     assert_eq!(b["max_completion_tokens"], 256);
 }
+
+#[test]
+fn vision_arena_and_mmstar_chat_bodies_carry_the_text_then_the_image() {
+    let cfg = TargetConfig { model: "m".into(), ..TargetConfig::default() };
+    let w = workload("lmarena-ai/VisionArena-Chat/train.jsonl", "lmarena-ai/VisionArena-Chat", false);
+    let b = body(BackendKind::Chat, &cfg, &w, 1);
+    let content = &b["messages"][0]["content"];
+    assert_eq!(content[0], json!({"type": "text", "text": "Describe the image in one sentence."}));
+    assert_eq!(content[1]["type"], "image_url");
+    assert!(content[1]["image_url"]["url"].as_str().unwrap().starts_with("data:image/png;base64,"));
+    assert_eq!(content.as_array().unwrap().len(), 2);
+    assert_eq!(b["max_completion_tokens"], 128);
+    let w = workload("Lin-Chen/MMStar/val.jsonl", "Lin-Chen/MMStar", false);
+    let b = body(BackendKind::Chat, &cfg, &w, 0);
+    assert_eq!(b["messages"][0]["content"][0]["text"], "Which colour fills most of the image?");
+}

@@ -62,7 +62,12 @@ pub fn generate_custom_audio(
     let text = file.read_text()?;
     let mut lines: Vec<(Location, Line)> = parse_json_lines(&file, &text).map_err(|e| match e {
         servebench_core::BenchError::DatasetFile { path, location, problem, fix } => {
-            servebench_core::BenchError::DatasetFile { path, location, problem, fix: format!("{fix}: {FORM}") }
+            servebench_core::BenchError::DatasetFile {
+                path,
+                location,
+                problem,
+                fix: format!("{fix}: {FORM}"),
+            }
         }
         other => other,
     })?;
@@ -80,10 +85,18 @@ pub fn generate_custom_audio(
             continue;
         }
         let bytes = std::fs::read(&l.audio).map_err(|e| {
-            file.error(*at, format!("audio file '{}': {e}", l.audio), "fix the path (relative paths are read from the current directory)")
+            file.error(
+                *at,
+                format!("audio file '{}': {e}", l.audio),
+                "fix the path (relative paths are read from the current directory)",
+            )
         })?;
         let clip = super::wav::read_wav(&bytes).map_err(|p| {
-            file.error(*at, format!("audio file '{}': {p}", l.audio), "convert it to WAV (ffmpeg -i in.flac out.wav)")
+            file.error(
+                *at,
+                format!("audio file '{}': {p}", l.audio),
+                "convert it to WAV (ffmpeg -i in.flac out.wav)",
+            )
         })?;
         let part = cfg.chat_part.then(|| input_audio_part(&clip));
         clips.insert(l.audio.as_str(), (Arc::new(clip), part));

@@ -166,7 +166,11 @@ fn with_split(cfg: &HfConfig, parser: hf_parsers::HfParser) -> HfConfig {
     let mut cfg = cfg.clone();
     if let (HfSource::Hub { subset, split, .. }, Some(forced)) = (&mut cfg.source, parser.forced_split()) {
         *split = Some(forced.to_string());
-        if parser == hf_parsers::HfParser::Aimo {
+        // vLLM drops --hf-subset for these.
+        if matches!(
+            parser,
+            hf_parsers::HfParser::Aimo | hf_parsers::HfParser::VisionArena | hf_parsers::HfParser::MmStar
+        ) {
             *subset = None;
         }
         // vLLM reads GSM8K's `main` configuration unless --hf-subset names another.
@@ -198,7 +202,18 @@ pub fn generate_hf(
                 HfSource::File(p) => super::hf_bfcl::BfclSource::Dir(super::hf_bfcl::local_dir(p)),
                 HfSource::Hub { .. } => super::hf_bfcl::BfclSource::Hub,
             };
-            return super::hf_bfcl::generate(&source, &cfg.bfcl_categories, cfg.output_len, sampling, tok, env);
+            return super::hf_bfcl::generate(
+                &source,
+                &cfg.bfcl_categories,
+                cfg.output_len,
+                sampling,
+                tok,
+                env,
+            );
+        }
+        if super::hf_image::is_image_parser(parser) {
+            let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
+            return super::hf_image::generate(parser, &id, &file, rows, cfg.output_len, sampling, tok);
         }
         if hf_chat::default_output_len(parser).is_some() {
             hf_chat::check_template(&id, parser, &cfg.chat)?;

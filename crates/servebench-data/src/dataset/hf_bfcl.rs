@@ -55,7 +55,8 @@ pub fn category_file(category: &str) -> String {
 pub fn translate_schema(schema: &Value) -> Value {
     match schema {
         Value::Object(m) => {
-            let mut out: Map<String, Value> = m.iter().map(|(k, v)| (k.clone(), translate_schema(v))).collect();
+            let mut out: Map<String, Value> =
+                m.iter().map(|(k, v)| (k.clone(), translate_schema(v))).collect();
             if let Some(Value::String(t)) = out.get("type") {
                 let mapped = match t.as_str() {
                     "dict" => Some("object"),

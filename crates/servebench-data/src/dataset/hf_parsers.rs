@@ -89,6 +89,8 @@ impl HfParser {
                 | HfParser::Gsm8k
                 | HfParser::Blazedit
                 | HfParser::Bfcl
+                | HfParser::VisionArena
+                | HfParser::MmStar
         )
     }
 
@@ -97,6 +99,7 @@ impl HfParser {
         match self {
             HfParser::Conversation => None,
             HfParser::HumanEval | HfParser::Gsm8k => Some("test"),
+            HfParser::MmStar => Some("val"),
             _ => Some("train"),
         }
     }
@@ -146,6 +149,7 @@ mod tests {
     #[test]
     fn an_unimplemented_parser_is_refused_with_sb114() {
         let err = resolve(&["local.jsonl".into(), "yale-nlp/MMVU".into()]).unwrap_err();
+        assert!(resolve(&["Lin-Chen/MMStar".into()]).unwrap().is_some());
         assert!(resolve(&["AI-MO/aimo-validation-aime".into()]).unwrap().is_some());
         assert_eq!(err.code(), ErrorCode::HfParserMissing);
         let line = err.to_string();

@@ -17,6 +17,7 @@ pub mod file;
 pub mod hf;
 pub mod hf_bfcl;
 pub mod hf_chat;
+pub mod hf_image;
 pub mod hf_parsers;
 pub mod hf_text;
 pub(crate) mod hub;
@@ -37,7 +38,9 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use servebench_core::{AudioClip, BenchError, BodyOverrides, ChatMessages, Prompt, RequestSpec, RerankPayload, Result, Workload};
+use servebench_core::{
+    AudioClip, BenchError, BodyOverrides, ChatMessages, Prompt, RequestSpec, RerankPayload, Result, Workload,
+};
 use std::sync::Arc;
 
 pub use spec::{build_dataset, DatasetKind, DatasetRequest};

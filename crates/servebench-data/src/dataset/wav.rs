@@ -108,7 +108,10 @@ pub fn read_wav(bytes: &[u8]) -> Result<AudioClip, String> {
             let samples: Vec<u8> = if enc == Encoding::Pcm(16) {
                 data[..frames * frame].to_vec()
             } else {
-                data[..frames * frame].chunks_exact(width).flat_map(|s| to_i16(enc, s).to_le_bytes()).collect()
+                data[..frames * frame]
+                    .chunks_exact(width)
+                    .flat_map(|s| to_i16(enc, s).to_le_bytes())
+                    .collect()
             };
             return Ok(AudioClip {
                 wav: Arc::from(pcm16_wav(&samples, channels, rate)),

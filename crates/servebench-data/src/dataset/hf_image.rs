@@ -1,0 +1,162 @@
+//! vLLM's image hf parsers (vLLM 0.33): VisionArena and MMStar. Each row becomes the text of a
+//! chat message followed by one image part, as vLLM's `process_image` builds it; output length
+//! 128 (or `--hf-output-len` / `--output-len`); no row is filtered; `prompt_tokens` counts the
+//! text (special tokens included, as vLLM's `tokenizer.encode`).
+//!
+//! - **VisionArena** (`lmarena-ai/VisionArena-Chat`: text `conversation[0][0].content`;
+//!   `lmarena-ai/vision-arena-bench-v0.1`: `turns[0][0].content`): image `images[0]`.
+//! - **MMStar** (`Lin-Chen/MMStar`): text = `question` up to its first "Options:", trimmed;
+//!   image `image`.
+//!
+//! An image is a Hub image cell — `{"bytes": …, "path": …}` with the bytes base64 (as a Parquet
+//! file's binary column reads) or a list of byte values — or a string: a URL (`http(s)://`,
+//! `file://`, `data:`) sent as it is, or a local path sent as a `file://` URL (vLLM prepends
+//! `file://`). Image bytes go out as a base64 data URL of their own type (PNG, JPEG, …): vLLM
+//! decodes them and re-encodes a JPEG; the server decodes the same picture either way.
+
+use super::file::{DataFile, Location};
+use super::hf_parsers::HfParser;
+use super::media::{sniff_image, MediaResolver};
+use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
+use base64::Engine as _;
+use serde_json::Value;
+use servebench_core::{BenchError, Result, TextTokenizer, Workload};
+use std::sync::Arc;
+
+/// vLLM's default output length of the image parsers.
+pub const DEFAULT_OUTPUT_LEN: usize = 128;
+
+/// Whether `parser` is one of these.
+pub fn is_image_parser(parser: HfParser) -> bool {
+    matches!(parser, HfParser::VisionArena | HfParser::MmStar)
+}
+
+fn at<'a>(v: &'a Value, path: &[&str], what: &str) -> std::result::Result<&'a Value, String> {
+    let mut cur = v;
+    for p in path {
+        cur = match p.parse::<usize>() {
+            Ok(i) => cur.get(i),
+            Err(_) => cur.get(*p),
+        }
+        .ok_or_else(|| format!("{what} is missing"))?;
+    }
+    Ok(cur)
+}
+
+fn text_at(v: &Value, path: &[&str], what: &str) -> std::result::Result<String, String> {
+    at(v, path, what)?.as_str().map(str::to_string).ok_or_else(|| format!("{what} is not text"))
+}
+
+/// The text and image cell of a row.
+pub fn text_and_image<'a>(
+    parser: HfParser,
+    id: &str,
+    row: &'a Value,
+) -> std::result::Result<(String, &'a Value), String> {
+    match parser {
+        HfParser::VisionArena if id == "lmarena-ai/vision-arena-bench-v0.1" => Ok((
+            text_at(row, &["turns", "0", "0", "content"], "turns[0][0].content")?,
+            at(row, &["images", "0"], "images[0]")?,
+        )),
+        HfParser::VisionArena => Ok((
+            text_at(row, &["conversation", "0", "0", "content"], "conversation[0][0].content")?,
+            at(row, &["images", "0"], "images[0]")?,
+        )),
+        HfParser::MmStar => {
+            let q = text_at(row, &["question"], "column 'question'")?;
+            let text = q.split("Options:").next().unwrap_or("").trim().to_string();
+            Ok((text, at(row, &["image"], "column 'image'")?))
+        }
+        other => Err(format!("{} is not an image parser", other.name())),
+    }
+}
+
+/// The URL sent for an image cell.
+pub fn image_url(cell: &Value, media: &MediaResolver) -> std::result::Result<Arc<str>, String> {
+    let bytes = match cell {
+        Value::String(s) => return media.url(s).map_err(|p| p.problem),
+        Value::Object(o) => match o.get("bytes") {
+            Some(Value::String(b64)) => base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .map_err(|e| format!("image bytes are not base64: {e}"))?,
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .ok_or("image bytes are not a list of byte values")?,
+            _ => match o.get("path").and_then(Value::as_str) {
+                Some(p) if !p.is_empty() => return media.url(p).map_err(|p| p.problem),
+                _ => return Err("an image cell without bytes or path".into()),
+            },
+        },
+        _ => return Err("an image is neither a {bytes, path} cell nor a path or URL".into()),
+    };
+    let mime = sniff_image(&bytes)
+        .ok_or("image bytes of an unknown type (PNG, JPEG, GIF, WebP, BMP, TIFF, AVIF)")?;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    Ok(Arc::from(format!("data:{mime};base64,{b64}")))
+}
+
+fn part(url: &str) -> Arc<str> {
+    let url = Value::from(url).to_string();
+    Arc::from(format!(r#"{{"type":"image_url","image_url":{{"url":{url}}}}}"#))
+}
+
+/// Builds the workload of an image parser.
+pub fn generate(
+    parser: HfParser,
+    id: &str,
+    file: &DataFile,
+    mut rows: Vec<(Location, Value)>,
+    output_len: Option<usize>,
+    sampling: &Sampling,
+    tok: &dyn TextTokenizer,
+) -> Result<Workload> {
+    for (at, row) in &rows {
+        text_and_image(parser, id, row)
+            .map_err(|p| file.error(*at, p, format!("fix the row ({} reads it)", parser.name())))?;
+    }
+    shuffle_source(&mut rows, sampling);
+    let media = MediaResolver::new(false);
+    let output = output_len.unwrap_or(DEFAULT_OUTPUT_LEN);
+    let samples = collect_samples(&rows, sampling.num_prompts, |(at, row)| {
+        let (text, cell) = text_and_image(parser, id, row).map_err(|d| BenchError::Dataset { detail: d })?;
+        let url = image_url(cell, &media).map_err(|p| file.error(*at, p, "fix the row's image"))?;
+        let prompt_len = tok.encode(&text, true)?.len();
+        let mut s = Sample::text(text, prompt_len, output);
+        s.multimodal = Some(vec![part(&url)].into());
+        Ok(Some(s))
+    })?;
+    Ok(finish(samples, sampling))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mmstar_keeps_the_question_before_its_options() {
+        let row = json!({"question": "Which animal is shown?\nOptions: A: cat, B: dog", "image": "/x.png"});
+        let (text, cell) = text_and_image(HfParser::MmStar, "Lin-Chen/MMStar", &row).unwrap();
+        assert_eq!(text, "Which animal is shown?");
+        assert_eq!(cell, "/x.png");
+    }
+
+    #[test]
+    fn image_cells_become_data_urls_of_their_own_type() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x38\0\0\0\x1c\x08\x02\0\0\0";
+        let b64 = base64::engine::general_purpose::STANDARD.encode(png);
+        let media = MediaResolver::new(false);
+        let url = image_url(&json!({"bytes": b64, "path": "a.png"}), &media).unwrap();
+        assert_eq!(&*url, format!("data:image/png;base64,{b64}"));
+        let list: Vec<u8> = png.to_vec();
+        assert_eq!(image_url(&json!({"bytes": list}), &media).unwrap(), url);
+        assert_eq!(
+            &*image_url(&json!("https://example.invalid/a.jpg"), &media).unwrap(),
+            "https://example.invalid/a.jpg"
+        );
+        assert!(image_url(&json!({"bytes": "AAAA"}), &media).unwrap_err().contains("unknown type"));
+        assert!(image_url(&json!(3), &media).is_err());
+    }
+}
