@@ -365,6 +365,7 @@ fn hf_local_jsonl_detects_question_and_answer() {
         dataset_ids: vec![],
         chat: Default::default(),
         bfcl_categories: vec![],
+        asr: Default::default(),
     };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
@@ -395,6 +396,7 @@ fn hf_local_json_chat_messages() {
         dataset_ids: vec![],
         chat: Default::default(),
         bfcl_categories: vec![],
+        asr: Default::default(),
     };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();
@@ -452,6 +454,7 @@ fn hf_local_parquet() {
         dataset_ids: vec![],
         chat: Default::default(),
         bfcl_categories: vec![],
+        asr: Default::default(),
     };
     let s = Sampling { shuffle: false, oversample: false, ..sampling(10) };
     let w = generate_hf(&cfg, &s, t.as_ref(), &offline()).unwrap();

@@ -29,6 +29,7 @@ fn local(rel: &str, id: &str, output_len: Option<usize>) -> HfConfig {
         dataset_ids: vec![fixture(rel).to_string_lossy().into_owned(), id.to_string()],
         chat: Default::default(),
         bfcl_categories: vec![],
+        asr: Default::default(),
     }
 }
 
@@ -287,4 +288,38 @@ fn mmstar_sends_the_question_without_options_and_its_image() {
     assert_eq!(got[1].0, "Is the shape a square?");
     assert!(got.iter().all(|r| r.2 == 16));
     assert!(image_url_of(&w.requests[1]).starts_with("data:image/png;base64,"));
+}
+
+#[test]
+fn llava_onevision_is_the_conversation_parser_with_the_rows_image() {
+    let t = tok();
+    let w =
+        build(&local("lmms-lab/LLaVA-OneVision-Data/train.jsonl", "lmms-lab/LLaVA-OneVision-Data", None), 5);
+    let got = rows(&w);
+    assert_eq!(got.len(), 2, "a one-turn conversation is dropped: {got:?}");
+    assert_eq!(got[0].0, "<image>\nWhat colour is the square in the picture?");
+    let reply = "The square in the picture is green, a flat and even shade.";
+    assert_eq!(got[0].2 as usize, t.encode(reply, true).unwrap().len());
+    assert!(image_url_of(&w.requests[0]).starts_with("data:image/png;base64,"));
+    assert!(w.requests[1].multimodal.is_none(), "a row without an image is text only");
+}
+
+#[test]
+fn asr_rows_become_audio_requests_filtered_by_duration() {
+    let t = tok();
+    let mut cfg = local("openslr/librispeech_asr/train.jsonl", "openslr/librispeech_asr", None);
+    cfg.asr.tokenizer_name = "openai/whisper-large-v3".into();
+    let w = build(&cfg, 5);
+    let secs: Vec<f64> = w.requests.iter().map(|r| r.audio.as_ref().unwrap().seconds()).collect();
+    assert_eq!(secs, [0.5, 1.0, 2.0]);
+    let whisper = "<|startoftranscript|><|en|><|transcribe|><|notimestamps|>";
+    assert_eq!(w.requests[0].prompt.text(), Some(whisper));
+    assert_eq!(w.requests[0].prompt_tokens as usize, t.encode(whisper, true).unwrap().len());
+    assert!(w.requests.iter().all(|r| r.expected_output_tokens == 1024));
+    cfg.asr.len_sec = (0.75, 1.5);
+    cfg.asr.tokenizer_name = "some/model".into();
+    let w = build(&cfg, 5);
+    assert_eq!(w.len(), 1);
+    assert_eq!(w.requests[0].audio.as_ref().unwrap().seconds(), 1.0);
+    assert_eq!(w.requests[0].prompt.text(), Some(""));
 }

@@ -360,6 +360,10 @@ fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig>
             .as_deref()
             .map(|c| c.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
             .unwrap_or_default(),
+        asr: servebench_data::dataset::hf_asr::AsrOptions {
+            len_sec: (args.hf_parsers.asr_min_audio_len_sec, args.hf_parsers.asr_max_audio_len_sec),
+            tokenizer_name: args.tokenizer.clone().or_else(|| args.model.clone()).unwrap_or_default(),
+        },
     })
 }
 

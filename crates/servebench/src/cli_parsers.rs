@@ -2,8 +2,8 @@
 //! dataset) and the options of its Hugging Face parsers (`--bfcl-categories`,
 //! `--blazedit-*-distance`, `--asr-*-audio-len-sec`). At their vLLM defaults they are always
 //! accepted; another value is checked and refused with SB113 where it cannot apply (the
-//! Blazedit distances apply to the Blazedit parser, `--bfcl-categories` to the BFCL parser; the
-//! ASR lengths wait for their parser). BFCL needs `--backend openai-chat` (SB111), as in vLLM.
+//! Blazedit distances apply to the Blazedit parser, `--bfcl-categories` to the BFCL parser, the
+//! ASR lengths to the ASR parser). BFCL needs `--backend openai-chat` (SB111), as in vLLM.
 
 use clap::Args;
 use servebench_core::{BenchError, Result};
@@ -30,9 +30,6 @@ pub struct HfParserArgs {
     #[arg(long, default_value = "inf", help_heading = "Dataset")]
     pub asr_max_audio_len_sec: f64,
 }
-
-/// The Hugging Face parsers servebench does not have yet: the flags that only they read.
-const PARSERS_NOT_BUILT: &str = "servebench does not have this parser of --dataset-name hf yet (issue 16)";
 
 /// Whether this run reads a Blazedit dataset (vLLM picks the parser by --dataset-path or --hf-name).
 fn is_blazedit(args: &RunArgs) -> bool {
@@ -122,7 +119,10 @@ pub fn check(args: &RunArgs) -> Result<()> {
              (or --hf-name with a local directory), or drop the flag",
         ));
     }
-    let image_parser = hf_parser(args).filter(|p| servebench_data::dataset::hf_image::is_image_parser(*p));
+    let image_parser = hf_parser(args).filter(|p| {
+        servebench_data::dataset::hf_image::is_image_parser(*p)
+            || *p == servebench_data::dataset::hf_parsers::HfParser::MultiModalConversation
+    });
     let backend = args.backend.parse::<servebench_client::backend::BackendKind>();
     if let (Some(parser), Ok(b)) = (image_parser, &backend) {
         if !b.takes_multimodal() {
@@ -153,17 +153,22 @@ pub fn check(args: &RunArgs) -> Result<()> {
             fix: "use --backend openai-chat, as vLLM requires for BFCL".into(),
         });
     }
-    let given = [
-        ("--asr-min-audio-len-sec", "the ASR parsers of --dataset-name hf", amin != 0.0),
-        ("--asr-max-audio-len-sec", "the ASR parsers of --dataset-name hf", amax != f64::INFINITY),
-    ];
-    if let Some((flag, parser, _)) = given.iter().find(|g| g.2) {
+    let asr = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::Asr);
+    let given =
+        [("--asr-min-audio-len-sec", amin != 0.0), ("--asr-max-audio-len-sec", amax != f64::INFINITY)];
+    if let Some((flag, _)) = given.iter().find(|g| g.1).filter(|_| !asr) {
         return Err(BenchError::not_applicable(
             *flag,
-            *parser,
-            PARSERS_NOT_BUILT,
-            "drop the flag (at its vLLM default it is accepted)",
+            "the ASR parser of --dataset-name hf (openslr/librispeech_asr, facebook/voxpopuli, …)",
+            "this run does not use it",
+            "pass --dataset-name hf --dataset-path openslr/librispeech_asr (or --hf-name with a local file), or drop the flag",
         ));
+    }
+    if asr && args.backend != "openai-audio" {
+        return Err(BenchError::MultimodalUnsupported {
+            backend: args.backend.clone(),
+            detail: " (vLLM's ASR sets are transcribed: use --backend openai-audio)".into(),
+        });
     }
     Ok(())
 }

@@ -24,6 +24,7 @@ fn workload(rel: &str, id: &str, skip_chat_template: bool) -> Workload {
         dataset_ids: vec![id.to_string()],
         chat: Default::default(),
         bfcl_categories: vec![],
+        asr: Default::default(),
     };
     cfg.chat.skip_chat_template = skip_chat_template;
     let tok = load_tokenizer("cl100k_base").unwrap();
@@ -101,4 +102,22 @@ fn vision_arena_and_mmstar_chat_bodies_carry_the_text_then_the_image() {
     let w = workload("Lin-Chen/MMStar/val.jsonl", "Lin-Chen/MMStar", false);
     let b = body(BackendKind::Chat, &cfg, &w, 0);
     assert_eq!(b["messages"][0]["content"][0]["text"], "Which colour fills most of the image?");
+}
+
+#[test]
+fn asr_rows_are_uploaded_as_vllm_uploads_them() {
+    let w = workload("openslr/librispeech_asr/train.jsonl", "openslr/librispeech_asr", false);
+    let cfg =
+        TargetConfig { backend: BackendKind::Audio, model: "whisper".into(), ..TargetConfig::default() };
+    let t = BodyTemplate::new(BackendKind::Audio, &cfg).unwrap();
+    let raw = t.build_spec(&w.requests[1]).unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.contains("name=\"file\"; filename=\"audio.wav\"\r\nContent-Type: audio/wav\r\n\r\nRIFF"));
+    for (k, v) in
+        [("model", "whisper"), ("max_completion_tokens", "1024"), ("stream", "True"), ("language", "en")]
+    {
+        assert!(text.contains(&format!("name=\"{k}\"\r\n\r\n{v}\r\n")), "{k}");
+    }
+    // The uploaded WAV is the row's clip: 1 s at 8 kHz, 16-bit mono.
+    assert_eq!(w.requests[1].audio.as_ref().unwrap().wav.len(), 44 + 16_000);
 }

@@ -51,6 +51,8 @@ pub struct HfConfig {
     pub chat: hf_chat::ChatParserOptions,
     /// `--bfcl-categories` of the BFCL parser (empty: vLLM's defaults).
     pub bfcl_categories: Vec<String>,
+    /// Options of the ASR parser (`--asr-*-audio-len-sec`, the tokenizer's name).
+    pub asr: super::hf_asr::AsrOptions,
 }
 
 /// How a row's prompt and completion are found (decided on the first row).
@@ -210,6 +212,10 @@ pub fn generate_hf(
                 tok,
                 env,
             );
+        }
+        if parser == hf_parsers::HfParser::Asr {
+            let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
+            return super::hf_asr::generate(&file, rows, cfg.output_len, &cfg.asr, sampling, tok);
         }
         if super::hf_image::is_image_parser(parser) {
             let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;

@@ -97,7 +97,8 @@ pub fn image_url(cell: &Value, media: &MediaResolver) -> std::result::Result<Arc
     Ok(Arc::from(format!("data:{mime};base64,{b64}")))
 }
 
-fn part(url: &str) -> Arc<str> {
+/// The `image_url` content part of `url`.
+pub fn image_part(url: &str) -> Arc<str> {
     let url = Value::from(url).to_string();
     Arc::from(format!(r#"{{"type":"image_url","image_url":{{"url":{url}}}}}"#))
 }
@@ -124,7 +125,7 @@ pub fn generate(
         let url = image_url(cell, &media).map_err(|p| file.error(*at, p, "fix the row's image"))?;
         let prompt_len = tok.encode(&text, true)?.len();
         let mut s = Sample::text(text, prompt_len, output);
-        s.multimodal = Some(vec![part(&url)].into());
+        s.multimodal = Some(vec![image_part(&url)].into());
         Ok(Some(s))
     })?;
     Ok(finish(samples, sampling))

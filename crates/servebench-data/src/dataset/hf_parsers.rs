@@ -91,13 +91,15 @@ impl HfParser {
                 | HfParser::Bfcl
                 | HfParser::VisionArena
                 | HfParser::MmStar
+                | HfParser::MultiModalConversation
+                | HfParser::Asr
         )
     }
 
     /// The split vLLM forces for this parser (it ignores --hf-split), if any.
     pub fn forced_split(self) -> Option<&'static str> {
         match self {
-            HfParser::Conversation => None,
+            HfParser::Conversation | HfParser::MultiModalConversation => None,
             HfParser::HumanEval | HfParser::Gsm8k => Some("test"),
             HfParser::MmStar => Some("val"),
             _ => Some("train"),

@@ -36,7 +36,9 @@ impl Limits {
 pub fn limits(parser: HfParser) -> Option<Limits> {
     match parser {
         HfParser::Aimo => Some(Limits { min_len: 4, max_prompt_len: 2048, max_total_len: 32000 }),
-        HfParser::Conversation => Some(Limits { min_len: 4, max_prompt_len: 1024, max_total_len: 2048 }),
+        HfParser::Conversation | HfParser::MultiModalConversation => {
+            Some(Limits { min_len: 4, max_prompt_len: 1024, max_total_len: 2048 })
+        }
         // vLLM keeps every zeta row.
         HfParser::NextEditPrediction => {
             Some(Limits { min_len: 0, max_prompt_len: usize::MAX, max_total_len: usize::MAX })
@@ -57,7 +59,7 @@ pub fn extract(parser: HfParser, row: &Value) -> std::result::Result<Option<(Str
             text(row.get("problem"), "column 'problem'")?.into(),
             text(row.get("solution"), "column 'solution'")?.into(),
         ))),
-        HfParser::Conversation => {
+        HfParser::Conversation | HfParser::MultiModalConversation => {
             let conv = row
                 .get("conversations")
                 .and_then(Value::as_array)
@@ -115,7 +117,8 @@ pub fn generate(
             .map_err(|p| file.error(*at, p, format!("fix the row ({} reads it)", parser.name())))?;
     }
     shuffle_source(&mut rows, sampling);
-    let samples = collect_samples(&rows, sampling.num_prompts, |(_, row)| {
+    let media = super::media::MediaResolver::new(false);
+    let samples = collect_samples(&rows, sampling.num_prompts, |(at, row)| {
         let Some((prompt, completion)) =
             extract(parser, row).map_err(|d| BenchError::Dataset { detail: d })?
         else {
@@ -132,7 +135,16 @@ pub fn generate(
                 completion_len
             }
         };
-        Ok(Some(Sample::text(prompt, prompt_len, output)))
+        let mut s = Sample::text(prompt, prompt_len, output);
+        // LLaVA-OneVision: the row's image (if any) follows the text, as vLLM's process_image.
+        if let Some(cell) =
+            row.get("image").filter(|c| !c.is_null() && parser == HfParser::MultiModalConversation)
+        {
+            let url = super::hf_image::image_url(cell, &media)
+                .map_err(|p| file.error(*at, p, "fix the row's image"))?;
+            s.multimodal = Some(vec![super::hf_image::image_part(&url)].into());
+        }
+        Ok(Some(s))
     })?;
     if samples.is_empty() {
         return Err(file.error(

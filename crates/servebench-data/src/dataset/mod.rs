@@ -15,6 +15,7 @@ pub mod custom_audio;
 pub mod custom_image;
 pub mod file;
 pub mod hf;
+pub mod hf_asr;
 pub mod hf_bfcl;
 pub mod hf_chat;
 pub mod hf_image;

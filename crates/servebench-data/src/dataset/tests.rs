@@ -52,6 +52,7 @@ fn build(kind: Kind, path: &Path) -> servebench_core::Result<Workload> {
                 dataset_ids: vec![],
                 chat: Default::default(),
                 bfcl_categories: vec![],
+                asr: Default::default(),
             },
             &sampling(),
             t.as_ref(),
