@@ -323,3 +323,26 @@ fn asr_rows_become_audio_requests_filtered_by_duration() {
     assert_eq!(w.requests[0].audio.as_ref().unwrap().seconds(), 1.0);
     assert_eq!(w.requests[0].prompt.text(), Some(""));
 }
+
+#[test]
+fn mlperf_sends_system_and_user_messages_and_filters_as_vllm() {
+    let t = tok();
+    let id = "mgoin/mlperf-inference-llama3.1-data";
+    let w = build(&local("mgoin/mlperf-inference-llama3.1-data/train.jsonl", id, None), 5);
+    // Row 2's answer "Hi." is under 4 tokens: is_valid_sequence drops it.
+    assert_eq!(w.len(), 1);
+    let r = &w.requests[0];
+    let q = "Explain in two sentences why the sky looks blue during the day.";
+    assert_eq!(r.prompt.text(), Some(q));
+    let m: serde_json::Value = serde_json::from_str(&r.messages.as_ref().unwrap().json).unwrap();
+    assert_eq!(
+        m[0],
+        serde_json::json!({"role": "system", "content": "You are a helpful assistant who answers briefly."})
+    );
+    assert_eq!(m[1], serde_json::json!({"role": "user", "content": q}));
+    let answer = "Sunlight is scattered by the molecules of the air, and blue light is scattered much more than red light. So blue reaches our eyes from every direction of the sky.";
+    assert_eq!(r.expected_output_tokens as usize, t.encode(answer, false).unwrap().len());
+    // A fixed output length is still filtered (vLLM checks the fixed length too): 2 < 4.
+    let w = build(&local("mgoin/mlperf-inference-llama3.1-data/train.jsonl", id, Some(50)), 5);
+    assert_eq!(w.len(), 2, "a fixed length of 50 keeps the short answer's row");
+}

@@ -121,3 +121,20 @@ fn asr_rows_are_uploaded_as_vllm_uploads_them() {
     // The uploaded WAV is the row's clip: 1 s at 8 kHz, 16-bit mono.
     assert_eq!(w.requests[1].audio.as_ref().unwrap().wav.len(), 44 + 16_000);
 }
+
+#[test]
+fn mlperf_chat_body_sends_the_system_prompt_and_the_question() {
+    let cfg = TargetConfig { model: "m".into(), ..TargetConfig::default() };
+    let w = workload(
+        "mgoin/mlperf-inference-llama3.1-data/train.jsonl",
+        "mgoin/mlperf-inference-llama3.1-data",
+        false,
+    );
+    let b = body(BackendKind::Chat, &cfg, &w, 0);
+    assert_eq!(b["messages"][0]["role"], "system");
+    assert_eq!(
+        b["messages"][1]["content"],
+        "Explain in two sentences why the sky looks blue during the day."
+    );
+    assert_eq!(b["max_completion_tokens"], w.requests[0].expected_output_tokens);
+}

@@ -213,6 +213,10 @@ pub fn generate_hf(
                 env,
             );
         }
+        if parser == hf_parsers::HfParser::MlPerf {
+            let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
+            return super::hf_mlperf::generate(&file, rows, cfg.output_len, sampling, tok);
+        }
         if parser == hf_parsers::HfParser::Asr {
             let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
             return super::hf_asr::generate(&file, rows, cfg.output_len, &cfg.asr, sampling, tok);

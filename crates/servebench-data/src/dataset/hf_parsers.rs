@@ -93,6 +93,7 @@ impl HfParser {
                 | HfParser::MmStar
                 | HfParser::MultiModalConversation
                 | HfParser::Asr
+                | HfParser::MlPerf
         )
     }
 

@@ -19,6 +19,7 @@ pub mod hf_asr;
 pub mod hf_bfcl;
 pub mod hf_chat;
 pub mod hf_image;
+pub mod hf_mlperf;
 pub mod hf_parsers;
 pub mod hf_text;
 pub(crate) mod hub;
