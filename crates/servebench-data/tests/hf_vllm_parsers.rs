@@ -346,3 +346,19 @@ fn mlperf_sends_system_and_user_messages_and_filters_as_vllm() {
     let w = build(&local("mgoin/mlperf-inference-llama3.1-data/train.jsonl", id, Some(50)), 5);
     assert_eq!(w.len(), 2, "a fixed length of 50 keeps the short answer's row");
 }
+
+#[test]
+fn mmvu_sends_the_question_with_its_choices_and_a_local_video_url() {
+    let w = build(&local("yale-nlp/MMVU/validation.json", "yale-nlp/MMVU", None), 5);
+    let got = rows(&w);
+    assert_eq!(
+        got[0].0,
+        "Which way does the ball roll after it leaves the ramp? A.Left B.Right C.It stops D.Upward"
+    );
+    assert!(got.iter().all(|r| r.2 == 128));
+    let part: serde_json::Value =
+        serde_json::from_str(&w.requests[1].multimodal.as_ref().unwrap()[0]).unwrap();
+    assert_eq!(part["type"], "video_url");
+    let url = part["video_url"]["url"].as_str().unwrap();
+    assert!(url.starts_with("file:///") && url.ends_with("/yale-nlp/MMVU/videos/Chemistry/1.mp4"), "{url}");
+}

@@ -216,7 +216,7 @@ const DATASETS_NOT_BUILT: &[&str] = &[];
 /// vLLM 0.33 hf parsers (by class name) servebench does not have yet: their dataset ids are
 /// refused with SB114 (issue 16). Pinned as above: building one fails this test until it
 /// leaves the list.
-const HF_PARSERS_NOT_BUILT: &[&str] = &["MMVUDataset"];
+const HF_PARSERS_NOT_BUILT: &[&str] = &[];
 
 #[test]
 fn every_vllm_hf_parser_is_built_or_listed_as_missing() {

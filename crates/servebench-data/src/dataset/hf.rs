@@ -171,7 +171,10 @@ fn with_split(cfg: &HfConfig, parser: hf_parsers::HfParser) -> HfConfig {
         // vLLM drops --hf-subset for these.
         if matches!(
             parser,
-            hf_parsers::HfParser::Aimo | hf_parsers::HfParser::VisionArena | hf_parsers::HfParser::MmStar
+            hf_parsers::HfParser::Aimo
+                | hf_parsers::HfParser::VisionArena
+                | hf_parsers::HfParser::MmStar
+                | hf_parsers::HfParser::Mmvu
         ) {
             *subset = None;
         }
@@ -223,7 +226,21 @@ pub fn generate_hf(
         }
         if super::hf_image::is_image_parser(parser) {
             let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
-            return super::hf_image::generate(parser, &id, &file, rows, cfg.output_len, sampling, tok);
+            let local_root = match &cfg.source {
+                HfSource::File(p) => p.parent().map(std::path::Path::to_path_buf),
+                HfSource::Hub { .. } => None,
+            };
+            let out = cfg.output_len;
+            return super::hf_image::generate(
+                parser,
+                &id,
+                &file,
+                rows,
+                out,
+                local_root.as_deref(),
+                sampling,
+                tok,
+            );
         }
         if hf_chat::default_output_len(parser).is_some() {
             hf_chat::check_template(&id, parser, &cfg.chat)?;

@@ -1,5 +1,6 @@
-//! vLLM's image hf parsers (vLLM 0.33): VisionArena and MMStar. Each row becomes the text of a
-//! chat message followed by one image part, as vLLM's `process_image` builds it; output length
+//! vLLM's image and video hf parsers (vLLM 0.33): VisionArena, MMStar and MMVU. Each row becomes
+//! the text of a chat message followed by one image part, as vLLM's `process_image` builds it
+//! (MMVU: one video part, as its `process_video`); output length
 //! 128 (or `--hf-output-len` / `--output-len`); no row is filtered; `prompt_tokens` counts the
 //! text (special tokens included, as vLLM's `tokenizer.encode`).
 //!
@@ -7,6 +8,11 @@
 //!   `lmarena-ai/vision-arena-bench-v0.1`: `turns[0][0].content`): image `images[0]`.
 //! - **MMStar** (`Lin-Chen/MMStar`): text = `question` up to its first "Options:", trimmed;
 //!   image `image`.
+//! - **MMVU** (`yale-nlp/MMVU`): text = `question`, a space, and the `choices` as `K.V` joined
+//!   by spaces; video `video`, a URL into the dataset repo that vLLM points at its local snapshot
+//!   (`https://huggingface.co/datasets/yale-nlp/MMVU/resolve/main/…` → the snapshot directory):
+//!   servebench points it at the directory of a local `--dataset-path` file and keeps the URL
+//!   for a Hub source (the server fetches it); a video that is not a URL is sent as `file://`.
 //!
 //! An image is a Hub image cell — `{"bytes": …, "path": …}` with the bytes base64 (as a Parquet
 //! file's binary column reads) or a list of byte values — or a string: a URL (`http(s)://`,
@@ -28,7 +34,41 @@ pub const DEFAULT_OUTPUT_LEN: usize = 128;
 
 /// Whether `parser` is one of these.
 pub fn is_image_parser(parser: HfParser) -> bool {
-    matches!(parser, HfParser::VisionArena | HfParser::MmStar)
+    matches!(parser, HfParser::VisionArena | HfParser::MmStar | HfParser::Mmvu)
+}
+
+/// The repo URL prefix of MMVU's videos.
+pub const MMVU_REMOTE_ROOT: &str = "https://huggingface.co/datasets/yale-nlp/MMVU/resolve/main";
+
+/// MMVU's text: the question, then every choice as `K.V`.
+fn mmvu_text(row: &Value) -> std::result::Result<String, String> {
+    let q = text_at(row, &["question"], "column 'question'")?;
+    let choices = at(row, &["choices"], "column 'choices'")?
+        .as_object()
+        .ok_or("column 'choices' is not an object")?
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}.{s}"),
+            other => format!("{k}.{other}"),
+        })
+        .collect::<Vec<_>>();
+    Ok(format!("{q} {}", choices.join(" ")))
+}
+
+/// The `video_url` part of an MMVU video reference (see the module docs).
+pub fn video_part(reference: &str, local_root: Option<&std::path::Path>) -> Arc<str> {
+    let url = match (reference.strip_prefix(MMVU_REMOTE_ROOT), local_root) {
+        (Some(rest), Some(root)) => {
+            let path = root.join(rest.trim_start_matches('/'));
+            super::media::file_url(&std::path::absolute(&path).unwrap_or(path))
+        }
+        _ if ["http://", "https://", "file://"].iter().any(|p| reference.starts_with(p)) => {
+            reference.to_string()
+        }
+        _ => format!("file://{reference}"),
+    };
+    let url = Value::from(url).to_string();
+    Arc::from(format!(r#"{{"type":"video_url","video_url":{{"url":{url}}}}}"#))
 }
 
 fn at<'a>(v: &'a Value, path: &[&str], what: &str) -> std::result::Result<&'a Value, String> {
@@ -62,6 +102,7 @@ pub fn text_and_image<'a>(
             text_at(row, &["conversation", "0", "0", "content"], "conversation[0][0].content")?,
             at(row, &["images", "0"], "images[0]")?,
         )),
+        HfParser::Mmvu => Ok((mmvu_text(row)?, at(row, &["video"], "column 'video'")?)),
         HfParser::MmStar => {
             let q = text_at(row, &["question"], "column 'question'")?;
             let text = q.split("Options:").next().unwrap_or("").trim().to_string();
@@ -110,6 +151,7 @@ pub fn generate(
     file: &DataFile,
     mut rows: Vec<(Location, Value)>,
     output_len: Option<usize>,
+    local_root: Option<&std::path::Path>,
     sampling: &Sampling,
     tok: &dyn TextTokenizer,
 ) -> Result<Workload> {
@@ -122,10 +164,17 @@ pub fn generate(
     let output = output_len.unwrap_or(DEFAULT_OUTPUT_LEN);
     let samples = collect_samples(&rows, sampling.num_prompts, |(at, row)| {
         let (text, cell) = text_and_image(parser, id, row).map_err(|d| BenchError::Dataset { detail: d })?;
-        let url = image_url(cell, &media).map_err(|p| file.error(*at, p, "fix the row's image"))?;
+        let part = if parser == HfParser::Mmvu {
+            let reference =
+                cell.as_str().ok_or_else(|| file.error(*at, "column 'video' is not text", "fix the row"))?;
+            video_part(reference, local_root)
+        } else {
+            let url = image_url(cell, &media).map_err(|p| file.error(*at, p, "fix the row's image"))?;
+            image_part(&url)
+        };
         let prompt_len = tok.encode(&text, true)?.len();
         let mut s = Sample::text(text, prompt_len, output);
-        s.multimodal = Some(vec![image_part(&url)].into());
+        s.multimodal = Some(vec![part].into());
         Ok(Some(s))
     })?;
     Ok(finish(samples, sampling))
@@ -142,6 +191,22 @@ mod tests {
         let (text, cell) = text_and_image(HfParser::MmStar, "Lin-Chen/MMStar", &row).unwrap();
         assert_eq!(text, "Which animal is shown?");
         assert_eq!(cell, "/x.png");
+    }
+
+    #[test]
+    fn mmvu_joins_the_choices_and_points_the_video_at_the_local_snapshot() {
+        let row = json!({"question": "What happens next?", "choices": {"A": "It falls", "B": "It rises"},
+            "video": format!("{MMVU_REMOTE_ROOT}/videos/Physics/1.mp4")});
+        let (text, cell) = text_and_image(HfParser::Mmvu, "yale-nlp/MMVU", &row).unwrap();
+        assert_eq!(text, "What happens next? A.It falls B.It rises");
+        let p = video_part(cell.as_str().unwrap(), Some(std::path::Path::new("/data/mmvu")));
+        assert_eq!(
+            &*p,
+            r#"{"type":"video_url","video_url":{"url":"file:///data/mmvu/videos/Physics/1.mp4"}}"#
+        );
+        let remote = video_part(cell.as_str().unwrap(), None);
+        assert!(remote.contains("https://huggingface.co/datasets/yale-nlp/MMVU/resolve/main/videos"));
+        assert!(video_part("clips/a.mp4", None).contains("file://clips/a.mp4"), "vLLM prefixes file://");
     }
 
     #[test]
