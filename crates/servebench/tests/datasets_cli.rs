@@ -174,18 +174,29 @@ fn sharegpt_without_path_offline_says_to_pass_a_path() {
     assert!(stderr.contains("SB205") && stderr.contains("--dataset-path"), "{stderr}");
 }
 
-/// A dataset id vLLM reads with its own parser is refused (SB114) when servebench lacks that
-/// parser, for a Hub id and for a local file named by --hf-name, before any download.
+/// A dataset id vLLM reads with its own parser reaches that parser (every parser of vLLM 0.33
+/// is built): an image parser with a text backend is SB110 naming the parser; a local file
+/// named by --hf-name is read with the parser's columns, so a file of other columns is SB204
+/// naming the parser.
 #[test]
-fn hf_dataset_with_an_unbuilt_vllm_parser_is_refused_with_sb114() {
+fn hf_dataset_ids_reach_vllms_parsers() {
     let hub = dry_run(&["--dataset-name", "hf", "--dataset-path", "lmarena-ai/VisionArena-Chat"]);
     let stderr = text(&hub.stderr);
     assert!(!hub.status.success());
-    assert!(stderr.contains("SB114") && stderr.contains("VisionArenaDataset"), "{stderr}");
+    assert!(stderr.contains("SB110") && stderr.contains("VisionArenaDataset"), "{stderr}");
     let local = data("hf_small.jsonl");
-    let named = dry_run(&["--dataset-name", "hf", "--dataset-path", &local, "--hf-name", "yale-nlp/MMVU"]);
+    let named = dry_run(&[
+        "--dataset-name",
+        "hf",
+        "--dataset-path",
+        &local,
+        "--hf-name",
+        "yale-nlp/MMVU",
+        "--backend",
+        "openai-chat",
+    ]);
     let stderr = text(&named.stderr);
-    assert!(stderr.contains("SB114") && stderr.contains("yale-nlp/MMVU"), "{stderr}");
+    assert!(stderr.contains("SB204") && stderr.contains("MMVUDataset"), "{stderr}");
 }
 
 /// --hf-name picks vLLM's AIMO parser for a local file: the dry run builds the workload.
