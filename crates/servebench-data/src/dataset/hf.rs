@@ -230,17 +230,8 @@ pub fn generate_hf(
                 HfSource::File(p) => p.parent().map(std::path::Path::to_path_buf),
                 HfSource::Hub { .. } => None,
             };
-            let out = cfg.output_len;
-            return super::hf_image::generate(
-                parser,
-                &id,
-                &file,
-                rows,
-                out,
-                local_root.as_deref(),
-                sampling,
-                tok,
-            );
+            let reader = super::hf_image::Reader { parser, id: &id, local_root: local_root.as_deref() };
+            return super::hf_image::generate(reader, &file, rows, cfg.output_len, sampling, tok);
         }
         if hf_chat::default_output_len(parser).is_some() {
             hf_chat::check_template(&id, parser, &cfg.chat)?;

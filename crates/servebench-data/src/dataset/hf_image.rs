@@ -144,17 +144,25 @@ pub fn image_part(url: &str) -> Arc<str> {
     Arc::from(format!(r#"{{"type":"image_url","image_url":{{"url":{url}}}}}"#))
 }
 
+/// Which parser reads the rows: the parser, the dataset id it was chosen by, and the directory
+/// of a local source (MMVU's videos are found there).
+#[derive(Debug, Clone, Copy)]
+pub struct Reader<'a> {
+    pub parser: HfParser,
+    pub id: &'a str,
+    pub local_root: Option<&'a std::path::Path>,
+}
+
 /// Builds the workload of an image parser.
 pub fn generate(
-    parser: HfParser,
-    id: &str,
+    reader: Reader<'_>,
     file: &DataFile,
     mut rows: Vec<(Location, Value)>,
     output_len: Option<usize>,
-    local_root: Option<&std::path::Path>,
     sampling: &Sampling,
     tok: &dyn TextTokenizer,
 ) -> Result<Workload> {
+    let Reader { parser, id, local_root } = reader;
     for (at, row) in &rows {
         text_and_image(parser, id, row)
             .map_err(|p| file.error(*at, p, format!("fix the row ({} reads it)", parser.name())))?;
