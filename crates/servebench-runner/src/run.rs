@@ -378,7 +378,9 @@ async fn prepare_inner(
     // after the measured phase by the tokenizer loaded again, so it costs no RSS meanwhile.
     let retokenizer = match &tokenizer {
         Some(t) if cfg.retokenize_output => Some(Retokenizer::new(t.clone(), true, cfg.keep_text)),
-        Some(_) if retokenize_missing_usage => Some(Retokenizer::after_run(tokenizer_id.clone(), cfg.keep_text)),
+        Some(_) if retokenize_missing_usage => {
+            Some(Retokenizer::after_run(tokenizer_id.clone(), cfg.keep_text))
+        }
         _ => None,
     }
     .map(Arc::new);
