@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use servebench_client::dialect::Dialect;
@@ -15,8 +15,7 @@ use servebench_client::{
     execute, BackendKind, ClientOptions, ExecOptions, HttpClient, RequestTarget, TargetConfig,
 };
 use servebench_core::{ErrorKind, Outcome, Prompt, RequestRecord, RequestSpec, RunClock};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use servebench_testkit::script::{self, chunk, w, ScriptedServer, Step, END};
 
 /// `(arrival µs, bytes)` frames of a fixture, split at its `: frame T` lines.
 fn frames(fixture: &str) -> Vec<(u64, String)> {
@@ -34,61 +33,28 @@ fn frames(fixture: &str) -> Vec<(u64, String)> {
     out
 }
 
-fn chunk(s: &str) -> Vec<u8> {
-    format!("{:x}\r\n{s}\r\n", s.len()).into_bytes()
+/// Serves one request with `fixture` (the shared kit's scripted server), pausing `gap_µs / 10`
+/// ms between frames.
+async fn serve(fixture: &'static str) -> ScriptedServer {
+    let mut steps = vec![Step::Read, w(HEAD)];
+    let mut prev = None;
+    for (t, bytes) in frames(fixture) {
+        if let Some(p) = prev {
+            steps.push(Step::Sleep((t - p) / 10));
+        }
+        prev = Some(t);
+        steps.push(w(chunk(&bytes)));
+    }
+    steps.push(w(END));
+    script::serve(vec![steps]).await
 }
 
-/// Serves one request with `fixture`, pausing `gap_µs / 10` ms between frames; returns the port
-/// and the request as received.
-async fn serve(fixture: &'static str) -> (u16, Arc<Mutex<String>>) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(String::new()));
-    let out = seen.clone();
-    tokio::spawn(async move {
-        let (mut sock, _) = l.accept().await.unwrap();
-        sock.set_nodelay(true).unwrap();
-        let mut buf = Vec::new();
-        let mut tmp = [0u8; 8192];
-        loop {
-            let n = sock.read(&mut tmp).await.unwrap();
-            buf.extend_from_slice(&tmp[..n]);
-            let text = String::from_utf8_lossy(&buf).to_string();
-            if let Some(end) = text.find("\r\n\r\n") {
-                let len: usize = text[..end]
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
-                    })
-                    .map_or(0, |v| v.parse().unwrap());
-                if buf.len() >= end + 4 + len {
-                    *out.lock().unwrap() = text;
-                    break;
-                }
-            }
-            assert!(n > 0, "client closed before sending the request");
-        }
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
-        sock.write_all(head.as_bytes()).await.unwrap();
-        let mut prev = None;
-        for (t, bytes) in frames(fixture) {
-            if let Some(p) = prev {
-                tokio::time::sleep(Duration::from_millis((t - p) / 10)).await;
-            }
-            prev = Some(t);
-            sock.write_all(&chunk(&bytes)).await.unwrap();
-        }
-        sock.write_all(b"0\r\n\r\n").await.unwrap();
-        let mut sink = [0u8; 256];
-        while matches!(sock.read(&mut sink).await, Ok(n) if n > 0) {}
-    });
-    (port, seen)
-}
+const HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
 
 async fn run(dialect: Dialect, fixture: &'static str, api_key: Option<&str>) -> (RequestRecord, String) {
-    let (port, seen) = serve(fixture).await;
+    let server = serve(fixture).await;
     let client = HttpClient::new(ClientOptions {
-        base_url: format!("http://127.0.0.1:{port}"),
+        base_url: server.base_url(),
         connect_timeout: Duration::from_secs(5),
         ..ClientOptions::default()
     })
@@ -117,7 +83,7 @@ async fn run(dialect: Dialect, fixture: &'static str, api_key: Option<&str>) -> 
         ..ExecOptions::default()
     };
     let r = execute(&client, &target, &spec, rec, &RunClock::start(), &opts).await;
-    let req = seen.lock().unwrap().clone();
+    let req = server.requests().first().cloned().unwrap_or_default();
     (r, req)
 }
 

@@ -6,68 +6,25 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use servebench_client::{
     execute, BackendKind, ClientOptions, ExecOptions, HttpClient, RequestTarget, TargetConfig,
 };
 use servebench_core::metrics::{ttfo_us, RequestTimes};
 use servebench_core::{ErrorKind, Outcome, Prompt, RequestRecord, RequestSpec, RunClock};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use servebench_testkit::script::{self, w, ScriptedServer, Step};
 
-enum Step {
-    Write(String),
-    Sleep(u64),
+/// Serves one connection (the shared kit's scripted server): reads one request, plays `steps`,
+/// closes.
+async fn serve(mut steps: Vec<Step>) -> ScriptedServer {
+    steps.insert(0, Step::Read);
+    steps.push(Step::Close);
+    script::serve(vec![steps]).await
 }
 
-/// Serves one connection: reads one request (head + content-length body), then plays `steps`.
-/// Returns the port and a handle yielding the request text.
-async fn serve(steps: Vec<Step>) -> (u16, tokio::task::JoinHandle<String>) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    let h = tokio::spawn(async move {
-        let (mut sock, _) = l.accept().await.unwrap();
-        sock.set_nodelay(true).unwrap();
-        let mut buf = Vec::new();
-        let mut tmp = [0u8; 4096];
-        let request = loop {
-            let n = sock.read(&mut tmp).await.unwrap();
-            assert!(n > 0, "client closed early");
-            buf.extend_from_slice(&tmp[..n]);
-            let text = String::from_utf8_lossy(&buf).into_owned();
-            if let Some(end) = text.find("\r\n\r\n") {
-                let len: usize = text[..end]
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse().unwrap())
-                    })
-                    .unwrap_or(0);
-                if buf.len() >= end + 4 + len {
-                    break text;
-                }
-            }
-        };
-        for s in steps {
-            match s {
-                Step::Write(b) => sock.write_all(b.as_bytes()).await.unwrap(),
-                Step::Sleep(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
-            }
-        }
-        sock.shutdown().await.ok();
-        request
-    });
-    (port, h)
-}
-
-async fn run_one(port: u16, backend: BackendKind) -> RequestRecord {
-    let client = HttpClient::new(ClientOptions {
-        base_url: format!("http://127.0.0.1:{port}"),
-        ..ClientOptions::default()
-    })
-    .unwrap();
+async fn run_one(server: &ScriptedServer, backend: BackendKind) -> RequestRecord {
+    let client =
+        HttpClient::new(ClientOptions { base_url: server.base_url(), ..ClientOptions::default() }).unwrap();
     let cfg = TargetConfig { backend, model: "m".into(), ..TargetConfig::default() };
     let target = RequestTarget::new(&client, &cfg).unwrap();
     let spec = RequestSpec::new(0, Prompt::Text(Arc::from("hello")), 5, 4);
@@ -80,18 +37,18 @@ async fn non_streaming_latency_ends_at_the_last_body_byte() {
     let body = r#"{"id":"embd-1","object":"list","data":[{"index":0,"object":"embedding","embedding":[0.5,0.5]}],"usage":{"prompt_tokens":5,"total_tokens":5}}"#;
     let (head_part, tail_part) = body.split_at(40);
     let steps = vec![
-        Step::Write(format!(
+        w(format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
             body.len()
         )),
         Step::Sleep(150),
-        Step::Write(head_part.into()),
+        w(head_part),
         Step::Sleep(150),
-        Step::Write(tail_part.into()),
+        w(tail_part),
     ];
-    let (port, server) = serve(steps).await;
-    let r = run_one(port, BackendKind::Embeddings).await;
-    let request = server.await.unwrap();
+    let server = serve(steps).await;
+    let r = run_one(&server, BackendKind::Embeddings).await;
+    let request = server.requests()[0].clone();
     assert!(request.starts_with("POST /v1/embeddings HTTP/1.1"), "{request}");
     assert!(request.ends_with(r#"{"model":"m","input":"hello"}"#), "{request}");
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
@@ -126,18 +83,18 @@ async fn responses_stream_deltas_drive_ttft_itl_and_ttfo() {
     let created = r#"{"type":"response.created","response":{"id":"resp_9","status":"in_progress"}}"#;
     let completed = r#"{"type":"response.completed","response":{"id":"resp_9","status":"completed","usage":{"input_tokens":7,"output_tokens":3,"input_tokens_details":{"cached_tokens":1}}}}"#;
     let steps = vec![
-        Step::Write(SSE_HEAD.into()),
-        Step::Write(ev("response.created", created)),
+        w(SSE_HEAD),
+        w(ev("response.created", created)),
         Step::Sleep(80),
-        Step::Write(delta("response.reasoning_text.delta", "hm")),
+        w(delta("response.reasoning_text.delta", "hm")),
         Step::Sleep(80),
-        Step::Write(delta("response.output_text.delta", "a")),
+        w(delta("response.output_text.delta", "a")),
         Step::Sleep(80),
-        Step::Write(delta("response.output_text.delta", "b") + &ev("response.completed", completed)),
+        w(delta("response.output_text.delta", "b") + &ev("response.completed", completed)),
     ];
-    let (port, server) = serve(steps).await;
-    let r = run_one(port, BackendKind::Responses).await;
-    let request = server.await.unwrap();
+    let server = serve(steps).await;
+    let r = run_one(&server, BackendKind::Responses).await;
+    let request = server.requests()[0].clone();
     assert!(request.starts_with("POST /v1/responses HTTP/1.1"), "{request}");
     assert!(
         request
@@ -164,14 +121,14 @@ async fn responses_stream_deltas_drive_ttft_itl_and_ttfo() {
 async fn responses_failed_event_fails_with_partial_timings() {
     let failed = r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"overloaded"}}}"#;
     let steps = vec![
-        Step::Write(SSE_HEAD.into()),
-        Step::Write(delta("response.output_text.delta", "a")),
+        w(SSE_HEAD),
+        w(delta("response.output_text.delta", "a")),
         Step::Sleep(30),
-        Step::Write(ev("response.failed", failed)),
+        w(ev("response.failed", failed)),
     ];
-    let (port, server) = serve(steps).await;
-    let r = run_one(port, BackendKind::Responses).await;
-    server.await.unwrap();
+    let server = serve(steps).await;
+    let r = run_one(&server, BackendKind::Responses).await;
+    assert_eq!(server.requests().len(), 1);
     let e = r.error.clone().unwrap();
     assert_eq!((r.outcome, e.kind), (Outcome::Failed, ErrorKind::ServerError));
     assert!(e.message.contains("overloaded"), "{}", e.message);

@@ -6,8 +6,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,7 +16,7 @@ use servebench_client::{
 };
 use servebench_core::{Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer};
 use servebench_sim::{SimCa, SimHandle, SimTls};
-use support::proxy::TestProxy;
+use servebench_testkit::proxy::TestProxy;
 
 /// One token per byte.
 #[derive(Debug)]

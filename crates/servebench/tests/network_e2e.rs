@@ -5,8 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../../servebench-client/tests/support/proxy.rs"]
-mod proxy;
+use servebench_testkit::proxy;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

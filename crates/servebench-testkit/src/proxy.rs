@@ -2,8 +2,6 @@
 //! absolute-form requests forwarded to their origin. It records every request line and
 //! `Proxy-Authorization` header it saw, and can demand credentials (407) or refuse CONNECT.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
