@@ -2,8 +2,7 @@ use super::*;
 use servebench_core::metrics::{compute, MetricsConfig};
 use servebench_core::TokenEvents;
 
-#[path = "../tests/prom_text/mod.rs"]
-mod prom_text;
+use servebench_testkit::prom_text;
 
 fn completed(index: u64, dispatched: u64, first: u64, gaps: &[u32], done: u64, tokens: u32) -> RequestRecord {
     let mut r = RequestRecord::scheduled(index, format!("r{index}"), 0, 10, tokens);

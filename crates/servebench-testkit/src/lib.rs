@@ -10,6 +10,8 @@
 //!   a test cache directory);
 //! - [`proxy`]: a small HTTP proxy (CONNECT tunnels, absolute-form forwarding) that records
 //!   what it saw and can demand credentials;
+//! - [`prom_text`]: a strict parser of the Prometheus text format, to check what our
+//!   `/metrics` and the simulator's expose;
 //! - [`fixtures`]: paths of the repository's committed fixtures;
 //! - [`records`]: a builder for [`servebench_core::RequestRecord`]s with named fields.
 //!
@@ -21,6 +23,7 @@
 pub mod axum_server;
 pub mod cli;
 pub mod fixtures;
+pub mod prom_text;
 pub mod proxy;
 pub mod records;
 pub mod script;

@@ -45,12 +45,7 @@ async fn server(seen: Seen, reset_status: StatusCode) -> String {
                  vllm:num_requests_waiting{model_name=\"m\"} 1\n"
             }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}")
+    servebench_testkit::axum_server::serve(app).await
 }
 
 fn client(base: &str) -> (HttpClient, http::HeaderMap) {

@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use servebench_client::backend::BackendKind;
 use servebench_core::metrics::groups::schedule_lag;
 use servebench_core::Outcome;
@@ -34,7 +32,7 @@ fn expected_cached(rows: &[servebench_data::trace::TraceRow], i: usize) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mooncake_trace_hits_the_simulators_prefix_cache_on_the_traces_timestamps() {
-    let tok = servebench_data::tokenizer::load_tokenizer(common::TOKENIZER).unwrap();
+    let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
     let mut engine = EngineConfig::h100_8b();
     engine.jitter = 0.0;
     engine.block_size = 16;
@@ -45,7 +43,7 @@ async fn mooncake_trace_hits_the_simulators_prefix_cache_on_the_traces_timestamp
     .await
     .unwrap();
     let multiplier = 2.0;
-    let mut cfg = common::config(sim.base_url(), "trace-model", BackendKind::Completions, 1000);
+    let mut cfg = crate::common::config(sim.base_url(), "trace-model", BackendKind::Completions, 1000);
     cfg.dataset = DatasetSpec::TimedTrace(TraceConfig {
         path: fixture(),
         labels: TraceLabels::default(),
@@ -59,7 +57,7 @@ async fn mooncake_trace_hits_the_simulators_prefix_cache_on_the_traces_timestamp
     // One request at a time: each prefill is done (and cached) before the next request is sent,
     // whatever the machine's load, so the cache hits are exact.
     cfg.max_concurrency = Some(1);
-    let records = common::run(cfg).await;
+    let records = crate::common::run(cfg).await;
     let rows = parse_trace(&std::fs::read_to_string(fixture()).unwrap(), &TraceLabels::default()).unwrap();
     assert_eq!(records.len(), rows.len());
     for (i, (r, row)) in records.iter().zip(&rows).enumerate() {
@@ -79,7 +77,7 @@ async fn mooncake_trace_hits_the_simulators_prefix_cache_on_the_traces_timestamp
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_trace_gives_the_same_prompts_on_every_run() {
-    let tok = servebench_data::tokenizer::load_tokenizer(common::TOKENIZER).unwrap();
+    let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
     let cfg = TraceConfig {
         path: fixture(),
         labels: TraceLabels::default(),

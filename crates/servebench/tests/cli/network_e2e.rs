@@ -8,32 +8,10 @@
 use servebench_testkit::proxy;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use servebench_sim::{SimCa, SimHandle, SimTls};
 
-const NETWORK_VARS: [&str; 11] = [
-    "HTTP_PROXY",
-    "http_proxy",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "REQUEST_METHOD",
-];
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_servebench"));
-    c.env_remove("OPENAI_API_KEY").env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"));
-    for v in NETWORK_VARS {
-        c.env_remove(v);
-    }
-    c
-}
+use crate::support::bin;
 
 fn tokenizer() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")

@@ -7,10 +7,9 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-const FIXTURE: &str = include_str!("../../servebench-client/tests/fixtures/anthropic_stream.sse");
+const FIXTURE: &str = include_str!("../../../servebench-client/tests/fixtures/anthropic_stream.sse");
 
 /// Serves every connection one response (then closes): the fixture for POST /v1/messages,
 /// 404 otherwise. Records the request heads.
@@ -58,13 +57,7 @@ fn serve() -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, seen)
 }
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_servebench"));
-    c.env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"));
-    c
-}
+use crate::support::bin;
 
 #[test]
 fn anthropic_backend_end_to_end_with_server_token_counts() {

@@ -4,8 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::bin;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn tokenizer() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
@@ -18,9 +19,7 @@ fn text(o: &[u8]) -> String {
 /// A run against the embedded simulator (fast fixed timing: TTFT 2 ms, ITL 1 ms) with `extra`.
 fn sim(extra: &[&str]) -> Output {
     let tok = tokenizer();
-    Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .env_remove("OPENAI_API_KEY")
-        .env("HF_HUB_OFFLINE", "1")
+    bin()
         .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--disable-tqdm", "--tokenizer"])
         .arg(&tok)
         .arg("--sim-tokenizer")

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use servebench_client::backend::BackendKind;
 use servebench_core::metrics::groups::by_stage;
 use servebench_core::metrics::MetricsConfig;
@@ -17,7 +15,7 @@ use servebench_sim::SimConfig;
 use std::time::Duration;
 
 async fn sim(ttft_ms: f64, itl_ms: f64, loras: &[&str]) -> servebench_sim::SimHandle {
-    let tok = servebench_data::tokenizer::load_tokenizer(common::TOKENIZER).unwrap();
+    let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
     let mut cfg = SimConfig::new("base", tok).with_fixed_timing_ms(ttft_ms, itl_ms).unwrap();
     cfg.lora_modules = loras.iter().map(|s| s.to_string()).collect();
     servebench_sim::start(cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap()
@@ -27,12 +25,12 @@ async fn sim(ttft_ms: f64, itl_ms: f64, loras: &[&str]) -> servebench_sim::SimHa
 async fn stages_then_duration_stop_issuing_and_report_per_stage() {
     let sim = sim(5.0, 2.0, &[]).await;
     let stages = vec![Stage::at_rate(20.0, 0.5), Stage::at_rate(60.0, 0.5)];
-    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 7);
+    let mut cfg = crate::common::config(sim.base_url(), "base", BackendKind::Completions, 7);
     cfg.rate = RateConfig { request_rate: f64::INFINITY, burstiness: 1.0, ramp_up: None };
     cfg.load.stages = stages.clone();
     // The duration cuts the second stage short.
     cfg.load.duration = Some(Duration::from_millis(800));
-    let records = common::run(cfg.clone()).await;
+    let records = crate::common::run(cfg.clone()).await;
     let schedule = staged_schedule(&stages, 1.0, cfg.seed);
     let expected: Vec<_> = schedule.offsets_us.iter().filter(|&&o| o < 800_000).collect();
     assert_eq!(records.len(), expected.len());
@@ -57,14 +55,14 @@ async fn stages_then_duration_stop_issuing_and_report_per_stage() {
 async fn duration_end_cancels_in_flight_requests_when_asked() {
     // Each request streams for about 2 s; the run ends at 0.4 s.
     let sim = sim(10.0, 50.0, &[]).await;
-    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 5);
+    let mut cfg = crate::common::config(sim.base_url(), "base", BackendKind::Completions, 5);
     if let servebench_runner::DatasetSpec::Random(r) = &mut cfg.dataset {
         r.output_len = 40;
     }
     cfg.rate = RateConfig { request_rate: 20.0, burstiness: f64::INFINITY, ramp_up: None };
     cfg.load.duration = Some(Duration::from_millis(400));
     cfg.load.cancel_at_end = true;
-    let records = common::run(cfg).await;
+    let records = crate::common::run(cfg).await;
     // Constant gaps of 50 ms: arrivals at 50, 100, ..., 350 ms.
     assert_eq!(records.len(), 7);
     for r in &records {
@@ -80,10 +78,10 @@ async fn duration_end_cancels_in_flight_requests_when_asked() {
 async fn lora_adapters_are_sent_as_the_model_deterministically() {
     let sim = sim(5.0, 1.0, &["sql", "chat"]).await;
     let lora = LoraConfig { modules: vec!["sql".into(), "chat".into()], assignment: LoraAssignment::Random };
-    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 24);
+    let mut cfg = crate::common::config(sim.base_url(), "base", BackendKind::Completions, 24);
     cfg.load.lora = Some(lora.clone());
-    let a = common::run(cfg.clone()).await;
-    let b = common::run(cfg.clone()).await;
+    let a = crate::common::run(cfg.clone()).await;
+    let b = crate::common::run(cfg.clone()).await;
     let expected = lora.names(24, cfg.seed);
     for (i, r) in a.iter().enumerate() {
         // The simulator answers only models it serves: completed = the adapter name was sent.
@@ -95,7 +93,7 @@ async fn lora_adapters_are_sent_as_the_model_deterministically() {
     // An adapter the server does not serve fails (404), so the field really is the adapter.
     cfg.load.lora =
         Some(LoraConfig { modules: vec!["unknown".into()], assignment: LoraAssignment::RoundRobin });
-    let c = common::run(cfg).await;
+    let c = crate::common::run(cfg).await;
     assert!(c.iter().all(|r| r.outcome == Outcome::Failed && r.http_status == Some(404)));
     sim.shutdown().await;
 }
@@ -104,10 +102,10 @@ async fn lora_adapters_are_sent_as_the_model_deterministically() {
 async fn duration_with_an_infinite_rate_stops_the_gated_workload_at_the_end() {
     // Two in flight, each about 80 ms: far fewer than 60 requests fit in 0.5 s.
     let sim = sim(20.0, 10.0, &[]).await;
-    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 60);
+    let mut cfg = crate::common::config(sim.base_url(), "base", BackendKind::Completions, 60);
     cfg.max_concurrency = Some(2);
     cfg.load.duration = Some(Duration::from_millis(500));
-    let records = common::run(cfg).await;
+    let records = crate::common::run(cfg).await;
     assert_eq!(records.len(), 60);
     let completed = records.iter().filter(|r| r.outcome == Outcome::Completed).count();
     let never_sent =
@@ -143,9 +141,9 @@ fn peak_in_flight(records: &[&servebench_core::RequestRecord]) -> usize {
 async fn concurrency_stages_hold_each_limit_in_a_closed_loop() {
     // About 15 ms per request: 2 then 6 in flight for 0.4 s each, prompts cycled.
     let sim = sim(5.0, 2.0, &[]).await;
-    let mut cfg = common::config(sim.base_url(), "base", BackendKind::Completions, 5);
+    let mut cfg = crate::common::config(sim.base_url(), "base", BackendKind::Completions, 5);
     cfg.load.stages = vec![Stage::at_concurrency(2, 0.4), Stage::at_concurrency(6, 0.4)];
-    let records = common::run(cfg).await;
+    let records = crate::common::run(cfg).await;
     assert!(records.iter().all(|r| r.outcome == Outcome::Completed), "drained");
     let indices: Vec<u64> = records.iter().map(|r| r.index).collect();
     assert_eq!(indices, (0..records.len() as u64).collect::<Vec<_>>(), "one record per request sent");

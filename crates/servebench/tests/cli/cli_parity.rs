@@ -22,7 +22,7 @@ const DEFAULT_DIFFERS: &[(&str, &str)] = &[
 ];
 
 fn vllm_flags() -> BTreeMap<String, String> {
-    let text = include_str!("data/vllm_serve_flags.tsv");
+    let text = include_str!("../data/vllm_serve_flags.tsv");
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .filter_map(|l| l.split_once('\t'))
@@ -195,7 +195,7 @@ fn vllm_flags_that_cannot_apply_are_refused_with_sb113() {
 
 /// `(kind, name)` rows of the committed list.
 fn vllm_names(kind: &str) -> Vec<String> {
-    include_str!("data/vllm_backends_datasets.tsv")
+    include_str!("../data/vllm_backends_datasets.tsv")
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {

@@ -7,41 +7,11 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use servebench_client::transport::{ClientOptions, HttpClient};
-use servebench_core::{BenchError, ChatMessages, Prompt, RequestSpec, TextTokenizer, Workload};
+use servebench_core::{BenchError, ChatMessages, Prompt, TextTokenizer, Workload};
 use servebench_runner::prepare::{verify_prompt_lengths, ServerTokenize, Verification};
 use std::sync::Arc;
 
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}")
-}
-
-fn tokenizer() -> Arc<dyn TextTokenizer> {
-    servebench_data::tokenizer::load_tokenizer("cl100k_base").unwrap()
-}
-
-fn workload(tok: &dyn TextTokenizer) -> Workload {
-    let texts = ["hello world, this is a prompt", "another prompt with more words in it", "short"];
-    Workload {
-        requests: texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| RequestSpec {
-                index: i as u64,
-                prompt: Prompt::Text(Arc::from(*t)),
-                prompt_tokens: tok.count(t).unwrap() as u32,
-                expected_output_tokens: 4,
-                multimodal: None,
-                rerank: None,
-                messages: None,
-            })
-            .collect(),
-    }
-}
+use servebench_testkit::axum_server::serve;
 
 async fn verify(app: Router, w: &mut Workload) -> servebench_core::Result<Verification> {
     let base = serve(app).await;
@@ -52,10 +22,10 @@ async fn verify(app: Router, w: &mut Workload) -> servebench_core::Result<Verifi
 
 #[tokio::test]
 async fn gateway_400_and_404_mean_unavailable_not_failure() {
-    let tok = tokenizer();
+    let tok = crate::common::cl100k();
     for status in [StatusCode::BAD_REQUEST, StatusCode::NOT_FOUND] {
         let app = Router::new().route("/tokenize", post(move || async move { (status, "no such route") }));
-        let mut w = workload(tok.as_ref());
+        let mut w = crate::common::three_prompts(tok.as_ref());
         let v = verify(app, &mut w).await.unwrap();
         assert!(matches!(v, Verification::Unavailable { .. }), "{status}: {v:?}");
     }
@@ -63,14 +33,14 @@ async fn gateway_400_and_404_mean_unavailable_not_failure() {
 
 #[tokio::test]
 async fn other_dialects_mean_unavailable() {
-    let tok = tokenizer();
+    let tok = crate::common::cl100k();
     // A server whose /tokenize answers another shape (llama.cpp-like `{"tokens": []}` for a
     // differently named field, or ids under another key).
     let shapes = [json!({"ids": [1, 2, 3]}), json!({"tokens": []}), json!([1, 2, 3])];
     for shape in shapes {
         let body = shape.clone();
         let app = Router::new().route("/tokenize", post(move || async move { Json(body) }));
-        let mut w = workload(tok.as_ref());
+        let mut w = crate::common::three_prompts(tok.as_ref());
         let v = verify(app, &mut w).await.unwrap();
         assert!(matches!(v, Verification::Unavailable { .. }), "{shape}: {v:?}");
     }
@@ -78,10 +48,10 @@ async fn other_dialects_mean_unavailable() {
 
 #[tokio::test]
 async fn persistent_5xx_is_a_coded_failure() {
-    let tok = tokenizer();
+    let tok = crate::common::cl100k();
     let app =
         Router::new().route("/tokenize", post(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "boom") }));
-    let mut w = workload(tok.as_ref());
+    let mut w = crate::common::three_prompts(tok.as_ref());
     let err = verify(app, &mut w).await.unwrap_err();
     assert!(matches!(err, BenchError::TokenizeFailed { .. }), "{err:?}");
     assert_eq!(err.code().as_str(), "SB303");
@@ -122,8 +92,8 @@ fn bos_server(tok: &Arc<dyn TextTokenizer>) -> Router {
 /// target.
 #[tokio::test]
 async fn mismatch_rewrites_every_prompt_to_the_exact_server_length() {
-    let tok = tokenizer();
-    let mut w = workload(tok.as_ref());
+    let tok = crate::common::cl100k();
+    let mut w = crate::common::three_prompts(tok.as_ref());
     let targets: Vec<u32> = w.requests.iter().map(|r| r.prompt_tokens).collect();
     let v = verify(bos_server(&tok), &mut w).await.unwrap();
     match v {
@@ -144,8 +114,8 @@ async fn mismatch_rewrites_every_prompt_to_the_exact_server_length() {
 /// too, so the body sends the verified text.
 #[tokio::test]
 async fn mismatch_rewrites_prebuilt_messages_too() {
-    let tok = tokenizer();
-    let mut w = workload(tok.as_ref());
+    let tok = crate::common::cl100k();
+    let mut w = crate::common::three_prompts(tok.as_ref());
     let image: Arc<str> =
         Arc::from(r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}"#);
     for r in &mut w.requests {

@@ -4,15 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_servebench"));
-    c.env_remove("OPENAI_API_KEY")
-        .env("HF_HUB_OFFLINE", "1")
-        .env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"));
-    c
-}
+use crate::support::bin;
 
 fn data(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

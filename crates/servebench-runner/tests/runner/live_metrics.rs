@@ -5,9 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-mod prom_text;
-
 use servebench_client::backend::BackendKind;
 use servebench_core::metrics::{compute, MetricsConfig};
 use servebench_core::schedule::RateConfig;
@@ -24,7 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 const MODEL: &str = "live-model";
-use common::TOKENIZER;
+use crate::common::TOKENIZER;
 const REQUESTS: usize = 150;
 
 /// Captures the endpoint's address and the run's live metrics.
@@ -79,7 +76,7 @@ fn dechunk(mut body: &str) -> String {
     }
 }
 
-fn counter(exp: &prom_text::Exposition, name: &str) -> f64 {
+fn counter(exp: &servebench_testkit::prom_text::Exposition, name: &str) -> f64 {
     exp.get(name, &[]).unwrap_or_else(|| panic!("{name} missing"))
 }
 
@@ -94,7 +91,7 @@ async fn metrics_endpoint_is_live_and_ends_equal_to_the_result() {
         .unwrap();
     let sim_cfg = SimConfig::new(MODEL, tok).with_fixed_timing_ms(20.0, 4.0).unwrap().with_faults(faults);
     let sim = servebench_sim::start(sim_cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let base = common::config(sim.base_url(), MODEL, BackendKind::Completions, REQUESTS);
+    let base = crate::common::config(sim.base_url(), MODEL, BackendKind::Completions, REQUESTS);
     let cfg = RunConfig {
         dataset: DatasetSpec::Random(RandomDatasetConfig {
             num_prompts: REQUESTS,
@@ -129,7 +126,7 @@ async fn metrics_endpoint_is_live_and_ends_equal_to_the_result() {
         let Some((status, ctype, body)) = get(addr, "/metrics").await else { break };
         assert!(status.contains(" 200 "), "{status}");
         assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
-        scrapes.push(prom_text::parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}")));
+        scrapes.push(servebench_testkit::prom_text::parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}")));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let out = match run.await.unwrap().unwrap() {
@@ -161,7 +158,7 @@ async fn metrics_endpoint_is_live_and_ends_equal_to_the_result() {
     assert_eq!(out.records.len(), REQUESTS);
     let metrics = compute(&out.records, &MetricsConfig::default());
     let live = observer.live.lock().unwrap().clone().unwrap();
-    let exp = prom_text::parse(&live.render_prometheus()).unwrap();
+    let exp = servebench_testkit::prom_text::parse(&live.render_prometheus()).unwrap();
     assert!(metrics.failed > 0 && metrics.completed > 0, "faults were injected");
     assert_eq!(counter(&exp, "servebench_requests_completed_total"), metrics.completed as f64);
     assert_eq!(exp.sum("servebench_requests_failed_total"), metrics.failed as f64);

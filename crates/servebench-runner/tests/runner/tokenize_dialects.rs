@@ -10,7 +10,7 @@ use axum::response::Response;
 use axum::Router;
 use serde_json::Value;
 use servebench_client::transport::{ClientOptions, HttpClient};
-use servebench_core::{BenchError, Prompt, RequestSpec, TextTokenizer, Workload};
+use servebench_core::{BenchError, TextTokenizer};
 use servebench_data::random::RandomDatasetConfig;
 use servebench_runner::prepare::{verify_prompt_lengths, ServerTokenize, Verification};
 use servebench_runner::server_workload::build_server_workload;
@@ -157,42 +157,13 @@ async fn serve(s: Scripted) -> (ServerTokenize, Seen) {
             s.answer(uri.path(), &body)
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    let client =
-        HttpClient::new(ClientOptions { base_url: format!("http://{addr}"), ..ClientOptions::default() })
-            .unwrap();
+    let base = servebench_testkit::axum_server::serve(app).await;
+    let client = HttpClient::new(ClientOptions { base_url: base, ..ClientOptions::default() }).unwrap();
     (ServerTokenize::new(client, Default::default(), "m"), seen)
 }
 
-fn tokenizer() -> Arc<dyn TextTokenizer> {
-    servebench_data::tokenizer::load_tokenizer("cl100k_base").unwrap()
-}
-
 fn scripted(kind: Kind, bos: bool) -> Scripted {
-    Scripted { kind, tok: tokenizer(), bos, v1_only: false }
-}
-
-fn workload(tok: &dyn TextTokenizer) -> Workload {
-    let texts = ["hello world, this is a prompt", "another prompt with more words in it", "short"];
-    Workload {
-        requests: texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| RequestSpec {
-                index: i as u64,
-                prompt: Prompt::Text(Arc::from(*t)),
-                prompt_tokens: tok.count(t).unwrap() as u32,
-                expected_output_tokens: 4,
-                multimodal: None,
-                rerank: None,
-                messages: None,
-            })
-            .collect(),
-    }
+    Scripted { kind, tok: crate::common::cl100k(), bos, v1_only: false }
 }
 
 const ALL: [(Kind, TokenizeDialect); 5] = [
@@ -205,10 +176,10 @@ const ALL: [(Kind, TokenizeDialect); 5] = [
 
 #[tokio::test]
 async fn every_dialect_is_detected_and_verifies_prompt_lengths() {
-    let tok = tokenizer();
+    let tok = crate::common::cl100k();
     for (kind, dialect) in ALL {
         let (server, _) = serve(scripted(kind, false)).await;
-        let mut w = workload(tok.as_ref());
+        let mut w = crate::common::three_prompts(tok.as_ref());
         let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
         assert_eq!(v, Verification::Verified { checked: 3 }, "{kind:?}");
         let r = server.report().unwrap();
@@ -220,10 +191,10 @@ async fn every_dialect_is_detected_and_verifies_prompt_lengths() {
 /// dialects that have one; TGI has none, so the prompts stay and the reason is given.
 #[tokio::test]
 async fn every_dialect_with_detokenize_makes_prompts_exact() {
-    let tok = tokenizer();
+    let tok = crate::common::cl100k();
     for (kind, dialect) in ALL {
         let (server, _) = serve(scripted(kind, true)).await;
-        let mut w = workload(tok.as_ref());
+        let mut w = crate::common::three_prompts(tok.as_ref());
         let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
         if dialect.has_detokenize() {
             assert_eq!(v, Verification::Fixed { checked: 3, fixed: 3, unresolved: 0 }, "{kind:?}");
@@ -281,10 +252,10 @@ async fn llama_cpp_empty_answer_to_prompt_means_wrong_dialect() {
 /// SGLang behind a gateway that forwards only `/v1/*`: `/tokenize` is 404, `/v1/tokenize` works.
 #[tokio::test]
 async fn a_v1_only_gateway_is_reached_at_v1_tokenize() {
-    let tok = tokenizer();
+    let tok = crate::common::cl100k();
     let (server, _) =
         serve(Scripted { kind: Kind::Sglang, tok: tok.clone(), bos: false, v1_only: true }).await;
-    let mut w = workload(tok.as_ref());
+    let mut w = crate::common::three_prompts(tok.as_ref());
     let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
     assert_eq!(v, Verification::Verified { checked: 3 });
     assert_eq!(server.report().unwrap().tokenize_path, "/v1/tokenize");
@@ -295,16 +266,12 @@ async fn a_v1_only_gateway_is_reached_at_v1_tokenize() {
 #[tokio::test]
 async fn an_unusable_endpoint_is_a_one_line_warning() {
     let app = Router::new().fallback(|| async { json(StatusCode::BAD_REQUEST, GUIDELLM_400.into()) });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    let base = format!("http://{addr}/v1");
+    let base = servebench_testkit::axum_server::serve(app).await;
+    let base = format!("{base}/v1");
     let client = HttpClient::new(ClientOptions { base_url: base, ..ClientOptions::default() }).unwrap();
     let server = ServerTokenize::new(client, Default::default(), "m");
-    let tok = tokenizer();
-    let mut w = workload(tok.as_ref());
+    let tok = crate::common::cl100k();
+    let mut w = crate::common::three_prompts(tok.as_ref());
     let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
     let Verification::Unavailable { detail } = v else { panic!("{v:?}") };
     let line = BenchError::TokenizeUnavailable { detail }.to_string();
@@ -322,7 +289,7 @@ async fn an_unusable_endpoint_is_a_one_line_warning() {
 /// not fatal while another dialect works; a server that 500s on everything is SB303.
 #[tokio::test]
 async fn a_500_on_one_dialect_is_not_fatal_when_another_works() {
-    let tok = tokenizer();
+    let tok = crate::common::cl100k();
     let t2 = tok.clone();
     let app = Router::new().fallback(move |body: String| {
         let tok = t2.clone();
@@ -337,16 +304,10 @@ async fn a_500_on_one_dialect_is_not_fatal_when_another_works() {
             }
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    let client =
-        HttpClient::new(ClientOptions { base_url: format!("http://{addr}"), ..ClientOptions::default() })
-            .unwrap();
+    let base = servebench_testkit::axum_server::serve(app).await;
+    let client = HttpClient::new(ClientOptions { base_url: base, ..ClientOptions::default() }).unwrap();
     let server = ServerTokenize::new(client, Default::default(), "m");
-    let mut w = workload(tok.as_ref());
+    let mut w = crate::common::three_prompts(tok.as_ref());
     let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
     assert_eq!(v, Verification::Verified { checked: 3 });
     assert_eq!(server.report().unwrap().dialect, TokenizeDialect::Text);
@@ -365,8 +326,8 @@ async fn an_unreachable_server_is_sb315_with_one_fix() {
     })
     .unwrap();
     let server = ServerTokenize::new(client, Default::default(), "m");
-    let tok = tokenizer();
-    let mut w = workload(tok.as_ref());
+    let tok = crate::common::cl100k();
+    let mut w = crate::common::three_prompts(tok.as_ref());
     let e = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap_err();
     let text = e.to_string();
     assert_eq!(e.code().as_str(), "SB315", "{text}");

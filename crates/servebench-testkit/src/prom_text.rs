@@ -1,8 +1,6 @@
 //! A strict parser of the Prometheus text exposition format (0.0.4), for tests: it rejects
 //! anything a Prometheus server would reject, and checks the histogram invariants.
 
-#![allow(dead_code)]
-
 use std::collections::{BTreeMap, HashMap};
 
 /// One sample: metric name, labels (sorted), value.

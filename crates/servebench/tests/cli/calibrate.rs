@@ -3,8 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support::bin;
 use std::path::Path;
-use std::process::Command;
 
 #[test]
 fn calibrate_prints_a_table_and_writes_json() {
@@ -12,8 +12,7 @@ fn calibrate_prints_a_table_and_writes_json() {
     let json = dir.path().join("cal.json");
     let tok =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"))
+    let out = bin()
         .args(["calibrate", "--levels", "1,4", "--requests", "6", "--output-len", "8"])
         .args(["--ttft-ms", "5", "--itl-ms", "2", "--tokenizer", tok.to_str().unwrap()])
         .arg("--json")
@@ -51,7 +50,6 @@ fn calibrate_prints_a_table_and_writes_json() {
 
 #[test]
 fn calibrate_rejects_bad_levels() {
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_servebench")).args(["calibrate", "--levels", "0"]).output().unwrap();
+    let out = bin().args(["calibrate", "--levels", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

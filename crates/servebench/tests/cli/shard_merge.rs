@@ -10,15 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_servebench"));
-    c.env_remove("OPENAI_API_KEY")
-        .env_remove("JOB_COMPLETION_INDEX")
-        .env_remove("SERVEBENCH_NUM_SHARDS")
-        .env_remove("SERVEBENCH_START_AT")
-        .env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"));
-    c
-}
+use crate::support::bin;
 
 fn tokenizer() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -5,13 +5,9 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_servebench"));
-    c.env_remove("OPENAI_API_KEY").env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"));
-    c
-}
+use crate::support::bin;
 
 fn tokenizer() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")

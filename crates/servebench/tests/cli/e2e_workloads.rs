@@ -4,9 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support::bin;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -15,9 +15,7 @@ fn root() -> PathBuf {
 /// Runs the binary with `args` plus result saving into a temp dir; returns (stdout, result).
 fn run(args: &[&str]) -> (String, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .env_remove("OPENAI_API_KEY")
-        .env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"))
+    let out = bin()
         .args(["--sim", "--sim-tokenizer", "cl100k_base", "--disable-tqdm", "--save-result"])
         .args(["--result-dir", dir.path().to_str().unwrap(), "--result-filename", "run.json"])
         .args(args)
@@ -139,10 +137,7 @@ fn concurrency_stages_are_a_closed_loop_reported_one_by_one() {
 
 #[test]
 fn duration_needs_a_finite_rate() {
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["--sim", "--duration", "1", "--disable-tqdm"])
-        .output()
-        .unwrap();
+    let out = bin().args(["--sim", "--duration", "1", "--disable-tqdm"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--duration"));
 }

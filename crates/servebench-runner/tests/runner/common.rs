@@ -1,16 +1,43 @@
-//! Shared setup of the load-shape tests: a run configuration against a local server.
+//! Shared setup of the runner tests: a run configuration against a local server, a tokenizer
+//! and a small workload.
 
 #![allow(dead_code)]
 
 use servebench_client::backend::{BackendKind, TargetConfig};
 use servebench_core::schedule::RateConfig;
-use servebench_core::RequestRecord;
+use servebench_core::tokenizer::TextTokenizer;
+use servebench_core::{Prompt, RequestRecord, RequestSpec, Workload};
 use servebench_data::random::RandomDatasetConfig;
 use servebench_runner::{run_benchmark, stop_signal, DatasetSpec, RunConfig, RunObserver, RunResult};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub const TOKENIZER: &str = "cl100k_base";
+
+/// The cl100k_base tokenizer (built in, no file needed).
+pub fn cl100k() -> Arc<dyn TextTokenizer> {
+    servebench_data::tokenizer::load_tokenizer(TOKENIZER).unwrap()
+}
+
+/// Three text prompts of different lengths, counted with `tok`.
+pub fn three_prompts(tok: &dyn TextTokenizer) -> Workload {
+    let texts = ["hello world, this is a prompt", "another prompt with more words in it", "short"];
+    Workload {
+        requests: texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| RequestSpec {
+                index: i as u64,
+                prompt: Prompt::Text(Arc::from(*t)),
+                prompt_tokens: tok.count(t).unwrap() as u32,
+                expected_output_tokens: 4,
+                multimodal: None,
+                rerank: None,
+                messages: None,
+            })
+            .collect(),
+    }
+}
 
 /// Ignores every message.
 pub struct Quiet;

@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use axum::body::Body;
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::Response;
@@ -78,7 +76,7 @@ fn route(
 
 /// A gateway that serves the routes under `mount` only.
 async fn gateway(mount: &'static str, seen: Seen) -> String {
-    let tok = servebench_data::tokenizer::load_tokenizer(common::TOKENIZER).unwrap();
+    let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
     let app = Router::new().fallback(move |method: Method, uri: Uri, body: String| {
         let (tok, seen) = (tok.clone(), seen.clone());
         async move {
@@ -95,12 +93,7 @@ async fn gateway(mount: &'static str, seen: Seen) -> String {
             }
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}")
+    servebench_testkit::axum_server::serve(app).await
 }
 
 #[tokio::test]
@@ -125,10 +118,10 @@ async fn every_call_reaches_its_route_under_every_prefix() {
         let seen: Seen = Arc::default();
         let origin = gateway(mount, seen.clone()).await;
         let base = format!("{origin}{base_path}");
-        let mut cfg = common::config(base.clone(), "m", BackendKind::Completions, 3);
+        let mut cfg = crate::common::config(base.clone(), "m", BackendKind::Completions, 3);
         cfg.model = None; // detected from /v1/models
         cfg.verify_prompts = 2; // /tokenize
-        let records = common::run(cfg).await;
+        let records = crate::common::run(cfg).await;
         assert!(records.iter().all(|r| r.outcome == Outcome::Completed), "{base}: {records:?}");
 
         let client =

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use axum::routing::post;
 use axum::Router;
 use servebench_client::backend::BackendKind;
@@ -21,18 +19,13 @@ async fn server_without_usage() -> String {
         "/v1/completions",
         post(move || async move { ([("content-type", "text/event-stream")], body) }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}")
+    servebench_testkit::axum_server::serve(app).await
 }
 
 #[tokio::test]
 async fn responses_without_usage_are_retokenized_after_the_run_not_during_it() {
     let base = server_without_usage().await;
-    let records = common::run(common::config(base, "m", BackendKind::Completions, 6)).await;
+    let records = crate::common::run(crate::common::config(base, "m", BackendKind::Completions, 6)).await;
     assert_eq!(records.len(), 6);
     for r in &records {
         assert_eq!(r.outcome, servebench_core::Outcome::Completed, "{r:?}");

@@ -24,8 +24,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +35,7 @@ use servebench_data::random::RandomDatasetConfig;
 use servebench_runner::{run_benchmark, stop_signal, DatasetSpec, RunConfig, RunResult};
 use servebench_sim::{FaultConfig, FaultCounts, FaultKind, FaultPlan, SimConfig};
 
-use common::{Quiet, TOKENIZER};
+use crate::common::{Quiet, TOKENIZER};
 
 const MODEL: &str = "fault-model";
 const OUT: u32 = 8;
@@ -80,7 +78,7 @@ async fn run(setup: &Setup) -> (Vec<RequestRecord>, FaultCounts) {
         .unwrap()
         .with_faults(setup.faults.clone());
     let sim = servebench_sim::start(sim_cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let base = common::config(sim.base_url(), MODEL, setup.backend, setup.requests);
+    let base = crate::common::config(sim.base_url(), MODEL, setup.backend, setup.requests);
     let cfg = RunConfig {
         dataset: DatasetSpec::Random(RandomDatasetConfig {
             num_prompts: setup.requests,

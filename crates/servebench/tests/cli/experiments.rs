@@ -4,9 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support::bin;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn fixture_tokenizer() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
@@ -14,9 +15,7 @@ fn fixture_tokenizer() -> PathBuf {
 
 fn run(dir: &Path, args: &[&str]) -> Output {
     let tok = fixture_tokenizer();
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .env_remove("OPENAI_API_KEY")
-        .env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"))
+    let out = bin()
         .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--verify-prompts", "0"])
         .args(["--save-result", "--result-dir", dir.to_str().unwrap()])
         .args(args)
@@ -201,7 +200,7 @@ fn concurrency_sweep_saves_points_summary_best_csv_steady_state_and_server_serie
     assert!(csv.starts_with("label,request_rate,max_concurrency"));
     // `servebench report SWEEP.json`: throughput–latency curves, one point per sweep point.
     let html = dir.path().join("sweep.html");
-    let rep = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let rep = bin()
         .args(["report", dir.path().join("sweep.json").to_str().unwrap(), "-o", html.to_str().unwrap()])
         .output()
         .unwrap();
@@ -241,7 +240,7 @@ fn fixed_run(dir: &Path, name: &str, itl: &str, extra: &[&str]) -> PathBuf {
 
 fn compare(dir: &Path, a: &Path, b: &Path) -> Vec<Value> {
     let out_json = dir.join("cmp.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out = bin()
         .args([
             "compare",
             a.to_str().unwrap(),

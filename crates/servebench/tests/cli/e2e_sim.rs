@@ -4,13 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+use std::process::Output;
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_servebench"));
-    c.env_remove("OPENAI_API_KEY").env("XDG_CACHE_HOME", std::env::temp_dir().join("servebench-test-cache"));
-    c
-}
+use crate::support::bin;
 
 fn fixture_tokenizer() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
@@ -66,7 +63,7 @@ fn sim_run_prints_both_blocks_and_writes_vllm_compatible_json_and_records() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
     let obj = json.as_object().unwrap();
-    let keys = include_str!("data/vllm_result_keys.tsv");
+    let keys = include_str!("../data/vllm_result_keys.tsv");
     for key in keys.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split('\t').next()) {
         assert!(obj.contains_key(key), "result lacks vLLM key {key}");
     }

@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -77,20 +75,15 @@ async fn chat(
 
 async fn serve(script: Script) -> String {
     let app = Router::new().route("/v1/chat/completions", post(chat)).with_state(script);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}")
+    servebench_testkit::axum_server::serve(app).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_turn_counts_the_history_actually_sent() {
-    let tok = servebench_data::tokenizer::load_tokenizer(common::TOKENIZER).unwrap();
+    let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
     let script = Script { tok: tok.clone(), sessions: Arc::default() };
     let url = serve(script.clone()).await;
-    let mut cfg = common::config(url, "mt-model", BackendKind::Chat, 4);
+    let mut cfg = crate::common::config(url, "mt-model", BackendKind::Chat, 4);
     let delay = Duration::from_millis(30);
     cfg.load.multi_turn = Some(MultiTurnConfig {
         num_turns: 3,
@@ -104,7 +97,7 @@ async fn each_turn_counts_the_history_actually_sent() {
         modules: vec!["l-a".into(), "l-b".into()],
         assignment: LoraAssignment::RoundRobin,
     });
-    let records = common::run(cfg).await;
+    let records = crate::common::run(cfg).await;
     assert!(records.len() >= 8, "4 conversations of 2..4 turns");
     let mut last: HashMap<u64, (u32, u64, u32)> = HashMap::new();
     for r in &records {
@@ -138,16 +131,16 @@ async fn each_turn_counts_the_history_actually_sent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_turns_hit_the_simulators_prefix_cache() {
     use servebench_sim::{EngineConfig, SimConfig};
-    let tok = servebench_data::tokenizer::load_tokenizer(common::TOKENIZER).unwrap();
+    let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
     let mut engine = EngineConfig::h100_8b();
     engine.jitter = 0.0;
     let sim =
         servebench_sim::start(SimConfig::new("mt", tok).with_engine(engine), "127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
-    let mut cfg = common::config(sim.base_url(), "mt", BackendKind::Chat, 3);
+    let mut cfg = crate::common::config(sim.base_url(), "mt", BackendKind::Chat, 3);
     cfg.load.multi_turn = Some(MultiTurnConfig { num_turns: 3, ..MultiTurnConfig::default() });
-    let records = common::run(cfg).await;
+    let records = crate::common::run(cfg).await;
     assert_eq!(records.len(), 9);
     for r in &records {
         assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);

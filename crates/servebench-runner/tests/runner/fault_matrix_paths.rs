@@ -18,8 +18,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +29,7 @@ use servebench_data::random::RandomDatasetConfig;
 use servebench_runner::{run_benchmark, stop_signal, DatasetSpec, RunConfig, RunResult};
 use servebench_sim::{FaultConfig, FaultCounts, FaultKind, FaultPlan, ResponseShape, SimConfig};
 
-use common::{Quiet, TOKENIZER};
+use crate::common::{Quiet, TOKENIZER};
 
 const MODEL: &str = "fault-paths-model";
 const OUT: u32 = 8;
@@ -90,7 +88,7 @@ async fn run(p: &PathRun) -> (Vec<RequestRecord>, FaultCounts) {
         .with_reasoning_tokens(REASONING)
         .with_faults(p.faults.clone());
     let sim = servebench_sim::start(sim_cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let mut base = common::config(sim.base_url(), MODEL, p.backend, p.requests);
+    let mut base = crate::common::config(sim.base_url(), MODEL, p.backend, p.requests);
     base.target.endpoint = p.endpoint.map(str::to_owned);
     if p.no_stream {
         base.target.extra_body.insert("stream".into(), false.into());
