@@ -2,13 +2,11 @@
 //! the model allows"; no test depends on how fast this machine is.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use servebench_sim::{EngineConfig, GroundTruth, SimConfig};
 

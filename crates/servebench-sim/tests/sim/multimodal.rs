@@ -4,12 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{config, start, Conn};
 use base64::Engine;
-use common::{config, start, Conn};
 use serde_json::{json, Value};
 use servebench_sim::EngineConfig;
 
@@ -38,7 +36,7 @@ fn wav_b64(secs: f64) -> String {
 }
 
 fn chat(parts: Value) -> Value {
-    json!({"model": common::MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": parts}]})
+    json!({"model": crate::common::MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": parts}]})
 }
 
 async fn prompt_tokens(c: &mut Conn, path: &str, body: &Value) -> u64 {
@@ -76,9 +74,9 @@ async fn images_and_audio_count_as_prompt_tokens() {
         {"type": "image_url", "image_url": {"url": png(280, 56)}}]);
     assert_eq!(prompt_tokens(&mut c, "/v1/chat/completions", &chat(two)).await, base + 40);
     // Embeddings with chat messages take images as vLLM's do.
-    let emb = json!({"model": common::MODEL, "messages": [{"role": "user", "content": [text,
+    let emb = json!({"model": crate::common::MODEL, "messages": [{"role": "user", "content": [text,
         {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]});
-    let emb_text = json!({"model": common::MODEL, "messages": [{"role": "user", "content": [text]}]});
+    let emb_text = json!({"model": crate::common::MODEL, "messages": [{"role": "user", "content": [text]}]});
     let (with, without) = (
         prompt_tokens(&mut c, "/v1/embeddings", &emb).await,
         prompt_tokens(&mut c, "/v1/embeddings", &emb_text).await,
@@ -86,7 +84,7 @@ async fn images_and_audio_count_as_prompt_tokens() {
     assert_eq!(with, without + 256);
     // Anthropic image blocks.
     let data = png(56, 56).split_once(',').unwrap().1.to_owned();
-    let msg = |blocks: Value| json!({"model": common::MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": blocks}]});
+    let msg = |blocks: Value| json!({"model": crate::common::MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": blocks}]});
     let plain = c.post_json("/v1/messages", &msg(json!([{"type": "text", "text": "hi"}]))).await.json();
     let img = c
         .post_json(
@@ -101,7 +99,7 @@ async fn images_and_audio_count_as_prompt_tokens() {
         plain["usage"]["input_tokens"].as_u64().unwrap() + 4
     );
     // Responses API `input_image` parts.
-    let resp = |parts: Value| json!({"model": common::MODEL, "max_output_tokens": 2, "input": [{"role": "user", "content": parts}]});
+    let resp = |parts: Value| json!({"model": crate::common::MODEL, "max_output_tokens": 2, "input": [{"role": "user", "content": parts}]});
     let plain =
         c.post_json("/v1/responses", &resp(json!([{"type": "input_text", "text": "hi"}]))).await.json();
     let img = c

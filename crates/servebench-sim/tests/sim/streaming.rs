@@ -1,8 +1,6 @@
 //! Streamed and non-streamed generation: byte layout, usage, lengths, retokenization.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[tokio::test]

@@ -1,11 +1,9 @@
 //! Timing and ground truth. Bounds are loose (ratios, "not before the deadline"); no test
 //! depends on how fast this machine is.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn median_gap(times: &[std::time::Instant]) -> Duration {

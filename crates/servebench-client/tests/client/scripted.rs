@@ -3,8 +3,7 @@
 //! close), so framing, timing and connection-reuse behaviour are checked exactly.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

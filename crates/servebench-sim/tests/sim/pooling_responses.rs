@@ -2,9 +2,7 @@
 //! `/v1/rerank`: shapes, usage from the real tokenizer, timing, 4xx, ground truth and /metrics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::time::Duration;
 

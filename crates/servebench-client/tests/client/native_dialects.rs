@@ -106,7 +106,7 @@ fn body(req: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn tgi_generate_stream() {
-    let (r, req) = run(Dialect::Tgi, include_str!("fixtures/tgi_stream.sse"), Some("sk-tgi")).await;
+    let (r, req) = run(Dialect::Tgi, include_str!("../fixtures/tgi_stream.sse"), Some("sk-tgi")).await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert_gap_shape(&r, &[false, true, false]);
     assert_eq!((r.token_event_count, r.completion_tokens, r.server_prompt_tokens), (4, Some(4), Some(7)));
@@ -123,7 +123,7 @@ async fn tgi_generate_stream() {
 
 #[tokio::test]
 async fn sglang_generate() {
-    let (r, req) = run(Dialect::Sglang, include_str!("fixtures/sglang_stream.sse"), None).await;
+    let (r, req) = run(Dialect::Sglang, include_str!("../fixtures/sglang_stream.sse"), None).await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert_gap_shape(&r, &[false, true, false]);
     assert_eq!(r.token_events.tokens, vec![1, 1, 1, 2]);
@@ -141,7 +141,7 @@ async fn sglang_generate() {
 
 #[tokio::test]
 async fn llamacpp_completion_crlf() {
-    let (r, req) = run(Dialect::LlamaCpp, include_str!("fixtures/llamacpp_stream.sse"), None).await;
+    let (r, req) = run(Dialect::LlamaCpp, include_str!("../fixtures/llamacpp_stream.sse"), None).await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert_gap_shape(&r, &[false, true, false]);
     assert!(r.done_us.unwrap() > r.last_token_us.unwrap()); // the stop event came in its own frame
@@ -160,7 +160,8 @@ async fn llamacpp_completion_crlf() {
 #[tokio::test]
 async fn anthropic_messages_with_key_redacted() {
     let (r, req) =
-        run(Dialect::Anthropic, include_str!("fixtures/anthropic_stream.sse"), Some("sk-ant-secret")).await;
+        run(Dialect::Anthropic, include_str!("../fixtures/anthropic_stream.sse"), Some("sk-ant-secret"))
+            .await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert_gap_shape(&r, &[false, false]);
     assert!(r.first_token_us < r.first_content_us); // thinking first, then text
@@ -180,10 +181,10 @@ async fn anthropic_messages_with_key_redacted() {
 #[tokio::test]
 async fn errors_mid_stream_fail_with_server_error() {
     for (d, fixture, needle) in [
-        (Dialect::Tgi, include_str!("fixtures/tgi_error.sse"), "CUDA out of memory"),
-        (Dialect::Sglang, include_str!("fixtures/sglang_abort.sse"), "context length"),
-        (Dialect::LlamaCpp, include_str!("fixtures/llamacpp_error.sse"), "Context size"),
-        (Dialect::Anthropic, include_str!("fixtures/anthropic_error.sse"), "Overloaded"),
+        (Dialect::Tgi, include_str!("../fixtures/tgi_error.sse"), "CUDA out of memory"),
+        (Dialect::Sglang, include_str!("../fixtures/sglang_abort.sse"), "context length"),
+        (Dialect::LlamaCpp, include_str!("../fixtures/llamacpp_error.sse"), "Context size"),
+        (Dialect::Anthropic, include_str!("../fixtures/anthropic_error.sse"), "Overloaded"),
     ] {
         let (r, _) = run(d, fixture, None).await;
         let e = r.error.clone().unwrap_or_else(|| panic!("{d:?}: {r:?}"));

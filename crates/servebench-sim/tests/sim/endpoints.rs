@@ -1,8 +1,6 @@
 //! Models, health, tokenize/detokenize, request ids and error shapes.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[tokio::test]

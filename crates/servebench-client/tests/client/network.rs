@@ -5,8 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::io::Write;
 use std::sync::atomic::Ordering;

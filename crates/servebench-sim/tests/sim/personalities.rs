@@ -3,12 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::io::Read;
 use std::time::Duration;
 
-use common::{config, start, Conn};
+use crate::common::{config, start, Conn};
 use serde_json::{json, Value};
 use servebench_sim::Personality;
 
@@ -20,7 +18,7 @@ fn sse(text: &str) -> Vec<String> {
 }
 
 fn stream_body(max: u32) -> Value {
-    json!({"model": common::MODEL, "prompt": "hello there", "max_tokens": max, "ignore_eos": true, "stream": true})
+    json!({"model": crate::common::MODEL, "prompt": "hello there", "max_tokens": max, "ignore_eos": true, "stream": true})
 }
 
 #[tokio::test]
@@ -195,10 +193,10 @@ async fn gateway_prefix_redirects_and_gzip() {
     let r = c.get("/gw/v1/models").await;
     assert_eq!(r.header("content-encoding"), Some("gzip"));
     let v: Value = serde_json::from_str(&gunzip(&r.body)).unwrap();
-    assert_eq!(v["data"][0]["id"], common::MODEL);
+    assert_eq!(v["data"][0]["id"], crate::common::MODEL);
     let r = c.request("GET", "/gw/v1/models", &[("accept-encoding", "identity")], b"").await;
     assert_eq!(r.header("content-encoding"), None);
-    assert_eq!(r.json()["data"][0]["id"], common::MODEL);
+    assert_eq!(r.json()["data"][0]["id"], crate::common::MODEL);
     // A stream is gzipped with a flush per event: every chunk decodes on its own.
     let r = c.post_json("/gw/v1/completions", &stream_body(3)).await;
     assert_eq!(r.header("content-encoding"), Some("gzip"));

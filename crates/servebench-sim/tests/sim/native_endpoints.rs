@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{config, start, Conn};
+use crate::common::{config, start, Conn};
 use serde_json::{json, Value};
 use servebench_sim::Personality;
 
@@ -114,7 +112,7 @@ async fn llamacpp_completion_stream_and_final_event() {
 async fn anthropic_messages_event_sequence() {
     let sim = start(config()).await;
     let mut c = Conn::connect(sim.local_addr()).await;
-    let body = json!({"model": common::MODEL, "max_tokens": 3, "stream": true, "ignore_eos": true,
+    let body = json!({"model": crate::common::MODEL, "max_tokens": 3, "stream": true, "ignore_eos": true,
         "system": "be brief", "messages": [{"role": "user", "content": "Hello"}]});
     let r = c.post_json("/v1/messages", &body).await;
     let ev = events(&r.text());
@@ -140,12 +138,12 @@ async fn anthropic_messages_event_sequence() {
     let delta: Value = serde_json::from_str(&ev[7].1).unwrap();
     assert_eq!(delta["delta"]["stop_reason"], "max_tokens");
     assert_eq!(delta["usage"]["output_tokens"], 3);
-    let body = json!({"model": common::MODEL, "max_tokens": 3, "ignore_eos": true,
+    let body = json!({"model": crate::common::MODEL, "max_tokens": 3, "ignore_eos": true,
         "messages": [{"role": "user", "content": [{"type": "text", "text": "Hello"}]}]});
     let v = c.post_json("/v1/messages", &body).await.json();
     assert_eq!(v["type"], "message");
     assert_eq!(v["usage"]["output_tokens"], 3);
-    let r = c.post_json("/v1/messages", &json!({"model": common::MODEL, "messages": []})).await;
+    let r = c.post_json("/v1/messages", &json!({"model": crate::common::MODEL, "messages": []})).await;
     assert_eq!(r.status, 400);
     assert_eq!(r.json()["type"], "error");
     sim.abort();
@@ -187,7 +185,7 @@ async fn transcriptions_stream_like_vllm_with_audio_prompt_tokens() {
     let mut c = Conn::connect(sim.local_addr()).await;
     let ct = [("content-type", "multipart/form-data; boundary=bnd")];
     let fields = [
-        ("model", common::MODEL),
+        ("model", crate::common::MODEL),
         ("language", "en"),
         ("stream", "true"),
         ("max_completion_tokens", "4"),
@@ -206,7 +204,7 @@ async fn transcriptions_stream_like_vllm_with_audio_prompt_tokens() {
     assert_eq!(last["choices"], json!([]));
     assert_eq!(last["usage"]["prompt_tokens"], 50, "2 s of audio at 25 tokens/s");
     assert_eq!(last["usage"]["completion_tokens"], 4);
-    let fields = [("model", common::MODEL), ("max_completion_tokens", "4"), ("ignore_eos", "true")];
+    let fields = [("model", crate::common::MODEL), ("max_completion_tokens", "4"), ("ignore_eos", "true")];
     let r = c.request_raw_ct("POST", "/v1/audio/transcriptions", &ct, &form(&fields, &wav(3.2))).await;
     let v = r.json();
     assert_eq!(v["usage"], json!({"type": "duration", "seconds": 4}));
