@@ -1,6 +1,7 @@
 //! Golden tests: the console block and the result JSON of a fixed, hand-built record set must
-//! match the committed files in `tests/golden/` exactly. `UPDATE_GOLDEN=1 cargo test -p
-//! servebench-report` rewrites them (review the diff before committing).
+//! match the committed snapshots in `tests/golden/` exactly (insta, the workspace's one snapshot
+//! mechanism: `INSTA_UPDATE=always cargo test -p servebench-report` rewrites them; review the
+//! diff before committing).
 //!
 //! Also checks the JSON against `tests/vllm_result_keys.txt` (every key vLLM writes) and against
 //! `docs/result.schema.json`.
@@ -134,26 +135,12 @@ fn ramp_case() -> (RunInfo, MetricsConfig) {
     (i, MetricsConfig::default())
 }
 
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
-
+/// The committed snapshot `tests/golden/NAME.snap` (insta; `INSTA_UPDATE=always cargo test -p
+/// servebench-report --test golden` rewrites, or `cargo insta review`).
 fn check_golden(name: &str, actual: &str) {
-    let path = golden_dir().join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
-    if expected != actual {
-        for (n, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
-            if e != a {
-                panic!("{name} differs at line {}:\n  expected: {e:?}\n  actual:   {a:?}\n(UPDATE_GOLDEN=1 rewrites)", n + 1);
-            }
-        }
-        panic!("{name} differs in length (UPDATE_GOLDEN=1 rewrites)");
-    }
+    insta::with_settings!({snapshot_path => "golden", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!(name, actual);
+    });
 }
 
 fn pretty(v: &Value) -> String {
@@ -163,18 +150,18 @@ fn pretty(v: &Value) -> String {
 #[test]
 fn console_matches_golden() {
     let m = compute(&records(), &cfg());
-    check_golden("console.txt", &console_block(&info(), &m));
+    check_golden("console", &console_block(&info(), &m));
     let (ri, rc) = ramp_case();
-    check_golden("console_ramp.txt", &console_block(&ri, &compute(&records(), &rc)));
+    check_golden("console_ramp", &console_block(&ri, &compute(&records(), &rc)));
 }
 
 #[test]
 fn json_matches_golden() {
     let m = compute(&records(), &cfg());
-    check_golden("result_detailed.json", &pretty(&result_json(&info(), &m, &records(), true)));
+    check_golden("result_detailed", &pretty(&result_json(&info(), &m, &records(), true)));
     let (ri, rc) = ramp_case();
     let rm = compute(&records(), &rc);
-    check_golden("result_ramp.json", &pretty(&result_json(&ri, &rm, &records(), false)));
+    check_golden("result_ramp", &pretty(&result_json(&ri, &rm, &records(), false)));
 }
 
 #[test]
