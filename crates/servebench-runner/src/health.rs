@@ -169,3 +169,33 @@ mod tests {
         assert_eq!(*CALLS.lock().unwrap(), ["keep", "build", "release"]);
     }
 }
+
+/// The client's own health during the measured phase.
+#[derive(Debug, Clone, Default)]
+pub struct HealthSamples {
+    /// released − intended per request, µs.
+    pub dispatch_lateness_us: Vec<u64>,
+    /// Overshoot of 1 ms runtime sleeps, µs.
+    pub hiccup_us: Vec<u32>,
+    /// CPU seconds used by the client's runtime threads during the measured phase.
+    pub client_cpu_seconds: f64,
+    /// Wall seconds of the measured phase.
+    pub wall_seconds: f64,
+    /// CPUs available to the process.
+    pub cpus: usize,
+    /// Peak RSS of the process (includes an embedded simulator), bytes.
+    pub peak_rss_bytes: Option<u64>,
+    /// Whether `peak_rss_bytes` covers only the measured phase (the mark was reset at its
+    /// start); otherwise it covers the whole process life (tokenizer loading included).
+    pub peak_rss_covers_run_only: bool,
+    /// RSS when the measured phase started, bytes.
+    pub rss_at_start_bytes: Option<u64>,
+    /// Connections opened / found stale during the whole run.
+    pub connections_opened: u64,
+    pub stale_connections: u64,
+    /// Measured requests sent a second time because a reused connection closed before one
+    /// byte of their response arrived (`RequestRecord::resent`).
+    pub resent_requests: u64,
+    /// The client stopped pooling: the server closes connections after each response.
+    pub pooling_disabled: bool,
+}

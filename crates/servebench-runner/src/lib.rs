@@ -13,6 +13,7 @@ pub mod load;
 pub mod lora;
 pub mod metrics_server;
 pub mod network_notes;
+pub mod observer;
 pub mod prepare;
 pub mod probe_requests;
 pub mod profiling;
@@ -30,15 +31,16 @@ pub mod stages;
 pub mod tokenize_dialect;
 
 pub use collector::{RecordStore, DEFAULT_MAX_RECORDS_IN_MEMORY};
-pub use config::{DatasetSpec, InterruptMode, RunConfig};
+pub use config::{DatasetSpec, InterruptMode, LoadOptions, RunConfig, ShardConfig};
 pub use dispatch::{dispatch, stop_signal, DispatchPlan, DispatchStats, Release, StopHandle, StopSignal};
-pub use health::{HiccupProbe, CLIENT_THREAD_PREFIX};
+pub use health::{HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};
 pub use live::{LiveMetrics, LiveSnapshot};
 pub use metrics_server::MetricsServer;
+pub use observer::RunObserver;
 pub use prepare::{ModelIds, Verification};
 pub use prompt_check::PromptCheck;
 pub use run::{
-    prepare_experiment, prepare_run, rebuild_workload, run_benchmark, run_prepared, ClientHealth, Prepared,
-    PreparedRun, RunObserver, RunOutput, RunResult, WorkloadStats,
+    prepare_experiment, prepare_run, rebuild_workload, run_benchmark, run_prepared, Prepared, PreparedRun,
+    RunOutput, RunResult, WorkloadStats,
 };
 pub use sink::{read_records, read_records_file, RecordSink, RecordsFile};

@@ -2,9 +2,8 @@
 //! multi-turn conversations, LoRA adapters, `--duration` and `--stages`. The run calls in here
 //! at three points: building the workload, building the schedule, and annotating each request.
 
-use crate::config::{DatasetSpec, RunConfig};
-use crate::lora::LoraConfig;
-use crate::session::{self, Conversations, MultiTurnConfig};
+use crate::config::{DatasetSpec, LoadOptions, RunConfig};
+use crate::session::{self, Conversations};
 use crate::stages::{closed_loop_bounds, cycle_workload, is_closed_loop, staged_schedule, Stage};
 use servebench_client::backend::TargetConfig;
 use servebench_client::request::RequestTarget;
@@ -13,24 +12,6 @@ use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::{BenchError, RequestRecord, Result, TextTokenizer, Workload};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Load options of a run (all off by default).
-#[derive(Debug, Clone, Default)]
-pub struct LoadOptions {
-    /// `--lora-modules` / `--lora-assignment`.
-    pub lora: Option<LoraConfig>,
-    /// `--multi-turn` and its options.
-    pub multi_turn: Option<MultiTurnConfig>,
-    /// `--stages RATE:SECONDS,...` or `c=N:SECONDS,...` (empty = none).
-    pub stages: Vec<Stage>,
-    /// `--duration SECONDS`: nothing is sent after this time.
-    pub duration: Option<Duration>,
-    /// `--on-duration-end cancel`: requests in flight at the end are cancelled (default: they
-    /// finish).
-    pub cancel_at_end: bool,
-    /// `--probe-request-rate`: probe requests per second alongside the load (crate::probe_requests).
-    pub probe_request_rate: Option<f64>,
-}
 
 /// What preparation built for the load shape, beyond the workload.
 #[derive(Debug, Clone, Default)]

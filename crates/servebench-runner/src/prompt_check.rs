@@ -7,8 +7,8 @@ use servebench_core::{BenchError, Result, TextTokenizer, Workload};
 use std::sync::Arc;
 
 use crate::config::RunConfig;
+use crate::observer::RunObserver;
 use crate::prepare::{self, Verification};
-use crate::run::RunObserver;
 use crate::server_tokenize::{ServerTokenize, TokenizeReport};
 
 /// How the check ended and which `/tokenize` dialect was used.

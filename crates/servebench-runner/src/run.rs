@@ -4,9 +4,11 @@
 use crate::collector::RecordStore;
 use crate::config::{DatasetSpec, InterruptMode, RunConfig};
 use crate::dispatch::{dispatch, dispatch_closed_loop, stop_signal, DispatchPlan, Release, StopSignal};
+use crate::health::HealthSamples;
 use crate::health::{self, HiccupProbe, CLIENT_THREAD_PREFIX};
 use crate::live::LiveMetrics;
 use crate::metrics_server::MetricsServer;
+use crate::observer::RunObserver;
 use crate::prepare::{self, ModelIds, ServerTokenize};
 use crate::prompt_check::PromptCheck;
 use crate::retokenize::{Applied, Retokenizer};
@@ -25,23 +27,6 @@ use tokio::sync::mpsc;
 
 /// `--tokenizer server`: use the server's `/tokenize` and `/detokenize`.
 pub const SERVER_TOKENIZER: &str = "server";
-
-/// Something that wants to hear about the run's progress (console, progress bar).
-pub trait RunObserver: Send + Sync {
-    /// A one-line status message (model detected, workload built, warnings...).
-    fn message(&self, text: &str);
-    /// The measured phase starts with `total` requests.
-    fn started(&self, _total: u64) {}
-    /// One request ended.
-    fn request_done(&self, _record: &RequestRecord) {}
-    /// The measured phase ended.
-    fn finished(&self) {}
-    /// The live metrics of the measured phase (called just before `started`), for progress
-    /// displays that poll them.
-    fn live_metrics(&self, _live: Arc<LiveMetrics>) {}
-    /// `--metrics-port`: the live metrics endpoint listens on `addr`.
-    fn metrics_listening(&self, _addr: std::net::SocketAddr) {}
-}
 
 /// Statistics of the workload (also the output of `--dry-run`).
 #[derive(Debug, Clone, PartialEq)]
@@ -72,36 +57,6 @@ impl WorkloadStats {
     }
 }
 
-/// The client's own health during the measured phase.
-#[derive(Debug, Clone, Default)]
-pub struct ClientHealth {
-    /// released − intended per request, µs.
-    pub dispatch_lateness_us: Vec<u64>,
-    /// Overshoot of 1 ms runtime sleeps, µs.
-    pub hiccup_us: Vec<u32>,
-    /// CPU seconds used by the client's runtime threads during the measured phase.
-    pub client_cpu_seconds: f64,
-    /// Wall seconds of the measured phase.
-    pub wall_seconds: f64,
-    /// CPUs available to the process.
-    pub cpus: usize,
-    /// Peak RSS of the process (includes an embedded simulator), bytes.
-    pub peak_rss_bytes: Option<u64>,
-    /// Whether `peak_rss_bytes` covers only the measured phase (the mark was reset at its
-    /// start); otherwise it covers the whole process life (tokenizer loading included).
-    pub peak_rss_covers_run_only: bool,
-    /// RSS when the measured phase started, bytes.
-    pub rss_at_start_bytes: Option<u64>,
-    /// Connections opened / found stale during the whole run.
-    pub connections_opened: u64,
-    pub stale_connections: u64,
-    /// Measured requests sent a second time because a reused connection closed before one
-    /// byte of their response arrived (`RequestRecord::resent`).
-    pub resent_requests: u64,
-    /// The client stopped pooling: the server closes connections after each response.
-    pub pooling_disabled: bool,
-}
-
 /// Everything a finished run produced.
 #[derive(Debug)]
 pub struct RunOutput {
@@ -110,7 +65,7 @@ pub struct RunOutput {
     pub model: ModelIds,
     pub tokenizer_id: String,
     pub clock: RunClock,
-    pub health: ClientHealth,
+    pub health: HealthSamples,
     pub workload: WorkloadStats,
     /// The prompt-length check and the server's `/tokenize` dialect.
     pub verification: PromptCheck,
@@ -660,7 +615,7 @@ pub async fn run_prepared(
     // Sorted by index; records beyond --max-records-in-memory are read back from disk.
     let records = store.finish()?;
     let pool = client.stats();
-    let health = ClientHealth {
+    let health = HealthSamples {
         dispatch_lateness_us: dispatch_stats.lateness_us,
         hiccup_us,
         client_cpu_seconds: cpu1.saturating_sub(cpu0) as f64 / 1e9,

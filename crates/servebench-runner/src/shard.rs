@@ -9,28 +9,17 @@
 
 use crate::config::RunConfig;
 use crate::dispatch::StopSignal;
-use crate::run::{ClientHealth, RunObserver};
+use crate::health::HealthSamples;
+use crate::observer::RunObserver;
 use crate::sink::RecordSink;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
-use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardSpec, ShardSummary, FORMAT_VERSION};
+use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardSummary, FORMAT_VERSION};
 use servebench_core::stats::percentile;
 use servebench_core::{BenchError, Result, RunClock, Workload};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// `--shard-index/--num-shards` and what the merged result needs from the command line.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShardConfig {
-    pub spec: ShardSpec,
-    /// `--backend` as given.
-    pub backend: String,
-    /// `--label`.
-    pub label: Option<String>,
-    /// `--max-concurrency` of the whole run; this shard uses its share.
-    pub max_concurrency_total: Option<usize>,
-}
 
 /// The shard's part of one run, set up once the schedule is built.
 #[derive(Debug, Clone)]
@@ -167,7 +156,7 @@ impl ShardRun {
     pub fn write_summary(
         &self,
         path: Option<&Path>,
-        health: &ClientHealth,
+        health: &HealthSamples,
         records: usize,
         interrupted: bool,
     ) -> Result<()> {
@@ -307,7 +296,7 @@ mod tests {
         }
         drop(sink);
         let health =
-            ClientHealth { dispatch_lateness_us: vec![40, 10, 20], wall_seconds: 1.0, ..Default::default() };
+            HealthSamples { dispatch_lateness_us: vec![40, 10, 20], wall_seconds: 1.0, ..Default::default() };
         run.write_summary(Some(&path), &health, 2, false).unwrap();
 
         let (records, bad) = crate::sink::read_records(&path).unwrap();

@@ -8,10 +8,10 @@ use servebench_core::{BenchError, Result};
 use servebench_data::trace::{TraceConfig, TraceLabels};
 use servebench_report::groups::StageInfo;
 use servebench_runner::config::{DatasetSpec, RunConfig};
-use servebench_runner::load::LoadOptions;
 use servebench_runner::lora::{LoraAssignment, LoraConfig};
 use servebench_runner::session::MultiTurnConfig;
 use servebench_runner::stages::{is_closed_loop, parse_stages};
+use servebench_runner::LoadOptions;
 use std::path::PathBuf;
 use std::time::Duration;
 
