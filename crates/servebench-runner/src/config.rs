@@ -1,8 +1,8 @@
 //! The validated configuration of one run, built by the CLI from its flags.
 
-use crate::lora::LoraConfig;
-use crate::session::MultiTurnConfig;
-use crate::stages::Stage;
+use crate::load::lora::LoraConfig;
+use crate::load::session::MultiTurnConfig;
+use crate::load::stages::Stage;
 use servebench_client::backend::TargetConfig;
 use servebench_core::schedule::RateConfig;
 use servebench_core::shard::ShardSpec;
@@ -110,7 +110,7 @@ pub struct LoadOptions {
     /// `--on-duration-end cancel`: requests in flight at the end are cancelled (default: they
     /// finish).
     pub cancel_at_end: bool,
-    /// `--probe-request-rate`: probe requests per second alongside the load (crate::probe_requests).
+    /// `--probe-request-rate`: probe requests per second alongside the load (crate::load::probe_requests).
     pub probe_request_rate: Option<f64>,
 }
 

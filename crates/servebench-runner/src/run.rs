@@ -1,20 +1,20 @@
 //! One benchmark run, end to end: prepare, check readiness, warm up, dispatch on the schedule,
 //! collect records (appended to the records file as each request ends), measure client health.
 
-use crate::collector::RecordStore;
 use crate::config::{DatasetSpec, InterruptMode, RunConfig};
-use crate::dispatch::{dispatch, dispatch_closed_loop, stop_signal, DispatchPlan, Release, StopSignal};
-use crate::health::HealthSamples;
-use crate::health::{self, HiccupProbe, CLIENT_THREAD_PREFIX};
-use crate::live::LiveMetrics;
-use crate::metrics_server::MetricsServer;
+use crate::load::dispatch::{dispatch, dispatch_closed_loop, stop_signal, DispatchPlan, Release, StopSignal};
+use crate::load::shard;
+use crate::observe::endpoint::MetricsServer;
+use crate::observe::health::HealthSamples;
+use crate::observe::health::{self, HiccupProbe, CLIENT_THREAD_PREFIX};
+use crate::observe::live::LiveMetrics;
 use crate::observer::RunObserver;
+use crate::prepare::prompt_check::PromptCheck;
+use crate::prepare::server_workload;
 use crate::prepare::{self, ModelIds, ServerTokenize};
-use crate::prompt_check::PromptCheck;
-use crate::retokenize::{Applied, Retokenizer};
-use crate::server_workload;
-use crate::shard;
-use crate::sink::RecordSink;
+use crate::records::collector::RecordStore;
+use crate::records::retokenize::{Applied, Retokenizer};
+use crate::records::sink::RecordSink;
 use servebench_client::request::{execute, execute_until, ExecOptions, RequestTarget};
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::schedule::ArrivalSchedule;
@@ -171,7 +171,7 @@ pub async fn rebuild_workload(
     if workload.is_empty() {
         return Ok(None);
     }
-    crate::batch::batch_workload(&mut workload, cfg.target.batch_size);
+    crate::prepare::batch::batch_workload(&mut workload, cfg.target.batch_size);
     let server = ServerTokenize::new(
         prepared.client.clone(),
         prepared.headers.clone(),
@@ -217,7 +217,7 @@ async fn prepare_inner(
                 cfg.ready_check_timeout.as_secs()
             ));
         }
-        crate::ready::wait_reachable(&client, ready_started, ready_deadline).await?;
+        crate::prepare::ready::wait_reachable(&client, ready_started, ready_deadline).await?;
     }
     let model =
         prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
@@ -274,7 +274,7 @@ async fn prepare_inner(
             ),
         });
     }
-    crate::batch::batch_workload(&mut workload, cfg.target.batch_size);
+    crate::prepare::batch::batch_workload(&mut workload, cfg.target.batch_size);
     let stats = WorkloadStats::of(&workload, filtered_out, started.elapsed().as_secs_f64());
     observer.message(&format!(
         "Generated {} prompts ({} prompt tokens) in {:.2} s",
@@ -301,12 +301,18 @@ async fn prepare_inner(
     let mut server_reports_usage = None;
     if !cfg.ready_check_timeout.is_zero() {
         observer.message("Waiting for the endpoint to answer a test request...");
-        let answer =
-            crate::ready::ready_check(&client, &target, &exec_opts, &workload, ready_started, ready_deadline)
-                .await?;
+        let answer = crate::prepare::ready::ready_check(
+            &client,
+            &target,
+            &exec_opts,
+            &workload,
+            ready_started,
+            ready_deadline,
+        )
+        .await?;
         server_reports_usage = Some(answer.completion_tokens.is_some());
     }
-    for line in crate::network_notes::client_notices(&client) {
+    for line in crate::observe::network_notes::client_notices(&client) {
         observer.message(&line);
         warnings.push(line);
     }
@@ -317,7 +323,7 @@ async fn prepare_inner(
     exec_opts.keep_text_without_usage = retokenize_missing_usage;
     let exec_opts = Arc::new(exec_opts);
 
-    let verification = crate::prompt_check::check_prompts(
+    let verification = crate::prepare::prompt_check::check_prompts(
         &server,
         tokenizer.as_ref(),
         cfg,
@@ -328,7 +334,7 @@ async fn prepare_inner(
     )
     .await?;
 
-    // Retokenizing generated text (crate::retokenize): with --retokenize-output the tokenizer
+    // Retokenizing generated text (crate::records::retokenize): with --retokenize-output the tokenizer
     // stays loaded and counts every response; otherwise responses without usage are counted
     // after the measured phase by the tokenizer loaded again, so it costs no RSS meanwhile.
     let retokenizer = match &tokenizer {
@@ -476,7 +482,7 @@ pub async fn run_prepared(
             (store, note)
         })
     };
-    let stops = crate::stages::run_stops(
+    let stops = crate::load::stages::run_stops(
         stop.clone(),
         cfg.on_interrupt == InterruptMode::Cancel,
         measured.end_us.map(|e| clock.instant_at(e)),
@@ -568,20 +574,20 @@ pub async fn run_prepared(
     };
     let interrupted = stop.clone();
     let probes = cfg.load.probe_request_rate.map(|rate| {
-        let t = crate::probe_requests::ProbeTarget {
+        let t = crate::load::probe_requests::ProbeTarget {
             client: client.clone(),
             target: target.clone(),
             opts: exec_opts.clone(),
             id_prefix: cfg.request_id_prefix.clone(),
         };
-        crate::probe_requests::ProbeLoop::start(rate, t, clock, stops.cancel.clone())
+        crate::load::probe_requests::ProbeLoop::start(rate, t, clock, stops.cancel.clone())
     });
     let cancelled = move |r: Release| record_for(&r);
     let dispatch_stats = match (&prepared.load.conversations, session_run) {
         (Some(conv), Some(run)) => {
             let arrivals = plan.offsets_us.to_vec();
             let (release, cancel) = (stops.release.clone(), stops.cancel.clone());
-            crate::session::run_conversations(run, conv.clone(), arrivals, tx, release, cancel).await
+            crate::load::session::run_conversations(run, conv.clone(), arrivals, tx, release, cancel).await
         }
         _ => match &measured.closed_loop {
             Some(stages) => dispatch_closed_loop(stages, clock, exec, tx, stops.release.clone()).await,
@@ -636,11 +642,11 @@ pub async fn run_prepared(
     if cancelled_count > 0 {
         warnings.push(format!("{cancelled_count} requests were cancelled before they finished"));
     }
-    warnings.extend(crate::failure_codes::warnings(&records, &target.backend.to_string()));
+    warnings.extend(crate::prepare::failure_codes::warnings(&records, &target.backend.to_string()));
     let streamed = target.body_template().streams();
-    for line in crate::network_notes::client_notices(&client)
+    for line in crate::observe::network_notes::client_notices(&client)
         .into_iter()
-        .chain(crate::network_notes::record_warnings(&records, streamed))
+        .chain(crate::observe::network_notes::record_warnings(&records, streamed))
     {
         observer.message(&line);
         warnings.push(line);

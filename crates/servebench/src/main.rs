@@ -101,10 +101,12 @@ fn disable_transparent_huge_pages() {
 fn main() -> ExitCode {
     disable_transparent_huge_pages();
     purge_freed_memory_immediately();
-    servebench_runner::health::set_freed_memory_hooks(servebench_runner::health::FreedMemoryHooks {
-        keep: keep_freed_pages,
-        release: release_freed_pages,
-    });
+    servebench_runner::observe::health::set_freed_memory_hooks(
+        servebench_runner::observe::health::FreedMemoryHooks {
+            keep: keep_freed_pages,
+            release: release_freed_pages,
+        },
+    );
     let args = cli::normalize_underscores(std::env::args());
     if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
         let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };

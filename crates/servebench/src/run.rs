@@ -303,7 +303,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         }
     }
     // Not one request succeeded: there are no numbers, and CI must see it (exit 1, SB602).
-    if let Some(e) = servebench_runner::failure_codes::no_success(&out.records, "") {
+    if let Some(e) = servebench_runner::prepare::failure_codes::no_success(&out.records, "") {
         return Err(e.into());
     }
     Ok(0)

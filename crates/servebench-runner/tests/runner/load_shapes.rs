@@ -9,8 +9,8 @@ use servebench_core::metrics::groups::by_stage;
 use servebench_core::metrics::MetricsConfig;
 use servebench_core::schedule::RateConfig;
 use servebench_core::Outcome;
-use servebench_runner::lora::{LoraAssignment, LoraConfig};
-use servebench_runner::stages::{staged_schedule, Stage};
+use servebench_runner::load::lora::{LoraAssignment, LoraConfig};
+use servebench_runner::load::stages::{staged_schedule, Stage};
 use servebench_sim::SimConfig;
 use std::time::Duration;
 

@@ -13,8 +13,8 @@ use serde_json::Value;
 use servebench_client::backend::BackendKind;
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::{Outcome, TextTokenizer};
-use servebench_runner::profiling::{post_control, reset_prefix_cache};
-use servebench_runner::server_metrics::fetch_metrics_text;
+use servebench_runner::observe::profiling::{post_control, reset_prefix_cache};
+use servebench_runner::observe::scrape::fetch_metrics_text;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 

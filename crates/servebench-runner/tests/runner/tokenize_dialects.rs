@@ -12,9 +12,9 @@ use serde_json::Value;
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::{BenchError, TextTokenizer};
 use servebench_data::random::RandomDatasetConfig;
+use servebench_runner::prepare::server_workload::build_server_workload;
+use servebench_runner::prepare::tokenize_dialect::TokenizeDialect;
 use servebench_runner::prepare::{verify_prompt_lengths, ServerTokenize, Verification};
-use servebench_runner::server_workload::build_server_workload;
-use servebench_runner::tokenize_dialect::TokenizeDialect;
 use std::sync::{Arc, Mutex};
 
 const BOS: u32 = 100_257;

@@ -22,7 +22,7 @@ use servebench_core::BenchError;
 use servebench_report::info::vllm_date;
 use servebench_report::{write_result, write_text};
 use servebench_runner::config::DatasetSpec;
-use servebench_runner::failure_codes;
+use servebench_runner::prepare::failure_codes;
 use servebench_runner::{
     prepare_experiment, prepare_run, stop_signal, Prepared, RunConfig, RunObserver, CLIENT_THREAD_PREFIX,
 };

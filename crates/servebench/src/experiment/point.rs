@@ -11,7 +11,7 @@ use servebench_client::transport::HttpClient;
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::{Outcome, RequestRecord};
 use servebench_report::{console_block, result_json};
-use servebench_runner::profiling::reset_prefix_cache;
+use servebench_runner::observe::profiling::reset_prefix_cache;
 use servebench_runner::{run_prepared, PreparedRun, RunConfig, RunObserver, StopSignal};
 use std::sync::Arc;
 

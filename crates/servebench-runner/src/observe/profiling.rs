@@ -8,8 +8,8 @@ use servebench_client::transport::HttpClient;
 use servebench_core::{BenchError, Result};
 use std::time::{Duration, Instant};
 
-use crate::dispatch::StopSignal;
-use crate::server_metrics::{fetch_metrics_text, parse_sample};
+use crate::load::dispatch::StopSignal;
+use crate::observe::scrape::{fetch_metrics_text, parse_sample};
 
 /// How often the batch-threshold mode polls `/metrics` (as vllm-bench).
 pub const THRESHOLD_POLL: Duration = Duration::from_millis(500);

@@ -9,7 +9,7 @@
 //! stage's end. The number of requests is what the schedule holds; request `i` sends prompt
 //! `i mod W` of the `W`-prompt workload. `--duration T` alone is one stage at `--request-rate`.
 
-use crate::dispatch::{stop_signal, StopSignal};
+use crate::load::dispatch::{stop_signal, StopSignal};
 use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
 use servebench_core::{BenchError, Result, Workload};
 use std::time::Instant;

@@ -87,7 +87,8 @@ pub async fn ready_check(
             }
             last = what_it_got(&r);
             // Not HTTP/1.1, an undecodable coding, refused redirects (SB306-SB308).
-            if let Some(e) = r.error.as_ref().and_then(|e| crate::network_notes::permanent_error(&e.message))
+            if let Some(e) =
+                r.error.as_ref().and_then(|e| crate::observe::network_notes::permanent_error(&e.message))
             {
                 return Err(e);
             }
@@ -119,6 +120,6 @@ fn not_ready(client: &HttpClient, started: Instant, last: (String, bool), backen
             reason,
             waited: format!(" (kept trying for {secs:.1} s)"),
         },
-        (message, false) => crate::failure_codes::not_ready(secs, message, backend),
+        (message, false) => crate::prepare::failure_codes::not_ready(secs, message, backend),
     }
 }

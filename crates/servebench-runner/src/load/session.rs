@@ -12,8 +12,8 @@
 //! `X-Session-ID` (router affinity). A failed turn ends its conversation: the turns after it
 //! are recorded as cancelled (never sent).
 
-use crate::dispatch::{DispatchStats, StopSignal};
-use crate::live::LiveMetrics;
+use crate::load::dispatch::{DispatchStats, StopSignal};
+use crate::observe::live::LiveMetrics;
 use http::{HeaderName, HeaderValue};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;

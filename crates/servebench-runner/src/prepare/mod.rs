@@ -1,6 +1,14 @@
 //! Preparation before the measured run: which model, which tokenizer, the workload, and the
 //! check of prompt lengths against the server's own `/tokenize`.
 
+pub mod batch;
+pub mod failure_codes;
+pub mod prompt_check;
+pub mod ready;
+pub mod server_tokenize;
+pub mod server_workload;
+pub mod tokenize_dialect;
+
 use serde::Deserialize;
 use servebench_client::transport::HttpClient;
 use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer, Workload};
@@ -8,8 +16,8 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::server_tokenize::Probe;
-pub use crate::server_tokenize::{ServerTokenize, TokenizeReport};
+use crate::prepare::server_tokenize::Probe;
+pub use crate::prepare::server_tokenize::{ServerTokenize, TokenizeReport};
 
 /// The model as the server names it.
 #[derive(Debug, Clone, PartialEq, Eq)]

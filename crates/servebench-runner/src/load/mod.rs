@@ -1,15 +1,23 @@
-//! Load shapes beyond "N prompts on a rate schedule": trace replay (arrivals from the trace),
+//! Sending the load: the dispatcher and its concurrency gate (`dispatch`), and the load shapes
+//! beyond "N prompts on a rate schedule": trace replay (arrivals from the trace),
 //! multi-turn conversations, LoRA adapters, `--duration` and `--stages`. The run calls in here
 //! at three points: building the workload, building the schedule, and annotating each request.
 
+pub mod dispatch;
+pub mod lora;
+pub mod probe_requests;
+pub mod session;
+pub mod shard;
+pub mod stages;
+
 use crate::config::{DatasetSpec, LoadOptions, RunConfig};
-use crate::session::{self, Conversations};
-use crate::stages::{closed_loop_bounds, cycle_workload, is_closed_loop, staged_schedule, Stage};
 use servebench_client::backend::TargetConfig;
 use servebench_client::request::RequestTarget;
 use servebench_client::transport::HttpClient;
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::{BenchError, RequestRecord, Result, TextTokenizer, Workload};
+use session::Conversations;
+use stages::{closed_loop_bounds, cycle_workload, is_closed_loop, staged_schedule, Stage};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,7 +53,7 @@ pub async fn build_special(
         t.max_model_len = cfg.max_model_len;
         let self_timed = t.self_timed;
         let built = tokio::task::spawn_blocking(move || {
-            crate::health::building_workload(|| {
+            crate::observe::health::building_workload(|| {
                 servebench_data::trace::build_trace_workload(&t, tok.as_ref())
             })
         })
@@ -64,7 +72,7 @@ pub async fn build_special(
     let limit = cfg.max_model_len;
     let t = tok.clone();
     let conv = tokio::task::spawn_blocking(move || -> Result<Conversations> {
-        let conv = crate::health::building_workload(|| match (&mt.sharegpt_path, &random) {
+        let conv = crate::observe::health::building_workload(|| match (&mt.sharegpt_path, &random) {
             (Some(path), _) => {
                 let n = random.as_ref().map_or(usize::MAX, |r| r.num_prompts);
                 session::sharegpt(path, &mt, n, t.as_ref())
@@ -243,7 +251,7 @@ pub fn session_run(
     target: &Arc<RequestTarget>,
     opts: &Arc<servebench_client::request::ExecOptions>,
     clock: servebench_core::RunClock,
-    live: Option<Arc<crate::live::LiveMetrics>>,
+    live: Option<Arc<crate::observe::live::LiveMetrics>>,
 ) -> Option<session::SessionRun> {
     let conv = plan.conversations.as_ref()?;
     let mt = cfg.load.multi_turn.clone().unwrap_or_default();

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
-use crate::dispatch::StopSignal;
+use crate::load::dispatch::StopSignal;
 
 /// Prefix of the names of the client runtime's worker threads (used to attribute CPU time).
 pub const CLIENT_THREAD_PREFIX: &str = "sb-client";
@@ -127,7 +127,7 @@ pub fn available_cpus() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::stop_signal;
+    use crate::load::dispatch::stop_signal;
 
     #[tokio::test]
     async fn probe_collects_samples_until_stopped() {

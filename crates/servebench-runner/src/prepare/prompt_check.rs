@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::config::RunConfig;
 use crate::observer::RunObserver;
+use crate::prepare::server_tokenize::{ServerTokenize, TokenizeReport};
 use crate::prepare::{self, Verification};
-use crate::server_tokenize::{ServerTokenize, TokenizeReport};
 
 /// How the check ended and which `/tokenize` dialect was used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub async fn check_prompts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenize_dialect::TokenizeDialect;
+    use crate::prepare::tokenize_dialect::TokenizeDialect;
 
     #[test]
     fn result_json_names_the_dialect_and_nulls_what_does_not_apply() {

@@ -11,7 +11,7 @@ use servebench_client::transport::HttpClient;
 use servebench_core::Result;
 use std::time::{Duration, Instant};
 
-use crate::dispatch::StopSignal;
+use crate::load::dispatch::StopSignal;
 
 /// vLLM metric names read from `/metrics`.
 pub mod names {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
-use crate::tokenize_dialect::{parse_text, parse_tokens, TokenizeDialect};
+use crate::prepare::tokenize_dialect::{parse_text, parse_tokens, TokenizeDialect};
 
 /// The known prompt of the detection: ordinary words every tokenizer turns into tokens.
 pub const PROBE_TEXT: &str = "The quick brown fox jumps over the lazy dog.";

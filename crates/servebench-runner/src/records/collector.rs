@@ -7,7 +7,7 @@
 //! exactly as without a cap: the cap bounds memory *during* the run (when the client must stay
 //! light); the final computation holds all records once, after the load has stopped.
 
-use crate::sink::{read_records, RecordSink};
+use crate::records::sink::{read_records, RecordSink};
 use servebench_core::{BenchError, RequestRecord, Result};
 use std::path::PathBuf;
 

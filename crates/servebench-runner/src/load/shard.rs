@@ -8,10 +8,10 @@
 //! records of the shards union to the records of one process.
 
 use crate::config::RunConfig;
-use crate::dispatch::StopSignal;
-use crate::health::HealthSamples;
+use crate::load::dispatch::StopSignal;
+use crate::observe::health::HealthSamples;
 use crate::observer::RunObserver;
-use crate::sink::RecordSink;
+use crate::records::sink::RecordSink;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardSummary, FORMAT_VERSION};
 use servebench_core::stats::percentile;
@@ -299,9 +299,9 @@ mod tests {
             HealthSamples { dispatch_lateness_us: vec![40, 10, 20], wall_seconds: 1.0, ..Default::default() };
         run.write_summary(Some(&path), &health, 2, false).unwrap();
 
-        let (records, bad) = crate::sink::read_records(&path).unwrap();
+        let (records, bad) = crate::records::sink::read_records(&path).unwrap();
         assert_eq!((records.len(), bad), (2, 0));
-        let file = crate::sink::read_records_file(&path).unwrap();
+        let file = crate::records::sink::read_records_file(&path).unwrap();
         let h = file.shard_header.unwrap();
         assert_eq!(h.wall_anchor_unix_us, clock.wall_anchor_unix_us());
         assert_eq!(h.waited_us, Some(-7));

@@ -6,7 +6,7 @@
 //! ended (a probe in flight then still finishes). Their records stay apart from the run's: they
 //! are in no metric of the run, only in the probe summary (docs/metrics.md, "Probe requests").
 
-use crate::dispatch::{stop_signal, StopHandle, StopSignal};
+use crate::load::dispatch::{stop_signal, StopHandle, StopSignal};
 use servebench_client::request::{execute_until, ExecOptions, RequestTarget};
 use servebench_client::transport::HttpClient;
 use servebench_core::{Prompt, RequestRecord, RequestSpec, RunClock};

@@ -1,7 +1,7 @@
 //! `--metrics-port`: serves the run's [`LiveMetrics`] in the Prometheus text format at
 //! `/metrics` while the run is in progress, so client and server dashboards can be overlaid.
 
-use crate::live::LiveMetrics;
+use crate::observe::live::LiveMetrics;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
