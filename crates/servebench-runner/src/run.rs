@@ -9,6 +9,7 @@ use crate::observe::health::HealthSamples;
 use crate::observe::health::{self, HiccupProbe, CLIENT_THREAD_PREFIX};
 use crate::observe::live::LiveMetrics;
 use crate::observer::RunObserver;
+use crate::prepare::blocking::build_off_runtime;
 use crate::prepare::prompt_check::PromptCheck;
 use crate::prepare::server_workload;
 use crate::prepare::{self, ModelIds, ServerTokenize};
@@ -679,32 +680,25 @@ async fn build_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> R
         DatasetSpec::TimedTrace(t) => {
             let mut t = t.clone();
             t.max_model_len = cfg.max_model_len;
-            tokio::task::spawn_blocking(move || {
-                health::building_workload(|| {
-                    servebench_data::trace::build_trace_workload(&t, tokenizer.as_ref()).map(|b| b.workload)
-                })
+            build_off_runtime("trace loading", move || {
+                servebench_data::trace::build_trace_workload(&t, tokenizer.as_ref()).map(|b| b.workload)
             })
             .await
-            .map_err(|e| BenchError::Dataset { detail: format!("trace loading failed: {e}") })?
         }
         DatasetSpec::Random(r) => {
             let r = r.clone();
-            tokio::task::spawn_blocking(move || {
-                health::building_workload(|| servebench_data::random::generate_random(&r, tokenizer.as_ref()))
+            build_off_runtime("workload generation", move || {
+                servebench_data::random::generate_random(&r, tokenizer.as_ref())
             })
             .await
-            .map_err(|e| BenchError::Dataset { detail: format!("workload generation failed: {e}") })?
         }
         DatasetSpec::Dataset(d) => {
             let d = d.clone();
-            tokio::task::spawn_blocking(move || {
+            build_off_runtime("workload generation", move || {
                 let env = servebench_data::HubEnv::from_env();
-                health::building_workload(|| {
-                    servebench_data::dataset::build_dataset(&d, tokenizer.as_ref(), &env)
-                })
+                servebench_data::dataset::build_dataset(&d, tokenizer.as_ref(), &env)
             })
             .await
-            .map_err(|e| BenchError::Dataset { detail: format!("workload generation failed: {e}") })?
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod shard;
 pub mod stages;
 
 use crate::config::{DatasetSpec, LoadOptions, RunConfig};
+use crate::prepare::blocking::build_off_runtime;
 use servebench_client::backend::TargetConfig;
 use servebench_client::request::RequestTarget;
 use servebench_client::transport::HttpClient;
@@ -52,13 +53,10 @@ pub async fn build_special(
         let mut t = t.clone();
         t.max_model_len = cfg.max_model_len;
         let self_timed = t.self_timed;
-        let built = tokio::task::spawn_blocking(move || {
-            crate::observe::health::building_workload(|| {
-                servebench_data::trace::build_trace_workload(&t, tok.as_ref())
-            })
+        let built = build_off_runtime("trace loading", move || {
+            servebench_data::trace::build_trace_workload(&t, tok.as_ref())
         })
-        .await
-        .map_err(|e| BenchError::Dataset { detail: format!("trace loading failed: {e}") })??;
+        .await?;
         let offsets = self_timed.then(|| built.offsets_us.into());
         let plan = LoadPlan { trace_offsets_us: offsets, ..LoadPlan::default() };
         return Ok(Some((built.workload, plan)));
@@ -71,8 +69,8 @@ pub async fn build_special(
     };
     let limit = cfg.max_model_len;
     let t = tok.clone();
-    let conv = tokio::task::spawn_blocking(move || -> Result<Conversations> {
-        let conv = crate::observe::health::building_workload(|| match (&mt.sharegpt_path, &random) {
+    let conv = build_off_runtime("conversation building", move || -> Result<Conversations> {
+        let conv = match (&mt.sharegpt_path, &random) {
             (Some(path), _) => {
                 let n = random.as_ref().map_or(usize::MAX, |r| r.num_prompts);
                 session::sharegpt(path, &mt, n, t.as_ref())
@@ -83,11 +81,10 @@ pub async fn build_special(
                 "works with the random dataset (synthetic turns) or sharegpt (conversations)",
                 "use --dataset-name random, or sharegpt with --dataset-path",
             )),
-        })?;
+        }?;
         Ok(session::truncate_to_model_len(conv, limit).0)
     })
-    .await
-    .map_err(|e| BenchError::Dataset { detail: format!("conversation building failed: {e}") })??;
+    .await?;
     if conv.bounds.is_empty() {
         return Err(BenchError::Dataset {
             detail: "no conversation left after --max-model-len truncation; fix: raise --max-model-len"

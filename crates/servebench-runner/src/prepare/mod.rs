@@ -2,6 +2,7 @@
 //! check of prompt lengths against the server's own `/tokenize`.
 
 pub mod batch;
+pub mod blocking;
 pub mod failure_codes;
 pub mod prompt_check;
 pub mod ready;
@@ -238,9 +239,11 @@ async fn fix_one(
 
 /// Loads the tokenizer off the async runtime's worker threads.
 pub async fn load_tokenizer(spec: String) -> Result<Arc<dyn TextTokenizer>> {
-    tokio::task::spawn_blocking(move || servebench_data::tokenizer::load_tokenizer(&spec))
-        .await
-        .map_err(|e| BenchError::TokenizerLoad { name: "tokenizer".into(), detail: e.to_string() })?
+    blocking::off_runtime(
+        move || servebench_data::tokenizer::load_tokenizer(&spec),
+        |detail| BenchError::TokenizerLoad { name: "tokenizer".into(), detail },
+    )
+    .await
 }
 
 #[cfg(test)]
