@@ -11,9 +11,7 @@ pub mod records;
 pub mod run;
 
 pub use config::{DatasetSpec, InterruptMode, LoadOptions, RunConfig, ShardConfig};
-pub use load::dispatch::{
-    dispatch, stop_signal, DispatchPlan, DispatchStats, Release, StopHandle, StopSignal,
-};
+pub use load::dispatch::{dispatch, DispatchPlan, DispatchStats, Release};
 pub use observe::endpoint::MetricsServer;
 pub use observe::health::{HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};
 pub use observe::live::{LiveMetrics, LiveSnapshot};
@@ -26,3 +24,5 @@ pub use run::{
     prepare_experiment, prepare_run, rebuild_workload, run_benchmark, run_prepared, Prepared, PreparedRun,
     RunOutput, RunResult, WorkloadStats,
 };
+/// The stop signal of runs, dispatchers and observers (raise it with `cancel`).
+pub use tokio_util::sync::CancellationToken;

@@ -2,7 +2,7 @@
 //! collect records (appended to the records file as each request ends), measure client health.
 
 use crate::config::{DatasetSpec, InterruptMode, RunConfig};
-use crate::load::dispatch::{dispatch, dispatch_closed_loop, stop_signal, DispatchPlan, Release, StopSignal};
+use crate::load::dispatch::{dispatch, dispatch_closed_loop, DispatchPlan, Release};
 use crate::load::shard;
 use crate::observe::endpoint::MetricsServer;
 use crate::observe::health::HealthSamples;
@@ -25,6 +25,7 @@ use servebench_core::{
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// `--tokenizer server`: use the server's `/tokenize` and `/detokenize`.
 pub const SERVER_TOKENIZER: &str = "server";
@@ -94,7 +95,7 @@ fn client_headers(cfg: &RunConfig) -> Result<http::HeaderMap> {
 pub async fn run_benchmark(
     cfg: RunConfig,
     observer: Arc<dyn RunObserver>,
-    stop: StopSignal,
+    stop: CancellationToken,
 ) -> Result<RunResult> {
     match prepare_run(&cfg, &observer).await? {
         Prepared::DryRun { model, tokenizer_id, workload } => {
@@ -378,7 +379,7 @@ pub async fn run_prepared(
     cfg: &RunConfig,
     num_requests: usize,
     observer: Arc<dyn RunObserver>,
-    stop: StopSignal,
+    stop: CancellationToken,
 ) -> Result<RunOutput> {
     let PreparedRun { client, model, tokenizer_id, stats, verification, target, exec_opts, .. } =
         prepared.clone();
@@ -435,7 +436,8 @@ pub async fn run_prepared(
     }
     let mut store = RecordStore::new(sink, cfg.max_records_in_memory, workload.len());
 
-    let (probe_stop, probe_signal) = stop_signal();
+    let probe_signal = CancellationToken::new();
+    let probe_stop = probe_signal.clone();
     let sampler_stop = probe_signal.clone();
     let probe = HiccupProbe::start(probe_signal);
     let cpu0 = health::thread_cpu_ns(CLIENT_THREAD_PREFIX);
@@ -446,13 +448,13 @@ pub async fn run_prepared(
     observer.live_metrics(live.clone());
     observer.started(planned);
     let sampler = {
-        let (live, mut stop) = (live.clone(), sampler_stop);
+        let (live, stop) = (live.clone(), sampler_stop);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tokio::select! {
                     _ = tick.tick() => live.sample(),
-                    _ = stop.stopped() => break,
+                    _ = stop.cancelled() => break,
                 }
             }
         })
@@ -555,15 +557,15 @@ pub async fn run_prepared(
                     // Cancelled: the request ends as `cancelled`, with the timings it had.
                     let stop = stop.clone();
                     let done = execute_until(&client, &target, spec, fresh, &clock, &opts, async move {
-                        let mut stop = stop;
-                        stop.stopped().await
+                        let stop = stop;
+                        stop.cancelled().await
                     })
                     .await;
                     // `--retries`: only a connection that could not be made (nothing of the
                     // request was sent) is tried again; the record counts every attempt.
                     let retry = done.error.as_ref().is_some_and(|e| e.kind == ErrorKind::Connect)
                         && done.attempts <= retries
-                        && !release.is_stopped();
+                        && !release.is_cancelled();
                     if !retry {
                         return done;
                     }
@@ -599,13 +601,13 @@ pub async fn run_prepared(
         Some(p) => p.finish().await,
         None => Vec::new(),
     };
-    let was_interrupted = interrupted.is_stopped();
+    let was_interrupted = interrupted.is_cancelled();
     let wall = clock.now_us() as f64 / 1e6;
     let cpu1 = health::thread_cpu_ns(CLIENT_THREAD_PREFIX);
     // Before the collector finishes: retokenizing held records after the run loads the
     // tokenizer, which is not the measured phase's memory.
     let peak_rss_bytes = health::peak_rss_bytes();
-    probe_stop.stop();
+    probe_stop.cancel();
     let hiccup_us = probe.finish().await;
     let (store, retokenize_note) =
         collector.await.map_err(|e| BenchError::Io { path: "records".into(), detail: e.to_string() })?;

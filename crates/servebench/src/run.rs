@@ -13,7 +13,8 @@ use servebench_report::{
     console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo,
 };
 use servebench_runner::config::InterruptMode;
-use servebench_runner::{run_benchmark, stop_signal, RunOutput, RunResult, CLIENT_THREAD_PREFIX};
+use servebench_runner::CancellationToken;
+use servebench_runner::{run_benchmark, RunOutput, RunResult, CLIENT_THREAD_PREFIX};
 use std::path::PathBuf;
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -150,7 +151,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let on_interrupt = run.on_interrupt;
     let group_info = crate::cli_workload::group_info(&run);
     let (result, server_side) = runtime.block_on(async move {
-        let (stop, signal) = stop_signal();
+        let signal = CancellationToken::new();
+        let stop = signal.clone();
         let in_flight = match on_interrupt {
             InterruptMode::Cancel => "in-flight requests are cancelled",
             InterruptMode::Drain => "in-flight requests are drained",
@@ -159,7 +161,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
                 exit_if_not_measuring();
                 eprintln!("\nInterrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)");
-                stop.stop();
+                stop.cancel();
                 if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
                     std::process::exit(INTERRUPTED_EXIT_CODE.into());
                 }

@@ -8,8 +8,9 @@ use servebench_core::{RequestRecord, RunClock};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 /// What the dispatcher needs to know.
 #[derive(Debug, Clone)]
@@ -33,47 +34,6 @@ pub struct Release {
     pub stage: Option<u32>,
 }
 
-/// Stop signal shared by the dispatcher and the executors.
-#[derive(Debug, Clone)]
-pub struct StopSignal {
-    rx: watch::Receiver<bool>,
-}
-
-/// The sending side of a [`StopSignal`].
-#[derive(Debug)]
-pub struct StopHandle {
-    tx: watch::Sender<bool>,
-}
-
-/// A new stop signal, not yet raised.
-pub fn stop_signal() -> (StopHandle, StopSignal) {
-    let (tx, rx) = watch::channel(false);
-    (StopHandle { tx }, StopSignal { rx })
-}
-
-impl StopHandle {
-    /// Raises the signal: the dispatcher stops releasing and executors should cancel.
-    pub fn stop(&self) {
-        let _ = self.tx.send(true);
-    }
-}
-
-impl StopSignal {
-    /// Whether the signal was raised.
-    pub fn is_stopped(&self) -> bool {
-        *self.rx.borrow()
-    }
-
-    /// Resolves when the signal is raised (never, if the handle is dropped unraised).
-    pub async fn stopped(&mut self) {
-        while !*self.rx.borrow_and_update() {
-            if self.rx.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
-    }
-}
-
 /// Dispatch statistics (client health).
 #[derive(Debug, Clone, Default)]
 pub struct DispatchStats {
@@ -92,7 +52,7 @@ pub async fn dispatch<E, Fut, C>(
     execute: E,
     cancelled: C,
     sink: mpsc::UnboundedSender<RequestRecord>,
-    stop: StopSignal,
+    stop: CancellationToken,
 ) -> DispatchStats
 where
     E: Fn(Release) -> Fut + Send + Sync + 'static,
@@ -125,16 +85,16 @@ where
     };
     let mut tasks = JoinSet::new();
     let mut i = 0;
-    let mut stop_wait = stop.clone();
+    let stop_wait = stop.clone();
     while i < n {
         let due = clock.instant_at(plan.offsets_us[i]);
         if Instant::now() < due {
             tokio::select! {
                 _ = tokio::time::sleep_until(due.into()) => {}
-                _ = stop_wait.stopped() => {}
+                _ = stop_wait.cancelled() => {}
             }
         }
-        if stop.is_stopped() {
+        if stop.is_cancelled() {
             break;
         }
         let now = Instant::now();
@@ -186,7 +146,7 @@ async fn gate_in_order<E, Fut, C>(
     execute: Arc<E>,
     cancelled: Arc<C>,
     sink: mpsc::UnboundedSender<RequestRecord>,
-    mut stop: StopSignal,
+    stop: CancellationToken,
 ) where
     E: Fn(Release) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = RequestRecord> + Send + 'static,
@@ -194,12 +154,12 @@ async fn gate_in_order<E, Fut, C>(
 {
     let mut tasks = JoinSet::new();
     while let Some(release) = queue.recv().await {
-        let permit = if stop.is_stopped() {
+        let permit = if stop.is_cancelled() {
             None
         } else {
             tokio::select! {
                 biased;
-                _ = stop.stopped() => None,
+                _ = stop.cancelled() => None,
                 p = gate.clone().acquire_owned() => p.ok(),
             }
         };
@@ -243,7 +203,7 @@ pub async fn dispatch_closed_loop<E, Fut>(
     clock: RunClock,
     execute: E,
     sink: mpsc::UnboundedSender<RequestRecord>,
-    stop: StopSignal,
+    stop: CancellationToken,
 ) -> DispatchStats
 where
     E: Fn(Release) -> Fut + Send + Sync + 'static,
@@ -254,8 +214,8 @@ where
     let mut stats = DispatchStats::default();
     let mut tasks = JoinSet::new();
     let (mut in_flight, mut next) = (0usize, 0usize);
-    let mut stop_wait = stop.clone();
-    while !stop.is_stopped() {
+    let stop_wait = stop.clone();
+    while !stop.is_cancelled() {
         let now_us = clock.offset_us(Instant::now());
         let Some(k) = stages.iter().position(|&(_, end)| now_us < end) else { break };
         let (limit, end) = stages[k];
@@ -280,7 +240,7 @@ where
                 }
             }
             _ = tokio::time::sleep_until(clock.instant_at(end).into()) => {}
-            _ = stop_wait.stopped() => {}
+            _ = stop_wait.cancelled() => {}
         }
         while tasks.try_join_next().is_some() {}
     }
@@ -316,7 +276,8 @@ mod tests {
         let n = offsets_us.len();
         let plan = DispatchPlan { offsets_us: offsets_us.into(), max_concurrency: Some(3) };
         let (tx, rx) = mpsc::unbounded_channel();
-        let (_h, stop) = stop_signal();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
         let o = order.clone();
         dispatch(
             &plan,
@@ -353,7 +314,8 @@ mod tests {
         let plan =
             DispatchPlan { offsets_us: (0..50u64).map(|i| i * 100).collect(), max_concurrency: Some(4) };
         let (tx, rx) = mpsc::unbounded_channel();
-        let (_h, stop) = stop_signal();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
         let stats = dispatch(
             &plan,
             RunClock::start(),
@@ -376,7 +338,8 @@ mod tests {
         let peak = Arc::new(AtomicUsize::new(0));
         let plan = DispatchPlan { offsets_us: vec![0; 40].into(), max_concurrency: Some(3) };
         let (tx, rx) = mpsc::unbounded_channel();
-        let (_h, stop) = stop_signal();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
         let (f, p) = (in_flight.clone(), peak.clone());
         dispatch(
             &plan,
@@ -405,7 +368,8 @@ mod tests {
         // 20 arrivals at the same instant: all are released at the same time.
         let plan = DispatchPlan { offsets_us: vec![5_000; 20].into(), max_concurrency: None };
         let (tx, rx) = mpsc::unbounded_channel();
-        let (_h, stop) = stop_signal();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
         let stats = dispatch(
             &plan,
             RunClock::start(),
@@ -434,7 +398,8 @@ mod tests {
         let in_flight = Arc::new(AtomicUsize::new(0));
         let peaks = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
         let (tx, rx) = mpsc::unbounded_channel();
-        let (_h, stop) = stop_signal();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
         let (f, p) = (in_flight.clone(), peaks.clone());
         let clock = RunClock::start();
         let stats = dispatch_closed_loop(
@@ -476,8 +441,9 @@ mod tests {
     #[tokio::test]
     async fn closed_loop_stops_releasing_on_stop() {
         let (tx, rx) = mpsc::unbounded_channel();
-        let (handle, stop) = stop_signal();
-        handle.stop();
+        let stop = CancellationToken::new();
+        let handle = stop.clone();
+        handle.cancel();
         let stats = dispatch_closed_loop(
             &[(4, 10_000_000)],
             RunClock::start(),
@@ -495,10 +461,11 @@ mod tests {
         let plan =
             DispatchPlan { offsets_us: (0..30u64).map(|i| i * 20_000).collect(), max_concurrency: Some(2) };
         let (tx, rx) = mpsc::unbounded_channel();
-        let (handle, stop) = stop_signal();
+        let stop = CancellationToken::new();
+        let handle = stop.clone();
         let stopper = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            handle.stop();
+            handle.cancel();
         });
         let stats = dispatch(
             &plan,

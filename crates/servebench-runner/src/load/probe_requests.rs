@@ -6,13 +6,13 @@
 //! ended (a probe in flight then still finishes). Their records stay apart from the run's: they
 //! are in no metric of the run, only in the probe summary (docs/metrics.md, "Probe requests").
 
-use crate::load::dispatch::{stop_signal, StopHandle, StopSignal};
 use servebench_client::request::{execute_until, ExecOptions, RequestTarget};
 use servebench_client::transport::HttpClient;
 use servebench_core::{Prompt, RequestRecord, RequestSpec, RunClock};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// The prompt of every probe (vLLM's).
 pub const PROBE_PROMPT: &str = "Hi";
@@ -20,7 +20,7 @@ pub const PROBE_PROMPT: &str = "Hi";
 /// A running probe loop.
 #[derive(Debug)]
 pub struct ProbeLoop {
-    stop: StopHandle,
+    stop: CancellationToken,
     task: JoinHandle<Vec<RequestRecord>>,
 }
 
@@ -37,8 +37,9 @@ pub struct ProbeTarget {
 impl ProbeLoop {
     /// Starts probing at `rate` requests per second (> 0) on `clock`. `cancel` (Ctrl-C with
     /// `--on-interrupt cancel`) cancels a probe in flight.
-    pub fn start(rate: f64, t: ProbeTarget, clock: RunClock, cancel: StopSignal) -> ProbeLoop {
-        let (stop, stopped) = stop_signal();
+    pub fn start(rate: f64, t: ProbeTarget, clock: RunClock, cancel: CancellationToken) -> ProbeLoop {
+        let stopped = CancellationToken::new();
+        let stop = stopped.clone();
         let interval = Duration::from_secs_f64(1.0 / rate);
         let task = tokio::spawn(probe_loop(t, clock, interval, stopped, cancel));
         ProbeLoop { stop, task }
@@ -47,7 +48,7 @@ impl ProbeLoop {
     /// Stops the loop once the probe in flight (if any) has ended; the probes' records in send
     /// order.
     pub async fn finish(self) -> Vec<RequestRecord> {
-        self.stop.stop();
+        self.stop.cancel();
         self.task.await.unwrap_or_default()
     }
 }
@@ -56,23 +57,23 @@ async fn probe_loop(
     t: ProbeTarget,
     clock: RunClock,
     interval: Duration,
-    mut stopped: StopSignal,
-    cancel: StopSignal,
+    stopped: CancellationToken,
+    cancel: CancellationToken,
 ) -> Vec<RequestRecord> {
     let spec = RequestSpec::new(0, Prompt::Text(Arc::from(PROBE_PROMPT)), 1, 1);
     let mut out = Vec::new();
-    while !stopped.is_stopped() {
+    while !stopped.is_cancelled() {
         let n = out.len() as u64;
         let record = RequestRecord::scheduled(n, format!("{}probe-{n}", t.id_prefix), clock.now_us(), 1, 1);
-        let mut cancel = cancel.clone();
+        let cancel = cancel.clone();
         let done = execute_until(&t.client, &t.target, &spec, record, &clock, &t.opts, async move {
-            cancel.stopped().await
+            cancel.cancelled().await
         })
         .await;
         out.push(done);
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
-            _ = stopped.stopped() => break,
+            _ = stopped.cancelled() => break,
         }
     }
     out

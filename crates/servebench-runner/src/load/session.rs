@@ -12,7 +12,7 @@
 //! `X-Session-ID` (router affinity). A failed turn ends its conversation: the turns after it
 //! are recorded as cancelled (never sent).
 
-use crate::load::dispatch::{DispatchStats, StopSignal};
+use crate::load::dispatch::DispatchStats;
 use crate::observe::live::LiveMetrics;
 use http::{HeaderName, HeaderValue};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 /// The `X-Session-ID` header.
 pub const SESSION_HEADER: &str = "x-session-id";
@@ -398,25 +399,25 @@ pub async fn run_conversations(
     conv: Arc<Conversations>,
     arrivals_us: Vec<u64>,
     sink: mpsc::UnboundedSender<RequestRecord>,
-    release: StopSignal,
-    cancel: StopSignal,
+    release: CancellationToken,
+    cancel: CancellationToken,
 ) -> DispatchStats {
     let run = Arc::new(run);
     let gate = Arc::new(Semaphore::new(run.concurrency.max(1)));
     let n = conv.bounds.len().min(arrivals_us.len());
     let mut stats = DispatchStats { lateness_us: Vec::with_capacity(n), not_released: 0 };
     let mut tasks = JoinSet::new();
-    let mut waiter = release.clone();
+    let waiter = release.clone();
     let mut c = 0;
     while c < n {
         let due = run.clock.instant_at(arrivals_us[c]);
         if Instant::now() < due {
             tokio::select! {
                 _ = tokio::time::sleep_until(due.into()) => {}
-                _ = waiter.stopped() => {}
+                _ = waiter.cancelled() => {}
             }
         }
-        if release.is_stopped() {
+        if release.is_cancelled() {
             break;
         }
         let now_us = run.clock.now_us();
@@ -475,8 +476,8 @@ async fn conversation(
     arrival_us: u64,
     gate: &Arc<Semaphore>,
     sink: &mpsc::UnboundedSender<RequestRecord>,
-    release: StopSignal,
-    cancel: StopSignal,
+    release: CancellationToken,
+    cancel: CancellationToken,
 ) {
     let (start, len) = conv.bounds[c];
     let target =
@@ -487,16 +488,16 @@ async fn conversation(
     let mut history_tokens = 0u32;
     let mut intended = arrival_us;
     let mut t = 0;
-    let mut waiter = release.clone();
+    let waiter = release.clone();
     while t < len {
         let idx = start + t;
         let spec = &conv.workload.requests[idx];
         let Some(target) = target.as_ref() else { break };
         let permit = tokio::select! {
             p = gate.clone().acquire_owned() => p.ok(),
-            _ = waiter.stopped() => None,
+            _ = waiter.cancelled() => None,
         };
-        if permit.is_none() || release.is_stopped() {
+        if permit.is_none() || release.is_cancelled() {
             break;
         }
         let mut messages = if conv.history { history.clone() } else { String::from("[") };
@@ -519,10 +520,10 @@ async fn conversation(
         if let Some(live) = &run.live {
             live.request_sent(run.clock.now_us().saturating_sub(intended));
         }
-        let mut stop = cancel.clone();
+        let stop = cancel.clone();
         let mut rec =
             execute_prepared(&run.client, target, spec, &prepared, record, &run.clock, &opts, async move {
-                stop.stopped().await
+                stop.cancelled().await
             })
             .await;
         if let Some(live) = &run.live {
@@ -551,7 +552,7 @@ async fn conversation(
         if t < len && !run.delay.is_zero() {
             tokio::select! {
                 _ = tokio::time::sleep(run.delay) => {}
-                _ = waiter.stopped() => {}
+                _ = waiter.cancelled() => {}
             }
         }
     }

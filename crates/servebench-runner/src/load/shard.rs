@@ -8,7 +8,6 @@
 //! records of the shards union to the records of one process.
 
 use crate::config::RunConfig;
-use crate::load::dispatch::StopSignal;
 use crate::observe::health::HealthSamples;
 use crate::observer::RunObserver;
 use crate::records::sink::RecordSink;
@@ -20,6 +19,7 @@ use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
 
 /// The shard's part of one run, set up once the schedule is built.
 #[derive(Debug, Clone)]
@@ -208,7 +208,7 @@ fn unix_now_us() -> u64 {
 pub async fn start_clock(
     cfg: &RunConfig,
     observer: &dyn RunObserver,
-    stop: &StopSignal,
+    stop: &CancellationToken,
 ) -> Option<(RunClock, Option<i64>)> {
     if cfg.shard.is_none() && cfg.start_at_unix_us.is_none() {
         return None;
@@ -229,7 +229,7 @@ pub async fn start_clock(
             lead.as_secs_f64()
         ));
     } else {
-        let mut stop = stop.clone();
+        let stop = stop.clone();
         loop {
             let left = origin.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -239,7 +239,7 @@ pub async fn start_clock(
             let next = Instant::now() + left.min(Duration::from_secs(10));
             tokio::select! {
                 _ = tokio::time::sleep_until(next.into()) => {}
-                _ = stop.stopped() => break,
+                _ = stop.cancelled() => break,
             }
         }
     }

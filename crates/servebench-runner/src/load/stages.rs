@@ -9,10 +9,10 @@
 //! stage's end. The number of requests is what the schedule holds; request `i` sends prompt
 //! `i mod W` of the `W`-prompt workload. `--duration T` alone is one stage at `--request-rate`.
 
-use crate::load::dispatch::{stop_signal, StopSignal};
 use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
 use servebench_core::{BenchError, Result, Workload};
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// One stage held for `seconds`: `rate` requests per second (open loop), or — a concurrency
 /// stage (`c=N`) — a closed loop keeping `concurrency` requests in flight, each replaced as it
@@ -190,8 +190,8 @@ pub fn cycle_workload(w: &Workload, n: usize) -> Workload {
 /// end time when `cancel_at_end`).
 #[derive(Debug, Clone)]
 pub struct RunStops {
-    pub release: StopSignal,
-    pub cancel: StopSignal,
+    pub release: CancellationToken,
+    pub cancel: CancellationToken,
     /// The task raising the signals; aborted when the last copy is dropped (the run ended).
     _task: std::sync::Arc<AbortOnDrop>,
 }
@@ -208,15 +208,17 @@ impl Drop for AbortOnDrop {
 
 /// Derives [`RunStops`] from the user's stop signal and an optional end instant.
 pub fn run_stops(
-    user: StopSignal,
+    user: CancellationToken,
     cancel_on_interrupt: bool,
     end: Option<Instant>,
     cancel_at_end: bool,
 ) -> RunStops {
-    let (release_h, release) = stop_signal();
-    let (cancel_h, cancel) = stop_signal();
+    let release = CancellationToken::new();
+    let release_h = release.clone();
+    let cancel = CancellationToken::new();
+    let cancel_h = cancel.clone();
     let task = tokio::spawn(async move {
-        let mut user = user;
+        let user = user;
         let mut end_done = end.is_none();
         let sleep = async {
             match end {
@@ -227,24 +229,24 @@ pub fn run_stops(
         tokio::pin!(sleep);
         loop {
             tokio::select! {
-                _ = user.stopped() => {
-                    release_h.stop();
+                _ = user.cancelled() => {
+                    release_h.cancel();
                     if cancel_on_interrupt {
-                        cancel_h.stop();
+                        cancel_h.cancel();
                     }
                     // Keep the end time armed only if it can still cancel something.
                     if end_done || !cancel_at_end || cancel_on_interrupt {
                         break;
                     }
                     (&mut sleep).await;
-                    cancel_h.stop();
+                    cancel_h.cancel();
                     break;
                 }
                 _ = &mut sleep, if !end_done => {
                     end_done = true;
-                    release_h.stop();
+                    release_h.cancel();
                     if cancel_at_end {
-                        cancel_h.stop();
+                        cancel_h.cancel();
                         break;
                     }
                     if !cancel_on_interrupt {
@@ -333,29 +335,31 @@ mod tests {
 
     #[tokio::test]
     async fn end_time_stops_release_and_cancels_only_when_asked() {
-        let (_user_h, user) = stop_signal();
+        let user = CancellationToken::new();
+        let _user_h = user.clone();
         let end = Instant::now() + Duration::from_millis(20);
         let drain = run_stops(user.clone(), true, Some(end), false);
         let cancel = run_stops(user, true, Some(end), true);
-        let mut r = drain.release.clone();
-        r.stopped().await;
-        let mut c = cancel.cancel.clone();
-        c.stopped().await;
-        assert!(!drain.cancel.is_stopped());
-        assert!(cancel.release.is_stopped());
+        let r = drain.release.clone();
+        r.cancelled().await;
+        let c = cancel.cancel.clone();
+        c.cancelled().await;
+        assert!(!drain.cancel.is_cancelled());
+        assert!(cancel.release.is_cancelled());
     }
 
     #[tokio::test]
     async fn interrupt_cancels_per_its_mode() {
-        let (user_h, user) = stop_signal();
+        let user = CancellationToken::new();
+        let user_h = user.clone();
         let keep = run_stops(user.clone(), false, None, false);
         let stop = run_stops(user, true, None, false);
-        user_h.stop();
-        let mut c = stop.cancel.clone();
-        c.stopped().await;
-        let mut r = keep.release.clone();
-        r.stopped().await;
+        user_h.cancel();
+        let c = stop.cancel.clone();
+        c.cancelled().await;
+        let r = keep.release.clone();
+        r.cancelled().await;
         tokio::time::sleep(Duration::from_millis(5)).await;
-        assert!(!keep.cancel.is_stopped());
+        assert!(!keep.cancel.is_cancelled());
     }
 }

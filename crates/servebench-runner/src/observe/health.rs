@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
-use crate::load::dispatch::StopSignal;
+use tokio_util::sync::CancellationToken;
 
 /// Prefix of the names of the client runtime's worker threads (used to attribute CPU time).
 pub const CLIENT_THREAD_PREFIX: &str = "sb-client";
@@ -18,7 +18,7 @@ pub struct HiccupProbe {
 
 impl HiccupProbe {
     /// Starts the probe on the current runtime; it ends when `stop` is raised.
-    pub fn start(mut stop: StopSignal) -> Self {
+    pub fn start(stop: CancellationToken) -> Self {
         let task = tokio::spawn(async move {
             let mut samples = Vec::with_capacity(4096);
             let period = Duration::from_millis(1);
@@ -26,7 +26,7 @@ impl HiccupProbe {
                 let t0 = Instant::now();
                 tokio::select! {
                     _ = tokio::time::sleep(period) => {}
-                    _ = stop.stopped() => break,
+                    _ = stop.cancelled() => break,
                 }
                 let late = t0.elapsed().saturating_sub(period);
                 samples.push(late.as_micros().min(u128::from(u32::MAX)) as u32);
@@ -127,14 +127,15 @@ pub fn available_cpus() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::dispatch::stop_signal;
+    use tokio_util::sync::CancellationToken;
 
     #[tokio::test]
     async fn probe_collects_samples_until_stopped() {
-        let (h, s) = stop_signal();
+        let s = CancellationToken::new();
+        let h = s.clone();
         let probe = HiccupProbe::start(s);
         tokio::time::sleep(Duration::from_millis(30)).await;
-        h.stop();
+        h.cancel();
         let samples = probe.finish().await;
         assert!(!samples.is_empty());
     }

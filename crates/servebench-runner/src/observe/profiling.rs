@@ -8,8 +8,8 @@ use servebench_client::transport::HttpClient;
 use servebench_core::{BenchError, Result};
 use std::time::{Duration, Instant};
 
-use crate::load::dispatch::StopSignal;
 use crate::observe::scrape::{fetch_metrics_text, parse_sample};
+use tokio_util::sync::CancellationToken;
 
 /// How often the batch-threshold mode polls `/metrics` (as vllm-bench).
 pub const THRESHOLD_POLL: Duration = Duration::from_millis(500);
@@ -65,13 +65,13 @@ pub async fn profile_until(
     client: HttpClient,
     headers: http::HeaderMap,
     opts: ProfileOptions,
-    mut stop: StopSignal,
+    stop: CancellationToken,
 ) -> ProfileOutcome {
     let t0 = Instant::now();
     let mut out = ProfileOutcome::default();
     if let Some(n) = opts.batch_threshold {
         loop {
-            if stop.is_stopped() {
+            if stop.is_cancelled() {
                 out.warnings.push(format!(
                     "profiling never started: vllm:num_requests_running did not reach {n} during the run"
                 ));
@@ -86,7 +86,7 @@ pub async fn profile_until(
             }
             tokio::select! {
                 _ = tokio::time::sleep(THRESHOLD_POLL) => {}
-                _ = stop.stopped() => {}
+                _ = stop.cancelled() => {}
             }
         }
     }
@@ -99,10 +99,10 @@ pub async fn profile_until(
         Some(_) => {
             tokio::select! {
                 _ = tokio::time::sleep(opts.duration) => {}
-                _ = stop.stopped() => {}
+                _ = stop.cancelled() => {}
             }
         }
-        None => stop.stopped().await,
+        None => stop.cancelled().await,
     }
     match post_control(&client, &headers, "/stop_profile").await {
         Ok(()) => out.stopped_at_s = Some(t0.elapsed().as_secs_f64()),

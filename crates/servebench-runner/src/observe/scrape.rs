@@ -11,7 +11,7 @@ use servebench_client::transport::HttpClient;
 use servebench_core::Result;
 use std::time::{Duration, Instant};
 
-use crate::load::dispatch::StopSignal;
+use tokio_util::sync::CancellationToken;
 
 /// vLLM metric names read from `/metrics`.
 pub mod names {
@@ -249,13 +249,13 @@ pub async fn scrape_until(
     client: HttpClient,
     headers: http::HeaderMap,
     interval: Duration,
-    mut stop: StopSignal,
+    stop: CancellationToken,
 ) -> ServerMetrics {
     let started = Instant::now();
     let mut out = ServerMetrics { interval_s: interval.as_secs_f64(), ..ServerMetrics::default() };
     let mut next = tokio::time::Instant::now();
     loop {
-        let stopping = stop.is_stopped();
+        let stopping = stop.is_cancelled();
         let t_s = started.elapsed().as_secs_f64();
         match fetch_metrics_text(&client, &headers).await {
             Ok(text) => match parse_sample(&text, t_s) {
@@ -276,7 +276,7 @@ pub async fn scrape_until(
         next += interval;
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {}
-            _ = stop.stopped() => {}
+            _ = stop.cancelled() => {}
         }
     }
     out.derived = derive(&out.samples);

@@ -8,7 +8,8 @@ use servebench_core::schedule::RateConfig;
 use servebench_core::tokenizer::TextTokenizer;
 use servebench_core::{Prompt, RequestRecord, RequestSpec, Workload};
 use servebench_data::random::RandomDatasetConfig;
-use servebench_runner::{run_benchmark, stop_signal, DatasetSpec, RunConfig, RunObserver, RunResult};
+use servebench_runner::CancellationToken;
+use servebench_runner::{run_benchmark, DatasetSpec, RunConfig, RunObserver, RunResult};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,7 +93,8 @@ pub fn config(base_url: String, model: &str, backend: BackendKind, num_prompts: 
 
 /// Runs `cfg` to completion; returns the records (workload order).
 pub async fn run(cfg: RunConfig) -> Vec<RequestRecord> {
-    let (_h, stop) = stop_signal();
+    let stop = CancellationToken::new();
+    let _h = stop.clone();
     match run_benchmark(cfg, Arc::new(Quiet), stop).await.expect("run") {
         RunResult::Completed(out) => out.records,
         RunResult::DryRun { .. } => panic!("not a dry run"),

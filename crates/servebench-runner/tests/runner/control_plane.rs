@@ -9,7 +9,7 @@ use axum::Router;
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_runner::observe::profiling::{profile_until, reset_prefix_cache, ProfileOptions};
 use servebench_runner::observe::scrape::scrape_until;
-use servebench_runner::stop_signal;
+use servebench_runner::CancellationToken;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,12 +62,13 @@ async fn every_control_call_carries_the_users_key() {
     let (c, h) = client(&base);
     reset_prefix_cache(&c, &h).await.unwrap();
 
-    let (stop, signal) = stop_signal();
+    let signal = CancellationToken::new();
+    let stop = signal.clone();
     let opts = ProfileOptions { batch_threshold: Some(4), duration: Duration::from_millis(50) };
     let profile = tokio::spawn(profile_until(c.clone(), h.clone(), opts, signal.clone()));
     let scrape = tokio::spawn(scrape_until(c.clone(), h.clone(), Duration::from_millis(20), signal));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.stop();
+    stop.cancel();
     let outcome = profile.await.unwrap();
     let series = scrape.await.unwrap();
     assert!(outcome.started_at_s.is_some() && outcome.stopped_at_s.is_some(), "{outcome:?}");

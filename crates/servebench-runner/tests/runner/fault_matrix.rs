@@ -24,6 +24,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use servebench_runner::CancellationToken;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +33,7 @@ use servebench_client::backend::BackendKind;
 use servebench_core::metrics::{compute, MetricsConfig};
 use servebench_core::{ErrorKind, Outcome, RequestRecord};
 use servebench_data::random::RandomDatasetConfig;
-use servebench_runner::{run_benchmark, stop_signal, DatasetSpec, RunConfig, RunResult};
+use servebench_runner::{run_benchmark, DatasetSpec, RunConfig, RunResult};
 use servebench_sim::{FaultConfig, FaultCounts, FaultKind, FaultPlan, SimConfig};
 
 use crate::common::{Quiet, TOKENIZER};
@@ -93,7 +94,8 @@ async fn run(setup: &Setup) -> (Vec<RequestRecord>, FaultCounts) {
         stall_timeout: Some(setup.stall_timeout),
         ..base
     };
-    let (_stop_handle, stop) = stop_signal();
+    let stop = CancellationToken::new();
+    let _stop_handle = stop.clone();
     let out = match run_benchmark(cfg, Arc::new(Quiet), stop).await.unwrap() {
         RunResult::Completed(out) => out,
         RunResult::DryRun { .. } => panic!("not a dry run"),

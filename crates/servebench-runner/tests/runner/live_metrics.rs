@@ -10,9 +10,8 @@ use servebench_core::metrics::{compute, MetricsConfig};
 use servebench_core::schedule::RateConfig;
 use servebench_core::ErrorKind;
 use servebench_data::random::RandomDatasetConfig;
-use servebench_runner::{
-    run_benchmark, stop_signal, DatasetSpec, LiveMetrics, RunConfig, RunObserver, RunResult,
-};
+use servebench_runner::CancellationToken;
+use servebench_runner::{run_benchmark, DatasetSpec, LiveMetrics, RunConfig, RunObserver, RunResult};
 use servebench_sim::{FaultConfig, FaultKind, SimConfig};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -111,7 +110,8 @@ async fn metrics_endpoint_is_live_and_ends_equal_to_the_result() {
     };
     let (addr_tx, mut addr_rx) = watch::channel(None);
     let observer = Arc::new(Capture { addr: addr_tx, live: Mutex::new(None) });
-    let (_stop_handle, stop) = stop_signal();
+    let stop = CancellationToken::new();
+    let _stop_handle = stop.clone();
     let run = tokio::spawn(run_benchmark(cfg, observer.clone(), stop));
 
     let addr = addr_rx.wait_for(Option::is_some).await.unwrap().unwrap();
