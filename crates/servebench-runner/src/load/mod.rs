@@ -113,29 +113,49 @@ pub fn lora_targets(
         .collect()
 }
 
+/// How the measured phase releases its requests.
+#[derive(Debug, Clone)]
+pub enum LoadShape {
+    /// On a schedule: one intended send offset per request (rate schedule, trace replay,
+    /// `--stages RATE:SECONDS`, `--duration`), through the concurrency gate; with stages or a
+    /// duration, the stage of each request.
+    Scheduled { offsets_us: Vec<u64>, stage: Option<Arc<[u32]>> },
+    /// Multi-turn: one start offset per conversation; each turn follows the previous reply.
+    Conversations { offsets_us: Vec<u64> },
+    /// Concurrency stages `(concurrency, end µs)`: released in a closed loop (no offsets),
+    /// request `i` sending prompt `i mod` the workload's length.
+    ClosedLoop { stages: Arc<[(usize, u64)]> },
+}
+
+impl LoadShape {
+    /// Takes the intended offsets out (none for a closed loop), for the dispatcher.
+    pub fn take_offsets(&mut self) -> Vec<u64> {
+        match self {
+            LoadShape::Scheduled { offsets_us, .. } | LoadShape::Conversations { offsets_us } => {
+                std::mem::take(offsets_us)
+            }
+            LoadShape::ClosedLoop { .. } => Vec::new(),
+        }
+    }
+}
+
 /// The schedule of the measured phase and what each request is annotated with.
 #[derive(Debug, Clone)]
 pub struct MeasuredPlan {
     /// The requests of the phase (cycled through the prompts with `--stages`/`--duration`).
     pub workload: Workload,
-    /// Intended send offsets: one per request, or one per conversation in multi-turn runs.
-    pub offsets_us: Vec<u64>,
-    /// Stage of each request (`--stages`/`--duration`).
-    pub stage: Option<Arc<[u32]>>,
+    pub shape: LoadShape,
     /// LoRA adapter of each request (single-shot) or conversation (multi-turn).
     pub lora: Option<Arc<[u32]>>,
     pub lora_names: Arc<[Arc<str>]>,
     /// End of the phase (`--duration`, or the end of the last stage), µs from the origin.
     pub end_us: Option<u64>,
-    /// Concurrency stages: `(concurrency, end µs)` of each; the requests are released in a
-    /// closed loop (no offsets), request `i` sending prompt `i mod` the workload's length.
-    pub closed_loop: Option<Arc<[(usize, u64)]>>,
 }
 
 impl MeasuredPlan {
     /// Sets the stage and adapter of request `index`'s record.
     pub fn annotate(&self, rec: &mut RequestRecord, index: usize) {
-        if let Some(s) = &self.stage {
+        if let LoadShape::Scheduled { stage: Some(s), .. } = &self.shape {
             rec.stage = s.get(index).copied();
         }
         if let Some(i) = self.lora.as_ref().and_then(|l| l.get(index)) {
@@ -146,6 +166,11 @@ impl MeasuredPlan {
     /// The adapter index of request `index` (single-shot runs).
     pub fn lora_of(&self, index: usize) -> Option<usize> {
         self.lora.as_ref().and_then(|l| l.get(index)).map(|&i| i as usize)
+    }
+
+    /// Requests released in a closed loop: how many is not known in advance.
+    pub fn is_closed_loop(&self) -> bool {
+        matches!(self.shape, LoadShape::ClosedLoop { .. })
     }
 }
 
@@ -163,17 +188,16 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
     let mut end_us = duration_us;
     if is_closed_loop(&load.stages) {
         let bounds = closed_loop_bounds(&load.stages, duration_us);
+        let bounds_end = bounds.last().map(|b| b.1);
         let lora = load.lora.as_ref().map(|l| l.assign(workload.len(), cfg.seed).into());
         let lora_names: Arc<[Arc<str>]> =
             load.lora.iter().flat_map(|l| l.modules.iter().map(|m| Arc::from(m.as_str()))).collect();
         return Ok(MeasuredPlan {
             workload,
-            offsets_us: Vec::new(),
-            stage: None,
+            shape: LoadShape::ClosedLoop { stages: bounds.into() },
             lora,
             lora_names,
-            end_us: bounds.last().map(|b| b.1),
-            closed_loop: Some(bounds.into()),
+            end_us: bounds_end,
         });
     }
     if let Some(conv) = &plan.conversations {
@@ -235,7 +259,11 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
         }
         None => (None, Arc::from(Vec::new())),
     };
-    Ok(MeasuredPlan { workload, offsets_us, stage, lora, lora_names, end_us, closed_loop: None })
+    let shape = match plan.conversations {
+        Some(_) => LoadShape::Conversations { offsets_us },
+        None => LoadShape::Scheduled { offsets_us, stage },
+    };
+    Ok(MeasuredPlan { workload, shape, lora, lora_names, end_us })
 }
 
 /// The conversation runner of a multi-turn run (`None` for other runs).

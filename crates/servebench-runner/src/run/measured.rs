@@ -18,7 +18,7 @@ use super::{PreparedRun, RunOutput};
 use crate::config::{InterruptMode, RunConfig};
 use crate::load::dispatch::{dispatch, dispatch_closed_loop, DispatchPlan, DispatchStats, Release};
 use crate::load::shard::{self, ShardRun};
-use crate::load::MeasuredPlan;
+use crate::load::{LoadShape, MeasuredPlan};
 use crate::observe::endpoint::MetricsServer;
 use crate::observe::health::{self, HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};
 use crate::observe::live::LiveMetrics;
@@ -49,7 +49,7 @@ pub async fn run_prepared(
     let meters = Meters::start();
     let clock = plan.early_clock.map_or_else(RunClock::start, |(c, _)| c);
     // A closed loop sends as many requests as the stages allow: the total is not known (0).
-    let planned = if plan.measured.closed_loop.is_some() { 0 } else { plan.workload.len() as u64 };
+    let planned = if plan.measured.is_closed_loop() { 0 } else { plan.workload.len() as u64 };
     live.begin(planned);
     observer.live_metrics(live.clone());
     observer.started(planned);
@@ -178,7 +178,7 @@ async fn plan_measured(
     // Trace arrivals, stages, duration, LoRA and multi-turn arrivals (crate::load).
     let mut measured = crate::load::measured_plan(cfg, &prepared.load, workload)?;
     let workload = std::mem::take(&mut measured.workload);
-    let schedule = ArrivalSchedule { offsets_us: std::mem::take(&mut measured.offsets_us) };
+    let schedule = ArrivalSchedule { offsets_us: measured.shape.take_offsets() };
     // A sharded run keeps its share of the whole workload and schedule (docs/scale-out.md).
     let (workload, schedule, mut shard_run) =
         shard::take_share(cfg, &prepared.model.model_id, &prepared.tokenizer_id, workload, schedule);
@@ -335,21 +335,19 @@ async fn dispatch_measured(
         };
         crate::load::probe_requests::ProbeLoop::start(rate, t, clock, stops.cancel.clone())
     });
-    let stats = match (&prepared.load.conversations, session_run) {
-        (Some(conv), Some(run)) => {
+    let stats = match (&measured.shape, &prepared.load.conversations, session_run) {
+        (LoadShape::Conversations { .. }, Some(conv), Some(run)) => {
             let arrivals = plan.offsets_us.to_vec();
             let (release, cancel) = (stops.release.clone(), stops.cancel.clone());
             crate::load::session::run_conversations(run, conv.clone(), arrivals, tx, release, cancel).await
         }
-        _ => match &measured.closed_loop {
-            Some(stages) => {
-                dispatch_closed_loop(stages, clock, move |r| exec.run(r), tx, stops.release.clone()).await
-            }
-            None => {
-                let cancelled = move |r: Release| records.make(&r);
-                dispatch(plan, clock, move |r| exec.run(r), cancelled, tx, stops.release.clone()).await
-            }
-        },
+        (LoadShape::ClosedLoop { stages }, ..) => {
+            dispatch_closed_loop(stages, clock, move |r| exec.run(r), tx, stops.release.clone()).await
+        }
+        _ => {
+            let cancelled = move |r: Release| records.make(&r);
+            dispatch(plan, clock, move |r| exec.run(r), cancelled, tx, stops.release.clone()).await
+        }
     };
     let probe_records = match probes {
         Some(p) => p.finish().await,
