@@ -54,6 +54,13 @@ pub fn command(exe: &str) -> Command {
     c
 }
 
+/// Sends SIGINT to a child process, as Ctrl-C in a terminal would.
+pub fn interrupt(child: &std::process::Child) {
+    use rustix::process::{kill_process, Pid, Signal};
+    let pid = i32::try_from(child.id()).ok().and_then(Pid::from_raw).expect("a child's pid");
+    kill_process(pid, Signal::INT).expect("signal the child");
+}
+
 /// Standard output as text (lossy).
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

@@ -40,33 +40,9 @@ pub(crate) fn exit_if_not_measuring() {
     }
 }
 
-/// Raises the open-files soft limit to the hard limit; returns the soft limit now in force.
-#[allow(unsafe_code, clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not everywhere
-fn raise_open_files_limit() -> Option<u64> {
-    #[cfg(unix)]
-    {
-        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: getrlimit/setrlimit only read/write the struct we pass by pointer.
-        unsafe {
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-                return None;
-            }
-            if lim.rlim_cur < lim.rlim_max {
-                let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                    lim.rlim_cur = lim.rlim_max;
-                }
-            }
-        }
-        Some(lim.rlim_cur as u64)
-    }
-    #[cfg(not(unix))]
-    None
-}
-
 /// Checks that the run can open as many connections as it may need at once.
 fn check_open_files(run: &servebench_runner::RunConfig, num_prompts: u64) -> anyhow::Result<()> {
-    let Some(limit) = raise_open_files_limit() else { return Ok(()) };
+    let Some(limit) = crate::os::raise_open_files_limit() else { return Ok(()) };
     // Connections in flight, plus files, the listener of an embedded simulator, and slack.
     const RESERVED: u64 = 64;
     match run.max_concurrency {

@@ -169,11 +169,7 @@ fn first_ctrl_c_ends_the_readiness_wait_at_once_with_130() {
     assert!(waiting.unwrap().contains("up to 600 s"));
     // The signal handler is installed before the wait begins; give its task a moment to run.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    #[allow(unsafe_code)]
-    // SAFETY: sends SIGINT to the child we spawned.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
+    servebench_testkit::cli::interrupt(&child);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("Interrupted before the benchmark started"));
@@ -250,11 +246,7 @@ fn interrupted_run_says_so_and_counts_only_requests_sent() {
     lines.find(|l| l.as_ref().is_ok_and(|l| l.starts_with("Generated"))).unwrap().unwrap();
     let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    #[allow(unsafe_code)]
-    // SAFETY: sends SIGINT to the child we spawned.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
+    servebench_testkit::cli::interrupt(&child);
     assert_eq!(child.wait().unwrap().code(), Some(130));
     let stdout = rest.join().unwrap();
     let json: serde_json::Value =
