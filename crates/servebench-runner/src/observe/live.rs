@@ -7,9 +7,9 @@
 //! rate window (one sample per second) and the start time sit behind a mutex, never taken on
 //! the hot path.
 
+use servebench_core::prom::{self, Kind};
 use servebench_core::{ErrorKind, Outcome, RequestRecord};
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -301,74 +301,70 @@ impl LiveMetrics {
     pub fn render_prometheus(&self) -> String {
         let s = self.snapshot();
         let mut out = String::with_capacity(8 * 1024);
-        let mut scalar = |name: &str, kind: &str, help: &str, value: String| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
-        };
+        let mut scalar =
+            |name: &str, kind: Kind, help: &str, value: f64| prom::scalar(&mut out, name, kind, help, value);
         scalar(
             "servebench_run_elapsed_seconds",
-            "gauge",
+            Kind::Gauge,
             "Seconds since the measured phase started.",
-            fmt_f64(s.elapsed_s),
+            s.elapsed_s,
         );
         scalar(
             "servebench_requests_scheduled",
-            "gauge",
+            Kind::Gauge,
             "Requests in the measured phase.",
-            s.scheduled.to_string(),
+            s.scheduled as f64,
         );
         scalar(
             "servebench_requests_sent_total",
-            "counter",
+            Kind::Counter,
             "Requests that passed the concurrency gate and were sent.",
-            s.sent.to_string(),
+            s.sent as f64,
         );
         scalar(
             "servebench_requests_completed_total",
-            "counter",
+            Kind::Counter,
             "Requests completed.",
-            s.completed.to_string(),
+            s.completed as f64,
         );
         scalar(
             "servebench_requests_cancelled_total",
-            "counter",
+            Kind::Counter,
             "Requests cancelled (interrupt), sent or not.",
-            s.cancelled.to_string(),
+            s.cancelled as f64,
         );
         scalar(
             "servebench_requests_in_flight",
-            "gauge",
+            Kind::Gauge,
             "Requests sent and not yet ended.",
-            s.in_flight.to_string(),
+            s.in_flight as f64,
         );
         scalar(
             "servebench_output_tokens_total",
-            "counter",
+            Kind::Counter,
             "Output tokens of completed requests.",
-            self.output_tokens().to_string(),
+            self.output_tokens() as f64,
         );
         scalar(
             "servebench_requests_per_second",
-            "gauge",
+            Kind::Gauge,
             "Requests ended (any outcome) per second over the last 5 s.",
-            fmt_f64(s.requests_per_s),
+            s.requests_per_s,
         );
         scalar(
             "servebench_output_tokens_per_second",
-            "gauge",
+            Kind::Gauge,
             "Output tokens of completed requests per second over the last 5 s.",
-            fmt_f64(s.output_tokens_per_s),
+            s.output_tokens_per_s,
         );
-        let _ = writeln!(
-            out,
-            "# HELP servebench_requests_failed_total Requests failed, by error kind.\n\
-             # TYPE servebench_requests_failed_total counter"
-        );
+        let failed = "servebench_requests_failed_total";
+        prom::family(&mut out, failed, Kind::Counter, "Requests failed, by error kind.");
         for (i, kind) in ErrorKind::ALL.iter().enumerate() {
             let n = self.failed.get(i).map_or(0, |c| c.load(Ordering::Relaxed));
-            let _ = writeln!(out, "servebench_requests_failed_total{{kind=\"{}\"}} {n}", kind.as_str());
+            prom::sample(&mut out, failed, &[("kind", kind.as_str())], n as f64);
         }
         let n = self.failed_unclassified.load(Ordering::Relaxed);
-        let _ = writeln!(out, "servebench_requests_failed_total{{kind=\"unclassified\"}} {n}");
+        prom::sample(&mut out, failed, &[("kind", "unclassified")], n as f64);
         let hists = [
             (
                 "servebench_ttft_seconds",
@@ -399,27 +395,16 @@ impl LiveMetrics {
 }
 
 fn write_histogram(out: &mut String, name: &str, help: &str, h: &AtomicHistogram) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    prom::family(out, name, Kind::Histogram, help);
     let buckets = h.cumulative();
     let total = buckets.last().map_or(0, |b| b.1);
+    let bucket = format!("{name}_bucket");
     for (le, n) in buckets {
-        let le = le.map_or_else(|| "+Inf".to_string(), fmt_f64);
-        let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {n}");
+        let le = prom::value_text(le.unwrap_or(f64::INFINITY));
+        prom::sample(out, &bucket, &[("le", &le)], n as f64);
     }
-    let _ = writeln!(out, "{name}_sum {}\n{name}_count {total}", fmt_f64(h.sum_us() as f64 / 1e6));
-}
-
-/// A float as Prometheus reads it: shortest round-trip decimal.
-fn fmt_f64(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else if v.is_nan() {
-        "NaN".into()
-    } else if v > 0.0 {
-        "+Inf".into()
-    } else {
-        "-Inf".into()
-    }
+    prom::sample(out, &format!("{name}_sum"), &[], h.sum_us() as f64 / 1e6);
+    prom::sample(out, &format!("{name}_count"), &[], total as f64);
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 use servebench_client::transport::HttpClient;
+use servebench_core::prom::{parse_text, PromSample};
 use servebench_core::Result;
 use std::time::{Duration, Instant};
 
@@ -78,86 +79,6 @@ pub struct ServerMetrics {
     pub last_error: Option<String>,
     pub samples: Vec<ScrapeSample>,
     pub derived: ServerDerived,
-}
-
-/// One sample line of the text format: metric name, labels, value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PromSample {
-    pub name: String,
-    pub labels: Vec<(String, String)>,
-    pub value: f64,
-}
-
-/// Parses the Prometheus text exposition format (0.0.4): `# ` comment lines and blank lines
-/// are skipped; a sample is `name[{label="value",…}] value [timestamp]`, names may contain
-/// colons (vLLM's do), label values may contain `\\`, `\"` and `\n` escapes, values may be
-/// `+Inf`, `-Inf` or `NaN`. Errors name the first malformed line.
-pub fn parse_text(text: &str) -> std::result::Result<Vec<PromSample>, String> {
-    let mut out = Vec::new();
-    for (no, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let bad = |why: &str| format!("line {}: {why}: {line}", no + 1);
-        let name_end = line.find(|c: char| c == '{' || c.is_whitespace()).ok_or_else(|| bad("no value"))?;
-        let name = &line[..name_end];
-        if name.is_empty()
-            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-            || name.starts_with(|c: char| c.is_ascii_digit())
-        {
-            return Err(bad("bad metric name"));
-        }
-        let mut rest = &line[name_end..];
-        let mut labels = Vec::new();
-        if let Some(after) = rest.strip_prefix('{') {
-            let mut chars = after.char_indices().peekable();
-            let mut end = None;
-            loop {
-                while chars.next_if(|(_, c)| c.is_whitespace() || *c == ',').is_some() {}
-                match chars.peek() {
-                    Some((i, '}')) => {
-                        end = Some(*i);
-                        break;
-                    }
-                    None => break,
-                    _ => {}
-                }
-                let mut key = String::new();
-                while let Some((_, c)) = chars.next_if(|(_, c)| *c != '=' && *c != '}') {
-                    key.push(c);
-                }
-                if chars.next().map(|x| x.1) != Some('=') || chars.next().map(|x| x.1) != Some('"') {
-                    return Err(bad("bad label"));
-                }
-                let mut value = String::new();
-                loop {
-                    match chars.next().map(|x| x.1) {
-                        Some('\\') => match chars.next().map(|x| x.1) {
-                            Some('n') => value.push('\n'),
-                            Some(c) => value.push(c),
-                            None => return Err(bad("unterminated label value")),
-                        },
-                        Some('"') => break,
-                        Some(c) => value.push(c),
-                        None => return Err(bad("unterminated label value")),
-                    }
-                }
-                labels.push((key.trim().to_owned(), value));
-            }
-            let end = end.ok_or_else(|| bad("unterminated labels"))?;
-            rest = &after[end + 1..];
-        }
-        let value = rest.split_whitespace().next().ok_or_else(|| bad("no value"))?;
-        let value = match value {
-            "+Inf" | "Inf" => f64::INFINITY,
-            "-Inf" => f64::NEG_INFINITY,
-            "NaN" => f64::NAN,
-            v => v.parse::<f64>().map_err(|_| bad("bad value"))?,
-        };
-        out.push(PromSample { name: name.to_owned(), labels, value });
-    }
-    Ok(out)
 }
 
 /// Sum of every sample of `name` (any labels); `None` when absent.

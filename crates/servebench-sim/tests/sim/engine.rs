@@ -55,8 +55,12 @@ fn ttft(t: &GroundTruth) -> Duration {
     t.events[0].at - t.received
 }
 
-/// `name{labels} value` lines of a Prometheus exposition, keyed by `name{labels}`.
+/// `name{labels} value` lines of a Prometheus exposition, keyed by `name{labels}`, after the
+/// test kit's strict parser accepted the whole text (types, names, histogram invariants).
 fn parse_metrics(text: &str) -> HashMap<String, f64> {
+    if let Err(e) = servebench_testkit::prom_text::parse(text) {
+        panic!("the simulator's /metrics is not valid Prometheus text: {e}\n{text}");
+    }
     let mut out = HashMap::new();
     for line in text.lines() {
         if line.starts_with('#') || line.is_empty() {
