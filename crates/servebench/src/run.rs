@@ -190,12 +190,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .map(|_| ArrivalSchedule::generate(out.records.len(), &rate, seed).rps_change_events(&rate));
     let info = run_info(&output, args, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
     println!("{}", console_block(&info, &metrics));
-    let probes = servebench_report::probe::ProbeSummary::of(&out.probe_records);
+    let probes = servebench_report::sections::probe::ProbeSummary::of(&out.probe_records);
     if let Some(p) = &probes {
         print!("{}", p.console_block());
     }
     // Per-turn, per-stage and trace-replay blocks (docs/workloads.md).
-    print!("{}", servebench_report::groups::console_groups(&out.records, &metrics_cfg, &group_info));
+    print!(
+        "{}",
+        servebench_report::sections::groups::console_groups(&out.records, &metrics_cfg, &group_info)
+    );
     let steady = crate::experiment::extras::steady_state_of(
         &out.records,
         &args.experiment,
@@ -226,7 +229,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             json["records_file"] = serde_json::Value::String(records_file_key(&result_path, r));
         }
         json["interrupted"] = serde_json::Value::Bool(out.interrupted);
-        servebench_report::groups::extend_result(&mut json, &out.records, &metrics_cfg, &group_info);
+        servebench_report::sections::groups::extend_result(
+            &mut json,
+            &out.records,
+            &metrics_cfg,
+            &group_info,
+        );
         crate::experiment::extras::add_to_result(
             &mut json,
             steady.as_ref(),

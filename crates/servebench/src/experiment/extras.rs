@@ -60,7 +60,7 @@ fn stat(count: usize, v: f64) -> Value {
 }
 
 fn pct_key(p: f64) -> String {
-    servebench_report::json::percentile_word(p)
+    servebench_report::fmt::percentile_word(p)
 }
 
 /// The `steady_state` JSON object (vllm-bench's shape; every selected metric and percentile).

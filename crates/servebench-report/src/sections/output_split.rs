@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 use servebench_core::metrics::OutputSplit;
 
-use crate::json::percentile_word;
+use crate::fmt::percentile_word;
 
 fn present(s: &OutputSplit) -> bool {
     s.ttfo.count > 0 || s.reasoning_events > 0 || s.requests_without_content > 0
@@ -40,7 +40,7 @@ pub fn json(o: &mut Map<String, Value>, s: &OutputSplit) {
     if !present(s) {
         return;
     }
-    crate::json::insert_stats(o, "ttfo", &s.ttfo);
+    crate::fmt::insert_stats(o, "ttfo", &s.ttfo);
     o.insert("reasoning_events".into(), Value::from(s.reasoning_events));
     o.insert("content_events".into(), Value::from(s.content_events));
     o.insert("requests_without_content".into(), Value::from(s.requests_without_content));

@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 use servebench_core::metrics::{MetricName, RunMetrics};
 use servebench_core::record::RequestRecord;
 
-use crate::console::{row_f2, row_int, row_opt_f2, row_rate, stats_section, vllm_header, WIDTH};
+use crate::fmt::metric_reported;
+use crate::fmt::{row_f2, row_int, row_opt_f2, row_rate, stats_section, vllm_header, WIDTH};
 use crate::info::RunInfo;
-use crate::json::metric_reported;
 
 /// Whether `backend` (the `--backend` name) is a pooling backend.
 pub fn is_pooling_backend(backend: &str) -> bool {
@@ -21,13 +21,13 @@ pub fn is_pooling_backend(backend: &str) -> bool {
 }
 
 fn per_second(x: f64, duration_s: f64) -> Value {
-    crate::json::rate_json(duration_s, if duration_s > 0.0 { x / duration_s } else { 0.0 })
+    crate::fmt::rate_json(duration_s, if duration_s > 0.0 { x / duration_s } else { 0.0 })
 }
 
 /// vLLM's pooling block (without the closing servebench block).
 pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     let mut out = String::new();
-    crate::console::result_head(&mut out, " Embedding/Pooling Benchmark Result ", info, m);
+    crate::fmt::result_head(&mut out, " Embedding/Pooling Benchmark Result ", info, m);
     row_int(&mut out, "Total input tokens:", m.server_first_input_tokens);
     let d = m.duration_s;
     row_rate(&mut out, "Request throughput (req/s):", d, m.request_throughput);

@@ -9,7 +9,7 @@ use servebench_core::metrics::groups::{by_stage, by_turn, conversations, max_lag
 use servebench_core::metrics::{MetricName, MetricsConfig, RunMetrics};
 use servebench_core::record::RequestRecord;
 
-use crate::json::{insert_stats, rate_json, stat_json};
+use crate::fmt::{insert_stats, rate_json, stat_json};
 
 /// One stage of a staged run, as reported.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -48,16 +48,16 @@ impl ProbeSummary {
     pub fn console_block(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "{:-^50}", "Probe Requests");
-        crate::console::row_int(&mut out, "Probe requests completed:", self.completed);
-        crate::console::row_int(&mut out, "Probe requests failed:", self.failed);
+        crate::fmt::row_int(&mut out, "Probe requests completed:", self.completed);
+        crate::fmt::row_int(&mut out, "Probe requests failed:", self.failed);
         for (label, v) in [
             ("Median probe E2EL (ms):", self.median_e2el_ms),
             ("P99 probe E2EL (ms):", self.p99_e2el_ms),
             ("Max probe E2EL (ms):", self.max_e2el_ms),
         ] {
             match v {
-                Some(v) => crate::console::row_f2(&mut out, label, v),
-                None => crate::console::row_int(&mut out, label, "n/a"),
+                Some(v) => crate::fmt::row_f2(&mut out, label, v),
+                None => crate::fmt::row_int(&mut out, label, "n/a"),
             }
         }
         out
