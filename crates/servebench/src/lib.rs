@@ -13,6 +13,7 @@ pub mod cli_pooling;
 pub mod cli_shard;
 pub mod cli_tokens;
 pub mod cli_unused;
+pub mod cli_values;
 pub mod cli_vllm;
 pub mod cli_workload;
 pub mod compare_cmd;

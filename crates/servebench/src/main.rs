@@ -50,7 +50,10 @@ fn main() -> ExitCode {
         eprintln!("{}", e.user_line());
         return ExitCode::from(2);
     }
-    let matches = <cli::Cli as clap::CommandFactory>::command().get_matches_from(args);
+    let matches = match <cli::Cli as clap::CommandFactory>::command().try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => return flag_value_error(e),
+    };
     // Which flags were given (not defaulted): flags that would be ignored are named.
     servebench::cli_unused::record_explicit(&matches);
     let cli = match <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
@@ -83,6 +86,19 @@ fn main() -> ExitCode {
             report_error(&e);
             ExitCode::from(exit_code_for(&e))
         }
+    }
+}
+
+/// A flag value our parsers refused (`cli_values.rs`) is the coded one-line error they wrote,
+/// exit 2; every other clap error (unknown flag, `--help`, `--version`) is clap's own.
+fn flag_value_error(e: clap::Error) -> ExitCode {
+    use std::error::Error as _;
+    match e.source().map(ToString::to_string).filter(|s| s.starts_with("error[SB")) {
+        Some(line) => {
+            eprintln!("{line}");
+            ExitCode::from(2)
+        }
+        None => e.exit(),
     }
 }
 

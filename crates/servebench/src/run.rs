@@ -96,10 +96,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
         }
         let o = &args.sim_options;
-        let timing = match (&o.sim_preset, o.sim_mode.as_str()) {
+        let timing = match (&o.sim_preset, o.sim_mode) {
             (Some(preset), _) => format!("engine model, preset {preset}"),
-            (None, "engine") => "engine model".to_owned(),
-            _ => format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms),
+            (None, crate::cli_values::SimMode::Engine) => "engine model".to_owned(),
+            (None, crate::cli_values::SimMode::Fixed) => {
+                format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms)
+            }
         };
         println!("Embedded simulator at {} ({timing})", run.base_url);
         Some(sim)
