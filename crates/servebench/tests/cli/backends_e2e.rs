@@ -4,16 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::bin;
-
-fn fixture_tokenizer() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-}
+use crate::support::{bin, tokenizer};
 
 fn assert_schema(j: &Value) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");
@@ -24,7 +20,7 @@ fn assert_schema(j: &Value) {
 }
 
 fn run(dir: &Path, backend: &str, extra: &[&str]) -> (Output, Value, Vec<Value>) {
-    let tok = fixture_tokenizer();
+    let tok = tokenizer();
     let mut cmd = bin();
     cmd.args([
         "--sim",

@@ -4,48 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 
-use crate::support::bin;
-
-fn tokenizer() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-}
-
-fn data(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../servebench-data/tests/data")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
-
-/// A run against the embedded simulator (fast fixed timing) with `extra` flags.
-fn sim(extra: &[&str]) -> Output {
-    let tok = tokenizer();
-    bin()
-        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--disable-tqdm", "--tokenizer"])
-        .arg(&tok)
-        .arg("--sim-tokenizer")
-        .arg(&tok)
-        .args(["--num-prompts", "12", "--max-concurrency", "4"])
-        .args(extra)
-        .output()
-        .unwrap()
-}
+use crate::support::{data, fast_sim, text};
 
 #[test]
 fn plot_dataset_stats_writes_the_page_next_to_the_result() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     // Without --save-result the page still goes where the result would.
-    let out = sim(&[
+    let out = fast_sim(&[
         "--random-input-len",
         "40",
         "--random-output-len",
@@ -71,7 +39,7 @@ fn plot_dataset_stats_writes_the_page_next_to_the_result() {
     assert!(page.contains("min 8, mean 8.0, max 8, total 96"), "output summary");
 
     // With --save-result and vLLM's default name: the page shares the result's stem.
-    let out = sim(&[
+    let out = fast_sim(&[
         "--random-input-len",
         "16",
         "--random-output-len",
@@ -89,11 +57,12 @@ fn plot_dataset_stats_writes_the_page_next_to_the_result() {
     assert!(result.ends_with(".json"));
 
     // A dry run writes nothing and says so; several runs refuse the flag.
-    let out = sim(&["--dry-run", "--result-dir", d, "--result-filename", "dry.json", "--plot-dataset-stats"]);
+    let out =
+        fast_sim(&["--dry-run", "--result-dir", d, "--result-filename", "dry.json", "--plot-dataset-stats"]);
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("a dry run writes nothing"));
     assert!(!dir.path().join("dry.dataset_stats.html").exists());
-    let out = sim(&["--dry-run", "--plot-dataset-stats", "--num-runs", "2"]);
+    let out = fast_sim(&["--dry-run", "--plot-dataset-stats", "--num-runs", "2"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("SB101") && stderr.contains("--plot-dataset-stats"), "{stderr}");
@@ -124,7 +93,7 @@ fn multimodal_chat_run_sends_the_same_requests() {
             name,
         ];
         args.extend(flag);
-        let out = sim(&args);
+        let out = fast_sim(&args);
         assert!(out.status.success(), "{flag:?}: {}\n{}", text(&out.stdout), text(&out.stderr));
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
@@ -164,7 +133,7 @@ fn multimodal_chat_and_client_side_data_misuse_is_sb101() {
     for (args, needle) in cases {
         let mut all = vec!["--dry-run"];
         all.extend(args.iter().copied());
-        let out = sim(&all);
+        let out = fast_sim(&all);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains("SB101") && stderr.contains(needle), "{args:?}: {stderr}");
@@ -197,7 +166,7 @@ fn custom_image_dry_run_loads_images_client_side() {
     ] {
         let mut args = base.to_vec();
         args.extend_from_slice(extra);
-        let out = sim(&args);
+        let out = fast_sim(&args);
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{extra:?}: {stdout}\n{}", text(&out.stderr));
         assert!(stdout.contains("Multimodal items:") && stdout.contains("18"), "{extra:?}: {stdout}");
@@ -205,15 +174,15 @@ fn custom_image_dry_run_loads_images_client_side() {
     // A referenced file that is not an image fails the build when loaded client-side only.
     std::fs::write(&png, "not an image").unwrap();
     let mut args = base.to_vec();
-    assert!(sim(&args).status.success(), "the server would load it: not checked here");
+    assert!(fast_sim(&args).status.success(), "the server would load it: not checked here");
     args.push("--custom-ensure-client-side-data");
-    let out = sim(&args);
+    let out = fast_sim(&args);
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("SB204") && stderr.contains("images.jsonl, line ") && stderr.contains("not an image"),
         "{stderr}"
     );
     // Images need a chat backend.
-    let out = sim(&["--dry-run", "--dataset-name", "custom_image", "--dataset-path", p]);
+    let out = fast_sim(&["--dry-run", "--dataset-name", "custom_image", "--dataset-path", p]);
     assert!(text(&out.stderr).contains("SB110"), "{}", text(&out.stderr));
 }

@@ -3,27 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
-use crate::support::bin;
-
-fn data(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../servebench-data/tests/data")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
-fn tokenizer() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
+use crate::support::{bin, data, text, tokenizer};
 
 /// A dry run against the embedded simulator (nothing is sent: no ready check, no requests).
 fn dry_run(extra: &[&str]) -> Output {

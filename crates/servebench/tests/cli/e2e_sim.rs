@@ -3,22 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::process::Output;
 
-use crate::support::bin;
-
-fn fixture_tokenizer() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
+use crate::support::{bin, text, tokenizer};
 
 fn sim_run(dir: &Path, extra: &[&str], key: Option<&str>) -> Output {
-    let tok = fixture_tokenizer();
+    let tok = tokenizer();
     let mut cmd = bin();
     cmd.args([
         "--sim",
@@ -221,7 +213,7 @@ fn server_tokenizer_builds_prompts_of_exact_server_length() {
 /// (so the signal handlers are installed).
 fn spawn_sim_run(dir: &Path, extra: &[&str]) -> std::process::Child {
     use std::io::{BufRead, BufReader};
-    let tok = fixture_tokenizer();
+    let tok = tokenizer();
     let mut child = bin()
         .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--save-result"])
         .args(["--result-dir", dir.to_str().unwrap(), "--result-filename", "run.json"])

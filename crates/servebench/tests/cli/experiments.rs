@@ -4,17 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::bin;
+use crate::support::{bin, tokenizer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-fn fixture_tokenizer() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-}
-
 fn run(dir: &Path, args: &[&str]) -> Output {
-    let tok = fixture_tokenizer();
+    let tok = tokenizer();
     let out = bin()
         .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--verify-prompts", "0"])
         .args(["--save-result", "--result-dir", dir.to_str().unwrap()])

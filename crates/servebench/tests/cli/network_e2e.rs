@@ -11,15 +11,7 @@ use std::path::{Path, PathBuf};
 
 use servebench_sim::{SimCa, SimHandle, SimTls};
 
-use crate::support::bin;
-
-fn tokenizer() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
+use crate::support::{bin, text, tokenizer};
 
 fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(name);

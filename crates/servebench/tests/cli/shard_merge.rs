@@ -10,17 +10,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::support::bin;
+use crate::support::{bin, text};
 
 fn tokenizer() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
         .to_string_lossy()
         .into_owned()
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
 }
 
 /// A `servebench sim` process on an ephemeral loopback port; killed when dropped.

@@ -4,37 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::support::bin;
-use std::path::{Path, PathBuf};
-use std::process::Output;
-
-fn tokenizer() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
-
-/// A run against the embedded simulator (fast fixed timing: TTFT 2 ms, ITL 1 ms) with `extra`.
-fn sim(extra: &[&str]) -> Output {
-    let tok = tokenizer();
-    bin()
-        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--disable-tqdm", "--tokenizer"])
-        .arg(&tok)
-        .arg("--sim-tokenizer")
-        .arg(&tok)
-        .args(["--num-prompts", "12", "--max-concurrency", "4"])
-        .args(extra)
-        .output()
-        .unwrap()
-}
+use crate::support::{fast_sim, text};
 
 #[test]
 fn plot_timeline_and_probes_are_written_for_a_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    let out = sim(&[
+    let out = fast_sim(&[
         "--random-input-len",
         "16",
         "--random-output-len",
@@ -90,7 +66,7 @@ fn spec_bench_questions_are_sent_with_the_category_filter() {
         ),
     )
     .unwrap();
-    let out = sim(&[
+    let out = fast_sim(&[
         "--dataset-name",
         "spec_bench",
         "--dataset-path",
@@ -104,7 +80,7 @@ fn spec_bench_questions_are_sent_with_the_category_filter() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("Avg output tokens:") && stdout.contains("6.00"), "{stdout}");
-    let out = sim(&[
+    let out = fast_sim(&[
         "--dataset-name",
         "spec_bench",
         "--dataset-path",
@@ -122,7 +98,7 @@ fn spec_bench_questions_are_sent_with_the_category_filter() {
 
 #[test]
 fn a_vllm_flag_that_cannot_apply_exits_2_with_sb113() {
-    let out = sim(&["--chat-template-kwargs", r#"{"enable_thinking": false}"#]);
+    let out = fast_sim(&["--chat-template-kwargs", r#"{"enable_thinking": false}"#]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains("error[SB113]") && err.contains("--backend openai-chat"), "{err}");
