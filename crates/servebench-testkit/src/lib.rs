@@ -4,6 +4,8 @@
 //! - [`script`]: a raw-TCP HTTP server whose connections play scripts (read a request, write
 //!   bytes in chosen frames, pause, close with FIN or reset), plus byte builders for HTTP/1.1
 //!   heads, chunks and SSE events — for reproducing a server's bytes exactly;
+//! - [`raw_http`]: a raw HTTP/1.1 client (keep-alive, chunk arrival times, SSE splitting, and
+//!   reads to EOF through broken framing) to test servers byte by byte;
 //! - [`axum_server`]: serve an `axum::Router` on an ephemeral 127.0.0.1 port;
 //! - [`cli`]: the `servebench` command with one environment policy (no API keys, proxies, TLS
 //!   trust variables or shard variables from the caller's environment; Hugging Face offline;
@@ -25,5 +27,6 @@ pub mod cli;
 pub mod fixtures;
 pub mod prom_text;
 pub mod proxy;
+pub mod raw_http;
 pub mod records;
 pub mod script;

@@ -1,7 +1,6 @@
 //! A response read to EOF over a `Connection: close` request, with chunked encoding undone as
 //! far as the bytes allow: for faults that break the framing (cut connections, bodies that
 //! never end) where [`super::Conn`] would give up.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
