@@ -8,6 +8,7 @@ pub mod error;
 pub mod inference;
 pub mod merge;
 pub mod metrics;
+pub mod prom;
 pub mod record;
 pub mod schedule;
 pub mod shard;

@@ -4,80 +4,18 @@
 use std::fmt::Write as _;
 
 use servebench_core::metrics::{MetricName, RunMetrics};
-use servebench_core::stats::Summary;
 
+use crate::fmt::{
+    banner, metric_reported, result_head, row_f2, row_int, row_opt_f2, row_rate, stats_section, vllm_header,
+    WIDTH,
+};
 use crate::info::RunInfo;
-use crate::json::{metric_reported, percentile_word};
-
-/// Banner width (vLLM Python uses 50).
-pub const WIDTH: usize = 50;
-
-pub(crate) fn banner(out: &mut String, title: &str, fill: char) {
-    let _ = writeln!(out, "{}", center(title, fill));
-}
-
-/// `title` centred in `WIDTH` columns padded with `fill` (Python's `{:c^50}`: the extra fill
-/// character, if any, goes right).
-fn center(title: &str, fill: char) -> String {
-    let len = title.chars().count();
-    if len >= WIDTH {
-        return title.to_string();
-    }
-    let pad = WIDTH - len;
-    let left = pad / 2;
-    let f = fill.to_string();
-    format!("{}{}{}", f.repeat(left), title, f.repeat(pad - left))
-}
-
-pub(crate) fn row_int(out: &mut String, label: &str, v: impl std::fmt::Display) {
-    let _ = writeln!(out, "{:<40} {:<10}", label, v);
-}
-
-pub(crate) fn row_f2(out: &mut String, label: &str, v: f64) {
-    let _ = writeln!(out, "{:<40} {:<10.2}", label, v);
-}
-
-/// A rate over the run: "n/a" when nothing was measured (no duration).
-pub(crate) fn row_rate(out: &mut String, label: &str, duration_s: f64, v: f64) {
-    row_opt_f2(out, label, (duration_s > 0.0).then_some(v));
-}
-
-pub(crate) fn row_opt_f2(out: &mut String, label: &str, v: Option<f64>) {
-    match v {
-        Some(v) => row_f2(out, label, v),
-        None => row_int(out, label, "n/a"),
-    }
-}
-
-pub(crate) fn stats_section(out: &mut String, header: &str, short: &str, s: &Summary) {
-    banner(out, header, '-');
-    // A metric without data (no completed request has it) is "n/a", never 0.00.
-    let has = |v: f64| (s.count > 0).then_some(v);
-    row_opt_f2(out, &format!("Mean {short} (ms):"), has(s.mean));
-    row_opt_f2(out, &format!("Median {short} (ms):"), has(s.median));
-    for &(p, v) in &s.percentiles {
-        row_opt_f2(out, &format!("P{} {short} (ms):", percentile_word(p)), has(v));
-    }
-}
-
-pub(crate) fn vllm_header(metric: MetricName) -> (&'static str, &'static str) {
-    match metric {
-        MetricName::Ttft => ("Time to First Token", "TTFT"),
-        MetricName::Tpot => ("Time per Output Token (excl. 1st token)", "TPOT"),
-        MetricName::Itl => ("Inter-token Latency", "ITL"),
-        MetricName::E2el => ("End-to-end Latency", "E2EL"),
-        MetricName::ClientQueueTime => ("Client-side Queueing", "Client Queue Time"),
-        MetricName::E2elIncludingClientQueue => {
-            ("Queue-inclusive End-to-end Latency", "E2EL incl. Client Queue")
-        }
-    }
-}
 
 /// The result block printed after a run: vLLM's block (same rows, labels, order and number
 /// formats as Python `vllm bench serve`), then servebench's block.
 pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
-    if crate::pooling::is_pooling_backend(&info.backend) {
-        let mut out = crate::pooling::console_block(info, m);
+    if crate::sections::pooling::is_pooling_backend(&info.backend) {
+        let mut out = crate::sections::pooling::console_block(info, m);
         servebench_block(&mut out, info, m);
         return out;
     }
@@ -109,21 +47,6 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     out
 }
 
-/// The opening of vLLM's result blocks (serving and pooling): title, request counts,
-/// concurrency, configured rate, duration.
-pub(crate) fn result_head(out: &mut String, title: &str, info: &RunInfo, m: &RunMetrics) {
-    banner(out, title, '=');
-    row_int(out, "Successful requests:", m.completed);
-    row_int(out, "Failed requests:", m.failed);
-    if let Some(c) = info.max_concurrency {
-        row_int(out, "Maximum request concurrency:", c);
-    }
-    if info.request_rate.is_finite() {
-        row_f2(out, "Request rate configured (RPS):", info.request_rate);
-    }
-    row_rate(out, "Benchmark duration (s):", m.duration_s, m.duration_s);
-}
-
 pub(crate) fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
     banner(out, " servebench: schedule-anchored view ", '=');
     row_int(out, "Cancelled requests:", m.cancelled);
@@ -139,8 +62,8 @@ pub(crate) fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics)
         "Output token source (requests):",
         format!("usage {}, retokenized {}, events {}", s.usage, s.retokenized, s.events),
     );
-    crate::token_accounting::console(out, &m.token_accounting);
-    crate::output_split::console(out, &m.output_split);
+    crate::sections::token_accounting::console(out, &m.token_accounting);
+    crate::sections::output_split::console(out, &m.output_split);
     if m.server_input_tokens_reported > 0 {
         row_int(out, "Server-reported input tokens:", m.server_total_input_tokens);
     }
@@ -165,6 +88,7 @@ pub(crate) fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fmt::center;
 
     #[test]
     fn centering_matches_python() {

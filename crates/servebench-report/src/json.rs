@@ -4,81 +4,9 @@
 use serde_json::{json, Map, Value};
 use servebench_core::metrics::{MetricName, RequestTimes, RunMetrics};
 use servebench_core::record::{Outcome, RequestRecord};
-use servebench_core::stats::Summary;
 
+use crate::fmt::{insert_stats, int_or_float, metric_reported, number_or_inf, rate_json, secs};
 use crate::info::{python_isoformat, vllm_date, RunInfo};
-
-/// vLLM's percentile word: `99` for whole values, else Python's float text (`99.9`).
-pub fn percentile_word(p: f64) -> String {
-    if p.is_finite() && p == p.trunc() {
-        format!("{}", p as i64)
-    } else {
-        format!("{p}")
-    }
-}
-
-/// A float that may be infinite, as vLLM writes `request_rate`: a number, or the string `"inf"`.
-fn number_or_inf(x: f64) -> Value {
-    if x.is_infinite() && x > 0.0 {
-        Value::from("inf")
-    } else {
-        Value::from(x)
-    }
-}
-
-/// A value vLLM takes from an int-typed flag: an integer when whole, else a float.
-fn int_or_float(x: f64) -> Value {
-    if x.is_finite() && x == x.trunc() && x.abs() < 9.0e15 {
-        Value::from(x as i64)
-    } else {
-        Value::from(x)
-    }
-}
-
-fn secs(us: u64) -> f64 {
-    us as f64 / 1e6
-}
-
-/// A statistic of `count` values: the number, or `null` without data (docs/metrics.md,
-/// "Metrics without data": never 0).
-pub fn stat_json(count: usize, v: f64) -> Value {
-    if count > 0 && v.is_finite() {
-        Value::from(v)
-    } else {
-        Value::Null
-    }
-}
-
-/// A rate over a run of `duration_s`: `null` when nothing was measured (no duration).
-pub fn rate_json(duration_s: f64, v: f64) -> Value {
-    stat_json(usize::from(duration_s > 0.0), v)
-}
-
-/// Inserts `mean_<name>_ms`, `median_<name>_ms`, `std_<name>_ms`, `p<P>_<name>_ms` (vLLM order);
-/// `null` for a metric without data.
-pub fn insert_stats(map: &mut Map<String, Value>, name: &str, s: &Summary) {
-    map.insert(format!("mean_{name}_ms"), stat_json(s.count, s.mean));
-    map.insert(format!("median_{name}_ms"), stat_json(s.count, s.median));
-    map.insert(format!("std_{name}_ms"), stat_json(s.count, s.std));
-    for &(p, v) in &s.percentiles {
-        map.insert(format!("p{}_{name}_ms", percentile_word(p)), stat_json(s.count, v));
-    }
-}
-
-/// Whether vLLM would report `metric` for this run: it must be selected, and the client-queue
-/// metrics need `--max-concurrency` (and, for the queue-inclusive E2EL, a finite rate).
-pub fn metric_reported(info: &RunInfo, m: &RunMetrics, metric: MetricName) -> bool {
-    if !m.config.selected.contains(&metric) {
-        return false;
-    }
-    match metric {
-        MetricName::ClientQueueTime => info.max_concurrency.is_some(),
-        MetricName::E2elIncludingClientQueue => {
-            info.max_concurrency.is_some() && info.request_rate.is_finite()
-        }
-        _ => true,
-    }
-}
 
 /// The result document of one run.
 ///
@@ -141,8 +69,8 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
         }
     }
     insert_ours(&mut o, info, m);
-    if crate::pooling::is_pooling_backend(&info.backend) {
-        crate::pooling::adjust_json(&mut o, m, records);
+    if crate::sections::pooling::is_pooling_backend(&info.backend) {
+        crate::sections::pooling::adjust_json(&mut o, m, records);
     }
     Value::Object(o)
 }
@@ -229,8 +157,11 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
         "output_token_source".into(),
         json!({"usage": s.usage, "retokenized": s.retokenized, "events": s.events}),
     );
-    o.insert("token_accounting".into(), crate::token_accounting::json(&m.token_accounting, m.completed));
-    crate::output_split::json(o, &m.output_split);
+    o.insert(
+        "token_accounting".into(),
+        crate::sections::token_accounting::json(&m.token_accounting, m.completed),
+    );
+    crate::sections::output_split::json(o, &m.output_split);
     o.insert("good_requests".into(), json!(m.good_requests));
     o.insert(
         "percentiles".into(),
@@ -274,6 +205,7 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fmt::percentile_word;
 
     #[test]
     fn percentile_words_match_vllm() {

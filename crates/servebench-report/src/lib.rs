@@ -7,14 +7,11 @@ pub mod console;
 pub mod csv;
 pub mod env;
 pub mod files;
-pub mod groups;
+pub mod fmt;
 pub mod html;
 pub mod info;
 pub mod json;
-pub mod output_split;
-pub mod pooling;
-pub mod probe;
-pub mod token_accounting;
+pub mod sections;
 
 pub use console::console_block;
 pub use csv::{records_csv, runs_csv};

@@ -6,8 +6,8 @@ use servebench_core::metrics::{compute, MetricName, MetricsConfig};
 use servebench_core::record::{ErrorKind, Outcome, RequestRecord};
 use time::macros::datetime;
 
-use crate::groups::{console_groups, extend_result, GroupInfo, StageInfo};
 use crate::info::{ClientHealth, RunInfo};
+use crate::sections::groups::{console_groups, extend_result, GroupInfo, StageInfo};
 use crate::{console_block, result_json};
 
 fn info() -> RunInfo {

@@ -1,6 +1,7 @@
 //! Golden tests: the console block and the result JSON of a fixed, hand-built record set must
-//! match the committed files in `tests/golden/` exactly. `UPDATE_GOLDEN=1 cargo test -p
-//! servebench-report` rewrites them (review the diff before committing).
+//! match the committed snapshots in `tests/golden/` exactly (insta, the workspace's one snapshot
+//! mechanism: `INSTA_UPDATE=always cargo test -p servebench-report` rewrites them; review the
+//! diff before committing).
 //!
 //! Also checks the JSON against `tests/vllm_result_keys.txt` (every key vLLM writes) and against
 //! `docs/result.schema.json`.
@@ -11,67 +12,54 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use servebench_core::metrics::{compute, MetricName, MetricsConfig, Slo};
-use servebench_core::record::{ErrorKind, Outcome, RequestRecord};
+use servebench_core::record::{ErrorKind, RequestRecord};
 use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
 use servebench_report::{console_block, default_result_filename, result_json, ClientHealth, RunInfo};
+use servebench_testkit::records::RecordBuilder;
 use time::macros::datetime;
-
-fn rec(index: u64, intended: u64, dispatched: Option<u64>, prompt: u32) -> RequestRecord {
-    let mut r = RequestRecord::scheduled(index, format!("req-{index}"), intended, prompt, 10);
-    r.dispatched_us = dispatched;
-    r.attempts = u32::from(dispatched.is_some());
-    r
-}
-
-fn stream(r: &mut RequestRecord, first: u64, gaps: &[u32], done: Option<u64>) {
-    r.headers_us = Some(first.saturating_sub(1_000));
-    r.first_event_us = Some(first);
-    r.first_token_us = Some(first);
-    r.token_events.gaps_us = gaps.to_vec();
-    r.last_token_us = Some(first + gaps.iter().map(|&g| u64::from(g)).sum::<u64>());
-    r.done_us = done;
-    r.token_event_count = gaps.len() as u32 + 1;
-}
 
 /// The same record set as `servebench-core`'s metrics tests (see the table there).
 fn records() -> Vec<RequestRecord> {
-    let mut r0 = rec(0, 0, Some(1_000), 10);
-    stream(&mut r0, 101_000, &[10_000, 20_000, 30_000], Some(162_000));
-    r0.completion_tokens = Some(4);
-    r0.server_prompt_tokens = Some(12);
-    r0.cached_prompt_tokens = Some(4);
-    r0.generated_text = Some("a b c d".into());
-    r0.outcome = Outcome::Completed;
-
-    let mut r1 = rec(1, 50_000, Some(60_000), 20);
-    stream(&mut r1, 260_000, &[40_000, 40_000], Some(350_000));
-    r1.token_events.tokens = vec![1, 3, 2];
-    r1.completion_tokens = Some(6);
-    r1.generated_text = Some("é f g h i j".into());
-    r1.outcome = Outcome::Completed;
-
-    let mut r2 = rec(2, 100_000, Some(100_000), 5);
-    stream(&mut r2, 150_000, &[], Some(151_000));
-    r2.generated_text = Some("x".into());
-    r2.outcome = Outcome::Completed;
-
-    let mut r3 = rec(3, 200_000, Some(210_000), 8);
-    stream(&mut r3, 400_000, &[30_000, 50_000], Some(480_000));
-    r3.retokenized_tokens = Some(5);
-    r3.generated_text = Some("k l m n o".into());
-    r3.outcome = Outcome::Completed;
-
-    let mut r4 = rec(4, 300_000, Some(300_000), 7);
-    r4.headers_us = Some(305_000);
-    r4.done_us = Some(305_000);
-    r4.http_status = Some(503);
-    r4.fail(ErrorKind::HttpStatus, "HTTP 503 Service Unavailable");
-
-    let mut r5 = rec(5, 400_000, Some(420_000), 9);
-    stream(&mut r5, 500_000, &[10_000], None);
-    r5.fail(ErrorKind::Timeout, "stall timeout after 10 s");
-
-    let r6 = rec(6, 900_000, None, 3);
+    let r = |i: u64, intended: u64, prompt: u32| {
+        RecordBuilder::new(i).intended_at(intended).prompt_tokens(prompt)
+    };
+    let r0 = r(0, 0, 10)
+        .sent_at(1_000)
+        .stream(101_000, &[10_000, 20_000, 30_000])
+        .done_at(162_000)
+        .usage(4)
+        .prompt_usage(12, Some(4))
+        .text("a b c d")
+        .completed();
+    let r1 = r(1, 50_000, 20)
+        .sent_at(60_000)
+        .stream(260_000, &[40_000, 40_000])
+        .event_tokens(&[1, 3, 2])
+        .done_at(350_000)
+        .usage(6)
+        .text("é f g h i j")
+        .completed();
+    let r2 = r(2, 100_000, 5).sent_at(100_000).stream(150_000, &[]).done_at(151_000).text("x").completed();
+    let r3 = r(3, 200_000, 8)
+        .sent_at(210_000)
+        .stream(400_000, &[30_000, 50_000])
+        .done_at(480_000)
+        .with(|r| r.retokenized_tokens = Some(5))
+        .text("k l m n o")
+        .completed();
+    let r4 = r(4, 300_000, 7)
+        .sent_at(300_000)
+        .with(|r| {
+            r.headers_us = Some(305_000);
+            r.done_us = Some(305_000);
+            r.http_status = Some(503);
+        })
+        .failed(ErrorKind::HttpStatus, "HTTP 503 Service Unavailable");
+    let r5 = r(5, 400_000, 9)
+        .sent_at(420_000)
+        .stream(500_000, &[10_000])
+        .failed(ErrorKind::Timeout, "stall timeout after 10 s");
+    let r6 = r(6, 900_000, 3).cancelled();
     // Out of order on purpose: arrays must come out by index.
     vec![r3, r0, r1, r2, r4, r6, r5]
 }
@@ -134,26 +122,12 @@ fn ramp_case() -> (RunInfo, MetricsConfig) {
     (i, MetricsConfig::default())
 }
 
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
-
+/// The committed snapshot `tests/golden/NAME.snap` (insta; `INSTA_UPDATE=always cargo test -p
+/// servebench-report --test golden` rewrites, or `cargo insta review`).
 fn check_golden(name: &str, actual: &str) {
-    let path = golden_dir().join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
-    if expected != actual {
-        for (n, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
-            if e != a {
-                panic!("{name} differs at line {}:\n  expected: {e:?}\n  actual:   {a:?}\n(UPDATE_GOLDEN=1 rewrites)", n + 1);
-            }
-        }
-        panic!("{name} differs in length (UPDATE_GOLDEN=1 rewrites)");
-    }
+    insta::with_settings!({snapshot_path => "golden", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!(name, actual);
+    });
 }
 
 fn pretty(v: &Value) -> String {
@@ -163,18 +137,18 @@ fn pretty(v: &Value) -> String {
 #[test]
 fn console_matches_golden() {
     let m = compute(&records(), &cfg());
-    check_golden("console.txt", &console_block(&info(), &m));
+    check_golden("console", &console_block(&info(), &m));
     let (ri, rc) = ramp_case();
-    check_golden("console_ramp.txt", &console_block(&ri, &compute(&records(), &rc)));
+    check_golden("console_ramp", &console_block(&ri, &compute(&records(), &rc)));
 }
 
 #[test]
 fn json_matches_golden() {
     let m = compute(&records(), &cfg());
-    check_golden("result_detailed.json", &pretty(&result_json(&info(), &m, &records(), true)));
+    check_golden("result_detailed", &pretty(&result_json(&info(), &m, &records(), true)));
     let (ri, rc) = ramp_case();
     let rm = compute(&records(), &rc);
-    check_golden("result_ramp.json", &pretty(&result_json(&ri, &rm, &records(), false)));
+    check_golden("result_ramp", &pretty(&result_json(&ri, &rm, &records(), false)));
 }
 
 #[test]

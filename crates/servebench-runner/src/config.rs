@@ -1,7 +1,11 @@
 //! The validated configuration of one run, built by the CLI from its flags.
 
+use crate::load::lora::LoraConfig;
+use crate::load::session::MultiTurnConfig;
+use crate::load::stages::Stage;
 use servebench_client::backend::TargetConfig;
 use servebench_core::schedule::RateConfig;
+use servebench_core::shard::ShardSpec;
 use servebench_data::random::RandomDatasetConfig;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -79,15 +83,45 @@ pub struct RunConfig {
     pub on_interrupt: InterruptMode,
     /// Extra attempts for a request whose connection could not be made (nothing was sent).
     pub retries: u32,
-    /// Trace replay, multi-turn, LoRA, `--duration`, `--stages` (crate::load).
-    pub load: crate::load::LoadOptions,
+    /// Trace replay, multi-turn, LoRA, `--duration`, `--stages` (the `load` module).
+    pub load: LoadOptions,
     /// `--metrics-port`/`--metrics-host`: serve live client metrics (Prometheus) here.
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// `--max-records-in-memory`: records held in memory during the run; the rest are read
     /// back from disk at the end (`collector::RecordStore`).
     pub max_records_in_memory: usize,
     /// `--num-shards`/`--shard-index`: send only this shard's share (docs/scale-out.md).
-    pub shard: Option<crate::shard::ShardConfig>,
+    pub shard: Option<ShardConfig>,
     /// `--start-at`: wall-clock start of the schedule, µs since the Unix epoch.
     pub start_at_unix_us: Option<u64>,
+}
+
+/// Load options of a run (all off by default).
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `--lora-modules` / `--lora-assignment`.
+    pub lora: Option<LoraConfig>,
+    /// `--multi-turn` and its options.
+    pub multi_turn: Option<MultiTurnConfig>,
+    /// `--stages RATE:SECONDS,...` or `c=N:SECONDS,...` (empty = none).
+    pub stages: Vec<Stage>,
+    /// `--duration SECONDS`: nothing is sent after this time.
+    pub duration: Option<Duration>,
+    /// `--on-duration-end cancel`: requests in flight at the end are cancelled (default: they
+    /// finish).
+    pub cancel_at_end: bool,
+    /// `--probe-request-rate`: probe requests per second alongside the load (crate::load::probe_requests).
+    pub probe_request_rate: Option<f64>,
+}
+
+/// `--shard-index/--num-shards` and what the merged result needs from the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardConfig {
+    pub spec: ShardSpec,
+    /// `--backend` as given.
+    pub backend: String,
+    /// `--label`.
+    pub label: Option<String>,
+    /// `--max-concurrency` of the whole run; this shard uses its share.
+    pub max_concurrency_total: Option<usize>,
 }

@@ -2,43 +2,27 @@
 //! prompt-length verification), dispatch on the arrival schedule through the concurrency gate,
 //! the records file, and the client's own health measurements.
 
-pub mod batch;
-pub mod collector;
 pub mod config;
-pub mod dispatch;
-pub mod failure_codes;
-pub mod health;
-pub mod live;
 pub mod load;
-pub mod lora;
-pub mod metrics_server;
-pub mod network_notes;
+pub mod observe;
+pub mod observer;
 pub mod prepare;
-pub mod probe_requests;
-pub mod profiling;
-pub mod prompt_check;
-pub mod ready;
-pub mod retokenize;
+pub mod records;
 pub mod run;
-pub mod server_metrics;
-pub mod server_tokenize;
-pub mod server_workload;
-pub mod session;
-pub mod shard;
-pub mod sink;
-pub mod stages;
-pub mod tokenize_dialect;
 
-pub use collector::{RecordStore, DEFAULT_MAX_RECORDS_IN_MEMORY};
-pub use config::{DatasetSpec, InterruptMode, RunConfig};
-pub use dispatch::{dispatch, stop_signal, DispatchPlan, DispatchStats, Release, StopHandle, StopSignal};
-pub use health::{HiccupProbe, CLIENT_THREAD_PREFIX};
-pub use live::{LiveMetrics, LiveSnapshot};
-pub use metrics_server::MetricsServer;
+pub use config::{DatasetSpec, InterruptMode, LoadOptions, RunConfig, ShardConfig};
+pub use load::dispatch::{dispatch, DispatchPlan, DispatchStats, Release};
+pub use observe::endpoint::MetricsServer;
+pub use observe::health::{HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};
+pub use observe::live::{LiveMetrics, LiveSnapshot};
+pub use observer::RunObserver;
+pub use prepare::prompt_check::PromptCheck;
 pub use prepare::{ModelIds, Verification};
-pub use prompt_check::PromptCheck;
+pub use records::collector::{RecordStore, DEFAULT_MAX_RECORDS_IN_MEMORY};
+pub use records::sink::{read_records, read_records_file, RecordSink, RecordsFile};
 pub use run::{
-    prepare_experiment, prepare_run, rebuild_workload, run_benchmark, run_prepared, ClientHealth, Prepared,
-    PreparedRun, RunObserver, RunOutput, RunResult, WorkloadStats,
+    prepare_experiment, prepare_run, rebuild_workload, run_benchmark, run_prepared, Prepared, PreparedRun,
+    RunOutput, RunResult, WorkloadStats,
 };
-pub use sink::{read_records, read_records_file, RecordSink, RecordsFile};
+/// The stop signal of runs, dispatchers and observers (raise it with `cancel`).
+pub use tokio_util::sync::CancellationToken;

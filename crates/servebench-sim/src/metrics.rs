@@ -5,7 +5,7 @@
 //! Lock-free on the hot path: counters and histogram buckets are atomics. Other modules add
 //! their own counters through [`MetricsRegistry::counter`] (e.g. injected faults).
 
-use std::fmt::Write as _;
+use servebench_core::prom::{self, Kind};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -87,17 +87,19 @@ impl Histogram {
         self.count.load(Ordering::Relaxed)
     }
 
-    fn render(&self, out: &mut String, name: &str, help: &str, label: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    fn render(&self, out: &mut String, name: &str, help: &str, model: &str) {
+        prom::family(out, name, Kind::Histogram, help);
+        let bucket = format!("{name}_bucket");
         let mut cum = 0u64;
         for (b, n) in LATENCY_BOUNDS.iter().zip(&self.buckets) {
             cum += n.load(Ordering::Relaxed);
-            let _ = writeln!(out, "{name}_bucket{{{label},le=\"{b}\"}} {cum}");
+            prom::sample(out, &bucket, &[("model_name", model), ("le", &b.to_string())], cum as f64);
         }
         let count = self.count();
-        let _ = writeln!(out, "{name}_bucket{{{label},le=\"+Inf\"}} {count}");
+        prom::sample(out, &bucket, &[("model_name", model), ("le", "+Inf")], count as f64);
         let sum = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
-        let _ = writeln!(out, "{name}_sum{{{label}}} {sum}\n{name}_count{{{label}}} {count}");
+        prom::sample(out, &format!("{name}_sum"), &[("model_name", model)], sum);
+        prom::sample(out, &format!("{name}_count"), &[("model_name", model)], count as f64);
     }
 }
 
@@ -111,7 +113,7 @@ pub struct MetricsRegistry {
 struct Registered {
     name: String,
     help: String,
-    labels: String,
+    labels: Vec<(String, String)>,
     counter: Arc<Counter>,
 }
 
@@ -120,34 +122,28 @@ impl MetricsRegistry {
     /// later calls with the same name and labels return the same counter. `name` should be a
     /// valid Prometheus name such as `servebench_sim:faults_injected_total`.
     pub fn counter(&self, name: &str, help: &str, labels: &[(&str, &str)]) -> Arc<Counter> {
-        let mut rendered = String::new();
-        for (k, v) in labels {
-            let v = v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-            let _ = write!(rendered, ",{k}=\"{v}\"");
-        }
+        let labels: Vec<(String, String)> =
+            labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         let mut extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(r) = extra.iter().find(|r| r.name == name && r.labels == rendered) {
+        if let Some(r) = extra.iter().find(|r| r.name == name && r.labels == labels) {
             return r.counter.clone();
         }
         let counter = Arc::new(Counter::default());
-        extra.push(Registered {
-            name: name.into(),
-            help: help.into(),
-            labels: rendered,
-            counter: counter.clone(),
-        });
+        extra.push(Registered { name: name.into(), help: help.into(), labels, counter: counter.clone() });
         counter
     }
 
-    fn render(&self, out: &mut String, model_label: &str) {
+    fn render(&self, out: &mut String, model: &str) {
         let extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
         let mut seen: Vec<&str> = Vec::new();
         for r in extra.iter() {
             if !seen.contains(&r.name.as_str()) {
                 seen.push(&r.name);
-                let _ = writeln!(out, "# HELP {} {}\n# TYPE {} counter", r.name, r.help, r.name);
+                prom::family(out, &r.name, Kind::Counter, &r.help);
                 for s in extra.iter().filter(|s| s.name == r.name) {
-                    let _ = writeln!(out, "{}{{{model_label}{}}} {}", s.name, s.labels, s.counter.get());
+                    let mut labels = vec![("model_name", model)];
+                    labels.extend(s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+                    prom::sample(out, &s.name, &labels, s.counter.get() as f64);
                 }
             }
         }
@@ -157,7 +153,8 @@ impl MetricsRegistry {
 /// Every metric the simulator exports.
 #[derive(Debug)]
 pub(crate) struct Metrics {
-    label: String,
+    /// The `model_name` label of every sample.
+    model: String,
     pub running: Gauge,
     pub waiting: Gauge,
     /// KV cache usage in parts per million.
@@ -181,9 +178,8 @@ pub(crate) struct Metrics {
 impl Metrics {
     /// Metrics of a server serving `model`, with `spec_k` per-position acceptance counters.
     pub(crate) fn new(model: &str, spec_k: u32) -> Self {
-        let escaped = model.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
         Metrics {
-            label: format!("model_name=\"{escaped}\""),
+            model: model.to_owned(),
             running: Gauge::default(),
             waiting: Gauge::default(),
             kv_usage_ppm: Gauge::default(),
@@ -205,36 +201,40 @@ impl Metrics {
 
     /// The Prometheus text exposition (format 0.0.4).
     pub(crate) fn render(&self) -> String {
-        let l = self.label.as_str();
+        let l = self.model.as_str();
         let mut out = String::with_capacity(8192);
-        let gauge = |out: &mut String, name: &str, help: &str, v: String| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{{l}}} {v}");
+        let one = |out: &mut String, name: &str, kind: Kind, help: &str, v: f64| {
+            prom::family(out, name, kind, help);
+            prom::sample(out, name, &[("model_name", l)], v);
         };
-        let counter = |out: &mut String, name: &str, help: &str, v: u64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{{l}}} {v}");
-        };
-        gauge(
+        one(
             &mut out,
             "vllm:num_requests_running",
+            Kind::Gauge,
             "Requests in the running batch.",
-            self.running.get().to_string(),
+            self.running.get() as f64,
         );
-        gauge(
+        one(
             &mut out,
             "vllm:num_requests_waiting",
+            Kind::Gauge,
             "Requests waiting for admission.",
-            self.waiting.get().to_string(),
+            self.waiting.get() as f64,
         );
-        let kv = (self.kv_usage_ppm.get().max(0) as f64 / 1e6).to_string();
-        gauge(&mut out, "vllm:kv_cache_usage_perc", "KV cache usage (1 = full).", kv.clone());
-        gauge(&mut out, "vllm:gpu_cache_usage_perc", "KV cache usage (1 = full; older name).", kv);
+        let kv = self.kv_usage_ppm.get().max(0) as f64 / 1e6;
+        one(&mut out, "vllm:kv_cache_usage_perc", Kind::Gauge, "KV cache usage (1 = full).", kv);
+        one(&mut out, "vllm:gpu_cache_usage_perc", Kind::Gauge, "KV cache usage (1 = full; older name).", kv);
+        let counter =
+            |out: &mut String, name: &str, help: &str, v: u64| one(out, name, Kind::Counter, help, v as f64);
         counter(&mut out, "vllm:prompt_tokens_total", "Prompt tokens processed.", self.prompt_tokens.get());
         counter(&mut out, "vllm:generation_tokens_total", "Tokens generated.", self.generation_tokens.get());
-        let _ = writeln!(
-            out,
-            "# HELP vllm:request_success_total Finished requests.\n# TYPE vllm:request_success_total counter\n\
-             vllm:request_success_total{{{l},finished_reason=\"any\"}} {}",
-            self.requests_finished.get()
+        let success = "vllm:request_success_total";
+        prom::family(&mut out, success, Kind::Counter, "Finished requests.");
+        prom::sample(
+            &mut out,
+            success,
+            &[("model_name", l), ("finished_reason", "any")],
+            self.requests_finished.get() as f64,
         );
         self.ttft.render(&mut out, "vllm:time_to_first_token_seconds", "Time to first token.", l);
         self.itl.render(&mut out, "vllm:inter_token_latency_seconds", "Time between token events.", l);
@@ -272,9 +272,14 @@ impl Metrics {
                 self.spec_accepted.get(),
             );
             let name = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
-            let _ = writeln!(out, "# HELP {name} Accepted draft tokens per position.\n# TYPE {name} counter");
+            prom::family(&mut out, name, Kind::Counter, "Accepted draft tokens per position.");
             for (i, c) in self.spec_accepted_per_pos.iter().enumerate() {
-                let _ = writeln!(out, "{name}{{{l},position=\"{i}\"}} {}", c.get());
+                prom::sample(
+                    &mut out,
+                    name,
+                    &[("model_name", l), ("position", &i.to_string())],
+                    c.get() as f64,
+                );
             }
         }
         self.registry.render(&mut out, l);

@@ -189,14 +189,9 @@ fn start_sim(
 }
 
 /// Stops the simulator with SIGTERM (it then writes its ground-truth log) and waits for it.
-#[allow(unsafe_code)]
 fn stop_sim(mut sim: ChildGuard) -> anyhow::Result<()> {
-    let pid = i32::try_from(sim.0.id()).context("simulator pid")?;
-    // SAFETY: sending a signal to our own child process; no memory is involved.
-    let rc = unsafe { libc::kill(pid, libc::SIGTERM) };
-    if rc != 0 {
-        bail!("could not signal the simulator (pid {pid})");
-    }
+    let pid = sim.0.id();
+    crate::os::terminate(pid).with_context(|| format!("could not signal the simulator (pid {pid})"))?;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = sim.0.try_wait().context("waiting for the simulator")? {
@@ -387,7 +382,7 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
         }
     };
     let truth_log = dir.join("ground-truth.jsonl");
-    let allowed = crate::affinity::allowed_cpus();
+    let allowed = crate::os::allowed_cpus();
     let (client_cpu, sim_cpu) = match allowed.as_slice() {
         [a, b, ..] if !args.no_pin => (Some(*a), Some(*b)),
         _ => (None, None),

@@ -1,6 +1,7 @@
 //! Command-line interface. clap types live here only; `config.rs` turns them into a validated
 //! `RunConfig`. Flags and defaults follow Python `vllm bench serve`.
 
+use crate::cli_values::SimMode;
 use clap::{Args, Parser, Subcommand};
 
 /// `vllm bench serve` flags that servebench does not implement yet. They are recognised (never
@@ -95,8 +96,8 @@ pub struct SimOptions {
     pub sim_max_model_len: u32,
     /// Simulator timing model: `fixed` (exact TTFT/ITL, the ground truth) or `engine`
     /// (continuous batching: queueing, KV capacity, chunked prefill; see docs/simulator.md).
-    #[arg(long, default_value = "fixed", value_parser = ["fixed", "engine"])]
-    pub sim_mode: String,
+    #[arg(long, value_enum, default_value_t = SimMode::Fixed)]
+    pub sim_mode: SimMode,
     /// Simulator (engine): parameter preset (`h100-8b`, `cpu-tiny`); implies `--sim-mode engine`.
     /// The flags below override single values.
     #[arg(long)]
@@ -276,16 +277,16 @@ pub struct RunArgs {
 
     // ---- rate ----
     /// Requests per second (inf = all at once).
-    #[arg(long, default_value = "inf", help_heading = "Load")]
-    pub request_rate: String,
+    #[arg(long, default_value = "inf", value_parser = crate::cli_values::request_rate, help_heading = "Load")]
+    pub request_rate: f64,
     /// Gamma shape of inter-arrival times (1.0 = Poisson).
     #[arg(long, default_value_t = 1.0, help_heading = "Load")]
     pub burstiness: f64,
     #[arg(long, help_heading = "Load")]
     pub max_concurrency: Option<u64>,
     /// linear or exponential.
-    #[arg(long, help_heading = "Load")]
-    pub ramp_up_strategy: Option<String>,
+    #[arg(long, value_parser = crate::cli_values::ramp_strategy, help_heading = "Load")]
+    pub ramp_up_strategy: Option<servebench_core::schedule::RampStrategy>,
     #[arg(long, help_heading = "Load")]
     pub ramp_up_start_rps: Option<f64>,
     #[arg(long, help_heading = "Load")]
@@ -360,8 +361,8 @@ pub struct RunArgs {
     /// cancelled with their partial timings) or `drain` lets them finish. Either way nothing new
     /// is sent, results are written for what finished, and the exit code is 130. A second
     /// Ctrl-C exits at once.
-    #[arg(long, default_value = "cancel", help_heading = "Request")]
-    pub on_interrupt: String,
+    #[arg(long, default_value = "cancel", value_parser = crate::cli_values::interrupt_mode, help_heading = "Request")]
+    pub on_interrupt: servebench_runner::InterruptMode,
     /// Exit with code 3 (after writing results) when more than this percentage of requests
     /// failed.
     #[arg(long, help_heading = "Request")]

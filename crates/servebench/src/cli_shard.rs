@@ -3,7 +3,7 @@
 use clap::Args;
 use servebench_core::shard::{parse_start_at, ShardSpec};
 use servebench_core::{BenchError, Result};
-use servebench_runner::shard::ShardConfig;
+use servebench_runner::ShardConfig;
 
 /// Environment variable Kubernetes sets in every pod of an Indexed Job (0-based).
 pub const JOB_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";

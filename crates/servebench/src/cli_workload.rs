@@ -6,12 +6,12 @@ use clap::Args;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 use servebench_data::trace::{TraceConfig, TraceLabels};
-use servebench_report::groups::StageInfo;
+use servebench_report::sections::groups::StageInfo;
 use servebench_runner::config::{DatasetSpec, RunConfig};
-use servebench_runner::load::LoadOptions;
-use servebench_runner::lora::{LoraAssignment, LoraConfig};
-use servebench_runner::session::MultiTurnConfig;
-use servebench_runner::stages::{is_closed_loop, parse_stages};
+use servebench_runner::load::lora::{LoraAssignment, LoraConfig};
+use servebench_runner::load::session::MultiTurnConfig;
+use servebench_runner::load::stages::{is_closed_loop, parse_stages};
+use servebench_runner::LoadOptions;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -334,7 +334,7 @@ fn check_concurrency_stages(run: &RunConfig) -> Result<()> {
 }
 
 /// What the group reports need to know about the run (stages, trace replay, multi-turn).
-pub fn group_info(run: &RunConfig) -> servebench_report::groups::GroupInfo {
+pub fn group_info(run: &RunConfig) -> servebench_report::sections::groups::GroupInfo {
     let load = &run.load;
     let stages: Vec<StageInfo> = if !load.stages.is_empty() {
         // A --duration shorter than the stages cuts the last ones short (or off).
@@ -360,7 +360,7 @@ pub fn group_info(run: &RunConfig) -> servebench_report::groups::GroupInfo {
         Vec::new()
     };
     let mt = load.multi_turn.as_ref();
-    servebench_report::groups::GroupInfo {
+    servebench_report::sections::groups::GroupInfo {
         stages,
         trace: matches!(&run.dataset, DatasetSpec::TimedTrace(t) if t.self_timed),
         turns_per_conversation: mt.map(|m| if m.max_turns > 0 { m.max_turns } else { m.num_turns }),

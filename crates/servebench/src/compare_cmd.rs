@@ -183,8 +183,26 @@ pub fn marker(key: &str, delta: f64) -> &'static str {
     }
 }
 
-/// Compares `b` against the baseline `a`: one JSON row per metric key both report.
-pub fn compare(a: &Loaded, b: &Loaded, alpha: f64) -> Vec<Value> {
+/// One metric of a comparison (a row of the table and of `--output-json`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CompareRow {
+    pub metric: String,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    /// b − a (finite values only).
+    pub delta: Option<f64>,
+    /// (b − a) / a × 100; `None` when undefined (a = 0 with b ≠ 0, or a side without data).
+    pub change_percent: Option<f64>,
+    /// `+` improvement, `-` regression, empty otherwise.
+    pub marker: &'static str,
+    /// `welch_t` or `mann_whitney_u`, when the data allow a test.
+    pub test: Option<String>,
+    pub p_value: Option<f64>,
+    pub significant: Option<bool>,
+}
+
+/// Compares `b` against the baseline `a`: one row per metric key either reports.
+pub fn compare(a: &Loaded, b: &Loaded, alpha: f64) -> Vec<CompareRow> {
     // A's keys in A's order, then keys only B reports (A has no data for them).
     let mut keys = metric_keys(&a.values);
     for k in metric_keys(&b.values) {
@@ -202,22 +220,22 @@ pub fn compare(a: &Loaded, b: &Loaded, alpha: f64) -> Vec<Value> {
             let delta = va.zip(vb).map(|(va, vb)| vb - va).filter(|d| d.is_finite());
             let change = va.zip(vb).and_then(|(va, vb)| change_percent(va, vb));
             let test = test_for(a, b, &k);
-            Some(json!({
-                "metric": k,
-                "a": va,
-                "b": vb,
-                "delta": delta,
-                "change_percent": change,
-                "marker": delta.map_or("", |d| marker(&k, d)),
-                "test": test.as_ref().map(|t| t.test.clone()),
-                "p_value": test.as_ref().map(|t| t.p_value),
-                "significant": test.as_ref().map(|t| t.significant(alpha)),
-            }))
+            Some(CompareRow {
+                marker: delta.map_or("", |d| marker(&k, d)),
+                metric: k,
+                a: va,
+                b: vb,
+                delta,
+                change_percent: change,
+                test: test.as_ref().map(|t| t.test.clone()),
+                p_value: test.as_ref().map(|t| t.p_value),
+                significant: test.as_ref().map(|t| t.significant(alpha)),
+            })
         })
         .collect()
 }
 
-fn table(a: &Loaded, b: &Loaded, rows: &[Value], alpha: f64) -> String {
+fn table(a: &Loaded, b: &Loaded, rows: &[CompareRow], alpha: f64) -> String {
     let mut out = format!("{:=^110}\n", " Benchmark Comparison ");
     out.push_str(&format!("A: {}\nB: {}\n", a.name, b.name));
     out.push_str(&format!(
@@ -225,24 +243,23 @@ fn table(a: &Loaded, b: &Loaded, rows: &[Value], alpha: f64) -> String {
         "Metric", "A", "B", "Delta", "Change", "Test", "p", "Sig"
     ));
     for r in rows {
-        let f = |k: &str| r.get(k).and_then(Value::as_f64);
-        let marker = r["marker"].as_str().unwrap_or("");
-        let change = match f("change_percent") {
+        let marker = r.marker;
+        let change = match r.change_percent {
             Some(c) => format!("{}{marker}", format_change(Some(c), 2)),
             // "–" then the direction apart, so a regression from 0 still shows.
             None => format!("– {marker}").trim_end().to_owned(),
         };
-        let num = |k: &str| f(k).map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"));
+        let num = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"));
         out.push_str(&format!(
             "{:<34} {:>12} {:>12} {:>12} {:>10} {:>16} {:>9} {:>5}\n",
-            r["metric"].as_str().unwrap_or(""),
-            num("a"),
-            num("b"),
-            num("delta"),
+            r.metric,
+            num(r.a),
+            num(r.b),
+            num(r.delta),
             change,
-            r["test"].as_str().unwrap_or("-"),
-            f("p_value").map_or("-".into(), |p| format!("{p:.4}")),
-            match r["significant"].as_bool() {
+            r.test.as_deref().unwrap_or("-"),
+            r.p_value.map_or("-".into(), |p| format!("{p:.4}")),
+            match r.significant {
                 Some(true) => "yes",
                 Some(false) => "no",
                 None => "-",
@@ -302,11 +319,11 @@ mod tests {
             load_doc(json!({"completed": 5, "failed": 0, "request_throughput": 0.0, "mean_ttft_ms": 12.5,
                                 "p99_ttft_ms": 3.0}));
         let rows = compare(&a, &b, 0.05);
-        let row = |k: &str| rows.iter().find(|r| r["metric"] == k).unwrap().clone();
-        assert_eq!(row("failed")["change_percent"], json!(0.0));
-        assert_eq!(row("completed")["change_percent"], Value::Null);
-        assert_eq!(row("request_throughput")["change_percent"], json!(-100.0));
-        assert_eq!(row("p99_ttft_ms")["change_percent"], Value::Null);
+        let row = |k: &str| rows.iter().find(|r| r.metric == k).unwrap().clone();
+        assert_eq!(row("failed").change_percent, Some(0.0));
+        assert_eq!(row("completed").change_percent, None);
+        assert_eq!(row("request_throughput").change_percent, Some(-100.0));
+        assert_eq!(row("p99_ttft_ms").change_percent, None);
         let text = table(&a, &b, &rows, 0.05);
         assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
         let line = |k: &str| text.lines().find(|l| l.starts_with(&format!("{k} "))).unwrap().to_owned();
@@ -314,8 +331,8 @@ mod tests {
         // 0 → 5 completed: undefined change, still marked as an improvement, apart from the dash.
         assert!(line("completed").contains(" – +"), "{}", line("completed"));
         // mean_ttft_ms is null in A (no completed request): n/a, not 0.00, and no change.
-        assert_eq!(row("mean_ttft_ms")["a"], Value::Null);
-        assert_eq!(row("mean_ttft_ms")["change_percent"], Value::Null);
+        assert_eq!(row("mean_ttft_ms").a, None);
+        assert_eq!(row("mean_ttft_ms").change_percent, None);
         let l = line("mean_ttft_ms");
         assert!(l.contains("n/a") && l.contains("12.50") && l.contains(" –"), "{l}");
     }
@@ -349,11 +366,8 @@ mod tests {
         std::fs::write(&pc, doc(&[10.1, 9.95, 10.05, 10.0]).to_string()).unwrap();
         let (a, b, c) = (load(&pa).unwrap(), load(&pb).unwrap(), load(&pc).unwrap());
         let r = &compare(&a, &b, 0.05)[0];
-        assert_eq!(
-            (r["test"].as_str(), r["significant"].as_bool(), r["marker"].as_str()),
-            (Some("welch_t"), Some(true), Some("-"))
-        );
+        assert_eq!((r.test.as_deref(), r.significant, r.marker), (Some("welch_t"), Some(true), "-"));
         let r = &compare(&a, &c, 0.05)[0];
-        assert_eq!(r["significant"].as_bool(), Some(false));
+        assert_eq!(r.significant, Some(false));
     }
 }

@@ -6,13 +6,13 @@ use serde_json::{Map, Value};
 use servebench_client::backend::{BackendKind, TargetConfig};
 use servebench_core::config::{
     parse_extra_body, parse_goodput, parse_header, parse_metadata, parse_metric_percentiles,
-    parse_percentile_metrics, parse_range_ratio, parse_request_rate,
+    parse_percentile_metrics, parse_range_ratio,
 };
 use servebench_core::metrics::{MetricName, Slo};
-use servebench_core::schedule::{RampStrategy, RampUp, RateConfig};
+use servebench_core::schedule::{RampUp, RateConfig};
 use servebench_core::{BenchError, Result};
 use servebench_data::random::RandomDatasetConfig;
-use servebench_runner::config::{DatasetSpec, InterruptMode, RunConfig};
+use servebench_runner::config::{DatasetSpec, RunConfig};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -115,7 +115,7 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         ));
     }
 
-    let request_rate = parse_request_rate(&args.request_rate)?;
+    let request_rate = args.request_rate;
     if args.burstiness.is_nan() || args.burstiness <= 0.0 {
         return Err(BenchError::config(
             "--burstiness",
@@ -266,17 +266,7 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         max_records_in_memory: args.live.max_records_in_memory,
         shard,
         start_at_unix_us: shards.start_at_unix_us,
-        on_interrupt: match args.on_interrupt.as_str() {
-            "cancel" => InterruptMode::Cancel,
-            "drain" => InterruptMode::Drain,
-            other => {
-                return Err(BenchError::config(
-                    "--on-interrupt",
-                    format!("unknown mode '{other}'"),
-                    "use cancel (stop in-flight requests at once) or drain (let them finish)",
-                ))
-            }
-        },
+        on_interrupt: args.on_interrupt,
     };
     let output = OutputConfig {
         save_result: args.save_result,
@@ -316,7 +306,7 @@ fn seconds_flag(flag: &str, secs: f64) -> Result<Duration> {
 fn parse_ramp_up(args: &RunArgs, request_rate: f64) -> Result<Option<RampUp>> {
     let fix =
         "pass --ramp-up-strategy linear|exponential with both --ramp-up-start-rps and --ramp-up-end-rps";
-    let Some(strategy) = &args.ramp_up_strategy else {
+    let Some(strategy) = args.ramp_up_strategy else {
         if args.ramp_up_start_rps.is_some() || args.ramp_up_end_rps.is_some() {
             return Err(BenchError::config(
                 "--ramp-up-start-rps/--ramp-up-end-rps",
@@ -325,13 +315,6 @@ fn parse_ramp_up(args: &RunArgs, request_rate: f64) -> Result<Option<RampUp>> {
             ));
         }
         return Ok(None);
-    };
-    let strategy = match strategy.as_str() {
-        "linear" => RampStrategy::Linear,
-        "exponential" => RampStrategy::Exponential,
-        other => {
-            return Err(BenchError::config("--ramp-up-strategy", format!("unknown strategy '{other}'"), fix))
-        }
     };
     let (Some(start), Some(end)) = (args.ramp_up_start_rps, args.ramp_up_end_rps) else {
         return Err(BenchError::config(

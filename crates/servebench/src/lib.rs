@@ -1,7 +1,6 @@
 //! The `servebench` command line: flag definitions (`cli`), their validation into a run
 //! configuration (`config`), and the commands behind them. `main.rs` only dispatches.
 
-pub mod affinity;
 pub mod calibrate;
 pub mod calibrate_truth;
 pub mod cli;
@@ -14,12 +13,14 @@ pub mod cli_pooling;
 pub mod cli_shard;
 pub mod cli_tokens;
 pub mod cli_unused;
+pub mod cli_values;
 pub mod cli_vllm;
 pub mod cli_workload;
 pub mod compare_cmd;
 pub mod config;
 pub mod experiment;
 pub mod merge_cmd;
+pub mod os;
 pub mod path_collisions;
 pub mod progress;
 pub mod report_cmd;

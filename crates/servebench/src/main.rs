@@ -41,77 +41,19 @@ fn report_error(err: &anyhow::Error) {
     }
 }
 
-/// `mi_option_purge_delay` in mimalloc.h's `enum mi_option_e` (the same in v2 and v3).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// mimalloc's own purge delay (10 ms unless `MIMALLOC_PURGE_DELAY` says otherwise), read
-/// before it is changed.
-static DEFAULT_PURGE_DELAY_MS: std::sync::OnceLock<std::ffi::c_long> = std::sync::OnceLock::new();
-
-/// mimalloc keeps freed pages for 10 ms and purges them only from the thread that freed them.
-/// Loading the tokenizer and building the workload free tens of MB on threads that then go
-/// idle, so without this the measured phase's RSS carries them. Purging at once costs no
-/// measurable CPU at 1,000 streams (docs/performance.md).
-#[allow(unsafe_code)]
-fn purge_freed_memory_immediately() {
-    // SAFETY: reads and sets a process-wide allocator option; no pointers are involved.
-    unsafe {
-        let _ = DEFAULT_PURGE_DELAY_MS.set(libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY));
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0)
-    }
-}
-
-/// While a workload is built, mimalloc's purge delay is back to its default: tokenizing a
-/// dataset frees and re-allocates pages all the time, and purging each at once made building a
-/// 100,000-conversation ShareGPT workload twice as slow, most of it in page faults
-/// (docs/performance.md).
-#[allow(unsafe_code)]
-fn keep_freed_pages() {
-    let delay = DEFAULT_PURGE_DELAY_MS.get().copied().unwrap_or(10);
-    // SAFETY: sets a process-wide allocator option; no pointers are involved.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, delay) }
-}
-
-/// After the build: the pages freed meanwhile on this thread and on the rayon workers (which
-/// did the tokenizing and now go idle) are purged, then the delay is 0 again.
-#[allow(unsafe_code)]
-fn release_freed_pages() {
-    // SAFETY: `mi_collect` takes no pointers; it frees the calling thread's unused pages and
-    // purges the arenas' pages scheduled for purging (which it skips once the delay is 0, so
-    // this comes first).
-    rayon::broadcast(|_| unsafe { libmimalloc_sys::mi_collect(true) });
-    unsafe { libmimalloc_sys::mi_collect(true) }
-    // SAFETY: as above.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
-}
-
-/// mimalloc advises its arenas `MADV_HUGEPAGE`, so with THP in `madvise` mode (common) every
-/// 2 MiB region the allocator touches becomes resident and is zeroed as a whole: at 1,000 streams
-/// that added ~45 MB of peak RSS and page-fault CPU during the measured phase. The client gains
-/// nothing from huge pages; disable them for the process (inherited by children, e.g. the sim).
-#[allow(unsafe_code)]
-fn disable_transparent_huge_pages() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl with integer arguments only; failure (old kernel) just leaves THP as it was.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-    }
-}
-
 fn main() -> ExitCode {
-    disable_transparent_huge_pages();
-    purge_freed_memory_immediately();
-    servebench_runner::health::set_freed_memory_hooks(servebench_runner::health::FreedMemoryHooks {
-        keep: keep_freed_pages,
-        release: release_freed_pages,
-    });
+    servebench::os::disable_transparent_huge_pages();
+    servebench::os::purge_freed_memory_immediately();
     let args = cli::normalize_underscores(std::env::args());
     if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
         let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };
         eprintln!("{}", e.user_line());
         return ExitCode::from(2);
     }
-    let matches = <cli::Cli as clap::CommandFactory>::command().get_matches_from(args);
+    let matches = match <cli::Cli as clap::CommandFactory>::command().try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => return flag_value_error(e),
+    };
     // Which flags were given (not defaulted): flags that would be ignored are named.
     servebench::cli_unused::record_explicit(&matches);
     let cli = match <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
@@ -124,7 +66,7 @@ fn main() -> ExitCode {
         Some(_) => None,
     };
     if let Some(cpu) = pin {
-        if let Err(e) = servebench::affinity::pin_to_cpu("--pin-cpu", cpu) {
+        if let Err(e) = servebench::os::pin_to_cpu("--pin-cpu", cpu) {
             eprintln!("{}", e.user_line());
             return ExitCode::from(2);
         }
@@ -144,6 +86,19 @@ fn main() -> ExitCode {
             report_error(&e);
             ExitCode::from(exit_code_for(&e))
         }
+    }
+}
+
+/// A flag value our parsers refused (`cli_values.rs`) is the coded one-line error they wrote,
+/// exit 2; every other clap error (unknown flag, `--help`, `--version`) is clap's own.
+fn flag_value_error(e: clap::Error) -> ExitCode {
+    use std::error::Error as _;
+    match e.source().map(ToString::to_string).filter(|s| s.starts_with("error[SB")) {
+        Some(line) => {
+            eprintln!("{line}");
+            ExitCode::from(2)
+        }
+        None => e.exit(),
     }
 }
 

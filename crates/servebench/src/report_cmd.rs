@@ -14,7 +14,7 @@ use servebench_report::html::{
     ReportRun, ServerSeries,
 };
 use servebench_report::{gather_environment, records_csv, runs_csv, write_text, RunInfo};
-use servebench_runner::server_metrics::ServerMetrics;
+use servebench_runner::observe::scrape::ServerMetrics;
 use servebench_runner::{read_records, RunOutput};
 
 use crate::cli::ReportArgs;

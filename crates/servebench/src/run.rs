@@ -13,7 +13,8 @@ use servebench_report::{
     console_block, default_result_filename, result_json, write_result, ClientHealth, RunInfo,
 };
 use servebench_runner::config::InterruptMode;
-use servebench_runner::{run_benchmark, stop_signal, RunOutput, RunResult, CLIENT_THREAD_PREFIX};
+use servebench_runner::CancellationToken;
+use servebench_runner::{run_benchmark, RunOutput, RunResult, CLIENT_THREAD_PREFIX};
 use std::path::PathBuf;
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -39,33 +40,9 @@ pub(crate) fn exit_if_not_measuring() {
     }
 }
 
-/// Raises the open-files soft limit to the hard limit; returns the soft limit now in force.
-#[allow(unsafe_code, clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not everywhere
-fn raise_open_files_limit() -> Option<u64> {
-    #[cfg(unix)]
-    {
-        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: getrlimit/setrlimit only read/write the struct we pass by pointer.
-        unsafe {
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-                return None;
-            }
-            if lim.rlim_cur < lim.rlim_max {
-                let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                    lim.rlim_cur = lim.rlim_max;
-                }
-            }
-        }
-        Some(lim.rlim_cur as u64)
-    }
-    #[cfg(not(unix))]
-    None
-}
-
 /// Checks that the run can open as many connections as it may need at once.
 fn check_open_files(run: &servebench_runner::RunConfig, num_prompts: u64) -> anyhow::Result<()> {
-    let Some(limit) = raise_open_files_limit() else { return Ok(()) };
+    let Some(limit) = crate::os::raise_open_files_limit() else { return Ok(()) };
     // Connections in flight, plus files, the listener of an embedded simulator, and slack.
     const RESERVED: u64 = 64;
     match run.max_concurrency {
@@ -119,10 +96,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
         }
         let o = &args.sim_options;
-        let timing = match (&o.sim_preset, o.sim_mode.as_str()) {
+        let timing = match (&o.sim_preset, o.sim_mode) {
             (Some(preset), _) => format!("engine model, preset {preset}"),
-            (None, "engine") => "engine model".to_owned(),
-            _ => format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms),
+            (None, crate::cli_values::SimMode::Engine) => "engine model".to_owned(),
+            (None, crate::cli_values::SimMode::Fixed) => {
+                format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms)
+            }
         };
         println!("Embedded simulator at {} ({timing})", run.base_url);
         Some(sim)
@@ -150,7 +129,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let on_interrupt = run.on_interrupt;
     let group_info = crate::cli_workload::group_info(&run);
     let (result, server_side) = runtime.block_on(async move {
-        let (stop, signal) = stop_signal();
+        let signal = CancellationToken::new();
+        let stop = signal.clone();
         let in_flight = match on_interrupt {
             InterruptMode::Cancel => "in-flight requests are cancelled",
             InterruptMode::Drain => "in-flight requests are drained",
@@ -159,7 +139,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
                 exit_if_not_measuring();
                 eprintln!("\nInterrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)");
-                stop.stop();
+                stop.cancel();
                 if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
                     std::process::exit(INTERRUPTED_EXIT_CODE.into());
                 }
@@ -212,12 +192,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .map(|_| ArrivalSchedule::generate(out.records.len(), &rate, seed).rps_change_events(&rate));
     let info = run_info(&output, args, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
     println!("{}", console_block(&info, &metrics));
-    let probes = servebench_report::probe::ProbeSummary::of(&out.probe_records);
+    let probes = servebench_report::sections::probe::ProbeSummary::of(&out.probe_records);
     if let Some(p) = &probes {
         print!("{}", p.console_block());
     }
     // Per-turn, per-stage and trace-replay blocks (docs/workloads.md).
-    print!("{}", servebench_report::groups::console_groups(&out.records, &metrics_cfg, &group_info));
+    print!(
+        "{}",
+        servebench_report::sections::groups::console_groups(&out.records, &metrics_cfg, &group_info)
+    );
     let steady = crate::experiment::extras::steady_state_of(
         &out.records,
         &args.experiment,
@@ -248,7 +231,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             json["records_file"] = serde_json::Value::String(records_file_key(&result_path, r));
         }
         json["interrupted"] = serde_json::Value::Bool(out.interrupted);
-        servebench_report::groups::extend_result(&mut json, &out.records, &metrics_cfg, &group_info);
+        servebench_report::sections::groups::extend_result(
+            &mut json,
+            &out.records,
+            &metrics_cfg,
+            &group_info,
+        );
         crate::experiment::extras::add_to_result(
             &mut json,
             steady.as_ref(),
@@ -303,7 +291,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         }
     }
     // Not one request succeeded: there are no numbers, and CI must see it (exit 1, SB602).
-    if let Some(e) = servebench_runner::failure_codes::no_success(&out.records, "") {
+    if let Some(e) = servebench_runner::prepare::failure_codes::no_success(&out.records, "") {
         return Err(e.into());
     }
     Ok(0)

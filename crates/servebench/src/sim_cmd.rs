@@ -1,6 +1,7 @@
 //! The simulator: `servebench sim` (standalone) and the embedded server behind `--sim`.
 
 use crate::cli::{SimArgs, SimOptions};
+use crate::cli_values::SimMode;
 use anyhow::Context;
 use servebench_core::BenchError;
 use servebench_sim::{EngineConfig, FaultConfig, SimConfig, SimHandle};
@@ -51,10 +52,10 @@ pub fn fault_config(opts: &SimOptions) -> anyhow::Result<FaultConfig> {
 /// The engine timing model from `--sim-mode engine` / `--sim-preset` and the override flags
 /// (`None` in fixed mode).
 pub fn engine_config(opts: &SimOptions) -> anyhow::Result<Option<EngineConfig>> {
-    let mut e = match (&opts.sim_preset, opts.sim_mode.as_str()) {
+    let mut e = match (&opts.sim_preset, opts.sim_mode) {
         (Some(p), _) => EngineConfig::preset(p)?,
-        (None, "engine") => EngineConfig::h100_8b(),
-        (None, _) => return Ok(None),
+        (None, SimMode::Engine) => EngineConfig::h100_8b(),
+        (None, SimMode::Fixed) => return Ok(None),
     };
     let ms = |flag: &str, v: f64| -> anyhow::Result<Duration> {
         if !v.is_finite() || !(0.0..=60_000.0).contains(&v) {

@@ -1,5 +1,6 @@
-//! Page layout of the HTML report: head (inline CSS), run cards (configuration, environment,
-//! client health, warnings), the summary table, chart sections and the inline script.
+//! Page layout of the HTML report: head (inline CSS from `assets/report.css`), run cards (configuration, environment,
+//! client health, warnings), the summary table, chart sections and the inline script
+//! (`assets/report.js`).
 
 use std::fmt::Write as _;
 
@@ -9,73 +10,13 @@ use servebench_core::stats::Summary;
 use super::svg::{esc, render as render_chart, run_color, Chart};
 use super::ReportRun;
 
-const CSS: &str = r#"
-:root{--fg:#1d2430;--muted:#5b6472;--line:#d8dde5;--bg:#f6f7f9;--card:#fff;--warn:#8a4b00;--warnbg:#fff4e0}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--fg);background:var(--bg)}
-main{max-width:1520px;margin:0 auto;padding:20px 24px 48px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 10px;border-bottom:1px solid var(--line);padding-bottom:4px}
-h3{font-size:15px;margin:0}
-.sub{color:var(--muted);margin:0 0 12px}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:14px}
-.card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:12px 14px}
-.card h3{display:flex;align-items:center;gap:8px;margin-bottom:8px}
-.swatch{display:inline-block;width:14px;height:14px;border-radius:3px}
-.kv{display:flex;flex-wrap:wrap;gap:10px 28px}.kv>div{flex:1 1 200px;min-width:0}
-.kv h4{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);margin:0 0 4px}
-.kv table{border-collapse:collapse}.kv table td{padding:1px 10px 1px 0;vertical-align:top;overflow-wrap:anywhere}.kv table td:first-child{color:var(--muted);min-width:9em}
-.warn{background:var(--warnbg);color:var(--warn);border:1px solid #f0c98a;border-radius:4px;padding:6px 10px;margin:8px 0 0;list-style:none}
-.warn li::before{content:"⚠ "}
-.ok{color:#1b6e3a;margin:8px 0 0}
-table.summary{border-collapse:collapse;background:var(--card);border:1px solid var(--line)}
-table.summary th,table.summary td{padding:4px 12px;border-bottom:1px solid var(--line);text-align:right;font-variant-numeric:tabular-nums}
-table.summary th:first-child,table.summary td:first-child{text-align:left}
-table.summary tr.group td{background:#eef1f5;font-weight:600;text-align:left}
-.better{color:#1b6e3a}.worse{color:#b3261e}.delta{font-size:12px;margin-left:4px}
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(640px,1fr));gap:14px}
-figure.chart{margin:0;background:var(--card);border:1px solid var(--line);border-radius:6px;padding:10px 12px}
-figcaption p{color:var(--muted);margin:2px 0 6px;font-size:12.5px}
-svg{width:100%;height:auto;display:block;font-size:11.5px}
-svg .plot{fill:#fff;stroke:#9aa3af}svg .grid path{stroke:#eceff3}
-svg .ticks text{fill:#4b5563}svg .axis-label{fill:#1d2430;font-size:12.5px}
-svg .legend text{fill:#1d2430;font-size:12px}svg .li{cursor:pointer}svg .li.dim{opacity:.35}
-svg .empty{fill:var(--muted);font-size:14px}
-.off,.hidden{display:none}
-.runs label{margin-right:14px;cursor:pointer}
-#tip{position:absolute;display:none;pointer-events:none;background:rgba(29,36,48,.92);color:#fff;padding:4px 8px;border-radius:4px;font-size:12px;white-space:pre}
-footer{color:var(--muted);margin-top:28px;font-size:12px}
-"#;
+/// The page style (`assets/report.css`, included at build time).
+const CSS: &str = include_str!("assets/report.css");
 
 /// The page script: hover read-out of data coordinates, legend click hides a series, run
 /// checkboxes hide a run everywhere. On success it marks `<body data-ok="1">`; an exception is
 /// stored in `data-error` instead (the browser test checks both).
-const JS: &str = r#"
-(function(){
-try{
-var tip=document.getElementById('tip');
-function fmt(v){var a=Math.abs(v);return a>=100?v.toFixed(0):a>=1?v.toFixed(2):v.toPrecision(3);}
-document.querySelectorAll('svg[data-x0]').forEach(function(svg){
-function a(k){return parseFloat(svg.getAttribute('data-'+k));}
-svg.addEventListener('mousemove',function(ev){
-var m=svg.getScreenCTM();if(!m){return;}
-var pt=svg.createSVGPoint();pt.x=ev.clientX;pt.y=ev.clientY;var p=pt.matrixTransform(m.inverse());
-var fx=(p.x-a('pl'))/a('pw'),fy=1-(p.y-a('pt'))/a('ph');
-if(fx<0||fx>1||fy<0||fy>1){tip.style.display='none';return;}
-var x=svg.getAttribute('data-xlog')?Math.pow(10,Math.log10(a('x0'))+fx*(Math.log10(a('x1'))-Math.log10(a('x0')))):a('x0')+fx*(a('x1')-a('x0'));
-var y=a('y0')+fy*(a('y1')-a('y0'));
-tip.textContent=svg.getAttribute('data-xl')+': '+fmt(x)+'\n'+svg.getAttribute('data-yl')+': '+fmt(y);
-tip.style.display='block';tip.style.left=(ev.pageX+14)+'px';tip.style.top=(ev.pageY+14)+'px';});
-svg.addEventListener('mouseleave',function(){tip.style.display='none';});
-svg.querySelectorAll('.li').forEach(function(li){li.addEventListener('click',function(){
-var s=svg.querySelector('.s[data-s="'+li.getAttribute('data-s')+'"]');if(s){s.classList.toggle('off');}
-li.classList.toggle('dim');});});});
-document.querySelectorAll('input.run-toggle').forEach(function(cb){cb.addEventListener('change',function(){
-document.querySelectorAll('svg .run-'+cb.getAttribute('data-run')).forEach(function(el){el.classList.toggle('hidden',!cb.checked);});});});
-document.body.setAttribute('data-charts',String(document.querySelectorAll('figure.chart svg').length));
-document.body.setAttribute('data-ok','1');
-}catch(e){document.body.setAttribute('data-error',String(e));}
-})();
-"#;
+const JS: &str = include_str!("assets/report.js");
 
 /// Whether a smaller or a larger value is better (for colouring the change against run 1).
 #[derive(Clone, Copy)]

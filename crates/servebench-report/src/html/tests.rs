@@ -299,17 +299,12 @@ fn header_from_run_info_lists_config_health_and_warnings() {
     assert_eq!(h.warnings.len(), 1);
 }
 
-/// Golden file of a small comparison report. Regenerate with
-/// `UPDATE_SNAPSHOTS=1 cargo test -p servebench-report snapshot`.
+/// Snapshot of a small comparison report (`tests/snapshots/small_comparison_report.snap`, insta;
+/// `INSTA_UPDATE=always cargo test -p servebench-report snapshot` rewrites it).
 #[test]
 fn snapshot_of_small_comparison_report() {
     let html = html_report(&fixture_runs(40, true));
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/small-comparison.html");
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &html).unwrap();
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_SNAPSHOTS=1 to create it", path.display()));
-    assert!(want == html, "report changed; review and regenerate with UPDATE_SNAPSHOTS=1");
+    insta::with_settings!({snapshot_path => "../../tests/snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!("small_comparison_report", html);
+    });
 }

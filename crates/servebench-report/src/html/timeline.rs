@@ -92,12 +92,8 @@ fn labels(t: (f64, f64)) -> [String; 3] {
     ]
 }
 
-const CSS: &str = "body{margin:0;font:14px/1.45 system-ui,sans-serif;color:#1d2430;background:#f6f7f9}\
-main{max-width:1520px;margin:0 auto;padding:20px 24px 48px}h1{font-size:22px;margin:0 0 4px}\
-.sub{color:#5b6472}table{border-collapse:collapse;margin:8px 0 16px}td{padding:2px 12px 2px 0}\
-.legend span{display:inline-block;margin-right:16px}.sw{display:inline-block;width:12px;height:12px;\
-margin-right:4px;vertical-align:-1px}svg{background:#fff;border:1px solid #d8dde5}\
-g.req:hover rect{stroke:#000;stroke-width:.5}";
+/// The timeline page style (`assets/timeline.css`, included at build time).
+const CSS: &str = include_str!("assets/timeline.css");
 
 /// The timeline page of one run. `about` heads the table; deterministic.
 pub fn timeline_report(

@@ -9,11 +9,12 @@ use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::metrics::{steady_state, LoadMode, NoSteadyState, SteadyState, SteadyStateConfig};
 use servebench_core::RequestRecord;
 use servebench_report::info::python_float;
-use servebench_runner::profiling::{profile_until, ProfileOptions, ProfileOutcome};
-use servebench_runner::server_metrics::{scrape_until, ServerMetrics};
-use servebench_runner::{stop_signal, RunObserver, StopHandle};
+use servebench_runner::observe::profiling::{profile_until, ProfileOptions, ProfileOutcome};
+use servebench_runner::observe::scrape::{scrape_until, ServerMetrics};
+use servebench_runner::{CancellationToken, RunObserver};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// The steady state of a run: its window, or why it has none.
@@ -59,7 +60,7 @@ fn stat(count: usize, v: f64) -> Value {
 }
 
 fn pct_key(p: f64) -> String {
-    servebench_report::json::percentile_word(p)
+    servebench_report::fmt::percentile_word(p)
 }
 
 /// The `steady_state` JSON object (vllm-bench's shape; every selected metric and percentile).
@@ -244,8 +245,9 @@ pub fn add_to_result(
 /// observer it wraps starts them when the measured phase starts and stops them when it ends.
 #[derive(Debug)]
 pub struct ServerSide {
-    start: Arc<StopHandle>,
-    end: Arc<StopHandle>,
+    /// Raised (`true`) when the measured phase starts: a start latch, not a stop signal.
+    start: Arc<watch::Sender<bool>>,
+    end: CancellationToken,
     started: Arc<std::sync::atomic::AtomicBool>,
     scrape: Option<JoinHandle<ServerMetrics>>,
     profile: Option<JoinHandle<ProfileOutcome>>,
@@ -284,29 +286,30 @@ impl ServerSide {
 
     /// Spawns the tasks (on the current runtime), idle until the measured phase starts.
     pub fn arm(client: &HttpClient, headers: &http::HeaderMap, a: &ExperimentArgs) -> ServerSide {
-        let (start, start_signal) = stop_signal();
-        let (end, end_signal) = stop_signal();
+        let (start, start_signal) = watch::channel(false);
+        let end = CancellationToken::new();
+        let end_signal = end.clone();
         let scrape = a.scrape_metrics.then(|| {
-            let (client, headers, mut start_signal, end_signal) =
+            let (client, headers, start_signal, end_signal) =
                 (client.clone(), headers.clone(), start_signal.clone(), end_signal.clone());
             let interval = Duration::from_secs_f64(a.scrape_interval);
             tokio::spawn(async move {
-                start_signal.stopped().await;
+                measured_phase_started(start_signal).await;
                 scrape_until(client, headers, interval, end_signal).await
             })
         });
         let profile = a.profile.then(|| {
-            let (client, headers, mut start_signal) = (client.clone(), headers.clone(), start_signal);
+            let (client, headers, start_signal) = (client.clone(), headers.clone(), start_signal);
             let opts = ProfileOptions {
                 batch_threshold: a.profile_batch_threshold,
                 duration: Duration::from_secs_f64(a.profile_duration),
             };
             tokio::spawn(async move {
-                start_signal.stopped().await;
+                measured_phase_started(start_signal).await;
                 profile_until(client, headers, opts, end_signal).await
             })
         });
-        ServerSide { start: Arc::new(start), end: Arc::new(end), started: Arc::default(), scrape, profile }
+        ServerSide { start: Arc::new(start), end, started: Arc::default(), scrape, profile }
     }
 
     /// Wraps `inner` so that the measured phase's start and end drive the tasks.
@@ -321,7 +324,7 @@ impl ServerSide {
 
     /// Stops the tasks and collects what they produced (nothing if the phase never started).
     pub async fn finish(self) -> ServerSideOutput {
-        self.end.stop();
+        self.end.cancel();
         if !self.started.load(std::sync::atomic::Ordering::SeqCst) {
             for h in [self.scrape.map(|h| h.abort_handle()), self.profile.map(|h| h.abort_handle())]
                 .into_iter()
@@ -344,10 +347,18 @@ impl ServerSide {
     }
 }
 
+/// Waits until the measured phase starts; never returns if it never does (the task is then
+/// dropped with its `ServerSide`).
+async fn measured_phase_started(mut started: watch::Receiver<bool>) {
+    if started.wait_for(|&s| s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
 struct PhaseObserver {
     inner: Arc<dyn RunObserver>,
-    start: Arc<StopHandle>,
-    end: Arc<StopHandle>,
+    start: Arc<watch::Sender<bool>>,
+    end: CancellationToken,
     started: Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -357,14 +368,14 @@ impl RunObserver for PhaseObserver {
     }
     fn started(&self, total: u64) {
         self.started.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.start.stop();
+        let _ = self.start.send(true);
         self.inner.started(total);
     }
     fn request_done(&self, record: &RequestRecord) {
         self.inner.request_done(record);
     }
     fn finished(&self) {
-        self.end.stop();
+        self.end.cancel();
         self.inner.finished();
     }
     fn live_metrics(&self, live: Arc<servebench_runner::LiveMetrics>) {

@@ -22,9 +22,10 @@ use servebench_core::BenchError;
 use servebench_report::info::vllm_date;
 use servebench_report::{write_result, write_text};
 use servebench_runner::config::DatasetSpec;
-use servebench_runner::failure_codes;
+use servebench_runner::prepare::failure_codes;
+use servebench_runner::CancellationToken;
 use servebench_runner::{
-    prepare_experiment, prepare_run, stop_signal, Prepared, RunConfig, RunObserver, CLIENT_THREAD_PREFIX,
+    prepare_experiment, prepare_run, Prepared, RunConfig, RunObserver, CLIENT_THREAD_PREFIX,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -135,12 +136,13 @@ async fn run_async(
     exp: Experiment,
     specs: Vec<PointSpec>,
 ) -> anyhow::Result<u8> {
-    let (stop, signal) = stop_signal();
+    let signal = CancellationToken::new();
+    let stop = signal.clone();
     tokio::spawn(async move {
         if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
             crate::run::exit_if_not_measuring();
             eprintln!("\nInterrupted: stopping this point; the experiment ends after it");
-            stop.stop();
+            stop.cancel();
             if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
                 std::process::exit(crate::run::INTERRUPTED_EXIT_CODE.into());
             }

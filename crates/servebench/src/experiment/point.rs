@@ -11,8 +11,8 @@ use servebench_client::transport::HttpClient;
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::{Outcome, RequestRecord};
 use servebench_report::{console_block, result_json};
-use servebench_runner::profiling::reset_prefix_cache;
-use servebench_runner::{run_prepared, PreparedRun, RunConfig, RunObserver, StopSignal};
+use servebench_runner::observe::profiling::reset_prefix_cache;
+use servebench_runner::{run_prepared, CancellationToken, PreparedRun, RunConfig, RunObserver};
 use std::sync::Arc;
 
 /// Everything the points of one experiment share.
@@ -23,7 +23,7 @@ pub struct Ctx<'a> {
     pub prepared: PreparedRun,
     /// Control-plane client (its own pool): cache resets, /metrics, profiler.
     pub control: HttpClient,
-    pub stop: StopSignal,
+    pub stop: CancellationToken,
     /// Percentiles computed for every point (the user's plus what summaries and SLOs need).
     pub percentiles: Vec<f64>,
     /// Print each point's full result block.

@@ -5,7 +5,7 @@ use super::keys::{metric_keys, value_at};
 use super::point::PointOutcome;
 use serde_json::{json, Map, Value};
 use servebench_core::inference::aggregate;
-use servebench_report::json::percentile_word;
+use servebench_report::fmt::percentile_word;
 
 /// One row of the sweep summary.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,493 @@
+//! End-to-end tests of the hot path against a tiny scripted HTTP server on 127.0.0.1: each
+//! accepted connection plays a script (read a request, write bytes in chosen frames, pause,
+//! close), so framing, timing and connection-reuse behaviour are checked exactly.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use crate::common::*;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use servebench_client::{BackendKind, ExecOptions};
+use servebench_core::{BenchError, ErrorKind, Outcome};
+use tokio::sync::Notify;
+
+#[tokio::test]
+async fn chat_stream_timestamps_per_frame_role_not_counted_usage_read() {
+    let script = vec![
+        A::Read,
+        w(String::from(SSE_HEAD) + &chunk(&(role() + &tok("Hel")))),
+        A::Sleep(60),
+        w(chunk(&tok("lo"))),
+        A::Sleep(60),
+        w(chunk(&finish_usage_done()) + END),
+    ];
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Chat, Some("sk-test-secret"));
+    let r = f.run(0, &ExecOptions { keep_text: true, ..ExecOptions::default() }).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.http_status, Some(200));
+    // Role chunk and first token arrived in one frame: same time; the role chunk is not a token.
+    assert_eq!(r.first_event_us, r.first_token_us);
+    assert_eq!(r.token_event_count, 2);
+    assert_eq!(r.token_events.gaps_us.len(), 1);
+    assert!(r.token_events.gaps_us[0] > 0);
+    let (d, h, ft, lt, done) = (
+        r.dispatched_us.unwrap(),
+        r.headers_us.unwrap(),
+        r.first_token_us.unwrap(),
+        r.last_token_us.unwrap(),
+        r.done_us.unwrap(),
+    );
+    assert!(d <= h && h <= ft && ft < lt && lt < done, "{d} {h} {ft} {lt} {done}");
+    assert_eq!(lt - ft, u64::from(r.token_events.gaps_us[0]));
+    assert_eq!(
+        (r.completion_tokens, r.server_prompt_tokens, r.cached_prompt_tokens),
+        (Some(2), Some(5), Some(0))
+    );
+    assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    assert_eq!(r.generated_text.as_deref(), Some("Hello"));
+    assert_eq!(r.output_chars, 5);
+    assert_eq!(r.server_request_id.as_deref(), Some("srv-7"));
+    assert_eq!((r.attempts, r.reconnects), (1, 0));
+    let reqs = s.requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 1);
+    let req = reqs[0].to_ascii_lowercase();
+    assert!(req.starts_with("post /v1/chat/completions http/1.1"));
+    assert!(req.contains("x-request-id: bench-0"));
+    assert!(req.contains("authorization: bearer sk-test-secret"));
+    assert!(req.contains("content-type: application/json"));
+    assert!(req.contains(r#""max_completion_tokens":2"#));
+    // The key never appears in the record.
+    assert!(!serde_json::to_string(&r).unwrap().contains("sk-test"));
+    // The body ended cleanly: the connection went back to the pool.
+    assert_eq!(f.client.idle_count(), 1);
+}
+
+#[tokio::test]
+async fn crlf_server_without_space_with_keepalive_comments_and_split_crlf() {
+    let e1 = r#"data:{"choices":[{"text":"a","finish_reason":null}]}"#;
+    let e2 = r#"data:{"choices":[{"text":"b","finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
+    let script = vec![
+        A::Read,
+        w(String::from(SSE_HEAD) + &chunk(": keep-alive\r\n\r\n")),
+        w(chunk(&format!("{e1}\r"))),
+        A::Sleep(20),
+        w(chunk("\n\r\n: ping\r\n\r\n")),
+        w(chunk(&format!("{e2}\r\n\r\ndata:[DONE]\r\n\r\n")) + END),
+    ];
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Completions, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.token_event_count, 2);
+    assert_eq!(r.completion_tokens, Some(2));
+    let req = s.requests.lock().unwrap()[0].to_ascii_lowercase();
+    assert!(req.starts_with("post /v1/completions "));
+    assert!(!req.contains("authorization"));
+    assert!(req.contains(r#""logprobs":null"#));
+}
+
+#[tokio::test]
+async fn non_2xx_is_http_status_with_body_snippet() {
+    let body = format!("{{\"error\":\"overloaded\"}}{}", "x".repeat(2000));
+    let resp = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    let s = serve(vec![vec![A::Read, w(resp)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::HttpStatus));
+    assert_eq!(r.http_status, Some(503));
+    let msg = &r.error.as_ref().unwrap().message;
+    assert!(msg.contains("503") && msg.contains("overloaded"), "{msg}");
+    assert!(msg.len() < 600);
+}
+
+#[tokio::test]
+async fn close_mid_chunked_stream_is_transport_with_partial_timings() {
+    let script = vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&tok("a"))), A::Sleep(20), A::Close];
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
+    assert!(r.first_token_us.is_some());
+    assert_eq!(r.token_event_count, 1);
+    assert_eq!(f.client.idle_count(), 0);
+}
+
+#[tokio::test]
+async fn close_delimited_stream_without_done_is_incomplete() {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let script = vec![A::Read, w(String::from(head) + &tok("a")), A::Close];
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Incomplete), "{:?}", r.error);
+    assert!(r.first_token_us.is_some() && r.done_us.is_some());
+}
+
+#[tokio::test]
+async fn finish_reason_without_done_is_accepted_and_unterminated_last_event() {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let last = r#"data: {"choices":[{"delta":{"content":"z"},"finish_reason":"stop"}]}"#;
+    let s = serve(vec![vec![A::Read, w(String::from(head) + &tok("a") + last), A::Close]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.token_event_count, 2);
+}
+
+#[tokio::test]
+async fn stale_idle_connection_is_replaced_before_sending() {
+    let close_now = Arc::new(Notify::new());
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let conn1 = vec![A::Read, w(stream.clone()), A::Wait(close_now.clone()), A::Close];
+    let conn2 = vec![A::Read, w(stream)];
+    let s = serve(vec![conn1, conn2]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(f.client.idle_count(), 1);
+    close_now.notify_one();
+    // Let the server's close reach our socket (settling, not a timing assertion).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.reconnects, 1);
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(s.requests.lock().unwrap().len(), 2);
+    let st = f.client.stats();
+    assert_eq!((st.opened, st.stale), (2, 1));
+}
+
+#[tokio::test]
+async fn keep_alive_connection_is_reused() {
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream.clone()), A::Read, w(stream)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    for i in 0..2 {
+        let r = f.run(i, &ExecOptions::default()).await;
+        assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+        assert_eq!(r.reconnects, 0);
+    }
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(f.client.stats().reused, 1);
+}
+
+/// A request written on a reused connection that the server closes without one byte of an
+/// answer was never processed: it is sent once more, on a fresh connection — and only once
+/// (here the fresh connection is refused too, so the request fails after two writes).
+#[tokio::test]
+async fn unanswered_request_on_a_reused_connection_is_resent_once() {
+    // Connection 1 serves request 0, then reads request 1 and closes without answering.
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream), A::Read, A::Close]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed);
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
+    assert!(r.dispatched_us.is_some());
+    assert!(r.resent);
+    assert_eq!((r.attempts, r.reconnects), (2, 1));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 2, "resent once, never again from a fresh connection");
+    assert_eq!(f.client.stats().resent, 1);
+}
+
+/// Once any byte of the answer arrived, the request is never resent.
+#[tokio::test]
+async fn no_resend_once_a_response_byte_arrived() {
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream), A::Read, w("HTTP/1.1 200 OK\r\ncontent-"), A::Close]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    assert_eq!(f.run(0, &ExecOptions::default()).await.outcome, Outcome::Completed);
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
+    assert!(!r.resent);
+    assert_eq!(r.attempts, 1);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1, "the POST must not be resent");
+}
+
+#[tokio::test]
+async fn connect_refused_is_connect_error() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let f = fixture(port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Connect), "{:?}", r.error);
+    assert!(r.dispatched_us.is_none());
+}
+
+#[tokio::test]
+async fn stall_timeout_fires_when_no_bytes_arrive() {
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&tok("a"))), A::Sleep(10_000)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { stall_timeout: Some(Duration::from_millis(200)), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{:?}", r.error);
+    assert!(r.error.unwrap().message.contains("stall"));
+    assert_eq!(r.token_event_count, 1);
+}
+
+#[tokio::test]
+async fn request_timeout_fires_before_headers() {
+    let s = serve(vec![vec![A::Read, A::Sleep(10_000)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { request_timeout: Some(Duration::from_millis(200)), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{:?}", r.error);
+    assert!(r.headers_us.is_none());
+}
+
+#[tokio::test]
+async fn oversized_event_is_event_too_large() {
+    let big = tok(&"x".repeat(5000));
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&big) + END)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions { max_event_bytes: 1024, ..ExecOptions::default() }).await;
+    assert_eq!(kind(&r), Some(ErrorKind::EventTooLarge), "{:?}", r.error);
+}
+
+#[tokio::test]
+async fn error_event_and_malformed_json() {
+    let err = "data: {\"error\":{\"message\":\"KV cache full\",\"code\":500}}\n\n";
+    let bad = "data: {\"choices\":[\n\n";
+    let s = serve(vec![
+        vec![A::Read, w(String::from(SSE_HEAD) + &chunk(err) + END)],
+        vec![A::Read, w(String::from(SSE_HEAD) + &chunk(bad) + END)],
+    ])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::ServerError));
+    assert!(r.error.unwrap().message.contains("KV cache full"));
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Protocol), "{:?}", r.error);
+}
+
+#[tokio::test]
+async fn zero_token_chat_stream_is_no_tokens() {
+    let s =
+        serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&(role() + "data: [DONE]\n\n")) + END)]])
+            .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::NoTokens), "{:?}", r.error);
+    assert!(r.first_event_us.is_some() && r.first_token_us.is_none());
+}
+
+#[tokio::test]
+async fn non_streaming_json_response() {
+    let body = r#"{"id":"x1","choices":[{"index":0,"message":{"role":"assistant","content":"Hi!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}"#;
+    let s = serve(vec![vec![A::Read, w(json_ok(body))]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.completion_tokens, Some(3));
+    assert_eq!(r.token_event_count, 1);
+    assert_eq!(r.first_token_us, r.done_us);
+}
+
+#[tokio::test]
+async fn control_plane_json_helpers() {
+    let models = r#"{"object":"list","data":[{"id":"m1"}]}"#;
+    let s = serve(vec![vec![
+        A::Read,
+        w(json_ok(models)),
+        A::Read,
+        w("HTTP/1.1 404 Not Found\r\ncontent-length: 9\r\n\r\nnot found"),
+        A::Read,
+        w(json_ok("<html>")),
+    ]])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, Some("sk-ctl"));
+    let v: serde_json::Value = f.client.get_json("/v1/models", f.target.headers()).await.unwrap();
+    assert_eq!(v["data"][0]["id"], "m1");
+    let e = f
+        .client
+        .post_json::<serde_json::Value, _>(
+            "/tokenize",
+            &serde_json::json!({"prompt": "x"}),
+            f.target.headers(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, BenchError::HttpStatus { status: 404, .. }), "{e}");
+    assert!(e.to_string().contains("not found") && !e.to_string().contains("sk-ctl"));
+    let e = f.client.get_json::<serde_json::Value>("/v1/models", f.target.headers()).await.unwrap_err();
+    assert!(matches!(e, BenchError::Protocol { .. }), "{e}");
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1);
+    let req = s.requests.lock().unwrap()[1].clone();
+    assert!(req.starts_with("POST /tokenize HTTP/1.1"));
+}
+
+#[tokio::test]
+async fn preconnect_warms_the_pool() {
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream.clone())], vec![A::Read, w(stream)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    assert_eq!(f.client.preconnect(2).await.unwrap(), 2);
+    assert_eq!(f.client.idle_count(), 2);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(f.client.stats().reused, 1);
+}
+
+#[tokio::test]
+async fn connection_close_response_is_not_pooled_nor_counted_stale() {
+    let body = r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":"stop"}]}"#;
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let s = serve(vec![vec![A::Read, w(resp.clone()), A::Close], vec![A::Read, w(resp), A::Close]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    for i in 0..2 {
+        let r = f.run(i, &ExecOptions::default()).await;
+        assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+        assert_eq!(r.reconnects, 0);
+    }
+    assert_eq!(f.client.idle_count(), 0);
+    assert_eq!(f.client.stats().stale, 0);
+}
+
+#[tokio::test]
+async fn cancellation_keeps_partial_timings() {
+    let go = Arc::new(Notify::new());
+    let s =
+        serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&tok("a"))), A::Wait(go.clone())]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let cancel = Arc::new(Notify::new());
+    let c2 = cancel.clone();
+    let task = {
+        let (client, target, clock) = (f.client.clone(), f.target.clone(), f.clock);
+        tokio::spawn(async move {
+            servebench_client::request::execute_until(
+                &client,
+                &target,
+                &spec(0),
+                record(0),
+                &clock,
+                &ExecOptions::default(),
+                async move { c2.notified().await },
+            )
+            .await
+        })
+    };
+    // Wait until the first token is surely read (settling), then cancel.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    cancel.notify_one();
+    let r = task.await.unwrap();
+    go.notify_one();
+    assert_eq!(r.outcome, Outcome::Cancelled);
+    assert!(r.error.is_none());
+    assert_eq!(r.token_event_count, 1);
+    assert!(r.first_token_us.is_some() && r.done_us.is_some());
+}
+
+/// Regression test for the lazy stall timer: progress only notes the time, and the sleep
+/// re-arms when it fires early, so a slow but steady stream longer than the stall timeout
+/// completes.
+#[tokio::test]
+async fn steady_stream_longer_than_the_stall_timeout_completes() {
+    let mut script = vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&role()))];
+    for t in ["a", "b", "c", "d", "e", "f"] {
+        script.push(A::Sleep(60));
+        script.push(w(chunk(&tok(t))));
+    }
+    script.push(w(chunk(&finish_usage_done()) + END));
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { stall_timeout: Some(Duration::from_millis(150)), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.token_event_count, 6);
+}
+
+/// The HTTP/1.1 codec on a real connection: an interim `100 Continue`, a chunk-size line and
+/// the CRLF after chunk data split across writes, chunk extensions and a trailer; then the
+/// connection is reused for a `Content-Length` body larger than the read buffer.
+#[tokio::test]
+async fn interim_response_split_chunk_lines_trailers_and_large_bodies() {
+    let ev1 = tok("a");
+    let ev2 = finish_usage_done();
+    let large = format!(
+        r#"{{"choices":[{{"index":0,"message":{{"content":"{}"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":5,"completion_tokens":1}}}}"#,
+        "y".repeat(100_000)
+    );
+    let s = serve(vec![vec![
+        A::Read,
+        w("HTTP/1.1 100 Continue\r\n\r\n"),
+        w(String::from(SSE_HEAD) + &format!("{:x}", ev1.len())),
+        A::Sleep(20),
+        w(format!(";ext=1\r\n{ev1}\r")),
+        A::Sleep(20),
+        w(format!("\n{:x}\r\n{ev2}\r\n0\r\nx-trailer: 1\r\n\r\n", ev2.len())),
+        A::Read,
+        w(json_ok(&large)),
+    ]])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.token_event_count, 1);
+    assert_eq!(r.http_status, Some(200));
+    let opts = ExecOptions { max_event_bytes: 1 << 20, ..ExecOptions::default() };
+    let r = f.run(1, &opts).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.completion_tokens, Some(1));
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1, "the connection was reused");
+}
+
+/// A body that violates chunked framing fails the request as a transport error (never a
+/// panic), keeping the timings measured so far.
+#[tokio::test]
+async fn invalid_chunk_framing_is_a_transport_error() {
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&tok("a")) + "zz\r\n")]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
+    assert!(r.error.unwrap().message.contains("chunk"));
+    assert_eq!(r.token_event_count, 1);
+}
+
+/// Regression test: the body of a non-streamed response was read without re-arming the stall
+/// timer, so a body that arrived slowly but steadily failed as a stall once the whole read took
+/// longer than `--stall-timeout` from the headers. Every read is progress now, as in a stream.
+#[tokio::test]
+async fn non_streamed_body_slower_than_the_stall_timeout_in_total_completes() {
+    let body = r#"{"choices":[{"index":0,"message":{"content":"Hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut script = vec![A::Read, w(head)];
+    for piece in body.as_bytes().chunks(body.len().div_ceil(6)) {
+        script.push(A::Sleep(60));
+        script.push(A::Write(piece.to_vec()));
+    }
+    let s = serve(vec![
+        script,
+        vec![
+            A::Read,
+            A::Write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n{\"ch"
+                    .to_vec(),
+            ),
+            A::Sleep(600),
+        ],
+    ])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { stall_timeout: Some(Duration::from_millis(150)), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.completion_tokens, Some(2));
+    // A body that really stops still fails as a timeout (second connection of the script).
+    let f2 = fixture(s.port, BackendKind::Chat, None);
+    let r = f2.run(1, &opts).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{:?}", r.error);
+}

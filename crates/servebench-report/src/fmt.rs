@@ -1,0 +1,166 @@
+//! Formatting shared by every section and format: the console's fixed-width rows and banners
+//! (vLLM's layout), the opening of a result block, and the JSON value conventions (statistic
+//! and rate values, percentile key words, infinities), and whether a metric is reported.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+use servebench_core::metrics::{MetricName, RunMetrics};
+use servebench_core::stats::Summary;
+
+use crate::info::RunInfo;
+
+// ---- console ----
+
+/// Banner width (vLLM Python uses 50).
+pub const WIDTH: usize = 50;
+
+pub fn banner(out: &mut String, title: &str, fill: char) {
+    let _ = writeln!(out, "{}", center(title, fill));
+}
+
+/// `title` centred in `WIDTH` columns padded with `fill` (Python's `{:c^50}`: the extra fill
+/// character, if any, goes right).
+pub fn center(title: &str, fill: char) -> String {
+    let len = title.chars().count();
+    if len >= WIDTH {
+        return title.to_string();
+    }
+    let pad = WIDTH - len;
+    let left = pad / 2;
+    let f = fill.to_string();
+    format!("{}{}{}", f.repeat(left), title, f.repeat(pad - left))
+}
+
+pub fn row_int(out: &mut String, label: &str, v: impl std::fmt::Display) {
+    let _ = writeln!(out, "{:<40} {:<10}", label, v);
+}
+
+pub fn row_f2(out: &mut String, label: &str, v: f64) {
+    let _ = writeln!(out, "{:<40} {:<10.2}", label, v);
+}
+
+/// A rate over the run: "n/a" when nothing was measured (no duration).
+pub fn row_rate(out: &mut String, label: &str, duration_s: f64, v: f64) {
+    row_opt_f2(out, label, (duration_s > 0.0).then_some(v));
+}
+
+pub fn row_opt_f2(out: &mut String, label: &str, v: Option<f64>) {
+    match v {
+        Some(v) => row_f2(out, label, v),
+        None => row_int(out, label, "n/a"),
+    }
+}
+
+pub fn stats_section(out: &mut String, header: &str, short: &str, s: &Summary) {
+    banner(out, header, '-');
+    // A metric without data (no completed request has it) is "n/a", never 0.00.
+    let has = |v: f64| (s.count > 0).then_some(v);
+    row_opt_f2(out, &format!("Mean {short} (ms):"), has(s.mean));
+    row_opt_f2(out, &format!("Median {short} (ms):"), has(s.median));
+    for &(p, v) in &s.percentiles {
+        row_opt_f2(out, &format!("P{} {short} (ms):", percentile_word(p)), has(v));
+    }
+}
+
+pub fn vllm_header(metric: MetricName) -> (&'static str, &'static str) {
+    match metric {
+        MetricName::Ttft => ("Time to First Token", "TTFT"),
+        MetricName::Tpot => ("Time per Output Token (excl. 1st token)", "TPOT"),
+        MetricName::Itl => ("Inter-token Latency", "ITL"),
+        MetricName::E2el => ("End-to-end Latency", "E2EL"),
+        MetricName::ClientQueueTime => ("Client-side Queueing", "Client Queue Time"),
+        MetricName::E2elIncludingClientQueue => {
+            ("Queue-inclusive End-to-end Latency", "E2EL incl. Client Queue")
+        }
+    }
+}
+
+/// The opening of vLLM's result blocks (serving and pooling): title, request counts,
+/// concurrency, configured rate, duration.
+pub fn result_head(out: &mut String, title: &str, info: &RunInfo, m: &RunMetrics) {
+    banner(out, title, '=');
+    row_int(out, "Successful requests:", m.completed);
+    row_int(out, "Failed requests:", m.failed);
+    if let Some(c) = info.max_concurrency {
+        row_int(out, "Maximum request concurrency:", c);
+    }
+    if info.request_rate.is_finite() {
+        row_f2(out, "Request rate configured (RPS):", info.request_rate);
+    }
+    row_rate(out, "Benchmark duration (s):", m.duration_s, m.duration_s);
+}
+
+// ---- JSON ----
+
+/// vLLM's percentile word: `99` for whole values, else Python's float text (`99.9`).
+pub fn percentile_word(p: f64) -> String {
+    if p.is_finite() && p == p.trunc() {
+        format!("{}", p as i64)
+    } else {
+        format!("{p}")
+    }
+}
+
+/// A float that may be infinite, as vLLM writes `request_rate`: a number, or the string `"inf"`.
+pub fn number_or_inf(x: f64) -> Value {
+    if x.is_infinite() && x > 0.0 {
+        Value::from("inf")
+    } else {
+        Value::from(x)
+    }
+}
+
+/// A value vLLM takes from an int-typed flag: an integer when whole, else a float.
+pub fn int_or_float(x: f64) -> Value {
+    if x.is_finite() && x == x.trunc() && x.abs() < 9.0e15 {
+        Value::from(x as i64)
+    } else {
+        Value::from(x)
+    }
+}
+
+pub fn secs(us: u64) -> f64 {
+    us as f64 / 1e6
+}
+
+/// A statistic of `count` values: the number, or `null` without data (docs/metrics.md,
+/// "Metrics without data": never 0).
+pub fn stat_json(count: usize, v: f64) -> Value {
+    if count > 0 && v.is_finite() {
+        Value::from(v)
+    } else {
+        Value::Null
+    }
+}
+
+/// A rate over a run of `duration_s`: `null` when nothing was measured (no duration).
+pub fn rate_json(duration_s: f64, v: f64) -> Value {
+    stat_json(usize::from(duration_s > 0.0), v)
+}
+
+/// Inserts `mean_<name>_ms`, `median_<name>_ms`, `std_<name>_ms`, `p<P>_<name>_ms` (vLLM order);
+/// `null` for a metric without data.
+pub fn insert_stats(map: &mut Map<String, Value>, name: &str, s: &Summary) {
+    map.insert(format!("mean_{name}_ms"), stat_json(s.count, s.mean));
+    map.insert(format!("median_{name}_ms"), stat_json(s.count, s.median));
+    map.insert(format!("std_{name}_ms"), stat_json(s.count, s.std));
+    for &(p, v) in &s.percentiles {
+        map.insert(format!("p{}_{name}_ms", percentile_word(p)), stat_json(s.count, v));
+    }
+}
+
+/// Whether vLLM would report `metric` for this run: it must be selected, and the client-queue
+/// metrics need `--max-concurrency` (and, for the queue-inclusive E2EL, a finite rate).
+pub fn metric_reported(info: &RunInfo, m: &RunMetrics, metric: MetricName) -> bool {
+    if !m.config.selected.contains(&metric) {
+        return false;
+    }
+    match metric {
+        MetricName::ClientQueueTime => info.max_concurrency.is_some(),
+        MetricName::E2elIncludingClientQueue => {
+            info.max_concurrency.is_some() && info.request_rate.is_finite()
+        }
+        _ => true,
+    }
+}

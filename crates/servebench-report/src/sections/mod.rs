@@ -1,0 +1,10 @@
+//! The sections of a result, each owning its console rows and its JSON keys: pooling results
+//! (embeddings, scoring, classification), token accounting, the output-length split, groups
+//! (stages, LoRA adapters, shards), and probe requests. `console.rs` and `json.rs` assemble
+//! them; shared formatting is in `fmt.rs`.
+
+pub mod groups;
+pub mod output_split;
+pub mod pooling;
+pub mod probe;
+pub mod token_accounting;

@@ -1,0 +1,96 @@
+//! The reduced result of pooling backends (embeddings, embeddings-chat, pooling, rerank), as
+//! `vllm bench serve` prints and writes it: the " Embedding/Pooling Benchmark Result " block
+//! without generation rows (no generated tokens, output/peak-output throughput), input token
+//! throughput instead of total, and in the JSON `total_input_tokens` taken from the server's
+//! `usage.prompt_tokens` (the client count where missing), no `total_output_tokens` or
+//! generation throughputs, and always `input_lens` and `errors`.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+use servebench_core::metrics::{MetricName, RunMetrics};
+use servebench_core::record::RequestRecord;
+
+use crate::fmt::metric_reported;
+use crate::fmt::{row_f2, row_int, row_opt_f2, row_rate, stats_section, vllm_header, WIDTH};
+use crate::info::RunInfo;
+
+/// Whether `backend` (the `--backend` name) is a pooling backend.
+pub fn is_pooling_backend(backend: &str) -> bool {
+    matches!(
+        backend,
+        "openai-embeddings"
+            | "openai-embeddings-chat"
+            | "openai-embeddings-clip"
+            | "openai-embeddings-vlm2vec"
+            | "infinity-embeddings"
+            | "infinity-embeddings-clip"
+            | "vllm-pooling"
+            | "vllm-rerank"
+    )
+}
+
+fn per_second(x: f64, duration_s: f64) -> Value {
+    crate::fmt::rate_json(duration_s, if duration_s > 0.0 { x / duration_s } else { 0.0 })
+}
+
+/// vLLM's pooling block (without the closing servebench block).
+pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
+    let mut out = String::new();
+    crate::fmt::result_head(&mut out, " Embedding/Pooling Benchmark Result ", info, m);
+    row_int(&mut out, "Total input tokens:", m.server_first_input_tokens);
+    let d = m.duration_s;
+    row_rate(&mut out, "Request throughput (req/s):", d, m.request_throughput);
+    if let Some(g) = m.request_goodput {
+        row_rate(&mut out, "Request goodput (req/s):", d, g);
+    }
+    row_opt_f2(
+        &mut out,
+        "Input token throughput (tok/s):",
+        per_second(m.server_first_input_tokens as f64, d).as_f64(),
+    );
+    row_f2(&mut out, "Peak concurrent requests:", m.max_concurrent_requests as f64);
+    for metric in MetricName::ALL {
+        if metric_reported(info, m, metric) {
+            let (header, short) = vllm_header(metric);
+            stats_section(&mut out, header, short, m.summary(metric));
+        }
+    }
+    let _ = writeln!(out, "{}", "=".repeat(WIDTH));
+    out
+}
+
+/// Rewrites a generation result document into vLLM's pooling shape (see the module docs).
+pub fn adjust_json(o: &mut Map<String, Value>, m: &RunMetrics, records: &[RequestRecord]) {
+    let input = m.server_first_input_tokens;
+    if let Some(v) = o.get_mut("total_input_tokens") {
+        *v = Value::from(input);
+    }
+    for key in [
+        "total_output_tokens",
+        "input_throughput",
+        "output_throughput",
+        "max_output_tokens_per_s",
+        "max_concurrent_requests",
+        "rtfx",
+    ] {
+        o.shift_remove(key);
+    }
+    o.insert("total_token_throughput".into(), per_second(input as f64, m.duration_s));
+    let mut recs: Vec<&RequestRecord> = records.iter().collect();
+    recs.sort_by_key(|r| r.index);
+    if !o.contains_key("input_lens") {
+        let lens =
+            recs.iter().map(|r| Value::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens))).collect();
+        o.insert("input_lens".into(), Value::Array(lens));
+    }
+    if !o.contains_key("errors") {
+        let errors = recs
+            .iter()
+            .map(|r| Value::from(r.error.as_ref().map(|e| e.message.clone()).unwrap_or_default()))
+            .collect();
+        o.insert("errors".into(), Value::Array(errors));
+    }
+    // Ours, for scripts that read the generic keys: the input throughput under its usual name.
+    o.insert("input_throughput".into(), per_second(input as f64, m.duration_s));
+}

@@ -1,0 +1,487 @@
+//! The dispatcher: releases every arrival that is due at each wake-up, records how late each
+//! release was, and hands the request to a task that passes the concurrency gate and runs it.
+//!
+//! It is generic over the request executor so that its timing and accounting can be tested
+//! without sockets.
+
+use servebench_core::{RequestRecord, RunClock};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// What the dispatcher needs to know.
+#[derive(Debug, Clone)]
+pub struct DispatchPlan {
+    /// Intended send offsets (µs from the run origin), one per request, non-decreasing.
+    pub offsets_us: Arc<[u64]>,
+    /// Concurrency gate; `None` = unbounded.
+    pub max_concurrency: Option<usize>,
+}
+
+/// Per-request facts the dispatcher hands to the executor.
+#[derive(Debug, Clone, Copy)]
+pub struct Release {
+    /// Index in the workload.
+    pub index: usize,
+    /// Intended send time (µs from the origin).
+    pub intended_us: u64,
+    /// When the dispatcher released it (µs from the origin); lateness = released − intended.
+    pub released_us: u64,
+    /// The concurrency stage it was released in (closed loop); `None` on a schedule.
+    pub stage: Option<u32>,
+}
+
+/// Dispatch statistics (client health).
+#[derive(Debug, Clone, Default)]
+pub struct DispatchStats {
+    /// released − intended for every released request, µs.
+    pub lateness_us: Vec<u64>,
+    /// Requests never released because the run was stopped.
+    pub not_released: usize,
+}
+
+/// Runs the schedule. `execute(release)` runs one request after the gate and returns its
+/// record; `cancelled(release_or_unreleased)` builds the record of a request that was stopped
+/// before it ran. Every record goes to `sink` exactly once.
+pub async fn dispatch<E, Fut, C>(
+    plan: &DispatchPlan,
+    clock: RunClock,
+    execute: E,
+    cancelled: C,
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    stop: CancellationToken,
+) -> DispatchStats
+where
+    E: Fn(Release) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = RequestRecord> + Send + 'static,
+    C: Fn(Release) -> RequestRecord + Send + Sync + 'static,
+{
+    let execute = Arc::new(execute);
+    let cancelled = Arc::new(cancelled);
+    let n = plan.offsets_us.len();
+    let mut stats = DispatchStats { lateness_us: Vec::with_capacity(n), not_released: 0 };
+    // With a gate, releases queue in schedule order for one gate task (`gate_in_order`), which
+    // passes them through the semaphore one after the other: requests pass the gate FIFO.
+    // (Acquiring inside each spawned task made the pass order the order in which the runtime
+    // first polled the tasks, which is not the spawn order.)
+    let (gate_tx, gate_task) = match plan.max_concurrency {
+        Some(c) => {
+            let (tx, rx) = mpsc::unbounded_channel::<Release>();
+            let gate = Arc::new(Semaphore::new(c.max(1)));
+            let task = tokio::spawn(gate_in_order(
+                gate,
+                rx,
+                execute.clone(),
+                cancelled.clone(),
+                sink.clone(),
+                stop.clone(),
+            ));
+            (Some(tx), Some(task))
+        }
+        None => (None, None),
+    };
+    let mut tasks = JoinSet::new();
+    let mut i = 0;
+    let stop_wait = stop.clone();
+    while i < n {
+        let due = clock.instant_at(plan.offsets_us[i]);
+        if Instant::now() < due {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due.into()) => {}
+                _ = stop_wait.cancelled() => {}
+            }
+        }
+        if stop.is_cancelled() {
+            break;
+        }
+        let now = Instant::now();
+        let released_us = clock.offset_us(now);
+        // Release every arrival that is due now, not one per wake-up.
+        while i < n && plan.offsets_us[i] <= released_us {
+            let release = Release { index: i, intended_us: plan.offsets_us[i], released_us, stage: None };
+            stats.lateness_us.push(released_us - plan.offsets_us[i]);
+            match &gate_tx {
+                Some(tx) => {
+                    if let Err(e) = tx.send(release) {
+                        let _ = sink.send(cancelled(e.0));
+                    }
+                }
+                None => {
+                    // Boxed: the executor's future is large (connect, TLS and HTTP state).
+                    let fut = Box::pin(execute(release));
+                    let sink = sink.clone();
+                    tasks.spawn(async move {
+                        let _ = sink.send(fut.await);
+                    });
+                }
+            }
+            i += 1;
+        }
+        // Reap finished tasks so the set does not grow with the whole run.
+        while tasks.try_join_next().is_some() {}
+    }
+    // Requests the stop prevented from being released end as cancelled records.
+    for (j, &intended_us) in plan.offsets_us.iter().enumerate().skip(i) {
+        stats.not_released += 1;
+        let _ =
+            sink.send(cancelled(Release { index: j, intended_us, released_us: intended_us, stage: None }));
+    }
+    drop(gate_tx);
+    if let Some(t) = gate_task {
+        let _ = t.await;
+    }
+    while tasks.join_next().await.is_some() {}
+    stats
+}
+
+/// The concurrency gate: takes releases in the order they were queued, waits for a permit for
+/// each in turn, then starts its request (the executor is called here, in order). Once `stop`
+/// is raised, every release still waiting ends as a cancelled record.
+async fn gate_in_order<E, Fut, C>(
+    gate: Arc<Semaphore>,
+    mut queue: mpsc::UnboundedReceiver<Release>,
+    execute: Arc<E>,
+    cancelled: Arc<C>,
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    stop: CancellationToken,
+) where
+    E: Fn(Release) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = RequestRecord> + Send + 'static,
+    C: Fn(Release) -> RequestRecord + Send + Sync + 'static,
+{
+    let mut tasks = JoinSet::new();
+    while let Some(release) = queue.recv().await {
+        let permit = if stop.is_cancelled() {
+            None
+        } else {
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => None,
+                p = gate.clone().acquire_owned() => p.ok(),
+            }
+        };
+        let Some(permit) = permit else {
+            let _ = sink.send(cancelled(release));
+            continue;
+        };
+        // Boxed: the executor's future is large (connect, TLS and HTTP state).
+        let mut fut = Box::pin(execute(release));
+        let sink = sink.clone();
+        // The next request passes only once this one has started (its first poll, which on a
+        // pooled connection writes the request): the runtime does not run spawned tasks in
+        // spawn order, so two requests passing together could otherwise start swapped.
+        let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+        tasks.spawn(async move {
+            let mut started_tx = Some(started_tx);
+            let record = std::future::poll_fn(|cx| {
+                let polled = fut.as_mut().poll(cx);
+                if let Some(tx) = started_tx.take() {
+                    let _ = tx.send(());
+                }
+                polled
+            })
+            .await;
+            drop(permit);
+            let _ = sink.send(record);
+        });
+        let _ = started.await;
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// The closed loop of concurrency stages: `stages` are `(concurrency, end µs)` back to back from
+/// the origin. While stage `k` lasts, a request is released whenever fewer than its concurrency
+/// are in flight (at once when a stage raises the limit; a stage that lowers it lets the surplus
+/// finish). Request `i` is the `i`-th released (no schedule: intended = released, lateness 0).
+/// Releasing ends with the last stage or `stop`; every released request's record goes to `sink`.
+pub async fn dispatch_closed_loop<E, Fut>(
+    stages: &[(usize, u64)],
+    clock: RunClock,
+    execute: E,
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    stop: CancellationToken,
+) -> DispatchStats
+where
+    E: Fn(Release) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = RequestRecord> + Send + 'static,
+{
+    let execute = Arc::new(execute);
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<()>();
+    let mut stats = DispatchStats::default();
+    let mut tasks = JoinSet::new();
+    let (mut in_flight, mut next) = (0usize, 0usize);
+    let stop_wait = stop.clone();
+    while !stop.is_cancelled() {
+        let now_us = clock.offset_us(Instant::now());
+        let Some(k) = stages.iter().position(|&(_, end)| now_us < end) else { break };
+        let (limit, end) = stages[k];
+        while in_flight < limit {
+            let release =
+                Release { index: next, intended_us: now_us, released_us: now_us, stage: Some(k as u32) };
+            stats.lateness_us.push(0);
+            let (execute, sink, done) = (execute.clone(), sink.clone(), done_tx.clone());
+            tasks.spawn(async move {
+                let record = Box::pin(execute(release)).await;
+                let _ = sink.send(record);
+                let _ = done.send(());
+            });
+            in_flight += 1;
+            next += 1;
+        }
+        tokio::select! {
+            Some(()) = done_rx.recv() => {
+                in_flight -= 1;
+                while done_rx.try_recv().is_ok() {
+                    in_flight -= 1;
+                }
+            }
+            _ = tokio::time::sleep_until(clock.instant_at(end).into()) => {}
+            _ = stop_wait.cancelled() => {}
+        }
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use servebench_core::Outcome;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    fn record_for(r: Release, outcome: Outcome) -> RequestRecord {
+        let mut rec = RequestRecord::scheduled(r.index as u64, format!("r{}", r.index), r.intended_us, 1, 1);
+        rec.outcome = outcome;
+        rec
+    }
+
+    async fn collect(mut rx: mpsc::UnboundedReceiver<RequestRecord>) -> Vec<RequestRecord> {
+        let mut v = Vec::new();
+        while let Some(r) = rx.recv().await {
+            v.push(r);
+        }
+        v
+    }
+
+    /// Runs `n` requests through a gate of 3 on a multi-threaded runtime (where the old gate
+    /// let request 59 pass first); returns the order in which requests started.
+    async fn gate_pass_order(offsets_us: Vec<u64>) -> Vec<usize> {
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let n = offsets_us.len();
+        let plan = DispatchPlan { offsets_us: offsets_us.into(), max_concurrency: Some(3) };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
+        let o = order.clone();
+        dispatch(
+            &plan,
+            RunClock::start(),
+            move |r| {
+                o.lock().unwrap().push(r.index);
+                async move {
+                    // Uneven service times so that completions interleave.
+                    tokio::time::sleep(Duration::from_micros((r.index as u64 * 7919) % 1300)).await;
+                    record_for(r, Outcome::Completed)
+                }
+            },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        assert_eq!(collect(rx).await.len(), n);
+        let got = order.lock().unwrap().clone();
+        got
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrency_gate_is_fifo_in_schedule_order() {
+        // Closed loop (every arrival due at once) and a finite rate (one every 200 µs).
+        let at_once = gate_pass_order(vec![0; 300]).await;
+        assert_eq!(at_once, (0..300).collect::<Vec<_>>());
+        let paced = gate_pass_order((0..300u64).map(|i| i * 200).collect()).await;
+        assert_eq!(paced, (0..300).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn every_request_yields_exactly_one_record() {
+        let plan =
+            DispatchPlan { offsets_us: (0..50u64).map(|i| i * 100).collect(), max_concurrency: Some(4) };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
+        let stats = dispatch(
+            &plan,
+            RunClock::start(),
+            |r| async move { record_for(r, Outcome::Completed) },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        let mut recs = collect(rx).await;
+        recs.sort_by_key(|r| r.index);
+        assert_eq!(recs.len(), 50);
+        assert!(recs.iter().enumerate().all(|(i, r)| r.index == i as u64 && r.outcome == Outcome::Completed));
+        assert_eq!(stats.lateness_us.len(), 50);
+    }
+
+    #[tokio::test]
+    async fn gate_bounds_concurrency() {
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let plan = DispatchPlan { offsets_us: vec![0; 40].into(), max_concurrency: Some(3) };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
+        let (f, p) = (in_flight.clone(), peak.clone());
+        dispatch(
+            &plan,
+            RunClock::start(),
+            move |r| {
+                let (f, p) = (f.clone(), p.clone());
+                async move {
+                    let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+                    p.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    f.fetch_sub(1, Ordering::SeqCst);
+                    record_for(r, Outcome::Completed)
+                }
+            },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        assert_eq!(collect(rx).await.len(), 40);
+        assert_eq!(peak.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn all_due_arrivals_are_released_in_one_wakeup() {
+        // 20 arrivals at the same instant: all are released at the same time.
+        let plan = DispatchPlan { offsets_us: vec![5_000; 20].into(), max_concurrency: None };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
+        let stats = dispatch(
+            &plan,
+            RunClock::start(),
+            |r| async move {
+                let mut rec = record_for(r, Outcome::Completed);
+                rec.dispatched_us = Some(r.released_us);
+                rec
+            },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        let recs = collect(rx).await;
+        let first = recs[0].dispatched_us;
+        assert!(recs.iter().all(|r| r.dispatched_us == first));
+        let max_late = stats.lateness_us.iter().max().copied().unwrap_or(0);
+        let min_late = stats.lateness_us.iter().min().copied().unwrap_or(0);
+        assert_eq!(max_late, min_late);
+    }
+
+    #[tokio::test]
+    async fn closed_loop_keeps_each_stage_concurrency_and_tags_the_stage() {
+        // Stage 0: 2 in flight for 60 ms; stage 1: 6 in flight until 120 ms; requests take 5 ms.
+        let stages = [(2usize, 60_000u64), (6, 120_000)];
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let peaks = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let _h = stop.clone();
+        let (f, p) = (in_flight.clone(), peaks.clone());
+        let clock = RunClock::start();
+        let stats = dispatch_closed_loop(
+            &stages,
+            clock,
+            move |r| {
+                let (f, p) = (f.clone(), p.clone());
+                async move {
+                    let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+                    if let Some(peak) = r.stage.and_then(|s| p.get(s as usize)) {
+                        peak.fetch_max(now, Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    f.fetch_sub(1, Ordering::SeqCst);
+                    let mut rec = record_for(r, Outcome::Completed);
+                    rec.stage = r.stage;
+                    rec
+                }
+            },
+            tx,
+            stop,
+        )
+        .await;
+        let recs = collect(rx).await;
+        assert!(clock.now_us() >= 120_000, "runs until the last stage ends");
+        assert_eq!(recs.len(), stats.lateness_us.len());
+        let mut idx: Vec<u64> = recs.iter().map(|r| r.index).collect();
+        idx.sort_unstable();
+        assert_eq!(idx, (0..recs.len() as u64).collect::<Vec<_>>(), "one record per released request");
+        let n0 = recs.iter().filter(|r| r.stage == Some(0)).count();
+        let n1 = recs.iter().filter(|r| r.stage == Some(1)).count();
+        // About 2 × 60 / 5 and 6 × 60 / 5 requests (timers are coarse: wide bounds).
+        assert!((6..=30).contains(&n0) && n1 > n0, "{n0} {n1}");
+        // Stage 1 may briefly run stage 0's requests too, but never more than its limit.
+        assert_eq!(peaks[0].load(Ordering::SeqCst), 2);
+        assert!(peaks[1].load(Ordering::SeqCst) <= 6 && peaks[1].load(Ordering::SeqCst) > 2);
+    }
+
+    #[tokio::test]
+    async fn closed_loop_stops_releasing_on_stop() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let handle = stop.clone();
+        handle.cancel();
+        let stats = dispatch_closed_loop(
+            &[(4, 10_000_000)],
+            RunClock::start(),
+            |r| async move { record_for(r, Outcome::Completed) },
+            tx,
+            stop,
+        )
+        .await;
+        assert!(stats.lateness_us.is_empty());
+        assert!(collect(rx).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn stop_cancels_the_rest_and_counts_add_up() {
+        let plan =
+            DispatchPlan { offsets_us: (0..30u64).map(|i| i * 20_000).collect(), max_concurrency: Some(2) };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let handle = stop.clone();
+        let stopper = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            handle.cancel();
+        });
+        let stats = dispatch(
+            &plan,
+            RunClock::start(),
+            |r| async move { record_for(r, Outcome::Completed) },
+            |r| record_for(r, Outcome::Cancelled),
+            tx,
+            stop,
+        )
+        .await;
+        stopper.await.unwrap();
+        let recs = collect(rx).await;
+        assert_eq!(recs.len(), 30);
+        let cancelled = recs.iter().filter(|r| r.outcome == Outcome::Cancelled).count();
+        assert!(cancelled > 0);
+        assert_eq!(cancelled, stats.not_released);
+        assert_eq!(stats.lateness_us.len() + stats.not_released, 30);
+    }
+}

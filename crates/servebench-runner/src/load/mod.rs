@@ -1,0 +1,308 @@
+//! Sending the load: the dispatcher and its concurrency gate (`dispatch`), and the load shapes
+//! beyond "N prompts on a rate schedule": trace replay (arrivals from the trace),
+//! multi-turn conversations, LoRA adapters, `--duration` and `--stages`. The run calls in here
+//! at three points: building the workload, building the schedule, and annotating each request.
+
+pub mod dispatch;
+pub mod lora;
+pub mod probe_requests;
+pub mod session;
+pub mod shard;
+pub mod stages;
+
+use crate::config::{DatasetSpec, LoadOptions, RunConfig};
+use crate::prepare::blocking::build_off_runtime;
+use servebench_client::backend::TargetConfig;
+use servebench_client::request::RequestTarget;
+use servebench_client::transport::HttpClient;
+use servebench_core::schedule::ArrivalSchedule;
+use servebench_core::{BenchError, RequestRecord, Result, TextTokenizer, Workload};
+use session::Conversations;
+use stages::{closed_loop_bounds, cycle_workload, is_closed_loop, staged_schedule, Stage};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What preparation built for the load shape, beyond the workload.
+#[derive(Debug, Clone, Default)]
+pub struct LoadPlan {
+    /// Trace replay: the arrival offset of each request.
+    pub trace_offsets_us: Option<Arc<[u64]>>,
+    /// Multi-turn: the conversations (their turns are the workload).
+    pub conversations: Option<Arc<Conversations>>,
+    /// Multi-turn: counts received replies for the history.
+    pub tokenizer: Option<Arc<dyn TextTokenizer>>,
+    /// LoRA: one request target per adapter (the adapter name as `model`).
+    pub lora_targets: Vec<Arc<RequestTarget>>,
+}
+
+fn needs_tokenizer(what: &str) -> BenchError {
+    BenchError::config(
+        "--tokenizer server",
+        format!("{what} needs a local tokenizer"),
+        "pass --tokenizer with a tokenizer.json path, a model id or a built-in encoding",
+    )
+}
+
+/// Builds the workload of trace replay and multi-turn runs; `None` for every other run.
+pub async fn build_special(
+    cfg: &RunConfig,
+    tokenizer: Option<Arc<dyn TextTokenizer>>,
+) -> Result<Option<(Workload, LoadPlan)>> {
+    if let DatasetSpec::TimedTrace(t) = &cfg.dataset {
+        let tok = tokenizer.ok_or_else(|| needs_tokenizer("trace replay"))?;
+        let mut t = t.clone();
+        t.max_model_len = cfg.max_model_len;
+        let self_timed = t.self_timed;
+        let built = build_off_runtime("trace loading", move || {
+            servebench_data::trace::build_trace_workload(&t, tok.as_ref())
+        })
+        .await?;
+        let offsets = self_timed.then(|| built.offsets_us.into());
+        let plan = LoadPlan { trace_offsets_us: offsets, ..LoadPlan::default() };
+        return Ok(Some((built.workload, plan)));
+    }
+    let Some(mt) = cfg.load.multi_turn.clone() else { return Ok(None) };
+    let tok = tokenizer.ok_or_else(|| needs_tokenizer("--multi-turn"))?;
+    let random = match &cfg.dataset {
+        DatasetSpec::Random(r) => Some(r.clone()),
+        _ => None,
+    };
+    let limit = cfg.max_model_len;
+    let t = tok.clone();
+    let conv = build_off_runtime("conversation building", move || -> Result<Conversations> {
+        let conv = match (&mt.sharegpt_path, &random) {
+            (Some(path), _) => {
+                let n = random.as_ref().map_or(usize::MAX, |r| r.num_prompts);
+                session::sharegpt(path, &mt, n, t.as_ref())
+            }
+            (None, Some(r)) => session::synthetic(&mt, r, t.as_ref()),
+            (None, None) => Err(BenchError::config(
+                "--multi-turn",
+                "works with the random dataset (synthetic turns) or sharegpt (conversations)",
+                "use --dataset-name random, or sharegpt with --dataset-path",
+            )),
+        }?;
+        Ok(session::truncate_to_model_len(conv, limit).0)
+    })
+    .await?;
+    if conv.bounds.is_empty() {
+        return Err(BenchError::Dataset {
+            detail: "no conversation left after --max-model-len truncation; fix: raise --max-model-len"
+                .into(),
+        });
+    }
+    let workload = conv.workload.clone();
+    let plan = LoadPlan { conversations: Some(Arc::new(conv)), tokenizer: Some(tok), ..LoadPlan::default() };
+    Ok(Some((workload, plan)))
+}
+
+/// One request target per LoRA adapter (empty without LoRA). `base` is the run's target
+/// configuration (base model); only `model` changes.
+pub fn lora_targets(
+    client: &HttpClient,
+    base: &TargetConfig,
+    load: &LoadOptions,
+) -> Result<Vec<Arc<RequestTarget>>> {
+    let Some(lora) = &load.lora else { return Ok(Vec::new()) };
+    lora.modules
+        .iter()
+        .map(|m| {
+            let cfg = TargetConfig { model: m.clone(), ..base.clone() };
+            RequestTarget::new(client, &cfg).map(Arc::new)
+        })
+        .collect()
+}
+
+/// How the measured phase releases its requests.
+#[derive(Debug, Clone)]
+pub enum LoadShape {
+    /// On a schedule: one intended send offset per request (rate schedule, trace replay,
+    /// `--stages RATE:SECONDS`, `--duration`), through the concurrency gate; with stages or a
+    /// duration, the stage of each request.
+    Scheduled { offsets_us: Vec<u64>, stage: Option<Arc<[u32]>> },
+    /// Multi-turn: one start offset per conversation; each turn follows the previous reply.
+    Conversations { offsets_us: Vec<u64> },
+    /// Concurrency stages `(concurrency, end µs)`: released in a closed loop (no offsets),
+    /// request `i` sending prompt `i mod` the workload's length.
+    ClosedLoop { stages: Arc<[(usize, u64)]> },
+}
+
+impl LoadShape {
+    /// Takes the intended offsets out (none for a closed loop), for the dispatcher.
+    pub fn take_offsets(&mut self) -> Vec<u64> {
+        match self {
+            LoadShape::Scheduled { offsets_us, .. } | LoadShape::Conversations { offsets_us } => {
+                std::mem::take(offsets_us)
+            }
+            LoadShape::ClosedLoop { .. } => Vec::new(),
+        }
+    }
+}
+
+/// The schedule of the measured phase and what each request is annotated with.
+#[derive(Debug, Clone)]
+pub struct MeasuredPlan {
+    /// The requests of the phase (cycled through the prompts with `--stages`/`--duration`).
+    pub workload: Workload,
+    pub shape: LoadShape,
+    /// LoRA adapter of each request (single-shot) or conversation (multi-turn).
+    pub lora: Option<Arc<[u32]>>,
+    pub lora_names: Arc<[Arc<str>]>,
+    /// End of the phase (`--duration`, or the end of the last stage), µs from the origin.
+    pub end_us: Option<u64>,
+}
+
+impl MeasuredPlan {
+    /// Sets the stage and adapter of request `index`'s record.
+    pub fn annotate(&self, rec: &mut RequestRecord, index: usize) {
+        if let LoadShape::Scheduled { stage: Some(s), .. } = &self.shape {
+            rec.stage = s.get(index).copied();
+        }
+        if let Some(i) = self.lora.as_ref().and_then(|l| l.get(index)) {
+            rec.lora = self.lora_names.get(*i as usize).map(|n| n.to_string());
+        }
+    }
+
+    /// The adapter index of request `index` (single-shot runs).
+    pub fn lora_of(&self, index: usize) -> Option<usize> {
+        self.lora.as_ref().and_then(|l| l.get(index)).map(|&i| i as usize)
+    }
+
+    /// Requests released in a closed loop: how many is not known in advance.
+    pub fn is_closed_loop(&self) -> bool {
+        matches!(self.shape, LoadShape::ClosedLoop { .. })
+    }
+}
+
+fn us(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Builds the measured phase's plan (pure given its inputs).
+pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Result<MeasuredPlan> {
+    let load = &cfg.load;
+    let duration_us = load.duration.map(us);
+    let mut workload = workload;
+    let mut offsets_us: Vec<u64>;
+    let mut stage: Option<Arc<[u32]>> = None;
+    let mut end_us = duration_us;
+    if is_closed_loop(&load.stages) {
+        let bounds = closed_loop_bounds(&load.stages, duration_us);
+        let bounds_end = bounds.last().map(|b| b.1);
+        let lora = load.lora.as_ref().map(|l| l.assign(workload.len(), cfg.seed).into());
+        let lora_names: Arc<[Arc<str>]> =
+            load.lora.iter().flat_map(|l| l.modules.iter().map(|m| Arc::from(m.as_str()))).collect();
+        return Ok(MeasuredPlan {
+            workload,
+            shape: LoadShape::ClosedLoop { stages: bounds.into() },
+            lora,
+            lora_names,
+            end_us: bounds_end,
+        });
+    }
+    if let Some(conv) = &plan.conversations {
+        offsets_us = ArrivalSchedule::generate(conv.bounds.len(), &cfg.rate, cfg.seed).offsets_us;
+    } else if let Some(trace) = &plan.trace_offsets_us {
+        offsets_us = trace[..workload.len().min(trace.len())].to_vec();
+    } else if load.stages.is_empty() && !cfg.rate.request_rate.is_finite() && cfg.rate.ramp_up.is_none() {
+        // `--duration` with an infinite rate: the --num-prompts requests, all due at once and
+        // gated by --max-concurrency, until the end (those still waiting then are cancelled).
+        offsets_us = ArrivalSchedule::generate(workload.len(), &cfg.rate, cfg.seed).offsets_us;
+    } else if !load.stages.is_empty() || load.duration.is_some() {
+        let stages = if load.stages.is_empty() {
+            if cfg.rate.ramp_up.is_some() {
+                return Err(BenchError::config(
+                    "--duration",
+                    "cannot be combined with a ramp-up",
+                    "drop --ramp-up-strategy, or use --stages RATE:SECONDS,...",
+                ));
+            }
+            vec![Stage::at_rate(cfg.rate.request_rate, load.duration.unwrap_or_default().as_secs_f64())]
+        } else {
+            load.stages.clone()
+        };
+        let s = staged_schedule(&stages, cfg.rate.burstiness, cfg.seed);
+        let last = s.bounds_us.last().map_or(0, |b| b.1);
+        end_us = Some(duration_us.map_or(last, |d| d.min(last)));
+        workload = cycle_workload(&workload, s.offsets_us.len());
+        offsets_us = s.offsets_us;
+        stage = Some(s.stage.into());
+    } else {
+        offsets_us = ArrivalSchedule::generate(workload.len(), &cfg.rate, cfg.seed).offsets_us;
+    }
+    // Nothing is scheduled at or after the end (trace replay and multi-turn arrivals).
+    if let Some(end) = end_us {
+        let keep = offsets_us.iter().take_while(|&&o| o < end).count();
+        offsets_us.truncate(keep);
+        if plan.conversations.is_none() {
+            workload.requests.truncate(keep);
+            if let Some(s) = stage.as_ref() {
+                stage = Some(s[..keep.min(s.len())].into());
+            }
+        }
+    }
+    if offsets_us.is_empty() {
+        return Err(BenchError::config(
+            "--duration",
+            "no request is scheduled before the end of the run",
+            "lengthen --duration or --stages, or raise the rate",
+        ));
+    }
+    let (lora, lora_names) = match &load.lora {
+        Some(l) => {
+            let units = match &plan.conversations {
+                Some(c) => c.bounds.len(),
+                None => workload.len(),
+            };
+            let names: Arc<[Arc<str>]> = l.modules.iter().map(|m| Arc::from(m.as_str())).collect();
+            (Some(l.assign(units, cfg.seed).into()), names)
+        }
+        None => (None, Arc::from(Vec::new())),
+    };
+    let shape = match plan.conversations {
+        Some(_) => LoadShape::Conversations { offsets_us },
+        None => LoadShape::Scheduled { offsets_us, stage },
+    };
+    Ok(MeasuredPlan { workload, shape, lora, lora_names, end_us })
+}
+
+/// The conversation runner of a multi-turn run (`None` for other runs).
+#[allow(clippy::too_many_arguments)]
+pub fn session_run(
+    cfg: &RunConfig,
+    plan: &LoadPlan,
+    measured: &MeasuredPlan,
+    client: &HttpClient,
+    target: &Arc<RequestTarget>,
+    opts: &Arc<servebench_client::request::ExecOptions>,
+    clock: servebench_core::RunClock,
+    live: Option<Arc<crate::observe::live::LiveMetrics>>,
+) -> Option<session::SessionRun> {
+    let conv = plan.conversations.as_ref()?;
+    let mt = cfg.load.multi_turn.clone().unwrap_or_default();
+    let targets: Arc<[Arc<RequestTarget>]> = if plan.lora_targets.is_empty() {
+        vec![target.clone()].into()
+    } else {
+        plan.lora_targets.clone().into()
+    };
+    let lora_of: Arc<[(u32, Arc<str>)]> = match &measured.lora {
+        Some(l) => l
+            .iter()
+            .map(|&i| (i, measured.lora_names.get(i as usize).cloned().unwrap_or_else(|| Arc::from(""))))
+            .collect(),
+        None => Arc::from(Vec::new()),
+    };
+    Some(session::SessionRun {
+        client: client.clone(),
+        targets,
+        lora_of,
+        opts: opts.clone(),
+        clock,
+        request_id_prefix: cfg.request_id_prefix.clone(),
+        delay: mt.delay,
+        concurrency: mt.concurrency.or(cfg.max_concurrency).unwrap_or(conv.bounds.len()),
+        tokenizer: plan.tokenizer.clone(),
+        keep_text: cfg.keep_text,
+        live,
+    })
+}

@@ -1,0 +1,629 @@
+//! Multi-turn conversations (`--multi-turn`): building them (synthetic turns from the random
+//! dataset, or ShareGPT conversations) and running them.
+//!
+//! Conversations arrive by the arrival schedule; inside a conversation turn `n + 1` is sent
+//! only after turn `n` ended plus the think time (`--multi-turn-delay-ms`). With history
+//! accumulation (the default) each turn sends every earlier user message and the assistant text
+//! actually received, then the new user message; in prefix-sharing mode
+//! (`--multi-turn-prefix-global-ratio`/`-conversation-ratio`) each turn is sent alone. A turn's
+//! `prompt_tokens` is the client tokenizer's count of the message contents it sent (no chat
+//! template): earlier user messages + earlier received replies + its own user message — never
+//! its own output (vLLM counts the turn's output in, see docs/metrics.md). Every turn carries
+//! `X-Session-ID` (router affinity). A failed turn ends its conversation: the turns after it
+//! are recorded as cancelled (never sent).
+
+use crate::load::dispatch::DispatchStats;
+use crate::observe::live::LiveMetrics;
+use http::{HeaderName, HeaderValue};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use serde::Deserialize;
+use servebench_client::request::{execute_prepared, ExecOptions, PreparedBody, RequestTarget};
+use servebench_client::transport::HttpClient;
+use servebench_core::{
+    BenchError, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer, Workload,
+};
+use servebench_data::random::{generate_random, RandomDatasetConfig};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// The `X-Session-ID` header.
+pub const SESSION_HEADER: &str = "x-session-id";
+
+/// Options of a multi-turn run (vLLM's `--multi-turn-*` flags).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiTurnConfig {
+    /// `--multi-turn-num-turns` (synthetic turns per conversation).
+    pub num_turns: u32,
+    /// `--multi-turn-min-turns` (0 = the maximum).
+    pub min_turns: u32,
+    /// `--multi-turn-max-turns` (0 = num-turns for synthetic, uncapped for ShareGPT).
+    pub max_turns: u32,
+    /// `--multi-turn-concurrency`: requests in flight at most (None = --max-concurrency, else
+    /// the number of conversations).
+    pub concurrency: Option<usize>,
+    /// `--multi-turn-delay-ms`: think time between a reply and the next turn.
+    pub delay: Duration,
+    /// `--per-turn-input-len`: user message length of turns ≥ 1 (0 = --random-input-len).
+    pub per_turn_input_len: u32,
+    /// Prefix-sharing mode: share of each message that is one global block, and one
+    /// per-conversation block. Either > 0 switches history accumulation off.
+    pub prefix_global_ratio: f64,
+    pub prefix_conversation_ratio: f64,
+    /// ShareGPT conversations from this file instead of synthetic turns.
+    pub sharegpt_path: Option<PathBuf>,
+}
+
+impl Default for MultiTurnConfig {
+    fn default() -> Self {
+        MultiTurnConfig {
+            num_turns: 3,
+            min_turns: 0,
+            max_turns: 0,
+            concurrency: None,
+            delay: Duration::ZERO,
+            per_turn_input_len: 0,
+            prefix_global_ratio: 0.0,
+            prefix_conversation_ratio: 0.0,
+            sharegpt_path: None,
+        }
+    }
+}
+
+impl MultiTurnConfig {
+    /// Whether each turn carries the conversation so far.
+    pub fn history(&self) -> bool {
+        self.prefix_global_ratio <= 0.0 && self.prefix_conversation_ratio <= 0.0
+    }
+
+    /// Checks the ratios and turn bounds.
+    pub fn validate(&self) -> Result<()> {
+        let fix = "pass ratios in [0, 1) whose sum is below 1";
+        for (flag, r) in [
+            ("--multi-turn-prefix-global-ratio", self.prefix_global_ratio),
+            ("--multi-turn-prefix-conversation-ratio", self.prefix_conversation_ratio),
+        ] {
+            if !(0.0..1.0).contains(&r) {
+                return Err(BenchError::config(flag, format!("{r} is not in [0, 1)"), fix));
+            }
+        }
+        if self.prefix_global_ratio + self.prefix_conversation_ratio >= 1.0 {
+            return Err(BenchError::config(
+                "--multi-turn-prefix-global-ratio",
+                "the two ratios sum to 1 or more",
+                fix,
+            ));
+        }
+        if self.num_turns == 0 {
+            return Err(BenchError::config("--multi-turn-num-turns", "must be at least 1", "pass 1 or more"));
+        }
+        if self.max_turns > 0 && self.min_turns > self.max_turns {
+            return Err(BenchError::config(
+                "--multi-turn-min-turns",
+                format!("{} is above --multi-turn-max-turns {}", self.min_turns, self.max_turns),
+                "pass a minimum <= the maximum",
+            ));
+        }
+        if self.sharegpt_path.is_some() && self.max_turns == 1 {
+            return Err(BenchError::config(
+                "--multi-turn-max-turns",
+                "1 turn is not a conversation",
+                "pass 0 (uncapped) or 2 or more",
+            ));
+        }
+        if self.sharegpt_path.is_some() && !self.history() {
+            return Err(BenchError::config(
+                "--multi-turn-prefix-global-ratio",
+                "prefix-sharing mode needs the random dataset",
+                "drop the prefix ratios or use --dataset-name random",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Conversations flattened into a workload: turn `t` of conversation `c` is request
+/// `bounds[c].0 + t`; its `prompt` is the user message, `prompt_tokens` that message's count
+/// (no special tokens), `expected_output_tokens` the reply length asked for.
+#[derive(Debug, Clone)]
+pub struct Conversations {
+    pub workload: Workload,
+    /// `(first request, number of turns)` of each conversation.
+    pub bounds: Vec<(usize, usize)>,
+    pub history: bool,
+}
+
+/// Number of turns of each of `n` conversations: uniform in `[min, max]`, seeded (pure).
+pub fn turn_counts(n: usize, min: u32, max: u32, seed: u64) -> Vec<u32> {
+    let (lo, hi) = (min.min(max).max(1), max.max(1));
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
+    key[8..13].copy_from_slice(b"turns");
+    let mut rng = ChaCha20Rng::from_seed(key);
+    (0..n).map(|_| lo + (rng.next_u64() % u64::from(hi - lo + 1)) as u32).collect()
+}
+
+fn texts(
+    cfg: &RandomDatasetConfig,
+    n: usize,
+    len: usize,
+    seed: u64,
+    tok: &dyn TextTokenizer,
+) -> Result<Vec<(Arc<str>, u32)>> {
+    if n == 0 || len == 0 {
+        return Ok(vec![(Arc::from(""), cfg.output_len as u32); n]);
+    }
+    let c = RandomDatasetConfig {
+        num_prompts: n,
+        input_len: len,
+        prefix_len: 0,
+        prompt_token_ids: false,
+        seed,
+        ..cfg.clone()
+    };
+    let w = generate_random(&c, tok)?;
+    Ok(w.requests
+        .into_iter()
+        .map(|r| (Arc::from(r.prompt.text().unwrap_or_default()), r.expected_output_tokens))
+        .collect())
+}
+
+fn count(tok: &dyn TextTokenizer, text: &str) -> Result<u32> {
+    Ok(u32::try_from(tok.count(text)?).unwrap_or(u32::MAX))
+}
+
+/// Synthetic conversations from the random dataset's options (`num_prompts` conversations).
+pub fn synthetic(
+    cfg: &MultiTurnConfig,
+    random: &RandomDatasetConfig,
+    tok: &dyn TextTokenizer,
+) -> Result<Conversations> {
+    let n = random.num_prompts;
+    let max = if cfg.max_turns > 0 { cfg.max_turns } else { cfg.num_turns };
+    let min = if cfg.min_turns > 0 { cfg.min_turns } else { max };
+    let counts = turn_counts(n, min, max, random.seed);
+    let later: usize = counts.iter().map(|&c| c as usize - 1).sum();
+    let first_len = random.input_len;
+    let later_len = if cfg.per_turn_input_len > 0 { cfg.per_turn_input_len as usize } else { first_len };
+    let history = cfg.history();
+    // Prefix-sharing mode: each message = global block + conversation block + unique rest.
+    let share = |len: usize, r: f64| (len as f64 * r).floor() as usize;
+    let (g0, c0) =
+        (share(first_len, cfg.prefix_global_ratio), share(first_len, cfg.prefix_conversation_ratio));
+    let (gl, cl) =
+        (share(later_len, cfg.prefix_global_ratio), share(later_len, cfg.prefix_conversation_ratio));
+    let s = random.seed;
+    let mut first = {
+        let mut c = random.clone();
+        c.input_len = (first_len - g0 - c0).max(1);
+        c.num_prompts = n;
+        c.prompt_token_ids = false;
+        generate_random(&c, tok)?.requests.into_iter()
+    };
+    let mut rest = texts(random, later, (later_len - gl - cl).max(1), s.wrapping_add(1), tok)?.into_iter();
+    let global = if history { Vec::new() } else { texts(random, 2, g0.max(gl), s.wrapping_add(2), tok)? };
+    let per_conv = if history { Vec::new() } else { texts(random, n, c0.max(cl), s.wrapping_add(3), tok)? };
+    let cut = |text: &str, len: usize| -> Result<String> {
+        if len == 0 {
+            return Ok(String::new());
+        }
+        let ids = tok.encode(text, false)?;
+        tok.decode(&ids[..len.min(ids.len())], true)
+    };
+    let mut requests = Vec::new();
+    let mut bounds = Vec::with_capacity(n);
+    for (c, &turns) in counts.iter().enumerate() {
+        bounds.push((requests.len(), turns as usize));
+        for t in 0..turns as usize {
+            let (body, out) = if t == 0 {
+                let r = first
+                    .next()
+                    .ok_or_else(|| BenchError::Dataset { detail: "random dataset too short".into() })?;
+                (Arc::from(r.prompt.text().unwrap_or_default()), r.expected_output_tokens)
+            } else {
+                rest.next()
+                    .ok_or_else(|| BenchError::Dataset { detail: "random dataset too short".into() })?
+            };
+            let user: Arc<str> = if history {
+                body
+            } else {
+                let (g, cc) = if t == 0 { (g0, c0) } else { (gl, cl) };
+                let gtext = global.first().map_or(String::new(), |x| x.0.to_string());
+                let ctext = per_conv.get(c).map_or(String::new(), |x| x.0.to_string());
+                Arc::from(format!("{}{}{}", cut(&gtext, g)?, cut(&ctext, cc)?, body))
+            };
+            let tokens = count(tok, &user)?;
+            requests.push(RequestSpec::new(requests.len() as u64, Prompt::Text(user), tokens, out.max(1)));
+        }
+    }
+    Ok(Conversations { workload: Workload { requests }, bounds, history })
+}
+
+#[derive(Debug, Deserialize)]
+struct ShareGptEntry {
+    conversations: Vec<ShareGptMessage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ShareGptMessage {
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    value: String,
+}
+
+/// ShareGPT conversations (JSON array, or JSON Lines, of `{"conversations": [{"from", "value"}]}`):
+/// entries with at least 4 messages, walked as human → gpt pairs (other roles and empty
+/// messages skipped), capped at `max_turns` (0 = uncapped); the reply's token count is the
+/// turn's output length. The first `num` usable conversations in file order are used.
+pub fn sharegpt(
+    path: &std::path::Path,
+    cfg: &MultiTurnConfig,
+    num: usize,
+    tok: &dyn TextTokenizer,
+) -> Result<Conversations> {
+    let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
+    let bad = |e: serde_json::Error| {
+        BenchError::Dataset {
+        detail: format!(
+            "{} is not ShareGPT JSON ({e}); fix: pass a JSON array (or JSON lines) of {{\"conversations\": [{{\"from\", \"value\"}}]}}",
+            path.display()
+        ),
+    }
+    };
+    let entries: Vec<ShareGptEntry> = if text.trim_start().starts_with('[') {
+        serde_json::from_str(&text).map_err(bad)?
+    } else {
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<std::result::Result<_, _>>()
+            .map_err(bad)?
+    };
+    let mut requests = Vec::new();
+    let mut bounds = Vec::new();
+    for e in entries.iter().filter(|e| e.conversations.len() >= 4) {
+        if bounds.len() == num {
+            break;
+        }
+        let start = requests.len();
+        let msgs: Vec<&ShareGptMessage> =
+            e.conversations.iter().filter(|m| !m.value.trim().is_empty()).collect();
+        let mut i = 0;
+        while i + 1 < msgs.len() {
+            if cfg.max_turns > 0 && requests.len() - start == cfg.max_turns as usize {
+                break;
+            }
+            let (h, g) = (msgs[i], msgs[i + 1]);
+            if h.from != "human" || g.from != "gpt" {
+                i += 1;
+                continue;
+            }
+            let user: Arc<str> = Arc::from(h.value.as_str());
+            let tokens = count(tok, &user)?;
+            let out = count(tok, &g.value)?.max(1);
+            requests.push(RequestSpec::new(requests.len() as u64, Prompt::Text(user), tokens, out));
+            i += 2;
+        }
+        let turns = requests.len() - start;
+        let min = cfg.min_turns.max(1) as usize;
+        if turns < min {
+            requests.truncate(start);
+            continue;
+        }
+        bounds.push((start, turns));
+    }
+    if bounds.is_empty() {
+        return Err(BenchError::Dataset {
+            detail: format!(
+                "{} has no conversation with a human → gpt turn; fix: check the file",
+                path.display()
+            ),
+        });
+    }
+    Ok(Conversations { workload: Workload { requests }, bounds, history: true })
+}
+
+/// Cuts each conversation at the first turn whose history + reply would exceed `limit`
+/// (history mode: Σ user + Σ expected replies so far) and drops empty conversations.
+pub fn truncate_to_model_len(conv: Conversations, limit: Option<u32>) -> (Conversations, usize) {
+    let Some(limit) = limit else { return (conv, 0) };
+    let mut requests = Vec::new();
+    let mut bounds = Vec::new();
+    let mut dropped = 0;
+    for &(start, len) in &conv.bounds {
+        let mut total = 0u64;
+        let first = requests.len();
+        for spec in &conv.workload.requests[start..start + len] {
+            let need = if conv.history { total } else { 0 }
+                + u64::from(spec.prompt_tokens)
+                + u64::from(spec.expected_output_tokens);
+            if need > u64::from(limit) {
+                break;
+            }
+            total = need;
+            let mut s = spec.clone();
+            s.index = requests.len() as u64;
+            requests.push(s);
+        }
+        dropped += len - (requests.len() - first);
+        if requests.len() > first {
+            bounds.push((first, requests.len() - first));
+        }
+    }
+    (Conversations { workload: Workload { requests }, bounds, history: conv.history }, dropped)
+}
+
+/// Everything running conversations needs.
+#[derive(Debug, Clone)]
+pub struct SessionRun {
+    pub client: HttpClient,
+    /// The request target of each adapter (`lora_of` indexes it); one entry without LoRA.
+    pub targets: Arc<[Arc<RequestTarget>]>,
+    /// Adapter index and name of each conversation (empty without LoRA).
+    pub lora_of: Arc<[(u32, Arc<str>)]>,
+    pub opts: Arc<ExecOptions>,
+    pub clock: RunClock,
+    pub request_id_prefix: String,
+    pub delay: Duration,
+    /// Requests in flight at most.
+    pub concurrency: usize,
+    /// Counts received replies for the history (None: the reply's output-token count).
+    pub tokenizer: Option<Arc<dyn TextTokenizer>>,
+    /// Keep generated text in records (`--save-detailed`).
+    pub keep_text: bool,
+    pub live: Option<Arc<LiveMetrics>>,
+}
+
+/// Appends `{"role": role, "content": text}` to a JSON array under construction.
+fn push_message(json: &mut String, role: &str, text: &str) {
+    if json.len() > 1 {
+        json.push(',');
+    }
+    json.push_str("{\"role\":\"");
+    json.push_str(role);
+    json.push_str("\",\"content\":");
+    json.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
+    json.push('}');
+}
+
+/// Runs the conversations: conversation `c` starts at `arrivals_us[c]`. `release` stops
+/// starting turns (interrupt, end of `--duration`), `cancel` stops turns in flight. Every turn
+/// yields exactly one record on `sink`.
+pub async fn run_conversations(
+    run: SessionRun,
+    conv: Arc<Conversations>,
+    arrivals_us: Vec<u64>,
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    release: CancellationToken,
+    cancel: CancellationToken,
+) -> DispatchStats {
+    let run = Arc::new(run);
+    let gate = Arc::new(Semaphore::new(run.concurrency.max(1)));
+    let n = conv.bounds.len().min(arrivals_us.len());
+    let mut stats = DispatchStats { lateness_us: Vec::with_capacity(n), not_released: 0 };
+    let mut tasks = JoinSet::new();
+    let waiter = release.clone();
+    let mut c = 0;
+    while c < n {
+        let due = run.clock.instant_at(arrivals_us[c]);
+        if Instant::now() < due {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due.into()) => {}
+                _ = waiter.cancelled() => {}
+            }
+        }
+        if release.is_cancelled() {
+            break;
+        }
+        let now_us = run.clock.now_us();
+        while c < n && arrivals_us[c] <= now_us {
+            stats.lateness_us.push(now_us - arrivals_us[c]);
+            let (run, conv, gate, sink) = (run.clone(), conv.clone(), gate.clone(), sink.clone());
+            let (release, cancel) = (release.clone(), cancel.clone());
+            let arrival = arrivals_us[c];
+            tasks.spawn(async move {
+                conversation(&run, &conv, c, arrival, &gate, &sink, release, cancel).await;
+            });
+            c += 1;
+        }
+        while tasks.try_join_next().is_some() {}
+    }
+    for (k, &(start, len)) in conv.bounds.iter().enumerate().skip(c) {
+        stats.not_released += len;
+        let intended = arrivals_us.get(k).copied().unwrap_or(0);
+        for t in 0..len {
+            let tokens = conv.workload.requests[start + t].prompt_tokens;
+            let _ = sink.send(turn_record(&run, &conv, k, start + t, t, intended, tokens));
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    stats
+}
+
+fn turn_record(
+    run: &SessionRun,
+    conv: &Conversations,
+    c: usize,
+    idx: usize,
+    turn: usize,
+    intended: u64,
+    prompt_tokens: u32,
+) -> RequestRecord {
+    let spec = &conv.workload.requests[idx];
+    let mut r = RequestRecord::scheduled(
+        idx as u64,
+        format!("{}{idx}", run.request_id_prefix),
+        intended,
+        prompt_tokens,
+        spec.expected_output_tokens,
+    );
+    r.conversation = Some(c as u64);
+    r.turn = Some(turn as u32);
+    r.lora = run.lora_of.get(c).map(|(_, name)| name.to_string());
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn conversation(
+    run: &SessionRun,
+    conv: &Conversations,
+    c: usize,
+    arrival_us: u64,
+    gate: &Arc<Semaphore>,
+    sink: &mpsc::UnboundedSender<RequestRecord>,
+    release: CancellationToken,
+    cancel: CancellationToken,
+) {
+    let (start, len) = conv.bounds[c];
+    let target =
+        run.lora_of.get(c).and_then(|(i, _)| run.targets.get(*i as usize)).or(run.targets.first()).cloned();
+    let session = HeaderValue::from_str(&format!("{}c{c}", run.request_id_prefix)).ok();
+    let opts = ExecOptions { keep_text: true, ..ExecOptions::clone(&run.opts) };
+    let mut history = String::from("[");
+    let mut history_tokens = 0u32;
+    let mut intended = arrival_us;
+    let mut t = 0;
+    let waiter = release.clone();
+    while t < len {
+        let idx = start + t;
+        let spec = &conv.workload.requests[idx];
+        let Some(target) = target.as_ref() else { break };
+        let permit = tokio::select! {
+            p = gate.clone().acquire_owned() => p.ok(),
+            _ = waiter.cancelled() => None,
+        };
+        if permit.is_none() || release.is_cancelled() {
+            break;
+        }
+        let mut messages = if conv.history { history.clone() } else { String::from("[") };
+        push_message(&mut messages, "user", spec.prompt.text().unwrap_or_default());
+        messages.push(']');
+        let prompt_tokens =
+            if conv.history { history_tokens.saturating_add(spec.prompt_tokens) } else { spec.prompt_tokens };
+        let mut record = turn_record(run, conv, c, idx, t, intended, prompt_tokens);
+        let body = match target.body_template().build_messages(&messages, spec.expected_output_tokens) {
+            Ok(b) => b,
+            Err(e) => {
+                record.fail(servebench_core::ErrorKind::Protocol, e.to_string());
+                let _ = sink.send(record);
+                t += 1;
+                break;
+            }
+        };
+        let headers = session.iter().map(|v| (HeaderName::from_static(SESSION_HEADER), v.clone())).collect();
+        let prepared = PreparedBody { body, headers };
+        if let Some(live) = &run.live {
+            live.request_sent(run.clock.now_us().saturating_sub(intended));
+        }
+        let stop = cancel.clone();
+        let mut rec =
+            execute_prepared(&run.client, target, spec, &prepared, record, &run.clock, &opts, async move {
+                stop.cancelled().await
+            })
+            .await;
+        if let Some(live) = &run.live {
+            live.sent_request_ended();
+        }
+        drop(permit);
+        let reply = if run.keep_text { rec.generated_text.clone() } else { rec.generated_text.take() };
+        let ok = rec.outcome == Outcome::Completed;
+        let done = rec.done_us.unwrap_or_else(|| run.clock.now_us());
+        let reply_tokens = match (&run.tokenizer, &reply) {
+            (Some(tok), Some(text)) => count(tok.as_ref(), text).ok(),
+            _ => None,
+        }
+        .unwrap_or_else(|| rec.output_tokens().0);
+        let _ = sink.send(rec);
+        t += 1;
+        if !ok {
+            break;
+        }
+        if conv.history {
+            push_message(&mut history, "user", spec.prompt.text().unwrap_or_default());
+            push_message(&mut history, "assistant", reply.as_deref().unwrap_or_default());
+            history_tokens = history_tokens.saturating_add(spec.prompt_tokens).saturating_add(reply_tokens);
+        }
+        intended = done + u64::try_from(run.delay.as_micros()).unwrap_or(u64::MAX);
+        if t < len && !run.delay.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(run.delay) => {}
+                _ = waiter.cancelled() => {}
+            }
+        }
+    }
+    // Turns never sent (a failed turn ended the conversation, or the run stopped).
+    for k in t..len {
+        let tokens = conv.workload.requests[start + k].prompt_tokens;
+        let _ = sink.send(turn_record(run, conv, c, start + k, k, intended, tokens));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn turn_counts_are_seeded_and_bounded() {
+        let a = turn_counts(200, 2, 5, 1);
+        assert_eq!(a, turn_counts(200, 2, 5, 1));
+        assert!(a.iter().all(|&x| (2..=5).contains(&x)));
+        assert!((2..=5).all(|k| a.contains(&k)));
+        assert_eq!(turn_counts(3, 4, 4, 0), vec![4, 4, 4]);
+    }
+
+    #[test]
+    fn messages_are_json() {
+        let mut m = String::from("[");
+        push_message(&mut m, "user", "a \"q\"");
+        push_message(&mut m, "assistant", "b\n");
+        m.push(']');
+        let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+        assert_eq!(v[0]["role"], "user");
+        assert_eq!(v[0]["content"], "a \"q\"");
+        assert_eq!(v[1]["content"], "b\n");
+    }
+
+    fn conv(lens: &[u32], outs: &[u32], bounds: Vec<(usize, usize)>, history: bool) -> Conversations {
+        let requests = lens
+            .iter()
+            .zip(outs)
+            .enumerate()
+            .map(|(i, (&p, &o))| RequestSpec::new(i as u64, Prompt::Text(Arc::from("x")), p, o))
+            .collect();
+        Conversations { workload: Workload { requests }, bounds, history }
+    }
+
+    #[test]
+    fn model_len_truncation_counts_history() {
+        // One conversation of 3 turns: (10 in, 5 out) each. History: 15, 30, 45.
+        let c = conv(&[10, 10, 10], &[5, 5, 5], vec![(0, 3)], true);
+        let (t, dropped) = truncate_to_model_len(c.clone(), Some(30));
+        assert_eq!(t.bounds, vec![(0, 2)]);
+        assert_eq!(dropped, 1);
+        let (t, _) = truncate_to_model_len(Conversations { history: false, ..c.clone() }, Some(30));
+        assert_eq!(t.bounds, vec![(0, 3)]);
+        let (t, dropped) = truncate_to_model_len(c, Some(14));
+        assert!(t.bounds.is_empty());
+        assert_eq!(dropped, 3);
+    }
+
+    #[test]
+    fn validation() {
+        assert!(MultiTurnConfig::default().validate().is_ok());
+        let bad = MultiTurnConfig {
+            prefix_global_ratio: 0.6,
+            prefix_conversation_ratio: 0.5,
+            ..Default::default()
+        };
+        assert!(bad.validate().is_err());
+        let bad = MultiTurnConfig { min_turns: 4, max_turns: 2, ..Default::default() };
+        assert!(bad.validate().is_err());
+        assert!(!MultiTurnConfig { prefix_global_ratio: 0.2, ..Default::default() }.history());
+    }
+}

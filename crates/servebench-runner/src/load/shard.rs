@@ -1,0 +1,333 @@
+//! The runner's side of sharded runs (docs/scale-out.md): the shard's share of the one seeded
+//! workload and schedule, the wait for `--start-at`, and the header and summary lines of the
+//! records file.
+//!
+//! Sharding is a filter over `(position, intended offset)` applied after the whole workload and
+//! its `ArrivalSchedule` are built, so it composes with any schedule: every shard builds the same
+//! ones and keeps positions `p % N == I` (`ShardSpec`). Requests keep their workload index, so
+//! records of the shards union to the records of one process.
+
+use crate::config::RunConfig;
+use crate::observe::health::HealthSamples;
+use crate::observer::RunObserver;
+use crate::records::sink::RecordSink;
+use servebench_core::schedule::{ArrivalSchedule, RateConfig};
+use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardSummary, FORMAT_VERSION};
+use servebench_core::stats::percentile;
+use servebench_core::{BenchError, Result, RunClock, Workload};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
+
+/// The shard's part of one run, set up once the schedule is built.
+#[derive(Debug, Clone)]
+pub struct ShardRun {
+    header: ShardHeader,
+}
+
+/// sha256 (hex) of everything that decides what the run sends and when: servebench's version,
+/// the seed, the rate configuration, every arrival offset and every request of the whole
+/// workload (its `Debug` form, so fields added to `RequestSpec` are covered).
+pub fn workload_fingerprint(workload: &Workload, rate: &RateConfig, seed: u64, offsets_us: &[u64]) -> String {
+    struct HashWriter(Sha256);
+    impl std::fmt::Write for HashWriter {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.update(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut h = HashWriter(Sha256::new());
+    let _ = std::fmt::Write::write_fmt(
+        &mut h,
+        format_args!(
+            "servebench-workload/1\nversion {}\nseed {seed}\nrate {rate:?}\nrequests {}\n",
+            env!("CARGO_PKG_VERSION"),
+            workload.len()
+        ),
+    );
+    for o in offsets_us {
+        h.0.update(o.to_le_bytes());
+    }
+    for r in &workload.requests {
+        let _ = std::fmt::Write::write_fmt(&mut h, format_args!("{r:?}\n"));
+    }
+    hex::encode(h.0.finalize())
+}
+
+/// Keeps this shard's share of `workload` and `schedule` (positions `p % N == I`). Without
+/// sharding both are returned unchanged and no `ShardRun`.
+pub fn take_share(
+    cfg: &RunConfig,
+    model_id: &str,
+    tokenizer_id: &str,
+    workload: Workload,
+    schedule: ArrivalSchedule,
+) -> (Workload, ArrivalSchedule, Option<ShardRun>) {
+    let Some(shard) = &cfg.shard else { return (workload, schedule, None) };
+    let fingerprint = workload_fingerprint(&workload, &cfg.rate, cfg.seed, &schedule.offsets_us);
+    let total = workload.len();
+    let positions = shard.spec.positions(total);
+    let offsets_us = positions.iter().filter_map(|&p| schedule.offsets_us.get(p).copied()).collect();
+    let requests = workload
+        .requests
+        .into_iter()
+        .enumerate()
+        .filter(|(p, _)| shard.spec.owns(*p))
+        .map(|(_, r)| r)
+        .collect();
+    let header = ShardHeader {
+        version: FORMAT_VERSION,
+        servebench_version: env!("CARGO_PKG_VERSION").into(),
+        shard_index: shard.spec.index,
+        num_shards: shard.spec.count,
+        workload_fingerprint: fingerprint,
+        seed: cfg.seed,
+        total_requests: total as u64,
+        shard_requests: positions.len() as u64,
+        wall_anchor_unix_us: 0,
+        start_at_unix_us: cfg.start_at_unix_us,
+        waited_us: None,
+        run: ShardRunInfo {
+            model_id: model_id.into(),
+            tokenizer_id: Some(tokenizer_id.into()),
+            backend: shard.backend.clone(),
+            label: shard.label.clone(),
+            request_rate: cfg.rate.request_rate.is_finite().then_some(cfg.rate.request_rate),
+            burstiness: cfg.rate.burstiness,
+            ramp_up: cfg.rate.ramp_up,
+            max_concurrency: shard.max_concurrency_total.map(|c| c as u64),
+        },
+    };
+    (Workload { requests }, ArrivalSchedule { offsets_us }, Some(ShardRun { header }))
+}
+
+/// English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 22nd, 101st, 111th.
+pub fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+impl ShardRun {
+    /// One line for the console: which share this shard sends.
+    pub fn describe(&self) -> String {
+        let h = &self.header;
+        format!(
+            "Shard {} of {}: {} of {} requests (every {} arrival from position {}), workload fingerprint {}",
+            h.shard_index,
+            h.num_shards,
+            h.shard_requests,
+            h.total_requests,
+            ordinal(u64::from(h.num_shards)),
+            h.shard_index,
+            h.workload_fingerprint.chars().take(12).collect::<String>()
+        )
+    }
+
+    /// The header as written (anchor filled in by `write_header`).
+    pub fn header(&self) -> &ShardHeader {
+        &self.header
+    }
+
+    /// Writes the header line into the fresh records file: the shard, the fingerprint and the
+    /// wall-clock anchor of `clock`.
+    pub fn write_header(
+        &mut self,
+        sink: Option<&mut RecordSink>,
+        clock: &RunClock,
+        waited_us: Option<i64>,
+    ) -> Result<()> {
+        self.header.wall_anchor_unix_us = clock.wall_anchor_unix_us();
+        self.header.waited_us = waited_us;
+        match sink {
+            Some(s) => s.write_line(&self.header.to_line()),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends the summary line (client health) to the records file at `path`.
+    pub fn write_summary(
+        &self,
+        path: Option<&Path>,
+        health: &HealthSamples,
+        records: usize,
+        interrupted: bool,
+    ) -> Result<()> {
+        let Some(path) = path else { return Ok(()) };
+        let lateness: Vec<f64> = health.dispatch_lateness_us.iter().map(|&v| v as f64).collect();
+        let hiccups: Vec<f64> = health.hiccup_us.iter().map(|&v| f64::from(v)).collect();
+        let summary = ShardSummary {
+            shard_index: self.header.shard_index,
+            records: records as u64,
+            first_dispatch_lateness_us: health.dispatch_lateness_us.first().copied(),
+            dispatch_lateness_p50_us: (!lateness.is_empty()).then(|| percentile(&lateness, 50.0)),
+            dispatch_lateness_p99_us: (!lateness.is_empty()).then(|| percentile(&lateness, 99.0)),
+            dispatch_lateness_max_us: health.dispatch_lateness_us.iter().max().copied(),
+            hiccup_p99_us: (!hiccups.is_empty()).then(|| percentile(&hiccups, 99.0)),
+            client_cpu_seconds: health.client_cpu_seconds,
+            wall_seconds: health.wall_seconds,
+            cpus: health.cpus,
+            peak_rss_bytes: health.peak_rss_bytes,
+            connections_opened: health.connections_opened,
+            interrupted,
+        };
+        let io = |e: std::io::Error| BenchError::io(path.display(), e);
+        let mut f = std::fs::OpenOptions::new().append(true).open(path).map_err(io)?;
+        writeln!(f, "{}", summary.to_line()).map_err(io)?;
+        f.flush().map_err(io)
+    }
+}
+
+/// This shard's concurrency limit: its share of the total (`None` when not sharded: the total).
+pub fn max_concurrency(cfg: &RunConfig) -> Option<usize> {
+    match &cfg.shard {
+        Some(s) => cfg.max_concurrency.map(|c| s.spec.concurrency_share(c).unwrap_or(1)),
+        None => cfg.max_concurrency,
+    }
+}
+
+fn unix_now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// The clock of a sharded or `--start-at` run, made before the records file so its header can
+/// carry the anchor; `None` for a plain run (which starts its clock as before).
+///
+/// With `--start-at` the origin is the instant this host's wall clock reads the start time: the
+/// shard waits for it (a message every 10 s; the stop signal ends the wait) and returns how long
+/// it waited. If the instant has already passed, the origin is still the start instant, so the
+/// shard's schedule stays aligned with the others; its overdue arrivals are released at once and
+/// show as dispatch lateness (the waited time is then negative).
+pub async fn start_clock(
+    cfg: &RunConfig,
+    observer: &dyn RunObserver,
+    stop: &CancellationToken,
+) -> Option<(RunClock, Option<i64>)> {
+    if cfg.shard.is_none() && cfg.start_at_unix_us.is_none() {
+        return None;
+    }
+    let Some(start) = cfg.start_at_unix_us else { return Some((RunClock::start(), None)) };
+    let now_mono = Instant::now();
+    let lead_us = start as i64 - unix_now_us() as i64;
+    let lead = Duration::from_micros(lead_us.unsigned_abs());
+    let origin = if lead_us >= 0 { now_mono + lead } else { now_mono.checked_sub(lead).unwrap_or(now_mono) };
+    let who = match &cfg.shard {
+        Some(s) => format!("shard {} of {}", s.spec.index, s.spec.count),
+        None => "this run".into(),
+    };
+    if lead_us < 0 {
+        observer.message(&format!(
+            "warning: --start-at passed {:.3} s ago before {who} was ready; its schedule stays anchored at \
+             the start instant, so overdue requests are sent at once (see dispatch lateness)",
+            lead.as_secs_f64()
+        ));
+    } else {
+        let stop = stop.clone();
+        loop {
+            let left = origin.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            observer.message(&format!("Waiting {:.1} s for --start-at ({who})", left.as_secs_f64()));
+            let next = Instant::now() + left.min(Duration::from_secs(10));
+            tokio::select! {
+                _ = tokio::time::sleep_until(next.into()) => {}
+                _ = stop.cancelled() => break,
+            }
+        }
+    }
+    Some((RunClock::at(origin), Some(lead_us)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use servebench_core::{Prompt, RequestSpec};
+
+    #[test]
+    fn shard_message_says_every_2nd_arrival_not_every_2th() {
+        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111, 112].map(ordinal).to_vec();
+        let want = [
+            "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th",
+            "112th",
+        ];
+        assert_eq!(got, want);
+    }
+
+    fn workload(n: u64) -> Workload {
+        Workload {
+            requests: (0..n)
+                .map(|i| RequestSpec::new(i, Prompt::Text(format!("p{i}").into()), 3, 4))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn records_file_carries_header_and_summary_and_readers_skip_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.records.jsonl");
+        let mut sink = RecordSink::create(&path).unwrap();
+        let header = ShardHeader {
+            version: FORMAT_VERSION,
+            servebench_version: "t".into(),
+            shard_index: 1,
+            num_shards: 2,
+            workload_fingerprint: "ab".into(),
+            seed: 0,
+            total_requests: 4,
+            shard_requests: 2,
+            wall_anchor_unix_us: 0,
+            start_at_unix_us: None,
+            waited_us: None,
+            run: ShardRunInfo::default(),
+        };
+        let mut run = ShardRun { header };
+        let clock = RunClock::start();
+        run.write_header(Some(&mut sink), &clock, Some(-7)).unwrap();
+        for i in [1u64, 3] {
+            sink.append(&servebench_core::RequestRecord::scheduled(i, format!("r{i}"), i, 1, 1)).unwrap();
+        }
+        drop(sink);
+        let health =
+            HealthSamples { dispatch_lateness_us: vec![40, 10, 20], wall_seconds: 1.0, ..Default::default() };
+        run.write_summary(Some(&path), &health, 2, false).unwrap();
+
+        let (records, bad) = crate::records::sink::read_records(&path).unwrap();
+        assert_eq!((records.len(), bad), (2, 0));
+        let file = crate::records::sink::read_records_file(&path).unwrap();
+        let h = file.shard_header.unwrap();
+        assert_eq!(h.wall_anchor_unix_us, clock.wall_anchor_unix_us());
+        assert_eq!(h.waited_us, Some(-7));
+        let s = file.shard_summary.unwrap();
+        assert_eq!(
+            (s.records, s.first_dispatch_lateness_us, s.dispatch_lateness_max_us),
+            (2, Some(40), Some(40))
+        );
+        assert_eq!(s.dispatch_lateness_p50_us, Some(20.0));
+    }
+
+    #[test]
+    fn fingerprint_changes_with_workload_seed_and_schedule() {
+        let rate = RateConfig { request_rate: 10.0, ..RateConfig::default() };
+        let w = workload(20);
+        let s = ArrivalSchedule::generate(20, &rate, 1);
+        let base = workload_fingerprint(&w, &rate, 1, &s.offsets_us);
+        assert_eq!(base, workload_fingerprint(&workload(20), &rate, 1, &s.offsets_us));
+        assert_eq!(base.len(), 64);
+        assert_ne!(base, workload_fingerprint(&w, &rate, 2, &s.offsets_us));
+        let s2 = ArrivalSchedule::generate(20, &rate, 2);
+        assert_ne!(base, workload_fingerprint(&w, &rate, 1, &s2.offsets_us));
+        let mut w2 = workload(20);
+        w2.requests[7].expected_output_tokens = 5;
+        assert_ne!(base, workload_fingerprint(&w2, &rate, 1, &s.offsets_us));
+        let faster = RateConfig { request_rate: 11.0, ..rate };
+        assert_ne!(base, workload_fingerprint(&w, &faster, 1, &s.offsets_us));
+    }
+}

@@ -1,0 +1,365 @@
+//! Duration-bound and multi-stage load (`--duration`, `--stages`).
+//!
+//! A stage is a constant request rate held for a number of seconds; stages run back to back.
+//! A concurrency stage (`c=N:SECONDS`) is instead a closed loop: `N` requests in flight, each
+//! replaced as it ends (`dispatch::dispatch_closed_loop`), cycling through the prompts.
+//! The schedule is a pure function of `(stages, burstiness, seed)`: inside stage `k` the gaps
+//! are drawn exactly like `ArrivalSchedule` draws them (Gamma with shape `burstiness`, mean
+//! `1/rate`, no normalization) from a stream seeded by `(seed, k)`, and arrivals stop at the
+//! stage's end. The number of requests is what the schedule holds; request `i` sends prompt
+//! `i mod W` of the `W`-prompt workload. `--duration T` alone is one stage at `--request-rate`.
+
+use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
+use servebench_core::{BenchError, Result, Workload};
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// One stage held for `seconds`: `rate` requests per second (open loop), or — a concurrency
+/// stage (`c=N`) — a closed loop keeping `concurrency` requests in flight, each replaced as it
+/// ends (`rate` is then infinite).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stage {
+    pub rate: f64,
+    pub seconds: f64,
+    pub concurrency: Option<usize>,
+}
+
+impl Stage {
+    /// `rate` requests per second for `seconds`.
+    pub fn at_rate(rate: f64, seconds: f64) -> Stage {
+        Stage { rate, seconds, concurrency: None }
+    }
+
+    /// `concurrency` requests in flight for `seconds` (closed loop).
+    pub fn at_concurrency(concurrency: usize, seconds: f64) -> Stage {
+        Stage { rate: f64::INFINITY, seconds, concurrency: Some(concurrency) }
+    }
+}
+
+/// Whether the stages are concurrency stages (`parse_stages` never mixes the two kinds).
+pub fn is_closed_loop(stages: &[Stage]) -> bool {
+    stages.first().is_some_and(|s| s.concurrency.is_some())
+}
+
+/// Parses `RATE:SECONDS[,RATE:SECONDS...]` (e.g. `5:60,20:60`) or the concurrency stages
+/// `c=N:SECONDS[,c=N:SECONDS...]` (e.g. `c=8:60,c=32:60`); one kind per list.
+pub fn parse_stages(text: &str) -> Result<Vec<Stage>> {
+    let fix = "pass RATE:SECONDS pairs (e.g. --stages 5:60,20:60) or concurrency stages c=N:SECONDS \
+               (e.g. --stages c=8:60,c=32:60), separated by commas";
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (r, s) = item.split_once(':').ok_or_else(|| {
+            BenchError::config("--stages", format!("'{item}' is not RATE:SECONDS or c=N:SECONDS"), fix)
+        })?;
+        let seconds: f64 = s.trim().parse().map_err(|_| {
+            BenchError::config("--stages", format!("duration '{s}' is not a number of seconds"), fix)
+        })?;
+        if !seconds.is_finite() || seconds <= 0.0 {
+            return Err(BenchError::config("--stages", format!("duration {seconds} must be > 0"), fix));
+        }
+        let stage = match r.trim().strip_prefix("c=") {
+            Some(c) => {
+                let c: usize = c.trim().parse().ok().filter(|&c| c >= 1).ok_or_else(|| {
+                    BenchError::config(
+                        "--stages",
+                        format!("concurrency '{}' is not a whole number of at least 1", c.trim()),
+                        fix,
+                    )
+                })?;
+                Stage::at_concurrency(c, seconds)
+            }
+            None => {
+                let rate: f64 = r.trim().parse().map_err(|_| {
+                    BenchError::config("--stages", format!("rate '{r}' is not a number"), fix)
+                })?;
+                if !rate.is_finite() || rate <= 0.0 {
+                    return Err(BenchError::config(
+                        "--stages",
+                        format!("rate {rate} must be a positive, finite number of requests per second"),
+                        fix,
+                    ));
+                }
+                Stage::at_rate(rate, seconds)
+            }
+        };
+        if out.first().is_some_and(|f: &Stage| f.concurrency.is_some() != stage.concurrency.is_some()) {
+            return Err(BenchError::config(
+                "--stages",
+                format!("'{item}' mixes rate stages and concurrency stages (c=N)"),
+                "give stages of one kind: all RATE:SECONDS, or all c=N:SECONDS",
+            ));
+        }
+        out.push(stage);
+    }
+    if out.is_empty() {
+        return Err(BenchError::config("--stages", "no stage given", fix));
+    }
+    Ok(out)
+}
+
+/// `(concurrency, end µs)` of each concurrency stage, back to back from the origin, cut at
+/// `until_us` (`--duration`); stages starting at or after it are dropped.
+pub fn closed_loop_bounds(stages: &[Stage], until_us: Option<u64>) -> Vec<(usize, u64)> {
+    let mut out = Vec::new();
+    let mut end = 0u64;
+    for st in stages {
+        let Some(c) = st.concurrency else { continue };
+        let start = end;
+        end = end.saturating_add(secs_to_us(st.seconds));
+        let cut = until_us.map_or(end, |u| end.min(u));
+        if cut > start {
+            out.push((c, cut));
+        }
+    }
+    out
+}
+
+/// The arrivals of a staged run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StagedSchedule {
+    /// Intended send offsets, µs from the run origin, non-decreasing.
+    pub offsets_us: Vec<u64>,
+    /// The stage of each request.
+    pub stage: Vec<u32>,
+    /// `[start, end)` of each stage, µs from the origin.
+    pub bounds_us: Vec<(u64, u64)>,
+}
+
+fn secs_to_us(s: f64) -> u64 {
+    (s * 1e6).round().max(0.0) as u64
+}
+
+/// Seed of stage `k`'s stream.
+fn stage_seed(seed: u64, k: usize) -> u64 {
+    seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Arrivals of one constant-rate stage lasting `until_us`, from its own start (pure).
+fn stage_offsets(rate: f64, burstiness: f64, until_us: u64, seed: u64) -> Vec<u64> {
+    // A ramp from `rate` to `rate` draws the same gaps as a constant rate but is never
+    // normalized, so the offsets do not depend on how many are drawn.
+    let cfg = RateConfig {
+        request_rate: f64::INFINITY,
+        burstiness,
+        ramp_up: Some(RampUp { strategy: RampStrategy::Linear, start_rps: rate, end_rps: rate }),
+    };
+    let mut n = ((rate * until_us as f64 / 1e6) * 1.25) as usize + 16;
+    loop {
+        let s = ArrivalSchedule::generate(n, &cfg, seed);
+        if s.offsets_us.last().is_some_and(|&last| last >= until_us) || n >= 50_000_000 {
+            return s.offsets_us.into_iter().take_while(|&o| o < until_us).collect();
+        }
+        n *= 2;
+    }
+}
+
+/// The schedule of `stages` run back to back (pure).
+pub fn staged_schedule(stages: &[Stage], burstiness: f64, seed: u64) -> StagedSchedule {
+    let mut out = StagedSchedule::default();
+    let mut start = 0u64;
+    for (k, st) in stages.iter().enumerate() {
+        let len = secs_to_us(st.seconds);
+        for o in stage_offsets(st.rate, burstiness, len, stage_seed(seed, k)) {
+            out.offsets_us.push(start + o);
+            out.stage.push(k as u32);
+        }
+        out.bounds_us.push((start, start + len));
+        start += len;
+    }
+    out
+}
+
+/// The workload of `n` requests, request `i` sending prompt `i mod W` (prompts are shared, not
+/// copied). An empty workload stays empty.
+pub fn cycle_workload(w: &Workload, n: usize) -> Workload {
+    if w.requests.is_empty() {
+        return Workload::default();
+    }
+    let requests = (0..n)
+        .map(|i| {
+            let mut spec = w.requests[i % w.requests.len()].clone();
+            spec.index = i as u64;
+            spec
+        })
+        .collect();
+    Workload { requests }
+}
+
+/// Stop signals of a run with an optional end time: `release` stops issuing requests (Ctrl-C
+/// or the end time), `cancel` stops requests in flight (Ctrl-C when `cancel_on_interrupt`, the
+/// end time when `cancel_at_end`).
+#[derive(Debug, Clone)]
+pub struct RunStops {
+    pub release: CancellationToken,
+    pub cancel: CancellationToken,
+    /// The task raising the signals; aborted when the last copy is dropped (the run ended).
+    _task: std::sync::Arc<AbortOnDrop>,
+}
+
+/// Aborts a task when dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Derives [`RunStops`] from the user's stop signal and an optional end instant.
+pub fn run_stops(
+    user: CancellationToken,
+    cancel_on_interrupt: bool,
+    end: Option<Instant>,
+    cancel_at_end: bool,
+) -> RunStops {
+    let release = CancellationToken::new();
+    let release_h = release.clone();
+    let cancel = CancellationToken::new();
+    let cancel_h = cancel.clone();
+    let task = tokio::spawn(async move {
+        let user = user;
+        let mut end_done = end.is_none();
+        let sleep = async {
+            match end {
+                Some(e) => tokio::time::sleep_until(e.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                _ = user.cancelled() => {
+                    release_h.cancel();
+                    if cancel_on_interrupt {
+                        cancel_h.cancel();
+                    }
+                    // Keep the end time armed only if it can still cancel something.
+                    if end_done || !cancel_at_end || cancel_on_interrupt {
+                        break;
+                    }
+                    (&mut sleep).await;
+                    cancel_h.cancel();
+                    break;
+                }
+                _ = &mut sleep, if !end_done => {
+                    end_done = true;
+                    release_h.cancel();
+                    if cancel_at_end {
+                        cancel_h.cancel();
+                        break;
+                    }
+                    if !cancel_on_interrupt {
+                        break;
+                    }
+                }
+            }
+        }
+        // Dropping the handles leaves the signals as they are (raised or not).
+    });
+    RunStops { release, cancel, _task: std::sync::Arc::new(AbortOnDrop(task)) }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use servebench_core::{Prompt, RequestSpec};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn parses_stage_lists() {
+        let s = parse_stages("5:60, 20:30.5").unwrap();
+        assert_eq!(s, vec![Stage::at_rate(5.0, 60.0), Stage::at_rate(20.0, 30.5)]);
+        assert!(!is_closed_loop(&s));
+        let c = parse_stages("c=8:60, c=32:30").unwrap();
+        assert_eq!(c, vec![Stage::at_concurrency(8, 60.0), Stage::at_concurrency(32, 30.0)]);
+        assert!(is_closed_loop(&c));
+        for bad in
+            ["", "5", "x:1", "5:y", "0:10", "inf:10", "5:0", "5:-1", "c=0:10", "c=1.5:10", "c=x:1", "c=4:0"]
+        {
+            let e = parse_stages(bad).unwrap_err();
+            assert_eq!(e.code().as_str(), "SB101", "{bad}");
+        }
+        let e = parse_stages("5:60,c=8:60").unwrap_err();
+        assert!(e.to_string().contains("mixes rate stages and concurrency stages"), "{e}");
+    }
+
+    #[test]
+    fn closed_loop_bounds_are_back_to_back_and_cut_by_the_duration() {
+        let c = [Stage::at_concurrency(2, 1.0), Stage::at_concurrency(8, 2.0), Stage::at_concurrency(4, 1.0)];
+        assert_eq!(closed_loop_bounds(&c, None), vec![(2, 1_000_000), (8, 3_000_000), (4, 4_000_000)]);
+        assert_eq!(closed_loop_bounds(&c, Some(2_000_000)), vec![(2, 1_000_000), (8, 2_000_000)]);
+        assert!(closed_loop_bounds(&[Stage::at_rate(5.0, 1.0)], None).is_empty());
+    }
+
+    #[test]
+    fn staged_schedule_is_pure_and_keeps_each_stage_in_its_window() {
+        let stages = [Stage::at_rate(50.0, 10.0), Stage::at_rate(200.0, 5.0)];
+        let a = staged_schedule(&stages, 1.0, 3);
+        assert_eq!(a, staged_schedule(&stages, 1.0, 3));
+        assert_ne!(a.offsets_us, staged_schedule(&stages, 1.0, 4).offsets_us);
+        assert_eq!(a.bounds_us, vec![(0, 10_000_000), (10_000_000, 15_000_000)]);
+        assert!(a.offsets_us.windows(2).all(|w| w[0] <= w[1]));
+        let n0 = a.stage.iter().filter(|&&s| s == 0).count();
+        let n1 = a.stage.iter().filter(|&&s| s == 1).count();
+        // Poisson counts: 500 ± 5σ and 1000 ± 5σ.
+        assert!((390..=610).contains(&n0), "{n0}");
+        assert!((840..=1160).contains(&n1), "{n1}");
+        for (o, s) in a.offsets_us.iter().zip(&a.stage) {
+            let (lo, hi) = a.bounds_us[*s as usize];
+            assert!(*o >= lo && *o < hi);
+        }
+    }
+
+    #[test]
+    fn constant_gaps_with_infinite_burstiness() {
+        let a = staged_schedule(&[Stage::at_rate(10.0, 1.0)], f64::INFINITY, 0);
+        assert_eq!(a.offsets_us, (1..10).map(|i| i * 100_000).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn cycling_reuses_prompts() {
+        let w = Workload {
+            requests: (0..3)
+                .map(|i| RequestSpec::new(i, Prompt::Text(Arc::from(format!("p{i}"))), 1, 1))
+                .collect(),
+        };
+        let c = cycle_workload(&w, 7);
+        assert_eq!(c.len(), 7);
+        assert_eq!(c.requests[4].prompt, w.requests[1].prompt);
+        assert_eq!(c.requests[4].index, 4);
+        assert!(cycle_workload(&Workload::default(), 5).is_empty());
+    }
+
+    #[tokio::test]
+    async fn end_time_stops_release_and_cancels_only_when_asked() {
+        let user = CancellationToken::new();
+        let _user_h = user.clone();
+        let end = Instant::now() + Duration::from_millis(20);
+        let drain = run_stops(user.clone(), true, Some(end), false);
+        let cancel = run_stops(user, true, Some(end), true);
+        let r = drain.release.clone();
+        r.cancelled().await;
+        let c = cancel.cancel.clone();
+        c.cancelled().await;
+        assert!(!drain.cancel.is_cancelled());
+        assert!(cancel.release.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn interrupt_cancels_per_its_mode() {
+        let user = CancellationToken::new();
+        let user_h = user.clone();
+        let keep = run_stops(user.clone(), false, None, false);
+        let stop = run_stops(user, true, None, false);
+        user_h.cancel();
+        let c = stop.cancel.clone();
+        c.cancelled().await;
+        let r = keep.release.clone();
+        r.cancelled().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(!keep.cancel.is_cancelled());
+    }
+}

@@ -1,0 +1,11 @@
+//! Watching the run: live metrics (`live`) and our own `/metrics` endpoint for them
+//! (`endpoint`), the client's health (`health`), notes about the network path
+//! (`network_notes`), and the server side: scraping its `/metrics` (`scrape`) and its profiler
+//! (`profiling`).
+
+pub mod endpoint;
+pub mod health;
+pub mod live;
+pub mod network_notes;
+pub mod profiling;
+pub mod scrape;

@@ -1,0 +1,265 @@
+//! The server's own view during a run: `--scrape-metrics` polls its Prometheus `/metrics`
+//! (text format, parsed by [`parse_text`]), keeps a time series of vLLM's gauges and
+//! counters, and derives run-level figures (docs/metrics.md, "Server metrics").
+//!
+//! Metric names are vLLM's (`vllm:num_requests_running`, `vllm:kv_cache_usage_perc`, ...).
+//! Values of one metric are summed over label sets (several models or engines). Counters are
+//! reported as deltas over the measured phase (last sample − first sample).
+
+use serde::Serialize;
+use servebench_client::transport::HttpClient;
+use servebench_core::prom::{parse_text, PromSample};
+use servebench_core::Result;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+/// vLLM metric names read from `/metrics`.
+pub mod names {
+    pub const RUNNING: &str = "vllm:num_requests_running";
+    pub const WAITING: &str = "vllm:num_requests_waiting";
+    pub const KV_USAGE: &str = "vllm:kv_cache_usage_perc";
+    /// Older vLLM name of the KV usage gauge (used when the new one is absent).
+    pub const KV_USAGE_OLD: &str = "vllm:gpu_cache_usage_perc";
+    pub const PREFIX_QUERIES: &str = "vllm:prefix_cache_queries_total";
+    pub const PREFIX_HITS: &str = "vllm:prefix_cache_hits_total";
+    pub const PROMPT_TOKENS: &str = "vllm:prompt_tokens_total";
+    pub const GENERATION_TOKENS: &str = "vllm:generation_tokens_total";
+    pub const SPEC_DRAFTS: &str = "vllm:spec_decode_num_drafts_total";
+    pub const SPEC_DRAFT_TOKENS: &str = "vllm:spec_decode_num_draft_tokens_total";
+    pub const SPEC_ACCEPTED: &str = "vllm:spec_decode_num_accepted_tokens_total";
+}
+
+/// One poll of `/metrics`. `None` where the server does not export the metric.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ScrapeSample {
+    /// Seconds since the scraper started (the start of the measured phase).
+    pub t_s: f64,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    /// KV cache usage, 0..1.
+    pub kv_cache_usage: Option<f64>,
+    pub prefix_cache_queries: Option<f64>,
+    pub prefix_cache_hits: Option<f64>,
+    pub prompt_tokens: Option<f64>,
+    pub generation_tokens: Option<f64>,
+    pub spec_decode_num_drafts: Option<f64>,
+    pub spec_decode_draft_tokens: Option<f64>,
+    pub spec_decode_accepted_tokens: Option<f64>,
+}
+
+/// Run-level figures derived from the series.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ServerDerived {
+    pub mean_running: Option<f64>,
+    /// Mean of `vllm:num_requests_waiting` over the samples: the server's queue depth.
+    pub mean_queue_depth: Option<f64>,
+    pub max_queue_depth: Option<f64>,
+    pub mean_kv_cache_usage: Option<f64>,
+    pub max_kv_cache_usage: Option<f64>,
+    /// Δhits / Δqueries over the phase (prompt tokens found in the prefix cache), 0..1.
+    pub prefix_cache_hit_rate: Option<f64>,
+    pub prompt_tokens: Option<f64>,
+    pub generation_tokens: Option<f64>,
+    /// Δaccepted / Δdraft tokens × 100 (vllm-bench's `spec_decode_acceptance_rate`).
+    pub spec_decode_acceptance_rate: Option<f64>,
+    /// 1 + Δaccepted / Δdrafts (vllm-bench's `spec_decode_acceptance_length`).
+    pub spec_decode_acceptance_length: Option<f64>,
+    pub spec_decode_num_drafts: Option<f64>,
+    pub spec_decode_draft_tokens: Option<f64>,
+    pub spec_decode_accepted_tokens: Option<f64>,
+}
+
+/// What `--scrape-metrics` produced.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ServerMetrics {
+    pub interval_s: f64,
+    /// Polls that failed (transport error, non-2xx, unparsable body).
+    pub failed_scrapes: u64,
+    pub last_error: Option<String>,
+    pub samples: Vec<ScrapeSample>,
+    pub derived: ServerDerived,
+}
+
+/// Sum of every sample of `name` (any labels); `None` when absent.
+fn sum(samples: &[PromSample], name: &str) -> Option<f64> {
+    let mut found = None;
+    for s in samples.iter().filter(|s| s.name == name && s.value.is_finite()) {
+        *found.get_or_insert(0.0) += s.value;
+    }
+    found
+}
+
+/// Parses one `/metrics` body into a sample taken at `t_s`.
+pub fn parse_sample(text: &str, t_s: f64) -> std::result::Result<ScrapeSample, String> {
+    let scrape = parse_text(text)?;
+    Ok(ScrapeSample {
+        t_s,
+        running: sum(&scrape, names::RUNNING),
+        waiting: sum(&scrape, names::WAITING),
+        kv_cache_usage: sum(&scrape, names::KV_USAGE).or_else(|| sum(&scrape, names::KV_USAGE_OLD)),
+        prefix_cache_queries: sum(&scrape, names::PREFIX_QUERIES),
+        prefix_cache_hits: sum(&scrape, names::PREFIX_HITS),
+        prompt_tokens: sum(&scrape, names::PROMPT_TOKENS),
+        generation_tokens: sum(&scrape, names::GENERATION_TOKENS),
+        spec_decode_num_drafts: sum(&scrape, names::SPEC_DRAFTS),
+        spec_decode_draft_tokens: sum(&scrape, names::SPEC_DRAFT_TOKENS),
+        spec_decode_accepted_tokens: sum(&scrape, names::SPEC_ACCEPTED),
+    })
+}
+
+fn mean_of(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = samples.iter().filter_map(f).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn max_of(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) -> Option<f64> {
+    samples.iter().filter_map(f).reduce(f64::max)
+}
+
+/// Last − first value of a counter over the samples that have it.
+fn delta(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) -> Option<f64> {
+    let first = samples.iter().find_map(&f)?;
+    let last = samples.iter().rev().find_map(&f)?;
+    Some((last - first).max(0.0))
+}
+
+/// Derived figures of a series (pure).
+pub fn derive(samples: &[ScrapeSample]) -> ServerDerived {
+    let queries = delta(samples, |s| s.prefix_cache_queries);
+    let hits = delta(samples, |s| s.prefix_cache_hits);
+    let drafts = delta(samples, |s| s.spec_decode_num_drafts);
+    let draft_tokens = delta(samples, |s| s.spec_decode_draft_tokens);
+    let accepted = delta(samples, |s| s.spec_decode_accepted_tokens);
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    ServerDerived {
+        mean_running: mean_of(samples, |s| s.running),
+        mean_queue_depth: mean_of(samples, |s| s.waiting),
+        max_queue_depth: max_of(samples, |s| s.waiting),
+        mean_kv_cache_usage: mean_of(samples, |s| s.kv_cache_usage),
+        max_kv_cache_usage: max_of(samples, |s| s.kv_cache_usage),
+        prefix_cache_hit_rate: ratio(hits, queries),
+        prompt_tokens: delta(samples, |s| s.prompt_tokens),
+        generation_tokens: delta(samples, |s| s.generation_tokens),
+        spec_decode_acceptance_rate: ratio(accepted, draft_tokens).map(|r| r * 100.0),
+        spec_decode_acceptance_length: ratio(accepted, drafts).map(|r| 1.0 + r),
+        spec_decode_num_drafts: drafts,
+        spec_decode_draft_tokens: draft_tokens,
+        spec_decode_accepted_tokens: accepted,
+    }
+}
+
+/// GET `/metrics` once.
+pub async fn fetch_metrics_text(client: &HttpClient, headers: &http::HeaderMap) -> Result<String> {
+    let r = client.request_raw(http::Method::GET, "/metrics", headers, None).await?;
+    if !(200..300).contains(&r.status) {
+        return Err(servebench_core::BenchError::HttpStatus {
+            context: format!("GET {}", client.url_for_path(&r.path)),
+            status: r.status,
+            body: r.snippet(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&r.body).into_owned())
+}
+
+/// Polls `/metrics` every `interval` until `stop` fires, plus once more at the end.
+pub async fn scrape_until(
+    client: HttpClient,
+    headers: http::HeaderMap,
+    interval: Duration,
+    stop: CancellationToken,
+) -> ServerMetrics {
+    let started = Instant::now();
+    let mut out = ServerMetrics { interval_s: interval.as_secs_f64(), ..ServerMetrics::default() };
+    let mut next = tokio::time::Instant::now();
+    loop {
+        let stopping = stop.is_cancelled();
+        let t_s = started.elapsed().as_secs_f64();
+        match fetch_metrics_text(&client, &headers).await {
+            Ok(text) => match parse_sample(&text, t_s) {
+                Ok(s) => out.samples.push(s),
+                Err(e) => {
+                    out.failed_scrapes += 1;
+                    out.last_error = Some(format!("unparsable /metrics: {e}"));
+                }
+            },
+            Err(e) => {
+                out.failed_scrapes += 1;
+                out.last_error = Some(e.to_string());
+            }
+        }
+        if stopping {
+            break;
+        }
+        next += interval;
+        tokio::select! {
+            _ = tokio::time::sleep_until(next) => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+    out.derived = derive(&out.samples);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "# HELP vllm:num_requests_running Running.\n# TYPE vllm:num_requests_running gauge\n\
+vllm:num_requests_running{model_name=\"m\"} 3\n\
+# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 2\n\
+# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{model_name=\"m\"} 0.25\n\
+# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{model_name=\"m\"} 100\n\
+# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{model_name=\"m\"} 40\n\
+# TYPE vllm:spec_decode_num_drafts_total counter\nvllm:spec_decode_num_drafts_total{model_name=\"m\"} 10\n\
+# TYPE vllm:spec_decode_num_draft_tokens_total counter\nvllm:spec_decode_num_draft_tokens_total{model_name=\"m\"} 30\n\
+# TYPE vllm:spec_decode_num_accepted_tokens_total counter\nvllm:spec_decode_num_accepted_tokens_total{model_name=\"m\"} 12\n";
+
+    #[test]
+    fn parses_vllm_names_and_sums_label_sets() {
+        let s = parse_sample(TEXT, 0.5).unwrap();
+        assert_eq!((s.running, s.waiting, s.kv_cache_usage), (Some(3.0), Some(2.0), Some(0.25)));
+        assert_eq!(s.prompt_tokens, None);
+        let two = format!("{TEXT}vllm:num_requests_running{{model_name=\"n\"}} 4\n");
+        assert_eq!(parse_sample(&two, 0.0).unwrap().running, Some(7.0));
+    }
+
+    #[test]
+    fn text_format_escapes_special_values_and_errors() {
+        let t = "# c\nm:x{a=\"q\\\"1\",b=\"x,}y\"} +Inf 123\nplain 2.5\nh_bucket{le=\"0.1\",} 3\n";
+        let s = parse_text(t).unwrap();
+        assert_eq!(s[0].name, "m:x");
+        assert_eq!(s[0].labels, vec![("a".into(), "q\"1".into()), ("b".into(), "x,}y".into())]);
+        assert_eq!(s[0].value, f64::INFINITY);
+        assert_eq!((s[1].name.as_str(), s[1].value, s[1].labels.len()), ("plain", 2.5, 0));
+        assert_eq!(s[2].labels, vec![("le".into(), "0.1".into())]);
+        assert!(parse_text("m{a=\"1\" 3").is_err());
+        assert!(parse_text("m abc").is_err());
+        assert!(parse_text("9m 1").is_err());
+    }
+
+    #[test]
+    fn derived_figures_by_hand() {
+        let a = parse_sample(TEXT, 0.0).unwrap();
+        let mut b = a.clone();
+        b.t_s = 1.0;
+        b.waiting = Some(4.0);
+        b.prefix_cache_queries = Some(200.0);
+        b.prefix_cache_hits = Some(115.0);
+        b.spec_decode_num_drafts = Some(30.0);
+        b.spec_decode_draft_tokens = Some(90.0);
+        b.spec_decode_accepted_tokens = Some(48.0);
+        let d = derive(&[a, b]);
+        assert_eq!(d.mean_queue_depth, Some(3.0));
+        assert_eq!(d.max_queue_depth, Some(4.0));
+        // Δhits 75 / Δqueries 100.
+        assert_eq!(d.prefix_cache_hit_rate, Some(0.75));
+        // Δaccepted 36 / Δdraft tokens 60 = 60 %; length 1 + 36 / 20 = 2.8.
+        assert_eq!(d.spec_decode_acceptance_rate, Some(60.0));
+        assert_eq!(d.spec_decode_acceptance_length, Some(2.8));
+        assert_eq!(derive(&[]).mean_running, None);
+    }
+}

@@ -1,0 +1,50 @@
+//! Work that must not run on the runtime's threads — loading a tokenizer, building a workload —
+//! moved to tokio's blocking pool in one place, with a panic there turned into an error.
+
+use servebench_core::{BenchError, Result};
+
+use crate::observe::health::building_workload;
+
+/// Builds (part of) a workload on the blocking pool, between the allocator hooks of
+/// [`building_workload`]. A panic in `build` becomes a dataset error naming `what`.
+pub async fn build_off_runtime<T, F>(what: &str, build: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(move || building_workload(build)).await {
+        Ok(built) => built,
+        Err(e) => Err(BenchError::Dataset { detail: format!("{what} failed: {e}") }),
+    }
+}
+
+/// Runs `work` on the blocking pool; a panic in it becomes the error `on_panic` makes.
+pub async fn off_runtime<T, F>(work: F, on_panic: impl FnOnce(String) -> BenchError) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => done,
+        Err(e) => Err(on_panic(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_the_build_is_an_error_naming_it() {
+        let err = build_off_runtime::<u32, _>("trace loading", || panic!("bad row")).await.unwrap_err();
+        assert!(err.to_string().contains("trace loading failed"), "{err}");
+        assert_eq!(build_off_runtime("x", || Ok(7)).await.unwrap(), 7);
+        let err = off_runtime::<u32, _>(
+            || panic!("boom"),
+            |d| BenchError::TokenizerLoad { name: "t".into(), detail: d },
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, BenchError::TokenizerLoad { .. }), "{err}");
+    }
+}

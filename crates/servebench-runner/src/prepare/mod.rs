@@ -1,0 +1,284 @@
+//! Preparation before the measured run: which model, which tokenizer, the workload, and the
+//! check of prompt lengths against the server's own `/tokenize`.
+
+pub mod batch;
+pub mod blocking;
+pub mod failure_codes;
+pub mod prompt_check;
+pub mod ready;
+pub mod server_tokenize;
+pub mod server_workload;
+pub mod tokenize_dialect;
+
+use serde::Deserialize;
+use servebench_client::transport::HttpClient;
+use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer, Workload};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::prepare::server_tokenize::Probe;
+pub use crate::prepare::server_tokenize::{ServerTokenize, TokenizeReport};
+
+/// The model as the server names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelIds {
+    /// Model id reported in results (`--model`, or the served id of /v1/models).
+    pub model_id: String,
+    /// Name sent in the `model` field of requests.
+    pub served_name: String,
+    /// Default tokenizer source (`root` of /v1/models when present).
+    pub tokenizer_hint: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct ModelList {
+    data: Vec<ModelEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ModelEntry {
+    id: String,
+    #[serde(default)]
+    root: Option<String>,
+}
+
+/// Resolves the model: `--model`/`--served-model-name` when given, else the first entry of
+/// GET /v1/models (its `root`, the underlying model path, becomes the tokenizer hint).
+pub async fn resolve_model(
+    client: &HttpClient,
+    headers: &http::HeaderMap,
+    model: Option<&str>,
+    served_name: Option<&str>,
+) -> Result<ModelIds> {
+    if let Some(m) = model {
+        return Ok(ModelIds {
+            model_id: m.to_string(),
+            served_name: served_name.unwrap_or(m).to_string(),
+            tokenizer_hint: m.to_string(),
+        });
+    }
+    let list: ModelList = client.get_json("/v1/models", headers).await.map_err(|e| match e {
+        BenchError::Protocol { detail, .. } => BenchError::ModelDetect { detail },
+        other => other,
+    })?;
+    let first = list
+        .data
+        .into_iter()
+        .next()
+        .ok_or_else(|| BenchError::ModelDetect { detail: "the server lists no models".into() })?;
+    let tokenizer_hint = first.root.filter(|r| !r.is_empty()).unwrap_or_else(|| first.id.clone());
+    Ok(ModelIds {
+        served_name: served_name.map(str::to_string).unwrap_or_else(|| first.id.clone()),
+        model_id: first.id,
+        tokenizer_hint,
+    })
+}
+
+/// Drops requests whose prompt + expected output exceed `max_model_len`; returns how many.
+pub fn filter_max_model_len(workload: &mut Workload, max_model_len: Option<u32>) -> usize {
+    let Some(limit) = max_model_len else { return 0 };
+    let before = workload.requests.len();
+    workload
+        .requests
+        .retain(|r| u64::from(r.prompt_tokens) + u64::from(r.expected_output_tokens) <= u64::from(limit));
+    for (i, r) in workload.requests.iter_mut().enumerate() {
+        r.index = i as u64;
+    }
+    before - workload.requests.len()
+}
+
+/// How the prompt-length check ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    /// Not asked for, or nothing to check (token-id prompts).
+    Skipped,
+    /// A previous run verified this (server, model, tokenizer) triple; the dialect it used.
+    Cached { dialect: Option<String> },
+    /// The sampled prompts had exactly the expected length on the server.
+    Verified { checked: usize },
+    /// Some prompts differed; every prompt was checked and `fixed` of them rewritten.
+    Fixed { checked: usize, fixed: usize, unresolved: usize },
+    /// The endpoint cannot be used for this (4xx, another dialect): a warning, not a failure.
+    Unavailable { detail: String },
+}
+
+/// Where verified (server, model, tokenizer) triples are remembered.
+pub fn verification_cache_path(base_url: &str, model: &str, tokenizer: &str) -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let mut h = Sha256::new();
+    for part in [base_url, model, tokenizer] {
+        h.update(part.as_bytes());
+        h.update([0u8]);
+    }
+    Some(base.join("servebench").join("verified").join(hex::encode(h.finalize())))
+}
+
+/// Checks the first `sample` prompts' lengths with the server. On any mismatch every prompt is
+/// checked and rewritten through the server's own tokenizer until its length is exact.
+pub async fn verify_prompt_lengths(
+    server: &ServerTokenize,
+    workload: &mut Workload,
+    sample: usize,
+    cache: Option<PathBuf>,
+) -> Result<Verification> {
+    let text_prompts = workload.requests.iter().filter(|r| matches!(r.prompt, Prompt::Text(_))).count();
+    if sample == 0 || text_prompts == 0 {
+        return Ok(Verification::Skipped);
+    }
+    if let Some(text) = cache.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        // "verified <dialect>" (older files: "verified").
+        let dialect = text.split_whitespace().nth(1).map(str::to_owned);
+        return Ok(Verification::Cached { dialect });
+    }
+    let mut mismatch = false;
+    let n = sample.min(workload.requests.len());
+    for spec in &workload.requests[..n] {
+        let Prompt::Text(text) = &spec.prompt else { continue };
+        match server.tokenize(text).await? {
+            Probe::Unavailable(detail) => return Ok(Verification::Unavailable { detail }),
+            Probe::Ok(ids) => mismatch |= ids.len() != spec.prompt_tokens as usize,
+        }
+    }
+    if !mismatch {
+        if let Some(p) = cache {
+            if let Some(dir) = p.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let dialect = server.report().map_or("", |r| r.dialect.name());
+            let _ = std::fs::write(&p, format!("verified {dialect}\n"));
+        }
+        return Ok(Verification::Verified { checked: n });
+    }
+    fix_all_prompts(server, workload).await
+}
+
+/// A rewritten prompt: its text, its length on the server, and whether that is the target.
+struct FixedPrompt {
+    text: Arc<str>,
+    len: u32,
+    exact: bool,
+}
+
+/// Checks every text prompt on the server and rewrites those whose length differs.
+pub async fn fix_all_prompts(server: &ServerTokenize, workload: &mut Workload) -> Result<Verification> {
+    use futures::stream::{self, StreamExt};
+    // The server adds its special tokens (BOS) on every tokenize: learn how many once, so that
+    // each rewritten text, re-tokenized, lands on its target.
+    let specials = match server.tokenize("").await? {
+        Probe::Ok(v) => v.len(),
+        Probe::Unavailable(_) => 0,
+    };
+    let specs: Vec<RequestSpec> = workload.requests.clone();
+    let results: Vec<Result<Option<FixedPrompt>>> = stream::iter(specs)
+        .map(|spec| async move { fix_one(server, &spec, specials).await })
+        .buffered(64)
+        .collect()
+        .await;
+    let (mut fixed, mut unresolved) = (0, 0);
+    for (spec, res) in workload.requests.iter_mut().zip(results) {
+        match res? {
+            None => {}
+            Some(FixedPrompt { text, len, exact }) => {
+                // Pre-built chat messages are rewritten too; interleaved content (several text
+                // parts) cannot be, and keeps its prompt.
+                if !spec.replace_text(text) {
+                    unresolved += 1;
+                    continue;
+                }
+                spec.prompt_tokens = len;
+                if exact {
+                    fixed += 1;
+                } else {
+                    unresolved += 1;
+                }
+            }
+        }
+    }
+    Ok(Verification::Fixed { checked: workload.requests.len(), fixed, unresolved })
+}
+
+/// `None` when the prompt is already exact; else the new text, its server length, and whether
+/// it reached the target.
+async fn fix_one(
+    server: &ServerTokenize,
+    spec: &RequestSpec,
+    specials: usize,
+) -> Result<Option<FixedPrompt>> {
+    let Prompt::Text(text) = &spec.prompt else { return Ok(None) };
+    let target = spec.prompt_tokens as usize;
+    let mut current: Arc<str> = text.clone();
+    let mut ids = match server.tokenize(&current).await? {
+        Probe::Ok(ids) => ids,
+        Probe::Unavailable(_) => return Ok(None),
+    };
+    if ids.len() == target {
+        return Ok(None);
+    }
+    for _ in 0..8 {
+        let body_ids: Vec<u32> = ids.get(specials..).unwrap_or(&[]).to_vec();
+        let want = target.saturating_sub(specials);
+        let adjusted = servebench_data::random::adjust_to_length(&body_ids, want);
+        let new_text = match server.detokenize(&adjusted).await? {
+            Probe::Ok(t) => t,
+            Probe::Unavailable(_) => break,
+        };
+        current = Arc::from(new_text.as_str());
+        ids = match server.tokenize(&current).await? {
+            Probe::Ok(ids) => ids,
+            Probe::Unavailable(_) => break,
+        };
+        if ids.len() == target {
+            return Ok(Some(FixedPrompt { text: current, len: target as u32, exact: true }));
+        }
+    }
+    Ok(Some(FixedPrompt { text: current, len: ids.len() as u32, exact: false }))
+}
+
+/// Loads the tokenizer off the async runtime's worker threads.
+pub async fn load_tokenizer(spec: String) -> Result<Arc<dyn TextTokenizer>> {
+    blocking::off_runtime(
+        move || servebench_data::tokenizer::load_tokenizer(&spec),
+        |detail| BenchError::TokenizerLoad { name: "tokenizer".into(), detail },
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(i: u64, p: u32, o: u32) -> RequestSpec {
+        RequestSpec {
+            index: i,
+            prompt: Prompt::Text(Arc::from("x")),
+            prompt_tokens: p,
+            expected_output_tokens: o,
+            multimodal: None,
+            rerank: None,
+            messages: None,
+            audio: None,
+            overrides: None,
+        }
+    }
+
+    #[test]
+    fn max_model_len_filter_drops_and_reindexes() {
+        let mut w = Workload { requests: vec![spec(0, 10, 10), spec(1, 100, 10), spec(2, 5, 5)] };
+        assert_eq!(filter_max_model_len(&mut w, Some(20)), 1);
+        assert_eq!(w.requests.iter().map(|r| r.index).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(w.requests[1].prompt_tokens, 5);
+        assert_eq!(filter_max_model_len(&mut w, None), 0);
+    }
+
+    #[test]
+    fn cache_path_depends_on_every_part() {
+        let a = verification_cache_path("http://a", "m", "t");
+        let b = verification_cache_path("http://a", "m", "t2");
+        if a.is_some() {
+            assert_ne!(a, b);
+        }
+    }
+}

@@ -1,0 +1,509 @@
+//! The measured phase of one run, step by step: warm-ups and pre-connections; the plan (load
+//! shape, this shard's share, the records store); the meters (hiccup probe, CPU, peak RSS, live
+//! metrics); dispatch, with the record collector and probe requests beside it; then the
+//! client's health samples and the run's warnings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use servebench_client::request::{execute, execute_until, ExecOptions, RequestTarget};
+use servebench_client::transport::HttpClient;
+use servebench_core::schedule::ArrivalSchedule;
+use servebench_core::{BenchError, ErrorKind, Outcome, RequestRecord, Result, RunClock, Workload};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{PreparedRun, RunOutput};
+use crate::config::{InterruptMode, RunConfig};
+use crate::load::dispatch::{dispatch, dispatch_closed_loop, DispatchPlan, DispatchStats, Release};
+use crate::load::shard::{self, ShardRun};
+use crate::load::{LoadShape, MeasuredPlan};
+use crate::observe::endpoint::MetricsServer;
+use crate::observe::health::{self, HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};
+use crate::observe::live::LiveMetrics;
+use crate::observer::RunObserver;
+use crate::records::collector::RecordStore;
+use crate::records::retokenize::{Applied, Retokenizer};
+use crate::records::sink::RecordSink;
+
+/// The measured phase of one run (warmups first) over the first `num_requests` requests of the
+/// prepared workload, with `cfg`'s rate, concurrency, seed, records file and interrupt mode.
+pub async fn run_prepared(
+    prepared: &PreparedRun,
+    cfg: &RunConfig,
+    num_requests: usize,
+    observer: Arc<dyn RunObserver>,
+    stop: CancellationToken,
+) -> Result<RunOutput> {
+    // `--metrics-port`: live client metrics of this measured phase.
+    let live = Arc::new(LiveMetrics::new());
+    let metrics_server = start_metrics_endpoint(cfg, &live, observer.as_ref()).await?;
+    let workload = first_requests(&prepared.workload, num_requests);
+    warm_up_and_connect(prepared, cfg, &workload, observer.as_ref()).await?;
+    // Peak memory of the measured phase only (the tokenizer was freed after preparing).
+    let peak_reset = health::reset_peak_rss();
+    let rss_at_start = health::current_rss_bytes();
+    let plan = plan_measured(prepared, cfg, workload, observer.as_ref(), &stop).await?;
+
+    let meters = Meters::start();
+    let clock = plan.early_clock.map_or_else(RunClock::start, |(c, _)| c);
+    // A closed loop sends as many requests as the stages allow: the total is not known (0).
+    let planned = if plan.measured.is_closed_loop() { 0 } else { plan.workload.len() as u64 };
+    live.begin(planned);
+    observer.live_metrics(live.clone());
+    observer.started(planned);
+    let sampler = spawn_sampler(live.clone(), meters.stop.clone());
+    let (tx, rx) = mpsc::unbounded_channel::<RequestRecord>();
+    let collector =
+        spawn_collector(rx, plan.store, prepared.retokenizer.clone(), live.clone(), observer.clone());
+    let dispatched = dispatch_measured(
+        prepared,
+        cfg,
+        &plan.measured,
+        &plan.workload,
+        &plan.dispatch,
+        clock,
+        &live,
+        tx,
+        &stop,
+    )
+    .await;
+
+    let interrupted = stop.is_cancelled();
+    let wall_seconds = clock.now_us() as f64 / 1e6;
+    // Before the collector finishes: retokenizing held records after the run loads the
+    // tokenizer, which is not the measured phase's memory.
+    let (cpu_ns, peak_rss_bytes, hiccup_us) = meters.finish().await;
+    let (store, retokenize_note) =
+        collector.await.map_err(|e| BenchError::Io { path: "records".into(), detail: e.to_string() })?;
+    // After the collector: every record has been seen by the observer (progress is final).
+    observer.finished();
+    let _ = sampler.await;
+    if let Some(server) = metrics_server {
+        server.stop().await;
+    }
+    // Sorted by index; records beyond --max-records-in-memory are read back from disk.
+    let records = store.finish()?;
+    let pool = prepared.client.stats();
+    let health = HealthSamples {
+        dispatch_lateness_us: dispatched.stats.lateness_us,
+        hiccup_us,
+        client_cpu_seconds: cpu_ns as f64 / 1e9,
+        wall_seconds,
+        cpus: health::available_cpus(),
+        peak_rss_bytes,
+        peak_rss_covers_run_only: peak_reset,
+        rss_at_start_bytes: rss_at_start,
+        connections_opened: pool.opened,
+        stale_connections: pool.stale,
+        resent_requests: records.iter().filter(|r| r.resent).count() as u64,
+        pooling_disabled: prepared.client.pooling_disabled(),
+    };
+    if let Some(s) = &plan.shard_run {
+        s.write_summary(cfg.records_path.as_deref(), &health, records.len(), interrupted)?;
+    }
+    let mut warnings = prepared.warnings.clone();
+    warnings.extend(retokenize_note.inspect(|note| observer.message(note)));
+    warnings.extend(run_warnings(prepared, &records, observer.as_ref()));
+    Ok(RunOutput {
+        records,
+        model: prepared.model.clone(),
+        tokenizer_id: prepared.tokenizer_id.clone(),
+        clock,
+        health,
+        workload: prepared.stats.clone(),
+        verification: prepared.verification.clone(),
+        warnings,
+        interrupted,
+        probe_records: dispatched.probe_records,
+    })
+}
+
+async fn start_metrics_endpoint(
+    cfg: &RunConfig,
+    live: &Arc<LiveMetrics>,
+    observer: &dyn RunObserver,
+) -> Result<Option<MetricsServer>> {
+    let Some(addr) = cfg.metrics_listen else { return Ok(None) };
+    let server = MetricsServer::start(addr, live.clone()).await?;
+    observer.metrics_listening(server.addr());
+    Ok(Some(server))
+}
+
+/// The first `n` requests of the prepared workload (all of them when `n` ≥ its length).
+fn first_requests(workload: &Workload, n: usize) -> Workload {
+    match workload.requests.get(..n) {
+        Some(first) if n < workload.len() => Workload { requests: first.to_vec() },
+        _ => workload.clone(),
+    }
+}
+
+async fn warm_up_and_connect(
+    prepared: &PreparedRun,
+    cfg: &RunConfig,
+    workload: &Workload,
+    observer: &dyn RunObserver,
+) -> Result<()> {
+    if cfg.num_warmups > 0 {
+        observer.message(&format!("Warming up with {} requests...", cfg.num_warmups));
+        let (client, target, opts) = (&prepared.client, &prepared.target, &prepared.exec_opts);
+        warm_up(client, target, opts, workload, cfg.num_warmups, cfg.max_concurrency).await;
+    }
+    if cfg.preconnect > 0 {
+        let n = prepared.client.preconnect(cfg.preconnect).await?;
+        observer.message(&format!("Opened {n} connections before the run"));
+    }
+    Ok(())
+}
+
+/// What the measured phase sends and where its records go.
+struct Plan {
+    measured: Arc<MeasuredPlan>,
+    workload: Arc<Workload>,
+    dispatch: DispatchPlan,
+    shard_run: Option<ShardRun>,
+    /// A clock started at `--start-at` (sharded runs), with how late the start was (µs).
+    early_clock: Option<(RunClock, Option<i64>)>,
+    store: RecordStore,
+}
+
+async fn plan_measured(
+    prepared: &PreparedRun,
+    cfg: &RunConfig,
+    workload: Workload,
+    observer: &dyn RunObserver,
+    stop: &CancellationToken,
+) -> Result<Plan> {
+    // Trace arrivals, stages, duration, LoRA and multi-turn arrivals (crate::load).
+    let mut measured = crate::load::measured_plan(cfg, &prepared.load, workload)?;
+    let workload = std::mem::take(&mut measured.workload);
+    let schedule = ArrivalSchedule { offsets_us: measured.shape.take_offsets() };
+    // A sharded run keeps its share of the whole workload and schedule (docs/scale-out.md).
+    let (workload, schedule, mut shard_run) =
+        shard::take_share(cfg, &prepared.model.model_id, &prepared.tokenizer_id, workload, schedule);
+    let dispatch =
+        DispatchPlan { offsets_us: schedule.offsets_us.into(), max_concurrency: shard::max_concurrency(cfg) };
+    if let Some(s) = &shard_run {
+        observer.message(&s.describe());
+    }
+    let early_clock = shard::start_clock(cfg, observer, stop).await;
+    let mut sink = cfg.records_path.as_deref().map(RecordSink::create).transpose()?;
+    if let (Some(s), Some((c, waited))) = (shard_run.as_mut(), early_clock) {
+        s.write_header(sink.as_mut(), &c, waited)?;
+    }
+    let store = RecordStore::new(sink, cfg.max_records_in_memory, workload.len());
+    Ok(Plan {
+        measured: Arc::new(measured),
+        workload: Arc::new(workload),
+        dispatch,
+        shard_run,
+        early_clock,
+        store,
+    })
+}
+
+/// The client's own meters over the measured phase: the hiccup probe, the runtime threads'
+/// CPU time, and (read at the end) peak RSS.
+struct Meters {
+    probe: HiccupProbe,
+    cpu_at_start_ns: u64,
+    /// Stops the probe and the live-metrics sampler.
+    stop: CancellationToken,
+}
+
+impl Meters {
+    fn start() -> Self {
+        let stop = CancellationToken::new();
+        let probe = HiccupProbe::start(stop.clone());
+        Meters { probe, cpu_at_start_ns: health::thread_cpu_ns(CLIENT_THREAD_PREFIX), stop }
+    }
+
+    /// CPU ns used since the start, peak RSS, and the probe's hiccups.
+    async fn finish(self) -> (u64, Option<u64>, Vec<u32>) {
+        let cpu_ns = health::thread_cpu_ns(CLIENT_THREAD_PREFIX).saturating_sub(self.cpu_at_start_ns);
+        let peak_rss = health::peak_rss_bytes();
+        self.stop.cancel();
+        (cpu_ns, peak_rss, self.probe.finish().await)
+    }
+}
+
+/// Samples the live metrics once a second until `stop`.
+fn spawn_sampler(live: Arc<LiveMetrics>, stop: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => live.sample(),
+                _ = stop.cancelled() => break,
+            }
+        }
+    })
+}
+
+/// Takes every record as its request ends: retokenizes it (or holds it for after the run),
+/// updates live metrics and the observer, stores it. Ends when every sender is gone; returns
+/// the store and a note if held records could not be retokenized.
+fn spawn_collector(
+    mut rx: mpsc::UnboundedReceiver<RequestRecord>,
+    mut store: RecordStore,
+    retokenizer: Option<Arc<Retokenizer>>,
+    live: Arc<LiveMetrics>,
+    observer: Arc<dyn RunObserver>,
+) -> JoinHandle<(RecordStore, Option<String>)> {
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Some(mut r) = rx.recv().await {
+            let applied = retokenizer.as_ref().map_or(Applied::Done, |rt| rt.apply(&mut r));
+            live.request_ended(&r);
+            observer.request_done(&r);
+            match applied {
+                Applied::Done => store.push(r),
+                Applied::Held => held.push(r),
+            }
+        }
+        let mut note = None;
+        if let Some(rt) = &retokenizer {
+            let (counted, why) = rt.count_held(held).await;
+            counted.into_iter().for_each(|r| store.push(r));
+            note = why;
+        }
+        (store, note)
+    })
+}
+
+/// What dispatch produced besides the records (which went to the collector).
+struct Dispatched {
+    stats: DispatchStats,
+    probe_records: Vec<RequestRecord>,
+}
+
+/// Sends the measured load — conversations, a closed loop of stages, or the schedule through
+/// the concurrency gate — with probe requests beside it, until done or stopped.
+#[allow(clippy::too_many_arguments)]
+async fn dispatch_measured(
+    prepared: &PreparedRun,
+    cfg: &RunConfig,
+    measured: &Arc<MeasuredPlan>,
+    workload: &Arc<Workload>,
+    plan: &DispatchPlan,
+    clock: RunClock,
+    live: &Arc<LiveMetrics>,
+    tx: mpsc::UnboundedSender<RequestRecord>,
+    stop: &CancellationToken,
+) -> Dispatched {
+    let stops = crate::load::stages::run_stops(
+        stop.clone(),
+        cfg.on_interrupt == InterruptMode::Cancel,
+        measured.end_us.map(|e| clock.instant_at(e)),
+        cfg.load.cancel_at_end,
+    );
+    let (client, target, exec_opts) = (&prepared.client, &prepared.target, &prepared.exec_opts);
+    let session_run = crate::load::session_run(
+        cfg,
+        &prepared.load,
+        measured,
+        client,
+        target,
+        exec_opts,
+        clock,
+        Some(live.clone()),
+    );
+    let records = RecordFor {
+        workload: workload.clone(),
+        prefix: cfg.request_id_prefix.clone(),
+        measured: measured.clone(),
+    };
+    let exec = RequestExecutor {
+        client: client.clone(),
+        target: target.clone(),
+        opts: exec_opts.clone(),
+        records: records.clone(),
+        retries: cfg.retries,
+        cancel: stops.cancel.clone(),
+        release: stops.release.clone(),
+        live: live.clone(),
+        lora_targets: prepared.load.lora_targets.clone(),
+        clock,
+    };
+    let probes = cfg.load.probe_request_rate.map(|rate| {
+        let t = crate::load::probe_requests::ProbeTarget {
+            client: client.clone(),
+            target: target.clone(),
+            opts: exec_opts.clone(),
+            id_prefix: cfg.request_id_prefix.clone(),
+        };
+        crate::load::probe_requests::ProbeLoop::start(rate, t, clock, stops.cancel.clone())
+    });
+    let stats = match (&measured.shape, &prepared.load.conversations, session_run) {
+        (LoadShape::Conversations { .. }, Some(conv), Some(run)) => {
+            let arrivals = plan.offsets_us.to_vec();
+            let (release, cancel) = (stops.release.clone(), stops.cancel.clone());
+            crate::load::session::run_conversations(run, conv.clone(), arrivals, tx, release, cancel).await
+        }
+        (LoadShape::ClosedLoop { stages }, ..) => {
+            dispatch_closed_loop(stages, clock, move |r| exec.run(r), tx, stops.release.clone()).await
+        }
+        _ => {
+            let cancelled = move |r: Release| records.make(&r);
+            dispatch(plan, clock, move |r| exec.run(r), cancelled, tx, stops.release.clone()).await
+        }
+    };
+    let probe_records = match probes {
+        Some(p) => p.finish().await,
+        None => Vec::new(),
+    };
+    Dispatched { stats, probe_records }
+}
+
+/// Builds the record of a released request (before it runs, or as cancelled).
+#[derive(Clone)]
+struct RecordFor {
+    workload: Arc<Workload>,
+    prefix: String,
+    measured: Arc<MeasuredPlan>,
+}
+
+impl RecordFor {
+    fn make(&self, r: &Release) -> RequestRecord {
+        // A closed loop cycles through the prompts: request i sends prompt i mod W and keeps
+        // its own index i (on a schedule r.index < W and the index is the prompt's).
+        let pos = r.index % self.workload.len();
+        let spec = &self.workload.requests[pos];
+        let index = spec.index + (r.index - pos) as u64;
+        let mut rec = RequestRecord::scheduled(
+            index,
+            format!("{}{index}", self.prefix),
+            r.intended_us,
+            spec.prompt_tokens,
+            spec.expected_output_tokens,
+        );
+        self.measured.annotate(&mut rec, spec.index as usize);
+        if r.stage.is_some() {
+            rec.stage = r.stage;
+        }
+        rec
+    }
+}
+
+/// Runs one released request of the measured phase to its record.
+struct RequestExecutor {
+    client: HttpClient,
+    target: Arc<RequestTarget>,
+    opts: Arc<ExecOptions>,
+    records: RecordFor,
+    /// `--retries`.
+    retries: u32,
+    /// In-flight requests stop on it (Ctrl-C with --on-interrupt cancel, the end of --duration
+    /// with --on-duration-end cancel); never raised, it changes nothing.
+    cancel: CancellationToken,
+    /// Raised when no more requests are released.
+    release: CancellationToken,
+    live: Arc<LiveMetrics>,
+    lora_targets: Vec<Arc<RequestTarget>>,
+    clock: RunClock,
+}
+
+impl RequestExecutor {
+    fn run(&self, r: Release) -> impl std::future::Future<Output = RequestRecord> + Send + 'static {
+        let workload = self.records.workload.clone();
+        let pos = r.index % workload.len();
+        // LoRA: the adapter's target (its name as `model`); else the base model's.
+        let target = self
+            .records
+            .measured
+            .lora_of(workload.requests[pos].index as usize)
+            .and_then(|i| self.lora_targets.get(i).cloned())
+            .unwrap_or_else(|| self.target.clone());
+        let record = self.records.make(&r);
+        self.live.request_sent(r.released_us.saturating_sub(r.intended_us));
+        let in_flight = SentGuard(self.live.clone());
+        let (client, opts, clock, retries) =
+            (self.client.clone(), self.opts.clone(), self.clock, self.retries);
+        let (cancel, release) = (self.cancel.clone(), self.release.clone());
+        async move {
+            let _in_flight = in_flight;
+            let spec = &workload.requests[pos];
+            let mut attempt = record;
+            loop {
+                // Cancelled: the request ends as `cancelled`, with the timings it had.
+                let stop = cancel.clone();
+                let done =
+                    execute_until(&client, &target, spec, attempt.clone(), &clock, &opts, async move {
+                        stop.cancelled().await
+                    })
+                    .await;
+                // `--retries`: only a connection that could not be made (nothing of the
+                // request was sent) is tried again; the record counts every attempt.
+                let retry = done.error.as_ref().is_some_and(|e| e.kind == ErrorKind::Connect)
+                    && done.attempts <= retries
+                    && !release.is_cancelled();
+                if !retry {
+                    return done;
+                }
+                attempt.attempts = done.attempts;
+                tokio::time::sleep(Duration::from_millis(100 * u64::from(done.attempts))).await;
+            }
+        }
+    }
+}
+
+/// Warnings about what the records show: cancelled requests, failure patterns by backend, and
+/// the network path (each also told to the observer where it is new).
+fn run_warnings(
+    prepared: &PreparedRun,
+    records: &[RequestRecord],
+    observer: &dyn RunObserver,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let cancelled = records.iter().filter(|r| r.outcome == Outcome::Cancelled).count();
+    if cancelled > 0 {
+        warnings.push(format!("{cancelled} requests were cancelled before they finished"));
+    }
+    let target = &prepared.target;
+    warnings.extend(crate::prepare::failure_codes::warnings(records, &target.backend.to_string()));
+    let streamed = target.body_template().streams();
+    for line in crate::observe::network_notes::client_notices(&prepared.client)
+        .into_iter()
+        .chain(crate::observe::network_notes::record_warnings(records, streamed))
+    {
+        observer.message(&line);
+        warnings.push(line);
+    }
+    warnings
+}
+
+/// Counts a sent request as ended when its executor finishes (or is dropped).
+struct SentGuard(Arc<LiveMetrics>);
+
+impl Drop for SentGuard {
+    fn drop(&mut self) {
+        self.0.sent_request_ended();
+    }
+}
+/// Sends `n` copies of the first request through the concurrency gate; results are discarded.
+async fn warm_up(
+    client: &HttpClient,
+    target: &Arc<RequestTarget>,
+    opts: &Arc<ExecOptions>,
+    workload: &Workload,
+    n: u64,
+    max_concurrency: Option<usize>,
+) {
+    use futures::stream::{self, StreamExt};
+    let spec = Arc::new(workload.requests[0].clone());
+    let clock = RunClock::start();
+    let limit = max_concurrency.unwrap_or(n as usize).max(1);
+    stream::iter(0..n)
+        .map(|i| {
+            let (client, target, opts, spec) = (client.clone(), target.clone(), opts.clone(), spec.clone());
+            async move {
+                let rec =
+                    RequestRecord::scheduled(i, format!("servebench-warmup-{i}"), 0, spec.prompt_tokens, 1);
+                execute(&client, &target, &spec, rec, &clock, &opts).await
+            }
+        })
+        .buffer_unordered(limit)
+        .for_each(|_| async {})
+        .await;
+}

@@ -1,0 +1,136 @@
+//! One benchmark run, end to end: prepare (`preparing`: model, tokenizer, workload, readiness,
+//! prompt check), then the measured phase (`measured`: warm up, dispatch on the schedule,
+//! collect records as each request ends, measure the client's health).
+
+mod measured;
+mod preparing;
+
+pub use measured::run_prepared;
+pub use preparing::{prepare_experiment, prepare_run, rebuild_workload};
+
+use crate::config::RunConfig;
+use crate::observe::health::HealthSamples;
+use crate::observer::RunObserver;
+use crate::prepare::prompt_check::PromptCheck;
+use crate::prepare::ModelIds;
+use crate::records::retokenize::Retokenizer;
+use servebench_client::request::{ExecOptions, RequestTarget};
+use servebench_client::transport::HttpClient;
+use servebench_core::{RequestRecord, Result, RunClock, TextTokenizer, Workload};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// `--tokenizer server`: use the server's `/tokenize` and `/detokenize`.
+pub const SERVER_TOKENIZER: &str = "server";
+
+/// Statistics of the workload (also the output of `--dry-run`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadStats {
+    pub requests: usize,
+    pub total_prompt_tokens: u64,
+    pub total_expected_output_tokens: u64,
+    pub min_prompt_tokens: u32,
+    pub max_prompt_tokens: u32,
+    pub filtered_out: usize,
+    pub build_seconds: f64,
+    /// Prompt and expected-output length distributions (printed by `--dry-run`).
+    pub lengths: servebench_data::dataset::DatasetStats,
+}
+
+impl WorkloadStats {
+    fn of(w: &Workload, filtered_out: usize, build_seconds: f64) -> Self {
+        WorkloadStats {
+            requests: w.len(),
+            total_prompt_tokens: w.total_prompt_tokens(),
+            total_expected_output_tokens: w.total_expected_output_tokens(),
+            min_prompt_tokens: w.requests.iter().map(|r| r.prompt_tokens).min().unwrap_or(0),
+            max_prompt_tokens: w.requests.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
+            filtered_out,
+            build_seconds,
+            lengths: servebench_data::dataset::DatasetStats::of(w),
+        }
+    }
+}
+
+/// Everything a finished run produced.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// One record per request of the workload, in workload order.
+    pub records: Vec<RequestRecord>,
+    pub model: ModelIds,
+    pub tokenizer_id: String,
+    pub clock: RunClock,
+    pub health: HealthSamples,
+    pub workload: WorkloadStats,
+    /// The prompt-length check and the server's `/tokenize` dialect.
+    pub verification: PromptCheck,
+    pub warnings: Vec<String>,
+    /// The run was stopped early (Ctrl-C / SIGTERM).
+    pub interrupted: bool,
+    /// `--probe-request-rate`: the probes' records in send order (in no metric of the run).
+    pub probe_records: Vec<RequestRecord>,
+}
+
+/// What `run_benchmark` returns.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // built once per run; the dry-run variant is short-lived
+pub enum RunResult {
+    DryRun { model: ModelIds, tokenizer_id: String, workload: WorkloadStats },
+    Completed(Box<RunOutput>),
+}
+
+fn client_headers(cfg: &RunConfig) -> Result<http::HeaderMap> {
+    servebench_client::backend::build_headers(&cfg.target)
+}
+
+/// Runs one benchmark. `stop` ends the measured phase early (Ctrl-C): requests not yet sent
+/// become cancelled records.
+pub async fn run_benchmark(
+    cfg: RunConfig,
+    observer: Arc<dyn RunObserver>,
+    stop: CancellationToken,
+) -> Result<RunResult> {
+    match prepare_run(&cfg, &observer).await? {
+        Prepared::DryRun { model, tokenizer_id, workload } => {
+            Ok(RunResult::DryRun { model, tokenizer_id, workload })
+        }
+        Prepared::Ready(p) => {
+            let n = p.workload.len();
+            Ok(RunResult::Completed(Box::new(run_prepared(&p, &cfg, n, observer, stop).await?)))
+        }
+    }
+}
+
+/// What [`prepare_run`] produced: the statistics only (`--dry-run`) or everything a measured
+/// phase needs.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // built once per run; the dry-run variant is short-lived
+pub enum Prepared {
+    DryRun { model: ModelIds, tokenizer_id: String, workload: WorkloadStats },
+    Ready(Box<PreparedRun>),
+}
+
+/// The part of a run done once and reused by every point of an experiment (sweep, search,
+/// multi-run): connection pool, model, tokenizer-built workload (verified), request target.
+#[derive(Debug, Clone)]
+pub struct PreparedRun {
+    pub client: HttpClient,
+    /// The user's headers and API key (for control-plane calls: profiling, cache reset).
+    pub headers: http::HeaderMap,
+    pub model: ModelIds,
+    pub tokenizer_id: String,
+    pub workload: Arc<Workload>,
+    pub stats: WorkloadStats,
+    /// The prompt-length check and the server's `/tokenize` dialect.
+    pub verification: PromptCheck,
+    pub target: Arc<RequestTarget>,
+    pub exec_opts: Arc<ExecOptions>,
+    pub warnings: Vec<String>,
+    /// Trace arrivals, conversations, LoRA targets (crate::load).
+    pub load: crate::load::LoadPlan,
+    /// Counts generated text with the client tokenizer (`None` with `--tokenizer server`).
+    pub retokenizer: Option<Arc<Retokenizer>>,
+    /// The client tokenizer, kept only for experiments whose points build prompts of their
+    /// own ([`prepare_experiment`], [`rebuild_workload`]).
+    pub tokenizer: Option<Arc<dyn TextTokenizer>>,
+}

@@ -1,0 +1,104 @@
+//! Shared setup of the runner tests: a run configuration against a local server, a tokenizer
+//! and a small workload.
+
+#![allow(dead_code)]
+
+use servebench_client::backend::{BackendKind, TargetConfig};
+use servebench_core::schedule::RateConfig;
+use servebench_core::tokenizer::TextTokenizer;
+use servebench_core::{Prompt, RequestRecord, RequestSpec, Workload};
+use servebench_data::random::RandomDatasetConfig;
+use servebench_runner::CancellationToken;
+use servebench_runner::{run_benchmark, DatasetSpec, RunConfig, RunObserver, RunResult};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const TOKENIZER: &str = "cl100k_base";
+
+/// The cl100k_base tokenizer (built in, no file needed).
+pub fn cl100k() -> Arc<dyn TextTokenizer> {
+    servebench_data::tokenizer::load_tokenizer(TOKENIZER).unwrap()
+}
+
+/// Three text prompts of different lengths, counted with `tok`.
+pub fn three_prompts(tok: &dyn TextTokenizer) -> Workload {
+    let texts = ["hello world, this is a prompt", "another prompt with more words in it", "short"];
+    Workload {
+        requests: texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| RequestSpec {
+                index: i as u64,
+                prompt: Prompt::Text(Arc::from(*t)),
+                prompt_tokens: tok.count(t).unwrap() as u32,
+                expected_output_tokens: 4,
+                multimodal: None,
+                rerank: None,
+                messages: None,
+                audio: None,
+                overrides: None,
+            })
+            .collect(),
+    }
+}
+
+/// Ignores every message.
+pub struct Quiet;
+
+impl RunObserver for Quiet {
+    fn message(&self, _text: &str) {}
+}
+
+/// A run of `num_prompts` random prompts against `base_url`, no verification or readiness check.
+pub fn config(base_url: String, model: &str, backend: BackendKind, num_prompts: usize) -> RunConfig {
+    RunConfig {
+        base_url,
+        target: TargetConfig { backend, ignore_eos: true, ..TargetConfig::default() },
+        insecure: false,
+        tls: Default::default(),
+        proxy: Default::default(),
+        model: Some(model.into()),
+        served_model_name: None,
+        tokenizer: Some(TOKENIZER.into()),
+        dataset: DatasetSpec::Random(RandomDatasetConfig {
+            num_prompts,
+            input_len: 24,
+            output_len: 6,
+            ..RandomDatasetConfig::default()
+        }),
+        max_model_len: None,
+        rate: RateConfig::default(),
+        max_concurrency: None,
+        seed: 1,
+        num_warmups: 0,
+        ready_check_timeout: Duration::ZERO,
+        request_id_prefix: "t-".into(),
+        dry_run: false,
+        verify_prompts: 0,
+        preconnect: 0,
+        request_timeout: Some(Duration::from_secs(60)),
+        stall_timeout: None,
+        runaway_factor: servebench_client::request::DEFAULT_RUNAWAY_FACTOR,
+        keep_text: false,
+        retokenize_output: false,
+        records_path: None,
+        show_progress: false,
+        on_interrupt: Default::default(),
+        retries: 0,
+        load: Default::default(),
+        metrics_listen: None,
+        max_records_in_memory: servebench_runner::DEFAULT_MAX_RECORDS_IN_MEMORY,
+        shard: None,
+        start_at_unix_us: None,
+    }
+}
+
+/// Runs `cfg` to completion; returns the records (workload order).
+pub async fn run(cfg: RunConfig) -> Vec<RequestRecord> {
+    let stop = CancellationToken::new();
+    let _h = stop.clone();
+    match run_benchmark(cfg, Arc::new(Quiet), stop).await.expect("run") {
+        RunResult::Completed(out) => out.records,
+        RunResult::DryRun { .. } => panic!("not a dry run"),
+    }
+}

@@ -1,0 +1,19 @@
+//! The runner's integration tests, in one test binary (one link): each module was a test
+//! binary of its own. `common` is the run configuration they share; servers come from the
+//! shared test kit (`servebench_testkit`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+mod control_plane;
+mod fault_matrix;
+mod fault_matrix_paths;
+mod live_metrics;
+mod load_shapes;
+mod multi_turn;
+mod prefix_matrix;
+mod retokenize_after_run;
+mod tokenize_dialects;
+mod trace_replay;
+mod verify_tokenize;

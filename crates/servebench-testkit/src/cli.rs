@@ -1,0 +1,95 @@
+//! The `servebench` command for tests, with one environment policy.
+//!
+//! A test's outcome must not depend on the caller's shell: every variable the binary reads that
+//! could reach the network, carry a secret or change what is run is removed, Hugging Face is
+//! offline, and caches go to one test directory. A test that needs a variable sets it on the
+//! returned command after this policy.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Variables removed from every test command: secrets, proxies, TLS trust, Hugging Face
+/// location and tokens, shard coordination, and the report's browser switches.
+pub const REMOVED_VARS: &[&str] = &[
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HF_ENDPOINT",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_DATASETS_SERVER",
+    "JOB_COMPLETION_INDEX",
+    "SERVEBENCH_NUM_SHARDS",
+    "SERVEBENCH_START_AT",
+];
+
+/// The cache directory every test command uses (`XDG_CACHE_HOME`).
+pub fn test_cache_dir() -> PathBuf {
+    std::env::temp_dir().join("servebench-test-cache")
+}
+
+/// Applies the policy to any command.
+pub fn hermetic(cmd: &mut Command) -> &mut Command {
+    for v in REMOVED_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.env("HF_HUB_OFFLINE", "1").env("XDG_CACHE_HOME", test_cache_dir())
+}
+
+/// The binary at `exe` (pass `env!("CARGO_BIN_EXE_servebench")`) under the policy.
+pub fn command(exe: &str) -> Command {
+    let mut c = Command::new(exe);
+    hermetic(&mut c);
+    c
+}
+
+/// Sends SIGINT to a child process, as Ctrl-C in a terminal would.
+pub fn interrupt(child: &std::process::Child) {
+    use rustix::process::{kill_process, Pid, Signal};
+    let pid = i32::try_from(child.id()).ok().and_then(Pid::from_raw).expect("a child's pid");
+    kill_process(pid, Signal::INT).expect("signal the child");
+}
+
+/// Standard output as text (lossy).
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Standard error as text (lossy).
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Both streams, for assertion messages.
+pub fn both(out: &Output) -> String {
+    format!("status {:?}\n--- stdout\n{}\n--- stderr\n{}", out.status.code(), stdout(out), stderr(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_removes_secrets_and_proxies_and_sets_offline_caches() {
+        let mut c = Command::new("true");
+        c.env("OPENAI_API_KEY", "sk-leak").env("HTTPS_PROXY", "http://p:1");
+        hermetic(&mut c);
+        let envs: Vec<_> = c.get_envs().collect();
+        for v in ["OPENAI_API_KEY", "HTTPS_PROXY", "no_proxy", "SSL_CERT_FILE"] {
+            assert!(envs.iter().any(|(k, val)| *k == v && val.is_none()), "{v} not removed");
+        }
+        assert!(envs.iter().any(|(k, val)| *k == "HF_HUB_OFFLINE" && val.is_some()));
+        assert!(envs.iter().any(|(k, val)| *k == "XDG_CACHE_HOME" && val.is_some()));
+    }
+}

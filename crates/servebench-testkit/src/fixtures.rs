@@ -1,0 +1,35 @@
+//! Paths of the repository's committed fixtures (small files, licences in `fixtures/README.md`).
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (this crate is `crates/servebench-testkit`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+}
+
+/// A path under the workspace root.
+pub fn repo_path(relative: &str) -> PathBuf {
+    let p = workspace_root().join(relative);
+    assert!(p.exists(), "missing fixture {} (the test needs it; it is committed)", p.display());
+    p
+}
+
+/// SmolLM2-135M's `tokenizer.json` (Apache-2.0), the real tokenizer most tests use.
+pub fn smollm2_tokenizer() -> PathBuf {
+    repo_path("fixtures/tokenizers/smollm2-135m/tokenizer.json")
+}
+
+/// [`smollm2_tokenizer`] as a string, for command lines.
+pub fn smollm2_tokenizer_arg() -> String {
+    smollm2_tokenizer().to_str().expect("UTF-8 path").to_owned()
+}
+
+/// A file of the data crate's dataset fixtures (`crates/servebench-data/tests/data/NAME`).
+pub fn dataset(name: &str) -> PathBuf {
+    repo_path(&format!("crates/servebench-data/tests/data/{name}"))
+}
+
+/// The result JSON schema (`docs/result.schema.json`).
+pub fn result_schema() -> PathBuf {
+    repo_path("docs/result.schema.json")
+}

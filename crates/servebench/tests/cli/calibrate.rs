@@ -1,0 +1,55 @@
+//! `servebench calibrate` end to end: a tiny ladder against its own simulator process, checking
+//! the table and JSON shape (no accuracy thresholds: the host may be busy).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::bin;
+use std::path::Path;
+
+#[test]
+fn calibrate_prints_a_table_and_writes_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cal.json");
+    let tok =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    let out = bin()
+        .args(["calibrate", "--levels", "1,4", "--requests", "6", "--output-len", "8"])
+        .args(["--ttft-ms", "5", "--itl-ms", "2", "--tokenizer", tok.to_str().unwrap()])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("TTFT mean") && stdout.contains("µs/event"), "{stdout}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.trim_start().starts_with(['1', '4'])).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["truth"]["e2el_ms"], 5.0 + 7.0 * 2.0);
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    for (l, c) in levels.iter().zip([1, 4]) {
+        assert_eq!(l["concurrency"], c);
+        assert_eq!(l["completed"], 6);
+        // Compared with the simulator's ground-truth log, request by request.
+        let t = &l["truth"];
+        assert_eq!(t["matched"], 6, "{l}");
+        assert_eq!(t["itl_gaps"], 6 * 7, "{l}");
+        for k in
+            ["ttft_mean_err_ms", "ttft_p99_err_ms", "itl_mean_err_ms", "itl_p99_err_ms", "e2el_mean_err_ms"]
+        {
+            assert!(t[k].is_f64(), "{k}: {l}");
+        }
+        // The truth is what the simulator did: close to its nominal timing.
+        assert!(t["truth_itl_mean_ms"].as_f64().unwrap() > 1.0, "{l}");
+        assert!(l["ttft_mean_vs_nominal_ms"].is_f64(), "{l}");
+        assert!(l["client_cpu_s"].as_f64().unwrap() > 0.0);
+        assert!(l["peak_rss_mib"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn calibrate_rejects_bad_levels() {
+    let out = bin().args(["calibrate", "--levels", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,193 @@
+//! Every dataset through the binary: `--dry-run` prints its statistics and sends nothing, and
+//! dataset flag and file errors are coded.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::support::{bin, data, text, tokenizer};
+
+/// A dry run against the embedded simulator (nothing is sent: no ready check, no requests).
+fn dry_run(extra: &[&str]) -> Output {
+    let tok = tokenizer();
+    bin()
+        .args(["--sim", "--dry-run", "--disable-tqdm", "--num-prompts", "12", "--tokenizer"])
+        .arg(&tok)
+        .args(["--sim-tokenizer"])
+        .arg(&tok)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn dry_run_prints_statistics_for_every_dataset() {
+    let sharegpt = data("sharegpt_small.json");
+    let custom = data("custom_small.jsonl");
+    let hf = data("hf_small.jsonl");
+    let speed = data("speed_bench_small.jsonl");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "8"],
+        vec!["--dataset-name", "sharegpt", "--dataset-path", &sharegpt],
+        vec!["--dataset-name", "sonnet"],
+        vec!["--dataset-name", "custom", "--dataset-path", &custom, "--custom-output-len", "-1"],
+        vec![
+            "--dataset-name",
+            "prefix_repetition",
+            "--prefix-repetition-prefix-len",
+            "16",
+            "--prefix-repetition-suffix-len",
+            "8",
+            "--prefix-repetition-num-prefixes",
+            "3",
+        ],
+        vec![
+            "--dataset-name",
+            "random-mm",
+            "--backend",
+            "openai-chat",
+            "--random-input-len",
+            "16",
+            "--random-mm-bucket-config",
+            "{(8, 8, 1): 1.0}",
+        ],
+        vec![
+            "--dataset-name",
+            "random-rerank",
+            "--backend",
+            "vllm-rerank",
+            "--random-input-len",
+            "24",
+            "--random-batch-size",
+            "2",
+        ],
+        vec!["--dataset-name", "speed-bench", "--dataset-path", &speed],
+        vec!["--dataset-name", "hf", "--dataset-path", &hf, "--hf-output-len", "20"],
+    ];
+    for args in cases {
+        let out = dry_run(&args);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {}\n{stdout}", text(&out.stderr));
+        assert!(stdout.contains("Dry run"), "{args:?}: {stdout}");
+        assert!(stdout.contains("Requests:") && stdout.contains("12"), "{args:?}: {stdout}");
+        for col in ["min", "mean", "p50", "p99", "max", "Prompt", "Expected output"] {
+            assert!(stdout.contains(col), "{args:?}: no {col} in {stdout}");
+        }
+    }
+    let out = dry_run(&[
+        "--dataset-name",
+        "hf",
+        "--dataset-path",
+        &data("hf_small.jsonl"),
+        "--hf-output-len",
+        "20",
+    ]);
+    let stdout = text(&out.stdout);
+    let row = stdout.lines().find(|l| l.starts_with("Expected output")).unwrap();
+    assert_eq!(row.split_whitespace().filter(|w| *w == "20" || *w == "20.0").count(), 5, "{row}");
+}
+
+#[test]
+fn dataset_flag_errors_are_coded() {
+    let out = dry_run(&["--dataset-name", "custom"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("SB101") && stderr.contains("--dataset-path"), "{stderr}");
+
+    let out = dry_run(&["--dataset-name", "random-mm", "--backend", "openai"]);
+    assert!(text(&out.stderr).contains("SB110"), "{}", text(&out.stderr));
+
+    let out = dry_run(&[
+        "--dataset-name",
+        "random-mm",
+        "--backend",
+        "openai-chat",
+        "--random-mm-bucket-config",
+        "{(64, 64, 1): 0.5, (64, 64, 8): 0.5}",
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("SB102") && stderr.contains("video"), "{stderr}");
+
+    let out = dry_run(&[
+        "--dataset-name",
+        "random-mm",
+        "--backend",
+        "openai-chat",
+        "--random-mm-bucket-config",
+        "{(64, 64): 1}",
+    ]);
+    assert!(text(&out.stderr).contains("--random-mm-bucket-config"), "{}", text(&out.stderr));
+
+    let out = dry_run(&["--dataset-name", "nope"]);
+    assert!(text(&out.stderr).contains("SB101") && text(&out.stderr).contains("sharegpt"));
+}
+
+#[test]
+fn bad_dataset_file_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("broken.jsonl");
+    std::fs::write(&p, "{\"prompt\": \"fine prompt here\"}\n{\"prompt\": \"trunc").unwrap();
+    let out = dry_run(&["--dataset-name", "custom", "--dataset-path", p.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("SB204") && stderr.contains("broken.jsonl") && stderr.contains("line 2"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sharegpt_without_path_offline_says_to_pass_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .env("HF_HUB_CACHE", dir.path())
+        .args(["--sim", "--dry-run", "--disable-tqdm", "--tokenizer"])
+        .arg(tokenizer())
+        .args(["--dataset-name", "sharegpt"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("SB205") && stderr.contains("--dataset-path"), "{stderr}");
+}
+
+/// A dataset id vLLM reads with its own parser reaches that parser (every parser of vLLM 0.33
+/// is built): an image parser with a text backend is SB110 naming the parser; a local file
+/// named by --hf-name is read with the parser's columns, so a file of other columns is SB204
+/// naming the parser.
+#[test]
+fn hf_dataset_ids_reach_vllms_parsers() {
+    let hub = dry_run(&["--dataset-name", "hf", "--dataset-path", "lmarena-ai/VisionArena-Chat"]);
+    let stderr = text(&hub.stderr);
+    assert!(!hub.status.success());
+    assert!(stderr.contains("SB110") && stderr.contains("VisionArenaDataset"), "{stderr}");
+    let local = data("hf_small.jsonl");
+    let named = dry_run(&[
+        "--dataset-name",
+        "hf",
+        "--dataset-path",
+        &local,
+        "--hf-name",
+        "yale-nlp/MMVU",
+        "--backend",
+        "openai-chat",
+    ]);
+    let stderr = text(&named.stderr);
+    assert!(stderr.contains("SB204") && stderr.contains("MMVUDataset"), "{stderr}");
+}
+
+/// --hf-name picks vLLM's AIMO parser for a local file: the dry run builds the workload.
+#[test]
+fn hf_name_selects_the_aimo_parser_for_a_local_file() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/datasets/hf/AI-MO/aimo-validation-aime/aimo_validation_aime.jsonl");
+    let out = dry_run(&[
+        "--dataset-name",
+        "hf",
+        "--dataset-path",
+        file.to_str().unwrap(),
+        "--hf-name",
+        "AI-MO/aimo-validation-aime",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

@@ -1,0 +1,143 @@
+//! End to end through the binary: trace replay, multi-turn with LoRA, and rate and concurrency
+//! stages against the embedded simulator; each result must carry its group keys and match the
+//! result schema.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::bin;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs the binary with `args` plus result saving into a temp dir; returns (stdout, result).
+fn run(args: &[&str]) -> (String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["--sim", "--sim-tokenizer", "cl100k_base", "--disable-tqdm", "--save-result"])
+        .args(["--result-dir", dir.path().to_str().unwrap(), "--result-filename", "run.json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("docs/result.schema.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema violations: {errors:?}");
+    (stdout, json)
+}
+
+#[test]
+fn trace_replay_reports_cache_hits_and_schedule_lag() {
+    let trace = root().join("crates/servebench-runner/tests/data/mooncake_small.jsonl");
+    let (stdout, json) = run(&[
+        "--sim-mode",
+        "engine",
+        "--dataset-name",
+        "timed_trace",
+        "--dataset-path",
+        trace.to_str().unwrap(),
+        "--timed-trace-sec-multiplier",
+        "2",
+    ]);
+    assert_eq!(json["completed"], 10);
+    assert!(json["cached_input_tokens"].as_u64().unwrap() > 0, "{json}");
+    assert_eq!(json["schedule_lag"]["dispatched"], 10);
+    assert!(stdout.contains(" Trace Replay "), "{stdout}");
+}
+
+#[test]
+fn multi_turn_with_lora_reports_per_turn_metrics() {
+    let (stdout, json) = run(&[
+        "--backend",
+        "openai-chat",
+        "--multi-turn",
+        "--num-prompts",
+        "4",
+        "--multi-turn-num-turns",
+        "3",
+        "--random-input-len",
+        "24",
+        "--random-output-len",
+        "6",
+        "--lora-modules",
+        "a",
+        "b",
+        "--sim-lora-modules",
+        "a",
+        "b",
+    ]);
+    assert_eq!(json["num_conversations"], 4);
+    assert_eq!(json["conversations_completed"], 4);
+    assert_eq!(json["completed"], 12);
+    let turns = json["per_turn_metrics"].as_array().unwrap();
+    assert_eq!(turns.len(), 3);
+    assert!(turns.iter().all(|t| t["completed"] == 4));
+    assert!(stdout.contains(" Turn 2 (4 samples) "), "{stdout}");
+}
+
+#[test]
+fn stages_are_reported_one_by_one() {
+    let (stdout, json) = run(&[
+        "--num-prompts",
+        "5",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "4",
+        "--stages",
+        "20:0.5,40:0.5",
+    ]);
+    let stages = json["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    assert_eq!(stages[1]["start_s"], 0.5);
+    let total: u64 = stages.iter().map(|s| s["completed"].as_u64().unwrap()).sum();
+    assert_eq!(Some(total), json["completed"].as_u64());
+    assert!(stdout.contains(" Stage 1: 40 req/s"), "{stdout}");
+}
+
+#[test]
+fn concurrency_stages_are_a_closed_loop_reported_one_by_one() {
+    let (stdout, json) = run(&[
+        "--sim-ttft-ms",
+        "5",
+        "--sim-itl-ms",
+        "1",
+        "--num-prompts",
+        "5",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "4",
+        "--stages",
+        "c=1:0.5,c=4:0.5",
+    ]);
+    let stages = json["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    assert_eq!(
+        (stages[0]["max_concurrency"].clone(), stages[1]["max_concurrency"].clone()),
+        (1.into(), 4.into())
+    );
+    assert_eq!(stages[1]["request_rate"], "inf");
+    assert_eq!(stages[1]["start_s"], 0.5);
+    let (n0, n1) = (stages[0]["completed"].as_u64().unwrap(), stages[1]["completed"].as_u64().unwrap());
+    // About 9 ms per request: far more than the 5 prompts, and more with 4 in flight.
+    assert!(n0 > 5 && n1 > n0, "{n0} {n1}");
+    assert_eq!(Some(n0 + n1), json["completed"].as_u64());
+    assert_eq!(json["failed"], 0);
+    assert!(stdout.contains(" Stage 1: concurrency 4 for 0.5 s "), "{stdout}");
+}
+
+#[test]
+fn duration_needs_a_finite_rate() {
+    let out = bin().args(["--sim", "--duration", "1", "--disable-tqdm"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--duration"));
+}

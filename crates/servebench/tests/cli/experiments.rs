@@ -1,0 +1,415 @@
+//! Experiments end to end through the binary against the embedded simulator: saturation and SLO
+//! searches against an engine with a known capacity, sweeps with scraped server metrics,
+//! multi-run statistics, `compare` significance, steady state and profiling in a single run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::{bin, tokenizer};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    let tok = tokenizer();
+    let out = bin()
+        .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--verify-prompts", "0"])
+        .args(["--save-result", "--result-dir", dir.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// An engine whose capacity is known exactly: 4 sequences, 10 ms steps whatever the batch,
+/// instant prefill, no jitter, 10 output tokens. A request holds a slot for 10 steps (the
+/// prefill step yields its first token), so capacity = 4 / (10 × 10 ms) = 40 req/s.
+const ENGINE: &[&str] = &[
+    "--sim-mode",
+    "engine",
+    "--sim-max-num-seqs",
+    "4",
+    "--sim-decode-step-ms",
+    "10",
+    "--sim-decode-per-seq-us",
+    "0",
+    "--sim-prefill-tokens-per-s",
+    "1000000000",
+    "--sim-max-num-batched-tokens",
+    "8192",
+    "--sim-kv-capacity-tokens",
+    "1000000",
+    "--sim-jitter",
+    "0",
+    "--sim-prefix-caching",
+    "false",
+    "--random-input-len",
+    "16",
+    "--random-output-len",
+    "10",
+];
+const CAPACITY: f64 = 40.0;
+
+fn engine_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    ENGINE.iter().copied().chain(extra.iter().copied()).collect()
+}
+
+#[test]
+fn find_max_rate_lands_within_tolerance_of_the_engine_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let tol = 0.05;
+    let out = run(
+        dir.path(),
+        &engine_args(&[
+            "--num-prompts",
+            "60",
+            "--burstiness",
+            "1000",
+            "--find-max-rate",
+            "--search-start-rate",
+            "30",
+            "--search-max-rate",
+            "200",
+            "--search-tolerance",
+            "0.05",
+            "--result-filename",
+            "search.json",
+        ]),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("step  1:"), "{stdout}");
+    let doc = read(&dir.path().join("search.json"));
+    assert_eq!(doc["servebench_experiment"], "find_max_rate");
+    let found = doc["result_rate"].as_f64().unwrap();
+    let failing = doc["lowest_failing_rate"].as_f64().unwrap();
+    assert!((failing - found) / failing <= tol);
+    // The answer must be within the tolerance of the capacity. It may also exceed it: by
+    // definition a rate passes while achieved (= capacity beyond it) ≥ 0.95 × offered, so the
+    // saturation rate is at most capacity / 0.95 (a loaded host can only lower it).
+    let (low, high) = (CAPACITY * (1.0 - tol), CAPACITY / 0.95 * (1.0 + tol));
+    assert!(found >= low && found <= high, "found {found}, expected {low}..{high}");
+    let traj = doc["trajectory"].as_array().unwrap();
+    assert!(traj.len() >= 3 && traj.len() == doc["points"].as_array().unwrap().len());
+    assert!(traj.iter().all(|s| s["offered_rate"].is_number() && s["passed"].is_boolean()));
+}
+
+#[test]
+fn slo_search_result_meets_the_slo_and_the_next_rate_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &engine_args(&[
+            "--num-prompts",
+            "60",
+            "--burstiness",
+            "1000",
+            "--slo",
+            "e2el_p99:300",
+            "--percentile-metrics",
+            "ttft,tpot,itl,e2el",
+            "--search-start-rate",
+            "30",
+            "--search-max-rate",
+            "200",
+            "--search-tolerance",
+            "0.1",
+            "--result-filename",
+            "slo.json",
+        ]),
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Result:"));
+    let doc = read(&dir.path().join("slo.json"));
+    let found = doc["result_rate"].as_f64().unwrap();
+    let failing = doc["lowest_failing_rate"].as_f64().unwrap();
+    let traj = doc["trajectory"].as_array().unwrap();
+    let at = |r: f64| traj.iter().find(|s| s["request_rate"].as_f64() == Some(r)).unwrap();
+    let ok = at(found);
+    assert_eq!(ok["passed"], true);
+    assert!(ok["slo_values"]["e2el_p99"].as_f64().unwrap() <= 300.0);
+    let bad = at(failing);
+    assert_eq!(bad["passed"], false);
+    // The e2el p99 of the saved full result is the one the search judged.
+    let points = doc["points"].as_array().unwrap();
+    let p = points
+        .iter()
+        .find(|p| p["request_rate"].as_str().and_then(|s| s.parse::<f64>().ok()) == Some(found))
+        .unwrap();
+    assert!(p["result"]["p99_e2el_ms"].as_f64().unwrap() <= 300.0);
+    assert!(found >= 30.0 && failing > found);
+}
+
+#[test]
+fn concurrency_sweep_saves_points_summary_best_csv_steady_state_and_server_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &engine_args(&[
+            "--sweep-max-concurrency",
+            "1,4",
+            "--sweep-num-prompts-factor",
+            "6",
+            "--reset-prefix-cache",
+            "--scrape-metrics",
+            "--scrape-interval",
+            "0.05",
+            "--metric-percentiles",
+            "50,99",
+            "--result-filename",
+            "sweep.json",
+        ]),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Sweep Summary") && stdout.contains("Best (request_throughput)"), "{stdout}");
+    let doc = read(&dir.path().join("sweep.json"));
+    assert_eq!(doc["servebench_experiment"], "sweep");
+    assert_eq!(doc["sweep_parameter"], "max_concurrency");
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[0]["num_prompts"], 6);
+    assert_eq!(points[1]["num_prompts"], 24);
+    for p in points {
+        let r = &p["result"];
+        let ss = &r["steady_state"];
+        assert_eq!(ss["window"]["mode"], "closed_loop", "{ss}");
+        assert!(ss["p50_ttft_ms"].is_number() && ss["p99_ttft_ms"].is_number());
+        let series = r["server_metrics"]["samples"].as_array().unwrap();
+        assert!(series.len() >= 2, "{}", r["server_metrics"]);
+        assert!(series.iter().any(|s| s["running"].as_f64().unwrap_or(0.0) >= 1.0));
+        assert!(r["server_metrics"]["derived"]["mean_running"].is_number());
+    }
+    let summary = doc["summary"].as_array().unwrap();
+    let tput = |i: usize| summary[i]["request_throughput"].as_f64().unwrap();
+    assert!(tput(1) > tput(0) * 2.0, "4 slots should serve ~4x one slot");
+    assert_eq!(doc["best"]["label"], "concurrency 4");
+    let csv = std::fs::read_to_string(dir.path().join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+    assert!(csv.starts_with("label,request_rate,max_concurrency"));
+    // `servebench report SWEEP.json`: throughput–latency curves, one point per sweep point.
+    let html = dir.path().join("sweep.html");
+    let rep = bin()
+        .args(["report", dir.path().join("sweep.json").to_str().unwrap(), "-o", html.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    let html = std::fs::read_to_string(&html).unwrap();
+    for id in ["sweep-ttft-tok", "sweep-tpot-tok", "sweep-itl-tok", "sweep-ttft-req"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
+    }
+    assert!(html.contains("concurrency 1 (") && html.contains("concurrency 4 ("), "points labelled");
+    assert!(html.contains("TTFT p99"), "highest saved percentile drawn");
+}
+
+/// A fixed-timing simulator run; `itl` sets the inter-token latency (ms).
+fn fixed_run(dir: &Path, name: &str, itl: &str, extra: &[&str]) -> PathBuf {
+    let mut args = vec![
+        "--sim-ttft-ms",
+        "5",
+        "--sim-itl-ms",
+        itl,
+        "--num-prompts",
+        "24",
+        "--max-concurrency",
+        "6",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "8",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--result-filename",
+        name,
+    ];
+    args.extend_from_slice(extra);
+    run(dir, &args);
+    dir.join(name)
+}
+
+fn compare(dir: &Path, a: &Path, b: &Path) -> Vec<Value> {
+    let out_json = dir.join("cmp.json");
+    let out = bin()
+        .args([
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--output-json",
+            out_json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("Benchmark Comparison") && stdout.contains("Mann-Whitney"), "{stdout}");
+    read(&out_json)[0]["rows"].as_array().unwrap().clone()
+}
+
+fn row<'a>(rows: &'a [Value], metric: &str) -> &'a Value {
+    rows.iter().find(|r| r["metric"] == metric).expect("metric row")
+}
+
+#[test]
+fn multi_run_statistics_and_compare_flag_a_20_percent_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = fixed_run(dir.path(), "a.json", "10", &["--num-runs", "3"]);
+    let b = fixed_run(dir.path(), "b.json", "12", &["--num-runs", "3"]);
+    let doc = read(&a);
+    assert_eq!(doc["servebench_experiment"], "multi_run");
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 3);
+    let seeds: Vec<u64> =
+        doc["runs"].as_array().unwrap().iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds, vec![0, 1, 2]);
+    let tpot = &doc["summary"]["mean_tpot_ms"];
+    assert_eq!(tpot["n"], 3);
+    let (lo, mean, hi) = (
+        tpot["ci95_low"].as_f64().unwrap(),
+        tpot["mean"].as_f64().unwrap(),
+        tpot["ci95_high"].as_f64().unwrap(),
+    );
+    assert!(lo <= mean && mean <= hi && (mean - 10.0).abs() < 1.5, "{tpot}");
+    // Welch's t on per-run means: 10 ms → 12 ms TPOT is a significant regression.
+    let rows = compare(dir.path(), &a, &b);
+    let r = row(&rows, "mean_tpot_ms");
+    assert_eq!(
+        (r["test"].as_str(), r["significant"].as_bool(), r["marker"].as_str()),
+        (Some("welch_t"), Some(true), Some("-")),
+        "{r}"
+    );
+    let change = r["change_percent"].as_f64().unwrap();
+    assert!((change - 20.0).abs() < 5.0, "{change}");
+}
+
+#[test]
+fn compare_single_runs_uses_records_and_finds_the_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = fixed_run(dir.path(), "a.json", "10", &[]);
+    let b = fixed_run(dir.path(), "b.json", "12", &[]);
+    assert!(dir.path().join("a.json.records.jsonl").exists());
+    let rows = compare(dir.path(), &a, &b);
+    for m in ["mean_tpot_ms", "median_itl_ms"] {
+        let r = row(&rows, m);
+        assert_eq!(
+            (r["test"].as_str(), r["significant"].as_bool()),
+            (Some("mann_whitney_u"), Some(true)),
+            "{r}"
+        );
+    }
+    // TTFT did not change (5 ms in both): no regression marker is required, and the request
+    // throughput drop is marked as a regression.
+    assert_eq!(row(&rows, "request_throughput")["marker"], "-");
+}
+
+#[test]
+fn compare_same_distribution_records_is_not_significant() {
+    // Two result files with synthetic records drawn from one distribution (different seeds):
+    // the same-config "rerun" must not be flagged.
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, seed: u64| {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut lines = String::new();
+        for i in 0..400u64 {
+            let ttft = 50_000 + rng.random_range(0..20_000u64);
+            let gap = 10_000 + rng.random_range(0..2_000u32);
+            let t0 = i * 100_000;
+            let rec = serde_json::json!({
+                "index": i, "request_id": format!("r{i}"), "outcome": "completed",
+                "intended_us": t0, "dispatched_us": t0, "first_token_us": t0 + ttft,
+                "last_token_us": t0 + ttft + 3 * u64::from(gap), "done_us": t0 + ttft + 3 * u64::from(gap),
+                "token_events": {"gaps_us": [gap, gap, gap]}, "prompt_tokens": 10, "completion_tokens": 4,
+                "expected_output_tokens": 4, "token_event_count": 4, "output_chars": 4, "attempts": 1
+            });
+            lines.push_str(&rec.to_string());
+            lines.push('\n');
+        }
+        let path = dir.path().join(name);
+        std::fs::write(&path, r#"{"mean_ttft_ms": 60.0, "request_throughput": 10.0}"#).unwrap();
+        std::fs::write(dir.path().join(format!("{name}.records.jsonl")), lines).unwrap();
+        path
+    };
+    let (a, b) = (write("a.json", 11), write("b.json", 12));
+    let rows = compare(dir.path(), &a, &b);
+    let r = row(&rows, "mean_ttft_ms");
+    assert_eq!(
+        (r["test"].as_str(), r["significant"].as_bool()),
+        (Some("mann_whitney_u"), Some(false)),
+        "{r}"
+    );
+}
+
+#[test]
+fn single_run_has_steady_state_profile_and_server_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixed_run(
+        dir.path(),
+        "one.json",
+        "2",
+        &["--profile", "--scrape-metrics", "--scrape-interval", "0.05"],
+    );
+    let doc = read(&path);
+    let ss = &doc["steady_state"];
+    assert_eq!(ss["window"]["mode"], "closed_loop", "{ss}");
+    assert_eq!(ss["window"]["target_concurrency"], 6);
+    assert!(ss["window"]["requests_started_in_window"].as_u64().unwrap() > 0);
+    assert!(ss["percentiles_ttft_ms"].is_array());
+    let prof = &doc["profile"];
+    assert!(prof["started_at_s"].is_number() && prof["stopped_at_s"].is_number(), "{prof}");
+    assert!(doc["server_metrics"]["samples"].as_array().is_some_and(|s| !s.is_empty()));
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema violations: {errors:?}");
+    // --no-steady-state: the key stays (null), as vllm-bench writes it.
+    let path = fixed_run(dir.path(), "two.json", "2", &["--no-steady-state"]);
+    assert!(read(&path)["steady_state"].is_null());
+}
+
+#[test]
+fn rate_sweep_includes_inf_and_reports_open_loop_steady_state() {
+    let dir = tempfile::tempdir().unwrap();
+    run(
+        dir.path(),
+        &[
+            "--sim-ttft-ms",
+            "5",
+            "--sim-itl-ms",
+            "2",
+            "--num-prompts",
+            "30",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "8",
+            "--sweep-request-rate",
+            "40,inf",
+            "--goodput",
+            "ttft:1000",
+            "--result-filename",
+            "rates.json",
+        ],
+    );
+    let doc = read(&dir.path().join("rates.json"));
+    assert_eq!(doc["sweep_parameter"], "request_rate");
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(
+        (points[0]["request_rate"].as_str(), points[1]["request_rate"].as_str()),
+        (Some("40.0"), Some("inf"))
+    );
+    assert_eq!(points[0]["result"]["steady_state"]["window"]["mode"], "open_loop");
+    // An infinite rate without a concurrency cap is one burst: no steady state.
+    assert!(points[1]["result"]["steady_state"].is_null());
+    let summary = doc["summary"].as_array().unwrap();
+    assert_eq!(summary[0]["request_rate"], 40.0);
+    assert!(summary[1]["request_rate"].is_null());
+    // With goodput SLOs the best point is chosen by goodput.
+    assert_eq!(doc["best"]["criterion"], "request_goodput");
+}

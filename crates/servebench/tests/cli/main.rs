@@ -1,0 +1,26 @@
+//! The `servebench` binary's tests, in one test binary (one link, one environment policy):
+//! each module was a test binary of its own. They run the binary as a user would
+//! (`support::bin`, the test kit's command with its environment policy) or, for the matrix and
+//! the parity list, call the library in-process.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+mod backends_e2e;
+mod calibrate;
+mod cli_parity;
+mod dataset_flags_e2e;
+mod datasets_cli;
+mod e2e_sim;
+mod e2e_workloads;
+mod experiments;
+mod hf_parser_bodies;
+mod k8s_manifests;
+mod modes_e2e;
+mod native_backend_cli;
+mod network_e2e;
+mod shard_merge;
+mod sim_matrix;
+mod token_accounting_e2e;
+mod vllm_flags_e2e;

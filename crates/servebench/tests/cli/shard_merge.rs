@@ -1,0 +1,316 @@
+//! Scale-out on loopback: 4 shard processes of one seeded workload against one simulator
+//! process, started together with `--start-at`, merged with `servebench merge`, compared with a
+//! single-process run of the same workload; and the refusals of mismatched shard sets.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::support::{bin, text};
+
+fn tokenizer() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A `servebench sim` process on an ephemeral loopback port; killed when dropped.
+struct Sim {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_sim() -> Sim {
+    let mut child = bin()
+        .args(["sim", "--host", "127.0.0.1", "--port", "0", "--sim-model", "shard-test"])
+        .args(["--sim-ttft-ms", "20", "--sim-itl-ms", "2", "--sim-tokenizer", &tokenizer()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let line = lines.next().expect("the simulator printed nothing").unwrap();
+    let url = line
+        .split("on ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .expect("no URL in the simulator's first line")
+        .to_string();
+    // Keep draining stderr so the simulator never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Sim { child, url }
+}
+
+/// The flags of the workload every run here uses: 80 requests at 100 req/s (Poisson, seeded).
+fn workload_args(url: &str, seed: &str, prompts: &str) -> Vec<String> {
+    [
+        "--base-url",
+        url,
+        "--model",
+        "shard-test",
+        "--tokenizer",
+        &tokenizer(),
+        "--num-prompts",
+        prompts,
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "12",
+        "--request-rate",
+        "100",
+        "--seed",
+        seed,
+        "--max-concurrency",
+        "64",
+        "--disable-tqdm",
+        "--ready-check-timeout-sec",
+        "30",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn run_to(dir: &Path, name: &str, args: &[String], extra: &[String]) -> Command {
+    let mut c = bin();
+    c.args(args)
+        .args(extra)
+        .args(["--save-result", "--result-dir"])
+        .arg(dir)
+        .args(["--result-filename", name]);
+    c
+}
+
+fn check(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} failed\nstdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Request records of a records file (shard header and summary lines skipped), by index.
+fn records(path: &Path) -> Vec<Value> {
+    let mut v: Vec<Value> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r.get("index").is_some())
+        .collect();
+    v.sort_by_key(|r| r["index"].as_u64());
+    v
+}
+
+fn now_unix_s() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+/// Runs `n` shards of the workload at once, with a shared `--start-at` `lead` ahead when given;
+/// returns their records files.
+fn run_shards(
+    dir: &Path,
+    url: &str,
+    n: u32,
+    seeds: &[&str],
+    prompts: &str,
+    lead: Option<Duration>,
+) -> Vec<PathBuf> {
+    let start_at = lead.map(|l| format!("{:.3}", now_unix_s() + l.as_secs_f64()));
+    let children: Vec<(u32, Child)> = (0..n)
+        .map(|i| {
+            let args = workload_args(url, seeds[i as usize % seeds.len()], prompts);
+            let mut extra: Vec<String> = ["--num-shards", &n.to_string(), "--shard-index", &i.to_string()]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            if let Some(t) = &start_at {
+                extra.extend(["--start-at".to_string(), t.clone()]);
+            }
+            let child = run_to(dir, &format!("shard-{i}.json"), &args, &extra)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (i, child)
+        })
+        .collect();
+    for (i, child) in children {
+        let out = child.wait_with_output().unwrap();
+        check(&out, &format!("shard {i}"));
+        assert!(text(&out.stdout).contains(&format!("Shard {i} of {n}: ")), "{}", text(&out.stdout));
+        if start_at.is_some() {
+            let stdout = text(&out.stdout);
+            assert!(
+                stdout.contains("for --start-at") && !stdout.contains("--start-at passed"),
+                "shard {i} did not wait:\n{stdout}"
+            );
+        }
+    }
+    (0..n).map(|i| dir.join(format!("shard-{i}.json.records.jsonl"))).collect()
+}
+
+fn merge(paths: &[PathBuf], extra: &[&str]) -> Output {
+    bin().arg("merge").args(paths).args(extra).output().unwrap()
+}
+
+fn close(a: f64, b: f64, what: &str) {
+    // Loose: the machine is shared and noisy. Same order of magnitude, with a small floor.
+    assert!(a > 0.0 && b > 0.0, "{what}: {a} vs {b}");
+    assert!(a <= 2.0 * b + 5.0 && b <= 2.0 * a + 5.0, "{what}: merged {a} vs single {b}");
+}
+
+#[test]
+fn four_shards_merged_equal_one_process_of_the_same_workload() {
+    let sim = start_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = std::time::Instant::now();
+    let single =
+        run_to(dir.path(), "single.json", &workload_args(&sim.url, "3", "80"), &[]).output().unwrap();
+    check(&single, "single-process run");
+    // The shards must all be ready before the start instant: preparing (tokenizer, workload,
+    // /tokenize check) is slow in a debug build on a loaded 2-core machine, and 4 processes
+    // prepare at once, so the lead scales with how long the single run took.
+    let lead = Duration::from_secs(15) + t0.elapsed().mul_f64(3.0);
+    let shards = run_shards(dir.path(), &sim.url, 4, &["3"], "80", Some(lead));
+
+    // Each shard's records file starts with its header and ends with its summary.
+    for (i, p) in shards.iter().enumerate() {
+        let text = std::fs::read_to_string(p).unwrap();
+        let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let h = &first["servebench_shard"];
+        assert_eq!(h["shard_index"], i as u64);
+        assert_eq!(h["num_shards"], 4);
+        assert_eq!(h["total_requests"], 80);
+        assert_eq!(h["shard_requests"], 20);
+        assert!(h["wall_anchor_unix_us"].as_u64().unwrap() > 0);
+        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["servebench_shard_end"]["records"], 20);
+        assert!(records(p).iter().all(|r| r["index"].as_u64().unwrap() % 4 == i as u64));
+    }
+
+    let merged_dir = dir.path().join("merged");
+    let out = merge(
+        &shards,
+        &[
+            "--save-result",
+            "--result-dir",
+            merged_dir.to_str().unwrap(),
+            "--result-filename",
+            "merged.json",
+            "--percentile-metrics",
+            "ttft,tpot,itl,e2el",
+        ],
+    );
+    check(&out, "merge");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("Serving Benchmark Result"), "{stdout}");
+    assert!(stdout.contains("Shards: 4 of 4 merged"), "{stdout}");
+    assert!(stdout.contains("Clock skew estimate"), "{stdout}");
+
+    let m = json(&merged_dir.join("merged.json"));
+    let s = json(&dir.path().join("single.json"));
+    for key in ["completed", "failed", "total_input_tokens", "total_output_tokens", "num_prompts"] {
+        assert_eq!(m[key], s[key], "{key}: merged {} vs single {}", m[key], s[key]);
+    }
+    assert_eq!(m["completed"], 80);
+    assert_eq!(m["total_output_tokens"], 80 * 12);
+    assert_eq!(m["shards"].as_array().unwrap().len(), 4);
+    assert_eq!(m["num_shards"], "4");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&m).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "merged result violates docs/result.schema.json: {errors:?}");
+    for key in ["mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "median_e2el_ms", "duration"]
+    {
+        close(m[key].as_f64().unwrap_or(0.0), s[key].as_f64().unwrap_or(0.0), key);
+    }
+
+    // The union is the single-process workload: same indices, same prompts, same intended
+    // offsets (up to the µs the shards' anchors differ by on one host).
+    let mr = records(&merged_dir.join("merged.json.records.jsonl"));
+    let sr = records(&dir.path().join("single.json.records.jsonl"));
+    assert_eq!(mr.len(), 80);
+    assert_eq!(sr.len(), 80);
+    for (a, b) in mr.iter().zip(&sr) {
+        assert_eq!(a["index"], b["index"]);
+        assert_eq!(a["prompt_tokens"], b["prompt_tokens"]);
+        assert_eq!(a["expected_output_tokens"], b["expected_output_tokens"]);
+        let (ia, ib) = (a["intended_us"].as_i64().unwrap(), b["intended_us"].as_i64().unwrap());
+        assert!((ia - ib).abs() <= 2_000, "request {}: intended {ia} vs {ib}", a["index"]);
+    }
+
+    // `servebench report` reads sharded and merged records files (header lines included).
+    let html = dir.path().join("report.html");
+    let out = bin()
+        .arg("report")
+        .arg(&shards[0])
+        .arg(merged_dir.join("merged.json.records.jsonl"))
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    check(&out, "report");
+    assert!(html.exists());
+    drop(sim);
+    std::thread::sleep(Duration::from_millis(10));
+}
+
+#[test]
+fn shards_of_different_seeds_duplicates_and_missing_shards_are_refused() {
+    let sim = start_sim();
+    let dir = tempfile::tempdir().unwrap();
+    // Shard 0 with seed 1, shard 1 with seed 2: two different workloads.
+    let shards = run_shards(dir.path(), &sim.url, 2, &["1", "2"], "8", None);
+    let out = merge(&shards, &[]);
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(err.contains("error[SB701]"), "{err}");
+    assert!(err.contains("workload fingerprint"), "{err}");
+
+    let dup = merge(&[shards[0].clone(), shards[0].clone()], &[]);
+    assert_eq!(dup.status.code(), Some(1));
+    assert!(text(&dup.stderr).contains("error[SB702]"), "{}", text(&dup.stderr));
+
+    let missing = merge(&shards[..1], &[]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing.stderr).contains("missing shard(s) 1"), "{}", text(&missing.stderr));
+    let partial = merge(&shards[..1], &["--allow-missing-shards"]);
+    check(&partial, "merge --allow-missing-shards");
+    assert!(text(&partial.stdout).contains("merged 1 of 2 shards"), "{}", text(&partial.stdout));
+
+    // A records file of a run without --num-shards has no shard header.
+    let plain = run_to(dir.path(), "plain.json", &workload_args(&sim.url, "1", "4"), &[]).output().unwrap();
+    check(&plain, "plain run");
+    let out = merge(&[dir.path().join("plain.json.records.jsonl")], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no shard header"), "{}", text(&out.stderr));
+
+    let explain = bin().args(["explain", "SB701"]).output().unwrap();
+    check(&explain, "explain");
+    assert!(text(&explain.stdout).contains("fingerprint"));
+}

@@ -1,0 +1,40 @@
+//! What every module shares: the binary under the test kit's environment policy.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// `servebench` with no API keys, proxies, TLS trust or shard variables from the caller's
+/// environment, Hugging Face offline and the test cache (`servebench_testkit::cli`).
+pub fn bin() -> Command {
+    servebench_testkit::cli::command(env!("CARGO_BIN_EXE_servebench"))
+}
+
+/// SmolLM2-135M's `tokenizer.json` (committed fixture).
+pub fn tokenizer() -> PathBuf {
+    servebench_testkit::fixtures::smollm2_tokenizer()
+}
+
+/// A dataset fixture of the data crate (`crates/servebench-data/tests/data/NAME`), as an argument.
+pub fn data(name: &str) -> String {
+    servebench_testkit::fixtures::dataset(name).to_str().expect("UTF-8 path").to_owned()
+}
+
+/// Output bytes as text (lossy).
+pub fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+/// A run against the embedded simulator (fast fixed timing: TTFT 2 ms, ITL 1 ms; 12 prompts,
+/// concurrency 4) with `extra` flags.
+pub fn fast_sim(extra: &[&str]) -> Output {
+    let tok = tokenizer();
+    bin()
+        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--disable-tqdm", "--tokenizer"])
+        .arg(&tok)
+        .arg("--sim-tokenizer")
+        .arg(&tok)
+        .args(["--num-prompts", "12", "--max-concurrency", "4"])
+        .args(extra)
+        .output()
+        .expect("run servebench")
+}
