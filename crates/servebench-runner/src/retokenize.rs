@@ -87,7 +87,10 @@ impl Retokenizer {
             Source::Loaded(t) => (Some(t.clone()), None),
             Source::AfterRun(spec) => match crate::prepare::load_tokenizer(spec.clone()).await {
                 Ok(t) => (Some(t), None),
-                Err(e) => (None, Some(format!("output of {} requests without usage not retokenized: {e}", held.len()))),
+                Err(e) => (
+                    None,
+                    Some(format!("output of {} requests without usage not retokenized: {e}", held.len())),
+                ),
             },
         };
         for r in &mut held {

@@ -378,7 +378,9 @@ async fn prepare_inner(
     // after the measured phase by the tokenizer loaded again, so it costs no RSS meanwhile.
     let retokenizer = match &tokenizer {
         Some(t) if cfg.retokenize_output => Some(Retokenizer::new(t.clone(), true, cfg.keep_text)),
-        Some(_) if retokenize_missing_usage => Some(Retokenizer::after_run(tokenizer_id.clone(), cfg.keep_text)),
+        Some(_) if retokenize_missing_usage => {
+            Some(Retokenizer::after_run(tokenizer_id.clone(), cfg.keep_text))
+        }
         _ => None,
     }
     .map(Arc::new);
@@ -643,8 +645,7 @@ pub async fn run_prepared(
     let peak_rss_bytes = health::peak_rss_bytes();
     probe_stop.stop();
     let hiccup_us = probe.finish().await;
-    let (store, retokenize_note) =
-        collector.await.map_err(|e| BenchError::Io { path: "records".into(), detail: e.to_string() })?;
+    let (store, retokenize_note) = collector.await.map_err(|e| BenchError::io("records", e))?;
     if let Some(note) = retokenize_note {
         observer.message(&note);
         warnings.push(note);

@@ -283,10 +283,13 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Anthropic authentication and version headers: `x-api-key` (marked sensitive, never logged)
 /// instead of `Authorization: Bearer`, and `anthropic-version`.
-pub(crate) fn anthropic_headers(h: &mut http::HeaderMap, key: Option<&str>) -> Result<()> {
+pub(crate) fn anthropic_headers(
+    h: &mut http::HeaderMap,
+    key: Option<&servebench_core::config::Secret>,
+) -> Result<()> {
     use http::header::{HeaderName, HeaderValue};
     h.insert(HeaderName::from_static("anthropic-version"), HeaderValue::from_static(ANTHROPIC_VERSION));
-    if let Some(key) = key.filter(|k| !k.is_empty()) {
+    if let Some(key) = key.map(|k| k.expose()).filter(|k| !k.is_empty()) {
         let mut v = HeaderValue::from_str(key).map_err(|_| {
             BenchError::config(
                 "ANTHROPIC_API_KEY",
@@ -302,9 +305,12 @@ pub(crate) fn anthropic_headers(h: &mut http::HeaderMap, key: Option<&str>) -> R
 
 /// The API key of `--backend name` from the environment (`env` looks a variable up):
 /// `ANTHROPIC_API_KEY` first for `anthropic`, else `OPENAI_API_KEY`. Empty values count as
-/// unset.
-pub fn api_key_from_env(backend: &str, env: impl Fn(&str) -> Option<String>) -> Option<String> {
-    let get = |k: &str| env(k).filter(|v| !v.is_empty());
+/// unset. The key is a [`Secret`](servebench_core::config::Secret) from here on.
+pub fn api_key_from_env(
+    backend: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<servebench_core::config::Secret> {
+    let get = |k: &str| env(k).filter(|v| !v.is_empty()).map(servebench_core::config::Secret::new);
     let anthropic = Dialect::from_name(backend) == Some(Dialect::Anthropic);
     anthropic.then(|| get("ANTHROPIC_API_KEY")).flatten().or_else(|| get("OPENAI_API_KEY"))
 }
