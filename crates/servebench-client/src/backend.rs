@@ -346,8 +346,7 @@ impl BodyTemplate {
 const MESSAGES_FIX: (&str, &str) = ("--enable-multimodal-chat", "pre-built chat messages");
 
 pub(crate) fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
-    serde_json::to_writer(out, v)
-        .map_err(|e| BenchError::Protocol { context: "request body".into(), detail: e.to_string() })
+    serde_json::to_writer(out, v).map_err(|e| BenchError::protocol("request body", e))
 }
 
 pub(crate) fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {

@@ -164,6 +164,7 @@ fn client_roots(path: &Path) -> Result<rustls::RootCertStore> {
         path: path.display().to_string(),
         detail,
         fix: "point it at a PEM bundle of the CA that signs client certificates".into(),
+        source: None,
     };
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
         .map_err(|e| file_err(format!("{e:?}")))?

@@ -35,8 +35,8 @@ pub enum Dialect {
     Anthropic,
 }
 
-/// The prefix of failure messages that mean the server speaks another dialect than `--backend`
-/// (classified as `SB404` by the runner).
+/// The start of the message of a failure where the server speaks another dialect than
+/// `--backend` (SB404; typed as `FailureCause::WrongDialect`, never recognised by the text).
 pub const WRONG_DIALECT: &str = "wrong dialect";
 
 /// Whether a failure message is a server complaint about its chat template (`SB403`).
@@ -213,6 +213,8 @@ pub(crate) enum Parsed<'a> {
     Done,
     /// The request failed.
     Fail(ErrorKind, String),
+    /// The event is in another dialect than `--backend` speaks (SB404): a protocol failure.
+    WrongDialect(String),
 }
 
 /// Per-response parsing state of a native dialect.
@@ -258,13 +260,10 @@ fn malformed(e: &serde_json::Error, data: &str) -> Parsed<'static> {
 
 /// The event is an OpenAI-style chunk (`choices`): the server speaks another dialect.
 fn wrong_dialect(dialect: Dialect) -> Parsed<'static> {
-    Parsed::Fail(
-        ErrorKind::Protocol,
-        format!(
-            "{WRONG_DIALECT}: --backend {} got an OpenAI-style chunk (`choices`); use --backend openai or openai-chat for this endpoint",
-            dialect.name()
-        ),
-    )
+    Parsed::WrongDialect(format!(
+        "{WRONG_DIALECT}: --backend {} got an OpenAI-style chunk (`choices`); use --backend openai or openai-chat for this endpoint",
+        dialect.name()
+    ))
 }
 
 /// A server error payload inside the stream.

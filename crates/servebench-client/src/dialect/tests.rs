@@ -195,7 +195,7 @@ fn openai_chunk_to_a_native_backend_is_a_wrong_dialect() {
     for d in Dialect::ALL {
         let mut st = DialectState::new(d);
         match st.parse(SseEvent { event: None, data: chunk }) {
-            Parsed::Fail(ErrorKind::Protocol, m) => assert!(m.starts_with(WRONG_DIALECT), "{m}"),
+            Parsed::WrongDialect(m) => assert!(m.starts_with(WRONG_DIALECT), "{m}"),
             other => panic!("{d:?}: {other:?}"),
         }
     }

@@ -80,7 +80,7 @@ error_table! {
     SB201 TokenizerLoad {
         exit: 1,
         title: "tokenizer could not be loaded",
-        error: TokenizerLoad { name: String, detail: String },
+        error: TokenizerLoad { name: String, detail: String, #[source] source: Option<Cause> },
         message: "tokenizer '{name}' could not be loaded: {detail}; fix: pass --tokenizer with a tokenizer.json path or a built-in encoding (cl100k_base, o200k_base)",
     }
     /// SB202: the tokenizer would have to be downloaded and the network is not available.
@@ -101,7 +101,13 @@ error_table! {
     SB204 DatasetFile {
         exit: 1,
         title: "dataset file unreadable or malformed",
-        error: DatasetFile { path: String, location: String, problem: String, fix: String },
+        error: DatasetFile {
+            path: String,
+            location: String,
+            problem: String,
+            fix: String,
+            #[source] source: Option<Cause>,
+        },
         message: "dataset file {path}, {location}: {problem}; fix: {fix}",
     }
     /// SB205: a dataset would have to be downloaded and that is not possible (offline/failed).
@@ -179,7 +185,7 @@ error_table! {
     SB311 TlsFile {
         exit: 1,
         title: "TLS file unreadable or malformed",
-        error: TlsFile { what: String, path: String, detail: String, fix: String },
+        error: TlsFile { what: String, path: String, detail: String, fix: String, #[source] source: Option<Cause> },
         message: "{what} {path}: {detail}; fix: {fix}",
     }
     /// SB312: the HTTP proxy could not be used (unreachable, CONNECT refused, 407).
@@ -200,14 +206,14 @@ error_table! {
     SB401 Protocol {
         exit: 1,
         title: "backend protocol error",
-        error: Protocol { context: String, detail: String },
+        error: Protocol { context: String, detail: String, #[source] source: Option<Cause> },
         message: "{context}: {detail}; fix: check that --backend/--endpoint match the server's API",
     }
     /// SB402: the model could not be determined.
     SB402 ModelDetect {
         exit: 1,
         title: "model could not be determined",
-        error: ModelDetect { detail: String },
+        error: ModelDetect { detail: String, #[source] source: Option<Cause> },
         message: "could not determine the model from /v1/models: {detail}; fix: pass --model",
     }
     /// SB403: the server could not apply its chat template to the request.

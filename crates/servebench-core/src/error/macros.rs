@@ -19,7 +19,10 @@ macro_rules! error_table {
         $code:ident $name:ident {
             exit: $exit:literal,
             title: $title:literal,
-            error: $variant:ident { $( $(#[$fattr:meta])* $field:ident : $fty:ty ),* $(,)? },
+            // A field type is a name with at most one generic argument (`String`,
+            // `Option<Cause>`): written out rather than as one `ty`, so that `thiserror` sees an
+            // `Option` source as optional.
+            error: $variant:ident { $( $(#[$fattr:meta])* $field:ident : $fty:ident $(< $fgen:ty >)? ),* $(,)? },
             message: $message:literal $(,)?
         }
     )*) => {
@@ -70,7 +73,7 @@ macro_rules! error_table {
             $(
                 $(#[doc = $doc])*
                 #[error($message)]
-                $variant { $( $(#[$fattr])* $field: $fty ),* },
+                $variant { $( $(#[$fattr])* $field: $fty $(< $fgen >)? ),* },
             )*
         }
 

@@ -98,6 +98,17 @@ impl BenchError {
         BenchError::Io { path: path.to_string(), source: err.into() }
     }
 
+    /// A response or request body that is not what the API expects (SB401); `err` (a serde
+    /// error) is the detail and the source.
+    pub fn protocol(context: impl Into<String>, err: impl std::error::Error + Send + Sync + 'static) -> Self {
+        BenchError::Protocol { context: context.into(), detail: err.to_string(), source: Some(Box::new(err)) }
+    }
+
+    /// A tokenizer that cannot be loaded (SB201), without an underlying error value.
+    pub fn tokenizer_load(name: impl Into<String>, detail: impl Into<String>) -> Self {
+        BenchError::TokenizerLoad { name: name.into(), detail: detail.into(), source: None }
+    }
+
     /// The process exit code of a run that ends with this error.
     pub fn exit_code(&self) -> u8 {
         self.code().exit_code()
