@@ -126,7 +126,7 @@ impl BodyReadError {
     fn into_error(self, context: String) -> BenchError {
         match self {
             BodyReadError::Coding(e) => BenchError::ContentCoding { context, detail: e.0 },
-            other => BenchError::Transport { context, detail: other.to_string() },
+            other => BenchError::transport_from(context, other),
         }
     }
 }
@@ -150,7 +150,7 @@ impl HttpClient {
         }
         let req = self
             .request(method, &path, h, body.unwrap_or_default())
-            .map_err(|detail| BenchError::Transport { context: context.clone(), detail })?;
+            .map_err(|detail| BenchError::transport(context.clone(), detail))?;
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
         let followed = self
             .send_following(req, false, Some(&mut deadline))
@@ -192,7 +192,7 @@ impl HttpClient {
             }
             Some(FailureCause::NotHttp1) => BenchError::ServerProtocol { context, detail: f.message },
             Some(FailureCause::Redirect) => BenchError::Redirect { context, detail: f.message },
-            _ => BenchError::Transport { context, detail: f.message },
+            _ => BenchError::transport(context, f.message),
         }
     }
 

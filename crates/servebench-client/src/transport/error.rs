@@ -6,9 +6,9 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use servebench_core::UnreachableReason;
+use servebench_core::{FailureCause, UnreachableReason};
 
 use super::failure::ConnectFailure;
 
@@ -156,6 +156,45 @@ impl ConnectError {
                 _ => None,
             },
             ConnectError::Proxy(_) | ConnectError::Tls { .. } => None,
+        }
+    }
+}
+
+/// How sending a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SendFailKind {
+    /// No connection could be established (nothing was sent).
+    Connect,
+    /// The request may have been (partly) written, then the connection failed.
+    Transport,
+    /// The deadline passed.
+    Timeout,
+}
+
+/// A failed send.
+#[derive(Debug)]
+pub(crate) struct SendFailure {
+    pub kind: SendFailKind,
+    /// What happened, without a code tag (see [`SendFailure::record_message`]).
+    pub message: String,
+    /// The coded failure it stands for, typed where it happened: the server is unreachable
+    /// (SB315), does not speak HTTP/1.1 (SB308), or redirected where it cannot be followed
+    /// (SB307).
+    pub cause: Option<FailureCause>,
+    /// When the (last) attempt started writing, if it got that far.
+    pub dispatched: Option<Instant>,
+    pub reconnects: u32,
+    /// The request was written twice (see [`super::Sent::resent`]).
+    pub resent: bool,
+}
+
+impl SendFailure {
+    /// The message of a request record: with its code tag (`[SB308] ...`) when the failure
+    /// has one.
+    pub(crate) fn record_message(&self) -> String {
+        match self.cause {
+            Some(c) => c.tagged(&self.message),
+            None => self.message.clone(),
         }
     }
 }

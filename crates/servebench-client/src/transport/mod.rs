@@ -47,6 +47,7 @@ pub use tls::{TlsOptions, TrustEnv, TrustSource};
 
 pub(crate) use conn::{Conn, Incoming};
 use error::{ConnectError, ReadHeadError, WriteFail};
+pub(crate) use error::{SendFailKind, SendFailure};
 
 /// Request body type used on every connection.
 pub(crate) type ReqBody = bytes::Bytes;
@@ -177,45 +178,6 @@ impl std::fmt::Debug for Inner {
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     inner: Arc<Inner>,
-}
-
-/// How sending a request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SendFailKind {
-    /// No connection could be established (nothing was sent).
-    Connect,
-    /// The request may have been (partly) written, then the connection failed.
-    Transport,
-    /// The deadline passed.
-    Timeout,
-}
-
-/// A failed send.
-#[derive(Debug)]
-pub(crate) struct SendFailure {
-    pub kind: SendFailKind,
-    /// What happened, without a code tag (see [`SendFailure::record_message`]).
-    pub message: String,
-    /// The coded failure it stands for, typed where it happened: the server is unreachable
-    /// (SB315), does not speak HTTP/1.1 (SB308), or redirected where it cannot be followed
-    /// (SB307).
-    pub cause: Option<FailureCause>,
-    /// When the (last) attempt started writing, if it got that far.
-    pub dispatched: Option<Instant>,
-    pub reconnects: u32,
-    /// The request was written twice (see [`Sent::resent`]).
-    pub resent: bool,
-}
-
-impl SendFailure {
-    /// The message of a request record: with its code tag (`[SB308] ...`) when the failure
-    /// has one.
-    pub(crate) fn record_message(&self) -> String {
-        match self.cause {
-            Some(c) => c.tagged(&self.message),
-            None => self.message.clone(),
-        }
-    }
 }
 
 /// A response head with the connection that carries its body.
@@ -451,7 +413,7 @@ impl HttpClient {
                 let context = format!("connect {}", self.origin());
                 Err(match self.connect_failure() {
                     Some(f) => f.to_error(&context),
-                    None => BenchError::Transport { context, detail: e.to_string() },
+                    None => BenchError::transport_from(context, e),
                 })
             }
             _ => Ok(opened),
@@ -803,5 +765,9 @@ mod tests {
         let c = client(&format!("http://127.0.0.1:{port}"));
         let e = c.preconnect(1).await.unwrap_err();
         assert!(matches!(e, BenchError::Transport { .. }), "{e}");
+        // The typed connect error is the source; its words are in the message.
+        let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<ConnectError>());
+        assert!(matches!(source, Some(ConnectError::Tcp { .. })), "{e}");
+        assert!(e.to_string().contains("Connection refused") || e.to_string().contains("refused"), "{e}");
     }
 }

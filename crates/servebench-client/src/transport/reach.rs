@@ -34,10 +34,7 @@ impl HttpClient {
             Err(e) => Err(match (self.connect_failure(), e.unreachable()) {
                 (Some(typed), _) => typed.to_error(&format!("connect {}", self.origin())),
                 (None, Some(reason)) => self.unreachable_error(reason),
-                (None, None) => BenchError::Transport {
-                    context: format!("connect {}", self.origin()),
-                    detail: e.to_string(),
-                },
+                (None, None) => BenchError::transport_from(format!("connect {}", self.origin()), e),
             }),
         }
     }

@@ -108,7 +108,7 @@ pub(crate) fn setup(insecure: bool, opts: &TlsOptions) -> Result<TlsSetup> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| BenchError::Transport { context: "TLS setup".into(), detail: e.to_string() })?;
+        .map_err(|e| BenchError::transport_from("TLS setup", e))?;
     let (builder, trust) = if insecure {
         // Explicit files are still checked: a typo should not go unnoticed.
         if let Some(p) = &opts.cacert {

@@ -142,7 +142,7 @@ error_table! {
     SB304 Transport {
         exit: 1,
         title: "HTTP/transport error",
-        error: Transport { context: String, detail: String },
+        error: Transport { context: String, detail: String, #[source] source: Option<Cause> },
         message: "{context}: {detail}; fix: check that the server is running at that URL",
     }
     /// SB305: the server answered a control request with an error status.

@@ -104,6 +104,24 @@ impl BenchError {
         BenchError::Protocol { context: context.into(), detail: err.to_string(), source: Some(Box::new(err)) }
     }
 
+    /// An HTTP/transport failure outside a benchmark request (SB304), without an underlying
+    /// error value.
+    pub fn transport(context: impl Into<String>, detail: impl Into<String>) -> Self {
+        BenchError::Transport { context: context.into(), detail: detail.into(), source: None }
+    }
+
+    /// [`BenchError::transport`] for an underlying error, which is the detail and the source.
+    pub fn transport_from(
+        context: impl Into<String>,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        BenchError::Transport {
+            context: context.into(),
+            detail: err.to_string(),
+            source: Some(Box::new(err)),
+        }
+    }
+
     /// A tokenizer that cannot be loaded (SB201), without an underlying error value.
     pub fn tokenizer_load(name: impl Into<String>, detail: impl Into<String>) -> Self {
         BenchError::TokenizerLoad { name: name.into(), detail: detail.into(), source: None }

@@ -283,3 +283,24 @@ mod fuzz_regressions {
         assert!(err.to_string().contains("input.data"), "{err}");
     }
 }
+
+#[cfg(test)]
+mod source_tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn dataset_file_errors_keep_the_io_or_serde_error_as_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = DataFile::new(dir.path().join("absent.jsonl"));
+        let err = missing.read_bytes().unwrap_err();
+        let io = err.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.map(std::io::Error::kind), Some(std::io::ErrorKind::NotFound), "{err}");
+        let path = dir.path().join("bad.jsonl");
+        std::fs::write(&path, "{\"a\": 1}\n{\"a\": \n").unwrap();
+        let file = DataFile::new(&path);
+        let err = parse_json_lines::<Value>(&file, &file.read_text().unwrap()).unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        assert!(err.source().is_some_and(|s| s.is::<serde_json::Error>()), "{err}");
+    }
+}

@@ -165,4 +165,16 @@ mod tests {
         assert_eq!(err.code(), servebench_core::ErrorCode::TokenizerLoad);
     }
 
+    #[test]
+    fn tokenizer_load_errors_keep_the_io_or_tokenizers_error_as_source() {
+        use std::error::Error as _;
+        let missing = std::path::Path::new("/nonexistent/servebench/tokenizer.json");
+        let err = HfTokenizer::from_file(missing, "gone").unwrap_err();
+        let io = err.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.map(std::io::Error::kind), Some(std::io::ErrorKind::NotFound), "{err}");
+        assert!(err.to_string().contains("cannot read /nonexistent/servebench/tokenizer.json"), "{err}");
+        let err = HfTokenizer::from_bytes(b"{not json", "bad").unwrap_err();
+        let source = err.source().map(ToString::to_string).unwrap_or_default();
+        assert!(!source.is_empty() && err.to_string().contains(&source), "{err} / {source}");
+    }
 }
