@@ -8,30 +8,9 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Exit codes (the table `servebench explain` prints and the README shows).
-const EXIT_CODES: &str = "\
-Exit codes:
-  0    the run finished and at least one request succeeded
-  1    the run failed: a coded error, or no request succeeded (SB602; results written)
-  2    bad flags or configuration (SB101, SB102, SB110-SB112, SB120, SB121); nothing sent
-  3    finished, but more requests failed than --max-failure-rate allows (SB601; results written)
-  130  interrupted by Ctrl-C/SIGTERM (results written for what finished)";
-
+/// The exit code of a failed command: the error table's, 1 for an error without a code.
 fn exit_code_for(err: &anyhow::Error) -> u8 {
-    match err.downcast_ref::<BenchError>().map(BenchError::code) {
-        Some(
-            ErrorCode::ConfigInvalid
-            | ErrorCode::FlagNotSupported
-            | ErrorCode::MultimodalUnsupported
-            | ErrorCode::ContentTypeUnsupported
-            | ErrorCode::PoolingSampling
-            | ErrorCode::FlagNotApplicable
-            | ErrorCode::OutputCollision
-            | ErrorCode::FlagCombination,
-        ) => 2,
-        Some(ErrorCode::FailureRate) => 3,
-        _ => 1,
-    }
+    err.downcast_ref::<BenchError>().map_or(1, BenchError::exit_code)
 }
 
 fn report_error(err: &anyhow::Error) {
@@ -48,7 +27,7 @@ fn main() -> ExitCode {
     if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
         let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };
         eprintln!("{}", e.user_line());
-        return ExitCode::from(2);
+        return ExitCode::from(e.exit_code());
     }
     let matches = match <cli::Cli as clap::CommandFactory>::command().try_get_matches_from(args) {
         Ok(m) => m,
@@ -68,7 +47,7 @@ fn main() -> ExitCode {
     if let Some(cpu) = pin {
         if let Err(e) = servebench::os::pin_to_cpu("--pin-cpu", cpu) {
             eprintln!("{}", e.user_line());
-            return ExitCode::from(2);
+            return ExitCode::from(e.exit_code());
         }
     }
     let result = match cli.command {
@@ -108,7 +87,7 @@ fn explain(code: Option<&str>) -> anyhow::Result<u8> {
             for c in ErrorCode::ALL {
                 println!("{}  {}", c.as_str(), c.title());
             }
-            println!("\n{EXIT_CODES}");
+            println!("\n{}", servebench_core::error::exit_codes_text());
             println!("\nRun `servebench explain CODE` for causes and fixes.");
             Ok(0)
         }
