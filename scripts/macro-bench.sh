@@ -26,7 +26,7 @@ OUT="${OUT:-target/macro-bench}"
 TTFT_MS=50
 ITL_MS=10
 mkdir -p "$OUT"
-cargo build --release --quiet
+cargo build --release --quiet -p servebench
 BIN=target/release/servebench
 ulimit -n 65536 2>/dev/null || true
 SIM_PIN=(); CLIENT_PIN=()

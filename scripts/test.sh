@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all --check
+# Hygiene: no unused dependency (cargo-machete, installed by .ci/run; pinned there), and no new
+# import cycle between the modules of a crate (allow-list: scripts/module-cycles.allow).
+cargo machete
+./scripts/check-module-cycles.py
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 # Kubernetes manifests (deploy/k8s) against the Kubernetes schemas, offline; fails if the

@@ -12,6 +12,7 @@ use std::str::FromStr;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::{Map, Value};
+use servebench_core::config::Secret;
 use servebench_core::{BenchError, Prompt, Result};
 
 /// The API dialect of the generation requests.
@@ -130,10 +131,12 @@ pub struct TargetConfig {
     pub endpoint: Option<String>,
     /// The served model name sent as `model`.
     pub model: String,
-    /// `Authorization: Bearer <key>` when set. Never logged or recorded.
-    pub api_key: Option<String>,
-    /// Extra headers (`--header K=V`), applied after the defaults.
-    pub headers: Vec<(String, String)>,
+    /// `Authorization: Bearer <key>` when set (`x-api-key` for Anthropic). A [`Secret`]: never
+    /// printed by `Debug`, logged or recorded; the header built from it is marked sensitive.
+    pub api_key: Option<Secret>,
+    /// Extra headers (`--header K=V`), applied after the defaults. Values are [`Secret`]s (a
+    /// header may carry a token); those of credential-like names are marked sensitive.
+    pub headers: Vec<(String, Secret)>,
     /// `logprobs` (completions only; sent as `null` when unset).
     pub logprobs: Option<u32>,
     pub ignore_eos: bool,
@@ -410,8 +413,7 @@ impl BodyTemplate {
 const MESSAGES_FIX: (&str, &str) = ("--enable-multimodal-chat", "pre-built chat messages");
 
 pub(crate) fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
-    serde_json::to_writer(out, v)
-        .map_err(|e| BenchError::Protocol { context: "request body".into(), detail: e.to_string() })
+    serde_json::to_writer(out, v).map_err(|e| BenchError::protocol("request body", e))
 }
 
 pub(crate) fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
@@ -433,8 +435,8 @@ pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
     h.insert(http::header::ACCEPT_ENCODING, crate::transport::coding::ACCEPT_IDENTITY);
     let anthropic = cfg.backend == BackendKind::Native(crate::dialect::Dialect::Anthropic);
     if anthropic {
-        crate::dialect::anthropic_headers(&mut h, cfg.api_key.as_deref())?;
-    } else if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
+        crate::dialect::anthropic_headers(&mut h, cfg.api_key.as_ref())?;
+    } else if let Some(key) = cfg.api_key.as_ref().map(Secret::expose).filter(|k| !k.is_empty()) {
         let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
             BenchError::config(
                 "OPENAI_API_KEY",
@@ -450,7 +452,7 @@ pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
             BenchError::config("--header", format!("invalid header name '{k}'"), "use --header Name=value")
         })?;
         // The value is not echoed: it may be a secret.
-        let mut value = HeaderValue::from_str(v.trim()).map_err(|_| {
+        let mut value = HeaderValue::from_str(v.expose().trim()).map_err(|_| {
             BenchError::config("--header", format!("invalid value for header '{k}'"), "use printable ASCII")
         })?;
         if name == AUTHORIZATION || name.as_str().contains("key") || name.as_str().contains("token") {
@@ -547,5 +549,18 @@ mod tests {
         assert!(!format!("{h:?}").contains("sk-secret"));
         c.headers = vec![("bad name".into(), "v".into())];
         assert!(build_headers(&c).is_err());
+    }
+
+    #[test]
+    fn debug_of_the_target_config_never_shows_the_key_or_header_values() {
+        let mut c = cfg();
+        c.api_key = Some("sk-live-0123456789".into());
+        c.headers = vec![("X-Session-Token".into(), "session=abcdef".into())];
+        let shown = format!("{c:?} {c:#?}");
+        assert!(!shown.contains("sk-live-0123456789") && !shown.contains("abcdef"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        let h = build_headers(&c).unwrap();
+        assert!(h[AUTHORIZATION].is_sensitive() && h["x-session-token"].is_sensitive());
+        assert_eq!(h[AUTHORIZATION], "Bearer sk-live-0123456789");
     }
 }

@@ -14,17 +14,17 @@ use std::time::{Duration, Instant};
 
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use http::Method;
-use servebench_core::{ErrorKind, Outcome, RequestRecord, RequestSpec, Result, RunClock};
+use servebench_core::{ErrorKind, FailureCause, Outcome, RequestRecord, RequestSpec, Result, RunClock};
 use tokio::time::Sleep;
 
 use crate::backend::{build_headers, BackendKind, BodyTemplate, TargetConfig};
 use crate::chunk::Chunk;
 use crate::sse::{SseError, SseFramer, DEFAULT_MAX_EVENT_BYTES};
 use crate::stream::{Flow, StreamState};
-use crate::transport::coding::BodyDecoder;
+use crate::transport::coding::{BodyDecoder, CodingError};
 use crate::transport::control::{snippet, SNIPPET_BYTES};
-use crate::transport::h1::NOT_HTTP1_TAG;
-use crate::transport::{Conn, HttpClient, Incoming, Interrupted, SendFailKind, REDIRECT_TAG};
+use crate::transport::error::ReadBodyError;
+use crate::transport::{Conn, HttpClient, Incoming, SendFailKind};
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -93,9 +93,6 @@ pub const RUNAWAY_SLACK_EVENTS: u64 = 16;
 
 /// Default of [`ExecOptions::runaway_factor`] (`--runaway-stream-factor`).
 pub const DEFAULT_RUNAWAY_FACTOR: u32 = 4;
-
-/// Tag at the start of a runaway stream's error message.
-pub const RUNAWAY_TAG: &str = "[SB405]";
 
 impl ExecOptions {
     /// Most events a stream asking for `max_tokens` may have (`u64::MAX`: no bound).
@@ -343,18 +340,18 @@ async fn run(
                 record.attempts += 1;
             }
             record.dispatched_us = f.dispatched.map(|t| clock.offset_us(t));
-            let kind = match f.kind {
-                SendFailKind::Connect => ErrorKind::Connect,
+            let kind = match (f.kind, f.cause) {
+                (SendFailKind::Connect, _) => ErrorKind::Connect,
                 // Not HTTP/1.1 at all (SB308): the server's protocol, not the network.
-                SendFailKind::Transport if f.message.starts_with(NOT_HTTP1_TAG) => ErrorKind::Protocol,
+                (SendFailKind::Transport, Some(FailureCause::NotHttp1)) => ErrorKind::Protocol,
                 // A redirect not followed (SB307): the answer was a 3xx status.
-                SendFailKind::Transport if f.message.starts_with(REDIRECT_TAG) => ErrorKind::HttpStatus,
-                SendFailKind::Transport => ErrorKind::Transport,
-                SendFailKind::Timeout => ErrorKind::Timeout,
+                (SendFailKind::Transport, Some(FailureCause::Redirect)) => ErrorKind::HttpStatus,
+                (SendFailKind::Transport, _) => ErrorKind::Transport,
+                (SendFailKind::Timeout, _) => ErrorKind::Timeout,
             };
-            let msg = if f.kind == SendFailKind::Timeout { timer.message() } else { f.message };
+            let msg = if f.kind == SendFailKind::Timeout { timer.message() } else { f.record_message() };
             record.done_us = Some(clock.now_us());
-            record.fail(kind, msg);
+            record.fail_with(kind, f.cause, msg);
             return;
         }
     };
@@ -392,7 +389,7 @@ async fn run(
                 }
                 snippet(&b)
             }
-            Err((_, e)) => format!("(body unreadable: {e})"),
+            Err(e) => format!("(body unreadable: {})", e.message),
         };
         let reason = parts.status.canonical_reason().unwrap_or("");
         record.fail(ErrorKind::HttpStatus, format!("HTTP {} {reason}: {text}", parts.status.as_u16()));
@@ -403,7 +400,7 @@ async fn run(
         Ok(c) => c,
         Err(e) => {
             record.done_us = Some(clock.now_us());
-            record.fail(ErrorKind::Protocol, e.0);
+            coding_failed(record, e);
             return; // connection dropped: its body is not read
         }
     };
@@ -446,9 +443,9 @@ async fn run(
                     format!("response body larger than {} bytes", opts.max_event_bytes),
                 );
             }
-            Err((kind, e)) => {
+            Err(Failed { kind, cause, message }) => {
                 record.done_us = Some(t);
-                record.fail(kind, e);
+                record.fail_with(kind, cause, message);
             }
         }
         return;
@@ -460,7 +457,7 @@ async fn run(
     loop {
         let next = conn.frame(&mut incoming, timer.get()).await;
         match next {
-            Err(Interrupted::Deadline) => {
+            Err(ReadBodyError::Deadline) => {
                 if timer.rearm() {
                     continue;
                 }
@@ -471,7 +468,7 @@ async fn run(
                 }
                 return; // connection dropped
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 if !finished {
                     record.done_us = Some(clock.now_us());
                     record.fail(ErrorKind::Transport, format!("stream error: {e}"));
@@ -479,7 +476,7 @@ async fn run(
                 }
                 return;
             }
-            Ok(Ok(None)) => {
+            Ok(None) => {
                 let t = clock.now_us();
                 client.release(conn);
                 if !finished {
@@ -488,7 +485,7 @@ async fn run(
                             Ok(rest) => framer.push(rest),
                             Err(e) => {
                                 record.done_us = Some(t);
-                                record.fail(ErrorKind::Protocol, e.0);
+                                coding_failed(record, e);
                                 state.flush(record);
                                 return;
                             }
@@ -503,7 +500,7 @@ async fn run(
                 }
                 return;
             }
-            Ok(Ok(Some((data, at)))) => {
+            Ok(Some((data, at))) => {
                 if finished {
                     continue;
                 }
@@ -517,7 +514,7 @@ async fn run(
                         Ok(decoded) => framer.push(decoded),
                         Err(e) => {
                             record.done_us = Some(t);
-                            record.fail(ErrorKind::Protocol, e.0);
+                            coding_failed(record, e);
                             state.flush(record);
                             return;
                         }
@@ -526,7 +523,9 @@ async fn run(
                 match drain_events(&mut framer, &mut state, record, t) {
                     Flow::Continue if framer.events() > event_limit => {
                         record.done_us = Some(t);
-                        record.fail(ErrorKind::RunawayStream, runaway_message(opts, spec, event_limit));
+                        let cause = FailureCause::RunawayStream;
+                        let message = cause.tagged(&runaway_message(opts, spec, event_limit));
+                        record.fail_with(ErrorKind::RunawayStream, Some(cause), message);
                         state.flush(record);
                         return; // connection dropped
                     }
@@ -545,6 +544,34 @@ async fn run(
     }
 }
 
+/// A failure of reading a whole body, for the record.
+#[derive(Debug)]
+struct Failed {
+    kind: ErrorKind,
+    cause: Option<FailureCause>,
+    message: String,
+}
+
+impl Failed {
+    fn new(kind: ErrorKind, message: String) -> Self {
+        Failed { kind, cause: None, message }
+    }
+}
+
+impl From<CodingError> for Failed {
+    /// An undecodable content coding (SB306): a protocol failure with its code's tag.
+    fn from(e: CodingError) -> Self {
+        let cause = FailureCause::ContentCoding;
+        Failed { kind: ErrorKind::Protocol, cause: Some(cause), message: cause.tagged(&e.0) }
+    }
+}
+
+/// Fails `record` for an undecodable content coding (SB306).
+fn coding_failed(record: &mut RequestRecord, e: CodingError) {
+    let Failed { kind, cause, message } = e.into();
+    record.fail_with(kind, cause, message);
+}
+
 /// Reads a non-streamed body — a JSON answer or an error status's body — (at most `max` bytes
 /// kept; `false` when it was larger), with the time its last bytes were read. Every read is progress for the stall timer, as in a stream,
 /// so `--stall-timeout` means "no byte for that long" here too.
@@ -554,21 +581,22 @@ async fn read_whole_body(
     max: usize,
     timer: &mut Timer,
     mut coding: Option<&mut BodyDecoder>,
-) -> std::result::Result<(Vec<u8>, bool, Option<Instant>), (ErrorKind, String)> {
+) -> std::result::Result<(Vec<u8>, bool, Option<Instant>), Failed> {
     let mut buf = Vec::new();
     let mut last = None;
     loop {
         match conn.frame(body, timer.get()).await {
-            Err(Interrupted::Deadline) => {
+            Err(ReadBodyError::Deadline) => {
                 if timer.rearm() {
                     continue;
                 }
-                return Err((ErrorKind::Timeout, format!("reading the response body: {}", timer.message())));
+                let message = format!("reading the response body: {}", timer.message());
+                return Err(Failed::new(ErrorKind::Timeout, message));
             }
-            Ok(Err(e)) => return Err((ErrorKind::Transport, e)),
-            Ok(Ok(None)) => {
+            Err(e) => return Err(Failed::new(ErrorKind::Transport, e.to_string())),
+            Ok(None) => {
                 if let Some(c) = coding.as_mut() {
-                    let rest = c.finish().map_err(|e| (ErrorKind::Protocol, e.0))?;
+                    let rest = c.finish()?;
                     let room = max.saturating_sub(buf.len());
                     buf.extend_from_slice(&rest[..rest.len().min(room)]);
                     if rest.len() > room {
@@ -577,12 +605,12 @@ async fn read_whole_body(
                 }
                 return Ok((buf, true, last));
             }
-            Ok(Ok(Some((d, at)))) => {
+            Ok(Some((d, at))) => {
                 last = Some(at);
                 timer.progress_at(at);
                 let d = match coding.as_mut() {
                     None => d,
-                    Some(c) => c.push(d).map_err(|e| (ErrorKind::Protocol, e.0))?,
+                    Some(c) => c.push(d)?,
                 };
                 let room = max.saturating_sub(buf.len());
                 buf.extend_from_slice(&d[..d.len().min(room)]);
@@ -597,7 +625,7 @@ async fn read_whole_body(
 /// The error message of a stream cut as runaway after `limit` events.
 fn runaway_message(opts: &ExecOptions, spec: &RequestSpec, limit: u64) -> String {
     format!(
-        "{RUNAWAY_TAG} the stream went on past {limit} events ({} x max_tokens {} + {RUNAWAY_SLACK_EVENTS}) \
+        "the stream went on past {limit} events ({} x max_tokens {} + {RUNAWAY_SLACK_EVENTS}) \
          without ending; fix: check the server's stop handling, or raise --runaway-stream-factor (0 disables)",
         opts.runaway_factor, spec.expected_output_tokens
     )

@@ -6,7 +6,7 @@
 //! llama.cpp: `tokens`; SGLang: the growth of cumulative `meta_info.completion_tokens`); they
 //! are kept only when every token event had one.
 
-use servebench_core::RequestRecord;
+use servebench_core::{ErrorKind, FailureCause, RequestRecord};
 
 use super::{gap, Flow, StreamState};
 use crate::backend::BackendKind;
@@ -46,6 +46,11 @@ impl StreamState {
             Parsed::Fail(kind, msg) => {
                 rec.done_us = Some(t_us);
                 rec.fail(kind, msg);
+                Flow::Stop
+            }
+            Parsed::WrongDialect(msg) => {
+                rec.done_us = Some(t_us);
+                rec.fail_with(ErrorKind::Protocol, Some(FailureCause::WrongDialect), msg);
                 Flow::Stop
             }
             Parsed::Event(e) => self.apply_native(rec, &e, t_us),

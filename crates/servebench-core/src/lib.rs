@@ -19,6 +19,9 @@ pub mod workload;
 
 pub use clock::RunClock;
 pub use error::{errors_markdown, BenchError, ErrorCode, Result};
-pub use record::{ErrorKind, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource};
+pub use record::{
+    ErrorKind, FailureCause, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource,
+    UnreachableReason,
+};
 pub use tokenizer::TextTokenizer;
 pub use workload::{AudioClip, BodyOverrides, ChatMessages, Prompt, RequestSpec, RerankPayload, Workload};

@@ -82,6 +82,105 @@ impl ErrorKind {
 pub struct RequestError {
     pub kind: ErrorKind,
     pub message: String,
+    /// The coded error this failure stands for, typed where it happened (never read back from
+    /// the message); absent for failures without a code of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<FailureCause>,
+}
+
+/// What a failed request stands for beyond its [`ErrorKind`]: a failure with an error code of
+/// its own, set by the client where it happens. The readiness check stops on it, and a run
+/// warns once per code (`warning[SB306]: …`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCause {
+    /// The server cannot be reached at all (SB315), and why.
+    Unreachable(UnreachableReason),
+    /// The body is in a content coding servebench cannot decode, or corrupt (SB306).
+    ContentCoding,
+    /// A redirect that is not followed (SB307).
+    Redirect,
+    /// The server does not speak HTTP/1.1: HTTP/2 only, or not HTTP at all (SB308).
+    NotHttp1,
+    /// The server answers in another API dialect than `--backend` speaks (SB404).
+    WrongDialect,
+    /// The stream went on far past the requested output length (SB405).
+    RunawayStream,
+}
+
+impl FailureCause {
+    /// The error code the failure stands for.
+    pub fn code(self) -> crate::ErrorCode {
+        use crate::ErrorCode;
+        match self {
+            FailureCause::Unreachable(_) => ErrorCode::Unreachable,
+            FailureCause::ContentCoding => ErrorCode::ContentCoding,
+            FailureCause::Redirect => ErrorCode::Redirect,
+            FailureCause::NotHttp1 => ErrorCode::ServerProtocol,
+            FailureCause::WrongDialect => ErrorCode::WrongDialect,
+            FailureCause::RunawayStream => ErrorCode::RunawayStream,
+        }
+    }
+
+    /// Whether a record's message starts with the code in brackets (`[SB308] ...`): the
+    /// failures of the wire and the stream (SB306, SB307, SB308, SB405) do.
+    fn tags_message(self) -> bool {
+        matches!(
+            self,
+            FailureCause::ContentCoding
+                | FailureCause::Redirect
+                | FailureCause::NotHttp1
+                | FailureCause::RunawayStream
+        )
+    }
+
+    /// `detail` as a record's message: `[SB308] detail` for a failure whose message is tagged.
+    pub fn tagged(self, detail: &str) -> String {
+        if self.tags_message() {
+            format!("[{}] {detail}", self.code())
+        } else {
+            detail.to_owned()
+        }
+    }
+}
+
+impl RequestError {
+    /// The message without the code tag that [`FailureCause::tagged`] put in front of it.
+    pub fn detail(&self) -> &str {
+        match self.cause.filter(|c| c.tags_message()) {
+            Some(c) => {
+                let tag = format!("[{}] ", c.code());
+                self.message.strip_prefix(&tag).unwrap_or(&self.message)
+            }
+            None => &self.message,
+        }
+    }
+}
+
+/// Why a server cannot be reached (SB315).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnreachableReason {
+    /// The connection was refused (nothing listens on the port).
+    Refused,
+    /// The host name does not resolve.
+    NoResolve,
+    /// Connecting timed out.
+    ConnectTimeout,
+    /// No route to the host (network or host unreachable).
+    NoRoute,
+}
+
+impl UnreachableReason {
+    /// The reason in SB315's words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnreachableReason::Refused => "connection refused",
+            UnreachableReason::NoResolve => "the host name does not resolve",
+            UnreachableReason::ConnectTimeout => "connecting timed out",
+            UnreachableReason::NoRoute => "no route to the host",
+        }
+    }
 }
 
 /// Where the output-token count of a request came from.
@@ -266,7 +365,13 @@ impl RequestRecord {
     /// Marks the record failed with `kind` and `message`.
     pub fn fail(&mut self, kind: ErrorKind, message: impl Into<String>) {
         self.outcome = Outcome::Failed;
-        self.error = Some(RequestError { kind, message: message.into() });
+        self.error = Some(RequestError { kind, message: message.into(), cause: None });
+    }
+
+    /// Marks the request failed with an error that stands for a coded error (`cause`).
+    pub fn fail_with(&mut self, kind: ErrorKind, cause: Option<FailureCause>, message: impl Into<String>) {
+        self.outcome = Outcome::Failed;
+        self.error = Some(RequestError { kind, message: message.into(), cause });
     }
 
     /// Output tokens and the source they came from: `usage`, else the retokenized text, else
@@ -283,6 +388,32 @@ impl RequestRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failure_causes_are_typed_tag_their_message_and_survive_the_records_file() {
+        let mut r = RequestRecord::scheduled(0, "x".into(), 0, 10, 5);
+        let cause = FailureCause::NotHttp1;
+        r.fail_with(ErrorKind::Protocol, Some(cause), cause.tagged("server speaks HTTP/2 only"));
+        let e = r.error.clone().unwrap();
+        assert_eq!(e.message, "[SB308] server speaks HTTP/2 only");
+        assert_eq!(e.detail(), "server speaks HTTP/2 only");
+        assert_eq!(cause.code(), crate::ErrorCode::ServerProtocol);
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(line.contains(r#""cause":"not_http1""#), "{line}");
+        assert_eq!(serde_json::from_str::<RequestRecord>(&line).unwrap(), r);
+        let refused = FailureCause::Unreachable(UnreachableReason::Refused);
+        assert_eq!(refused.tagged("connect to 127.0.0.1:1: refused"), "connect to 127.0.0.1:1: refused");
+        r.fail_with(ErrorKind::Connect, Some(refused), "connect to 127.0.0.1:1: refused");
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(line.contains(r#""cause":{"unreachable":"refused"}"#), "{line}");
+        assert_eq!(serde_json::from_str::<RequestRecord>(&line).unwrap(), r);
+        // Failures without a code write no `cause` (records files as before), and files
+        // written before it existed read back.
+        r.fail(ErrorKind::HttpStatus, "HTTP 503");
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(!line.contains("cause"), "{line}");
+        assert_eq!(serde_json::from_str::<RequestRecord>(&line).unwrap().error.unwrap().cause, None);
+    }
 
     #[test]
     fn output_tokens_prefers_usage_then_retokenized_then_events() {

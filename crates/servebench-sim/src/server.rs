@@ -104,14 +104,11 @@ pub async fn start_tls(config: SimConfig, addr: SocketAddr, tls: SimTls) -> Resu
 
 async fn start_with(config: SimConfig, addr: SocketAddr, tls: Option<SimTls>) -> Result<SimHandle> {
     config.validate()?;
-    let listener = bind(addr).map_err(|e| BenchError::Transport {
-        context: format!("binding the simulator to {addr}"),
-        detail: e.to_string(),
-    })?;
-    let addr = listener.local_addr().map_err(|e| BenchError::Transport {
-        context: "reading the simulator's bound address".into(),
-        detail: e.to_string(),
-    })?;
+    let listener =
+        bind(addr).map_err(|e| BenchError::transport_from(format!("binding the simulator to {addr}"), e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| BenchError::transport_from("reading the simulator's bound address", e))?;
     let state = Arc::new(SimState::new(config));
     let (stop, stop_rx) = watch::channel(false);
     let tls_ca_pem = tls.as_ref().map(|t| t.ca_pem().to_owned());

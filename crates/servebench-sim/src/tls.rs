@@ -24,10 +24,7 @@ use tokio_rustls::TlsAcceptor;
 pub const SERVER_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 fn gen_err(e: rcgen::Error) -> BenchError {
-    BenchError::Transport {
-        context: "generating the simulator's TLS certificate".into(),
-        detail: e.to_string(),
-    }
+    BenchError::transport_from("generating the simulator's TLS certificate", e)
 }
 
 /// A certificate authority generated in memory.
@@ -114,7 +111,7 @@ impl SimTls {
     /// A setup serving `server` (issued by the CA `ca_pem`), optionally requiring client
     /// certificates signed by `client_ca`.
     pub fn from_parts(ca_pem: &str, server: &IssuedCert, client_ca: Option<&Path>) -> Result<SimTls> {
-        let bad = |detail: String| BenchError::Transport { context: "simulator TLS setup".into(), detail };
+        let bad = |detail: String| BenchError::transport("simulator TLS setup", detail);
         let chain = vec![
             CertificateDer::from_pem_slice(server.cert_pem.as_bytes()).map_err(|e| bad(format!("{e:?}")))?,
             CertificateDer::from_pem_slice(ca_pem.as_bytes()).map_err(|e| bad(format!("{e:?}")))?,
@@ -164,6 +161,7 @@ fn client_roots(path: &Path) -> Result<rustls::RootCertStore> {
         path: path.display().to_string(),
         detail,
         fix: "point it at a PEM bundle of the CA that signs client certificates".into(),
+        source: None,
     };
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
         .map_err(|e| file_err(format!("{e:?}")))?

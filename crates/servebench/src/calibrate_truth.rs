@@ -50,6 +50,7 @@ pub fn read_truth(path: &Path) -> Result<HashMap<String, TruthLine>> {
             location: format!("line {}", n + 1),
             problem: format!("not a ground-truth record ({e})"),
             fix: "pass the file `servebench sim --ground-truth` wrote".into(),
+            source: Some(Box::new(e)),
         })?;
         map.insert(t.request_id.clone(), t);
     }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use servebench_client::backend::{BackendKind, TargetConfig};
 use servebench_core::config::{
     parse_extra_body, parse_goodput, parse_header, parse_metadata, parse_metric_percentiles,
-    parse_percentile_metrics, parse_range_ratio,
+    parse_percentile_metrics, parse_range_ratio, Secret,
 };
 use servebench_core::metrics::{MetricName, Slo};
 use servebench_core::schedule::{RampUp, RateConfig};
@@ -44,7 +44,7 @@ pub struct Validated {
 }
 
 /// Validates `args`. `api_key` is `OPENAI_API_KEY` (passed in so tests need no environment).
-pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
+pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let backend: BackendKind = args.backend.parse()?;
     crate::cli_pooling::check_backend_flags(args, backend)?;
     crate::cli_dataset::check_chat_media_flags(args, backend)?;
@@ -158,7 +158,7 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
     let mut headers = Vec::new();
     for item in &args.header {
         let h = parse_header(item)?;
-        headers.push((h.name, h.value.expose().to_string()));
+        headers.push((h.name, h.value));
     }
     let mut extra_body = match &args.extra_body {
         Some(t) => parse_extra_body(t)?,
@@ -193,7 +193,7 @@ pub fn validate(args: &RunArgs, api_key: Option<String>) -> Result<Validated> {
         backend,
         endpoint,
         model: String::new(),
-        api_key: api_key.filter(|k| !k.is_empty()),
+        api_key: api_key.filter(|k| !k.expose().is_empty()),
         headers,
         logprobs: args.logprobs,
         // vLLM forces ignore_eos for the random dataset so outputs have the requested length.
@@ -378,4 +378,24 @@ fn validate_base_url(url: &str) -> Result<String> {
         return Err(BenchError::config("--base-url", format!("'{url}' has no host"), fix));
     }
     Ok(trimmed.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn debug_of_the_run_configuration_never_shows_the_api_key_or_header_secrets() {
+        let argv = ["servebench", "--header", "Authorization=Bearer sk-header-4242", "--header", "X-Trace=7"];
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        let v = validate(&cli.run, Some(Secret::new("sk-env-key-1337"))).unwrap();
+        assert_eq!(v.run.target.api_key.as_ref().map(Secret::expose), Some("sk-env-key-1337"));
+        let shown = format!("{v:?} {:#?} {:?}", v.run, v.run.target);
+        for secret in ["sk-env-key-1337", "sk-header-4242"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("<redacted>"));
+    }
 }

@@ -16,6 +16,7 @@ pub mod cli_unused;
 pub mod cli_values;
 pub mod cli_vllm;
 pub mod cli_workload;
+pub mod commands;
 pub mod compare_cmd;
 pub mod config;
 pub mod experiment;

@@ -35,8 +35,8 @@ pub enum Dialect {
     Anthropic,
 }
 
-/// The prefix of failure messages that mean the server speaks another dialect than `--backend`
-/// (classified as `SB404` by the runner).
+/// The start of the message of a failure where the server speaks another dialect than
+/// `--backend` (SB404; typed as `FailureCause::WrongDialect`, never recognised by the text).
 pub const WRONG_DIALECT: &str = "wrong dialect";
 
 /// Whether a failure message is a server complaint about its chat template (`SB403`).
@@ -213,6 +213,8 @@ pub(crate) enum Parsed<'a> {
     Done,
     /// The request failed.
     Fail(ErrorKind, String),
+    /// The event is in another dialect than `--backend` speaks (SB404): a protocol failure.
+    WrongDialect(String),
 }
 
 /// Per-response parsing state of a native dialect.
@@ -258,13 +260,10 @@ fn malformed(e: &serde_json::Error, data: &str) -> Parsed<'static> {
 
 /// The event is an OpenAI-style chunk (`choices`): the server speaks another dialect.
 fn wrong_dialect(dialect: Dialect) -> Parsed<'static> {
-    Parsed::Fail(
-        ErrorKind::Protocol,
-        format!(
-            "{WRONG_DIALECT}: --backend {} got an OpenAI-style chunk (`choices`); use --backend openai or openai-chat for this endpoint",
-            dialect.name()
-        ),
-    )
+    Parsed::WrongDialect(format!(
+        "{WRONG_DIALECT}: --backend {} got an OpenAI-style chunk (`choices`); use --backend openai or openai-chat for this endpoint",
+        dialect.name()
+    ))
 }
 
 /// A server error payload inside the stream.
@@ -283,10 +282,13 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Anthropic authentication and version headers: `x-api-key` (marked sensitive, never logged)
 /// instead of `Authorization: Bearer`, and `anthropic-version`.
-pub(crate) fn anthropic_headers(h: &mut http::HeaderMap, key: Option<&str>) -> Result<()> {
+pub(crate) fn anthropic_headers(
+    h: &mut http::HeaderMap,
+    key: Option<&servebench_core::config::Secret>,
+) -> Result<()> {
     use http::header::{HeaderName, HeaderValue};
     h.insert(HeaderName::from_static("anthropic-version"), HeaderValue::from_static(ANTHROPIC_VERSION));
-    if let Some(key) = key.filter(|k| !k.is_empty()) {
+    if let Some(key) = key.map(|k| k.expose()).filter(|k| !k.is_empty()) {
         let mut v = HeaderValue::from_str(key).map_err(|_| {
             BenchError::config(
                 "ANTHROPIC_API_KEY",
@@ -302,9 +304,12 @@ pub(crate) fn anthropic_headers(h: &mut http::HeaderMap, key: Option<&str>) -> R
 
 /// The API key of `--backend name` from the environment (`env` looks a variable up):
 /// `ANTHROPIC_API_KEY` first for `anthropic`, else `OPENAI_API_KEY`. Empty values count as
-/// unset.
-pub fn api_key_from_env(backend: &str, env: impl Fn(&str) -> Option<String>) -> Option<String> {
-    let get = |k: &str| env(k).filter(|v| !v.is_empty());
+/// unset. The key is a [`Secret`](servebench_core::config::Secret) from here on.
+pub fn api_key_from_env(
+    backend: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<servebench_core::config::Secret> {
+    let get = |k: &str| env(k).filter(|v| !v.is_empty()).map(servebench_core::config::Secret::new);
     let anthropic = Dialect::from_name(backend) == Some(Dialect::Anthropic);
     anthropic.then(|| get("ANTHROPIC_API_KEY")).flatten().or_else(|| get("OPENAI_API_KEY"))
 }

@@ -195,7 +195,7 @@ fn openai_chunk_to_a_native_backend_is_a_wrong_dialect() {
     for d in Dialect::ALL {
         let mut st = DialectState::new(d);
         match st.parse(SseEvent { event: None, data: chunk }) {
-            Parsed::Fail(ErrorKind::Protocol, m) => assert!(m.starts_with(WRONG_DIALECT), "{m}"),
+            Parsed::WrongDialect(m) => assert!(m.starts_with(WRONG_DIALECT), "{m}"),
             other => panic!("{d:?}: {other:?}"),
         }
     }
@@ -303,9 +303,12 @@ fn api_key_from_env_prefers_anthropic_key_for_anthropic() {
         "OPENAI_API_KEY" => Some("oai".to_owned()),
         _ => None,
     };
-    assert_eq!(api_key_from_env("anthropic", env).as_deref(), Some("ant"));
-    assert_eq!(api_key_from_env("openai", env).as_deref(), Some("oai"));
+    let key = |backend: &str, env: &dyn Fn(&str) -> Option<String>| {
+        api_key_from_env(backend, env).map(|k| k.expose().to_owned())
+    };
+    assert_eq!(key("anthropic", &env).as_deref(), Some("ant"));
+    assert_eq!(key("openai", &env).as_deref(), Some("oai"));
     let only_openai = |k: &str| (k == "OPENAI_API_KEY").then(|| "oai".to_owned());
-    assert_eq!(api_key_from_env("anthropic", only_openai).as_deref(), Some("oai"));
+    assert_eq!(key("anthropic", &only_openai).as_deref(), Some("oai"));
     assert_eq!(api_key_from_env("tgi", |_| Some(String::new())), None);
 }

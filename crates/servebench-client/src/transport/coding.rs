@@ -39,24 +39,16 @@ impl std::fmt::Debug for BodyDecoder {
     }
 }
 
-/// Why a body cannot be decoded: an unknown coding or corrupt compressed data. The message
-/// starts with `[SB306]` (the runner maps it to that code).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a body cannot be decoded: an unknown coding or corrupt compressed data (SB306; a
+/// request record's message gets the `[SB306]` tag from its typed cause).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct CodingError(pub String);
-
-impl std::fmt::Display for CodingError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Tag at the start of every content-coding error message.
-pub const CODING_TAG: &str = "[SB306]";
 
 fn unknown(coding: &str) -> CodingError {
     let shown: String = coding.chars().filter(|c| !c.is_control()).take(40).collect();
     CodingError(format!(
-        "{CODING_TAG} the server sent Content-Encoding '{shown}', which servebench cannot decode \
+        "the server sent Content-Encoding '{shown}', which servebench cannot decode \
          (it decodes gzip, deflate, br and zstd, and asks for identity)"
     ))
 }
@@ -95,7 +87,7 @@ impl BodyDecoder {
             ),
             "zstd" => {
                 let d = zstd::stream::write::Decoder::new(Vec::new())
-                    .map_err(|e| CodingError(format!("{CODING_TAG} zstd decoder: {e}")))?;
+                    .map_err(|e| CodingError(format!("zstd decoder: {e}")))?;
                 ("zstd", Inner::Zstd(d))
             }
             other => return Err(unknown(other)),
@@ -104,7 +96,7 @@ impl BodyDecoder {
     }
 
     fn corrupt(&self, e: impl std::fmt::Display) -> CodingError {
-        CodingError(format!("{CODING_TAG} the {} response body could not be decoded: {e}", self.coding))
+        CodingError(format!("the {} response body could not be decoded: {e}", self.coding))
     }
 
     /// Decodes `input` (the next compressed bytes): returns everything decodable so far.
@@ -255,7 +247,7 @@ mod tests {
         assert!(BodyDecoder::for_value(b"identity").unwrap().is_none());
         assert!(BodyDecoder::for_value(b"").unwrap().is_none());
         let e = BodyDecoder::for_value(b"compress").unwrap_err();
-        assert!(e.0.starts_with(CODING_TAG) && e.0.contains("'compress'"), "{e}");
+        assert!(e.0.starts_with("the server sent Content-Encoding 'compress'"), "{e}");
         let e = BodyDecoder::for_value(b"gzip, br").unwrap_err();
         assert!(e.0.contains("'gzip, br'"), "{e}");
         let mut d = BodyDecoder::for_value(b"gzip").unwrap().unwrap();

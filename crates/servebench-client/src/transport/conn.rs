@@ -17,6 +17,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use super::error::{ReadBodyError, ReadHeadError, WriteFail};
 use super::h1::{BodyDecoder, HeadParse, Step};
 
 /// A TCP stream, plain or TLS.
@@ -108,32 +109,9 @@ impl std::fmt::Debug for Conn {
     }
 }
 
-/// The outcome of an operation given a deadline that did not complete.
+/// The given deadline passed before an operation completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Interrupted {
-    /// The given deadline passed.
-    Deadline,
-}
-
-/// How writing a request failed.
-#[derive(Debug)]
-pub(crate) enum WriteFail {
-    /// Nothing of the request was written.
-    Unsent(String),
-    /// Part of the request may have reached the server.
-    Partial(String),
-    Deadline {
-        written: bool,
-    },
-}
-
-/// Why reading a response head failed.
-#[derive(Debug)]
-pub(crate) struct HeadError {
-    pub message: String,
-    /// Not one byte of a response arrived (EOF or reset right after the request was written).
-    pub unanswered: bool,
-}
+struct Deadline;
 
 /// A response body being read: its decoder. Obtained with the response head.
 #[derive(Debug)]
@@ -148,7 +126,7 @@ pub(crate) type Frame<'a> = (&'a [u8], Instant);
 async fn with_deadline<T>(
     deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
     mut op: impl FnMut(&mut Context<'_>) -> Poll<T>,
-) -> Result<T, Interrupted> {
+) -> Result<T, Deadline> {
     let mut deadline = deadline;
     std::future::poll_fn(move |cx| {
         if let Poll::Ready(v) = op(cx) {
@@ -156,7 +134,7 @@ async fn with_deadline<T>(
         }
         if let Some(d) = deadline.as_mut() {
             if d.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Err(Interrupted::Deadline));
+                return Poll::Ready(Err(Deadline));
             }
         }
         Poll::Pending
@@ -287,7 +265,7 @@ impl Conn {
                 with_deadline(None, |cx| Pin::new(&mut self.io).poll_flush(cx)).await.unwrap_or(Ok(()))
             }
             Ok(Err(e)) => Err(e),
-            Err(Interrupted::Deadline) => {
+            Err(Deadline) => {
                 self.done = true;
                 return Err(WriteFail::Deadline { written: written > 0 });
             }
@@ -295,9 +273,9 @@ impl Conn {
         r.map_err(|e| {
             self.done = true;
             if written == 0 {
-                WriteFail::Unsent(e.to_string())
+                WriteFail::Unsent(e)
             } else {
-                WriteFail::Partial(e.to_string())
+                WriteFail::Partial(e)
             }
         })
     }
@@ -307,7 +285,7 @@ impl Conn {
         &mut self,
         head_request: bool,
         deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
-    ) -> Result<Result<(super::h1::ResponseHead, Incoming), HeadError>, Interrupted> {
+    ) -> Result<(super::h1::ResponseHead, Incoming), ReadHeadError> {
         // Whether any byte of the response arrived: a request on a reused connection that got
         // none was never processed (the server had closed it) and may be sent again.
         let mut answered = false;
@@ -322,22 +300,15 @@ impl Conn {
                     continue;
                 }
                 Ok(HeadParse::Partial) => {}
-                Err(e) => return Poll::Ready(Err(HeadError { message: e, unanswered: false })),
+                Err(e) => return Poll::Ready(Err(ReadHeadError::Parse(e))),
             }
             match self.poll_fill(cx, super::h1::MAX_HEAD_BYTES + 1) {
                 Poll::Ready(Ok(0)) => {
-                    let msg = if !answered {
-                        "connection closed before the response head"
-                    } else {
-                        "connection closed in the middle of the response head"
-                    };
-                    return Poll::Ready(Err(HeadError { message: msg.to_owned(), unanswered: !answered }));
+                    let e = if answered { ReadHeadError::Cut } else { ReadHeadError::Unanswered };
+                    return Poll::Ready(Err(e));
                 }
                 Poll::Ready(Ok(_)) => answered = true,
-                Poll::Ready(Err(e)) => {
-                    let message = format!("reading the response head: {e}");
-                    return Poll::Ready(Err(HeadError { message, unanswered: !answered }));
-                }
+                Poll::Ready(Err(source)) => return Poll::Ready(Err(ReadHeadError::Io { source, answered })),
                 Poll::Pending => return Poll::Pending,
             }
         })
@@ -348,15 +319,15 @@ impl Conn {
                     self.done = true;
                 }
                 let incoming = Incoming { decoder: head.body };
-                Ok(Ok((*head, incoming)))
+                Ok((*head, incoming))
             }
             Ok(Err(e)) => {
                 self.done = true;
-                Ok(Err(e))
+                Err(e)
             }
             // A deadline is not a failure of the connection by itself: the caller decides
             // (a stall timer re-armed after progress keeps reading).
-            Err(i) => Err(i),
+            Err(Deadline) => Err(ReadHeadError::Deadline),
         }
     }
 
@@ -367,7 +338,7 @@ impl Conn {
         &'a mut self,
         body: &mut Incoming,
         deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
-    ) -> Result<Result<Option<Frame<'a>>, String>, Interrupted> {
+    ) -> Result<Option<Frame<'a>>, ReadBodyError> {
         let r = with_deadline(deadline, |cx| loop {
             if body.decoder.is_done() {
                 return Poll::Ready(Ok(None));
@@ -383,36 +354,36 @@ impl Conn {
                     return Poll::Ready(Ok(None));
                 }
                 Ok(Step::NeedMore { consumed }) => self.start += consumed,
-                Err(e) => return Poll::Ready(Err(format!("invalid response body: {e}"))),
+                Err(e) => return Poll::Ready(Err(ReadBodyError::Invalid(e))),
             }
             match self.poll_fill(cx, 1 << 20) {
                 Poll::Ready(Ok(0)) => {
                     if let Err(e) = body.decoder.on_eof() {
-                        return Poll::Ready(Err(e));
+                        return Poll::Ready(Err(ReadBodyError::Ended(e)));
                     }
                     self.done = true;
                 }
                 Poll::Ready(Ok(_)) => {}
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(format!("reading the response body: {e}"))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(ReadBodyError::Io(e))),
                 Poll::Pending => return Poll::Pending,
             }
         })
         .await;
         match r {
-            Ok(Ok(Some((at, len)))) => Ok(Ok(Some((&self.buf[at..at + len], self.last_read)))),
+            Ok(Ok(Some((at, len)))) => Ok(Some((&self.buf[at..at + len], self.last_read))),
             Ok(Ok(None)) => {
                 if self.start != self.end {
                     self.done = true; // bytes after the body: never reuse
                 }
-                Ok(Ok(None))
+                Ok(None)
             }
             Ok(Err(e)) => {
                 self.done = true;
-                Ok(Err(e))
+                Err(e)
             }
             // A deadline is not a failure of the connection by itself: the caller decides
             // (a stall timer re-armed after progress keeps reading).
-            Err(i) => Err(i),
+            Err(Deadline) => Err(ReadBodyError::Deadline),
         }
     }
 

@@ -8,10 +8,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use servebench_core::{BenchError, Result};
 
-use super::coding::{BodyDecoder, CODING_TAG};
-use super::h1::NOT_HTTP1_TAG;
-use super::{Conn, HttpClient, Incoming, Interrupted, SendFailKind, REDIRECT_TAG};
+use super::coding::{BodyDecoder, CodingError};
+use super::error::ReadBodyError;
+use super::{Conn, HttpClient, Incoming, SendFailKind, SendFailure};
 use servebench_core::text::one_line;
+use servebench_core::FailureCause;
 
 /// Largest control-plane response body read.
 const MAX_CONTROL_BODY: usize = 64 << 20;
@@ -66,6 +67,18 @@ fn json_error_message(text: &str) -> Option<String> {
     })
 }
 
+/// Why a whole body could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BodyReadError {
+    #[error("timed out reading the response body")]
+    Timeout,
+    #[error(transparent)]
+    Read(ReadBodyError),
+    /// An undecodable or corrupt content coding (SB306).
+    #[error(transparent)]
+    Coding(#[from] CodingError),
+}
+
 /// Reads a body to its end (or `max` bytes), driving `conn`. `Ok((bytes, complete, at))`;
 /// `complete` is false when the body was cut at `max`; `at` is when its last bytes were read.
 pub(crate) async fn read_body(
@@ -74,28 +87,28 @@ pub(crate) async fn read_body(
     max: usize,
     deadline: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
     mut coding: Option<&mut BodyDecoder>,
-) -> std::result::Result<(Bytes, bool, Option<std::time::Instant>), String> {
+) -> std::result::Result<(Bytes, bool, Option<std::time::Instant>), BodyReadError> {
     let mut deadline = deadline;
     let mut buf = BytesMut::new();
     let mut last = None;
     loop {
         match conn.frame(body, deadline.as_deref_mut()).await {
-            Err(Interrupted::Deadline) => return Err("timed out reading the response body".into()),
-            Ok(Ok(None)) => {
+            Err(ReadBodyError::Deadline) => return Err(BodyReadError::Timeout),
+            Ok(None) => {
                 if let Some(c) = coding.as_mut() {
-                    let rest = c.finish().map_err(|e| e.0)?;
+                    let rest = c.finish()?;
                     let room = max.saturating_sub(buf.len());
                     buf.extend_from_slice(&rest[..rest.len().min(room)]);
                     return Ok((buf.freeze(), rest.len() <= room, last));
                 }
                 return Ok((buf.freeze(), true, last));
             }
-            Ok(Err(e)) => return Err(e),
-            Ok(Ok(Some((d, at)))) => {
+            Err(e) => return Err(BodyReadError::Read(e)),
+            Ok(Some((d, at))) => {
                 last = Some(at);
                 let d = match coding.as_mut() {
                     None => d,
-                    Some(c) => c.push(d).map_err(|e| e.0)?,
+                    Some(c) => c.push(d)?,
                 };
                 let room = max.saturating_sub(buf.len());
                 buf.extend_from_slice(&d[..d.len().min(room)]);
@@ -107,18 +120,14 @@ pub(crate) async fn read_body(
     }
 }
 
-/// The error of a failed control call: a coded one when the message carries a code's tag
-/// (content coding SB306, redirects SB307, not HTTP/1.1 SB308), else a transport error.
-pub(crate) fn coded_error(context: String, detail: String) -> BenchError {
-    let strip = |tag: &str| detail.strip_prefix(tag).map(|d| d.trim_start().to_owned());
-    if let Some(detail) = strip(CODING_TAG) {
-        BenchError::ContentCoding { context, detail }
-    } else if let Some(detail) = strip(NOT_HTTP1_TAG) {
-        BenchError::ServerProtocol { context, detail }
-    } else if let Some(detail) = strip(REDIRECT_TAG) {
-        BenchError::Redirect { context, detail }
-    } else {
-        BenchError::Transport { context, detail }
+impl BodyReadError {
+    /// The error of a control call whose body could not be read: SB306 for a content coding,
+    /// else a transport error (SB304).
+    fn into_error(self, context: String) -> BenchError {
+        match self {
+            BodyReadError::Coding(e) => BenchError::ContentCoding { context, detail: e.0 },
+            other => BenchError::transport_from(context, other),
+        }
     }
 }
 
@@ -135,39 +144,28 @@ impl HttpClient {
     ) -> Result<RawResponse> {
         let path = self.control_path_for(endpoint)?;
         let context = format!("{method} {}", self.url_for_path(&path));
-        let transport = |detail: String| coded_error(context.clone(), detail);
         let mut h = headers.clone();
         if body.is_some() && !h.contains_key(CONTENT_TYPE) {
             h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
-        let req = self.request(method, &path, h, body.unwrap_or_default()).map_err(transport)?;
+        let req = self
+            .request(method, &path, h, body.unwrap_or_default())
+            .map_err(|detail| BenchError::transport(context.clone(), detail))?;
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
-        let followed =
-            self.send_following(req, false, Some(&mut deadline)).await.map_err(|f| match f.kind {
-                // A certificate or proxy failure has its own code (SB310, SB312).
-                SendFailKind::Connect | SendFailKind::Transport if self.connect_failure().is_some() => {
-                    match self.connect_failure() {
-                        Some(typed) => typed.to_error(&context),
-                        None => transport(f.message),
-                    }
-                }
-                // Nothing listens there (refused, DNS): SB315, whichever call comes first.
-                SendFailKind::Connect if f.dispatched.is_none() => {
-                    self.unreachable_error(&f.message).unwrap_or_else(|| transport(f.message))
-                }
-                SendFailKind::Connect | SendFailKind::Transport | SendFailKind::Timeout => {
-                    transport(f.message)
-                }
-            })?;
+        let followed = self
+            .send_following(req, false, Some(&mut deadline))
+            .await
+            .map_err(|f| self.send_error(context.clone(), f))?;
         let owner = followed.other.as_ref().unwrap_or(self);
         let sent = followed.sent;
         let mut conn = sent.conn;
         let (parts, mut incoming) = sent.response.into_parts();
-        let mut coding = BodyDecoder::for_headers(&parts.headers).map_err(|e| transport(e.0))?;
+        let mut coding = BodyDecoder::for_headers(&parts.headers)
+            .map_err(|e| BenchError::ContentCoding { context: context.clone(), detail: e.0 })?;
         let (bytes, complete, _) =
             read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline), coding.as_mut())
                 .await
-                .map_err(transport)?;
+                .map_err(|e| e.into_error(context.clone()))?;
         if complete {
             owner.release(conn);
         }
@@ -177,6 +175,25 @@ impl HttpClient {
             content_type: parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned),
             body: bytes,
         })
+    }
+
+    /// The coded error of a failed control call's send, from the failure's typed cause.
+    fn send_error(&self, context: String, f: SendFailure) -> BenchError {
+        // A certificate or proxy failure has its own code (SB310, SB312).
+        if matches!(f.kind, SendFailKind::Connect | SendFailKind::Transport) {
+            if let Some(typed) = self.connect_failure() {
+                return typed.to_error(&context);
+            }
+        }
+        match f.cause {
+            // Nothing listens there (refused, DNS): SB315, whichever call comes first.
+            Some(FailureCause::Unreachable(reason)) if f.dispatched.is_none() => {
+                self.unreachable_error(reason)
+            }
+            Some(FailureCause::NotHttp1) => BenchError::ServerProtocol { context, detail: f.message },
+            Some(FailureCause::Redirect) => BenchError::Redirect { context, detail: f.message },
+            _ => BenchError::transport(context, f.message),
+        }
     }
 
     /// `GET endpoint`, expecting a 2xx JSON body.
@@ -195,8 +212,7 @@ impl HttpClient {
         headers: &HeaderMap,
     ) -> Result<T> {
         let context = format!("POST {}", self.url_for_path(&self.control_path_for(endpoint)?));
-        let bytes = serde_json::to_vec(body)
-            .map_err(|e| BenchError::Protocol { context: context.clone(), detail: e.to_string() })?;
+        let bytes = serde_json::to_vec(body).map_err(|e| BenchError::protocol(context.clone(), e))?;
         let mut h = headers.clone();
         h.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let r = self.request_raw(Method::POST, endpoint, &h, Some(Bytes::from(bytes))).await?;
@@ -211,6 +227,7 @@ impl HttpClient {
         serde_json::from_slice(&r.body).map_err(|e| BenchError::Protocol {
             context,
             detail: format!("response is not the expected JSON ({e}): {}", r.snippet()),
+            source: Some(Box::new(e)),
         })
     }
 }

@@ -10,10 +10,12 @@
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{Request, StatusCode};
 
+use super::error::{BodyError, HeadParseError};
+
 /// Largest response head accepted.
 pub(crate) const MAX_HEAD_BYTES: usize = 64 << 10;
 /// Largest chunk-size or trailer line accepted.
-const MAX_LINE_BYTES: usize = 8 << 10;
+pub(crate) const MAX_LINE_BYTES: usize = 8 << 10;
 /// Most response headers accepted.
 const MAX_HEADERS: usize = 128;
 
@@ -72,7 +74,7 @@ pub(crate) enum HeadParse {
 }
 
 /// Parses a response head at the start of `buf`. `head_request`: the request was `HEAD`.
-pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, String> {
+pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, HeadParseError> {
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut slots);
     // RFC 9112 §5.2: a user agent accepts obs-fold continuation lines (unfolded below).
@@ -83,14 +85,14 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, St
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
             if buf.len() > MAX_HEAD_BYTES {
-                return Err(format!("response head larger than {MAX_HEAD_BYTES} bytes"));
+                return Err(HeadParseError::TooLarge);
             }
             return Ok(HeadParse::Partial);
         }
-        Err(e) => return Err(refused_answer(buf).unwrap_or_else(|| format!("invalid response head: {e}"))),
+        Err(e) => return Err(refused_answer(buf).map_or(HeadParseError::Syntax(e), HeadParseError::NotHttp1)),
     };
     let code = resp.code.unwrap_or(0);
-    let status = StatusCode::from_u16(code).map_err(|_| format!("invalid status code {code}"))?;
+    let status = StatusCode::from_u16(code).map_err(|_| HeadParseError::Status(code))?;
     if status.is_informational() && code != 101 {
         return Ok(HeadParse::Interim { len });
     }
@@ -98,13 +100,13 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, St
     let mut headers = HeaderMap::with_capacity(resp.headers.len());
     for h in resp.headers.iter() {
         let name = HeaderName::from_bytes(h.name.as_bytes())
-            .map_err(|_| format!("invalid response header name '{}'", h.name))?;
+            .map_err(|_| HeadParseError::HeaderName(h.name.to_owned()))?;
         let value = if h.value.iter().any(|&b| b == b'\r' || b == b'\n') {
             unfold(h.value)
         } else {
             HeaderValue::from_bytes(h.value)
         };
-        let value = value.map_err(|_| format!("invalid value of response header '{}'", h.name))?;
+        let value = value.map_err(|_| HeadParseError::HeaderValue(h.name.to_owned()))?;
         headers.append(name, value);
     }
     let tokens = |name: HeaderName| -> Vec<String> {
@@ -137,9 +139,9 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, St
         // Repeated identical values ("12, 12") are allowed; anything else is an error.
         let mut parts = s.split(',').map(str::trim);
         let first = parts.next().unwrap_or("");
-        let n: u64 = first.parse().map_err(|_| format!("invalid content-length '{s}'"))?;
+        let n: u64 = first.parse().map_err(|_| HeadParseError::ContentLength(s.to_owned()))?;
         if parts.any(|p| p != first) {
-            return Err(format!("conflicting content-length '{s}'"));
+            return Err(HeadParseError::ConflictingLength(s.to_owned()));
         }
         BodyDecoder::Length(n)
     } else {
@@ -170,9 +172,6 @@ fn unfold(raw: &[u8]) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
     HeaderValue::from_bytes(&out)
 }
 
-/// Tag at the start of the message of an answer that is not HTTP/1.x (SB308).
-pub const NOT_HTTP1_TAG: &str = "[SB308]";
-
 /// The first bytes of `buf`, escaped for a one-line message.
 pub(crate) fn escaped_start(buf: &[u8]) -> String {
     let shown: String =
@@ -185,13 +184,13 @@ pub(crate) fn escaped_start(buf: &[u8]) -> String {
 }
 
 /// Names an answer that is not an HTTP/1.x response head: an HTTP/2 frame or status line, or
-/// some other protocol (`None` when it looks like a malformed HTTP/1.x head).
+/// some other protocol (`None` when it looks like a malformed HTTP/1.x head). SB308.
 fn refused_answer(buf: &[u8]) -> Option<String> {
     // An HTTP/2 frame header: 24-bit length, type (4 SETTINGS, 7 GOAWAY), flags, stream 0.
     let h2_frame = buf.len() >= 4 && buf[0] == 0 && matches!(buf[3], 0x04 | 0x07);
     if h2_frame || buf.starts_with(b"HTTP/2") || buf.starts_with(b"PRI * HTTP/2") {
         return Some(format!(
-            "{NOT_HTTP1_TAG} server speaks HTTP/2 only: it answered the HTTP/1.1 request with HTTP/2 \
+            "server speaks HTTP/2 only: it answered the HTTP/1.1 request with HTTP/2 \
              (first bytes: \"{}\"); servebench speaks HTTP/1.1",
             escaped_start(buf)
         ));
@@ -201,10 +200,7 @@ fn refused_answer(buf: &[u8]) -> Option<String> {
     }
     let tls = buf.first() == Some(&0x15) || buf.first() == Some(&0x16);
     let hint = if tls { " (a TLS record: use https://)" } else { "" };
-    Some(format!(
-        "{NOT_HTTP1_TAG} server did not answer with HTTP{hint}: first bytes \"{}\"",
-        escaped_start(buf)
-    ))
+    Some(format!("server did not answer with HTTP{hint}: first bytes \"{}\"", escaped_start(buf)))
 }
 
 /// Where the chunked decoder is.
@@ -249,29 +245,26 @@ pub(crate) enum Step {
     End { consumed: usize },
 }
 
-fn line_end(input: &[u8]) -> Result<Option<(usize, usize)>, String> {
+fn line_end(input: &[u8]) -> Result<Option<(usize, usize)>, BodyError> {
     match memchr::memchr(b'\n', input) {
         Some(i) => {
             let content = if i > 0 && input[i - 1] == b'\r' { i - 1 } else { i };
             Ok(Some((content, i + 1)))
         }
-        None if input.len() > MAX_LINE_BYTES => Err(format!("chunk line longer than {MAX_LINE_BYTES} bytes")),
+        None if input.len() > MAX_LINE_BYTES => Err(BodyError::LineTooLong),
         None => Ok(None),
     }
 }
 
-fn parse_chunk_size(line: &[u8]) -> Result<u64, String> {
+fn parse_chunk_size(line: &[u8]) -> Result<u64, BodyError> {
     let digits_end = line.iter().position(|b| !b.is_ascii_hexdigit()).unwrap_or(line.len());
     let rest = &line[digits_end..];
     let rest_ok = rest.is_empty() || matches!(rest[0], b';' | b' ' | b'\t');
     if digits_end == 0 || !rest_ok {
-        return Err(format!(
-            "invalid chunk size line '{}'",
-            String::from_utf8_lossy(&line[..line.len().min(40)])
-        ));
+        return Err(BodyError::ChunkSize(String::from_utf8_lossy(&line[..line.len().min(40)]).into_owned()));
     }
     if digits_end > 15 {
-        return Err("chunk size too large".into());
+        return Err(BodyError::ChunkTooLarge);
     }
     let mut n = 0u64;
     for &b in &line[..digits_end] {
@@ -293,7 +286,7 @@ impl BodyDecoder {
 
     /// Decodes from `input` (bytes buffered after the head): the next piece of data, a
     /// request for more input, or the end. Errors are protocol violations.
-    pub(crate) fn decode(&mut self, input: &[u8]) -> Result<Step, String> {
+    pub(crate) fn decode(&mut self, input: &[u8]) -> Result<Step, BodyError> {
         match self {
             BodyDecoder::Done => Ok(Step::End { consumed: 0 }),
             BodyDecoder::Length(0) => {
@@ -346,7 +339,7 @@ impl BodyDecoder {
                                 pos += 1;
                                 state.0 = Chunked::Size;
                             }
-                            _ => return Err("chunk data not followed by CRLF".into()),
+                            _ => return Err(BodyError::ChunkEnd),
                         },
                         Chunked::Trailers => match line_end(rest)? {
                             None => return Ok(Step::NeedMore { consumed: pos }),
@@ -365,13 +358,13 @@ impl BodyDecoder {
     }
 
     /// The connection reached end-of-file: whether that ends the body cleanly.
-    pub(crate) fn on_eof(&mut self) -> Result<(), String> {
+    pub(crate) fn on_eof(&mut self) -> Result<(), BodyError> {
         match self {
             BodyDecoder::UntilClose | BodyDecoder::Done | BodyDecoder::Length(0) => {
                 *self = BodyDecoder::Done;
                 Ok(())
             }
-            _ => Err("connection closed before the response body ended".into()),
+            _ => Err(BodyError::Truncated),
         }
     }
 }
@@ -384,7 +377,11 @@ mod tests {
 
     /// Decodes `input` fed in pieces at `splits`, the way the connection does (unconsumed
     /// bytes stay buffered); returns the body and whether it ended.
-    fn decode_split(mut dec: BodyDecoder, input: &[u8], splits: &[usize]) -> Result<(Vec<u8>, bool), String> {
+    fn decode_split(
+        mut dec: BodyDecoder,
+        input: &[u8],
+        splits: &[usize],
+    ) -> Result<(Vec<u8>, bool), BodyError> {
         let mut buf: Vec<u8> = Vec::new();
         let mut out = Vec::new();
         let mut fed = 0;
@@ -526,15 +523,21 @@ mod tests {
     fn http2_and_non_http_answers_are_named() {
         // SETTINGS frame then GOAWAY, as an HTTP/2-only server answers an HTTP/1.1 request.
         let h2 = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64\x00\x00\x08\x07\x00\x00\x00\x00\x00";
-        let e = parse_head(h2, false).unwrap_err();
-        assert!(e.starts_with("[SB308] server speaks HTTP/2 only"), "{e}");
+        let not_http1 = |buf: &[u8]| match parse_head(buf, false) {
+            Err(HeadParseError::NotHttp1(detail)) => detail,
+            other => panic!("{other:?}"),
+        };
+        let e = not_http1(h2);
+        assert!(e.starts_with("server speaks HTTP/2 only"), "{e}");
         assert!(e.contains("\\x00\\x00\\x06\\x04"), "{e}");
-        let e = parse_head(b"SSH-2.0-OpenSSH_9.6\r\n", false).unwrap_err();
-        assert!(e.starts_with("[SB308] server did not answer with HTTP: first bytes \"SSH-2.0"), "{e}");
+        let e = not_http1(b"SSH-2.0-OpenSSH_9.6\r\n");
+        assert!(e.starts_with("server did not answer with HTTP: first bytes \"SSH-2.0"), "{e}");
         assert!(!e.contains('\n'));
-        let e = parse_head(b"\x15\x03\x01\x00\x02\x02\x46", false).unwrap_err();
+        let e = not_http1(b"\x15\x03\x01\x00\x02\x02\x46");
         assert!(e.contains("use https://"), "{e}");
         let e = parse_head(b"HTTP/1.1 abc\r\n\r\n", false).unwrap_err();
+        assert!(matches!(e, HeadParseError::Syntax(_)), "{e:?}");
+        let e = e.to_string();
         assert!(e.starts_with("invalid response head"), "{e}");
     }
 

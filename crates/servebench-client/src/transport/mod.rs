@@ -16,6 +16,7 @@
 pub(crate) mod coding;
 mod conn;
 pub(crate) mod control;
+pub(crate) mod error;
 pub(crate) mod failure;
 pub(crate) mod h1;
 pub mod path;
@@ -23,8 +24,6 @@ pub(crate) mod proxy;
 mod reach;
 pub(crate) mod redirect;
 pub(crate) mod tls;
-
-pub use reach::unreachable_reason;
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -34,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use http::header::{HeaderMap, HeaderValue, ACCEPT_ENCODING, HOST};
 use http::{Method, Request, Response, Uri};
-use servebench_core::{BenchError, Result};
+use servebench_core::{BenchError, FailureCause, Result};
 use tokio::net::TcpStream;
 use tokio::sync::OnceCell;
 use tokio_rustls::TlsConnector;
@@ -46,14 +45,13 @@ use proxy::ProxyRoute;
 pub use proxy::{ProxyEnv, ProxyOptions};
 pub use tls::{TlsOptions, TrustEnv, TrustSource};
 
-pub(crate) use conn::{Conn, HeadError, Incoming, Interrupted, WriteFail};
+pub(crate) use conn::{Conn, Incoming};
+use error::{ConnectError, ReadHeadError, WriteFail};
+pub(crate) use error::{SendFailKind, SendFailure};
 
 /// Request body type used on every connection.
 pub(crate) type ReqBody = bytes::Bytes;
 pub use control::RawResponse;
-
-/// Tag at the start of the message of a redirect that is not followed (SB307).
-pub const REDIRECT_TAG: &str = "[SB307]";
 
 /// Said once in the console when the client stops pooling connections.
 pub const NO_POOLING_NOTICE: &str = "server closes connections after each response; not pooling";
@@ -180,29 +178,6 @@ impl std::fmt::Debug for Inner {
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     inner: Arc<Inner>,
-}
-
-/// How sending a request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SendFailKind {
-    /// No connection could be established (nothing was sent).
-    Connect,
-    /// The request may have been (partly) written, then the connection failed.
-    Transport,
-    /// The deadline passed.
-    Timeout,
-}
-
-/// A failed send.
-#[derive(Debug)]
-pub(crate) struct SendFailure {
-    pub kind: SendFailKind,
-    pub message: String,
-    /// When the (last) attempt started writing, if it got that far.
-    pub dispatched: Option<Instant>,
-    pub reconnects: u32,
-    /// The request was written twice (see [`Sent::resent`]).
-    pub resent: bool,
 }
 
 /// A response head with the connection that carries its body.
@@ -438,7 +413,7 @@ impl HttpClient {
                 let context = format!("connect {}", self.origin());
                 Err(match self.connect_failure() {
                     Some(f) => f.to_error(&context),
-                    None => BenchError::Transport { context, detail: e },
+                    None => BenchError::transport_from(context, e),
                 })
             }
             _ => Ok(opened),
@@ -450,7 +425,7 @@ impl HttpClient {
     }
 
     /// The addresses of the host connections go to: the proxy's, or the origin's.
-    async fn addrs(&self) -> std::result::Result<&[SocketAddr], String> {
+    async fn addrs(&self) -> std::result::Result<&[SocketAddr], ConnectError> {
         let (host, port) = match &self.inner.proxy {
             Some(p) => (p.host.as_str(), p.port),
             None => (self.inner.origin.host.as_str(), self.inner.origin.port),
@@ -464,11 +439,11 @@ impl HttpClient {
                 }
                 let mut v: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
                     .await
-                    .map_err(|e| format!("resolve {host}: {e}"))?
+                    .map_err(|source| ConnectError::Resolve { host: host.to_owned(), source })?
                     .collect();
                 v.sort_by_key(|a| a.is_ipv6()); // IPv4 first, stable otherwise
                 if v.is_empty() {
-                    return Err(format!("resolve {host}: no addresses"));
+                    return Err(ConnectError::NoAddresses { host: host.to_owned() });
                 }
                 Ok(v)
             })
@@ -477,35 +452,40 @@ impl HttpClient {
     }
 
     /// Opens a new connection (TCP, TLS, HTTP/1.1 handshake) within `connect_timeout`.
-    async fn connect(&self) -> std::result::Result<Conn, String> {
+    async fn connect(&self) -> std::result::Result<Conn, ConnectError> {
         let timeout = self.inner.opts.connect_timeout;
         match tokio::time::timeout(timeout, self.connect_inner()).await {
             Ok(r) => r,
-            Err(_) => Err(format!("connect to {} timed out after {timeout:?}", self.origin())),
+            Err(_) => Err(ConnectError::TimedOut { origin: self.origin().to_owned(), after: timeout }),
         }
     }
 
-    async fn connect_inner(&self) -> std::result::Result<Conn, String> {
+    async fn connect_inner(&self) -> std::result::Result<Conn, ConnectError> {
         let addrs = self.addrs().await.map_err(|e| self.proxy_unreachable(e))?;
-        let mut last = String::from("no address");
+        let mut last = None;
         let mut tcp = None;
-        for a in addrs {
-            match TcpStream::connect(a).await {
+        for &addr in addrs {
+            match TcpStream::connect(addr).await {
                 Ok(s) => {
                     tcp = Some(s);
                     break;
                 }
-                Err(e) => last = format!("connect to {a}: {e}"),
+                Err(source) => last = Some(ConnectError::Tcp { addr, source }),
             }
         }
-        let mut tcp = tcp.ok_or(last).map_err(|e| self.proxy_unreachable(e))?;
+        let mut tcp = match (tcp, last) {
+            (Some(tcp), _) => tcp,
+            (None, Some(e)) => return Err(self.proxy_unreachable(e)),
+            // `addrs` is never empty.
+            (None, None) => return Err(ConnectError::NoAddresses { host: self.inner.origin.host.clone() }),
+        };
         let _ = tcp.set_nodelay(true);
         self.open_tunnel(&mut tcp).await?;
         let stream = match &self.inner.tls {
             Some(tls) => tls::connect(tls, &self.inner.origin.host, tcp, &self.inner.failures)
                 .await
                 .map(|s| conn::Stream::Tls(Box::new(s)))
-                .map_err(|e| format!("TLS handshake with {}: {e}", self.origin()))?,
+                .map_err(|detail| ConnectError::Tls { origin: self.origin().to_owned(), detail })?,
             None => conn::Stream::Plain(tcp),
         };
         self.inner.failures.clear();
@@ -614,6 +594,7 @@ impl HttpClient {
             let fail = |kind, message: String, dispatched, reconnects| SendFailure {
                 kind,
                 message,
+                cause: None,
                 dispatched,
                 reconnects,
                 resent,
@@ -636,7 +617,11 @@ impl HttpClient {
                     };
                     match r {
                         Ok(c) => (c, false),
-                        Err(e) => return Err(fail(SendFailKind::Connect, e, dispatched, reconnects)),
+                        Err(e) => {
+                            let cause = e.unreachable().map(FailureCause::Unreachable);
+                            let f = fail(SendFailKind::Connect, e.to_string(), dispatched, reconnects);
+                            return Err(SendFailure { cause, ..f });
+                        }
                     }
                 }
             };
@@ -680,7 +665,7 @@ impl HttpClient {
             }
             let head_request = req.method() == Method::HEAD;
             match conn.read_head(head_request, deadline.as_deref_mut()).await {
-                Ok(Ok((head, incoming))) => {
+                Ok((head, incoming)) => {
                     let headers_at = conn.last_read_at();
                     if reused {
                         self.inner.counters.reused.fetch_add(1, Ordering::Relaxed);
@@ -693,19 +678,7 @@ impl HttpClient {
                     *response.headers_mut() = head.headers;
                     return Ok(Sent { response, conn, dispatched: t0, headers_at, reconnects, resent });
                 }
-                Ok(Err(HeadError { unanswered: true, .. })) if retry_unanswered => {
-                    self.resend_unanswered(&mut reconnects, &mut resent, after_response);
-                    continue;
-                }
-                Ok(Err(e)) => {
-                    let msg = if e.message.starts_with(h1::NOT_HTTP1_TAG) {
-                        e.message
-                    } else {
-                        format!("request failed after it was sent: {}", e.message)
-                    };
-                    return Err(fail(SendFailKind::Transport, msg, dispatched, reconnects));
-                }
-                Err(Interrupted::Deadline) => {
+                Err(ReadHeadError::Deadline) => {
                     return Err(fail(
                         SendFailKind::Timeout,
                         "request timed out waiting for the response head".into(),
@@ -713,11 +686,25 @@ impl HttpClient {
                         reconnects,
                     ));
                 }
+                Err(e) if e.unanswered() && retry_unanswered => {
+                    self.resend_unanswered(&mut reconnects, &mut resent, after_response);
+                    continue;
+                }
+                // Not HTTP/1.1 at all (SB308): the answer is named as it is.
+                Err(e) if e.is_not_http1() => {
+                    let f = fail(SendFailKind::Transport, e.to_string(), dispatched, reconnects);
+                    return Err(SendFailure { cause: Some(FailureCause::NotHttp1), ..f });
+                }
+                Err(e) => {
+                    let msg = format!("request failed after it was sent: {e}");
+                    return Err(fail(SendFailKind::Transport, msg, dispatched, reconnects));
+                }
             }
         }
         Err(SendFailure {
             kind: SendFailKind::Connect,
             message: "too many stale connections in a row".into(),
+            cause: None,
             dispatched,
             reconnects,
             resent,
@@ -778,5 +765,9 @@ mod tests {
         let c = client(&format!("http://127.0.0.1:{port}"));
         let e = c.preconnect(1).await.unwrap_err();
         assert!(matches!(e, BenchError::Transport { .. }), "{e}");
+        // The typed connect error is the source; its words are in the message.
+        let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<ConnectError>());
+        assert!(matches!(source, Some(ConnectError::Tcp { .. })), "{e}");
+        assert!(e.to_string().contains("Connection refused") || e.to_string().contains("refused"), "{e}");
     }
 }

@@ -15,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use url::Url;
 
+use super::error::ConnectError;
 use super::failure::ConnectFailure;
 
 /// Proxy variables as found in the environment.
@@ -241,7 +242,7 @@ pub(crate) async fn tunnel(
 impl super::HttpClient {
     /// The message of a failed TCP connect (or resolve); through a proxy, notes a permanent
     /// proxy failure (an unreachable proxy is a configuration problem, not a server starting).
-    pub(super) fn proxy_unreachable(&self, e: String) -> String {
+    pub(super) fn proxy_unreachable(&self, e: ConnectError) -> ConnectError {
         match &self.inner.proxy {
             Some(p) => {
                 let f = ConnectFailure::Proxy {
@@ -249,16 +250,15 @@ impl super::HttpClient {
                     detail: format!("unreachable: {e}"),
                     permanent: true,
                 };
-                let msg = f.message();
-                self.inner.failures.set(f);
-                msg
+                self.inner.failures.set(f.clone());
+                ConnectError::Proxy(f)
             }
             None => e,
         }
     }
 
     /// Opens the CONNECT tunnel when the origin is reached through a proxy by tunnel.
-    pub(super) async fn open_tunnel(&self, tcp: &mut TcpStream) -> std::result::Result<(), String> {
+    pub(super) async fn open_tunnel(&self, tcp: &mut TcpStream) -> std::result::Result<(), ConnectError> {
         let Some(p) = self.inner.proxy.as_ref().filter(|p| p.tunnel) else { return Ok(()) };
         let o = &self.inner.origin;
         let host = if o.host.contains(':') { format!("[{}]", o.host) } else { o.host.clone() };
@@ -266,9 +266,8 @@ impl super::HttpClient {
         tunnel(tcp, p, &authority).await.map_err(|t| {
             let f =
                 ConnectFailure::Proxy { proxy: p.display.clone(), detail: t.detail, permanent: t.permanent };
-            let msg = f.message();
-            self.inner.failures.set(f);
-            msg
+            self.inner.failures.set(f.clone());
+            ConnectError::Proxy(f)
         })
     }
 }

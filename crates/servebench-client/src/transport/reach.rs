@@ -3,25 +3,7 @@
 //! amount of retrying a request fixes — unlike a server that answers with an error.
 
 use super::HttpClient;
-use servebench_core::{BenchError, Result};
-
-/// What a connect failure (as `connect` words it) says about reachability: `Some(reason)`
-/// when the server cannot be reached at all, `None` for other failures (TLS, a closed
-/// connection).
-pub fn unreachable_reason(message: &str) -> Option<&'static str> {
-    let m = message.to_ascii_lowercase();
-    if m.contains("connection refused") {
-        Some("connection refused")
-    } else if m.starts_with("resolve ") {
-        Some("the host name does not resolve")
-    } else if m.starts_with("connect to ") && m.contains("timed out") {
-        Some("connecting timed out")
-    } else if m.contains("network is unreachable") || m.contains("no route to host") {
-        Some("no route to the host")
-    } else {
-        None
-    }
-}
+use servebench_core::{BenchError, Result, UnreachableReason};
 
 impl HttpClient {
     /// `host:port` of the origin (as named in SB315 messages).
@@ -30,13 +12,13 @@ impl HttpClient {
         format!("{}:{}", o.host, o.port)
     }
 
-    /// The SB315 error for a connect failure `message`, if it means the server is unreachable.
-    pub fn unreachable_error(&self, message: &str) -> Option<BenchError> {
-        unreachable_reason(message).map(|reason| BenchError::Unreachable {
+    /// SB315 for this origin, with the reason connecting gave.
+    pub(crate) fn unreachable_error(&self, reason: UnreachableReason) -> BenchError {
+        BenchError::Unreachable {
             addr: self.host_port(),
-            reason: reason.to_owned(),
+            reason: reason.as_str().to_owned(),
             waited: String::new(),
-        })
+        }
     }
 
     /// Opens one connection (kept in the pool): `Err(SB315)` when the server cannot be reached,
@@ -49,12 +31,10 @@ impl HttpClient {
                 Ok(())
             }
             // A certificate or proxy failure keeps its own code (SB310, SB312).
-            Err(e) => Err(match self.connect_failure() {
-                Some(typed) => typed.to_error(&format!("connect {}", self.origin())),
-                None => self.unreachable_error(&e).unwrap_or_else(|| BenchError::Transport {
-                    context: format!("connect {}", self.origin()),
-                    detail: e,
-                }),
+            Err(e) => Err(match (self.connect_failure(), e.unreachable()) {
+                (Some(typed), _) => typed.to_error(&format!("connect {}", self.origin())),
+                (None, Some(reason)) => self.unreachable_error(reason),
+                (None, None) => BenchError::transport_from(format!("connect {}", self.origin()), e),
             }),
         }
     }
@@ -63,18 +43,6 @@ impl HttpClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn refused_dns_and_timeouts_are_unreachable_tls_is_not() {
-        let refused = "connect to 127.0.0.1:1: Connection refused (os error 111)";
-        assert_eq!(unreachable_reason(refused), Some("connection refused"));
-        let dns = "resolve nosuchhost.invalid: failed to lookup address information";
-        assert_eq!(unreachable_reason(dns), Some("the host name does not resolve"));
-        let slow = "connect to http://10.0.0.1:80 timed out after 10s";
-        assert_eq!(unreachable_reason(slow), Some("connecting timed out"));
-        assert_eq!(unreachable_reason("TLS handshake with https://x:443: invalid peer certificate"), None);
-        assert_eq!(unreachable_reason("connection closed before the request was sent: eof"), None);
-    }
 
     #[tokio::test]
     async fn a_port_nobody_listens_on_is_sb315_naming_host_and_port() {

@@ -15,7 +15,8 @@ use http::{Method, Request, StatusCode};
 use url::Url;
 
 use super::control::read_body;
-use super::{ClientOptions, HttpClient, ReqBody, SendFailKind, SendFailure, Sent, REDIRECT_TAG};
+use super::{ClientOptions, HttpClient, ReqBody, SendFailKind, SendFailure, Sent};
+use servebench_core::FailureCause;
 
 /// Most redirects followed for one request.
 pub const MAX_HOPS: usize = 5;
@@ -50,7 +51,8 @@ fn is_redirect(s: StatusCode) -> bool {
 fn refused(message: String, dispatched: Option<Instant>, reconnects: u32) -> SendFailure {
     SendFailure {
         kind: SendFailKind::Transport,
-        message: format!("{REDIRECT_TAG} {message}"),
+        message,
+        cause: Some(FailureCause::Redirect),
         dispatched,
         reconnects,
         resent: false,

@@ -108,7 +108,7 @@ pub(crate) fn setup(insecure: bool, opts: &TlsOptions) -> Result<TlsSetup> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| BenchError::Transport { context: "TLS setup".into(), detail: e.to_string() })?;
+        .map_err(|e| BenchError::transport_from("TLS setup", e))?;
     let (builder, trust) = if insecure {
         // Explicit files are still checked: a typo should not go unnoticed.
         if let Some(p) = &opts.cacert {
@@ -144,6 +144,17 @@ fn tls_file(what: &str, path: &Path, detail: &str, fix: &str) -> BenchError {
         path: path.display().to_string(),
         detail: detail.to_owned(),
         fix: fix.to_owned(),
+        source: None,
+    }
+}
+
+/// [`tls_file`] for an I/O error, kept as the source.
+fn tls_file_io(what: &str, path: &Path, e: std::io::Error, fix: &str) -> BenchError {
+    match tls_file(what, path, &e.to_string(), fix) {
+        BenchError::TlsFile { what, path, detail, fix, .. } => {
+            BenchError::TlsFile { what, path, detail, fix, source: Some(Box::new(e)) }
+        }
+        other => other,
     }
 }
 
@@ -173,7 +184,7 @@ fn pem_detail(e: &rustls::pki_types::pem::Error) -> String {
 /// The private key of `path` (`in_cert`: it is the certificate file, `--client-key` not given).
 fn load_key(path: &Path, in_cert: bool) -> Result<PrivateKeyDer<'static>> {
     let what = if in_cert { "--client-cert" } else { "--client-key" };
-    let text = std::fs::read(path).map_err(|e| tls_file(what, path, &e.to_string(), PEM_FIX))?;
+    let text = std::fs::read(path).map_err(|e| tls_file_io(what, path, e, PEM_FIX))?;
     if memchr::memmem::find(&text, b"ENCRYPTED PRIVATE KEY").is_some() {
         let fix = "decrypt it: openssl pkey -in KEY -out plain.pem";
         return Err(tls_file(what, path, "the private key is encrypted", fix));
@@ -229,7 +240,7 @@ fn env_certs(env: &TrustEnv) -> Result<(Vec<CertificateDer<'static>>, String)> {
         for dir in std::env::split_paths(dirs).filter(|d| !d.as_os_str().is_empty()) {
             if let Err(e) = std::fs::read_dir(&dir) {
                 let fix = "point SSL_CERT_DIR at a directory of PEM certificates, or unset it";
-                return Err(tls_file("SSL_CERT_DIR", &dir, &e.to_string(), fix));
+                return Err(tls_file_io("SSL_CERT_DIR", &dir, e, fix));
             }
             // Files that are not certificates are skipped, as OpenSSL skips them.
             certs.extend(rustls_native_certs::load_certs_from_paths(None, Some(&dir)).certs);
@@ -245,6 +256,7 @@ fn env_certs(env: &TrustEnv) -> Result<(Vec<CertificateDer<'static>>, String)> {
             path: vars.join(" "),
             detail: "holds no PEM certificate".into(),
             fix: fix.into(),
+            source: None,
         });
     }
     Ok((certs, vars.join(" ")))

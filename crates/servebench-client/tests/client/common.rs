@@ -33,7 +33,7 @@ pub fn fixture(port: u16, backend: BackendKind, api_key: Option<&str>) -> Fixtur
     let cfg = TargetConfig {
         backend,
         model: "m".into(),
-        api_key: api_key.map(str::to_owned),
+        api_key: api_key.map(Into::into),
         ..TargetConfig::default()
     };
     let target = RequestTarget::new(&client, &cfg).unwrap();

@@ -62,7 +62,7 @@ async fn run(dialect: Dialect, fixture: &'static str, api_key: Option<&str>) -> 
     let cfg = TargetConfig {
         backend: BackendKind::Native(dialect),
         model: "m".into(),
-        api_key: api_key.map(str::to_owned),
+        api_key: api_key.map(Into::into),
         ignore_eos: true,
         ..TargetConfig::default()
     };

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use servebench_client::{BackendKind, ExecOptions};
-use servebench_core::{BenchError, ErrorKind, Outcome};
+use servebench_core::{BenchError, ErrorKind, FailureCause, Outcome, UnreachableReason};
 
 /// llama.cpp's streamed response head: `Keep-Alive` and no `Connection: close`, yet the
 /// server closes the connection right after the terminating chunk.
@@ -199,7 +199,9 @@ async fn unknown_content_coding_is_a_coded_error_naming_it() {
     let f = fixture(s.port, BackendKind::Chat, None);
     let r = f.run(0, &ExecOptions::default()).await;
     assert_eq!(kind(&r), Some(ErrorKind::Protocol), "{:?}", r.error);
-    let msg = r.error.unwrap().message;
+    let e = r.error.unwrap();
+    assert_eq!(e.cause, Some(FailureCause::ContentCoding));
+    let msg = e.message;
     assert!(msg.starts_with("[SB306]") && msg.contains("'compress'"), "{msg}");
     let e = f.client.get_json::<serde_json::Value>("/v1/models", f.target.headers()).await.unwrap_err();
     assert!(matches!(e, BenchError::ContentCoding { .. }), "{e}");
@@ -237,11 +239,13 @@ async fn http2_only_and_non_http_servers_are_named() {
     let f = fixture(s.port, BackendKind::Chat, None);
     let r = f.run(0, &ExecOptions::default()).await;
     assert_eq!(kind(&r), Some(ErrorKind::Protocol), "{:?}", r.error);
-    let msg = r.error.unwrap().message;
+    let e = r.error.unwrap();
+    assert_eq!(e.cause, Some(FailureCause::NotHttp1));
+    let msg = e.message;
     assert!(msg.starts_with("[SB308] server speaks HTTP/2 only"), "{msg}");
     let e = f.client.get_json::<serde_json::Value>("/v1/models", f.target.headers()).await.unwrap_err();
     assert!(matches!(e, BenchError::ServerProtocol { .. }), "{e}");
-    assert!(e.to_string().contains("HTTP/2 only"), "{e}");
+    assert!(e.to_string().contains("HTTP/2 only") && !e.to_string().contains("[SB308]"), "{e}");
     let r = f.run(1, &ExecOptions::default()).await;
     let msg = r.error.unwrap().message;
     assert!(msg.contains("did not answer with HTTP") && msg.contains("SSH-2.0-OpenSSH_9.6\\r\\n"), "{msg}");
@@ -291,7 +295,9 @@ async fn redirect_rules_for_generation_and_control_calls() {
     let f = fixture(s.port, BackendKind::Chat, None);
     let r = f.run(0, &ExecOptions::default()).await;
     assert_eq!(kind(&r), Some(ErrorKind::HttpStatus), "{:?}", r.error);
-    assert!(r.error.unwrap().message.starts_with("[SB307] the server answered HTTP 301"));
+    let e = r.error.unwrap();
+    assert_eq!(e.cause, Some(FailureCause::Redirect));
+    assert!(e.message.starts_with("[SB307] the server answered HTTP 301"), "{}", e.message);
     let f = fixture(s.port, BackendKind::Chat, None);
     let v: serde_json::Value = f.client.get_json("/v1/models", f.target.headers()).await.unwrap();
     assert_eq!(v["data"][0]["id"], "m1");
@@ -330,7 +336,9 @@ async fn runaway_stream_fails_with_a_coded_error() {
     let f = fixture(s.port, BackendKind::Chat, None);
     let r = f.run(0, &ExecOptions::default()).await; // max_tokens 2: bound 4 x 2 + 16 = 24
     assert_eq!(kind(&r), Some(ErrorKind::RunawayStream), "{:?}", r.error);
-    assert!(r.error.unwrap().message.starts_with("[SB405] the stream went on past 24 events"));
+    let e = r.error.unwrap();
+    assert_eq!(e.cause, Some(FailureCause::RunawayStream));
+    assert!(e.message.starts_with("[SB405] the stream went on past 24 events"), "{}", e.message);
     assert!(r.done_us.is_some());
     // Disabled with a factor of 0: the same stream then waits for its end (here: a timeout).
     let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&events)), A::Sleep(20_000)]]).await;
@@ -353,4 +361,19 @@ async fn stream_in_one_read_completes_with_ttft_equal_to_e2el() {
     let r = f.run(0, &ExecOptions::default()).await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert_eq!(r.first_token_us, r.done_us);
+}
+
+/// A port nobody listens on: the record's failure is typed where it happens as unreachable
+/// (SB315, connection refused); the message stays the connect error.
+#[tokio::test]
+async fn a_refused_connection_is_typed_unreachable() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let f = fixture(port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    let e = r.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::Connect);
+    assert_eq!(e.cause, Some(FailureCause::Unreachable(UnreachableReason::Refused)));
+    assert!(e.message.starts_with(&format!("connect to 127.0.0.1:{port}: ")), "{}", e.message);
 }

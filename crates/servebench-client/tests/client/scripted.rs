@@ -319,6 +319,9 @@ async fn control_plane_json_helpers() {
     assert!(e.to_string().contains("not found") && !e.to_string().contains("sk-ctl"));
     let e = f.client.get_json::<serde_json::Value>("/v1/models", f.target.headers()).await.unwrap_err();
     assert!(matches!(e, BenchError::Protocol { .. }), "{e}");
+    // The serde error is kept as the source, not only as text.
+    let source = std::error::Error::source(&e).expect("a source");
+    assert!(source.is::<serde_json::Error>(), "{source}");
     assert_eq!(s.accepted.load(Ordering::SeqCst), 1);
     let req = s.requests.lock().unwrap()[1].clone();
     assert!(req.starts_with("POST /tokenize HTTP/1.1"));

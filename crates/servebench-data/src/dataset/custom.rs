@@ -31,13 +31,14 @@ pub fn generate_custom(cfg: &CustomConfig, sampling: &Sampling, tok: &dyn TextTo
     let file = DataFile::new(&cfg.path);
     let text = file.read_text()?;
     let mut lines: Vec<(Location, Line)> = parse_json_lines(&file, &text).map_err(|e| match e {
-        servebench_core::BenchError::DatasetFile { path, location, problem, fix }
+        servebench_core::BenchError::DatasetFile { path, location, problem, fix, source }
             if problem.contains("missing field") || problem.contains("invalid type") =>
         {
             servebench_core::BenchError::DatasetFile {
                 path,
                 location,
                 problem,
+                source,
                 fix: format!("{fix}: each line is {{\"prompt\": \"text\", \"output_tokens\": N}}"),
             }
         }

@@ -137,11 +137,12 @@ pub fn generate_custom_image(
     let file = DataFile::new(&cfg.path);
     let text = file.read_text()?;
     let lines: Vec<(Location, Line)> = parse_json_lines(&file, &text).map_err(|e| match e {
-        servebench_core::BenchError::DatasetFile { path, location, problem, fix } => {
+        servebench_core::BenchError::DatasetFile { path, location, problem, fix, source } => {
             servebench_core::BenchError::DatasetFile {
                 path,
                 location,
                 problem,
+                source,
                 fix: format!("{fix}: {FORMS}"),
             }
         }

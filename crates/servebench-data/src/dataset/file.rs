@@ -52,13 +52,31 @@ impl DataFile {
             location: at.to_string(),
             problem: problem.into(),
             fix: fix.into(),
+            source: None,
+        }
+    }
+
+    /// An error at `at` caused by `cause` (an I/O, serde or Parquet error), kept as its source.
+    pub fn error_from(
+        &self,
+        at: Location,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> BenchError {
+        BenchError::DatasetFile {
+            path: self.path.display().to_string(),
+            location: at.to_string(),
+            problem: problem.into(),
+            fix: fix.into(),
+            source: Some(Box::new(cause)),
         }
     }
 
     /// The raw bytes; a missing or empty file is an error.
     pub fn read_bytes(&self) -> Result<Vec<u8>> {
         let bytes = std::fs::read(&self.path).map_err(|e| {
-            self.error(Location::File, format!("cannot be read: {e}"), "check the --dataset-path")
+            self.error_from(Location::File, format!("cannot be read: {e}"), "check the --dataset-path", e)
         })?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(self.error(Location::File, "the file is empty", "pass a file with records in it"));
@@ -146,9 +164,9 @@ pub fn parse_json_array<'a, T: Deserialize<'a> + Send>(
         .enumerate()
         .map(|(index, (raw, &line))| {
             let at = Location::Record { index, line };
-            serde_json::from_str::<T>(raw.get())
-                .map(|v| (at, v))
-                .map_err(|e| file.error(at, format!("unexpected content: {e}"), "fix or remove this record"))
+            serde_json::from_str::<T>(raw.get()).map(|v| (at, v)).map_err(|e| {
+                file.error_from(at, format!("unexpected content: {e}"), "fix or remove this record", e)
+            })
         })
         .collect()
 }
@@ -192,7 +210,7 @@ pub fn parse_json_lines<'a, T: Deserialize<'a> + Send>(
                 } else {
                     "fix or remove this line"
                 };
-                file.error(Location::Line(n), format!("{e}"), fix)
+                file.error_from(Location::Line(n), format!("{e}"), fix, e)
             })
         })
         .collect()
@@ -202,7 +220,7 @@ pub fn parse_json_lines<'a, T: Deserialize<'a> + Send>(
 pub fn read_parquet_rows(file: &DataFile, limit: Option<usize>) -> Result<Vec<(Location, Value)>> {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     let f = std::fs::File::open(&file.path).map_err(|e| {
-        file.error(Location::File, format!("cannot be read: {e}"), "check the --dataset-path")
+        file.error_from(Location::File, format!("cannot be read: {e}"), "check the --dataset-path", e)
     })?;
     let reader = SerializedFileReader::new(f).map_err(|e| {
         file.error(
@@ -240,7 +258,7 @@ pub fn read_records(file: &DataFile) -> Result<Vec<(Location, Value)>> {
         use std::io::Read;
         let mut buf = [0u8; 64];
         let n = std::fs::File::open(&file.path).and_then(|mut f| f.read(&mut buf)).map_err(|e| {
-            file.error(Location::File, format!("cannot be read: {e}"), "check the --dataset-path")
+            file.error_from(Location::File, format!("cannot be read: {e}"), "check the --dataset-path", e)
         })?;
         buf[..n].to_vec()
     };
@@ -263,5 +281,26 @@ mod fuzz_regressions {
         let err = read_records(&DataFile::new(&path)).unwrap_err();
         assert!(err.to_string().contains("no records"), "{err}");
         assert!(err.to_string().contains("input.data"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod source_tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn dataset_file_errors_keep_the_io_or_serde_error_as_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = DataFile::new(dir.path().join("absent.jsonl"));
+        let err = missing.read_bytes().unwrap_err();
+        let io = err.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.map(std::io::Error::kind), Some(std::io::ErrorKind::NotFound), "{err}");
+        let path = dir.path().join("bad.jsonl");
+        std::fs::write(&path, "{\"a\": 1}\n{\"a\": \n").unwrap();
+        let file = DataFile::new(&path);
+        let err = parse_json_lines::<Value>(&file, &file.read_text().unwrap()).unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        assert!(err.source().is_some_and(|s| s.is::<serde_json::Error>()), "{err}");
     }
 }

@@ -110,13 +110,14 @@ fn read_entries<'a>(file: &DataFile, text: &'a str) -> Result<Vec<Entry<'a>>> {
 
 fn with_hint(e: servebench_core::BenchError) -> servebench_core::BenchError {
     match e {
-        servebench_core::BenchError::DatasetFile { path, location, problem, fix }
+        servebench_core::BenchError::DatasetFile { path, location, problem, fix, source }
             if problem.contains("missing field") =>
         {
             servebench_core::BenchError::DatasetFile {
                 path,
                 location,
                 problem,
+                source,
                 fix: format!(
                     "{fix}; each record needs \"conversations\": [{{\"from\": ..., \"value\": ...}}, ...]"
                 ),

@@ -35,10 +35,11 @@ impl HfTokenizer {
         let bytes = std::fs::read(path).map_err(|e| BenchError::TokenizerLoad {
             name: name.clone(),
             detail: format!("cannot read {}: {e}", path.display()),
+            source: Some(Box::new(e)),
         })?;
         Self::from_bytes(&bytes, name).map_err(|e| match e {
-            BenchError::TokenizerLoad { name, detail } => {
-                BenchError::TokenizerLoad { name, detail: format!("{}: {detail}", path.display()) }
+            BenchError::TokenizerLoad { name, detail, source } => {
+                BenchError::TokenizerLoad { name, detail: format!("{}: {detail}", path.display()), source }
             }
             other => other,
         })
@@ -47,10 +48,15 @@ impl HfTokenizer {
     /// Parses the contents of a `tokenizer.json`.
     pub fn from_bytes(bytes: &[u8], name: impl Into<String>) -> Result<Self> {
         let name = name.into();
-        let load_err = |detail: String| BenchError::TokenizerLoad { name: name.clone(), detail };
+        // A tokenizers error is kept as the source.
+        let load_err = |what: &str, e: tokenizers::Error| BenchError::TokenizerLoad {
+            name: name.clone(),
+            detail: format!("{what}: {e}"),
+            source: Some(e),
+        };
         let mut inner = tokenizers::Tokenizer::from_bytes(bytes)
-            .map_err(|e| load_err(format!("not a valid tokenizer.json: {e}")))?;
-        inner.with_truncation(None).map_err(|e| load_err(format!("cannot disable truncation: {e}")))?;
+            .map_err(|e| load_err("not a valid tokenizer.json", e))?;
+        inner.with_truncation(None).map_err(|e| load_err("cannot disable truncation", e))?;
         inner.with_padding(None);
         let vocab = inner.get_vocab(true);
         let vocab_size = vocab.values().copied().max().map_or(0, |m| m.saturating_add(1));
@@ -62,10 +68,9 @@ impl HfTokenizer {
             .collect();
         special_ids.sort_unstable();
         special_ids.dedup();
-        let num_special = inner
-            .encode_fast("", true)
-            .map_err(|e| load_err(format!("cannot encode the empty string: {e}")))?
-            .len() as u32;
+        let num_special =
+            inner.encode_fast("", true).map_err(|e| load_err("cannot encode the empty string", e))?.len()
+                as u32;
         Ok(Self { name, inner, vocab_size, num_special, special_ids })
     }
 
@@ -158,5 +163,18 @@ mod tests {
     fn invalid_json_is_tokenizer_load() {
         let err = HfTokenizer::from_bytes(b"{not json", "bad").unwrap_err();
         assert_eq!(err.code(), servebench_core::ErrorCode::TokenizerLoad);
+    }
+
+    #[test]
+    fn tokenizer_load_errors_keep_the_io_or_tokenizers_error_as_source() {
+        use std::error::Error as _;
+        let missing = std::path::Path::new("/nonexistent/servebench/tokenizer.json");
+        let err = HfTokenizer::from_file(missing, "gone").unwrap_err();
+        let io = err.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.map(std::io::Error::kind), Some(std::io::ErrorKind::NotFound), "{err}");
+        assert!(err.to_string().contains("cannot read /nonexistent/servebench/tokenizer.json"), "{err}");
+        let err = HfTokenizer::from_bytes(b"{not json", "bad").unwrap_err();
+        let source = err.source().map(ToString::to_string).unwrap_or_default();
+        assert!(!source.is_empty() && err.to_string().contains(&source), "{err} / {source}");
     }
 }

@@ -44,27 +44,27 @@ pub fn load_tokenizer_with(spec: &str, env: &HubEnv) -> Result<Arc<dyn TextToken
         if file.is_file() {
             return Ok(Arc::new(HfTokenizer::from_file(&file, spec)?));
         }
-        return Err(BenchError::TokenizerLoad {
-            name: spec.to_string(),
-            detail: format!(
+        return Err(BenchError::tokenizer_load(
+            spec,
+            format!(
                 "the directory has no tokenizer.json (looked for {}); only tokenizer.json \
                  (Hugging Face fast tokenizer) files are supported",
                 file.display()
             ),
-        });
+        ));
     }
     if hub::looks_like_model_id(spec) {
         let file = hub::resolve_model_tokenizer(spec, env)?;
         return Ok(Arc::new(HfTokenizer::from_file(&file, spec)?));
     }
-    Err(BenchError::TokenizerLoad {
-        name: spec.to_string(),
-        detail: format!(
+    Err(BenchError::tokenizer_load(
+        spec,
+        format!(
             "no such file or directory, and not a built-in encoding ({}) or a Hugging Face \
              model id (org/name)",
             tiktoken::BUILTIN_ENCODINGS.join(", ")
         ),
-    })
+    ))
 }
 
 #[cfg(test)]

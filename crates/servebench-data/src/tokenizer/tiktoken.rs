@@ -76,9 +76,11 @@ impl TiktokenTokenizer {
 
     /// Like [`TiktokenTokenizer::builtin`], with a [`BenchError::TokenizerLoad`] for unknown names.
     pub fn from_name(name: &str) -> Result<Self> {
-        Self::builtin(name).ok_or_else(|| BenchError::TokenizerLoad {
-            name: name.to_string(),
-            detail: format!("not a built-in encoding (known: {})", BUILTIN_ENCODINGS.join(", ")),
+        Self::builtin(name).ok_or_else(|| {
+            BenchError::tokenizer_load(
+                name,
+                format!("not a built-in encoding (known: {})", BUILTIN_ENCODINGS.join(", ")),
+            )
         })
     }
 

@@ -91,7 +91,8 @@ mod tests {
             }
             None => {
                 r.outcome = Outcome::Failed;
-                r.error = Some(RequestError { kind: ErrorKind::HttpStatus, message: "503".into() });
+                r.error =
+                    Some(RequestError { kind: ErrorKind::HttpStatus, message: "503".into(), cause: None });
             }
         }
         r

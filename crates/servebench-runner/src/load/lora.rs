@@ -4,53 +4,10 @@
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use servebench_core::{BenchError, Result};
 
-/// How adapters are assigned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LoraAssignment {
-    /// Uniformly at random, seeded by `--seed` (vLLM's default).
-    #[default]
-    Random,
-    /// Unit `i` gets adapter `i mod N`.
-    RoundRobin,
-}
-
-impl LoraAssignment {
-    /// Parses vLLM's names (`random`, `round-robin`).
-    pub fn parse(s: &str) -> Result<Self> {
-        match s {
-            "random" => Ok(LoraAssignment::Random),
-            "round-robin" | "round_robin" => Ok(LoraAssignment::RoundRobin),
-            other => Err(BenchError::config(
-                "--lora-assignment",
-                format!("unknown assignment '{other}'"),
-                "use random or round-robin",
-            )),
-        }
-    }
-}
-
-/// The adapters of a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoraConfig {
-    pub modules: Vec<String>,
-    pub assignment: LoraAssignment,
-}
+use crate::config::load_options::{LoraAssignment, LoraConfig};
 
 impl LoraConfig {
-    /// Checks the names are non-empty and distinct.
-    pub fn validate(&self) -> Result<()> {
-        if self.modules.is_empty() || self.modules.iter().any(|m| m.trim().is_empty()) {
-            return Err(BenchError::config(
-                "--lora-modules",
-                "needs one or more non-empty adapter names",
-                "pass the served adapter names, e.g. --lora-modules sql-lora chat-lora",
-            ));
-        }
-        Ok(())
-    }
-
     /// The adapter index of each of `n` units (requests, or conversations in multi-turn): a
     /// pure function of `(n, modules, assignment, seed)`.
     pub fn assign(&self, n: usize, seed: u64) -> Vec<u32> {

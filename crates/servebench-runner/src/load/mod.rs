@@ -10,6 +10,7 @@ pub mod session;
 pub mod shard;
 pub mod stages;
 
+use crate::config::load_options::Stage;
 use crate::config::{DatasetSpec, LoadOptions, RunConfig};
 use crate::prepare::blocking::build_off_runtime;
 use servebench_client::backend::TargetConfig;
@@ -18,7 +19,7 @@ use servebench_client::transport::HttpClient;
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::{BenchError, RequestRecord, Result, TextTokenizer, Workload};
 use session::Conversations;
-use stages::{closed_loop_bounds, cycle_workload, is_closed_loop, staged_schedule, Stage};
+use stages::{closed_loop_bounds, cycle_workload, is_closed_loop, staged_schedule};
 use std::sync::Arc;
 use std::time::Duration;
 

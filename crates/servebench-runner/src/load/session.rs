@@ -12,6 +12,7 @@
 //! `X-Session-ID` (router affinity). A failed turn ends its conversation: the turns after it
 //! are recorded as cancelled (never sent).
 
+use crate::config::load_options::MultiTurnConfig;
 use crate::load::dispatch::DispatchStats;
 use crate::observe::live::LiveMetrics;
 use http::{HeaderName, HeaderValue};
@@ -24,7 +25,6 @@ use servebench_core::{
     BenchError, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer, Workload,
 };
 use servebench_data::random::{generate_random, RandomDatasetConfig};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
@@ -33,98 +33,6 @@ use tokio_util::sync::CancellationToken;
 
 /// The `X-Session-ID` header.
 pub const SESSION_HEADER: &str = "x-session-id";
-
-/// Options of a multi-turn run (vLLM's `--multi-turn-*` flags).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MultiTurnConfig {
-    /// `--multi-turn-num-turns` (synthetic turns per conversation).
-    pub num_turns: u32,
-    /// `--multi-turn-min-turns` (0 = the maximum).
-    pub min_turns: u32,
-    /// `--multi-turn-max-turns` (0 = num-turns for synthetic, uncapped for ShareGPT).
-    pub max_turns: u32,
-    /// `--multi-turn-concurrency`: requests in flight at most (None = --max-concurrency, else
-    /// the number of conversations).
-    pub concurrency: Option<usize>,
-    /// `--multi-turn-delay-ms`: think time between a reply and the next turn.
-    pub delay: Duration,
-    /// `--per-turn-input-len`: user message length of turns ≥ 1 (0 = --random-input-len).
-    pub per_turn_input_len: u32,
-    /// Prefix-sharing mode: share of each message that is one global block, and one
-    /// per-conversation block. Either > 0 switches history accumulation off.
-    pub prefix_global_ratio: f64,
-    pub prefix_conversation_ratio: f64,
-    /// ShareGPT conversations from this file instead of synthetic turns.
-    pub sharegpt_path: Option<PathBuf>,
-}
-
-impl Default for MultiTurnConfig {
-    fn default() -> Self {
-        MultiTurnConfig {
-            num_turns: 3,
-            min_turns: 0,
-            max_turns: 0,
-            concurrency: None,
-            delay: Duration::ZERO,
-            per_turn_input_len: 0,
-            prefix_global_ratio: 0.0,
-            prefix_conversation_ratio: 0.0,
-            sharegpt_path: None,
-        }
-    }
-}
-
-impl MultiTurnConfig {
-    /// Whether each turn carries the conversation so far.
-    pub fn history(&self) -> bool {
-        self.prefix_global_ratio <= 0.0 && self.prefix_conversation_ratio <= 0.0
-    }
-
-    /// Checks the ratios and turn bounds.
-    pub fn validate(&self) -> Result<()> {
-        let fix = "pass ratios in [0, 1) whose sum is below 1";
-        for (flag, r) in [
-            ("--multi-turn-prefix-global-ratio", self.prefix_global_ratio),
-            ("--multi-turn-prefix-conversation-ratio", self.prefix_conversation_ratio),
-        ] {
-            if !(0.0..1.0).contains(&r) {
-                return Err(BenchError::config(flag, format!("{r} is not in [0, 1)"), fix));
-            }
-        }
-        if self.prefix_global_ratio + self.prefix_conversation_ratio >= 1.0 {
-            return Err(BenchError::config(
-                "--multi-turn-prefix-global-ratio",
-                "the two ratios sum to 1 or more",
-                fix,
-            ));
-        }
-        if self.num_turns == 0 {
-            return Err(BenchError::config("--multi-turn-num-turns", "must be at least 1", "pass 1 or more"));
-        }
-        if self.max_turns > 0 && self.min_turns > self.max_turns {
-            return Err(BenchError::config(
-                "--multi-turn-min-turns",
-                format!("{} is above --multi-turn-max-turns {}", self.min_turns, self.max_turns),
-                "pass a minimum <= the maximum",
-            ));
-        }
-        if self.sharegpt_path.is_some() && self.max_turns == 1 {
-            return Err(BenchError::config(
-                "--multi-turn-max-turns",
-                "1 turn is not a conversation",
-                "pass 0 (uncapped) or 2 or more",
-            ));
-        }
-        if self.sharegpt_path.is_some() && !self.history() {
-            return Err(BenchError::config(
-                "--multi-turn-prefix-global-ratio",
-                "prefix-sharing mode needs the random dataset",
-                "drop the prefix ratios or use --dataset-name random",
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// Conversations flattened into a workload: turn `t` of conversation `c` is request
 /// `bounds[c].0 + t`; its `prompt` is the user message, `prompt_tokens` that message's count

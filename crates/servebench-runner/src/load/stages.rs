@@ -9,32 +9,11 @@
 //! stage's end. The number of requests is what the schedule holds; request `i` sends prompt
 //! `i mod W` of the `W`-prompt workload. `--duration T` alone is one stage at `--request-rate`.
 
+use crate::config::load_options::Stage;
 use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
 use servebench_core::{BenchError, Result, Workload};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// One stage held for `seconds`: `rate` requests per second (open loop), or — a concurrency
-/// stage (`c=N`) — a closed loop keeping `concurrency` requests in flight, each replaced as it
-/// ends (`rate` is then infinite).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Stage {
-    pub rate: f64,
-    pub seconds: f64,
-    pub concurrency: Option<usize>,
-}
-
-impl Stage {
-    /// `rate` requests per second for `seconds`.
-    pub fn at_rate(rate: f64, seconds: f64) -> Stage {
-        Stage { rate, seconds, concurrency: None }
-    }
-
-    /// `concurrency` requests in flight for `seconds` (closed loop).
-    pub fn at_concurrency(concurrency: usize, seconds: f64) -> Stage {
-        Stage { rate: f64::INFINITY, seconds, concurrency: Some(concurrency) }
-    }
-}
 
 /// Whether the stages are concurrency stages (`parse_stages` never mixes the two kinds).
 pub fn is_closed_loop(stages: &[Stage]) -> bool {

@@ -4,7 +4,7 @@
 //! (SB306), a redirect (SB307) or a non-HTTP/1.1 answer (SB308). Each is one console line.
 
 use servebench_client::HttpClient;
-use servebench_core::{BenchError, Outcome, RequestRecord};
+use servebench_core::{BenchError, FailureCause, Outcome, RequestError, RequestRecord};
 
 /// Notices the client has not said yet: pooling given up, redirects with their final URL.
 pub fn client_notices(client: &HttpClient) -> Vec<String> {
@@ -18,25 +18,24 @@ pub fn client_notices(client: &HttpClient) -> Vec<String> {
     out
 }
 
-/// The code tags a request error message can start with, and the error each stands for.
-fn coded(message: &str) -> Option<BenchError> {
-    let strip = |tag: &str| message.strip_prefix(tag).map(|d| d.trim_start().to_owned());
+/// The coded error a request failure stands for (its typed cause): a content coding, a
+/// redirect, a non-HTTP/1.1 answer or a runaway stream.
+fn coded(e: &RequestError) -> Option<BenchError> {
     let context = "benchmark request".to_owned();
-    if let Some(detail) = strip("[SB306]") {
-        Some(BenchError::ContentCoding { context, detail })
-    } else if let Some(detail) = strip("[SB307]") {
-        Some(BenchError::Redirect { context, detail })
-    } else if let Some(detail) = strip("[SB308]") {
-        Some(BenchError::ServerProtocol { context, detail })
-    } else {
-        strip("[SB405]").map(|detail| BenchError::RunawayStream { detail })
+    let detail = e.detail().to_owned();
+    match e.cause? {
+        FailureCause::ContentCoding => Some(BenchError::ContentCoding { context, detail }),
+        FailureCause::Redirect => Some(BenchError::Redirect { context, detail }),
+        FailureCause::NotHttp1 => Some(BenchError::ServerProtocol { context, detail }),
+        FailureCause::RunawayStream => Some(BenchError::RunawayStream { detail }),
+        FailureCause::Unreachable(_) | FailureCause::WrongDialect => None,
     }
 }
 
-/// The coded error a readiness-check failure stands for, if its message carries a code: such
-/// an answer will not change by waiting (the check stops at once).
-pub fn permanent_error(message: &str) -> Option<BenchError> {
-    coded(message).filter(|e| !matches!(e, BenchError::RunawayStream { .. }))
+/// The coded error a readiness-check failure stands for, if it has one that waiting will not
+/// change (SB306-SB308: the check stops at once).
+pub fn permanent_error(e: &RequestError) -> Option<BenchError> {
+    coded(e).filter(|e| !matches!(e, BenchError::RunawayStream { .. }))
 }
 
 /// Run warnings from the records: requests that did not stream although streaming was asked
@@ -51,7 +50,7 @@ pub fn record_warnings(records: &[RequestRecord], streamed: bool) -> Vec<String>
     }
     let mut seen: Vec<(&'static str, usize, String)> = Vec::new();
     for e in records.iter().filter(|r| r.outcome == Outcome::Failed).filter_map(|r| r.error.as_ref()) {
-        let Some(err) = coded(&e.message) else { continue };
+        let Some(err) = coded(e) else { continue };
         let code = err.code().as_str();
         match seen.iter_mut().find(|(c, _, _)| *c == code) {
             Some(s) => s.1 += 1,
@@ -114,21 +113,32 @@ mod tests {
     #[test]
     fn coded_failures_give_one_warning_per_code() {
         let mut recs = Vec::new();
-        for m in [
-            "[SB405] the stream went on past 24 events",
-            "[SB405] again",
-            "[SB306] the server sent 'compress'",
+        for (cause, m) in [
+            (FailureCause::RunawayStream, "the stream went on past 24 events"),
+            (FailureCause::RunawayStream, "again"),
+            (FailureCause::ContentCoding, "the server sent 'compress'"),
         ] {
             let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
-            r.fail(ErrorKind::RunawayStream, m);
+            r.fail_with(ErrorKind::RunawayStream, Some(cause), cause.tagged(m));
             recs.push(r);
         }
+        // A message that merely looks coded is not: the cause is typed where it happened.
+        let mut lookalike = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
+        lookalike.fail(ErrorKind::ServerError, "[SB308] said the server");
+        recs.push(lookalike);
         let w = record_warnings(&recs, false);
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].starts_with("warning[SB405]: 2 requests failed; first: the stream went on"), "{}", w[0]);
         assert!(w[1].starts_with("warning[SB306]: 1 requests failed"), "{}", w[1]);
-        assert!(permanent_error("[SB308] server speaks HTTP/2 only").is_some());
-        assert!(permanent_error("HTTP 503").is_none());
-        assert!(permanent_error("[SB405] the stream went on").is_none());
+        let error = |cause: Option<FailureCause>, message: &str| RequestError {
+            kind: ErrorKind::Protocol,
+            message: message.into(),
+            cause,
+        };
+        let not_http1 = FailureCause::NotHttp1.tagged("server speaks HTTP/2 only");
+        let e = permanent_error(&error(Some(FailureCause::NotHttp1), &not_http1)).expect("SB308");
+        assert_eq!(e.to_string().matches("[SB308]").count(), 0, "{e}");
+        assert!(permanent_error(&error(None, "HTTP 503")).is_none());
+        assert!(permanent_error(&error(Some(FailureCause::RunawayStream), "[SB405] the stream")).is_none());
     }
 }

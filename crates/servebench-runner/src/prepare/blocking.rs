@@ -18,15 +18,18 @@ where
     }
 }
 
-/// Runs `work` on the blocking pool; a panic in it becomes the error `on_panic` makes.
-pub async fn off_runtime<T, F>(work: F, on_panic: impl FnOnce(String) -> BenchError) -> Result<T>
+/// Runs `work` on the blocking pool; a panic in it becomes the error `on_panic` makes of it.
+pub async fn off_runtime<T, F>(
+    work: F,
+    on_panic: impl FnOnce(tokio::task::JoinError) -> BenchError,
+) -> Result<T>
 where
     T: Send + 'static,
     F: FnOnce() -> Result<T> + Send + 'static,
 {
     match tokio::task::spawn_blocking(work).await {
         Ok(done) => done,
-        Err(e) => Err(on_panic(e.to_string())),
+        Err(e) => Err(on_panic(e)),
     }
 }
 
@@ -39,12 +42,10 @@ mod tests {
         let err = build_off_runtime::<u32, _>("trace loading", || panic!("bad row")).await.unwrap_err();
         assert!(err.to_string().contains("trace loading failed"), "{err}");
         assert_eq!(build_off_runtime("x", || Ok(7)).await.unwrap(), 7);
-        let err = off_runtime::<u32, _>(
-            || panic!("boom"),
-            |d| BenchError::TokenizerLoad { name: "t".into(), detail: d },
-        )
-        .await
-        .unwrap_err();
+        let err =
+            off_runtime::<u32, _>(|| panic!("boom"), |e| BenchError::tokenizer_load("t", e.to_string()))
+                .await
+                .unwrap_err();
         assert!(matches!(err, BenchError::TokenizerLoad { .. }), "{err}");
     }
 }

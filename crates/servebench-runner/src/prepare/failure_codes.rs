@@ -3,14 +3,15 @@
 //! readiness check they replace "endpoint not ready" (the run stops with the specific code);
 //! after a run, failed requests with them give one coded warning each.
 
-use servebench_client::dialect::{mentions_chat_template, WRONG_DIALECT};
-use servebench_core::{BenchError, ErrorKind, Outcome, RequestRecord};
+use servebench_client::dialect::mentions_chat_template;
+use servebench_core::{BenchError, ErrorKind, FailureCause, Outcome, RequestRecord};
 
-/// The error of a readiness check that gave up after `secs` with `last_error`.
-pub fn not_ready(secs: f64, last_error: String, backend: &str) -> BenchError {
+/// The error of a readiness check that gave up after `secs` with `last_error` (of typed
+/// `cause`, if any).
+pub fn not_ready(secs: f64, last_error: String, cause: Option<FailureCause>, backend: &str) -> BenchError {
     if mentions_chat_template(&last_error) {
         BenchError::ChatTemplate { detail: last_error }
-    } else if last_error.starts_with(WRONG_DIALECT) {
+    } else if cause == Some(FailureCause::WrongDialect) {
         BenchError::WrongDialect { backend: backend.to_owned(), detail: last_error }
     } else {
         BenchError::EndpointNotReady { secs, last_error }
@@ -21,7 +22,7 @@ pub fn not_ready(secs: f64, last_error: String, backend: &str) -> BenchError {
 pub fn warnings(records: &[RequestRecord], backend: &str) -> Vec<String> {
     let failed = || records.iter().filter(|r| r.outcome == Outcome::Failed).filter_map(|r| r.error.as_ref());
     let chat = failed().filter(|e| mentions_chat_template(&e.message)).count();
-    let dialect = failed().filter(|e| e.message.starts_with(WRONG_DIALECT)).count();
+    let dialect = failed().filter(|e| e.cause == Some(FailureCause::WrongDialect)).count();
     let mut out = Vec::new();
     if chat > 0 {
         let e =
@@ -103,15 +104,18 @@ mod tests {
     #[test]
     fn classifies_chat_template_and_wrong_dialect() {
         let msg = "HTTP 400 Bad Request: {\"error\":{\"message\":\"As of transformers v4.44, default chat template is no longer allowed\"}}";
-        assert_eq!(not_ready(5.0, msg.into(), "openai-chat").code(), ErrorCode::ChatTemplate);
-        let wrong = format!("{WRONG_DIALECT}: --backend tgi got an OpenAI-style chunk");
-        assert_eq!(not_ready(5.0, wrong.clone(), "tgi").code(), ErrorCode::WrongDialect);
-        assert_eq!(not_ready(5.0, "HTTP 404".into(), "tgi").code(), ErrorCode::EndpointNotReady);
+        assert_eq!(not_ready(5.0, msg.into(), None, "openai-chat").code(), ErrorCode::ChatTemplate);
+        let wrong = "wrong dialect: --backend tgi got an OpenAI-style chunk";
+        let dialect = Some(FailureCause::WrongDialect);
+        assert_eq!(not_ready(5.0, wrong.into(), dialect, "tgi").code(), ErrorCode::WrongDialect);
+        // The words alone are not the typed cause.
+        assert_eq!(not_ready(5.0, wrong.into(), None, "tgi").code(), ErrorCode::EndpointNotReady);
+        assert_eq!(not_ready(5.0, "HTTP 404".into(), None, "tgi").code(), ErrorCode::EndpointNotReady);
 
         let mut recs = Vec::new();
-        for m in [msg, msg, wrong.as_str(), "HTTP 500"] {
+        for (m, cause) in [(msg, None), (msg, None), (wrong, dialect), ("HTTP 500", None)] {
             let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
-            r.fail(ErrorKind::HttpStatus, m);
+            r.fail_with(ErrorKind::HttpStatus, cause, m);
             recs.push(r);
         }
         let w = warnings(&recs, "tgi");

@@ -59,14 +59,13 @@ pub async fn resolve_model(
         });
     }
     let list: ModelList = client.get_json("/v1/models", headers).await.map_err(|e| match e {
-        BenchError::Protocol { detail, .. } => BenchError::ModelDetect { detail },
+        BenchError::Protocol { detail, source, .. } => BenchError::ModelDetect { detail, source },
         other => other,
     })?;
-    let first = list
-        .data
-        .into_iter()
-        .next()
-        .ok_or_else(|| BenchError::ModelDetect { detail: "the server lists no models".into() })?;
+    let first = list.data.into_iter().next().ok_or_else(|| BenchError::ModelDetect {
+        detail: "the server lists no models".into(),
+        source: None,
+    })?;
     let tokenizer_hint = first.root.filter(|r| !r.is_empty()).unwrap_or_else(|| first.id.clone());
     Ok(ModelIds {
         served_name: served_name.map(str::to_string).unwrap_or_else(|| first.id.clone()),
@@ -241,7 +240,11 @@ async fn fix_one(
 pub async fn load_tokenizer(spec: String) -> Result<Arc<dyn TextTokenizer>> {
     blocking::off_runtime(
         move || servebench_data::tokenizer::load_tokenizer(&spec),
-        |detail| BenchError::TokenizerLoad { name: "tokenizer".into(), detail },
+        |e| BenchError::TokenizerLoad {
+            name: "tokenizer".into(),
+            detail: e.to_string(),
+            source: Some(Box::new(e)),
+        },
     )
     .await
 }

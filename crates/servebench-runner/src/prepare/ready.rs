@@ -4,8 +4,8 @@
 //! A failure that waiting cannot fix (a 4xx, another API dialect) ends the wait at once.
 
 use servebench_client::request::{execute, ExecOptions, RequestTarget};
-use servebench_client::transport::{unreachable_reason, HttpClient};
-use servebench_core::{BenchError, ErrorKind, Outcome, RequestRecord, Result, RunClock, Workload};
+use servebench_client::transport::HttpClient;
+use servebench_core::{BenchError, FailureCause, Outcome, RequestRecord, Result, RunClock, Workload};
 use std::time::{Duration, Instant};
 
 /// Pauses between attempts: 200 ms doubling up to 5 s, the last one cut to the deadline.
@@ -41,20 +41,25 @@ pub async fn wait_reachable(client: &HttpClient, started: Instant, deadline: Ins
 /// 408/429 (wrong model name, missing key) or an answer in another API dialect.
 pub fn gives_up_at_once(r: &RequestRecord) -> bool {
     let client_error = r.http_status.is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
-    let message = r.error.as_ref().map(|e| e.message.as_str()).unwrap_or_default();
-    client_error || message.starts_with(servebench_client::dialect::WRONG_DIALECT)
+    client_error || r.error.as_ref().is_some_and(|e| e.cause == Some(FailureCause::WrongDialect))
 }
 
-/// What a failed attempt got, in words: "connection refused" for an unreachable server, else
-/// the request's error message.
-fn what_it_got(r: &RequestRecord) -> (String, bool) {
+/// What a failed attempt got: the server is unreachable (and why), or a failure.
+#[derive(Debug)]
+enum Got {
+    Unreachable(&'static str),
+    Failed { message: String, cause: Option<FailureCause> },
+}
+
+/// What a failed attempt got, from its typed cause: "connection refused" for an unreachable
+/// server, else the request's error message.
+fn what_it_got(r: &RequestRecord) -> Got {
     match &r.error {
-        Some(e) if e.kind == ErrorKind::Connect => match unreachable_reason(&e.message) {
-            Some(reason) => (reason.to_owned(), true),
-            None => (e.message.clone(), false),
+        Some(e) => match e.cause {
+            Some(FailureCause::Unreachable(reason)) => Got::Unreachable(reason.as_str()),
+            cause => Got::Failed { message: e.message.clone(), cause },
         },
-        Some(e) => (e.message.clone(), false),
-        None => ("request did not complete".into(), false),
+        None => Got::Failed { message: "request did not complete".into(), cause: None },
     }
 }
 
@@ -74,7 +79,7 @@ pub async fn ready_check(
     let opts = &ExecOptions { runaway_factor: 0, ..opts.clone() };
     let clock = RunClock::start();
     let backend = target.backend.to_string();
-    let mut last = (String::from("no answer before the deadline"), false);
+    let mut last = Got::Failed { message: "no answer before the deadline".into(), cause: None };
     let mut pause = FIRST_PAUSE;
     loop {
         let record = RequestRecord::scheduled(0, "servebench-ready-check".into(), 0, spec.prompt_tokens, 1);
@@ -87,9 +92,7 @@ pub async fn ready_check(
             }
             last = what_it_got(&r);
             // Not HTTP/1.1, an undecodable coding, refused redirects (SB306-SB308).
-            if let Some(e) =
-                r.error.as_ref().and_then(|e| crate::observe::network_notes::permanent_error(&e.message))
-            {
+            if let Some(e) = r.error.as_ref().and_then(crate::observe::network_notes::permanent_error) {
                 return Err(e);
             }
             // A certificate the client does not trust, a rejected client certificate or a
@@ -112,14 +115,16 @@ pub async fn ready_check(
 
 /// The error of a check that gave up: SB315 when the last attempt could not connect, else the
 /// specific code of the last error (failure_codes), with the seconds really waited.
-fn not_ready(client: &HttpClient, started: Instant, last: (String, bool), backend: &str) -> BenchError {
+fn not_ready(client: &HttpClient, started: Instant, last: Got, backend: &str) -> BenchError {
     let secs = started.elapsed().as_secs_f64();
     match last {
-        (reason, true) => BenchError::Unreachable {
+        Got::Unreachable(reason) => BenchError::Unreachable {
             addr: client.host_port(),
-            reason,
+            reason: reason.to_owned(),
             waited: format!(" (kept trying for {secs:.1} s)"),
         },
-        (message, false) => crate::prepare::failure_codes::not_ready(secs, message, backend),
+        Got::Failed { message, cause } => {
+            crate::prepare::failure_codes::not_ready(secs, message, cause, backend)
+        }
     }
 }

@@ -26,9 +26,11 @@ Life, Liberty and the pursuit of Happiness.";
 
 /// Builds the random workload through the server's tokenizer.
 pub async fn build_server_workload(server: &ServerTokenize, cfg: &RandomDatasetConfig) -> Result<Workload> {
-    let unavailable = |detail: String| BenchError::TokenizerLoad {
-        name: "server".into(),
-        detail: format!("--tokenizer server needs the server's /tokenize and /detokenize, and {detail}"),
+    let unavailable = |detail: String| {
+        BenchError::tokenizer_load(
+            "server",
+            format!("--tokenizer server needs the server's /tokenize and /detokenize, and {detail}"),
+        )
     };
     let mut pool = server.tokenize_ids(SEED_TEXT).await?.map_err(unavailable)?;
     // Special tokens the server adds to any text (BOS); servers that refuse an empty text

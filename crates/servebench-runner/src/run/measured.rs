@@ -75,8 +75,7 @@ pub async fn run_prepared(
     // Before the collector finishes: retokenizing held records after the run loads the
     // tokenizer, which is not the measured phase's memory.
     let (cpu_ns, peak_rss_bytes, hiccup_us) = meters.finish().await;
-    let (store, retokenize_note) =
-        collector.await.map_err(|e| BenchError::Io { path: "records".into(), detail: e.to_string() })?;
+    let (store, retokenize_note) = collector.await.map_err(|e| BenchError::io("records", e))?;
     // After the collector: every record has been seen by the observer (progress is final).
     observer.finished();
     let _ = sampler.await;

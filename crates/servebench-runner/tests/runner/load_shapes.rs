@@ -9,8 +9,9 @@ use servebench_core::metrics::groups::by_stage;
 use servebench_core::metrics::MetricsConfig;
 use servebench_core::schedule::RateConfig;
 use servebench_core::Outcome;
-use servebench_runner::load::lora::{LoraAssignment, LoraConfig};
-use servebench_runner::load::stages::{staged_schedule, Stage};
+use servebench_runner::config::load_options::Stage;
+use servebench_runner::config::load_options::{LoraAssignment, LoraConfig};
+use servebench_runner::load::stages::staged_schedule;
 use servebench_sim::SimConfig;
 use std::time::Duration;
 

@@ -1,8 +1,9 @@
 //! The validated configuration of one run, built by the CLI from its flags.
 
-use crate::load::lora::LoraConfig;
-use crate::load::session::MultiTurnConfig;
-use crate::load::stages::Stage;
+pub mod load_options;
+
+pub use load_options::LoadOptions;
+
 use servebench_client::backend::TargetConfig;
 use servebench_core::schedule::RateConfig;
 use servebench_core::shard::ShardSpec;
@@ -94,24 +95,6 @@ pub struct RunConfig {
     pub shard: Option<ShardConfig>,
     /// `--start-at`: wall-clock start of the schedule, µs since the Unix epoch.
     pub start_at_unix_us: Option<u64>,
-}
-
-/// Load options of a run (all off by default).
-#[derive(Debug, Clone, Default)]
-pub struct LoadOptions {
-    /// `--lora-modules` / `--lora-assignment`.
-    pub lora: Option<LoraConfig>,
-    /// `--multi-turn` and its options.
-    pub multi_turn: Option<MultiTurnConfig>,
-    /// `--stages RATE:SECONDS,...` or `c=N:SECONDS,...` (empty = none).
-    pub stages: Vec<Stage>,
-    /// `--duration SECONDS`: nothing is sent after this time.
-    pub duration: Option<Duration>,
-    /// `--on-duration-end cancel`: requests in flight at the end are cancelled (default: they
-    /// finish).
-    pub cancel_at_end: bool,
-    /// `--probe-request-rate`: probe requests per second alongside the load (crate::load::probe_requests).
-    pub probe_request_rate: Option<f64>,
 }
 
 /// `--shard-index/--num-shards` and what the merged result needs from the command line.

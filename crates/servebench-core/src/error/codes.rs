@@ -1,0 +1,275 @@
+//! The error table: every code, its title, exit code, explanation file and error variant,
+//! declared once (see `macros.rs` for what each entry yields).
+//!
+//! To add a code: add one entry here (the order is the order of `docs/errors.md` and of
+//! `servebench explain`), write `explain/SBxxx.md` (it must name a "Fix"), then regenerate the
+//! doc with `UPDATE_DOCS=1 cargo test -p servebench-core --lib`.
+//!
+//! Exit codes: 2 = bad flags or configuration (nothing was sent), 3 = too many failed
+//! requests, 1 = every other error.
+
+use super::Cause;
+
+error_table! {
+    /// SB101: a flag has an invalid value.
+    SB101 ConfigInvalid {
+        exit: 2,
+        title: "invalid configuration",
+        error: Config { flag: String, problem: String, fix: String },
+        message: "invalid {flag}: {problem}; fix: {fix}",
+    }
+    /// SB102: a `vllm bench serve` flag that servebench does not support yet.
+    SB102 FlagNotSupported {
+        exit: 2,
+        title: "flag not supported yet",
+        error: FlagNotSupported { flag: String, hint: String },
+        message: "{flag} is a `vllm bench serve` flag that servebench does not support yet; fix: remove it{hint}",
+    }
+    /// SB110: the workload has multimodal content the chosen backend cannot send.
+    SB110 MultimodalUnsupported {
+        exit: 2,
+        title: "multimodal content not supported by the backend",
+        error: MultimodalUnsupported { backend: String, detail: String },
+        message: "--backend {backend} cannot send multimodal content{detail}; fix: use --backend openai-chat (or openai-embeddings-chat), or a text-only dataset",
+    }
+    /// SB111: the prompts are of a content type the chosen backend cannot send.
+    SB111 ContentTypeUnsupported {
+        exit: 2,
+        title: "content type not supported by the backend",
+        error: ContentTypeUnsupported { backend: String, content: String, fix: String },
+        message: "--backend {backend} cannot send {content}; fix: {fix}",
+    }
+    /// SB112: sampling flags given to a pooling (embeddings, pooling, rerank) backend.
+    SB112 PoolingSampling {
+        exit: 2,
+        title: "sampling flags given to a pooling backend",
+        error: PoolingSampling { backend: String, flags: String },
+        message: "--backend {backend} is a pooling backend and takes no sampling flags (got {flags}); fix: drop them, or use a generation backend",
+    }
+    /// SB113: a `vllm bench serve` flag was given a value, and it does not apply to this run
+    /// (another dataset, backend or tokenizer mode).
+    SB113 FlagNotApplicable {
+        exit: 2,
+        title: "flag does not apply to this run",
+        error: FlagNotApplicable { flag: String, applies_to: String, why: String, fix: String },
+        message: "{flag} applies to {applies_to}, and {why}; fix: {fix}",
+    }
+    /// SB120: an output path is the same file as an input or another output.
+    SB120 OutputCollision {
+        exit: 2,
+        title: "output path collides with another file of the run",
+        error: OutputCollision { output_flag: String, output: String, other: String },
+        message: "{output} is the same file as {other}; nothing was written; fix: write {output_flag} elsewhere",
+    }
+    /// SB121: a combination of flags that cannot work together.
+    SB121 FlagCombination {
+        exit: 2,
+        title: "flags that cannot be combined",
+        error: FlagCombination { first: String, second: String, why: String, fix: String },
+        message: "{first} cannot be combined with {second}: {why}; fix: {fix}",
+    }
+    /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
+    /// does not have that parser yet (the generic loader would send different prompts).
+    SB114 HfParserMissing {
+        exit: 1,
+        title: "hf dataset needs a vLLM parser servebench does not have",
+        error: HfParserMissing { dataset: String, parser: String },
+        message: "--dataset-name hf: vLLM reads '{dataset}' with its {parser} parser, which servebench does not have yet, and the generic loader would send different prompts; fix: convert the rows to JSONL for --dataset-name custom, or use a dataset servebench parses (docs/datasets.md)",
+    }
+    /// SB201: the tokenizer could not be loaded.
+    SB201 TokenizerLoad {
+        exit: 1,
+        title: "tokenizer could not be loaded",
+        error: TokenizerLoad { name: String, detail: String, #[source] source: Option<Cause> },
+        message: "tokenizer '{name}' could not be loaded: {detail}; fix: pass --tokenizer with a tokenizer.json path or a built-in encoding (cl100k_base, o200k_base)",
+    }
+    /// SB202: the tokenizer would have to be downloaded and the network is not available.
+    SB202 TokenizerOffline {
+        exit: 1,
+        title: "tokenizer download needed but offline",
+        error: TokenizerOffline { name: String, detail: String },
+        message: "tokenizer '{name}' is not available locally and cannot be downloaded ({detail}); fix: pass --tokenizer /path/to/tokenizer.json",
+    }
+    /// SB203: the workload could not be built (dataset problem).
+    SB203 Dataset {
+        exit: 1,
+        title: "workload could not be built",
+        error: Dataset { detail: String },
+        message: "{detail}",
+    }
+    /// SB204: a dataset file is unreadable or malformed (names the file and line/record).
+    SB204 DatasetFile {
+        exit: 1,
+        title: "dataset file unreadable or malformed",
+        error: DatasetFile {
+            path: String,
+            location: String,
+            problem: String,
+            fix: String,
+            #[source] source: Option<Cause>,
+        },
+        message: "dataset file {path}, {location}: {problem}; fix: {fix}",
+    }
+    /// SB205: a dataset would have to be downloaded and that is not possible (offline/failed).
+    SB205 DatasetDownload {
+        exit: 1,
+        title: "dataset download needed but not possible",
+        error: DatasetDownload { name: String, detail: String },
+        message: "dataset '{name}' is not a local file and cannot be downloaded ({detail}); fix: pass --dataset-path /path/to/a/local/copy",
+    }
+    /// SB301: the endpoint did not answer a test request successfully before the timeout.
+    SB301 EndpointNotReady {
+        exit: 1,
+        title: "endpoint not ready",
+        error: EndpointNotReady { secs: f64, last_error: String },
+        message: "endpoint not ready after {secs:.1} s: {last_error}; fix: check URL/model or raise --ready-check-timeout-sec",
+    }
+    /// SB302: `/tokenize` or `/detokenize` cannot be used (a warning: verification skipped).
+    SB302 TokenizeUnavailable {
+        exit: 1,
+        title: "tokenize endpoint unavailable",
+        error: TokenizeUnavailable { detail: String },
+        message: "tokenize endpoint unavailable ({detail}); prompt-length verification skipped",
+    }
+    /// SB303: `/tokenize` or `/detokenize` kept failing with 5xx or transport errors.
+    SB303 TokenizeFailed {
+        exit: 1,
+        title: "tokenize endpoint failing",
+        error: TokenizeFailed { detail: String },
+        message: "tokenize endpoint failing: {detail}; fix: check the server, or pass --skip-tokenize-verification",
+    }
+    /// SB304: an HTTP/transport error outside a benchmark request (model list, tokenize, ...).
+    SB304 Transport {
+        exit: 1,
+        title: "HTTP/transport error",
+        error: Transport { context: String, detail: String, #[source] source: Option<Cause> },
+        message: "{context}: {detail}; fix: check that the server is running at that URL",
+    }
+    /// SB305: the server answered a control request with an error status.
+    SB305 HttpStatus {
+        exit: 1,
+        title: "server returned an error status",
+        error: HttpStatus { context: String, status: u16, body: String },
+        message: "{context}: HTTP {status}: {body}",
+    }
+    /// SB306: a response body in a content coding servebench cannot decode.
+    SB306 ContentCoding {
+        exit: 1,
+        title: "response body in an undecodable content coding",
+        error: ContentCoding { context: String, detail: String },
+        message: "{context}: {detail}; fix: ask the gateway not to compress, or to use gzip, br or zstd",
+    }
+    /// SB307: redirects that cannot be followed (too many hops, a loop, a refused method).
+    SB307 Redirect {
+        exit: 1,
+        title: "redirect not followed",
+        error: Redirect { context: String, detail: String },
+        message: "{context}: {detail}; fix: point --base-url at the final URL",
+    }
+    /// SB308: the server does not speak HTTP/1.1 (HTTP/2 only, or not HTTP at all).
+    SB308 ServerProtocol {
+        exit: 1,
+        title: "server does not speak HTTP/1.1",
+        error: ServerProtocol { context: String, detail: String },
+        message: "{context}: {detail}; fix: point --base-url at the server's HTTP/1.1 port (http:// or https://)",
+    }
+    /// SB310: the TLS certificate check failed (server certificate not trusted, or the server
+    /// rejected the client certificate). Permanent: retrying cannot fix it.
+    SB310 TlsCertificate {
+        exit: 1,
+        title: "TLS certificate verification failed",
+        error: TlsCertificate { context: String, detail: String, fix: String },
+        message: "{context}: TLS certificate check failed: {detail}; fix: {fix}",
+    }
+    /// SB311: a TLS file (CA bundle, client certificate, client key) is unreadable or malformed.
+    SB311 TlsFile {
+        exit: 1,
+        title: "TLS file unreadable or malformed",
+        error: TlsFile { what: String, path: String, detail: String, fix: String, #[source] source: Option<Cause> },
+        message: "{what} {path}: {detail}; fix: {fix}",
+    }
+    /// SB312: the HTTP proxy could not be used (unreachable, CONNECT refused, 407).
+    SB312 Proxy {
+        exit: 1,
+        title: "proxy failure",
+        error: Proxy { proxy: String, detail: String },
+        message: "proxy {proxy}: {detail}; fix: check the proxy variables and credentials, set NO_PROXY for this host, or pass --no-proxy",
+    }
+    /// SB315: the server cannot be reached at all (connection refused, name not resolved).
+    SB315 Unreachable {
+        exit: 1,
+        title: "server unreachable",
+        error: Unreachable { addr: String, reason: String, waited: String },
+        message: "cannot connect to {addr}: {reason}{waited}; fix: is the server running, and are --base-url/--host/--port right?",
+    }
+    /// SB401: the server's response did not follow the expected API protocol.
+    SB401 Protocol {
+        exit: 1,
+        title: "backend protocol error",
+        error: Protocol { context: String, detail: String, #[source] source: Option<Cause> },
+        message: "{context}: {detail}; fix: check that --backend/--endpoint match the server's API",
+    }
+    /// SB402: the model could not be determined.
+    SB402 ModelDetect {
+        exit: 1,
+        title: "model could not be determined",
+        error: ModelDetect { detail: String, #[source] source: Option<Cause> },
+        message: "could not determine the model from /v1/models: {detail}; fix: pass --model",
+    }
+    /// SB403: the server could not apply its chat template to the request.
+    SB403 ChatTemplate {
+        exit: 1,
+        title: "chat template error",
+        error: ChatTemplate { detail: String },
+        message: "the server could not apply its chat template: {detail}; fix: use --backend openai (completions) for base models, or give the server a chat template",
+    }
+    /// SB404: the server answers in another API dialect than `--backend` speaks.
+    SB404 WrongDialect {
+        exit: 1,
+        title: "server speaks another API dialect",
+        error: WrongDialect { backend: String, detail: String },
+        message: "--backend {backend} got a response in another dialect: {detail}; fix: use --backend openai/openai-chat for OpenAI routes, or point --endpoint at the native route",
+    }
+    /// SB405: streams went on far past the requested output length.
+    SB405 RunawayStream {
+        exit: 1,
+        title: "stream went on past the requested length",
+        error: RunawayStream { detail: String },
+        message: "{detail}; fix: check the server's stop handling, or raise --runaway-stream-factor (0 disables)",
+    }
+    /// SB501: reading or writing a file failed.
+    SB501 Io {
+        exit: 1,
+        title: "file I/O error",
+        error: Io { path: String, #[source] source: Cause },
+        message: "{path}: {source}",
+    }
+    /// SB601: the run finished but too many requests failed.
+    SB601 FailureRate {
+        exit: 3,
+        title: "failure rate exceeded",
+        error: FailureRate { failed: u64, total: u64, rate: f64, limit: f64 },
+        message: "{failed} of {total} requests failed ({rate:.1}%), above --max-failure-rate {limit:.1}%",
+    }
+    /// SB602: the run finished without a single successful request.
+    SB602 NoSuccess {
+        exit: 1,
+        title: "no request succeeded",
+        error: NoSuccess { context: String, total: u64, first: String, fix: String },
+        message: "{context}none of {total} requests succeeded; first failure: {first}; fix: {fix}",
+    }
+    /// SB701: shard records files come from different workloads, seeds or runs.
+    SB701 ShardMismatch {
+        exit: 1,
+        title: "shards of different workloads",
+        error: ShardMismatch { detail: String },
+        message: "shards are not from one run: {detail}; fix: merge only the shards of one run, all run with the same flags",
+    }
+    /// SB702: the set of shard records files has duplicate or missing shards.
+    SB702 ShardSet {
+        exit: 1,
+        title: "incomplete or duplicate shard set",
+        error: ShardSet { detail: String },
+        message: "{detail}; fix: pass one records file per shard index 0..num-shards (or --allow-missing-shards)",
+    }
+}

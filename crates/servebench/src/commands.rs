@@ -1,0 +1,97 @@
+//! The binary's whole life after `main`: parse the command line (typed values, the coded
+//! refusals), pin the CPU if asked, run the subcommand, and turn its outcome into an exit code
+//! from the error table. `main.rs` only installs the allocator and calls [`main_exit_code`].
+
+use servebench_core::{BenchError, ErrorCode};
+
+use crate::cli;
+
+/// Runs the command line `args` (as `std::env::args` gives it) and returns the exit code.
+pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
+    crate::os::disable_transparent_huge_pages();
+    crate::os::purge_freed_memory_immediately();
+    let args = cli::normalize_underscores(args);
+    if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
+        let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };
+        eprintln!("{}", e.user_line());
+        return e.exit_code();
+    }
+    let matches = match <cli::Cli as clap::CommandFactory>::command().try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => return flag_value_error(e),
+    };
+    // Which flags were given (not defaulted): flags that would be ignored are named.
+    crate::cli_unused::record_explicit(&matches);
+    let cli = match <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    let pin = match &cli.command {
+        Some(cli::Command::Sim(sim)) => sim.pin_cpu,
+        None => cli.run.pin_cpu,
+        Some(_) => None,
+    };
+    if let Some(cpu) = pin {
+        if let Err(e) = crate::os::pin_to_cpu("--pin-cpu", cpu) {
+            eprintln!("{}", e.user_line());
+            return e.exit_code();
+        }
+    }
+    let result = match cli.command {
+        Some(cli::Command::Explain { code }) => explain(code.as_deref()),
+        Some(cli::Command::Sim(sim)) => crate::sim_cmd::serve(&sim),
+        Some(cli::Command::Calibrate(args)) => crate::calibrate::calibrate(&args),
+        Some(cli::Command::Report(args)) => crate::report_cmd::report(&args),
+        Some(cli::Command::Merge(args)) => crate::merge_cmd::merge(&args),
+        Some(cli::Command::Compare(args)) => crate::compare_cmd::compare_cmd(&args),
+        None => crate::run::run(&cli.run),
+    };
+    result.unwrap_or_else(|e| {
+        match e.downcast_ref::<BenchError>() {
+            Some(b) => eprintln!("{}", b.user_line()),
+            None => eprintln!("error: {e:#}"),
+        }
+        // The error table's exit code; 1 for an error without a code.
+        e.downcast_ref::<BenchError>().map_or(1, BenchError::exit_code)
+    })
+}
+
+/// A flag value our parsers refused (`cli_values.rs`) is the coded one-line error they wrote,
+/// exit 2; every other clap error (unknown flag, `--help`, `--version`) is clap's own.
+fn flag_value_error(e: clap::Error) -> u8 {
+    use std::error::Error as _;
+    match e.source().map(ToString::to_string).filter(|s| s.starts_with("error[SB")) {
+        Some(line) => {
+            eprintln!("{line}");
+            2
+        }
+        None => e.exit(),
+    }
+}
+
+/// `servebench explain [CODE]`: every code with its title and the exit codes, or one code's
+/// causes and fixes.
+fn explain(code: Option<&str>) -> anyhow::Result<u8> {
+    match code {
+        None => {
+            for c in ErrorCode::ALL {
+                println!("{}  {}", c.as_str(), c.title());
+            }
+            println!("\n{}", servebench_core::error::exit_codes_text());
+            println!("\nRun `servebench explain CODE` for causes and fixes.");
+            Ok(0)
+        }
+        Some(text) => match ErrorCode::parse(text) {
+            Some(c) => {
+                println!("{} — {}\n\n{}", c.as_str(), c.title(), c.explain());
+                Ok(0)
+            }
+            None => {
+                eprintln!(
+                    "error: '{text}' is not a servebench error code; run `servebench explain` to list them"
+                );
+                Ok(2)
+            }
+        },
+    }
+}
