@@ -61,11 +61,12 @@ pub fn generate_custom_audio(
     let file = DataFile::new(&cfg.path);
     let text = file.read_text()?;
     let mut lines: Vec<(Location, Line)> = parse_json_lines(&file, &text).map_err(|e| match e {
-        servebench_core::BenchError::DatasetFile { path, location, problem, fix } => {
+        servebench_core::BenchError::DatasetFile { path, location, problem, fix, source } => {
             servebench_core::BenchError::DatasetFile {
                 path,
                 location,
                 problem,
+                source,
                 fix: format!("{fix}: {FORM}"),
             }
         }
