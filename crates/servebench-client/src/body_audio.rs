@@ -14,8 +14,6 @@ use bytes::Bytes;
 use serde_json::Value;
 use servebench_core::{BenchError, RequestSpec, Result};
 
-use crate::backend::{BackendKind, TargetConfig};
-
 /// The form boundary (constant per build; 40 characters that no WAV sample run reproduces in
 /// practice).
 pub const BOUNDARY: &str = "servebench-form-9f3c2a7e5b1d4e0a8c6b2d4f";
@@ -55,21 +53,26 @@ fn field_name(name: &str) -> String {
 }
 
 impl AudioForm {
-    /// The form fields of `cfg`.
-    pub fn new(cfg: &TargetConfig) -> Result<Self> {
+    /// The form fields of a run: the model, `ignore_eos`, and the sampling and `--extra-body`
+    /// fields (in that order; a later field replaces an earlier one of its name).
+    pub fn new<'a>(
+        model: &str,
+        ignore_eos: bool,
+        fields_over: impl IntoIterator<Item = (&'a String, &'a Value)>,
+    ) -> Result<Self> {
         let t = || FormValue::Fixed("True".into());
         let mut fields: Vec<(String, FormValue)> = vec![
-            ("model".into(), FormValue::Fixed(cfg.model.clone())),
+            ("model".into(), FormValue::Fixed(model.to_string())),
             ("max_completion_tokens".into(), FormValue::MaxTokens),
             ("stream".into(), t()),
             ("language".into(), FormValue::Fixed("en".into())),
             ("stream_include_usage".into(), t()),
             ("stream_continuous_usage_stats".into(), t()),
         ];
-        if cfg.ignore_eos {
+        if ignore_eos {
             fields.push(("ignore_eos".into(), t()));
         }
-        for (k, v) in cfg.sampling.iter().chain(cfg.extra_body.iter()) {
+        for (k, v) in fields_over {
             let value = FormValue::Fixed(python_str(v));
             match fields.iter_mut().find(|(key, _)| key == k) {
                 Some(f) => f.1 = value,
@@ -90,7 +93,7 @@ impl AudioForm {
     pub fn build(&self, spec: &RequestSpec) -> Result<Bytes> {
         let Some(audio) = spec.audio.as_ref() else {
             return Err(BenchError::ContentTypeUnsupported {
-                backend: BackendKind::Audio.to_string(),
+                backend: "openai-audio".into(),
                 content: "requests without audio".into(),
                 fix: "use --dataset-name custom_audio (or an ASR dataset of --dataset-name hf)".into(),
             });
@@ -128,7 +131,7 @@ impl AudioForm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::BodyTemplate;
+    use crate::backend::{BackendKind, BodyTemplate, TargetConfig};
     use servebench_core::{AudioClip, Prompt};
     use std::sync::Arc;
 

@@ -22,7 +22,39 @@ use std::collections::HashMap;
 use serde_json::value::RawValue;
 use servebench_core::{BenchError, Prompt, RequestSpec, Result};
 
-use crate::backend::{write_json, write_prompt, BackendKind};
+/// Which multimodal embedding body (`crate::backend::BackendKind` maps onto it in `body_ext`;
+/// this module depends on no other of the crate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedKind {
+    Clip,
+    Vlm2Vec,
+    Infinity,
+    InfinityClip,
+}
+
+impl EmbedKind {
+    /// The `--backend` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EmbedKind::Clip => "openai-embeddings-clip",
+            EmbedKind::Vlm2Vec => "openai-embeddings-vlm2vec",
+            EmbedKind::Infinity => "infinity-embeddings",
+            EmbedKind::InfinityClip => "infinity-embeddings-clip",
+        }
+    }
+}
+
+fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
+    serde_json::to_writer(out, v).map_err(|e| BenchError::protocol("request body", e))
+}
+
+fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
+    match prompt {
+        Prompt::Text(t) => write_json(out, &**t),
+        Prompt::TokenIds(ids) => write_json(out, &**ids),
+        Prompt::Batch(texts) => write_json(out, &**texts),
+    }
+}
 
 /// vLLM's VLM2Vec text of an image-only request.
 pub const VLM2VEC_IMAGE_ONLY: &str = "Represent the given image.";
@@ -30,15 +62,15 @@ pub const VLM2VEC_IMAGE_ONLY: &str = "Represent the given image.";
 /// vLLM's VLM2Vec text before the prompt of a text-and-image request.
 pub const VLM2VEC_WITH_QUESTION: &str = "Represent the given image with the following question: ";
 
-fn content_error(backend: BackendKind, content: &str, fix: &str) -> BenchError {
+fn content_error(backend: EmbedKind, content: &str, fix: &str) -> BenchError {
     BenchError::ContentTypeUnsupported {
-        backend: backend.to_string(),
+        backend: backend.name().into(),
         content: content.into(),
         fix: fix.into(),
     }
 }
 
-fn text(backend: BackendKind, prompt: &Prompt) -> Result<&str> {
+fn text(backend: EmbedKind, prompt: &Prompt) -> Result<&str> {
     match prompt {
         Prompt::Text(t) => Ok(t),
         Prompt::TokenIds(_) => Err(content_error(
@@ -62,7 +94,7 @@ fn text_part(out: &mut Vec<u8>, text: &str) -> Result<()> {
 }
 
 /// Writes the `messages` value of a CLIP or VLM2Vec embeddings body.
-pub(crate) fn write_messages(backend: BackendKind, spec: &RequestSpec, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn write_messages(backend: EmbedKind, spec: &RequestSpec, out: &mut Vec<u8>) -> Result<()> {
     if let Some(m) = &spec.messages {
         out.extend_from_slice(m.json.as_bytes());
         return Ok(());
@@ -72,7 +104,7 @@ pub(crate) fn write_messages(backend: BackendKind, spec: &RequestSpec, out: &mut
     out.extend_from_slice(br#"[{"role":"user","content":["#);
     if parts.is_empty() {
         text_part(out, prompt)?;
-    } else if backend == BackendKind::EmbeddingsVlm2Vec {
+    } else if backend == EmbedKind::Vlm2Vec {
         for p in parts {
             out.extend_from_slice(p.as_bytes());
             out.push(b',');
@@ -106,7 +138,7 @@ fn part_url(part: &str) -> Option<(String, &str)> {
 /// Writes the `input` value of an Infinity body, and `,"modality":…` after it for a media
 /// request unless `--extra-body` sets `modality` (`modality_given`).
 pub(crate) fn write_infinity_input(
-    backend: BackendKind,
+    backend: EmbedKind,
     spec: &RequestSpec,
     modality_given: bool,
     out: &mut Vec<u8>,
@@ -121,7 +153,7 @@ pub(crate) fn write_infinity_input(
     let parts: &[std::sync::Arc<str>] = spec.multimodal.as_deref().unwrap_or(&[]);
     match parts {
         [] => write_prompt(out, &spec.prompt),
-        [part] if backend == BackendKind::InfinityClip => {
+        [part] if backend == EmbedKind::InfinityClip => {
             let (kind, url) = part_url(part).ok_or_else(|| {
                 content_error(backend, "a media part without a URL", "send image_url parts with a `url`")
             })?;
@@ -135,7 +167,7 @@ pub(crate) fn write_infinity_input(
             Ok(())
         }
         [_] => Err(BenchError::MultimodalUnsupported {
-            backend: backend.to_string(),
+            backend: backend.name().into(),
             detail: " (Infinity's text embeddings take no images; use --backend infinity-embeddings-clip)"
                 .into(),
         }),
@@ -150,7 +182,7 @@ pub(crate) fn write_infinity_input(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{BodyTemplate, TargetConfig};
+    use crate::backend::{BackendKind, BodyTemplate, TargetConfig};
     use serde_json::{json, Value};
     use std::sync::Arc;
 

@@ -117,7 +117,8 @@ impl ExtBody {
                 fields.push(("input".into(), ExtSlot::InfinityInput));
             }
             BackendKind::Audio => {
-                let audio = Some(crate::body_audio::AudioForm::new(cfg)?);
+                let over = cfg.sampling.iter().chain(cfg.extra_body.iter());
+                let audio = Some(crate::body_audio::AudioForm::new(&cfg.model, cfg.ignore_eos, over)?);
                 return Ok(Some(ExtBody { backend, fields: Vec::new(), modality_given: false, audio }));
             }
             BackendKind::Pooling => {
@@ -212,13 +213,13 @@ impl ExtBody {
                     }
                 }
                 ExtSlot::InfinityInput => crate::body_embed::write_infinity_input(
-                    self.backend,
+                    embed_kind(self.backend),
                     spec,
                     self.modality_given,
                     &mut out,
                 )?,
                 ExtSlot::Messages if self.backend != BackendKind::EmbeddingsChat => {
-                    crate::body_embed::write_messages(self.backend, spec, &mut out)?
+                    crate::body_embed::write_messages(embed_kind(self.backend), spec, &mut out)?
                 }
                 ExtSlot::Messages => match &spec.messages {
                     Some(m) => out.extend_from_slice(m.json.as_bytes()),
@@ -263,6 +264,17 @@ impl ExtBody {
                 Ok((t.clone(), vec![t.clone()]))
             }
         }
+    }
+}
+
+/// The multimodal embedding body of `backend` (`body_embed.rs`).
+fn embed_kind(backend: BackendKind) -> crate::body_embed::EmbedKind {
+    use crate::body_embed::EmbedKind;
+    match backend {
+        BackendKind::EmbeddingsVlm2Vec => EmbedKind::Vlm2Vec,
+        BackendKind::Infinity => EmbedKind::Infinity,
+        BackendKind::InfinityClip => EmbedKind::InfinityClip,
+        _ => EmbedKind::Clip,
     }
 }
 
