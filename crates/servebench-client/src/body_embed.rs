@@ -6,7 +6,7 @@
 //!   before them (CLIP embeds the image alone); a text-only request sends its text;
 //! - `openai-embeddings-vlm2vec`: the same body with the images **first**, then the text
 //!   "Represent the given image." (requests at an even index) or "Represent the given image
-//!   with the following question: <prompt>" (odd index); a text-only request sends its text;
+//!   with the following question: PROMPT" (odd index); a text-only request sends its text;
 //! - `infinity-embeddings`: `{model, input}` — the text, or the list of texts of a batch
 //!   (Infinity's API takes text; images need `infinity-embeddings-clip`);
 //! - `infinity-embeddings-clip`: a text-only request as `infinity-embeddings`; a request with
