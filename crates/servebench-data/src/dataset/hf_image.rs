@@ -17,12 +17,12 @@
 //! An image is a Hub image cell — `{"bytes": …, "path": …}` with the bytes base64 (as a Parquet
 //! file's binary column reads) or a list of byte values — or a string: a URL (`http(s)://`,
 //! `file://`, `data:`) sent as it is, or a local path sent as a `file://` URL (vLLM prepends
-//! `file://`). Image bytes go out as a base64 data URL of their own type (PNG, JPEG, …): vLLM
-//! decodes them and re-encodes a JPEG; the server decodes the same picture either way.
+//! `file://`). Image bytes are decoded and re-encoded as an RGB JPEG of quality 75, sent as
+//! `data:image/jpeg;base64,…`, as vLLM's `process_image` does (`jpeg.rs`).
 
 use super::file::{DataFile, Location};
 use super::hf_parsers::HfParser;
-use super::media::{sniff_image, MediaResolver};
+use super::media::MediaResolver;
 use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
 use base64::Engine as _;
 use serde_json::Value;
@@ -132,10 +132,10 @@ pub fn image_url(cell: &Value, media: &MediaResolver) -> std::result::Result<Arc
         },
         _ => return Err("an image is neither a {bytes, path} cell nor a path or URL".into()),
     };
-    let mime = sniff_image(&bytes)
-        .ok_or("image bytes of an unknown type (PNG, JPEG, GIF, WebP, BMP, TIFF, AVIF)")?;
-    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
-    Ok(Arc::from(format!("data:{mime};base64,{b64}")))
+    // As vLLM's process_image: decoded, converted to RGB, re-encoded as a quality-75 JPEG.
+    let jpeg = super::jpeg::reencode_as_jpeg(&bytes)?;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&jpeg);
+    Ok(Arc::from(format!("data:image/jpeg;base64,{b64}")))
 }
 
 /// The `image_url` content part of `url`.
@@ -218,19 +218,28 @@ mod tests {
     }
 
     #[test]
-    fn image_cells_become_data_urls_of_their_own_type() {
-        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x38\0\0\0\x1c\x08\x02\0\0\0";
-        let b64 = base64::engine::general_purpose::STANDARD.encode(png);
+    fn image_cells_go_out_as_vllm_sends_them_rgb_jpeg_data_urls() {
+        // A real 56×28 RGBA PNG (what a Hub image cell holds), base64 or a list of bytes.
+        let img =
+            image::RgbaImage::from_fn(56, 28, |x, y| image::Rgba([(x * 4) as u8, (y * 8) as u8, 9, 77]));
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgba8(img).write_to(&mut png, image::ImageFormat::Png).unwrap();
+        let png = png.into_inner();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&png);
         let media = MediaResolver::new(false);
         let url = image_url(&json!({"bytes": b64, "path": "a.png"}), &media).unwrap();
-        assert_eq!(&*url, format!("data:image/png;base64,{b64}"));
-        let list: Vec<u8> = png.to_vec();
+        let payload = url.strip_prefix("data:image/jpeg;base64,").expect("a JPEG data URL, as vLLM sends");
+        let jpeg = base64::engine::general_purpose::STANDARD.decode(payload).unwrap();
+        let back = image::load_from_memory(&jpeg).unwrap();
+        assert_eq!((back.width(), back.height(), back.color()), (56, 28, image::ColorType::Rgb8));
+        let list: Vec<u8> = png.clone();
         assert_eq!(image_url(&json!({"bytes": list}), &media).unwrap(), url);
+        // URLs are sent as they are; bytes that are no image are a one-line problem.
         assert_eq!(
             &*image_url(&json!("https://example.invalid/a.jpg"), &media).unwrap(),
             "https://example.invalid/a.jpg"
         );
-        assert!(image_url(&json!({"bytes": "AAAA"}), &media).unwrap_err().contains("unknown type"));
+        assert!(image_url(&json!({"bytes": "AAAA"}), &media).unwrap_err().contains("cannot be decoded"));
         assert!(image_url(&json!(3), &media).is_err());
     }
 }

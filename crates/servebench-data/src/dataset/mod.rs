@@ -23,6 +23,7 @@ pub mod hf_mlperf;
 pub mod hf_parsers;
 pub mod hf_text;
 pub(crate) mod hub;
+pub mod jpeg;
 pub mod json_string;
 pub mod media;
 pub mod prefix_repetition;

@@ -277,7 +277,8 @@ fn vision_arena_sends_the_first_user_message_and_its_image() {
     assert_eq!(got[0].0, "What colour is the square in this picture?");
     assert_eq!(got[0].1 as usize, t.encode(&got[0].0, true).unwrap().len());
     assert!(got.iter().all(|r| r.2 == 128));
-    assert!(image_url_of(&w.requests[0]).starts_with("data:image/png;base64,iVBORw0KGgo"));
+    // The fixture's PNG goes out re-encoded as an RGB JPEG, as vLLM's process_image sends it.
+    assert!(image_url_of(&w.requests[0]).starts_with("data:image/jpeg;base64,/9j/"));
 }
 
 #[test]
@@ -287,7 +288,7 @@ fn mmstar_sends_the_question_without_options_and_its_image() {
     assert_eq!(got[0].0, "Which colour fills most of the image?");
     assert_eq!(got[1].0, "Is the shape a square?");
     assert!(got.iter().all(|r| r.2 == 16));
-    assert!(image_url_of(&w.requests[1]).starts_with("data:image/png;base64,"));
+    assert!(image_url_of(&w.requests[1]).starts_with("data:image/jpeg;base64,/9j/"));
 }
 
 #[test]
@@ -300,7 +301,7 @@ fn llava_onevision_is_the_conversation_parser_with_the_rows_image() {
     assert_eq!(got[0].0, "<image>\nWhat colour is the square in the picture?");
     let reply = "The square in the picture is green, a flat and even shade.";
     assert_eq!(got[0].2 as usize, t.encode(reply, true).unwrap().len());
-    assert!(image_url_of(&w.requests[0]).starts_with("data:image/png;base64,"));
+    assert!(image_url_of(&w.requests[0]).starts_with("data:image/jpeg;base64,/9j/"));
     assert!(w.requests[1].multimodal.is_none(), "a row without an image is text only");
 }
 

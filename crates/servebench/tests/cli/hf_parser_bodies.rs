@@ -94,7 +94,8 @@ fn vision_arena_and_mmstar_chat_bodies_carry_the_text_then_the_image() {
     let content = &b["messages"][0]["content"];
     assert_eq!(content[0], json!({"type": "text", "text": "Describe the image in one sentence."}));
     assert_eq!(content[1]["type"], "image_url");
-    assert!(content[1]["image_url"]["url"].as_str().unwrap().starts_with("data:image/png;base64,"));
+    // Re-encoded as an RGB JPEG, as vLLM's process_image does.
+    assert!(content[1]["image_url"]["url"].as_str().unwrap().starts_with("data:image/jpeg;base64,"));
     assert_eq!(content.as_array().unwrap().len(), 2);
     assert_eq!(b["max_completion_tokens"], 128);
     let w = workload("Lin-Chen/MMStar/val.jsonl", "Lin-Chen/MMStar", false);
