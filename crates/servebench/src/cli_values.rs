@@ -1,9 +1,11 @@
 //! Flag values typed at parse time: clap calls these parsers, so the rest of the binary gets
 //! an `f64`, an enum or a mode instead of a `String` to parse again. A bad value is still a
-//! coded error (its SB line is clap's message), and the exit code is 2.
+//! coded error: clap carries the `BenchError` as its source, and `commands.rs` prints its one
+//! line with the table's exit code.
 
 use clap::ValueEnum;
 use servebench_core::schedule::RampStrategy;
+use servebench_core::BenchError;
 use servebench_runner::InterruptMode;
 
 /// `--sim-mode`: the simulator's timing model.
@@ -16,35 +18,33 @@ pub enum SimMode {
 }
 
 /// `--request-rate`: requests per second, or `inf`.
-pub fn request_rate(text: &str) -> Result<f64, String> {
-    servebench_core::config::parse_request_rate(text).map_err(|e| e.user_line())
+pub fn request_rate(text: &str) -> Result<f64, BenchError> {
+    servebench_core::config::parse_request_rate(text)
 }
 
 /// `--ramp-up-strategy`: `linear` or `exponential`.
-pub fn ramp_strategy(text: &str) -> Result<RampStrategy, String> {
+pub fn ramp_strategy(text: &str) -> Result<RampStrategy, BenchError> {
     match text {
         "linear" => Ok(RampStrategy::Linear),
         "exponential" => Ok(RampStrategy::Exponential),
-        other => Err(servebench_core::BenchError::config(
+        other => Err(BenchError::config(
             "--ramp-up-strategy",
             format!("unknown strategy '{other}'"),
             "pass --ramp-up-strategy linear|exponential with both --ramp-up-start-rps and --ramp-up-end-rps",
-        )
-        .user_line()),
+        )),
     }
 }
 
 /// `--on-interrupt`: `cancel` or `drain`.
-pub fn interrupt_mode(text: &str) -> Result<InterruptMode, String> {
+pub fn interrupt_mode(text: &str) -> Result<InterruptMode, BenchError> {
     match text {
         "cancel" => Ok(InterruptMode::Cancel),
         "drain" => Ok(InterruptMode::Drain),
-        other => Err(servebench_core::BenchError::config(
+        other => Err(BenchError::config(
             "--on-interrupt",
             format!("unknown mode '{other}'"),
             "use cancel (stop in-flight requests at once) or drain (let them finish)",
-        )
-        .user_line()),
+        )),
     }
 }
 
@@ -54,13 +54,13 @@ mod tests {
 
     #[test]
     fn values_parse_to_their_types_and_bad_ones_name_the_flag_and_code() {
-        assert_eq!(request_rate("inf"), Ok(f64::INFINITY));
-        assert_eq!(request_rate("2.5"), Ok(2.5));
-        let e = request_rate("fast").unwrap_err();
+        assert_eq!(request_rate("inf").ok(), Some(f64::INFINITY));
+        assert_eq!(request_rate("2.5").ok(), Some(2.5));
+        let e = request_rate("fast").unwrap_err().user_line();
         assert!(e.contains("SB101") && e.contains("--request-rate"), "{e}");
-        assert_eq!(ramp_strategy("linear"), Ok(RampStrategy::Linear));
-        assert!(ramp_strategy("cubic").unwrap_err().contains("--ramp-up-strategy"));
-        assert_eq!(interrupt_mode("drain"), Ok(InterruptMode::Drain));
-        assert!(interrupt_mode("panic").unwrap_err().contains("SB101"));
+        assert_eq!(ramp_strategy("linear").ok(), Some(RampStrategy::Linear));
+        assert!(ramp_strategy("cubic").unwrap_err().user_line().contains("--ramp-up-strategy"));
+        assert_eq!(interrupt_mode("drain").ok(), Some(InterruptMode::Drain));
+        assert!(interrupt_mode("panic").unwrap_err().user_line().contains("SB101"));
     }
 }

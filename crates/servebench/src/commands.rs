@@ -56,14 +56,15 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
     })
 }
 
-/// A flag value our parsers refused (`cli_values.rs`) is the coded one-line error they wrote,
-/// exit 2; every other clap error (unknown flag, `--help`, `--version`) is clap's own.
+/// A flag value our parsers refused (`cli_values.rs`) is their coded error: its one line and
+/// the table's exit code; every other clap error (unknown flag, `--help`, `--version`) is
+/// clap's own.
 fn flag_value_error(e: clap::Error) -> u8 {
     use std::error::Error as _;
-    match e.source().map(ToString::to_string).filter(|s| s.starts_with("error[SB")) {
-        Some(line) => {
-            eprintln!("{line}");
-            2
+    match e.source().and_then(|s| s.downcast_ref::<BenchError>()) {
+        Some(coded) => {
+            eprintln!("{}", coded.user_line());
+            coded.exit_code()
         }
         None => e.exit(),
     }

@@ -54,19 +54,19 @@ fn parse_cpu_list(list: &str) -> Vec<usize> {
     out
 }
 
-/// Raises the open-files soft limit to the hard limit; returns the soft limit now in force.
+/// Raises the open-files soft limit to the hard limit (also when the hard limit is unlimited);
+/// returns the soft limit now in force, `None` when it is unlimited.
 pub fn raise_open_files_limit() -> Option<u64> {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let lim = getrlimit(Resource::Nofile);
-    let (cur, max) = (lim.current?, lim.maximum);
-    match max {
-        Some(max) if cur < max => {
-            let raised = Rlimit { current: Some(max), maximum: Some(max) };
-            Some(if setrlimit(Resource::Nofile, raised).is_ok() { max } else { cur })
-        }
-        // No hard limit: ask for a generous soft one.
-        None => Some(cur),
-        Some(_) => Some(cur),
+    let cur = lim.current?;
+    if lim.maximum.is_some_and(|max| max <= cur) {
+        return Some(cur);
+    }
+    let raised = Rlimit { current: lim.maximum, maximum: lim.maximum };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => lim.maximum,
+        Err(_) => Some(cur),
     }
 }
 
