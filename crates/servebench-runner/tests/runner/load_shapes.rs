@@ -153,8 +153,11 @@ async fn concurrency_stages_hold_each_limit_in_a_closed_loop() {
     let stage = |k| records.iter().filter(|r| r.stage == Some(k)).collect::<Vec<_>>();
     let (s0, s1) = (stage(0), stage(1));
     assert_eq!(s0.len() + s1.len(), records.len());
-    assert!(s0.iter().all(|r| r.dispatched_us.unwrap() < 400_000));
-    assert!(s1.iter().all(|r| (400_000..800_000).contains(&r.dispatched_us.unwrap())));
+    // A request belongs to the stage it was released in; the write that follows may land a
+    // little later on a loaded machine, so the stage bounds pin the release (intended) time.
+    assert!(s0.iter().all(|r| r.intended_us < 400_000));
+    assert!(s1.iter().all(|r| (400_000..800_000).contains(&r.intended_us)));
+    assert!(records.iter().all(|r| r.dispatched_us.unwrap() >= r.intended_us), "sent after release");
     assert!(
         peak_in_flight(&s0) <= 2 && peak_in_flight(&s1) <= 6,
         "{} {}",
