@@ -1,12 +1,14 @@
 //! SSE framing + chunk parsing throughput on a realistic vLLM chat stream.
 //!
 //! `cargo bench -p servebench-client --bench sse -- --quick`
-//! Reports events/s for: framing only; framing + typed borrowed chunk parse; and, for
+//! Reports events/s for: framing only; framing + reading the events into the request's record
+//! (the client's hot path: the chat family's parser and the neutral stream state); and, for
 //! reference, framing + a `serde_json::Value` tree (what the hot path must not do).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use servebench_client::chunk::Chunk;
-use servebench_client::SseFramer;
+use servebench_client::stream::ResponseReader;
+use servebench_client::{BackendKind, SseFramer};
+use servebench_core::RequestRecord;
 use std::hint::black_box;
 
 const EVENTS: usize = 1000;
@@ -59,19 +61,15 @@ fn frames(stream: &[u8], size: Option<usize>) -> Vec<&[u8]> {
 fn run(frames: &[&[u8]], mode: u8) -> u64 {
     let mut f = SseFramer::new();
     let mut acc = 0u64;
-    for fr in frames {
+    let mut rec = RequestRecord::scheduled(0, "r0".into(), 0, 1024, EVENTS as u32);
+    let mut reader = ResponseReader::new(BackendKind::Chat, false);
+    for (t, fr) in frames.iter().enumerate() {
         f.push(fr);
         while let Ok(Some(ev)) = f.next_event() {
             match mode {
                 0 => acc += ev.data.len() as u64,
                 1 => {
-                    if ev.data != "[DONE]" {
-                        if let Ok(c) = Chunk::parse(ev.data) {
-                            acc += c.generated().output_chars();
-                            acc += u64::from(c.usage.and_then(|u| u.completion_tokens).unwrap_or(0));
-                            acc += c.finish_reason().map_or(0, str::len) as u64;
-                        }
-                    }
+                    reader.on_event(&mut rec, ev, t as u64);
                 }
                 _ => {
                     if let Ok(v) = serde_json::from_str::<serde_json::Value>(ev.data) {
@@ -81,7 +79,7 @@ fn run(frames: &[&[u8]], mode: u8) -> u64 {
             }
         }
     }
-    acc
+    acc + rec.output_chars + u64::from(rec.token_event_count)
 }
 
 fn bench(c: &mut Criterion) {

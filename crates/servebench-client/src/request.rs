@@ -17,10 +17,11 @@ use http::Method;
 use servebench_core::{ErrorKind, FailureCause, Outcome, RequestRecord, RequestSpec, Result, RunClock};
 use tokio::time::Sleep;
 
-use crate::backend::{build_headers, BackendKind, BodyTemplate, TargetConfig};
-use crate::chunk::Chunk;
+use crate::backend::{BackendKind, TargetConfig};
+use crate::body::BodyTemplate;
+use crate::headers::build_headers;
 use crate::sse::{SseError, SseFramer, DEFAULT_MAX_EVENT_BYTES};
-use crate::stream::{Flow, StreamState};
+use crate::stream::{Flow, ResponseReader};
 use crate::transport::coding::{BodyDecoder, CodingError};
 use crate::transport::control::{snippet, SNIPPET_BYTES};
 use crate::transport::error::ReadBodyError;
@@ -412,10 +413,7 @@ async fn run(
     } else {
         target.body.streams()
     };
-    let mut state = StreamState::for_request(opts, target.backend);
-    if target.backend == BackendKind::Responses {
-        state = state.for_responses();
-    }
+    let mut state = ResponseReader::for_request(target.backend, opts.keep_text, opts.keep_text_without_usage);
     if !sse {
         let read =
             read_whole_body(&mut conn, &mut incoming, opts.max_event_bytes, &mut timer, coding.as_mut())
@@ -428,13 +426,7 @@ async fn run(
                     t = clock.offset_us(at);
                 }
                 client.release(conn);
-                match target.backend {
-                    b2 if b2.is_pooling() => crate::pooling_response::pooling_body(record, &b, t),
-                    BackendKind::Responses => {
-                        crate::pooling_response::responses_body(record, &b, t, opts.keep_text)
-                    }
-                    _ => whole_body(record, &mut state, &b, t),
-                }
+                state.on_body(record, &b, t);
             }
             Ok((_, false, _)) => {
                 record.done_us = Some(t);
@@ -632,7 +624,7 @@ fn runaway_message(opts: &ExecOptions, spec: &RequestSpec, limit: u64) -> String
 }
 
 /// Dispatches every complete event in the framer at time `t`.
-fn drain_events(framer: &mut SseFramer, state: &mut StreamState, rec: &mut RequestRecord, t: u64) -> Flow {
+fn drain_events(framer: &mut SseFramer, state: &mut ResponseReader, rec: &mut RequestRecord, t: u64) -> Flow {
     loop {
         match framer.next_event() {
             Ok(Some(ev)) => match state.on_event(rec, ev, t) {
@@ -649,34 +641,6 @@ fn drain_events(framer: &mut SseFramer, state: &mut StreamState, rec: &mut Reque
                 rec.fail(kind, e.to_string());
                 return Flow::Stop;
             }
-        }
-    }
-}
-
-/// A non-streaming response: one JSON body, one "event" at the time the body ended.
-fn whole_body(rec: &mut RequestRecord, state: &mut StreamState, body: &[u8], t: u64) {
-    rec.first_event_us = Some(t);
-    if state.is_native() {
-        // Native dialects are measured as streams only (`dialect/`).
-        rec.done_us = Some(t);
-        rec.fail(
-            ErrorKind::Protocol,
-            format!("expected an event stream, got a JSON body: {}", snippet(body)),
-        );
-        return;
-    }
-    let parsed = std::str::from_utf8(body)
-        .map_err(|e| e.to_string())
-        .and_then(|s| Chunk::parse(s).map_err(|e| format!("response is not JSON ({e}): {}", snippet(body))));
-    match parsed {
-        Ok(chunk) => {
-            if state.apply(rec, &chunk, t) == Flow::Continue {
-                state.complete(rec, t);
-            }
-        }
-        Err(e) => {
-            rec.done_us = Some(t);
-            rec.fail(ErrorKind::Protocol, e);
         }
     }
 }

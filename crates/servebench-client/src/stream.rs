@@ -2,55 +2,51 @@
 //! finish reason, and the outcome. Pure (no I/O, no clock): every call gets the arrival time
 //! of the frame that completed the event, so it is tested with hand-written event sequences.
 //!
+//! `StreamState` applies the dialect-neutral `Parsed` outcomes of every API family the
+//! same way; [`ResponseReader`] pairs it with the family's parser (`api`).
+//!
 //! Rules (see `docs/metrics.md`):
 //! - a *token event* is an event carrying generated content: non-empty text, content,
-//!   reasoning or tool-call text. A chat role chunk with empty content is not one (vLLM counts
-//!   it as the first token, vllm#15106);
-//! - `[DONE]`, or a finish reason followed by a clean end of body, completes the stream; a clean
-//!   end without either is `Incomplete`; a complete stream without token events is `NoTokens`
-//!   (vLLM reports such chat streams as successes);
-//! - per-event token counts are recorded only when every token event carried cumulative
-//!   `usage` (vLLM's `continuous_usage_stats`).
+//!   reasoning or tool-call text, or a token the server says it generated without text. A chat
+//!   role chunk with empty content is not one (vLLM counts it as the first token, vllm#15106);
+//! - `[DONE]`, a family's terminal event, or a finish reason followed by a clean end of body,
+//!   completes the stream; a clean end without either is `Incomplete`; a complete stream
+//!   without token events is `NoTokens` (vLLM reports such chat streams as successes);
+//! - per-event token counts are recorded only when every token event carried one: its own
+//!   count (TGI, llama.cpp), or the growth of a cumulative count since the previous token event
+//!   (OpenAI continuous usage stats, SGLang) — tokens of events without text are carried by the
+//!   next token event.
 
-use servebench_core::{ErrorKind, Outcome, RequestRecord};
+use servebench_core::{ErrorKind, FailureCause, Outcome, RequestRecord};
 
-use crate::chunk::{error_message, Chunk};
+use crate::api::{ApiEvent, Parsed, Pooled, ResponseParser};
+use crate::backend::BackendKind;
 use crate::sse::SseEvent;
-
-#[path = "stream_responses.rs"]
-pub(crate) mod responses;
-
-#[path = "stream_native.rs"]
-mod native;
 
 /// What the reader should do after an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
+pub enum Flow {
     /// Keep reading.
     Continue,
-    /// `[DONE]` arrived: the record is final; read the rest of the body only to reuse the
-    /// connection.
+    /// The response is complete (`[DONE]`, a terminal event): the record is final; read the
+    /// rest of the body only to reuse the connection.
     Done,
     /// The request failed (the record says why): stop reading.
     Stop,
 }
 
-/// Per-response parsing state.
+/// Per-response state, the same for every API family.
 #[derive(Debug, Default)]
-pub(crate) struct StreamState {
+struct StreamState {
     keep_text: bool,
     text: String,
     done_seen: bool,
     finish_seen: bool,
-    /// Last cumulative `usage.completion_tokens` seen.
+    /// Cumulative completion tokens at the last token event.
     cum_tokens: Option<u32>,
-    /// Every token event so far carried cumulative usage.
+    /// Every token event so far carried a token count.
     tokens_known: bool,
     tokens: Vec<u32>,
-    /// The stream speaks the Responses API's typed events (`stream_responses.rs`).
-    responses: bool,
-    /// A native dialect's parser (`stream_native.rs`); `None` for OpenAI-style streams.
-    native: Option<crate::dialect::DialectState>,
     /// The text is collected only for records without output-token usage (retokenizing).
     text_only_without_usage: bool,
 }
@@ -60,130 +56,123 @@ fn gap(from: u64, to: u64) -> u32 {
 }
 
 impl StreamState {
-    pub(crate) fn new(keep_text: bool) -> Self {
+    fn new(keep_text: bool) -> Self {
         StreamState { keep_text, tokens_known: true, ..StreamState::default() }
     }
 
-    /// A state for the Responses API's event-typed stream.
-    pub(crate) fn for_responses(mut self) -> Self {
-        self.responses = true;
-        self
+    /// Applies one parsed event (or whole body) that completed at `t_us`.
+    fn apply(&mut self, rec: &mut RequestRecord, parsed: Parsed<'_>, t_us: u64) -> Flow {
+        match parsed {
+            Parsed::Skip => Flow::Continue,
+            Parsed::Done => {
+                self.done_seen = true;
+                self.complete(rec, t_us);
+                Flow::Done
+            }
+            Parsed::Fail(kind, msg) => {
+                rec.done_us = Some(t_us);
+                rec.fail(kind, msg);
+                Flow::Stop
+            }
+            Parsed::WrongDialect(msg) => {
+                rec.done_us = Some(t_us);
+                rec.fail_with(ErrorKind::Protocol, Some(FailureCause::WrongDialect), msg);
+                Flow::Stop
+            }
+            Parsed::Event(e) => self.apply_event(rec, &e, t_us),
+            Parsed::Pooled(p) => {
+                self.apply_pooled(rec, p, t_us);
+                Flow::Done
+            }
+        }
     }
 
-    /// Records one token event at `t_us` of the given kinds (reasoning, visible content): the
-    /// reasoning/content event counts and the first visible content time (TTFO).
-    fn note_kinds(rec: &mut RequestRecord, reasoning: bool, content: bool, t_us: u64) {
-        if reasoning {
+    fn apply_event(&mut self, rec: &mut RequestRecord, e: &ApiEvent<'_>, t_us: u64) -> Flow {
+        if rec.server_request_id.is_none() {
+            if let Some(id) = e.server_id.as_ref().filter(|i| !i.is_empty()) {
+                rec.server_request_id = Some(id.to_string());
+            }
+        }
+        if e.usage.prompt.is_some() {
+            rec.server_prompt_tokens = e.usage.prompt;
+        }
+        if e.usage.cached.is_some() {
+            rec.cached_prompt_tokens = e.usage.cached;
+        }
+        if e.usage.completion.is_some() {
+            rec.completion_tokens = e.usage.completion;
+        }
+        if e.is_token_event() {
+            self.token_event(rec, e, t_us);
+        }
+        if let Some(f) = &e.finish_reason {
+            self.finish_seen = true;
+            rec.finish_reason = Some(f.to_string());
+        }
+        if e.terminal {
+            self.done_seen = true;
+            self.complete(rec, t_us);
+            return Flow::Done;
+        }
+        Flow::Continue
+    }
+
+    fn token_event(&mut self, rec: &mut RequestRecord, e: &ApiEvent<'_>, t_us: u64) {
+        match rec.last_token_us {
+            None => rec.first_token_us = Some(t_us),
+            Some(last) => rec.token_events.gaps_us.push(gap(last, t_us)),
+        }
+        rec.last_token_us = Some(t_us);
+        rec.token_event_count += 1;
+        if !e.reasoning.is_empty() {
             rec.reasoning_events += 1;
         }
-        if content {
+        if !e.content.is_empty() {
             rec.content_events += 1;
             if rec.first_content_us.is_none() {
                 rec.first_content_us = Some(t_us);
             }
         }
-    }
-
-    /// Handles one SSE event that completed in a frame read at `t_us`.
-    pub(crate) fn on_event(&mut self, rec: &mut RequestRecord, ev: SseEvent<'_>, t_us: u64) -> Flow {
-        if rec.first_event_us.is_none() {
-            rec.first_event_us = Some(t_us);
-        }
-        if matches!(ev.event, Some("error") | Some("response.failed")) {
-            rec.done_us = Some(t_us);
-            rec.fail(ErrorKind::ServerError, format!("server error event: {}", error_message(ev.data)));
-            return Flow::Stop;
-        }
-        if self.responses {
-            return self.on_responses_event(rec, ev, t_us);
-        }
-        if self.native.is_some() {
-            return self.on_native_event(rec, ev, t_us);
-        }
-        let data = ev.data.trim_ascii();
-        if data == "[DONE]" {
-            self.done_seen = true;
-            self.complete(rec, t_us);
-            return Flow::Done;
-        }
-        if data.is_empty() {
-            return Flow::Continue;
-        }
-        let chunk = match Chunk::parse(data) {
-            Ok(c) => c,
-            Err(e) => {
-                rec.done_us = Some(t_us);
-                let data = servebench_core::text::one_line(data, 200);
-                rec.fail(ErrorKind::Protocol, format!("malformed JSON event ({e}): {data}"));
-                return Flow::Stop;
-            }
+        let carried = match (e.tokens, e.cumulative_completion) {
+            (Some(n), _) => Some(n),
+            (None, Some(cum)) => Some(cum.saturating_sub(self.cum_tokens.unwrap_or(0))),
+            (None, None) => None,
         };
-        self.apply(rec, &chunk, t_us)
-    }
-
-    /// Applies one parsed chunk (a stream event or a whole non-streaming body).
-    pub(crate) fn apply(&mut self, rec: &mut RequestRecord, chunk: &Chunk<'_>, t_us: u64) -> Flow {
-        if let Some(msg) = chunk.error_message() {
-            rec.done_us = Some(t_us);
-            rec.fail(ErrorKind::ServerError, format!("server error in stream: {msg}"));
-            return Flow::Stop;
+        match carried {
+            Some(n) if self.tokens_known => self.tokens.push(n),
+            _ => self.tokens_known = false,
         }
-        if rec.server_request_id.is_none() {
-            if let Some(id) = chunk.id.as_ref().filter(|i| !i.as_str().is_empty()) {
-                rec.server_request_id = Some(id.as_str().to_owned());
-            }
-        }
-        let usage = chunk.usage;
-        if let Some(u) = usage {
-            if u.prompt_tokens.is_some() {
-                rec.server_prompt_tokens = u.prompt_tokens;
-            }
-            if let Some(c) = u.prompt_tokens_details.and_then(|d| d.cached_tokens) {
-                rec.cached_prompt_tokens = Some(c);
-            }
-            if u.completion_tokens.is_some() {
-                rec.completion_tokens = u.completion_tokens;
-            }
-        }
-        let g = chunk.generated();
-        if g.any() {
-            match rec.last_token_us {
-                None => rec.first_token_us = Some(t_us),
-                Some(last) => rec.token_events.gaps_us.push(gap(last, t_us)),
-            }
-            rec.last_token_us = Some(t_us);
-            rec.token_event_count += 1;
-            Self::note_kinds(rec, g.reasoning_chars > 0, g.content_chars > 0, t_us);
-            match usage.and_then(|u| u.completion_tokens) {
-                Some(cum) if self.tokens_known => {
-                    self.tokens.push(cum.saturating_sub(self.cum_tokens.unwrap_or(0)));
-                }
-                _ => self.tokens_known = false,
-            }
-            rec.output_chars += g.output_chars();
-            if self.keep_text {
-                for c in &chunk.choices {
-                    c.append_text(&mut self.text);
-                }
-            }
-        }
-        if let Some(cum) = usage.and_then(|u| u.completion_tokens) {
+        if let Some(cum) = e.cumulative_completion {
             self.cum_tokens = Some(cum);
         }
-        if let Some(f) = chunk.finish_reason() {
-            self.finish_seen = true;
-            rec.finish_reason = Some(f.to_owned());
+        rec.output_chars += (e.content.chars().count() + e.reasoning.chars().count()) as u64;
+        if self.keep_text {
+            self.text.push_str(&e.reasoning);
+            self.text.push_str(&e.content);
         }
-        Flow::Continue
+    }
+
+    /// A pooling answer: complete at `t_us`, no tokens generated (0 from the server's view).
+    fn apply_pooled(&mut self, rec: &mut RequestRecord, p: Pooled<'_>, t_us: u64) {
+        if let Some(id) = p.server_id.filter(|i| !i.is_empty()) {
+            rec.server_request_id.get_or_insert_with(|| id.into_owned());
+        }
+        rec.server_prompt_tokens = p.prompt_tokens;
+        rec.completion_tokens = Some(0);
+        rec.first_token_us = Some(t_us);
+        rec.last_token_us = Some(t_us);
+        rec.done_us = Some(t_us);
+        rec.outcome = Outcome::Completed;
+        rec.error = None;
     }
 
     /// Whether the stream can be considered complete at a clean end of body.
-    pub(crate) fn done_seen(&self) -> bool {
+    fn done_seen(&self) -> bool {
         self.done_seen
     }
 
-    /// Marks the record finished at `t_us` (after `[DONE]` or a whole JSON body).
-    pub(crate) fn complete(&mut self, rec: &mut RequestRecord, t_us: u64) {
+    /// Marks the record finished at `t_us` (after `[DONE]`, a terminal event, or a whole body).
+    fn complete(&mut self, rec: &mut RequestRecord, t_us: u64) {
         rec.done_us = Some(t_us);
         if rec.token_event_count == 0 {
             rec.fail(ErrorKind::NoTokens, "the response carried no generated tokens");
@@ -195,7 +184,7 @@ impl StreamState {
     }
 
     /// The body ended cleanly at `t_us` without `[DONE]`.
-    pub(crate) fn end_of_body(&mut self, rec: &mut RequestRecord, t_us: u64) {
+    fn end_of_body(&mut self, rec: &mut RequestRecord, t_us: u64) {
         if self.finish_seen {
             self.complete(rec, t_us);
         } else {
@@ -206,7 +195,7 @@ impl StreamState {
     }
 
     /// Moves per-event token counts and text into the record (also for failed requests).
-    pub(crate) fn flush(&mut self, rec: &mut RequestRecord) {
+    fn flush(&mut self, rec: &mut RequestRecord) {
         if self.tokens_known && !self.tokens.is_empty() && self.tokens.len() == rec.token_event_count as usize
         {
             rec.token_events.tokens = std::mem::take(&mut self.tokens);
@@ -214,6 +203,79 @@ impl StreamState {
         if self.keep_text && !(self.text_only_without_usage && rec.completion_tokens.is_some()) {
             rec.generated_text = Some(std::mem::take(&mut self.text));
         }
+    }
+}
+
+/// Reads one response of a backend into its record: the API family's parser feeding the
+/// neutral state. Pure: the caller frames the body ([`crate::sse::SseFramer`]) and gives each
+/// event the arrival time of the frame that completed it.
+///
+/// ```
+/// use servebench_client::stream::{Flow, ResponseReader};
+/// use servebench_client::{BackendKind, SseEvent};
+/// use servebench_core::{Outcome, RequestRecord};
+///
+/// let mut rec = RequestRecord::scheduled(0, "r0".into(), 0, 3, 8);
+/// let mut reader = ResponseReader::new(BackendKind::Chat, false);
+/// let ev = |data| SseEvent { event: None, data };
+/// reader.on_event(&mut rec, ev(r#"{"choices":[{"delta":{"content":"hi"}}]}"#), 120);
+/// assert_eq!(reader.on_event(&mut rec, ev("[DONE]"), 150), Flow::Done);
+/// assert_eq!((rec.outcome, rec.first_token_us, rec.done_us), (Outcome::Completed, Some(120), Some(150)));
+/// ```
+#[derive(Debug)]
+pub struct ResponseReader {
+    parser: ResponseParser,
+    state: StreamState,
+}
+
+impl ResponseReader {
+    /// A reader of `backend`'s responses that keeps the text when `keep_text`.
+    pub fn new(backend: BackendKind, keep_text: bool) -> Self {
+        ResponseReader { parser: ResponseParser::for_backend(backend), state: StreamState::new(keep_text) }
+    }
+
+    /// A reader for one request with `opts`: the text is collected when it is kept
+    /// (`keep_text`) or may be retokenized (`keep_text_without_usage`: kept only when the
+    /// response had no output-token usage).
+    pub fn for_request(backend: BackendKind, keep_text: bool, keep_text_without_usage: bool) -> Self {
+        let mut r = Self::new(backend, keep_text || keep_text_without_usage);
+        r.state.text_only_without_usage = !keep_text && keep_text_without_usage;
+        r
+    }
+
+    /// Handles one SSE event that completed in a frame read at `t_us`.
+    pub fn on_event(&mut self, rec: &mut RequestRecord, ev: SseEvent<'_>, t_us: u64) -> Flow {
+        if rec.first_event_us.is_none() {
+            rec.first_event_us = Some(t_us);
+        }
+        let parsed = self.parser.parse_event(ev);
+        self.state.apply(rec, parsed, t_us)
+    }
+
+    /// A non-streaming response: one whole body, one event at `t_us` (when its last byte
+    /// arrived).
+    pub fn on_body(&mut self, rec: &mut RequestRecord, body: &[u8], t_us: u64) {
+        rec.first_event_us = Some(t_us);
+        let parsed = self.parser.parse_body(body);
+        if self.state.apply(rec, parsed, t_us) == Flow::Continue {
+            // A body without a terminal marker is complete when it ends.
+            self.state.complete(rec, t_us);
+        }
+    }
+
+    /// Whether the response is complete (`[DONE]` or a terminal event seen).
+    pub fn done_seen(&self) -> bool {
+        self.state.done_seen()
+    }
+
+    /// The body ended cleanly at `t_us` without a terminal event.
+    pub fn end_of_body(&mut self, rec: &mut RequestRecord, t_us: u64) {
+        self.state.end_of_body(rec, t_us);
+    }
+
+    /// Moves per-event token counts and text into the record (also for failed requests).
+    pub fn flush(&mut self, rec: &mut RequestRecord) {
+        self.state.flush(rec);
     }
 }
 
@@ -239,7 +301,7 @@ mod tests {
     #[test]
     fn chat_stream_timings_and_usage() {
         let mut r = rec();
-        let mut s = StreamState::new(true);
+        let mut s = ResponseReader::new(BackendKind::Completions, true);
         assert_eq!(s.on_event(&mut r, data(ROLE), 100), Flow::Continue);
         assert_eq!(s.on_event(&mut r, data(&tok("a")), 150), Flow::Continue);
         assert_eq!(s.on_event(&mut r, data(&tok("bc")), 180), Flow::Continue);
@@ -269,7 +331,7 @@ mod tests {
     #[test]
     fn continuous_usage_gives_tokens_per_event() {
         let mut r = rec();
-        let mut s = StreamState::new(false);
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
         let ev = |c: &str, n: u32| {
             format!(
                 r#"{{"choices":[{{"delta":{{"content":"{c}"}}}}],"usage":{{"prompt_tokens":3,"completion_tokens":{n}}}}}"#
@@ -288,7 +350,7 @@ mod tests {
     #[test]
     fn usage_only_on_last_chunk_leaves_tokens_empty() {
         let mut r = rec();
-        let mut s = StreamState::new(false);
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
         s.on_event(&mut r, data(&tok("a")), 1);
         let last = r#"{"choices":[{"delta":{"content":"b"},"finish_reason":"stop"}],"usage":{"completion_tokens":2}}"#;
         s.on_event(&mut r, data(last), 2);
@@ -301,25 +363,25 @@ mod tests {
     #[test]
     fn zero_tokens_incomplete_and_errors() {
         let mut r = rec();
-        let mut s = StreamState::new(false);
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
         s.on_event(&mut r, data(ROLE), 1);
         s.on_event(&mut r, data("[DONE]"), 2);
         assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::NoTokens));
 
         let mut r = rec();
-        let mut s = StreamState::new(false);
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
         s.on_event(&mut r, data(&tok("a")), 1);
         s.end_of_body(&mut r, 2);
         assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Incomplete));
         assert_eq!(r.first_token_us, Some(1));
 
         let mut r = rec();
-        let mut s = StreamState::new(false);
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
         assert_eq!(s.on_event(&mut r, data("{not json"), 1), Flow::Stop);
         assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Protocol));
 
         let mut r = rec();
-        let mut s = StreamState::new(false);
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
         let err = r#"{"error":{"message":"out of memory","code":500}}"#;
         assert_eq!(s.on_event(&mut r, data(err), 1), Flow::Stop);
         let e = r.error.clone().unwrap();
@@ -327,7 +389,7 @@ mod tests {
         assert!(e.message.contains("out of memory"));
 
         let mut r = rec();
-        let mut s = StreamState::new(false);
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
         let ev = SseEvent { event: Some("error"), data: "boom" };
         assert_eq!(s.on_event(&mut r, ev, 1), Flow::Stop);
         assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::ServerError));
@@ -336,12 +398,31 @@ mod tests {
     #[test]
     fn completions_text_and_tool_calls_count_as_tokens() {
         let mut r = rec();
-        let mut s = StreamState::new(false);
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
         s.on_event(&mut r, data(r#"{"choices":[{"text":"x"}]}"#), 1);
         let tool = r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{}"}}]}}]}"#;
         s.on_event(&mut r, data(tool), 2);
         s.on_event(&mut r, data(r#"{"choices":[{"text":""}]}"#), 3);
         assert_eq!(r.token_event_count, 2);
         assert_eq!(r.output_chars, 1);
+    }
+
+    #[test]
+    fn continuous_usage_of_an_event_without_text_is_carried_to_the_next_token_event() {
+        // The server counted a token whose text it held back (empty content, usage 2 → 3): the
+        // next token event carries it, so the per-event counts add up to the completion tokens.
+        let mut r = rec();
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
+        let ev = |c: &str, n: u32| {
+            format!(
+                r#"{{"choices":[{{"text":"{c}"}}],"usage":{{"prompt_tokens":3,"completion_tokens":{n}}}}}"#
+            )
+        };
+        for (i, (c, n)) in [("a", 1), ("b", 2), ("", 3), ("cd", 4)].into_iter().enumerate() {
+            s.on_event(&mut r, data(&ev(c, n)), i as u64);
+        }
+        s.on_event(&mut r, data("[DONE]"), 9);
+        assert_eq!(r.token_events.tokens, vec![1, 1, 2]);
+        assert_eq!(r.token_events.tokens.iter().sum::<u32>(), r.completion_tokens.unwrap());
     }
 }

@@ -69,7 +69,7 @@ fn check_open_files(run: &servebench_runner::RunConfig, num_prompts: u64) -> any
 /// Runs a benchmark; returns the process exit code.
 pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     // OPENAI_API_KEY (ANTHROPIC_API_KEY first for --backend anthropic).
-    let api_key = servebench_client::dialect::api_key_from_env(&args.backend, |k| std::env::var(k).ok());
+    let api_key = servebench_client::api_key_from_env(&args.backend, |k| std::env::var(k).ok());
     let Validated { mut run, output } = validate(args, api_key)?;
     crate::cli_network::with_process_env(&mut run);
     for warning in crate::cli_unused::check(args)? {

@@ -2,7 +2,7 @@
 //! completions body refuses them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use servebench_client::backend::{BackendKind, BodyTemplate, TargetConfig};
+use servebench_client::{BackendKind, BodyTemplate, TargetConfig};
 use servebench_core::{Prompt, RequestSpec};
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use servebench_client::backend::{BackendKind, BodyTemplate, TargetConfig};
+use servebench_client::{BackendKind, BodyTemplate, TargetConfig};
 
 #[test]
 fn chat_history_is_the_messages_field() {

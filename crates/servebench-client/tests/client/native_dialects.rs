@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use servebench_client::dialect::Dialect;
+use servebench_client::Dialect;
 use servebench_client::{
     execute, BackendKind, ClientOptions, ExecOptions, HttpClient, RequestTarget, TargetConfig,
 };

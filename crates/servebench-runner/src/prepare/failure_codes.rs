@@ -3,7 +3,7 @@
 //! readiness check they replace "endpoint not ready" (the run stops with the specific code);
 //! after a run, failed requests with them give one coded warning each.
 
-use servebench_client::dialect::mentions_chat_template;
+use servebench_client::mentions_chat_template;
 use servebench_core::{BenchError, ErrorKind, FailureCause, Outcome, RequestRecord};
 
 /// The error of a readiness check that gave up after `secs` with `last_error` (of typed

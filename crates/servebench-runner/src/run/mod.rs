@@ -80,7 +80,7 @@ pub enum RunResult {
 }
 
 fn client_headers(cfg: &RunConfig) -> Result<http::HeaderMap> {
-    servebench_client::backend::build_headers(&cfg.target)
+    servebench_client::build_headers(&cfg.target)
 }
 
 /// Runs one benchmark. `stop` ends the measured phase early (Ctrl-C): requests not yet sent

@@ -280,7 +280,7 @@ impl ServerSide {
         a: &ExperimentArgs,
     ) -> servebench_core::Result<ServerSide> {
         let client = Self::client(run)?;
-        let headers = servebench_client::backend::build_headers(&run.target)?;
+        let headers = servebench_client::build_headers(&run.target)?;
         Ok(Self::arm(&client, &headers, a))
     }
 

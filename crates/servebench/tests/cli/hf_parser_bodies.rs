@@ -3,7 +3,7 @@
 //! `vllm bench serve` sends it for the same rows.
 
 use serde_json::{json, Value};
-use servebench_client::backend::{BackendKind, BodyTemplate, TargetConfig};
+use servebench_client::{BackendKind, BodyTemplate, TargetConfig};
 use servebench_core::Workload;
 use servebench_data::dataset::hf::{generate_hf, HfConfig, HfSource};
 use servebench_data::dataset::Sampling;

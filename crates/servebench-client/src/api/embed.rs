@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use serde_json::value::RawValue;
 use servebench_core::{BenchError, Prompt, RequestSpec, Result};
 
-/// Which multimodal embedding body (`crate::backend::BackendKind` maps onto it in `body_ext`;
+/// Which multimodal embedding body (`crate::backend::BackendKind` maps onto it in `pooling.rs`;
 /// this module depends on no other of the crate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EmbedKind {
@@ -182,7 +182,8 @@ pub(crate) fn write_infinity_input(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{BackendKind, BodyTemplate, TargetConfig};
+    use crate::backend::{BackendKind, TargetConfig};
+    use crate::body::BodyTemplate;
     use serde_json::{json, Value};
     use std::sync::Arc;
 

@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use crate::chunk::{Choice, Chunk, Delta, FunctionCall, PromptTokensDetails, Text, ToolCall, Usage};
+use super::{Choice, Chunk, Delta, FunctionCall, PromptTokensDetails, Text, ToolCall, Usage};
 
 /// Deeper nesting is left to serde (which has its own recursion limit).
 const MAX_DEPTH: u32 = 32;

@@ -131,7 +131,8 @@ impl AudioForm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{BackendKind, BodyTemplate, TargetConfig};
+    use crate::backend::{BackendKind, TargetConfig};
+    use crate::body::BodyTemplate;
     use servebench_core::{AudioClip, Prompt};
     use std::sync::Arc;
 

@@ -10,8 +10,13 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use servebench_core::Result;
 
-use super::{malformed, server_error, wrong_dialect, Dialect, NativeEvent, NativeUsage, Parsed};
+use super::{
+    ignore_eos, lay_over, malformed, server_error, stream_true, wrong_dialect, ApiEvent, EventUsage, Parsed,
+    Slot,
+};
+use crate::backend::{Dialect, TargetConfig};
 use crate::chunk::Text;
 
 #[derive(Debug, Deserialize)]
@@ -48,6 +53,15 @@ struct Timings {
     cache_n: Option<u32>,
 }
 
+/// The fields of a llama.cpp body: `{prompt, n_predict, stream: true, ignore_eos?}`, sampling
+/// parameters at the top level. The prompt may be token ids.
+pub(super) fn body_fields(cfg: &TargetConfig) -> Result<Vec<(String, Slot)>> {
+    let mut f = vec![("prompt".into(), Slot::Prompt), ("n_predict".into(), Slot::MaxTokens), stream_true()];
+    ignore_eos(&mut f, cfg);
+    lay_over(&mut f, &cfg.sampling)?;
+    Ok(f)
+}
+
 pub(super) fn parse(data: &str) -> Parsed<'_> {
     let ev: Event<'_> = match serde_json::from_str(data) {
         Ok(e) => e,
@@ -62,17 +76,17 @@ pub(super) fn parse(data: &str) -> Parsed<'_> {
     let content = ev.content.map(|t| t.0).unwrap_or_default();
     let tokens = ev.tokens.as_ref().map(|t| u32::try_from(t.len()).unwrap_or(u32::MAX)).filter(|&n| n > 0);
     let token_without_text = content.is_empty() && tokens.is_some();
-    let mut out = NativeEvent { content, tokens, token_without_text, ..NativeEvent::default() };
+    let mut out = ApiEvent { content, tokens, token_without_text, ..ApiEvent::default() };
     if ev.stop {
         out.terminal = true;
-        out.finish_reason = ev.stop_type.map(|s| s.as_str().to_owned());
+        out.finish_reason = ev.stop_type.map(|s| s.0);
         let t = ev.timings.as_ref();
         let cached = t.and_then(|t| t.cache_n);
         // `tokens_evaluated` is the whole prompt; `prompt_n` only what was not in the cache.
         let prompt =
             ev.tokens_evaluated.or_else(|| t.and_then(|t| t.prompt_n).map(|p| p + cached.unwrap_or(0)));
         let completion = ev.tokens_predicted.or_else(|| t.and_then(|t| t.predicted_n));
-        out.usage = NativeUsage { prompt, completion, cached };
+        out.usage = EventUsage { prompt, completion, cached };
     }
     Parsed::Event(out)
 }

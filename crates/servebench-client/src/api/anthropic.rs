@@ -13,9 +13,10 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use servebench_core::ErrorKind;
+use servebench_core::{BenchError, ErrorKind, Result};
 
-use super::{malformed, wrong_dialect, Dialect, NativeEvent, NativeUsage, Parsed};
+use super::{lay_over, malformed, model, stream_true, wrong_dialect, ApiEvent, EventUsage, Parsed, Slot};
+use crate::backend::{Dialect, TargetConfig};
 use crate::chunk::{error_message, Text};
 
 #[derive(Debug, Deserialize)]
@@ -81,6 +82,16 @@ fn text<'a>(t: Option<Text<'a>>) -> Cow<'a, str> {
     t.map(|t| t.0).unwrap_or_default()
 }
 
+/// The fields of a Messages body: `{model, messages, max_tokens, stream: true}`, sampling
+/// parameters at the top level (the API has no `ignore_eos`).
+pub(super) fn body_fields(cfg: &TargetConfig) -> Result<Vec<(String, Slot)>> {
+    let mut f =
+        vec![model(cfg)?, ("messages".into(), Slot::Messages), ("max_tokens".into(), Slot::MaxTokens)];
+    f.push(stream_true());
+    lay_over(&mut f, &cfg.sampling)?;
+    Ok(f)
+}
+
 pub(super) fn parse<'a>(event: Option<&'a str>, data: &'a str) -> Parsed<'a> {
     let ev: Event<'a> = match serde_json::from_str(data) {
         Ok(e) => e,
@@ -111,14 +122,14 @@ pub(super) fn parse<'a>(event: Option<&'a str>, data: &'a str) -> Parsed<'a> {
     if ev.choices.is_some() {
         return wrong_dialect(Dialect::Anthropic);
     }
-    let mut out = NativeEvent::default();
+    let mut out = ApiEvent::default();
     match kind {
         "message_start" => {
             let Some(m) = ev.message else { return Parsed::Skip };
-            out.server_id = m.id.map(|i| i.as_str().to_owned());
+            out.server_id = m.id.map(|i| i.0);
             if let Some(u) = m.usage {
                 out.usage =
-                    NativeUsage { prompt: u.prompt(), completion: None, cached: u.cache_read_input_tokens };
+                    EventUsage { prompt: u.prompt(), completion: None, cached: u.cache_read_input_tokens };
             }
         }
         "content_block_start" | "content_block_delta" => {
@@ -130,9 +141,9 @@ pub(super) fn parse<'a>(event: Option<&'a str>, data: &'a str) -> Parsed<'a> {
             out.tool_chars = d.partial_json.map_or(0, |j| j.as_str().chars().count() as u64);
         }
         "message_delta" => {
-            out.finish_reason = ev.delta.and_then(|d| d.stop_reason).map(|s| s.as_str().to_owned());
+            out.finish_reason = ev.delta.and_then(|d| d.stop_reason).map(|s| s.0);
             if let Some(u) = ev.usage {
-                out.usage = NativeUsage {
+                out.usage = EventUsage {
                     prompt: u.prompt(),
                     completion: u.output_tokens,
                     cached: u.cache_read_input_tokens,
@@ -158,4 +169,26 @@ fn describe_error(raw: &str) -> String {
         Some(k) => format!("{msg} ({})", k.as_str()),
         None => msg,
     }
+}
+
+/// The `anthropic-version` header sent unless `--header anthropic-version=…` overrides it.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Anthropic authentication and version headers: `x-api-key` (marked sensitive, never logged)
+/// instead of `Authorization: Bearer`, and `anthropic-version`.
+pub(crate) fn headers(h: &mut http::HeaderMap, key: Option<&servebench_core::config::Secret>) -> Result<()> {
+    use http::header::{HeaderName, HeaderValue};
+    h.insert(HeaderName::from_static("anthropic-version"), HeaderValue::from_static(ANTHROPIC_VERSION));
+    if let Some(key) = key.map(|k| k.expose()).filter(|k| !k.is_empty()) {
+        let mut v = HeaderValue::from_str(key).map_err(|_| {
+            BenchError::config(
+                "ANTHROPIC_API_KEY",
+                "contains characters not allowed in a header",
+                "check the key",
+            )
+        })?;
+        v.set_sensitive(true);
+        h.insert(HeaderName::from_static("x-api-key"), v);
+    }
+    Ok(())
 }

@@ -13,9 +13,13 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use servebench_core::ErrorKind;
+use serde_json::{Map, Value};
+use servebench_core::{ErrorKind, Result};
 
-use super::{malformed, server_error, wrong_dialect, Dialect, NativeEvent, NativeUsage, Parsed};
+use super::{
+    malformed, nested, server_error, stream_true, wrong_dialect, ApiEvent, EventUsage, Parsed, Slot,
+};
+use crate::backend::{Dialect, TargetConfig};
 use crate::chunk::{error_message, Text};
 
 /// How much of the previous cumulative text is kept to check the next one extends it.
@@ -23,7 +27,7 @@ const TAIL: usize = 32;
 
 /// What is remembered of the cumulative text between events.
 #[derive(Debug, Default)]
-pub(super) struct Cumulative {
+pub(crate) struct Cumulative {
     len: usize,
     tail: String,
 }
@@ -94,6 +98,20 @@ struct Finish<'a> {
     message: Option<&'a RawValue>,
 }
 
+/// The fields of an SGLang body: `{text, sampling_params: {max_new_tokens, ignore_eos?,
+/// <sampling>}, stream: true}`.
+pub(super) fn body_fields(cfg: &TargetConfig) -> Result<Vec<(String, Slot)>> {
+    let mut fixed = Map::new();
+    if cfg.ignore_eos {
+        fixed.insert("ignore_eos".into(), Value::Bool(true));
+    }
+    Ok(vec![
+        ("text".into(), Slot::TextPrompt),
+        ("sampling_params".into(), nested("max_new_tokens", fixed, &cfg.sampling)?),
+        stream_true(),
+    ])
+}
+
 pub(super) fn parse<'a>(data: &'a str, cum: &mut Cumulative) -> Parsed<'a> {
     let ev: Event<'a> = match serde_json::from_str(data) {
         Ok(e) => e,
@@ -105,7 +123,7 @@ pub(super) fn parse<'a>(data: &'a str, cum: &mut Cumulative) -> Parsed<'a> {
     if ev.choices.is_some() {
         return wrong_dialect(Dialect::Sglang);
     }
-    let mut out = NativeEvent::default();
+    let mut out = ApiEvent::default();
     if let Some(m) = &ev.meta_info {
         if let Some(raw) = m.finish_reason.filter(|r| r.get() != "null") {
             let f = match serde_json::from_str::<Text<'_>>(raw.get()) {
@@ -118,12 +136,12 @@ pub(super) fn parse<'a>(data: &'a str, cum: &mut Cumulative) -> Parsed<'a> {
                 let msg = f.message.map_or_else(|| "no message".to_owned(), |m| error_message(m.get()));
                 return Parsed::Fail(ErrorKind::ServerError, format!("server aborted the request: {msg}"));
             }
-            out.finish_reason = Some(kind.to_owned());
+            out.finish_reason = Some(Cow::Owned(kind.to_owned()));
         }
         out.usage =
-            NativeUsage { prompt: m.prompt_tokens, completion: m.completion_tokens, cached: m.cached_tokens };
+            EventUsage { prompt: m.prompt_tokens, completion: m.completion_tokens, cached: m.cached_tokens };
         out.cumulative_completion = m.completion_tokens;
-        out.server_id = m.id.as_ref().map(|i| i.as_str().to_owned());
+        out.server_id = m.id.as_ref().map(|i| Cow::Owned(i.as_str().to_owned()));
     }
     if let Some(t) = ev.text {
         out.content = cum.delta(t.0);

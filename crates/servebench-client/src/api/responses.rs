@@ -13,13 +13,17 @@
 //! - `response.failed` and `error` fail the request (`server_error`); a body that ends without
 //!   a terminal event is `incomplete`; a completed stream without token events is `no_tokens`.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use servebench_core::{ErrorKind, RequestRecord};
+use servebench_core::{ErrorKind, Result};
 
-use super::{gap, Flow, StreamState};
+use super::{
+    ignore_eos, lay_over, malformed, model, not_json, stream_true, ApiEvent, EventUsage, Parsed, Slot,
+};
+use crate::backend::TargetConfig;
 use crate::chunk::{error_message, Text};
-use crate::sse::SseEvent;
 
 #[derive(Debug, Default, Deserialize)]
 struct Event<'a> {
@@ -69,6 +73,50 @@ struct Details {
     cached_tokens: Option<u32>,
 }
 
+#[derive(Debug, Deserialize)]
+struct ResponseBody<'a> {
+    #[serde(borrow, default)]
+    id: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    status: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    output: Vec<OutputItem<'a>>,
+    #[serde(default)]
+    usage: Option<ResponseUsage>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    incomplete_details: Option<BodyIncompleteDetails<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct BodyIncompleteDetails<'a> {
+    #[serde(borrow, default)]
+    reason: Option<Text<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct OutputItem<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    content: Vec<ContentPart<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ContentPart<'a> {
+    #[serde(borrow, default)]
+    text: Option<Text<'a>>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+struct ResponseUsage {
+    #[serde(default)]
+    input_tokens: Option<u32>,
+    #[serde(default)]
+    output_tokens: Option<u32>,
+}
+
 /// What a delta event carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DeltaKind {
@@ -88,103 +136,105 @@ fn delta_kind(kind: &str) -> Option<DeltaKind> {
     }
 }
 
-impl StreamState {
-    /// Handles one event of a Responses stream read at `t_us`.
-    pub(crate) fn on_responses_event(
-        &mut self,
-        rec: &mut RequestRecord,
-        ev: SseEvent<'_>,
-        t_us: u64,
-    ) -> Flow {
-        let data = ev.data.trim_ascii();
-        if data.is_empty() {
-            return Flow::Continue;
-        }
-        if data == "[DONE]" {
-            // Not part of the Responses API, but harmless: the stream is over.
-            self.done_seen = true;
-            self.complete(rec, t_us);
-            return Flow::Done;
-        }
-        let event: Event<'_> = match serde_json::from_str(data) {
-            Ok(e) => e,
-            Err(e) => {
-                rec.done_us = Some(t_us);
-                let data = servebench_core::text::one_line(data, 200);
-                rec.fail(ErrorKind::Protocol, format!("malformed JSON event ({e}): {data}"));
-                return Flow::Stop;
-            }
-        };
-        let kind = event.kind.as_ref().map(Text::as_str).or(ev.event).unwrap_or("");
-        if kind == "error" || kind == "response.failed" || (kind.is_empty() && event.error.is_some()) {
-            let raw = event.response.as_ref().and_then(|r| r.error).or(event.error);
-            let msg = match (raw, &event.message) {
-                (Some(r), _) => error_message(r.get()),
-                (None, Some(m)) => m.as_str().to_owned(),
-                (None, None) => servebench_core::text::one_line(data, 200),
-            };
-            rec.done_us = Some(t_us);
-            rec.fail(ErrorKind::ServerError, format!("server error event ({kind}): {msg}"));
-            return Flow::Stop;
-        }
-        if let Some(d) = delta_kind(kind) {
-            let text = event.delta.as_ref().map_or("", Text::as_str);
-            if !text.is_empty() {
-                self.responses_token(rec, d, text, t_us);
-            }
-            return Flow::Continue;
-        }
-        let resp = event.response.as_ref();
-        if rec.server_request_id.is_none() {
-            if let Some(id) = resp.and_then(|r| r.id.as_ref()).filter(|i| !i.as_str().is_empty()) {
-                rec.server_request_id = Some(id.as_str().to_owned());
-            }
-        }
-        match kind {
-            "response.completed" | "response.incomplete" => {
-                if let Some(u) = resp.and_then(|r| r.usage) {
-                    rec.server_prompt_tokens = u.input_tokens.or(rec.server_prompt_tokens);
-                    rec.completion_tokens = u.output_tokens.or(rec.completion_tokens);
-                    if let Some(c) = u.input_tokens_details.and_then(|d| d.cached_tokens) {
-                        rec.cached_prompt_tokens = Some(c);
-                    }
-                }
-                let reason = resp.and_then(|r| r.incomplete_details.as_ref()).and_then(|d| d.reason.as_ref());
-                let status = if kind == "response.completed" { "completed" } else { "incomplete" };
-                rec.finish_reason = Some(finish_reason(status, reason.map(Text::as_str)));
-                self.finish_seen = true;
-                self.done_seen = true;
-                self.complete(rec, t_us);
-                Flow::Done
-            }
-            _ => Flow::Continue,
-        }
-    }
+/// The fields of a Responses body: `{model, input, max_output_tokens, stream: true, store:
+/// false}` (+ `ignore_eos`), then sampling parameters.
+pub(super) fn body_fields(cfg: &TargetConfig) -> Result<Vec<(String, Slot)>> {
+    let mut f = vec![model(cfg)?];
+    f.push(("input".into(), Slot::TextPrompt));
+    f.push(("max_output_tokens".into(), Slot::MaxTokens));
+    f.push(stream_true());
+    f.push(("store".into(), Slot::Fixed("false".into())));
+    ignore_eos(&mut f, cfg);
+    lay_over(&mut f, &cfg.sampling)?;
+    Ok(f)
+}
 
-    fn responses_token(&mut self, rec: &mut RequestRecord, kind: DeltaKind, text: &str, t_us: u64) {
-        match rec.last_token_us {
-            None => rec.first_token_us = Some(t_us),
-            Some(last) => rec.token_events.gaps_us.push(gap(last, t_us)),
+/// One event of a Responses stream (`event:` name and trimmed data).
+pub(super) fn parse_event<'a>(event: Option<&'a str>, data: &'a str) -> Parsed<'a> {
+    if data.is_empty() {
+        return Parsed::Skip;
+    }
+    if data == "[DONE]" {
+        // Not part of the Responses API, but harmless: the stream is over.
+        return Parsed::Done;
+    }
+    let parsed: Event<'_> = match serde_json::from_str(data) {
+        Ok(e) => e,
+        Err(e) => return malformed(&e, data),
+    };
+    let kind = parsed.kind.as_ref().map(Text::as_str).or(event).unwrap_or("");
+    if kind == "error" || kind == "response.failed" || (kind.is_empty() && parsed.error.is_some()) {
+        let raw = parsed.response.as_ref().and_then(|r| r.error).or(parsed.error);
+        let msg = match (raw, &parsed.message) {
+            (Some(r), _) => error_message(r.get()),
+            (None, Some(m)) => m.as_str().to_owned(),
+            (None, None) => servebench_core::text::one_line(data, 200),
+        };
+        return Parsed::Fail(ErrorKind::ServerError, format!("server error event ({kind}): {msg}"));
+    }
+    if let Some(d) = delta_kind(kind) {
+        let text = parsed.delta.map_or(Cow::Borrowed(""), |t| t.0);
+        if text.is_empty() {
+            return Parsed::Skip;
         }
-        rec.last_token_us = Some(t_us);
-        rec.token_event_count += 1;
         // Usage arrives only with the terminal event: no per-event token counts.
-        self.tokens_known = false;
-        Self::note_kinds(rec, kind == DeltaKind::Reasoning, kind == DeltaKind::Content, t_us);
-        if kind != DeltaKind::Tool {
-            rec.output_chars += text.chars().count() as u64;
-            if self.keep_text {
-                self.text.push_str(text);
-            }
+        let mut e = ApiEvent::default();
+        match d {
+            DeltaKind::Content => e.content = text,
+            DeltaKind::Reasoning => e.reasoning = text,
+            DeltaKind::Tool => e.tool_chars = text.chars().count() as u64,
+        }
+        return Parsed::Event(e);
+    }
+    let resp = parsed.response.unwrap_or_default();
+    let mut e = ApiEvent { server_id: resp.id.map(|i| i.0), ..ApiEvent::default() };
+    if let status @ ("response.completed" | "response.incomplete") = kind {
+        if let Some(u) = resp.usage {
+            let cached = u.input_tokens_details.and_then(|d| d.cached_tokens);
+            e.usage = EventUsage { prompt: u.input_tokens, completion: u.output_tokens, cached };
+        }
+        let reason = resp.incomplete_details.as_ref().and_then(|d| d.reason.as_ref()).map(Text::as_str);
+        let status = status.trim_start_matches("response.");
+        e.finish_reason = Some(Cow::Owned(finish_reason(status, reason)));
+        e.terminal = true;
+    }
+    Parsed::Event(e)
+}
+
+/// A whole Responses answer (`stream: false` via `--extra-body`): one terminal event with the
+/// text of every output item (reasoning items as reasoning) and the usage.
+pub(super) fn parse_body(body: &str) -> Parsed<'_> {
+    let b: ResponseBody<'_> = match serde_json::from_str(body) {
+        Ok(b) => b,
+        Err(e) => return not_json(&e, body),
+    };
+    if let Some(e) = b.error.filter(|e| e.get() != "null") {
+        return Parsed::Fail(
+            ErrorKind::ServerError,
+            format!("server error in body: {}", error_message(e.get())),
+        );
+    }
+    let mut e = ApiEvent { server_id: b.id.map(|i| i.0), terminal: true, ..ApiEvent::default() };
+    for item in b.output {
+        let is_reasoning = item.kind.as_ref().is_some_and(|k| k.as_str() == "reasoning");
+        let to = if is_reasoning { &mut e.reasoning } else { &mut e.content };
+        for t in item.content.into_iter().filter_map(|p| p.text) {
+            to.to_mut().push_str(t.as_str());
         }
     }
+    if let Some(u) = b.usage {
+        e.usage = EventUsage { prompt: u.input_tokens, completion: u.output_tokens, cached: None };
+    }
+    let reason = b.incomplete_details.as_ref().and_then(|d| d.reason.as_ref()).map(Text::as_str);
+    e.finish_reason = b.status.map(|s| Cow::Owned(finish_reason(s.as_str(), reason)));
+    Parsed::Event(e)
 }
 
 /// The record's finish reason for a Responses answer of `status` (and, when incomplete, its
 /// `incomplete_details.reason`), in chat-completions terms: `completed` → `stop`, incomplete for
 /// `max_output_tokens` (or no reason) → `length`, another reason or status as it is. The
 /// streamed and the whole-body paths share it.
-pub(crate) fn finish_reason(status: &str, incomplete_reason: Option<&str>) -> String {
+fn finish_reason(status: &str, incomplete_reason: Option<&str>) -> String {
     match (status, incomplete_reason) {
         ("completed", _) => "stop".to_owned(),
         ("incomplete", Some("max_output_tokens") | None) => "length".to_owned(),
@@ -196,7 +246,11 @@ pub(crate) fn finish_reason(status: &str, incomplete_reason: Option<&str>) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::BackendKind;
+    use crate::sse::SseEvent;
+    use crate::stream::{Flow, ResponseReader};
     use servebench_core::Outcome;
+    use servebench_core::RequestRecord;
 
     fn rec() -> RequestRecord {
         RequestRecord::scheduled(0, "r0".into(), 0, 10, 4)
@@ -221,7 +275,7 @@ mod tests {
     fn responses_stream_timings_usage_and_ttfo() {
         let mut r = rec();
         r.dispatched_us = Some(0);
-        let mut s = StreamState::new(true).for_responses();
+        let mut s = ResponseReader::new(BackendKind::Responses, true);
         assert_eq!(s.on_event(&mut r, ev("response.created", CREATED), 100), Flow::Continue);
         let ip = r#"{"type":"response.in_progress","response":{"id":"resp_1"}}"#;
         assert_eq!(s.on_event(&mut r, ev("response.in_progress", ip), 100), Flow::Continue);
@@ -267,7 +321,7 @@ mod tests {
     #[test]
     fn type_in_data_without_event_line_and_incomplete() {
         let mut r = rec();
-        let mut s = StreamState::new(false).for_responses();
+        let mut s = ResponseReader::new(BackendKind::Responses, false);
         let d = delta("response.output_text.delta", "x");
         s.on_event(&mut r, SseEvent { event: None, data: &d }, 5);
         let inc = r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"usage":{"input_tokens":3,"output_tokens":1}}}"#;
@@ -281,7 +335,7 @@ mod tests {
     fn failures() {
         // response.failed → server_error with the message.
         let mut r = rec();
-        let mut s = StreamState::new(false).for_responses();
+        let mut s = ResponseReader::new(BackendKind::Responses, false);
         let failed = r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"engine died"}}}"#;
         assert_eq!(s.on_event(&mut r, SseEvent { event: None, data: failed }, 1), Flow::Stop);
         let e = r.error.clone().unwrap();
@@ -289,25 +343,25 @@ mod tests {
         assert!(e.message.contains("engine died"), "{}", e.message);
         // error event.
         let mut r = rec();
-        let mut s = StreamState::new(false).for_responses();
+        let mut s = ResponseReader::new(BackendKind::Responses, false);
         let err = r#"{"type":"error","code":"x","message":"bad things","param":null}"#;
         assert_eq!(s.on_event(&mut r, SseEvent { event: None, data: err }, 1), Flow::Stop);
         assert!(r.error.unwrap().message.contains("bad things"));
         // No terminal event → incomplete; first token kept.
         let mut r = rec();
-        let mut s = StreamState::new(false).for_responses();
+        let mut s = ResponseReader::new(BackendKind::Responses, false);
         s.on_event(&mut r, SseEvent { event: None, data: &delta("response.output_text.delta", "x") }, 1);
         s.end_of_body(&mut r, 2);
         assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Incomplete));
         assert_eq!(r.first_token_us, Some(1));
         // Completed without a delta → no_tokens.
         let mut r = rec();
-        let mut s = StreamState::new(false).for_responses();
+        let mut s = ResponseReader::new(BackendKind::Responses, false);
         s.on_event(&mut r, SseEvent { event: None, data: COMPLETED }, 3);
         assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::NoTokens));
         // Malformed JSON → protocol.
         let mut r = rec();
-        let mut s = StreamState::new(false).for_responses();
+        let mut s = ResponseReader::new(BackendKind::Responses, false);
         assert_eq!(s.on_event(&mut r, SseEvent { event: None, data: "{oops" }, 1), Flow::Stop);
         assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Protocol));
     }
@@ -315,7 +369,7 @@ mod tests {
     #[test]
     fn tool_call_deltas_time_but_are_not_content() {
         let mut r = rec();
-        let mut s = StreamState::new(false).for_responses();
+        let mut s = ResponseReader::new(BackendKind::Responses, false);
         let d = delta("response.function_call_arguments.delta", "{}");
         s.on_event(&mut r, SseEvent { event: None, data: &d }, 4);
         s.on_event(&mut r, SseEvent { event: None, data: COMPLETED }, 6);

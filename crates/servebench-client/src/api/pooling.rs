@@ -1,5 +1,5 @@
-//! Non-streaming answers of the pooling backends (embeddings, embeddings-chat, pooling, rerank)
-//! and of the Responses API with `stream: false`.
+//! The pooling APIs (embeddings, embeddings-chat, multimodal embeddings, Infinity, pooling,
+//! rerank): their bodies, and their one-JSON-body answers.
 //!
 //! Timing (docs/metrics.md): the whole body is one event at the time its **last byte** arrived.
 //! TTFT and E2EL of such a request are both that time minus the dispatch time. vLLM's
@@ -8,8 +8,10 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use servebench_core::{ErrorKind, Outcome, RequestRecord};
+use servebench_core::{ErrorKind, Result};
 
+use super::{model, not_json, EmbedKind, Parsed, Pooled, Slot};
+use crate::backend::{BackendKind, TargetConfig};
 use crate::chunk::{error_message, Text};
 use crate::transport::control::snippet;
 
@@ -38,168 +40,93 @@ struct PoolingUsage {
     total_tokens: Option<u32>,
 }
 
-/// A whole JSON body, borrowed; the error names what was wrong and shows the start of it.
-fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, String> {
-    std::str::from_utf8(body).map_err(|e| e.to_string()).and_then(|s| {
-        serde_json::from_str(s).map_err(|e| format!("response is not JSON ({e}): {}", snippet(body)))
-    })
-}
-
-fn finish(rec: &mut RequestRecord, t_us: u64) {
-    rec.first_event_us = Some(t_us);
-    rec.first_token_us = Some(t_us);
-    rec.last_token_us = Some(t_us);
-    rec.done_us = Some(t_us);
-}
-
-/// Turns a pooling answer whose last byte arrived at `t_us` into the record.
-pub(crate) fn pooling_body(rec: &mut RequestRecord, body: &[u8], t_us: u64) {
-    rec.done_us = Some(t_us);
-    rec.first_event_us = Some(t_us);
-    let b = match parse_json::<PoolingBody<'_>>(body) {
-        Ok(b) => b,
-        Err(e) => {
-            rec.fail(ErrorKind::Protocol, e);
-            return;
+/// The fields of a pooling body (`--extra-body` is laid on top by the writer; sampling
+/// parameters are refused before the run, SB112):
+/// - `openai-embeddings` → `{model, input}` (`input`: the text, the token ids, or the texts of a
+///   batch, `--random-batch-size`);
+/// - `openai-embeddings-chat` → `{model, messages: [{role: user, content: [{type: text, …},
+///   <multimodal parts>]}]}`;
+/// - `openai-embeddings-clip`, `openai-embeddings-vlm2vec` → `{model, messages,
+///   truncate_prompt_tokens: -1}` (`embed.rs`);
+/// - `infinity-embeddings`, `infinity-embeddings-clip` → `{model, input}` (`embed.rs`);
+/// - `vllm-pooling` → `{model, input, truncate_prompt_tokens: -1}`;
+/// - `vllm-rerank` → `{model, query, documents, truncate_prompt_tokens: -1}`.
+pub(super) fn body_fields(backend: BackendKind, cfg: &TargetConfig) -> Result<Vec<(String, Slot)>> {
+    let minus_one = || ("truncate_prompt_tokens".to_owned(), Slot::Fixed("-1".into()));
+    let mut f = vec![model(cfg)?];
+    match backend {
+        BackendKind::EmbeddingsChat => f.push(("messages".into(), Slot::Messages)),
+        BackendKind::EmbeddingsClip => {
+            f.push(("messages".into(), Slot::EmbedMessages(EmbedKind::Clip)));
+            f.push(minus_one());
         }
+        BackendKind::EmbeddingsVlm2Vec => {
+            f.push(("messages".into(), Slot::EmbedMessages(EmbedKind::Vlm2Vec)));
+            f.push(minus_one());
+        }
+        BackendKind::Infinity => f.push(("input".into(), Slot::InfinityInput(EmbedKind::Infinity))),
+        BackendKind::InfinityClip => f.push(("input".into(), Slot::InfinityInput(EmbedKind::InfinityClip))),
+        BackendKind::Pooling => {
+            f.push(("input".into(), Slot::Prompt));
+            f.push(minus_one());
+        }
+        BackendKind::Rerank => {
+            f.push(("query".into(), Slot::Query));
+            f.push(("documents".into(), Slot::Documents));
+            f.push(minus_one());
+        }
+        _ => f.push(("input".into(), Slot::Prompt)),
+    }
+    Ok(f)
+}
+
+/// A whole pooling answer.
+pub(super) fn parse_body(body: &str) -> Parsed<'_> {
+    let b: PoolingBody<'_> = match serde_json::from_str(body) {
+        Ok(b) => b,
+        Err(e) => return not_json(&e, body),
     };
     if let Some(e) = b.error {
-        rec.fail(ErrorKind::ServerError, format!("server error in body: {}", error_message(e.get())));
-        return;
+        return Parsed::Fail(
+            ErrorKind::ServerError,
+            format!("server error in body: {}", error_message(e.get())),
+        );
     }
     let items = match (&b.data, &b.results) {
         (Some(d), _) => d.len(),
         (None, Some(r)) => r.len(),
         (None, None) => {
-            rec.fail(
-                ErrorKind::Protocol,
-                format!("pooling response has neither `data` nor `results`: {}", snippet(body)),
-            );
-            return;
+            let msg =
+                format!("pooling response has neither `data` nor `results`: {}", snippet(body.as_bytes()));
+            return Parsed::Fail(ErrorKind::Protocol, msg);
         }
     };
     if items == 0 {
-        rec.fail(ErrorKind::NoTokens, "the pooling response carried no results");
-        return;
+        return Parsed::Fail(ErrorKind::NoTokens, "the pooling response carried no results".into());
     }
-    if let Some(id) = b.id.as_ref().filter(|i| !i.as_str().is_empty()) {
-        rec.server_request_id.get_or_insert_with(|| id.as_str().to_owned());
-    }
-    rec.server_prompt_tokens = b.usage.and_then(|u| u.prompt_tokens.or(u.total_tokens));
-    // Pooling generates nothing: 0 output tokens from the server's point of view.
-    rec.completion_tokens = Some(0);
-    finish(rec, t_us);
-    rec.outcome = Outcome::Completed;
-    rec.error = None;
-}
-
-#[derive(Debug, Deserialize)]
-struct ResponseBody<'a> {
-    #[serde(borrow, default)]
-    id: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    status: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    output: Vec<OutputItem<'a>>,
-    #[serde(default)]
-    usage: Option<ResponseUsage>,
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    incomplete_details: Option<IncompleteDetails<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct IncompleteDetails<'a> {
-    #[serde(borrow, default)]
-    reason: Option<Text<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct OutputItem<'a> {
-    #[serde(borrow, default, rename = "type")]
-    kind: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    content: Vec<ContentPart<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ContentPart<'a> {
-    #[serde(borrow, default)]
-    text: Option<Text<'a>>,
-}
-
-#[derive(Debug, Default, Clone, Copy, Deserialize)]
-struct ResponseUsage {
-    #[serde(default)]
-    input_tokens: Option<u32>,
-    #[serde(default)]
-    output_tokens: Option<u32>,
-}
-
-/// A non-streaming Responses API answer (`stream: false` via `--extra-body`) whose last byte
-/// arrived at `t_us`: one token event at that time.
-pub(crate) fn responses_body(rec: &mut RequestRecord, body: &[u8], t_us: u64, keep_text: bool) {
-    rec.done_us = Some(t_us);
-    rec.first_event_us = Some(t_us);
-    let b = match parse_json::<ResponseBody<'_>>(body) {
-        Ok(b) => b,
-        Err(e) => {
-            rec.fail(ErrorKind::Protocol, e);
-            return;
-        }
-    };
-    if let Some(e) = b.error.filter(|e| e.get() != "null") {
-        rec.fail(ErrorKind::ServerError, format!("server error in body: {}", error_message(e.get())));
-        return;
-    }
-    let (mut reasoning, mut content, mut text) = (0u64, 0u64, String::new());
-    for item in &b.output {
-        let is_reasoning = item.kind.as_ref().is_some_and(|k| k.as_str() == "reasoning");
-        for part in &item.content {
-            let t = part.text.as_ref().map_or("", Text::as_str);
-            let n = t.chars().count() as u64;
-            if is_reasoning {
-                reasoning += n;
-            } else {
-                content += n;
-            }
-            if keep_text {
-                text.push_str(t);
-            }
-        }
-    }
-    if let Some(id) = b.id.as_ref().filter(|i| !i.as_str().is_empty()) {
-        rec.server_request_id.get_or_insert_with(|| id.as_str().to_owned());
-    }
-    if let Some(u) = b.usage {
-        rec.server_prompt_tokens = u.input_tokens;
-        rec.completion_tokens = u.output_tokens;
-    }
-    let reason = b.incomplete_details.as_ref().and_then(|d| d.reason.as_ref()).map(Text::as_str);
-    rec.finish_reason = b.status.map(|s| crate::stream::responses::finish_reason(s.as_str(), reason));
-    if keep_text {
-        rec.generated_text = Some(text);
-    }
-    if reasoning + content == 0 {
-        rec.fail(ErrorKind::NoTokens, "the response carried no generated tokens");
-        return;
-    }
-    finish(rec, t_us);
-    rec.token_event_count = 1;
-    rec.output_chars = reasoning + content;
-    rec.reasoning_events = u32::from(reasoning > 0);
-    rec.content_events = u32::from(content > 0);
-    if content > 0 {
-        rec.first_content_us = Some(t_us);
-    }
-    rec.outcome = Outcome::Completed;
-    rec.error = None;
+    let prompt_tokens = b.usage.and_then(|u| u.prompt_tokens.or(u.total_tokens));
+    Parsed::Pooled(Pooled { server_id: b.id.map(|i| i.0), prompt_tokens })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::BackendKind;
+    use crate::stream::ResponseReader;
+    use servebench_core::{Outcome, RequestRecord};
+
+    /// The whole `body` of `backend`'s answer read at `t`.
+    fn read_body(backend: BackendKind, rec: &mut RequestRecord, body: &[u8], t: u64, keep_text: bool) {
+        ResponseReader::new(backend, keep_text).on_body(rec, body, t);
+    }
+
+    fn pooling_body(rec: &mut RequestRecord, body: &[u8], t: u64) {
+        read_body(BackendKind::Embeddings, rec, body, t, false);
+    }
+
+    fn responses_body(rec: &mut RequestRecord, body: &[u8], t: u64, keep_text: bool) {
+        read_body(BackendKind::Responses, rec, body, t, keep_text);
+    }
 
     fn rec() -> RequestRecord {
         RequestRecord::scheduled(0, "r".into(), 0, 5, 0)

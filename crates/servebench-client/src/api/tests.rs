@@ -8,9 +8,12 @@ use std::sync::Arc;
 use servebench_core::{ErrorKind, Outcome, Prompt, RequestRecord, TokenEvents};
 
 use super::*;
-use crate::backend::{BackendKind, BodyTemplate};
+use crate::backend::BackendKind;
+use crate::backend::{Dialect, TargetConfig};
+use crate::body::BodyTemplate;
+use crate::headers::{api_key_from_env, build_headers};
 use crate::sse::SseFramer;
-use crate::stream::{Flow, StreamState};
+use crate::stream::{Flow, ResponseReader};
 
 /// Splits a fixture into `(arrival µs, bytes)` frames at its `: frame T` lines (the lines
 /// themselves stay in the bytes: they are SSE comments). Bytes before the first marker join
@@ -35,7 +38,7 @@ pub(crate) fn frames(fixture: &str) -> Vec<(u64, String)> {
 fn replay(dialect: Dialect, fixture: &str, keep_text: bool) -> RequestRecord {
     let mut rec = RequestRecord::scheduled(0, "r0".into(), 0, 5, 4);
     rec.dispatched_us = Some(0);
-    let mut st = StreamState::for_backend(keep_text, BackendKind::Native(dialect));
+    let mut st = ResponseReader::new(BackendKind::Native(dialect), keep_text);
     let mut framer = SseFramer::new();
     let mut last = 0;
     for (t, bytes) in frames(fixture) {
@@ -181,11 +184,11 @@ fn anthropic_error_event_fails_the_request() {
     assert!(r.error.as_ref().unwrap().message.contains("Overloaded"));
     assert_eq!((r.first_token_us, r.done_us, r.token_event_count), (Some(100), Some(180), 1));
     // A data-only error (no `event:` line) is recognised by its `type`.
-    let mut st = DialectState::new(Dialect::Anthropic);
+    let mut st = ResponseParser::for_backend(BackendKind::Native(Dialect::Anthropic));
     let ev =
         SseEvent { event: None, data: r#"{"type":"error","error":{"type":"api_error","message":"boom"}}"# };
     assert!(
-        matches!(st.parse(ev), Parsed::Fail(ErrorKind::ServerError, m) if m.contains("boom (api_error)"))
+        matches!(st.parse_event(ev), Parsed::Fail(ErrorKind::ServerError, m) if m.contains("boom (api_error)"))
     );
 }
 
@@ -193,8 +196,8 @@ fn anthropic_error_event_fails_the_request() {
 fn openai_chunk_to_a_native_backend_is_a_wrong_dialect() {
     let chunk = r#"{"id":"c","choices":[{"index":0,"delta":{"content":"x"}}]}"#;
     for d in Dialect::ALL {
-        let mut st = DialectState::new(d);
-        match st.parse(SseEvent { event: None, data: chunk }) {
+        let mut st = ResponseParser::for_backend(BackendKind::Native(d));
+        match st.parse_event(SseEvent { event: None, data: chunk }) {
             Parsed::WrongDialect(m) => assert!(m.starts_with(WRONG_DIALECT), "{m}"),
             other => panic!("{d:?}: {other:?}"),
         }
@@ -269,7 +272,7 @@ fn names_endpoints_and_anthropic_headers() {
         api_key: Some("sk-ant-secret".into()),
         ..TargetConfig::default()
     };
-    let h = crate::backend::build_headers(&c).unwrap();
+    let h = build_headers(&c).unwrap();
     assert!(h["x-api-key"].is_sensitive());
     assert_eq!(h["anthropic-version"], ANTHROPIC_VERSION);
     assert!(h.get(http::header::AUTHORIZATION).is_none());
@@ -287,7 +290,11 @@ fn text_is_kept_for_retokenizing_only_without_usage() {
     let usage = r#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#;
     for (events, kept) in [(vec![tok], Some("ab")), (vec![tok, usage], None)] {
         let mut rec = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
-        let mut st = StreamState::for_request(&opts, BackendKind::Completions);
+        let mut st = ResponseReader::for_request(
+            BackendKind::Completions,
+            opts.keep_text,
+            opts.keep_text_without_usage,
+        );
         for (i, e) in events.iter().enumerate() {
             st.on_event(&mut rec, SseEvent { event: None, data: e }, i as u64);
         }

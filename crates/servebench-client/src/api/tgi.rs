@@ -7,10 +7,17 @@
 //! A special token (EOS) is a generated token (TGI counts it in `generated_tokens`) but its text
 //! is not output: it counts as a token event without adding text.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use servebench_core::Result;
 
-use super::{malformed, server_error, wrong_dialect, Dialect, NativeEvent, NativeUsage, Parsed};
+use super::{
+    malformed, nested, server_error, stream_true, wrong_dialect, ApiEvent, EventUsage, Parsed, Slot,
+};
+use crate::backend::{Dialect, TargetConfig};
 use crate::chunk::Text;
 
 #[derive(Debug, Deserialize)]
@@ -47,6 +54,21 @@ struct Details<'a> {
     input_length: Option<u32>,
 }
 
+/// The fields of a TGI body: `{inputs, parameters: {max_new_tokens, details: true,
+/// decoder_input_details: false, <sampling>}, stream: true}`. `details` brings
+/// `generated_tokens`/`input_length` in the last event; `decoder_input_details` must be false
+/// when streaming. TGI has no `ignore_eos`.
+pub(super) fn body_fields(cfg: &TargetConfig) -> Result<Vec<(String, Slot)>> {
+    let mut fixed = Map::new();
+    fixed.insert("details".into(), Value::Bool(true));
+    fixed.insert("decoder_input_details".into(), Value::Bool(false));
+    Ok(vec![
+        ("inputs".into(), Slot::TextPrompt),
+        ("parameters".into(), nested("max_new_tokens", fixed, &cfg.sampling)?),
+        stream_true(),
+    ])
+}
+
 pub(super) fn parse(data: &str) -> Parsed<'_> {
     let ev: Event<'_> = match serde_json::from_str(data) {
         Ok(e) => e,
@@ -63,7 +85,7 @@ pub(super) fn parse(data: &str) -> Parsed<'_> {
     if ev.choices.is_some() {
         return wrong_dialect(Dialect::Tgi);
     }
-    let mut out = NativeEvent::default();
+    let mut out = ApiEvent::default();
     if let Some(tok) = ev.token {
         out.tokens = Some(1);
         if tok.special {
@@ -74,8 +96,8 @@ pub(super) fn parse(data: &str) -> Parsed<'_> {
         }
     }
     if let Some(d) = &ev.details {
-        out.usage = NativeUsage { prompt: d.input_length, completion: d.generated_tokens, cached: None };
-        out.finish_reason = d.finish_reason.as_ref().map(|f| f.as_str().to_owned());
+        out.usage = EventUsage { prompt: d.input_length, completion: d.generated_tokens, cached: None };
+        out.finish_reason = d.finish_reason.as_ref().map(|f| Cow::Owned(f.as_str().to_owned()));
     }
     out.terminal = ev.details.is_some() || ev.generated_text.is_some();
     Parsed::Event(out)

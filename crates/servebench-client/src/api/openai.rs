@@ -1,0 +1,199 @@
+//! OpenAI completions (`/v1/completions`, `--backend vllm|openai`) and chat completions
+//! (`/v1/chat/completions`, `--backend openai-chat`); transcription streams use the same chunks.
+//!
+//! Bodies, as `vllm bench serve` sends them:
+//! - completions → `{model, prompt, max_tokens, stream: true, stream_options: {include_usage:
+//!   true}, logprobs}` (+ `ignore_eos`), then sampling parameters;
+//! - chat → `{model, messages: [{role: user, content: [{type: text, text}, <parts>]}],
+//!   max_completion_tokens, stream: true, stream_options}` (+ `ignore_eos`), then sampling.
+//!
+//! Responses: `data:` chunks ([`crate::chunk::Chunk`]) until `[DONE]`, or one whole JSON body.
+//! A chunk's text (completions `text`, chat `content`), reasoning (`reasoning_content`,
+//! `reasoning`) and tool-call text (function name and arguments) make it a token event; a
+//! chat role chunk with empty content is not one (vLLM counts it as the first token,
+//! vllm#15106). `usage.completion_tokens` is cumulative (vLLM's `continuous_usage_stats`).
+
+use std::borrow::Cow;
+
+use servebench_core::{ErrorKind, Result};
+
+use super::{ignore_eos, lay_over, model, not_json, stream_true, ApiEvent, EventUsage, Parsed, Slot};
+use crate::backend::{BackendKind, TargetConfig};
+use crate::chunk::{Chunk, Text};
+
+/// The fields of a completions or chat body, sampling parameters laid on top.
+pub(super) fn body_fields(backend: BackendKind, cfg: &TargetConfig) -> Result<Vec<(String, Slot)>> {
+    let include_usage = || Slot::Fixed(r#"{"include_usage":true}"#.to_owned());
+    let mut f = vec![model(cfg)?];
+    if backend == BackendKind::Chat {
+        f.push(("messages".into(), Slot::Messages));
+        f.push(("max_completion_tokens".into(), Slot::MaxTokens));
+        f.push(stream_true());
+        f.push(("stream_options".into(), include_usage()));
+    } else {
+        f.push(("prompt".into(), Slot::Prompt));
+        f.push(("max_tokens".into(), Slot::MaxTokens));
+        f.push(stream_true());
+        f.push(("stream_options".into(), include_usage()));
+        let lp = cfg.logprobs.map_or_else(|| "null".to_owned(), |n| n.to_string());
+        f.push(("logprobs".into(), Slot::Fixed(lp)));
+    }
+    ignore_eos(&mut f, cfg);
+    lay_over(&mut f, &cfg.sampling)?;
+    Ok(f)
+}
+
+/// One `data:` payload of a stream (trimmed).
+pub(super) fn parse_event(data: &str) -> Parsed<'_> {
+    if data == "[DONE]" {
+        return Parsed::Done;
+    }
+    if data.is_empty() {
+        return Parsed::Skip;
+    }
+    match Chunk::parse(data) {
+        Ok(chunk) => from_chunk(chunk, false),
+        Err(e) => super::malformed(&e, data),
+    }
+}
+
+/// A whole non-streaming body: one terminal event.
+pub(super) fn parse_body(body: &str) -> Parsed<'_> {
+    match Chunk::parse(body) {
+        Ok(chunk) => from_chunk(chunk, true),
+        Err(e) => not_json(&e, body),
+    }
+}
+
+/// The neutral event of one chunk (choices summed; the first finish reason wins).
+fn from_chunk(chunk: Chunk<'_>, terminal: bool) -> Parsed<'_> {
+    if let Some(msg) = chunk.error_message() {
+        return Parsed::Fail(ErrorKind::ServerError, format!("server error in stream: {msg}"));
+    }
+    let mut e = ApiEvent { server_id: chunk.id.map(|t| t.0), terminal, ..ApiEvent::default() };
+    if let Some(u) = chunk.usage {
+        let cached = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+        e.usage = EventUsage { prompt: u.prompt_tokens, completion: u.completion_tokens, cached };
+        e.cumulative_completion = u.completion_tokens;
+    }
+    for c in chunk.choices {
+        if e.finish_reason.is_none() {
+            e.finish_reason = c.finish_reason.map(|t| t.0);
+        }
+        append(&mut e.content, c.text);
+        for d in [c.delta, c.message].into_iter().flatten() {
+            append(&mut e.reasoning, d.reasoning_content);
+            append(&mut e.reasoning, d.reasoning);
+            append(&mut e.content, d.content);
+            for f in d.tool_calls.into_iter().filter_map(|t| t.function) {
+                e.tool_chars += chars(&f.name) + chars(&f.arguments);
+            }
+        }
+    }
+    Parsed::Event(e)
+}
+
+/// Appends `text` to `to`, borrowing when `to` is still empty (the usual single choice).
+fn append<'a>(to: &mut Cow<'a, str>, text: Option<Text<'a>>) {
+    match text {
+        Some(t) if t.0.is_empty() => {}
+        Some(t) if to.is_empty() => *to = t.0,
+        Some(t) => to.to_mut().push_str(&t.0),
+        None => {}
+    }
+}
+
+fn chars(t: &Option<Text<'_>>) -> u64 {
+    t.as_ref().map_or(0, |t| t.0.chars().count() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The neutral event of one chunk's data.
+    fn event(data: &str) -> ApiEvent<'_> {
+        match parse_event(data) {
+            Parsed::Event(e) => e,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn reasoning_and_escapes() {
+        let c = event(
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"Let me\nthink \"é\""},"finish_reason":null}]}"#,
+        );
+        assert_eq!(c.reasoning, "Let me\nthink \"é\"");
+        assert!(c.is_token_event());
+        let c = event(r#"{"choices":[{"delta":{"reasoning":"hm"}}]}"#);
+        assert_eq!(c.reasoning, "hm");
+    }
+
+    #[test]
+    fn tool_call_arguments_count() {
+        let c = event(
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get","arguments":"{\"a\""}}]},"finish_reason":null}]}"#,
+        );
+        assert_eq!(c.tool_chars, 3 + 4);
+        assert!(c.is_token_event());
+    }
+
+    #[test]
+    fn sglang_chunk_with_matched_stop_and_usage_null() {
+        let c = event(
+            r#"{"id":"b1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":null,"content":"Hi","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":"stop","matched_stop":2}],"usage":null}"#,
+        );
+        assert_eq!(c.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(c.content, "Hi");
+    }
+
+    #[test]
+    fn llama_cpp_chunk_with_timings() {
+        let c = event(
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":" the"}}],"created":1,"id":"chatcmpl-x","model":"gpt","system_fingerprint":"b1","object":"chat.completion.chunk","timings":{"prompt_n":5,"predicted_ms":1.5}}"#,
+        );
+        assert_eq!(c.content, " the");
+    }
+
+    #[test]
+    fn tgi_openai_chunk_and_dynamo_usage_with_choices() {
+        let c = event(
+            r#"{"object":"chat.completion.chunk","id":"","created":1,"model":"m","system_fingerprint":"3.0","choices":[{"index":0,"delta":{"role":"assistant","content":"Deep"},"logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}"#,
+        );
+        assert_eq!(c.finish_reason.as_deref(), Some("length"));
+        assert_eq!((c.usage.completion, c.cumulative_completion), (Some(3), Some(3)));
+        assert!(c.is_token_event());
+    }
+
+    #[test]
+    fn non_streaming_message() {
+        let c = event(
+            r#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#,
+        );
+        assert_eq!(c.content, "Hello there");
+        assert!(matches!(c.content, Cow::Borrowed(_)), "one choice's text is borrowed");
+    }
+
+    #[test]
+    fn several_choices_and_parts_are_joined_into_one_event() {
+        let c = event(
+            r#"{"choices":[{"text":"a","delta":{"reasoning":"r1","content":"b"}},{"delta":{"reasoning_content":"r2","content":"c"},"finish_reason":"stop"},{"finish_reason":"length"}]}"#,
+        );
+        assert_eq!((c.content.as_ref(), c.reasoning.as_ref()), ("abc", "r1r2"));
+        assert_eq!(c.finish_reason.as_deref(), Some("stop"), "the first finish reason wins");
+    }
+
+    #[test]
+    fn a_whole_body_is_one_terminal_event_and_an_error_member_fails() {
+        let Parsed::Event(e) = parse_body(r#"{"choices":[{"message":{"content":"x"}}]}"#) else { panic!() };
+        assert!(e.terminal);
+        assert!(
+            matches!(parse_body("{oops"), Parsed::Fail(ErrorKind::Protocol, m) if m.starts_with("response is not JSON"))
+        );
+        let err = parse_event(r#"{"error":{"message":"out of memory"}}"#);
+        assert!(matches!(err, Parsed::Fail(ErrorKind::ServerError, m) if m.contains("out of memory")));
+        assert!(matches!(parse_event("[DONE]"), Parsed::Done));
+        assert!(matches!(parse_event(""), Parsed::Skip));
+    }
+}

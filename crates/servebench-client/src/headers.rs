@@ -1,0 +1,94 @@
+//! Request headers: `Content-Type`, `Accept-Encoding: identity`, the API key (`Authorization:
+//! Bearer`, or Anthropic's `x-api-key`), then `--header` values. Every credential is a
+//! [`Secret`] and its header value is marked sensitive (hidden from `Debug`).
+
+use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use servebench_core::config::Secret;
+use servebench_core::{BenchError, Result};
+
+use crate::backend::{BackendKind, Dialect, TargetConfig};
+
+/// Builds the header template: `Content-Type`, `Authorization` (marked sensitive), user headers.
+/// `x-request-id` is added per request.
+pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
+    let mut h = HeaderMap::new();
+    let content_type =
+        if cfg.backend == BackendKind::Audio { crate::api::AUDIO_CONTENT_TYPE } else { "application/json" };
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    // Uncompressed answers (a `--header Accept-Encoding=...` below replaces it).
+    h.insert(http::header::ACCEPT_ENCODING, crate::transport::coding::ACCEPT_IDENTITY);
+    let anthropic = cfg.backend == BackendKind::Native(Dialect::Anthropic);
+    if anthropic {
+        crate::api::anthropic_headers(&mut h, cfg.api_key.as_ref())?;
+    } else if let Some(key) = cfg.api_key.as_ref().map(Secret::expose).filter(|k| !k.is_empty()) {
+        let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            BenchError::config(
+                "OPENAI_API_KEY",
+                "contains characters not allowed in a header",
+                "check the key",
+            )
+        })?;
+        v.set_sensitive(true);
+        h.insert(AUTHORIZATION, v);
+    }
+    for (k, v) in &cfg.headers {
+        let name = HeaderName::from_bytes(k.trim().as_bytes()).map_err(|_| {
+            BenchError::config("--header", format!("invalid header name '{k}'"), "use --header Name=value")
+        })?;
+        // The value is not echoed: it may be a secret.
+        let mut value = HeaderValue::from_str(v.expose().trim()).map_err(|_| {
+            BenchError::config("--header", format!("invalid value for header '{k}'"), "use printable ASCII")
+        })?;
+        if name == AUTHORIZATION || name.as_str().contains("key") || name.as_str().contains("token") {
+            value.set_sensitive(true);
+        }
+        h.insert(name, value);
+    }
+    Ok(h)
+}
+
+/// The API key of `--backend name` from the environment (`env` looks a variable up):
+/// `ANTHROPIC_API_KEY` first for `anthropic`, else `OPENAI_API_KEY`. Empty values count as
+/// unset. The key is a [`Secret`] from here on.
+pub fn api_key_from_env(backend: &str, env: impl Fn(&str) -> Option<String>) -> Option<Secret> {
+    let get = |k: &str| env(k).filter(|v| !v.is_empty()).map(Secret::new);
+    let anthropic = Dialect::from_name(backend) == Some(Dialect::Anthropic);
+    anthropic.then(|| get("ANTHROPIC_API_KEY")).flatten().or_else(|| get("OPENAI_API_KEY"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> TargetConfig {
+        TargetConfig { model: "m".into(), ..TargetConfig::default() }
+    }
+
+    #[test]
+    fn headers_mark_secrets_sensitive() {
+        let mut c = cfg();
+        c.api_key = Some("sk-secret".into());
+        c.headers = vec![("X-Api-Key".into(), "v".into()), ("X-Trace".into(), "1".into())];
+        let h = build_headers(&c).unwrap();
+        assert!(h[AUTHORIZATION].is_sensitive());
+        assert!(h["x-api-key"].is_sensitive());
+        assert!(!h["x-trace"].is_sensitive());
+        assert_eq!(h[CONTENT_TYPE], "application/json");
+        assert!(!format!("{h:?}").contains("sk-secret"));
+        c.headers = vec![("bad name".into(), "v".into())];
+        assert!(build_headers(&c).is_err());
+    }
+
+    #[test]
+    fn debug_of_the_target_config_never_shows_the_key_or_header_values() {
+        let mut c = cfg();
+        c.api_key = Some("sk-live-0123456789".into());
+        c.headers = vec![("X-Session-Token".into(), "session=abcdef".into())];
+        let shown = format!("{c:?} {c:#?}");
+        assert!(!shown.contains("sk-live-0123456789") && !shown.contains("abcdef"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        let h = build_headers(&c).unwrap();
+        assert!(h[AUTHORIZATION].is_sensitive() && h["x-session-token"].is_sensitive());
+        assert_eq!(h[AUTHORIZATION], "Bearer sk-live-0123456789");
+    }
+}
