@@ -1,5 +1,5 @@
 //! Streamed answers of the native dialects, formatted per event like the real servers send
-//! them (what the client's parsers in `servebench-client/src/dialect/` read):
+//! them (what the client's parsers in `servebench-client/src/api/` read):
 //!
 //! - TGI `/generate_stream`: one `data:{"index","token":{…},"generated_text":null,"details":null}`
 //!   event per token (no space after `data:`); the last token's event carries the whole

@@ -1,7 +1,7 @@
 //! The native dialects (TGI, SGLang, llama.cpp, Anthropic) over real sockets: a scripted
 //! server on 127.0.0.1 answers with a hand-written fixture (`fixtures/*.sse`, source doc in
 //! each header), one chunked write per fixture frame (`: frame T` lines) with a pause between
-//! frames. Exact timings are checked in the replay tests of `src/dialect/tests.rs`; here the
+//! frames. Exact timings are checked in the replay tests of `src/api/tests.rs`; here the
 //! structure that timing must keep is checked — events of one frame share a timestamp (gap 0),
 //! events of different frames do not — along with request paths, bodies, headers and counts.
 
