@@ -1,0 +1,251 @@
+//! Executing one generation request: send, timestamp, frame, parse, record.
+//!
+//! The runner calls [`execute`] after the concurrency gate with a record pre-filled by the
+//! schedule. Every outcome — success or any failure — comes back as the record; nothing here
+//! returns an error or panics on server input.
+//!
+//! Phases: `send` (body, headers, write, response head), then `read` (an error status's
+//! body, a whole JSON answer, or an event stream), each recording what it measured.
+//!
+//! Timing: `dispatched_us` is taken right before the request is handed to the connection,
+//! `headers_us` when the response head arrives, and for every body frame `Instant::now()` is
+//! read as soon as the frame is returned, before any parsing; each event completed by that
+//! frame gets that time.
+
+mod read;
+mod send;
+mod timer;
+
+use std::time::Duration;
+
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use servebench_core::{Outcome, RequestRecord, RequestSpec, Result, RunClock};
+
+use crate::backend::{BackendKind, TargetConfig};
+use crate::body::BodyTemplate;
+use crate::headers::build_headers;
+use crate::sse::DEFAULT_MAX_EVENT_BYTES;
+use crate::stream::ResponseReader;
+use crate::transport::coding::BodyDecoder;
+use crate::transport::HttpClient;
+use read::BodyRead;
+use timer::Timer;
+
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Where and how generation requests are sent; built once per run.
+#[derive(Debug, Clone)]
+pub struct RequestTarget {
+    pub backend: BackendKind,
+    path: String,
+    headers: HeaderMap,
+    body: BodyTemplate,
+}
+
+impl RequestTarget {
+    /// Resolves the endpoint path, header template and body template.
+    pub fn new(client: &HttpClient, cfg: &TargetConfig) -> Result<Self> {
+        let endpoint = cfg.endpoint.as_deref().unwrap_or(cfg.backend.default_endpoint());
+        Ok(RequestTarget {
+            backend: cfg.backend,
+            path: client.path_for(endpoint)?,
+            headers: build_headers(cfg)?,
+            body: BodyTemplate::new(cfg.backend, cfg)?,
+        })
+    }
+
+    /// The request-target path (`/v1/completions`).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The body template (to build bodies outside [`execute`], e.g. for inspection).
+    pub fn body_template(&self) -> &BodyTemplate {
+        &self.body
+    }
+
+    /// The header template (secrets are marked sensitive and hidden from `Debug`).
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+}
+
+/// Per-run execution options.
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    /// Keep the generated text in the record (`--save-detailed`, retokenizing).
+    pub keep_text: bool,
+    /// Bound on the whole request, from the start of [`execute`].
+    pub request_timeout: Option<Duration>,
+    /// Bound on the time without any received byte (response head or body frame).
+    pub stall_timeout: Option<Duration>,
+    /// Bound on one SSE event (and on a non-streaming body).
+    pub max_event_bytes: usize,
+    /// After `[DONE]`, how long to wait for the end of the body before dropping the
+    /// connection (it is reused only when the body ends).
+    pub drain_timeout: Duration,
+    /// Keep the generated text of requests whose response carried no output-token `usage`
+    /// (so the runner can retokenize it), even when `keep_text` is off.
+    pub keep_text_without_usage: bool,
+    /// A stream is failed as runaway (`runaway_stream`, SB405) once it has more than
+    /// `runaway_factor × max_tokens + 16` events; 0 disables the bound.
+    pub runaway_factor: u32,
+}
+
+/// Events a stream may have beyond `runaway_factor × max_tokens` (role, usage, `[DONE]` and
+/// keep-alive events of servers that send them as data).
+pub const RUNAWAY_SLACK_EVENTS: u64 = 16;
+
+/// Default of [`ExecOptions::runaway_factor`] (`--runaway-stream-factor`).
+pub const DEFAULT_RUNAWAY_FACTOR: u32 = 4;
+
+impl ExecOptions {
+    /// Most events a stream asking for `max_tokens` may have (`u64::MAX`: no bound).
+    pub fn stream_event_limit(&self, max_tokens: u32) -> u64 {
+        if self.runaway_factor == 0 || max_tokens == 0 {
+            return u64::MAX;
+        }
+        u64::from(self.runaway_factor) * u64::from(max_tokens) + RUNAWAY_SLACK_EVENTS
+    }
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            keep_text: false,
+            request_timeout: None,
+            stall_timeout: None,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            drain_timeout: Duration::from_secs(1),
+            keep_text_without_usage: false,
+            runaway_factor: DEFAULT_RUNAWAY_FACTOR,
+        }
+    }
+}
+
+/// Sends one request and measures it. `record` arrives pre-filled (index, request id,
+/// intended time); every measured field is (re)written and `attempts` is incremented.
+/// Never fails: failures are outcomes.
+pub async fn execute(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    record: RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+) -> RequestRecord {
+    execute_until(client, target, spec, record, clock, opts, std::future::pending()).await
+}
+
+/// [`execute`], stopped early when `cancel` completes (interrupt, duration bound): the
+/// request is abandoned (its connection closed) and the record comes back `Cancelled` with
+/// the timings measured so far (`done_us` = when it was cancelled).
+pub async fn execute_until(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    record: RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+    cancel: impl std::future::Future<Output = ()>,
+) -> RequestRecord {
+    run_until(client, target, spec, None, record, clock, opts, cancel).await
+}
+
+/// A request body built outside the template's per-request slots (multi-turn history), with
+/// extra per-request headers (`X-Session-ID`).
+#[derive(Debug, Clone)]
+pub struct PreparedBody {
+    pub body: bytes::Bytes,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// [`execute_until`] sending `prepared` instead of a body built from `spec` (whose lengths
+/// still fill the record).
+#[allow(clippy::too_many_arguments)]
+pub async fn execute_prepared(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    prepared: &PreparedBody,
+    record: RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+    cancel: impl std::future::Future<Output = ()>,
+) -> RequestRecord {
+    run_until(client, target, spec, Some(prepared), record, clock, opts, cancel).await
+}
+
+/// Runs one request until it ends or `cancel` completes; a cancelled record keeps the timings
+/// measured so far and ends `Cancelled` at the time of cancellation.
+#[allow(clippy::too_many_arguments)]
+async fn run_until(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    prepared: Option<&PreparedBody>,
+    mut record: RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+    cancel: impl std::future::Future<Output = ()>,
+) -> RequestRecord {
+    let cancelled = {
+        let run = run(client, target, spec, &mut record, clock, opts, prepared);
+        tokio::select! {
+            biased;
+            _ = run => false,
+            _ = cancel => true,
+        }
+    };
+    if cancelled {
+        record.outcome = Outcome::Cancelled;
+        record.error = None;
+        record.done_us = Some(clock.now_us());
+    }
+    record
+}
+
+/// One attempt: build and send the request, record the head, then read the body by its kind.
+async fn run(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    record: &mut RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+    prepared: Option<&PreparedBody>,
+) {
+    record.attempts += 1;
+    record.audio_seconds = spec.audio.as_ref().map(|a| a.seconds());
+    record.outcome = Outcome::Cancelled;
+    record.error = None;
+    let Some(req) = send::build_request(client, target, spec, prepared, record) else { return };
+    let mut timer = Timer::new(opts);
+    let Some(followed) = send::send(client, req, &mut timer, record, clock).await else { return };
+    timer.progress();
+    // A redirect to another origin: that client's pool owns the connection.
+    let client = followed.other.as_ref().unwrap_or(client);
+    let (conn, parts, incoming) = send::record_head(followed.sent, followed.first_dispatched, record, clock);
+    // A compressed answer (the request asked for identity): decoded as it arrives.
+    let coding = BodyDecoder::for_headers(&parts.headers);
+    if !parts.status.is_success() {
+        let body = BodyRead { client, conn, incoming, coding: coding.ok().flatten(), timer, clock };
+        body.error_status(parts.status, record).await;
+        return;
+    }
+    let coding = match coding {
+        Ok(c) => c,
+        Err(e) => {
+            record.done_us = Some(clock.now_us());
+            read::coding_failed(record, e);
+            return; // connection dropped: its body is not read
+        }
+    };
+    let reader = ResponseReader::for_request(target.backend, opts.keep_text, opts.keep_text_without_usage);
+    let body = BodyRead { client, conn, incoming, coding, timer, clock };
+    if read::is_event_stream(&parts.headers, &target.body) {
+        body.stream(reader, record, spec, opts).await;
+    } else {
+        body.answer(reader, record, opts).await;
+    }
+}

@@ -1,0 +1,320 @@
+//! The read phase of a request: an error status's body, a whole JSON answer, or an event
+//! stream, decoded as it arrives when compressed. Every frame is timed when its bytes arrive
+//! (`at`: when the socket read that brought them returned), before any parsing.
+
+use std::time::Instant;
+
+use http::header::{HeaderMap, CONTENT_TYPE};
+use http::StatusCode;
+use servebench_core::{ErrorKind, FailureCause, RequestRecord, RequestSpec, RunClock};
+
+use super::timer::Timer;
+use super::{ExecOptions, RUNAWAY_SLACK_EVENTS};
+use crate::body::BodyTemplate;
+use crate::sse::{SseError, SseFramer};
+use crate::stream::{Flow, ResponseReader};
+use crate::transport::coding::{BodyDecoder, CodingError};
+use crate::transport::control::{snippet, SNIPPET_BYTES};
+use crate::transport::error::ReadBodyError;
+use crate::transport::{Conn, HttpClient, Incoming};
+
+/// Whether the answer is an event stream: by its `Content-Type`, else by what the body asked.
+pub(super) fn is_event_stream(headers: &HeaderMap, body: &BodyTemplate) -> bool {
+    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if content_type.contains("event-stream") {
+        true
+    } else if content_type.contains("json") {
+        false
+    } else {
+        body.streams()
+    }
+}
+
+/// A failure of reading a whole body, for the record.
+#[derive(Debug)]
+pub(super) struct Failed {
+    kind: ErrorKind,
+    cause: Option<FailureCause>,
+    message: String,
+}
+
+impl Failed {
+    fn new(kind: ErrorKind, message: String) -> Self {
+        Failed { kind, cause: None, message }
+    }
+}
+
+impl From<CodingError> for Failed {
+    /// An undecodable content coding (SB306): a protocol failure with its code's tag.
+    fn from(e: CodingError) -> Self {
+        let cause = FailureCause::ContentCoding;
+        Failed { kind: ErrorKind::Protocol, cause: Some(cause), message: cause.tagged(&e.0) }
+    }
+}
+
+/// Fails `record` for an undecodable content coding (SB306).
+pub(super) fn coding_failed(record: &mut RequestRecord, e: CodingError) {
+    let Failed { kind, cause, message } = e.into();
+    record.fail_with(kind, cause, message);
+}
+
+/// A whole body read: the bytes kept, whether they are all of it, when the last ones arrived.
+type WholeBody = (Vec<u8>, bool, Option<Instant>);
+
+/// The body of one response, and what reading it needs.
+pub(super) struct BodyRead<'a> {
+    /// The client whose pool gets the connection back when the body ends cleanly.
+    pub client: &'a HttpClient,
+    pub conn: Conn,
+    pub incoming: Incoming,
+    pub coding: Option<BodyDecoder>,
+    pub timer: Timer,
+    pub clock: &'a RunClock,
+}
+
+impl BodyRead<'_> {
+    /// An error status: the request fails with the status and the start of its body.
+    pub(super) async fn error_status(mut self, status: StatusCode, record: &mut RequestRecord) {
+        let read = self.whole(SNIPPET_BYTES + 4).await;
+        record.done_us = Some(self.clock.now_us());
+        let text = match read {
+            Ok((b, complete, _)) => {
+                if complete {
+                    self.client.release(self.conn);
+                }
+                snippet(&b)
+            }
+            Err(e) => format!("(body unreadable: {})", e.message),
+        };
+        let reason = status.canonical_reason().unwrap_or("");
+        record.fail(ErrorKind::HttpStatus, format!("HTTP {} {reason}: {text}", status.as_u16()));
+    }
+
+    /// A non-streaming answer: one body, one event at the time its last bytes were read.
+    pub(super) async fn answer(
+        mut self,
+        mut reader: ResponseReader,
+        record: &mut RequestRecord,
+        opts: &ExecOptions,
+    ) {
+        let read = self.whole(opts.max_event_bytes).await;
+        let mut t = self.clock.now_us();
+        match read {
+            Ok((b, true, at)) => {
+                // The end of a non-streaming response is when its last bytes were read.
+                if let Some(at) = at {
+                    t = self.clock.offset_us(at);
+                }
+                self.client.release(self.conn);
+                reader.on_body(record, &b, t);
+            }
+            Ok((_, false, _)) => {
+                record.done_us = Some(t);
+                record.fail(
+                    ErrorKind::EventTooLarge,
+                    format!("response body larger than {} bytes", opts.max_event_bytes),
+                );
+            }
+            Err(Failed { kind, cause, message }) => {
+                record.done_us = Some(t);
+                record.fail_with(kind, cause, message);
+            }
+        }
+    }
+
+    /// An event stream: frames are timed on arrival, framed into events, and read into the
+    /// record; after the final event the rest is drained (bounded) so the connection can be
+    /// reused.
+    pub(super) async fn stream(
+        mut self,
+        mut reader: ResponseReader,
+        record: &mut RequestRecord,
+        spec: &RequestSpec,
+        opts: &ExecOptions,
+    ) {
+        let clock = self.clock;
+        let mut framer = SseFramer::with_max_event_bytes(opts.max_event_bytes);
+        let event_limit = opts.stream_event_limit(spec.expected_output_tokens);
+        let mut finished = false; // the record is final ([DONE] or failure); only draining
+        loop {
+            let next = self.conn.frame(&mut self.incoming, self.timer.get()).await;
+            match next {
+                Err(ReadBodyError::Deadline) => {
+                    if self.timer.rearm() {
+                        continue;
+                    }
+                    if !finished {
+                        record.done_us = Some(clock.now_us());
+                        record.fail(ErrorKind::Timeout, self.timer.message());
+                        reader.flush(record);
+                    }
+                    return; // connection dropped
+                }
+                Err(e) => {
+                    if !finished {
+                        record.done_us = Some(clock.now_us());
+                        record.fail(ErrorKind::Transport, format!("stream error: {e}"));
+                        reader.flush(record);
+                    }
+                    return;
+                }
+                Ok(None) => {
+                    let t = clock.now_us();
+                    self.client.release(self.conn);
+                    if !finished {
+                        end_of_stream(self.coding.as_mut(), &mut framer, &mut reader, record, t);
+                    }
+                    return;
+                }
+                Ok(Some((data, at))) => {
+                    if finished {
+                        continue;
+                    }
+                    let t = clock.offset_us(at);
+                    self.timer.progress_at(at);
+                    match self.coding.as_mut() {
+                        None => framer.push(data),
+                        // Decoded events keep the arrival time of their compressed bytes.
+                        Some(d) => match d.push(data) {
+                            Ok(decoded) => framer.push(decoded),
+                            Err(e) => {
+                                record.done_us = Some(t);
+                                coding_failed(record, e);
+                                reader.flush(record);
+                                return;
+                            }
+                        },
+                    }
+                    match drain_events(&mut framer, &mut reader, record, t) {
+                        Flow::Continue if framer.events() > event_limit => {
+                            record.done_us = Some(t);
+                            let cause = FailureCause::RunawayStream;
+                            let message = cause.tagged(&runaway_message(opts, spec, event_limit));
+                            record.fail_with(ErrorKind::RunawayStream, Some(cause), message);
+                            reader.flush(record);
+                            return; // connection dropped
+                        }
+                        Flow::Continue => {}
+                        Flow::Done => {
+                            finished = true;
+                            self.timer.cap(opts.drain_timeout);
+                        }
+                        Flow::Stop => {
+                            reader.flush(record);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads a non-streamed body — a JSON answer or an error status's body — (at most `max`
+    /// bytes kept; `false` when it was larger), with the time its last bytes were read. Every
+    /// read is progress for the stall timer, as in a stream, so `--stall-timeout` means "no
+    /// byte for that long" here too.
+    async fn whole(&mut self, max: usize) -> Result<WholeBody, Failed> {
+        let mut buf = Vec::new();
+        let mut last = None;
+        loop {
+            match self.conn.frame(&mut self.incoming, self.timer.get()).await {
+                Err(ReadBodyError::Deadline) => {
+                    if self.timer.rearm() {
+                        continue;
+                    }
+                    let message = format!("reading the response body: {}", self.timer.message());
+                    return Err(Failed::new(ErrorKind::Timeout, message));
+                }
+                Err(e) => return Err(Failed::new(ErrorKind::Transport, e.to_string())),
+                Ok(None) => {
+                    if let Some(c) = self.coding.as_mut() {
+                        let rest = c.finish()?;
+                        let room = max.saturating_sub(buf.len());
+                        buf.extend_from_slice(&rest[..rest.len().min(room)]);
+                        if rest.len() > room {
+                            return Ok((buf, false, last));
+                        }
+                    }
+                    return Ok((buf, true, last));
+                }
+                Ok(Some((d, at))) => {
+                    last = Some(at);
+                    self.timer.progress_at(at);
+                    let d = match self.coding.as_mut() {
+                        None => d,
+                        Some(c) => c.push(d)?,
+                    };
+                    let room = max.saturating_sub(buf.len());
+                    buf.extend_from_slice(&d[..d.len().min(room)]);
+                    if d.len() > room {
+                        return Ok((buf, false, last));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The stream's body ended cleanly at `t`: the decoder's and the framer's last bytes are read,
+/// and a stream without a final event is complete only after a finish reason.
+fn end_of_stream(
+    coding: Option<&mut BodyDecoder>,
+    framer: &mut SseFramer,
+    reader: &mut ResponseReader,
+    record: &mut RequestRecord,
+    t: u64,
+) {
+    if let Some(d) = coding {
+        match d.finish() {
+            Ok(rest) => framer.push(rest),
+            Err(e) => {
+                record.done_us = Some(t);
+                coding_failed(record, e);
+                reader.flush(record);
+                return;
+            }
+        }
+    }
+    framer.finish();
+    match drain_events(framer, reader, record, t) {
+        Flow::Continue if !reader.done_seen() => reader.end_of_body(record, t),
+        Flow::Stop => reader.flush(record),
+        _ => {}
+    }
+}
+
+/// The error message of a stream cut as runaway after `limit` events.
+fn runaway_message(opts: &ExecOptions, spec: &RequestSpec, limit: u64) -> String {
+    format!(
+        "the stream went on past {limit} events ({} x max_tokens {} + {RUNAWAY_SLACK_EVENTS}) \
+         without ending; fix: check the server's stop handling, or raise --runaway-stream-factor (0 disables)",
+        opts.runaway_factor, spec.expected_output_tokens
+    )
+}
+
+/// Dispatches every complete event in the framer at time `t`.
+fn drain_events(
+    framer: &mut SseFramer,
+    reader: &mut ResponseReader,
+    rec: &mut RequestRecord,
+    t: u64,
+) -> Flow {
+    loop {
+        match framer.next_event() {
+            Ok(Some(ev)) => match reader.on_event(rec, ev, t) {
+                Flow::Continue => {}
+                other => return other,
+            },
+            Ok(None) => return Flow::Continue,
+            Err(e) => {
+                rec.done_us = Some(t);
+                let kind = match e {
+                    SseError::EventTooLarge { .. } => ErrorKind::EventTooLarge,
+                    SseError::InvalidUtf8 => ErrorKind::Protocol,
+                };
+                rec.fail(kind, e.to_string());
+                return Flow::Stop;
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The one timer of a request: the request deadline (`--request-timeout`) and the stall bound
+//! (`--stall-timeout`, no byte for that long), armed as a single sleep.
+
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use tokio::time::Sleep;
+
+use super::ExecOptions;
+
+/// One timer for both timeouts. Progress only notes the time; the sleep is moved forward when
+/// it fires early ([`Timer::rearm`]), so a streamed event never touches the timer wheel.
+pub(super) struct Timer {
+    sleep: Option<Pin<Box<Sleep>>>,
+    request_deadline: Option<tokio::time::Instant>,
+    stall: Option<Duration>,
+    last_progress: tokio::time::Instant,
+    /// A drain cap is in force: the sleep is final.
+    capped: bool,
+}
+
+impl Timer {
+    pub(super) fn new(opts: &ExecOptions) -> Self {
+        let now = tokio::time::Instant::now();
+        let request_deadline = opts.request_timeout.map(|d| now + d);
+        let mut t = Timer {
+            sleep: None,
+            request_deadline,
+            stall: opts.stall_timeout,
+            last_progress: now,
+            capped: false,
+        };
+        if let Some(when) = t.next(now) {
+            t.sleep = Some(Box::pin(tokio::time::sleep_until(when)));
+        }
+        t
+    }
+
+    fn next(&self, now: tokio::time::Instant) -> Option<tokio::time::Instant> {
+        match (self.request_deadline, self.stall.map(|s| now + s)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Progress was made at `at`: the stall deadline moves (lazily, see [`Timer::rearm`]).
+    pub(super) fn progress_at(&mut self, at: Instant) {
+        self.last_progress = tokio::time::Instant::from_std(at);
+    }
+
+    /// Progress was made now.
+    pub(super) fn progress(&mut self) {
+        self.last_progress = tokio::time::Instant::now();
+    }
+
+    /// The sleep fired: if progress since it was armed moved the real deadline later, re-arms
+    /// it there and returns true (keep going); false means the deadline really passed.
+    pub(super) fn rearm(&mut self) -> bool {
+        if self.capped {
+            return false;
+        }
+        let now = tokio::time::Instant::now();
+        match (self.next(self.last_progress), self.sleep.as_mut()) {
+            (Some(when), Some(s)) if when > now => {
+                s.as_mut().reset(when);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Limits the remaining wait to `d` (drain after `[DONE]`).
+    pub(super) fn cap(&mut self, d: Duration) {
+        self.capped = true;
+        let when = tokio::time::Instant::now() + d;
+        match self.sleep.as_mut() {
+            Some(s) if s.deadline() <= when => {}
+            Some(s) => s.as_mut().reset(when),
+            None => self.sleep = Some(Box::pin(tokio::time::sleep_until(when))),
+        }
+    }
+
+    pub(super) fn get(&mut self) -> Option<&mut Pin<Box<Sleep>>> {
+        self.sleep.as_mut()
+    }
+
+    pub(super) fn message(&self) -> String {
+        match self.request_deadline {
+            Some(d) if tokio::time::Instant::now() >= d => "request timeout".into(),
+            _ => format!("stall timeout: no data for {:?}", self.stall.unwrap_or_default()),
+        }
+    }
+}
