@@ -47,12 +47,12 @@ pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
     Ok(h)
 }
 
-/// The API key of `--backend name` from the environment (`env` looks a variable up):
+/// The API key of `backend` from the environment (`env` looks a variable up):
 /// `ANTHROPIC_API_KEY` first for `anthropic`, else `OPENAI_API_KEY`. Empty values count as
 /// unset. The key is a [`Secret`] from here on.
-pub fn api_key_from_env(backend: &str, env: impl Fn(&str) -> Option<String>) -> Option<Secret> {
+pub fn api_key_from_env(backend: BackendKind, env: impl Fn(&str) -> Option<String>) -> Option<Secret> {
     let get = |k: &str| env(k).filter(|v| !v.is_empty()).map(Secret::new);
-    let anthropic = Dialect::from_name(backend) == Some(Dialect::Anthropic);
+    let anthropic = backend == BackendKind::Native(Dialect::Anthropic);
     anthropic.then(|| get("ANTHROPIC_API_KEY")).flatten().or_else(|| get("OPENAI_API_KEY"))
 }
 
@@ -90,5 +90,22 @@ mod tests {
         let h = build_headers(&c).unwrap();
         assert!(h[AUTHORIZATION].is_sensitive() && h["x-session-token"].is_sensitive());
         assert_eq!(h[AUTHORIZATION], "Bearer sk-live-0123456789");
+    }
+
+    #[test]
+    fn api_key_from_env_prefers_anthropic_key_for_anthropic() {
+        let env = |k: &str| match k {
+            "ANTHROPIC_API_KEY" => Some("ant".to_owned()),
+            "OPENAI_API_KEY" => Some("oai".to_owned()),
+            _ => None,
+        };
+        let key = |backend: BackendKind, env: &dyn Fn(&str) -> Option<String>| {
+            api_key_from_env(backend, env).map(|k| k.expose().to_owned())
+        };
+        assert_eq!(key(BackendKind::Native(Dialect::Anthropic), &env).as_deref(), Some("ant"));
+        assert_eq!(key(BackendKind::Completions, &env).as_deref(), Some("oai"));
+        let only_openai = |k: &str| (k == "OPENAI_API_KEY").then(|| "oai".to_owned());
+        assert_eq!(key(BackendKind::Native(Dialect::Anthropic), &only_openai).as_deref(), Some("oai"));
+        assert_eq!(api_key_from_env(BackendKind::Native(Dialect::Tgi), |_| Some(String::new())), None);
     }
 }

@@ -11,6 +11,7 @@ pub mod fmt;
 pub mod html;
 pub mod info;
 pub mod json;
+pub mod result_keys;
 pub mod sections;
 
 pub use console::console_block;

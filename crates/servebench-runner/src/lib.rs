@@ -1,16 +1,20 @@
 //! Orchestration of one benchmark run: preparation (model, tokenizer, workload, readiness,
 //! prompt-length verification), dispatch on the arrival schedule through the concurrency gate,
-//! the records file, and the client's own health measurements.
+//! the records file, and the client's own health measurements; what the records become (`results`:
+//! the run's description, result document and console text) and experiments over many runs
+//! (`experiment`: sweeps, rate searches, multi-run).
 
 pub mod config;
+pub mod experiment;
 pub mod load;
 pub mod observe;
 pub mod observer;
 pub mod prepare;
 pub mod records;
+pub mod results;
 pub mod run;
 
-pub use config::{DatasetSpec, InterruptMode, LoadOptions, RunConfig, ShardConfig};
+pub use config::{DatasetSpec, InterruptMode, LoadOptions, OutputConfig, RunConfig, ShardConfig};
 pub use load::dispatch::{dispatch, DispatchPlan, DispatchStats, Release};
 pub use observe::endpoint::MetricsServer;
 pub use observe::health::{HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};

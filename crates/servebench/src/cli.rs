@@ -199,8 +199,8 @@ pub struct RunArgs {
     /// API dialect: `openai`/`vllm` (completions), `openai-chat`, `openai-responses`, the pooling
     /// backends `openai-embeddings`, `openai-embeddings-chat`, `vllm-pooling`, `vllm-rerank`, or a
     /// native one (docs/backends.md).
-    #[arg(long, default_value = "openai", help_heading = "Connection")]
-    pub backend: String,
+    #[arg(long, default_value = "openai", value_parser = crate::cli_values::backend, help_heading = "Connection")]
+    pub backend: crate::cli_values::Backend,
     /// Server base URL (overrides --host/--port), e.g. http://10.0.0.1:8000.
     #[arg(long, help_heading = "Connection")]
     pub base_url: Option<String>,

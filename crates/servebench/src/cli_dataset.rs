@@ -186,7 +186,7 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
         "custom_image" | "custom-image" => {
             if !backend_takes_images {
                 return Err(BenchError::MultimodalUnsupported {
-                    backend: args.backend.clone(),
+                    backend: args.backend.name.clone(),
                     detail: " (custom_image sends images as chat content parts; use --backend openai-chat or openai-embeddings-chat)".into(),
                 });
             }
@@ -199,7 +199,7 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
         "custom_audio" | "custom-audio" => DatasetKind::CustomAudio(CustomAudioConfig {
             path: required_path(args, "/path/to/audio.jsonl")?,
             output_len: custom_output_len(output_override, d.custom_output_len)?,
-            chat_part: args.backend == "openai-chat",
+            chat_part: args.backend.kind == BackendKind::Chat,
         }),
         "prefix_repetition" | "prefix-repetition" => DatasetKind::PrefixRepetition(PrefixRepetitionConfig {
             prefix_len: d.prefix_repetition_prefix_len as usize,
@@ -371,7 +371,7 @@ fn random_mm_config(args: &RunArgs, backend_takes_images: bool) -> Result<Random
     let d = &args.dataset;
     if !backend_takes_images {
         return Err(BenchError::MultimodalUnsupported {
-            backend: args.backend.clone(),
+            backend: args.backend.name.clone(),
             detail: "random-mm sends images as chat content parts; use --backend openai-chat (or openai-embeddings-chat)".into(),
         });
     }

@@ -1,9 +1,17 @@
 //! Flags of experiments beyond one run (sweeps, rate searches, multi-run), the steady-state
 //! window, the server-side view (`/metrics` scraping) and profiling. Flattened into `RunArgs`.
 //! Names follow vllm-bench (the Rust `vllm bench serve`) where it has the feature;
-//! docs/experiments.md lists which flags come from where.
+//! docs/experiments.md lists which flags come from where. `plan` checks them and
+//! `ExperimentArgs::experiment` turns them into the runner's typed `ExperimentConfig`.
 
 use clap::Args;
+use servebench_core::metrics::MetricName;
+use servebench_core::{BenchError, Result};
+use servebench_runner::experiment::{Experiment, ExperimentConfig, SearchOptions, SloBound, SloStat};
+use servebench_runner::observe::profiling::ProfileOptions;
+use servebench_runner::results::SteadyOptions;
+use servebench_runner::run::server_side::ServerSideOptions;
+use std::time::Duration;
 
 /// Experiment, steady-state, server-metrics and profiling flags.
 #[derive(Debug, Clone, Default, Args)]
@@ -103,5 +111,273 @@ impl ExperimentArgs {
             || self.find_max_rate
             || self.slo.is_some()
             || self.num_runs > 1
+    }
+
+    /// The experiment these flags ask for, validated, over `num_prompts` prompts; `None` for a
+    /// single run.
+    pub fn experiment(&self, num_prompts: u64) -> Result<Option<ExperimentConfig>> {
+        let Some(kind) = plan(self)? else { return Ok(None) };
+        let sweep_summary_percentiles = match &self.sweep_summary_percentiles {
+            Some(s) if kind.is_sweep() => parse_f64_list("--sweep-summary-percentiles", s, false)?,
+            _ => Vec::new(),
+        };
+        Ok(Some(ExperimentConfig {
+            kind,
+            num_prompts: num_prompts as usize,
+            reuse_prompts: self.reuse_prompts,
+            reset_prefix_cache: self.reset_prefix_cache,
+            sweep_summary_percentiles,
+            search: SearchOptions {
+                start_rate: self.search_start_rate,
+                max_rate: self.search_max_rate,
+                tolerance: self.search_tolerance,
+                saturation_threshold: self.saturation_threshold,
+            },
+            steady: self.steady_options(),
+            server_side: self.server_side_options(),
+        }))
+    }
+
+    /// The steady-state options (checked by [`plan`]).
+    pub fn steady_options(&self) -> SteadyOptions {
+        SteadyOptions {
+            enabled: !self.no_steady_state,
+            threshold: self.steady_state_threshold,
+            min_window_s: self.steady_state_min_window,
+        }
+    }
+
+    /// What runs on the server side of each measured phase (checked by [`plan`]).
+    pub fn server_side_options(&self) -> ServerSideOptions {
+        ServerSideOptions {
+            scrape_interval: self.scrape_metrics.then(|| Duration::from_secs_f64(self.scrape_interval)),
+            profile: self.profile.then(|| ProfileOptions {
+                batch_threshold: self.profile_batch_threshold,
+                duration: Duration::from_secs_f64(self.profile_duration),
+            }),
+        }
+    }
+}
+
+/// Parses a comma-separated list of u64 (`--sweep-max-concurrency`).
+pub fn parse_u64_list(flag: &str, s: &str) -> Result<Vec<u64>> {
+    let bad =
+        |v: &str| BenchError::config(flag, format!("'{v}' is not a positive integer"), "pass e.g. 1,8,32");
+    let v: Vec<u64> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(|v| v.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| bad(v)))
+        .collect::<Result<_>>()?;
+    if v.is_empty() {
+        return Err(bad(s));
+    }
+    Ok(v)
+}
+
+/// Parses a comma-separated list of rates (`inf` allowed) or percentiles.
+pub fn parse_f64_list(flag: &str, s: &str, allow_inf: bool) -> Result<Vec<f64>> {
+    let bad = |v: &str| {
+        BenchError::config(
+            flag,
+            format!("'{v}' is not a positive number"),
+            if allow_inf { "pass e.g. 1,10,inf" } else { "pass e.g. 50,95" },
+        )
+    };
+    let v: Vec<f64> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            let x =
+                if allow_inf && v.eq_ignore_ascii_case("inf") { Some(f64::INFINITY) } else { v.parse().ok() };
+            x.filter(|x: &f64| *x > 0.0 && !x.is_nan() && (allow_inf || x.is_finite())).ok_or_else(|| bad(v))
+        })
+        .collect::<Result<_>>()?;
+    if v.is_empty() {
+        return Err(bad(s));
+    }
+    Ok(v)
+}
+
+/// Parses `--slo ttft_p99:500,tpot_mean:40`.
+pub fn parse_slos(s: &str) -> Result<Vec<SloBound>> {
+    let fix = "use METRIC_pP:MS, METRIC_mean:MS or METRIC_median:MS with METRIC one of ttft, tpot, itl, \
+               e2el, e.g. --slo ttft_p99:500,tpot_p99:50";
+    let mut out = Vec::new();
+    for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let bad = || BenchError::config("--slo", format!("'{term}' is not an SLO"), fix);
+        let (name, value) = term.split_once(':').ok_or_else(bad)?;
+        let (metric, stat) = name.split_once('_').ok_or_else(bad)?;
+        let metric = MetricName::parse(metric)
+            .filter(|m| matches!(m, MetricName::Ttft | MetricName::Tpot | MetricName::Itl | MetricName::E2el))
+            .ok_or_else(bad)?;
+        let stat = match stat {
+            "mean" => SloStat::Mean,
+            "median" => SloStat::Median,
+            p => SloStat::Percentile(
+                p.strip_prefix('p')
+                    .and_then(|x| x.parse::<f64>().ok())
+                    .filter(|x| (0.0..=100.0).contains(x))
+                    .ok_or_else(bad)?,
+            ),
+        };
+        let max_ms = value.trim().parse::<f64>().ok().filter(|v| *v >= 0.0).ok_or_else(bad)?;
+        out.push(SloBound { name: name.to_owned(), metric, stat, max_ms });
+    }
+    if out.is_empty() {
+        return Err(BenchError::config("--slo", "no SLO given", fix));
+    }
+    Ok(out)
+}
+
+fn range(flag: &str, ok: bool, what: &str) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(BenchError::config(flag, what.to_owned(), format!("pass {flag} {what}")))
+    }
+}
+
+/// Checks the experiment, steady-state, scraping and profiling flags; returns the experiment
+/// they ask for, if any.
+pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
+    let t = a.steady_state_threshold;
+    range("--steady-state-threshold", t > 0.0 && t <= 1.0, "in (0, 1]")?;
+    if let Some(w) = a.steady_state_min_window {
+        range("--steady-state-min-window", w.is_finite() && w >= 0.0, "≥ 0 seconds")?;
+    }
+    range("--scrape-interval", a.scrape_interval.is_finite() && a.scrape_interval >= 0.05, "≥ 0.05 seconds")?;
+    range("--num-runs", a.num_runs >= 1, "≥ 1")?;
+    range("--search-tolerance", a.search_tolerance > 0.0 && a.search_tolerance < 1.0, "in (0, 1)")?;
+    range(
+        "--saturation-threshold",
+        a.saturation_threshold > 0.0 && a.saturation_threshold <= 1.0,
+        "in (0, 1]",
+    )?;
+    let (s, m) = (a.search_start_rate, a.search_max_rate);
+    range("--search-start-rate", s.is_finite() && s > 0.0, "> 0 and finite")?;
+    range("--search-max-rate", m.is_finite() && m >= s, "finite and ≥ --search-start-rate")?;
+    if a.profile_batch_threshold.is_some() && !a.profile {
+        return Err(BenchError::config(
+            "--profile-batch-threshold",
+            "needs --profile",
+            "add --profile, or drop --profile-batch-threshold",
+        ));
+    }
+    let d = a.profile_duration;
+    range("--profile-duration", d.is_finite() && d > 0.0, "> 0 seconds")?;
+    if d != 5.0 && a.profile_batch_threshold.is_none() {
+        return Err(BenchError::config(
+            "--profile-duration",
+            "only applies with --profile-batch-threshold",
+            "add --profile-batch-threshold N, or drop --profile-duration",
+        ));
+    }
+    if let Some(f) = a.sweep_num_prompts_factor {
+        range("--sweep-num-prompts-factor", f.is_finite() && f > 0.0, "> 0")?;
+        if a.sweep_max_concurrency.is_none() {
+            return Err(BenchError::config(
+                "--sweep-num-prompts-factor",
+                "applies to concurrency sweeps only",
+                "add --sweep-max-concurrency, or drop --sweep-num-prompts-factor",
+            ));
+        }
+    }
+    let chosen = [
+        a.sweep_max_concurrency.is_some() || a.sweep_request_rate.is_some(),
+        a.find_max_rate,
+        a.slo.is_some(),
+        a.num_runs > 1,
+    ];
+    if chosen.iter().filter(|&&c| c).count() > 1 {
+        return Err(BenchError::config(
+            "--num-runs",
+            "sweeps, --find-max-rate, --slo and --num-runs > 1 are separate experiments",
+            "run one experiment per command",
+        ));
+    }
+    if let Some(c) = &a.sweep_max_concurrency {
+        // vllm-bench's precedence: a concurrency sweep wins over a rate sweep.
+        let values = parse_u64_list("--sweep-max-concurrency", c)?;
+        return Ok(Some(Experiment::SweepConcurrency {
+            values,
+            num_prompts_factor: a.sweep_num_prompts_factor,
+        }));
+    }
+    if let Some(r) = &a.sweep_request_rate {
+        return Ok(Some(Experiment::SweepRate { values: parse_f64_list("--sweep-request-rate", r, true)? }));
+    }
+    if a.find_max_rate {
+        return Ok(Some(Experiment::FindMaxRate));
+    }
+    if let Some(s) = &a.slo {
+        return Ok(Some(Experiment::SloSearch { slos: parse_slos(s)? }));
+    }
+    if a.num_runs > 1 {
+        return Ok(Some(Experiment::MultiRun { runs: a.num_runs, same_seed: a.same_seed }));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ExperimentArgs {
+        ExperimentArgs {
+            steady_state_threshold: 0.95,
+            scrape_interval: 1.0,
+            num_runs: 1,
+            search_tolerance: 0.05,
+            search_start_rate: 1.0,
+            search_max_rate: 1000.0,
+            saturation_threshold: 0.95,
+            profile_duration: 5.0,
+            ..ExperimentArgs::default()
+        }
+    }
+
+    #[test]
+    fn slos_parse_and_reject() {
+        let s = parse_slos("ttft_p99:500, tpot_mean:40,e2el_median:2000,itl_p99.9:80").unwrap();
+        assert_eq!(s.len(), 4);
+        assert_eq!(
+            (s[0].metric, s[0].stat, s[0].max_ms),
+            (MetricName::Ttft, SloStat::Percentile(99.0), 500.0)
+        );
+        assert_eq!(s[1].stat, SloStat::Mean);
+        assert_eq!(s[3].stat, SloStat::Percentile(99.9));
+        for bad in ["ttft:500", "foo_p99:1", "ttft_p101:1", "ttft_p99:-1", "ttft_p99", ""] {
+            assert!(parse_slos(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn lists_parse_inf_and_reject_zero() {
+        assert_eq!(parse_f64_list("--x", "1,10,inf", true).unwrap(), vec![1.0, 10.0, f64::INFINITY]);
+        assert!(parse_f64_list("--x", "0,1", true).is_err());
+        assert!(parse_f64_list("--x", "inf", false).is_err());
+        assert_eq!(parse_u64_list("--x", "1, 8").unwrap(), vec![1, 8]);
+        assert!(parse_u64_list("--x", "0").is_err());
+    }
+
+    #[test]
+    fn plan_precedence_and_conflicts() {
+        let mut a = args();
+        assert_eq!(plan(&a).unwrap(), None);
+        a.sweep_request_rate = Some("1,inf".into());
+        assert_eq!(plan(&a).unwrap(), Some(Experiment::SweepRate { values: vec![1.0, f64::INFINITY] }));
+        a.sweep_max_concurrency = Some("2".into());
+        assert!(matches!(plan(&a).unwrap(), Some(Experiment::SweepConcurrency { .. })));
+        a.num_runs = 3;
+        assert!(plan(&a).is_err());
+        let mut p = args();
+        p.profile_batch_threshold = Some(4);
+        assert!(plan(&p).is_err(), "threshold needs --profile");
+        let mut d = args();
+        d.profile = true;
+        d.profile_duration = 2.0;
+        assert!(plan(&d).is_err(), "duration needs a threshold");
     }
 }

@@ -6,6 +6,7 @@
 //! ASR lengths to the ASR parser). BFCL needs `--backend openai-chat` (SB111), as in vLLM.
 
 use clap::Args;
+use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 
 use crate::cli::RunArgs;
@@ -123,11 +124,10 @@ pub fn check(args: &RunArgs) -> Result<()> {
         servebench_data::dataset::hf_image::is_image_parser(*p)
             || *p == servebench_data::dataset::hf_parsers::HfParser::MultiModalConversation
     });
-    let backend = args.backend.parse::<servebench_client::backend::BackendKind>();
-    if let (Some(parser), Ok(b)) = (image_parser, &backend) {
-        if !b.takes_multimodal() {
+    if let Some(parser) = image_parser {
+        if !args.backend.kind.takes_multimodal() {
             return Err(BenchError::MultimodalUnsupported {
-                backend: args.backend.clone(),
+                backend: args.backend.name.clone(),
                 detail: format!(
                     " (vLLM's {} sends an image with every request; use --backend openai-chat or an \
                      image embeddings backend)",
@@ -136,18 +136,18 @@ pub fn check(args: &RunArgs) -> Result<()> {
             });
         }
     }
-    if args.backend == "openai-audio"
+    if args.backend.kind == BackendKind::Audio
         && args.dataset_name == "hf"
         && hf_parser(args) != Some(servebench_data::dataset::hf_parsers::HfParser::Asr)
     {
         return Err(BenchError::ContentTypeUnsupported {
-            backend: args.backend.clone(),
+            backend: args.backend.name.clone(),
             content: "requests without audio (this hf dataset is not one of vLLM's ASR sets)".into(),
             fix: "use --dataset-name custom_audio".into(),
         });
     }
     let mlperf = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::MlPerf);
-    if mlperf && args.backend != "openai-chat" {
+    if mlperf && args.backend.kind != BackendKind::Chat {
         let d = &args.dataset;
         return Err(BenchError::HfParserMissing {
             dataset: d.hf_name.clone().or_else(|| d.dataset_path.clone()).unwrap_or_default(),
@@ -157,9 +157,9 @@ pub fn check(args: &RunArgs) -> Result<()> {
                 .into(),
         });
     }
-    if bfcl && args.backend != "openai-chat" {
+    if bfcl && args.backend.kind != BackendKind::Chat {
         return Err(BenchError::ContentTypeUnsupported {
-            backend: args.backend.clone(),
+            backend: args.backend.name.clone(),
             content: "BFCL's tool-calling chat requests (per-request tools)".into(),
             fix: "use --backend openai-chat, as vLLM requires for BFCL".into(),
         });
@@ -175,9 +175,9 @@ pub fn check(args: &RunArgs) -> Result<()> {
             "pass --dataset-name hf --dataset-path openslr/librispeech_asr (or --hf-name with a local file), or drop the flag",
         ));
     }
-    if asr && args.backend != "openai-audio" {
+    if asr && args.backend.kind != BackendKind::Audio {
         return Err(BenchError::MultimodalUnsupported {
-            backend: args.backend.clone(),
+            backend: args.backend.name.clone(),
             detail: " (vLLM's ASR sets are transcribed: use --backend openai-audio)".into(),
         });
     }

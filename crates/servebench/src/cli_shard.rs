@@ -98,19 +98,6 @@ impl ShardSettings {
     }
 }
 
-/// `name` with `-shard{I}of{N}` before its extension (`.json`, `.records.jsonl`), so the shards
-/// of one run writing to one directory never collide.
-pub fn shard_file_name(name: &str, spec: Option<ShardSpec>) -> String {
-    let Some(s) = spec else { return name.to_string() };
-    let tag = format!("-shard{}of{}", s.index, s.count);
-    for ext in [".records.jsonl", ".json"] {
-        if let Some(stem) = name.strip_suffix(ext) {
-            return format!("{stem}{tag}{ext}");
-        }
-    }
-    format!("{name}{tag}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,13 +135,5 @@ mod tests {
         assert_eq!(c.max_concurrency_total, Some(8));
         let plain = args(None, None, None).settings(None).unwrap();
         assert_eq!(plain.runner_config("openai", None, Some(1), false).unwrap(), None);
-    }
-
-    #[test]
-    fn shard_file_names_are_distinct() {
-        let s = Some(ShardSpec { index: 1, count: 4 });
-        assert_eq!(shard_file_name("a.json", s), "a-shard1of4.json");
-        assert_eq!(shard_file_name("x.records.jsonl", s), "x-shard1of4.records.jsonl");
-        assert_eq!(shard_file_name("a.json", None), "a.json");
     }
 }

@@ -4,6 +4,7 @@
 //! line with the table's exit code.
 
 use clap::ValueEnum;
+use servebench_client::backend::BackendKind;
 use servebench_core::schedule::RampStrategy;
 use servebench_core::BenchError;
 use servebench_runner::InterruptMode;
@@ -15,6 +16,19 @@ pub enum SimMode {
     Fixed,
     /// Continuous batching: queueing, KV capacity, chunked prefill.
     Engine,
+}
+
+/// `--backend`: the API dialect, and the name it was given by (results and shard headers keep
+/// the user's spelling: `vllm` and `openai` are one dialect).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backend {
+    pub kind: BackendKind,
+    pub name: String,
+}
+
+/// `--backend NAME`.
+pub fn backend(text: &str) -> Result<Backend, BenchError> {
+    Ok(Backend { kind: text.parse()?, name: text.to_owned() })
 }
 
 /// `--request-rate`: requests per second, or `inf`.
@@ -54,6 +68,12 @@ mod tests {
 
     #[test]
     fn values_parse_to_their_types_and_bad_ones_name_the_flag_and_code() {
+        assert_eq!(
+            backend("vllm").map(|b| (b.kind, b.name)).ok(),
+            Some((BackendKind::Completions, "vllm".into()))
+        );
+        let e = backend("gpt").unwrap_err().user_line();
+        assert!(e.contains("SB101") && e.contains("--backend") && e.contains("unknown backend 'gpt'"), "{e}");
         assert_eq!(request_rate("inf").ok(), Some(f64::INFINITY));
         assert_eq!(request_rate("2.5").ok(), Some(2.5));
         let e = request_rate("fast").unwrap_err().user_line();

@@ -6,7 +6,6 @@ use clap::Args;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 use servebench_data::trace::{TraceConfig, TraceLabels};
-use servebench_report::sections::groups::StageInfo;
 use servebench_runner::config::load_options::MultiTurnConfig;
 use servebench_runner::config::load_options::{LoraAssignment, LoraConfig};
 use servebench_runner::config::{DatasetSpec, RunConfig};
@@ -333,42 +332,6 @@ fn check_concurrency_stages(run: &RunConfig) -> Result<()> {
     Ok(())
 }
 
-/// What the group reports need to know about the run (stages, trace replay, multi-turn).
-pub fn group_info(run: &RunConfig) -> servebench_report::sections::groups::GroupInfo {
-    let load = &run.load;
-    let stages: Vec<StageInfo> = if !load.stages.is_empty() {
-        // A --duration shorter than the stages cuts the last ones short (or off).
-        let mut left = load.duration.map_or(f64::INFINITY, |d| d.as_secs_f64());
-        let mut v = Vec::new();
-        for s in &load.stages {
-            if left <= 0.0 {
-                break;
-            }
-            let concurrency = s.concurrency.map(|c| c as u64);
-            v.push(StageInfo { rate: s.rate, seconds: s.seconds.min(left), concurrency });
-            left -= s.seconds;
-        }
-        v
-    } else if let (Some(d), None, false, true) = (
-        load.duration,
-        &load.multi_turn,
-        matches!(run.dataset, DatasetSpec::TimedTrace(_)),
-        run.rate.request_rate.is_finite(),
-    ) {
-        vec![StageInfo { rate: run.rate.request_rate, seconds: d.as_secs_f64(), concurrency: None }]
-    } else {
-        Vec::new()
-    };
-    let mt = load.multi_turn.as_ref();
-    servebench_report::sections::groups::GroupInfo {
-        stages,
-        trace: matches!(&run.dataset, DatasetSpec::TimedTrace(t) if t.self_timed),
-        turns_per_conversation: mt.map(|m| if m.max_turns > 0 { m.max_turns } else { m.num_turns }),
-        multi_turn_concurrency: mt.and_then(|m| m.concurrency.or(run.max_concurrency)).map(|c| c as u64),
-        inter_turn_delay_ms: mt.map(|m| m.delay.as_secs_f64() * 1000.0),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
@@ -393,7 +356,7 @@ mod tests {
         assert_eq!(v.run.load.stages.len(), 2);
         assert_eq!(v.run.load.lora.unwrap().modules, vec!["a", "b"]);
         let v = validate(&["--stages", "c=8:60,c=32:30", "--duration", "70"]).unwrap();
-        let info = super::group_info(&v.run);
+        let info = servebench_runner::results::group_info(&v.run);
         let limits: Vec<_> = info.stages.iter().map(|s| (s.concurrency, s.seconds)).collect();
         assert_eq!(limits, vec![(Some(8), 60.0), (Some(32), 10.0)], "the duration cuts the last stage");
         let v = validate(&["--dataset-name", "timed-trace", "--dataset-path", "t.jsonl", "--no-self-timed"])

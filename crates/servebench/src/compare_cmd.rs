@@ -9,13 +9,13 @@
 //!   metric a statistic belongs to (TTFT, TPOT, ITL, E2EL);
 //! - otherwise no test (`-`).
 
-use crate::experiment::keys::{better, latency_metric, metric_keys, value_at, Better};
 use clap::Args;
 use serde_json::{json, Value};
 use servebench_core::inference::{mann_whitney_u, welch_t_test, TestResult};
 use servebench_core::metrics::{is_completed, RequestTimes};
 use servebench_core::BenchError;
 use servebench_report::change::{change_percent, format_change};
+use servebench_report::result_keys::{better, latency_metric, metric_keys, value_at, Better};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -136,7 +136,10 @@ pub fn load(path: &Path) -> anyhow::Result<Loaded> {
         )
         .into()),
         None => {
-            let records = crate::report_cmd::records_beside(path, &v);
+            let records = servebench_runner::results::paths::records_beside(
+                path,
+                v.get("records_file").and_then(Value::as_str),
+            );
             let per_request = if records.exists() {
                 per_request_from_records(&records)?
             } else {

@@ -8,33 +8,12 @@ use servebench_core::config::{
     parse_extra_body, parse_goodput, parse_header, parse_metadata, parse_metric_percentiles,
     parse_percentile_metrics, parse_range_ratio, Secret,
 };
-use servebench_core::metrics::{MetricName, Slo};
 use servebench_core::schedule::{RampUp, RateConfig};
 use servebench_core::{BenchError, Result};
 use servebench_data::random::RandomDatasetConfig;
-use servebench_runner::config::{DatasetSpec, RunConfig};
+use servebench_runner::config::{DatasetSpec, OutputConfig, RunConfig};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// What to do with the results of a run.
-#[derive(Debug, Clone)]
-pub struct OutputConfig {
-    pub save_result: bool,
-    pub save_detailed: bool,
-    pub append_result: bool,
-    pub result_dir: Option<PathBuf>,
-    pub result_filename: Option<String>,
-    pub label: Option<String>,
-    pub metadata: Vec<(String, String)>,
-    pub percentile_metrics: Vec<MetricName>,
-    pub metric_percentiles: Vec<f64>,
-    pub goodput: Vec<Slo>,
-    pub backend_name: String,
-    /// Percent of failed requests above which the run exits with code 3.
-    pub max_failure_rate: Option<f64>,
-    /// `--plot-timeline`: the two ITL thresholds (ms) of the timeline page; None = no page.
-    pub timeline_itl_ms: Option<(f64, f64)>,
-}
 
 /// The whole validated configuration of a `servebench` run.
 #[derive(Debug, Clone)]
@@ -45,7 +24,7 @@ pub struct Validated {
 
 /// Validates `args`. `api_key` is `OPENAI_API_KEY` (passed in so tests need no environment).
 pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
-    let backend: BackendKind = args.backend.parse()?;
+    let backend = args.backend.kind;
     crate::cli_pooling::check_backend_flags(args, backend)?;
     crate::cli_dataset::check_chat_media_flags(args, backend)?;
     crate::cli_parsers::check(args)?;
@@ -210,7 +189,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let records_path = args.records.as_ref().map(PathBuf::from);
     let shards = args.shard.settings(std::env::var(crate::cli_shard::JOB_INDEX_ENV).ok().as_deref())?;
     let shard = shards.runner_config(
-        &args.backend,
+        &args.backend.name,
         args.label.clone(),
         args.max_concurrency.map(|c| c as usize),
         records_path.is_some() || args.save_result || args.append_result,
@@ -279,7 +258,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
         percentile_metrics,
         metric_percentiles,
         goodput,
-        backend_name: args.backend.clone(),
+        backend_name: args.backend.name.clone(),
         max_failure_rate: match args.max_failure_rate {
             Some(r) if !(0.0..=100.0).contains(&r) => {
                 return Err(BenchError::config(

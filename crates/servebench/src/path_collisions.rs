@@ -4,8 +4,8 @@
 //! links and `.`/`..` — before anything is written.
 
 use crate::cli::RunArgs;
-use crate::config::OutputConfig;
 use servebench_core::BenchError;
+use servebench_runner::OutputConfig;
 use std::path::{Component, Path, PathBuf};
 
 /// The file `p` names, as an absolute path with symbolic links resolved as far as it exists
@@ -72,7 +72,8 @@ fn outputs(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> Vec
                 v.push(("the sweep summary CSV".to_owned(), result.with_extension("csv")));
             }
             if !args.experiment.is_experiment() && records.is_none() {
-                let r = crate::run::records_path_for_doc(&result, output.append_result);
+                let r =
+                    servebench_runner::results::paths::records_path_for_doc(&result, output.append_result);
                 v.push(("the records file".to_owned(), r));
             }
         }

@@ -75,6 +75,16 @@ pub fn summary_line(s: &LiveSnapshot) -> String {
     line
 }
 
+/// Status lines on stdout only (experiments print one block per point, no progress bar).
+#[derive(Debug)]
+pub struct LineObserver;
+
+impl RunObserver for LineObserver {
+    fn message(&self, text: &str) {
+        println!("{text}");
+    }
+}
+
 /// Console observer: status lines on stdout, live progress on stderr.
 #[derive(Debug)]
 pub struct ConsoleObserver {
@@ -132,7 +142,7 @@ impl RunObserver for ConsoleObserver {
     }
 
     fn started(&self, total: u64) {
-        crate::run::measuring_started();
+        crate::interrupt::measuring_started();
         if !self.show_progress {
             return;
         }

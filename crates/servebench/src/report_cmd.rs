@@ -15,6 +15,7 @@ use servebench_report::html::{
 };
 use servebench_report::{gather_environment, records_csv, runs_csv, write_text, RunInfo};
 use servebench_runner::observe::scrape::ServerMetrics;
+use servebench_runner::results::paths::records_beside;
 use servebench_runner::{read_records, RunOutput};
 
 use crate::cli::ReportArgs;
@@ -134,7 +135,7 @@ fn load_input(path: &Path) -> Result<Input, BenchError> {
                 path.display()
             ),
         })?;
-    let records = records_beside(path, &result);
+    let records = records_beside(path, result.get("records_file").and_then(Value::as_str));
     if !records.exists() {
         return Err(BenchError::io(
             records.display(),
@@ -146,21 +147,6 @@ fn load_input(path: &Path) -> Result<Input, BenchError> {
         ));
     }
     read_records_file(&records, Some(result))
-}
-
-/// The records file of the result document `doc` read from `result_path`: the file its
-/// `records_file` names (beside the result when it is a bare name; every `--append-result`
-/// document names its own), else `<result>.records.jsonl`.
-pub fn records_beside(result_path: &Path, doc: &Value) -> PathBuf {
-    match doc.get("records_file").and_then(Value::as_str) {
-        Some(name) if Path::new(name).is_absolute() || name.contains('/') => PathBuf::from(name),
-        Some(name) => result_path.parent().unwrap_or(Path::new("")).join(name),
-        None => {
-            let mut records = result_path.as_os_str().to_os_string();
-            records.push(".records.jsonl");
-            PathBuf::from(records)
-        }
-    }
 }
 
 fn read_records_file(path: &Path, result: Option<Value>) -> Result<Input, BenchError> {

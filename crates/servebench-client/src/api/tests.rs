@@ -11,7 +11,7 @@ use super::*;
 use crate::backend::BackendKind;
 use crate::backend::{Dialect, TargetConfig};
 use crate::body::BodyTemplate;
-use crate::headers::{api_key_from_env, build_headers};
+use crate::headers::build_headers;
 use crate::sse::SseFramer;
 use crate::stream::{Flow, ResponseReader};
 
@@ -301,21 +301,4 @@ fn text_is_kept_for_retokenizing_only_without_usage() {
         st.on_event(&mut rec, SseEvent { event: None, data: "[DONE]" }, 9);
         assert_eq!(rec.generated_text.as_deref(), kept);
     }
-}
-
-#[test]
-fn api_key_from_env_prefers_anthropic_key_for_anthropic() {
-    let env = |k: &str| match k {
-        "ANTHROPIC_API_KEY" => Some("ant".to_owned()),
-        "OPENAI_API_KEY" => Some("oai".to_owned()),
-        _ => None,
-    };
-    let key = |backend: &str, env: &dyn Fn(&str) -> Option<String>| {
-        api_key_from_env(backend, env).map(|k| k.expose().to_owned())
-    };
-    assert_eq!(key("anthropic", &env).as_deref(), Some("ant"));
-    assert_eq!(key("openai", &env).as_deref(), Some("oai"));
-    let only_openai = |k: &str| (k == "OPENAI_API_KEY").then(|| "oai".to_owned());
-    assert_eq!(key("anthropic", &only_openai).as_deref(), Some("oai"));
-    assert_eq!(api_key_from_env("tgi", |_| Some(String::new())), None);
 }

@@ -1,8 +1,10 @@
 //! The validated configuration of one run, built by the CLI from its flags.
 
 pub mod load_options;
+pub mod output;
 
 pub use load_options::LoadOptions;
+pub use output::OutputConfig;
 
 use servebench_client::backend::TargetConfig;
 use servebench_core::schedule::RateConfig;

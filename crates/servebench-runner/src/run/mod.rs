@@ -1,9 +1,11 @@
 //! One benchmark run, end to end: prepare (`preparing`: model, tokenizer, workload, readiness,
 //! prompt check), then the measured phase (`measured`: warm up, dispatch on the schedule,
-//! collect records as each request ends, measure the client's health).
+//! collect records as each request ends, measure the client's health); around the measured phase,
+//! the server side (`server_side`: `/metrics` scraping and profiling).
 
 mod measured;
 mod preparing;
+pub mod server_side;
 
 pub use measured::run_prepared;
 pub use preparing::{prepare_experiment, prepare_run, rebuild_workload};

@@ -1,11 +1,23 @@
-//! Summaries of experiments: the sweep table (console and CSV), the "best" point, and the
-//! multi-run aggregate.
+//! The experiment section: the sweep summary (console table, CSV, `summary` rows) and the
+//! multi-run aggregate (`summary` of a `--num-runs` document and its console table).
 
-use super::keys::{metric_keys, value_at};
-use super::point::PointOutcome;
+use crate::fmt::percentile_word;
+use crate::result_keys::{metric_keys, value_at};
 use serde_json::{json, Map, Value};
 use servebench_core::inference::aggregate;
-use servebench_report::fmt::percentile_word;
+use servebench_core::metrics::{RunMetrics, SteadyState};
+
+/// What a summary row reads of one experiment point.
+#[derive(Debug, Clone, Copy)]
+pub struct PointFigures<'a> {
+    pub label: &'a str,
+    pub request_rate: f64,
+    pub max_concurrency: Option<usize>,
+    pub num_prompts: usize,
+    pub metrics: &'a RunMetrics,
+    /// The point's steady-state window, when it has one.
+    pub steady: Option<&'a SteadyState>,
+}
 
 /// One row of the sweep summary.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,16 +28,16 @@ pub struct SummaryRow {
 
 /// Summary columns of a point: throughputs, goodput, steady-state throughputs, and TTFT/TPOT
 /// at the median, P90 and each extra summary percentile.
-pub fn summary_row(p: &PointOutcome, extra_percentiles: &[f64]) -> SummaryRow {
-    let m = &p.metrics;
+pub fn summary_row(p: &PointFigures<'_>, extra_percentiles: &[f64]) -> SummaryRow {
+    let m = p.metrics;
     // Metrics without data are None ("n/a", empty CSV cell), never 0.
     let rate = |v: f64| (m.duration_s > 0.0).then_some(v);
     let has = |s: &servebench_core::stats::Summary, v: f64| (s.count > 0).then_some(v);
-    let steady = p.steady.as_ref().and_then(|s| s.as_ref().ok());
+    let steady = p.steady;
     let mut columns = vec![
-        ("request_rate".to_owned(), Some(p.spec.request_rate).filter(|r| r.is_finite())),
-        ("max_concurrency".to_owned(), p.spec.max_concurrency.map(|c| c as f64)),
-        ("num_prompts".to_owned(), Some(p.spec.num_prompts as f64)),
+        ("request_rate".to_owned(), Some(p.request_rate).filter(|r| r.is_finite())),
+        ("max_concurrency".to_owned(), p.max_concurrency.map(|c| c as f64)),
+        ("num_prompts".to_owned(), Some(p.num_prompts as f64)),
         ("completed".to_owned(), Some(m.completed as f64)),
         ("failed".to_owned(), Some(m.failed as f64)),
         ("request_throughput".to_owned(), rate(m.request_throughput)),
@@ -44,18 +56,21 @@ pub fn summary_row(p: &PointOutcome, extra_percentiles: &[f64]) -> SummaryRow {
         columns.push((format!("p{w}_ttft_ms"), m.ttft.percentile(q).and_then(|v| has(&m.ttft, v))));
         columns.push((format!("p{w}_tpot_ms"), m.tpot.percentile(q).and_then(|v| has(&m.tpot, v))));
     }
-    SummaryRow { columns, label: p.spec.label.clone() }
+    SummaryRow { columns, label: p.label.to_owned() }
 }
 
 /// The best point: the highest `request_goodput` when goodput SLOs are given (the most
 /// requests per second meeting them), else the highest `request_throughput`.
-pub fn best(points: &[PointOutcome], with_slos: bool) -> Option<(usize, &'static str, f64)> {
+pub fn best<'a>(
+    points: impl IntoIterator<Item = &'a RunMetrics>,
+    with_slos: bool,
+) -> Option<(usize, &'static str, f64)> {
     let key = if with_slos { "request_goodput" } else { "request_throughput" };
     points
-        .iter()
+        .into_iter()
         .enumerate()
-        .filter_map(|(i, p)| {
-            let v = if with_slos { p.metrics.request_goodput } else { Some(p.metrics.request_throughput) };
+        .filter_map(|(i, m)| {
+            let v = if with_slos { m.request_goodput } else { Some(m.request_throughput) };
             v.map(|v| (i, key, v))
         })
         .max_by(|a, b| a.2.total_cmp(&b.2))
@@ -183,9 +198,8 @@ pub fn multi_run_table(summary: &Value, runs: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::point::{PointOutcome, PointSpec};
     use super::*;
-    use servebench_core::metrics::{compute, LoadMode, MetricsConfig, NoSteadyState};
+    use servebench_core::metrics::{compute, MetricsConfig};
     use servebench_core::record::{ErrorKind, RequestRecord};
 
     /// Issue 15.2: a sweep point where every request failed shows n/a (empty CSV cells), not
@@ -197,22 +211,15 @@ mod tests {
         r.dispatched_us = Some(0);
         r.done_us = Some(5_000);
         r.fail(ErrorKind::HttpStatus, "HTTP 503");
-        let p = PointOutcome {
-            spec: PointSpec {
-                label: "rate 10".into(),
-                request_rate: 10.0,
-                max_concurrency: None,
-                num_prompts: 1,
-                seed: 0,
-            },
-            metrics: compute(&[r.clone()], &MetricsConfig::default()),
-            steady: Some(Err(NoSteadyState {
-                mode: LoadMode::OpenLoop,
-                reason: "no request completed".into(),
-            })),
-            result: Value::Null,
-            records: vec![r],
-            interrupted: false,
+        let metrics = compute(&[r], &MetricsConfig::default());
+        // The point has no steady-state window (NoSteadyState): `steady` is None.
+        let p = PointFigures {
+            label: "rate 10",
+            request_rate: 10.0,
+            max_concurrency: None,
+            num_prompts: 1,
+            metrics: &metrics,
+            steady: None,
         };
         let row = summary_row(&p, &[]);
         let col = |k: &str| row.columns.iter().find(|c| c.0 == k).map(|c| c.1);

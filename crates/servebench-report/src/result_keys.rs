@@ -1,4 +1,5 @@
-//! Which result-JSON keys multi-run summaries and `compare` report, and which way is better.
+//! Which result-JSON keys multi-run summaries and `compare` report, and which way is better
+//! (the metric keys of a result document, read by name: `value_at`).
 
 use serde_json::Value;
 

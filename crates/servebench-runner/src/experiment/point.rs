@@ -1,23 +1,26 @@
 //! One point of an experiment: the measured phase over the prepared workload with the point's
 //! rate, concurrency, prompt count and seed, then the same result document a single run writes.
 
-use super::extras::{
-    add_to_result, rate_word, server_metrics_block, steady_state_block, steady_state_of, ServerSide,
-};
-use crate::cli::RunArgs;
-use crate::config::OutputConfig;
+use super::config::ExperimentConfig;
+use crate::config::{OutputConfig, RunConfig};
+use crate::observe::profiling::reset_prefix_cache;
+use crate::observer::RunObserver;
+use crate::results::{add_to_result, run_info, steady_state_of, Steady};
+use crate::run::server_side::{server_metrics_block, ServerSide};
+use crate::run::{rebuild_workload, run_prepared, PreparedRun};
 use serde_json::Value;
 use servebench_client::transport::HttpClient;
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
-use servebench_core::{Outcome, RequestRecord};
+use servebench_core::{Outcome, RequestRecord, Result};
+use servebench_report::info::python_float;
+use servebench_report::sections::steady_state::steady_state_block;
 use servebench_report::{console_block, result_json};
-use servebench_runner::observe::profiling::reset_prefix_cache;
-use servebench_runner::{run_prepared, CancellationToken, PreparedRun, RunConfig, RunObserver};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// Everything the points of one experiment share.
-pub struct Ctx<'a> {
-    pub args: &'a RunArgs,
+pub struct Ctx {
+    pub config: ExperimentConfig,
     pub base: RunConfig,
     pub output: OutputConfig,
     pub prepared: PreparedRun,
@@ -32,6 +35,22 @@ pub struct Ctx<'a> {
     pub no_success: std::sync::Mutex<Option<servebench_core::BenchError>>,
     /// Points run so far (the index of the next one: it seeds the point's own prompts).
     pub points_run: std::sync::atomic::AtomicU64,
+    /// Where status lines, point blocks and tables go (the library never prints).
+    pub observer: Arc<dyn RunObserver>,
+}
+
+impl Ctx {
+    /// One line (or several) of output.
+    pub fn say(&self, text: &str) {
+        self.observer.message(text);
+    }
+
+    /// A block that ends with its own newline (nothing when empty).
+    pub fn say_block(&self, text: &str) {
+        if !text.is_empty() {
+            self.observer.message(text.strip_suffix('\n').unwrap_or(text));
+        }
+    }
 }
 
 /// The seed of point `k`'s prompts: the run's seed for the first point (so it is the single run
@@ -61,7 +80,7 @@ pub struct PointSpec {
 pub struct PointOutcome {
     pub spec: PointSpec,
     pub metrics: RunMetrics,
-    pub steady: Option<super::extras::Steady>,
+    pub steady: Option<Steady>,
     /// The full result document (vLLM keys, ours, `steady_state`, `server_metrics`).
     pub result: Value,
     pub records: Vec<RequestRecord>,
@@ -92,18 +111,9 @@ fn rate_over(times: &[u64]) -> Option<f64> {
     (times.len() >= 2 && hi > lo).then(|| (times.len() - 1) as f64 / ((hi - lo) as f64 / 1e6))
 }
 
-/// Prints status lines only (experiments print one block per point, no progress bar).
-pub struct QuietObserver;
-
-impl RunObserver for QuietObserver {
-    fn message(&self, text: &str) {
-        println!("{text}");
-    }
-}
-
 /// Runs one point.
-pub async fn run_point(ctx: &Ctx<'_>, spec: PointSpec) -> anyhow::Result<PointOutcome> {
-    if ctx.args.experiment.reset_prefix_cache {
+pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
+    if ctx.config.reset_prefix_cache {
         reset_prefix_cache(&ctx.control, &ctx.prepared.headers).await?;
     }
     let mut cfg = ctx.base.clone();
@@ -111,13 +121,13 @@ pub async fn run_point(ctx: &Ctx<'_>, spec: PointSpec) -> anyhow::Result<PointOu
     cfg.max_concurrency = spec.max_concurrency;
     cfg.seed = spec.seed;
     cfg.records_path = None;
-    let side = ServerSide::arm(&ctx.control, &ctx.prepared.headers, &ctx.args.experiment);
-    let observer = side.observer(Arc::new(QuietObserver));
+    let side = ServerSide::arm(&ctx.control, &ctx.prepared.headers, &ctx.config.server_side);
+    let observer = side.observer(ctx.observer.clone());
     let k = ctx.points_run.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let fresh = if ctx.args.experiment.reuse_prompts || k == 0 && spec.seed == ctx.base.seed {
+    let fresh = if ctx.config.reuse_prompts || k == 0 && spec.seed == ctx.base.seed {
         None
     } else {
-        servebench_runner::rebuild_workload(&ctx.prepared, &cfg, prompt_seed(spec.seed, k)).await?
+        rebuild_workload(&ctx.prepared, &cfg, prompt_seed(spec.seed, k)).await?
     };
     let prepared = match fresh {
         Some(w) => PreparedRun { workload: w, ..ctx.prepared.clone() },
@@ -132,35 +142,35 @@ pub async fn run_point(ctx: &Ctx<'_>, spec: PointSpec) -> anyhow::Result<PointOu
         goodput: ctx.output.goodput.clone(),
     };
     let metrics = compute(&out.records, &metrics_cfg);
-    if ctx.args.experiment.reuse_prompts && k > 0 && metrics.cached_input_tokens > 0 {
-        println!(
+    if ctx.config.reuse_prompts && k > 0 && metrics.cached_input_tokens > 0 {
+        ctx.say(&format!(
             "warning: {}: the server reports {} of {} prompt tokens served from its prefix cache: with \
              --reuse-prompts this point resends earlier points' prompts, which flatters TTFT; drop \
              --reuse-prompts (or pass --reset-prefix-cache)",
             spec.label, metrics.cached_input_tokens, metrics.total_input_tokens
-        );
+        ));
     }
-    let mut info =
-        crate::run::run_info(&ctx.output, ctx.args, &out, &cfg.rate, cfg.max_concurrency, Vec::new());
+    let num_prompts = ctx.config.num_prompts as u64;
+    let mut info = run_info(&ctx.output, num_prompts, &out, &cfg.rate, cfg.max_concurrency, Vec::new());
     info.num_prompts = out.records.len() as u64;
     let steady = steady_state_of(
         &out.records,
-        &ctx.args.experiment,
+        &ctx.config.steady,
         &ctx.output,
         spec.request_rate,
         spec.max_concurrency,
     );
     if ctx.verbose {
-        println!("{}", console_block(&info, &metrics));
+        ctx.say(&console_block(&info, &metrics));
         if let Some(s) = &steady {
-            println!("{}", steady_state_block(s));
+            ctx.say(&steady_state_block(s));
         }
         if let Some(s) = &extra.server {
-            println!("{}", server_metrics_block(s));
+            ctx.say(&server_metrics_block(s));
         }
     }
     for p in extra.profile.iter().flat_map(|p| &p.warnings) {
-        println!("warning: {p}");
+        ctx.say(&format!("warning: {p}"));
     }
     let mut result = result_json(&info, &metrics, &out.records, ctx.output.save_detailed);
     result["interrupted"] = Value::Bool(out.interrupted);
@@ -173,5 +183,14 @@ pub fn label(rate: f64, concurrency: Option<usize>, by_concurrency: bool) -> Str
     match (by_concurrency, concurrency) {
         (true, Some(c)) => format!("concurrency {c}"),
         _ => format!("rate {}", rate_word(rate)),
+    }
+}
+
+/// Rate as vLLM prints it in labels (`inf` or a number).
+pub fn rate_word(r: f64) -> String {
+    if r.is_finite() {
+        python_float(r)
+    } else {
+        "inf".into()
     }
 }

@@ -1,0 +1,25 @@
+//! What to do with the results of a run (or of each point of an experiment): which files,
+//! which statistics, and the names the result carries.
+
+use servebench_core::metrics::{MetricName, Slo};
+use std::path::PathBuf;
+
+/// What to do with the results of a run.
+#[derive(Debug, Clone)]
+pub struct OutputConfig {
+    pub save_result: bool,
+    pub save_detailed: bool,
+    pub append_result: bool,
+    pub result_dir: Option<PathBuf>,
+    pub result_filename: Option<String>,
+    pub label: Option<String>,
+    pub metadata: Vec<(String, String)>,
+    pub percentile_metrics: Vec<MetricName>,
+    pub metric_percentiles: Vec<f64>,
+    pub goodput: Vec<Slo>,
+    pub backend_name: String,
+    /// Percent of failed requests above which the run exits with code 3.
+    pub max_failure_rate: Option<f64>,
+    /// `--plot-timeline`: the two ITL thresholds (ms) of the timeline page; None = no page.
+    pub timeline_itl_ms: Option<(f64, f64)>,
+}

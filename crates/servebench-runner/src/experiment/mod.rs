@@ -1,0 +1,276 @@
+//! Experiments beyond one run (docs/experiments.md): sweeps over concurrency or rate, the
+//! saturation and SLO searches (bisection over the rate), and multi-run statistics. The model,
+//! tokenizer and workload are prepared once (`crate::prepare_run`) and every point runs a
+//! measured phase over them (`run_prepared`), then writes the same result document a single run
+//! writes. Output goes through the [`RunObserver`]'s `message` (the library never prints).
+//!
+//! Driven in two steps, so the caller knows when the measured phases begin:
+//! [`plan_points`] (before any network traffic), [`PreparedExperiment::prepare`], then
+//! [`PreparedExperiment::run`].
+
+pub mod config;
+mod point;
+mod rate_search;
+pub mod search;
+mod sweep;
+
+pub use config::{Experiment, ExperimentConfig, SearchOptions, SloBound, SloStat};
+pub use point::{prompt_seed, rate_word, PointSpec};
+
+use crate::config::{DatasetSpec, OutputConfig, RunConfig};
+use crate::observer::RunObserver;
+use crate::results::info::now_local;
+use crate::run::server_side::ServerSide;
+use crate::run::{prepare_experiment, prepare_run, Prepared};
+use point::{label, Ctx, PointOutcome};
+use serde_json::{json, Value};
+use servebench_core::{BenchError, Result};
+use servebench_report::info::vllm_date;
+use servebench_report::sections::experiment::PointFigures;
+use servebench_report::{write_result, write_text};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// How an experiment ended (its document is written either way when results are saved).
+#[derive(Debug)]
+pub struct ExperimentOutcome {
+    /// Stopped by the stop signal.
+    pub interrupted: bool,
+    /// The first point without one successful request (SB602), when nothing else succeeded.
+    pub no_success: Option<BenchError>,
+}
+
+/// Checks what an experiment cannot be combined with and returns the points known before
+/// running (sweep points, or the repeated point of a multi-run; searches choose theirs as they
+/// go). A concurrency sweep with `--sweep-num-prompts-factor` sizes the random dataset for its
+/// largest point.
+pub fn plan_points(cfg: &mut RunConfig, exp: &ExperimentConfig) -> Result<Vec<PointSpec>> {
+    if cfg.rate.ramp_up.is_some() {
+        return Err(BenchError::config(
+            "--ramp-up-strategy",
+            "cannot be combined with sweeps, searches or --num-runs",
+            "drop the ramp-up flags or run a single benchmark",
+        ));
+    }
+    if cfg.dry_run {
+        return Err(BenchError::config("--dry-run", "is for single runs", "drop --dry-run"));
+    }
+    let specs = initial_points(exp.num_prompts, cfg, &exp.kind);
+    let needed = specs.iter().map(|s| s.num_prompts).max().unwrap_or(exp.num_prompts);
+    if needed != exp.num_prompts {
+        match &mut cfg.dataset {
+            DatasetSpec::Random(r) => r.num_prompts = needed,
+            _ => {
+                return Err(BenchError::config(
+                    "--sweep-num-prompts-factor",
+                    "needs the random dataset (other datasets have a fixed prompt count)",
+                    "drop --sweep-num-prompts-factor",
+                ))
+            }
+        }
+    }
+    Ok(specs)
+}
+
+/// The points known before running: sweep points, or the repeated single point of a
+/// multi-run (searches choose theirs as they go).
+fn initial_points(n: usize, cfg: &RunConfig, exp: &Experiment) -> Vec<PointSpec> {
+    match exp {
+        Experiment::SweepConcurrency { values, num_prompts_factor } => values
+            .iter()
+            .map(|&c| PointSpec {
+                label: label(cfg.rate.request_rate, Some(c as usize), true),
+                request_rate: cfg.rate.request_rate,
+                max_concurrency: Some(c as usize),
+                num_prompts: num_prompts_factor.map_or(n, |f| ((c as f64 * f).ceil() as usize).max(1)),
+                seed: cfg.seed,
+            })
+            .collect(),
+        Experiment::SweepRate { values } => values
+            .iter()
+            .map(|&r| PointSpec {
+                label: label(r, cfg.max_concurrency, false),
+                request_rate: r,
+                max_concurrency: cfg.max_concurrency,
+                num_prompts: n,
+                seed: cfg.seed,
+            })
+            .collect(),
+        Experiment::MultiRun { runs, same_seed } => (0..*runs)
+            .map(|i| PointSpec {
+                label: format!("run {}/{runs}", i + 1),
+                request_rate: cfg.rate.request_rate,
+                max_concurrency: cfg.max_concurrency,
+                num_prompts: n,
+                seed: if *same_seed { cfg.seed } else { cfg.seed.wrapping_add(u64::from(i)) },
+            })
+            .collect(),
+        Experiment::FindMaxRate | Experiment::SloSearch { .. } => Vec::new(),
+    }
+}
+
+fn percentiles_needed(config: &ExperimentConfig, output: &OutputConfig) -> Vec<f64> {
+    let mut p = output.metric_percentiles.clone();
+    match &config.kind {
+        Experiment::SweepConcurrency { .. } | Experiment::SweepRate { .. } => {
+            p.push(90.0);
+            p.extend(config.sweep_summary_percentiles.iter().copied());
+        }
+        Experiment::SloSearch { slos } => p.extend(slos.iter().filter_map(|s| match s.stat {
+            SloStat::Percentile(q) => Some(q),
+            _ => None,
+        })),
+        _ => {}
+    }
+    let mut out: Vec<f64> = Vec::new();
+    for q in p {
+        if !out.contains(&q) {
+            out.push(q);
+        }
+    }
+    out
+}
+
+/// An experiment whose model, tokenizer and workload are ready.
+pub struct PreparedExperiment {
+    ctx: Ctx,
+    specs: Vec<PointSpec>,
+}
+
+impl std::fmt::Debug for PreparedExperiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedExperiment")
+            .field("experiment", &self.ctx.config.kind)
+            .field("points", &self.specs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PreparedExperiment {
+    /// Prepares the run once (model, tokenizer, workload, readiness); `None` for a dry run.
+    pub async fn prepare(
+        cfg: RunConfig,
+        output: OutputConfig,
+        config: ExperimentConfig,
+        specs: Vec<PointSpec>,
+        observer: Arc<dyn RunObserver>,
+    ) -> Result<Option<PreparedExperiment>> {
+        // Each point builds prompts of its own unless --reuse-prompts: keep the tokenizer for it.
+        let prepared = match if config.reuse_prompts {
+            prepare_run(&cfg, &observer).await?
+        } else {
+            prepare_experiment(&cfg, &observer).await?
+        } {
+            Prepared::Ready(p) => *p,
+            Prepared::DryRun { .. } => return Ok(None),
+        };
+        let control = ServerSide::client(&cfg)?;
+        let percentiles = percentiles_needed(&config, &output);
+        let verbose = !matches!(config.kind, Experiment::FindMaxRate | Experiment::SloSearch { .. });
+        let ctx = Ctx {
+            config,
+            base: cfg,
+            output,
+            prepared,
+            control,
+            stop: CancellationToken::new(),
+            percentiles,
+            verbose,
+            no_success: std::sync::Mutex::new(None),
+            points_run: std::sync::atomic::AtomicU64::new(0),
+            observer,
+        };
+        Ok(Some(PreparedExperiment { ctx, specs }))
+    }
+
+    /// Runs every point (a raised `stop` ends the current point and the experiment after it),
+    /// then writes the experiment document when results are saved.
+    pub async fn run(self, stop: CancellationToken) -> Result<ExperimentOutcome> {
+        let PreparedExperiment { mut ctx, specs } = self;
+        ctx.stop = stop;
+        let exp = ctx.config.kind.clone();
+        let doc = match &exp {
+            Experiment::SweepConcurrency { .. } | Experiment::SweepRate { .. } => {
+                let by_conc = matches!(exp, Experiment::SweepConcurrency { .. });
+                sweep::sweep(&ctx, specs, by_conc).await?
+            }
+            Experiment::MultiRun { runs, same_seed } => {
+                sweep::multi_run(&ctx, specs, *runs, *same_seed).await?
+            }
+            Experiment::FindMaxRate => rate_search::rate_search(&ctx, None).await?,
+            Experiment::SloSearch { slos } => rate_search::rate_search(&ctx, Some(slos)).await?,
+        };
+        let interrupted = doc.get("interrupted").and_then(Value::as_bool).unwrap_or(false);
+        save(&ctx, &exp, doc)?;
+        let no_success = ctx.no_success.into_inner().unwrap_or_else(|e| e.into_inner());
+        Ok(ExperimentOutcome { interrupted, no_success })
+    }
+}
+
+pub(crate) fn header(ctx: &Ctx, exp: &Experiment) -> serde_json::Map<String, Value> {
+    let mut o = serde_json::Map::new();
+    o.insert("servebench_experiment".into(), json!(exp.name()));
+    o.insert("date".into(), json!(vllm_date(now_local())));
+    o.insert("backend".into(), json!(ctx.output.backend_name));
+    o.insert("label".into(), json!(ctx.output.label));
+    o.insert("model_id".into(), json!(ctx.prepared.model.model_id));
+    o.insert("tokenizer_id".into(), json!(ctx.prepared.tokenizer_id));
+    o.insert("server_tokenize".into(), ctx.prepared.verification.to_json());
+    o.insert("burstiness".into(), json!(ctx.base.rate.burstiness));
+    o.insert("percentiles".into(), json!(ctx.percentiles));
+    o
+}
+
+pub(crate) fn point_json(p: &PointOutcome) -> Value {
+    json!({
+        "label": p.spec.label,
+        "request_rate": rate_word(p.spec.request_rate),
+        "max_concurrency": p.spec.max_concurrency,
+        "num_prompts": p.spec.num_prompts,
+        "seed": p.spec.seed,
+        "result": p.result,
+    })
+}
+
+impl PointOutcome {
+    /// What the summary table reads of this point.
+    fn figures(&self) -> PointFigures<'_> {
+        PointFigures {
+            label: &self.spec.label,
+            request_rate: self.spec.request_rate,
+            max_concurrency: self.spec.max_concurrency,
+            num_prompts: self.spec.num_prompts,
+            metrics: &self.metrics,
+            steady: self.steady.as_ref().and_then(|s| s.as_ref().ok()),
+        }
+    }
+}
+
+/// Writes the experiment document (and the sweep CSV) when results are saved.
+fn save(ctx: &Ctx, exp: &Experiment, mut doc: Value) -> Result<()> {
+    let o = &ctx.output;
+    if !(o.save_result || o.append_result) {
+        return Ok(());
+    }
+    let dir = o.result_dir.clone().unwrap_or_default();
+    let path: PathBuf = match &o.result_filename {
+        Some(f) => dir.join(f),
+        None => {
+            let label = o.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| o.backend_name.clone());
+            dir.join(format!("{label}-{}-{}.json", exp.name(), vllm_date(now_local())))
+        }
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| BenchError::io(dir.display(), e))?;
+    }
+    let csv = doc.as_object_mut().and_then(|m| m.remove("summary_csv"));
+    write_result(&path, &doc, o.append_result)?;
+    ctx.say(&format!("Result: {}", path.display()));
+    if let Some(text) = csv.as_ref().and_then(Value::as_str) {
+        let csv_path = path.with_extension("csv");
+        write_text(&csv_path, text)?;
+        ctx.say(&format!("Summary CSV: {}", csv_path.display()));
+    }
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! The rate searches: saturation (`--find-max-rate`) and SLO (`--slo`), by bisection over the
+//! request rate (`search.rs`), one point per step.
+
+use super::config::{Experiment, SearchOptions, SloBound, SloStat};
+use super::point::{label, run_point, Ctx, PointOutcome, PointSpec};
+use super::search::Bisection;
+use super::{header, point_json};
+use crate::prepare::failure_codes;
+use serde_json::{json, Value};
+use servebench_core::metrics::RunMetrics;
+use servebench_core::{Outcome, Result};
+
+/// The value of an SLO's statistic in `m`, ms.
+fn slo_value(m: &RunMetrics, s: &SloBound) -> Option<f64> {
+    let sum = m.summary(s.metric);
+    match s.stat {
+        SloStat::Mean => Some(sum.mean),
+        SloStat::Median => Some(sum.median),
+        SloStat::Percentile(p) => sum.percentile(p),
+    }
+    .filter(|_| sum.count > 0)
+}
+
+/// How one step of a search went: its rates, and why it failed the criterion (if it did).
+struct Verdict {
+    offered: Option<f64>,
+    achieved: Option<f64>,
+    ratio: Option<f64>,
+    reasons: Vec<String>,
+    slo_values: serde_json::Map<String, Value>,
+}
+
+/// Judges point `p`: saturation (`slos` = None: achieved tracks offered) or every SLO met; a
+/// failed request fails either.
+fn verdict(p: &PointOutcome, slos: Option<&Vec<SloBound>>, a: &SearchOptions) -> Verdict {
+    let (offered, achieved) = (p.offered_rate(), p.achieved_rate());
+    let ratio = match (offered, achieved) {
+        (Some(o), Some(a)) if o > 0.0 => Some(a / o),
+        _ => None,
+    };
+    let mut reasons = Vec::new();
+    if p.metrics.failed > 0 {
+        reasons.push(format!("{} requests failed", p.metrics.failed));
+    }
+    let mut slo_values = serde_json::Map::new();
+    match slos {
+        None => match ratio {
+            Some(r) if r >= a.saturation_threshold => {}
+            Some(r) => reasons.push(format!(
+                "achieved {:.2} req/s is {:.1}% of offered {:.2} (< {:.0}%)",
+                achieved.unwrap_or(0.0),
+                r * 100.0,
+                offered.unwrap_or(0.0),
+                a.saturation_threshold * 100.0
+            )),
+            None => reasons.push("fewer than 2 completed requests".into()),
+        },
+        Some(slos) => {
+            for s in slos {
+                let v = slo_value(&p.metrics, s);
+                slo_values.insert(s.name.clone(), json!(v));
+                match v {
+                    Some(v) if v <= s.max_ms => {}
+                    Some(v) => reasons.push(format!("{} {v:.2} ms > {} ms", s.name, s.max_ms)),
+                    None => reasons.push(format!("{}: no value", s.name)),
+                }
+            }
+        }
+    }
+    Verdict { offered, achieved, ratio, reasons, slo_values }
+}
+
+/// Bisection over the rate: saturation (`slos` = None) or the SLO search.
+pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Value> {
+    let a = &ctx.config.search;
+    let what = if slos.is_some() { "SLO search" } else { "Saturation search" };
+    ctx.say(&format!(
+        "{:=^50}\n{what} by bisection over the rate: start {} req/s, max {} req/s, tolerance {}%",
+        format!(" {what} "),
+        a.start_rate,
+        a.max_rate,
+        a.tolerance * 100.0
+    ));
+    let mut b = Bisection::new(a.start_rate, a.max_rate, a.tolerance);
+    let mut trajectory = Vec::new();
+    let mut points = Vec::new();
+    let mut interrupted = false;
+    let (mut any_success, mut first_no_success) = (false, None);
+    while let Some(rate) = b.next_rate() {
+        let spec = PointSpec {
+            label: label(rate, ctx.base.max_concurrency, false),
+            request_rate: rate,
+            max_concurrency: ctx.base.max_concurrency,
+            num_prompts: ctx.config.num_prompts,
+            seed: ctx.base.seed,
+        };
+        let p = run_point(ctx, spec).await?;
+        // A rate with no successful request fails the criterion (overload is an answer);
+        // the search fails with SB602 only if no point had any success (at the end).
+        if p.records.iter().any(|r| r.outcome == Outcome::Completed) {
+            any_success = true;
+        } else if first_no_success.is_none() {
+            first_no_success = failure_codes::no_success(&p.records, &format!("{}: ", p.spec.label));
+        }
+        let Verdict { offered, achieved, ratio, reasons, slo_values } = verdict(&p, slos, a);
+        let passed = reasons.is_empty() && !p.interrupted;
+        ctx.say(&format!(
+            "step {:>2}: rate {:>10.3} req/s  offered {:>9}  achieved {:>9}  {}{}",
+            trajectory.len() + 1,
+            rate,
+            offered.map_or("-".into(), |v| format!("{v:.2}")),
+            achieved.map_or("-".into(), |v| format!("{v:.2}")),
+            if passed { "pass" } else { "fail" },
+            if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join("; ")) }
+        ));
+        trajectory.push(json!({
+            "step": trajectory.len() + 1,
+            "request_rate": rate,
+            "offered_rate": offered,
+            "achieved_rate": achieved,
+            "achieved_over_offered": ratio,
+            "completed": p.metrics.completed,
+            "failed": p.metrics.failed,
+            "slo_values": slo_values,
+            "passed": passed,
+            "reasons": reasons,
+        }));
+        interrupted = p.interrupted;
+        points.push(point_json(&p));
+        if interrupted {
+            break;
+        }
+        b.record(rate, passed);
+    }
+    match (b.low(), b.high()) {
+        (Some(l), Some(h)) => ctx.say(&format!("Result: {l:.3} req/s (next failing rate {h:.3} req/s)")),
+        (Some(l), None) => {
+            ctx.say(&format!("Result: {l:.3} req/s passed: the limit is above --search-max-rate"))
+        }
+        (None, _) => ctx.say(&format!("Result: no rate passed (down to {:.4} req/s)", a.start_rate / 1024.0)),
+    }
+    let exp = match slos {
+        Some(s) => Experiment::SloSearch { slos: s.clone() },
+        None => Experiment::FindMaxRate,
+    };
+    let mut o = header(ctx, &exp);
+    o.insert(
+        "criterion".into(),
+        match slos {
+            None => json!({"saturation_threshold": a.saturation_threshold,
+                "definition": "achieved_rate >= saturation_threshold * offered_rate and no failed request"}),
+            Some(s) => json!({"slos": s.iter().map(|s| json!({"name": s.name, "max_ms": s.max_ms})).collect::<Vec<_>>(),
+                "definition": "every SLO met and no failed request"}),
+        },
+    );
+    o.insert("tolerance".into(), json!(a.tolerance));
+    o.insert("max_concurrency".into(), json!(ctx.base.max_concurrency));
+    o.insert("num_prompts".into(), json!(ctx.config.num_prompts as u64));
+    o.insert("result_rate".into(), json!(b.low()));
+    o.insert("lowest_failing_rate".into(), json!(b.high()));
+    o.insert("interrupted".into(), json!(interrupted));
+    o.insert("trajectory".into(), Value::Array(trajectory));
+    o.insert("points".into(), Value::Array(points));
+    if !any_success && !interrupted {
+        if let Some(e) = first_no_success {
+            ctx.no_success.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+        }
+    }
+    Ok(Value::Object(o))
+}

@@ -1,0 +1,61 @@
+//! The run's description (`RunInfo`) the console block, the result JSON and the HTML report
+//! are written from.
+
+use crate::config::OutputConfig;
+use crate::run::RunOutput;
+use servebench_core::schedule::{RateConfig, RpsChange};
+use servebench_core::stats::percentile;
+use servebench_report::{ClientHealth, RunInfo};
+use time::OffsetDateTime;
+
+/// The local time (UTC when the local offset is unknown).
+pub fn now_local() -> OffsetDateTime {
+    OffsetDateTime::now_local().unwrap_or_else(|_| OffsetDateTime::now_utc())
+}
+
+/// The run's description for the report: names, rate, and the client's health measurements.
+pub fn run_info(
+    output: &OutputConfig,
+    num_prompts: u64,
+    out: &RunOutput,
+    rate: &RateConfig,
+    max_concurrency: Option<usize>,
+    rps_change_events: Vec<RpsChange>,
+) -> RunInfo {
+    let lateness: Vec<f64> = out.health.dispatch_lateness_us.iter().map(|&v| v as f64).collect();
+    let hiccups: Vec<f64> = out.health.hiccup_us.iter().map(|&v| f64::from(v)).collect();
+    let wall = out.health.wall_seconds.max(1e-9);
+    let origin_wall =
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(out.clock.wall_anchor_unix_us()) * 1000)
+            .map(|t| t.to_offset(now_local().offset()))
+            .unwrap_or_else(|_| now_local());
+    RunInfo {
+        date: now_local(),
+        origin_wall,
+        backend: output.backend_name.clone(),
+        endpoint_type: output.backend_name.clone(),
+        label: output.label.clone(),
+        model_id: out.model.model_id.clone(),
+        tokenizer_id: Some(out.tokenizer_id.clone()),
+        num_prompts,
+        request_rate: rate.request_rate,
+        burstiness: rate.burstiness,
+        max_concurrency: max_concurrency.map(|c| c as u64),
+        ramp_up: rate.ramp_up,
+        rps_change_events,
+        metadata: output.metadata.clone(),
+        client_health: ClientHealth {
+            dispatch_lateness_p50_us: (!lateness.is_empty()).then(|| percentile(&lateness, 50.0)),
+            dispatch_lateness_p99_us: (!lateness.is_empty()).then(|| percentile(&lateness, 99.0)),
+            hiccup_p99_us: (!hiccups.is_empty()).then(|| percentile(&hiccups, 99.0)),
+            client_cpu_percent: Some(out.health.client_cpu_seconds / wall * 100.0),
+            available_cores: Some(out.health.cpus as f64),
+            peak_rss_bytes: out.health.peak_rss_bytes,
+            client_cpu_seconds: Some(out.health.client_cpu_seconds),
+            connections_opened: Some(out.health.connections_opened),
+            stale_connections: Some(out.health.stale_connections),
+            resent_requests: Some(out.health.resent_requests),
+            pooling_disabled: Some(out.health.pooling_disabled),
+        },
+    }
+}

@@ -1,0 +1,17 @@
+//! What a run's records become: its description (`info`), its steady-state window (`steady`),
+//! its console text and result document (`document`), the group sections' view of its load
+//! (`groups`), where its files go (`paths`) and the `--dry-run` block (`dry_run`). The
+//! experiment engine (`crate::experiment`) writes each point's result with the same functions.
+
+pub mod document;
+pub mod dry_run;
+pub mod groups;
+pub mod info;
+pub mod paths;
+pub mod steady;
+
+pub use document::{add_to_result, RunFigures};
+pub use dry_run::dry_run_block;
+pub use groups::group_info;
+pub use info::run_info;
+pub use steady::{steady_state_of, Steady, SteadyOptions};

@@ -1,0 +1,53 @@
+//! The steady-state window of a run (vllm-bench's `steady_state`): when one applies, and which.
+
+use crate::config::OutputConfig;
+use servebench_core::metrics::{steady_state, LoadMode, SteadyStateConfig};
+use servebench_core::RequestRecord;
+pub use servebench_report::sections::steady_state::Steady;
+
+/// The steady-state flags, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SteadyOptions {
+    /// `false` with `--no-steady-state`.
+    pub enabled: bool,
+    /// `--steady-state-threshold`, in (0, 1].
+    pub threshold: f64,
+    /// `--steady-state-min-window` (seconds).
+    pub min_window_s: Option<f64>,
+}
+
+impl Default for SteadyOptions {
+    fn default() -> Self {
+        SteadyOptions { enabled: true, threshold: 0.95, min_window_s: None }
+    }
+}
+
+/// The steady-state window of a run, when one applies (see `servebench_core::metrics::steady_state`):
+/// closed loop with `--max-concurrency` and an infinite rate, open loop with a finite rate;
+/// `None` for an infinite rate without a concurrency cap (one burst) or with `--no-steady-state`.
+pub fn steady_state_of(
+    records: &[RequestRecord],
+    options: &SteadyOptions,
+    output: &OutputConfig,
+    request_rate: f64,
+    max_concurrency: Option<usize>,
+) -> Option<Steady> {
+    if !options.enabled {
+        return None;
+    }
+    let mode = match (max_concurrency, request_rate.is_finite()) {
+        (_, true) => LoadMode::OpenLoop,
+        (Some(c), false) => LoadMode::ClosedLoop { target_concurrency: c as u64 },
+        (None, false) => return None,
+    };
+    Some(steady_state(
+        records,
+        &SteadyStateConfig {
+            mode,
+            threshold: options.threshold,
+            min_window_s: options.min_window_s,
+            percentiles: output.metric_percentiles.clone(),
+            selected: output.percentile_metrics.clone(),
+        },
+    ))
+}

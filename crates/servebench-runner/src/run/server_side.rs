@@ -1,0 +1,188 @@
+//! The server side of a measured phase: background `/metrics` scraping (`--scrape-metrics`) and
+//! profiling (`--profile`), started when the measured phase starts and stopped when it ends
+//! (a [`RunObserver`] wrapper drives them), and the console block of what was scraped.
+
+use crate::config::RunConfig;
+use crate::observe::profiling::{profile_until, ProfileOptions, ProfileOutcome};
+use crate::observe::scrape::{scrape_until, ServerMetrics};
+use crate::observer::RunObserver;
+use servebench_client::transport::{ClientOptions, HttpClient};
+use servebench_core::RequestRecord;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// What runs on the server side of a measured phase (validated from the flags).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerSideOptions {
+    /// `--scrape-metrics`: poll `/metrics` this often; `None` = no scraping.
+    pub scrape_interval: Option<Duration>,
+    /// `--profile`: drive the server's profiler; `None` = no profiling.
+    pub profile: Option<ProfileOptions>,
+}
+
+/// Background scraping and profiling around one measured phase. Armed before the run; the
+/// observer it wraps starts them when the measured phase starts and stops them when it ends.
+#[derive(Debug)]
+pub struct ServerSide {
+    /// Raised (`true`) when the measured phase starts: a start latch, not a stop signal.
+    start: Arc<watch::Sender<bool>>,
+    end: CancellationToken,
+    started: Arc<std::sync::atomic::AtomicBool>,
+    scrape: Option<JoinHandle<ServerMetrics>>,
+    profile: Option<JoinHandle<ProfileOutcome>>,
+}
+
+/// What [`ServerSide::finish`] returns.
+#[derive(Debug, Default)]
+pub struct ServerSideOutput {
+    pub server: Option<ServerMetrics>,
+    pub profile: Option<ProfileOutcome>,
+}
+
+impl ServerSide {
+    /// A control-plane client for `base_url` (its own pool, so polls never wait behind the load).
+    pub fn client(run: &RunConfig) -> servebench_core::Result<HttpClient> {
+        HttpClient::new(ClientOptions {
+            base_url: run.base_url.clone(),
+            insecure: run.insecure,
+            tls: run.tls.clone(),
+            proxy: run.proxy.clone(),
+            max_idle: 4,
+            control_timeout: Duration::from_secs(10),
+            ..ClientOptions::default()
+        })
+    }
+
+    /// [`ServerSide::arm`] for a single run: its own control client, the run's headers and key.
+    pub fn for_run(run: &RunConfig, options: &ServerSideOptions) -> servebench_core::Result<ServerSide> {
+        let client = Self::client(run)?;
+        let headers = servebench_client::build_headers(&run.target)?;
+        Ok(Self::arm(&client, &headers, options))
+    }
+
+    /// Spawns the tasks (on the current runtime), idle until the measured phase starts.
+    pub fn arm(client: &HttpClient, headers: &http::HeaderMap, options: &ServerSideOptions) -> ServerSide {
+        let (start, start_signal) = watch::channel(false);
+        let end = CancellationToken::new();
+        let end_signal = end.clone();
+        let scrape = options.scrape_interval.map(|interval| {
+            let (client, headers, start_signal, end_signal) =
+                (client.clone(), headers.clone(), start_signal.clone(), end_signal.clone());
+            tokio::spawn(async move {
+                measured_phase_started(start_signal).await;
+                scrape_until(client, headers, interval, end_signal).await
+            })
+        });
+        let profile = options.profile.map(|opts| {
+            let (client, headers, start_signal) = (client.clone(), headers.clone(), start_signal);
+            tokio::spawn(async move {
+                measured_phase_started(start_signal).await;
+                profile_until(client, headers, opts, end_signal).await
+            })
+        });
+        ServerSide { start: Arc::new(start), end, started: Arc::default(), scrape, profile }
+    }
+
+    /// Wraps `inner` so that the measured phase's start and end drive the tasks.
+    pub fn observer(&self, inner: Arc<dyn RunObserver>) -> Arc<dyn RunObserver> {
+        Arc::new(PhaseObserver {
+            inner,
+            start: self.start.clone(),
+            end: self.end.clone(),
+            started: self.started.clone(),
+        })
+    }
+
+    /// Stops the tasks and collects what they produced (nothing if the phase never started).
+    pub async fn finish(self) -> ServerSideOutput {
+        self.end.cancel();
+        if !self.started.load(std::sync::atomic::Ordering::SeqCst) {
+            for h in [self.scrape.map(|h| h.abort_handle()), self.profile.map(|h| h.abort_handle())]
+                .into_iter()
+                .flatten()
+            {
+                h.abort();
+            }
+            return ServerSideOutput::default();
+        }
+        ServerSideOutput {
+            server: match self.scrape {
+                Some(h) => h.await.ok(),
+                None => None,
+            },
+            profile: match self.profile {
+                Some(h) => h.await.ok(),
+                None => None,
+            },
+        }
+    }
+}
+
+/// Waits until the measured phase starts; never returns if it never does (the task is then
+/// dropped with its `ServerSide`).
+async fn measured_phase_started(mut started: watch::Receiver<bool>) {
+    if started.wait_for(|&s| s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+struct PhaseObserver {
+    inner: Arc<dyn RunObserver>,
+    start: Arc<watch::Sender<bool>>,
+    end: CancellationToken,
+    started: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl RunObserver for PhaseObserver {
+    fn message(&self, text: &str) {
+        self.inner.message(text);
+    }
+    fn started(&self, total: u64) {
+        self.started.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.start.send(true);
+        self.inner.started(total);
+    }
+    fn request_done(&self, record: &RequestRecord) {
+        self.inner.request_done(record);
+    }
+    fn finished(&self) {
+        self.end.cancel();
+        self.inner.finished();
+    }
+    fn live_metrics(&self, live: Arc<crate::observe::live::LiveMetrics>) {
+        self.inner.live_metrics(live);
+    }
+    fn metrics_listening(&self, addr: std::net::SocketAddr) {
+        self.inner.metrics_listening(addr);
+    }
+}
+
+/// The console block of the server-side view.
+pub fn server_metrics_block(m: &ServerMetrics) -> String {
+    let d = &m.derived;
+    let mut out = format!("{:=^50}\n", " Server Metrics (/metrics) ");
+    let row = |out: &mut String, k: &str, v: Option<f64>, digits: usize| {
+        let v = v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.digits$}"));
+        out.push_str(&format!("{k:<40}{v:<10}\n"));
+    };
+    row(&mut out, "Samples:", Some(m.samples.len() as f64), 0);
+    row(&mut out, "Mean running requests:", d.mean_running, 2);
+    row(&mut out, "Mean queue depth (waiting):", d.mean_queue_depth, 2);
+    row(&mut out, "Max queue depth:", d.max_queue_depth, 0);
+    row(&mut out, "Mean KV cache usage (%):", d.mean_kv_cache_usage.map(|v| v * 100.0), 2);
+    row(&mut out, "Prefix cache hit rate (%):", d.prefix_cache_hit_rate.map(|v| v * 100.0), 2);
+    row(&mut out, "Spec decode acceptance rate (%):", d.spec_decode_acceptance_rate, 2);
+    row(&mut out, "Spec decode acceptance length:", d.spec_decode_acceptance_length, 2);
+    if m.failed_scrapes > 0 {
+        out.push_str(&format!(
+            "warning: {} /metrics polls failed (last: {})\n",
+            m.failed_scrapes,
+            m.last_error.as_deref().unwrap_or("?")
+        ));
+    }
+    out.push_str(&"=".repeat(50));
+    out
+}
