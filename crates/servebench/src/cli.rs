@@ -162,8 +162,8 @@ pub struct SimOptions {
     pub sim_embedding_dim: u32,
     /// Simulator: the server it imitates on the wire: sim (default: vLLM's shapes and every
     /// native endpoint), vllm, sglang, llamacpp, tgi, openai, gateway (docs/simulator.md).
-    #[arg(long, default_value = "sim")]
-    pub sim_personality: String,
+    #[arg(long, default_value = "sim", value_parser = crate::cli_values::personality)]
+    pub sim_personality: servebench_sim::Personality,
     /// Simulator (gateway personality): the path prefix the API is mounted under.
     #[arg(long, default_value = "/gw")]
     pub sim_path_prefix: String,
@@ -213,8 +213,8 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Connection")]
     pub endpoint: Option<String>,
     /// Extra request header KEY=VALUE (repeatable; several per flag allowed).
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, help_heading = "Connection")]
-    pub header: Vec<String>,
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli_values::header, help_heading = "Connection")]
+    pub header: Vec<servebench_core::config::Header>,
     /// Accept invalid TLS certificates.
     #[arg(long, help_heading = "Connection")]
     pub insecure: bool,
@@ -258,8 +258,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0, help_heading = "Dataset")]
     pub random_prefix_len: u32,
     /// Length spread: a number in [0, 1) or JSON {"input": r, "output": r}.
-    #[arg(long, default_value = "0.0", help_heading = "Dataset")]
-    pub random_range_ratio: String,
+    #[arg(long, default_value = "0.0", value_parser = crate::cli_values::range_ratio, help_heading = "Dataset")]
+    pub random_range_ratio: servebench_core::config::RangeRatio,
     /// Send prompts as token-id arrays (completions only).
     #[arg(long, help_heading = "Dataset")]
     pub prompt_token_ids: bool,
@@ -308,8 +308,8 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Sampling")]
     pub repetition_penalty: Option<f64>,
     /// JSON object merged into every request body (wins over sampling flags).
-    #[arg(long, help_heading = "Sampling")]
-    pub extra_body: Option<String>,
+    #[arg(long, value_parser = crate::cli_values::json_object, help_heading = "Sampling")]
+    pub extra_body: Option<crate::cli_values::JsonObject>,
 
     // ---- request ----
     /// Ask the server to ignore EOS (forced on for the random dataset, as vLLM does).
@@ -386,14 +386,14 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Output")]
     pub label: Option<String>,
     /// KEY=VALUE pairs copied into the result JSON.
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, help_heading = "Output")]
-    pub metadata: Vec<String>,
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli_values::metadata, help_heading = "Output")]
+    pub metadata: Vec<(String, String)>,
     /// Comma-separated metrics to report percentiles for (ttft,tpot,itl,e2el).
-    #[arg(long, help_heading = "Output")]
-    pub percentile_metrics: Option<String>,
+    #[arg(long, value_parser = crate::cli_values::metric_names, help_heading = "Output")]
+    pub percentile_metrics: Option<crate::cli_values::MetricNames>,
     /// Comma-separated percentiles, e.g. 50,90,99.
-    #[arg(long, default_value = "99", help_heading = "Output")]
-    pub metric_percentiles: String,
+    #[arg(long, default_value = "99", value_parser = crate::cli_values::percentiles, help_heading = "Output")]
+    pub metric_percentiles: crate::cli_values::Percentiles,
     /// SLOs for goodput: ttft:MS tpot:MS e2el:MS.
     #[arg(long, num_args = 1.., action = clap::ArgAction::Append, help_heading = "Output")]
     pub goodput: Vec<String>,

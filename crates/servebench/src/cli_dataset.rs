@@ -4,7 +4,6 @@
 use crate::cli::RunArgs;
 use clap::Args;
 use servebench_client::backend::BackendKind;
-use servebench_core::config::parse_range_ratio;
 use servebench_core::{BenchError, Result};
 use servebench_data::dataset::burstgpt::BurstGptConfig;
 use servebench_data::dataset::custom::CustomConfig;
@@ -212,7 +211,7 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
         "random-rerank" | "random_rerank" => DatasetKind::RandomRerank(RandomRerankConfig {
             num_prompts: args.num_prompts as usize,
             input_len: positive("--random-input-len", args.input_len.unwrap_or(args.random_input_len))?,
-            range_ratio: parse_range_ratio(&args.random_range_ratio)?.input,
+            range_ratio: args.random_range_ratio.input,
             batch_size: positive("--random-batch-size", d.random_batch_size)?,
             no_reranker: d.no_reranker,
             seed: args.seed,
@@ -395,7 +394,7 @@ fn random_mm_config(args: &RunArgs, backend_takes_images: bool) -> Result<Random
             "pass a ratio in [0, 1]",
         ));
     }
-    let ratio = parse_range_ratio(&args.random_range_ratio)?;
+    let ratio = args.random_range_ratio;
     Ok(RandomMmConfig {
         text: RandomDatasetConfig {
             num_prompts: args.num_prompts as usize,

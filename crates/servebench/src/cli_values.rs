@@ -4,10 +4,15 @@
 //! line with the table's exit code.
 
 use clap::ValueEnum;
+use serde_json::{Map, Value};
 use servebench_client::backend::BackendKind;
+use servebench_core::config::{Header, RangeRatio};
+use servebench_core::metrics::MetricName;
 use servebench_core::schedule::RampStrategy;
 use servebench_core::BenchError;
+use servebench_runner::config::load_options::{LoraAssignment, Stage};
 use servebench_runner::InterruptMode;
+use servebench_sim::Personality;
 
 /// `--sim-mode`: the simulator's timing model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -62,6 +67,85 @@ pub fn interrupt_mode(text: &str) -> Result<InterruptMode, BenchError> {
     }
 }
 
+/// `--random-range-ratio`: one ratio, or JSON `{"input": r, "output": r}`.
+pub fn range_ratio(text: &str) -> Result<RangeRatio, BenchError> {
+    servebench_core::config::parse_range_ratio(text)
+}
+
+/// One `--header KEY=VALUE` (the value a [`servebench_core::config::Secret`] from here on).
+pub fn header(text: &str) -> Result<Header, BenchError> {
+    servebench_core::config::parse_header(text)
+}
+
+/// One `--metadata KEY=VALUE`.
+pub fn metadata(text: &str) -> Result<(String, String), BenchError> {
+    servebench_core::config::parse_metadata(text)
+}
+
+/// `--extra-body` (and `--chat-template-kwargs`): a JSON object.
+pub fn json_object(text: &str) -> Result<JsonObject, BenchError> {
+    servebench_core::config::parse_extra_body(text).map(JsonObject)
+}
+
+/// A JSON object given on the command line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JsonObject(pub Map<String, Value>);
+
+/// `--metric-percentiles`: comma-separated percentiles.
+pub fn percentiles(text: &str) -> Result<Percentiles, BenchError> {
+    servebench_core::config::parse_metric_percentiles(text).map(Percentiles)
+}
+
+/// Percentiles in (0, 100], as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Percentiles(pub Vec<f64>);
+
+/// `--percentile-metrics`: comma-separated metric names.
+pub fn metric_names(text: &str) -> Result<MetricNames, BenchError> {
+    servebench_core::config::parse_percentile_metrics(text).map(MetricNames)
+}
+
+/// Metric names, as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricNames(pub Vec<MetricName>);
+
+/// `--stages`: rate stages `RATE:SECONDS,...` or concurrency stages `c=N:SECONDS,...`.
+pub fn stages(text: &str) -> Result<Stages, BenchError> {
+    servebench_runner::load::stages::parse_stages(text).map(Stages)
+}
+
+/// Load stages, as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stages(pub Vec<Stage>);
+
+/// `--lora-assignment`: `random` or `round-robin`.
+pub fn lora_assignment(text: &str) -> Result<LoraAssignment, BenchError> {
+    LoraAssignment::parse(text)
+}
+
+/// `--on-duration-end`: whether requests in flight at the end are cancelled (`cancel`) or
+/// drained (`drain`).
+pub fn cancel_at_end(text: &str) -> Result<CancelAtEnd, BenchError> {
+    match text {
+        "drain" => Ok(CancelAtEnd(false)),
+        "cancel" => Ok(CancelAtEnd(true)),
+        other => Err(BenchError::config(
+            "--on-duration-end",
+            format!("unknown mode '{other}'"),
+            "use drain (let requests in flight finish) or cancel",
+        )),
+    }
+}
+
+/// `--on-duration-end cancel` (true) or `drain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CancelAtEnd(pub bool);
+
+/// `--sim-personality`.
+pub fn personality(text: &str) -> Result<Personality, BenchError> {
+    Personality::parse(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +166,31 @@ mod tests {
         assert!(ramp_strategy("cubic").unwrap_err().user_line().contains("--ramp-up-strategy"));
         assert_eq!(interrupt_mode("drain").ok(), Some(InterruptMode::Drain));
         assert!(interrupt_mode("panic").unwrap_err().user_line().contains("SB101"));
+    }
+
+    #[test]
+    fn list_and_object_flags_are_typed_and_a_bad_value_names_its_flag() {
+        assert_eq!(range_ratio("0.5").map(|r| (r.input, r.output)).ok(), Some((0.5, 0.5)));
+        assert_eq!(percentiles("50,99").ok(), Some(Percentiles(vec![50.0, 99.0])));
+        assert_eq!(metadata("team=infra").ok(), Some(("team".into(), "infra".into())));
+        assert_eq!(json_object(r#"{"top_k": 5}"#).map(|o| o.0.len()).ok(), Some(1));
+        assert_eq!(stages("5:60,20:60").map(|s| s.0.len()).ok(), Some(2));
+        assert_eq!(cancel_at_end("cancel").ok(), Some(CancelAtEnd(true)));
+        assert_eq!(lora_assignment("round-robin").ok(), Some(LoraAssignment::RoundRobin));
+        assert!(!format!("{:?}", header("Authorization=Bearer sk-xyz").unwrap()).contains("sk-xyz"));
+        for (flag, e) in [
+            ("--random-range-ratio", range_ratio("2").unwrap_err()),
+            ("--metric-percentiles", percentiles("50,abc").unwrap_err()),
+            ("--percentile-metrics", metric_names("ttft,nope").unwrap_err()),
+            ("--extra-body", json_object("[1]").unwrap_err()),
+            ("--stages", stages("fast").unwrap_err()),
+            ("--on-duration-end", cancel_at_end("later").unwrap_err()),
+            ("--lora-assignment", lora_assignment("sticky").unwrap_err()),
+            ("--sim-personality", personality("nginx").unwrap_err()),
+            ("--header", header("no-separator").unwrap_err()),
+        ] {
+            let line = e.user_line();
+            assert!(line.starts_with("error[SB") && line.contains(flag), "{flag}: {line}");
+        }
     }
 }

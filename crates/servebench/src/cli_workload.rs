@@ -9,7 +9,7 @@ use servebench_data::trace::{TraceConfig, TraceLabels};
 use servebench_runner::config::load_options::MultiTurnConfig;
 use servebench_runner::config::load_options::{LoraAssignment, LoraConfig};
 use servebench_runner::config::{DatasetSpec, RunConfig};
-use servebench_runner::load::stages::{is_closed_loop, parse_stages};
+use servebench_runner::load::stages::is_closed_loop;
 use servebench_runner::LoadOptions;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -77,8 +77,8 @@ pub struct WorkloadArgs {
     #[arg(long, num_args = 1.., help_heading = "LoRA")]
     pub lora_modules: Vec<String>,
     /// How adapters are assigned: random (seeded by --seed) or round-robin.
-    #[arg(long, default_value = "random", help_heading = "LoRA")]
-    pub lora_assignment: String,
+    #[arg(long, default_value = "random", value_parser = crate::cli_values::lora_assignment, help_heading = "LoRA")]
+    pub lora_assignment: LoraAssignment,
 
     // ---- duration / stages ----
     /// Send nothing after this many seconds (at --request-rate; requests reuse the prompts).
@@ -88,12 +88,12 @@ pub struct WorkloadArgs {
     /// (e.g. 5:60,20:60), or concurrency stages c=N:SECONDS,... (e.g. c=8:60,c=32:60: a closed
     /// loop keeping N requests in flight; with the default infinite --request-rate and no
     /// --max-concurrency).
-    #[arg(long, value_name = "RATE:SECONDS,...|c=N:SECONDS,...", help_heading = "Load")]
-    pub stages: Option<String>,
+    #[arg(long, value_name = "RATE:SECONDS,...|c=N:SECONDS,...", value_parser = crate::cli_values::stages, help_heading = "Load")]
+    pub stages: Option<crate::cli_values::Stages>,
     /// At the end of --duration/--stages: `drain` lets requests in flight finish, `cancel`
     /// stops them (recorded as cancelled).
-    #[arg(long, default_value = "drain", help_heading = "Load")]
-    pub on_duration_end: String,
+    #[arg(long, default_value = "drain", value_parser = crate::cli_values::cancel_at_end, help_heading = "Load")]
+    pub on_duration_end: crate::cli_values::CancelAtEnd,
 }
 
 /// Whether `--dataset-name` is the timed trace.
@@ -161,14 +161,9 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     }
     let mut load = LoadOptions::default();
     if !w.lora_modules.is_empty() {
-        let lora = LoraConfig {
-            modules: w.lora_modules.clone(),
-            assignment: LoraAssignment::parse(&w.lora_assignment)?,
-        };
+        let lora = LoraConfig { modules: w.lora_modules.clone(), assignment: w.lora_assignment };
         lora.validate()?;
         load.lora = Some(lora);
-    } else {
-        LoraAssignment::parse(&w.lora_assignment)?;
     }
     if w.multi_turn {
         if backend != BackendKind::Chat {
@@ -257,7 +252,7 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
                 "drop --ramp-up-strategy",
             ));
         }
-        load.stages = parse_stages(s)?;
+        load.stages = s.0.clone();
         if is_closed_loop(&load.stages) {
             check_concurrency_stages(run)?;
         }
@@ -291,17 +286,7 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
         }
         load.duration = Some(d);
     }
-    load.cancel_at_end = match w.on_duration_end.as_str() {
-        "drain" => false,
-        "cancel" => true,
-        other => {
-            return Err(BenchError::config(
-                "--on-duration-end",
-                format!("unknown mode '{other}'"),
-                "use drain (let requests in flight finish) or cancel",
-            ))
-        }
-    };
+    load.cancel_at_end = w.on_duration_end.0;
     run.load = load;
     Ok(())
 }
@@ -338,9 +323,20 @@ mod tests {
     use crate::cli::Cli;
     use clap::Parser;
 
-    fn validate(args: &[&str]) -> servebench_core::Result<crate::config::Validated> {
-        let cli = Cli::try_parse_from(std::iter::once("servebench").chain(args.iter().copied())).unwrap();
-        crate::config::validate(&cli.run, None)
+    /// Parses and validates `args`; an error is its one-line message (a value refused at
+    /// parse time must be a coded one).
+    fn validate(args: &[&str]) -> Result<crate::config::Validated, String> {
+        use std::error::Error as _;
+        let cli = match Cli::try_parse_from(std::iter::once("servebench").chain(args.iter().copied())) {
+            Ok(cli) => cli,
+            Err(e) => {
+                let source = e.source().and_then(|s| s.downcast_ref::<servebench_core::BenchError>());
+                return Err(source
+                    .map(|b| b.user_line())
+                    .unwrap_or_else(|| panic!("not a coded value error: {e}")));
+            }
+        };
+        crate::config::validate(&cli.run, None).map_err(|e| e.user_line())
     }
 
     #[test]

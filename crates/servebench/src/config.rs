@@ -4,10 +4,7 @@
 use crate::cli::RunArgs;
 use serde_json::{Map, Value};
 use servebench_client::backend::{BackendKind, TargetConfig};
-use servebench_core::config::{
-    parse_extra_body, parse_goodput, parse_header, parse_metadata, parse_metric_percentiles,
-    parse_percentile_metrics, parse_range_ratio, Secret,
-};
+use servebench_core::config::{parse_goodput, parse_percentile_metrics, Secret};
 use servebench_core::schedule::{RampUp, RateConfig};
 use servebench_core::{BenchError, Result};
 use servebench_data::random::RandomDatasetConfig;
@@ -106,7 +103,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let rate = RateConfig { request_rate, burstiness: args.burstiness, ramp_up };
     rate.validate()?;
 
-    let ratio = parse_range_ratio(&args.random_range_ratio)?;
+    let ratio = args.random_range_ratio;
     let input_len = args.input_len.unwrap_or(args.random_input_len);
     let output_len = args.output_len.unwrap_or(args.random_output_len);
     if input_len == 0 {
@@ -134,24 +131,18 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
         }),
     };
 
-    let mut headers = Vec::new();
-    for item in &args.header {
-        let h = parse_header(item)?;
-        headers.push((h.name, h.value));
-    }
-    let mut extra_body = match &args.extra_body {
-        Some(t) => parse_extra_body(t)?,
-        None => Map::new(),
-    };
+    let headers = args.header.iter().map(|h| (h.name.clone(), h.value.clone())).collect();
+    let mut extra_body = args.extra_body.clone().unwrap_or_default().0;
     // --use-beam-search and --chat-template-kwargs; an --extra-body key of the same name wins.
     for (k, v) in crate::cli_vllm::body_fields(args, backend)? {
         extra_body.entry(k).or_insert(v);
     }
-    let metadata = args.metadata.iter().map(|m| parse_metadata(m)).collect::<Result<Vec<_>>>()?;
-    let percentile_metrics = parse_percentile_metrics(
-        args.percentile_metrics.as_deref().unwrap_or(crate::cli_pooling::default_percentile_metrics(backend)),
-    )?;
-    let metric_percentiles = parse_metric_percentiles(&args.metric_percentiles)?;
+    let metadata = args.metadata.clone();
+    let percentile_metrics = match &args.percentile_metrics {
+        Some(m) => m.0.clone(),
+        None => parse_percentile_metrics(crate::cli_pooling::default_percentile_metrics(backend))?,
+    };
+    let metric_percentiles = args.metric_percentiles.0.clone();
     let goodput = parse_goodput(&args.goodput)?;
 
     let base_url = match &args.base_url {

@@ -20,7 +20,7 @@ pub fn sim_config(opts: &SimOptions) -> anyhow::Result<SimConfig> {
     let mut cfg = cfg.with_faults(fault_config(opts)?).with_reasoning_tokens(opts.sim_reasoning_tokens);
     cfg.reasoning_field = servebench_sim::ReasoningField::parse(&opts.sim_reasoning_field)?;
     cfg.embedding_dim = opts.sim_embedding_dim;
-    cfg.personality = servebench_sim::Personality::parse(&opts.sim_personality)?;
+    cfg.personality = opts.sim_personality;
     cfg.path_prefix = opts.sim_path_prefix.clone();
     Ok(match engine_config(opts)? {
         Some(engine) => cfg.with_engine(engine),
@@ -273,8 +273,8 @@ mod fault_flag_tests {
         assert_eq!(api_prefix(&cfg), "/team-a");
         let o = sim_options(&["--sim-tokenizer", "gpt2"]);
         assert_eq!(api_prefix(&sim_config(&o).unwrap()), "", "only the gateway has a prefix");
-        let o = sim_options(&["--sim-tokenizer", "gpt2", "--sim-personality", "nginx"]);
-        let e = sim_config(&o).unwrap_err().to_string();
+        let argv = ["servebench", "sim", "--sim-tokenizer", "gpt2", "--sim-personality", "nginx"];
+        let e = Cli::try_parse_from(argv).map(|_| ()).unwrap_err().to_string();
         assert!(e.contains("--sim-personality") && e.contains("llamacpp"), "{e}");
     }
 }
