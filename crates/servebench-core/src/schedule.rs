@@ -308,7 +308,7 @@ mod tests {
     }
 
     #[test]
-    fn empty_schedule() {
+    fn zero_requests_make_an_empty_schedule() {
         let cfg = RateConfig { request_rate: 10.0, ..RateConfig::default() };
         assert!(ArrivalSchedule::generate(0, &cfg, 1).is_empty());
     }

@@ -241,7 +241,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn presets_validate() {
+    fn every_engine_preset_is_valid_and_bad_values_are_refused() {
         for p in PRESETS {
             EngineConfig::preset(p).unwrap().validate().unwrap();
         }

@@ -162,7 +162,7 @@ mod tests {
     }
 
     #[test]
-    fn parts() {
+    fn media_parts_cost_their_token_counts_and_text_parts_none() {
         let part = |v: Value| serde_json::from_value::<ContentPart>(v).unwrap();
         let p = part(serde_json::json!({"type": "image_url", "image_url": {"url": "http://x/y.png"}}));
         assert_eq!(part_tokens(&p).unwrap().map(|t| t.0), Some(DEFAULT_IMAGE_TOKENS));

@@ -371,7 +371,7 @@ mod tests {
     }
 
     #[test]
-    fn requests_parse() {
+    fn native_request_bodies_parse_into_generation_fields() {
         let r = parse(
             NativeRoute::TgiStream,
             br#"{"inputs":"a b","parameters":{"max_new_tokens":5,"details":true}}"#,

@@ -358,7 +358,7 @@ mod tests {
     }
 
     #[test]
-    fn route_tables() {
+    fn each_personality_serves_only_its_servers_routes() {
         let b = |p: Personality| p.behaviour();
         assert!(b(Personality::Sim).serves("/generate_stream"));
         assert!(!b(Personality::Vllm).serves("/generate_stream"));

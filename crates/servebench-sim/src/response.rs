@@ -273,7 +273,7 @@ mod tests {
     use crate::test_support::NullTok;
 
     #[test]
-    fn shapes() {
+    fn whole_bodies_have_the_shape_of_each_api() {
         let plan = GenerationPlan {
             prompt_tokens: 4,
             choices: vec![ChoicePlan { index: 0, tokens: 3, finish: Finish::Stop, seed: 9 }],

@@ -297,7 +297,7 @@ mod tests {
     }
 
     #[test]
-    fn tokenize_dialects() {
+    fn tokenize_bodies_are_read_in_each_servers_dialect() {
         let Ok(TokenizeInput::Empty) = tokenize_input(TokenizeDialect::Content, br#"{"prompt":"hi"}"#) else {
             panic!("llama.cpp answers a prompt body with an empty list")
         };
@@ -316,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn error_shapes() {
+    fn each_personality_writes_errors_in_its_servers_shape_and_status() {
         let e = ApiError::bad_request("bad");
         let (s, b) = error_body(ErrorStyle::Tgi, &e);
         assert_eq!(s, 422);

@@ -332,7 +332,7 @@ mod tests {
     }
 
     #[test]
-    fn failures() {
+    fn responses_failed_error_events_cut_streams_and_malformed_json_fail_with_their_kinds() {
         // response.failed → server_error with the message.
         let mut r = rec();
         let mut s = ResponseReader::new(BackendKind::Responses, false);

@@ -224,7 +224,7 @@ fn cfg() -> TargetConfig {
 }
 
 #[test]
-fn native_bodies() {
+fn native_bodies_place_sampling_and_output_length_where_each_server_reads_them() {
     use serde_json::json;
     let p = || Prompt::Text(Arc::from("hi \"x\""));
     assert_eq!(

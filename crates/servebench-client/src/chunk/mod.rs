@@ -219,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn error_objects() {
+    fn error_members_of_every_shape_yield_a_readable_message() {
         let c = Chunk::parse(
             r#"{"error":{"object":"error","message":"boom","type":"BadRequestError","code":400}}"#,
         )

@@ -124,7 +124,7 @@ async fn tgi_generate_stream() {
 }
 
 #[tokio::test]
-async fn sglang_generate() {
+async fn sglang_cumulative_stream_over_a_socket_gives_deltas_and_meta_info_counts() {
     let (r, req) = run(Dialect::Sglang, include_str!("../fixtures/sglang_stream.sse"), None).await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert_gap_shape(&r, &[false, true, false]);

@@ -192,7 +192,7 @@ fn response_view_and_queue_time() {
 }
 
 #[test]
-fn peaks() {
+fn a_run_shorter_than_the_peak_window_has_peak_throughput_equal_to_its_mean() {
     let m = compute(&fixture(), &cfg());
     // The run (0.509 s) is shorter than the 1-s window: the window holds every output token, and
     // the peak rate is that over the run's span (the mean), not 16 tokens per full second.
@@ -223,7 +223,7 @@ fn peak_tokens_use_event_weights_and_a_sliding_window() {
 }
 
 #[test]
-fn goodput() {
+fn goodput_counts_only_requests_meeting_every_slo() {
     let recs = fixture();
     let mut c = cfg();
     c.goodput = vec![
@@ -258,7 +258,7 @@ fn empty_and_degenerate_inputs_do_not_panic() {
 }
 
 #[test]
-fn config_validation() {
+fn metric_configs_with_bad_percentiles_or_slos_are_refused_and_names_parse() {
     assert!(MetricsConfig::default().validate().is_ok());
     let mut c = MetricsConfig { percentiles: vec![101.0], ..MetricsConfig::default() };
     assert!(c.validate().is_err());

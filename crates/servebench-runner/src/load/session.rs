@@ -522,7 +522,7 @@ mod tests {
     }
 
     #[test]
-    fn validation() {
+    fn multi_turn_configs_with_overlapping_prefixes_or_inverted_ranges_are_refused() {
         assert!(MultiTurnConfig::default().validate().is_ok());
         let bad = MultiTurnConfig {
             prefix_global_ratio: 0.6,

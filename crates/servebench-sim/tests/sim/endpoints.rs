@@ -92,7 +92,7 @@ fn assert_error(r: &Resp, status: u16, kind: &str, needle: &str) {
 }
 
 #[tokio::test]
-async fn error_shapes() {
+async fn bad_json_unknown_models_and_long_prompts_get_vllms_error_bodies() {
     let sim = start(config().with_max_model_len(64)).await;
     let mut c = Conn::connect(sim.local_addr()).await;
     let r = c.post("/v1/completions", &[], b"{not json").await;
