@@ -4,14 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::bin;
-use std::path::Path;
 
 #[test]
 fn calibrate_prints_a_table_and_writes_json() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("cal.json");
-    let tok =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    let tok = servebench_testkit::fixtures::smollm2_tokenizer();
     let out = bin()
         .args(["calibrate", "--levels", "1,4", "--requests", "6", "--output-len", "8"])
         .args(["--ttft-ms", "5", "--itl-ms", "2", "--tokenizer", tok.to_str().unwrap()])

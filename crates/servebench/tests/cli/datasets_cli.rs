@@ -3,7 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::process::Output;
 
 use crate::support::{bin, data, text, tokenizer};
@@ -179,8 +178,9 @@ fn hf_dataset_ids_reach_vllms_parsers() {
 /// --hf-name picks vLLM's AIMO parser for a local file: the dry run builds the workload.
 #[test]
 fn hf_name_selects_the_aimo_parser_for_a_local_file() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/datasets/hf/AI-MO/aimo-validation-aime/aimo_validation_aime.jsonl");
+    let file = servebench_testkit::fixtures::repo_path(
+        "fixtures/datasets/hf/AI-MO/aimo-validation-aime/aimo_validation_aime.jsonl",
+    );
     let out = dry_run(&[
         "--dataset-name",
         "hf",

@@ -11,7 +11,7 @@ use servebench_data::{load_tokenizer, HubEnv};
 use std::path::PathBuf;
 
 fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/datasets/hf").join(rel)
+    servebench_testkit::fixtures::repo_path("fixtures/datasets/hf").join(rel)
 }
 
 fn workload(rel: &str, id: &str, skip_chat_template: bool) -> Workload {

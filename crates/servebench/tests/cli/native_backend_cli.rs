@@ -6,7 +6,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 const FIXTURE: &str = include_str!("../../../servebench-client/tests/fixtures/anthropic_stream.sse");
@@ -63,8 +62,7 @@ use crate::support::bin;
 fn anthropic_backend_end_to_end_with_server_token_counts() {
     let (port, seen) = serve();
     let dir = tempfile::tempdir().unwrap();
-    let tok =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    let tok = servebench_testkit::fixtures::smollm2_tokenizer();
     let out = bin()
         .env("ANTHROPIC_API_KEY", "sk-ant-e2e-secret")
         .args(["--backend", "anthropic", "--base-url", &format!("http://127.0.0.1:{port}")])

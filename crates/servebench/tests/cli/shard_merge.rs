@@ -13,10 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::support::{bin, text};
 
 fn tokenizer() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-        .to_string_lossy()
-        .into_owned()
+    servebench_testkit::fixtures::smollm2_tokenizer_arg()
 }
 
 /// A `servebench sim` process on an ephemeral loopback port; killed when dropped.

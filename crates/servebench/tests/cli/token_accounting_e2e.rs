@@ -5,13 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::bin;
-use std::path::Path;
 
 #[test]
 fn retokenize_output_reports_usage_events_and_retokenized_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
-    let tok =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    let tok = servebench_testkit::fixtures::smollm2_tokenizer();
     let out = bin()
         .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--sim-tokenizer", tok.to_str().unwrap()])
         .args(["--tokenizer", tok.to_str().unwrap(), "--num-prompts", "20", "--max-concurrency", "4"])

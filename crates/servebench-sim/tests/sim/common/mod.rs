@@ -10,12 +10,14 @@ use servebench_sim::{SimConfig, SimHandle};
 
 pub use servebench_testkit::raw_http::{fetch_raw, Conn, Raw, Resp};
 
-pub const FIXTURE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+/// The SmolLM2 fixture tokenizer's path.
+pub fn fixture_path() -> String {
+    servebench_testkit::fixtures::smollm2_tokenizer_arg()
+}
 pub const MODEL: &str = "sim-model";
 
 pub fn fixture_tokenizer() -> Arc<dyn TextTokenizer> {
-    servebench_data::load_tokenizer(FIXTURE).unwrap()
+    servebench_data::load_tokenizer(&fixture_path()).unwrap()
 }
 
 /// A config with the fixture tokenizer and fast fixed timing (2 ms TTFT, 1 ms ITL).
