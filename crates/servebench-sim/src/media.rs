@@ -8,6 +8,9 @@
 //! - **Audio** (`input_audio` parts with base64 `data`, `audio_url` parts): the duration is read
 //!   from a WAV header and counted at 25 tokens per second (`audio::audio_tokens`); references
 //!   and other formats count `audio::DEFAULT_AUDIO_SECONDS`.
+//! - **Video** (`video_url` parts): never fetched or decoded; every clip counts
+//!   [`DEFAULT_VIDEO_TOKENS`] — what a Qwen2-VL-style encoder makes of 32 frames of 448 × 448
+//!   (frames merged in pairs, 256 tokens per merged pair: 16 × 256), its cache key the URL.
 
 use base64::Engine;
 use serde_json::Value;
@@ -21,6 +24,9 @@ pub(crate) const IMAGE_PATCH: u32 = 28;
 
 /// Tokens of an image whose size is unknown (a 448 × 448 image).
 pub(crate) const DEFAULT_IMAGE_TOKENS: u32 = 256;
+
+/// Tokens of every video clip: 32 frames of 448 × 448, merged in pairs (16 × 256).
+pub(crate) const DEFAULT_VIDEO_TOKENS: u32 = 16 * DEFAULT_IMAGE_TOKENS;
 
 const MIN_IMAGE_TOKENS: u32 = 4;
 const MAX_IMAGE_TOKENS: u32 = 16_384;
@@ -49,9 +55,13 @@ pub(crate) fn part_tokens(p: &ContentPart) -> Result<Option<(u32, u64)>, ApiErro
             let seconds = data_url_bytes(url).as_deref().map_or(DEFAULT_AUDIO_SECONDS, clip_seconds);
             Ok(Some((audio_tokens(seconds), hash(url))))
         }
+        "video_url" => {
+            let url = url_of(p.video_url.as_ref()).ok_or_else(|| missing(&p.kind, "video_url.url"))?;
+            Ok(Some((DEFAULT_VIDEO_TOKENS, hash(url))))
+        }
         other => Err(ApiError::bad_request(format!(
             "content part of type '{other}' is not supported: this simulated model takes text, image_url, \
-             input_audio and audio_url parts"
+             input_audio, audio_url and video_url parts"
         ))),
     }
 }
@@ -170,7 +180,11 @@ mod tests {
         assert_eq!(part_tokens(&p).unwrap().map(|t| t.0), Some(250));
         let p = part(serde_json::json!({"type": "text", "text": "hi"}));
         assert_eq!(part_tokens(&p).unwrap(), None);
+        let p = part(serde_json::json!({"type": "video_url", "video_url": {"url": "file:///v/a.mp4"}}));
+        assert_eq!(part_tokens(&p).unwrap().map(|t| t.0), Some(4096), "32 frames of 448 x 448");
         let p = part(serde_json::json!({"type": "video_url"}));
+        assert_eq!(part_tokens(&p).unwrap_err().status, 400, "a video part needs its URL");
+        let p = part(serde_json::json!({"type": "input_video"}));
         assert_eq!(part_tokens(&p).unwrap_err().status, 400);
         let p = part(serde_json::json!({"type": "image_url"}));
         assert!(part_tokens(&p).is_err());

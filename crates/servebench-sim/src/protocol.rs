@@ -100,6 +100,9 @@ pub(crate) struct ContentPart {
     /// `{"url": ...}`.
     #[serde(default)]
     pub audio_url: Option<serde_json::Value>,
+    /// `{"url": ...}` (MMVU and other video sets).
+    #[serde(default)]
+    pub video_url: Option<serde_json::Value>,
 }
 
 impl ContentPart {

@@ -191,3 +191,25 @@ fn hf_name_selects_the_aimo_parser_for_a_local_file() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// MMVU's video questions run end to end against the simulator: each request carries its
+/// `video_url` part (the simulator counts a fixed clip cost, fetching nothing) and completes.
+#[test]
+fn mmvu_video_requests_complete_against_the_simulator() {
+    let file = servebench_testkit::fixtures::repo_path("fixtures/datasets/hf/yale-nlp/MMVU/validation.json");
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["--sim", "--sim-ttft-ms", "1", "--sim-itl-ms", "1", "--backend", "openai-chat"])
+        .args(["--dataset-name", "hf", "--hf-name", "yale-nlp/MMVU", "--dataset-path"])
+        .arg(&file)
+        .args(["--num-prompts", "2", "--hf-output-len", "4", "--disable-tqdm", "--save-result"])
+        .arg("--result-dir")
+        .arg(dir.path())
+        .args(["--result-filename", "r.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!((doc["completed"].as_u64(), doc["failed"].as_u64()), (Some(2), Some(0)), "{doc}");
+}
