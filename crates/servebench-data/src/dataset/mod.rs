@@ -27,6 +27,7 @@ pub mod jpeg;
 pub mod json_string;
 pub mod media;
 pub mod prefix_repetition;
+pub mod py_random;
 pub mod random_mm;
 pub mod random_rerank;
 pub mod sharegpt;
@@ -37,8 +38,7 @@ pub mod speed_bench;
 pub mod stats;
 pub mod wav;
 
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use servebench_core::{
@@ -107,8 +107,6 @@ pub(crate) fn saturate(n: usize) -> u32 {
 /// Stream ids of the seeded RNGs, so that shuffling, oversampling and generation never share
 /// a stream.
 pub(crate) mod streams {
-    pub const SHUFFLE: u64 = 0x5348_5546;
-    pub const OVERSAMPLE: u64 = 0x4f56_4552;
     pub const SONNET: u64 = 0x534f_4e4e;
     pub const IMAGES: u64 = 0x494d_4147;
     pub const MM_ITEMS: u64 = 0x4d4d_4954;
@@ -121,10 +119,11 @@ pub(crate) fn rng(seed: u64, stream: u64) -> ChaCha8Rng {
     r
 }
 
-/// Shuffles `items` with the seeded shuffle stream when `sampling.shuffle`.
+/// Shuffles `items` when `sampling.shuffle`, as vLLM does: `random.seed(seed)` then
+/// `random.shuffle(items)` (Python's generator, `py_random.rs`): the same seed gives vLLM's order.
 pub fn shuffle_source<T>(items: &mut [T], sampling: &Sampling) {
     if sampling.shuffle {
-        items.shuffle(&mut rng(sampling.seed, streams::SHUFFLE));
+        py_random::PyRandom::seed(sampling.seed).shuffle(items);
     }
 }
 
@@ -174,10 +173,11 @@ fn next_chunk_len(missing: usize, tried: usize, kept: usize) -> usize {
 pub fn finish(mut samples: Vec<Sample>, sampling: &Sampling) -> Workload {
     samples.truncate(sampling.num_prompts);
     if sampling.oversample && !samples.is_empty() && samples.len() < sampling.num_prompts {
-        let mut r = rng(sampling.seed, streams::OVERSAMPLE);
+        // As vLLM: `random.seed(seed)`, then `random.choice(samples)` for each one missing.
+        let mut r = py_random::PyRandom::seed(sampling.seed);
         let have = samples.len();
         for _ in have..sampling.num_prompts {
-            let pick = samples[r.random_range(0..have)].clone();
+            let pick = samples[r.below(have)].clone();
             samples.push(pick);
         }
     }
