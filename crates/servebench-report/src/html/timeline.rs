@@ -206,19 +206,18 @@ fn svg(o: &mut String, rows: &[TimelineRow]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servebench_core::record::TokenEvents;
+    use servebench_testkit::records::RecordBuilder;
 
+    /// Request `index` sent at `start`, its first token `ttft` later, then one per gap; done
+    /// with its last token.
     fn rec(index: u64, start: u64, ttft: u64, gaps: Vec<u32>) -> RequestRecord {
-        let mut r = RequestRecord::scheduled(index, format!("r{index}"), start, 10, 5);
-        r.outcome = Outcome::Completed;
-        r.dispatched_us = Some(start);
-        r.first_token_us = Some(start + ttft);
         let last = start + ttft + gaps.iter().map(|&g| u64::from(g)).sum::<u64>();
-        r.token_event_count = gaps.len() as u32 + 1;
-        r.token_events = TokenEvents { gaps_us: gaps, tokens: Vec::new() };
-        r.last_token_us = Some(last);
-        r.done_us = Some(last);
-        r
+        RecordBuilder::new(index)
+            .intended_at(start)
+            .sent_at(start)
+            .stream(start + ttft, &gaps)
+            .done_at(last)
+            .completed()
     }
 
     #[test]

@@ -213,17 +213,12 @@ pub fn console_groups(records: &[RequestRecord], cfg: &MetricsConfig, info: &Gro
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use servebench_core::record::Outcome;
+    use servebench_testkit::records::RecordBuilder;
 
+    /// Request `i` sent at `d`, its first token 1 µs later and its last at `end`; 2 tokens.
     fn rec(i: u64, d: u64, end: u64) -> RequestRecord {
-        let mut r = RequestRecord::scheduled(i, format!("r{i}"), 0, 10, 2);
-        r.outcome = Outcome::Completed;
-        r.dispatched_us = Some(d);
-        r.first_token_us = Some(d + 1);
-        r.last_token_us = Some(end);
-        r.done_us = Some(end);
-        r.completion_tokens = Some(2);
-        r
+        let gap = u32::try_from(end - (d + 1)).unwrap();
+        RecordBuilder::new(i).sent_at(d).stream(d + 1, &[gap]).done_at(end).usage(2).completed()
     }
 
     #[test]
