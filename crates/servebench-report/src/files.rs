@@ -31,6 +31,21 @@ pub fn default_result_filename(info: &RunInfo) -> String {
     }
 }
 
+/// The label of a report input: the result's `label` (when a non-empty string), else the file
+/// name without `.records.jsonl` / `.jsonl` / `.json`.
+pub fn input_label(path: &Path, label: Option<&str>) -> String {
+    if let Some(l) = label.filter(|l| !l.is_empty()) {
+        return l.to_string();
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for suffix in [".records.jsonl", ".jsonl", ".json"] {
+        if let Some(stem) = name.strip_suffix(suffix).filter(|s| !s.is_empty()) {
+            return stem.to_string();
+        }
+    }
+    name
+}
+
 /// Serializes like Python's `json.dump` (separators `", "` and `": "`, one line).
 pub fn to_python_json(value: &Value) -> String {
     let mut buf = Vec::new();

@@ -1,10 +1,13 @@
 //! servebench-report: the console result block, the result JSON (vLLM's keys and units plus
 //! servebench's), vLLM's default result file name and result-file writing, the per-request CSV and
-//! the self-contained HTML report with charts.
+//! the self-contained HTML report with charts; and the typed reader of result documents
+//! (`document`) with what `report`, `compare` and `merge` compute from them.
 
 pub mod change;
+pub mod compare;
 pub mod console;
 pub mod csv;
+pub mod document;
 pub mod env;
 pub mod files;
 pub mod fmt;
@@ -17,7 +20,7 @@ pub mod sections;
 pub use console::console_block;
 pub use csv::{records_csv, runs_csv};
 pub use env::{gather_environment, Environment};
-pub use files::{default_result_filename, to_python_json, write_result, write_text};
+pub use files::{default_result_filename, input_label, to_python_json, write_result, write_text};
 pub use html::{html_report, ReportHeader, ReportRun};
 pub use info::{ClientHealth, RunInfo};
 pub use json::result_json;

@@ -9,23 +9,17 @@ use serde_json::Value;
 use servebench_core::config::parse_goodput;
 use servebench_core::metrics::{RunMetrics, Slo};
 use servebench_core::{BenchError, RequestRecord};
+use servebench_report::document::ServerMetricsDoc;
 use servebench_report::html::{
     dataset_stats_report, html_report, is_experiment_json, request_lens, sweep_report, ReportHeader,
     ReportRun, ServerSeries,
 };
-use servebench_report::{gather_environment, records_csv, runs_csv, write_text, RunInfo};
+use servebench_report::{gather_environment, input_label, records_csv, runs_csv, write_text, RunInfo};
 use servebench_runner::observe::scrape::ServerMetrics;
-use servebench_runner::results::paths::records_beside;
-use servebench_runner::{read_records, RunOutput};
+use servebench_runner::results::inputs::load_report_input;
+use servebench_runner::RunOutput;
 
 use crate::cli::ReportArgs;
-
-/// One input of `servebench report`: its records and, when a result JSON was given, that result.
-struct Input {
-    records_path: PathBuf,
-    records: Vec<RequestRecord>,
-    result: Option<Value>,
-}
 
 /// `servebench report`: reads every input, recomputes metrics from the records and writes the
 /// HTML report (and the CSV). Returns the exit code.
@@ -50,9 +44,14 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
     }
     let mut runs = Vec::new();
     for (i, path) in args.inputs.iter().enumerate() {
-        let input = load_input(path)?;
-        let label = args.label.get(i).cloned().unwrap_or_else(|| default_label(path, input.result.as_ref()));
-        let mut header = input.result.as_ref().map(header_from_result).unwrap_or_default();
+        let input = load_report_input(path)?;
+        if input.truncated {
+            let p = input.records_path.display();
+            println!("note: {p}: ignored a truncated last line (the run was interrupted?)");
+        }
+        let result_label = input.result.as_ref().and_then(|r| r.label.as_deref());
+        let label = args.label.get(i).cloned().unwrap_or_else(|| input_label(path, result_label));
+        let mut header = input.result.as_ref().map(ReportHeader::from_result).unwrap_or_default();
         header.config.insert(0, ("records file".into(), input.records_path.display().to_string()));
         header.environment = Some(env.clone());
         let mut run = ReportRun::new(label, header, input.records, goodput.clone());
@@ -108,119 +107,6 @@ fn report_experiment(args: &ReportArgs, experiments: &[Value], goodput: &[Slo]) 
     Ok(0)
 }
 
-/// Keys by which a single-run result JSON is recognised (vLLM's and ours).
-const RESULT_KEYS: [&str; 4] = ["model_id", "completed", "request_throughput", "duration"];
-
-/// Reads a records file (JSONL of request records) or a result JSON, whose records are read from
-/// `<result>.records.jsonl` beside it.
-fn load_input(path: &Path) -> Result<Input, BenchError> {
-    let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    // A sharded run's records file starts with its shard header (docs/scale-out.md).
-    let records_file =
-        serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first);
-    if text.trim().is_empty() || records_file {
-        return read_records_file(path, None);
-    }
-    // A result file (one JSON document, or JSONL from --append-result: the last line wins).
-    let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    let result = serde_json::from_str::<Value>(&text)
-        .or_else(|_| serde_json::from_str::<Value>(last))
-        .ok()
-        .filter(|v| RESULT_KEYS.iter().any(|k| v.get(k).is_some()))
-        .ok_or_else(|| BenchError::Dataset {
-            detail: format!(
-                "{}: neither a records file (JSONL of request records), a result JSON nor an experiment \
-                 (sweep/search/multi-run) JSON",
-                path.display()
-            ),
-        })?;
-    let records = records_beside(path, result.get("records_file").and_then(Value::as_str));
-    if !records.exists() {
-        return Err(BenchError::io(
-            records.display(),
-            format!(
-                "not found: a report is computed from the records file written next to the result \
-                 ({} is a result JSON); pass the records file instead",
-                path.display()
-            ),
-        ));
-    }
-    read_records_file(&records, Some(result))
-}
-
-fn read_records_file(path: &Path, result: Option<Value>) -> Result<Input, BenchError> {
-    let (records, bad) = read_records(path)?;
-    if bad > 0 {
-        println!("note: {}: ignored a truncated last line (the run was interrupted?)", path.display());
-    }
-    Ok(Input { records_path: path.to_path_buf(), records, result })
-}
-
-/// The label of an input: the result's `label`, else the file name without `.records.jsonl` /
-/// `.json` / `.jsonl`.
-fn default_label(path: &Path, result: Option<&Value>) -> String {
-    if let Some(l) = result.and_then(|r| r.get("label")).and_then(Value::as_str).filter(|l| !l.is_empty()) {
-        return l.to_string();
-    }
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    for suffix in [".records.jsonl", ".jsonl", ".json"] {
-        if let Some(stem) = name.strip_suffix(suffix).filter(|s| !s.is_empty()) {
-            return stem.to_string();
-        }
-    }
-    name
-}
-
-fn show(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "none".into(),
-        other => other.to_string(),
-    }
-}
-
-/// Configuration and client health from a result JSON (its vLLM keys and `client_health`).
-fn header_from_result(result: &Value) -> ReportHeader {
-    let mut header = ReportHeader::default();
-    for (key, name) in [
-        ("date", "date"),
-        ("model_id", "model"),
-        ("tokenizer_id", "tokenizer"),
-        ("backend", "backend"),
-        ("num_prompts", "prompts"),
-        ("request_rate", "request rate (req/s)"),
-        ("burstiness", "burstiness"),
-        ("max_concurrency", "max concurrency"),
-        ("ramp_up_strategy", "ramp-up"),
-        ("ramp_up_start_rps", "ramp-up start (req/s)"),
-        ("ramp_up_end_rps", "ramp-up end (req/s)"),
-    ] {
-        if let Some(v) = result.get(key) {
-            header.config.push((name.into(), show(v)));
-        }
-    }
-    if let Some(h) = result.get("client_health").and_then(Value::as_object) {
-        for (key, name, unit) in [
-            ("dispatch_lateness_p50_ms", "dispatch lateness p50", " ms"),
-            ("dispatch_lateness_p99_ms", "dispatch lateness p99", " ms"),
-            ("hiccup_p99_ms", "event-loop hiccup p99", " ms"),
-            ("client_cpu_percent", "client CPU (% of one core)", " %"),
-            ("available_cores", "available cores", ""),
-            ("peak_rss_bytes", "peak RSS (bytes)", ""),
-        ] {
-            if let Some(v) = h.get(key).and_then(Value::as_f64) {
-                let text = if unit.is_empty() { format!("{v}") } else { format!("{v:.2}{unit}") };
-                header.client_health.push((name.into(), text));
-            }
-        }
-        if let Some(w) = h.get("warnings").and_then(Value::as_array) {
-            header.warnings.extend(w.iter().filter_map(Value::as_str).map(String::from));
-        }
-    }
-    header
-}
-
 /// `--html-report PATH` / `--csv PATH` of a benchmark run: written from the run's records after
 /// the result, with the run's dispatch lateness (not stored in records) in the queue chart and the
 /// server metrics scraped during the run (`--scrape-metrics`), when any.
@@ -244,7 +130,8 @@ pub fn write_run_reports(
         run.dispatch_lateness_us = Some(out.health.dispatch_lateness_us.clone());
         run.server_metrics = server
             .and_then(|s| serde_json::to_value(s).ok())
-            .and_then(|s| ServerSeries::from_result(&serde_json::json!({ "server_metrics": s })));
+            .and_then(|s| serde_json::from_value::<ServerMetricsDoc>(s).ok())
+            .and_then(|s| ServerSeries::from_doc(&s));
         write_text(p, &html_report(&[run]))?;
         println!("HTML report: {}", p.display());
     }
@@ -321,34 +208,6 @@ mod tests {
     fn write_records(path: &Path, n: u64) {
         let text: Vec<String> = (0..n).map(|i| serde_json::to_string(&record(i)).unwrap()).collect();
         std::fs::write(path, text.join("\n") + "\n").unwrap();
-    }
-
-    #[test]
-    fn loads_records_and_results_with_records_beside_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let rec = dir.path().join("a.records.jsonl");
-        write_records(&rec, 5);
-        let input = load_input(&rec).unwrap();
-        assert_eq!(input.records.len(), 5);
-        assert!(input.result.is_none());
-        assert_eq!(default_label(&rec, None), "a");
-
-        let result = dir.path().join("run.json");
-        std::fs::write(&result, r#"{"date": "20261129-101010", "label": "mine", "model_id": "m", "request_rate": "inf", "client_health": {"dispatch_lateness_p99_ms": 12.5, "warnings": ["slow"]}}"#).unwrap();
-        assert!(load_input(&result).is_err(), "records beside the result are required");
-        write_records(&dir.path().join("run.json.records.jsonl"), 3);
-        let input = load_input(&result).unwrap();
-        assert_eq!(input.records.len(), 3);
-        let v = input.result.unwrap();
-        assert_eq!(default_label(&result, Some(&v)), "mine");
-        let h = header_from_result(&v);
-        assert!(h.config.contains(&("request rate (req/s)".into(), "inf".into())));
-        assert_eq!(h.client_health, vec![("dispatch lateness p99".into(), "12.50 ms".into())]);
-        assert_eq!(h.warnings, vec!["slow".to_string()]);
-
-        let junk = dir.path().join("junk.txt");
-        std::fs::write(&junk, "hello\n").unwrap();
-        assert!(load_input(&junk).is_err());
     }
 
     #[test]

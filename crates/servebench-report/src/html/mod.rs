@@ -19,6 +19,7 @@ mod timeline;
 use servebench_core::metrics::{compute, MetricName, MetricsConfig, RunMetrics, Slo};
 use servebench_core::record::RequestRecord;
 
+use crate::document::{ClientHealthDoc, ResultDocument};
 use crate::env::Environment;
 use crate::info::{python_float, vllm_date, RunInfo};
 
@@ -93,6 +94,18 @@ impl ReportHeader {
             }
         }
         ReportHeader { config, environment, client_health, warnings: h.warnings() }
+    }
+
+    /// The header of a run from its result document: its vLLM configuration keys as written
+    /// and its `client_health` (numbers and warnings). No environment.
+    pub fn from_result(doc: &ResultDocument) -> ReportHeader {
+        let health = doc.client_health.as_ref();
+        ReportHeader {
+            config: doc.run.rows(),
+            environment: None,
+            client_health: health.map(ClientHealthDoc::rows).unwrap_or_default(),
+            warnings: health.map(|h| h.warning_texts().map(String::from).collect()).unwrap_or_default(),
+        }
     }
 }
 
@@ -194,4 +207,4 @@ pub fn html_report(runs: &[ReportRun]) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

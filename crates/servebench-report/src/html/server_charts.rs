@@ -2,7 +2,7 @@
 //! `server_metrics.samples`): requests running/waiting, KV-cache usage and the prefix-cache hit
 //! rate per scrape interval. Drawn only for runs whose result carries samples.
 
-use serde_json::Value;
+use crate::document::{ResultDocument, ServerMetricsDoc};
 
 use super::charts::Run;
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
@@ -28,21 +28,27 @@ pub struct ServerSeries {
 }
 
 impl ServerSeries {
-    /// The series in a result JSON's `server_metrics` object (`samples: [{t_s, running, ...}]`);
-    /// `None` when the result has no samples.
-    pub fn from_result(result: &Value) -> Option<ServerSeries> {
-        let samples = result.get("server_metrics")?.get("samples")?.as_array()?;
-        let f = |s: &Value, k: &str| s.get(k).and_then(Value::as_f64);
-        let samples: Vec<ServerSample> = samples
+    /// The series in a result's `server_metrics` (`samples: [{t_s, running, ...}]`; a sample
+    /// without `t_s` is skipped); `None` when there are no samples.
+    pub fn from_result(result: &ResultDocument) -> Option<ServerSeries> {
+        ServerSeries::from_doc(result.server_metrics.as_ref()?)
+    }
+
+    /// The series of a `server_metrics` document; `None` when it has no samples.
+    pub fn from_doc(doc: &ServerMetricsDoc) -> Option<ServerSeries> {
+        let samples: Vec<ServerSample> = doc
+            .samples
             .iter()
+            .flatten()
             .filter_map(|s| {
+                let s = s.0.as_ref()?;
                 Some(ServerSample {
-                    t_s: f(s, "t_s")?,
-                    running: f(s, "running"),
-                    waiting: f(s, "waiting"),
-                    kv_cache_usage: f(s, "kv_cache_usage"),
-                    prefix_cache_queries: f(s, "prefix_cache_queries"),
-                    prefix_cache_hits: f(s, "prefix_cache_hits"),
+                    t_s: s.t_s?,
+                    running: s.running,
+                    waiting: s.waiting,
+                    kv_cache_usage: s.kv_cache_usage,
+                    prefix_cache_queries: s.prefix_cache_queries,
+                    prefix_cache_hits: s.prefix_cache_hits,
                 })
             })
             .collect();

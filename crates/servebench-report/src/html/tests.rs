@@ -5,7 +5,7 @@ use crate::env::Environment;
 use servebench_core::record::{ErrorKind, Outcome};
 
 mod browser;
-mod extra;
+pub(crate) mod extra;
 
 /// A small deterministic generator (SplitMix64) so fixtures need no RNG crate.
 pub(super) struct Mix(u64);

@@ -1,8 +1,10 @@
 //! The experiment section: the sweep summary (console table, CSV, `summary` rows) and the
 //! multi-run aggregate (`summary` of a `--num-runs` document and its console table).
 
+use crate::document::{Metrics, Summary};
 use crate::fmt::percentile_word;
-use crate::result_keys::{metric_keys, value_at};
+use crate::result_keys::{Headline, MetricKey};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use servebench_core::inference::aggregate;
 use servebench_core::metrics::{RunMetrics, SteadyState};
@@ -145,17 +147,19 @@ pub fn rows_json(rows: &[SummaryRow]) -> Value {
 /// every metric key any run's result has data for (a run without data — `null`, e.g. no
 /// steady-state window — is left out of that key's `n`).
 pub fn multi_run_summary(results: &[&Value]) -> Value {
+    let results: Vec<Metrics> =
+        results.iter().map(|r| Metrics::deserialize(*r).unwrap_or_default()).collect();
     let mut o = Map::new();
-    let mut keys: Vec<String> = Vec::new();
-    for k in results.iter().flat_map(|r| metric_keys(r)) {
+    let mut keys: Vec<MetricKey> = Vec::new();
+    for k in results.iter().flat_map(Metrics::keys) {
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
     for key in keys {
-        let values: Vec<f64> = results.iter().filter_map(|r| value_at(r, &key)).collect();
+        let values: Vec<f64> = results.iter().filter_map(|r| r.get(&key)).collect();
         if let Some(a) = aggregate(&values) {
-            o.insert(key, serde_json::to_value(a).unwrap_or(Value::Null));
+            o.insert(key.to_string(), serde_json::to_value(a).unwrap_or(Value::Null));
         }
     }
     Value::Object(o)
@@ -168,26 +172,25 @@ pub fn multi_run_table(summary: &Value, runs: usize) -> String {
         "{:<36} {:>12} {:>12} {:>12} {:>12} {:>25}\n",
         "Metric", "Mean", "Std", "Min", "Max", "95% CI"
     ));
-    if let Some(o) = summary.as_object() {
-        for (k, a) in o {
-            let f = |n: &str| a.get(n).and_then(Value::as_f64);
-            let ci = match (f("ci95_low"), f("ci95_high")) {
-                (Some(l), Some(h)) => format!("[{l:.2}, {h:.2}]"),
-                _ => "-".into(),
-            };
-            out.push_str(&format!(
-                "{:<36} {:>12} {:>12} {:>12} {:>12} {:>25}\n",
-                k,
-                cell(f("mean")),
-                cell(f("std")),
-                cell(f("min")),
-                cell(f("max")),
-                ci
-            ));
-        }
-        if let (Some(m), Some(s)) =
-            (value_at(summary, "request_throughput.mean"), value_at(summary, "request_throughput.std"))
-        {
+    let Ok(summary) = Summary::deserialize(summary) else { return out };
+    for (k, a) in &summary.0 {
+        let ci = match (a.ci95_low, a.ci95_high) {
+            (Some(l), Some(h)) => format!("[{l:.2}, {h:.2}]"),
+            _ => "-".into(),
+        };
+        out.push_str(&format!(
+            "{:<36} {:>12} {:>12} {:>12} {:>12} {:>25}\n",
+            k.to_string(),
+            cell(a.mean),
+            cell(a.std),
+            cell(a.min),
+            cell(a.max),
+            ci
+        ));
+    }
+    let throughput = MetricKey::Headline(Headline::RequestThroughput);
+    if let Some((_, a)) = summary.0.iter().find(|(k, _)| *k == throughput) {
+        if let (Some(m), Some(s)) = (a.mean, a.std) {
             if m > 0.0 {
                 out.push_str(&format!("Throughput CV: {:.2}%\n", s / m * 100.0));
             }

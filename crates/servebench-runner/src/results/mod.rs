@@ -1,12 +1,16 @@
 //! What a run's records become: its description (`info`), its steady-state window (`steady`),
 //! its console text and result document (`document`), the group sections' view of its load
-//! (`groups`), where its files go (`paths`) and the `--dry-run` block (`dry_run`). The
-//! experiment engine (`crate::experiment`) writes each point's result with the same functions.
+//! (`groups`), where its files go (`paths`), the `--dry-run` block (`dry_run`), results and
+//! records read back for `report` and `compare` (`inputs`) and a merged sharded run's
+//! description and result (`merged`). The experiment engine (`crate::experiment`) writes each
+//! point's result with the same functions.
 
 pub mod document;
 pub mod dry_run;
 pub mod groups;
 pub mod info;
+pub mod inputs;
+pub mod merged;
 pub mod paths;
 pub mod steady;
 

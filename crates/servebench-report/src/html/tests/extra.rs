@@ -41,10 +41,15 @@ pub(crate) fn server_json() -> Value {
     ]}})
 }
 
+/// `v` read as a result document.
+pub(crate) fn result_doc(v: Value) -> crate::document::ResultDocument {
+    serde_json::from_value(v).expect("a result document")
+}
+
 /// One multi-turn run with TTFO and scraped server metrics.
 pub(crate) fn extended_runs() -> Vec<ReportRun> {
     let mut run = ReportRun::new("multi", header("multi"), multi_turn_records(200), vec![]);
-    run.server_metrics = ServerSeries::from_result(&server_json());
+    run.server_metrics = ServerSeries::from_result(&result_doc(server_json()));
     vec![run]
 }
 
@@ -111,13 +116,13 @@ fn per_turn_lines_follow_the_turn_index() {
 
 #[test]
 fn server_series_parse_and_hit_rate_per_interval() {
-    let s = ServerSeries::from_result(&server_json()).unwrap();
+    let s = ServerSeries::from_result(&result_doc(server_json())).unwrap();
     assert_eq!(s.samples.len(), 4);
     assert_eq!(s.samples[2].kv_cache_usage, Some(0.5));
     // Δhits/Δqueries: 0/1000, 1500/2000; the last interval had no queries.
     assert_eq!(s.prefix_hit_rate(), vec![(1.0, 0.0), (2.0, 75.0)]);
-    assert!(ServerSeries::from_result(&json!({"server_metrics": {"samples": []}})).is_none());
-    assert!(ServerSeries::from_result(&json!({"completed": 3})).is_none());
+    assert!(ServerSeries::from_result(&result_doc(json!({"server_metrics": {"samples": []}}))).is_none());
+    assert!(ServerSeries::from_result(&result_doc(json!({"completed": 3}))).is_none());
     let html = html_report(&extended_runs());
     let q = chart_markup(&html, "server-requests");
     assert!(q.contains("running") && q.contains("waiting"));

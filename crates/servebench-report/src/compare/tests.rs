@@ -1,0 +1,82 @@
+use serde_json::json;
+
+use super::*;
+use crate::document::{JsonFile, ResultDocument};
+
+fn key(k: &str) -> MetricKey {
+    MetricKey::parse(k).unwrap()
+}
+
+fn single(v: serde_json::Value) -> Loaded {
+    let doc: ResultDocument = serde_json::from_value(v).unwrap();
+    Loaded { name: "x".into(), values: doc.metrics, ..Loaded::default() }
+}
+
+#[test]
+fn markers_follow_direction() {
+    assert_eq!(marker(&key("p99_ttft_ms"), -1.0), "+");
+    assert_eq!(marker(&key("p99_ttft_ms"), 1.0), "-");
+    assert_eq!(marker(&key("request_throughput"), 1.0), "+");
+    assert_eq!(marker(&key("request_throughput"), -1.0), "-");
+    assert_eq!(marker(&key("max_concurrent_requests"), 5.0), "");
+    assert_eq!(marker(&key("duration"), 0.0), "");
+}
+
+/// Issue 15.12: 0 → 0 is "0.00%", x → 0 and 0 → x print no inf/NaN, a null side is n/a.
+#[test]
+fn compare_zero_to_zero_is_zero_percent_never_inf() {
+    let a = single(json!({"completed": 0, "failed": 0, "request_throughput": 2.0, "mean_ttft_ms": null,
+                          "p99_ttft_ms": 0.0}));
+    let b = single(json!({"completed": 5, "failed": 0, "request_throughput": 0.0, "mean_ttft_ms": 12.5,
+                          "p99_ttft_ms": 3.0}));
+    let rows = compare(&a, &b, 0.05);
+    let row = |k: &str| rows.iter().find(|r| r.metric.to_string() == k).unwrap().clone();
+    assert_eq!(row("failed").change_percent, Some(0.0));
+    assert_eq!(row("completed").change_percent, None);
+    assert_eq!(row("request_throughput").change_percent, Some(-100.0));
+    assert_eq!(row("p99_ttft_ms").change_percent, None);
+    let text = table(&a, &b, &rows, 0.05);
+    assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
+    let line = |k: &str| text.lines().find(|l| l.starts_with(&format!("{k} "))).unwrap().to_owned();
+    assert!(line("failed").contains(" 0.00%"), "{}", line("failed"));
+    // 0 → 5 completed: undefined change, still marked as an improvement, apart from the dash.
+    assert!(line("completed").contains(" – +"), "{}", line("completed"));
+    // mean_ttft_ms is null in A (no completed request): n/a, not 0.00, and no change.
+    assert_eq!(row("mean_ttft_ms").a, None);
+    assert_eq!(row("mean_ttft_ms").change_percent, None);
+    let l = line("mean_ttft_ms");
+    assert!(l.contains("n/a") && l.contains("12.50") && l.contains(" –"), "{l}");
+}
+
+#[test]
+fn vllm_detailed_arrays_give_per_request_values() {
+    // Request 1 failed (latency 0): skipped. TPOT = (0.5 − 0.1) / (5 − 1) s = 100 ms.
+    let arrays = |v: serde_json::Value| serde_json::from_value::<ResultDocument>(v).unwrap().detailed;
+    let m = per_request_from_arrays(&arrays(json!({"ttfts": [0.1, 0.0, null], "latencies": [0.5, 0.0, 1.0],
+        "output_lens": [5, 0, 3], "itls": [[0.1, 0.1, 0.1, 0.1], [], null]})));
+    assert_eq!(m[&LatencyMetric::Ttft], vec![100.0]);
+    assert_eq!(m[&LatencyMetric::E2el], vec![500.0]);
+    assert!((m[&LatencyMetric::Tpot][0] - 100.0).abs() < 1e-9);
+    assert_eq!(m[&LatencyMetric::Itl].len(), 4);
+    assert!(per_request_from_arrays(&arrays(json!({"latencies": [1.0]}))).is_empty());
+}
+
+#[test]
+fn multi_run_documents_use_welch() {
+    let doc = |vals: &[f64]| {
+        let runs: Vec<serde_json::Value> =
+            vals.iter().map(|v| json!({"result": {"request_throughput": v}})).collect();
+        let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+        let text = json!({"servebench_experiment": "multi_run", "runs": runs,
+               "summary": {"request_throughput": {"mean": mean}}})
+        .to_string();
+        let JsonFile::Experiment(doc) = JsonFile::parse(&text).unwrap() else { panic!("not an experiment") };
+        Loaded::multi_run("x".into(), &doc)
+    };
+    let (a, b, c) =
+        (doc(&[10.0, 10.2, 9.9, 10.1]), doc(&[8.0, 8.1, 7.9, 8.05]), doc(&[10.1, 9.95, 10.05, 10.0]));
+    let r = &compare(&a, &b, 0.05)[0];
+    assert_eq!((r.test.as_deref(), r.significant, r.marker), (Some("welch_t"), Some(true), "-"));
+    let r = &compare(&a, &c, 0.05)[0];
+    assert_eq!(r.significant, Some(false));
+}

@@ -1,0 +1,174 @@
+//! The result document of one run (`--save-result`; vLLM's keys, then servebench's): what
+//! `report`, `compare` and `merge` read back. vLLM-written results parse too (their keys are
+//! a subset, plus the `--save-detailed` arrays).
+
+use serde::{Deserialize, Serialize};
+
+use super::lenient::{lenient, numbers, object, shown, Lenient, Object, Shown};
+use super::metrics::Metrics;
+
+/// One run's result document. Every field is optional (older files, vLLM's, a merge lack
+/// some); a value of an unexpected shape reads as absent; unknown keys are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct ResultDocument {
+    /// How the run was configured, shown as written.
+    #[serde(flatten)]
+    pub run: RunConfig,
+    /// `label`: the run's label when it is a string (vLLM writes `null` without `--label`).
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(flatten)]
+    pub metrics: Metrics,
+    #[serde(default, deserialize_with = "object", skip_serializing_if = "Option::is_none")]
+    pub client_health: Option<ClientHealthDoc>,
+    /// `records_file`: the records' file name, when not `<result>.records.jsonl`.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub records_file: Option<String>,
+    /// `server_metrics` (`--scrape-metrics`).
+    #[serde(default, deserialize_with = "object", skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<ServerMetricsDoc>,
+    #[serde(flatten)]
+    pub detailed: DetailedArrays,
+    /// `shards` of a merged result (`servebench merge`).
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Vec<Object<super::ShardEntry>>>,
+    /// `merge_warnings` of a merged result.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub merge_warnings: Option<Vec<Lenient<String>>>,
+}
+
+/// The run's configuration keys (vLLM's), shown as written: `request_rate` is a number or
+/// `"inf"`, a key may be `null`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct RunConfig {
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub date: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub tokenizer_id: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub backend: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub num_prompts: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub request_rate: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub burstiness: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub ramp_up_strategy: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub ramp_up_start_rps: Option<Shown>,
+    #[serde(default, deserialize_with = "shown", skip_serializing_if = "Option::is_none")]
+    pub ramp_up_end_rps: Option<Shown>,
+}
+
+impl RunConfig {
+    /// The configuration rows of a report header, `(name, value)`, for the keys present.
+    pub fn rows(&self) -> Vec<(String, String)> {
+        [
+            ("date", &self.date),
+            ("model", &self.model_id),
+            ("tokenizer", &self.tokenizer_id),
+            ("backend", &self.backend),
+            ("prompts", &self.num_prompts),
+            ("request rate (req/s)", &self.request_rate),
+            ("burstiness", &self.burstiness),
+            ("max concurrency", &self.max_concurrency),
+            ("ramp-up", &self.ramp_up_strategy),
+            ("ramp-up start (req/s)", &self.ramp_up_start_rps),
+            ("ramp-up end (req/s)", &self.ramp_up_end_rps),
+        ]
+        .into_iter()
+        .filter_map(|(name, v)| v.as_ref().map(|v| (name.to_owned(), v.text())))
+        .collect()
+    }
+}
+
+/// `client_health`: the client's self-measurement (docs/metrics.md, "Client health").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct ClientHealthDoc {
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub dispatch_lateness_p50_ms: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub dispatch_lateness_p99_ms: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub hiccup_p99_ms: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub client_cpu_percent: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub available_cores: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<f64>,
+    /// `warnings`; an entry that is not a string is skipped.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<Lenient<String>>>,
+}
+
+impl ClientHealthDoc {
+    /// The client-health rows of a report header, `(name, value)`, for the numbers present.
+    pub fn rows(&self) -> Vec<(String, String)> {
+        [
+            ("dispatch lateness p50", self.dispatch_lateness_p50_ms, " ms"),
+            ("dispatch lateness p99", self.dispatch_lateness_p99_ms, " ms"),
+            ("event-loop hiccup p99", self.hiccup_p99_ms, " ms"),
+            ("client CPU (% of one core)", self.client_cpu_percent, " %"),
+            ("available cores", self.available_cores, ""),
+            ("peak RSS (bytes)", self.peak_rss_bytes, ""),
+        ]
+        .into_iter()
+        .filter_map(|(name, v, unit)| {
+            let v = v?;
+            let text = if unit.is_empty() { format!("{v}") } else { format!("{v:.2}{unit}") };
+            Some((name.to_owned(), text))
+        })
+        .collect()
+    }
+
+    /// The warnings that are strings.
+    pub fn warning_texts(&self) -> impl Iterator<Item = &str> {
+        self.warnings.iter().flatten().filter_map(|w| w.0.as_deref())
+    }
+}
+
+/// `server_metrics`: the series scraped from the server during the run.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct ServerMetricsDoc {
+    /// `samples`; `None` when missing or not an array.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Vec<Object<ServerSampleDoc>>>,
+}
+
+/// One scrape (`server_metrics.samples[i]`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct ServerSampleDoc {
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub t_s: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub running: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub kv_cache_usage: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_queries: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_hits: Option<f64>,
+}
+
+/// vLLM's per-request arrays (seconds, one entry per request; `--save-detailed` for some).
+/// An entry that is not a number (`null`) is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct DetailedArrays {
+    #[serde(default, deserialize_with = "numbers", skip_serializing_if = "Option::is_none")]
+    pub ttfts: Option<Vec<Option<f64>>>,
+    #[serde(default, deserialize_with = "numbers", skip_serializing_if = "Option::is_none")]
+    pub latencies: Option<Vec<Option<f64>>>,
+    #[serde(default, deserialize_with = "numbers", skip_serializing_if = "Option::is_none")]
+    pub output_lens: Option<Vec<Option<f64>>>,
+    /// `itls`: one array of gaps per request; an entry that is not an array is `None`.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub itls: Option<Vec<Lenient<Vec<Lenient<f64>>>>>,
+}

@@ -1,0 +1,159 @@
+//! Reading back what runs wrote, for `servebench report` and `compare`: a records file, or a
+//! result document (typed, `servebench_report::document`) with the records written beside it.
+
+use std::path::{Path, PathBuf};
+
+use servebench_core::{BenchError, RequestRecord};
+use servebench_report::compare::{per_request_from_arrays, per_request_from_records, Loaded};
+use servebench_report::document::{JsonFile, ResultDocument};
+
+use super::paths::records_beside;
+use crate::records::sink::read_records;
+
+/// One input of `servebench report`: its records and, when a result JSON was given, that result.
+#[derive(Debug, Clone)]
+pub struct ReportInput {
+    pub records_path: PathBuf,
+    pub records: Vec<RequestRecord>,
+    /// Whether a truncated last line of the records file was ignored.
+    pub truncated: bool,
+    pub result: Option<ResultDocument>,
+}
+
+/// Reads a records file (JSONL of request records) or a result JSON, whose records are read from
+/// `<result>.records.jsonl` beside it (or its `records_file`).
+pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
+    let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    // A sharded run's records file starts with its shard header (docs/scale-out.md).
+    let records_file =
+        serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first);
+    if text.trim().is_empty() || records_file {
+        return read_report_records(path, None);
+    }
+    // A result file (one JSON document, or JSONL from --append-result: the last line wins).
+    let result = JsonFile::single_result(&text).ok_or_else(|| BenchError::Dataset {
+        detail: format!(
+            "{}: neither a records file (JSONL of request records), a result JSON nor an experiment \
+             (sweep/search/multi-run) JSON",
+            path.display()
+        ),
+    })?;
+    let records = records_beside(path, result.records_file.as_deref());
+    if !records.exists() {
+        return Err(BenchError::io(
+            records.display(),
+            format!(
+                "not found: a report is computed from the records file written next to the result \
+                 ({} is a result JSON); pass the records file instead",
+                path.display()
+            ),
+        ));
+    }
+    read_report_records(&records, Some(result))
+}
+
+fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<ReportInput, BenchError> {
+    let (records, bad) = read_records(path)?;
+    Ok(ReportInput { records_path: path.to_path_buf(), records, truncated: bad > 0, result })
+}
+
+/// Loads one input of `servebench compare`: a single result (vLLM's JSON, ours, the last line
+/// of a JSONL file) with its per-request values (the records beside it, else vLLM's detailed
+/// arrays), or a `--num-runs` document. Another experiment document is refused (SB101).
+pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
+    let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
+    let file = JsonFile::parse(&text)
+        .map_err(|e| BenchError::io(path.display(), format!("not a result JSON or JSONL file ({e})")))?;
+    let name = path.display().to_string();
+    match file {
+        JsonFile::Experiment(doc) if doc.kind() == Some("multi_run") => Ok(Loaded::multi_run(name, &doc)),
+        JsonFile::Experiment(doc) => Err(BenchError::config(
+            "compare",
+            format!("{name} is a {} document", doc.kind().unwrap_or_default()),
+            "compare single results or --num-runs documents (a sweep's points are under `points[i].result`)",
+        )),
+        JsonFile::Result(doc) => {
+            let doc = *doc;
+            let records = records_beside(path, doc.records_file.as_deref());
+            let per_request = if records.exists() {
+                per_request_from_records(&read_records(&records)?.0)
+            } else {
+                per_request_from_arrays(&doc.detailed)
+            };
+            Ok(Loaded { name, values: doc.metrics, runs: Vec::new(), per_request })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use servebench_core::record::Outcome;
+    use servebench_report::{input_label, ReportHeader};
+
+    fn record(i: u64) -> RequestRecord {
+        let mut r = RequestRecord::scheduled(i, format!("r{i}"), i * 1000, 10, 4);
+        r.outcome = Outcome::Completed;
+        r.dispatched_us = Some(i * 1000 + 10);
+        r.first_token_us = Some(i * 1000 + 5000);
+        r.last_token_us = Some(i * 1000 + 8000);
+        r.done_us = Some(i * 1000 + 8100);
+        r.token_event_count = 4;
+        r.token_events.gaps_us = vec![1000; 3];
+        r
+    }
+
+    fn write_records(path: &Path, n: u64) {
+        let text: Vec<String> = (0..n).map(|i| serde_json::to_string(&record(i)).unwrap()).collect();
+        std::fs::write(path, text.join("\n") + "\n").unwrap();
+    }
+
+    #[test]
+    fn loads_records_and_results_with_records_beside_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = dir.path().join("a.records.jsonl");
+        write_records(&rec, 5);
+        let input = load_report_input(&rec).unwrap();
+        assert_eq!(input.records.len(), 5);
+        assert!(input.result.is_none());
+        assert_eq!(input_label(&rec, None), "a");
+
+        let result = dir.path().join("run.json");
+        std::fs::write(&result, r#"{"date": "20261129-101010", "label": "mine", "model_id": "m", "request_rate": "inf", "client_health": {"dispatch_lateness_p99_ms": 12.5, "warnings": ["slow"]}}"#).unwrap();
+        assert!(load_report_input(&result).is_err(), "records beside the result are required");
+        write_records(&dir.path().join("run.json.records.jsonl"), 3);
+        let input = load_report_input(&result).unwrap();
+        assert_eq!(input.records.len(), 3);
+        let v = input.result.unwrap();
+        assert_eq!(input_label(&result, v.label.as_deref()), "mine");
+        let h = ReportHeader::from_result(&v);
+        assert!(h.config.contains(&("request rate (req/s)".into(), "inf".into())));
+        assert_eq!(h.client_health, vec![("dispatch lateness p99".into(), "12.50 ms".into())]);
+        assert_eq!(h.warnings, vec!["slow".to_string()]);
+
+        let junk = dir.path().join("junk.txt");
+        std::fs::write(&junk, "hello\n").unwrap();
+        assert!(load_report_input(&junk).is_err());
+    }
+
+    #[test]
+    fn compare_inputs_read_records_beside_a_result_and_refuse_a_sweep() {
+        let dir = tempfile::tempdir().unwrap();
+        let result = dir.path().join("run.json");
+        std::fs::write(&result, r#"{"completed": 4, "ttfts": [0.009], "latencies": [0.02]}"#).unwrap();
+        // vLLM's arrays without records beside the result, the records when they are there.
+        let from_arrays = load_compare_input(&result).unwrap();
+        assert_eq!(from_arrays.per_request[&servebench_report::result_keys::LatencyMetric::Ttft], vec![9.0]);
+        write_records(&dir.path().join("run.json.records.jsonl"), 4);
+        let loaded = load_compare_input(&result).unwrap();
+        assert_eq!(loaded.values.completed, Some(4.0));
+        assert_eq!(loaded.per_request[&servebench_report::result_keys::LatencyMetric::Ttft].len(), 4);
+        let sweep = dir.path().join("sweep.json");
+        std::fs::write(&sweep, r#"{"servebench_experiment": "sweep", "points": []}"#).unwrap();
+        let e = load_compare_input(&sweep).unwrap_err();
+        assert_eq!(e.code().as_str(), "SB101");
+        std::fs::write(&sweep, "not json\n").unwrap();
+        assert!(load_compare_input(&sweep).is_err());
+    }
+}

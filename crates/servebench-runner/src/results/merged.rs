@@ -1,0 +1,96 @@
+//! The description and result document of a merged sharded run (`servebench merge`;
+//! docs/scale-out.md): the run as one, with the worst shard's client health.
+
+use serde_json::{json, Value};
+use servebench_core::merge::MergedRun;
+use servebench_core::metrics::RunMetrics;
+use servebench_core::schedule::{ArrivalSchedule, RateConfig};
+use servebench_core::shard::ShardSummary;
+use servebench_report::sections::shards::shard_entries;
+use servebench_report::{result_json, ClientHealth, RunInfo};
+use time::OffsetDateTime;
+
+fn local(unix_us: u64) -> OffsetDateTime {
+    let now = OffsetDateTime::now_local().unwrap_or_else(|_| OffsetDateTime::now_utc());
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_us) * 1000)
+        .map(|t| t.to_offset(now.offset()))
+        .unwrap_or(now)
+}
+
+/// The merged run's client health: the worst shard's (highest lateness, hiccups, CPU share and
+/// RSS); connections and CPU seconds are summed.
+fn merged_health(m: &MergedRun) -> ClientHealth {
+    let summaries: Vec<&ShardSummary> = m.shards.iter().filter_map(|s| s.summary.as_ref()).collect();
+    let worst = |f: &dyn Fn(&ShardSummary) -> Option<f64>| {
+        summaries
+            .iter()
+            .filter_map(|s| f(s))
+            .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))))
+    };
+    let cpu_share = |s: &ShardSummary| {
+        (s.wall_seconds > 0.0 && s.cpus > 0)
+            .then(|| s.client_cpu_seconds / s.wall_seconds * 100.0 / s.cpus as f64)
+    };
+    let any = !summaries.is_empty();
+    ClientHealth {
+        dispatch_lateness_p50_us: worst(&|s| s.dispatch_lateness_p50_us),
+        dispatch_lateness_p99_us: worst(&|s| s.dispatch_lateness_p99_us),
+        hiccup_p99_us: worst(&|s| s.hiccup_p99_us),
+        // The worst shard's CPU as a share of its cores, expressed against one core.
+        client_cpu_percent: worst(&cpu_share),
+        available_cores: any.then_some(1.0),
+        peak_rss_bytes: summaries.iter().filter_map(|s| s.peak_rss_bytes).max(),
+        client_cpu_seconds: any.then(|| summaries.iter().map(|s| s.client_cpu_seconds).sum()),
+        connections_opened: any.then(|| summaries.iter().map(|s| s.connections_opened).sum()),
+        stale_connections: None,
+        resent_requests: Some(m.records.iter().filter(|r| r.resent).count() as u64),
+        pooling_disabled: None,
+    }
+}
+
+/// The merged run's description.
+pub fn merged_run_info(m: &MergedRun) -> RunInfo {
+    let run = &m.header.run;
+    let rate = RateConfig {
+        request_rate: run.request_rate.unwrap_or(f64::INFINITY),
+        burstiness: run.burstiness,
+        ramp_up: run.ramp_up,
+    };
+    let rps_change_events = run
+        .ramp_up
+        .map(|_| {
+            ArrivalSchedule::generate(m.header.total_requests as usize, &rate, m.header.seed)
+                .rps_change_events(&rate)
+        })
+        .unwrap_or_default();
+    RunInfo {
+        date: local(m.records.iter().filter_map(|r| r.done_us).max().unwrap_or(0) + m.origin_unix_us),
+        origin_wall: local(m.origin_unix_us),
+        backend: run.backend.clone(),
+        endpoint_type: run.backend.clone(),
+        label: run.label.clone(),
+        model_id: run.model_id.clone(),
+        tokenizer_id: run.tokenizer_id.clone(),
+        num_prompts: m.header.total_requests,
+        request_rate: rate.request_rate,
+        burstiness: rate.burstiness,
+        max_concurrency: run.max_concurrency,
+        ramp_up: run.ramp_up,
+        rps_change_events,
+        metadata: vec![
+            ("num_shards".into(), m.header.num_shards.to_string()),
+            ("workload_fingerprint".into(), m.header.workload_fingerprint.clone()),
+        ],
+        client_health: merged_health(m),
+    }
+}
+
+/// The merged result document: a run's result, then `shards` and `merge_warnings`.
+pub fn merged_result(info: &RunInfo, metrics: &RunMetrics, m: &MergedRun) -> Value {
+    let mut result = result_json(info, metrics, &m.records, false);
+    if let Value::Object(o) = &mut result {
+        o.insert("shards".into(), serde_json::to_value(shard_entries(m)).unwrap_or(Value::Null));
+        o.insert("merge_warnings".into(), json!(m.warnings));
+    }
+    result
+}
