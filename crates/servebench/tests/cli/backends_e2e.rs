@@ -124,9 +124,11 @@ fn responses_backend_with_reasoning_reports_ttfo() {
     assert_eq!(j["total_output_tokens"], 12 * 6);
     assert_eq!(j["reasoning_events"], 12 * 2);
     assert_eq!(j["content_events"], 12 * 4);
-    // TTFO comes two 5-ms reasoning events after TTFT (loose bound: timers and a shared host).
+    // TTFO comes two 5-ms reasoning events after TTFT; on a loaded host the events can arrive
+    // in one read (one arrival time), so only the order is checked here — the exact gap is
+    // pinned on hand-timed events in the client's Responses tests.
     let (ttft, ttfo) = (j["mean_ttft_ms"].as_f64().unwrap(), j["mean_ttfo_ms"].as_f64().unwrap());
-    assert!(ttfo > ttft + 5.0, "ttft {ttft} ttfo {ttfo}");
+    assert!(ttfo >= ttft, "ttft {ttft} ttfo {ttfo}");
     for r in &records {
         assert_eq!(r["outcome"], "completed");
         assert_eq!((r["reasoning_events"].as_u64(), r["content_events"].as_u64()), (Some(2), Some(4)));
