@@ -9,10 +9,9 @@ use serde_json::Value;
 use servebench_core::config::parse_goodput;
 use servebench_core::metrics::{RunMetrics, Slo};
 use servebench_core::{BenchError, RequestRecord};
-use servebench_report::document::ServerMetricsDoc;
+use servebench_report::document::{ExperimentDocument, ServerMetricsDoc};
 use servebench_report::html::{
-    dataset_stats_report, html_report, is_experiment_json, request_lens, sweep_report, ReportHeader,
-    ReportRun, ServerSeries,
+    dataset_stats_report, html_report, request_lens, sweep_report, ReportHeader, ReportRun, ServerSeries,
 };
 use servebench_report::{gather_environment, input_label, records_csv, runs_csv, write_text, RunInfo};
 use servebench_runner::observe::scrape::ServerMetrics;
@@ -38,7 +37,8 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         "Environment of the host that rendered this report: records do not say which host ran the benchmark."
             .into(),
     );
-    let experiments: Vec<Value> = args.inputs.iter().filter_map(|p| read_experiment(p)).collect();
+    let experiments: Vec<ExperimentDocument> =
+        args.inputs.iter().filter_map(|p| read_experiment(p)).collect();
     if !experiments.is_empty() {
         return report_experiment(args, &experiments, &goodput);
     }
@@ -76,14 +76,18 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
 }
 
 /// The experiment document (sweep, search, multi-run JSON) at `path`, when it is one.
-fn read_experiment(path: &Path) -> Option<Value> {
+fn read_experiment(path: &Path) -> Option<ExperimentDocument> {
     let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str::<Value>(&text).ok().filter(is_experiment_json)
+    ExperimentDocument::of(&serde_json::from_str::<Value>(&text).ok()?)
 }
 
 /// `servebench report SWEEP.json -o report.html`: the throughput–latency report of one experiment
 /// document (sweep, `--find-max-rate`, `--slo`, `--num-runs`).
-fn report_experiment(args: &ReportArgs, experiments: &[Value], goodput: &[Slo]) -> anyhow::Result<u8> {
+fn report_experiment(
+    args: &ReportArgs,
+    experiments: &[ExperimentDocument],
+    goodput: &[Slo],
+) -> anyhow::Result<u8> {
     let [doc] = experiments else {
         return Err(BenchError::config(
             "INPUTS",

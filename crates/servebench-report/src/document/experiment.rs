@@ -1,11 +1,12 @@
 //! The experiment documents (`servebench_experiment`: a sweep, `--find-max-rate`, `--slo`,
-//! `--num-runs`; docs/experiments.md), as far as `compare` reads them: a multi-run document's
-//! per-run results and its across-run summary.
+//! `--num-runs`; docs/experiments.md), as `compare` and the experiment report read them: the
+//! sweep's points and SLO criterion, a multi-run document's per-run results and its across-run
+//! summary, and the settings shown as written.
 
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::lenient::{lenient, object, Object};
+use super::lenient::{lenient, object, shown, Object, Shown};
 use super::metrics::Metrics;
 use crate::result_keys::MetricKey;
 
@@ -21,6 +22,87 @@ pub struct ExperimentDocument {
     /// `summary` of a multi-run document: the across-run aggregate of each metric key.
     #[serde(default, deserialize_with = "object")]
     pub summary: Option<Summary>,
+    /// `points` of a sweep or search (`{label, request_rate, result}`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub points: Option<Vec<Object<PointEntry>>>,
+    /// `criterion` of an SLO search (its `slos`).
+    #[serde(default, deserialize_with = "object")]
+    pub criterion: Option<Criterion>,
+    /// The settings the report shows as written (`null` included; absent keys are `None`).
+    #[serde(flatten)]
+    pub settings: ExperimentSettings,
+}
+
+/// An experiment's settings, shown as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ExperimentSettings {
+    #[serde(default, deserialize_with = "shown")]
+    pub model_id: Option<Shown>,
+    #[serde(default, deserialize_with = "shown")]
+    pub backend: Option<Shown>,
+    #[serde(default, deserialize_with = "shown")]
+    pub date: Option<Shown>,
+    #[serde(default, deserialize_with = "shown")]
+    pub sweep_parameter: Option<Shown>,
+    #[serde(default, deserialize_with = "shown")]
+    pub result_rate: Option<Shown>,
+    #[serde(default, deserialize_with = "shown")]
+    pub lowest_failing_rate: Option<Shown>,
+    #[serde(default, deserialize_with = "shown")]
+    pub num_runs: Option<Shown>,
+    #[serde(default, deserialize_with = "shown")]
+    pub same_seed: Option<Shown>,
+    #[serde(default, deserialize_with = "shown")]
+    pub request_rate: Option<Shown>,
+    #[serde(default, deserialize_with = "shown")]
+    pub max_concurrency: Option<Shown>,
+}
+
+impl ExperimentSettings {
+    /// The setting named `key` (its JSON name), when the document has it.
+    pub fn get(&self, key: &str) -> Option<&Shown> {
+        match key {
+            "model_id" => self.model_id.as_ref(),
+            "backend" => self.backend.as_ref(),
+            "date" => self.date.as_ref(),
+            "sweep_parameter" => self.sweep_parameter.as_ref(),
+            "result_rate" => self.result_rate.as_ref(),
+            "lowest_failing_rate" => self.lowest_failing_rate.as_ref(),
+            "num_runs" => self.num_runs.as_ref(),
+            "same_seed" => self.same_seed.as_ref(),
+            "request_rate" => self.request_rate.as_ref(),
+            "max_concurrency" => self.max_concurrency.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// One point of a sweep or search.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct PointEntry {
+    #[serde(default, deserialize_with = "lenient")]
+    pub label: Option<String>,
+    /// The point's rate as written (a number or `"inf"`).
+    #[serde(default, deserialize_with = "shown")]
+    pub request_rate: Option<Shown>,
+    #[serde(default, deserialize_with = "object")]
+    pub result: Option<Metrics>,
+}
+
+/// An SLO search's criterion.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Criterion {
+    #[serde(default, deserialize_with = "lenient")]
+    pub slos: Option<Vec<Object<SloBound>>>,
+}
+
+/// One SLO bound of a search (`ttft_p99` ≤ `max_ms`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SloBound {
+    #[serde(default, deserialize_with = "lenient")]
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub max_ms: Option<f64>,
 }
 
 /// One run of a multi-run document.
@@ -30,6 +112,9 @@ pub struct RunEntry {
     pub result: Option<Metrics>,
     #[serde(default, deserialize_with = "lenient")]
     pub seed: Option<u64>,
+    /// The entry's own metrics: a run given as a bare result (no `result` object).
+    #[serde(flatten)]
+    pub bare: Metrics,
 }
 
 /// The across-run aggregate of one metric (`{n, mean, std, min, max, ci95_low, ci95_high}`).
@@ -85,6 +170,12 @@ impl<'de> Deserialize<'de> for Summary {
 }
 
 impl ExperimentDocument {
+    /// The experiment document `v` is, if it is an object naming its `servebench_experiment`.
+    pub fn of(v: &serde_json::Value) -> Option<ExperimentDocument> {
+        let doc = ExperimentDocument::deserialize(v.is_object().then_some(v)?).ok()?;
+        doc.kind().is_some().then_some(doc)
+    }
+
     /// The experiment's kind (`servebench_experiment`), when it names one.
     pub fn kind(&self) -> Option<&str> {
         self.servebench_experiment.as_deref()

@@ -80,6 +80,11 @@ impl Shown {
         }
     }
 
+    /// The value's JSON text (a string in quotes).
+    pub fn json(&self) -> String {
+        self.0.to_string()
+    }
+
     /// The value when it is a string.
     pub fn as_str(&self) -> Option<&str> {
         self.0.as_str()

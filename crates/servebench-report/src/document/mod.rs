@@ -20,7 +20,9 @@ mod shards;
 #[cfg(test)]
 mod tests;
 
-pub use experiment::{Aggregate, ExperimentDocument, RunEntry, Summary};
+pub use experiment::{
+    Aggregate, Criterion, ExperimentDocument, ExperimentSettings, PointEntry, RunEntry, SloBound, Summary,
+};
 pub use lenient::{Lenient, Object, Shown};
 pub use metrics::{LatencyStats, Metrics, SteadyMetrics};
 pub use result::{
@@ -47,7 +49,7 @@ struct ResultProbe {
 #[derive(Debug, Clone, PartialEq)]
 pub enum JsonFile {
     /// An experiment document (it names a `servebench_experiment` string).
-    Experiment(ExperimentDocument),
+    Experiment(Box<ExperimentDocument>),
     /// A document that is not an experiment.
     Result(Box<ResultDocument>),
 }
@@ -63,8 +65,7 @@ fn whole_or_last_line(text: &str) -> Result<serde_json::Value, serde_json::Error
 
 /// The experiment document `v` is, if it is an object naming its `servebench_experiment`.
 fn experiment_of(v: &serde_json::Value) -> Option<ExperimentDocument> {
-    let doc = ExperimentDocument::deserialize(v.is_object().then_some(v)?).ok()?;
-    doc.kind().is_some().then_some(doc)
+    ExperimentDocument::of(v)
 }
 
 impl JsonFile {
@@ -73,7 +74,7 @@ impl JsonFile {
     pub fn parse(text: &str) -> Result<JsonFile, serde_json::Error> {
         let v = whole_or_last_line(text)?;
         if let Some(doc) = experiment_of(&v) {
-            return Ok(JsonFile::Experiment(doc));
+            return Ok(JsonFile::Experiment(Box::new(doc)));
         }
         Ok(JsonFile::Result(Box::new(ResultDocument::deserialize(&v).unwrap_or_default())))
     }

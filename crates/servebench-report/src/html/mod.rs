@@ -26,7 +26,7 @@ use crate::info::{python_float, vllm_date, RunInfo};
 pub use charts::MAX_SCATTER_POINTS;
 pub use dataset_stats::{dataset_stats_report, request_lens, RequestLens};
 pub use server_charts::{ServerSample, ServerSeries};
-pub use sweep::{is_experiment_json, sweep_report};
+pub use sweep::sweep_report;
 pub use timeline::{timeline_report, timeline_rows, TimelineRow};
 
 /// Percentiles the report computes (the summary table shows p50, p90, p99, p99.9).

@@ -4,11 +4,11 @@
 //! The document's `runs` are points (`{label, seed, result}`); `summary` holds the across-run
 //! aggregate of every metric key (`{n, mean, std, min, max, ci95_low, ci95_high}`).
 
-use serde_json::Value;
-
 use super::page::render_experiment;
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
 use super::sweep::ExperimentError;
+use crate::document::{ExperimentDocument, Metrics};
+use crate::result_keys::MetricKey;
 
 /// Throughput keys drawn (when present), then latency statistics per metric.
 const THROUGHPUT: [(&str, &str); 6] = [
@@ -22,34 +22,29 @@ const THROUGHPUT: [(&str, &str); 6] = [
 const LATENCY_METRICS: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
 const LATENCY_STATS: [&str; 3] = ["mean", "median", "p99"];
 
-/// The number at `key` (`a.b` reaches into `a`); `None` for null or missing.
-fn value_at(v: &Value, key: &str) -> Option<f64> {
-    if let Some(x) = v.get(key) {
-        return x.as_f64().filter(|x| x.is_finite());
-    }
-    let (head, rest) = key.split_once('.')?;
-    value_at(v.get(head)?, rest)
+/// The number of metric `key` (`steady_state.x` reaches into `steady_state`); `None` for null,
+/// missing or not a metric key.
+fn value_at(v: &Metrics, key: &str) -> Option<f64> {
+    v.get(&MetricKey::parse(key)?).filter(|x| x.is_finite())
 }
 
 /// One run: its label and result.
 struct Run<'a> {
     label: String,
-    result: &'a Value,
+    result: &'a Metrics,
 }
 
-fn runs(doc: &Value) -> Vec<Run<'_>> {
-    let list = doc.get("runs").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+fn runs(doc: &ExperimentDocument) -> Vec<Run<'_>> {
+    let list = doc.runs.as_deref().unwrap_or_default();
     list.iter()
         .enumerate()
         .filter_map(|(i, r)| {
             // A point `{label, seed, result}`; a bare result is accepted too.
-            let result = r.get("result").filter(|x| x.is_object()).unwrap_or(r);
-            result.is_object().then(|| {
-                let seed = r.get("seed").and_then(Value::as_u64);
-                let label =
-                    seed.map_or_else(|| format!("run {}", i + 1), |s| format!("run {} (seed {s})", i + 1));
-                Run { label, result }
-            })
+            let r = r.0.as_ref()?;
+            let result = r.result.as_ref().unwrap_or(&r.bare);
+            let label =
+                r.seed.map_or_else(|| format!("run {}", i + 1), |s| format!("run {} (seed {s})", i + 1));
+            Some(Run { label, result })
         })
         .collect()
 }
@@ -58,11 +53,11 @@ fn runs(doc: &Value) -> Vec<Run<'_>> {
 type Aggregate = (f64, Option<(f64, f64)>, u64);
 
 /// The across-run aggregate of `key`.
-fn aggregate(doc: &Value, key: &str) -> Option<Aggregate> {
-    let a = doc.get("summary")?.get(key)?;
-    let f = |n: &str| a.get(n).and_then(Value::as_f64).filter(|x| x.is_finite());
-    let n = a.get("n").and_then(Value::as_u64).unwrap_or(0);
-    Some((f("mean")?, f("ci95_low").zip(f("ci95_high")), n))
+fn aggregate(doc: &ExperimentDocument, key: &str) -> Option<Aggregate> {
+    let key = MetricKey::parse(key)?;
+    let a = &doc.summary.as_ref()?.0.iter().find(|(k, _)| *k == key)?.1;
+    let f = |v: Option<f64>| v.filter(|x| x.is_finite());
+    Some((f(a.mean)?, f(a.ci95_low).zip(f(a.ci95_high)), a.n.unwrap_or(0)))
 }
 
 fn fmt(v: Option<f64>) -> String {
@@ -70,7 +65,7 @@ fn fmt(v: Option<f64>) -> String {
 }
 
 /// Each run's value of `key` (x = run number), its mean and its confidence interval.
-fn chart(doc: &Value, rs: &[Run<'_>], key: &str, label: &str) -> Option<Chart> {
+fn chart(doc: &ExperimentDocument, rs: &[Run<'_>], key: &str, label: &str) -> Option<Chart> {
     let points: Vec<(f64, f64, String)> = rs
         .iter()
         .enumerate()
@@ -122,15 +117,15 @@ fn chart(doc: &Value, rs: &[Run<'_>], key: &str, label: &str) -> Option<Chart> {
 }
 
 /// The HTML report of a `--num-runs` document.
-pub(super) fn multi_run_report(doc: &Value) -> Result<String, ExperimentError> {
+pub(super) fn multi_run_report(doc: &ExperimentDocument) -> Result<String, ExperimentError> {
     let rs = runs(doc);
     if rs.is_empty() {
         return Err(ExperimentError::NoPoints("multi_run".into()));
     }
     let mut rows: Vec<(String, String)> = vec![("experiment".into(), "multi_run".into())];
     for key in ["model_id", "backend", "date", "num_runs", "same_seed", "request_rate", "max_concurrency"] {
-        if let Some(v) = doc.get(key).filter(|v| !v.is_null()) {
-            rows.push((key.into(), v.as_str().map_or_else(|| v.to_string(), String::from)));
+        if let Some(v) = doc.settings.get(key).filter(|v| !v.is_null()) {
+            rows.push((key.into(), v.text()));
         }
     }
     for r in &rs {
@@ -168,7 +163,7 @@ pub(super) fn multi_run_report(doc: &Value) -> Result<String, ExperimentError> {
         (thr.into_iter().map(|c| c.1).collect(), lat.into_iter().map(|c| c.1).collect());
     let title = format!(
         "servebench multi run: {} ({} runs)",
-        doc.get("model_id").and_then(Value::as_str).unwrap_or("?"),
+        doc.settings.model_id.as_ref().and_then(|m| m.as_str()).unwrap_or("?"),
         rs.len()
     );
     Ok(render_experiment(

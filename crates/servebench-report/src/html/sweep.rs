@@ -2,8 +2,10 @@
 //! docs/experiments.md): throughput–latency curves, one point per sweep point, with horizontal SLO
 //! lines when the experiment (or the report's `--goodput`) has latency limits.
 
-use serde_json::Value;
 use servebench_core::metrics::Slo;
+
+use crate::document::{ExperimentDocument, Metrics};
+use crate::result_keys::{Headline, LatencyKey, LatencyMetric, MetricKey, Stat};
 
 use super::page::render_experiment;
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
@@ -20,26 +22,21 @@ pub enum ExperimentError {
     NoPoints(String),
 }
 
-/// Whether `doc` is an experiment document (it names its `servebench_experiment`).
-pub fn is_experiment_json(doc: &Value) -> bool {
-    doc.get("servebench_experiment").is_some_and(Value::is_string)
-}
-
 /// One point: its label and full single-run result.
 struct Point<'a> {
     label: String,
-    result: &'a Value,
+    result: &'a Metrics,
 }
 
-fn points(doc: &Value) -> Vec<Point<'_>> {
-    let pts = doc.get("points").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+fn points(doc: &ExperimentDocument) -> Vec<Point<'_>> {
+    let pts = doc.points.as_deref().unwrap_or_default();
     pts.iter()
         .filter_map(|p| {
-            let result = p.get("result").filter(|r| r.is_object())?;
-            let label = p.get("label").and_then(Value::as_str).map_or_else(
-                || format!("rate {}", p.get("request_rate").map(Value::to_string).unwrap_or_default()),
-                String::from,
-            );
+            let p = p.0.as_ref()?;
+            let result = p.result.as_ref()?;
+            let label = p.label.clone().unwrap_or_else(|| {
+                format!("rate {}", p.request_rate.as_ref().map(|r| r.json()).unwrap_or_default())
+            });
             Some(Point { label, result })
         })
         .collect()
@@ -53,14 +50,11 @@ struct Limit {
 }
 
 /// SLO search bounds (`criterion.slos`: `ttft_p99` → metric `ttft`) and goodput SLOs.
-fn limits(doc: &Value, goodput: &[Slo]) -> Vec<Limit> {
+fn limits(doc: &ExperimentDocument, goodput: &[Slo]) -> Vec<Limit> {
     let mut out = Vec::new();
-    let slos =
-        doc.pointer("/criterion/slos").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    for s in slos {
-        if let (Some(n), Some(v)) =
-            (s.get("name").and_then(Value::as_str), s.get("max_ms").and_then(Value::as_f64))
-        {
+    let slos = doc.criterion.as_ref().and_then(|c| c.slos.as_deref()).unwrap_or_default();
+    for s in slos.iter().filter_map(|s| s.0.as_ref()) {
+        if let (Some(n), Some(v)) = (s.name.as_deref(), s.max_ms) {
             let metric = n.split('_').next().unwrap_or(n).to_string();
             out.push(Limit { metric, name: format!("SLO {n} ≤ {v} ms"), max_ms: v });
         }
@@ -76,20 +70,25 @@ fn limits(doc: &Value, goodput: &[Slo]) -> Vec<Limit> {
     out
 }
 
-fn num(v: &Value, key: &str) -> Option<f64> {
-    v.get(key).and_then(Value::as_f64).filter(|x| x.is_finite())
+fn num(v: &Metrics, key: &MetricKey) -> Option<f64> {
+    v.get(key).filter(|x| x.is_finite())
+}
+
+/// The statistic `stat` of `metric`.
+fn stat_key(stat: Stat, metric: LatencyMetric) -> MetricKey {
+    MetricKey::Latency(LatencyKey { stat, metric })
 }
 
 /// The highest `pNN_<metric>_ms` percentile key present in every point (e.g. `p99_ttft_ms`).
-fn top_percentile(pts: &[Point<'_>], metric: &str) -> Option<String> {
-    let first = pts.first()?.result.as_object()?;
-    let mut best: Option<(f64, String)> = None;
-    for k in first.keys() {
-        if let Some(p) = k.strip_prefix('p').and_then(|r| r.strip_suffix(&format!("_{metric}_ms"))) {
-            if let Ok(p) = p.parse::<f64>() {
-                if pts.iter().all(|x| num(x.result, k).is_some()) && best.as_ref().is_none_or(|b| p > b.0) {
-                    best = Some((p, k.clone()));
-                }
+fn top_percentile(pts: &[Point<'_>], metric: LatencyMetric) -> Option<LatencyKey> {
+    let first = pts.first()?.result;
+    let mut best: Option<(f64, LatencyKey)> = None;
+    for k in first.latency.keys_of(metric) {
+        let Stat::Percentile(p) = &k.stat else { continue };
+        if let Ok(p) = p.parse::<f64>() {
+            let key = MetricKey::Latency(k.clone());
+            if pts.iter().all(|x| num(x.result, &key).is_some()) && best.as_ref().is_none_or(|b| p > b.0) {
+                best = Some((p, k.clone()));
             }
         }
     }
@@ -98,13 +97,15 @@ fn top_percentile(pts: &[Point<'_>], metric: &str) -> Option<String> {
 
 /// Throughput–latency curve of `metric`: x = achieved throughput (`x_key`), y = its median
 /// (solid) and highest saved percentile (dashed), one point per experiment point.
-fn curve(pts: &[Point<'_>], metric: &str, x_key: &str, x_label: &str, limits: &[Limit]) -> Chart {
+fn curve(pts: &[Point<'_>], metric: LatencyMetric, x: Headline, x_label: &str, limits: &[Limit]) -> Chart {
+    let x_key = &MetricKey::Headline(x);
     let mut series = Vec::new();
-    let mut keys = vec![(format!("median_{metric}_ms"), "median".to_string(), Style::Solid)];
+    let mut keys = vec![(stat_key(Stat::Median, metric), "median".to_string(), Style::Solid)];
     if let Some(k) = top_percentile(pts, metric) {
-        let name = k.split('_').next().unwrap_or_default().to_string();
-        keys.push((k, name, Style::Dashed));
+        let name = k.stat.to_string();
+        keys.push((MetricKey::Latency(k), name, Style::Dashed));
     }
+    let metric = metric.name();
     let mut xs = Vec::new();
     for (key, name, style) in &keys {
         let line: Vec<(f64, f64)> =
@@ -146,7 +147,7 @@ fn curve(pts: &[Point<'_>], metric: &str, x_key: &str, x_label: &str, limits: &[
         pts.iter().filter_map(|p| num(p.result, x_key).map(|x| format!("{} ({x:.1})", p.label))).collect();
     let upper = metric.to_uppercase();
     Chart {
-        id: format!("sweep-{metric}-{}", if x_key == "output_throughput" { "tok" } else { "req" }),
+        id: format!("sweep-{metric}-{}", if x == Headline::OutputThroughput { "tok" } else { "req" }),
         title: format!("{upper} vs {x_label}"),
         note: format!(
             "One point per experiment point: achieved {x_label} against {upper} (service view). Points: {}.",
@@ -160,8 +161,8 @@ fn curve(pts: &[Point<'_>], metric: &str, x_key: &str, x_label: &str, limits: &[
 
 /// The HTML report of an experiment document; `goodput` adds per-request SLO lines (the saved
 /// sweep document does not keep the `--goodput` bounds).
-pub fn sweep_report(doc: &Value, goodput: &[Slo]) -> Result<String, ExperimentError> {
-    let kind = doc.get("servebench_experiment").and_then(Value::as_str).unwrap_or_default();
+pub fn sweep_report(doc: &ExperimentDocument, goodput: &[Slo]) -> Result<String, ExperimentError> {
+    let kind = doc.kind().unwrap_or_default();
     if !KINDS.contains(&kind) {
         return Err(ExperimentError::UnknownKind(kind.to_string()));
     }
@@ -175,20 +176,20 @@ pub fn sweep_report(doc: &Value, goodput: &[Slo]) -> Result<String, ExperimentEr
     let lim = limits(doc, goodput);
     let mut rows: Vec<(String, String)> = vec![("experiment".into(), kind.into())];
     for key in ["model_id", "backend", "sweep_parameter", "date", "result_rate", "lowest_failing_rate"] {
-        if let Some(v) = doc.get(key).filter(|v| !v.is_null()) {
-            rows.push((key.into(), v.as_str().map_or_else(|| v.to_string(), String::from)));
+        if let Some(v) = doc.settings.get(key).filter(|v| !v.is_null()) {
+            rows.push((key.into(), v.text()));
         }
     }
     for p in &pts {
         let mut parts = Vec::new();
         for (key, unit, name) in [
-            ("output_throughput", "tok/s", ""),
-            ("request_throughput", "req/s", ""),
-            ("median_ttft_ms", "ms", "TTFT median "),
-            ("median_tpot_ms", "ms", "TPOT median "),
-            ("median_e2el_ms", "ms", "E2EL median "),
+            (MetricKey::Headline(Headline::OutputThroughput), "tok/s", ""),
+            (MetricKey::Headline(Headline::RequestThroughput), "req/s", ""),
+            (stat_key(Stat::Median, LatencyMetric::Ttft), "ms", "TTFT median "),
+            (stat_key(Stat::Median, LatencyMetric::Tpot), "ms", "TPOT median "),
+            (stat_key(Stat::Median, LatencyMetric::E2el), "ms", "E2EL median "),
         ] {
-            if let Some(v) = num(p.result, key) {
+            if let Some(v) = num(p.result, &key) {
                 parts.push(format!("{name}{v:.1} {unit}"));
             }
         }
@@ -196,17 +197,14 @@ pub fn sweep_report(doc: &Value, goodput: &[Slo]) -> Result<String, ExperimentEr
     }
     let mut tok = Vec::new();
     let mut req = Vec::new();
-    for metric in ["ttft", "tpot", "itl", "e2el"] {
-        if pts.iter().any(|p| num(p.result, &format!("median_{metric}_ms")).is_some()) {
-            tok.push(curve(&pts, metric, "output_throughput", "output tokens/s", &lim));
-            req.push(curve(&pts, metric, "request_throughput", "requests/s", &lim));
+    for metric in LatencyMetric::ALL {
+        if pts.iter().any(|p| num(p.result, &stat_key(Stat::Median, metric)).is_some()) {
+            tok.push(curve(&pts, metric, Headline::OutputThroughput, "output tokens/s", &lim));
+            req.push(curve(&pts, metric, Headline::RequestThroughput, "requests/s", &lim));
         }
     }
-    let title = format!(
-        "servebench {}: {}",
-        kind.replace('_', " "),
-        doc.get("model_id").and_then(Value::as_str).unwrap_or("?")
-    );
+    let model = doc.settings.model_id.as_ref().and_then(|m| m.as_str()).unwrap_or("?");
+    let title = format!("servebench {}: {model}", kind.replace('_', " "));
     Ok(render_experiment(
         &title,
         &rows,

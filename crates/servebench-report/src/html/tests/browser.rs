@@ -144,13 +144,13 @@ fn optional_charts_and_sweep_report_render_in_headless_chromium() {
         ("extended", html_report(&super::extra::extended_runs()), 19, &OPTIONAL_IDS[..]),
         (
             "sweep",
-            crate::html::sweep_report(&super::extra::sweep_doc("sweep"), &[]).unwrap(),
+            crate::html::sweep_report(&super::extra::doc(super::extra::sweep_doc("sweep")), &[]).unwrap(),
             6,
             &SWEEP_IDS[..],
         ),
         (
             "multi_run",
-            crate::html::sweep_report(&super::extra::multi_run_doc(), &[]).unwrap(),
+            crate::html::sweep_report(&super::extra::doc(super::extra::multi_run_doc()), &[]).unwrap(),
             super::extra::MULTI_RUN_IDS.len(),
             &super::extra::MULTI_RUN_IDS[..],
         ),

@@ -2,6 +2,7 @@
 //! metrics, and the experiment (sweep/search) report.
 
 use super::{assert_self_contained, chart_markup, fixture_records, fixture_runs, header};
+use crate::document::ExperimentDocument;
 use crate::html::data::RunData;
 use crate::html::server_charts::ServerSeries;
 use crate::html::{html_report, sweep_report, ReportRun};
@@ -64,6 +65,11 @@ pub(crate) fn sweep_doc(kind: &str) -> Value {
     json!({"servebench_experiment": kind, "model_id": "m", "backend": "openai", "sweep_parameter": "max_concurrency",
            "criterion": {"slos": [{"name": "ttft_p99", "max_ms": 150.0}]},
            "points": [point(1, 100.0, 1.0, 20.0), point(8, 700.0, 7.0, 40.0), point(32, 1500.0, 12.0, 90.0)]})
+}
+
+/// The typed experiment document of `v` (the report reads nothing else).
+pub(super) fn doc(v: Value) -> ExperimentDocument {
+    ExperimentDocument::of(&v).expect("an experiment document")
 }
 
 #[test]
@@ -136,7 +142,7 @@ fn server_series_parse_and_hit_rate_per_interval() {
 
 #[test]
 fn sweep_report_draws_throughput_latency_curves_with_slo_lines() {
-    let html = sweep_report(&sweep_doc("sweep"), &[]).unwrap();
+    let html = sweep_report(&doc(sweep_doc("sweep")), &[]).unwrap();
     assert_self_contained(&html);
     for id in [
         "sweep-ttft-tok",
@@ -158,12 +164,12 @@ fn sweep_report_draws_throughput_latency_curves_with_slo_lines() {
     assert!(!chart_markup(&html, "sweep-tpot-tok").contains("SLO"), "SLO lines only on their metric");
     // Goodput SLOs from the report command draw too.
     let slo = Slo { metric: MetricName::Tpot, threshold_ms: 6.0 };
-    let html = sweep_report(&sweep_doc("sweep"), &[slo]).unwrap();
+    let html = sweep_report(&doc(sweep_doc("sweep")), &[slo]).unwrap();
     assert!(chart_markup(&html, "sweep-tpot-req").contains("goodput SLO: tpot ≤ 6 ms per request"));
-    assert_eq!(html, sweep_report(&sweep_doc("sweep"), &[slo]).unwrap(), "deterministic");
-    assert!(sweep_report(&sweep_doc("slo_search"), &[]).is_ok());
-    assert!(sweep_report(&sweep_doc("bogus"), &[]).is_err());
-    assert!(sweep_report(&json!({"servebench_experiment": "sweep", "points": []}), &[]).is_err());
+    assert_eq!(html, sweep_report(&doc(sweep_doc("sweep")), &[slo]).unwrap(), "deterministic");
+    assert!(sweep_report(&doc(sweep_doc("slo_search")), &[]).is_ok());
+    assert!(sweep_report(&doc(sweep_doc("bogus")), &[]).is_err());
+    assert!(sweep_report(&doc(json!({"servebench_experiment": "sweep", "points": []})), &[]).is_err());
 }
 
 /// A `--num-runs` document of three runs in the shape `servebench --num-runs` writes: runs are
@@ -194,7 +200,7 @@ pub(crate) fn multi_run_doc() -> Value {
 /// mean and CI per metric, and has a row per run (it drew nothing: runs are points, not results).
 #[test]
 fn multi_run_report_draws_per_run_and_across_run_charts_with_rows() {
-    let html = sweep_report(&multi_run_doc(), &[]).unwrap();
+    let html = sweep_report(&doc(multi_run_doc()), &[]).unwrap();
     assert_eq!(html.matches("<figure class=\"chart\"").count(), MULTI_RUN_IDS.len(), "{html}");
     for id in MULTI_RUN_IDS {
         let c = chart_markup(&html, id);
@@ -213,8 +219,8 @@ fn multi_run_report_draws_per_run_and_across_run_charts_with_rows() {
     assert!(html.contains("run 3 (seed 2)</td><td>12.00 req/s, 120.00 tok/s, TTFT median 35.00 ms, TPOT median 5.00 ms, steady-state n/a req/s"));
     assert!(html.contains("request_throughput across runs</td><td>mean 11.00, 95% CI [8.52, 13.48] (n = 3)"));
     assert!(!html.contains("runs-mean_tpot_ms"), "a metric every run has null for is not drawn");
-    assert_eq!(html, sweep_report(&multi_run_doc(), &[]).unwrap(), "deterministic");
-    assert!(sweep_report(&json!({"servebench_experiment": "multi_run", "runs": []}), &[]).is_err());
+    assert_eq!(html, sweep_report(&doc(multi_run_doc()), &[]).unwrap(), "deterministic");
+    assert!(sweep_report(&doc(json!({"servebench_experiment": "multi_run", "runs": []})), &[]).is_err());
 }
 
 /// The charts of [`multi_run_doc`]'s report.
@@ -227,3 +233,18 @@ pub(crate) const MULTI_RUN_IDS: [&str; 7] = [
     "runs-p99_ttft_ms",
     "runs-median_tpot_ms",
 ];
+
+/// The experiment reports, byte for byte: a sweep with goodput lines, an SLO search with its
+/// criterion, and a multi-run document.
+#[test]
+fn snapshot_of_experiment_reports() {
+    let slo = Slo { metric: MetricName::Ttft, threshold_ms: 40.0 };
+    let sweep = sweep_report(&doc(sweep_doc("sweep")), &[slo]).unwrap();
+    let search = sweep_report(&doc(sweep_doc("slo_search")), &[]).unwrap();
+    let multi = sweep_report(&doc(multi_run_doc()), &[]).unwrap();
+    insta::with_settings!({snapshot_path => "../../../tests/snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!("experiment_report_sweep", sweep);
+        insta::assert_snapshot!("experiment_report_slo_search", search);
+        insta::assert_snapshot!("experiment_report_multi_run", multi);
+    });
+}
