@@ -109,7 +109,8 @@ mod tests {
         let want = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
         assert_eq!(&*s.prompt, want);
         assert_eq!(s.prompt_len as usize, tok.encode(want, true).unwrap().len());
-        assert_eq!(&*s.messages.unwrap().json, r#"[{"content":"Hi","role":"user"}]"#);
+        let m: Value = serde_json::from_str(&s.messages.unwrap().json).unwrap();
+        assert_eq!(m, json!([{"role": "user", "content": "Hi"}]));
         // --chat-template-kwargs reach the template (SmolLM2's ignores unknown variables, so a
         // template of our own shows them).
         let dir = tempfile::tempdir().unwrap();

@@ -315,7 +315,7 @@ mod tests {
              {% if tools %}{{ tools | tojson }}{% endif %}{% if enable_thinking is defined and not enable_thinking %}/no_think{% endif %}\n",
         );
         let msgs = json!([{"role": "user", "content": "  hello  "}]);
-        let tools = json!([{"type": "function", "function": {"name": "f"}}]);
+        let tools = json!([{"function": {"name": "f"}}]);
         let mut kwargs = Map::new();
         kwargs.insert("enable_thinking".into(), json!(false));
         let out = t
@@ -325,7 +325,7 @@ mod tests {
             )
             .unwrap();
         // trim_blocks / lstrip_blocks drop the block lines' whitespace; the trailing newline goes.
-        assert_eq!(out, r#"<s>HELLO[{"function": {"name": "f"}, "type": "function"}]/no_think"#);
+        assert_eq!(out, r#"<s>HELLO[{"function": {"name": "f"}}]/no_think"#);
     }
 
     #[test]

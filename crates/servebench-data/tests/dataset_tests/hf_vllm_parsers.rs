@@ -301,7 +301,7 @@ fn bfcl_prompt_tokens_count_the_chat_template_rendered_with_the_tools() {
     let want = format!(
         "TOOLS {tools}\n[system] You are a travel assistant.\n[user] Find me a hotel in Lisbon for two nights.\n[assistant]"
     );
-    assert!(tools.starts_with(r#"[{"function": {"#), "{tools}");
+    assert!(tools.starts_with(r#"[{""#) && tools.contains(r#""type": "function""#), "{tools}");
     assert_eq!(r.prompt_tokens as usize, t.encode(&want, true).unwrap().len());
     // A template that raises falls back to the joined text, as vLLM's except branch does.
     std::fs::write(dir.path().join("chat_template.jinja"), "{{ raise_exception('no tools here') }}").unwrap();
