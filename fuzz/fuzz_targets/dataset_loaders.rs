@@ -49,7 +49,11 @@ fuzz_target!(|data: &[u8]| {
         2 => {
             let path = dir().join("custom.jsonl");
             std::fs::write(&path, content).expect("write the input file");
-            let kind = DatasetKind::Custom(CustomConfig { path, output_len: fixed_output });
+            let kind = DatasetKind::Custom(CustomConfig {
+                path,
+                output_len: fixed_output,
+                template: Default::default(),
+            });
             build_dataset(&DatasetRequest::new(kind, sampling), tokenizer().as_ref(), &offline())
         }
         _ => {

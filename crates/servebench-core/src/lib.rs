@@ -23,5 +23,5 @@ pub use record::{
     ErrorKind, FailureCause, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource,
     UnreachableReason,
 };
-pub use tokenizer::TextTokenizer;
+pub use tokenizer::{ChatRender, ChatTemplate, TextTokenizer};
 pub use workload::{AudioClip, BodyOverrides, ChatMessages, Prompt, RequestSpec, RerankPayload, Workload};

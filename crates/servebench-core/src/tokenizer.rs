@@ -21,4 +21,27 @@ pub trait TextTokenizer: Send + Sync + std::fmt::Debug {
     fn count(&self, text: &str) -> Result<usize> {
         self.encode(text, false).map(|v| v.len())
     }
+    /// The tokenizer's chat template, when it has one (a Hugging Face tokenizer's
+    /// `chat_template.jinja` or `tokenizer_config.json` `chat_template`).
+    fn chat_template(&self) -> Option<&dyn ChatTemplate> {
+        None
+    }
+}
+
+/// What a chat-template rendering gets besides the messages: transformers'
+/// `apply_chat_template(messages, tools=…, add_generation_prompt=…, tokenize=False, **kwargs)`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChatRender<'a> {
+    /// Append the assistant turn's opening (`add_generation_prompt`).
+    pub add_generation_prompt: bool,
+    /// The tool definitions (a JSON array), as `tools=`.
+    pub tools: Option<&'a serde_json::Value>,
+    /// Extra template variables (`--chat-template-kwargs`).
+    pub kwargs: Option<&'a serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A chat template that renders a conversation to the prompt text a model sees.
+pub trait ChatTemplate: Send + Sync + std::fmt::Debug {
+    /// Renders `messages` (a JSON array of `{"role", "content", …}` objects).
+    fn render(&self, messages: &serde_json::Value, opts: &ChatRender<'_>) -> Result<String>;
 }

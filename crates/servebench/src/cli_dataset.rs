@@ -181,6 +181,7 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
         "custom" => DatasetKind::Custom(CustomConfig {
             path: required_path(args, "/path/to/prompts.jsonl")?,
             output_len: custom_output_len(output_override, d.custom_output_len)?,
+            template: prompt_template(args, !d.skip_chat_template, true)?,
         }),
         "custom_image" | "custom-image" => {
             if !backend_takes_images {
@@ -230,6 +231,7 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
                 category: d.speed_bench_category.clone(),
                 output_len: output_override
                     .unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
+                template: prompt_template(args, !d.skip_chat_template, true)?,
             })
         }
         "burstgpt" => {
@@ -240,6 +242,8 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
             category: d.spec_bench_category.clone(),
             output_len: output_override
                 .unwrap_or(positive("--spec-bench-output-len", d.spec_bench_output_len)?),
+            // vLLM's get_samples passes neither --skip-chat-template nor the kwargs here.
+            template: prompt_template(args, true, false)?,
         }),
         "hf" => DatasetKind::Hf(hf_config(args, output_override)?),
         other => {
@@ -308,6 +312,22 @@ pub fn check_chat_media_flags(args: &RunArgs, backend: BackendKind) -> Result<()
     Ok(())
 }
 
+/// How a prompt dataset renders its prompts with the chat template: `render` as vLLM decides
+/// for the dataset, `--chat-template-kwargs` when vLLM passes them (`with_kwargs`).
+fn prompt_template(
+    args: &RunArgs,
+    render: bool,
+    with_kwargs: bool,
+) -> Result<servebench_data::dataset::chat_render::PromptTemplate> {
+    let kwargs =
+        if render && with_kwargs { crate::cli_vllm::parse_chat_template_kwargs(args)? } else { None };
+    Ok(servebench_data::dataset::chat_render::PromptTemplate {
+        render,
+        kwargs,
+        chat_messages: render && args.backend.kind == BackendKind::Chat,
+    })
+}
+
 fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig> {
     let d = &args.dataset;
     let path = d.dataset_path.clone().or_else(|| d.hf_name.clone()).ok_or_else(|| {
@@ -352,6 +372,7 @@ fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig>
         chat: servebench_data::dataset::hf_chat::ChatParserOptions {
             skip_chat_template: d.skip_chat_template,
             blazedit_distance: (args.hf_parsers.blazedit_min_distance, args.hf_parsers.blazedit_max_distance),
+            chat_messages: args.backend.kind == BackendKind::Chat,
         },
         bfcl_categories: args
             .hf_parsers

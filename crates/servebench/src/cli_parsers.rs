@@ -146,17 +146,6 @@ pub fn check(args: &RunArgs) -> Result<()> {
             fix: "use --dataset-name custom_audio".into(),
         });
     }
-    let mlperf = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::MlPerf);
-    if mlperf && args.backend.kind != BackendKind::Chat {
-        let d = &args.dataset;
-        return Err(BenchError::HfParserMissing {
-            dataset: d.hf_name.clone().or_else(|| d.dataset_path.clone()).unwrap_or_default(),
-            parser: "MLPerfDataset (as vLLM applies it: the model's chat template around the system \
-                     prompt and question, which servebench does not render; with --backend \
-                     openai-chat it sends both as chat messages and the server renders it)"
-                .into(),
-        });
-    }
     if bfcl && args.backend.kind != BackendKind::Chat {
         return Err(BenchError::ContentTypeUnsupported {
             backend: args.backend.name.clone(),

@@ -35,9 +35,10 @@ pub struct VllmArgs {
     /// /tokenize (as --tokenizer server) and output tokens come from the server's usage.
     #[arg(long, help_heading = "Model")]
     pub skip_tokenizer_init: bool,
-    /// JSON object of chat template arguments, e.g. '{"enable_thinking": false}'. servebench
-    /// renders no template in the client: the server renders it, so chat backends send it as
-    /// the body's `chat_template_kwargs` (an --extra-body `chat_template_kwargs` wins).
+    /// JSON object of chat template arguments, e.g. '{"enable_thinking": false}'. Passed to
+    /// the chat template where the client renders it (custom, speed_bench, as vLLM), and sent
+    /// by chat backends as the body's `chat_template_kwargs` for the server's rendering (an
+    /// --extra-body `chat_template_kwargs` wins).
     #[arg(long, help_heading = "Request")]
     pub chat_template_kwargs: Option<String>,
 }
@@ -47,28 +48,43 @@ fn renders_chat_template(backend: BackendKind) -> bool {
     backend.takes_messages()
 }
 
-/// `--chat-template-kwargs` as a JSON object (None when not given).
-pub fn chat_template_kwargs(args: &RunArgs, backend: BackendKind) -> Result<Option<Map<String, Value>>> {
+/// Whether the client renders the chat template with `--chat-template-kwargs`, as vLLM's
+/// custom and speed_bench datasets do unless `--skip-chat-template`.
+fn client_renders_with_kwargs(args: &RunArgs) -> bool {
+    matches!(args.dataset_name.as_str(), "custom" | "speed_bench" | "speed-bench")
+        && !args.dataset.skip_chat_template
+}
+
+/// `--chat-template-kwargs` parsed as a JSON object (None when not given).
+pub fn parse_chat_template_kwargs(args: &RunArgs) -> Result<Option<Map<String, Value>>> {
     let Some(text) = &args.vllm.chat_template_kwargs else { return Ok(None) };
-    let map = match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(m)) => m,
-        Ok(_) | Err(_) => {
-            return Err(BenchError::config(
-                "--chat-template-kwargs",
-                "is not a JSON object",
-                "pass a JSON object such as '{\"enable_thinking\": false}'",
-            ))
-        }
-    };
-    if !renders_chat_template(backend) {
-        return Err(BenchError::not_applicable(
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(Some(m)),
+        Ok(_) | Err(_) => Err(BenchError::config(
             "--chat-template-kwargs",
-            "chat templates, which the server renders for chat requests (servebench renders none in the client)",
-            format!("--backend {backend} sends no chat messages"),
-            "use --backend openai-chat (or openai-embeddings-chat), or drop the flag",
-        ));
+            "is not a JSON object",
+            "pass a JSON object such as '{\"enable_thinking\": false}'",
+        )),
     }
-    Ok(Some(map))
+}
+
+/// `--chat-template-kwargs` for the request body: chat backends send it for the server's
+/// rendering; other backends send nothing (the client's rendering, where there is one, takes
+/// it), and with neither it is SB113.
+pub fn chat_template_kwargs(args: &RunArgs, backend: BackendKind) -> Result<Option<Map<String, Value>>> {
+    let Some(map) = parse_chat_template_kwargs(args)? else { return Ok(None) };
+    if renders_chat_template(backend) {
+        return Ok(Some(map));
+    }
+    if client_renders_with_kwargs(args) {
+        return Ok(None);
+    }
+    Err(BenchError::not_applicable(
+        "--chat-template-kwargs",
+        "chat templates: the client's (custom and speed_bench datasets without --skip-chat-template, as vLLM) or the server's (chat requests)",
+        format!("--backend {backend} sends no chat messages and this dataset renders no template in the client"),
+        "use --backend openai-chat (or openai-embeddings-chat) or the custom / speed_bench dataset, or drop the flag",
+    ))
 }
 
 /// Fields the vLLM flags add to every request body: `use_beam_search`, `chat_template_kwargs`.

@@ -117,6 +117,22 @@ error_table! {
         error: DatasetDownload { name: String, detail: String },
         message: "dataset '{name}' is not a local file and cannot be downloaded ({detail}); fix: pass --dataset-path /path/to/a/local/copy",
     }
+    /// SB206: the workload needs the tokenizer's chat template (vLLM renders it in the client
+    /// here) and the tokenizer has none.
+    SB206 ChatTemplateMissing {
+        exit: 1,
+        title: "tokenizer has no chat template",
+        error: ChatTemplateMissing { tokenizer: String, needed_for: String },
+        message: "tokenizer '{tokenizer}' has no chat template, and vLLM renders one in the client for {needed_for}; fix: pass --tokenizer a Hugging Face tokenizer directory (or model id) whose tokenizer_config.json or chat_template.jinja holds one, or --skip-chat-template where vLLM takes it",
+    }
+    /// SB207: the tokenizer's chat template failed to render (a syntax error, or the template
+    /// raised an exception for these messages).
+    SB207 ChatTemplateRender {
+        exit: 1,
+        title: "chat template could not be rendered",
+        error: ChatTemplateRender { tokenizer: String, detail: String, #[source] source: Option<Cause> },
+        message: "the chat template of tokenizer '{tokenizer}' could not be rendered: {detail}; fix: check the template (tokenizer_config.json chat_template or chat_template.jinja), or pass --skip-chat-template where vLLM takes it",
+    }
     /// SB301: the endpoint did not answer a test request successfully before the timeout.
     SB301 EndpointNotReady {
         exit: 1,

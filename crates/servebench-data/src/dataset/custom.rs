@@ -1,10 +1,13 @@
 //! The `custom` dataset: a JSON Lines file, one `{"prompt": "...", "output_tokens": N}` per
 //! line (`output_tokens` optional). The output length is `--custom-output-len` (default 256),
-//! or each line's `output_tokens` when that flag is -1. Prompts are sent as they are (no chat
-//! template); `prompt_tokens` is the prompt encoded with the tokenizer's special tokens.
+//! or each line's `output_tokens` when that flag is -1. As vLLM's `CustomDataset`, each prompt
+//! is rendered with the tokenizer's chat template (with `--chat-template-kwargs`) unless
+//! `--skip-chat-template` ([`super::chat_render::PromptTemplate`]); `prompt_tokens` is the sent
+//! text encoded with the tokenizer's special tokens.
 
+use super::chat_render::PromptTemplate;
 use super::file::{parse_json_lines, DataFile, Location};
-use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
+use super::{collect_samples, finish, shuffle_source, Sampling};
 use serde::Deserialize;
 use servebench_core::{Result, TextTokenizer, Workload};
 use std::path::PathBuf;
@@ -17,6 +20,8 @@ pub struct CustomConfig {
     /// `--custom-output-len`: a fixed output length, or None (-1) for each line's
     /// `output_tokens`.
     pub output_len: Option<usize>,
+    /// The chat template rendering of the prompts.
+    pub template: PromptTemplate,
 }
 
 #[derive(Debug, Deserialize)]
@@ -51,9 +56,9 @@ pub fn generate_custom(cfg: &CustomConfig, sampling: &Sampling, tok: &dyn TextTo
     }
     shuffle_source(&mut lines, sampling);
     let samples = collect_samples(&lines, sampling.num_prompts, |(_, l)| {
-        let prompt_len = tok.encode(&l.prompt, true)?.len();
         let output = cfg.output_len.unwrap_or_else(|| l.output_tokens.unwrap_or(1).max(1) as usize);
-        Ok(Some(Sample::text(l.prompt.as_str(), prompt_len, output)))
+        let needed = || "the custom dataset (without --skip-chat-template)".to_string();
+        Ok(Some(cfg.template.sample(tok, &l.prompt, output, needed)?))
     })?;
     Ok(finish(samples, sampling))
 }

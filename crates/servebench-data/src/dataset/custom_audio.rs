@@ -2,19 +2,23 @@
 //! line, `{"prompt": "Transcribe the audio.", "audio": "/path/to/clip.wav", "output_tokens": N}`
 //! (`prompt` optional, default empty; `output_tokens` optional). As vLLM: the lines are shuffled
 //! (seeded, unless `--disable-shuffle`), the output length is `--custom-output-len` (default
-//! 256) or, with -1, each line's `output_tokens`; `prompt_tokens` counts the prompt text.
+//! 256) or, with -1, each line's `output_tokens`; `prompt_tokens` counts the prompt text —
+//! rendered with the tokenizer's chat template when it has one and the clip is uploaded
+//! (`openai-audio`), as vLLM renders it there.
 //!
 //! The audio is read here (a relative path from the current directory, as vLLM's `soundfile`
-//! opens it) and sent as vLLM sends it: re-encoded as a 16-bit PCM WAV ([`super::wav`]). With
+//! opens it), decoded (FLAC, MP3, OGG/Vorbis or WAV, [`super::audio_decode`]) and sent as vLLM
+//! sends it: re-encoded as a 16-bit PCM WAV of the same rate and channels. With
 //! `--backend openai-audio` it is the uploaded file of a transcription request (the prompt is
 //! not sent, as in vLLM); with `--backend openai-chat` it follows the text as an
 //! `{"type": "input_audio", "input_audio": {"data": <base64>, "format": "wav"}}` part (vLLM
 //! builds that part with `--enable-multimodal-chat`; without the flag its chat request cannot
 //! be serialized, so servebench sends the part either way). Each distinct file is read once.
 
+use super::chat_render::PromptTemplate;
 use super::custom::check_line_output_tokens;
 use super::file::{parse_json_lines, DataFile, Location};
-use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
+use super::{collect_samples, finish, shuffle_source, Sampling};
 use base64::Engine as _;
 use serde::Deserialize;
 use servebench_core::{AudioClip, Result, TextTokenizer, Workload};
@@ -92,11 +96,11 @@ pub fn generate_custom_audio(
                 "fix the path (relative paths are read from the current directory)",
             )
         })?;
-        let clip = super::wav::read_wav(&bytes).map_err(|p| {
+        let clip = super::audio_decode::decode_clip(bytes).map_err(|p| {
             file.error(
                 *at,
                 format!("audio file '{}': {p}", l.audio),
-                "convert it to WAV (ffmpeg -i in.flac out.wav)",
+                "give a FLAC, MP3, OGG/Vorbis or WAV file (ffmpeg -i in.m4a out.flac converts others)",
             )
         })?;
         let part = cfg.chat_part.then(|| input_audio_part(&clip));
@@ -104,9 +108,12 @@ pub fn generate_custom_audio(
     }
     let samples = collect_samples(&lines[..wanted], sampling.num_prompts, |(_, l)| {
         let prompt = l.prompt.as_deref().unwrap_or("");
-        let prompt_len = tok.encode(prompt, true)?.len();
         let output = cfg.output_len.unwrap_or_else(|| l.output_tokens.unwrap_or(1).max(1) as usize);
-        let mut s = Sample::text(prompt, prompt_len, output);
+        // As vLLM: for a transcription request a tokenizer with a chat template renders the
+        // prompt around the user turn (the prompt is not sent; it is what prompt_tokens counts).
+        let template =
+            PromptTemplate { render: !cfg.chat_part && tok.chat_template().is_some(), ..Default::default() };
+        let mut s = template.sample(tok, prompt, output, String::new)?;
         if let Some((clip, part)) = clips.get(l.audio.as_str()) {
             match part {
                 Some(p) => s.multimodal = Some(vec![p.clone()].into()),
@@ -164,6 +171,28 @@ mod tests {
         assert_eq!(wav, tone_wav(1.0, 16_000));
         assert!(w.requests[0].audio.is_none());
         assert_eq!(w.requests[0].expected_output_tokens, 7);
+    }
+
+    #[test]
+    fn custom_audio_flac_mp3_and_ogg_files_are_decoded_and_sent_as_16bit_wav() {
+        let dir = tempfile::tempdir().unwrap();
+        let tok = crate::load_tokenizer("gpt2").unwrap();
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/audio");
+        let names = ["saw-16k-mono-s16.flac", "tone-16k-mono.mp3", "tone-22k05-stereo.ogg"];
+        let lines: Vec<String> =
+            names.iter().map(|n| serde_json::json!({"audio": fixtures.join(n)}).to_string()).collect();
+        let path = dir.path().join("audio.jsonl");
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let cfg = CustomAudioConfig { path, output_len: Some(8), chat_part: false };
+        let s = Sampling { num_prompts: 3, shuffle: false, ..Sampling::default() };
+        let w = generate_custom_audio(&cfg, &s, tok.as_ref()).unwrap();
+        let got: Vec<(f64, u32, &[u8])> = w
+            .requests
+            .iter()
+            .map(|r| r.audio.as_ref().unwrap())
+            .map(|c| (c.seconds(), c.sample_rate, &c.wav[..4]))
+            .collect();
+        assert_eq!(got, [(1.5, 16_000, &b"RIFF"[..]), (1.0, 16_000, b"RIFF"), (1.0, 22_050, b"RIFF")]);
     }
 
     #[test]

@@ -217,8 +217,9 @@ pub fn generate_hf(
             );
         }
         if parser == hf_parsers::HfParser::MlPerf {
+            super::chat_render::require_template(tok, || format!("the MLPerfDataset parser of '{id}'"))?;
             let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
-            return super::hf_mlperf::generate(&file, rows, cfg.output_len, sampling, tok);
+            return super::hf_mlperf::generate(&file, rows, cfg.output_len, &cfg.chat, sampling, tok);
         }
         if parser == hf_parsers::HfParser::Asr {
             let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
@@ -234,7 +235,7 @@ pub fn generate_hf(
             return super::hf_image::generate(reader, &file, rows, cfg.output_len, sampling, tok);
         }
         if hf_chat::default_output_len(parser).is_some() {
-            hf_chat::check_template(&id, parser, &cfg.chat)?;
+            hf_chat::check_template(&id, parser, &cfg.chat, tok)?;
             let (file, rows) = load_rows(&with_split(cfg, parser), sampling.num_prompts, env)?;
             return hf_chat::generate(parser, &file, rows, cfg.output_len, &cfg.chat, sampling, tok);
         }

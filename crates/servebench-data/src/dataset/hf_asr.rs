@@ -13,13 +13,15 @@
 //!   `openai-audio`);
 //! - the output length is 1024, or `--hf-output-len` / `--output-len`.
 //!
-//! The clip is sent as a 16-bit PCM WAV ([`super::wav`]), as vLLM re-encodes decoded audio.
-//! Differs from vLLM: only WAV audio is decoded (vLLM's `soundfile` also reads the FLAC that
-//! LibriSpeech's Parquet files hold: such a row is SB204 asking for WAV), and a path cell is
-//! re-encoded too (vLLM uploads that file as it is).
+//! The clip is decoded (FLAC — what LibriSpeech's Parquet files hold —, MP3, OGG/Vorbis or WAV)
+//! and sent as a 16-bit PCM WAV of the same rate and channels ([`super::audio_decode`]), as
+//! vLLM's `soundfile` read and `openai-audio` re-encoding do; its duration is the decoded
+//! samples'. Differs from vLLM: a path cell is decoded and re-encoded too (vLLM uploads that
+//! file as it is, under its own name).
 
+use super::audio_decode::decode_clip;
 use super::file::{DataFile, Location};
-use super::wav::{pcm16_wav, read_wav};
+use super::wav::pcm16_wav;
 use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
 use base64::Engine as _;
 use serde_json::Value;
@@ -77,7 +79,7 @@ fn bytes_of(v: &Value) -> std::result::Result<Vec<u8>, String> {
 
 fn read_path(p: &str) -> std::result::Result<AudioClip, String> {
     let bytes = std::fs::read(p).map_err(|e| format!("audio file '{p}': {e}"))?;
-    read_wav(&bytes).map_err(|e| format!("audio file '{p}': {e}"))
+    decode_clip(bytes).map_err(|e| format!("audio file '{p}': {e}"))
 }
 
 /// The clip of a row's `audio` cell.
@@ -105,7 +107,7 @@ pub fn clip_of(cell: &Value) -> std::result::Result<AudioClip, String> {
                 });
             }
             match (o.get("bytes").filter(|b| !b.is_null()), o.get("path").and_then(Value::as_str)) {
-                (Some(b), _) => read_wav(&bytes_of(b)?),
+                (Some(b), _) => decode_clip(bytes_of(b)?).map_err(|e| format!("audio bytes: {e}")),
                 (None, Some(p)) if !p.is_empty() => read_path(p),
                 _ => Err("ASR samples must provide decoded audio arrays, embedded audio bytes, or a local audio path".into()),
             }
@@ -136,11 +138,7 @@ pub fn generate(
     let samples = collect_samples(&rows, sampling.num_prompts, |(at, row)| {
         let cell = row.get("audio").unwrap_or(&Value::Null);
         let clip = clip_of(cell).map_err(|p| {
-            file.error(
-                *at,
-                p,
-                "give the audio as WAV (ffmpeg -i clip.flac clip.wav), or a path to a WAV file",
-            )
+            file.error(*at, p, "give FLAC, MP3, OGG/Vorbis or WAV audio (bytes or a readable path)")
         })?;
         let secs = clip.seconds();
         if secs < lo || secs > hi {
@@ -190,7 +188,9 @@ mod tests {
         std::fs::write(&p, &wav).unwrap();
         assert_eq!(clip_of(&json!(p)).unwrap().seconds(), 0.5);
         assert_eq!(clip_of(&json!({"path": p, "bytes": null})).unwrap().seconds(), 0.5);
-        assert!(clip_of(&json!({"bytes": "ZkxhQwAAAAAAAAAA"})).unwrap_err().contains("FLAC"));
+        // A FLAC header without any frame is named, not a panic.
+        let e = clip_of(&json!({"bytes": "ZkxhQwAAAAAAAAAA"})).unwrap_err();
+        assert!(e.starts_with("audio bytes: ") && e.contains("FLAC"), "{e}");
         assert!(clip_of(&json!(3)).is_err());
     }
 }

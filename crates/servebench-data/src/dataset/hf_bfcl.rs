@@ -16,15 +16,17 @@
 //!   (replacing `--extra-body` fields of those names);
 //! - the output length is 512, or `--hf-output-len` / `--output-len`.
 //!
-//! `prompt_tokens` counts the messages' `content` joined by newlines (vLLM counts the chat
-//! template rendered with the tools when the tokenizer has one, and falls back to this text;
-//! servebench renders no template). Needs `--backend openai-chat`, as in vLLM.
+//! `prompt_tokens` is, as vLLM counts it, the token count of the tokenizer's chat template
+//! rendered over the messages with `tools` and `add_generation_prompt`
+//! ([`super::chat_render`]); when the tokenizer has no template or it fails to render (vLLM
+//! catches the exception), the messages' `content` joined by newlines. Needs
+//! `--backend openai-chat`, as in vLLM.
 
 use super::file::{parse_json_lines, DataFile, Location};
 use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
 use crate::tokenizer::HubEnv;
 use serde_json::{Map, Value};
-use servebench_core::{BenchError, BodyOverrides, ChatMessages, Result, TextTokenizer, Workload};
+use servebench_core::{BenchError, BodyOverrides, ChatMessages, ChatRender, Result, TextTokenizer, Workload};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -162,7 +164,11 @@ pub fn generate(
     let output = output_len.unwrap_or(DEFAULT_OUTPUT_LEN);
     let samples = collect_samples(&rows, sampling.num_prompts, |row| {
         let Some((messages, text, tools)) = request_of(row) else { return Ok(None) };
-        let prompt_len = tok.encode(&text, true)?.len();
+        let rendered = tok.chat_template().and_then(|t| {
+            let opts = ChatRender { add_generation_prompt: true, tools: Some(&tools), kwargs: None };
+            t.render(&Value::Array(messages.clone()), &opts).ok()
+        });
+        let prompt_len = tok.encode(rendered.as_deref().unwrap_or(&text), true)?.len();
         let json = serde_json::to_string(&messages)
             .map_err(|e| BenchError::Dataset { detail: format!("BFCL messages: {e}") })?;
         let tools = serde_json::to_string(&tools)

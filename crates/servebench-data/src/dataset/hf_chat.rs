@@ -1,11 +1,15 @@
 //! vLLM's hf parsers that wrap the prompt in the model's chat template unless
-//! `--skip-chat-template` is given: InstructCoder, MT-Bench, HumanEval, GSM8K and Blazedit. servebench does not
-//! render chat templates, so these are built only with `--skip-chat-template` (the prompt text
-//! is then exactly vLLM's); without it they are refused (SB114). The output length is fixed
-//! (the parser's default, or `--hf-output-len` / `--output-len`); prompts are not filtered by
-//! length. Blazedit keeps rows whose `norm_distance` is within
+//! `--skip-chat-template` is given: InstructCoder, MT-Bench, HumanEval, GSM8K and Blazedit. As
+//! vLLM: the prompt becomes `[{"role": "user", "content": prompt}]` rendered with the
+//! tokenizer's template and `add_generation_prompt` ([`super::chat_render`]; a tokenizer without
+//! one is SB206), and `prompt_tokens` counts the rendered text. A completions backend sends the
+//! rendered text; `--backend openai-chat` sends the one user message un-rendered and the server
+//! renders its template once (vLLM would wrap the rendered text in a second template). The
+//! output length is fixed (the parser's default, or `--hf-output-len` / `--output-len`);
+//! prompts are not filtered by length. Blazedit keeps rows whose `norm_distance` is within
 //! `--blazedit-min-distance`..=`--blazedit-max-distance`.
 
+use super::chat_render::{chat_messages, render_for_generation, require_template, user_turn};
 use super::file::{DataFile, Location};
 use super::hf_parsers::HfParser;
 use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
@@ -19,11 +23,14 @@ pub struct ChatParserOptions {
     pub skip_chat_template: bool,
     /// `--blazedit-min-distance`, `--blazedit-max-distance`.
     pub blazedit_distance: (f64, f64),
+    /// The backend sends chat messages (`openai-chat`): a rendered prompt also keeps its
+    /// un-rendered conversation as the request's messages.
+    pub chat_messages: bool,
 }
 
 impl Default for ChatParserOptions {
     fn default() -> Self {
-        ChatParserOptions { skip_chat_template: false, blazedit_distance: (0.0, 1.0) }
+        ChatParserOptions { skip_chat_template: false, blazedit_distance: (0.0, 1.0), chat_messages: false }
     }
 }
 
@@ -81,22 +88,21 @@ pub fn prompt_of(
     }
 }
 
-/// Refuses (SB114) a chat-template parser without `--skip-chat-template`: vLLM would wrap the
-/// prompt in the model's chat template, which servebench does not render.
-pub fn check_template(id: &str, parser: HfParser, opts: &ChatParserOptions) -> Result<()> {
+/// Refuses (SB206), before any download, a chat-template parser without
+/// `--skip-chat-template` when the tokenizer has no chat template to render.
+pub fn check_template(
+    id: &str,
+    parser: HfParser,
+    opts: &ChatParserOptions,
+    tok: &dyn TextTokenizer,
+) -> Result<()> {
     if opts.skip_chat_template {
         return Ok(());
     }
-    Err(BenchError::HfParserMissing {
-        dataset: id.to_string(),
-        parser: format!(
-            "{} (as vLLM applies it: with the model's chat template; pass --skip-chat-template for vLLM's exact text without it)",
-            parser.name()
-        ),
-    })
+    require_template(tok, || format!("the {} parser of '{id}' (without --skip-chat-template)", parser.name()))
 }
 
-/// Builds the workload of a chat-template parser (requires `--skip-chat-template`).
+/// Builds the workload of a chat-template parser.
 pub fn generate(
     parser: HfParser,
     file: &DataFile,
@@ -120,8 +126,18 @@ pub fn generate(
         else {
             return Ok(None);
         };
-        let prompt_len = tok.encode(&prompt, true)?.len();
-        Ok(Some(Sample::text(prompt, prompt_len, output)))
+        if opts.skip_chat_template {
+            let prompt_len = tok.encode(&prompt, true)?.len();
+            return Ok(Some(Sample::text(prompt, prompt_len, output)));
+        }
+        let turn = user_turn(&prompt);
+        let rendered = render_for_generation(tok, &turn, None, || format!("the {} parser", parser.name()))?;
+        let prompt_len = tok.encode(&rendered, true)?.len();
+        let mut s = Sample::text(rendered, prompt_len, output);
+        if opts.chat_messages {
+            s.messages = Some(chat_messages(&turn)?);
+        }
+        Ok(Some(s))
     })?;
     if samples.is_empty() {
         return Err(file.error(

@@ -1,22 +1,24 @@
 //! vLLM's MLPerf parser (mgoin/mlperf-inference-llama2-data, mgoin/mlperf-inference-llama3.1-data;
-//! vLLM 0.33): rows `{"system_prompt", "question", "output"}`. vLLM renders the model's chat
-//! template over `[{system: system_prompt}, {user: question}]` and sends the rendered text;
-//! servebench renders no template, so it sends those two messages as the chat `messages` of
-//! `--backend openai-chat` and the server renders its own template (other backends: SB114).
-//! As vLLM: the output length is the token count of `output` without special tokens (or
+//! vLLM 0.33): rows `{"system_prompt", "question", "output"}`. As vLLM: the prompt is the
+//! tokenizer's chat template rendered over `[{system: system_prompt}, {user: question}]` with
+//! `add_generation_prompt` ([`super::chat_render`]; a tokenizer without a template is SB206,
+//! `--skip-chat-template` does not apply), `prompt_tokens` is the rendered text's token count,
+//! the output length is the token count of `output` without special tokens (or
 //! `--hf-output-len` / `--output-len`), and a row is kept only if vLLM's `is_valid_sequence`
 //! (prompt ≥ 4 and ≤ 1024 tokens, output ≥ 4, total ≤ 2048) keeps it — applied with a fixed
-//! output length too, as vLLM does. The prompt length of the filter is the system prompt's and
-//! the question's tokens (vLLM: the rendered template's, a few tokens more); `prompt_tokens`
-//! is the question's (the text `/tokenize` verification checks; the server's `usage` counts the
-//! whole).
+//! output length too, as vLLM does.
+//!
+//! A completions backend sends the rendered text, as vLLM. `--backend openai-chat` sends the
+//! two messages un-rendered and the server renders its template once (vLLM sends the rendered
+//! text as a user message, which the server wraps in a second template).
 
+use super::chat_render::{chat_messages, render_for_generation};
 use super::file::{DataFile, Location};
+use super::hf_chat::ChatParserOptions;
 use super::hf_text::Limits;
 use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
 use serde_json::Value;
-use servebench_core::{BenchError, ChatMessages, Result, TextTokenizer, Workload};
-use std::sync::Arc;
+use servebench_core::{BenchError, Result, TextTokenizer, Workload};
 
 /// vLLM's default `is_valid_sequence` limits.
 const LIMITS: Limits = Limits { min_len: 4, max_prompt_len: 1024, max_total_len: 2048 };
@@ -30,14 +32,12 @@ pub fn fields(row: &Value) -> std::result::Result<(&str, &str, &str), String> {
     Ok((text(row, "system_prompt")?, text(row, "question")?, text(row, "output")?))
 }
 
-/// The chat `messages` of a row: the system prompt, then the question.
-pub fn messages(system: &str, question: &str) -> std::result::Result<ChatMessages, String> {
-    let json = serde_json::to_string(&serde_json::json!([
+/// The conversation of a row: the system prompt, then the question.
+pub fn conversation(system: &str, question: &str) -> Value {
+    serde_json::json!([
         {"role": "system", "content": system},
         {"role": "user", "content": question},
-    ]))
-    .map_err(|e| e.to_string())?;
-    Ok(ChatMessages { json: Arc::from(json), media_items: 0 })
+    ])
 }
 
 /// Builds the MLPerf workload.
@@ -45,6 +45,7 @@ pub fn generate(
     file: &DataFile,
     mut rows: Vec<(Location, Value)>,
     output_len: Option<usize>,
+    opts: &ChatParserOptions,
     sampling: &Sampling,
     tok: &dyn TextTokenizer,
 ) -> Result<Workload> {
@@ -54,8 +55,9 @@ pub fn generate(
     shuffle_source(&mut rows, sampling);
     let samples = collect_samples(&rows, sampling.num_prompts, |(_, row)| {
         let (system, question, reference) = fields(row).map_err(|d| BenchError::Dataset { detail: d })?;
-        let question_len = tok.encode(question, true)?.len();
-        let prompt_len = tok.encode(system, true)?.len() + question_len;
+        let turns = conversation(system, question);
+        let rendered = render_for_generation(tok, &turns, None, || "the MLPerfDataset parser".into())?;
+        let prompt_len = tok.encode(&rendered, true)?.len();
         let output = match output_len {
             Some(n) => n,
             None => tok.encode(reference, false)?.len(),
@@ -63,8 +65,10 @@ pub fn generate(
         if !LIMITS.keeps(prompt_len, output) {
             return Ok(None);
         }
-        let mut s = Sample::text(question, question_len, output);
-        s.messages = Some(messages(system, question).map_err(|d| BenchError::Dataset { detail: d })?);
+        let mut s = Sample::text(rendered, prompt_len, output);
+        if opts.chat_messages {
+            s.messages = Some(chat_messages(&turns)?);
+        }
         Ok(Some(s))
     })?;
     if samples.is_empty() {

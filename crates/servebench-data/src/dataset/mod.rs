@@ -9,7 +9,9 @@
 //! Token counts (`prompt_tokens`) follow the `random` dataset's convention: the prompt encoded
 //! *with* the special tokens the tokenizer adds (BOS), as a server's `/tokenize` counts it.
 
+pub mod audio_decode;
 pub mod burstgpt;
+pub mod chat_render;
 pub mod custom;
 pub mod custom_audio;
 pub mod custom_image;

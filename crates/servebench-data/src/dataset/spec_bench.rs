@@ -7,7 +7,7 @@
 //! (servebench applies no client-side chat template; docs/datasets.md).
 
 use super::file::{parse_json_lines, DataFile, Location};
-use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
+use super::{collect_samples, finish, shuffle_source, Sampling};
 use serde::Deserialize;
 use serde_json::Value;
 use servebench_core::{Result, TextTokenizer, Workload};
@@ -25,6 +25,8 @@ pub struct SpecBenchConfig {
     pub category: Option<String>,
     /// `--spec-bench-output-len` (or `--output-len`).
     pub output_len: usize,
+    /// The chat template rendering (vLLM renders spec_bench prompts always, without kwargs).
+    pub template: super::chat_render::PromptTemplate,
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,8 +79,7 @@ pub fn generate_spec_bench(
     }
     shuffle_source(&mut prompts, sampling);
     let samples = collect_samples(&prompts, sampling.num_prompts, |p| {
-        let prompt_len = tok.encode(p, true)?.len();
-        Ok(Some(Sample::text(*p, prompt_len, cfg.output_len)))
+        Ok(Some(cfg.template.sample(tok, p, cfg.output_len, || "the spec_bench dataset".into())?))
     })?;
     Ok(finish(samples, sampling))
 }
@@ -118,7 +119,12 @@ mod tests {
     fn first_turn_of_the_category_with_the_fixed_output_len() {
         let (_d, path) = write(QUESTIONS);
         let tok = crate::load_tokenizer("cl100k_base").unwrap();
-        let cfg = SpecBenchConfig { path, category: Some("writing".into()), output_len: 17 };
+        let cfg = SpecBenchConfig {
+            path,
+            category: Some("writing".into()),
+            output_len: 17,
+            template: Default::default(),
+        };
         let s = Sampling { num_prompts: 2, shuffle: false, ..Sampling::default() };
         let w = generate_spec_bench(&cfg, &s, tok.as_ref()).unwrap();
         assert_eq!(texts(&w), ["Write a haiku about rivers.", "Describe a quiet library at night."]);
@@ -137,12 +143,17 @@ mod tests {
     fn unknown_category_and_missing_turns_are_file_errors() {
         let (_d, path) = write(QUESTIONS);
         let tok = crate::load_tokenizer("cl100k_base").unwrap();
-        let cfg = SpecBenchConfig { path, category: Some("coding".into()), output_len: 8 };
+        let cfg = SpecBenchConfig {
+            path,
+            category: Some("coding".into()),
+            output_len: 8,
+            template: Default::default(),
+        };
         let err = generate_spec_bench(&cfg, &Sampling::default(), tok.as_ref()).unwrap_err();
         assert_eq!(err.code(), servebench_core::ErrorCode::DatasetFile);
         assert!(err.to_string().contains("math_reasoning, writing"), "{err}");
         let (_d, path) = write("{\"category\": \"writing\", \"prompt\": \"x\"}\n");
-        let cfg = SpecBenchConfig { path, category: None, output_len: 8 };
+        let cfg = SpecBenchConfig { path, category: None, output_len: 8, template: Default::default() };
         let err = generate_spec_bench(&cfg, &Sampling::default(), tok.as_ref()).unwrap_err();
         assert!(err.to_string().contains("line 1") && err.to_string().contains("turns"), "{err}");
     }

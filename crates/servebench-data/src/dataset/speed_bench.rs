@@ -6,7 +6,7 @@
 //! the first turn (skipped under 4 tokens); the output length is `--speed-bench-output-len`.
 
 use super::file::{read_records, DataFile, Location};
-use super::{collect_samples, finish, hub, shuffle_source, Sample, Sampling};
+use super::{collect_samples, finish, hub, shuffle_source, Sampling};
 use crate::tokenizer::HubEnv;
 use serde_json::Value;
 use servebench_core::{Result, TextTokenizer, Workload};
@@ -31,6 +31,9 @@ pub struct SpeedBenchConfig {
     pub category: Option<String>,
     /// `--speed-bench-output-len` (default 4096).
     pub output_len: usize,
+    /// The chat template rendering of the prompts (vLLM: unless `--skip-chat-template`, with
+    /// `--chat-template-kwargs`).
+    pub template: super::chat_render::PromptTemplate,
 }
 
 fn first_turn(row: &Value) -> Option<&str> {
@@ -91,8 +94,9 @@ pub fn generate_speed_bench(
     shuffle_source(&mut kept, sampling);
     let samples = collect_samples(&kept, sampling.num_prompts, |row| {
         let prompt = first_turn(row).unwrap_or("");
-        let len = tok.encode(prompt, true)?.len();
-        Ok((len >= 4).then(|| Sample::text(prompt, len, cfg.output_len)))
+        let needed = || "the speed-bench dataset (without --skip-chat-template)".to_string();
+        let s = cfg.template.sample(tok, prompt, cfg.output_len, needed)?;
+        Ok((s.prompt_len >= 4).then_some(s))
     })?;
     Ok(finish(samples, sampling))
 }

@@ -40,6 +40,7 @@ fn build(kind: Kind, path: &Path) -> servebench_core::Result<Workload> {
             &CustomConfig {
                 path: path.to_path_buf(),
                 output_len: matches!(kind, Kind::Custom).then_some(10),
+                template: Default::default(),
             },
             &sampling(),
             t.as_ref(),

@@ -2,12 +2,14 @@
 
 use std::path::Path;
 
-use servebench_core::{BenchError, Result, TextTokenizer};
+use super::chat_template::HfChatTemplate;
+use servebench_core::{BenchError, ChatTemplate, Result, TextTokenizer};
 
 /// A tokenizer loaded from a Hugging Face `tokenizer.json` (BPE, WordPiece, Unigram, ...).
 ///
 /// Truncation and padding configured in the file are switched off: a benchmark counts every
-/// token of a prompt.
+/// token of a prompt. Loaded from a file, it carries the chat template of its directory
+/// ([`HfChatTemplate::from_dir`]), as a Hugging Face tokenizer does.
 pub struct HfTokenizer {
     name: String,
     inner: tokenizers::Tokenizer,
@@ -15,6 +17,7 @@ pub struct HfTokenizer {
     num_special: u32,
     /// Sorted ids of added tokens flagged `special`.
     special_ids: Vec<u32>,
+    chat_template: Option<HfChatTemplate>,
 }
 
 impl std::fmt::Debug for HfTokenizer {
@@ -24,6 +27,7 @@ impl std::fmt::Debug for HfTokenizer {
             .field("vocab_size", &self.vocab_size)
             .field("num_special", &self.num_special)
             .field("special_ids", &self.special_ids.len())
+            .field("chat_template", &self.chat_template.is_some())
             .finish()
     }
 }
@@ -37,12 +41,15 @@ impl HfTokenizer {
             detail: format!("cannot read {}: {e}", path.display()),
             source: Some(Box::new(e)),
         })?;
-        Self::from_bytes(&bytes, name).map_err(|e| match e {
+        let mut tok = Self::from_bytes(&bytes, name).map_err(|e| match e {
             BenchError::TokenizerLoad { name, detail, source } => {
                 BenchError::TokenizerLoad { name, detail: format!("{}: {detail}", path.display()), source }
             }
             other => other,
-        })
+        })?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        tok.chat_template = HfChatTemplate::from_dir(dir, &tok.name)?;
+        Ok(tok)
     }
 
     /// Parses the contents of a `tokenizer.json`.
@@ -71,7 +78,7 @@ impl HfTokenizer {
         let num_special =
             inner.encode_fast("", true).map_err(|e| load_err("cannot encode the empty string", e))?.len()
                 as u32;
-        Ok(Self { name, inner, vocab_size, num_special, special_ids })
+        Ok(Self { name, inner, vocab_size, num_special, special_ids, chat_template: None })
     }
 
     /// The wrapped `tokenizers` tokenizer.
@@ -125,6 +132,10 @@ impl TextTokenizer for HfTokenizer {
     fn num_special_tokens(&self) -> u32 {
         self.num_special
     }
+
+    fn chat_template(&self) -> Option<&dyn ChatTemplate> {
+        self.chat_template.as_ref().map(|t| t as &dyn ChatTemplate)
+    }
 }
 
 #[cfg(test)]
@@ -151,6 +162,22 @@ mod tests {
         let allowed = tok.allowed_token_ids();
         assert_eq!(allowed.len(), 49152 - 17);
         assert!(allowed.iter().all(|&id| id >= 17));
+    }
+
+    #[test]
+    fn a_tokenizer_file_carries_the_chat_template_of_its_directory() {
+        let tok = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        let msgs = serde_json::json!([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]);
+        let opts = servebench_core::ChatRender { add_generation_prompt: true, ..Default::default() };
+        let text = tok.chat_template().unwrap().render(&msgs, &opts).unwrap();
+        assert_eq!(
+            text,
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
+        );
+        assert!(HfTokenizer::from_bytes(&std::fs::read(smollm2_path()).unwrap(), "b")
+            .unwrap()
+            .chat_template()
+            .is_none());
     }
 
     #[test]

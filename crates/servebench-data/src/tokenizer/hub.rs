@@ -120,7 +120,13 @@ fn download(model_id: &str, env: &HubEnv) -> std::result::Result<PathBuf, String
         builder = builder.with_endpoint(endpoint.clone());
     }
     let api = builder.build().map_err(|e| e.to_string())?;
-    api.model(model_id.to_string()).get("tokenizer.json").map_err(|e| e.to_string())
+    let repo = api.model(model_id.to_string());
+    let path = repo.get("tokenizer.json").map_err(|e| e.to_string())?;
+    // The chat template lives beside it (either file may be absent: a model without one).
+    for extra in ["tokenizer_config.json", "chat_template.jinja"] {
+        let _ = repo.get(extra);
+    }
+    Ok(path)
 }
 
 #[cfg(test)]

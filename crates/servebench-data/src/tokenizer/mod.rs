@@ -8,10 +8,15 @@
 //!    `tokenizer.json` (unless `HF_HUB_OFFLINE` is set). When neither works the error is
 //!    [`servebench_core::BenchError::TokenizerOffline`], which tells the user to pass a path.
 //!
+//! A Hugging Face tokenizer carries the chat template found beside its `tokenizer.json`
+//! ([`chat_template`]); a model id's template files are fetched with it.
+//!
 //! The server `/tokenize` tokenizer is not part of this chain (it lives with the HTTP client).
 
+pub mod chat_template;
 pub mod hf;
 pub mod hub;
+pub mod py_json;
 pub mod tiktoken;
 
 use std::path::Path;

@@ -112,7 +112,8 @@ fn sharegpt_without_path_offline_is_a_coded_error() {
 #[test]
 fn custom_uses_per_line_or_fixed_output() {
     let t = tok();
-    let per_line = CustomConfig { path: data("custom_small.jsonl"), output_len: None };
+    let per_line =
+        CustomConfig { path: data("custom_small.jsonl"), output_len: None, template: Default::default() };
     let w = generate_custom(&per_line, &Sampling { shuffle: false, ..sampling(3) }, t.as_ref()).unwrap();
     assert_eq!(w.requests.iter().map(|r| r.expected_output_tokens).collect::<Vec<_>>(), vec![40, 12, 20]);
     assert_eq!(w.requests[1].prompt.text(), Some("List three prime numbers greater than one hundred."));
@@ -262,7 +263,11 @@ fn multimodal_chat_prebuilds_the_messages_of_every_request() {
     assert_eq!(m[0]["content"].as_array().unwrap().len(), 1);
     assert_eq!(m[0]["content"][0]["text"].as_str(), w.requests[0].prompt.text());
     assert!(sharegpt.kind.takes_multimodal_chat());
-    let custom = DatasetKind::Custom(CustomConfig { path: data("custom_small.jsonl"), output_len: None });
+    let custom = DatasetKind::Custom(CustomConfig {
+        path: data("custom_small.jsonl"),
+        output_len: None,
+        template: Default::default(),
+    });
     assert!(!custom.takes_multimodal_chat(), "vLLM's custom dataset has no multimodal chat form");
 }
 
@@ -344,6 +349,7 @@ fn speed_bench_filters_rows() {
         subset: "qualitative".into(),
         category: None,
         output_len: 4096,
+        template: Default::default(),
     };
     let s = Sampling { oversample: false, ..sampling(10) };
     let w = generate_speed_bench(&cfg, &s, t.as_ref(), &offline()).unwrap();
@@ -471,7 +477,8 @@ fn hf_local_parquet() {
 #[test]
 fn dry_run_statistics() {
     let t = tok();
-    let cfg = CustomConfig { path: data("custom_small.jsonl"), output_len: None };
+    let cfg =
+        CustomConfig { path: data("custom_small.jsonl"), output_len: None, template: Default::default() };
     let w = generate_custom(&cfg, &Sampling { oversample: false, ..sampling(3) }, t.as_ref()).unwrap();
     let s = DatasetStats::of(&w);
     assert_eq!(s.requests, 3);

@@ -34,8 +34,19 @@ fn local(rel: &str, id: &str, output_len: Option<usize>) -> HfConfig {
 }
 
 fn build(cfg: &HfConfig, n: usize) -> Workload {
+    build_with(cfg, n, tok().as_ref())
+}
+
+fn build_with(cfg: &HfConfig, n: usize, t: &dyn TextTokenizer) -> Workload {
     let env = HubEnv { offline: true, ..HubEnv::default() };
-    generate_hf(cfg, &in_order(n), tok().as_ref(), &env).unwrap()
+    generate_hf(cfg, &in_order(n), t, &env).unwrap()
+}
+
+/// SmolLM2's tokenizer with its chat template (fixtures/tokenizers/smollm2-135m).
+fn smollm2() -> Arc<dyn TextTokenizer> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    load_tokenizer(p.to_str().unwrap()).unwrap()
 }
 
 fn rows(w: &Workload) -> Vec<(String, u32, u32)> {
@@ -154,12 +165,33 @@ fn blazedit_filters_by_norm_distance_and_uses_vllm_template() {
 }
 
 #[test]
-fn a_chat_template_parser_without_skip_chat_template_is_refused_with_sb114() {
+fn a_chat_template_parser_without_a_tokenizer_template_is_sb206() {
     let env = HubEnv { offline: true, ..HubEnv::default() };
     let cfg = local("philschmid/mt-bench/question.jsonl", "philschmid/mt-bench", None);
     let err = generate_hf(&cfg, &in_order(2), tok().as_ref(), &env).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::HfParserMissing, "{err}");
-    assert!(err.to_string().contains("--skip-chat-template"), "{err}");
+    assert_eq!(err.code(), ErrorCode::ChatTemplateMissing, "{err}");
+    let line = err.to_string();
+    assert!(line.contains("MTBenchDataset") && line.contains("--skip-chat-template"), "{line}");
+}
+
+#[test]
+fn chat_template_parsers_render_the_users_prompt_with_the_tokenizers_template() {
+    let t = smollm2();
+    let mut cfg = local("philschmid/mt-bench/question.jsonl", "philschmid/mt-bench", None);
+    let w = build_with(&cfg, 1, t.as_ref());
+    let want = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n\
+                <|im_start|>user\nWrite a short travel note about a rainy day in a harbour town.<|im_end|>\n\
+                <|im_start|>assistant\n";
+    assert_eq!(w.requests[0].prompt.text(), Some(want), "sent as it is by a completions backend");
+    assert_eq!(w.requests[0].prompt_tokens as usize, t.encode(want, true).unwrap().len());
+    assert!(w.requests[0].messages.is_none());
+    // With openai-chat the un-rendered user turn goes as the messages (the server renders).
+    cfg.chat.chat_messages = true;
+    let w = build_with(&cfg, 1, t.as_ref());
+    let m: serde_json::Value = serde_json::from_str(&w.requests[0].messages.as_ref().unwrap().json).unwrap();
+    let q = "Write a short travel note about a rainy day in a harbour town.";
+    assert_eq!(m, serde_json::json!([{"role": "user", "content": q}]));
+    assert_eq!(w.requests[0].prompt.text(), Some(want), "the count is the rendered prompt's");
 }
 
 #[test]
@@ -201,12 +233,12 @@ fn gsm8k_sends_the_question_and_expects_256_tokens() {
     assert_eq!(got.len(), 2);
     assert_eq!(got[1].0, "Tom reads 8 pages a day. How many pages does he read in two weeks?");
     assert!(got.iter().all(|r| r.2 == 256), "{got:?}");
-    // Without --skip-chat-template vLLM renders the model's template: refused (SB114).
+    // Without --skip-chat-template vLLM renders the model's template: without one, SB206.
     let env = HubEnv { offline: true, ..HubEnv::default() };
     let cfg = local("openai/gsm8k/test.jsonl", "openai/gsm8k", None);
     assert_eq!(
         generate_hf(&cfg, &in_order(2), tok().as_ref(), &env).unwrap_err().code(),
-        ErrorCode::HfParserMissing
+        ErrorCode::ChatTemplateMissing
     );
 }
 
@@ -247,6 +279,36 @@ fn bfcl_interleaves_the_default_categories_and_sends_the_first_turn_with_tools()
     let text = "You are a travel assistant.\nFind me a hotel in Lisbon for two nights.";
     assert_eq!(r.prompt_tokens as usize, t.encode(text, true).unwrap().len());
     assert!(w.requests.iter().all(|r| r.expected_output_tokens == 512));
+}
+
+#[test]
+fn bfcl_prompt_tokens_count_the_chat_template_rendered_with_the_tools() {
+    // A tool-aware template beside SmolLM2's tokenizer.json: the count is the rendered text's.
+    let dir = tempfile::tempdir().unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    std::fs::copy(&src, dir.path().join("tokenizer.json")).unwrap();
+    let template = "{% if tools %}TOOLS {{ tools | tojson }}\n{% endif %}\
+                    {% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}\
+                    {% if add_generation_prompt %}[assistant]{% endif %}";
+    std::fs::write(dir.path().join("chat_template.jinja"), template).unwrap();
+    let t = load_tokenizer(dir.path().to_str().unwrap()).unwrap();
+    let w = build_with(&bfcl(&[]), 10, t.as_ref());
+    let r = &w.requests[1];
+    let o = r.overrides.as_ref().unwrap();
+    let body: serde_json::Value = serde_json::from_str(&format!("{{{}}}", o.json)).unwrap();
+    let tools = servebench_data::tokenizer::py_json::dumps(&body["tools"], &Default::default());
+    let want = format!(
+        "TOOLS {tools}\n[system] You are a travel assistant.\n[user] Find me a hotel in Lisbon for two nights.\n[assistant]"
+    );
+    assert!(tools.starts_with(r#"[{""#) && tools.contains(r#""type": "function""#), "{tools}");
+    assert_eq!(r.prompt_tokens as usize, t.encode(&want, true).unwrap().len());
+    // A template that raises falls back to the joined text, as vLLM's except branch does.
+    std::fs::write(dir.path().join("chat_template.jinja"), "{{ raise_exception('no tools here') }}").unwrap();
+    let t = load_tokenizer(dir.path().to_str().unwrap()).unwrap();
+    let r = &build_with(&bfcl(&[]), 10, t.as_ref()).requests[1];
+    let text = "You are a travel assistant.\nFind me a hotel in Lisbon for two nights.";
+    assert_eq!(r.prompt_tokens as usize, t.encode(text, true).unwrap().len());
 }
 
 #[test]
@@ -326,26 +388,76 @@ fn asr_rows_become_audio_requests_filtered_by_duration() {
 }
 
 #[test]
-fn mlperf_sends_system_and_user_messages_and_filters_as_vllm() {
-    let t = tok();
+fn asr_flac_cells_are_decoded_and_sent_as_16bit_wav() {
+    // The fixture's audio cells hold FLAC bytes, as LibriSpeech's Hub Parquet files do.
+    let text = std::fs::read_to_string(fixture("openslr/librispeech_asr/train.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert!(first["audio"]["bytes"].as_str().unwrap().starts_with("ZkxhQw"), "base64 of fLaC");
+    let w = build(&local("openslr/librispeech_asr/train.jsonl", "openslr/librispeech_asr", None), 3);
+    for (r, secs) in w.requests.iter().zip([0.5, 1.0, 2.0]) {
+        let clip = r.audio.as_ref().unwrap();
+        let wav = &clip.wav;
+        assert_eq!(&wav[0..4], b"RIFF");
+        assert_eq!(u16::from_le_bytes([wav[20], wav[21]]), 1, "PCM");
+        assert_eq!(u16::from_le_bytes([wav[22], wav[23]]), 1, "mono, as encoded");
+        assert_eq!(u32::from_le_bytes([wav[24], wav[25], wav[26], wav[27]]), 8_000, "not resampled");
+        assert_eq!(u16::from_le_bytes([wav[34], wav[35]]), 16, "16-bit");
+        // The duration is the decoded samples': 8,000 frames a second, 2 bytes a frame.
+        assert_eq!(clip.seconds(), secs);
+        assert_eq!(wav.len() as f64, 44.0 + secs * 16_000.0);
+    }
+}
+
+#[test]
+fn asr_corrupt_audio_is_sb204_naming_the_file_and_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("train.jsonl");
+    let good = std::fs::read_to_string(fixture("openslr/librispeech_asr/train.jsonl")).unwrap();
+    let bad = serde_json::json!({"audio": {"bytes": "ZkxhQwAAACI=", "path": "x.flac"}, "text": "T"});
+    std::fs::write(&path, format!("{}\n{bad}\n", good.lines().next().unwrap())).unwrap();
+    let mut cfg = local("openslr/librispeech_asr/train.jsonl", "openslr/librispeech_asr", None);
+    cfg.source = HfSource::File(path.clone());
+    cfg.dataset_ids = vec![path.to_string_lossy().into_owned(), "openslr/librispeech_asr".into()];
+    let env = HubEnv { offline: true, ..HubEnv::default() };
+    let err = generate_hf(&cfg, &in_order(2), tok().as_ref(), &env).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::DatasetFile);
+    let line = err.to_string();
+    assert!(line.contains("train.jsonl") && line.contains("line 2") && line.contains("FLAC"), "{line}");
+}
+
+#[test]
+fn mlperf_renders_the_chat_template_over_system_and_question_and_filters_as_vllm() {
+    let t = smollm2();
     let id = "mgoin/mlperf-inference-llama3.1-data";
-    let w = build(&local("mgoin/mlperf-inference-llama3.1-data/train.jsonl", id, None), 5);
+    let w = build_with(&local("mgoin/mlperf-inference-llama3.1-data/train.jsonl", id, None), 5, t.as_ref());
     // Row 2's answer "Hi." is under 4 tokens: is_valid_sequence drops it.
     assert_eq!(w.len(), 1);
     let r = &w.requests[0];
     let q = "Explain in two sentences why the sky looks blue during the day.";
-    assert_eq!(r.prompt.text(), Some(q));
-    let m: serde_json::Value = serde_json::from_str(&r.messages.as_ref().unwrap().json).unwrap();
-    assert_eq!(
-        m[0],
-        serde_json::json!({"role": "system", "content": "You are a helpful assistant who answers briefly."})
+    let system = "You are a helpful assistant who answers briefly.";
+    let want = format!(
+        "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
     );
-    assert_eq!(m[1], serde_json::json!({"role": "user", "content": q}));
+    assert_eq!(r.prompt.text(), Some(want.as_str()), "the rendered text, sent by completions backends");
+    assert_eq!(r.prompt_tokens as usize, t.encode(&want, true).unwrap().len());
+    assert!(r.messages.is_none());
     let answer = "Sunlight is scattered by the molecules of the air, and blue light is scattered much more than red light. So blue reaches our eyes from every direction of the sky.";
     assert_eq!(r.expected_output_tokens as usize, t.encode(answer, false).unwrap().len());
     // A fixed output length is still filtered (vLLM checks the fixed length too): 2 < 4.
-    let w = build(&local("mgoin/mlperf-inference-llama3.1-data/train.jsonl", id, Some(50)), 5);
+    let w =
+        build_with(&local("mgoin/mlperf-inference-llama3.1-data/train.jsonl", id, Some(50)), 5, t.as_ref());
     assert_eq!(w.len(), 2, "a fixed length of 50 keeps the short answer's row");
+    // openai-chat: the two messages un-rendered; the server renders its template once.
+    let mut cfg = local("mgoin/mlperf-inference-llama3.1-data/train.jsonl", id, None);
+    cfg.chat.chat_messages = true;
+    let w = build_with(&cfg, 5, t.as_ref());
+    let m: serde_json::Value = serde_json::from_str(&w.requests[0].messages.as_ref().unwrap().json).unwrap();
+    assert_eq!(m[0], serde_json::json!({"role": "system", "content": system}));
+    assert_eq!(m[1], serde_json::json!({"role": "user", "content": q}));
+    // A tokenizer without a template: SB206 (vLLM's apply_chat_template raises).
+    let env = HubEnv { offline: true, ..HubEnv::default() };
+    let err = generate_hf(&cfg, &in_order(2), tok().as_ref(), &env).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ChatTemplateMissing, "{err}");
 }
 
 #[test]

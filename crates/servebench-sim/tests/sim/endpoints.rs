@@ -118,10 +118,10 @@ async fn bad_json_unknown_models_and_long_prompts_get_vllms_error_bodies() {
     let r = c
         .post_json(
             "/v1/chat/completions",
-            &json!({"model": MODEL, "messages": [{"role": "user", "content": [{"type": "video_url", "video_url": {"url": "x"}}]}]}),
+            &json!({"model": MODEL, "messages": [{"role": "user", "content": [{"type": "file", "file": {"file_id": "x"}}]}]}),
         )
         .await;
-    assert_error(&r, 400, "BadRequestError", "video_url");
+    assert_error(&r, 400, "BadRequestError", "'file'");
     let r = c
         .post_json("/v1/chat/completions", &json!({"model": MODEL, "messages": [{"role": "user"}], "n": 0}))
         .await;

@@ -64,6 +64,8 @@ async fn images_and_audio_count_as_prompt_tokens() {
             25,
         ),
         (json!({"type": "audio_url", "audio_url": {"url": "https://example.com/a.mp3"}}), 250),
+        // A video is never fetched: a fixed clip of 32 frames of 448 x 448, merged in pairs.
+        (json!({"type": "video_url", "video_url": {"url": "https://example.com/v.mp4"}}), 4096),
     ];
     for (part, extra) in cases {
         let n = prompt_tokens(&mut c, "/v1/chat/completions", &chat(json!([text, part]))).await;
@@ -115,9 +117,8 @@ async fn images_and_audio_count_as_prompt_tokens() {
         plain["usage"]["input_tokens"].as_u64().unwrap() + 20
     );
     // Unknown part types are still refused.
-    let r = c
-        .post_json("/v1/chat/completions", &chat(json!([{"type": "video_url", "video_url": {"url": "x"}}])))
-        .await;
+    let r =
+        c.post_json("/v1/chat/completions", &chat(json!([{"type": "file", "file": {"file_id": "x"}}]))).await;
     assert_eq!(r.status, 400);
     sim.abort();
 }

@@ -157,6 +157,12 @@ fn the_vllm_request_flags_reach_their_implementation() {
                 path: "q.jsonl".into(),
                 category: Some("writing".into()),
                 output_len: 64,
+                // vLLM renders spec_bench prompts with the chat template, always.
+                template: servebench_data::dataset::chat_render::PromptTemplate {
+                    render: true,
+                    kwargs: None,
+                    chat_messages: false,
+                },
             }
         )
     );

@@ -186,3 +186,41 @@ fn custom_image_dry_run_loads_images_client_side() {
     let out = fast_sim(&["--dry-run", "--dataset-name", "custom_image", "--dataset-path", p]);
     assert!(text(&out.stderr).contains("SB110"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn asr_flac_rows_run_through_the_simulator_with_rtfx_of_the_decoded_audio() {
+    // LibriSpeech-shaped rows whose audio cells are FLAC: decoded, uploaded to the simulator's
+    // /v1/audio/transcriptions as 16-bit WAV, and every request completes. Only the 1-second
+    // clip passes the length filter, so the run carries 12 s of audio.
+    let dir = tempfile::tempdir().unwrap();
+    let rows =
+        servebench_testkit::fixtures::repo_path("fixtures/datasets/hf/openslr/librispeech_asr/train.jsonl");
+    let out = fast_sim(&[
+        "--backend",
+        "openai-audio",
+        "--dataset-name",
+        "hf",
+        "--dataset-path",
+        rows.to_str().unwrap(),
+        "--hf-name",
+        "openslr/librispeech_asr",
+        "--asr-min-audio-len-sec",
+        "0.9",
+        "--asr-max-audio-len-sec",
+        "1.1",
+        "--hf-output-len",
+        "4",
+        "--save-result",
+        "--result-dir",
+        dir.path().to_str().unwrap(),
+        "--result-filename",
+        "asr.json",
+    ]);
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("asr.json")).unwrap()).unwrap();
+    assert_eq!(j["completed"], 12, "{j}");
+    assert_eq!(j["failed"], 0);
+    let (rtfx, duration) = (j["rtfx"].as_f64().unwrap(), j["duration"].as_f64().unwrap());
+    assert!((rtfx * duration - 12.0).abs() < 1e-6, "rtfx {rtfx} x duration {duration}");
+}

@@ -15,6 +15,11 @@ fn fixture(rel: &str) -> PathBuf {
 }
 
 fn workload(rel: &str, id: &str, skip_chat_template: bool) -> Workload {
+    workload_with(rel, id, skip_chat_template, false, "cl100k_base")
+}
+
+/// A workload of the rows, built for a chat backend or not, with the tokenizer `tok`.
+fn workload_with(rel: &str, id: &str, skip_chat_template: bool, chat: bool, tok: &str) -> Workload {
     let mut cfg = HfConfig {
         source: HfSource::File(fixture(rel)),
         text_column: None,
@@ -25,7 +30,8 @@ fn workload(rel: &str, id: &str, skip_chat_template: bool) -> Workload {
         asr: Default::default(),
     };
     cfg.chat.skip_chat_template = skip_chat_template;
-    let tok = load_tokenizer("cl100k_base").unwrap();
+    cfg.chat.chat_messages = chat;
+    let tok = load_tokenizer(tok).unwrap();
     let s = Sampling { num_prompts: 4, seed: 0, shuffle: false, oversample: false };
     generate_hf(&cfg, &s, tok.as_ref(), &HubEnv { offline: true, ..HubEnv::default() }).unwrap()
 }
@@ -122,13 +128,23 @@ fn asr_rows_are_uploaded_as_vllm_uploads_them() {
 }
 
 #[test]
-fn mlperf_chat_body_sends_the_system_prompt_and_the_question() {
+fn mlperf_bodies_send_the_rendered_template_to_completions_and_the_messages_to_chat() {
+    let rows = "mgoin/mlperf-inference-llama3.1-data/train.jsonl";
+    let id = "mgoin/mlperf-inference-llama3.1-data";
+    let smollm2 = servebench_testkit::fixtures::smollm2_tokenizer_arg();
     let cfg = TargetConfig { model: "m".into(), ..TargetConfig::default() };
-    let w = workload(
-        "mgoin/mlperf-inference-llama3.1-data/train.jsonl",
-        "mgoin/mlperf-inference-llama3.1-data",
-        false,
+    // Completions: the prompt is the chat template rendered client-side, as vLLM sends it.
+    let w = workload_with(rows, id, false, false, &smollm2);
+    let b = body(BackendKind::Completions, &cfg, &w, 0);
+    assert_eq!(
+        b["prompt"],
+        "<|im_start|>system\nYou are a helpful assistant who answers briefly.<|im_end|>\n\
+         <|im_start|>user\nExplain in two sentences why the sky looks blue during the day.<|im_end|>\n\
+         <|im_start|>assistant\n"
     );
+    assert_eq!(b["max_tokens"], w.requests[0].expected_output_tokens);
+    // Chat: the system prompt and the question as messages (the server renders once).
+    let w = workload_with(rows, id, false, true, &smollm2);
     let b = body(BackendKind::Chat, &cfg, &w, 0);
     assert_eq!(b["messages"][0]["role"], "system");
     assert_eq!(

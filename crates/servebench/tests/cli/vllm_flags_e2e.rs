@@ -4,7 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::support::{fast_sim, text};
+use std::path::Path;
+
+use crate::support::{bin, fast_sim, text, tokenizer};
 
 #[test]
 fn plot_timeline_and_probes_are_written_for_a_run() {
@@ -102,4 +104,72 @@ fn a_vllm_flag_that_cannot_apply_exits_2_with_sb113() {
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains("error[SB113]") && err.contains("--backend openai-chat"), "{err}");
+}
+
+/// A run of the custom dataset (completions backend) against the simulator with the tokenizer
+/// directory `tok`; the result's `total_input_tokens` (the client's prompt_tokens).
+fn custom_run(tok: &Path, prompts: &Path, extra: &[&str]) -> (Option<i32>, String, Option<u64>) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--disable-tqdm", "--tokenizer"])
+        .arg(tok)
+        .arg("--sim-tokenizer")
+        .arg(tok)
+        .args([
+            "--num-prompts",
+            "2",
+            "--dataset-name",
+            "custom",
+            "--custom-output-len",
+            "4",
+            "--dataset-path",
+        ])
+        .arg(prompts)
+        .args(["--save-result", "--result-filename", "r.json", "--result-dir"])
+        .arg(dir.path())
+        .args(extra)
+        .output()
+        .unwrap();
+    let result = std::fs::read_to_string(dir.path().join("r.json")).ok();
+    let tokens = result
+        .and_then(|r| serde_json::from_str::<serde_json::Value>(&r).ok())
+        .and_then(|j| j["total_input_tokens"].as_u64());
+    (out.status.code(), text(&out.stderr), tokens)
+}
+
+#[test]
+fn chat_template_kwargs_reach_the_client_side_template_of_the_custom_dataset() {
+    // SmolLM2's tokenizer with a template that reads a kwarg, as Qwen3's enable_thinking.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(tokenizer(), dir.path().join("tokenizer.json")).unwrap();
+    std::fs::write(
+        dir.path().join("chat_template.jinja"),
+        "<|im_start|>user\n{{ messages[0].content }}<|im_end|>\n\
+         {% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n{% endif %}",
+    )
+    .unwrap();
+    let prompts = dir.path().join("p.jsonl");
+    std::fs::write(&prompts, "{\"prompt\": \"Name three rivers.\"}\n").unwrap();
+    let (code, err, plain) = custom_run(dir.path(), &prompts, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err, thinking_off) =
+        custom_run(dir.path(), &prompts, &["--chat-template-kwargs", r#"{"enable_thinking": false}"#]);
+    assert_eq!(code, Some(0), "{err}");
+    // Two requests, each rendered with the kwarg's extra text: more prompt tokens per request.
+    let (plain, off) = (plain.unwrap(), thinking_off.unwrap());
+    assert!(off > plain && (off - plain) % 2 == 0, "{plain} -> {off}");
+    // With --skip-chat-template nothing renders a template: the kwargs apply nowhere (SB113).
+    let (code, err, _) = custom_run(
+        dir.path(),
+        &prompts,
+        &["--skip-chat-template", "--chat-template-kwargs", r#"{"enable_thinking": false}"#],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("error[SB113]"), "{err}");
+    // A tokenizer without a template (a tokenizer.json alone): SB206, as vLLM's apply_chat_template raises.
+    let bare = tempfile::tempdir().unwrap();
+    std::fs::copy(tokenizer(), bare.path().join("tokenizer.json")).unwrap();
+    let (code, err, _) = custom_run(bare.path(), &prompts, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("error[SB206]") && err.contains("--skip-chat-template"), "{err}");
 }
