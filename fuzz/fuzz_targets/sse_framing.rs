@@ -11,7 +11,7 @@ use servebench_client::sse::{OwnedSseEvent, SseError, SseFramer};
 fn frame(parts: &[&[u8]], max_event: usize) -> (Vec<OwnedSseEvent>, Option<SseError>) {
     let mut f = SseFramer::with_max_event_bytes(max_event);
     let mut events = Vec::new();
-    let mut pull = |f: &mut SseFramer, events: &mut Vec<OwnedSseEvent>| loop {
+    let pull = |f: &mut SseFramer, events: &mut Vec<OwnedSseEvent>| loop {
         match f.next_event() {
             Ok(Some(e)) => events.push(e.into()),
             Ok(None) => return None,
