@@ -429,6 +429,13 @@ pub struct RunArgs {
     pub tokens: crate::cli_tokens::TokenArgs,
 }
 
+impl RunArgs {
+    /// Whether `--dataset-name` is the timed trace.
+    pub fn is_trace(&self) -> bool {
+        matches!(self.dataset_name.as_str(), "timed_trace" | "timed-trace")
+    }
+}
+
 /// Rewrites Python's underscore spellings (`--result_filename`) to ours (`--result-filename`),
 /// so existing `vllm bench serve` scripts work unchanged.
 pub fn normalize_underscores(args: impl IntoIterator<Item = String>) -> Vec<String> {

@@ -1,15 +1,11 @@
 //! Flags of vLLM's dataset-specific parsers (vLLM 0.33): `--spec-bench-*` (the spec_bench
 //! dataset) and the options of its Hugging Face parsers (`--bfcl-categories`,
 //! `--blazedit-*-distance`, `--asr-*-audio-len-sec`). At their vLLM defaults they are always
-//! accepted; another value is checked and refused with SB113 where it cannot apply (the
+//! accepted; another value is checked (`config::hf_parsers`) and refused with SB113 where it cannot apply (the
 //! Blazedit distances apply to the Blazedit parser, `--bfcl-categories` to the BFCL parser, the
 //! ASR lengths to the ASR parser). BFCL needs `--backend openai-chat` (SB111), as in vLLM.
 
 use clap::Args;
-use servebench_client::backend::BackendKind;
-use servebench_core::{BenchError, Result};
-
-use crate::cli::RunArgs;
 
 /// Options of vLLM's Hugging Face dataset parsers.
 #[derive(Debug, Clone, Args)]
@@ -30,145 +26,4 @@ pub struct HfParserArgs {
     /// hf, ASR sets (openai-audio): longest audio kept, in seconds.
     #[arg(long, default_value = "inf", help_heading = "Dataset")]
     pub asr_max_audio_len_sec: f64,
-}
-
-/// Whether this run reads a Blazedit dataset (vLLM picks the parser by --dataset-path or --hf-name).
-fn is_blazedit(args: &RunArgs) -> bool {
-    let d = &args.dataset;
-    args.dataset_name == "hf"
-        && [&d.dataset_path, &d.hf_name].into_iter().flatten().any(|id| {
-            servebench_data::dataset::hf_parsers::parser_for(id)
-                == Some(servebench_data::dataset::hf_parsers::HfParser::Blazedit)
-        })
-}
-
-/// The hf parser this run reads with (by --dataset-path or --hf-name), if any.
-fn hf_parser(args: &RunArgs) -> Option<servebench_data::dataset::hf_parsers::HfParser> {
-    let d = &args.dataset;
-    (args.dataset_name == "hf")
-        .then(|| {
-            [&d.dataset_path, &d.hf_name]
-                .into_iter()
-                .flatten()
-                .find_map(|id| servebench_data::dataset::hf_parsers::parser_for(id))
-        })
-        .flatten()
-}
-
-fn is_spec_bench(args: &RunArgs) -> bool {
-    matches!(args.dataset_name.as_str(), "spec_bench" | "spec-bench")
-}
-
-/// Refuses a non-default value of a parser flag that cannot apply to this run (SB113), and
-/// values out of range (SB101).
-pub fn check(args: &RunArgs) -> Result<()> {
-    let d = &args.dataset;
-    let spec_given = [
-        ("--spec-bench-category", d.spec_bench_category.is_some()),
-        ("--spec-bench-output-len", d.spec_bench_output_len != 256),
-    ];
-    if let Some((flag, _)) = spec_given.iter().find(|(_, given)| *given).filter(|_| !is_spec_bench(args)) {
-        return Err(BenchError::not_applicable(
-            *flag,
-            "the spec_bench dataset",
-            format!("--dataset-name is {}", args.dataset_name),
-            "pass --dataset-name spec_bench --dataset-path question.jsonl, or drop the flag",
-        ));
-    }
-    let p = &args.hf_parsers;
-    let (lo, hi) = (p.blazedit_min_distance, p.blazedit_max_distance);
-    for (flag, v) in [("--blazedit-min-distance", lo), ("--blazedit-max-distance", hi)] {
-        if !(0.0..=1.0).contains(&v) {
-            return Err(BenchError::config(
-                flag,
-                format!("{v} is outside [0, 1]"),
-                "pass a distance in [0, 1]",
-            ));
-        }
-    }
-    if lo > hi {
-        return Err(BenchError::config(
-            "--blazedit-min-distance",
-            format!("{lo} is above --blazedit-max-distance {hi}"),
-            "pass a minimum <= the maximum",
-        ));
-    }
-    let (amin, amax) = (p.asr_min_audio_len_sec, p.asr_max_audio_len_sec);
-    if amin.is_nan() || amin < 0.0 || amax.is_nan() || amax < amin {
-        return Err(BenchError::config(
-            "--asr-min-audio-len-sec/--asr-max-audio-len-sec",
-            format!("[{amin}, {amax}] is not a range of seconds"),
-            "pass 0 <= min <= max (max may be inf)",
-        ));
-    }
-    let blazedit = [("--blazedit-min-distance", lo != 0.0), ("--blazedit-max-distance", hi != 1.0)];
-    if let Some((flag, _)) = blazedit.iter().find(|b| b.1).filter(|_| !is_blazedit(args)) {
-        return Err(BenchError::not_applicable(
-            *flag,
-            "the Blazedit parser of --dataset-name hf (vdaita/edit_5k_char, vdaita/edit_10k_char)",
-            "this run does not use it",
-            "pass --dataset-name hf --dataset-path vdaita/edit_5k_char (or --hf-name with a local file), or drop the flag",
-        ));
-    }
-    let bfcl = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::Bfcl);
-    if p.bfcl_categories.is_some() && !bfcl {
-        return Err(BenchError::not_applicable(
-            "--bfcl-categories",
-            "the BFCL parser of --dataset-name hf (gorilla-llm/Berkeley-Function-Calling-Leaderboard)",
-            "this run does not use it",
-            "pass --dataset-name hf --dataset-path gorilla-llm/Berkeley-Function-Calling-Leaderboard \
-             (or --hf-name with a local directory), or drop the flag",
-        ));
-    }
-    let image_parser = hf_parser(args).filter(|p| {
-        servebench_data::dataset::hf_image::is_image_parser(*p)
-            || *p == servebench_data::dataset::hf_parsers::HfParser::MultiModalConversation
-    });
-    if let Some(parser) = image_parser {
-        if !args.backend.kind.takes_multimodal() {
-            return Err(BenchError::MultimodalUnsupported {
-                backend: args.backend.name.clone(),
-                detail: format!(
-                    " (vLLM's {} sends an image with every request; use --backend openai-chat or an \
-                     image embeddings backend)",
-                    parser.name()
-                ),
-            });
-        }
-    }
-    if args.backend.kind == BackendKind::Audio
-        && args.dataset_name == "hf"
-        && hf_parser(args) != Some(servebench_data::dataset::hf_parsers::HfParser::Asr)
-    {
-        return Err(BenchError::ContentTypeUnsupported {
-            backend: args.backend.name.clone(),
-            content: "requests without audio (this hf dataset is not one of vLLM's ASR sets)".into(),
-            fix: "use --dataset-name custom_audio".into(),
-        });
-    }
-    if bfcl && args.backend.kind != BackendKind::Chat {
-        return Err(BenchError::ContentTypeUnsupported {
-            backend: args.backend.name.clone(),
-            content: "BFCL's tool-calling chat requests (per-request tools)".into(),
-            fix: "use --backend openai-chat, as vLLM requires for BFCL".into(),
-        });
-    }
-    let asr = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::Asr);
-    let given =
-        [("--asr-min-audio-len-sec", amin != 0.0), ("--asr-max-audio-len-sec", amax != f64::INFINITY)];
-    if let Some((flag, _)) = given.iter().find(|g| g.1).filter(|_| !asr) {
-        return Err(BenchError::not_applicable(
-            *flag,
-            "the ASR parser of --dataset-name hf (openslr/librispeech_asr, facebook/voxpopuli, …)",
-            "this run does not use it",
-            "pass --dataset-name hf --dataset-path openslr/librispeech_asr (or --hf-name with a local file), or drop the flag",
-        ));
-    }
-    if asr && args.backend.kind != BackendKind::Audio {
-        return Err(BenchError::MultimodalUnsupported {
-            backend: args.backend.name.clone(),
-            detail: " (vLLM's ASR sets are transcribed: use --backend openai-audio)".into(),
-        });
-    }
-    Ok(())
 }

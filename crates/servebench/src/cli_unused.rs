@@ -85,7 +85,7 @@ fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String
         }
     }
     // Multi-turn and trace replay read their own flags (cli_workload).
-    if args.workload.multi_turn || crate::cli_workload::is_trace(args) {
+    if args.workload.multi_turn || args.is_trace() {
         return Ok(Vec::new());
     }
     let name = args.dataset_name.replace('-', "_");

@@ -1,6 +1,11 @@
 //! Turns parsed flags into validated configuration. Every check here happens before any
 //! network traffic and fails with a coded error that names the flag and the fix.
 
+mod dataset;
+mod hf_parsers;
+pub(crate) mod vllm_flags;
+mod workload;
+
 use crate::cli::RunArgs;
 use serde_json::{Map, Value};
 use servebench_client::backend::{BackendKind, TargetConfig};
@@ -23,16 +28,16 @@ pub struct Validated {
 pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let backend = args.backend.kind;
     crate::cli_pooling::check_backend_flags(args, backend)?;
-    crate::cli_dataset::check_chat_media_flags(args, backend)?;
-    crate::cli_parsers::check(args)?;
-    let timeline_itl_ms = crate::cli_vllm::itl_thresholds_ms(args)?;
-    let probe_request_rate = crate::cli_vllm::probe_rate(args, backend)?;
-    let tokenizer = crate::cli_vllm::tokenizer(args)?;
+    dataset::check_chat_media_flags(args, backend)?;
+    hf_parsers::check(args)?;
+    let timeline_itl_ms = vllm_flags::itl_thresholds_ms(args)?;
+    let probe_request_rate = vllm_flags::probe_rate(args, backend)?;
+    let tokenizer = vllm_flags::tokenizer(args)?;
     // timed_trace and multi-turn ShareGPT are built by the load options (cli_workload).
-    let other_dataset = if crate::cli_workload::is_trace(args) || args.workload.multi_turn {
+    let other_dataset = if args.is_trace() || args.workload.multi_turn {
         None
     } else {
-        crate::cli_dataset::dataset_request(args, backend.takes_multimodal())?
+        dataset::dataset_request(args, backend.takes_multimodal())?
     };
     if other_dataset.is_some() && args.prompt_token_ids {
         return Err(BenchError::config(
@@ -134,7 +139,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let headers = args.header.iter().map(|h| (h.name.clone(), h.value.clone())).collect();
     let mut extra_body = args.extra_body.clone().unwrap_or_default().0;
     // --use-beam-search and --chat-template-kwargs; an --extra-body key of the same name wins.
-    for (k, v) in crate::cli_vllm::body_fields(args, backend)? {
+    for (k, v) in vllm_flags::body_fields(args, backend)? {
         extra_body.entry(k).or_insert(v);
     }
     let metadata = args.metadata.clone();
@@ -262,7 +267,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
         },
         timeline_itl_ms,
     };
-    crate::cli_workload::apply(args, backend, &mut run)?;
+    workload::apply(args, backend, &mut run)?;
     run.load.probe_request_rate = probe_request_rate;
     Ok(Validated { run, output })
 }

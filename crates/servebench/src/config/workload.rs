@@ -1,0 +1,298 @@
+//! The workload flags (trace, multi-turn, LoRA, duration, stages) validated into the `RunConfig`
+//! (the flags: `crate::cli_workload`).
+
+use crate::cli::RunArgs;
+use servebench_client::backend::BackendKind;
+use servebench_core::{BenchError, Result};
+use servebench_data::trace::{TraceConfig, TraceLabels};
+use servebench_runner::config::load_options::LoraConfig;
+use servebench_runner::config::load_options::MultiTurnConfig;
+use servebench_runner::config::{DatasetSpec, RunConfig};
+use servebench_runner::load::stages::is_closed_loop;
+use servebench_runner::LoadOptions;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Applies the workload flags to `run` (trace dataset, load options). Called after the base
+/// configuration is built.
+pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Result<()> {
+    let w = &args.workload;
+    if args.is_trace() {
+        let path = args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
+            BenchError::config(
+                "--dataset-path",
+                "timed_trace needs a trace file",
+                "pass --dataset-path trace.jsonl",
+            )
+        })?;
+        if backend != BackendKind::Completions {
+            return Err(BenchError::config(
+                "--backend",
+                "trace replay sends token-id prompts, which need the completions API",
+                "use --backend openai (or vllm)",
+            ));
+        }
+        if w.timed_trace_chunk_hash_size == 0 {
+            return Err(BenchError::config(
+                "--timed-trace-chunk-hash-size",
+                "must be at least 1",
+                "pass 16, or the trace's block size",
+            ));
+        }
+        let m = w.timed_trace_sec_multiplier;
+        if !m.is_finite() || m <= 0.0 {
+            return Err(BenchError::config(
+                "--timed-trace-sec-multiplier",
+                format!("{m} is not > 0"),
+                "pass a positive factor, e.g. 0.5",
+            ));
+        }
+        run.dataset = DatasetSpec::TimedTrace(TraceConfig {
+            path,
+            labels: TraceLabels {
+                timestamp: w.timed_trace_label_timestamp.clone(),
+                input_length: w.timed_trace_label_input_length.clone(),
+                output_length: w.timed_trace_label_output_length.clone(),
+                hash_ids: w.timed_trace_label_hash_ids.clone(),
+            },
+            chunk_size: w.timed_trace_chunk_hash_size,
+            sec_multiplier: m,
+            num_prompts: args.num_prompts as usize,
+            seed: args.seed,
+            max_model_len: args.max_model_len,
+            self_timed: !w.no_self_timed,
+        });
+        // Token-id prompts: nothing to verify with /tokenize.
+        run.verify_prompts = 0;
+    } else if w.self_timed || w.no_self_timed {
+        return Err(BenchError::config(
+            "--self-timed",
+            "only applies to --dataset-name timed_trace",
+            "drop the flag, or replay a trace with --dataset-name timed_trace",
+        ));
+    }
+    let mut load = LoadOptions::default();
+    if !w.lora_modules.is_empty() {
+        let lora = LoraConfig { modules: w.lora_modules.clone(), assignment: w.lora_assignment };
+        lora.validate()?;
+        load.lora = Some(lora);
+    }
+    if w.multi_turn {
+        if backend != BackendKind::Chat {
+            return Err(BenchError::config(
+                "--multi-turn",
+                "conversations need the chat API",
+                "use --backend openai-chat",
+            ));
+        }
+        if args.is_trace() {
+            return Err(BenchError::config(
+                "--multi-turn",
+                "cannot replay a trace",
+                "drop --multi-turn or use another dataset",
+            ));
+        }
+        let sharegpt_path = match args.dataset_name.as_str() {
+            "random" => None,
+            "sharegpt" => Some(args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
+                BenchError::config(
+                    "--dataset-path",
+                    "multi-turn ShareGPT needs a local file",
+                    "pass --dataset-path conversations.json",
+                )
+            })?),
+            other => {
+                return Err(BenchError::config(
+                    "--multi-turn",
+                    format!("does not support the {other} dataset"),
+                    "use --dataset-name random (synthetic turns) or sharegpt",
+                ))
+            }
+        };
+        let d = w.multi_turn_delay_ms;
+        if !d.is_finite() || d < 0.0 {
+            return Err(BenchError::config(
+                "--multi-turn-delay-ms",
+                format!("{d} is not >= 0"),
+                "pass milliseconds >= 0",
+            ));
+        }
+        if w.multi_turn_concurrency == Some(0) {
+            return Err(BenchError::config(
+                "--multi-turn-concurrency",
+                "must be at least 1",
+                "pass a positive number",
+            ));
+        }
+        let mt = MultiTurnConfig {
+            num_turns: w.multi_turn_num_turns,
+            min_turns: w.multi_turn_min_turns,
+            max_turns: w.multi_turn_max_turns,
+            concurrency: w.multi_turn_concurrency.map(|c| c as usize),
+            delay: Duration::from_secs_f64(d / 1000.0),
+            per_turn_input_len: w.per_turn_input_len,
+            prefix_global_ratio: w.multi_turn_prefix_global_ratio,
+            prefix_conversation_ratio: w.multi_turn_prefix_conversation_ratio,
+            sharegpt_path,
+        };
+        mt.validate()?;
+        if run.shard.is_some() {
+            return Err(BenchError::config(
+                "--multi-turn",
+                "conversations cannot be split across shards yet",
+                "run multi-turn benchmarks unsharded",
+            ));
+        }
+        load.multi_turn = Some(mt);
+        // As vLLM: ignore_eos is forced for the random dataset only outside multi-turn; the
+        // history is built from user messages, so /tokenize verification does not apply.
+        run.target.ignore_eos = args.ignore_eos;
+        run.verify_prompts = 0;
+    }
+    if let Some(s) = &w.stages {
+        if w.multi_turn || args.is_trace() {
+            return Err(BenchError::config(
+                "--stages",
+                "sets the arrivals itself",
+                "drop --stages with --multi-turn or a trace",
+            ));
+        }
+        if args.ramp_up_strategy.is_some() {
+            return Err(BenchError::config(
+                "--stages",
+                "cannot be combined with a ramp-up",
+                "drop --ramp-up-strategy",
+            ));
+        }
+        load.stages = s.0.clone();
+        if is_closed_loop(&load.stages) {
+            check_concurrency_stages(run)?;
+        }
+    }
+    if let Some(secs) = w.duration {
+        let d = Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+            BenchError::config(
+                "--duration",
+                format!("{secs} is not a positive number of seconds"),
+                "pass seconds > 0",
+            )
+        })?;
+        if load.stages.is_empty()
+            && !w.multi_turn
+            && !args.is_trace()
+            && !run.rate.request_rate.is_finite()
+            && run.max_concurrency.is_none()
+        {
+            return Err(BenchError::config(
+                "--duration",
+                "with an infinite --request-rate needs --max-concurrency (else every request is sent at once)",
+                "pass --request-rate R, or --max-concurrency C (with enough --num-prompts to last), or --stages",
+            ));
+        }
+        if run.rate.ramp_up.is_some() {
+            return Err(BenchError::config(
+                "--duration",
+                "cannot be combined with a ramp-up",
+                "drop --ramp-up-strategy",
+            ));
+        }
+        load.duration = Some(d);
+    }
+    load.cancel_at_end = w.on_duration_end.0;
+    run.load = load;
+    Ok(())
+}
+
+/// Concurrency stages (`--stages c=N:SECONDS`) are a closed loop that sets the concurrency.
+fn check_concurrency_stages(run: &RunConfig) -> Result<()> {
+    if run.max_concurrency.is_some() {
+        return Err(BenchError::config(
+            "--max-concurrency",
+            "concurrency stages (--stages c=N:SECONDS) set the concurrency of each stage",
+            "drop --max-concurrency",
+        ));
+    }
+    if run.rate.request_rate.is_finite() {
+        return Err(BenchError::config(
+            "--request-rate",
+            "concurrency stages (--stages c=N:SECONDS) are a closed loop: a request is sent whenever one ends",
+            "drop --request-rate, or use rate stages (--stages RATE:SECONDS,...)",
+        ));
+    }
+    if run.shard.is_some() {
+        return Err(BenchError::config(
+            "--num-shards",
+            "concurrency stages (--stages c=N:SECONDS) cannot be sharded yet",
+            "run them in one process, or use rate stages (--stages RATE:SECONDS,...)",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    /// Parses and validates `args`; an error is its one-line message (a value refused at
+    /// parse time must be a coded one).
+    fn validate(args: &[&str]) -> Result<crate::config::Validated, String> {
+        use std::error::Error as _;
+        let cli = match Cli::try_parse_from(std::iter::once("servebench").chain(args.iter().copied())) {
+            Ok(cli) => cli,
+            Err(e) => {
+                let source = e.source().and_then(|s| s.downcast_ref::<servebench_core::BenchError>());
+                return Err(source
+                    .map(|b| b.user_line())
+                    .unwrap_or_else(|| panic!("not a coded value error: {e}")));
+            }
+        };
+        crate::config::validate(&cli.run, None).map_err(|e| e.user_line())
+    }
+
+    #[test]
+    fn flags_become_load_options() {
+        let v =
+            validate(&["--backend", "openai-chat", "--multi-turn", "--multi-turn-delay-ms", "250"]).unwrap();
+        let mt = v.run.load.multi_turn.unwrap();
+        assert_eq!(mt.delay.as_millis(), 250);
+        assert_eq!(mt.num_turns, 3);
+        assert!(!v.run.target.ignore_eos, "not forced in multi-turn");
+        let v =
+            validate(&["--request-rate", "5", "--stages", "5:60,20:60", "--lora-modules", "a", "b"]).unwrap();
+        assert_eq!(v.run.load.stages.len(), 2);
+        assert_eq!(v.run.load.lora.unwrap().modules, vec!["a", "b"]);
+        let v = validate(&["--stages", "c=8:60,c=32:30", "--duration", "70"]).unwrap();
+        let info = servebench_runner::results::group_info(&v.run);
+        let limits: Vec<_> = info.stages.iter().map(|s| (s.concurrency, s.seconds)).collect();
+        assert_eq!(limits, vec![(Some(8), 60.0), (Some(32), 10.0)], "the duration cuts the last stage");
+        let v = validate(&["--dataset-name", "timed-trace", "--dataset-path", "t.jsonl", "--no-self-timed"])
+            .unwrap();
+        match v.run.dataset {
+            servebench_runner::DatasetSpec::TimedTrace(t) => assert!(!t.self_timed),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_combinations_are_refused() {
+        for bad in [
+            &["--multi-turn"][..],
+            &["--dataset-name", "timed_trace"],
+            &["--dataset-name", "timed_trace", "--dataset-path", "t", "--backend", "openai-chat"],
+            &["--self-timed"],
+            &["--duration", "5"],
+            &["--request-rate", "5", "--duration", "0"],
+            &["--stages", "5"],
+            &["--stages", "c=0:10"],
+            &["--stages", "5:10,c=4:10"],
+            &["--stages", "c=4:10", "--max-concurrency", "4"],
+            &["--stages", "c=4:10", "--request-rate", "5"],
+            &["--lora-modules", "a", "--lora-assignment", "zigzag"],
+            &["--request-rate", "5", "--duration", "5", "--on-duration-end", "later"],
+        ] {
+            assert!(validate(bad).is_err(), "{bad:?}");
+        }
+    }
+}
