@@ -2,8 +2,11 @@
 //! (public domain; a built-in excerpt of sonnets 1–15 and 18, or any text file with
 //! `--dataset-path`). Each prompt is a fixed instruction, the first lines of the text as a
 //! prefix shared by every prompt (`--sonnet-prefix-len` tokens), then random lines (with
-//! replacement) up to `--sonnet-input-len` tokens. No chat template is applied.
+//! replacement) up to `--sonnet-input-len` tokens. As vLLM, a backend other than `openai-chat`
+//! gets each prompt rendered with the tokenizer's chat template (SB206 without one), and
+//! `prompt_tokens` counts the rendered text; `openai-chat` sends the prompt as the user turn.
 
+use super::chat_render::PromptTemplate;
 use super::file::{DataFile, Location};
 use super::{finish, rng, streams, Sample, Sampling};
 use rand::Rng;
@@ -28,11 +31,20 @@ pub struct SonnetConfig {
     pub output_len: usize,
     /// `--sonnet-prefix-len` (200).
     pub prefix_len: usize,
+    /// Whether each prompt is rendered with the chat template (vLLM: every backend but
+    /// `openai-chat`; no `--chat-template-kwargs`).
+    pub template: PromptTemplate,
 }
 
 impl Default for SonnetConfig {
     fn default() -> Self {
-        SonnetConfig { path: None, input_len: 550, output_len: 150, prefix_len: 200 }
+        SonnetConfig {
+            path: None,
+            input_len: 550,
+            output_len: 150,
+            prefix_len: 200,
+            template: PromptTemplate::default(),
+        }
     }
 }
 
@@ -90,7 +102,7 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
                 }
                 let len = tok.encode(&prompt, true)?.len();
                 if len <= cfg.input_len {
-                    return Ok(Sample::text(prompt, len, cfg.output_len));
+                    return sample(cfg, tok, prompt, len);
                 }
                 if best.as_ref().is_none_or(|(_, l)| len < *l) {
                     best = Some((prompt, len));
@@ -104,9 +116,21 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
                 prompt.truncate(cut);
                 len = tok.encode(&prompt, true)?.len();
             }
-            Ok(Sample::text(prompt, len, cfg.output_len))
+            sample(cfg, tok, prompt, len)
         })
         .collect();
     let samples = requests.into_iter().collect::<Result<Vec<_>>>()?;
     Ok(finish(samples, sampling))
+}
+
+/// The sample of a drawn `prompt` of `len` tokens: rendered with the chat template when the
+/// backend is not `openai-chat` (as vLLM's `return_prompt_formatted`), its length then the
+/// rendered text's.
+fn sample(cfg: &SonnetConfig, tok: &dyn TextTokenizer, prompt: String, len: usize) -> Result<Sample> {
+    if !cfg.template.render {
+        return Ok(Sample::text(prompt, len, cfg.output_len));
+    }
+    cfg.template.sample(tok, &prompt, cfg.output_len, || {
+        "the sonnet dataset with a backend other than openai-chat (vLLM renders each prompt with the chat template)".into()
+    })
 }

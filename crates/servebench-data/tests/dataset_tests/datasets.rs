@@ -142,12 +142,52 @@ fn sonnet_builtin_prompts_share_the_prefix_and_fit_the_input_len() {
     assert_ne!(w, generate_sonnet(&cfg, &Sampling { seed: 1, ..sampling(20) }, t.as_ref()).unwrap());
 }
 
+/// SmolLM2's template opens every conversation without a system turn with this one.
+const SMOL_SYSTEM: &str =
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
+
+/// vLLM renders every sonnet prompt with the chat template for a backend other than
+/// `openai-chat`, and counts the rendered text; a tokenizer without a template is SB206.
+#[test]
+fn sonnet_prompts_are_rendered_with_the_chat_template_for_completions_backends() {
+    let smol_path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    let smol = load_tokenizer(smol_path.to_str().unwrap()).unwrap();
+    let render = servebench_data::dataset::chat_render::PromptTemplate { render: true, ..Default::default() };
+    let cfg = SonnetConfig { template: render, ..SonnetConfig::default() };
+    let w = generate_sonnet(&cfg, &sampling(5), smol.as_ref()).unwrap();
+    let raw = generate_sonnet(&SonnetConfig::default(), &sampling(5), smol.as_ref()).unwrap();
+    for (r, plain) in w.requests.iter().zip(&raw.requests) {
+        let p = r.prompt.text().unwrap();
+        let user = plain.prompt.text().unwrap();
+        assert_eq!(
+            p,
+            format!("{SMOL_SYSTEM}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"),
+            "ChatML around the drawn prompt"
+        );
+        assert_eq!(
+            r.prompt_tokens as usize,
+            smol.encode(p, true).unwrap().len(),
+            "the rendered text is counted"
+        );
+        assert!(r.prompt_tokens > plain.prompt_tokens);
+    }
+    let e = generate_sonnet(&cfg, &sampling(2), tok().as_ref()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ChatTemplateMissing, "{e}");
+}
+
 #[test]
 fn sonnet_reads_a_text_file() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("verse.txt");
     std::fs::write(&p, "Roses are red and the violets are blue\nSugar is sweet and so are you\n").unwrap();
-    let cfg = SonnetConfig { path: Some(p), input_len: 60, output_len: 5, prefix_len: 0 };
+    let cfg = SonnetConfig {
+        path: Some(p),
+        input_len: 60,
+        output_len: 5,
+        prefix_len: 0,
+        ..SonnetConfig::default()
+    };
     let w = generate_sonnet(&cfg, &sampling(4), tok().as_ref()).unwrap();
     assert!(w
         .requests

@@ -71,6 +71,12 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
             input_len: positive("--sonnet-input-len", d.sonnet_input_len)?,
             output_len: positive("--sonnet-output-len", d.sonnet_output_len)?,
             prefix_len: d.sonnet_prefix_len as usize,
+            // As vLLM: the prompt is rendered for every backend but openai-chat.
+            template: servebench_data::dataset::chat_render::PromptTemplate {
+                render: args.backend.kind != BackendKind::Chat,
+                kwargs: None,
+                chat_messages: false,
+            },
         }),
         "custom" => DatasetKind::Custom(CustomConfig {
             path: required_path(args, "/path/to/prompts.jsonl")?,
