@@ -127,8 +127,8 @@ mod tests {
     use serde_json::Value;
     use servebench_core::merge::merge_shards;
     use servebench_core::shard::{ShardRunInfo, ShardSummary, FORMAT_VERSION};
-    use servebench_core::{Outcome, RequestRecord};
     use servebench_report::sections::shards::{shard_entries, shard_table};
+    use servebench_testkit::records::RecordBuilder;
 
     fn read(path: &Path) -> Result<ShardInput, BenchError> {
         read_shard(path, &mut || {})
@@ -156,14 +156,14 @@ mod tests {
         };
         let mut text = header.to_line() + "\n";
         for i in (u64::from(index)..total).step_by(count as usize) {
-            let mut r = RequestRecord::scheduled(i, format!("r{i}"), i * 100, 8, 2);
-            r.outcome = Outcome::Completed;
-            r.dispatched_us = Some(i * 100 + 1);
-            r.first_token_us = Some(i * 100 + 50);
-            r.last_token_us = Some(i * 100 + 60);
-            r.done_us = Some(i * 100 + 61);
-            r.token_event_count = 2;
-            r.token_events.gaps_us = vec![10];
+            let r = RecordBuilder::new(i)
+                .intended_at(i * 100)
+                .prompt_tokens(8)
+                .sent_at(i * 100 + 1)
+                .stream(i * 100 + 50, &[10])
+                .done_at(i * 100 + 61)
+                .with(|r| r.expected_output_tokens = 2)
+                .completed();
             text += &(serde_json::to_string(&r).unwrap() + "\n");
         }
         if summary {

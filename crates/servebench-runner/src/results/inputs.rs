@@ -89,19 +89,18 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servebench_core::record::Outcome;
     use servebench_report::{input_label, ReportHeader};
+    use servebench_testkit::records::RecordBuilder;
 
+    /// Request `i`: intended at `i` ms, 4 token events 1 ms apart from 5 ms after it.
     fn record(i: u64) -> RequestRecord {
-        let mut r = RequestRecord::scheduled(i, format!("r{i}"), i * 1000, 10, 4);
-        r.outcome = Outcome::Completed;
-        r.dispatched_us = Some(i * 1000 + 10);
-        r.first_token_us = Some(i * 1000 + 5000);
-        r.last_token_us = Some(i * 1000 + 8000);
-        r.done_us = Some(i * 1000 + 8100);
-        r.token_event_count = 4;
-        r.token_events.gaps_us = vec![1000; 3];
-        r
+        RecordBuilder::new(i)
+            .intended_at(i * 1000)
+            .sent_at(i * 1000 + 10)
+            .stream(i * 1000 + 5000, &[1000; 3])
+            .done_at(i * 1000 + 8100)
+            .with(|r| r.expected_output_tokens = 4)
+            .completed()
     }
 
     fn write_records(path: &Path, n: u64) {
