@@ -9,10 +9,10 @@
 //! prompts are not filtered by length. Blazedit keeps rows whose `norm_distance` is within
 //! `--blazedit-min-distance`..=`--blazedit-max-distance`.
 
-use super::chat_render::{chat_messages, render_for_generation, require_template, user_turn};
+use super::chat_render::{require_template, PromptTemplate};
 use super::file::{DataFile, Location};
 use super::hf_parsers::HfParser;
-use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
+use super::{collect_samples, finish, shuffle_source, Sampling};
 use serde_json::Value;
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
 
@@ -121,23 +121,15 @@ pub fn generate(
     }
     shuffle_source(&mut rows, sampling);
     let output = output_len.unwrap_or(default);
+    // vLLM passes no --chat-template-kwargs to these parsers.
+    let template =
+        PromptTemplate { render: !opts.skip_chat_template, kwargs: None, chat_messages: opts.chat_messages };
     let samples = collect_samples(&rows, sampling.num_prompts, |(_, row)| {
         let Some(prompt) = prompt_of(parser, row, opts).map_err(|d| BenchError::Dataset { detail: d })?
         else {
             return Ok(None);
         };
-        if opts.skip_chat_template {
-            let prompt_len = tok.encode(&prompt, true)?.len();
-            return Ok(Some(Sample::text(prompt, prompt_len, output)));
-        }
-        let turn = user_turn(&prompt);
-        let rendered = render_for_generation(tok, &turn, None, || format!("the {} parser", parser.name()))?;
-        let prompt_len = tok.encode(&rendered, true)?.len();
-        let mut s = Sample::text(rendered, prompt_len, output);
-        if opts.chat_messages {
-            s.messages = Some(chat_messages(&turn)?);
-        }
-        Ok(Some(s))
+        template.sample(tok, &prompt, output, || format!("the {} parser", parser.name())).map(Some)
     })?;
     if samples.is_empty() {
         return Err(file.error(
