@@ -87,11 +87,7 @@ impl ServerSide {
 
     /// Wraps `inner` so that the measured phase's start and end drive the tasks.
     pub fn observer(&self, inner: Arc<dyn RunObserver>) -> Arc<dyn RunObserver> {
-        Arc::new(PhaseObserver {
-            inner,
-            start: self.start.clone(),
-            end: self.end.clone(),
-        })
+        Arc::new(PhaseObserver { inner, start: self.start.clone(), end: self.end.clone() })
     }
 
     /// Stops the tasks and collects what they produced (nothing if the phase never started).
