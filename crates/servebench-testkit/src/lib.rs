@@ -15,7 +15,9 @@
 //! - [`prom_text`]: a strict parser of the Prometheus text format, to check what our
 //!   `/metrics` and the simulator's expose;
 //! - [`fixtures`]: paths of the repository's committed fixtures;
-//! - [`records`]: a builder for [`servebench_core::RequestRecord`]s with named fields.
+//! - [`records`]: a builder for [`servebench_core::RequestRecord`]s with named fields;
+//! - [`sharegpt_synthetic`]: the seeded 100,000-conversation ShareGPT file of the data crate's
+//!   `sharegpt_load` bench and example.
 //!
 //! It depends on `servebench-core` only, so every crate but core can use it as a
 //! dev-dependency without a second copy of its own types.
@@ -30,3 +32,4 @@ pub mod proxy;
 pub mod raw_http;
 pub mod records;
 pub mod script;
+pub mod sharegpt_synthetic;
