@@ -18,7 +18,6 @@ use servebench_data::{HfTokenizer, HubEnv};
 use servebench_testkit::fixtures::smollm2_tokenizer;
 use servebench_testkit::sharegpt_synthetic;
 
-
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

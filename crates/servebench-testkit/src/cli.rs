@@ -61,6 +61,23 @@ pub fn interrupt(child: &std::process::Child) {
     kill_process(pid, Signal::INT).expect("signal the child");
 }
 
+/// Lowers the child's soft limit of open files to `soft` (as `ulimit -n` in a shell would),
+/// keeping the hard limit: for tests of the binary's own file-limit checks, without a shell
+/// between the test and the binary (which would sit outside the environment policy).
+pub fn open_files_limit(cmd: &mut Command, soft: u64) -> &mut Command {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    use std::os::unix::process::CommandExt;
+    let hard = getrlimit(Resource::Nofile).maximum;
+    let limit = Rlimit { current: Some(hard.map_or(soft, |h| soft.min(h))), maximum: hard };
+    // SAFETY: runs in the forked child before exec; setrlimit is one system call that neither
+    // allocates nor takes locks (async-signal-safe).
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(move || setrlimit(Resource::Nofile, limit.clone()).map_err(std::io::Error::from));
+    }
+    cmd
+}
+
 /// Standard output as text (lossy).
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -91,5 +108,13 @@ mod tests {
         }
         assert!(envs.iter().any(|(k, val)| *k == "HF_HUB_OFFLINE" && val.is_some()));
         assert!(envs.iter().any(|(k, val)| *k == "XDG_CACHE_HOME" && val.is_some()));
+    }
+
+    #[test]
+    fn the_open_files_limit_reaches_the_child() {
+        let mut c = Command::new("sh");
+        c.args(["-c", "ulimit -Sn"]);
+        let out = open_files_limit(&mut c, 200).output().unwrap();
+        assert_eq!(stdout(&out).trim(), "200", "{}", both(&out));
     }
 }

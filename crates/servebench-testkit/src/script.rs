@@ -78,6 +78,30 @@ pub async fn serve(scripts: Vec<Vec<Step>>) -> ScriptedServer {
     ScriptedServer { port, accepted, requests }
 }
 
+/// [`serve`] on a runtime of its own, in a background thread: for synchronous tests (blocking
+/// HTTP clients, the `servebench` binary). The server lives until the test process ends.
+pub fn serve_in_background(scripts: Vec<Vec<Step>>) -> ScriptedServer {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async move {
+            tx.send(serve(scripts).await).expect("report the server");
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().expect("server started")
+}
+
+/// A complete response with this status line, `content-type`, `content-length` and
+/// `connection: close`, for a script that writes it and closes.
+pub fn response(status: u16, reason: &str, content_type: &str, body: &[u8]) -> Step {
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    Step::Write([head.as_bytes(), body].concat())
+}
+
 /// [`serve`] where every connection plays the same script (as many connections as come).
 pub async fn serve_each(script: Vec<Step>) -> ScriptedServer {
     serve(std::iter::repeat_n(script, 10_000).collect()).await
