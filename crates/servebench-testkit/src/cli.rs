@@ -61,19 +61,21 @@ pub fn interrupt(child: &std::process::Child) {
     kill_process(pid, Signal::INT).expect("signal the child");
 }
 
-/// Lowers the child's soft limit of open files to `soft` (as `ulimit -n` in a shell would),
-/// keeping the hard limit: for tests of the binary's own file-limit checks, without a shell
-/// between the test and the binary (which would sit outside the environment policy).
-pub fn open_files_limit(cmd: &mut Command, soft: u64) -> &mut Command {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+/// Lowers the child's limit of open files, soft and hard, to `limit` (as `ulimit -n` in a
+/// shell would; the binary raises its soft limit to the hard one, so both must move): for tests
+/// of the binary's own file-limit checks, without a shell between the test and the binary
+/// (which would sit outside the environment policy).
+pub fn open_files_limit(cmd: &mut Command, limit: u64) -> &mut Command {
+    use rustix::process::{setrlimit, Resource, Rlimit};
     use std::os::unix::process::CommandExt;
-    let hard = getrlimit(Resource::Nofile).maximum;
-    let limit = Rlimit { current: Some(hard.map_or(soft, |h| soft.min(h))), maximum: hard };
     // SAFETY: runs in the forked child before exec; setrlimit is one system call that neither
     // allocates nor takes locks (async-signal-safe).
     #[allow(unsafe_code)]
     unsafe {
-        cmd.pre_exec(move || setrlimit(Resource::Nofile, limit.clone()).map_err(std::io::Error::from));
+        cmd.pre_exec(move || {
+            let both = Rlimit { current: Some(limit), maximum: Some(limit) };
+            setrlimit(Resource::Nofile, both).map_err(std::io::Error::from)
+        });
     }
     cmd
 }
@@ -113,8 +115,8 @@ mod tests {
     #[test]
     fn the_open_files_limit_reaches_the_child() {
         let mut c = Command::new("sh");
-        c.args(["-c", "ulimit -Sn"]);
+        c.args(["-c", "ulimit -Sn; ulimit -Hn"]);
         let out = open_files_limit(&mut c, 200).output().unwrap();
-        assert_eq!(stdout(&out).trim(), "200", "{}", both(&out));
+        assert_eq!(stdout(&out), "200\n200\n", "{}", both(&out));
     }
 }

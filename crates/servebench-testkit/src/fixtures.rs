@@ -43,3 +43,9 @@ pub fn dataset(name: &str) -> PathBuf {
 pub fn result_schema() -> PathBuf {
     repo_path("docs/result.schema.json")
 }
+
+/// [`result_schema`] parsed, for a JSON Schema validator.
+pub fn result_schema_json() -> serde_json::Value {
+    let text = std::fs::read_to_string(result_schema()).expect("read docs/result.schema.json");
+    serde_json::from_str(&text).expect("docs/result.schema.json is JSON")
+}
