@@ -411,5 +411,4 @@ fn write_histogram(out: &mut String, name: &str, help: &str, h: &AtomicHistogram
 }
 
 #[cfg(test)]
-#[path = "live_tests.rs"]
 mod tests;
