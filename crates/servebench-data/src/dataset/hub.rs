@@ -26,17 +26,7 @@ pub fn dataset_file(repo: &str, filename: &str, env: &HubEnv) -> Result<PathBuf>
     if env.offline {
         return Err(download_error(&name, "not in the hub cache and HF_HUB_OFFLINE is set"));
     }
-    let mut builder = hf_hub::api::sync::ApiBuilder::new()
-        .with_progress(false)
-        .with_retries(2)
-        .with_token(env.token.clone());
-    if let Some(cache) = &env.cache_dir {
-        builder = builder.with_cache_dir(cache.clone());
-    }
-    if let Some(endpoint) = &env.endpoint {
-        builder = builder.with_endpoint(endpoint.clone());
-    }
-    let api = builder.build().map_err(|e| download_error(&name, e.to_string()))?;
+    let api = env.api().map_err(|e| download_error(&name, e.to_string()))?;
     api.dataset(repo.to_string())
         .get(filename)
         .map_err(|e| download_error(&name, format!("download failed: {e}")))
@@ -77,7 +67,7 @@ fn get_json(url: &str, env: &HubEnv, name: &str) -> Result<Value> {
         }
         let mut req = ureq::get(url).timeout(Duration::from_secs(60));
         if let Some(t) = &env.token {
-            req = req.set("Authorization", &format!("Bearer {t}"));
+            req = req.set("Authorization", &format!("Bearer {}", t.expose()));
         }
         match req.call() {
             Ok(resp) => {

@@ -238,7 +238,7 @@ async fn server_tokenizer_mode_works_with_every_dialect_that_has_detokenize() {
 #[tokio::test]
 async fn llama_cpp_empty_answer_to_prompt_means_wrong_dialect() {
     let (server, seen) = serve(scripted(Kind::LlamaCpp, true)).await;
-    let ids = server.tokenize_ids("hello world").await.unwrap().unwrap();
+    let ids = server.tokenize("hello world").await.unwrap().ok().unwrap();
     assert_eq!(ids[0], BOS);
     let seen = seen.lock().unwrap();
     let first: Value = serde_json::from_str(&seen[0].1).unwrap();

@@ -87,7 +87,8 @@ fn sim_run_prints_both_blocks_and_writes_vllm_compatible_json_and_records() {
 fn api_key_never_reaches_any_artefact() {
     let dir = tempfile::tempdir().unwrap();
     let key = "sk-planted-secret-4711";
-    let out = sim_run(dir.path(), &["--save-detailed", "--header", "X-Api-Key=hdr-secret-0815"], Some(key));
+    let headers = ["--header", "X-Api-Key=hdr-secret-0815", "--header", "Cookie: session=cookie-secret-2323"];
+    let out = sim_run(dir.path(), &[&["--save-detailed"][..], &headers].concat(), Some(key));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let mut all = text(&out.stdout) + &text(&out.stderr);
     for entry in std::fs::read_dir(dir.path()).unwrap() {
@@ -95,6 +96,7 @@ fn api_key_never_reaches_any_artefact() {
     }
     assert!(!all.contains(key));
     assert!(!all.contains("hdr-secret-0815"));
+    assert!(!all.contains("cookie-secret-2323"));
 }
 
 fn assert_config_error(args: &[&str], flag: &str) {
