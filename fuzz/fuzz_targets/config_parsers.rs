@@ -1,9 +1,9 @@
-//! CLI/config parsers of `servebench-core::config`: any flag value must parse or give an
+//! CLI/config parsers of `servebench-core::flag_values`: any flag value must parse or give an
 //! error, never panic; values that parse must satisfy the parser's own contract.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use servebench_core::config::{
+use servebench_core::flag_values::{
     parse_extra_body, parse_goodput, parse_header, parse_metadata, parse_metric_percentiles,
     parse_percentile_metrics, parse_range_ratio, parse_request_rate,
 };

@@ -8,7 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde_json::{Map, Value};
-use servebench_core::config::Secret;
+use servebench_core::secret::Secret;
 use servebench_core::{BenchError, Result};
 
 /// The API dialect of the generation requests.

@@ -3,7 +3,7 @@
 //! [`Secret`] and its header value is marked sensitive (hidden from `Debug`).
 
 use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use servebench_core::config::{is_sensitive_header, Secret};
+use servebench_core::secret::{is_sensitive_header, Secret};
 use servebench_core::{BenchError, Result};
 
 use crate::backend::{BackendKind, Dialect, TargetConfig};

@@ -3,14 +3,15 @@
 //! tested on hand-computed inputs.
 
 pub mod clock;
-pub mod config;
 pub mod error;
+pub mod flag_values;
 pub mod inference;
 pub mod merge;
 pub mod metrics;
 pub mod prom;
 pub mod record;
 pub mod schedule;
+pub mod secret;
 pub mod shard;
 pub mod stats;
 pub mod text;

@@ -214,7 +214,7 @@ pub struct RunArgs {
     pub endpoint: Option<String>,
     /// Extra request header KEY=VALUE (repeatable; several per flag allowed).
     #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli_values::header, help_heading = "Connection")]
-    pub header: Vec<servebench_core::config::Header>,
+    pub header: Vec<servebench_core::flag_values::Header>,
     /// Accept invalid TLS certificates.
     #[arg(long, help_heading = "Connection")]
     pub insecure: bool,
@@ -259,7 +259,7 @@ pub struct RunArgs {
     pub random_prefix_len: u32,
     /// Length spread: a number in [0, 1) or JSON {"input": r, "output": r}.
     #[arg(long, default_value = "0.0", value_parser = crate::cli_values::range_ratio, help_heading = "Dataset")]
-    pub random_range_ratio: servebench_core::config::RangeRatio,
+    pub random_range_ratio: servebench_core::flag_values::RangeRatio,
     /// Send prompts as token-id arrays (completions only).
     #[arg(long, help_heading = "Dataset")]
     pub prompt_token_ids: bool,

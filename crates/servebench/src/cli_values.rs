@@ -6,7 +6,7 @@
 use clap::ValueEnum;
 use serde_json::{Map, Value};
 use servebench_client::backend::BackendKind;
-use servebench_core::config::{Header, RangeRatio};
+use servebench_core::flag_values::{Header, RangeRatio};
 use servebench_core::metrics::MetricName;
 use servebench_core::schedule::RampStrategy;
 use servebench_core::BenchError;
@@ -38,7 +38,7 @@ pub fn backend(text: &str) -> Result<Backend, BenchError> {
 
 /// `--request-rate`: requests per second, or `inf`.
 pub fn request_rate(text: &str) -> Result<f64, BenchError> {
-    servebench_core::config::parse_request_rate(text)
+    servebench_core::flag_values::parse_request_rate(text)
 }
 
 /// `--ramp-up-strategy`: `linear` or `exponential`.
@@ -69,22 +69,22 @@ pub fn interrupt_mode(text: &str) -> Result<InterruptMode, BenchError> {
 
 /// `--random-range-ratio`: one ratio, or JSON `{"input": r, "output": r}`.
 pub fn range_ratio(text: &str) -> Result<RangeRatio, BenchError> {
-    servebench_core::config::parse_range_ratio(text)
+    servebench_core::flag_values::parse_range_ratio(text)
 }
 
-/// One `--header KEY=VALUE` (the value a [`servebench_core::config::Secret`] from here on).
+/// One `--header KEY=VALUE` (the value a [`servebench_core::secret::Secret`] from here on).
 pub fn header(text: &str) -> Result<Header, BenchError> {
-    servebench_core::config::parse_header(text)
+    servebench_core::flag_values::parse_header(text)
 }
 
 /// One `--metadata KEY=VALUE`.
 pub fn metadata(text: &str) -> Result<(String, String), BenchError> {
-    servebench_core::config::parse_metadata(text)
+    servebench_core::flag_values::parse_metadata(text)
 }
 
 /// `--extra-body` (and `--chat-template-kwargs`): a JSON object.
 pub fn json_object(text: &str) -> Result<JsonObject, BenchError> {
-    servebench_core::config::parse_extra_body(text).map(JsonObject)
+    servebench_core::flag_values::parse_extra_body(text).map(JsonObject)
 }
 
 /// A JSON object given on the command line.
@@ -93,7 +93,7 @@ pub struct JsonObject(pub Map<String, Value>);
 
 /// `--metric-percentiles`: comma-separated percentiles.
 pub fn percentiles(text: &str) -> Result<Percentiles, BenchError> {
-    servebench_core::config::parse_metric_percentiles(text).map(Percentiles)
+    servebench_core::flag_values::parse_metric_percentiles(text).map(Percentiles)
 }
 
 /// Percentiles in (0, 100], as given.
@@ -102,7 +102,7 @@ pub struct Percentiles(pub Vec<f64>);
 
 /// `--percentile-metrics`: comma-separated metric names.
 pub fn metric_names(text: &str) -> Result<MetricNames, BenchError> {
-    servebench_core::config::parse_percentile_metrics(text).map(MetricNames)
+    servebench_core::flag_values::parse_percentile_metrics(text).map(MetricNames)
 }
 
 /// Metric names, as given.

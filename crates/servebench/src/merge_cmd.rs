@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use servebench_core::config::{parse_goodput, parse_metric_percentiles, parse_percentile_metrics};
+use servebench_core::flag_values::{parse_goodput, parse_metric_percentiles, parse_percentile_metrics};
 use servebench_core::merge::{merge_shards, MergedRun};
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::BenchError;

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use servebench_core::config::parse_goodput;
+use servebench_core::flag_values::parse_goodput;
 use servebench_core::metrics::{RunMetrics, Slo};
 use servebench_core::{BenchError, RequestRecord};
 use servebench_report::document::{ExperimentDocument, ServerMetricsDoc};

@@ -176,7 +176,7 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Anthropic authentication and version headers: `x-api-key` (marked sensitive, never logged)
 /// instead of `Authorization: Bearer`, and `anthropic-version`.
-pub(crate) fn headers(h: &mut http::HeaderMap, key: Option<&servebench_core::config::Secret>) -> Result<()> {
+pub(crate) fn headers(h: &mut http::HeaderMap, key: Option<&servebench_core::secret::Secret>) -> Result<()> {
     use http::header::{HeaderName, HeaderValue};
     h.insert(HeaderName::from_static("anthropic-version"), HeaderValue::from_static(ANTHROPIC_VERSION));
     if let Some(key) = key.map(|k| k.expose()).filter(|k| !k.is_empty()) {

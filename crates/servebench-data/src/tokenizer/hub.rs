@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use servebench_core::config::Secret;
+use servebench_core::secret::Secret;
 use servebench_core::{BenchError, Result};
 
 /// Where and how to look for Hub files. Built from the environment by [`HubEnv::from_env`];
