@@ -10,6 +10,8 @@ pub mod merge;
 pub mod metrics;
 pub mod prom;
 pub mod record;
+#[cfg(any(test, feature = "test-util"))]
+pub mod record_builder;
 pub mod schedule;
 pub mod secret;
 pub mod shard;

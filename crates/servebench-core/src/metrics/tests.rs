@@ -12,59 +12,58 @@
 
 use super::*;
 use crate::record::{ErrorKind, RequestRecord};
-
-fn rec(index: u64, intended: u64, dispatched: Option<u64>, prompt: u32) -> RequestRecord {
-    let mut r = RequestRecord::scheduled(index, format!("req-{index}"), intended, prompt, 10);
-    r.dispatched_us = dispatched;
-    r.attempts = u32::from(dispatched.is_some());
-    r
-}
-
-fn stream(r: &mut RequestRecord, first: u64, gaps: &[u32], done: Option<u64>) {
-    r.headers_us = Some(first.saturating_sub(1_000));
-    r.first_event_us = Some(first);
-    r.first_token_us = Some(first);
-    r.token_events.gaps_us = gaps.to_vec();
-    r.last_token_us = Some(first + gaps.iter().map(|&g| u64::from(g)).sum::<u64>());
-    r.done_us = done;
-    r.token_event_count = gaps.len() as u32 + 1;
-}
+use crate::record_builder::RecordBuilder;
 
 /// The record set of the table above.
 pub(crate) fn fixture() -> Vec<RequestRecord> {
-    let mut r0 = rec(0, 0, Some(1_000), 10);
-    stream(&mut r0, 101_000, &[10_000, 20_000, 30_000], Some(162_000));
-    r0.completion_tokens = Some(4);
-    r0.server_prompt_tokens = Some(12);
-    r0.cached_prompt_tokens = Some(4);
-    r0.outcome = Outcome::Completed;
-
-    let mut r1 = rec(1, 50_000, Some(60_000), 20);
-    stream(&mut r1, 260_000, &[40_000, 40_000], Some(350_000));
-    r1.token_events.tokens = vec![1, 3, 2];
-    r1.completion_tokens = Some(6);
-    r1.outcome = Outcome::Completed;
-
-    let mut r2 = rec(2, 100_000, Some(100_000), 5);
-    stream(&mut r2, 150_000, &[], Some(151_000));
-    r2.outcome = Outcome::Completed;
-
-    let mut r3 = rec(3, 200_000, Some(210_000), 8);
-    stream(&mut r3, 400_000, &[30_000, 50_000], Some(480_000));
-    r3.retokenized_tokens = Some(5);
-    r3.outcome = Outcome::Completed;
-
-    let mut r4 = rec(4, 300_000, Some(300_000), 7);
-    r4.headers_us = Some(305_000);
-    r4.done_us = Some(305_000);
-    r4.http_status = Some(503);
-    r4.fail(ErrorKind::HttpStatus, "HTTP 503");
-
-    let mut r5 = rec(5, 400_000, Some(420_000), 9);
-    stream(&mut r5, 500_000, &[10_000], None);
-    r5.fail(ErrorKind::Timeout, "stall timeout");
-
-    let r6 = rec(6, 900_000, None, 3);
+    let r0 = RecordBuilder::new(0)
+        .sent_at(1_000)
+        .stream(101_000, &[10_000, 20_000, 30_000])
+        .done_at(162_000)
+        .usage(4)
+        .prompt_usage(12, Some(4))
+        .completed();
+    let r1 = RecordBuilder::new(1)
+        .intended_at(50_000)
+        .prompt_tokens(20)
+        .sent_at(60_000)
+        .stream(260_000, &[40_000, 40_000])
+        .event_tokens(&[1, 3, 2])
+        .done_at(350_000)
+        .usage(6)
+        .completed();
+    let r2 = RecordBuilder::new(2)
+        .intended_at(100_000)
+        .prompt_tokens(5)
+        .sent_at(100_000)
+        .stream(150_000, &[])
+        .done_at(151_000)
+        .completed();
+    let r3 = RecordBuilder::new(3)
+        .intended_at(200_000)
+        .prompt_tokens(8)
+        .sent_at(210_000)
+        .stream(400_000, &[30_000, 50_000])
+        .done_at(480_000)
+        .with(|r| r.retokenized_tokens = Some(5))
+        .completed();
+    let r4 = RecordBuilder::new(4)
+        .intended_at(300_000)
+        .prompt_tokens(7)
+        .sent_at(300_000)
+        .done_at(305_000)
+        .with(|r| {
+            r.headers_us = Some(305_000);
+            r.http_status = Some(503);
+        })
+        .failed(ErrorKind::HttpStatus, "HTTP 503");
+    let r5 = RecordBuilder::new(5)
+        .intended_at(400_000)
+        .prompt_tokens(9)
+        .sent_at(420_000)
+        .stream(500_000, &[10_000])
+        .failed(ErrorKind::Timeout, "stall timeout");
+    let r6 = RecordBuilder::new(6).intended_at(900_000).prompt_tokens(3).cancelled();
     vec![r0, r1, r2, r3, r4, r5, r6]
 }
 
@@ -157,18 +156,15 @@ fn token_view_itl_spreads_gaps_over_tokens() {
 
 #[test]
 fn token_view_handles_first_event_bundles_and_empty_events() {
-    let mut r = rec(0, 0, Some(0), 1);
-    stream(&mut r, 100, &[30, 60], Some(200));
-    r.token_events.tokens = vec![3, 0, 2];
+    let r = RecordBuilder::new(0).prompt_tokens(1).sent_at(0).stream(100, &[30, 60]).event_tokens(&[3, 0, 2]);
+    let r = r.done_at(200).build();
     let mut v = Vec::new();
     push_token_view_itls(&r, &mut v);
     // First event's 2 extra tokens: ITL 0; empty event passes its 30 µs on: (30+60)/2 twice.
     assert_eq!(v, vec![(0.0, 2), (45.0, 2)]);
     // A request claiming 4 billion tokens costs one pair, not 4 billion values.
-    let mut big = rec(1, 0, Some(0), 1);
-    stream(&mut big, 100, &[50, 50], Some(300));
-    big.completion_tokens = Some(u32::MAX);
-    big.outcome = Outcome::Completed;
+    let big = RecordBuilder::new(1).prompt_tokens(1).sent_at(0).stream(100, &[50, 50]).done_at(300);
+    let big = big.usage(u32::MAX).completed();
     let mut v = Vec::new();
     push_token_view_itls(&big, &mut v);
     assert_eq!(v, vec![(100.0 / f64::from(u32::MAX - 1), u64::from(u32::MAX - 1))]);
@@ -204,11 +200,8 @@ fn a_run_shorter_than_the_peak_window_has_peak_throughput_equal_to_its_mean() {
 
 #[test]
 fn peak_tokens_use_event_weights_and_a_sliding_window() {
-    let mut a = rec(0, 0, Some(0), 1);
-    stream(&mut a, 800_000, &[300_000, 300_000], Some(1_400_000));
-    a.token_events.tokens = vec![1, 4, 4];
-    a.completion_tokens = Some(9);
-    a.outcome = Outcome::Completed;
+    let a = RecordBuilder::new(0).prompt_tokens(1).sent_at(0).stream(800_000, &[300_000, 300_000]);
+    let a = a.event_tokens(&[1, 4, 4]).done_at(1_400_000).usage(9).completed();
     let mut b = a.clone();
     b.index = 1;
     b.first_token_us = Some(1_850_000);
@@ -245,15 +238,13 @@ fn empty_and_degenerate_inputs_do_not_panic() {
     assert_eq!((m.sent, m.duration_s, m.request_throughput), (0, 0.0, 0.0));
     assert_eq!(m.ttft.mean, 0.0);
     // Inverted timestamps clamp to 0 instead of underflowing.
-    let mut r = rec(0, 500, Some(400), 1);
-    stream(&mut r, 300, &[], Some(350));
-    r.outcome = Outcome::Completed;
+    let r = RecordBuilder::new(0).intended_at(500).prompt_tokens(1).sent_at(400).stream(300, &[]);
+    let r = r.done_at(350).completed();
     let m = compute(&[r], &cfg());
     assert_eq!(m.ttft.mean, 0.0);
     assert_eq!(m.response_e2el.mean, 0.0);
     // A failed record without an error kind is counted as unclassified.
-    let mut f = rec(1, 0, Some(0), 1);
-    f.outcome = Outcome::Failed;
+    let f = RecordBuilder::new(1).prompt_tokens(1).sent_at(0).with(|r| r.outcome = Outcome::Failed).build();
     assert_eq!(compute(&[f], &cfg()).failures_unclassified, 1);
 }
 
@@ -287,14 +278,20 @@ mod properties {
             any::<bool>(),
         )
             .prop_map(|(outcome, intended, wait, ttft, gaps, usage, per_event)| {
-                let mut r = rec(0, intended, wait.map(|w| intended + w), 3);
-                if let (Some(d), Some(t)) = (r.dispatched_us, ttft) {
+                let mut b = RecordBuilder::new(0).intended_at(intended).prompt_tokens(3);
+                if let Some(w) = wait {
+                    b = b.sent_at(intended + w);
+                }
+                if let (Some(w), Some(t)) = (wait, ttft) {
+                    let d = intended + w;
                     let done = d + t + gaps.iter().map(|&g| u64::from(g)).sum::<u64>() + 5;
-                    stream(&mut r, d + t, &gaps, Some(done));
+                    b = b.stream(d + t, &gaps).done_at(done);
                     if per_event {
-                        r.token_events.tokens = (0..=gaps.len() as u32).map(|i| i % 3).collect();
+                        let tokens: Vec<u32> = (0..=gaps.len() as u32).map(|i| i % 3).collect();
+                        b = b.event_tokens(&tokens);
                     }
                 }
+                let mut r = b.build();
                 r.completion_tokens = usage;
                 r.outcome = match outcome {
                     0 => Outcome::Completed,
