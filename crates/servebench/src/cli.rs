@@ -68,8 +68,8 @@ pub struct ReportArgs {
     #[arg(long, num_args = 1.., action = clap::ArgAction::Append)]
     pub label: Vec<String>,
     /// SLOs for goodput in the summary: ttft:MS tpot:MS e2el:MS.
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append)]
-    pub goodput: Vec<String>,
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli_values::goodput)]
+    pub goodput: Vec<crate::cli_values::Goodput>,
 }
 
 /// Options of the simulated server (shared by `servebench sim` and `--sim`).
@@ -100,8 +100,8 @@ pub struct SimOptions {
     pub sim_mode: SimMode,
     /// Simulator (engine): parameter preset (`h100-8b`, `cpu-tiny`); implies `--sim-mode engine`.
     /// The flags below override single values.
-    #[arg(long)]
-    pub sim_preset: Option<String>,
+    #[arg(long, value_parser = crate::cli_values::sim_preset)]
+    pub sim_preset: Option<crate::cli_values::SimPreset>,
     /// Simulator (engine): most sequences running at once.
     #[arg(long)]
     pub sim_max_num_seqs: Option<u32>,
@@ -137,8 +137,8 @@ pub struct SimOptions {
     /// close, reset, stall, malformed_json, oversized_event, truncate, no_done, crlf,
     /// data_no_space, keep_alive, trickle; which apply to which answer: docs/simulator.md,
     /// "Faults".
-    #[arg(long, value_name = "KIND=RATE", action = clap::ArgAction::Append)]
-    pub sim_fault: Vec<String>,
+    #[arg(long, value_name = "KIND=RATE", action = clap::ArgAction::Append, value_parser = crate::cli_values::sim_fault)]
+    pub sim_fault: Vec<crate::cli_values::SimFault>,
     /// Simulator: LoRA adapter names it serves besides --sim-model (listed by /v1/models,
     /// accepted as a request's model).
     #[arg(long, num_args = 1.., value_name = "NAME")]
@@ -155,8 +155,8 @@ pub struct SimOptions {
     pub sim_reasoning_tokens: u32,
     /// Simulator: chat delta field of reasoning text (`reasoning` as vLLM >= 0.11, or
     /// `reasoning_content`).
-    #[arg(long, default_value = "reasoning", value_parser = ["reasoning", "reasoning_content"])]
-    pub sim_reasoning_field: String,
+    #[arg(long, default_value = "reasoning", value_parser = crate::cli_values::reasoning_field)]
+    pub sim_reasoning_field: servebench_sim::ReasoningField,
     /// Simulator: vector length of /v1/embeddings and /pooling answers.
     #[arg(long, default_value_t = 256)]
     pub sim_embedding_dim: u32,
@@ -174,8 +174,8 @@ pub struct SimOptions {
 #[derive(Debug, Clone, Args)]
 pub struct SimArgs {
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
+    #[arg(long, default_value = "127.0.0.1", value_parser = crate::cli_values::listen_host)]
+    pub host: std::net::IpAddr,
     /// Port to listen on (0 = any free port).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
@@ -202,8 +202,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "openai", value_parser = crate::cli_values::backend, help_heading = "Connection")]
     pub backend: crate::cli_values::Backend,
     /// Server base URL (overrides --host/--port), e.g. http://10.0.0.1:8000.
-    #[arg(long, help_heading = "Connection")]
-    pub base_url: Option<String>,
+    #[arg(long, value_parser = crate::cli_values::base_url, help_heading = "Connection")]
+    pub base_url: Option<crate::cli_values::BaseUrl>,
     #[arg(long, default_value = "127.0.0.1", help_heading = "Connection")]
     pub host: String,
     #[arg(long, default_value_t = 8000, help_heading = "Connection")]
@@ -237,16 +237,20 @@ pub struct RunArgs {
     /// p50k_base, r50k_base, gpt2), Hugging Face model id, or `server` (the server's /tokenize).
     #[arg(long, help_heading = "Model")]
     pub tokenizer: Option<String>,
-    /// Accepted for compatibility; only `auto` is meaningful.
-    #[arg(long, default_value = "auto", help_heading = "Model")]
-    pub tokenizer_mode: String,
+    /// Accepted for compatibility with vLLM and checked (auto, hf, slow, mistral, deepseek_v32,
+    /// custom), but it has no effect: servebench always loads the tokenizer's tokenizer.json.
+    #[arg(long, default_value = "auto", value_parser = crate::cli_values::tokenizer_mode, help_heading = "Model")]
+    pub tokenizer_mode: crate::cli_values::TokenizerMode,
     /// Accepted for compatibility (no remote code is ever run).
     #[arg(long, help_heading = "Model")]
     pub trust_remote_code: bool,
 
     // ---- dataset ----
-    #[arg(long, default_value = "random", help_heading = "Dataset")]
-    pub dataset_name: String,
+    /// random, random-mm, random-rerank, sharegpt, burstgpt, sonnet, custom, custom_image,
+    /// custom_audio, prefix_repetition, spec_bench, speed_bench, hf or timed_trace (`-` and `_`
+    /// spellings alike).
+    #[arg(long, default_value = "random", value_parser = crate::cli_values::dataset_name, help_heading = "Dataset")]
+    pub dataset_name: crate::cli_values::Dataset,
     #[arg(long, default_value_t = 1000, help_heading = "Dataset")]
     pub num_prompts: u64,
     #[arg(long, default_value_t = 0, help_heading = "Dataset")]
@@ -376,13 +380,13 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Output")]
     pub append_result: bool,
     #[arg(long, help_heading = "Output")]
-    pub result_dir: Option<String>,
+    pub result_dir: Option<std::path::PathBuf>,
     #[arg(long, help_heading = "Output")]
     pub result_filename: Option<String>,
     /// Records file (JSONL, one line per request, appended as each request ends). Default with
     /// --save-result: next to the result file, `<result>.records.jsonl`.
     #[arg(long, help_heading = "Output")]
-    pub records: Option<String>,
+    pub records: Option<std::path::PathBuf>,
     #[arg(long, help_heading = "Output")]
     pub label: Option<String>,
     /// KEY=VALUE pairs copied into the result JSON.
@@ -395,8 +399,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "99", value_parser = crate::cli_values::percentiles, help_heading = "Output")]
     pub metric_percentiles: crate::cli_values::Percentiles,
     /// SLOs for goodput: ttft:MS tpot:MS e2el:MS.
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, help_heading = "Output")]
-    pub goodput: Vec<String>,
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli_values::goodput, help_heading = "Output")]
+    pub goodput: Vec<crate::cli_values::Goodput>,
     #[arg(long, help_heading = "Output")]
     pub disable_tqdm: bool,
     /// Write a self-contained HTML report with charts to PATH after the run.
@@ -432,7 +436,7 @@ pub struct RunArgs {
 impl RunArgs {
     /// Whether `--dataset-name` is the timed trace.
     pub fn is_trace(&self) -> bool {
-        matches!(self.dataset_name.as_str(), "timed_trace" | "timed-trace")
+        self.dataset_name.kind == crate::cli_values::DatasetName::TimedTrace
     }
 }
 

@@ -5,9 +5,8 @@
 //! `ExperimentArgs::experiment` turns them into the runner's typed `ExperimentConfig`.
 
 use clap::Args;
-use servebench_core::metrics::MetricName;
 use servebench_core::{BenchError, Result};
-use servebench_runner::experiment::{Experiment, ExperimentConfig, SearchOptions, SloBound, SloStat};
+use servebench_runner::experiment::{Experiment, ExperimentConfig, SearchOptions};
 use servebench_runner::observe::profiling::ProfileOptions;
 use servebench_runner::results::SteadyOptions;
 use servebench_runner::run::server_side::ServerSideOptions;
@@ -18,17 +17,17 @@ use std::time::Duration;
 pub struct ExperimentArgs {
     // ---- sweeps (vllm-bench) ----
     /// Run one point per value of --max-concurrency, e.g. 1,8,32 (vllm-bench).
-    #[arg(long, value_name = "LIST", help_heading = "Experiments")]
-    pub sweep_max_concurrency: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::cli_values::concurrency_list, help_heading = "Experiments")]
+    pub sweep_max_concurrency: Option<crate::cli_values::ConcurrencyList>,
     /// Run one point per request rate, e.g. 1,10,inf (vllm-bench).
-    #[arg(long, value_name = "LIST", help_heading = "Experiments")]
-    pub sweep_request_rate: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::cli_values::rate_list, help_heading = "Experiments")]
+    pub sweep_request_rate: Option<crate::cli_values::RateList>,
     /// Concurrency sweeps: each point sends concurrency × F prompts (vllm-bench).
     #[arg(long, value_name = "F", help_heading = "Experiments")]
     pub sweep_num_prompts_factor: Option<f64>,
     /// Extra percentiles of the sweep summary table, e.g. 95,99.9 (vllm-bench).
-    #[arg(long, value_name = "LIST", help_heading = "Experiments")]
-    pub sweep_summary_percentiles: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::cli_values::summary_percentiles, help_heading = "Experiments")]
+    pub sweep_summary_percentiles: Option<crate::cli_values::Percentiles>,
     /// POST /reset_prefix_cache before each sweep, search or multi-run point (vllm-bench; vLLM
     /// needs VLLM_SERVER_DEV_MODE=1). Sends the run's headers and API key.
     #[arg(long, help_heading = "Experiments")]
@@ -46,8 +45,8 @@ pub struct ExperimentArgs {
     pub find_max_rate: bool,
     /// Find the highest request rate meeting every SLO, e.g. ttft_p99:500,tpot_p99:50
     /// (METRIC_pP, METRIC_mean or METRIC_median; metrics ttft, tpot, itl, e2el; ms).
-    #[arg(long, value_name = "LIST", help_heading = "Experiments")]
-    pub slo: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::cli_values::slos, help_heading = "Experiments")]
+    pub slo: Option<crate::cli_values::Slos>,
     /// Bisection stops when (high − low) / high ≤ this.
     #[arg(long, default_value_t = 0.05, help_heading = "Experiments")]
     pub search_tolerance: f64,
@@ -118,7 +117,7 @@ impl ExperimentArgs {
     pub fn experiment(&self, num_prompts: u64) -> Result<Option<ExperimentConfig>> {
         let Some(kind) = plan(self)? else { return Ok(None) };
         let sweep_summary_percentiles = match &self.sweep_summary_percentiles {
-            Some(s) if kind.is_sweep() => parse_f64_list("--sweep-summary-percentiles", s, false)?,
+            Some(s) if kind.is_sweep() => s.0.clone(),
             _ => Vec::new(),
         };
         Ok(Some(ExperimentConfig {
@@ -157,78 +156,6 @@ impl ExperimentArgs {
             }),
         }
     }
-}
-
-/// Parses a comma-separated list of u64 (`--sweep-max-concurrency`).
-pub fn parse_u64_list(flag: &str, s: &str) -> Result<Vec<u64>> {
-    let bad =
-        |v: &str| BenchError::config(flag, format!("'{v}' is not a positive integer"), "pass e.g. 1,8,32");
-    let v: Vec<u64> = s
-        .split(',')
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(|v| v.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| bad(v)))
-        .collect::<Result<_>>()?;
-    if v.is_empty() {
-        return Err(bad(s));
-    }
-    Ok(v)
-}
-
-/// Parses a comma-separated list of rates (`inf` allowed) or percentiles.
-pub fn parse_f64_list(flag: &str, s: &str, allow_inf: bool) -> Result<Vec<f64>> {
-    let bad = |v: &str| {
-        BenchError::config(
-            flag,
-            format!("'{v}' is not a positive number"),
-            if allow_inf { "pass e.g. 1,10,inf" } else { "pass e.g. 50,95" },
-        )
-    };
-    let v: Vec<f64> = s
-        .split(',')
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(|v| {
-            let x =
-                if allow_inf && v.eq_ignore_ascii_case("inf") { Some(f64::INFINITY) } else { v.parse().ok() };
-            x.filter(|x: &f64| *x > 0.0 && !x.is_nan() && (allow_inf || x.is_finite())).ok_or_else(|| bad(v))
-        })
-        .collect::<Result<_>>()?;
-    if v.is_empty() {
-        return Err(bad(s));
-    }
-    Ok(v)
-}
-
-/// Parses `--slo ttft_p99:500,tpot_mean:40`.
-pub fn parse_slos(s: &str) -> Result<Vec<SloBound>> {
-    let fix = "use METRIC_pP:MS, METRIC_mean:MS or METRIC_median:MS with METRIC one of ttft, tpot, itl, \
-               e2el, e.g. --slo ttft_p99:500,tpot_p99:50";
-    let mut out = Vec::new();
-    for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        let bad = || BenchError::config("--slo", format!("'{term}' is not an SLO"), fix);
-        let (name, value) = term.split_once(':').ok_or_else(bad)?;
-        let (metric, stat) = name.split_once('_').ok_or_else(bad)?;
-        let metric = MetricName::parse(metric)
-            .filter(|m| matches!(m, MetricName::Ttft | MetricName::Tpot | MetricName::Itl | MetricName::E2el))
-            .ok_or_else(bad)?;
-        let stat = match stat {
-            "mean" => SloStat::Mean,
-            "median" => SloStat::Median,
-            p => SloStat::Percentile(
-                p.strip_prefix('p')
-                    .and_then(|x| x.parse::<f64>().ok())
-                    .filter(|x| (0.0..=100.0).contains(x))
-                    .ok_or_else(bad)?,
-            ),
-        };
-        let max_ms = value.trim().parse::<f64>().ok().filter(|v| *v >= 0.0).ok_or_else(bad)?;
-        out.push(SloBound { name: name.to_owned(), metric, stat, max_ms });
-    }
-    if out.is_empty() {
-        return Err(BenchError::config("--slo", "no SLO given", fix));
-    }
-    Ok(out)
 }
 
 fn range(flag: &str, ok: bool, what: &str) -> Result<()> {
@@ -299,20 +226,19 @@ pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
     }
     if let Some(c) = &a.sweep_max_concurrency {
         // vllm-bench's precedence: a concurrency sweep wins over a rate sweep.
-        let values = parse_u64_list("--sweep-max-concurrency", c)?;
         return Ok(Some(Experiment::SweepConcurrency {
-            values,
+            values: c.0.clone(),
             num_prompts_factor: a.sweep_num_prompts_factor,
         }));
     }
     if let Some(r) = &a.sweep_request_rate {
-        return Ok(Some(Experiment::SweepRate { values: parse_f64_list("--sweep-request-rate", r, true)? }));
+        return Ok(Some(Experiment::SweepRate { values: r.0.clone() }));
     }
     if a.find_max_rate {
         return Ok(Some(Experiment::FindMaxRate));
     }
     if let Some(s) = &a.slo {
-        return Ok(Some(Experiment::SloSearch { slos: parse_slos(s)? }));
+        return Ok(Some(Experiment::SloSearch { slos: s.0.clone() }));
     }
     if a.num_runs > 1 {
         return Ok(Some(Experiment::MultiRun { runs: a.num_runs, same_seed: a.same_seed }));
@@ -339,36 +265,12 @@ mod tests {
     }
 
     #[test]
-    fn slos_parse_and_reject() {
-        let s = parse_slos("ttft_p99:500, tpot_mean:40,e2el_median:2000,itl_p99.9:80").unwrap();
-        assert_eq!(s.len(), 4);
-        assert_eq!(
-            (s[0].metric, s[0].stat, s[0].max_ms),
-            (MetricName::Ttft, SloStat::Percentile(99.0), 500.0)
-        );
-        assert_eq!(s[1].stat, SloStat::Mean);
-        assert_eq!(s[3].stat, SloStat::Percentile(99.9));
-        for bad in ["ttft:500", "foo_p99:1", "ttft_p101:1", "ttft_p99:-1", "ttft_p99", ""] {
-            assert!(parse_slos(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn lists_parse_inf_and_reject_zero() {
-        assert_eq!(parse_f64_list("--x", "1,10,inf", true).unwrap(), vec![1.0, 10.0, f64::INFINITY]);
-        assert!(parse_f64_list("--x", "0,1", true).is_err());
-        assert!(parse_f64_list("--x", "inf", false).is_err());
-        assert_eq!(parse_u64_list("--x", "1, 8").unwrap(), vec![1, 8]);
-        assert!(parse_u64_list("--x", "0").is_err());
-    }
-
-    #[test]
     fn plan_precedence_and_conflicts() {
         let mut a = args();
         assert_eq!(plan(&a).unwrap(), None);
-        a.sweep_request_rate = Some("1,inf".into());
+        a.sweep_request_rate = Some(crate::cli_values::rate_list("1,inf").unwrap());
         assert_eq!(plan(&a).unwrap(), Some(Experiment::SweepRate { values: vec![1.0, f64::INFINITY] }));
-        a.sweep_max_concurrency = Some("2".into());
+        a.sweep_max_concurrency = Some(crate::cli_values::concurrency_list("2").unwrap());
         assert!(matches!(plan(&a).unwrap(), Some(Experiment::SweepConcurrency { .. })));
         a.num_runs = 3;
         assert!(plan(&a).is_err());

@@ -12,8 +12,8 @@ pub struct LiveArgs {
     #[arg(long, value_name = "PORT", help_heading = "Output")]
     pub metrics_port: Option<u16>,
     /// Address the --metrics-port endpoint binds (default 127.0.0.1: this host only).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", help_heading = "Output")]
-    pub metrics_host: String,
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", value_parser = crate::cli_values::metrics_host, help_heading = "Output")]
+    pub metrics_host: std::net::IpAddr,
     /// Request records held in memory during the run; beyond this they are kept on disk (the
     /// records file, else a temporary file) and read back at the end, so results stay exact.
     #[arg(long, value_name = "N", default_value_t = servebench_runner::DEFAULT_MAX_RECORDS_IN_MEMORY, help_heading = "Output")]
@@ -24,14 +24,7 @@ impl LiveArgs {
     /// The address to serve live metrics on, if asked for.
     pub fn metrics_listen(&self) -> servebench_core::Result<Option<std::net::SocketAddr>> {
         let Some(port) = self.metrics_port else { return Ok(None) };
-        let ip: std::net::IpAddr = self.metrics_host.parse().map_err(|_| {
-            servebench_core::BenchError::config(
-                "--metrics-host",
-                format!("'{}' is not an IP address", self.metrics_host),
-                "give an IP address such as 127.0.0.1 or 0.0.0.0",
-            )
-        })?;
-        Ok(Some(std::net::SocketAddr::new(ip, port)))
+        Ok(Some(std::net::SocketAddr::new(self.metrics_host, port)))
     }
 }
 
@@ -40,7 +33,11 @@ mod tests {
     use super::*;
 
     fn args(port: Option<u16>, host: &str) -> LiveArgs {
-        LiveArgs { metrics_port: port, metrics_host: host.into(), max_records_in_memory: 10 }
+        LiveArgs {
+            metrics_port: port,
+            metrics_host: crate::cli_values::metrics_host(host).unwrap(),
+            max_records_in_memory: 10,
+        }
     }
 
     #[test]
@@ -51,6 +48,6 @@ mod tests {
             Some("0.0.0.0:9100".parse().unwrap())
         );
         assert_eq!(args(Some(0), "::1").metrics_listen().unwrap(), Some("[::1]:0".parse().unwrap()));
-        assert!(args(Some(1), "localhost").metrics_listen().is_err());
+        assert!(crate::cli_values::metrics_host("localhost").is_err());
     }
 }

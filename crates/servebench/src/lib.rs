@@ -20,7 +20,6 @@ pub mod commands;
 pub mod compare_cmd;
 pub mod config;
 pub mod experiment_cmd;
-pub mod interrupt;
 pub mod merge_cmd;
 pub mod os;
 pub mod path_collisions;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use servebench_core::config::{parse_goodput, parse_metric_percentiles, parse_percentile_metrics};
+use servebench_core::config::parse_percentile_metrics;
 use servebench_core::merge::{merge_shards, MergedRun};
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::BenchError;
@@ -46,22 +46,25 @@ pub struct MergeArgs {
     #[arg(long)]
     pub allow_missing_shards: bool,
     /// Comma-separated metrics to report percentiles of (as for a run).
-    #[arg(long, value_name = "LIST")]
-    pub percentile_metrics: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::cli_values::metric_names)]
+    pub percentile_metrics: Option<crate::cli_values::MetricNames>,
     /// Comma-separated percentiles (as for a run).
-    #[arg(long, default_value = "99", value_name = "LIST")]
-    pub metric_percentiles: String,
+    #[arg(long, default_value = "99", value_name = "LIST", value_parser = crate::cli_values::percentiles)]
+    pub metric_percentiles: crate::cli_values::Percentiles,
     /// Goodput SLOs, KEY:VALUE in ms (as for a run).
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append)]
-    pub goodput: Vec<String>,
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli_values::goodput)]
+    pub goodput: Vec<crate::cli_values::Goodput>,
 }
 
 /// `servebench merge`. Returns the exit code.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
     let cfg = MetricsConfig {
-        percentiles: parse_metric_percentiles(&args.metric_percentiles)?,
-        selected: parse_percentile_metrics(args.percentile_metrics.as_deref().unwrap_or("ttft,tpot,itl"))?,
-        goodput: parse_goodput(&args.goodput)?,
+        percentiles: args.metric_percentiles.0.clone(),
+        selected: match &args.percentile_metrics {
+            Some(m) => m.0.clone(),
+            None => parse_percentile_metrics("ttft,tpot,itl")?,
+        },
+        goodput: crate::cli_values::goodput_slos(&args.goodput),
     };
     let files = wait_for_shards(&args.inputs, Duration::from_secs(args.wait_secs), &mut |done, of| {
         let of = of.map_or_else(|| "?".into(), |n| n.to_string());

@@ -2,7 +2,7 @@
 
 use crate::cli::RunArgs;
 use crate::config::{validate, Validated};
-use crate::interrupt::{exit_if_not_measuring, new_runtime, INTERRUPTED_EXIT_CODE};
+use crate::os::signal::{stop_on_signal, INTERRUPTED_EXIT_CODE};
 use crate::progress::ConsoleObserver;
 use crate::sim_cmd::EmbeddedSim;
 use anyhow::Context;
@@ -86,7 +86,7 @@ fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim>
     }
     let o = &args.sim_options;
     let timing = match (&o.sim_preset, o.sim_mode) {
-        (Some(preset), _) => format!("engine model, preset {preset}"),
+        (Some(preset), _) => format!("engine model, preset {}", preset.name),
         (None, crate::cli_values::SimMode::Engine) => "engine model".to_owned(),
         (None, crate::cli_values::SimMode::Fixed) => {
             format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms)
@@ -108,7 +108,8 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     let records_file = run.records_path.clone();
     let groups = group_info(&run);
     let side_options = args.experiment.server_side_options();
-    let (result, server_side) = new_runtime()?.block_on(measure(run, observer, side_options))?;
+    let (result, server_side) =
+        crate::os::runtime::client()?.block_on(measure(run, observer, side_options))?;
     let out = match result {
         RunResult::DryRun { model, tokenizer_id, workload } => {
             print!("{}", dry_run_block(&model.model_id, &tokenizer_id, &workload));
@@ -178,7 +179,7 @@ async fn measure(
     side_options: servebench_runner::run::server_side::ServerSideOptions,
 ) -> anyhow::Result<(RunResult, ServerSideOutput)> {
     let signal = CancellationToken::new();
-    stop_on_signal(signal.clone(), run.on_interrupt);
+    stop_on_signal(signal.clone(), interrupt_message(run.on_interrupt));
     // --scrape-metrics / --profile: driven by the measured phase's start and end.
     let side = ServerSide::for_run(&run, &side_options)?;
     let observer = side.observer(observer);
@@ -188,23 +189,14 @@ async fn measure(
     result.map(|r| (r, extra))
 }
 
-/// The first Ctrl-C/SIGTERM stops sending (in-flight requests per `--on-interrupt`); a second
-/// one exits at once.
-fn stop_on_signal(stop: CancellationToken, on_interrupt: InterruptMode) {
+/// What the first Ctrl-C/SIGTERM says: it stops sending (in-flight requests per
+/// `--on-interrupt`); a second one exits at once.
+fn interrupt_message(on_interrupt: InterruptMode) -> String {
     let in_flight = match on_interrupt {
         InterruptMode::Cancel => "in-flight requests are cancelled",
         InterruptMode::Drain => "in-flight requests are drained",
     };
-    tokio::spawn(async move {
-        if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
-            exit_if_not_measuring();
-            eprintln!("\nInterrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)");
-            stop.cancel();
-            if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
-                std::process::exit(INTERRUPTED_EXIT_CODE.into());
-            }
-        }
-    });
+    format!("Interrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)")
 }
 
 /// Writes the result document at `result_path`, with the records file moved beside it first

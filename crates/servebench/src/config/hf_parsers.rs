@@ -1,14 +1,14 @@
 //! The checks of vLLM's dataset-specific parser flags (the flags: `crate::cli_parsers`).
 
 use crate::cli::RunArgs;
+use crate::cli_values::DatasetName;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 
 /// Whether this run reads a Blazedit dataset (vLLM picks the parser by --dataset-path or --hf-name).
 fn is_blazedit(args: &RunArgs) -> bool {
-    let d = &args.dataset;
-    args.dataset_name == "hf"
-        && [&d.dataset_path, &d.hf_name].into_iter().flatten().any(|id| {
+    args.dataset_name.kind == DatasetName::Hf
+        && super::dataset::hf_dataset_ids(args).iter().any(|id| {
             servebench_data::dataset::hf_parsers::parser_for(id)
                 == Some(servebench_data::dataset::hf_parsers::HfParser::Blazedit)
         })
@@ -16,19 +16,17 @@ fn is_blazedit(args: &RunArgs) -> bool {
 
 /// The hf parser this run reads with (by --dataset-path or --hf-name), if any.
 fn hf_parser(args: &RunArgs) -> Option<servebench_data::dataset::hf_parsers::HfParser> {
-    let d = &args.dataset;
-    (args.dataset_name == "hf")
+    (args.dataset_name.kind == DatasetName::Hf)
         .then(|| {
-            [&d.dataset_path, &d.hf_name]
-                .into_iter()
-                .flatten()
+            super::dataset::hf_dataset_ids(args)
+                .iter()
                 .find_map(|id| servebench_data::dataset::hf_parsers::parser_for(id))
         })
         .flatten()
 }
 
 fn is_spec_bench(args: &RunArgs) -> bool {
-    matches!(args.dataset_name.as_str(), "spec_bench" | "spec-bench")
+    args.dataset_name.kind == DatasetName::SpecBench
 }
 
 /// Refuses a non-default value of a parser flag that cannot apply to this run (SB113), and
@@ -109,7 +107,7 @@ pub fn check(args: &RunArgs) -> Result<()> {
         }
     }
     if args.backend.kind == BackendKind::Audio
-        && args.dataset_name == "hf"
+        && args.dataset_name.kind == DatasetName::Hf
         && hf_parser(args) != Some(servebench_data::dataset::hf_parsers::HfParser::Asr)
     {
         return Err(BenchError::ContentTypeUnsupported {

@@ -2,6 +2,7 @@
 //! (the flags: `crate::cli_workload`).
 
 use crate::cli::RunArgs;
+use crate::cli_values::DatasetName;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 use servebench_data::trace::{TraceConfig, TraceLabels};
@@ -10,7 +11,6 @@ use servebench_runner::config::load_options::MultiTurnConfig;
 use servebench_runner::config::{DatasetSpec, RunConfig};
 use servebench_runner::load::stages::is_closed_loop;
 use servebench_runner::LoadOptions;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// Applies the workload flags to `run` (trace dataset, load options). Called after the base
@@ -18,7 +18,7 @@ use std::time::Duration;
 pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Result<()> {
     let w = &args.workload;
     if args.is_trace() {
-        let path = args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
+        let path = args.dataset.dataset_path.clone().ok_or_else(|| {
             BenchError::config(
                 "--dataset-path",
                 "timed_trace needs a trace file",
@@ -92,19 +92,19 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
                 "drop --multi-turn or use another dataset",
             ));
         }
-        let sharegpt_path = match args.dataset_name.as_str() {
-            "random" => None,
-            "sharegpt" => Some(args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
+        let sharegpt_path = match args.dataset_name.kind {
+            DatasetName::Random => None,
+            DatasetName::Sharegpt => Some(args.dataset.dataset_path.clone().ok_or_else(|| {
                 BenchError::config(
                     "--dataset-path",
                     "multi-turn ShareGPT needs a local file",
                     "pass --dataset-path conversations.json",
                 )
             })?),
-            other => {
+            _ => {
                 return Err(BenchError::config(
                     "--multi-turn",
-                    format!("does not support the {other} dataset"),
+                    format!("does not support the {} dataset", args.dataset_name),
                     "use --dataset-name random (synthetic turns) or sharegpt",
                 ))
             }

@@ -23,4 +23,5 @@ mod network_e2e;
 mod shard_merge;
 mod sim_matrix;
 mod token_accounting_e2e;
+mod typed_flags;
 mod vllm_flags_e2e;
