@@ -19,35 +19,3 @@ pub struct LiveArgs {
     #[arg(long, value_name = "N", default_value_t = servebench_runner::DEFAULT_MAX_RECORDS_IN_MEMORY, help_heading = "Output")]
     pub max_records_in_memory: usize,
 }
-
-impl LiveArgs {
-    /// The address to serve live metrics on, if asked for.
-    pub fn metrics_listen(&self) -> servebench_core::Result<Option<std::net::SocketAddr>> {
-        let Some(port) = self.metrics_port else { return Ok(None) };
-        Ok(Some(std::net::SocketAddr::new(self.metrics_host, port)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(port: Option<u16>, host: &str) -> LiveArgs {
-        LiveArgs {
-            metrics_port: port,
-            metrics_host: crate::cli_values::metrics_host(host).unwrap(),
-            max_records_in_memory: 10,
-        }
-    }
-
-    #[test]
-    fn metrics_listen_address() {
-        assert_eq!(args(None, "127.0.0.1").metrics_listen().unwrap(), None);
-        assert_eq!(
-            args(Some(9100), "0.0.0.0").metrics_listen().unwrap(),
-            Some("0.0.0.0:9100".parse().unwrap())
-        );
-        assert_eq!(args(Some(0), "::1").metrics_listen().unwrap(), Some("[::1]:0".parse().unwrap()));
-        assert!(crate::cli_values::metrics_host("localhost").is_err());
-    }
-}

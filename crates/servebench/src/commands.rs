@@ -21,7 +21,7 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
         Err(e) => return flag_value_error(e),
     };
     // Which flags were given (not defaulted): flags that would be ignored are named.
-    crate::cli_unused::record_explicit(&matches);
+    let explicit = crate::config::unused::ExplicitFlags::of(&matches);
     let cli = match <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -44,7 +44,7 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
         Some(cli::Command::Report(args)) => crate::report_cmd::report(&args),
         Some(cli::Command::Merge(args)) => crate::merge_cmd::merge(&args),
         Some(cli::Command::Compare(args)) => crate::compare_cmd::compare_cmd(&args),
-        None => crate::run::run(&cli.run),
+        None => crate::run::run(&cli.run, &explicit),
     };
     result.unwrap_or_else(|e| {
         match e.downcast_ref::<BenchError>() {

@@ -48,12 +48,13 @@ fn check_open_files(run: &RunConfig, num_prompts: u64) -> anyhow::Result<()> {
 }
 
 /// Runs a benchmark (or an experiment); returns the process exit code.
-pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
+/// `explicit`: the flags given on the command line (not defaulted).
+pub fn run(args: &RunArgs, explicit: &crate::config::unused::ExplicitFlags) -> anyhow::Result<u8> {
     // OPENAI_API_KEY (ANTHROPIC_API_KEY first for --backend anthropic).
     let api_key = servebench_client::api_key_from_env(args.backend.kind, |k| std::env::var(k).ok());
     let Validated { mut run, output } = validate(args, api_key)?;
-    crate::cli_network::with_process_env(&mut run);
-    for warning in crate::cli_unused::check(args)? {
+    crate::config::network::with_process_env(&mut run);
+    for warning in crate::config::unused::check(args, explicit)? {
         println!("{warning}");
     }
     // No output may overwrite an input or another output (SB120), checked before any write.

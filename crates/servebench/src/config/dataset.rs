@@ -56,72 +56,38 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
         shuffle: !args.disable_shuffle,
         oversample: !d.no_oversample,
     };
+    let Some(kind) = dataset_kind(args, backend_takes_images)? else { return Ok(None) };
+    Ok(Some(DatasetRequest { kind, sampling, multimodal_chat: d.enable_multimodal_chat }))
+}
+
+/// The dataset `--dataset-name` names, with its flags (None for `random` and the trace).
+fn dataset_kind(args: &RunArgs, backend_takes_images: bool) -> Result<Option<DatasetKind>> {
+    let d = &args.dataset;
     let output_override = args.output_len.map(|o| o as usize);
-    let kind = match args.dataset_name.kind {
+    Ok(Some(match args.dataset_name.kind {
         DatasetName::Random | DatasetName::TimedTrace => return Ok(None),
         DatasetName::Sharegpt => DatasetKind::ShareGpt(ShareGptConfig {
             path: d.dataset_path.clone(),
             output_len: d.sharegpt_output_len.map(|o| o as usize).or(output_override),
         }),
-        DatasetName::Sonnet => DatasetKind::Sonnet(SonnetConfig {
-            path: d.dataset_path.clone(),
-            input_len: positive("--sonnet-input-len", d.sonnet_input_len)?,
-            output_len: positive("--sonnet-output-len", d.sonnet_output_len)?,
-            prefix_len: d.sonnet_prefix_len as usize,
-            // As vLLM: the prompt is rendered for every backend but openai-chat.
-            template: servebench_data::dataset::chat_render::PromptTemplate {
-                render: args.backend.kind != BackendKind::Chat,
-                kwargs: None,
-                chat_messages: false,
-            },
-        }),
+        DatasetName::Sonnet => DatasetKind::Sonnet(sonnet_config(args)?),
         DatasetName::Custom => DatasetKind::Custom(CustomConfig {
             path: required_path(args, "/path/to/prompts.jsonl")?,
             output_len: custom_output_len(output_override, d.custom_output_len)?,
             template: prompt_template(args, !d.skip_chat_template, true),
         }),
         DatasetName::CustomImage => {
-            if !backend_takes_images {
-                return Err(BenchError::MultimodalUnsupported {
-                    backend: args.backend.name.clone(),
-                    detail: " (custom_image sends images as chat content parts; use --backend openai-chat or openai-embeddings-chat)".into(),
-                });
-            }
-            DatasetKind::CustomImage(CustomImageConfig {
-                path: required_path(args, "/path/to/images.jsonl")?,
-                output_len: custom_output_len(output_override, d.custom_output_len)?,
-                ensure_client_side_data: d.custom_ensure_client_side_data,
-            })
+            DatasetKind::CustomImage(custom_image_config(args, backend_takes_images)?)
         }
         DatasetName::CustomAudio => DatasetKind::CustomAudio(CustomAudioConfig {
             path: required_path(args, "/path/to/audio.jsonl")?,
             output_len: custom_output_len(output_override, d.custom_output_len)?,
             chat_part: args.backend.kind == BackendKind::Chat,
         }),
-        DatasetName::PrefixRepetition => DatasetKind::PrefixRepetition(PrefixRepetitionConfig {
-            prefix_len: d.prefix_repetition_prefix_len as usize,
-            suffix_len: d.prefix_repetition_suffix_len as usize,
-            num_prefixes: positive("--prefix-repetition-num-prefixes", d.prefix_repetition_num_prefixes)?,
-            output_len: output_override
-                .unwrap_or(positive("--prefix-repetition-output-len", d.prefix_repetition_output_len)?),
-        }),
+        DatasetName::PrefixRepetition => DatasetKind::PrefixRepetition(prefix_repetition_config(args)?),
         DatasetName::RandomMm => DatasetKind::RandomMm(random_mm_config(args, backend_takes_images)?),
-        DatasetName::RandomRerank => DatasetKind::RandomRerank(RandomRerankConfig {
-            num_prompts: args.num_prompts as usize,
-            input_len: positive("--random-input-len", args.input_len.unwrap_or(args.random_input_len))?,
-            range_ratio: args.random_range_ratio.input,
-            batch_size: positive("--random-batch-size", d.random_batch_size)?,
-            no_reranker: d.no_reranker,
-            seed: args.seed,
-        }),
-        DatasetName::SpeedBench => DatasetKind::SpeedBench(SpeedBenchConfig {
-            path: d.dataset_path.clone(),
-            subset: d.speed_bench_dataset_subset.0.to_owned(),
-            category: d.speed_bench_category.clone(),
-            output_len: output_override
-                .unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
-            template: prompt_template(args, !d.skip_chat_template, true),
-        }),
+        DatasetName::RandomRerank => DatasetKind::RandomRerank(random_rerank_config(args)?),
+        DatasetName::SpeedBench => DatasetKind::SpeedBench(speed_bench_config(args)?),
         DatasetName::Burstgpt => {
             DatasetKind::BurstGpt(BurstGptConfig { path: required_path(args, "/path/to/BurstGPT.csv")? })
         }
@@ -134,8 +100,77 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
             template: prompt_template(args, true, false),
         }),
         DatasetName::Hf => DatasetKind::Hf(hf_config(args, output_override)?),
-    };
-    Ok(Some(DatasetRequest { kind, sampling, multimodal_chat: d.enable_multimodal_chat }))
+    }))
+}
+
+fn sonnet_config(args: &RunArgs) -> Result<SonnetConfig> {
+    let d = &args.dataset;
+    Ok(SonnetConfig {
+        path: d.dataset_path.clone(),
+        input_len: positive("--sonnet-input-len", d.sonnet_input_len)?,
+        output_len: positive("--sonnet-output-len", d.sonnet_output_len)?,
+        prefix_len: d.sonnet_prefix_len as usize,
+        // As vLLM: the prompt is rendered for every backend but openai-chat.
+        template: servebench_data::dataset::chat_render::PromptTemplate {
+            render: args.backend.kind != BackendKind::Chat,
+            kwargs: None,
+            chat_messages: false,
+        },
+    })
+}
+
+fn custom_image_config(args: &RunArgs, backend_takes_images: bool) -> Result<CustomImageConfig> {
+    if !backend_takes_images {
+        return Err(BenchError::MultimodalUnsupported {
+            backend: args.backend.name.clone(),
+            detail: " (custom_image sends images as chat content parts; use --backend openai-chat or openai-embeddings-chat)".into(),
+        });
+    }
+    let d = &args.dataset;
+    Ok(CustomImageConfig {
+        path: required_path(args, "/path/to/images.jsonl")?,
+        output_len: custom_output_len(args.output_len.map(|o| o as usize), d.custom_output_len)?,
+        ensure_client_side_data: d.custom_ensure_client_side_data,
+    })
+}
+
+fn prefix_repetition_config(args: &RunArgs) -> Result<PrefixRepetitionConfig> {
+    let d = &args.dataset;
+    Ok(PrefixRepetitionConfig {
+        prefix_len: d.prefix_repetition_prefix_len as usize,
+        suffix_len: d.prefix_repetition_suffix_len as usize,
+        num_prefixes: positive("--prefix-repetition-num-prefixes", d.prefix_repetition_num_prefixes)?,
+        output_len: args
+            .output_len
+            .map(|o| o as usize)
+            .unwrap_or(positive("--prefix-repetition-output-len", d.prefix_repetition_output_len)?),
+    })
+}
+
+fn random_rerank_config(args: &RunArgs) -> Result<RandomRerankConfig> {
+    let d = &args.dataset;
+    Ok(RandomRerankConfig {
+        num_prompts: args.num_prompts as usize,
+        input_len: positive("--random-input-len", args.input_len.unwrap_or(args.random_input_len))?,
+        range_ratio: args.random_range_ratio.input,
+        batch_size: positive("--random-batch-size", d.random_batch_size)?,
+        no_reranker: d.no_reranker,
+        seed: args.seed,
+    })
+}
+
+fn speed_bench_config(args: &RunArgs) -> Result<SpeedBenchConfig> {
+    let d = &args.dataset;
+    Ok(SpeedBenchConfig {
+        path: d.dataset_path.clone(),
+        subset: d.speed_bench_dataset_subset.0.to_owned(),
+        category: d.speed_bench_category.clone(),
+        output_len: args
+            .output_len
+            .map(|o| o as usize)
+            .unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
+        template: prompt_template(args, !d.skip_chat_template, true),
+    })
 }
 
 /// `--custom-output-len` (custom, custom_image): fixed, or None for -1 (each line's own).

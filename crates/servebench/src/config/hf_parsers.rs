@@ -32,6 +32,15 @@ fn is_spec_bench(args: &RunArgs) -> bool {
 /// Refuses a non-default value of a parser flag that cannot apply to this run (SB113), and
 /// values out of range (SB101).
 pub fn check(args: &RunArgs) -> Result<()> {
+    check_spec_bench_flags(args)?;
+    check_ranges(args)?;
+    check_blazedit_and_bfcl_apply(args)?;
+    check_parser_backend(args)?;
+    check_asr_applies(args)
+}
+
+/// `--spec-bench-*` at a non-default value need the spec_bench dataset (SB113).
+fn check_spec_bench_flags(args: &RunArgs) -> Result<()> {
     let d = &args.dataset;
     let spec_given = [
         ("--spec-bench-category", d.spec_bench_category.is_some()),
@@ -45,6 +54,11 @@ pub fn check(args: &RunArgs) -> Result<()> {
             "pass --dataset-name spec_bench --dataset-path question.jsonl, or drop the flag",
         ));
     }
+    Ok(())
+}
+
+/// The Blazedit distances in [0, 1] (min ≤ max) and the ASR lengths a range of seconds (SB101).
+fn check_ranges(args: &RunArgs) -> Result<()> {
     let p = &args.hf_parsers;
     let (lo, hi) = (p.blazedit_min_distance, p.blazedit_max_distance);
     for (flag, v) in [("--blazedit-min-distance", lo), ("--blazedit-max-distance", hi)] {
@@ -71,6 +85,13 @@ pub fn check(args: &RunArgs) -> Result<()> {
             "pass 0 <= min <= max (max may be inf)",
         ));
     }
+    Ok(())
+}
+
+/// A non-default Blazedit distance or `--bfcl-categories` needs that parser (SB113).
+fn check_blazedit_and_bfcl_apply(args: &RunArgs) -> Result<()> {
+    let p = &args.hf_parsers;
+    let (lo, hi) = (p.blazedit_min_distance, p.blazedit_max_distance);
     let blazedit = [("--blazedit-min-distance", lo != 0.0), ("--blazedit-max-distance", hi != 1.0)];
     if let Some((flag, _)) = blazedit.iter().find(|b| b.1).filter(|_| !is_blazedit(args)) {
         return Err(BenchError::not_applicable(
@@ -90,6 +111,12 @@ pub fn check(args: &RunArgs) -> Result<()> {
              (or --hf-name with a local directory), or drop the flag",
         ));
     }
+    Ok(())
+}
+
+/// The backend must carry what the hf parser sends: images, audio, BFCL's tools (SB110/SB111).
+fn check_parser_backend(args: &RunArgs) -> Result<()> {
+    let bfcl = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::Bfcl);
     let image_parser = hf_parser(args).filter(|p| {
         servebench_data::dataset::hf_image::is_image_parser(*p)
             || *p == servebench_data::dataset::hf_parsers::HfParser::MultiModalConversation
@@ -123,6 +150,13 @@ pub fn check(args: &RunArgs) -> Result<()> {
             fix: "use --backend openai-chat, as vLLM requires for BFCL".into(),
         });
     }
+    Ok(())
+}
+
+/// Non-default ASR lengths need an ASR set (SB113); an ASR set needs `openai-audio` (SB110).
+fn check_asr_applies(args: &RunArgs) -> Result<()> {
+    let p = &args.hf_parsers;
+    let (amin, amax) = (p.asr_min_audio_len_sec, p.asr_max_audio_len_sec);
     let asr = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::Asr);
     let given =
         [("--asr-min-audio-len-sec", amin != 0.0), ("--asr-max-audio-len-sec", amax != f64::INFINITY)];

@@ -1,13 +1,17 @@
 //! Turns parsed flags into validated configuration. Every check here happens before any
 //! network traffic and fails with a coded error that names the flag and the fix.
 
+pub mod backend;
 mod dataset;
+pub mod experiment;
 mod hf_parsers;
+pub mod network;
+pub mod shard;
+pub mod unused;
 pub(crate) mod vllm_flags;
 mod workload;
 
 use crate::cli::RunArgs;
-use crate::cli_shard::ShardSettings;
 use crate::cli_values::DatasetName;
 use serde_json::{Map, Value};
 use servebench_client::backend::{BackendKind, TargetConfig};
@@ -18,6 +22,7 @@ use servebench_data::dataset::DatasetRequest;
 use servebench_data::random::RandomDatasetConfig;
 use servebench_runner::config::{DatasetSpec, OutputConfig, RunConfig};
 use servebench_runner::ShardConfig;
+use shard::ShardSettings;
 use std::time::Duration;
 
 /// The whole validated configuration of a `servebench` run.
@@ -33,7 +38,7 @@ pub struct Validated {
 /// timeouts and outputs, then the workload flags.
 pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let backend = args.backend.kind;
-    crate::cli_pooling::check_backend_flags(args, backend)?;
+    backend::check_backend_flags(args, backend)?;
     dataset::check_chat_media_flags(args, backend)?;
     hf_parsers::check(args)?;
     let probe_request_rate = vllm_flags::probe_rate(args, backend)?;
@@ -49,7 +54,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let rate = rate_config(args)?;
     let dataset = dataset_spec(args, other_dataset)?;
     let target = target_config(args, backend, api_key)?;
-    let shards = args.shard.settings(std::env::var(crate::cli_shard::JOB_INDEX_ENV).ok().as_deref())?;
+    let shards = args.shard.settings(std::env::var(shard::JOB_INDEX_ENV).ok().as_deref())?;
     let shard = shard_config(args, &shards)?;
     let mut run = RunConfig {
         base_url: base_url(args),
@@ -218,7 +223,7 @@ fn target_config(args: &RunArgs, backend: BackendKind, api_key: Option<Secret>) 
             && !backend.is_pooling(),
         sampling: sampling_map(args),
         extra_body,
-        batch_size: crate::cli_pooling::batch_size(args, backend),
+        batch_size: backend::batch_size(args, backend),
     })
 }
 
@@ -314,7 +319,7 @@ fn plain_run_config(args: &RunArgs) -> RunConfig {
 fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
     let percentile_metrics = match &args.percentile_metrics {
         Some(m) => m.0.clone(),
-        None => parse_percentile_metrics(crate::cli_pooling::default_percentile_metrics(backend))?,
+        None => parse_percentile_metrics(backend::default_percentile_metrics(backend))?,
     };
     let max_failure_rate = match args.max_failure_rate {
         Some(r) if !(0.0..=100.0).contains(&r) => {

@@ -6,24 +6,26 @@ use crate::cli::RunArgs;
 use crate::cli_values::DatasetName as D;
 use servebench_core::BenchError;
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
 
-/// Ids (field names) of the run flags given explicitly on the command line.
-static EXPLICIT: OnceLock<BTreeSet<String>> = OnceLock::new();
+/// Ids (field names) of the flags given explicitly on the command line (not defaulted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExplicitFlags(BTreeSet<String>);
 
-/// Records which flags of `matches` came from the command line (called once, by `main`).
-pub fn record_explicit(matches: &clap::ArgMatches) {
-    let ids = matches
-        .ids()
-        .filter(|id| matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
-        .map(|id| id.as_str().to_owned())
-        .collect();
-    let _ = EXPLICIT.set(ids);
-}
+impl ExplicitFlags {
+    /// The flags of `matches` that came from the command line.
+    pub fn of(matches: &clap::ArgMatches) -> Self {
+        let ids = matches
+            .ids()
+            .filter(|id| matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+            .map(|id| id.as_str().to_owned())
+            .collect();
+        ExplicitFlags(ids)
+    }
 
-/// Whether the flag with field name `id` was given on the command line.
-fn given(id: &str) -> bool {
-    EXPLICIT.get().is_some_and(|s| s.contains(id))
+    /// Whether the flag with field name `id` was given on the command line.
+    pub fn given(&self, id: &str) -> bool {
+        self.0.contains(id)
+    }
 }
 
 fn flag(id: &str) -> String {
@@ -82,8 +84,8 @@ const SERVER_ADDRESS: &[&str] = &["base_url", "host", "port"];
 
 /// Refuses `--sim` with a server address (SB121); returns one warning per dataset option given
 /// for a dataset that does not read it.
-pub fn check(args: &RunArgs) -> Result<Vec<String>, BenchError> {
-    check_with(args, given)
+pub fn check(args: &RunArgs, explicit: &ExplicitFlags) -> Result<Vec<String>, BenchError> {
+    check_with(args, |id| explicit.given(id))
 }
 
 fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String>, BenchError> {
@@ -121,21 +123,11 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn parse(argv: &[&str]) -> (RunArgs, BTreeSet<String>) {
+    fn check_argv(argv: &[&str]) -> Result<Vec<String>, BenchError> {
         let mut full = vec!["servebench"];
         full.extend_from_slice(argv);
         let m = <crate::cli::Cli as clap::CommandFactory>::command().get_matches_from(&full);
-        let ids = m
-            .ids()
-            .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
-            .map(|id| id.as_str().to_owned())
-            .collect();
-        (crate::cli::Cli::parse_from(&full).run, ids)
-    }
-
-    fn check_argv(argv: &[&str]) -> Result<Vec<String>, BenchError> {
-        let (args, ids) = parse(argv);
-        check_with(&args, |id| ids.contains(id))
+        check(&crate::cli::Cli::parse_from(&full).run, &ExplicitFlags::of(&m))
     }
 
     #[test]
