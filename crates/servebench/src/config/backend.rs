@@ -6,8 +6,8 @@
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
-use crate::cli_values::DatasetName;
 
 /// The sampling and generation flags that were given, by name.
 fn sampling_flags_given(args: &RunArgs) -> Vec<&'static str> {

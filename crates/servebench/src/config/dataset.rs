@@ -1,7 +1,7 @@
-//! The dataset flags validated into a `DatasetRequest` (the flags: `crate::cli_dataset`).
+//! The dataset flags validated into a `DatasetRequest` (the flags: `crate::cli::dataset`).
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
-use crate::cli_values::DatasetName;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 use servebench_data::dataset::burstgpt::BurstGptConfig;

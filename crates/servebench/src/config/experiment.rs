@@ -1,7 +1,7 @@
-//! The experiment, steady-state, scraping and profiling flags (`crate::cli_experiment`) checked
+//! The experiment, steady-state, scraping and profiling flags (`crate::cli::experiment`) checked
 //! and turned into the runner's typed `ExperimentConfig`.
 
-use crate::cli_experiment::ExperimentArgs;
+use crate::cli::experiment::ExperimentArgs;
 use servebench_core::{BenchError, Result};
 use servebench_runner::experiment::{Experiment, ExperimentConfig, SearchOptions};
 use servebench_runner::observe::profiling::ProfileOptions;
@@ -166,9 +166,9 @@ mod tests {
     fn plan_precedence_and_conflicts() {
         let mut a = args();
         assert_eq!(plan(&a).unwrap(), None);
-        a.sweep_request_rate = Some(crate::cli_values::rate_list("1,inf").unwrap());
+        a.sweep_request_rate = Some(crate::cli::values::rate_list("1,inf").unwrap());
         assert_eq!(plan(&a).unwrap(), Some(Experiment::SweepRate { values: vec![1.0, f64::INFINITY] }));
-        a.sweep_max_concurrency = Some(crate::cli_values::concurrency_list("2").unwrap());
+        a.sweep_max_concurrency = Some(crate::cli::values::concurrency_list("2").unwrap());
         assert!(matches!(plan(&a).unwrap(), Some(Experiment::SweepConcurrency { .. })));
         a.num_runs = 3;
         assert!(plan(&a).is_err());

@@ -1,7 +1,7 @@
-//! The checks of vLLM's dataset-specific parser flags (the flags: `crate::cli_parsers`).
+//! The checks of vLLM's dataset-specific parser flags (the flags: `crate::cli::hf_parser_flags`).
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
-use crate::cli_values::DatasetName;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 

@@ -6,13 +6,14 @@ mod dataset;
 pub mod experiment;
 mod hf_parsers;
 pub mod network;
+pub mod path_collisions;
 pub mod shard;
 pub mod unused;
 pub(crate) mod vllm_flags;
 mod workload;
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
-use crate::cli_values::DatasetName;
 use serde_json::{Map, Value};
 use servebench_client::backend::{BackendKind, TargetConfig};
 use servebench_core::config::{parse_percentile_metrics, Secret};
@@ -43,7 +44,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     hf_parsers::check(args)?;
     let probe_request_rate = vllm_flags::probe_rate(args, backend)?;
     let tokenizer = vllm_flags::tokenizer(args)?;
-    // timed_trace and multi-turn ShareGPT are built by the load options (cli_workload).
+    // timed_trace and multi-turn ShareGPT are built by the load options (cli/workload.rs).
     let other_dataset = if args.is_trace() || args.workload.multi_turn {
         None
     } else {
@@ -341,7 +342,7 @@ fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
         metadata: args.metadata.clone(),
         percentile_metrics,
         metric_percentiles: args.metric_percentiles.0.clone(),
-        goodput: crate::cli_values::goodput_slos(&args.goodput),
+        goodput: crate::cli::values::goodput_slos(&args.goodput),
         backend_name: args.backend.name.clone(),
         max_failure_rate,
         timeline_itl_ms: vllm_flags::itl_thresholds_ms(args),

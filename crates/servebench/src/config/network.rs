@@ -1,9 +1,9 @@
-//! The network flags (`crate::cli_network`, `crate::cli_live`) as the runner's options: TLS
+//! The network flags (`crate::cli::network`, `crate::cli::live`) as the runner's options: TLS
 //! trust and identity, proxies, the live metrics address. The environment (`SSL_CERT_FILE`,
 //! `HTTPS_PROXY`, ...) is read once, by [`with_process_env`], so everything else stays pure.
 
-use crate::cli_live::LiveArgs;
-use crate::cli_network::NetworkArgs;
+use crate::cli::live::LiveArgs;
+use crate::cli::network::NetworkArgs;
 use servebench_client::transport::{ProxyEnv, ProxyOptions, TlsOptions, TrustEnv};
 use servebench_runner::config::RunConfig;
 
@@ -45,7 +45,7 @@ mod tests {
     fn args(port: Option<u16>, host: &str) -> LiveArgs {
         LiveArgs {
             metrics_port: port,
-            metrics_host: crate::cli_values::metrics_host(host).unwrap(),
+            metrics_host: crate::cli::values::metrics_host(host).unwrap(),
             max_records_in_memory: 10,
         }
     }
@@ -58,6 +58,6 @@ mod tests {
             Some("0.0.0.0:9100".parse().unwrap())
         );
         assert_eq!(args(Some(0), "::1").metrics_listen().unwrap(), Some("[::1]:0".parse().unwrap()));
-        assert!(crate::cli_values::metrics_host("localhost").is_err());
+        assert!(crate::cli::values::metrics_host("localhost").is_err());
     }
 }

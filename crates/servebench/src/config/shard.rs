@@ -1,7 +1,7 @@
-//! The scale-out flags (`crate::cli_shard`) validated: which shard this process is, and the
+//! The scale-out flags (`crate::cli::shard`) validated: which shard this process is, and the
 //! runner's shard configuration.
 
-use crate::cli_shard::ShardArgs;
+use crate::cli::shard::ShardArgs;
 use servebench_core::shard::ShardSpec;
 use servebench_core::{BenchError, Result};
 use servebench_runner::ShardConfig;
@@ -90,7 +90,7 @@ mod tests {
         ShardArgs {
             num_shards: n,
             shard_index: i,
-            start_at: start.map(|s| crate::cli_values::start_at(s).unwrap()),
+            start_at: start.map(|s| crate::cli::values::start_at(s).unwrap()),
         }
     }
 
@@ -111,7 +111,7 @@ mod tests {
         assert!(args(Some(4), None, None).settings(Some("x")).is_err());
         assert!(args(Some(4), Some(4), None).settings(None).is_err());
         assert!(args(None, Some(0), None).settings(None).is_err());
-        assert!(crate::cli_values::start_at("soon").is_err());
+        assert!(crate::cli::values::start_at("soon").is_err());
     }
 
     #[test]

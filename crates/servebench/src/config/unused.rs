@@ -2,8 +2,8 @@
 //! options of a dataset other than the one selected get a one-line warning naming the flag.
 //! Only flags given on the command line count (clap's `ValueSource`), never defaults.
 
+use crate::cli::values::DatasetName as D;
 use crate::cli::RunArgs;
-use crate::cli_values::DatasetName as D;
 use servebench_core::BenchError;
 use std::collections::BTreeSet;
 
@@ -33,7 +33,7 @@ fn flag(id: &str) -> String {
 }
 
 /// Dataset options and the `--dataset-name` values that read them (as this crate builds
-/// them: cli_dataset, config). A flag given with another dataset does nothing.
+/// them: cli/dataset.rs, config). A flag given with another dataset does nothing.
 const DATASET_OPTIONS: &[(&str, &[D])] = &[
     (
         "dataset_path",
@@ -100,7 +100,7 @@ fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String
             });
         }
     }
-    // Multi-turn and trace replay read their own flags (cli_workload).
+    // Multi-turn and trace replay read their own flags (cli/workload.rs).
     if args.workload.multi_turn || args.is_trace() {
         return Ok(Vec::new());
     }

@@ -1,8 +1,8 @@
 //! The checks of the `vllm bench serve` request, tokenizer and report flags, and the body fields
-//! they add (the flags: `crate::cli_vllm`).
+//! they add (the flags: `crate::cli::vllm`).
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
-use crate::cli_values::DatasetName;
 use serde_json::{Map, Value};
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};

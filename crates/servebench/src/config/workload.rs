@@ -1,8 +1,8 @@
 //! The workload flags (trace, multi-turn, LoRA, duration, stages) validated into the `RunConfig`
-//! (the flags: `crate::cli_workload`).
+//! (the flags: `crate::cli::workload`).
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
-use crate::cli_values::DatasetName;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 use servebench_data::trace::{TraceConfig, TraceLabels};

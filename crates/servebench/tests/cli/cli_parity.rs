@@ -74,7 +74,7 @@ fn validate(argv: &[String]) -> servebench_core::Result<servebench::config::Vali
     servebench::config::validate(&cli.run, None)
 }
 
-/// The code `argv` is refused with: by a typed flag value at parse time (`cli_values.rs`), or
+/// The code `argv` is refused with: by a typed flag value at parse time (`cli/values.rs`), or
 /// by validation.
 fn refusal_code(argv: &[String]) -> ErrorCode {
     use std::error::Error as _;

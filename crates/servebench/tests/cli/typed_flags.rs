@@ -1,4 +1,4 @@
-//! Flag values typed at parse time (`cli_values.rs`): a bad value is refused by the parser,
+//! Flag values typed at parse time (`cli/values.rs`): a bad value is refused by the parser,
 //! before any check across flags and before any network, with its coded one-line error
 //! (SB101, exit 2) naming the flag and the fix — never clap's uncoded "invalid value".
 

@@ -1,10 +1,10 @@
 //! `servebench [FLAGS]`: one benchmark run, from flags to console output and result files.
 
 use crate::cli::RunArgs;
+use crate::cmd::sim::EmbeddedSim;
 use crate::config::{validate, Validated};
 use crate::os::signal::{stop_on_signal, INTERRUPTED_EXIT_CODE};
 use crate::progress::ConsoleObserver;
-use crate::sim_cmd::EmbeddedSim;
 use anyhow::Context;
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::schedule::ArrivalSchedule;
@@ -58,13 +58,13 @@ pub fn run(args: &RunArgs, explicit: &crate::config::unused::ExplicitFlags) -> a
         println!("{warning}");
     }
     // No output may overwrite an input or another output (SB120), checked before any write.
-    crate::path_collisions::check(args, &output, run.records_path.as_deref())?;
+    crate::config::path_collisions::check(args, &output, run.records_path.as_deref())?;
     let experiment = args.experiment.experiment(args.num_prompts)?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
     let _sim = if args.sim { Some(start_sim(args, &mut run)?) } else { None };
     match experiment {
-        Some(exp) => crate::experiment_cmd::run(run, output, exp),
+        Some(exp) => crate::cmd::experiment::run(run, output, exp),
         None => single_run(args, run, output),
     }
 }
@@ -88,8 +88,8 @@ fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim>
     let o = &args.sim_options;
     let timing = match (&o.sim_preset, o.sim_mode) {
         (Some(preset), _) => format!("engine model, preset {}", preset.name),
-        (None, crate::cli_values::SimMode::Engine) => "engine model".to_owned(),
-        (None, crate::cli_values::SimMode::Fixed) => {
+        (None, crate::cli::values::SimMode::Engine) => "engine model".to_owned(),
+        (None, crate::cli::values::SimMode::Fixed) => {
             format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms)
         }
     };
@@ -234,12 +234,12 @@ fn write_reports(
 ) -> anyhow::Result<()> {
     let (info, out) = (figures.info, figures.out);
     if args.plot_dataset_stats {
-        crate::report_cmd::write_dataset_stats(result_path, args, info, &out.records)?;
+        crate::cmd::report::write_dataset_stats(result_path, args, info, &out.records)?;
     }
     if let Some(thresholds) = output.timeline_itl_ms {
-        crate::report_cmd::write_timeline(result_path, args, info, &out.records, thresholds)?;
+        crate::cmd::report::write_timeline(result_path, args, info, &out.records, thresholds)?;
     }
-    crate::report_cmd::write_run_reports(
+    crate::cmd::report::write_run_reports(
         args.html_report.as_deref(),
         args.csv.as_deref(),
         info,

@@ -15,6 +15,6 @@ pub struct ShardArgs {
     pub shard_index: Option<u32>,
     /// Start the schedule at this wall-clock instant (RFC 3339, e.g. 2026-11-30T01:00:00Z, or
     /// Unix seconds): all shards wait for it, then anchor their clocks on it.
-    #[arg(long, value_name = "TIME", env = "SERVEBENCH_START_AT", value_parser = crate::cli_values::start_at, help_heading = "Scale-out")]
-    pub start_at: Option<crate::cli_values::StartAt>,
+    #[arg(long, value_name = "TIME", env = "SERVEBENCH_START_AT", value_parser = crate::cli::values::start_at, help_heading = "Scale-out")]
+    pub start_at: Option<crate::cli::values::StartAt>,
 }

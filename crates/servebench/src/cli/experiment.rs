@@ -11,17 +11,17 @@ use clap::Args;
 pub struct ExperimentArgs {
     // ---- sweeps (vllm-bench) ----
     /// Run one point per value of --max-concurrency, e.g. 1,8,32 (vllm-bench).
-    #[arg(long, value_name = "LIST", value_parser = crate::cli_values::concurrency_list, help_heading = "Experiments")]
-    pub sweep_max_concurrency: Option<crate::cli_values::ConcurrencyList>,
+    #[arg(long, value_name = "LIST", value_parser = crate::cli::values::concurrency_list, help_heading = "Experiments")]
+    pub sweep_max_concurrency: Option<crate::cli::values::ConcurrencyList>,
     /// Run one point per request rate, e.g. 1,10,inf (vllm-bench).
-    #[arg(long, value_name = "LIST", value_parser = crate::cli_values::rate_list, help_heading = "Experiments")]
-    pub sweep_request_rate: Option<crate::cli_values::RateList>,
+    #[arg(long, value_name = "LIST", value_parser = crate::cli::values::rate_list, help_heading = "Experiments")]
+    pub sweep_request_rate: Option<crate::cli::values::RateList>,
     /// Concurrency sweeps: each point sends concurrency × F prompts (vllm-bench).
     #[arg(long, value_name = "F", help_heading = "Experiments")]
     pub sweep_num_prompts_factor: Option<f64>,
     /// Extra percentiles of the sweep summary table, e.g. 95,99.9 (vllm-bench).
-    #[arg(long, value_name = "LIST", value_parser = crate::cli_values::summary_percentiles, help_heading = "Experiments")]
-    pub sweep_summary_percentiles: Option<crate::cli_values::Percentiles>,
+    #[arg(long, value_name = "LIST", value_parser = crate::cli::values::summary_percentiles, help_heading = "Experiments")]
+    pub sweep_summary_percentiles: Option<crate::cli::values::Percentiles>,
     /// POST /reset_prefix_cache before each sweep, search or multi-run point (vllm-bench; vLLM
     /// needs VLLM_SERVER_DEV_MODE=1). Sends the run's headers and API key.
     #[arg(long, help_heading = "Experiments")]
@@ -39,8 +39,8 @@ pub struct ExperimentArgs {
     pub find_max_rate: bool,
     /// Find the highest request rate meeting every SLO, e.g. ttft_p99:500,tpot_p99:50
     /// (METRIC_pP, METRIC_mean or METRIC_median; metrics ttft, tpot, itl, e2el; ms).
-    #[arg(long, value_name = "LIST", value_parser = crate::cli_values::slos, help_heading = "Experiments")]
-    pub slo: Option<crate::cli_values::Slos>,
+    #[arg(long, value_name = "LIST", value_parser = crate::cli::values::slos, help_heading = "Experiments")]
+    pub slo: Option<crate::cli::values::Slos>,
     /// Bisection stops when (high − low) / high ≤ this.
     #[arg(long, default_value_t = 0.05, help_heading = "Experiments")]
     pub search_tolerance: f64,

@@ -1,6 +1,6 @@
 //! Flag values typed at parse time: clap calls these parsers, so the rest of the binary gets
 //! an `f64`, an enum or a mode instead of a `String` to parse again. A bad value is still a
-//! coded error: clap carries the `BenchError` as its source, and `commands.rs` prints its one
+//! coded error: clap carries the `BenchError` as its source, and `cmd/mod.rs` prints its one
 //! line with the table's exit code.
 
 use clap::ValueEnum;

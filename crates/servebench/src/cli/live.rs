@@ -12,7 +12,7 @@ pub struct LiveArgs {
     #[arg(long, value_name = "PORT", help_heading = "Output")]
     pub metrics_port: Option<u16>,
     /// Address the --metrics-port endpoint binds (default 127.0.0.1: this host only).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", value_parser = crate::cli_values::metrics_host, help_heading = "Output")]
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", value_parser = crate::cli::values::metrics_host, help_heading = "Output")]
     pub metrics_host: std::net::IpAddr,
     /// Request records held in memory during the run; beyond this they are kept on disk (the
     /// records file, else a temporary file) and read back at the end, so results stay exact.

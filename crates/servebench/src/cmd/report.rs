@@ -22,7 +22,7 @@ use crate::cli::ReportArgs;
 /// `servebench report`: reads every input, recomputes metrics from the records and writes the
 /// HTML report (and the CSV). Returns the exit code.
 pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
-    let goodput = crate::cli_values::goodput_slos(&args.goodput);
+    let goodput = crate::cli::values::goodput_slos(&args.goodput);
     if args.label.len() > args.inputs.len() {
         return Err(BenchError::config(
             "--label",
@@ -224,7 +224,7 @@ mod tests {
             output: dir.path().join("out/report.html"),
             csv: Some(dir.path().join("out/records.csv")),
             label: vec!["first".into()],
-            goodput: vec![crate::cli_values::goodput("ttft:10").unwrap()],
+            goodput: vec![crate::cli::values::goodput("ttft:10").unwrap()],
         };
         assert_eq!(report(&args).unwrap(), 0);
         let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
@@ -260,7 +260,7 @@ mod tests {
         std::fs::write(&sweep, doc.to_string()).unwrap();
         let out = dir.path().join("sweep.html");
         let mut args = args_for(vec![sweep.clone()], out.clone());
-        args.goodput = vec![crate::cli_values::goodput("ttft:25").unwrap()];
+        args.goodput = vec![crate::cli::values::goodput("ttft:25").unwrap()];
         assert_eq!(report(&args).unwrap(), 0);
         let html = std::fs::read_to_string(&out).unwrap();
         assert!(html.contains("id=\"sweep-ttft-tok\"") && html.contains("goodput SLO: ttft ≤ 25 ms"));

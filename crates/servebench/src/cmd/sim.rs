@@ -1,7 +1,7 @@
 //! The simulator: `servebench sim` (standalone) and the embedded server behind `--sim`.
 
+use crate::cli::values::SimMode;
 use crate::cli::{SimArgs, SimOptions};
-use crate::cli_values::SimMode;
 use servebench_core::BenchError;
 use servebench_sim::{EngineConfig, FaultConfig, SimConfig, SimHandle};
 use std::net::SocketAddr;
@@ -105,7 +105,7 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
     let clock = servebench_core::RunClock::start();
     let addr = SocketAddr::new(args.host, args.port);
     let rt = crate::os::runtime::build(crate::os::runtime::SIM_THREAD_NAME, None)?;
-    let tls = crate::sim_tls::SimTlsSetup::new(&args.sim.sim_tls)?;
+    let tls = crate::cmd::sim_tls::SimTlsSetup::new(&args.sim.sim_tls)?;
     rt.block_on(async move {
         let handle = match &tls {
             Some(t) => servebench_sim::start_tls(cfg, addr, t.tls.clone()).await?,
@@ -148,7 +148,7 @@ pub struct EmbeddedSim {
     /// The gateway personality's path prefix (empty otherwise).
     prefix: String,
     /// With `--sim-tls`: the generated CA and where its certificate was written.
-    tls: Option<crate::sim_tls::SimTlsSetup>,
+    tls: Option<crate::cmd::sim_tls::SimTlsSetup>,
 }
 
 impl EmbeddedSim {
@@ -157,7 +157,7 @@ impl EmbeddedSim {
         let cfg = sim_config(opts)?;
         let prefix = api_prefix(&cfg);
         let runtime = crate::os::runtime::build(crate::os::runtime::SIM_THREAD_NAME, Some(1))?;
-        let tls = crate::sim_tls::SimTlsSetup::new(&opts.sim_tls)?;
+        let tls = crate::cmd::sim_tls::SimTlsSetup::new(&opts.sim_tls)?;
         let addr = ([127, 0, 0, 1], 0).into();
         let handle = match &tls {
             Some(t) => runtime.block_on(servebench_sim::start_tls(cfg, addr, t.tls.clone()))?,
@@ -175,7 +175,7 @@ impl EmbeddedSim {
     }
 
     /// With `--sim-tls`: the CA certificate file clients must trust.
-    pub fn tls(&self) -> Option<&crate::sim_tls::SimTlsSetup> {
+    pub fn tls(&self) -> Option<&crate::cmd::sim_tls::SimTlsSetup> {
         self.tls.as_ref()
     }
 }
@@ -224,7 +224,7 @@ mod fault_flag_tests {
         assert_eq!(f.stall, Duration::from_millis(150));
         assert!(!fault_config(&sim_options(&[])).unwrap().is_active(), "no faults by default");
         for bad in ["reset=2", "nope=0.1", "reset"] {
-            let e = crate::cli_values::sim_fault(bad).unwrap_err().user_line();
+            let e = crate::cli::values::sim_fault(bad).unwrap_err().user_line();
             assert!(e.starts_with("error[SB101]") && e.contains("--sim-fault"), "{bad}: {e}");
         }
     }
