@@ -3,7 +3,7 @@
 //! [`Secret`] and its header value is marked sensitive (hidden from `Debug`).
 
 use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use servebench_core::config::Secret;
+use servebench_core::config::{is_sensitive_header, Secret};
 use servebench_core::{BenchError, Result};
 
 use crate::backend::{BackendKind, Dialect, TargetConfig};
@@ -39,7 +39,7 @@ pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
         let mut value = HeaderValue::from_str(v.expose().trim()).map_err(|_| {
             BenchError::config("--header", format!("invalid value for header '{k}'"), "use printable ASCII")
         })?;
-        if name == AUTHORIZATION || name.as_str().contains("key") || name.as_str().contains("token") {
+        if is_sensitive_header(name.as_str()) {
             value.set_sensitive(true);
         }
         h.insert(name, value);
@@ -90,6 +90,27 @@ mod tests {
         let h = build_headers(&c).unwrap();
         assert!(h[AUTHORIZATION].is_sensitive() && h["x-session-token"].is_sensitive());
         assert_eq!(h[AUTHORIZATION], "Bearer sk-live-0123456789");
+    }
+
+    #[test]
+    fn cookie_and_secret_headers_are_sensitive_by_the_core_rule() {
+        let mut c = cfg();
+        c.headers = vec![
+            ("Cookie".into(), "session=cookie-planted-2323".into()),
+            ("Proxy-Authorization".into(), "Basic cHJveHk=".into()),
+            ("X-Client-Secret".into(), "cs-planted-77".into()),
+            ("X-Trace".into(), "1".into()),
+        ];
+        let h = build_headers(&c).unwrap();
+        for name in ["cookie", "proxy-authorization", "x-client-secret"] {
+            assert!(h[name].is_sensitive(), "{name}");
+        }
+        assert!(!h["x-trace"].is_sensitive());
+        assert_eq!(h["cookie"], "session=cookie-planted-2323");
+        let shown = format!("{h:?} {c:?}");
+        for secret in ["cookie-planted-2323", "cHJveHk=", "cs-planted-77"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
     }
 
     #[test]

@@ -45,17 +45,14 @@ impl fmt::Display for Secret {
     }
 }
 
-/// Header names whose values are secrets (compared case-insensitively).
+/// Header names whose values are secrets (compared case-insensitively): the one rule the
+/// client uses to mark `--header` values sensitive (hidden from `Debug`, dropped on a
+/// cross-origin redirect). `Authorization`, `Proxy-Authorization`, `Cookie`, and every name
+/// containing `auth`, `key`, `token`, `secret`, `password` or `credential`.
 pub fn is_sensitive_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n == "authorization"
-        || n == "proxy-authorization"
-        || n == "cookie"
-        || n.contains("api-key")
-        || n.contains("api_key")
-        || n.contains("apikey")
-        || n.contains("token")
-        || n.contains("secret")
+    let n = name.trim().to_ascii_lowercase();
+    n == "cookie"
+        || ["auth", "key", "token", "secret", "password", "credential"].iter().any(|part| n.contains(part))
 }
 
 /// A user header. Sensitive values are held as [`Secret`].
@@ -65,9 +62,10 @@ pub struct Header {
     pub value: Secret,
 }
 
-/// Parses `KEY=VALUE` (also `KEY:VALUE`) for `--header`.
+/// Parses `KEY=VALUE` (also `KEY:VALUE`) for `--header`. The name ends at the first `=` or
+/// `:` (neither can be part of a header name), so `Cookie: a=b` names `Cookie`.
 pub fn parse_header(item: &str) -> Result<Header> {
-    let split = item.find('=').or_else(|| item.find(':'));
+    let split = item.find(['=', ':']);
     let Some(pos) = split else {
         return Err(BenchError::config(
             "--header",
@@ -310,8 +308,26 @@ mod tests {
         assert_eq!(h.name, "Authorization");
         assert_eq!(h.value.expose(), "Bearer sk-123");
         assert!(!format!("{h:?}").contains("sk-123"));
-        assert!(is_sensitive_header("X-Api-Key"));
-        assert!(!is_sensitive_header("X-Session-ID"));
+        for name in [
+            "Authorization",
+            "Proxy-Authorization",
+            "Cookie",
+            "X-Api-Key",
+            "api_key",
+            "X-Key",
+            "X-Session-Token",
+            "X-Client-Secret",
+            "X-Auth",
+        ] {
+            assert!(is_sensitive_header(name), "{name}");
+        }
+        for name in ["X-Session-ID", "X-Trace", "Accept-Encoding", "Content-Type"] {
+            assert!(!is_sensitive_header(name), "{name}");
+        }
+        let cookie = parse_header("Cookie: session=abc=1").unwrap();
+        assert_eq!((cookie.name.as_str(), cookie.value.expose()), ("Cookie", "session=abc=1"));
+        let eq = parse_header("X-Time=12:30").unwrap();
+        assert_eq!((eq.name.as_str(), eq.value.expose()), ("X-Time", "12:30"));
         let e = parse_header("novalue-but-a-long-secret-sk-999").unwrap_err();
         assert!(!e.to_string().contains("sk-999"));
     }

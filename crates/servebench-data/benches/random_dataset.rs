@@ -1,16 +1,12 @@
 //! Random dataset generation speed with the SmolLM2 tokenizer (exact lengths).
 #![allow(clippy::unwrap_used)] // a benchmark aborts on a broken fixture
 
-use std::path::Path;
-
 use criterion::{criterion_group, criterion_main, Criterion};
 use servebench_data::random::RandomDatasetConfig;
 use servebench_data::{generate_random, HfTokenizer};
 
 fn bench(c: &mut Criterion) {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
-    let tok = HfTokenizer::from_file(&path, "smollm2").unwrap();
+    let tok = HfTokenizer::from_file(&servebench_testkit::fixtures::smollm2_tokenizer(), "smollm2").unwrap();
     let mut group = c.benchmark_group("random_dataset");
     group.sample_size(10);
     group.measurement_time(std::time::Duration::from_secs(20));

@@ -12,11 +12,8 @@ use servebench_data::dataset::sharegpt::{generate_sharegpt, ShareGptConfig};
 use servebench_data::dataset::Sampling;
 use servebench_data::{HfTokenizer, HubEnv};
 
-#[allow(dead_code)] // shared with the example, which uses all of it
-mod support {
-    pub mod sharegpt_synthetic;
-}
-use support::sharegpt_synthetic::{smollm2_tokenizer_path, write_file};
+use servebench_testkit::fixtures::smollm2_tokenizer;
+use servebench_testkit::sharegpt_synthetic::write_file;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -25,7 +22,7 @@ fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sharegpt_100k.json");
     write_file(&path).unwrap();
-    let tok = HfTokenizer::from_file(&smollm2_tokenizer_path(), "smollm2").unwrap();
+    let tok = HfTokenizer::from_file(&smollm2_tokenizer(), "smollm2").unwrap();
     let env = HubEnv { offline: true, ..HubEnv::default() };
     let usual = Sampling { num_prompts: 1_000, ..Sampling::default() };
     let mut group = c.benchmark_group("sharegpt_load");

@@ -4,7 +4,6 @@
 //! `cargo run -p servebench-data --release --example gen_random [-- N LEN TOKENIZER]`
 //! (`VERIFY_ALL=0` skips the full re-encoding.)
 
-use std::path::Path;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -15,10 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).map_or(Ok(10_000), |s| s.parse())?;
     let len: usize = args.get(2).map_or(Ok(8_192), |s| s.parse())?;
-    let default_tok = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-        .to_string_lossy()
-        .into_owned();
+    let default_tok = servebench_testkit::fixtures::smollm2_tokenizer_arg();
     let spec = args.get(3).cloned().unwrap_or(default_tok);
     let t = Instant::now();
     let tok = load_tokenizer(&spec)?;

@@ -15,9 +15,8 @@ use std::time::Instant;
 use servebench_data::dataset::sharegpt::{generate_sharegpt, ShareGptConfig};
 use servebench_data::dataset::Sampling;
 use servebench_data::{HfTokenizer, HubEnv};
-
-#[path = "../benches/support/sharegpt_synthetic.rs"]
-mod sharegpt_synthetic;
+use servebench_testkit::fixtures::smollm2_tokenizer;
+use servebench_testkit::sharegpt_synthetic;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -39,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("wrote {} in {:.1} s", path.display(), t.elapsed().as_secs_f64());
     }
     let size = std::fs::metadata(&path)?.len();
-    let tok = HfTokenizer::from_file(&sharegpt_synthetic::smollm2_tokenizer_path(), "smollm2")?;
+    let tok = HfTokenizer::from_file(&smollm2_tokenizer(), "smollm2")?;
     let cfg = ShareGptConfig { path: Some(path.clone()), output_len };
     let env = HubEnv { offline: true, ..HubEnv::default() };
     let sampling = Sampling { num_prompts, ..Sampling::default() };

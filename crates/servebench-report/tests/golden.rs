@@ -1,5 +1,5 @@
 //! Golden tests: the console block and the result JSON of a fixed, hand-built record set must
-//! match the committed snapshots in `tests/golden/` exactly (insta, the workspace's one snapshot
+//! match the committed snapshots in `tests/snapshots/` exactly (insta, the workspace's one snapshot
 //! mechanism: `INSTA_UPDATE=always cargo test -p servebench-report` rewrites them; review the
 //! diff before committing).
 //!
@@ -122,10 +122,11 @@ fn ramp_case() -> (RunInfo, MetricsConfig) {
     (i, MetricsConfig::default())
 }
 
-/// The committed snapshot `tests/golden/NAME.snap` (insta; `INSTA_UPDATE=always cargo test -p
-/// servebench-report --test golden` rewrites, or `cargo insta review`).
+/// The committed snapshot `tests/snapshots/NAME.snap`, the crate's one snapshot directory
+/// (insta; `INSTA_UPDATE=always cargo test -p servebench-report --test golden` rewrites, or
+/// `cargo insta review`).
 fn check_golden(name: &str, actual: &str) {
-    insta::with_settings!({snapshot_path => "golden", prepend_module_to_snapshot => false, omit_expression => true}, {
+    insta::with_settings!({snapshot_path => "snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
         insta::assert_snapshot!(name, actual);
     });
 }
@@ -200,8 +201,7 @@ fn json_has_every_vllm_key_in_vllm_order() {
 
 #[test]
 fn json_validates_against_the_committed_schema() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = servebench_testkit::fixtures::result_schema_json();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let m = compute(&records(), &cfg());
     let (ri, rc) = ramp_case();

@@ -32,11 +32,13 @@ use servebench_core::{BenchError, Result};
 use crate::hash::Fnv;
 
 mod body;
+mod counters;
 mod injector;
 mod stream;
 
 pub(crate) use body::FaultedBody;
-pub(crate) use injector::{FaultClose, FaultCounters, FaultInjector, PreResponse};
+pub(crate) use counters::FaultCounters;
+pub(crate) use injector::{FaultClose, FaultInjector, PreResponse};
 pub(crate) use stream::{FaultState, Hook, StreamFaults};
 
 /// Number of fault kinds.

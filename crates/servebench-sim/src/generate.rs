@@ -1,6 +1,7 @@
 //! Generation requests (OpenAI routes, native dialects, transcriptions): parse and plan, then
 //! answer with a paced stream or one JSON body after the pacer says the output is done.
 
+use crate::protocol::StreamOptions;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -144,33 +145,10 @@ pub(crate) async fn generate(
     fault_key: Option<&str>,
     content_type: Option<String>,
 ) -> Result<Response<SimBody>, ApiError> {
-    let api = gen.api();
-    let prepared = if body.len() <= INLINE_BODY_BYTES {
-        prepare(state, gen, &body, content_type.as_deref())?
-    } else {
-        let st = state.clone();
-        tokio::task::spawn_blocking(move || prepare(&st, gen, &body, content_type.as_deref()))
-            .await
-            .map_err(|e| ApiError {
-                status: 500,
-                kind: "InternalServerError",
-                message: format!("request preparation failed: {e}"),
-            })??
-    };
-    let Prepared { plan, fields, blocks, native, audio } = prepared;
-    let config = &state.config;
+    let Prepared { plan, fields, blocks, native, audio } =
+        prepare_request(state, gen, body, content_type).await?;
     let base_id = header_id.clone().or(fields.request_id.clone()).unwrap_or_else(|| state.fresh_id());
-    let b = state.behaviour;
-    let prefix = match gen {
-        Gen::Native(NativeRoute::Anthropic) => "msg_",
-        Gen::Native(_) => "",
-        Gen::Transcription => "trsc-",
-        Gen::Api(Api::Completions) => b.completion_id_prefix,
-        Gen::Api(Api::Chat) => b.chat_id_prefix,
-        Gen::Api(Api::Responses) => api.id_prefix(),
-    };
-    let id = format!("{prefix}{base_id}");
-    let created = unix_secs();
+    let id = format!("{}{base_id}", id_prefix(state, gen));
     let stream = fields.stream.unwrap_or(false);
     let truth = state.truth.as_ref().map(|log| {
         TruthRecorder::new(
@@ -184,15 +162,74 @@ pub(crate) async fn generate(
                 done: None,
                 prompt_tokens: plan.prompt_tokens,
                 completion_tokens: plan.completion_tokens(),
-                reasoning_tokens: reasoning_of(config, gen, &plan),
+                reasoning_tokens: reasoning_of(&state.config, gen, &plan),
             },
         )
     });
-    let mut pacer = make_pacer(state, &plan, blocks, received)?;
-    let model = config.model.as_str();
+    let pacer = make_pacer(state, &plan, blocks, received)?;
+    let created = unix_secs();
+    let answer = Answer { state, gen, id, created, plan, pacer, truth, native, received };
     if stream {
-        let present = fields.stream_options.is_some();
-        let so = fields.stream_options.unwrap_or_default();
+        return Ok(answer.stream(fields.stream_options, fault_key));
+    }
+    Ok(answer.whole(audio, fault_key).await)
+}
+
+/// Parses the request and plans its answer; large bodies are parsed off the runtime.
+async fn prepare_request(
+    state: &Arc<SimState>,
+    gen: Gen,
+    body: Bytes,
+    content_type: Option<String>,
+) -> Result<Prepared, ApiError> {
+    if body.len() <= INLINE_BODY_BYTES {
+        return prepare(state, gen, &body, content_type.as_deref());
+    }
+    let st = state.clone();
+    tokio::task::spawn_blocking(move || prepare(&st, gen, &body, content_type.as_deref())).await.map_err(
+        |e| ApiError {
+            status: 500,
+            kind: "InternalServerError",
+            message: format!("request preparation failed: {e}"),
+        },
+    )?
+}
+
+/// The prefix of the response id, as each server spells it.
+fn id_prefix(state: &SimState, gen: Gen) -> &'static str {
+    let b = state.behaviour;
+    match gen {
+        Gen::Native(NativeRoute::Anthropic) => "msg_",
+        Gen::Native(_) => "",
+        Gen::Transcription => "trsc-",
+        Gen::Api(Api::Completions) => b.completion_id_prefix,
+        Gen::Api(Api::Chat) => b.chat_id_prefix,
+        Gen::Api(Api::Responses) => gen.api().id_prefix(),
+    }
+}
+
+/// One planned answer, sent as a stream or as a whole body.
+struct Answer<'a> {
+    state: &'a Arc<SimState>,
+    gen: Gen,
+    id: String,
+    /// The `created` field (Unix seconds when the request was taken).
+    created: u64,
+    plan: GenerationPlan,
+    pacer: Pacer,
+    truth: Option<TruthRecorder>,
+    native: Option<NativeKind>,
+    received: Instant,
+}
+
+impl Answer<'_> {
+    /// An event stream paced token by token.
+    fn stream(self, stream_options: Option<StreamOptions>, fault_key: Option<&str>) -> Response<SimBody> {
+        let Answer { state, gen, id, created, plan, pacer, truth, native, received } = self;
+        let (config, api) = (&state.config, gen.api());
+        let model = config.model.as_str();
+        let present = stream_options.is_some();
+        let so = stream_options.unwrap_or_default();
         let include_usage = present && so.include_usage.unwrap_or(true);
         let usage = UsageOptions {
             include_usage,
@@ -202,7 +239,7 @@ pub(crate) async fn generate(
         let reasoning = if reasoning_of(config, gen, &plan) > 0 { config.reasoning_tokens } else { 0 };
         let mut fmt = StreamFormat::new(api, &id, created, model, &plan, usage)
             .with_reasoning(config.reasoning_field.as_str(), &plan)
-            .with_behaviour(b, received);
+            .with_behaviour(state.behaviour, received);
         if gen == Gen::Transcription {
             fmt = fmt.with_object("transcription.chunk");
         }
@@ -222,56 +259,64 @@ pub(crate) async fn generate(
         }
         let mut r = response(200, Some("text/event-stream; charset=utf-8"), SimBody::Stream(Box::new(s)));
         r.headers_mut().insert("cache-control", HeaderValue::from_static("no-cache"));
-        return Ok(r);
+        r
     }
-    pacer.wait_all().await;
-    let details = config.prompt_tokens_details.then(|| pacer.cached_tokens());
-    let reasoning_total = reasoning_of(config, gen, &plan);
-    let reasoning = if reasoning_total > 0 { config.reasoning_tokens } else { 0 };
-    let mut content_type = JSON;
-    let body = match (native, api) {
-        _ if audio.is_some() => {
-            let (seconds, text_format) = audio.unwrap_or_default();
-            let text = plan
-                .choices
-                .first()
-                .map(|c| state.vocab.text(c.seed, u64::from(c.tokens)))
-                .unwrap_or_default();
-            if text_format {
-                content_type = "text/plain; charset=utf-8";
-                Bytes::from(text)
-            } else {
-                let v = serde_json::json!({"text": text, "usage": {"type": "duration", "seconds": seconds.ceil() as u64}});
-                Bytes::from(v.to_string())
+
+    /// A whole body, sent when every token is due.
+    async fn whole(self, audio: Option<(f64, bool)>, fault_key: Option<&str>) -> Response<SimBody> {
+        let Answer { state, gen, id, created, plan, mut pacer, truth, native, received } = self;
+        let (config, api) = (&state.config, gen.api());
+        let model = config.model.as_str();
+        pacer.wait_all().await;
+        let details = config.prompt_tokens_details.then(|| pacer.cached_tokens());
+        let reasoning_total = reasoning_of(config, gen, &plan);
+        let reasoning = if reasoning_total > 0 { config.reasoning_tokens } else { 0 };
+        let (content_type, body) = match (native, api) {
+            _ if audio.is_some() => transcription_body(state, &plan, audio.unwrap_or_default()),
+            (Some(kind), _) => {
+                let f = crate::native::format(kind, &id, model, &plan, received);
+                (JSON, crate::native::body(&f, kind, &id, model, &plan, &state.vocab))
             }
+            (None, Api::Responses) => {
+                let cached = Some(pacer.cached_tokens()).filter(|_| config.prompt_tokens_details);
+                (JSON, crate::responses::body(&id, created, model, &plan, &state.vocab, cached, reasoning))
+            }
+            (None, _) => {
+                let reasoning = ChatReasoning { field: config.reasoning_field, tokens: reasoning };
+                (JSON, generation_body(api, &id, created, model, &plan, &state.vocab, details, reasoning))
+            }
+        };
+        if reasoning_total > 0 {
+            state.reasoning_counter().add(u64::from(reasoning_total));
         }
-        (Some(kind), _) => {
-            let f = crate::native::format(kind, &id, model, &plan, received);
-            crate::native::body(&f, kind, &id, model, &plan, &state.vocab)
+        if let Some(mut t) = truth {
+            let now = Instant::now();
+            t.event(now, plan.completion_tokens());
+            t.finish(now);
         }
-        (None, Api::Responses) => {
-            let cached = Some(pacer.cached_tokens()).filter(|_| config.prompt_tokens_details);
-            crate::responses::body(&id, created, model, &plan, &state.vocab, cached, reasoning)
-        }
-        (None, _) => {
-            let reasoning = ChatReasoning { field: config.reasoning_field, tokens: reasoning };
-            generation_body(api, &id, created, model, &plan, &state.vocab, details, reasoning)
-        }
-    };
-    if reasoning_total > 0 {
-        state.reasoning_counter().add(u64::from(reasoning_total));
+        // Native and transcription answers get the pre-response faults only.
+        let out = match native.is_some() || audio.is_some() {
+            true => SimBody::full(body),
+            false => state.faults.json_body(&state.faults.plan(ResponseShape::JsonBody, fault_key), body),
+        };
+        response(200, Some(content_type), out)
     }
-    if let Some(mut t) = truth {
-        let now = Instant::now();
-        t.event(now, plan.completion_tokens());
-        t.finish(now);
+}
+
+/// A transcription's answer: plain text or `{"text", "usage"}` (`(seconds, text_format)`).
+fn transcription_body(
+    state: &SimState,
+    plan: &GenerationPlan,
+    (seconds, text_format): (f64, bool),
+) -> (&'static str, Bytes) {
+    let text =
+        plan.choices.first().map(|c| state.vocab.text(c.seed, u64::from(c.tokens))).unwrap_or_default();
+    if text_format {
+        return ("text/plain; charset=utf-8", Bytes::from(text));
     }
-    // Native and transcription answers get the pre-response faults only.
-    let out = match native.is_some() || audio.is_some() {
-        true => SimBody::full(body),
-        false => state.faults.json_body(&state.faults.plan(ResponseShape::JsonBody, fault_key), body),
-    };
-    Ok(response(200, Some(content_type), out))
+    let v =
+        serde_json::json!({"text": text, "usage": {"type": "duration", "seconds": seconds.ceil() as u64}});
+    (JSON, Bytes::from(v.to_string()))
 }
 
 /// Reasoning tokens of a request's output: the first `--sim-reasoning-tokens` of each choice,

@@ -301,7 +301,7 @@ async fn route(
             "/v1/models" => json(state.models.clone()),
             "/info" => json(state.tgi_info()),
             "/metrics" => {
-                let text = crate::wire::rename_metrics(b.metrics, &state.metrics.render());
+                let text = state.metrics.render(b.metrics);
                 response(200, Some(PROMETHEUS), SimBody::full(text))
             }
             "/start_profile" | "/stop_profile" => response(200, None, SimBody::empty()),

@@ -5,6 +5,7 @@
 //! Lock-free on the hot path: counters and histogram buckets are atomics. Other modules add
 //! their own counters through [`MetricsRegistry::counter`] (e.g. injected faults).
 
+use crate::personality::MetricNames;
 use servebench_core::prom::{self, Kind};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -87,19 +88,19 @@ impl Histogram {
         self.count.load(Ordering::Relaxed)
     }
 
-    fn render(&self, out: &mut String, name: &str, help: &str, model: &str) {
-        prom::family(out, name, Kind::Histogram, help);
-        let bucket = format!("{name}_bucket");
+    fn render(&self, x: &mut Exposition<'_>, name: &str, help: &str) {
+        let Some(series) = x.family(name, Kind::Histogram, help) else { return };
+        let bucket = format!("{series}_bucket");
         let mut cum = 0u64;
         for (b, n) in LATENCY_BOUNDS.iter().zip(&self.buckets) {
             cum += n.load(Ordering::Relaxed);
-            prom::sample(out, &bucket, &[("model_name", model), ("le", &b.to_string())], cum as f64);
+            x.sample(&bucket, &[("le", &b.to_string())], cum as f64);
         }
         let count = self.count();
-        prom::sample(out, &bucket, &[("model_name", model), ("le", "+Inf")], count as f64);
+        x.sample(&bucket, &[("le", "+Inf")], count as f64);
         let sum = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
-        prom::sample(out, &format!("{name}_sum"), &[("model_name", model)], sum);
-        prom::sample(out, &format!("{name}_count"), &[("model_name", model)], count as f64);
+        x.sample(&format!("{series}_sum"), &[], sum);
+        x.sample(&format!("{series}_count"), &[], count as f64);
     }
 }
 
@@ -133,19 +134,55 @@ impl MetricsRegistry {
         counter
     }
 
-    fn render(&self, out: &mut String, model: &str) {
+    fn render(&self, x: &mut Exposition<'_>) {
         let extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
         let mut seen: Vec<&str> = Vec::new();
         for r in extra.iter() {
-            if !seen.contains(&r.name.as_str()) {
-                seen.push(&r.name);
-                prom::family(out, &r.name, Kind::Counter, &r.help);
-                for s in extra.iter().filter(|s| s.name == r.name) {
-                    let mut labels = vec![("model_name", model)];
-                    labels.extend(s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-                    prom::sample(out, &s.name, &labels, s.counter.get() as f64);
-                }
+            if seen.contains(&r.name.as_str()) {
+                continue;
             }
+            seen.push(&r.name);
+            let Some(series) = x.family(&r.name, Kind::Counter, &r.help) else { continue };
+            for s in extra.iter().filter(|s| s.name == r.name) {
+                let labels: Vec<(&str, &str)> =
+                    s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                x.sample(&series, &labels, s.counter.get() as f64);
+            }
+        }
+    }
+}
+
+/// The text exposition under one personality's metric names: each family is written under
+/// the personality's name for it, or left out when that server has no such series.
+struct Exposition<'a> {
+    out: String,
+    names: MetricNames,
+    model: &'a str,
+}
+
+impl Exposition<'_> {
+    /// Writes the `# HELP`/`# TYPE` lines of the vLLM family `name` under the personality's
+    /// name, which it returns; `None` (nothing written) when the server has no such series.
+    fn family(&mut self, name: &str, kind: Kind, help: &str) -> Option<String> {
+        let series = self.names.series_name(name)?.to_owned();
+        prom::family(&mut self.out, &series, kind, help);
+        Some(series)
+    }
+
+    /// One sample of `series`, labelled with the model (where the server does) and `labels`.
+    fn sample(&mut self, series: &str, labels: &[(&str, &str)], value: f64) {
+        let mut all = Vec::with_capacity(labels.len() + 1);
+        if self.names.labels_model() {
+            all.push(("model_name", self.model));
+        }
+        all.extend_from_slice(labels);
+        prom::sample(&mut self.out, series, &all, value);
+    }
+
+    /// A family of one sample.
+    fn single(&mut self, name: &str, kind: Kind, help: &str, value: f64) {
+        if let Some(series) = self.family(name, kind, help) {
+            self.sample(&series, &[], value);
         }
     }
 }
@@ -199,91 +236,61 @@ impl Metrics {
         }
     }
 
-    /// The Prometheus text exposition (format 0.0.4).
-    pub(crate) fn render(&self) -> String {
-        let l = self.model.as_str();
-        let mut out = String::with_capacity(8192);
-        let one = |out: &mut String, name: &str, kind: Kind, help: &str, v: f64| {
-            prom::family(out, name, kind, help);
-            prom::sample(out, name, &[("model_name", l)], v);
-        };
-        one(
-            &mut out,
+    /// The Prometheus text exposition (format 0.0.4) under the personality's metric names.
+    pub(crate) fn render(&self, names: MetricNames) -> String {
+        let x = &mut Exposition { out: String::with_capacity(8192), names, model: &self.model };
+        x.single(
             "vllm:num_requests_running",
             Kind::Gauge,
             "Requests in the running batch.",
             self.running.get() as f64,
         );
-        one(
-            &mut out,
+        x.single(
             "vllm:num_requests_waiting",
             Kind::Gauge,
             "Requests waiting for admission.",
             self.waiting.get() as f64,
         );
         let kv = self.kv_usage_ppm.get().max(0) as f64 / 1e6;
-        one(&mut out, "vllm:kv_cache_usage_perc", Kind::Gauge, "KV cache usage (1 = full).", kv);
-        one(&mut out, "vllm:gpu_cache_usage_perc", Kind::Gauge, "KV cache usage (1 = full; older name).", kv);
-        let counter =
-            |out: &mut String, name: &str, help: &str, v: u64| one(out, name, Kind::Counter, help, v as f64);
-        counter(&mut out, "vllm:prompt_tokens_total", "Prompt tokens processed.", self.prompt_tokens.get());
-        counter(&mut out, "vllm:generation_tokens_total", "Tokens generated.", self.generation_tokens.get());
-        let success = "vllm:request_success_total";
-        prom::family(&mut out, success, Kind::Counter, "Finished requests.");
-        prom::sample(
-            &mut out,
-            success,
-            &[("model_name", l), ("finished_reason", "any")],
-            self.requests_finished.get() as f64,
-        );
-        self.ttft.render(&mut out, "vllm:time_to_first_token_seconds", "Time to first token.", l);
-        self.itl.render(&mut out, "vllm:inter_token_latency_seconds", "Time between token events.", l);
-        self.itl.render(
-            &mut out,
-            "vllm:time_per_output_token_seconds",
-            "Time between token events (older name).",
-            l,
-        );
-        self.e2e.render(&mut out, "vllm:e2e_request_latency_seconds", "Request latency.", l);
-        counter(
-            &mut out,
-            "vllm:prefix_cache_queries_total",
-            "Prompt tokens looked up.",
-            self.prefix_queries.get(),
-        );
-        counter(
-            &mut out,
-            "vllm:prefix_cache_hits_total",
-            "Prompt tokens found cached.",
-            self.prefix_hits.get(),
-        );
+        x.single("vllm:kv_cache_usage_perc", Kind::Gauge, "KV cache usage (1 = full).", kv);
+        x.single("vllm:gpu_cache_usage_perc", Kind::Gauge, "KV cache usage (1 = full; older name).", kv);
+        let counter = |x: &mut Exposition<'_>, name: &str, help: &str, v: u64| {
+            x.single(name, Kind::Counter, help, v as f64)
+        };
+        counter(x, "vllm:prompt_tokens_total", "Prompt tokens processed.", self.prompt_tokens.get());
+        counter(x, "vllm:generation_tokens_total", "Tokens generated.", self.generation_tokens.get());
+        if let Some(success) = x.family("vllm:request_success_total", Kind::Counter, "Finished requests.") {
+            x.sample(&success, &[("finished_reason", "any")], self.requests_finished.get() as f64);
+        }
+        self.ttft.render(x, "vllm:time_to_first_token_seconds", "Time to first token.");
+        self.itl.render(x, "vllm:inter_token_latency_seconds", "Time between token events.");
+        self.itl.render(x, "vllm:time_per_output_token_seconds", "Time between token events (older name).");
+        self.e2e.render(x, "vllm:e2e_request_latency_seconds", "Request latency.");
+        counter(x, "vllm:prefix_cache_queries_total", "Prompt tokens looked up.", self.prefix_queries.get());
+        counter(x, "vllm:prefix_cache_hits_total", "Prompt tokens found cached.", self.prefix_hits.get());
         if !self.spec_accepted_per_pos.is_empty() {
-            counter(&mut out, "vllm:spec_decode_num_drafts_total", "Draft rounds.", self.spec_drafts.get());
+            counter(x, "vllm:spec_decode_num_drafts_total", "Draft rounds.", self.spec_drafts.get());
             counter(
-                &mut out,
+                x,
                 "vllm:spec_decode_num_draft_tokens_total",
                 "Draft tokens proposed.",
                 self.spec_draft_tokens.get(),
             );
             counter(
-                &mut out,
+                x,
                 "vllm:spec_decode_num_accepted_tokens_total",
                 "Draft tokens accepted.",
                 self.spec_accepted.get(),
             );
-            let name = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
-            prom::family(&mut out, name, Kind::Counter, "Accepted draft tokens per position.");
-            for (i, c) in self.spec_accepted_per_pos.iter().enumerate() {
-                prom::sample(
-                    &mut out,
-                    name,
-                    &[("model_name", l), ("position", &i.to_string())],
-                    c.get() as f64,
-                );
+            let per_pos = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
+            if let Some(series) = x.family(per_pos, Kind::Counter, "Accepted draft tokens per position.") {
+                for (i, c) in self.spec_accepted_per_pos.iter().enumerate() {
+                    x.sample(&series, &[("position", &i.to_string())], c.get() as f64);
+                }
             }
         }
-        self.registry.render(&mut out, l);
-        out
+        self.registry.render(x);
+        std::mem::take(&mut x.out)
     }
 }
 
@@ -303,7 +310,7 @@ mod tests {
             &c,
             &m.registry.counter("servebench_sim:faults_total", "Faults.", &[("kind", "stall")])
         ));
-        let text = m.render();
+        let text = m.render(MetricNames::Vllm);
         assert!(text.contains("vllm:prompt_tokens_total{model_name=\"m\\\"1\"} 5\n"), "{text}");
         assert!(
             text.contains("vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"1\",le=\"0.005\"} 1\n")
@@ -314,6 +321,27 @@ mod tests {
         assert!(text.contains("vllm:time_to_first_token_seconds_count{model_name=\"m\\\"1\"} 2\n"));
         assert!(text.contains("servebench_sim:faults_total{model_name=\"m\\\"1\",kind=\"stall\"} 1\n"));
         assert!(text.contains("position=\"1\"} 0\n"));
-        assert!(!Metrics::new("m", 0).render().contains("spec_decode"));
+        assert!(!Metrics::new("m", 0).render(MetricNames::Vllm).contains("spec_decode"));
+    }
+
+    #[test]
+    fn each_personality_exports_its_servers_series_names() {
+        let m = Metrics::new("m", 0);
+        m.prompt_tokens.add(5);
+        m.e2e.observe(Duration::from_millis(400));
+        m.registry.counter("servebench_sim_faults_total", "Faults.", &[("kind", "reset")]).add(2);
+        let l = m.render(MetricNames::LlamaCpp);
+        assert!(l.contains("# TYPE llamacpp:prompt_tokens_total counter\n"), "{l}");
+        assert!(l.contains("\nllamacpp:prompt_tokens_total 5\n"), "{l}");
+        assert!(!l.contains("vllm:"), "series llama.cpp does not have are left out: {l}");
+        assert!(l.contains("servebench_sim_faults_total{kind=\"reset\"} 2"), "{l}");
+        let t = m.render(MetricNames::Tgi);
+        assert!(t.contains("tgi_request_duration_bucket{le=\"0.5\"} 1"), "{t}");
+        assert!(t.contains("tgi_request_duration_count 1\n"), "{t}");
+        let s = m.render(MetricNames::Sglang);
+        assert!(s.contains("sglang:prompt_tokens_total{model_name=\"m\"} 5"), "{s}");
+        assert!(s.contains("# HELP sglang:num_requests_total Finished requests.\n"), "{s}");
+        assert!(!s.contains("vllm:"), "{s}");
+        assert_eq!(m.render(MetricNames::None), m.render(MetricNames::Vllm));
     }
 }

@@ -96,6 +96,52 @@ pub enum MetricNames {
     None,
 }
 
+impl MetricNames {
+    /// The personality's name for the vLLM series `vllm_name` (a family name; `_bucket`,
+    /// `_sum` and `_count` follow it). `None`: the server has no such series, so it is left
+    /// out. The simulator's own series (not `vllm:`) keep their names.
+    pub(crate) fn series_name(self, vllm_name: &str) -> Option<&str> {
+        let table: &[(&str, &'static str)] = match self {
+            MetricNames::Vllm | MetricNames::None => return Some(vllm_name),
+            MetricNames::Sglang => &[
+                ("vllm:num_requests_running", "sglang:num_running_reqs"),
+                ("vllm:num_requests_waiting", "sglang:num_queue_reqs"),
+                ("vllm:kv_cache_usage_perc", "sglang:token_usage"),
+                ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total"),
+                ("vllm:generation_tokens_total", "sglang:generation_tokens_total"),
+                ("vllm:request_success_total", "sglang:num_requests_total"),
+                ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
+                ("vllm:inter_token_latency_seconds", "sglang:inter_token_latency_seconds"),
+                ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
+            ],
+            MetricNames::LlamaCpp => &[
+                ("vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
+                ("vllm:generation_tokens_total", "llamacpp:tokens_predicted_total"),
+                ("vllm:num_requests_running", "llamacpp:requests_processing"),
+                ("vllm:num_requests_waiting", "llamacpp:requests_deferred"),
+                ("vllm:kv_cache_usage_perc", "llamacpp:kv_cache_usage_ratio"),
+            ],
+            MetricNames::Tgi => &[
+                ("vllm:num_requests_running", "tgi_batch_current_size"),
+                ("vllm:num_requests_waiting", "tgi_queue_size"),
+                ("vllm:request_success_total", "tgi_request_success"),
+                ("vllm:e2e_request_latency_seconds", "tgi_request_duration"),
+                ("vllm:time_per_output_token_seconds", "tgi_request_mean_time_per_token_duration"),
+            ],
+        };
+        match table.iter().find(|(from, _)| *from == vllm_name) {
+            Some((_, to)) => Some(to),
+            None if vllm_name.starts_with("vllm:") => None,
+            None => Some(vllm_name),
+        }
+    }
+
+    /// Whether samples carry the `model_name` label (llama.cpp and TGI export theirs without).
+    pub(crate) fn labels_model(self) -> bool {
+        !matches!(self, MetricNames::LlamaCpp | MetricNames::Tgi)
+    }
+}
+
 /// What happens to a connection between requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeepAlive {

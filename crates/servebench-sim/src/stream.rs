@@ -167,14 +167,14 @@ impl TokenStream {
             Some(f) => ready!(f.poll_before(tick, k, cx)),
             None => Hook::Continue,
         };
-        let TokenStream { plan, fmt, vocab, .. } = self;
-        let n_choices = plan.choices.len();
-        let mut out = Vec::with_capacity(fmt.event_capacity() * n_choices * if tick == 0 { 2 } else { 1 });
+        let n_choices = self.plan.choices.len();
+        let mut out =
+            Vec::with_capacity(self.fmt.event_capacity() * n_choices * if tick == 0 { 2 } else { 1 });
         match hook {
             Hook::Continue => {}
-            Hook::Malformed => fmt.push_malformed(&mut out),
+            Hook::Malformed => self.fmt.push_malformed(&mut out),
             Hook::Oversized(n) => {
-                fmt.push_oversized(&mut out, n, self.emitted);
+                self.fmt.push_oversized(&mut out, n, self.emitted);
                 return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
             }
             Hook::Reset => {
@@ -188,61 +188,19 @@ impl TokenStream {
             }
         }
         if tick == 0 {
-            for (pos, c) in plan.choices.iter().enumerate() {
-                fmt.push_role_chunk(pos, c.index, &mut out);
+            for (pos, c) in self.plan.choices.iter().enumerate() {
+                self.fmt.push_role_chunk(pos, c.index, &mut out);
             }
         }
-        // Every choice advances by up to `k` tokens per tick (fixed: `tokens_per_event`; engine:
-        // what the scheduler produced since the last tick).
-        let start = u64::from(self.sent);
-        let mut tick_tokens = 0u32;
-        for (pos, c) in plan.choices.iter().enumerate() {
-            let n = u64::from(c.tokens).saturating_sub(start).min(u64::from(k)) as u32;
-            if n == 0 {
-                continue;
-            }
-            tick_tokens += n;
-            self.emitted = self.emitted.saturating_add(n);
-            let last = start + u64::from(n) >= u64::from(c.tokens);
-            let seed = c.seed;
-            // Reasoning first: the part of this tick below the reasoning budget.
-            let r_n = (u64::from(self.reasoning).saturating_sub(start)).min(u64::from(n)) as u32;
-            let c_n = n - r_n;
-            if r_n > 0 {
-                self.reasoning_sent = self.reasoning_sent.saturating_add(r_n);
-                if let Some(counter) = &self.reasoning_counter {
-                    counter.add(u64::from(r_n));
-                }
-                fmt.push_reasoning_event(
-                    pos,
-                    &mut out,
-                    |o| vocab.push_text(seed, start, u64::from(r_n), o),
-                    (last && c_n == 0).then_some(c.finish),
-                    self.emitted - c_n,
-                );
-            }
-            if c_n > 0 {
-                let from = start + u64::from(r_n);
-                fmt.push_content(
-                    pos,
-                    &mut out,
-                    vocab,
-                    seed,
-                    from,
-                    c_n,
-                    last.then_some(c.finish),
-                    self.emitted,
-                );
-            }
-        }
+        let tick_tokens = self.push_tick_tokens(k, &mut out);
         self.sent = self.sent.saturating_add(k);
         self.tick += 1;
         let end = self.sent >= self.tokens;
         if end {
-            fmt.set_cached_tokens(self.pacer.cached_tokens());
-            fmt.set_reasoning_tokens(self.reasoning_sent);
+            self.fmt.set_cached_tokens(self.pacer.cached_tokens());
+            self.fmt.set_reasoning_tokens(self.reasoning_sent);
             let done_marker = self.faults.as_mut().is_none_or(|f| f.done_marker());
-            fmt.push_end(&mut out, plan.completion_tokens(), done_marker);
+            self.fmt.push_end(&mut out, self.plan.completion_tokens(), done_marker);
             self.done = true;
         }
         if let Some(t) = self.truth.as_mut() {
@@ -257,5 +215,44 @@ impl TokenStream {
             None => Bytes::from(out),
         };
         Poll::Ready(Some(Ok(Frame::data(frame))))
+    }
+
+    /// Writes this tick's events: every choice advances by up to `k` tokens (fixed:
+    /// `tokens_per_event`; engine: what the scheduler produced since the last tick),
+    /// reasoning first while below the reasoning budget. Returns the tokens written.
+    fn push_tick_tokens(&mut self, k: u32, out: &mut Vec<u8>) -> u32 {
+        let TokenStream { plan, fmt, vocab, .. } = self;
+        let start = u64::from(self.sent);
+        let mut tick_tokens = 0u32;
+        for (pos, c) in plan.choices.iter().enumerate() {
+            let n = u64::from(c.tokens).saturating_sub(start).min(u64::from(k)) as u32;
+            if n == 0 {
+                continue;
+            }
+            tick_tokens += n;
+            self.emitted = self.emitted.saturating_add(n);
+            let last = start + u64::from(n) >= u64::from(c.tokens);
+            let seed = c.seed;
+            let r_n = (u64::from(self.reasoning).saturating_sub(start)).min(u64::from(n)) as u32;
+            let c_n = n - r_n;
+            if r_n > 0 {
+                self.reasoning_sent = self.reasoning_sent.saturating_add(r_n);
+                if let Some(counter) = &self.reasoning_counter {
+                    counter.add(u64::from(r_n));
+                }
+                fmt.push_reasoning_event(
+                    pos,
+                    out,
+                    |o| vocab.push_text(seed, start, u64::from(r_n), o),
+                    (last && c_n == 0).then_some(c.finish),
+                    self.emitted - c_n,
+                );
+            }
+            if c_n > 0 {
+                let from = start + u64::from(r_n);
+                fmt.push_content(pos, out, vocab, seed, from, c_n, last.then_some(c.finish), self.emitted);
+            }
+        }
+        tick_tokens
     }
 }

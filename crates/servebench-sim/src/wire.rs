@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use crate::personality::{ErrorStyle, MetricNames, ModelsShape, TokenizeDialect};
+use crate::personality::{ErrorStyle, ModelsShape, TokenizeDialect};
 use crate::protocol::ApiError;
 
 /// The status and JSON body of an error in the personality's shape.
@@ -173,98 +173,6 @@ pub(crate) fn tokenize_answer(
     Bytes::from(v.to_string())
 }
 
-/// Renames the vLLM metric names of `text` (the default rendering) to the personality's.
-/// Series without a counterpart are left out; `None` keeps the text as it is.
-pub(crate) fn rename_metrics(names: MetricNames, text: &str) -> String {
-    let table: &[(&str, Option<&str>)] = match names {
-        MetricNames::Vllm | MetricNames::None => return text.to_owned(),
-        MetricNames::Sglang => &[
-            ("vllm:num_requests_running", Some("sglang:num_running_reqs")),
-            ("vllm:num_requests_waiting", Some("sglang:num_queue_reqs")),
-            ("vllm:kv_cache_usage_perc", Some("sglang:token_usage")),
-            ("vllm:prompt_tokens_total", Some("sglang:prompt_tokens_total")),
-            ("vllm:generation_tokens_total", Some("sglang:generation_tokens_total")),
-            ("vllm:request_success_total", Some("sglang:num_requests_total")),
-            ("vllm:time_to_first_token_seconds", Some("sglang:time_to_first_token_seconds")),
-            ("vllm:inter_token_latency_seconds", Some("sglang:inter_token_latency_seconds")),
-            ("vllm:e2e_request_latency_seconds", Some("sglang:e2e_request_latency_seconds")),
-        ],
-        MetricNames::LlamaCpp => &[
-            ("vllm:prompt_tokens_total", Some("llamacpp:prompt_tokens_total")),
-            ("vllm:generation_tokens_total", Some("llamacpp:tokens_predicted_total")),
-            ("vllm:num_requests_running", Some("llamacpp:requests_processing")),
-            ("vllm:num_requests_waiting", Some("llamacpp:requests_deferred")),
-            ("vllm:kv_cache_usage_perc", Some("llamacpp:kv_cache_usage_ratio")),
-        ],
-        MetricNames::Tgi => &[
-            ("vllm:num_requests_running", Some("tgi_batch_current_size")),
-            ("vllm:num_requests_waiting", Some("tgi_queue_size")),
-            ("vllm:request_success_total", Some("tgi_request_success")),
-            ("vllm:e2e_request_latency_seconds", Some("tgi_request_duration")),
-            ("vllm:time_per_output_token_seconds", Some("tgi_request_mean_time_per_token_duration")),
-        ],
-    };
-    // llama.cpp and TGI export their series without a model label.
-    let unlabel = matches!(names, MetricNames::LlamaCpp | MetricNames::Tgi);
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let (prefix, rest) = match line.strip_prefix("# HELP ").or_else(|| line.strip_prefix("# TYPE ")) {
-            Some(r) => (&line[..7], r),
-            None => ("", line),
-        };
-        let end = rest.find(['{', ' ']).unwrap_or(rest.len());
-        let name = &rest[..end];
-        let renamed = table.iter().find_map(|(from, to)| {
-            let suffix = name.strip_prefix(from)?;
-            matches!(suffix, "" | "_bucket" | "_sum" | "_count").then(|| to.map(|t| format!("{t}{suffix}")))
-        });
-        let new_name = match renamed {
-            Some(Some(n)) => n,
-            // Not in the table (vLLM-only series): left out; the simulator's own series stay.
-            Some(None) => continue,
-            None if name.starts_with("vllm:") => continue,
-            None => name.to_owned(),
-        };
-        let mut tail = rest[end..].to_owned();
-        if unlabel && prefix.is_empty() {
-            if let Some(close) = tail.find('}') {
-                let labels = &tail[1..close];
-                let kept: Vec<&str> =
-                    split_labels(labels).into_iter().filter(|l| !l.starts_with("model_name=")).collect();
-                let rebuilt = if kept.is_empty() { String::new() } else { format!("{{{}}}", kept.join(",")) };
-                tail = format!("{rebuilt}{}", &tail[close + 1..]);
-            }
-        }
-        out.push_str(prefix);
-        out.push_str(&new_name);
-        out.push_str(&tail);
-        out.push('\n');
-    }
-    out
-}
-
-/// Splits `a="x",b="y,z"` at the commas between labels (not inside quoted values).
-fn split_labels(s: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut start, mut quoted, mut escaped) = (0, false, false);
-    for (i, c) in s.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' => escaped = true,
-            '"' => quoted = !quoted,
-            ',' if !quoted => {
-                parts.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if start < s.len() {
-        parts.push(&s[start..]);
-    }
-    parts
-}
-
 /// At most 80 characters of `s` (pydantic shortens `input_value` the same way).
 fn short(s: &str) -> String {
     match s.char_indices().nth(80) {
@@ -276,25 +184,6 @@ fn short(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn metric_renames() {
-        let text = "# HELP vllm:prompt_tokens_total P.\n# TYPE vllm:prompt_tokens_total counter\n\
-                    vllm:prompt_tokens_total{model_name=\"m\"} 5\n\
-                    vllm:e2e_request_latency_seconds_bucket{model_name=\"m\",le=\"0.5\"} 1\n\
-                    vllm:prefix_cache_hits_total{model_name=\"m\"} 0\n\
-                    servebench_sim_faults_total{model_name=\"m\",kind=\"reset\"} 2\n";
-        let l = rename_metrics(MetricNames::LlamaCpp, text);
-        assert!(l.contains("# TYPE llamacpp:prompt_tokens_total counter\n"), "{l}");
-        assert!(l.contains("\nllamacpp:prompt_tokens_total 5\n"), "{l}");
-        assert!(!l.contains("vllm:"), "{l}");
-        assert!(l.contains("servebench_sim_faults_total{kind=\"reset\"} 2"), "{l}");
-        let t = rename_metrics(MetricNames::Tgi, text);
-        assert!(t.contains("tgi_request_duration_bucket{le=\"0.5\"} 1"), "{t}");
-        let s = rename_metrics(MetricNames::Sglang, text);
-        assert!(s.contains("sglang:prompt_tokens_total{model_name=\"m\"} 5"), "{s}");
-        assert_eq!(rename_metrics(MetricNames::Vllm, text), text);
-    }
 
     #[test]
     fn tokenize_bodies_are_read_in_each_servers_dialect() {

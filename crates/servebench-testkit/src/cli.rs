@@ -61,6 +61,25 @@ pub fn interrupt(child: &std::process::Child) {
     kill_process(pid, Signal::INT).expect("signal the child");
 }
 
+/// Lowers the child's limit of open files, soft and hard, to `limit` (as `ulimit -n` in a
+/// shell would; the binary raises its soft limit to the hard one, so both must move): for tests
+/// of the binary's own file-limit checks, without a shell between the test and the binary
+/// (which would sit outside the environment policy).
+pub fn open_files_limit(cmd: &mut Command, limit: u64) -> &mut Command {
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    use std::os::unix::process::CommandExt;
+    // SAFETY: runs in the forked child before exec; setrlimit is one system call that neither
+    // allocates nor takes locks (async-signal-safe).
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(move || {
+            let both = Rlimit { current: Some(limit), maximum: Some(limit) };
+            setrlimit(Resource::Nofile, both).map_err(std::io::Error::from)
+        });
+    }
+    cmd
+}
+
 /// Standard output as text (lossy).
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -91,5 +110,13 @@ mod tests {
         }
         assert!(envs.iter().any(|(k, val)| *k == "HF_HUB_OFFLINE" && val.is_some()));
         assert!(envs.iter().any(|(k, val)| *k == "XDG_CACHE_HOME" && val.is_some()));
+    }
+
+    #[test]
+    fn the_open_files_limit_reaches_the_child() {
+        let mut c = Command::new("sh");
+        c.args(["-c", "ulimit -Sn; ulimit -Hn"]);
+        let out = open_files_limit(&mut c, 200).output().unwrap();
+        assert_eq!(stdout(&out), "200\n200\n", "{}", both(&out));
     }
 }

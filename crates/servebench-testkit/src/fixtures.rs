@@ -14,9 +14,19 @@ pub fn repo_path(relative: &str) -> PathBuf {
     p
 }
 
+/// A file under the repository's `fixtures/` directory (`fixture("audio/tone-16k-mono.mp3")`).
+pub fn fixture(relative: &str) -> PathBuf {
+    repo_path(&format!("fixtures/{relative}"))
+}
+
 /// SmolLM2-135M's `tokenizer.json` (Apache-2.0), the real tokenizer most tests use.
 pub fn smollm2_tokenizer() -> PathBuf {
-    repo_path("fixtures/tokenizers/smollm2-135m/tokenizer.json")
+    fixture("tokenizers/smollm2-135m/tokenizer.json")
+}
+
+/// The directory of [`smollm2_tokenizer`], with its `tokenizer_config.json` (the chat template).
+pub fn smollm2_dir() -> PathBuf {
+    fixture("tokenizers/smollm2-135m")
 }
 
 /// [`smollm2_tokenizer`] as a string, for command lines.
@@ -32,4 +42,10 @@ pub fn dataset(name: &str) -> PathBuf {
 /// The result JSON schema (`docs/result.schema.json`).
 pub fn result_schema() -> PathBuf {
     repo_path("docs/result.schema.json")
+}
+
+/// [`result_schema`] parsed, for a JSON Schema validator.
+pub fn result_schema_json() -> serde_json::Value {
+    let text = std::fs::read_to_string(result_schema()).expect("read docs/result.schema.json");
+    serde_json::from_str(&text).expect("docs/result.schema.json is JSON")
 }

@@ -9,13 +9,17 @@
 //! - [`axum_server`]: serve an `axum::Router` on an ephemeral 127.0.0.1 port;
 //! - [`cli`]: the `servebench` command with one environment policy (no API keys, proxies, TLS
 //!   trust variables or shard variables from the caller's environment; Hugging Face offline;
-//!   a test cache directory);
+//!   a test cache directory), SIGINT for a child, and a child's open-files limit without a shell;
 //! - [`proxy`]: a small HTTP proxy (CONNECT tunnels, absolute-form forwarding) that records
 //!   what it saw and can demand credentials;
 //! - [`prom_text`]: a strict parser of the Prometheus text format, to check what our
 //!   `/metrics` and the simulator's expose;
 //! - [`fixtures`]: paths of the repository's committed fixtures;
-//! - [`records`]: a builder for [`servebench_core::RequestRecord`]s with named fields.
+//! - [`net`]: a closed port (connects refused) and a port that accepts one connection;
+//! - [`tokenizers`]: a one-token-per-byte tokenizer for simulators and workloads;
+//! - [`records`]: a builder for [`servebench_core::RequestRecord`]s with named fields;
+//! - [`sharegpt_synthetic`]: the seeded 100,000-conversation ShareGPT file of the data crate's
+//!   `sharegpt_load` bench and example.
 //!
 //! It depends on `servebench-core` only, so every crate but core can use it as a
 //! dev-dependency without a second copy of its own types.
@@ -25,8 +29,11 @@
 pub mod axum_server;
 pub mod cli;
 pub mod fixtures;
+pub mod net;
 pub mod prom_text;
 pub mod proxy;
 pub mod raw_http;
 pub mod records;
 pub mod script;
+pub mod sharegpt_synthetic;
+pub mod tokenizers;

@@ -78,6 +78,68 @@ pub async fn serve(scripts: Vec<Vec<Step>>) -> ScriptedServer {
     ScriptedServer { port, accepted, requests }
 }
 
+/// Serves connections whose order is not known in advance (a readiness probe, concurrent
+/// requests): each connection reads one request, records it, and plays the script `respond`
+/// returns for it (routing by method and path). Runs on the current runtime.
+pub async fn serve_by_request<F>(respond: F) -> ScriptedServer
+where
+    F: Fn(&str) -> Vec<Step> + Send + Sync + 'static,
+{
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+    let port = l.local_addr().expect("local address").port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (acc, reqs, respond) = (accepted.clone(), requests.clone(), Arc::new(respond));
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = l.accept().await else { return };
+            acc.fetch_add(1, Ordering::SeqCst);
+            let (reqs, respond) = (reqs.clone(), respond.clone());
+            tokio::spawn(async move {
+                let Some(request) = read_request(&mut sock, &mut Vec::new()).await else { return };
+                let script = respond(&request);
+                reqs.lock().expect("requests").push(request);
+                play(sock, script, reqs).await;
+            });
+        }
+    });
+    ScriptedServer { port, accepted, requests }
+}
+
+/// Starts a server ([`serve`], [`serve_by_request`], …) on a runtime of its own, in a background
+/// thread: for synchronous tests (blocking HTTP clients, the `servebench` binary). The server
+/// lives until the test process ends.
+pub fn in_background<F, Fut>(start: F) -> ScriptedServer
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ScriptedServer>,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async move {
+            tx.send(start().await).expect("report the server");
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().expect("server started")
+}
+
+/// [`serve`] in the background ([`in_background`]).
+pub fn serve_in_background(scripts: Vec<Vec<Step>>) -> ScriptedServer {
+    in_background(move || serve(scripts))
+}
+
+/// A complete response with this status line, `content-type`, `content-length` and
+/// `connection: close`, for a script that writes it and closes.
+pub fn response(status: u16, reason: &str, content_type: &str, body: &[u8]) -> Step {
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    Step::Write([head.as_bytes(), body].concat())
+}
+
 /// [`serve`] where every connection plays the same script (as many connections as come).
 pub async fn serve_each(script: Vec<Step>) -> ScriptedServer {
     serve(std::iter::repeat_n(script, 10_000).collect()).await

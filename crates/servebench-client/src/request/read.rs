@@ -48,7 +48,7 @@ impl From<CodingError> for Failed {
     /// An undecodable content coding (SB306): a protocol failure with its code's tag.
     fn from(e: CodingError) -> Self {
         let cause = FailureCause::ContentCoding;
-        Failed { kind: ErrorKind::Protocol, cause: Some(cause), message: cause.tagged(&e.0) }
+        Failed { kind: ErrorKind::Protocol, cause: Some(cause), message: cause.tagged(&e.to_string()) }
     }
 }
 

@@ -47,7 +47,7 @@ pub(super) fn build_request(
     match client.request(Method::POST, &target.path, headers, body) {
         Ok(r) => Some(r),
         Err(e) => {
-            record.fail(ErrorKind::Protocol, e);
+            record.fail(ErrorKind::Protocol, e.to_string());
             None
         }
     }

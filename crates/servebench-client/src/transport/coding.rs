@@ -41,16 +41,36 @@ impl std::fmt::Debug for BodyDecoder {
 
 /// Why a body cannot be decoded: an unknown coding or corrupt compressed data (SB306; a
 /// request record's message gets the `[SB306]` tag from its typed cause).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct CodingError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CodingError {
+    /// A coding (or a chain of codings) servebench does not decode; the text as sent, cut to
+    /// 40 printable characters.
+    #[error(
+        "the server sent Content-Encoding '{0}', which servebench cannot decode \
+         (it decodes gzip, deflate, br and zstd, and asks for identity)"
+    )]
+    Unknown(String),
+    /// The zstd decoder could not be created.
+    #[error("zstd decoder: {0}")]
+    Decoder(#[source] std::io::Error),
+    /// The compressed bytes are corrupt.
+    #[error("the {coding} response body could not be decoded: {source}")]
+    Corrupt { coding: &'static str, source: std::io::Error },
+}
+
+impl CodingError {
+    /// The coded error of a control call (SB306), this error its source.
+    pub(crate) fn into_error(self, context: String) -> servebench_core::BenchError {
+        servebench_core::BenchError::ContentCoding {
+            context,
+            detail: self.to_string(),
+            source: Some(Box::new(self)),
+        }
+    }
+}
 
 fn unknown(coding: &str) -> CodingError {
-    let shown: String = coding.chars().filter(|c| !c.is_control()).take(40).collect();
-    CodingError(format!(
-        "the server sent Content-Encoding '{shown}', which servebench cannot decode \
-         (it decodes gzip, deflate, br and zstd, and asks for identity)"
-    ))
+    CodingError::Unknown(coding.chars().filter(|c| !c.is_control()).take(40).collect())
 }
 
 /// A zlib stream starts with CMF/FLG: compression method 8 and a header checksum.
@@ -86,8 +106,7 @@ impl BodyDecoder {
                 Inner::Brotli(Box::new(brotli_decompressor::DecompressorWriter::new(Vec::new(), BROTLI_BUF))),
             ),
             "zstd" => {
-                let d = zstd::stream::write::Decoder::new(Vec::new())
-                    .map_err(|e| CodingError(format!("zstd decoder: {e}")))?;
+                let d = zstd::stream::write::Decoder::new(Vec::new()).map_err(CodingError::Decoder)?;
                 ("zstd", Inner::Zstd(d))
             }
             other => return Err(unknown(other)),
@@ -95,8 +114,8 @@ impl BodyDecoder {
         Ok(Some(BodyDecoder { coding, inner }))
     }
 
-    fn corrupt(&self, e: impl std::fmt::Display) -> CodingError {
-        CodingError(format!("the {} response body could not be decoded: {e}", self.coding))
+    fn corrupt(&self, source: std::io::Error) -> CodingError {
+        CodingError::Corrupt { coding: self.coding, source }
     }
 
     /// Decodes `input` (the next compressed bytes): returns everything decodable so far.
@@ -247,11 +266,18 @@ mod tests {
         assert!(BodyDecoder::for_value(b"identity").unwrap().is_none());
         assert!(BodyDecoder::for_value(b"").unwrap().is_none());
         let e = BodyDecoder::for_value(b"compress").unwrap_err();
-        assert!(e.0.starts_with("the server sent Content-Encoding 'compress'"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "the server sent Content-Encoding 'compress', which servebench cannot decode \
+             (it decodes gzip, deflate, br and zstd, and asks for identity)"
+        );
         let e = BodyDecoder::for_value(b"gzip, br").unwrap_err();
-        assert!(e.0.contains("'gzip, br'"), "{e}");
+        assert!(matches!(&e, CodingError::Unknown(c) if c == "gzip, br"), "{e}");
         let mut d = BodyDecoder::for_value(b"gzip").unwrap().unwrap();
         let e = d.push(b"definitely not gzip").unwrap_err();
-        assert!(e.0.contains("gzip response body could not be decoded"), "{e}");
+        assert!(e.to_string().starts_with("the gzip response body could not be decoded: "), "{e}");
+        // The decoder's own error is kept as the source.
+        let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert!(source.is_some(), "{e:?}");
     }
 }

@@ -302,7 +302,7 @@ impl Conn {
                 Ok(HeadParse::Partial) => {}
                 Err(e) => return Poll::Ready(Err(ReadHeadError::Parse(e))),
             }
-            match self.poll_fill(cx, super::h1::MAX_HEAD_BYTES + 1) {
+            match self.poll_fill(cx, super::limits::MAX_HEAD_BYTES + 1) {
                 Poll::Ready(Ok(0)) => {
                     let e = if answered { ReadHeadError::Cut } else { ReadHeadError::Unanswered };
                     return Poll::Ready(Err(e));

@@ -125,7 +125,7 @@ impl BodyReadError {
     /// else a transport error (SB304).
     fn into_error(self, context: String) -> BenchError {
         match self {
-            BodyReadError::Coding(e) => BenchError::ContentCoding { context, detail: e.0 },
+            BodyReadError::Coding(e) => e.into_error(context),
             other => BenchError::transport_from(context, other),
         }
     }
@@ -150,7 +150,7 @@ impl HttpClient {
         }
         let req = self
             .request(method, &path, h, body.unwrap_or_default())
-            .map_err(|detail| BenchError::transport(context.clone(), detail))?;
+            .map_err(|e| BenchError::transport_from(context.clone(), e))?;
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
         let followed = self
             .send_following(req, false, Some(&mut deadline))
@@ -160,8 +160,8 @@ impl HttpClient {
         let sent = followed.sent;
         let mut conn = sent.conn;
         let (parts, mut incoming) = sent.response.into_parts();
-        let mut coding = BodyDecoder::for_headers(&parts.headers)
-            .map_err(|e| BenchError::ContentCoding { context: context.clone(), detail: e.0 })?;
+        let mut coding =
+            BodyDecoder::for_headers(&parts.headers).map_err(|e| e.into_error(context.clone()))?;
         let (bytes, complete, _) =
             read_body(&mut conn, &mut incoming, MAX_CONTROL_BODY, Some(&mut deadline), coding.as_mut())
                 .await

@@ -15,7 +15,7 @@ use super::failure::ConnectFailure;
 /// A response head that cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum HeadParseError {
-    #[error("response head larger than {max} bytes", max = super::h1::MAX_HEAD_BYTES)]
+    #[error("response head larger than {max} bytes", max = super::limits::MAX_HEAD_BYTES)]
     TooLarge,
     /// The answer is not HTTP/1.x (SB308): an HTTP/2 frame or status line, TLS, another
     /// protocol. The text says which.
@@ -38,7 +38,7 @@ pub(crate) enum HeadParseError {
 /// A response body that violates HTTP/1.1 framing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum BodyError {
-    #[error("chunk line longer than {max} bytes", max = super::h1::MAX_LINE_BYTES)]
+    #[error("chunk line longer than {max} bytes", max = super::limits::MAX_LINE_BYTES)]
     LineTooLong,
     #[error("invalid chunk size line '{0}'")]
     ChunkSize(String),
@@ -132,10 +132,30 @@ pub(crate) enum ConnectError {
     /// the client's latch too).
     #[error("{}", .0.message())]
     Proxy(ConnectFailure),
-    /// The TLS handshake failed (a certificate failure is typed in the client's latch).
-    #[error("TLS handshake with {origin}: {detail}")]
-    Tls { origin: String, detail: String },
+    /// The TLS handshake failed (a certificate failure is typed in the client's latch too).
+    #[error("TLS handshake with {origin}: {source}")]
+    Tls { origin: String, source: TlsConnectError },
 }
+
+/// Why a TLS session could not be opened over a connected socket.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TlsConnectError {
+    /// The host is neither a DNS name nor an IP address rustls accepts.
+    #[error("invalid TLS server name: {0}")]
+    ServerName(#[source] rustls::pki_types::InvalidDnsNameError),
+    /// The certificate check failed (SB310): the server's certificate is not trusted, or the
+    /// server rejected ours. The message says which and names the fix.
+    #[error("{}", failure.message())]
+    Certificate { failure: ConnectFailure, source: io::Error },
+    /// Any other handshake failure (a reset, a protocol alert, an unexpected message).
+    #[error("{0}")]
+    Handshake(#[source] io::Error),
+}
+
+/// A request that `http` refuses to build (an invalid request target).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid request: {0}")]
+pub(crate) struct RequestBuildError(#[source] pub(crate) http::Error);
 
 impl ConnectError {
     /// `Some(reason)` when the server cannot be reached at all (SB315): nothing listens, the
@@ -220,10 +240,16 @@ mod tests {
             ConnectError::TimedOut { origin: "http://10.0.0.1:80".into(), after: Duration::from_secs(10) };
         assert_eq!(slow.unreachable(), Some(UnreachableReason::ConnectTimeout));
         assert_eq!(slow.to_string(), "connect to http://10.0.0.1:80 timed out after 10s");
-        let tls =
-            ConnectError::Tls { origin: "https://x:443".into(), detail: "invalid peer certificate".into() };
+        let reset =
+            TlsConnectError::Handshake(io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer"));
+        let tls = ConnectError::Tls { origin: "https://x:443".into(), source: reset };
         assert_eq!(tls.unreachable(), None);
-        assert_eq!(tls.to_string(), "TLS handshake with https://x:443: invalid peer certificate");
+        assert_eq!(tls.to_string(), "TLS handshake with https://x:443: reset by peer");
+        let io_source = std::error::Error::source(&tls).and_then(std::error::Error::source);
+        assert_eq!(
+            io_source.and_then(|s| s.downcast_ref::<io::Error>()).map(io::Error::kind),
+            Some(io::ErrorKind::ConnectionReset)
+        );
         let proxy = ConnectError::Proxy(ConnectFailure::Proxy {
             proxy: "http://p:3128".into(),
             detail: "unreachable: connect to 10.0.0.9:3128: Connection refused".into(),

@@ -11,13 +11,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGT
 use http::{Request, StatusCode};
 
 use super::error::{BodyError, HeadParseError};
-
-/// Largest response head accepted.
-pub(crate) const MAX_HEAD_BYTES: usize = 64 << 10;
-/// Largest chunk-size or trailer line accepted.
-pub(crate) const MAX_LINE_BYTES: usize = 8 << 10;
-/// Most response headers accepted.
-const MAX_HEADERS: usize = 128;
+use super::limits::{MAX_HEADERS, MAX_HEAD_BYTES, MAX_LINE_BYTES};
 
 /// Appends the request head (request line, headers, `content-length`) to `out`.
 /// A caller-supplied `content-length`/`transfer-encoding` is replaced by the body's length.

@@ -19,6 +19,7 @@ pub(crate) mod control;
 pub(crate) mod error;
 pub(crate) mod failure;
 pub(crate) mod h1;
+mod limits;
 pub mod path;
 pub(crate) mod proxy;
 mod reach;
@@ -46,7 +47,7 @@ pub use proxy::{ProxyEnv, ProxyOptions};
 pub use tls::{TlsOptions, TrustEnv, TrustSource};
 
 pub(crate) use conn::{Conn, Incoming};
-use error::{ConnectError, ReadHeadError, WriteFail};
+use error::{ConnectError, ReadHeadError, RequestBuildError, WriteFail};
 pub(crate) use error::{SendFailKind, SendFailure};
 
 /// Request body type used on every connection.
@@ -485,7 +486,7 @@ impl HttpClient {
             Some(tls) => tls::connect(tls, &self.inner.origin.host, tcp, &self.inner.failures)
                 .await
                 .map(|s| conn::Stream::Tls(Box::new(s)))
-                .map_err(|detail| ConnectError::Tls { origin: self.origin().to_owned(), detail })?,
+                .map_err(|source| ConnectError::Tls { origin: self.origin().to_owned(), source })?,
             None => conn::Stream::Plain(tcp),
         };
         self.inner.failures.clear();
@@ -550,7 +551,7 @@ impl HttpClient {
         path: &str,
         mut headers: HeaderMap,
         body: bytes::Bytes,
-    ) -> std::result::Result<Request<ReqBody>, String> {
+    ) -> std::result::Result<Request<ReqBody>, RequestBuildError> {
         headers.insert(HOST, self.inner.origin.host_header.clone());
         if !headers.contains_key(ACCEPT_ENCODING) {
             headers.insert(ACCEPT_ENCODING, coding::ACCEPT_IDENTITY);
@@ -566,11 +567,7 @@ impl HttpClient {
             }
             None => path,
         };
-        let mut req = Request::builder()
-            .method(method)
-            .uri(target)
-            .body(body)
-            .map_err(|e| format!("invalid request: {e}"))?;
+        let mut req = Request::builder().method(method).uri(target).body(body).map_err(RequestBuildError)?;
         *req.headers_mut() = headers;
         Ok(req)
     }

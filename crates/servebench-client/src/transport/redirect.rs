@@ -15,8 +15,9 @@ use http::{Method, Request, StatusCode};
 use url::Url;
 
 use super::control::read_body;
+use super::error::RequestBuildError;
 use super::{ClientOptions, HttpClient, ReqBody, SendFailKind, SendFailure, Sent};
-use servebench_core::FailureCause;
+use servebench_core::{BenchError, FailureCause};
 
 /// Most redirects followed for one request.
 pub const MAX_HOPS: usize = 5;
@@ -44,6 +45,18 @@ pub(crate) struct Followed {
     pub first_dispatched: Instant,
 }
 
+/// Why a redirect's target cannot be requested (SB307 in the record's message).
+#[derive(Debug, thiserror::Error)]
+enum TargetError {
+    #[error("redirect to '{0}' has no host")]
+    NoHost(Url),
+    /// No client can be made for the other origin (its TLS setup failed, say).
+    #[error("redirect to {origin}: {source}")]
+    Client { origin: String, source: Box<BenchError> },
+    #[error(transparent)]
+    Request(#[from] RequestBuildError),
+}
+
 fn is_redirect(s: StatusCode) -> bool {
     matches!(s.as_u16(), 301 | 302 | 303 | 307 | 308)
 }
@@ -66,10 +79,10 @@ impl HttpClient {
     }
 
     /// A client for the origin of `url` (this one when it is the same origin).
-    fn client_for(&self, url: &Url) -> Result<HttpClient, String> {
+    fn client_for(&self, url: &Url) -> Result<HttpClient, TargetError> {
         let origin = match (url.host_str(), url.port_or_known_default()) {
             (Some(h), Some(p)) => format!("{}://{h}:{p}", url.scheme()),
-            _ => return Err(format!("redirect to '{url}' has no host")),
+            _ => return Err(TargetError::NoHost(url.clone())),
         };
         if origin == self.origin() {
             return Ok(self.clone());
@@ -79,7 +92,7 @@ impl HttpClient {
             return Ok(c.clone());
         }
         let opts = ClientOptions { base_url: origin.clone(), ..self.inner.opts.clone() };
-        let c = HttpClient::new(opts).map_err(|e| format!("redirect to {origin}: {e}"))?;
+        let c = HttpClient::new(opts).map_err(|e| TargetError::Client { origin, source: Box::new(e) })?;
         log.others.push(c.clone());
         Ok(c)
     }
@@ -171,7 +184,8 @@ impl HttpClient {
             {
                 client.release(conn);
             }
-            let next_client = self.client_for(&next).map_err(&fail)?;
+            let target_failed = |e: TargetError| fail(e.to_string());
+            let next_client = self.client_for(&next).map_err(target_failed)?;
             let mut headers = std::mem::take(req.headers_mut());
             if next_client.origin() != client.origin() {
                 cross = cross || next_client.origin() != self.origin();
@@ -188,7 +202,9 @@ impl HttpClient {
             };
             // Built by the next origin's client: its Host header, and the absolute form (and
             // proxy credentials) when it goes through an HTTP proxy.
-            req = next_client.request(method, &target, headers, body).map_err(&fail)?;
+            req = next_client
+                .request(method, &target, headers, body)
+                .map_err(|e| target_failed(TargetError::Request(e)))?;
             other = (next_client.origin() != self.origin()).then_some(next_client);
         }
     }
@@ -200,5 +216,26 @@ fn strip_credentials(h: &mut HeaderMap) {
     let names: Vec<_> = h.iter().filter(|(_, v)| v.is_sensitive()).map(|(n, _)| n.clone()).collect();
     for n in names {
         h.remove(n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn redirect_target_errors_keep_their_messages_and_sources() {
+        let c =
+            HttpClient::new(ClientOptions { base_url: "http://127.0.0.1:9".into(), ..Default::default() })
+                .unwrap();
+        let no_host = c.client_for(&Url::parse("data:text/plain,x").unwrap()).unwrap_err();
+        assert_eq!(no_host.to_string(), "redirect to 'data:text/plain,x' has no host");
+        let bad = c.request(Method::GET, "/a b", HeaderMap::new(), Bytes::new()).unwrap_err();
+        let e = TargetError::from(bad);
+        assert!(e.to_string().starts_with("invalid request: "), "{e}");
+        assert!(e.source().and_then(|s| s.downcast_ref::<http::Error>()).is_some(), "{e:?}");
+        let same = c.client_for(&Url::parse("http://127.0.0.1:9/v1").unwrap()).unwrap();
+        assert_eq!(same.origin(), c.origin());
     }
 }

@@ -11,6 +11,7 @@ mod messages_body;
 mod native_dialects;
 mod network;
 mod pooling_scripted;
+mod regression;
 mod scripted;
 mod sim_interop;
 mod tls_proxy;

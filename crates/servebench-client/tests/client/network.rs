@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use servebench_client::{BackendKind, ExecOptions};
 use servebench_core::{BenchError, ErrorKind, FailureCause, Outcome, UnreachableReason};
+use servebench_testkit::net::closed_port;
 
 /// llama.cpp's streamed response head: `Keep-Alive` and no `Connection: close`, yet the
 /// server closes the connection right after the terminating chunk.
@@ -364,14 +365,13 @@ async fn stream_in_one_read_completes_with_ttft_equal_to_e2el() {
 }
 
 /// A port nobody listens on: the record's failure is typed where it happens as unreachable
-/// (SB315, connection refused); the message stays the connect error.
+/// (SB315, connection refused), nothing was dispatched; the message stays the connect error.
 #[tokio::test]
 async fn a_refused_connection_is_typed_unreachable() {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    drop(l);
+    let port = closed_port();
     let f = fixture(port, BackendKind::Chat, None);
     let r = f.run(0, &ExecOptions::default()).await;
+    assert!(r.dispatched_us.is_none());
     let e = r.error.unwrap();
     assert_eq!(e.kind, ErrorKind::Connect);
     assert_eq!(e.cause, Some(FailureCause::Unreachable(UnreachableReason::Refused)));

@@ -8,31 +8,13 @@ use std::sync::Arc;
 use servebench_client::{
     execute, BackendKind, ClientOptions, ExecOptions, HttpClient, RequestTarget, TargetConfig,
 };
-use servebench_core::{Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer};
-
-/// One token per byte.
-#[derive(Debug)]
-struct Bytes;
-
-impl TextTokenizer for Bytes {
-    fn name(&self) -> &str {
-        "bytes"
-    }
-    fn encode(&self, text: &str, _add_special: bool) -> Result<Vec<u32>> {
-        Ok(text.bytes().map(u32::from).collect())
-    }
-    fn decode(&self, ids: &[u32], _skip: bool) -> Result<String> {
-        Ok(String::from_utf8_lossy(&ids.iter().map(|&i| i as u8).collect::<Vec<u8>>()).into_owned())
-    }
-    fn vocab_size(&self) -> u32 {
-        256
-    }
-}
+use servebench_core::{Outcome, Prompt, RequestRecord, RequestSpec, RunClock};
+use servebench_testkit::tokenizers::byte_tokenizer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_streams_against_the_simulator() {
     let cfg =
-        servebench_sim::SimConfig::new("sim-model", Arc::new(Bytes)).with_fixed_timing_ms(5.0, 1.0).unwrap();
+        servebench_sim::SimConfig::new("sim-model", byte_tokenizer()).with_fixed_timing_ms(5.0, 1.0).unwrap();
     let sim = servebench_sim::start(cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap();
     let client =
         HttpClient::new(ClientOptions { base_url: sim.base_url(), ..ClientOptions::default() }).unwrap();
@@ -80,7 +62,7 @@ async fn concurrent_streams_against_the_simulator() {
 async fn non_streamed_chat_with_reasoning_matches_the_stream() {
     for field in [servebench_sim::ReasoningField::Reasoning, servebench_sim::ReasoningField::ReasoningContent]
     {
-        let mut cfg = servebench_sim::SimConfig::new("sim-model", Arc::new(Bytes))
+        let mut cfg = servebench_sim::SimConfig::new("sim-model", byte_tokenizer())
             .with_fixed_timing_ms(2.0, 1.0)
             .unwrap()
             .with_reasoning_tokens(3);

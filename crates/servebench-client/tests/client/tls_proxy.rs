@@ -14,31 +14,14 @@ use servebench_client::transport::{ProxyEnv, ProxyOptions, TlsOptions, TrustEnv,
 use servebench_client::{
     execute, BackendKind, ClientOptions, ExecOptions, HttpClient, RequestTarget, TargetConfig,
 };
-use servebench_core::{Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer};
+use servebench_core::{Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock};
 use servebench_sim::{SimCa, SimHandle, SimTls};
+use servebench_testkit::net::closed_port;
 use servebench_testkit::proxy::TestProxy;
-
-/// One token per byte.
-#[derive(Debug)]
-struct Bytes;
-
-impl TextTokenizer for Bytes {
-    fn name(&self) -> &str {
-        "bytes"
-    }
-    fn encode(&self, text: &str, _add_special: bool) -> Result<Vec<u32>> {
-        Ok(text.bytes().map(u32::from).collect())
-    }
-    fn decode(&self, ids: &[u32], _skip: bool) -> Result<String> {
-        Ok(String::from_utf8_lossy(&ids.iter().map(|&i| i as u8).collect::<Vec<u8>>()).into_owned())
-    }
-    fn vocab_size(&self) -> u32 {
-        256
-    }
-}
+use servebench_testkit::tokenizers::byte_tokenizer;
 
 fn sim_config() -> servebench_sim::SimConfig {
-    servebench_sim::SimConfig::new("sim-model", Arc::new(Bytes)).with_fixed_timing_ms(1.0, 1.0).unwrap()
+    servebench_sim::SimConfig::new("sim-model", byte_tokenizer()).with_fixed_timing_ms(1.0, 1.0).unwrap()
 }
 
 async fn https_sim(tls: SimTls) -> SimHandle {
@@ -301,10 +284,7 @@ async fn proxy_failures_are_sb312_naming_the_redacted_proxy() {
     );
     assert!(c.connect_failure().unwrap().is_permanent());
     // Unreachable proxy.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
-    let url = format!("http://127.0.0.1:{port}");
+    let url = format!("http://127.0.0.1:{}", closed_port());
     let c = client(sim.base_url(), cacert(ca), proxy_env(&[("ALL_PROXY", &url)]));
     let e = models(&c).await.unwrap_err();
     assert_eq!(e.code().as_str(), "SB312", "{e}");

@@ -172,7 +172,7 @@ error_table! {
     SB306 ContentCoding {
         exit: 1,
         title: "response body in an undecodable content coding",
-        error: ContentCoding { context: String, detail: String },
+        error: ContentCoding { context: String, detail: String, #[source] source: Option<Cause> },
         message: "{context}: {detail}; fix: ask the gateway not to compress, or to use gzip, br or zstd",
     }
     /// SB307: redirects that cannot be followed (too many hops, a loop, a refused method).

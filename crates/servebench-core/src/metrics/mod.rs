@@ -249,111 +249,39 @@ fn per_second(x: f64, duration_s: f64) -> f64 {
 /// Computes every run metric from the records (any order). Never panics.
 pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
     let pct = &cfg.percentiles;
-    let (mut completed, mut failed, mut cancelled, mut unclassified) = (0u64, 0u64, 0u64, 0u64);
-    let mut by_kind: Vec<(ErrorKind, u64)> = ErrorKind::ALL.iter().map(|&k| (k, 0)).collect();
-    let (mut total_in, mut server_in, mut server_in_n, mut cached_in, mut total_out) = (0u64, 0, 0, 0, 0);
-    let mut sources = TokenSourceCounts::default();
-    let (mut ttft, mut tpot, mut itl, mut e2el) = (vec![], vec![], vec![], vec![]);
-    let mut itl_tok: Vec<(f64, u64)> = Vec::new();
-    let (mut r_ttft, mut r_e2el, mut queue, mut client_queue) = (vec![], vec![], vec![], vec![]);
-    let mut token_events: Vec<(u64, f64)> = Vec::new();
-    let mut intervals: Vec<(u64, u64)> = Vec::new();
-    let mut good = 0u64;
-    let (mut audio_s, mut audio_n) = (0.0f64, 0u64);
-    let mut server_first_in = 0u64;
-    let mut never_sent = 0u64;
-    let (mut first_dispatch, mut last_end): (Option<u64>, Option<u64>) = (None, None);
-
+    let mut outcomes = OutcomeTally::default();
+    let mut span = Span::default();
+    let mut tokens = TokenTotals::default();
+    let mut samples = LatencySamples::default();
     for r in records {
         let t = RequestTimes::of(r);
+        outcomes.add(r);
+        span.add(r, &t);
         if r.outcome == Outcome::Completed {
-            server_first_in += u64::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens));
-        }
-        match r.outcome {
-            Outcome::Completed => completed += 1,
-            Outcome::Cancelled => {
-                cancelled += 1;
-                if r.dispatched_us.is_none() {
-                    never_sent += 1;
-                }
-            }
-            Outcome::Failed => {
-                failed += 1;
-                match r.error.as_ref().and_then(|e| by_kind.iter_mut().find(|(k, _)| *k == e.kind)) {
-                    Some(slot) => slot.1 += 1,
-                    None => unclassified += 1,
-                }
-            }
-        }
-        if let Some(d) = r.dispatched_us {
-            first_dispatch = Some(first_dispatch.map_or(d, |f| f.min(d)));
-            if let Some(end) = t.last_known_us {
-                last_end = Some(last_end.map_or(end, |l| l.max(end)));
-                intervals.push((d, end));
-            }
-            if let Some(q) = t.queue_us {
-                queue.push(q as f64);
-            }
-        }
-        if r.outcome != Outcome::Completed {
-            continue;
-        }
-        total_in += u64::from(r.prompt_tokens);
-        if let Some(a) = r.audio_seconds {
-            audio_s += a;
-            audio_n += 1;
-        }
-        if let Some(s) = r.server_prompt_tokens {
-            server_in += u64::from(s);
-            server_in_n += 1;
-        }
-        cached_in += r.cached_prompt_tokens.map_or(0, u64::from);
-        total_out += u64::from(t.output_tokens);
-        match t.output_source {
-            TokenSource::Usage => sources.usage += 1,
-            TokenSource::Retokenized => sources.retokenized += 1,
-            TokenSource::Events => sources.events += 1,
-        }
-        push_opt(&mut ttft, t.ttft_us);
-        push_opt(&mut e2el, t.e2el_us);
-        if let Some(v) = t.tpot_us {
-            tpot.push(v);
-        }
-        push_opt(&mut r_ttft, t.response_ttft_us);
-        push_opt(&mut r_e2el, t.response_e2el_us);
-        push_opt(&mut client_queue, t.queue_us);
-        if r.first_token_us.is_some() {
-            itl.extend(r.token_events.gaps_us.iter().map(|&g| f64::from(g)));
-        }
-        push_token_view_itls(r, &mut itl_tok);
-        token_events.extend(token_event_times(r).into_iter().zip(token_event_weights(r)));
-        if !cfg.goodput.is_empty() && meets_slos(&t, &cfg.goodput) {
-            good += 1;
+            tokens.add(r, &t, cfg);
+            samples.add(r, &t);
         }
     }
-
-    let duration_us = match (first_dispatch, last_end) {
-        (Some(f), Some(l)) => l.saturating_sub(f),
-        _ => 0,
-    };
+    let duration_us = span.duration_us();
     let duration_s = duration_us as f64 / 1e6;
-    let good_requests = (!cfg.goodput.is_empty()).then_some(good);
+    let (completed, total_in, total_out) = (outcomes.completed, tokens.total_in, tokens.total_out);
+    let good_requests = (!cfg.goodput.is_empty()).then_some(tokens.good);
     RunMetrics {
         config: cfg.clone(),
-        sent: completed + failed + cancelled - never_sent,
-        never_sent,
+        sent: completed + outcomes.failed + outcomes.cancelled - outcomes.never_sent,
+        never_sent: outcomes.never_sent,
         completed,
-        failed,
-        cancelled,
-        failures_by_kind: by_kind,
-        failures_unclassified: unclassified,
+        failed: outcomes.failed,
+        cancelled: outcomes.cancelled,
+        failures_by_kind: outcomes.by_kind,
+        failures_unclassified: outcomes.unclassified,
         duration_s,
         total_input_tokens: total_in,
-        server_total_input_tokens: server_in,
-        server_input_tokens_reported: server_in_n,
-        cached_input_tokens: cached_in,
+        server_total_input_tokens: tokens.server_in,
+        server_input_tokens_reported: tokens.server_in_n,
+        cached_input_tokens: tokens.cached_in,
         total_output_tokens: total_out,
-        output_token_source: sources,
+        output_token_source: tokens.sources,
         request_throughput: per_second(completed as f64, duration_s),
         input_throughput: per_second(total_in as f64, duration_s),
         output_throughput: per_second(total_out as f64, duration_s),
@@ -361,22 +289,175 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         good_requests,
         request_goodput: good_requests.map(|g| per_second(g as f64, duration_s)),
         // Never below the mean, even by the rounding of spread weights.
-        max_output_tokens_per_s: peak_rate(&mut token_events, WINDOW_US, duration_us)
+        max_output_tokens_per_s: peak_rate(&mut samples.token_events, WINDOW_US, duration_us)
             .max(per_second(total_out as f64, duration_s)),
-        max_concurrent_requests: peak_overlap(&intervals),
-        rtfx: (audio_n > 0 && duration_s > 0.0).then(|| audio_s / duration_s),
-        ttft: summary_ms(&ttft, pct),
-        tpot: summary_ms(&tpot, pct),
-        itl: summary_ms(&itl, pct),
-        e2el: summary_ms(&e2el, pct),
-        itl_token_view: summary_weighted(&itl_tok, pct).scaled(1.0 / US_PER_MS),
-        response_ttft: summary_ms(&r_ttft, pct),
-        response_e2el: summary_ms(&r_e2el, pct),
-        queue_time: summary_ms(&queue, pct),
-        client_queue_time: summary_ms(&client_queue, pct),
+        max_concurrent_requests: peak_overlap(&span.intervals),
+        rtfx: (tokens.audio_n > 0 && duration_s > 0.0).then(|| tokens.audio_s / duration_s),
+        ttft: summary_ms(&samples.ttft, pct),
+        tpot: summary_ms(&samples.tpot, pct),
+        itl: summary_ms(&samples.itl, pct),
+        e2el: summary_ms(&samples.e2el, pct),
+        itl_token_view: summary_weighted(&samples.itl_tok, pct).scaled(1.0 / US_PER_MS),
+        response_ttft: summary_ms(&samples.response_ttft, pct),
+        response_e2el: summary_ms(&samples.response_e2el, pct),
+        queue_time: summary_ms(&span.queue, pct),
+        client_queue_time: summary_ms(&samples.client_queue, pct),
         output_split: output_split(records, pct),
-        server_first_input_tokens: server_first_in,
+        server_first_input_tokens: tokens.server_first_in,
         token_accounting: TokenAccounting::of(records),
+    }
+}
+
+/// How the requests ended: completed, failed (by error kind) or cancelled.
+struct OutcomeTally {
+    completed: u64,
+    failed: u64,
+    cancelled: u64,
+    /// Cancelled before they were sent.
+    never_sent: u64,
+    by_kind: Vec<(ErrorKind, u64)>,
+    /// Failed without an error kind.
+    unclassified: u64,
+}
+
+impl Default for OutcomeTally {
+    fn default() -> Self {
+        OutcomeTally {
+            completed: 0,
+            failed: 0,
+            cancelled: 0,
+            never_sent: 0,
+            by_kind: ErrorKind::ALL.iter().map(|&k| (k, 0)).collect(),
+            unclassified: 0,
+        }
+    }
+}
+
+impl OutcomeTally {
+    fn add(&mut self, r: &RequestRecord) {
+        match r.outcome {
+            Outcome::Completed => self.completed += 1,
+            Outcome::Cancelled => {
+                self.cancelled += 1;
+                if r.dispatched_us.is_none() {
+                    self.never_sent += 1;
+                }
+            }
+            Outcome::Failed => {
+                self.failed += 1;
+                match r.error.as_ref().and_then(|e| self.by_kind.iter_mut().find(|(k, _)| *k == e.kind)) {
+                    Some(slot) => slot.1 += 1,
+                    None => self.unclassified += 1,
+                }
+            }
+        }
+    }
+}
+
+/// When the sent requests were in flight (any outcome): the run's span, each request's
+/// interval, and the server-side queue times.
+#[derive(Default)]
+struct Span {
+    first_dispatch: Option<u64>,
+    last_end: Option<u64>,
+    intervals: Vec<(u64, u64)>,
+    queue: Vec<f64>,
+}
+
+impl Span {
+    fn add(&mut self, r: &RequestRecord, t: &RequestTimes) {
+        let Some(d) = r.dispatched_us else { return };
+        self.first_dispatch = Some(self.first_dispatch.map_or(d, |f| f.min(d)));
+        if let Some(end) = t.last_known_us {
+            self.last_end = Some(self.last_end.map_or(end, |l| l.max(end)));
+            self.intervals.push((d, end));
+        }
+        if let Some(q) = t.queue_us {
+            self.queue.push(q as f64);
+        }
+    }
+
+    /// First dispatch to last known end, µs (0 without a sent request that ended).
+    fn duration_us(&self) -> u64 {
+        match (self.first_dispatch, self.last_end) {
+            (Some(f), Some(l)) => l.saturating_sub(f),
+            _ => 0,
+        }
+    }
+}
+
+/// Token and audio totals of the completed requests, and how many met every SLO.
+#[derive(Default)]
+struct TokenTotals {
+    total_in: u64,
+    server_in: u64,
+    server_in_n: u64,
+    cached_in: u64,
+    total_out: u64,
+    sources: TokenSourceCounts,
+    /// The server's prompt-token count where it gave one, else the client's.
+    server_first_in: u64,
+    audio_s: f64,
+    audio_n: u64,
+    good: u64,
+}
+
+impl TokenTotals {
+    fn add(&mut self, r: &RequestRecord, t: &RequestTimes, cfg: &MetricsConfig) {
+        self.server_first_in += u64::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens));
+        self.total_in += u64::from(r.prompt_tokens);
+        if let Some(a) = r.audio_seconds {
+            self.audio_s += a;
+            self.audio_n += 1;
+        }
+        if let Some(s) = r.server_prompt_tokens {
+            self.server_in += u64::from(s);
+            self.server_in_n += 1;
+        }
+        self.cached_in += r.cached_prompt_tokens.map_or(0, u64::from);
+        self.total_out += u64::from(t.output_tokens);
+        match t.output_source {
+            TokenSource::Usage => self.sources.usage += 1,
+            TokenSource::Retokenized => self.sources.retokenized += 1,
+            TokenSource::Events => self.sources.events += 1,
+        }
+        if !cfg.goodput.is_empty() && meets_slos(t, &cfg.goodput) {
+            self.good += 1;
+        }
+    }
+}
+
+/// Latency samples of the completed requests, µs.
+#[derive(Default)]
+struct LatencySamples {
+    ttft: Vec<f64>,
+    tpot: Vec<f64>,
+    itl: Vec<f64>,
+    e2el: Vec<f64>,
+    /// ITL per token: (gap, tokens it spans).
+    itl_tok: Vec<(f64, u64)>,
+    response_ttft: Vec<f64>,
+    response_e2el: Vec<f64>,
+    client_queue: Vec<f64>,
+    /// (time, tokens) of every token event, for the peak output rate.
+    token_events: Vec<(u64, f64)>,
+}
+
+impl LatencySamples {
+    fn add(&mut self, r: &RequestRecord, t: &RequestTimes) {
+        push_opt(&mut self.ttft, t.ttft_us);
+        push_opt(&mut self.e2el, t.e2el_us);
+        if let Some(v) = t.tpot_us {
+            self.tpot.push(v);
+        }
+        push_opt(&mut self.response_ttft, t.response_ttft_us);
+        push_opt(&mut self.response_e2el, t.response_e2el_us);
+        push_opt(&mut self.client_queue, t.queue_us);
+        if r.first_token_us.is_some() {
+            self.itl.extend(r.token_events.gaps_us.iter().map(|&g| f64::from(g)));
+        }
+        push_token_view_itls(r, &mut self.itl_tok);
+        self.token_events.extend(token_event_times(r).into_iter().zip(token_event_weights(r)));
     }
 }
 

@@ -146,7 +146,7 @@ mod tests {
     use crate::dataset::wav::tone_wav;
 
     fn fixture(name: &str) -> Vec<u8> {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/audio").join(name);
+        let p = servebench_testkit::fixtures::fixture(&format!("audio/{name}"));
         std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 

@@ -99,8 +99,7 @@ mod tests {
 
     #[test]
     fn prompt_template_renders_with_kwargs_and_keeps_the_turn_for_chat() {
-        let p =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m");
+        let p = servebench_testkit::fixtures::smollm2_dir();
         let tok = crate::load_tokenizer(p.to_str().unwrap()).unwrap();
         let plain = PromptTemplate::default().sample(tok.as_ref(), "Hi", 5, String::new).unwrap();
         assert_eq!((&*plain.prompt, plain.prompt_len, plain.output_len), ("Hi", 1, 5));

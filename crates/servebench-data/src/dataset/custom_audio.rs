@@ -177,7 +177,7 @@ mod tests {
     fn custom_audio_flac_mp3_and_ogg_files_are_decoded_and_sent_as_16bit_wav() {
         let dir = tempfile::tempdir().unwrap();
         let tok = crate::load_tokenizer("gpt2").unwrap();
-        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/audio");
+        let fixtures = servebench_testkit::fixtures::fixture("audio");
         let names = ["saw-16k-mono-s16.flac", "tone-16k-mono.mp3", "tone-22k05-stereo.ogg"];
         let lines: Vec<String> =
             names.iter().map(|n| serde_json::json!({"audio": fixtures.join(n)}).to_string()).collect();

@@ -26,17 +26,7 @@ pub fn dataset_file(repo: &str, filename: &str, env: &HubEnv) -> Result<PathBuf>
     if env.offline {
         return Err(download_error(&name, "not in the hub cache and HF_HUB_OFFLINE is set"));
     }
-    let mut builder = hf_hub::api::sync::ApiBuilder::new()
-        .with_progress(false)
-        .with_retries(2)
-        .with_token(env.token.clone());
-    if let Some(cache) = &env.cache_dir {
-        builder = builder.with_cache_dir(cache.clone());
-    }
-    if let Some(endpoint) = &env.endpoint {
-        builder = builder.with_endpoint(endpoint.clone());
-    }
-    let api = builder.build().map_err(|e| download_error(&name, e.to_string()))?;
+    let api = env.api().map_err(|e| download_error(&name, e.to_string()))?;
     api.dataset(repo.to_string())
         .get(filename)
         .map_err(|e| download_error(&name, format!("download failed: {e}")))
@@ -77,7 +67,7 @@ fn get_json(url: &str, env: &HubEnv, name: &str) -> Result<Value> {
         }
         let mut req = ureq::get(url).timeout(Duration::from_secs(60));
         if let Some(t) = &env.token {
-            req = req.set("Authorization", &format!("Bearer {t}"));
+            req = req.set("Authorization", &format!("Bearer {}", t.expose()));
         }
         match req.call() {
             Ok(resp) => {
@@ -218,6 +208,7 @@ fn url_encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use servebench_testkit::script::{response, serve_in_background, ScriptedServer, Step};
 
     #[test]
     fn config_and_split_resolution_follows_vllm() {
@@ -243,42 +234,26 @@ mod tests {
         assert!(err.to_string().contains("--dataset-path"), "{err}");
     }
 
-    /// A datasets-server answering `/rows` pages of a 250-row split; counts the pages served.
-    fn rows_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let pages = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let served = pages.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let mut stream = stream.unwrap();
-                let mut line = String::new();
-                BufReader::new(&stream).read_line(&mut line).unwrap();
-                let offset: usize = line
-                    .split(['&', ' '])
-                    .find_map(|p| p.strip_prefix("offset="))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let rows: Vec<Value> = (offset..(offset + 100).min(250))
-                    .map(|i| serde_json::json!({"row_idx": i, "row": {"prompt": format!("row {i}")}}))
-                    .collect();
-                let body = serde_json::json!({"rows": rows, "num_rows_total": 250}).to_string();
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(body.as_bytes());
-            }
-        });
-        (url, pages)
+    /// One `/rows` page (100 rows from `offset`) of a 250-row split, as a script step.
+    fn rows_page(offset: usize) -> Vec<Step> {
+        let rows: Vec<Value> = (offset..(offset + 100).min(250))
+            .map(|i| serde_json::json!({"row_idx": i, "row": {"prompt": format!("row {i}")}}))
+            .collect();
+        let body = serde_json::json!({"rows": rows, "num_rows_total": 250}).to_string();
+        vec![Step::Read, response(200, "OK", "application/json", body.as_bytes()), Step::Close]
+    }
+
+    /// The `offset=` of each request the server read.
+    fn offsets(server: &ScriptedServer) -> Vec<usize> {
+        let offset = |r: &String| r.split(['&', ' ']).find_map(|p| p.strip_prefix("offset="))?.parse().ok();
+        server.requests().iter().filter_map(offset).collect()
     }
 
     #[test]
     fn whole_split_fetches_every_page_and_the_default_only_what_is_needed() {
-        let (url, pages) = rows_server();
+        // The default run reads the first page; --no-stream reads all three, then the cache.
+        let server = serve_in_background([0, 0, 100, 200].map(rows_page).to_vec());
+        let url = server.base_url();
         let cache = tempfile::tempdir().unwrap();
         // Process-wide: only this test sets them (the others never reach the network).
         std::env::set_var("HF_DATASETS_SERVER", &url);
@@ -286,15 +261,15 @@ mod tests {
         let env = HubEnv::default();
         let req = RowsRequest { dataset: "org/data", config: Some("default"), split: Some("train"), rows: 5 };
         let rows = fetch_rows(&req, &env).unwrap();
-        assert_eq!((rows.len(), pages.load(std::sync::atomic::Ordering::SeqCst)), (100, 1));
+        assert_eq!((rows.len(), offsets(&server)), (100, vec![0]));
         // --no-stream: the whole split (3 pages), cached for the next run.
         let whole = RowsRequest { rows: usize::MAX, ..req.clone() };
         let rows = fetch_rows(&whole, &env).unwrap();
         assert_eq!(rows.len(), 250);
         assert_eq!(rows[249]["prompt"], "row 249");
-        assert_eq!(pages.load(std::sync::atomic::Ordering::SeqCst), 4);
+        assert_eq!(offsets(&server), [0, 0, 100, 200]);
         assert_eq!(fetch_rows(&whole, &env).unwrap().len(), 250);
-        assert_eq!(pages.load(std::sync::atomic::Ordering::SeqCst), 4, "served from the cache");
+        assert_eq!(server.connections(), 4, "served from the cache");
     }
 
     #[test]

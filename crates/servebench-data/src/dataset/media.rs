@@ -287,33 +287,16 @@ mod tests {
 #[cfg(test)]
 mod remote_tests {
     use super::*;
-    use std::io::Write;
-    use std::net::TcpListener;
-
-    /// Serves `answers` (status line, body) to successive connections on 127.0.0.1.
-    fn serve(answers: Vec<(&'static str, &'static [u8])>) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for (status, body) in answers {
-                let Ok((mut s, _)) = listener.accept() else { return };
-                let mut buf = [0u8; 4096];
-                let _ = s.read(&mut buf);
-                let head = format!(
-                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(head.as_bytes());
-                let _ = s.write_all(body);
-            }
-        });
-        format!("http://{addr}")
-    }
+    use servebench_testkit::script::{response, serve_in_background, Step};
 
     #[test]
     fn client_side_fetches_http_images() {
         let png: &'static [u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
-        let base = serve(vec![("200 OK", png), ("404 Not Found", b"no")]);
+        let server = serve_in_background(vec![
+            vec![Step::Read, response(200, "OK", "image/png", png), Step::Close],
+            vec![Step::Read, response(404, "Not Found", "text/plain", b"no"), Step::Close],
+        ]);
+        let base = server.base_url();
         let r = MediaResolver::new(true);
         let url = r.url(&format!("{base}/chart.png")).unwrap();
         assert!(url.starts_with("data:image/png;base64,"), "{url}");
@@ -326,5 +309,6 @@ mod remote_tests {
             &*MediaResolver::new(false).url(&format!("{base}/x.png")).unwrap(),
             format!("{base}/x.png")
         );
+        assert_eq!(server.connections(), 2);
     }
 }

@@ -86,14 +86,14 @@ pub(crate) fn converge<R: Rng>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenizer::tests::smollm2_path;
     use crate::tokenizer::{HfTokenizer, TiktokenTokenizer};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+    use servebench_testkit::fixtures::smollm2_tokenizer;
 
     #[test]
     fn converges_exactly() {
-        let hf = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        let hf = HfTokenizer::from_file(&smollm2_tokenizer(), "smollm2").unwrap();
         let tk = TiktokenTokenizer::from_name("o200k_base").unwrap();
         for tok in [&hf as &dyn TextTokenizer, &tk] {
             let allowed = crate::random::pool::scan_vocab(tok).allowed;

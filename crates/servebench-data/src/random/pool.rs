@@ -227,12 +227,12 @@ fn chunk_round_trips(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenizer::tests::smollm2_path;
     use crate::tokenizer::{HfTokenizer, TiktokenTokenizer};
+    use servebench_testkit::fixtures::smollm2_tokenizer;
 
     #[test]
     fn smollm2_pool_is_large_and_round_trips() {
-        let tok = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        let tok = HfTokenizer::from_file(&smollm2_tokenizer(), "smollm2").unwrap();
         let scan = scan_vocab(&tok);
         assert_eq!(scan.allowed.len(), 49152 - 17);
         let pool = WordPool::build(&tok, &scan).unwrap();

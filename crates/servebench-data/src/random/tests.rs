@@ -1,11 +1,11 @@
 use super::*;
-use crate::tokenizer::tests::smollm2_path;
 use crate::tokenizer::{HfTokenizer, TiktokenTokenizer};
+use servebench_testkit::fixtures::smollm2_tokenizer;
 use std::sync::OnceLock;
 
 fn smollm2() -> &'static HfTokenizer {
     static T: OnceLock<HfTokenizer> = OnceLock::new();
-    T.get_or_init(|| HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap())
+    T.get_or_init(|| HfTokenizer::from_file(&smollm2_tokenizer(), "smollm2").unwrap())
 }
 
 fn cl100k() -> &'static TiktokenTokenizer {

@@ -272,7 +272,7 @@ mod tests {
     use serde_json::json;
 
     fn smollm2() -> HfChatTemplate {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m");
+        let dir = servebench_testkit::fixtures::smollm2_dir();
         HfChatTemplate::from_dir(&dir, "smollm2").unwrap().unwrap()
     }
 

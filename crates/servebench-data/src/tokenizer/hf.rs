@@ -141,11 +141,11 @@ impl TextTokenizer for HfTokenizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenizer::tests::smollm2_path;
+    use servebench_testkit::fixtures::smollm2_tokenizer;
 
     #[test]
     fn smollm2_loads_and_round_trips() {
-        let tok = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        let tok = HfTokenizer::from_file(&smollm2_tokenizer(), "smollm2").unwrap();
         assert_eq!(tok.name(), "smollm2");
         assert_eq!(tok.vocab_size(), 49152);
         assert_eq!(tok.num_special_tokens(), 0, "SmolLM2 adds no BOS");
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn allowed_ids_exclude_specials() {
-        let tok = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        let tok = HfTokenizer::from_file(&smollm2_tokenizer(), "smollm2").unwrap();
         assert_eq!(tok.special_token_ids(), (0..17).collect::<Vec<u32>>().as_slice());
         let allowed = tok.allowed_token_ids();
         assert_eq!(allowed.len(), 49152 - 17);
@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn a_tokenizer_file_carries_the_chat_template_of_its_directory() {
-        let tok = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        let tok = HfTokenizer::from_file(&smollm2_tokenizer(), "smollm2").unwrap();
         let msgs = serde_json::json!([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]);
         let opts = servebench_core::ChatRender { add_generation_prompt: true, ..Default::default() };
         let text = tok.chat_template().unwrap().render(&msgs, &opts).unwrap();
@@ -174,7 +174,7 @@ mod tests {
             text,
             "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
         );
-        assert!(HfTokenizer::from_bytes(&std::fs::read(smollm2_path()).unwrap(), "b")
+        assert!(HfTokenizer::from_bytes(&std::fs::read(smollm2_tokenizer()).unwrap(), "b")
             .unwrap()
             .chat_template()
             .is_none());
@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn unknown_ids_do_not_panic() {
-        let tok = HfTokenizer::from_file(&smollm2_path(), "smollm2").unwrap();
+        let tok = HfTokenizer::from_file(&smollm2_tokenizer(), "smollm2").unwrap();
         assert!(tok.decode(&[u32::MAX, 1_000_000, 300], false).is_ok());
     }
 

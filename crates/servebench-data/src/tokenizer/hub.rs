@@ -2,10 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
+use servebench_core::config::Secret;
 use servebench_core::{BenchError, Result};
 
 /// Where and how to look for Hub files. Built from the environment by [`HubEnv::from_env`];
 /// tests build it by hand so that they never depend on (or change) the process environment.
+/// The token is a [`Secret`]: `Debug` shows `<redacted>`, never its value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HubEnv {
     /// The hub cache directory (the one holding `models--org--name`).
@@ -13,7 +15,7 @@ pub struct HubEnv {
     /// `HF_HUB_OFFLINE` (or `TRANSFORMERS_OFFLINE`) is set: never download.
     pub offline: bool,
     /// `HF_TOKEN` / `HUGGING_FACE_HUB_TOKEN`, for gated models.
-    pub token: Option<String>,
+    pub token: Option<Secret>,
     /// `HF_ENDPOINT`, a mirror of huggingface.co.
     pub endpoint: Option<String>,
 }
@@ -40,9 +42,27 @@ impl HubEnv {
         Self {
             cache_dir,
             offline: truthy(env_nonempty("HF_HUB_OFFLINE")) || truthy(env_nonempty("TRANSFORMERS_OFFLINE")),
-            token: env_nonempty("HF_TOKEN").or_else(|| env_nonempty("HUGGING_FACE_HUB_TOKEN")),
+            token: env_nonempty("HF_TOKEN")
+                .or_else(|| env_nonempty("HUGGING_FACE_HUB_TOKEN"))
+                .map(Secret::new),
             endpoint: env_nonempty("HF_ENDPOINT"),
         }
+    }
+
+    /// An hf-hub client for this environment (token, cache, mirror; no progress bar, two
+    /// retries). The token leaves its [`Secret`] only here, to go on the wire.
+    pub(crate) fn api(&self) -> std::result::Result<hf_hub::api::sync::Api, hf_hub::api::sync::ApiError> {
+        let mut builder = hf_hub::api::sync::ApiBuilder::new()
+            .with_progress(false)
+            .with_retries(2)
+            .with_token(self.token.as_ref().map(|t| t.expose().to_owned()));
+        if let Some(cache) = &self.cache_dir {
+            builder = builder.with_cache_dir(cache.clone());
+        }
+        if let Some(endpoint) = &self.endpoint {
+            builder = builder.with_endpoint(endpoint.clone());
+        }
+        builder.build()
     }
 }
 
@@ -109,17 +129,7 @@ pub fn resolve_model_tokenizer(model_id: &str, env: &HubEnv) -> Result<PathBuf> 
 }
 
 fn download(model_id: &str, env: &HubEnv) -> std::result::Result<PathBuf, String> {
-    let mut builder = hf_hub::api::sync::ApiBuilder::new()
-        .with_progress(false)
-        .with_retries(2)
-        .with_token(env.token.clone());
-    if let Some(cache) = &env.cache_dir {
-        builder = builder.with_cache_dir(cache.clone());
-    }
-    if let Some(endpoint) = &env.endpoint {
-        builder = builder.with_endpoint(endpoint.clone());
-    }
-    let api = builder.build().map_err(|e| e.to_string())?;
+    let api = env.api().map_err(|e| e.to_string())?;
     let repo = api.model(model_id.to_string());
     let path = repo.get("tokenizer.json").map_err(|e| e.to_string())?;
     // The chat template lives beside it (either file may be absent: a model without one).
@@ -159,5 +169,14 @@ mod tests {
         let err = resolve_model_tokenizer("org/missing", &env).unwrap_err();
         assert_eq!(err.code(), servebench_core::ErrorCode::TokenizerOffline);
         assert!(err.to_string().contains("local path"), "{err}");
+    }
+
+    #[test]
+    fn debug_of_hub_env_never_shows_the_hf_token() {
+        let env = HubEnv { token: Some(Secret::new("hf_planted0123456789")), ..HubEnv::default() };
+        let shown = format!("{env:?} {env:#?}");
+        assert!(!shown.contains("hf_planted0123456789"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        assert_eq!(env.token.as_ref().map(Secret::expose), Some("hf_planted0123456789"));
     }
 }

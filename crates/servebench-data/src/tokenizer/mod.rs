@@ -76,12 +76,7 @@ pub fn load_tokenizer_with(spec: &str, env: &HubEnv) -> Result<Arc<dyn TextToken
 pub(crate) mod tests {
     use super::*;
     use servebench_core::ErrorCode;
-    use std::path::PathBuf;
-
-    /// The committed SmolLM2 tokenizer.json fixture.
-    pub(crate) fn smollm2_path() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
-    }
+    use servebench_testkit::fixtures::smollm2_tokenizer;
 
     fn offline_env(cache: &Path) -> HubEnv {
         HubEnv { cache_dir: Some(cache.to_path_buf()), offline: true, ..HubEnv::default() }
@@ -99,7 +94,7 @@ pub(crate) mod tests {
     #[test]
     fn file_and_directory() {
         let env = HubEnv { offline: true, ..HubEnv::default() };
-        let file = smollm2_path();
+        let file = smollm2_tokenizer();
         let t = load_tokenizer_with(file.to_str().unwrap(), &env).unwrap();
         assert_eq!(t.vocab_size(), 49152);
         let dir = file.parent().unwrap();
@@ -133,7 +128,7 @@ pub(crate) mod tests {
         std::fs::create_dir_all(&snap).unwrap();
         std::fs::create_dir_all(repo.join("refs")).unwrap();
         std::fs::write(repo.join("refs").join("main"), "abc123\n").unwrap();
-        std::fs::copy(smollm2_path(), snap.join("tokenizer.json")).unwrap();
+        std::fs::copy(smollm2_tokenizer(), snap.join("tokenizer.json")).unwrap();
         let env = offline_env(cache.path());
         let t = load_tokenizer_with("HuggingFaceTB/SmolLM2-135M", &env).unwrap();
         assert_eq!(t.name(), "HuggingFaceTB/SmolLM2-135M");
@@ -149,7 +144,7 @@ pub(crate) mod tests {
         let cache = tempfile::tempdir().unwrap();
         let snap = cache.path().join("models--org--name").join("snapshots").join("rev1");
         std::fs::create_dir_all(&snap).unwrap();
-        std::fs::copy(smollm2_path(), snap.join("tokenizer.json")).unwrap();
+        std::fs::copy(smollm2_tokenizer(), snap.join("tokenizer.json")).unwrap();
         assert_eq!(hub::find_in_cache(cache.path(), "org/name"), Some(snap.join("tokenizer.json")));
         assert_eq!(hub::find_in_cache(cache.path(), "org/other"), None);
     }

@@ -22,7 +22,7 @@ fn tok() -> Arc<dyn TextTokenizer> {
 }
 
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    servebench_testkit::fixtures::dataset(name)
 }
 
 fn offline() -> HubEnv {
@@ -150,9 +150,7 @@ const SMOL_SYSTEM: &str =
 /// `openai-chat`, and counts the rendered text; a tokenizer without a template is SB206.
 #[test]
 fn sonnet_prompts_are_rendered_with_the_chat_template_for_completions_backends() {
-    let smol_path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
-    let smol = load_tokenizer(smol_path.to_str().unwrap()).unwrap();
+    let smol = load_tokenizer(&servebench_testkit::fixtures::smollm2_tokenizer_arg()).unwrap();
     let render = servebench_data::dataset::chat_render::PromptTemplate { render: true, ..Default::default() };
     let cfg = SonnetConfig { template: render, ..SonnetConfig::default() };
     let w = generate_sonnet(&cfg, &sampling(5), smol.as_ref()).unwrap();

@@ -2,15 +2,12 @@
 //! One test function: it changes the process environment, which tests in the same binary
 //! would otherwise race on. No network: the Hub is only consulted while offline.
 
-use std::path::Path;
-
 use servebench_core::ErrorCode;
 use servebench_data::load_tokenizer;
 
 #[test]
 fn hf_home_cache_and_offline_error() {
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    let fixture = servebench_testkit::fixtures::smollm2_tokenizer();
     let home = tempfile::tempdir().unwrap();
     let repo = home.path().join("hub").join("models--HuggingFaceTB--SmolLM2-135M");
     let snap = repo.join("snapshots").join("0123abcd");

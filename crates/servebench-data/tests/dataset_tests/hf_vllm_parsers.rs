@@ -6,6 +6,7 @@ use servebench_core::{ErrorCode, TextTokenizer, Workload};
 use servebench_data::dataset::hf::{generate_hf, HfConfig, HfSource};
 use servebench_data::dataset::Sampling;
 use servebench_data::{load_tokenizer, HubEnv};
+use servebench_testkit::fixtures;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ fn tok() -> Arc<dyn TextTokenizer> {
 }
 
 fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/datasets/hf").join(rel)
+    fixtures::fixture(&format!("datasets/hf/{rel}"))
 }
 
 fn in_order(n: usize) -> Sampling {
@@ -44,9 +45,7 @@ fn build_with(cfg: &HfConfig, n: usize, t: &dyn TextTokenizer) -> Workload {
 
 /// SmolLM2's tokenizer with its chat template (fixtures/tokenizers/smollm2-135m).
 fn smollm2() -> Arc<dyn TextTokenizer> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
-    load_tokenizer(p.to_str().unwrap()).unwrap()
+    load_tokenizer(&fixtures::smollm2_tokenizer_arg()).unwrap()
 }
 
 fn rows(w: &Workload) -> Vec<(String, u32, u32)> {
@@ -285,8 +284,7 @@ fn bfcl_interleaves_the_default_categories_and_sends_the_first_turn_with_tools()
 fn bfcl_prompt_tokens_count_the_chat_template_rendered_with_the_tools() {
     // A tool-aware template beside SmolLM2's tokenizer.json: the count is the rendered text's.
     let dir = tempfile::tempdir().unwrap();
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    let src = fixtures::smollm2_tokenizer();
     std::fs::copy(&src, dir.path().join("tokenizer.json")).unwrap();
     let template = "{% if tools %}TOOLS {{ tools | tojson }}\n{% endif %}\
                     {% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}\

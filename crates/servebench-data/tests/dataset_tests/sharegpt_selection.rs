@@ -223,9 +223,7 @@ fn digest(sel: &[(String, u32, u32)]) -> u64 {
 }
 
 fn smollm2() -> HfTokenizer {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json");
-    HfTokenizer::from_file(&path, "smollm2").unwrap()
+    HfTokenizer::from_file(&servebench_testkit::fixtures::smollm2_tokenizer(), "smollm2").unwrap()
 }
 
 #[test]

@@ -63,7 +63,7 @@ fn assert_metrics_match(v: &Value, m: &Metrics) {
 
 #[test]
 fn golden_result_snapshots_parse_and_round_trip() {
-    for rel in ["tests/golden/result_detailed.snap", "tests/golden/result_ramp.snap"] {
+    for rel in ["tests/snapshots/result_detailed.snap", "tests/snapshots/result_ramp.snap"] {
         let v: Value = serde_json::from_str(&snapshot_json(rel)).expect(rel);
         let doc = round_trip(&v);
         assert_metrics_match(&v, &doc.metrics);

@@ -8,6 +8,7 @@
 mod charts;
 mod data;
 mod dataset_stats;
+mod experiment_error;
 mod extra_charts;
 mod multi_run;
 mod page;
@@ -25,6 +26,7 @@ use crate::info::{python_float, vllm_date, RunInfo};
 
 pub use charts::MAX_SCATTER_POINTS;
 pub use dataset_stats::{dataset_stats_report, request_lens, RequestLens};
+pub use experiment_error::ExperimentError;
 pub use server_charts::{ServerSample, ServerSeries};
 pub use sweep::sweep_report;
 pub use timeline::{timeline_report, timeline_rows, TimelineRow};

@@ -4,9 +4,9 @@
 //! The document's `runs` are points (`{label, seed, result}`); `summary` holds the across-run
 //! aggregate of every metric key (`{n, mean, std, min, max, ci95_low, ci95_high}`).
 
+use super::experiment_error::ExperimentError;
 use super::page::render_experiment;
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
-use super::sweep::ExperimentError;
 use crate::document::{ExperimentDocument, Metrics};
 use crate::result_keys::MetricKey;
 

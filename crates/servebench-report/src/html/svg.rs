@@ -413,6 +413,16 @@ pub(crate) fn render(chart: &Chart) -> String {
         "<defs><clipPath id=\"clip-{id}\"><rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{pw}\" height=\"{PLOT_H}\"/></clipPath></defs>\n\
          <rect class=\"plot\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{pw}\" height=\"{PLOT_H}\"/>\n"
     );
+    axes(&mut o, chart, (&xa, xs), (&ya, ys));
+    plot_area(&mut o, chart, &id, xs, ys);
+    legend(&mut o, chart, &rows);
+    o.push_str("</svg></figure>\n");
+    o
+}
+
+/// The grid, the tick labels and the axis labels.
+fn axes(o: &mut String, chart: &Chart, (xa, xs): (&AxisLayout, Scale), (ya, ys): (&AxisLayout, Scale)) {
+    let pw = WIDTH - LEFT - RIGHT;
     // Grid and tick labels.
     o.push_str("<g class=\"grid\">");
     for &t in &xa.ticks {
@@ -453,6 +463,11 @@ pub(crate) fn render(chart: &Chart) -> String {
         TOP + PLOT_H / 2.0,
         esc(&chart.y.label)
     );
+}
+
+/// The series, clipped to the plot ("no data" when every series is empty).
+fn plot_area(o: &mut String, chart: &Chart, id: &str, xs: Scale, ys: Scale) {
+    let pw = WIDTH - LEFT - RIGHT;
     // Series: histograms and dots first, lines on top.
     let _ = writeln!(o, "<g clip-path=\"url(#clip-{id})\">");
     let mut order: Vec<usize> = (0..chart.series.len()).collect();
@@ -462,7 +477,7 @@ pub(crate) fn render(chart: &Chart) -> String {
         Kind::Line(_) | Kind::Step(_) => 2,
     });
     for i in order {
-        series_path(&mut o, &chart.series[i], i, xs, ys);
+        series_path(o, &chart.series[i], i, xs, ys);
     }
     o.push_str("</g>\n");
     if chart.series.iter().all(|s| s.kind.is_empty()) {
@@ -473,9 +488,6 @@ pub(crate) fn render(chart: &Chart) -> String {
             TOP + PLOT_H / 2.0
         );
     }
-    legend(&mut o, chart, &rows);
-    o.push_str("</svg></figure>\n");
-    o
 }
 
 fn series_path(o: &mut String, s: &Series, i: usize, xs: Scale, ys: Scale) {

@@ -7,20 +7,12 @@ use servebench_core::metrics::Slo;
 use crate::document::{ExperimentDocument, Metrics};
 use crate::result_keys::{Headline, LatencyKey, LatencyMetric, MetricKey, Stat};
 
+use super::experiment_error::ExperimentError;
 use super::page::render_experiment;
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
 
 /// Experiment kinds this report knows (`servebench_experiment`).
 const KINDS: [&str; 4] = ["sweep", "find_max_rate", "slo_search", "multi_run"];
-
-/// Why an experiment document cannot be drawn.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ExperimentError {
-    #[error("unknown experiment kind {0:?} (known: sweep, find_max_rate, slo_search, multi_run)")]
-    UnknownKind(String),
-    #[error("the {0} document has no points with results")]
-    NoPoints(String),
-}
 
 /// One point: its label and full single-run result.
 struct Point<'a> {

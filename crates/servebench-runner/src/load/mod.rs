@@ -13,70 +13,170 @@ pub mod stages;
 use crate::config::load_options::Stage;
 use crate::config::{DatasetSpec, LoadOptions, RunConfig};
 use crate::prepare::blocking::build_off_runtime;
+use crate::prepare::ServerTokenize;
 use servebench_client::backend::TargetConfig;
 use servebench_client::request::RequestTarget;
 use servebench_client::transport::HttpClient;
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::{BenchError, RequestRecord, Result, TextTokenizer, Workload};
+use servebench_data::trace::TraceConfig;
 use session::Conversations;
 use stages::{closed_loop_bounds, cycle_workload, is_closed_loop, staged_schedule};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What preparation built for the load shape, beyond the workload.
+/// Where the measured phase's requests come from: what preparation built beyond the workload.
+#[derive(Clone, Default)]
+pub enum LoadSource {
+    /// Prompts released on the run's rate schedule (random, the datasets, a trace replayed
+    /// without its own timing).
+    #[default]
+    Prompts,
+    /// Trace replay at the trace's own timing: the arrival offset of each request.
+    Trace { offsets_us: Arc<[u64]> },
+    /// Multi-turn: the conversations (their turns are the workload), and the tokenizer that
+    /// counts each reply for the history.
+    Conversations { conversations: Arc<Conversations>, tokenizer: Arc<dyn TextTokenizer> },
+}
+
+impl LoadSource {
+    /// The conversations of a multi-turn run.
+    pub fn conversations(&self) -> Option<&Arc<Conversations>> {
+        match self {
+            LoadSource::Conversations { conversations, .. } => Some(conversations),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for LoadSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadSource::Prompts => f.write_str("Prompts"),
+            LoadSource::Trace { offsets_us } => write!(f, "Trace({} arrivals)", offsets_us.len()),
+            LoadSource::Conversations { conversations, .. } => {
+                write!(f, "Conversations({})", conversations.bounds.len())
+            }
+        }
+    }
+}
+
+/// What preparation built for the load, beyond the workload.
 #[derive(Debug, Clone, Default)]
 pub struct LoadPlan {
-    /// Trace replay: the arrival offset of each request.
-    pub trace_offsets_us: Option<Arc<[u64]>>,
-    /// Multi-turn: the conversations (their turns are the workload).
-    pub conversations: Option<Arc<Conversations>>,
-    /// Multi-turn: counts received replies for the history.
-    pub tokenizer: Option<Arc<dyn TextTokenizer>>,
+    pub source: LoadSource,
     /// LoRA: one request target per adapter (the adapter name as `model`).
     pub lora_targets: Vec<Arc<RequestTarget>>,
 }
 
+const LOCAL_TOKENIZER_FIX: &str =
+    "pass --tokenizer with a tokenizer.json path, a model id or a built-in encoding";
+
 fn needs_tokenizer(what: &str) -> BenchError {
-    BenchError::config(
-        "--tokenizer server",
-        format!("{what} needs a local tokenizer"),
-        "pass --tokenizer with a tokenizer.json path, a model id or a built-in encoding",
-    )
+    BenchError::config("--tokenizer server", format!("{what} needs a local tokenizer"), LOCAL_TOKENIZER_FIX)
 }
 
-/// Builds the workload of trace replay and multi-turn runs; `None` for every other run.
-pub async fn build_special(
+/// Builds the measured phase's workload and where its requests come from: trace replay,
+/// multi-turn conversations, or prompts of the dataset (built with the client tokenizer, or
+/// with the server's `/tokenize` when there is none).
+pub async fn build_load(
     cfg: &RunConfig,
     tokenizer: Option<Arc<dyn TextTokenizer>>,
-) -> Result<Option<(Workload, LoadPlan)>> {
+    server: &ServerTokenize,
+) -> Result<(Workload, LoadSource)> {
     if let DatasetSpec::TimedTrace(t) = &cfg.dataset {
         let tok = tokenizer.ok_or_else(|| needs_tokenizer("trace replay"))?;
-        let mut t = t.clone();
-        t.max_model_len = cfg.max_model_len;
-        let self_timed = t.self_timed;
-        let built = build_off_runtime("trace loading", move || {
-            servebench_data::trace::build_trace_workload(&t, tok.as_ref())
-        })
-        .await?;
-        let offsets = self_timed.then(|| built.offsets_us.into());
-        let plan = LoadPlan { trace_offsets_us: offsets, ..LoadPlan::default() };
-        return Ok(Some((built.workload, plan)));
+        let built = trace_workload(cfg, t, tok).await?;
+        let source = match built.1 {
+            Some(offsets_us) => LoadSource::Trace { offsets_us },
+            None => LoadSource::Prompts,
+        };
+        return Ok((built.0, source));
     }
-    let Some(mt) = cfg.load.multi_turn.clone() else { return Ok(None) };
-    let tok = tokenizer.ok_or_else(|| needs_tokenizer("--multi-turn"))?;
+    if let Some(mt) = cfg.load.multi_turn.clone() {
+        let tok = tokenizer.ok_or_else(|| needs_tokenizer("--multi-turn"))?;
+        let conversations = conversations(cfg, mt, tok.clone()).await?;
+        let workload = conversations.workload.clone();
+        let source = LoadSource::Conversations { conversations: Arc::new(conversations), tokenizer: tok };
+        return Ok((workload, source));
+    }
+    let workload = match tokenizer {
+        Some(t) => prompt_workload(cfg, t).await?,
+        None => match &cfg.dataset {
+            DatasetSpec::Random(r) => {
+                crate::prepare::server_workload::build_server_workload(server, r).await?
+            }
+            DatasetSpec::TimedTrace(_) => return Err(needs_tokenizer("trace replay")),
+            DatasetSpec::Dataset(d) => {
+                return Err(BenchError::config(
+                    "--tokenizer server",
+                    format!("the {} dataset needs a local tokenizer to count prompt tokens", d.kind.name()),
+                    LOCAL_TOKENIZER_FIX,
+                ))
+            }
+        },
+    };
+    Ok((workload, LoadSource::Prompts))
+}
+
+/// The workload of a trace, and its arrival offsets when the trace is replayed at its own
+/// timing.
+async fn trace_workload(
+    cfg: &RunConfig,
+    trace: &TraceConfig,
+    tokenizer: Arc<dyn TextTokenizer>,
+) -> Result<(Workload, Option<Arc<[u64]>>)> {
+    let mut t = trace.clone();
+    t.max_model_len = cfg.max_model_len;
+    let self_timed = t.self_timed;
+    let built = build_off_runtime("trace loading", move || {
+        servebench_data::trace::build_trace_workload(&t, tokenizer.as_ref())
+    })
+    .await?;
+    Ok((built.workload, self_timed.then(|| built.offsets_us.into())))
+}
+
+/// The prompts of the dataset, built with the client tokenizer off the runtime.
+pub async fn prompt_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> Result<Workload> {
+    match &cfg.dataset {
+        DatasetSpec::TimedTrace(t) => Ok(trace_workload(cfg, t, tokenizer).await?.0),
+        DatasetSpec::Random(r) => {
+            let r = r.clone();
+            build_off_runtime("workload generation", move || {
+                servebench_data::random::generate_random(&r, tokenizer.as_ref())
+            })
+            .await
+        }
+        DatasetSpec::Dataset(d) => {
+            let d = d.clone();
+            build_off_runtime("workload generation", move || {
+                let env = servebench_data::HubEnv::from_env();
+                servebench_data::dataset::build_dataset(&d, tokenizer.as_ref(), &env)
+            })
+            .await
+        }
+    }
+}
+
+/// The conversations of a multi-turn run: synthetic turns (random) or ShareGPT's, truncated
+/// to `--max-model-len`.
+async fn conversations(
+    cfg: &RunConfig,
+    mt: crate::config::load_options::MultiTurnConfig,
+    tok: Arc<dyn TextTokenizer>,
+) -> Result<Conversations> {
     let random = match &cfg.dataset {
         DatasetSpec::Random(r) => Some(r.clone()),
         _ => None,
     };
     let limit = cfg.max_model_len;
-    let t = tok.clone();
     let conv = build_off_runtime("conversation building", move || -> Result<Conversations> {
         let conv = match (&mt.sharegpt_path, &random) {
             (Some(path), _) => {
                 let n = random.as_ref().map_or(usize::MAX, |r| r.num_prompts);
-                session::sharegpt(path, &mt, n, t.as_ref())
+                session::sharegpt(path, &mt, n, tok.as_ref())
             }
-            (None, Some(r)) => session::synthetic(&mt, r, t.as_ref()),
+            (None, Some(r)) => session::synthetic(&mt, r, tok.as_ref()),
             (None, None) => Err(BenchError::config(
                 "--multi-turn",
                 "works with the random dataset (synthetic turns) or sharegpt (conversations)",
@@ -92,9 +192,7 @@ pub async fn build_special(
                 .into(),
         });
     }
-    let workload = conv.workload.clone();
-    let plan = LoadPlan { conversations: Some(Arc::new(conv)), tokenizer: Some(tok), ..LoadPlan::default() };
-    Ok(Some((workload, plan)))
+    Ok(conv)
 }
 
 /// One request target per LoRA adapter (empty without LoRA). `base` is the run's target
@@ -201,9 +299,10 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
             end_us: bounds_end,
         });
     }
-    if let Some(conv) = &plan.conversations {
+    let conversations = plan.source.conversations();
+    if let Some(conv) = conversations {
         offsets_us = ArrivalSchedule::generate(conv.bounds.len(), &cfg.rate, cfg.seed).offsets_us;
-    } else if let Some(trace) = &plan.trace_offsets_us {
+    } else if let LoadSource::Trace { offsets_us: trace } = &plan.source {
         offsets_us = trace[..workload.len().min(trace.len())].to_vec();
     } else if load.stages.is_empty() && !cfg.rate.request_rate.is_finite() && cfg.rate.ramp_up.is_none() {
         // `--duration` with an infinite rate: the --num-prompts requests, all due at once and
@@ -235,7 +334,7 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
     if let Some(end) = end_us {
         let keep = offsets_us.iter().take_while(|&&o| o < end).count();
         offsets_us.truncate(keep);
-        if plan.conversations.is_none() {
+        if conversations.is_none() {
             workload.requests.truncate(keep);
             if let Some(s) = stage.as_ref() {
                 stage = Some(s[..keep.min(s.len())].into());
@@ -251,7 +350,7 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
     }
     let (lora, lora_names) = match &load.lora {
         Some(l) => {
-            let units = match &plan.conversations {
+            let units = match conversations {
                 Some(c) => c.bounds.len(),
                 None => workload.len(),
             };
@@ -260,7 +359,7 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
         }
         None => (None, Arc::from(Vec::new())),
     };
-    let shape = match plan.conversations {
+    let shape = match conversations {
         Some(_) => LoadShape::Conversations { offsets_us },
         None => LoadShape::Scheduled { offsets_us, stage },
     };
@@ -279,7 +378,7 @@ pub fn session_run(
     clock: servebench_core::RunClock,
     live: Option<Arc<crate::observe::live::LiveMetrics>>,
 ) -> Option<session::SessionRun> {
-    let conv = plan.conversations.as_ref()?;
+    let LoadSource::Conversations { conversations: conv, tokenizer } = &plan.source else { return None };
     let mt = cfg.load.multi_turn.clone().unwrap_or_default();
     let targets: Arc<[Arc<RequestTarget>]> = if plan.lora_targets.is_empty() {
         vec![target.clone()].into()
@@ -302,7 +401,7 @@ pub fn session_run(
         request_id_prefix: cfg.request_id_prefix.clone(),
         delay: mt.delay,
         concurrency: mt.concurrency.or(cfg.max_concurrency).unwrap_or(conv.bounds.len()),
-        tokenizer: plan.tokenizer.clone(),
+        tokenizer: Some(tokenizer.clone()),
         keep_text: cfg.keep_text,
         live,
     })

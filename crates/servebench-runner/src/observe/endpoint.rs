@@ -14,8 +14,8 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// Content type of the text exposition format.
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -24,7 +24,7 @@ pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=ut
 #[derive(Debug)]
 pub struct MetricsServer {
     addr: SocketAddr,
-    stop: watch::Sender<bool>,
+    stop: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
 
@@ -39,8 +39,8 @@ impl MetricsServer {
             )
         })?;
         let addr = listener.local_addr().map_err(|e| BenchError::io(addr, e))?;
-        let (stop, rx) = watch::channel(false);
-        let task = tokio::spawn(accept_loop(listener, metrics, rx));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(accept_loop(listener, metrics, stop.clone()));
         Ok(MetricsServer { addr, stop, task: Some(task) })
     }
 
@@ -51,7 +51,7 @@ impl MetricsServer {
 
     /// Stops accepting and closes open connections.
     pub async fn stop(mut self) {
-        let _ = self.stop.send(true);
+        self.stop.cancel();
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
@@ -60,18 +60,18 @@ impl MetricsServer {
 
 impl Drop for MetricsServer {
     fn drop(&mut self) {
-        let _ = self.stop.send(true);
+        self.stop.cancel();
     }
 }
 
-async fn accept_loop(listener: TcpListener, metrics: Arc<LiveMetrics>, mut stop: watch::Receiver<bool>) {
+async fn accept_loop(listener: TcpListener, metrics: Arc<LiveMetrics>, stop: CancellationToken) {
     let mut conns = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
-            _ = stop.changed() => break,
+            _ = stop.cancelled() => break,
             accepted = listener.accept() => if let Ok((stream, _)) = accepted {
                 let metrics = metrics.clone();
-                let mut stop = stop.clone();
+                let stop = stop.clone();
                 conns.spawn(async move {
                     let service = service_fn(move |req| {
                         let metrics = metrics.clone();
@@ -81,7 +81,7 @@ async fn accept_loop(listener: TcpListener, metrics: Arc<LiveMetrics>, mut stop:
                     tokio::pin!(conn);
                     tokio::select! {
                         _ = conn.as_mut() => {}
-                        _ = stop.changed() => {}
+                        _ = stop.cancelled() => {}
                     }
                 });
             },

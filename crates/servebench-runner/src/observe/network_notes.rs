@@ -24,7 +24,7 @@ fn coded(e: &RequestError) -> Option<BenchError> {
     let context = "benchmark request".to_owned();
     let detail = e.detail().to_owned();
     match e.cause? {
-        FailureCause::ContentCoding => Some(BenchError::ContentCoding { context, detail }),
+        FailureCause::ContentCoding => Some(BenchError::ContentCoding { context, detail, source: None }),
         FailureCause::Redirect => Some(BenchError::Redirect { context, detail }),
         FailureCause::NotHttp1 => Some(BenchError::ServerProtocol { context, detail }),
         FailureCause::RunawayStream => Some(BenchError::RunawayStream { detail }),

@@ -17,8 +17,7 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::prepare::server_tokenize::Probe;
-pub use crate::prepare::server_tokenize::{ServerTokenize, TokenizeReport};
+pub use crate::prepare::server_tokenize::{Probe, ServerTokenize, TokenizeReport};
 
 /// The model as the server names it.
 #[derive(Debug, Clone, PartialEq, Eq)]

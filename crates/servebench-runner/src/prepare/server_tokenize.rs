@@ -54,10 +54,40 @@ impl TokenizeReport {
     }
 }
 
-/// The outcome of one call.
-pub(crate) enum Probe<T> {
+/// The outcome of one call to the server's tokenizer: the answer, or why the endpoint cannot
+/// be used (a warning, SB302). Failures that stop the run (SB303, SB304) are the error of the
+/// `Result` around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe<T> {
     Ok(T),
+    /// Why the endpoint cannot be used (one line, with what the server said).
     Unavailable(String),
+}
+
+impl<T> Probe<T> {
+    /// The answer, if there is one.
+    pub fn ok(self) -> Option<T> {
+        match self {
+            Probe::Ok(v) => Some(v),
+            Probe::Unavailable(_) => None,
+        }
+    }
+
+    /// The answer, or `unavailable(why)` as the error.
+    pub fn or_unavailable<E>(self, unavailable: impl FnOnce(String) -> E) -> std::result::Result<T, E> {
+        match self {
+            Probe::Ok(v) => Ok(v),
+            Probe::Unavailable(why) => Err(unavailable(why)),
+        }
+    }
+
+    /// The answer, by reference.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Probe::Ok(v) => Some(v),
+            Probe::Unavailable(_) => None,
+        }
+    }
 }
 
 /// One answer, classified.
@@ -79,8 +109,10 @@ pub struct ServerTokenize {
     client: HttpClient,
     headers: http::HeaderMap,
     model: String,
-    detected: Arc<OnceCell<std::result::Result<TokenizeReport, String>>>,
-    detokenize: Arc<OnceCell<std::result::Result<String, String>>>,
+    /// The detected dialect, or why none works.
+    detected: Arc<OnceCell<Probe<TokenizeReport>>>,
+    /// The `/detokenize` path once it answered, or why it cannot be used.
+    detokenize: Arc<OnceCell<Probe<String>>>,
 }
 
 impl ServerTokenize {
@@ -96,14 +128,17 @@ impl ServerTokenize {
 
     /// What detection found, if it ran and succeeded (with the `/detokenize` path once used).
     pub fn report(&self) -> Option<TokenizeReport> {
-        let mut r = self.detected.get()?.as_ref().ok()?.clone();
-        r.detokenize_path = self.detokenize.get().and_then(|d| d.as_ref().ok().cloned());
+        let mut r = self.detected.get()?.value()?.clone();
+        r.detokenize_path = self.detokenize.get().and_then(Probe::value).cloned();
         Some(r)
     }
 
     /// Why `/detokenize` cannot be used, once a call found out.
     pub fn detokenize_problem(&self) -> Option<String> {
-        self.detokenize.get().and_then(|d| d.as_ref().err().cloned())
+        match self.detokenize.get()? {
+            Probe::Unavailable(why) => Some(why.clone()),
+            Probe::Ok(_) => None,
+        }
     }
 
     /// POSTs `body` to `path` (a full request path). 5xx and transport failures are retried
@@ -142,12 +177,12 @@ impl ServerTokenize {
         Ok(Answer::ServerError(last))
     }
 
-    /// The detected dialect and path; `Err` inside when no dialect works (a warning).
-    async fn detect(&self) -> Result<std::result::Result<TokenizeReport, String>> {
+    /// The detected dialect and path, or why no dialect works (a warning).
+    async fn detect(&self) -> Result<Probe<TokenizeReport>> {
         self.detected.get_or_try_init(|| self.run_detection()).await.cloned()
     }
 
-    async fn run_detection(&self) -> Result<std::result::Result<TokenizeReport, String>> {
+    async fn run_detection(&self) -> Result<Probe<TokenizeReport>> {
         let mut paths = vec![self.client.control_path_for("/tokenize")?];
         let v1 = self.client.control_path_for("/v1/tokenize")?;
         if !paths.contains(&v1) {
@@ -164,7 +199,7 @@ impl ServerTokenize {
                 match self.post(path, &body, attempts).await? {
                     Answer::Ok(raw) => match parse_tokens(&raw) {
                         Ok(ids) if !ids.is_empty() => {
-                            return Ok(Ok(TokenizeReport {
+                            return Ok(Probe::Ok(TokenizeReport {
                                 dialect,
                                 servers: dialect.servers(),
                                 tokenize_path: path.clone(),
@@ -179,7 +214,7 @@ impl ServerTokenize {
                         notes.push(said);
                         break;
                     }
-                    Answer::Refused(said) => return Ok(Err(said)),
+                    Answer::Refused(said) => return Ok(Probe::Unavailable(said)),
                     Answer::ServerError(said) => {
                         notes.push(format!("`{name}`: {said}"));
                         server_error = Some(said);
@@ -190,14 +225,15 @@ impl ServerTokenize {
         if let Some(detail) = server_error {
             return Err(BenchError::TokenizeFailed { detail });
         }
-        Ok(Err(format!("no /tokenize dialect answered a token list ({})", notes.join("; "))))
+        Ok(Probe::Unavailable(format!("no /tokenize dialect answered a token list ({})", notes.join("; "))))
     }
 
-    /// Token ids of `text` on the server (with the special tokens it adds).
-    pub(crate) async fn tokenize(&self, text: &str) -> Result<Probe<Vec<u32>>> {
+    /// Token ids of `text` on the server (with the special tokens it adds), or why the
+    /// endpoint cannot be used.
+    pub async fn tokenize(&self, text: &str) -> Result<Probe<Vec<u32>>> {
         let found = match self.detect().await? {
-            Ok(f) => f,
-            Err(detail) => return Ok(Probe::Unavailable(detail)),
+            Probe::Ok(f) => f,
+            Probe::Unavailable(detail) => return Ok(Probe::Unavailable(detail)),
         };
         let body = found.dialect.tokenize_body(&self.model, text);
         let path = &found.tokenize_path;
@@ -218,47 +254,44 @@ impl ServerTokenize {
     }
 
     /// The `/detokenize` path next to the detected `/tokenize`, or why there is none.
-    fn detokenize_path(found: &TokenizeReport) -> std::result::Result<String, String> {
+    fn detokenize_path(found: &TokenizeReport) -> Probe<String> {
         if !found.dialect.has_detokenize() {
-            return Err(format!(
+            return Probe::Unavailable(format!(
                 "the `{}` dialect ({}) has no /detokenize",
                 found.dialect.name(),
                 found.dialect.servers()
             ));
         }
         let p = &found.tokenize_path;
-        Ok(match p.strip_suffix("tokenize") {
+        Probe::Ok(match p.strip_suffix("tokenize") {
             Some(head) => format!("{head}detokenize"),
             None => p.clone(),
         })
     }
 
-    /// Text of `ids` on the server.
-    pub(crate) async fn detokenize(&self, ids: &[u32]) -> Result<Probe<String>> {
+    /// Text of `ids` on the server, or why the endpoint cannot be used.
+    pub async fn detokenize(&self, ids: &[u32]) -> Result<Probe<String>> {
         let found = match self.detect().await? {
-            Ok(f) => f,
-            Err(detail) => return Ok(Probe::Unavailable(detail)),
+            Probe::Ok(f) => f,
+            Probe::Unavailable(detail) => return Ok(Probe::Unavailable(detail)),
+        };
+        let unusable = |d: String| {
+            let _ = self.detokenize.set(Probe::Unavailable(d.clone()));
+            Ok(Probe::Unavailable(d))
         };
         let path = match self.detokenize.get() {
-            Some(Err(d)) => return Ok(Probe::Unavailable(d.clone())),
-            Some(Ok(p)) => p.clone(),
+            Some(Probe::Unavailable(d)) => return Ok(Probe::Unavailable(d.clone())),
+            Some(Probe::Ok(p)) => p.clone(),
             None => match Self::detokenize_path(&found) {
-                Ok(p) => p,
-                Err(d) => {
-                    let _ = self.detokenize.set(Err(d.clone()));
-                    return Ok(Probe::Unavailable(d));
-                }
+                Probe::Ok(p) => p,
+                Probe::Unavailable(d) => return unusable(d),
             },
         };
         let body = found.dialect.detokenize_body(&self.model, ids);
-        let unusable = |d: String| {
-            let _ = self.detokenize.set(Err(d.clone()));
-            Ok(Probe::Unavailable(d))
-        };
         match self.post(&path, &body, 4).await? {
             Answer::Ok(raw) => match parse_text(&raw) {
                 Ok(text) => {
-                    let _ = self.detokenize.set(Ok(path));
+                    let _ = self.detokenize.set(Probe::Ok(path));
                     Ok(Probe::Ok(text))
                 }
                 Err(shape) => unusable(format!("POST {path} answered {shape}")),
@@ -266,21 +299,5 @@ impl ServerTokenize {
             Answer::Rejected(s) | Answer::NoRoute(s) | Answer::Refused(s) => unusable(s),
             Answer::ServerError(detail) => Err(BenchError::TokenizeFailed { detail }),
         }
-    }
-
-    /// Token ids of `text` on the server; `Err(detail)` inside when the endpoint cannot be used.
-    pub async fn tokenize_ids(&self, text: &str) -> Result<std::result::Result<Vec<u32>, String>> {
-        Ok(match self.tokenize(text).await? {
-            Probe::Ok(v) => Ok(v),
-            Probe::Unavailable(d) => Err(d),
-        })
-    }
-
-    /// Text of `ids` on the server; `Err(detail)` inside when the endpoint cannot be used.
-    pub async fn detokenize_ids(&self, ids: &[u32]) -> Result<std::result::Result<String, String>> {
-        Ok(match self.detokenize(ids).await? {
-            Probe::Ok(v) => Ok(v),
-            Probe::Unavailable(d) => Err(d),
-        })
     }
 }

@@ -32,10 +32,10 @@ pub async fn build_server_workload(server: &ServerTokenize, cfg: &RandomDatasetC
             format!("--tokenizer server needs the server's /tokenize and /detokenize, and {detail}"),
         )
     };
-    let mut pool = server.tokenize_ids(SEED_TEXT).await?.map_err(unavailable)?;
+    let mut pool = server.tokenize(SEED_TEXT).await?.or_unavailable(unavailable)?;
     // Special tokens the server adds to any text (BOS); servers that refuse an empty text
     // (TGI) add none we can see.
-    let specials = server.tokenize_ids("").await?.map_or(0, |v| v.len());
+    let specials = server.tokenize("").await?.ok().map_or(0, |v| v.len());
     // Keep only the text's own ids (not the BOS the server adds), each once.
     pool.drain(..specials.min(pool.len()));
     pool.sort_unstable();
@@ -65,7 +65,7 @@ pub async fn build_server_workload(server: &ServerTokenize, cfg: &RandomDatasetC
         let prompt = if cfg.prompt_token_ids {
             Prompt::TokenIds(Arc::from(ids))
         } else {
-            let text = server.detokenize_ids(&ids).await?.map_err(unavailable)?;
+            let text = server.detokenize(&ids).await?.or_unavailable(unavailable)?;
             Prompt::Text(Arc::from(text.as_str()))
         };
         requests.push(RequestSpec {

@@ -90,29 +90,13 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
 mod tests {
     use super::*;
     use servebench_report::{input_label, ReportHeader};
-    use servebench_testkit::records::RecordBuilder;
-
-    /// Request `i`: intended at `i` ms, 4 token events 1 ms apart from 5 ms after it.
-    fn record(i: u64) -> RequestRecord {
-        RecordBuilder::new(i)
-            .intended_at(i * 1000)
-            .sent_at(i * 1000 + 10)
-            .stream(i * 1000 + 5000, &[1000; 3])
-            .done_at(i * 1000 + 8100)
-            .with(|r| r.expected_output_tokens = 4)
-            .completed()
-    }
-
-    fn write_records(path: &Path, n: u64) {
-        let text: Vec<String> = (0..n).map(|i| serde_json::to_string(&record(i)).unwrap()).collect();
-        std::fs::write(path, text.join("\n") + "\n").unwrap();
-    }
+    use servebench_testkit::records::write_streamed_jsonl;
 
     #[test]
     fn loads_records_and_results_with_records_beside_them() {
         let dir = tempfile::tempdir().unwrap();
         let rec = dir.path().join("a.records.jsonl");
-        write_records(&rec, 5);
+        write_streamed_jsonl(&rec, 5);
         let input = load_report_input(&rec).unwrap();
         assert_eq!(input.records.len(), 5);
         assert!(input.result.is_none());
@@ -121,7 +105,7 @@ mod tests {
         let result = dir.path().join("run.json");
         std::fs::write(&result, r#"{"date": "20261129-101010", "label": "mine", "model_id": "m", "request_rate": "inf", "client_health": {"dispatch_lateness_p99_ms": 12.5, "warnings": ["slow"]}}"#).unwrap();
         assert!(load_report_input(&result).is_err(), "records beside the result are required");
-        write_records(&dir.path().join("run.json.records.jsonl"), 3);
+        write_streamed_jsonl(&dir.path().join("run.json.records.jsonl"), 3);
         let input = load_report_input(&result).unwrap();
         assert_eq!(input.records.len(), 3);
         let v = input.result.unwrap();
@@ -144,7 +128,7 @@ mod tests {
         // vLLM's arrays without records beside the result, the records when they are there.
         let from_arrays = load_compare_input(&result).unwrap();
         assert_eq!(from_arrays.per_request[&servebench_report::result_keys::LatencyMetric::Ttft], vec![9.0]);
-        write_records(&dir.path().join("run.json.records.jsonl"), 4);
+        write_streamed_jsonl(&dir.path().join("run.json.records.jsonl"), 4);
         let loaded = load_compare_input(&result).unwrap();
         assert_eq!(loaded.values.completed, Some(4.0));
         assert_eq!(loaded.per_request[&servebench_report::result_keys::LatencyMetric::Ttft].len(), 4);

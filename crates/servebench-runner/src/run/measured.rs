@@ -334,7 +334,7 @@ async fn dispatch_measured(
         };
         crate::load::probe_requests::ProbeLoop::start(rate, t, clock, stops.cancel.clone())
     });
-    let stats = match (&measured.shape, &prepared.load.conversations, session_run) {
+    let stats = match (&measured.shape, prepared.load.source.conversations(), session_run) {
         (LoadShape::Conversations { .. }, Some(conv), Some(run)) => {
             let arrivals = plan.offsets_us.to_vec();
             let (release, cancel) = (stops.release.clone(), stops.cancel.clone());

@@ -4,8 +4,6 @@
 use super::{client_headers, Prepared, PreparedRun, WorkloadStats, SERVER_TOKENIZER};
 use crate::config::{DatasetSpec, RunConfig};
 use crate::observer::RunObserver;
-use crate::prepare::blocking::build_off_runtime;
-use crate::prepare::server_workload;
 use crate::prepare::{self, ServerTokenize};
 use crate::records::retokenize::Retokenizer;
 use servebench_client::request::{ExecOptions, RequestTarget};
@@ -30,7 +28,7 @@ pub async fn rebuild_workload(
     seed: u64,
 ) -> Result<Option<Arc<Workload>>> {
     let Some(tokenizer) = prepared.tokenizer.clone() else { return Ok(None) };
-    if prepared.load.conversations.is_some() || cfg.load.multi_turn.is_some() {
+    if prepared.load.source.conversations().is_some() || cfg.load.multi_turn.is_some() {
         return Ok(None);
     }
     let mut cfg = cfg.clone();
@@ -40,7 +38,7 @@ pub async fn rebuild_workload(
         DatasetSpec::Dataset(d) => d.sampling.seed = seed,
         DatasetSpec::TimedTrace(_) => return Ok(None),
     }
-    let mut workload = build_workload(&cfg, tokenizer.clone()).await?;
+    let mut workload = crate::load::prompt_workload(&cfg, tokenizer.clone()).await?;
     prepare::filter_max_model_len(&mut workload, cfg.max_model_len);
     if workload.is_empty() {
         return Ok(None);
@@ -67,6 +65,74 @@ async fn prepare_inner(
     observer: &Arc<dyn RunObserver>,
     keep_tokenizer: bool,
 ) -> Result<Prepared> {
+    let conn = connect(cfg, observer).await?;
+    let (client, headers) = (conn.client.clone(), conn.headers.clone());
+    let model =
+        prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
+            .await?;
+    if cfg.model.is_none() {
+        observer.message(&format!("Model detected from /v1/models: {}", model.model_id));
+    }
+    let tokenizer_id = cfg.tokenizer.clone().unwrap_or_else(|| model.tokenizer_hint.clone());
+    let tokenizer = client_tokenizer(&tokenizer_id, observer).await?;
+    let server = ServerTokenize::new(client.clone(), headers.clone(), model.served_name.clone());
+    let (mut workload, source, stats) = measured_workload(cfg, tokenizer.clone(), &server, observer).await?;
+    if cfg.dry_run {
+        return Ok(Prepared::DryRun { model, tokenizer_id, workload: stats });
+    }
+
+    let mut target_cfg = cfg.target.clone();
+    target_cfg.model = model.served_name.clone();
+    let target = Arc::new(RequestTarget::new(&client, &target_cfg)?);
+    let load = crate::load::LoadPlan {
+        source,
+        lora_targets: crate::load::lora_targets(&client, &target_cfg, &cfg.load)?,
+    };
+    let mut warnings = Vec::new();
+    let exec_opts =
+        exec_options(cfg, &conn, &target, &workload, tokenizer.is_some(), observer, &mut warnings).await?;
+    let verification = crate::prepare::prompt_check::check_prompts(
+        &server,
+        tokenizer.as_ref(),
+        cfg,
+        &model.served_name,
+        &mut workload,
+        observer,
+        &mut warnings,
+    )
+    .await?;
+    let retokenizer = retokenizer(cfg, &tokenizer, &tokenizer_id, &exec_opts, observer, &mut warnings);
+    let tokenizer = if keep_tokenizer { tokenizer } else { None };
+    Ok(Prepared::Ready(Box::new(PreparedRun {
+        client,
+        headers,
+        model,
+        tokenizer_id,
+        workload: Arc::new(workload),
+        stats,
+        verification,
+        target,
+        exec_opts,
+        warnings,
+        load,
+        retokenizer,
+        tokenizer,
+    })))
+}
+
+/// The client, the request headers, and the readiness window, started when the server was
+/// first tried.
+struct Connection {
+    client: HttpClient,
+    headers: http::HeaderMap,
+    ready_started: Instant,
+    ready_deadline: Instant,
+}
+
+/// Builds the client and checks that the server can be reached. A server that cannot be
+/// reached fails here with SB315, before any other call: at once without a readiness check
+/// (vLLM's default), after --ready-check-timeout-sec with one.
+async fn connect(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Connection> {
     let client = HttpClient::new(ClientOptions {
         base_url: cfg.base_url.clone(),
         insecure: cfg.insecure,
@@ -79,8 +145,6 @@ async fn prepare_inner(
         observer.message(&line);
     }
     let headers = client_headers(cfg)?;
-    // A server that cannot be reached fails here with SB315, before any other call: at once
-    // without a readiness check (vLLM's default), after --ready-check-timeout-sec with one.
     let ready_started = Instant::now();
     let ready_deadline = ready_started + cfg.ready_check_timeout;
     if !cfg.dry_run {
@@ -93,52 +157,33 @@ async fn prepare_inner(
         }
         crate::prepare::ready::wait_reachable(&client, ready_started, ready_deadline).await?;
     }
-    let model =
-        prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
-            .await?;
-    if cfg.model.is_none() {
-        observer.message(&format!("Model detected from /v1/models: {}", model.model_id));
-    }
-    let tokenizer_id = cfg.tokenizer.clone().unwrap_or_else(|| model.tokenizer_hint.clone());
-    let server = ServerTokenize::new(client.clone(), headers.clone(), model.served_name.clone());
-    // `--tokenizer server`: no local tokenizer; the server's /tokenize builds exact prompts.
-    let tokenizer = if tokenizer_id == SERVER_TOKENIZER {
-        observer.message("Using the server's /tokenize and /detokenize as the tokenizer");
-        None
-    } else {
-        observer.message(&format!("Loading tokenizer {tokenizer_id}"));
-        Some(prepare::load_tokenizer(tokenizer_id.clone()).await?)
-    };
+    Ok(Connection { client, headers, ready_started, ready_deadline })
+}
 
-    let started = Instant::now();
-    // Trace replay and multi-turn build their own workload (crate::load).
-    let special = crate::load::build_special(cfg, tokenizer.clone()).await?;
-    let mut workload = match &tokenizer {
-        _ if special.is_some() => Workload::default(),
-        Some(t) => build_workload(cfg, t.clone()).await?,
-        None => match &cfg.dataset {
-            DatasetSpec::Random(r) => server_workload::build_server_workload(&server, r).await?,
-            DatasetSpec::TimedTrace(_) => {
-                return Err(BenchError::config(
-                    "--tokenizer server",
-                    "trace replay needs a local tokenizer",
-                    "pass --tokenizer with a tokenizer.json path, a model id or a built-in encoding",
-                ))
-            }
-            DatasetSpec::Dataset(d) => {
-                return Err(BenchError::config(
-                    "--tokenizer server",
-                    format!("the {} dataset needs a local tokenizer to count prompt tokens", d.kind.name()),
-                    "pass --tokenizer with a tokenizer.json path, a model id or a built-in encoding",
-                ))
-            }
-        },
-    };
-    let mut load_plan = crate::load::LoadPlan::default();
-    if let Some((w, p)) = special {
-        workload = w;
-        load_plan = p;
+/// The client tokenizer; `None` with `--tokenizer server` (the server's /tokenize builds
+/// exact prompts).
+async fn client_tokenizer(
+    tokenizer_id: &str,
+    observer: &Arc<dyn RunObserver>,
+) -> Result<Option<Arc<dyn TextTokenizer>>> {
+    if tokenizer_id == SERVER_TOKENIZER {
+        observer.message("Using the server's /tokenize and /detokenize as the tokenizer");
+        return Ok(None);
     }
+    observer.message(&format!("Loading tokenizer {tokenizer_id}"));
+    Ok(Some(prepare::load_tokenizer(tokenizer_id.to_owned()).await?))
+}
+
+/// The measured phase's workload (filtered to `--max-model-len`, batched), where its
+/// requests come from, and its statistics.
+async fn measured_workload(
+    cfg: &RunConfig,
+    tokenizer: Option<Arc<dyn TextTokenizer>>,
+    server: &ServerTokenize,
+    observer: &Arc<dyn RunObserver>,
+) -> Result<(Workload, crate::load::LoadSource, WorkloadStats)> {
+    let started = Instant::now();
+    let (mut workload, source) = crate::load::build_load(cfg, tokenizer, server).await?;
     let filtered_out = prepare::filter_max_model_len(&mut workload, cfg.max_model_len);
     if workload.is_empty() {
         return Err(BenchError::Dataset {
@@ -154,67 +199,68 @@ async fn prepare_inner(
         "Generated {} prompts ({} prompt tokens) in {:.2} s",
         stats.requests, stats.total_prompt_tokens, stats.build_seconds
     ));
-    if cfg.dry_run {
-        return Ok(Prepared::DryRun { model, tokenizer_id, workload: stats });
-    }
+    Ok((workload, source, stats))
+}
 
-    let mut target_cfg = cfg.target.clone();
-    target_cfg.model = model.served_name.clone();
-    let target = Arc::new(RequestTarget::new(&client, &target_cfg)?);
-    load_plan.lora_targets = crate::load::lora_targets(&client, &target_cfg, &cfg.load)?;
+/// How each request is executed, after the readiness check (when one is asked for) has told
+/// whether the server reports `usage`.
+async fn exec_options(
+    cfg: &RunConfig,
+    conn: &Connection,
+    target: &Arc<RequestTarget>,
+    workload: &Workload,
+    has_tokenizer: bool,
+    observer: &Arc<dyn RunObserver>,
+    warnings: &mut Vec<String>,
+) -> Result<Arc<ExecOptions>> {
     let mut exec_opts = ExecOptions {
-        keep_text: cfg.keep_text || (cfg.retokenize_output && tokenizer.is_some()),
+        keep_text: cfg.keep_text || (cfg.retokenize_output && has_tokenizer),
         request_timeout: cfg.request_timeout,
         stall_timeout: cfg.stall_timeout,
         runaway_factor: cfg.runaway_factor,
         ..ExecOptions::default()
     };
-    let mut warnings = Vec::new();
-
-    // Whether the server reports `usage` (known from the readiness check's response).
     let mut server_reports_usage = None;
     if !cfg.ready_check_timeout.is_zero() {
         observer.message("Waiting for the endpoint to answer a test request...");
         let answer = crate::prepare::ready::ready_check(
-            &client,
-            &target,
+            &conn.client,
+            target,
             &exec_opts,
-            &workload,
-            ready_started,
-            ready_deadline,
+            workload,
+            conn.ready_started,
+            conn.ready_deadline,
         )
         .await?;
         server_reports_usage = Some(answer.completion_tokens.is_some());
     }
-    for line in crate::observe::network_notes::client_notices(&client) {
+    for line in crate::observe::network_notes::client_notices(&conn.client) {
         observer.message(&line);
         warnings.push(line);
     }
     // The tokenizer stays loaded during the measured phase (its tables cost tens of MB of
     // RSS) only when it is needed there: with --retokenize-output, or when the server may
     // answer without `usage` (then text without usage is kept and retokenized).
-    let retokenize_missing_usage = tokenizer.is_some() && server_reports_usage != Some(true);
-    exec_opts.keep_text_without_usage = retokenize_missing_usage;
-    let exec_opts = Arc::new(exec_opts);
+    exec_opts.keep_text_without_usage = has_tokenizer && server_reports_usage != Some(true);
+    Ok(Arc::new(exec_opts))
+}
 
-    let verification = crate::prepare::prompt_check::check_prompts(
-        &server,
-        tokenizer.as_ref(),
-        cfg,
-        &model.served_name,
-        &mut workload,
-        observer,
-        &mut warnings,
-    )
-    .await?;
-
-    // Retokenizing generated text (crate::records::retokenize): with --retokenize-output the tokenizer
-    // stays loaded and counts every response; otherwise responses without usage are counted
-    // after the measured phase by the tokenizer loaded again, so it costs no RSS meanwhile.
-    let retokenizer = match &tokenizer {
+/// What counts generated text (crate::records::retokenize): with --retokenize-output the
+/// tokenizer stays loaded and counts every response; otherwise responses without usage are
+/// counted after the measured phase by the tokenizer loaded again, so it costs no RSS
+/// meanwhile.
+fn retokenizer(
+    cfg: &RunConfig,
+    tokenizer: &Option<Arc<dyn TextTokenizer>>,
+    tokenizer_id: &str,
+    exec_opts: &ExecOptions,
+    observer: &Arc<dyn RunObserver>,
+    warnings: &mut Vec<String>,
+) -> Option<Arc<Retokenizer>> {
+    let retokenizer = match tokenizer {
         Some(t) if cfg.retokenize_output => Some(Retokenizer::new(t.clone(), true, cfg.keep_text)),
-        Some(_) if retokenize_missing_usage => {
-            Some(Retokenizer::after_run(tokenizer_id.clone(), cfg.keep_text))
+        Some(_) if exec_opts.keep_text_without_usage => {
+            Some(Retokenizer::after_run(tokenizer_id.to_owned(), cfg.keep_text))
         }
         _ => None,
     }
@@ -226,50 +272,7 @@ async fn prepare_inner(
         observer.message(&line);
         warnings.push(line);
     }
-    let tokenizer = if keep_tokenizer { tokenizer } else { None };
-    Ok(Prepared::Ready(Box::new(PreparedRun {
-        client,
-        headers,
-        model,
-        tokenizer_id,
-        workload: Arc::new(workload),
-        stats,
-        verification,
-        target,
-        exec_opts,
-        warnings,
-        load: load_plan,
-        retokenizer,
-        tokenizer,
-    })))
-}
-
-async fn build_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> Result<Workload> {
-    match &cfg.dataset {
-        DatasetSpec::TimedTrace(t) => {
-            let mut t = t.clone();
-            t.max_model_len = cfg.max_model_len;
-            build_off_runtime("trace loading", move || {
-                servebench_data::trace::build_trace_workload(&t, tokenizer.as_ref()).map(|b| b.workload)
-            })
-            .await
-        }
-        DatasetSpec::Random(r) => {
-            let r = r.clone();
-            build_off_runtime("workload generation", move || {
-                servebench_data::random::generate_random(&r, tokenizer.as_ref())
-            })
-            .await
-        }
-        DatasetSpec::Dataset(d) => {
-            let d = d.clone();
-            build_off_runtime("workload generation", move || {
-                let env = servebench_data::HubEnv::from_env();
-                servebench_data::dataset::build_dataset(&d, tokenizer.as_ref(), &env)
-            })
-            .await
-        }
-    }
+    retokenizer
 }
 
 /// Run-header lines about the network path: which proxy (credentials redacted) and which TLS

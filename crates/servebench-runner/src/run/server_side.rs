@@ -10,7 +10,6 @@ use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::RequestRecord;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -27,10 +26,9 @@ pub struct ServerSideOptions {
 /// observer it wraps starts them when the measured phase starts and stops them when it ends.
 #[derive(Debug)]
 pub struct ServerSide {
-    /// Raised (`true`) when the measured phase starts: a start latch, not a stop signal.
-    start: Arc<watch::Sender<bool>>,
+    /// Cancelled when the measured phase starts: a start signal, not a stop.
+    start: CancellationToken,
     end: CancellationToken,
-    started: Arc<std::sync::atomic::AtomicBool>,
     scrape: Option<JoinHandle<ServerMetrics>>,
     profile: Option<JoinHandle<ProfileOutcome>>,
 }
@@ -65,41 +63,37 @@ impl ServerSide {
 
     /// Spawns the tasks (on the current runtime), idle until the measured phase starts.
     pub fn arm(client: &HttpClient, headers: &http::HeaderMap, options: &ServerSideOptions) -> ServerSide {
-        let (start, start_signal) = watch::channel(false);
+        let start = CancellationToken::new();
+        let start_signal = start.clone();
         let end = CancellationToken::new();
         let end_signal = end.clone();
         let scrape = options.scrape_interval.map(|interval| {
             let (client, headers, start_signal, end_signal) =
                 (client.clone(), headers.clone(), start_signal.clone(), end_signal.clone());
             tokio::spawn(async move {
-                measured_phase_started(start_signal).await;
+                start_signal.cancelled().await;
                 scrape_until(client, headers, interval, end_signal).await
             })
         });
         let profile = options.profile.map(|opts| {
             let (client, headers, start_signal) = (client.clone(), headers.clone(), start_signal);
             tokio::spawn(async move {
-                measured_phase_started(start_signal).await;
+                start_signal.cancelled().await;
                 profile_until(client, headers, opts, end_signal).await
             })
         });
-        ServerSide { start: Arc::new(start), end, started: Arc::default(), scrape, profile }
+        ServerSide { start, end, scrape, profile }
     }
 
     /// Wraps `inner` so that the measured phase's start and end drive the tasks.
     pub fn observer(&self, inner: Arc<dyn RunObserver>) -> Arc<dyn RunObserver> {
-        Arc::new(PhaseObserver {
-            inner,
-            start: self.start.clone(),
-            end: self.end.clone(),
-            started: self.started.clone(),
-        })
+        Arc::new(PhaseObserver { inner, start: self.start.clone(), end: self.end.clone() })
     }
 
     /// Stops the tasks and collects what they produced (nothing if the phase never started).
     pub async fn finish(self) -> ServerSideOutput {
         self.end.cancel();
-        if !self.started.load(std::sync::atomic::Ordering::SeqCst) {
+        if !self.start.is_cancelled() {
             for h in [self.scrape.map(|h| h.abort_handle()), self.profile.map(|h| h.abort_handle())]
                 .into_iter()
                 .flatten()
@@ -121,19 +115,10 @@ impl ServerSide {
     }
 }
 
-/// Waits until the measured phase starts; never returns if it never does (the task is then
-/// dropped with its `ServerSide`).
-async fn measured_phase_started(mut started: watch::Receiver<bool>) {
-    if started.wait_for(|&s| s).await.is_err() {
-        std::future::pending::<()>().await;
-    }
-}
-
 struct PhaseObserver {
     inner: Arc<dyn RunObserver>,
-    start: Arc<watch::Sender<bool>>,
+    start: CancellationToken,
     end: CancellationToken,
-    started: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl RunObserver for PhaseObserver {
@@ -141,8 +126,7 @@ impl RunObserver for PhaseObserver {
         self.inner.message(text);
     }
     fn started(&self, total: u64) {
-        self.started.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = self.start.send(true);
+        self.start.cancel();
         self.inner.started(total);
     }
     fn request_done(&self, record: &RequestRecord) {

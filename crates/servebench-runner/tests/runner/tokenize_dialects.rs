@@ -238,7 +238,7 @@ async fn server_tokenizer_mode_works_with_every_dialect_that_has_detokenize() {
 #[tokio::test]
 async fn llama_cpp_empty_answer_to_prompt_means_wrong_dialect() {
     let (server, seen) = serve(scripted(Kind::LlamaCpp, true)).await;
-    let ids = server.tokenize_ids("hello world").await.unwrap().unwrap();
+    let ids = server.tokenize("hello world").await.unwrap().ok().unwrap();
     assert_eq!(ids[0], BOS);
     let seen = seen.lock().unwrap();
     let first: Value = serde_json::from_str(&seen[0].1).unwrap();
@@ -317,9 +317,7 @@ async fn a_500_on_one_dialect_is_not_fatal_when_another_works() {
 /// host and port) with one fix, not "tokenize endpoint failing" (SB303) with a second "fix:".
 #[tokio::test]
 async fn an_unreachable_server_is_sb315_with_one_fix() {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    drop(l);
+    let port = servebench_testkit::net::closed_port();
     let client = HttpClient::new(ClientOptions {
         base_url: format!("http://127.0.0.1:{port}/v1"),
         ..ClientOptions::default()

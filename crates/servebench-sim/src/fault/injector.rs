@@ -1,6 +1,6 @@
 //! The server side of fault injection: per-request keys and plans, the pre-response answers
-//! (error statuses, closed connections), the stream and body parts of a plan, and the live
-//! counters behind `SimHandle::fault_counts` and `servebench_sim_faults_total`.
+//! (error statuses, closed connections), and the stream and body parts of a plan (the live
+//! counters are in `counters`).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,48 +11,10 @@ use http::header::HeaderValue;
 
 use super::body::FaultedBody;
 use super::stream::{Quirks, StreamFaults};
-use super::{FaultConfig, FaultCounts, FaultKind, FaultPlan, ResponseShape, KINDS};
-use crate::metrics::{Counter, MetricsRegistry};
+use super::{FaultConfig, FaultCounters, FaultCounts, FaultKind, FaultPlan, ResponseShape};
+use crate::metrics::MetricsRegistry;
 use crate::protocol::ApiError;
 use crate::stream::SimBody;
-
-/// Live counters, shared by the handlers and the streams; registered on the `/metrics`
-/// registry as `servebench_sim_faults_total{kind="..."}` when faults are configured.
-#[derive(Debug)]
-pub(crate) struct FaultCounters {
-    counts: Vec<Arc<Counter>>,
-}
-
-impl FaultCounters {
-    pub(crate) fn new(registry: Option<&MetricsRegistry>) -> Self {
-        let counts = FaultKind::ALL
-            .into_iter()
-            .map(|k| match registry {
-                Some(r) => r.counter(
-                    "servebench_sim_faults_total",
-                    "Faults injected by the simulator, by kind.",
-                    &[("kind", k.as_str())],
-                ),
-                None => Arc::default(),
-            })
-            .collect();
-        FaultCounters { counts }
-    }
-
-    pub(crate) fn add(&self, kind: FaultKind) {
-        if let Some(c) = self.counts.get(kind.index()) {
-            c.inc();
-        }
-    }
-
-    pub(crate) fn snapshot(&self) -> FaultCounts {
-        let mut counts = [0u64; KINDS];
-        for (c, a) in counts.iter_mut().zip(&self.counts) {
-            *c = a.get();
-        }
-        FaultCounts { counts }
-    }
-}
 
 /// The connection is closed without a response ([`FaultKind::Close`]): returned as the
 /// service's error, which makes hyper drop the connection before writing anything.

@@ -194,31 +194,15 @@ pub fn dataset_stats_path(result_path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servebench_testkit::records::RecordBuilder;
-
-    /// Request `i`: intended at `i` ms, 4 token events 1 ms apart from 5 ms after it.
-    fn record(i: u64) -> RequestRecord {
-        RecordBuilder::new(i)
-            .intended_at(i * 1000)
-            .sent_at(i * 1000 + 10)
-            .stream(i * 1000 + 5000, &[1000; 3])
-            .done_at(i * 1000 + 8100)
-            .with(|r| r.expected_output_tokens = 4)
-            .completed()
-    }
-
-    fn write_records(path: &Path, n: u64) {
-        let text: Vec<String> = (0..n).map(|i| serde_json::to_string(&record(i)).unwrap()).collect();
-        std::fs::write(path, text.join("\n") + "\n").unwrap();
-    }
+    use servebench_testkit::records::write_streamed_jsonl;
 
     #[test]
     fn report_command_writes_html_and_csv() {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a.records.jsonl");
         let b = dir.path().join("b.records.jsonl");
-        write_records(&a, 20);
-        write_records(&b, 10);
+        write_streamed_jsonl(&a, 20);
+        write_streamed_jsonl(&b, 10);
         let args = ReportArgs {
             inputs: vec![a, b],
             output: dir.path().join("out/report.html"),
@@ -266,7 +250,7 @@ mod tests {
         assert!(html.contains("id=\"sweep-ttft-tok\"") && html.contains("goodput SLO: ttft ≤ 25 ms"));
         // An experiment with other inputs, or of an unknown kind, is refused with a code.
         let rec = dir.path().join("a.records.jsonl");
-        write_records(&rec, 3);
+        write_streamed_jsonl(&rec, 3);
         let e = report(&args_for(vec![sweep, rec.clone()], out.clone())).unwrap_err();
         assert_eq!(code_of(&e), "SB101");
         let bogus = dir.path().join("bogus.json");
@@ -285,7 +269,7 @@ mod tests {
             {"t_s": 0.5, "running": 3.0, "waiting": 1.0, "kv_cache_usage": 0.3}]}}"#,
         )
         .unwrap();
-        write_records(&dir.path().join("run.json.records.jsonl"), 4);
+        write_streamed_jsonl(&dir.path().join("run.json.records.jsonl"), 4);
         assert_eq!(report(&args_for(vec![result], out.clone())).unwrap(), 0);
         let html = std::fs::read_to_string(&out).unwrap();
         assert!(html.contains("id=\"server-requests\"") && html.contains("id=\"server-kv\""));

@@ -12,8 +12,7 @@ use serde_json::Value;
 use crate::support::{bin, tokenizer};
 
 fn assert_schema(j: &Value) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = servebench_testkit::fixtures::result_schema_json();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator.iter_errors(j).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "schema violations: {errors:?}");

@@ -4,8 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::Command;
 use std::process::Output;
+
+use servebench_testkit::cli::{interrupt, open_files_limit};
+use servebench_testkit::net::{accept_once, closed_port};
 
 use crate::support::{bin, text, tokenizer};
 
@@ -65,11 +67,7 @@ fn sim_run_prints_both_blocks_and_writes_vllm_compatible_json_and_records() {
     assert_eq!(obj["team"], "serving");
     assert_eq!(obj["total_output_tokens"], 40 * 16);
 
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json"))
-            .unwrap(),
-    )
-    .unwrap();
+    let schema = servebench_testkit::fixtures::result_schema_json();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "schema violations: {errors:?}");
@@ -89,7 +87,8 @@ fn sim_run_prints_both_blocks_and_writes_vllm_compatible_json_and_records() {
 fn api_key_never_reaches_any_artefact() {
     let dir = tempfile::tempdir().unwrap();
     let key = "sk-planted-secret-4711";
-    let out = sim_run(dir.path(), &["--save-detailed", "--header", "X-Api-Key=hdr-secret-0815"], Some(key));
+    let headers = ["--header", "X-Api-Key=hdr-secret-0815", "--header", "Cookie: session=cookie-secret-2323"];
+    let out = sim_run(dir.path(), &[&["--save-detailed"][..], &headers].concat(), Some(key));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let mut all = text(&out.stdout) + &text(&out.stderr);
     for entry in std::fs::read_dir(dir.path()).unwrap() {
@@ -97,6 +96,7 @@ fn api_key_never_reaches_any_artefact() {
     }
     assert!(!all.contains(key));
     assert!(!all.contains("hdr-secret-0815"));
+    assert!(!all.contains("cookie-secret-2323"));
 }
 
 fn assert_config_error(args: &[&str], flag: &str) {
@@ -166,9 +166,7 @@ fn explain_prints_every_code() {
 #[test]
 fn readiness_timeout_names_the_last_error() {
     // Nothing listens on this port: every readiness attempt is refused.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
+    let port = closed_port();
     let out = bin()
         .args([
             "--base-url",
@@ -235,11 +233,6 @@ fn spawn_sim_run(dir: &Path, extra: &[&str]) -> std::process::Child {
     child
 }
 
-fn signal(child: &std::process::Child, sig: &str) {
-    let ok = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success();
-    assert!(ok, "kill {sig} failed");
-}
-
 #[test]
 fn interrupt_cancels_in_flight_writes_results_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
@@ -259,7 +252,7 @@ fn interrupt_cancels_in_flight_writes_results_and_exits_130() {
     );
     let records = dir.path().join("run.json.records.jsonl");
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    signal(&child, "-INT");
+    interrupt(&child);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let json: serde_json::Value =
@@ -324,11 +317,9 @@ fn kill_9_keeps_every_finished_record_and_report_reads_them() {
 
 #[test]
 fn retries_apply_only_to_connections_never_made_and_every_attempt_counts() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     // The server accepts one connection (the client's reachability probe) and goes away:
     // every later connect is refused, nothing is ever sent.
-    let gone = std::thread::spawn(move || drop(listener.accept()));
+    let (port, gone) = accept_once();
     let dir = tempfile::tempdir().unwrap();
     let out = bin()
         .args([
@@ -361,12 +352,15 @@ fn retries_apply_only_to_connections_never_made_and_every_attempt_counts() {
 
 #[test]
 fn max_concurrency_beyond_the_open_files_limit_is_refused_with_the_fix() {
-    let script = format!(
-        "ulimit -n 200 && exec {} --base-url http://127.0.0.1:9 --model m --tokenizer cl100k_base \
-         --max-concurrency 500 --num-prompts 10",
-        env!("CARGO_BIN_EXE_servebench")
-    );
-    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    // As `ulimit -n 200` would, without a shell outside the environment policy.
+    let mut cmd = bin();
+    cmd.args(["--base-url", "http://127.0.0.1:9", "--model", "m", "--tokenizer", "cl100k_base"]).args([
+        "--max-concurrency",
+        "500",
+        "--num-prompts",
+        "10",
+    ]);
+    let out = open_files_limit(&mut cmd, 200).output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(

@@ -25,9 +25,7 @@ fn run(args: &[&str]) -> (String, Value) {
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(root().join("docs/result.schema.json")).unwrap())
-            .unwrap();
+    let schema = servebench_testkit::fixtures::result_schema_json();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "schema violations: {errors:?}");

@@ -365,8 +365,7 @@ fn single_run_has_steady_state_profile_and_server_metrics() {
     let prof = &doc["profile"];
     assert!(prof["started_at_s"].is_number() && prof["stopped_at_s"].is_number(), "{prof}");
     assert!(doc["server_metrics"]["samples"].as_array().is_some_and(|s| !s.is_empty()));
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let schema = servebench_testkit::fixtures::result_schema_json();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "schema violations: {errors:?}");

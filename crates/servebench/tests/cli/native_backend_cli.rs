@@ -4,63 +4,27 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
+use servebench_testkit::script::{in_background, serve_by_request, w, Step};
+
+use crate::support::bin;
 
 const FIXTURE: &str = include_str!("../../../servebench-client/tests/fixtures/anthropic_stream.sse");
 
 /// Serves every connection one response (then closes): the fixture for POST /v1/messages,
-/// 404 otherwise. Records the request heads.
-fn serve() -> (u16, Arc<Mutex<Vec<String>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let out = seen.clone();
-    std::thread::spawn(move || {
-        for sock in l.incoming() {
-            let Ok(mut sock) = sock else { return };
-            let mut buf = Vec::new();
-            let mut tmp = [0u8; 8192];
-            let head = loop {
-                let Ok(n) = sock.read(&mut tmp) else { break None };
-                if n == 0 {
-                    break None;
-                }
-                buf.extend_from_slice(&tmp[..n]);
-                let text = String::from_utf8_lossy(&buf).to_string();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len: usize = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().to_owned())
-                        })
-                        .map_or(0, |v| v.parse().unwrap());
-                    if buf.len() >= end + 4 + len {
-                        break Some(text);
-                    }
-                }
-            };
-            let Some(head) = head else { continue };
-            let resp = if head.starts_with("POST /v1/messages ") {
-                format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{FIXTURE}")
-            } else {
-                "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned()
-            };
-            out.lock().unwrap().push(head);
-            let _ = sock.write_all(resp.as_bytes());
-        }
-    });
-    (port, seen)
+/// 404 otherwise. Records the requests.
+fn respond(request: &str) -> Vec<Step> {
+    let resp = if request.starts_with("POST /v1/messages ") {
+        format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{FIXTURE}")
+    } else {
+        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned()
+    };
+    vec![w(resp), Step::Close]
 }
-
-use crate::support::bin;
 
 #[test]
 fn anthropic_backend_end_to_end_with_server_token_counts() {
-    let (port, seen) = serve();
+    let server = in_background(|| serve_by_request(respond));
+    let port = server.port;
     let dir = tempfile::tempdir().unwrap();
     let tok = servebench_testkit::fixtures::smollm2_tokenizer();
     let out = bin()
@@ -93,7 +57,7 @@ fn anthropic_backend_end_to_end_with_server_token_counts() {
     let records = std::fs::read_to_string(dir.path().join("r.json.records.jsonl")).unwrap();
     assert!(!records.contains("sk-ant"));
 
-    let heads = seen.lock().unwrap().clone();
+    let heads = server.requests();
     let msgs: Vec<&String> = heads.iter().filter(|h| h.starts_with("POST /v1/messages ")).collect();
     assert!(msgs.len() >= 4, "{heads:?}"); // the readiness check may add one
     let h = msgs[0].to_ascii_lowercase();

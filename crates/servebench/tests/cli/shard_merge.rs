@@ -234,11 +234,7 @@ fn four_shards_merged_equal_one_process_of_the_same_workload() {
     assert_eq!(m["total_output_tokens"], 80 * 12);
     assert_eq!(m["shards"].as_array().unwrap().len(), 4);
     assert_eq!(m["num_shards"], "4");
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json"))
-            .unwrap(),
-    )
-    .unwrap();
+    let schema = servebench_testkit::fixtures::result_schema_json();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator.iter_errors(&m).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "merged result violates docs/result.schema.json: {errors:?}");

@@ -69,8 +69,7 @@ fn expect(p: Personality, backend: &str, path: &str) -> Expect {
 }
 
 fn schema_errors(j: &Value) -> Option<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = servebench_testkit::fixtures::result_schema_json();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator.iter_errors(j).map(|e| format!("{}: {e}", e.instance_path)).collect();
     (!errors.is_empty()).then(|| format!("schema violations: {errors:?}"))

@@ -284,5 +284,4 @@ pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
 }
 
 #[cfg(test)]
-#[path = "merge_tests.rs"]
 mod tests;

@@ -1,5 +1,5 @@
-//! The synthetic 100,000-conversation ShareGPT file of the `sharegpt_load` bench and example
-//! (written at start into a temporary directory; nothing big is committed): prompts of 2–400
+//! The synthetic 100,000-conversation ShareGPT file of the data crate's `sharegpt_load` bench and
+//! example (written at start into a temporary directory; nothing big is committed): prompts of 2–400
 //! words, replies of 2–500 words (some too short or too long for vLLM's filter), one
 //! conversation in 50 with a single message. Seeded: the same file on every machine.
 
@@ -101,9 +101,4 @@ pub fn write_file(path: &Path) -> std::io::Result<()> {
     }
     out.write_all(b"\n]\n")?;
     out.flush()
-}
-
-/// The SmolLM2 `tokenizer.json` fixture.
-pub fn smollm2_tokenizer_path() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tokenizers/smollm2-135m/tokenizer.json")
 }

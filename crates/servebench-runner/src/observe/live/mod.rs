@@ -301,70 +301,61 @@ impl LiveMetrics {
     pub fn render_prometheus(&self) -> String {
         let s = self.snapshot();
         let mut out = String::with_capacity(8 * 1024);
-        let mut scalar =
-            |name: &str, kind: Kind, help: &str, value: f64| prom::scalar(&mut out, name, kind, help, value);
-        scalar(
-            "servebench_run_elapsed_seconds",
-            Kind::Gauge,
-            "Seconds since the measured phase started.",
-            s.elapsed_s,
-        );
-        scalar(
-            "servebench_requests_scheduled",
-            Kind::Gauge,
-            "Requests in the measured phase.",
-            s.scheduled as f64,
-        );
-        scalar(
-            "servebench_requests_sent_total",
-            Kind::Counter,
-            "Requests that passed the concurrency gate and were sent.",
-            s.sent as f64,
-        );
-        scalar(
-            "servebench_requests_completed_total",
-            Kind::Counter,
-            "Requests completed.",
-            s.completed as f64,
-        );
-        scalar(
-            "servebench_requests_cancelled_total",
-            Kind::Counter,
-            "Requests cancelled (interrupt), sent or not.",
-            s.cancelled as f64,
-        );
-        scalar(
-            "servebench_requests_in_flight",
-            Kind::Gauge,
-            "Requests sent and not yet ended.",
-            s.in_flight as f64,
-        );
-        scalar(
-            "servebench_output_tokens_total",
-            Kind::Counter,
-            "Output tokens of completed requests.",
-            self.output_tokens() as f64,
-        );
-        scalar(
-            "servebench_requests_per_second",
-            Kind::Gauge,
-            "Requests ended (any outcome) per second over the last 5 s.",
-            s.requests_per_s,
-        );
-        scalar(
-            "servebench_output_tokens_per_second",
-            Kind::Gauge,
-            "Output tokens of completed requests per second over the last 5 s.",
-            s.output_tokens_per_s,
-        );
-        let failed = "servebench_requests_failed_total";
-        prom::family(&mut out, failed, Kind::Counter, "Requests failed, by error kind.");
-        for (i, kind) in ErrorKind::ALL.iter().enumerate() {
-            let n = self.failed.get(i).map_or(0, |c| c.load(Ordering::Relaxed));
-            prom::sample(&mut out, failed, &[("kind", kind.as_str())], n as f64);
+        let scalars = [
+            (
+                "servebench_run_elapsed_seconds",
+                Kind::Gauge,
+                "Seconds since the measured phase started.",
+                s.elapsed_s,
+            ),
+            (
+                "servebench_requests_scheduled",
+                Kind::Gauge,
+                "Requests in the measured phase.",
+                s.scheduled as f64,
+            ),
+            (
+                "servebench_requests_sent_total",
+                Kind::Counter,
+                "Requests that passed the concurrency gate and were sent.",
+                s.sent as f64,
+            ),
+            ("servebench_requests_completed_total", Kind::Counter, "Requests completed.", s.completed as f64),
+            (
+                "servebench_requests_cancelled_total",
+                Kind::Counter,
+                "Requests cancelled (interrupt), sent or not.",
+                s.cancelled as f64,
+            ),
+            (
+                "servebench_requests_in_flight",
+                Kind::Gauge,
+                "Requests sent and not yet ended.",
+                s.in_flight as f64,
+            ),
+            (
+                "servebench_output_tokens_total",
+                Kind::Counter,
+                "Output tokens of completed requests.",
+                self.output_tokens() as f64,
+            ),
+            (
+                "servebench_requests_per_second",
+                Kind::Gauge,
+                "Requests ended (any outcome) per second over the last 5 s.",
+                s.requests_per_s,
+            ),
+            (
+                "servebench_output_tokens_per_second",
+                Kind::Gauge,
+                "Output tokens of completed requests per second over the last 5 s.",
+                s.output_tokens_per_s,
+            ),
+        ];
+        for (name, kind, help, value) in scalars {
+            prom::scalar(&mut out, name, kind, help, value);
         }
-        let n = self.failed_unclassified.load(Ordering::Relaxed);
-        prom::sample(&mut out, failed, &[("kind", "unclassified")], n as f64);
+        self.write_failed(&mut out);
         let hists = [
             (
                 "servebench_ttft_seconds",
@@ -392,6 +383,18 @@ impl LiveMetrics {
         }
         out
     }
+
+    /// `servebench_requests_failed_total`, one sample per error kind (and unclassified).
+    fn write_failed(&self, out: &mut String) {
+        let failed = "servebench_requests_failed_total";
+        prom::family(out, failed, Kind::Counter, "Requests failed, by error kind.");
+        for (i, kind) in ErrorKind::ALL.iter().enumerate() {
+            let n = self.failed.get(i).map_or(0, |c| c.load(Ordering::Relaxed));
+            prom::sample(out, failed, &[("kind", kind.as_str())], n as f64);
+        }
+        let n = self.failed_unclassified.load(Ordering::Relaxed);
+        prom::sample(out, failed, &[("kind", "unclassified")], n as f64);
+    }
 }
 
 fn write_histogram(out: &mut String, name: &str, help: &str, h: &AtomicHistogram) {
@@ -408,5 +411,4 @@ fn write_histogram(out: &mut String, name: &str, help: &str, h: &AtomicHistogram
 }
 
 #[cfg(test)]
-#[path = "live_tests.rs"]
 mod tests;

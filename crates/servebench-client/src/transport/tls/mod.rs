@@ -24,6 +24,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use super::error::TlsConnectError;
 use super::failure::{ConnectFailure, FailureLatch};
 
 /// The fix named when the server's certificate is not trusted.
@@ -367,17 +368,16 @@ pub(crate) async fn connect(
     host: &str,
     tcp: TcpStream,
     latch: &Arc<FailureLatch>,
-) -> std::result::Result<TlsIo, String> {
-    let name = ServerName::try_from(host.to_owned()).map_err(|e| format!("invalid TLS server name: {e}"))?;
+) -> std::result::Result<TlsIo, TlsConnectError> {
+    let name = ServerName::try_from(host.to_owned()).map_err(TlsConnectError::ServerName)?;
     match connector.connect(name, tcp).await {
         Ok(s) => Ok(TlsIo { inner: s, latch: latch.clone() }),
-        Err(e) => match classify(&e) {
-            Some(f) => {
-                let msg = f.message();
-                latch.set(f);
-                Err(msg)
+        Err(source) => match classify(&source) {
+            Some(failure) => {
+                latch.set(failure.clone());
+                Err(TlsConnectError::Certificate { failure, source })
             }
-            None => Err(e.to_string()),
+            None => Err(TlsConnectError::Handshake(source)),
         },
     }
 }
@@ -434,5 +434,4 @@ impl ServerCertVerifier for AcceptAnyCert {
 }
 
 #[cfg(test)]
-#[path = "tls_tests.rs"]
 mod tests;

@@ -273,5 +273,4 @@ impl super::HttpClient {
 }
 
 #[cfg(test)]
-#[path = "proxy_tests.rs"]
 mod tests;
