@@ -222,7 +222,7 @@ pub struct RunArgs {
     pub port: u16,
     /// API path; defaults by backend (/v1/completions, /v1/chat/completions, /generate_stream, ...;
     /// docs/backends.md).
-    #[arg(long, help_heading = "Connection")]
+    #[arg(long, value_parser = crate::cli::values::endpoint, help_heading = "Connection")]
     pub endpoint: Option<String>,
     /// Extra request header KEY=VALUE (repeatable; several per flag allowed).
     #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli::values::header, help_heading = "Connection")]

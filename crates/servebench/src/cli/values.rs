@@ -509,6 +509,18 @@ pub fn base_url(text: &str) -> Result<BaseUrl, BenchError> {
     Ok(BaseUrl(trimmed.to_owned()))
 }
 
+/// `--endpoint`: an API path (starting with `/`).
+pub fn endpoint(text: &str) -> Result<String, BenchError> {
+    if !text.starts_with('/') {
+        return Err(BenchError::config(
+            "--endpoint",
+            format!("'{text}' is not a path"),
+            "pass a path starting with '/', e.g. /v1/completions",
+        ));
+    }
+    Ok(text.to_owned())
+}
+
 /// A server base URL (`http://` or `https://`, no trailing `/`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseUrl(pub String);

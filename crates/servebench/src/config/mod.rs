@@ -201,19 +201,9 @@ fn target_config(args: &RunArgs, backend: BackendKind, api_key: Option<Secret>) 
     for (k, v) in vllm_flags::body_fields(args, backend)? {
         extra_body.entry(k).or_insert(v);
     }
-    let endpoint = match &args.endpoint {
-        Some(e) if !e.starts_with('/') => {
-            return Err(BenchError::config(
-                "--endpoint",
-                format!("'{e}' is not a path"),
-                "pass a path starting with '/', e.g. /v1/completions",
-            ))
-        }
-        other => other.clone(),
-    };
     Ok(TargetConfig {
         backend,
-        endpoint,
+        endpoint: args.endpoint.clone(),
         model: String::new(),
         api_key: api_key.filter(|k| !k.expose().is_empty()),
         headers: args.header.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),

@@ -32,6 +32,7 @@ fn run_flags_with_a_bad_value_are_refused_at_parse_time_with_sb101() {
         (&["--speed-bench-dataset-subset", "huge"], "--speed-bench-dataset-subset", "unknown subset 'huge'"),
         (&["--start-at", "soon"], "--start-at", "soon"),
         (&["--metrics-host", "localhost"], "--metrics-host", "'localhost' is not an IP address"),
+        (&["--endpoint", "v1/completions"], "--endpoint", "'v1/completions' is not a path"),
         (&["--base-url", "ftp://x"], "--base-url", "'ftp://x' is not an http(s) URL"),
         (&["--goodput", "ttft:5", "itl:3"], "--goodput", "unknown SLO key 'itl'"),
         (&["--sim-fault", "reset=2"], "--sim-fault", "[0, 1]"),
