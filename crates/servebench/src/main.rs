@@ -1,5 +1,5 @@
 //! `servebench`: a benchmark client and load generator for OpenAI-compatible LLM servers.
-//! Everything but the allocator lives in the library (`servebench::commands`).
+//! Everything but the allocator lives in the library (`servebench::cmd`).
 
 use std::process::ExitCode;
 
@@ -7,5 +7,5 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    ExitCode::from(servebench::commands::main_exit_code(std::env::args()))
+    ExitCode::from(servebench::cmd::main_exit_code(std::env::args()))
 }

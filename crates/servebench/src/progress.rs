@@ -142,7 +142,7 @@ impl RunObserver for ConsoleObserver {
     }
 
     fn started(&self, total: u64) {
-        crate::interrupt::measuring_started();
+        crate::os::signal::measuring_started();
         if !self.show_progress {
             return;
         }

@@ -1,7 +1,7 @@
-//! The dataset flags validated into a `DatasetRequest` (the flags: `crate::cli_dataset`).
+//! The dataset flags validated into a `DatasetRequest` (the flags: `crate::cli::dataset`).
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
-use crate::cli_dataset::*;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 use servebench_data::dataset::burstgpt::BurstGptConfig;
@@ -15,21 +15,18 @@ use servebench_data::dataset::random_rerank::RandomRerankConfig;
 use servebench_data::dataset::sharegpt::ShareGptConfig;
 use servebench_data::dataset::sonnet::SonnetConfig;
 use servebench_data::dataset::spec_bench::SpecBenchConfig;
-use servebench_data::dataset::speed_bench::{SpeedBenchConfig, SUBSETS};
+use servebench_data::dataset::speed_bench::SpeedBenchConfig;
 use servebench_data::dataset::{DatasetKind, DatasetRequest, Sampling};
 use servebench_data::random::RandomDatasetConfig;
 use std::path::PathBuf;
 
 /// The datasets `--enable-multimodal-chat` applies to (as in vLLM).
-const MULTIMODAL_CHAT_DATASETS: &[&str] = &[
-    "random-mm",
-    "random_mm",
-    "custom_image",
-    "custom-image",
-    "custom_audio",
-    "custom-audio",
-    "sharegpt",
-    "hf",
+const MULTIMODAL_CHAT_DATASETS: &[DatasetName] = &[
+    DatasetName::RandomMm,
+    DatasetName::CustomImage,
+    DatasetName::CustomAudio,
+    DatasetName::Sharegpt,
+    DatasetName::Hf,
 ];
 
 fn positive(flag: &str, v: u32) -> Result<usize> {
@@ -40,7 +37,7 @@ fn positive(flag: &str, v: u32) -> Result<usize> {
 }
 
 fn required_path(args: &RunArgs, what: &str) -> Result<PathBuf> {
-    args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
+    args.dataset.dataset_path.clone().ok_or_else(|| {
         BenchError::config(
             "--dataset-path",
             format!("the {} dataset needs a file", args.dataset_name),
@@ -59,102 +56,121 @@ pub fn dataset_request(args: &RunArgs, backend_takes_images: bool) -> Result<Opt
         shuffle: !args.disable_shuffle,
         oversample: !d.no_oversample,
     };
+    let Some(kind) = dataset_kind(args, backend_takes_images)? else { return Ok(None) };
+    Ok(Some(DatasetRequest { kind, sampling, multimodal_chat: d.enable_multimodal_chat }))
+}
+
+/// The dataset `--dataset-name` names, with its flags (None for `random` and the trace).
+fn dataset_kind(args: &RunArgs, backend_takes_images: bool) -> Result<Option<DatasetKind>> {
+    let d = &args.dataset;
     let output_override = args.output_len.map(|o| o as usize);
-    let kind = match args.dataset_name.as_str() {
-        "random" => return Ok(None),
-        "sharegpt" => DatasetKind::ShareGpt(ShareGptConfig {
-            path: d.dataset_path.as_ref().map(PathBuf::from),
+    Ok(Some(match args.dataset_name.kind {
+        DatasetName::Random | DatasetName::TimedTrace => return Ok(None),
+        DatasetName::Sharegpt => DatasetKind::ShareGpt(ShareGptConfig {
+            path: d.dataset_path.clone(),
             output_len: d.sharegpt_output_len.map(|o| o as usize).or(output_override),
         }),
-        "sonnet" => DatasetKind::Sonnet(SonnetConfig {
-            path: d.dataset_path.as_ref().map(PathBuf::from),
-            input_len: positive("--sonnet-input-len", d.sonnet_input_len)?,
-            output_len: positive("--sonnet-output-len", d.sonnet_output_len)?,
-            prefix_len: d.sonnet_prefix_len as usize,
-            // As vLLM: the prompt is rendered for every backend but openai-chat.
-            template: servebench_data::dataset::chat_render::PromptTemplate {
-                render: args.backend.kind != BackendKind::Chat,
-                kwargs: None,
-                chat_messages: false,
-            },
-        }),
-        "custom" => DatasetKind::Custom(CustomConfig {
+        DatasetName::Sonnet => DatasetKind::Sonnet(sonnet_config(args)?),
+        DatasetName::Custom => DatasetKind::Custom(CustomConfig {
             path: required_path(args, "/path/to/prompts.jsonl")?,
             output_len: custom_output_len(output_override, d.custom_output_len)?,
-            template: prompt_template(args, !d.skip_chat_template, true)?,
+            template: prompt_template(args, !d.skip_chat_template, true),
         }),
-        "custom_image" | "custom-image" => {
-            if !backend_takes_images {
-                return Err(BenchError::MultimodalUnsupported {
-                    backend: args.backend.name.clone(),
-                    detail: " (custom_image sends images as chat content parts; use --backend openai-chat or openai-embeddings-chat)".into(),
-                });
-            }
-            DatasetKind::CustomImage(CustomImageConfig {
-                path: required_path(args, "/path/to/images.jsonl")?,
-                output_len: custom_output_len(output_override, d.custom_output_len)?,
-                ensure_client_side_data: d.custom_ensure_client_side_data,
-            })
+        DatasetName::CustomImage => {
+            DatasetKind::CustomImage(custom_image_config(args, backend_takes_images)?)
         }
-        "custom_audio" | "custom-audio" => DatasetKind::CustomAudio(CustomAudioConfig {
+        DatasetName::CustomAudio => DatasetKind::CustomAudio(CustomAudioConfig {
             path: required_path(args, "/path/to/audio.jsonl")?,
             output_len: custom_output_len(output_override, d.custom_output_len)?,
             chat_part: args.backend.kind == BackendKind::Chat,
         }),
-        "prefix_repetition" | "prefix-repetition" => DatasetKind::PrefixRepetition(PrefixRepetitionConfig {
-            prefix_len: d.prefix_repetition_prefix_len as usize,
-            suffix_len: d.prefix_repetition_suffix_len as usize,
-            num_prefixes: positive("--prefix-repetition-num-prefixes", d.prefix_repetition_num_prefixes)?,
-            output_len: output_override
-                .unwrap_or(positive("--prefix-repetition-output-len", d.prefix_repetition_output_len)?),
-        }),
-        "random-mm" | "random_mm" => DatasetKind::RandomMm(random_mm_config(args, backend_takes_images)?),
-        "random-rerank" | "random_rerank" => DatasetKind::RandomRerank(RandomRerankConfig {
-            num_prompts: args.num_prompts as usize,
-            input_len: positive("--random-input-len", args.input_len.unwrap_or(args.random_input_len))?,
-            range_ratio: args.random_range_ratio.input,
-            batch_size: positive("--random-batch-size", d.random_batch_size)?,
-            no_reranker: d.no_reranker,
-            seed: args.seed,
-        }),
-        "speed-bench" | "speed_bench" => {
-            if !SUBSETS.contains(&d.speed_bench_dataset_subset.as_str()) {
-                return Err(BenchError::config(
-                    "--speed-bench-dataset-subset",
-                    format!("unknown subset '{}'", d.speed_bench_dataset_subset),
-                    format!("use one of {}", SUBSETS.join(", ")),
-                ));
-            }
-            DatasetKind::SpeedBench(SpeedBenchConfig {
-                path: d.dataset_path.as_ref().map(PathBuf::from),
-                subset: d.speed_bench_dataset_subset.clone(),
-                category: d.speed_bench_category.clone(),
-                output_len: output_override
-                    .unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
-                template: prompt_template(args, !d.skip_chat_template, true)?,
-            })
-        }
-        "burstgpt" => {
+        DatasetName::PrefixRepetition => DatasetKind::PrefixRepetition(prefix_repetition_config(args)?),
+        DatasetName::RandomMm => DatasetKind::RandomMm(random_mm_config(args, backend_takes_images)?),
+        DatasetName::RandomRerank => DatasetKind::RandomRerank(random_rerank_config(args)?),
+        DatasetName::SpeedBench => DatasetKind::SpeedBench(speed_bench_config(args)?),
+        DatasetName::Burstgpt => {
             DatasetKind::BurstGpt(BurstGptConfig { path: required_path(args, "/path/to/BurstGPT.csv")? })
         }
-        "spec_bench" | "spec-bench" => DatasetKind::SpecBench(SpecBenchConfig {
+        DatasetName::SpecBench => DatasetKind::SpecBench(SpecBenchConfig {
             path: required_path(args, "/path/to/question.jsonl (Spec-Bench)")?,
             category: d.spec_bench_category.clone(),
             output_len: output_override
                 .unwrap_or(positive("--spec-bench-output-len", d.spec_bench_output_len)?),
             // vLLM's get_samples passes neither --skip-chat-template nor the kwargs here.
-            template: prompt_template(args, true, false)?,
+            template: prompt_template(args, true, false),
         }),
-        "hf" => DatasetKind::Hf(hf_config(args, output_override)?),
-        other => {
-            return Err(BenchError::config(
-                "--dataset-name",
-                format!("unknown dataset '{other}'"),
-                format!("use one of {DATASET_NAMES} (multi-turn and trace datasets have their own flags)"),
-            ))
-        }
-    };
-    Ok(Some(DatasetRequest { kind, sampling, multimodal_chat: d.enable_multimodal_chat }))
+        DatasetName::Hf => DatasetKind::Hf(hf_config(args, output_override)?),
+    }))
+}
+
+fn sonnet_config(args: &RunArgs) -> Result<SonnetConfig> {
+    let d = &args.dataset;
+    Ok(SonnetConfig {
+        path: d.dataset_path.clone(),
+        input_len: positive("--sonnet-input-len", d.sonnet_input_len)?,
+        output_len: positive("--sonnet-output-len", d.sonnet_output_len)?,
+        prefix_len: d.sonnet_prefix_len as usize,
+        // As vLLM: the prompt is rendered for every backend but openai-chat.
+        template: servebench_data::dataset::chat_render::PromptTemplate {
+            render: args.backend.kind != BackendKind::Chat,
+            kwargs: None,
+            chat_messages: false,
+        },
+    })
+}
+
+fn custom_image_config(args: &RunArgs, backend_takes_images: bool) -> Result<CustomImageConfig> {
+    if !backend_takes_images {
+        return Err(BenchError::MultimodalUnsupported {
+            backend: args.backend.name.clone(),
+            detail: " (custom_image sends images as chat content parts; use --backend openai-chat or openai-embeddings-chat)".into(),
+        });
+    }
+    let d = &args.dataset;
+    Ok(CustomImageConfig {
+        path: required_path(args, "/path/to/images.jsonl")?,
+        output_len: custom_output_len(args.output_len.map(|o| o as usize), d.custom_output_len)?,
+        ensure_client_side_data: d.custom_ensure_client_side_data,
+    })
+}
+
+fn prefix_repetition_config(args: &RunArgs) -> Result<PrefixRepetitionConfig> {
+    let d = &args.dataset;
+    Ok(PrefixRepetitionConfig {
+        prefix_len: d.prefix_repetition_prefix_len as usize,
+        suffix_len: d.prefix_repetition_suffix_len as usize,
+        num_prefixes: positive("--prefix-repetition-num-prefixes", d.prefix_repetition_num_prefixes)?,
+        output_len: args
+            .output_len
+            .map(|o| o as usize)
+            .unwrap_or(positive("--prefix-repetition-output-len", d.prefix_repetition_output_len)?),
+    })
+}
+
+fn random_rerank_config(args: &RunArgs) -> Result<RandomRerankConfig> {
+    let d = &args.dataset;
+    Ok(RandomRerankConfig {
+        num_prompts: args.num_prompts as usize,
+        input_len: positive("--random-input-len", args.input_len.unwrap_or(args.random_input_len))?,
+        range_ratio: args.random_range_ratio.input,
+        batch_size: positive("--random-batch-size", d.random_batch_size)?,
+        no_reranker: d.no_reranker,
+        seed: args.seed,
+    })
+}
+
+fn speed_bench_config(args: &RunArgs) -> Result<SpeedBenchConfig> {
+    let d = &args.dataset;
+    Ok(SpeedBenchConfig {
+        path: d.dataset_path.clone(),
+        subset: d.speed_bench_dataset_subset.0.to_owned(),
+        category: d.speed_bench_category.clone(),
+        output_len: args
+            .output_len
+            .map(|o| o as usize)
+            .unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
+        template: prompt_template(args, !d.skip_chat_template, true),
+    })
 }
 
 /// `--custom-output-len` (custom, custom_image): fixed, or None for -1 (each line's own).
@@ -175,7 +191,7 @@ fn custom_output_len(output_override: Option<usize>, flag: i64) -> Result<Option
 /// backends only; elsewhere they are refused rather than silently ignored.
 pub fn check_chat_media_flags(args: &RunArgs, backend: BackendKind) -> Result<()> {
     let d = &args.dataset;
-    let name = args.dataset_name.as_str();
+    let name = &args.dataset_name;
     let special = if args.workload.multi_turn {
         Some("multi-turn conversations")
     } else if args.is_trace() {
@@ -184,7 +200,8 @@ pub fn check_chat_media_flags(args: &RunArgs, backend: BackendKind) -> Result<()
         None
     };
     if d.enable_multimodal_chat {
-        if let Some(what) = special.or((!MULTIMODAL_CHAT_DATASETS.contains(&name)).then_some("this dataset"))
+        if let Some(what) =
+            special.or((!MULTIMODAL_CHAT_DATASETS.contains(&name.kind)).then_some("this dataset"))
         {
             return Err(BenchError::config(
                 "--enable-multimodal-chat",
@@ -200,9 +217,7 @@ pub fn check_chat_media_flags(args: &RunArgs, backend: BackendKind) -> Result<()
             ));
         }
     }
-    if d.custom_ensure_client_side_data
-        && (special.is_some() || !matches!(name, "custom_image" | "custom-image"))
-    {
+    if d.custom_ensure_client_side_data && (special.is_some() || name.kind != DatasetName::CustomImage) {
         return Err(BenchError::config(
             "--custom-ensure-client-side-data",
             format!("it loads the images of the custom_image dataset, and --dataset-name is {name}"),
@@ -218,26 +233,33 @@ fn prompt_template(
     args: &RunArgs,
     render: bool,
     with_kwargs: bool,
-) -> Result<servebench_data::dataset::chat_render::PromptTemplate> {
-    let kwargs =
-        if render && with_kwargs { super::vllm_flags::parse_chat_template_kwargs(args)? } else { None };
-    Ok(servebench_data::dataset::chat_render::PromptTemplate {
+) -> servebench_data::dataset::chat_render::PromptTemplate {
+    let kwargs = if render && with_kwargs { super::vllm_flags::chat_template_kwargs_map(args) } else { None };
+    servebench_data::dataset::chat_render::PromptTemplate {
         render,
         kwargs,
         chat_messages: render && args.backend.kind == BackendKind::Chat,
-    })
+    }
+}
+
+/// The ids vLLM picks an hf parser by: `--dataset-path`, then `--hf-name`.
+pub fn hf_dataset_ids(args: &RunArgs) -> Vec<String> {
+    let d = &args.dataset;
+    let path = d.dataset_path.as_ref().map(|p| p.to_string_lossy().into_owned());
+    path.into_iter().chain(d.hf_name.clone()).collect()
 }
 
 fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig> {
     let d = &args.dataset;
-    let path = d.dataset_path.clone().or_else(|| d.hf_name.clone()).ok_or_else(|| {
+    let path = d.dataset_path.clone().or_else(|| d.hf_name.as_ref().map(PathBuf::from)).ok_or_else(|| {
         BenchError::config(
             "--dataset-path",
             "the hf dataset needs a local file or a Hub dataset id",
             "pass --dataset-path /path/to/data.{json,jsonl,parquet} or --dataset-path org/name",
         )
     })?;
-    let local = PathBuf::from(&path);
+    let local = path;
+    let path = local.to_string_lossy().into_owned();
     let source = if local.exists() {
         if let Some(flag) = [("--hf-subset", &d.hf_subset), ("--hf-split", &d.hf_split)]
             .iter()
@@ -268,18 +290,13 @@ fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig>
         source,
         text_column: d.hf_text_column.clone(),
         output_len: d.hf_output_len.map(|o| o as usize).or(output_override),
-        dataset_ids: [&d.dataset_path, &d.hf_name].into_iter().flatten().cloned().collect(),
+        dataset_ids: hf_dataset_ids(args),
         chat: servebench_data::dataset::hf_chat::ChatParserOptions {
             skip_chat_template: d.skip_chat_template,
             blazedit_distance: (args.hf_parsers.blazedit_min_distance, args.hf_parsers.blazedit_max_distance),
             chat_messages: args.backend.kind == BackendKind::Chat,
         },
-        bfcl_categories: args
-            .hf_parsers
-            .bfcl_categories
-            .as_deref()
-            .map(|c| c.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
-            .unwrap_or_default(),
+        bfcl_categories: args.hf_parsers.bfcl_categories.clone().map(|c| c.0).unwrap_or_default(),
         asr: servebench_data::dataset::hf_asr::AsrOptions {
             len_sec: (args.hf_parsers.asr_min_audio_len_sec, args.hf_parsers.asr_max_audio_len_sec),
             tokenizer_name: args.tokenizer.clone().or_else(|| args.model.clone()).unwrap_or_default(),
@@ -295,18 +312,9 @@ fn random_mm_config(args: &RunArgs, backend_takes_images: bool) -> Result<Random
             detail: "random-mm sends images as chat content parts; use --backend openai-chat (or openai-embeddings-chat)".into(),
         });
     }
-    let buckets = random_mm::parse_bucket_config(&d.random_mm_bucket_config).map_err(|p| {
-        BenchError::config(
-            "--random-mm-bucket-config",
-            p,
-            "pass a dict such as \"{(256, 256, 1): 0.5, (720, 1280, 1): 0.5}\"",
-        )
-    })?;
+    let buckets = d.random_mm_bucket_config.0.clone();
     random_mm::check_buckets(&buckets)?;
-    let (limit_image, limit_video) =
-        random_mm::parse_limits(&d.random_mm_limit_mm_per_prompt).map_err(|p| {
-            BenchError::config("--random-mm-limit-mm-per-prompt", p, "pass e.g. \"{'image': 3, 'video': 0}\"")
-        })?;
+    let limits = d.random_mm_limit_mm_per_prompt;
     let r = d.random_mm_num_mm_items_range_ratio;
     if !(0.0..=1.0).contains(&r) {
         return Err(BenchError::config(
@@ -330,8 +338,8 @@ fn random_mm_config(args: &RunArgs, backend_takes_images: bool) -> Result<Random
         },
         base_items: d.random_mm_base_items_per_request as usize,
         items_range_ratio: r,
-        limit_image,
-        limit_video,
+        limit_image: limits.image,
+        limit_video: limits.video,
         buckets,
     })
 }

@@ -1,14 +1,14 @@
-//! The checks of vLLM's dataset-specific parser flags (the flags: `crate::cli_parsers`).
+//! The checks of vLLM's dataset-specific parser flags (the flags: `crate::cli::hf_parser_flags`).
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 
 /// Whether this run reads a Blazedit dataset (vLLM picks the parser by --dataset-path or --hf-name).
 fn is_blazedit(args: &RunArgs) -> bool {
-    let d = &args.dataset;
-    args.dataset_name == "hf"
-        && [&d.dataset_path, &d.hf_name].into_iter().flatten().any(|id| {
+    args.dataset_name.kind == DatasetName::Hf
+        && super::dataset::hf_dataset_ids(args).iter().any(|id| {
             servebench_data::dataset::hf_parsers::parser_for(id)
                 == Some(servebench_data::dataset::hf_parsers::HfParser::Blazedit)
         })
@@ -16,24 +16,31 @@ fn is_blazedit(args: &RunArgs) -> bool {
 
 /// The hf parser this run reads with (by --dataset-path or --hf-name), if any.
 fn hf_parser(args: &RunArgs) -> Option<servebench_data::dataset::hf_parsers::HfParser> {
-    let d = &args.dataset;
-    (args.dataset_name == "hf")
+    (args.dataset_name.kind == DatasetName::Hf)
         .then(|| {
-            [&d.dataset_path, &d.hf_name]
-                .into_iter()
-                .flatten()
+            super::dataset::hf_dataset_ids(args)
+                .iter()
                 .find_map(|id| servebench_data::dataset::hf_parsers::parser_for(id))
         })
         .flatten()
 }
 
 fn is_spec_bench(args: &RunArgs) -> bool {
-    matches!(args.dataset_name.as_str(), "spec_bench" | "spec-bench")
+    args.dataset_name.kind == DatasetName::SpecBench
 }
 
 /// Refuses a non-default value of a parser flag that cannot apply to this run (SB113), and
 /// values out of range (SB101).
 pub fn check(args: &RunArgs) -> Result<()> {
+    check_spec_bench_flags(args)?;
+    check_ranges(args)?;
+    check_blazedit_and_bfcl_apply(args)?;
+    check_parser_backend(args)?;
+    check_asr_applies(args)
+}
+
+/// `--spec-bench-*` at a non-default value need the spec_bench dataset (SB113).
+fn check_spec_bench_flags(args: &RunArgs) -> Result<()> {
     let d = &args.dataset;
     let spec_given = [
         ("--spec-bench-category", d.spec_bench_category.is_some()),
@@ -47,6 +54,11 @@ pub fn check(args: &RunArgs) -> Result<()> {
             "pass --dataset-name spec_bench --dataset-path question.jsonl, or drop the flag",
         ));
     }
+    Ok(())
+}
+
+/// The Blazedit distances in [0, 1] (min ≤ max) and the ASR lengths a range of seconds (SB101).
+fn check_ranges(args: &RunArgs) -> Result<()> {
     let p = &args.hf_parsers;
     let (lo, hi) = (p.blazedit_min_distance, p.blazedit_max_distance);
     for (flag, v) in [("--blazedit-min-distance", lo), ("--blazedit-max-distance", hi)] {
@@ -73,6 +85,13 @@ pub fn check(args: &RunArgs) -> Result<()> {
             "pass 0 <= min <= max (max may be inf)",
         ));
     }
+    Ok(())
+}
+
+/// A non-default Blazedit distance or `--bfcl-categories` needs that parser (SB113).
+fn check_blazedit_and_bfcl_apply(args: &RunArgs) -> Result<()> {
+    let p = &args.hf_parsers;
+    let (lo, hi) = (p.blazedit_min_distance, p.blazedit_max_distance);
     let blazedit = [("--blazedit-min-distance", lo != 0.0), ("--blazedit-max-distance", hi != 1.0)];
     if let Some((flag, _)) = blazedit.iter().find(|b| b.1).filter(|_| !is_blazedit(args)) {
         return Err(BenchError::not_applicable(
@@ -92,6 +111,12 @@ pub fn check(args: &RunArgs) -> Result<()> {
              (or --hf-name with a local directory), or drop the flag",
         ));
     }
+    Ok(())
+}
+
+/// The backend must carry what the hf parser sends: images, audio, BFCL's tools (SB110/SB111).
+fn check_parser_backend(args: &RunArgs) -> Result<()> {
+    let bfcl = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::Bfcl);
     let image_parser = hf_parser(args).filter(|p| {
         servebench_data::dataset::hf_image::is_image_parser(*p)
             || *p == servebench_data::dataset::hf_parsers::HfParser::MultiModalConversation
@@ -109,7 +134,7 @@ pub fn check(args: &RunArgs) -> Result<()> {
         }
     }
     if args.backend.kind == BackendKind::Audio
-        && args.dataset_name == "hf"
+        && args.dataset_name.kind == DatasetName::Hf
         && hf_parser(args) != Some(servebench_data::dataset::hf_parsers::HfParser::Asr)
     {
         return Err(BenchError::ContentTypeUnsupported {
@@ -125,6 +150,13 @@ pub fn check(args: &RunArgs) -> Result<()> {
             fix: "use --backend openai-chat, as vLLM requires for BFCL".into(),
         });
     }
+    Ok(())
+}
+
+/// Non-default ASR lengths need an ASR set (SB113); an ASR set needs `openai-audio` (SB110).
+fn check_asr_applies(args: &RunArgs) -> Result<()> {
+    let p = &args.hf_parsers;
+    let (amin, amax) = (p.asr_min_audio_len_sec, p.asr_max_audio_len_sec);
     let asr = hf_parser(args) == Some(servebench_data::dataset::hf_parsers::HfParser::Asr);
     let given =
         [("--asr-min-audio-len-sec", amin != 0.0), ("--asr-max-audio-len-sec", amax != f64::INFINITY)];

@@ -1,21 +1,30 @@
 //! Turns parsed flags into validated configuration. Every check here happens before any
 //! network traffic and fails with a coded error that names the flag and the fix.
 
+pub mod backend;
 mod dataset;
+pub mod experiment;
 mod hf_parsers;
+pub mod network;
+pub mod path_collisions;
+pub mod shard;
+pub mod unused;
 pub(crate) mod vllm_flags;
 mod workload;
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
 use serde_json::{Map, Value};
 use servebench_client::backend::{BackendKind, TargetConfig};
-use servebench_core::flag_values::{parse_goodput, parse_percentile_metrics};
+use servebench_core::flag_values::parse_percentile_metrics;
 use servebench_core::schedule::{RampUp, RateConfig};
 use servebench_core::secret::Secret;
 use servebench_core::{BenchError, Result};
+use servebench_data::dataset::DatasetRequest;
 use servebench_data::random::RandomDatasetConfig;
 use servebench_runner::config::{DatasetSpec, OutputConfig, RunConfig};
-use std::path::PathBuf;
+use servebench_runner::ShardConfig;
+use shard::ShardSettings;
 use std::time::Duration;
 
 /// The whole validated configuration of a `servebench` run.
@@ -26,28 +35,63 @@ pub struct Validated {
 }
 
 /// Validates `args`. `api_key` is `OPENAI_API_KEY` (passed in so tests need no environment).
+/// Checks run in a fixed order (the first refusal is the one reported): flag combinations of
+/// the backend and dataset, the dataset, single-run flags, rate, request target, shards,
+/// timeouts and outputs, then the workload flags.
 pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let backend = args.backend.kind;
-    crate::cli_pooling::check_backend_flags(args, backend)?;
+    backend::check_backend_flags(args, backend)?;
     dataset::check_chat_media_flags(args, backend)?;
     hf_parsers::check(args)?;
-    let timeline_itl_ms = vllm_flags::itl_thresholds_ms(args)?;
     let probe_request_rate = vllm_flags::probe_rate(args, backend)?;
     let tokenizer = vllm_flags::tokenizer(args)?;
-    // timed_trace and multi-turn ShareGPT are built by the load options (cli_workload).
+    // timed_trace and multi-turn ShareGPT are built by the load options (cli/workload.rs).
     let other_dataset = if args.is_trace() || args.workload.multi_turn {
         None
     } else {
         dataset::dataset_request(args, backend.takes_multimodal())?
     };
-    if other_dataset.is_some() && args.prompt_token_ids {
+    check_prompt_token_ids(args, backend, other_dataset.is_some())?;
+    check_run_counts(args)?;
+    let rate = rate_config(args)?;
+    let dataset = dataset_spec(args, other_dataset)?;
+    let target = target_config(args, backend, api_key)?;
+    let shards = args.shard.settings(std::env::var(shard::JOB_INDEX_ENV).ok().as_deref())?;
+    let shard = shard_config(args, &shards)?;
+    let mut run = RunConfig {
+        base_url: base_url(args),
+        target,
+        tokenizer,
+        dataset,
+        rate,
+        request_id_prefix: request_id_prefix(args),
+        verify_prompts: verify_prompts(args, backend),
+        request_timeout: Some(seconds_flag("--request-timeout", args.request_timeout)?),
+        stall_timeout: args.stall_timeout.map(|s| seconds_flag("--stall-timeout", s)).transpose()?,
+        metrics_listen: args.live.metrics_listen()?,
+        shard,
+        start_at_unix_us: shards.start_at_unix_us,
+        ..plain_run_config(args)
+    };
+    let output = output_config(args, backend)?;
+    workload::apply(args, backend, &mut run)?;
+    run.load.probe_request_rate = probe_request_rate;
+    Ok(Validated { run, output })
+}
+
+/// `--prompt-token-ids` needs the random dataset and a backend that takes token ids.
+fn check_prompt_token_ids(args: &RunArgs, backend: BackendKind, other_dataset: bool) -> Result<()> {
+    if !args.prompt_token_ids {
+        return Ok(());
+    }
+    if other_dataset {
         return Err(BenchError::config(
             "--prompt-token-ids",
             format!("the {} dataset builds text prompts", args.dataset_name),
             "drop --prompt-token-ids (it applies to the random dataset)",
         ));
     }
-    if args.prompt_token_ids && backend == BackendKind::Chat {
+    if backend == BackendKind::Chat {
         return Err(BenchError::config(
             "--prompt-token-ids",
             "token-id prompts need the completions API",
@@ -55,7 +99,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
         ));
     }
     if let BackendKind::Native(d) = backend {
-        if args.prompt_token_ids && !d.accepts_token_ids() {
+        if !d.accepts_token_ids() {
             return Err(BenchError::config(
                 "--prompt-token-ids",
                 format!("--backend {} takes text prompts only", d.name()),
@@ -63,6 +107,11 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Flags of one run refused in experiments; `--num-prompts` and `--max-concurrency` ≥ 1.
+fn check_run_counts(args: &RunArgs) -> Result<()> {
     let per_run = [
         ("--plot-timeline", args.vllm.plot_timeline),
         ("--probe-request-rate", args.vllm.probe_request_rate != 0.0),
@@ -96,7 +145,11 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
             "omit it for no limit, or pass a positive number",
         ));
     }
+    Ok(())
+}
 
+/// `--request-rate`, `--burstiness` and the ramp-up.
+fn rate_config(args: &RunArgs) -> Result<RateConfig> {
     let request_rate = args.request_rate;
     if args.burstiness.is_nan() || args.burstiness <= 0.0 {
         return Err(BenchError::config(
@@ -108,7 +161,11 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let ramp_up = parse_ramp_up(args, request_rate)?;
     let rate = RateConfig { request_rate, burstiness: args.burstiness, ramp_up };
     rate.validate()?;
+    Ok(rate)
+}
 
+/// The dataset: `other` (a named dataset), else the random one.
+fn dataset_spec(args: &RunArgs, other: Option<DatasetRequest>) -> Result<DatasetSpec> {
     let ratio = args.random_range_ratio;
     let input_len = args.input_len.unwrap_or(args.random_input_len);
     let output_len = args.output_len.unwrap_or(args.random_output_len);
@@ -122,7 +179,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
             "pass a positive length",
         ));
     }
-    let dataset = match other_dataset {
+    Ok(match other {
         Some(d) => DatasetSpec::Dataset(d),
         None => DatasetSpec::Random(RandomDatasetConfig {
             num_prompts: args.num_prompts as usize,
@@ -135,61 +192,69 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
             seed: args.seed,
             ..RandomDatasetConfig::default()
         }),
-    };
+    })
+}
 
-    let headers = args.header.iter().map(|h| (h.name.clone(), h.value.clone())).collect();
+/// What every request carries: endpoint, key, headers, sampling and body fields.
+fn target_config(args: &RunArgs, backend: BackendKind, api_key: Option<Secret>) -> Result<TargetConfig> {
     let mut extra_body = args.extra_body.clone().unwrap_or_default().0;
     // --use-beam-search and --chat-template-kwargs; an --extra-body key of the same name wins.
     for (k, v) in vllm_flags::body_fields(args, backend)? {
         extra_body.entry(k).or_insert(v);
     }
-    let metadata = args.metadata.clone();
-    let percentile_metrics = match &args.percentile_metrics {
-        Some(m) => m.0.clone(),
-        None => parse_percentile_metrics(crate::cli_pooling::default_percentile_metrics(backend))?,
-    };
-    let metric_percentiles = args.metric_percentiles.0.clone();
-    let goodput = parse_goodput(&args.goodput)?;
-
-    let base_url = match &args.base_url {
-        Some(u) => validate_base_url(u)?,
-        None => format!("http://{}:{}", bracket_ipv6(&args.host), args.port),
-    };
-    let endpoint = match &args.endpoint {
-        Some(e) if !e.starts_with('/') => {
-            return Err(BenchError::config(
-                "--endpoint",
-                format!("'{e}' is not a path"),
-                "pass a path starting with '/', e.g. /v1/completions",
-            ))
-        }
-        other => other.clone(),
-    };
-    let target = TargetConfig {
+    Ok(TargetConfig {
         backend,
-        endpoint,
+        endpoint: args.endpoint.clone(),
         model: String::new(),
         api_key: api_key.filter(|k| !k.expose().is_empty()),
-        headers,
+        headers: args.header.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
         logprobs: args.logprobs,
         // vLLM forces ignore_eos for the random dataset so outputs have the requested length.
         // Pooling requests generate nothing: no ignore_eos.
-        ignore_eos: (args.ignore_eos || args.dataset_name == "random") && !backend.is_pooling(),
+        ignore_eos: (args.ignore_eos || args.dataset_name.kind == DatasetName::Random)
+            && !backend.is_pooling(),
         sampling: sampling_map(args),
         extra_body,
-        batch_size: crate::cli_pooling::batch_size(args, backend),
-    };
-    let request_id_prefix = args.request_id_prefix.clone().unwrap_or_else(|| {
+        batch_size: backend::batch_size(args, backend),
+    })
+}
+
+/// `--base-url`, else `http://HOST:PORT`.
+fn base_url(args: &RunArgs) -> String {
+    match &args.base_url {
+        Some(u) => u.0.clone(),
+        None => format!("http://{}:{}", bracket_ipv6(&args.host), args.port),
+    }
+}
+
+/// `--request-id-prefix`, else `bench-<8 hex>-` (vLLM's default).
+fn request_id_prefix(args: &RunArgs) -> String {
+    args.request_id_prefix.clone().unwrap_or_else(|| {
         let id = uuid::Uuid::new_v4().simple().to_string();
         format!("bench-{}-", &id[..8])
-    });
-    let records_path = args.records.as_ref().map(PathBuf::from);
-    let shards = args.shard.settings(std::env::var(crate::cli_shard::JOB_INDEX_ENV).ok().as_deref())?;
+    })
+}
+
+/// How many prompts are verified with /tokenize: vLLM verifies generation backends only.
+fn verify_prompts(args: &RunArgs, backend: BackendKind) -> usize {
+    if args.skip_tokenize_verification
+        || args.prompt_token_ids
+        || backend.is_pooling()
+        || backend == BackendKind::Audio
+    {
+        0
+    } else {
+        args.verify_prompts as usize
+    }
+}
+
+/// The runner's shard configuration (`--num-shards`), checked against the other flags.
+fn shard_config(args: &RunArgs, shards: &ShardSettings) -> Result<Option<ShardConfig>> {
     let shard = shards.runner_config(
         &args.backend.name,
         args.label.clone(),
         args.max_concurrency.map(|c| c as usize),
-        records_path.is_some() || args.save_result || args.append_result,
+        args.records.is_some() || args.save_result || args.append_result,
     )?;
     if shard.is_some() && args.workload.multi_turn {
         // Turns of one conversation depend on each other's replies: they cannot be split
@@ -200,77 +265,79 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
             "run --multi-turn in one process, or drop --num-shards",
         ));
     }
-    let mut run = RunConfig {
-        base_url,
-        target,
+    Ok(shard)
+}
+
+/// The run's fields that are flags taken as they are (no check); `validate` sets the others.
+fn plain_run_config(args: &RunArgs) -> RunConfig {
+    RunConfig {
+        base_url: String::new(),
+        target: TargetConfig::default(),
         insecure: args.insecure,
         tls: args.network.tls_options(),
         proxy: args.network.proxy_options(),
         model: args.model.clone(),
         served_model_name: args.served_model_name.clone(),
-        tokenizer,
-        dataset,
+        tokenizer: None,
+        dataset: DatasetSpec::Random(RandomDatasetConfig::default()),
         max_model_len: args.max_model_len,
-        rate,
+        rate: RateConfig::default(),
         max_concurrency: args.max_concurrency.map(|c| c as usize),
         seed: args.seed,
         num_warmups: args.num_warmups,
         ready_check_timeout: Duration::from_secs(args.ready_check_timeout_sec),
-        request_id_prefix,
+        request_id_prefix: String::new(),
         dry_run: args.dry_run,
-        // vLLM verifies prompt lengths for generation backends only.
-        verify_prompts: if args.skip_tokenize_verification
-            || args.prompt_token_ids
-            || backend.is_pooling()
-            || backend == BackendKind::Audio
-        {
-            0
-        } else {
-            args.verify_prompts as usize
-        },
+        verify_prompts: 0,
         preconnect: args.preconnect as usize,
-        request_timeout: Some(seconds_flag("--request-timeout", args.request_timeout)?),
-        stall_timeout: args.stall_timeout.map(|s| seconds_flag("--stall-timeout", s)).transpose()?,
+        request_timeout: None,
+        stall_timeout: None,
         runaway_factor: args.runaway_stream_factor,
         keep_text: args.save_detailed,
         retokenize_output: args.tokens.retokenize_output,
-        records_path,
+        records_path: args.records.clone(),
         show_progress: !args.disable_tqdm,
         retries: args.retries,
         load: Default::default(),
-        metrics_listen: args.live.metrics_listen()?,
+        metrics_listen: None,
         max_records_in_memory: args.live.max_records_in_memory,
-        shard,
-        start_at_unix_us: shards.start_at_unix_us,
+        shard: None,
+        start_at_unix_us: None,
         on_interrupt: args.on_interrupt,
+    }
+}
+
+/// What is reported and written: result files, percentiles, goodput, the failure limit.
+fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
+    let percentile_metrics = match &args.percentile_metrics {
+        Some(m) => m.0.clone(),
+        None => parse_percentile_metrics(backend::default_percentile_metrics(backend))?,
     };
-    let output = OutputConfig {
+    let max_failure_rate = match args.max_failure_rate {
+        Some(r) if !(0.0..=100.0).contains(&r) => {
+            return Err(BenchError::config(
+                "--max-failure-rate",
+                format!("{r} is not a percentage in [0, 100]"),
+                "pass a percentage such as 1 or 5",
+            ))
+        }
+        other => other,
+    };
+    Ok(OutputConfig {
         save_result: args.save_result,
         save_detailed: args.save_detailed,
         append_result: args.append_result,
-        result_dir: args.result_dir.as_ref().map(PathBuf::from),
+        result_dir: args.result_dir.clone(),
         result_filename: args.result_filename.clone(),
         label: args.label.clone(),
-        metadata,
+        metadata: args.metadata.clone(),
         percentile_metrics,
-        metric_percentiles,
-        goodput,
+        metric_percentiles: args.metric_percentiles.0.clone(),
+        goodput: crate::cli::values::goodput_slos(&args.goodput),
         backend_name: args.backend.name.clone(),
-        max_failure_rate: match args.max_failure_rate {
-            Some(r) if !(0.0..=100.0).contains(&r) => {
-                return Err(BenchError::config(
-                    "--max-failure-rate",
-                    format!("{r} is not a percentage in [0, 100]"),
-                    "pass a percentage such as 1 or 5",
-                ))
-            }
-            other => other,
-        },
-        timeline_itl_ms,
-    };
-    workload::apply(args, backend, &mut run)?;
-    run.load.probe_request_rate = probe_request_rate;
-    Ok(Validated { run, output })
+        max_failure_rate,
+        timeline_itl_ms: vllm_flags::itl_thresholds_ms(args),
+    })
 }
 
 fn seconds_flag(flag: &str, secs: f64) -> Result<Duration> {
@@ -341,19 +408,6 @@ fn bracket_ipv6(host: &str) -> String {
     } else {
         host.to_string()
     }
-}
-
-fn validate_base_url(url: &str) -> Result<String> {
-    let fix = "pass a URL like http://127.0.0.1:8000 (the --endpoint path is appended to it)";
-    let trimmed = url.trim().trim_end_matches('/');
-    let rest = trimmed
-        .strip_prefix("http://")
-        .or_else(|| trimmed.strip_prefix("https://"))
-        .ok_or_else(|| BenchError::config("--base-url", format!("'{url}' is not an http(s) URL"), fix))?;
-    if rest.is_empty() {
-        return Err(BenchError::config("--base-url", format!("'{url}' has no host"), fix));
-    }
-    Ok(trimmed.to_string())
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The checks of the `vllm bench serve` request, tokenizer and report flags, and the body fields
-//! they add (the flags: `crate::cli_vllm`).
+//! they add (the flags: `crate::cli::vllm`).
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
 use serde_json::{Map, Value};
 use servebench_client::backend::BackendKind;
@@ -14,28 +15,20 @@ fn renders_chat_template(backend: BackendKind) -> bool {
 /// Whether the client renders the chat template with `--chat-template-kwargs`, as vLLM's
 /// custom and speed_bench datasets do unless `--skip-chat-template`.
 fn client_renders_with_kwargs(args: &RunArgs) -> bool {
-    matches!(args.dataset_name.as_str(), "custom" | "speed_bench" | "speed-bench")
+    matches!(args.dataset_name.kind, DatasetName::Custom | DatasetName::SpeedBench)
         && !args.dataset.skip_chat_template
 }
 
-/// `--chat-template-kwargs` parsed as a JSON object (None when not given).
-pub fn parse_chat_template_kwargs(args: &RunArgs) -> Result<Option<Map<String, Value>>> {
-    let Some(text) = &args.vllm.chat_template_kwargs else { return Ok(None) };
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(m)) => Ok(Some(m)),
-        Ok(_) | Err(_) => Err(BenchError::config(
-            "--chat-template-kwargs",
-            "is not a JSON object",
-            "pass a JSON object such as '{\"enable_thinking\": false}'",
-        )),
-    }
+/// `--chat-template-kwargs` (None when not given).
+pub fn chat_template_kwargs_map(args: &RunArgs) -> Option<Map<String, Value>> {
+    args.vllm.chat_template_kwargs.as_ref().map(|o| o.0.clone())
 }
 
 /// `--chat-template-kwargs` for the request body: chat backends send it for the server's
 /// rendering; other backends send nothing (the client's rendering, where there is one, takes
 /// it), and with neither it is SB113.
 pub fn chat_template_kwargs(args: &RunArgs, backend: BackendKind) -> Result<Option<Map<String, Value>>> {
-    let Some(map) = parse_chat_template_kwargs(args)? else { return Ok(None) };
+    let Some(map) = chat_template_kwargs_map(args) else { return Ok(None) };
     if renders_chat_template(backend) {
         return Ok(Some(map));
     }
@@ -71,25 +64,10 @@ pub fn body_fields(args: &RunArgs, backend: BackendKind) -> Result<Map<String, V
     Ok(out)
 }
 
-/// `--timeline-itl-thresholds` in ms (two ascending non-negative numbers). Checked only with
-/// `--plot-timeline`, as vLLM does.
-pub fn itl_thresholds_ms(args: &RunArgs) -> Result<Option<(f64, f64)>> {
-    if !args.vllm.plot_timeline {
-        return Ok(None);
-    }
-    let fix = "pass two comma-separated thresholds in ms, e.g. --timeline-itl-thresholds 25,50";
-    let parts: Vec<&str> = args.vllm.timeline_itl_thresholds.split(',').map(str::trim).collect();
-    let values: Vec<f64> = parts.iter().filter_map(|p| p.parse::<f64>().ok()).collect();
-    match values[..] {
-        [a, b] if parts.len() == 2 && a.is_finite() && b.is_finite() && 0.0 <= a && a <= b => {
-            Ok(Some((a, b)))
-        }
-        _ => Err(BenchError::config(
-            "--timeline-itl-thresholds",
-            format!("'{}' is not two ascending non-negative numbers", args.vllm.timeline_itl_thresholds),
-            fix,
-        )),
-    }
+/// `--timeline-itl-thresholds` in ms, with `--plot-timeline` only (as vLLM).
+pub fn itl_thresholds_ms(args: &RunArgs) -> Option<(f64, f64)> {
+    let t = args.vllm.timeline_itl_thresholds;
+    args.vllm.plot_timeline.then_some((t.0, t.1))
 }
 
 /// `--probe-request-rate` (None = off).

@@ -1,6 +1,7 @@
 //! The workload flags (trace, multi-turn, LoRA, duration, stages) validated into the `RunConfig`
-//! (the flags: `crate::cli_workload`).
+//! (the flags: `crate::cli::workload`).
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
@@ -10,61 +11,16 @@ use servebench_runner::config::load_options::MultiTurnConfig;
 use servebench_runner::config::{DatasetSpec, RunConfig};
 use servebench_runner::load::stages::is_closed_loop;
 use servebench_runner::LoadOptions;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// Applies the workload flags to `run` (trace dataset, load options). Called after the base
 /// configuration is built.
 pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Result<()> {
-    let w = &args.workload;
     if args.is_trace() {
-        let path = args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
-            BenchError::config(
-                "--dataset-path",
-                "timed_trace needs a trace file",
-                "pass --dataset-path trace.jsonl",
-            )
-        })?;
-        if backend != BackendKind::Completions {
-            return Err(BenchError::config(
-                "--backend",
-                "trace replay sends token-id prompts, which need the completions API",
-                "use --backend openai (or vllm)",
-            ));
-        }
-        if w.timed_trace_chunk_hash_size == 0 {
-            return Err(BenchError::config(
-                "--timed-trace-chunk-hash-size",
-                "must be at least 1",
-                "pass 16, or the trace's block size",
-            ));
-        }
-        let m = w.timed_trace_sec_multiplier;
-        if !m.is_finite() || m <= 0.0 {
-            return Err(BenchError::config(
-                "--timed-trace-sec-multiplier",
-                format!("{m} is not > 0"),
-                "pass a positive factor, e.g. 0.5",
-            ));
-        }
-        run.dataset = DatasetSpec::TimedTrace(TraceConfig {
-            path,
-            labels: TraceLabels {
-                timestamp: w.timed_trace_label_timestamp.clone(),
-                input_length: w.timed_trace_label_input_length.clone(),
-                output_length: w.timed_trace_label_output_length.clone(),
-                hash_ids: w.timed_trace_label_hash_ids.clone(),
-            },
-            chunk_size: w.timed_trace_chunk_hash_size,
-            sec_multiplier: m,
-            num_prompts: args.num_prompts as usize,
-            seed: args.seed,
-            max_model_len: args.max_model_len,
-            self_timed: !w.no_self_timed,
-        });
+        run.dataset = DatasetSpec::TimedTrace(trace_config(args, backend)?);
         // Token-id prompts: nothing to verify with /tokenize.
         run.verify_prompts = 0;
-    } else if w.self_timed || w.no_self_timed {
+    } else if args.workload.self_timed || args.workload.no_self_timed {
         return Err(BenchError::config(
             "--self-timed",
             "only applies to --dataset-name timed_trace",
@@ -72,135 +28,205 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
         ));
     }
     let mut load = LoadOptions::default();
+    let w = &args.workload;
     if !w.lora_modules.is_empty() {
         let lora = LoraConfig { modules: w.lora_modules.clone(), assignment: w.lora_assignment };
         lora.validate()?;
         load.lora = Some(lora);
     }
     if w.multi_turn {
-        if backend != BackendKind::Chat {
-            return Err(BenchError::config(
-                "--multi-turn",
-                "conversations need the chat API",
-                "use --backend openai-chat",
-            ));
-        }
-        if args.is_trace() {
-            return Err(BenchError::config(
-                "--multi-turn",
-                "cannot replay a trace",
-                "drop --multi-turn or use another dataset",
-            ));
-        }
-        let sharegpt_path = match args.dataset_name.as_str() {
-            "random" => None,
-            "sharegpt" => Some(args.dataset.dataset_path.as_ref().map(PathBuf::from).ok_or_else(|| {
-                BenchError::config(
-                    "--dataset-path",
-                    "multi-turn ShareGPT needs a local file",
-                    "pass --dataset-path conversations.json",
-                )
-            })?),
-            other => {
-                return Err(BenchError::config(
-                    "--multi-turn",
-                    format!("does not support the {other} dataset"),
-                    "use --dataset-name random (synthetic turns) or sharegpt",
-                ))
-            }
-        };
-        let d = w.multi_turn_delay_ms;
-        if !d.is_finite() || d < 0.0 {
-            return Err(BenchError::config(
-                "--multi-turn-delay-ms",
-                format!("{d} is not >= 0"),
-                "pass milliseconds >= 0",
-            ));
-        }
-        if w.multi_turn_concurrency == Some(0) {
-            return Err(BenchError::config(
-                "--multi-turn-concurrency",
-                "must be at least 1",
-                "pass a positive number",
-            ));
-        }
-        let mt = MultiTurnConfig {
-            num_turns: w.multi_turn_num_turns,
-            min_turns: w.multi_turn_min_turns,
-            max_turns: w.multi_turn_max_turns,
-            concurrency: w.multi_turn_concurrency.map(|c| c as usize),
-            delay: Duration::from_secs_f64(d / 1000.0),
-            per_turn_input_len: w.per_turn_input_len,
-            prefix_global_ratio: w.multi_turn_prefix_global_ratio,
-            prefix_conversation_ratio: w.multi_turn_prefix_conversation_ratio,
-            sharegpt_path,
-        };
-        mt.validate()?;
-        if run.shard.is_some() {
-            return Err(BenchError::config(
-                "--multi-turn",
-                "conversations cannot be split across shards yet",
-                "run multi-turn benchmarks unsharded",
-            ));
-        }
-        load.multi_turn = Some(mt);
+        load.multi_turn = Some(multi_turn_config(args, backend, run)?);
         // As vLLM: ignore_eos is forced for the random dataset only outside multi-turn; the
         // history is built from user messages, so /tokenize verification does not apply.
         run.target.ignore_eos = args.ignore_eos;
         run.verify_prompts = 0;
     }
     if let Some(s) = &w.stages {
-        if w.multi_turn || args.is_trace() {
-            return Err(BenchError::config(
-                "--stages",
-                "sets the arrivals itself",
-                "drop --stages with --multi-turn or a trace",
-            ));
-        }
-        if args.ramp_up_strategy.is_some() {
-            return Err(BenchError::config(
-                "--stages",
-                "cannot be combined with a ramp-up",
-                "drop --ramp-up-strategy",
-            ));
-        }
+        check_stages(args)?;
         load.stages = s.0.clone();
         if is_closed_loop(&load.stages) {
             check_concurrency_stages(run)?;
         }
     }
     if let Some(secs) = w.duration {
-        let d = Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-            BenchError::config(
-                "--duration",
-                format!("{secs} is not a positive number of seconds"),
-                "pass seconds > 0",
-            )
-        })?;
-        if load.stages.is_empty()
-            && !w.multi_turn
-            && !args.is_trace()
-            && !run.rate.request_rate.is_finite()
-            && run.max_concurrency.is_none()
-        {
-            return Err(BenchError::config(
-                "--duration",
-                "with an infinite --request-rate needs --max-concurrency (else every request is sent at once)",
-                "pass --request-rate R, or --max-concurrency C (with enough --num-prompts to last), or --stages",
-            ));
-        }
-        if run.rate.ramp_up.is_some() {
-            return Err(BenchError::config(
-                "--duration",
-                "cannot be combined with a ramp-up",
-                "drop --ramp-up-strategy",
-            ));
-        }
-        load.duration = Some(d);
+        load.duration = Some(duration(args, run, &load, secs)?);
     }
     load.cancel_at_end = w.on_duration_end.0;
     run.load = load;
     Ok(())
+}
+
+/// `--dataset-name timed_trace`: the trace file and its flags.
+fn trace_config(args: &RunArgs, backend: BackendKind) -> Result<TraceConfig> {
+    let w = &args.workload;
+    let path = args.dataset.dataset_path.clone().ok_or_else(|| {
+        BenchError::config(
+            "--dataset-path",
+            "timed_trace needs a trace file",
+            "pass --dataset-path trace.jsonl",
+        )
+    })?;
+    if backend != BackendKind::Completions {
+        return Err(BenchError::config(
+            "--backend",
+            "trace replay sends token-id prompts, which need the completions API",
+            "use --backend openai (or vllm)",
+        ));
+    }
+    if w.timed_trace_chunk_hash_size == 0 {
+        return Err(BenchError::config(
+            "--timed-trace-chunk-hash-size",
+            "must be at least 1",
+            "pass 16, or the trace's block size",
+        ));
+    }
+    let m = w.timed_trace_sec_multiplier;
+    if !m.is_finite() || m <= 0.0 {
+        return Err(BenchError::config(
+            "--timed-trace-sec-multiplier",
+            format!("{m} is not > 0"),
+            "pass a positive factor, e.g. 0.5",
+        ));
+    }
+    Ok(TraceConfig {
+        path,
+        labels: TraceLabels {
+            timestamp: w.timed_trace_label_timestamp.clone(),
+            input_length: w.timed_trace_label_input_length.clone(),
+            output_length: w.timed_trace_label_output_length.clone(),
+            hash_ids: w.timed_trace_label_hash_ids.clone(),
+        },
+        chunk_size: w.timed_trace_chunk_hash_size,
+        sec_multiplier: m,
+        num_prompts: args.num_prompts as usize,
+        seed: args.seed,
+        max_model_len: args.max_model_len,
+        self_timed: !w.no_self_timed,
+    })
+}
+
+/// `--multi-turn`: conversations over the chat API, synthetic or from a ShareGPT file.
+fn multi_turn_config(args: &RunArgs, backend: BackendKind, run: &RunConfig) -> Result<MultiTurnConfig> {
+    let w = &args.workload;
+    if backend != BackendKind::Chat {
+        return Err(BenchError::config(
+            "--multi-turn",
+            "conversations need the chat API",
+            "use --backend openai-chat",
+        ));
+    }
+    if args.is_trace() {
+        return Err(BenchError::config(
+            "--multi-turn",
+            "cannot replay a trace",
+            "drop --multi-turn or use another dataset",
+        ));
+    }
+    let sharegpt_path = multi_turn_sharegpt_path(args)?;
+    let d = w.multi_turn_delay_ms;
+    if !d.is_finite() || d < 0.0 {
+        return Err(BenchError::config(
+            "--multi-turn-delay-ms",
+            format!("{d} is not >= 0"),
+            "pass milliseconds >= 0",
+        ));
+    }
+    if w.multi_turn_concurrency == Some(0) {
+        return Err(BenchError::config(
+            "--multi-turn-concurrency",
+            "must be at least 1",
+            "pass a positive number",
+        ));
+    }
+    let mt = MultiTurnConfig {
+        num_turns: w.multi_turn_num_turns,
+        min_turns: w.multi_turn_min_turns,
+        max_turns: w.multi_turn_max_turns,
+        concurrency: w.multi_turn_concurrency.map(|c| c as usize),
+        delay: Duration::from_secs_f64(d / 1000.0),
+        per_turn_input_len: w.per_turn_input_len,
+        prefix_global_ratio: w.multi_turn_prefix_global_ratio,
+        prefix_conversation_ratio: w.multi_turn_prefix_conversation_ratio,
+        sharegpt_path,
+    };
+    mt.validate()?;
+    if run.shard.is_some() {
+        return Err(BenchError::config(
+            "--multi-turn",
+            "conversations cannot be split across shards yet",
+            "run multi-turn benchmarks unsharded",
+        ));
+    }
+    Ok(mt)
+}
+
+/// The ShareGPT file of multi-turn conversations (None: synthetic turns).
+fn multi_turn_sharegpt_path(args: &RunArgs) -> Result<Option<std::path::PathBuf>> {
+    match args.dataset_name.kind {
+        DatasetName::Random => Ok(None),
+        DatasetName::Sharegpt => args.dataset.dataset_path.clone().map(Some).ok_or_else(|| {
+            BenchError::config(
+                "--dataset-path",
+                "multi-turn ShareGPT needs a local file",
+                "pass --dataset-path conversations.json",
+            )
+        }),
+        _ => Err(BenchError::config(
+            "--multi-turn",
+            format!("does not support the {} dataset", args.dataset_name),
+            "use --dataset-name random (synthetic turns) or sharegpt",
+        )),
+    }
+}
+
+/// `--stages` sets the arrivals itself: not with multi-turn, a trace or a ramp-up.
+fn check_stages(args: &RunArgs) -> Result<()> {
+    if args.workload.multi_turn || args.is_trace() {
+        return Err(BenchError::config(
+            "--stages",
+            "sets the arrivals itself",
+            "drop --stages with --multi-turn or a trace",
+        ));
+    }
+    if args.ramp_up_strategy.is_some() {
+        return Err(BenchError::config(
+            "--stages",
+            "cannot be combined with a ramp-up",
+            "drop --ramp-up-strategy",
+        ));
+    }
+    Ok(())
+}
+
+/// `--duration SECONDS`: positive, and bounding a load that does not send everything at once.
+fn duration(args: &RunArgs, run: &RunConfig, load: &LoadOptions, secs: f64) -> Result<Duration> {
+    let d = Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+        BenchError::config(
+            "--duration",
+            format!("{secs} is not a positive number of seconds"),
+            "pass seconds > 0",
+        )
+    })?;
+    if load.stages.is_empty()
+        && !args.workload.multi_turn
+        && !args.is_trace()
+        && !run.rate.request_rate.is_finite()
+        && run.max_concurrency.is_none()
+    {
+        return Err(BenchError::config(
+            "--duration",
+            "with an infinite --request-rate needs --max-concurrency (else every request is sent at once)",
+            "pass --request-rate R, or --max-concurrency C (with enough --num-prompts to last), or --stages",
+        ));
+    }
+    if run.rate.ramp_up.is_some() {
+        return Err(BenchError::config(
+            "--duration",
+            "cannot be combined with a ramp-up",
+            "drop --ramp-up-strategy",
+        ));
+    }
+    Ok(d)
 }
 
 /// Concurrency stages (`--stages c=N:SECONDS`) are a closed loop that sets the concurrency.

@@ -118,7 +118,7 @@ fn assert_config_error(args: &[&str], flag: &str) {
 fn invalid_values_fail_before_any_network_with_a_coded_error() {
     assert_config_error(&["--request-rate", "-1"], "--request-rate");
     assert_config_error(&["--request-rate", "0"], "--request-rate");
-    // Typed at parse time (cli_values.rs): still one coded line.
+    // Typed at parse time (cli/values.rs): still one coded line.
     assert_config_error(&["--request-rate", "fast"], "--request-rate");
     assert_config_error(&["--on-interrupt", "panic"], "--on-interrupt");
     assert_config_error(&["--ramp-up-strategy", "cubic"], "--ramp-up-strategy");

@@ -24,4 +24,5 @@ mod regression;
 mod shard_merge;
 mod sim_matrix;
 mod token_accounting_e2e;
+mod typed_flags;
 mod vllm_flags_e2e;

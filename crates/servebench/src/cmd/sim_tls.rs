@@ -1,7 +1,7 @@
 //! The simulator's HTTPS setup from `--sim-tls`, `--sim-tls-ca-out` and `--sim-client-ca`: a
 //! fresh CA and server certificate, with the CA certificate written where clients can find it.
 
-use crate::cli_network::SimTlsArgs;
+use crate::cli::network::SimTlsArgs;
 use servebench_core::BenchError;
 use servebench_sim::SimTls;
 use std::path::PathBuf;

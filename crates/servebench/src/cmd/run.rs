@@ -1,10 +1,10 @@
 //! `servebench [FLAGS]`: one benchmark run, from flags to console output and result files.
 
 use crate::cli::RunArgs;
+use crate::cmd::sim::EmbeddedSim;
 use crate::config::{validate, Validated};
-use crate::interrupt::{exit_if_not_measuring, new_runtime, INTERRUPTED_EXIT_CODE};
+use crate::os::signal::{stop_on_signal, INTERRUPTED_EXIT_CODE};
 use crate::progress::ConsoleObserver;
-use crate::sim_cmd::EmbeddedSim;
 use anyhow::Context;
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::schedule::ArrivalSchedule;
@@ -48,22 +48,23 @@ fn check_open_files(run: &RunConfig, num_prompts: u64) -> anyhow::Result<()> {
 }
 
 /// Runs a benchmark (or an experiment); returns the process exit code.
-pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
+/// `explicit`: the flags given on the command line (not defaulted).
+pub fn run(args: &RunArgs, explicit: &crate::config::unused::ExplicitFlags) -> anyhow::Result<u8> {
     // OPENAI_API_KEY (ANTHROPIC_API_KEY first for --backend anthropic).
     let api_key = servebench_client::api_key_from_env(args.backend.kind, |k| std::env::var(k).ok());
     let Validated { mut run, output } = validate(args, api_key)?;
-    crate::cli_network::with_process_env(&mut run);
-    for warning in crate::cli_unused::check(args)? {
+    crate::config::network::with_process_env(&mut run);
+    for warning in crate::config::unused::check(args, explicit)? {
         println!("{warning}");
     }
     // No output may overwrite an input or another output (SB120), checked before any write.
-    crate::path_collisions::check(args, &output, run.records_path.as_deref())?;
+    crate::config::path_collisions::check(args, &output, run.records_path.as_deref())?;
     let experiment = args.experiment.experiment(args.num_prompts)?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
     let _sim = if args.sim { Some(start_sim(args, &mut run)?) } else { None };
     match experiment {
-        Some(exp) => crate::experiment_cmd::run(run, output, exp),
+        Some(exp) => crate::cmd::experiment::run(run, output, exp),
         None => single_run(args, run, output),
     }
 }
@@ -86,9 +87,9 @@ fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim>
     }
     let o = &args.sim_options;
     let timing = match (&o.sim_preset, o.sim_mode) {
-        (Some(preset), _) => format!("engine model, preset {preset}"),
-        (None, crate::cli_values::SimMode::Engine) => "engine model".to_owned(),
-        (None, crate::cli_values::SimMode::Fixed) => {
+        (Some(preset), _) => format!("engine model, preset {}", preset.name),
+        (None, crate::cli::values::SimMode::Engine) => "engine model".to_owned(),
+        (None, crate::cli::values::SimMode::Fixed) => {
             format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms)
         }
     };
@@ -108,7 +109,8 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     let records_file = run.records_path.clone();
     let groups = group_info(&run);
     let side_options = args.experiment.server_side_options();
-    let (result, server_side) = new_runtime()?.block_on(measure(run, observer, side_options))?;
+    let (result, server_side) =
+        crate::os::runtime::client()?.block_on(measure(run, observer, side_options))?;
     let out = match result {
         RunResult::DryRun { model, tokenizer_id, workload } => {
             print!("{}", dry_run_block(&model.model_id, &tokenizer_id, &workload));
@@ -178,7 +180,7 @@ async fn measure(
     side_options: servebench_runner::run::server_side::ServerSideOptions,
 ) -> anyhow::Result<(RunResult, ServerSideOutput)> {
     let signal = CancellationToken::new();
-    stop_on_signal(signal.clone(), run.on_interrupt);
+    stop_on_signal(signal.clone(), interrupt_message(run.on_interrupt));
     // --scrape-metrics / --profile: driven by the measured phase's start and end.
     let side = ServerSide::for_run(&run, &side_options)?;
     let observer = side.observer(observer);
@@ -188,23 +190,14 @@ async fn measure(
     result.map(|r| (r, extra))
 }
 
-/// The first Ctrl-C/SIGTERM stops sending (in-flight requests per `--on-interrupt`); a second
-/// one exits at once.
-fn stop_on_signal(stop: CancellationToken, on_interrupt: InterruptMode) {
+/// What the first Ctrl-C/SIGTERM says: it stops sending (in-flight requests per
+/// `--on-interrupt`); a second one exits at once.
+fn interrupt_message(on_interrupt: InterruptMode) -> String {
     let in_flight = match on_interrupt {
         InterruptMode::Cancel => "in-flight requests are cancelled",
         InterruptMode::Drain => "in-flight requests are drained",
     };
-    tokio::spawn(async move {
-        if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
-            exit_if_not_measuring();
-            eprintln!("\nInterrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)");
-            stop.cancel();
-            if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
-                std::process::exit(INTERRUPTED_EXIT_CODE.into());
-            }
-        }
-    });
+    format!("Interrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)")
 }
 
 /// Writes the result document at `result_path`, with the records file moved beside it first
@@ -241,12 +234,12 @@ fn write_reports(
 ) -> anyhow::Result<()> {
     let (info, out) = (figures.info, figures.out);
     if args.plot_dataset_stats {
-        crate::report_cmd::write_dataset_stats(result_path, args, info, &out.records)?;
+        crate::cmd::report::write_dataset_stats(result_path, args, info, &out.records)?;
     }
     if let Some(thresholds) = output.timeline_itl_ms {
-        crate::report_cmd::write_timeline(result_path, args, info, &out.records, thresholds)?;
+        crate::cmd::report::write_timeline(result_path, args, info, &out.records, thresholds)?;
     }
-    crate::report_cmd::write_run_reports(
+    crate::cmd::report::write_run_reports(
         args.html_report.as_deref(),
         args.csv.as_deref(),
         info,

@@ -67,7 +67,7 @@ pub struct WorkloadArgs {
     #[arg(long, num_args = 1.., help_heading = "LoRA")]
     pub lora_modules: Vec<String>,
     /// How adapters are assigned: random (seeded by --seed) or round-robin.
-    #[arg(long, default_value = "random", value_parser = crate::cli_values::lora_assignment, help_heading = "LoRA")]
+    #[arg(long, default_value = "random", value_parser = crate::cli::values::lora_assignment, help_heading = "LoRA")]
     pub lora_assignment: LoraAssignment,
 
     // ---- duration / stages ----
@@ -78,10 +78,10 @@ pub struct WorkloadArgs {
     /// (e.g. 5:60,20:60), or concurrency stages c=N:SECONDS,... (e.g. c=8:60,c=32:60: a closed
     /// loop keeping N requests in flight; with the default infinite --request-rate and no
     /// --max-concurrency).
-    #[arg(long, value_name = "RATE:SECONDS,...|c=N:SECONDS,...", value_parser = crate::cli_values::stages, help_heading = "Load")]
-    pub stages: Option<crate::cli_values::Stages>,
+    #[arg(long, value_name = "RATE:SECONDS,...|c=N:SECONDS,...", value_parser = crate::cli::values::stages, help_heading = "Load")]
+    pub stages: Option<crate::cli::values::Stages>,
     /// At the end of --duration/--stages: `drain` lets requests in flight finish, `cancel`
     /// stops them (recorded as cancelled).
-    #[arg(long, default_value = "drain", value_parser = crate::cli_values::cancel_at_end, help_heading = "Load")]
-    pub on_duration_end: crate::cli_values::CancelAtEnd,
+    #[arg(long, default_value = "drain", value_parser = crate::cli::values::cancel_at_end, help_heading = "Load")]
+    pub on_duration_end: crate::cli::values::CancelAtEnd,
 }

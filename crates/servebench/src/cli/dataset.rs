@@ -4,17 +4,12 @@
 use clap::Args;
 use servebench_data::dataset::random_mm::{self};
 
-/// Every `--dataset-name` servebench builds.
-pub const DATASET_NAMES: &str =
-    "random, random-mm, random-rerank, sharegpt, burstgpt, sonnet, custom, custom_image, \
-                                 custom_audio, prefix_repetition, spec_bench, speed-bench, hf";
-
 /// Dataset flags (besides the `random` ones in `RunArgs`).
 #[derive(Debug, Clone, Args)]
 pub struct DatasetArgs {
     /// Dataset file (sharegpt, sonnet, custom, speed-bench, hf) or Hub dataset id (hf).
     #[arg(long, help_heading = "Dataset")]
-    pub dataset_path: Option<String>,
+    pub dataset_path: Option<std::path::PathBuf>,
     /// Do not duplicate samples up to --num-prompts when the dataset has fewer.
     #[arg(long, help_heading = "Dataset")]
     pub no_oversample: bool,
@@ -73,11 +68,11 @@ pub struct DatasetArgs {
     #[arg(long, default_value_t = 0.0, help_heading = "Dataset")]
     pub random_mm_num_mm_items_range_ratio: f64,
     /// random-mm: most items per request by modality.
-    #[arg(long, default_value = random_mm::DEFAULT_LIMITS, help_heading = "Dataset")]
-    pub random_mm_limit_mm_per_prompt: String,
+    #[arg(long, default_value = random_mm::DEFAULT_LIMITS, value_parser = crate::cli::values::mm_limits, help_heading = "Dataset")]
+    pub random_mm_limit_mm_per_prompt: crate::cli::values::MmLimits,
     /// random-mm: {(height, width, frames): probability, ...}; frames > 1 (video) not supported yet.
-    #[arg(long, default_value = random_mm::DEFAULT_BUCKETS, help_heading = "Dataset")]
-    pub random_mm_bucket_config: String,
+    #[arg(long, default_value = random_mm::DEFAULT_BUCKETS, value_parser = crate::cli::values::mm_buckets, help_heading = "Dataset")]
+    pub random_mm_bucket_config: crate::cli::values::MmBuckets,
     /// random-rerank: documents per request.
     #[arg(long, default_value_t = 1, help_heading = "Dataset")]
     pub random_batch_size: u32,
@@ -85,8 +80,8 @@ pub struct DatasetArgs {
     #[arg(long, help_heading = "Dataset")]
     pub no_reranker: bool,
     /// speed-bench: qualitative, throughput_1k, _2k, _8k, _16k or _32k.
-    #[arg(long, default_value = "qualitative", help_heading = "Dataset")]
-    pub speed_bench_dataset_subset: String,
+    #[arg(long, default_value = "qualitative", value_parser = crate::cli::values::speed_bench_subset, help_heading = "Dataset")]
+    pub speed_bench_dataset_subset: crate::cli::values::SpeedBenchSubset,
     /// speed-bench: keep only this category.
     #[arg(long, help_heading = "Dataset")]
     pub speed_bench_category: Option<String>,

@@ -2,27 +2,30 @@
 //! options of a dataset other than the one selected get a one-line warning naming the flag.
 //! Only flags given on the command line count (clap's `ValueSource`), never defaults.
 
+use crate::cli::values::DatasetName as D;
 use crate::cli::RunArgs;
 use servebench_core::BenchError;
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
 
-/// Ids (field names) of the run flags given explicitly on the command line.
-static EXPLICIT: OnceLock<BTreeSet<String>> = OnceLock::new();
+/// Ids (field names) of the flags given explicitly on the command line (not defaulted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExplicitFlags(BTreeSet<String>);
 
-/// Records which flags of `matches` came from the command line (called once, by `main`).
-pub fn record_explicit(matches: &clap::ArgMatches) {
-    let ids = matches
-        .ids()
-        .filter(|id| matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
-        .map(|id| id.as_str().to_owned())
-        .collect();
-    let _ = EXPLICIT.set(ids);
-}
+impl ExplicitFlags {
+    /// The flags of `matches` that came from the command line.
+    pub fn of(matches: &clap::ArgMatches) -> Self {
+        let ids = matches
+            .ids()
+            .filter(|id| matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+            .map(|id| id.as_str().to_owned())
+            .collect();
+        ExplicitFlags(ids)
+    }
 
-/// Whether the flag with field name `id` was given on the command line.
-fn given(id: &str) -> bool {
-    EXPLICIT.get().is_some_and(|s| s.contains(id))
+    /// Whether the flag with field name `id` was given on the command line.
+    pub fn given(&self, id: &str) -> bool {
+        self.0.contains(id)
+    }
 }
 
 fn flag(id: &str) -> String {
@@ -30,37 +33,50 @@ fn flag(id: &str) -> String {
 }
 
 /// Dataset options and the `--dataset-name` values that read them (as this crate builds
-/// them: cli_dataset, config). A flag given with another dataset does nothing.
-const DATASET_OPTIONS: &[(&str, &[&str])] = &[
-    ("dataset_path", &["sharegpt", "sonnet", "custom", "custom_image", "custom_audio", "speed_bench", "hf"]),
-    ("random_input_len", &["random", "random_mm", "random_rerank"]),
-    ("random_output_len", &["random", "random_mm"]),
-    ("random_prefix_len", &["random", "random_mm"]),
-    ("random_range_ratio", &["random", "random_mm", "random_rerank"]),
-    ("prompt_token_ids", &["random"]),
-    ("sharegpt_output_len", &["sharegpt"]),
-    ("sonnet_input_len", &["sonnet"]),
-    ("sonnet_output_len", &["sonnet"]),
-    ("sonnet_prefix_len", &["sonnet"]),
-    ("custom_output_len", &["custom", "custom_image", "custom_audio"]),
-    ("prefix_repetition_prefix_len", &["prefix_repetition"]),
-    ("prefix_repetition_suffix_len", &["prefix_repetition"]),
-    ("prefix_repetition_num_prefixes", &["prefix_repetition"]),
-    ("prefix_repetition_output_len", &["prefix_repetition"]),
-    ("random_mm_base_items_per_request", &["random_mm"]),
-    ("random_mm_num_mm_items_range_ratio", &["random_mm"]),
-    ("random_mm_limit_mm_per_prompt", &["random_mm"]),
-    ("random_mm_bucket_config", &["random_mm"]),
-    ("random_batch_size", &["random_rerank"]),
-    ("no_reranker", &["random_rerank"]),
-    ("speed_bench_dataset_subset", &["speed_bench"]),
-    ("speed_bench_category", &["speed_bench"]),
-    ("speed_bench_output_len", &["speed_bench"]),
-    ("hf_name", &["hf"]),
-    ("hf_subset", &["hf"]),
-    ("hf_split", &["hf"]),
-    ("hf_output_len", &["hf"]),
-    ("hf_text_column", &["hf"]),
+/// them: cli/dataset.rs, config). A flag given with another dataset does nothing.
+const DATASET_OPTIONS: &[(&str, &[D])] = &[
+    (
+        "dataset_path",
+        &[
+            D::Sharegpt,
+            D::Burstgpt,
+            D::Sonnet,
+            D::Custom,
+            D::CustomImage,
+            D::CustomAudio,
+            D::SpecBench,
+            D::SpeedBench,
+            D::Hf,
+        ],
+    ),
+    ("random_input_len", &[D::Random, D::RandomMm, D::RandomRerank]),
+    ("random_output_len", &[D::Random, D::RandomMm]),
+    ("random_prefix_len", &[D::Random, D::RandomMm]),
+    ("random_range_ratio", &[D::Random, D::RandomMm, D::RandomRerank]),
+    ("prompt_token_ids", &[D::Random]),
+    ("sharegpt_output_len", &[D::Sharegpt]),
+    ("sonnet_input_len", &[D::Sonnet]),
+    ("sonnet_output_len", &[D::Sonnet]),
+    ("sonnet_prefix_len", &[D::Sonnet]),
+    ("custom_output_len", &[D::Custom, D::CustomImage, D::CustomAudio]),
+    ("prefix_repetition_prefix_len", &[D::PrefixRepetition]),
+    ("prefix_repetition_suffix_len", &[D::PrefixRepetition]),
+    ("prefix_repetition_num_prefixes", &[D::PrefixRepetition]),
+    ("prefix_repetition_output_len", &[D::PrefixRepetition]),
+    ("random_mm_base_items_per_request", &[D::RandomMm]),
+    ("random_mm_num_mm_items_range_ratio", &[D::RandomMm]),
+    ("random_mm_limit_mm_per_prompt", &[D::RandomMm]),
+    ("random_mm_bucket_config", &[D::RandomMm]),
+    ("random_batch_size", &[D::RandomRerank]),
+    ("no_reranker", &[D::RandomRerank]),
+    ("speed_bench_dataset_subset", &[D::SpeedBench]),
+    ("speed_bench_category", &[D::SpeedBench]),
+    ("speed_bench_output_len", &[D::SpeedBench]),
+    ("hf_name", &[D::Hf]),
+    ("hf_subset", &[D::Hf]),
+    ("hf_split", &[D::Hf]),
+    ("hf_output_len", &[D::Hf]),
+    ("hf_text_column", &[D::Hf]),
 ];
 
 /// Server-address flags that `--sim` would ignore.
@@ -68,8 +84,8 @@ const SERVER_ADDRESS: &[&str] = &["base_url", "host", "port"];
 
 /// Refuses `--sim` with a server address (SB121); returns one warning per dataset option given
 /// for a dataset that does not read it.
-pub fn check(args: &RunArgs) -> Result<Vec<String>, BenchError> {
-    check_with(args, given)
+pub fn check(args: &RunArgs, explicit: &ExplicitFlags) -> Result<Vec<String>, BenchError> {
+    check_with(args, |id| explicit.given(id))
 }
 
 fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String>, BenchError> {
@@ -84,20 +100,19 @@ fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String
             });
         }
     }
-    // Multi-turn and trace replay read their own flags (cli_workload).
+    // Multi-turn and trace replay read their own flags (cli/workload.rs).
     if args.workload.multi_turn || args.is_trace() {
         return Ok(Vec::new());
     }
-    let name = args.dataset_name.replace('-', "_");
     Ok(DATASET_OPTIONS
         .iter()
-        .filter(|(id, users)| given(id) && !users.contains(&name.as_str()))
+        .filter(|(id, users)| given(id) && !users.contains(&args.dataset_name.kind))
         .map(|(id, users)| {
             format!(
                 "warning: {} is ignored with --dataset-name {} (it applies to {})",
                 flag(id),
                 args.dataset_name,
-                users.join(", ")
+                users.iter().map(|u| u.id()).collect::<Vec<_>>().join(", ")
             )
         })
         .collect())
@@ -108,21 +123,11 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn parse(argv: &[&str]) -> (RunArgs, BTreeSet<String>) {
+    fn check_argv(argv: &[&str]) -> Result<Vec<String>, BenchError> {
         let mut full = vec!["servebench"];
         full.extend_from_slice(argv);
         let m = <crate::cli::Cli as clap::CommandFactory>::command().get_matches_from(&full);
-        let ids = m
-            .ids()
-            .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
-            .map(|id| id.as_str().to_owned())
-            .collect();
-        (crate::cli::Cli::parse_from(&full).run, ids)
-    }
-
-    fn check_argv(argv: &[&str]) -> Result<Vec<String>, BenchError> {
-        let (args, ids) = parse(argv);
-        check_with(&args, |id| ids.contains(id))
+        check(&crate::cli::Cli::parse_from(&full).run, &ExplicitFlags::of(&m))
     }
 
     #[test]

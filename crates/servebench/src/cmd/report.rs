@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use servebench_core::flag_values::parse_goodput;
 use servebench_core::metrics::{RunMetrics, Slo};
 use servebench_core::{BenchError, RequestRecord};
 use servebench_report::document::{ExperimentDocument, ServerMetricsDoc};
@@ -23,7 +22,7 @@ use crate::cli::ReportArgs;
 /// `servebench report`: reads every input, recomputes metrics from the records and writes the
 /// HTML report (and the CSV). Returns the exit code.
 pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
-    let goodput = parse_goodput(&args.goodput)?;
+    let goodput = crate::cli::values::goodput_slos(&args.goodput);
     if args.label.len() > args.inputs.len() {
         return Err(BenchError::config(
             "--label",
@@ -154,7 +153,7 @@ pub fn write_dataset_stats(
     let about = vec![
         ("model".to_string(), info.model_id.clone()),
         ("backend".to_string(), info.backend.clone()),
-        ("dataset".to_string(), args.dataset_name.clone()),
+        ("dataset".to_string(), args.dataset_name.name.clone()),
         ("date".to_string(), servebench_report::info::vllm_date(info.date)),
     ];
     let title = format!("servebench dataset statistics: {}", info.model_id);
@@ -176,7 +175,7 @@ pub fn write_timeline(
     let about = vec![
         ("model".to_string(), info.model_id.clone()),
         ("backend".to_string(), info.backend.clone()),
-        ("dataset".to_string(), args.dataset_name.clone()),
+        ("dataset".to_string(), args.dataset_name.name.clone()),
         ("date".to_string(), servebench_report::info::vllm_date(info.date)),
         ("ITL thresholds (ms)".to_string(), format!("{}, {}", thresholds_ms.0, thresholds_ms.1)),
     ];
@@ -209,7 +208,7 @@ mod tests {
             output: dir.path().join("out/report.html"),
             csv: Some(dir.path().join("out/records.csv")),
             label: vec!["first".into()],
-            goodput: vec!["ttft:10".into()],
+            goodput: vec![crate::cli::values::goodput("ttft:10").unwrap()],
         };
         assert_eq!(report(&args).unwrap(), 0);
         let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
@@ -245,7 +244,7 @@ mod tests {
         std::fs::write(&sweep, doc.to_string()).unwrap();
         let out = dir.path().join("sweep.html");
         let mut args = args_for(vec![sweep.clone()], out.clone());
-        args.goodput = vec!["ttft:25".into()];
+        args.goodput = vec![crate::cli::values::goodput("ttft:25").unwrap()];
         assert_eq!(report(&args).unwrap(), 0);
         let html = std::fs::read_to_string(&out).unwrap();
         assert!(html.contains("id=\"sweep-ttft-tok\"") && html.contains("goodput SLO: ttft ≤ 25 ms"));

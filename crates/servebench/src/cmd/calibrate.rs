@@ -10,60 +10,14 @@
 //! CPU per SSE event and peak RSS, and optionally writes the same numbers as JSON.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::cli::subcommands::CalibrateArgs;
 use anyhow::{bail, Context};
-use clap::Args;
 use serde::Serialize;
 use servebench_core::BenchError;
-
-/// Arguments of `servebench calibrate`.
-#[derive(Debug, Clone, Args)]
-pub struct CalibrateArgs {
-    /// Concurrency levels, comma-separated.
-    #[arg(long, default_value = "1,10,100,500,1000", value_delimiter = ',')]
-    pub levels: Vec<u64>,
-    /// Requests per level (default: max(20, 2 × level)).
-    #[arg(long)]
-    pub requests: Option<u64>,
-    /// Output tokens per request (ignore_eos).
-    #[arg(long, default_value_t = 100)]
-    pub output_len: u32,
-    /// Prompt tokens per request.
-    #[arg(long, default_value_t = 32)]
-    pub input_len: u32,
-    /// Simulator time to first token in ms (the truth).
-    #[arg(long, default_value_t = 50.0)]
-    pub ttft_ms: f64,
-    /// Simulator inter-token interval in ms (the truth).
-    #[arg(long, default_value_t = 10.0)]
-    pub itl_ms: f64,
-    /// Tokenizer of both simulator and client (path to tokenizer.json, a directory, or a
-    /// built-in encoding).
-    #[arg(long, default_value = "cl100k_base")]
-    pub tokenizer: String,
-    /// Write the numbers as JSON to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Keep the per-level result files in this directory (default: a temporary one, removed).
-    #[arg(long)]
-    pub work_dir: Option<PathBuf>,
-    /// Let the simulator and the client share all CPUs. By default, with two or more CPUs,
-    /// the client runs on the first CPU this process may use and the simulator on the second
-    /// (`--pin-cpu`), as if on two hosts: otherwise each preempts the other and that delay is
-    /// charged to the client.
-    #[arg(long)]
-    pub no_pin: bool,
-    /// Run the simulator from this servebench binary instead of this one (another build), to
-    /// tell a simulator change from a client change when the figures move.
-    #[arg(long, value_name = "PATH")]
-    pub sim_exe: Option<PathBuf>,
-    /// Run the client from this servebench binary instead of this one (another build).
-    #[arg(long, value_name = "PATH")]
-    pub client_exe: Option<PathBuf>,
-}
 
 /// The truth of the fixed timing model.
 #[derive(Debug, Clone, Serialize)]
@@ -88,7 +42,7 @@ pub struct Level {
     /// Requests completed.
     pub completed: u64,
     /// Measured − ground truth (the simulator's log), request by request.
-    pub truth: crate::calibrate_truth::TruthErrors,
+    pub truth: crate::cmd::calibrate_truth::TruthErrors,
     /// Mean TTFT − nominal TTFT (charges the simulator's own lateness to the client too).
     pub ttft_mean_vs_nominal_ms: f64,
     /// p99 ITL − nominal ITL.
@@ -272,7 +226,7 @@ fn run_level(
         concurrency: c,
         requests,
         completed: num(&v, "completed")? as u64,
-        truth: crate::calibrate_truth::TruthErrors::default(),
+        truth: crate::cmd::calibrate_truth::TruthErrors::default(),
         ttft_mean_vs_nominal_ms: num(&v, "mean_ttft_ms")? - truth.ttft_ms,
         itl_p99_vs_nominal_ms: num(&v, "p99_itl_ms")? - truth.itl_ms,
         records,
@@ -404,11 +358,11 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    let truth_read = stop_sim(sim).and_then(|()| Ok(crate::calibrate_truth::read_truth(&truth_log)?));
+    let truth_read = stop_sim(sim).and_then(|()| Ok(crate::cmd::calibrate_truth::read_truth(&truth_log)?));
     match truth_read {
         Ok(map) => {
             for l in &mut levels {
-                l.truth = crate::calibrate_truth::compare(&l.records, l.client_origin_unix_us, &map);
+                l.truth = crate::cmd::calibrate_truth::compare(&l.records, l.client_origin_unix_us, &map);
             }
         }
         Err(e) => {

@@ -6,6 +6,7 @@
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
 
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
 
 /// The sampling and generation flags that were given, by name.
@@ -53,8 +54,7 @@ pub fn check_backend_flags(args: &RunArgs, backend: BackendKind) -> Result<()> {
                 .into(),
         });
     }
-    let multimodal =
-        matches!(args.dataset_name.as_str(), "random-mm" | "random_mm" | "custom_image" | "custom-image");
+    let multimodal = matches!(args.dataset_name.kind, DatasetName::RandomMm | DatasetName::CustomImage);
     if multimodal && openai_family && !backend.takes_multimodal() {
         return Err(BenchError::MultimodalUnsupported {
             backend: backend.to_string(),
@@ -62,7 +62,7 @@ pub fn check_backend_flags(args: &RunArgs, backend: BackendKind) -> Result<()> {
         });
     }
     let batch = args.dataset.random_batch_size;
-    if batch > 1 && args.dataset_name == "random" {
+    if batch > 1 && args.dataset_name.kind == DatasetName::Random {
         if !backend.is_pooling() {
             return Err(BenchError::config(
                 "--random-batch-size",
@@ -89,24 +89,22 @@ pub fn check_backend_flags(args: &RunArgs, backend: BackendKind) -> Result<()> {
 }
 
 /// The datasets whose requests carry audio (`custom_audio`; `hf` with an ASR set).
-fn audio_dataset(name: &str) -> bool {
-    matches!(name, "custom_audio" | "custom-audio" | "hf")
+fn audio_dataset(name: DatasetName) -> bool {
+    matches!(name, DatasetName::CustomAudio | DatasetName::Hf)
 }
 
 /// `openai-audio` uploads each request's audio: a dataset without audio has nothing to send
 /// (SB111); `custom_audio` needs a backend that sends audio (SB110).
 fn check_audio(args: &RunArgs, backend: BackendKind) -> Result<()> {
-    let name = args.dataset_name.as_str();
-    if backend == BackendKind::Audio && !audio_dataset(name) {
+    let name = &args.dataset_name;
+    if backend == BackendKind::Audio && !audio_dataset(name.kind) {
         return Err(BenchError::ContentTypeUnsupported {
             backend: backend.to_string(),
             content: format!("requests without audio (--dataset-name {name})"),
             fix: "use --dataset-name custom_audio (a JSONL of prompts and WAV files)".into(),
         });
     }
-    if matches!(name, "custom_audio" | "custom-audio")
-        && !matches!(backend, BackendKind::Audio | BackendKind::Chat)
-    {
+    if name.kind == DatasetName::CustomAudio && !matches!(backend, BackendKind::Audio | BackendKind::Chat) {
         return Err(BenchError::MultimodalUnsupported {
             backend: backend.to_string(),
             detail: " (custom_audio sends audio: use --backend openai-audio or openai-chat)".into(),
@@ -118,7 +116,7 @@ fn check_audio(args: &RunArgs, backend: BackendKind) -> Result<()> {
 /// Prompts per request for the random dataset (`--random-batch-size`, pooling backends only;
 /// random-rerank batches inside the dataset).
 pub fn batch_size(args: &RunArgs, backend: BackendKind) -> usize {
-    if backend.is_pooling() && args.dataset_name == "random" {
+    if backend.is_pooling() && args.dataset_name.kind == DatasetName::Random {
         args.dataset.random_batch_size.max(1) as usize
     } else {
         1

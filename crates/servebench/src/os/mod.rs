@@ -3,6 +3,9 @@
 //! and mimalloc's purge policy. System calls go through `rustix`'s safe wrappers; only the
 //! allocator options are FFI (mimalloc's own C API), each with its safety argument.
 
+pub mod runtime;
+pub mod signal;
+
 use servebench_core::BenchError;
 
 /// Restricts the calling thread — and so every thread it starts afterwards, the async runtime

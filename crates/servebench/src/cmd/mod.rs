@@ -2,6 +2,16 @@
 //! refusals), pin the CPU if asked, run the subcommand, and turn its outcome into an exit code
 //! from the error table. `main.rs` only installs the allocator and calls [`main_exit_code`].
 
+pub mod calibrate;
+pub mod calibrate_truth;
+pub mod compare;
+pub mod experiment;
+pub mod merge;
+pub mod report;
+pub mod run;
+pub mod sim;
+pub mod sim_tls;
+
 use servebench_core::{BenchError, ErrorCode};
 
 use crate::cli;
@@ -21,7 +31,7 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
         Err(e) => return flag_value_error(e),
     };
     // Which flags were given (not defaulted): flags that would be ignored are named.
-    crate::cli_unused::record_explicit(&matches);
+    let explicit = crate::config::unused::ExplicitFlags::of(&matches);
     let cli = match <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -39,12 +49,12 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
     }
     let result = match cli.command {
         Some(cli::Command::Explain { code }) => explain(code.as_deref()),
-        Some(cli::Command::Sim(sim)) => crate::sim_cmd::serve(&sim),
-        Some(cli::Command::Calibrate(args)) => crate::calibrate::calibrate(&args),
-        Some(cli::Command::Report(args)) => crate::report_cmd::report(&args),
-        Some(cli::Command::Merge(args)) => crate::merge_cmd::merge(&args),
-        Some(cli::Command::Compare(args)) => crate::compare_cmd::compare_cmd(&args),
-        None => crate::run::run(&cli.run),
+        Some(cli::Command::Sim(sim)) => crate::cmd::sim::serve(&sim),
+        Some(cli::Command::Calibrate(args)) => crate::cmd::calibrate::calibrate(&args),
+        Some(cli::Command::Report(args)) => crate::cmd::report::report(&args),
+        Some(cli::Command::Merge(args)) => crate::cmd::merge::merge(&args),
+        Some(cli::Command::Compare(args)) => crate::cmd::compare::run(&args),
+        None => crate::cmd::run::run(&cli.run, &explicit),
     };
     result.unwrap_or_else(|e| {
         match e.downcast_ref::<BenchError>() {
@@ -56,7 +66,7 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
     })
 }
 
-/// A flag value our parsers refused (`cli_values.rs`) is their coded error: its one line and
+/// A flag value our parsers refused (`cli/values.rs`) is their coded error: its one line and
 /// the table's exit code; every other clap error (unknown flag, `--help`, `--version`) is
 /// clap's own.
 fn flag_value_error(e: clap::Error) -> u8 {

@@ -15,8 +15,8 @@ pub struct VllmArgs {
     pub plot_timeline: bool,
     /// Two ITL thresholds in ms, comma-separated, splitting the timeline's gaps into three
     /// colours: below the first (green), between (orange), at or above the second (red).
-    #[arg(long, default_value = "25,50", help_heading = "Output")]
-    pub timeline_itl_thresholds: String,
+    #[arg(long, default_value = "25,50", value_parser = crate::cli::values::itl_thresholds, help_heading = "Output")]
+    pub timeline_itl_thresholds: crate::cli::values::ItlThresholds,
     /// Send single-token text probe requests ("Hi", max 1 token) one after another, pausing
     /// 1/RATE s after each, alongside the run and outside --max-concurrency; their latency is
     /// reported apart (probe_* keys): how much the load stalls an unrelated request. 0 = off.
@@ -34,6 +34,6 @@ pub struct VllmArgs {
     /// the chat template where the client renders it (custom, speed_bench, as vLLM), and sent
     /// by chat backends as the body's `chat_template_kwargs` for the server's rendering (an
     /// --extra-body `chat_template_kwargs` wins).
-    #[arg(long, help_heading = "Request")]
-    pub chat_template_kwargs: Option<String>,
+    #[arg(long, value_parser = crate::cli::values::chat_template_kwargs, help_heading = "Request")]
+    pub chat_template_kwargs: Option<crate::cli::values::JsonObject>,
 }

@@ -11,8 +11,8 @@ use clap::Args;
 #[derive(Debug, Clone, Args)]
 pub struct HfParserArgs {
     /// hf, BFCL (gorilla-llm/Berkeley-Function-Calling-Leaderboard): comma-separated categories.
-    #[arg(long, help_heading = "Dataset")]
-    pub bfcl_categories: Option<String>,
+    #[arg(long, value_parser = crate::cli::values::bfcl_categories, help_heading = "Dataset")]
+    pub bfcl_categories: Option<crate::cli::values::Categories>,
     /// hf, Blazedit (vdaita/edit_5k_char, vdaita/edit_10k_char): smallest edit distance kept, in
     /// [0, 1].
     #[arg(long, default_value_t = 0.0, help_heading = "Dataset")]

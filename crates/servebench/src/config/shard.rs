@@ -1,29 +1,13 @@
-//! Flags of a sharded run (docs/scale-out.md): `--shard-index`, `--num-shards`, `--start-at`.
+//! The scale-out flags (`crate::cli::shard`) validated: which shard this process is, and the
+//! runner's shard configuration.
 
-use clap::Args;
-use servebench_core::shard::{parse_start_at, ShardSpec};
+use crate::cli::shard::ShardArgs;
+use servebench_core::shard::ShardSpec;
 use servebench_core::{BenchError, Result};
 use servebench_runner::ShardConfig;
 
 /// Environment variable Kubernetes sets in every pod of an Indexed Job (0-based).
 pub const JOB_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
-
-/// Scale-out flags (flattened into `RunArgs`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct ShardArgs {
-    /// Split the run into N shards (separate processes or pods): every shard builds the same
-    /// seeded workload and schedule and sends every N-th arrival; `servebench merge` combines
-    /// their records files. --max-concurrency is the total, split across shards.
-    #[arg(long, value_name = "N", env = "SERVEBENCH_NUM_SHARDS", help_heading = "Scale-out")]
-    pub num_shards: Option<u32>,
-    /// This process's shard, 0..N-1 (default: $JOB_COMPLETION_INDEX of a Kubernetes Indexed Job).
-    #[arg(long, value_name = "I", help_heading = "Scale-out")]
-    pub shard_index: Option<u32>,
-    /// Start the schedule at this wall-clock instant (RFC 3339, e.g. 2026-11-30T01:00:00Z, or
-    /// Unix seconds): all shards wait for it, then anchor their clocks on it.
-    #[arg(long, value_name = "TIME", env = "SERVEBENCH_START_AT", help_heading = "Scale-out")]
-    pub start_at: Option<String>,
-}
 
 /// The validated scale-out settings of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,7 +21,7 @@ impl ShardArgs {
     /// Sharding is on when `--num-shards` (or `SERVEBENCH_NUM_SHARDS`) is given; the index then
     /// comes from `--shard-index`, else `job_index`.
     pub fn settings(&self, job_index: Option<&str>) -> Result<ShardSettings> {
-        let start_at_unix_us = self.start_at.as_deref().map(parse_start_at).transpose()?;
+        let start_at_unix_us = self.start_at.map(|s| s.0);
         let Some(count) = self.num_shards else {
             if self.shard_index.is_some() {
                 return Err(BenchError::config(
@@ -103,7 +87,11 @@ mod tests {
     use super::*;
 
     fn args(n: Option<u32>, i: Option<u32>, start: Option<&str>) -> ShardArgs {
-        ShardArgs { num_shards: n, shard_index: i, start_at: start.map(String::from) }
+        ShardArgs {
+            num_shards: n,
+            shard_index: i,
+            start_at: start.map(|s| crate::cli::values::start_at(s).unwrap()),
+        }
     }
 
     #[test]
@@ -123,7 +111,7 @@ mod tests {
         assert!(args(Some(4), None, None).settings(Some("x")).is_err());
         assert!(args(Some(4), Some(4), None).settings(None).is_err());
         assert!(args(None, Some(0), None).settings(None).is_err());
-        assert!(args(None, None, Some("soon")).settings(None).is_err());
+        assert!(crate::cli::values::start_at("soon").is_err());
     }
 
     #[test]

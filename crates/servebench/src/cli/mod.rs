@@ -1,7 +1,19 @@
 //! Command-line interface. clap types live here only; `config.rs` turns them into a validated
 //! `RunConfig`. Flags and defaults follow Python `vllm bench serve`.
 
-use crate::cli_values::SimMode;
+pub mod dataset;
+pub mod experiment;
+pub mod hf_parser_flags;
+pub mod live;
+pub mod network;
+pub mod shard;
+pub mod subcommands;
+pub mod tokens;
+pub mod values;
+pub mod vllm;
+pub mod workload;
+
+use crate::cli::values::SimMode;
 use clap::{Args, Parser, Subcommand};
 
 /// `vllm bench serve` flags that servebench does not implement yet. They are recognised (never
@@ -34,7 +46,7 @@ pub enum Command {
     Sim(Box<SimArgs>),
     /// Measure the client's error against a fixed-timing simulator (separate process) at a
     /// ladder of concurrencies: measured − truth for TTFT, ITL, E2EL, with client CPU and RSS.
-    Calibrate(crate::calibrate::CalibrateArgs),
+    Calibrate(subcommands::CalibrateArgs),
     /// Explain an error code (e.g. `servebench explain SB301`); without a code, list all codes.
     Explain {
         /// The code, e.g. SB301.
@@ -45,10 +57,10 @@ pub enum Command {
     Report(ReportArgs),
     /// Merge the records files of the shards of one sharded run (--num-shards) into one result,
     /// recomputed over the union of their records (docs/scale-out.md).
-    Merge(crate::merge_cmd::MergeArgs),
+    Merge(subcommands::MergeArgs),
     /// Compare result files against the first: deltas, % change with direction-aware markers,
     /// and significance tests where records or multi-run data allow (docs/experiments.md).
-    Compare(crate::compare_cmd::CompareArgs),
+    Compare(subcommands::CompareArgs),
 }
 
 /// Arguments of `servebench report`.
@@ -68,8 +80,8 @@ pub struct ReportArgs {
     #[arg(long, num_args = 1.., action = clap::ArgAction::Append)]
     pub label: Vec<String>,
     /// SLOs for goodput in the summary: ttft:MS tpot:MS e2el:MS.
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append)]
-    pub goodput: Vec<String>,
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli::values::goodput)]
+    pub goodput: Vec<crate::cli::values::Goodput>,
 }
 
 /// Options of the simulated server (shared by `servebench sim` and `--sim`).
@@ -100,8 +112,8 @@ pub struct SimOptions {
     pub sim_mode: SimMode,
     /// Simulator (engine): parameter preset (`h100-8b`, `cpu-tiny`); implies `--sim-mode engine`.
     /// The flags below override single values.
-    #[arg(long)]
-    pub sim_preset: Option<String>,
+    #[arg(long, value_parser = crate::cli::values::sim_preset)]
+    pub sim_preset: Option<crate::cli::values::SimPreset>,
     /// Simulator (engine): most sequences running at once.
     #[arg(long)]
     pub sim_max_num_seqs: Option<u32>,
@@ -137,8 +149,8 @@ pub struct SimOptions {
     /// close, reset, stall, malformed_json, oversized_event, truncate, no_done, crlf,
     /// data_no_space, keep_alive, trickle; which apply to which answer: docs/simulator.md,
     /// "Faults".
-    #[arg(long, value_name = "KIND=RATE", action = clap::ArgAction::Append)]
-    pub sim_fault: Vec<String>,
+    #[arg(long, value_name = "KIND=RATE", action = clap::ArgAction::Append, value_parser = crate::cli::values::sim_fault)]
+    pub sim_fault: Vec<crate::cli::values::SimFault>,
     /// Simulator: LoRA adapter names it serves besides --sim-model (listed by /v1/models,
     /// accepted as a request's model).
     #[arg(long, num_args = 1.., value_name = "NAME")]
@@ -155,27 +167,27 @@ pub struct SimOptions {
     pub sim_reasoning_tokens: u32,
     /// Simulator: chat delta field of reasoning text (`reasoning` as vLLM >= 0.11, or
     /// `reasoning_content`).
-    #[arg(long, default_value = "reasoning", value_parser = ["reasoning", "reasoning_content"])]
-    pub sim_reasoning_field: String,
+    #[arg(long, default_value = "reasoning", value_parser = crate::cli::values::reasoning_field)]
+    pub sim_reasoning_field: servebench_sim::ReasoningField,
     /// Simulator: vector length of /v1/embeddings and /pooling answers.
     #[arg(long, default_value_t = 256)]
     pub sim_embedding_dim: u32,
     /// Simulator: the server it imitates on the wire: sim (default: vLLM's shapes and every
     /// native endpoint), vllm, sglang, llamacpp, tgi, openai, gateway (docs/simulator.md).
-    #[arg(long, default_value = "sim", value_parser = crate::cli_values::personality)]
+    #[arg(long, default_value = "sim", value_parser = crate::cli::values::personality)]
     pub sim_personality: servebench_sim::Personality,
     /// Simulator (gateway personality): the path prefix the API is mounted under.
     #[arg(long, default_value = "/gw")]
     pub sim_path_prefix: String,
     #[command(flatten)]
-    pub sim_tls: crate::cli_network::SimTlsArgs,
+    pub sim_tls: crate::cli::network::SimTlsArgs,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct SimArgs {
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
+    #[arg(long, default_value = "127.0.0.1", value_parser = crate::cli::values::listen_host)]
+    pub host: std::net::IpAddr,
     /// Port to listen on (0 = any free port).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
@@ -199,27 +211,27 @@ pub struct RunArgs {
     /// API dialect: `openai`/`vllm` (completions), `openai-chat`, `openai-responses`, the pooling
     /// backends `openai-embeddings`, `openai-embeddings-chat`, `vllm-pooling`, `vllm-rerank`, or a
     /// native one (docs/backends.md).
-    #[arg(long, default_value = "openai", value_parser = crate::cli_values::backend, help_heading = "Connection")]
-    pub backend: crate::cli_values::Backend,
+    #[arg(long, default_value = "openai", value_parser = crate::cli::values::backend, help_heading = "Connection")]
+    pub backend: crate::cli::values::Backend,
     /// Server base URL (overrides --host/--port), e.g. http://10.0.0.1:8000.
-    #[arg(long, help_heading = "Connection")]
-    pub base_url: Option<String>,
+    #[arg(long, value_parser = crate::cli::values::base_url, help_heading = "Connection")]
+    pub base_url: Option<crate::cli::values::BaseUrl>,
     #[arg(long, default_value = "127.0.0.1", help_heading = "Connection")]
     pub host: String,
     #[arg(long, default_value_t = 8000, help_heading = "Connection")]
     pub port: u16,
     /// API path; defaults by backend (/v1/completions, /v1/chat/completions, /generate_stream, ...;
     /// docs/backends.md).
-    #[arg(long, help_heading = "Connection")]
+    #[arg(long, value_parser = crate::cli::values::endpoint, help_heading = "Connection")]
     pub endpoint: Option<String>,
     /// Extra request header KEY=VALUE (repeatable; several per flag allowed).
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli_values::header, help_heading = "Connection")]
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli::values::header, help_heading = "Connection")]
     pub header: Vec<servebench_core::flag_values::Header>,
     /// Accept invalid TLS certificates.
     #[arg(long, help_heading = "Connection")]
     pub insecure: bool,
     #[command(flatten)]
-    pub network: crate::cli_network::NetworkArgs,
+    pub network: crate::cli::network::NetworkArgs,
     /// Run against an embedded simulated server on an ephemeral port (no server, no network).
     #[arg(long, help_heading = "Connection")]
     pub sim: bool,
@@ -237,16 +249,20 @@ pub struct RunArgs {
     /// p50k_base, r50k_base, gpt2), Hugging Face model id, or `server` (the server's /tokenize).
     #[arg(long, help_heading = "Model")]
     pub tokenizer: Option<String>,
-    /// Accepted for compatibility; only `auto` is meaningful.
-    #[arg(long, default_value = "auto", help_heading = "Model")]
-    pub tokenizer_mode: String,
+    /// Accepted for compatibility with vLLM and checked (auto, hf, slow, mistral, deepseek_v32,
+    /// custom), but it has no effect: servebench always loads the tokenizer's tokenizer.json.
+    #[arg(long, default_value = "auto", value_parser = crate::cli::values::tokenizer_mode, help_heading = "Model")]
+    pub tokenizer_mode: crate::cli::values::TokenizerMode,
     /// Accepted for compatibility (no remote code is ever run).
     #[arg(long, help_heading = "Model")]
     pub trust_remote_code: bool,
 
     // ---- dataset ----
-    #[arg(long, default_value = "random", help_heading = "Dataset")]
-    pub dataset_name: String,
+    /// random, random-mm, random-rerank, sharegpt, burstgpt, sonnet, custom, custom_image,
+    /// custom_audio, prefix_repetition, spec_bench, speed_bench, hf or timed_trace (`-` and `_`
+    /// spellings alike).
+    #[arg(long, default_value = "random", value_parser = crate::cli::values::dataset_name, help_heading = "Dataset")]
+    pub dataset_name: crate::cli::values::Dataset,
     #[arg(long, default_value_t = 1000, help_heading = "Dataset")]
     pub num_prompts: u64,
     #[arg(long, default_value_t = 0, help_heading = "Dataset")]
@@ -258,7 +274,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0, help_heading = "Dataset")]
     pub random_prefix_len: u32,
     /// Length spread: a number in [0, 1) or JSON {"input": r, "output": r}.
-    #[arg(long, default_value = "0.0", value_parser = crate::cli_values::range_ratio, help_heading = "Dataset")]
+    #[arg(long, default_value = "0.0", value_parser = crate::cli::values::range_ratio, help_heading = "Dataset")]
     pub random_range_ratio: servebench_core::flag_values::RangeRatio,
     /// Send prompts as token-id arrays (completions only).
     #[arg(long, help_heading = "Dataset")]
@@ -277,7 +293,7 @@ pub struct RunArgs {
 
     // ---- rate ----
     /// Requests per second (inf = all at once).
-    #[arg(long, default_value = "inf", value_parser = crate::cli_values::request_rate, help_heading = "Load")]
+    #[arg(long, default_value = "inf", value_parser = crate::cli::values::request_rate, help_heading = "Load")]
     pub request_rate: f64,
     /// Gamma shape of inter-arrival times (1.0 = Poisson).
     #[arg(long, default_value_t = 1.0, help_heading = "Load")]
@@ -285,7 +301,7 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Load")]
     pub max_concurrency: Option<u64>,
     /// linear or exponential.
-    #[arg(long, value_parser = crate::cli_values::ramp_strategy, help_heading = "Load")]
+    #[arg(long, value_parser = crate::cli::values::ramp_strategy, help_heading = "Load")]
     pub ramp_up_strategy: Option<servebench_core::schedule::RampStrategy>,
     #[arg(long, help_heading = "Load")]
     pub ramp_up_start_rps: Option<f64>,
@@ -308,8 +324,8 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Sampling")]
     pub repetition_penalty: Option<f64>,
     /// JSON object merged into every request body (wins over sampling flags).
-    #[arg(long, value_parser = crate::cli_values::json_object, help_heading = "Sampling")]
-    pub extra_body: Option<crate::cli_values::JsonObject>,
+    #[arg(long, value_parser = crate::cli::values::json_object, help_heading = "Sampling")]
+    pub extra_body: Option<crate::cli::values::JsonObject>,
 
     // ---- request ----
     /// Ask the server to ignore EOS (forced on for the random dataset, as vLLM does).
@@ -361,7 +377,7 @@ pub struct RunArgs {
     /// cancelled with their partial timings) or `drain` lets them finish. Either way nothing new
     /// is sent, results are written for what finished, and the exit code is 130. A second
     /// Ctrl-C exits at once.
-    #[arg(long, default_value = "cancel", value_parser = crate::cli_values::interrupt_mode, help_heading = "Request")]
+    #[arg(long, default_value = "cancel", value_parser = crate::cli::values::interrupt_mode, help_heading = "Request")]
     pub on_interrupt: servebench_runner::InterruptMode,
     /// Exit with code 3 (after writing results) when more than this percentage of requests
     /// failed.
@@ -376,27 +392,27 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Output")]
     pub append_result: bool,
     #[arg(long, help_heading = "Output")]
-    pub result_dir: Option<String>,
+    pub result_dir: Option<std::path::PathBuf>,
     #[arg(long, help_heading = "Output")]
     pub result_filename: Option<String>,
     /// Records file (JSONL, one line per request, appended as each request ends). Default with
     /// --save-result: next to the result file, `<result>.records.jsonl`.
     #[arg(long, help_heading = "Output")]
-    pub records: Option<String>,
+    pub records: Option<std::path::PathBuf>,
     #[arg(long, help_heading = "Output")]
     pub label: Option<String>,
     /// KEY=VALUE pairs copied into the result JSON.
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli_values::metadata, help_heading = "Output")]
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli::values::metadata, help_heading = "Output")]
     pub metadata: Vec<(String, String)>,
     /// Comma-separated metrics to report percentiles for (ttft,tpot,itl,e2el).
-    #[arg(long, value_parser = crate::cli_values::metric_names, help_heading = "Output")]
-    pub percentile_metrics: Option<crate::cli_values::MetricNames>,
+    #[arg(long, value_parser = crate::cli::values::metric_names, help_heading = "Output")]
+    pub percentile_metrics: Option<crate::cli::values::MetricNames>,
     /// Comma-separated percentiles, e.g. 50,90,99.
-    #[arg(long, default_value = "99", value_parser = crate::cli_values::percentiles, help_heading = "Output")]
-    pub metric_percentiles: crate::cli_values::Percentiles,
+    #[arg(long, default_value = "99", value_parser = crate::cli::values::percentiles, help_heading = "Output")]
+    pub metric_percentiles: crate::cli::values::Percentiles,
     /// SLOs for goodput: ttft:MS tpot:MS e2el:MS.
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, help_heading = "Output")]
-    pub goodput: Vec<String>,
+    #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli::values::goodput, help_heading = "Output")]
+    pub goodput: Vec<crate::cli::values::Goodput>,
     #[arg(long, help_heading = "Output")]
     pub disable_tqdm: bool,
     /// Write a self-contained HTML report with charts to PATH after the run.
@@ -412,27 +428,27 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Output")]
     pub plot_dataset_stats: bool,
     #[command(flatten)]
-    pub dataset: crate::cli_dataset::DatasetArgs,
+    pub dataset: crate::cli::dataset::DatasetArgs,
     #[command(flatten)]
-    pub hf_parsers: crate::cli_parsers::HfParserArgs,
+    pub hf_parsers: crate::cli::hf_parser_flags::HfParserArgs,
     #[command(flatten)]
-    pub vllm: crate::cli_vllm::VllmArgs,
+    pub vllm: crate::cli::vllm::VllmArgs,
     #[command(flatten)]
-    pub workload: crate::cli_workload::WorkloadArgs,
+    pub workload: crate::cli::workload::WorkloadArgs,
     #[command(flatten)]
-    pub live: crate::cli_live::LiveArgs,
+    pub live: crate::cli::live::LiveArgs,
     #[command(flatten)]
-    pub shard: crate::cli_shard::ShardArgs,
+    pub shard: crate::cli::shard::ShardArgs,
     #[command(flatten)]
-    pub experiment: crate::cli_experiment::ExperimentArgs,
+    pub experiment: crate::cli::experiment::ExperimentArgs,
     #[command(flatten)]
-    pub tokens: crate::cli_tokens::TokenArgs,
+    pub tokens: crate::cli::tokens::TokenArgs,
 }
 
 impl RunArgs {
     /// Whether `--dataset-name` is the timed trace.
     pub fn is_trace(&self) -> bool {
-        matches!(self.dataset_name.as_str(), "timed_trace" | "timed-trace")
+        self.dataset_name.kind == crate::cli::values::DatasetName::TimedTrace
     }
 }
 

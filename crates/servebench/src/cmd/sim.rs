@@ -1,8 +1,7 @@
 //! The simulator: `servebench sim` (standalone) and the embedded server behind `--sim`.
 
+use crate::cli::values::SimMode;
 use crate::cli::{SimArgs, SimOptions};
-use crate::cli_values::SimMode;
-use anyhow::Context;
 use servebench_core::BenchError;
 use servebench_sim::{EngineConfig, FaultConfig, SimConfig, SimHandle};
 use std::net::SocketAddr;
@@ -18,7 +17,7 @@ pub fn sim_config(opts: &SimOptions) -> anyhow::Result<SimConfig> {
         .with_seed(opts.sim_seed)
         .with_max_model_len(opts.sim_max_model_len);
     let mut cfg = cfg.with_faults(fault_config(opts)?).with_reasoning_tokens(opts.sim_reasoning_tokens);
-    cfg.reasoning_field = servebench_sim::ReasoningField::parse(&opts.sim_reasoning_field)?;
+    cfg.reasoning_field = opts.sim_reasoning_field;
     cfg.embedding_dim = opts.sim_embedding_dim;
     cfg.personality = opts.sim_personality;
     cfg.path_prefix = opts.sim_path_prefix.clone();
@@ -43,8 +42,10 @@ pub fn fault_config(opts: &SimOptions) -> anyhow::Result<FaultConfig> {
     let mut faults = FaultConfig::default()
         .with_seed(opts.sim_fault_seed)
         .with_stall(Duration::from_secs_f64(stall / 1000.0));
-    for spec in &opts.sim_fault {
-        faults.apply_spec(spec)?;
+    for fault in &opts.sim_fault {
+        for kind in &fault.kinds {
+            faults.set_rate(*kind, fault.rate)?;
+        }
     }
     Ok(faults)
 }
@@ -53,7 +54,7 @@ pub fn fault_config(opts: &SimOptions) -> anyhow::Result<FaultConfig> {
 /// (`None` in fixed mode).
 pub fn engine_config(opts: &SimOptions) -> anyhow::Result<Option<EngineConfig>> {
     let mut e = match (&opts.sim_preset, opts.sim_mode) {
-        (Some(p), _) => EngineConfig::preset(p)?,
+        (Some(p), _) => p.engine,
         (None, SimMode::Engine) => EngineConfig::h100_8b(),
         (None, SimMode::Fixed) => return Ok(None),
     };
@@ -102,19 +103,9 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
     let cfg = sim_config(&args.sim)?.with_ground_truth(args.ground_truth.is_some());
     let prefix = api_prefix(&cfg);
     let clock = servebench_core::RunClock::start();
-    let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|_| {
-        BenchError::config(
-            "--host/--port",
-            format!("'{}:{}' is not an address to listen on", args.host, args.port),
-            "pass an IP address such as 127.0.0.1 or 0.0.0.0",
-        )
-    })?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("sb-sim")
-        .build()
-        .context("starting the async runtime")?;
-    let tls = crate::sim_tls::SimTlsSetup::new(&args.sim.sim_tls)?;
+    let addr = SocketAddr::new(args.host, args.port);
+    let rt = crate::os::runtime::build(crate::os::runtime::SIM_THREAD_NAME, None)?;
+    let tls = crate::cmd::sim_tls::SimTlsSetup::new(&args.sim.sim_tls)?;
     rt.block_on(async move {
         let handle = match &tls {
             Some(t) => servebench_sim::start_tls(cfg, addr, t.tls.clone()).await?,
@@ -128,7 +119,7 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
         if let Some(t) = &tls {
             eprintln!("servebench sim: {}", t.describe());
         }
-        wait_for_stop_signal().await?;
+        crate::os::signal::wait_for_stop_signal().await?;
         if let Some(path) = &args.ground_truth {
             let truth = handle.take_ground_truth();
             servebench_sim::write_ground_truth_jsonl(&truth, &clock, path)?;
@@ -147,22 +138,6 @@ fn api_prefix(cfg: &SimConfig) -> String {
     }
 }
 
-/// Resolves on Ctrl-C or (Unix) SIGTERM.
-pub(crate) async fn wait_for_stop_signal() -> anyhow::Result<()> {
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("listening for SIGTERM")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
-    Ok(())
-}
-
 /// The embedded simulator of `--sim`: its own runtime and threads (named `sb-sim`), so that the
 /// client's CPU time can be told apart from the simulator's.
 #[derive(Debug)]
@@ -173,7 +148,7 @@ pub struct EmbeddedSim {
     /// The gateway personality's path prefix (empty otherwise).
     prefix: String,
     /// With `--sim-tls`: the generated CA and where its certificate was written.
-    tls: Option<crate::sim_tls::SimTlsSetup>,
+    tls: Option<crate::cmd::sim_tls::SimTlsSetup>,
 }
 
 impl EmbeddedSim {
@@ -181,13 +156,8 @@ impl EmbeddedSim {
     pub fn start(opts: &SimOptions) -> anyhow::Result<Self> {
         let cfg = sim_config(opts)?;
         let prefix = api_prefix(&cfg);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .thread_name("sb-sim")
-            .build()
-            .context("starting the simulator runtime")?;
-        let tls = crate::sim_tls::SimTlsSetup::new(&opts.sim_tls)?;
+        let runtime = crate::os::runtime::build(crate::os::runtime::SIM_THREAD_NAME, Some(1))?;
+        let tls = crate::cmd::sim_tls::SimTlsSetup::new(&opts.sim_tls)?;
         let addr = ([127, 0, 0, 1], 0).into();
         let handle = match &tls {
             Some(t) => runtime.block_on(servebench_sim::start_tls(cfg, addr, t.tls.clone()))?,
@@ -205,7 +175,7 @@ impl EmbeddedSim {
     }
 
     /// With `--sim-tls`: the CA certificate file clients must trust.
-    pub fn tls(&self) -> Option<&crate::sim_tls::SimTlsSetup> {
+    pub fn tls(&self) -> Option<&crate::cmd::sim_tls::SimTlsSetup> {
         self.tls.as_ref()
     }
 }
@@ -253,8 +223,10 @@ mod fault_flag_tests {
         assert_eq!(f.seed, 9);
         assert_eq!(f.stall, Duration::from_millis(150));
         assert!(!fault_config(&sim_options(&[])).unwrap().is_active(), "no faults by default");
-        assert!(fault_config(&sim_options(&["--sim-fault", "reset=2"])).is_err());
-        assert!(fault_config(&sim_options(&["--sim-fault", "nope=0.1"])).is_err());
+        for bad in ["reset=2", "nope=0.1", "reset"] {
+            let e = crate::cli::values::sim_fault(bad).unwrap_err().user_line();
+            assert!(e.starts_with("error[SB101]") && e.contains("--sim-fault"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -12,29 +12,13 @@
 //! The comparison itself is `servebench_report::compare`; inputs are read by
 //! `servebench_runner::results::inputs`.
 
-use clap::Args;
+use crate::cli::subcommands::CompareArgs;
 use servebench_core::BenchError;
 use servebench_report::compare::{compare, table, Comparison, Loaded};
 use servebench_runner::results::inputs::load_compare_input;
-use std::path::PathBuf;
-
-/// Arguments of `servebench compare`.
-#[derive(Debug, Clone, Args)]
-pub struct CompareArgs {
-    /// Result files (vLLM's JSON, ours, JSONL: the last line, or a `--num-runs` document); the
-    /// first is the baseline.
-    #[arg(required = true, num_args = 2.., value_name = "RESULT")]
-    pub inputs: Vec<PathBuf>,
-    /// Significance level of the tests.
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
-    /// Also write the comparison as JSON to PATH.
-    #[arg(long, value_name = "PATH")]
-    pub output_json: Option<PathBuf>,
-}
 
 /// Runs `servebench compare`.
-pub fn compare_cmd(args: &CompareArgs) -> anyhow::Result<u8> {
+pub fn run(args: &CompareArgs) -> anyhow::Result<u8> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         return Err(BenchError::config("--alpha", "must be in (0, 1)", "pass e.g. --alpha 0.05").into());
     }

@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
-use servebench_core::flag_values::{parse_goodput, parse_metric_percentiles, parse_percentile_metrics};
+use crate::cli::subcommands::MergeArgs;
+use servebench_core::flag_values::parse_percentile_metrics;
 use servebench_core::merge::{merge_shards, MergedRun};
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::BenchError;
@@ -19,49 +19,15 @@ use servebench_report::{console_block, default_result_filename, write_result, Ru
 use servebench_runner::records::shard_files::{read_shard, wait_for_shards, write_merged_records};
 use servebench_runner::results::merged::{merged_result, merged_run_info};
 
-/// Arguments of `servebench merge`.
-#[derive(Debug, Clone, Args)]
-pub struct MergeArgs {
-    /// The records files of the shards, one per shard index (`*.records.jsonl` written by runs
-    /// with --num-shards), or directories: every `*.records.jsonl` directly in them that has a
-    /// shard header.
-    #[arg(required = true, value_name = "SHARD_RECORDS")]
-    pub inputs: Vec<PathBuf>,
-    /// Wait up to SECS for every shard to finish (its records file ends with the shard's summary
-    /// line), checking every 5 s; then merge what is there. For a merge Job started together
-    /// with the shards (deploy/k8s).
-    #[arg(long, value_name = "SECS", default_value_t = 0)]
-    pub wait_secs: u64,
-    /// Write the merged result JSON and, next to it, the merged records file.
-    #[arg(long)]
-    pub save_result: bool,
-    /// Directory of the merged result (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub result_dir: Option<PathBuf>,
-    /// File name of the merged result (default: vLLM's name for the whole run).
-    #[arg(long, value_name = "NAME")]
-    pub result_filename: Option<String>,
-    /// Merge even if some shards are missing (a warning says so; the result covers only part
-    /// of the workload). Without it a missing shard is an error (SB702).
-    #[arg(long)]
-    pub allow_missing_shards: bool,
-    /// Comma-separated metrics to report percentiles of (as for a run).
-    #[arg(long, value_name = "LIST")]
-    pub percentile_metrics: Option<String>,
-    /// Comma-separated percentiles (as for a run).
-    #[arg(long, default_value = "99", value_name = "LIST")]
-    pub metric_percentiles: String,
-    /// Goodput SLOs, KEY:VALUE in ms (as for a run).
-    #[arg(long, num_args = 1.., action = clap::ArgAction::Append)]
-    pub goodput: Vec<String>,
-}
-
 /// `servebench merge`. Returns the exit code.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
     let cfg = MetricsConfig {
-        percentiles: parse_metric_percentiles(&args.metric_percentiles)?,
-        selected: parse_percentile_metrics(args.percentile_metrics.as_deref().unwrap_or("ttft,tpot,itl"))?,
-        goodput: parse_goodput(&args.goodput)?,
+        percentiles: args.metric_percentiles.0.clone(),
+        selected: match &args.percentile_metrics {
+            Some(m) => m.0.clone(),
+            None => parse_percentile_metrics("ttft,tpot,itl")?,
+        },
+        goodput: crate::cli::values::goodput_slos(&args.goodput),
     };
     let files = wait_for_shards(&args.inputs, Duration::from_secs(args.wait_secs), &mut |done, of| {
         let of = of.map_or_else(|| "?".into(), |n| n.to_string());

@@ -1,11 +1,8 @@
 //! Network flags: TLS trust and client identity (`--cacert`, `--client-cert`, `--client-key`),
 //! proxies (`--no-proxy`), and the simulator's HTTPS (`--sim-tls`, `--sim-tls-ca-out`,
-//! `--sim-client-ca`). The environment (`SSL_CERT_FILE`, `HTTPS_PROXY`, ...) is read once, by
-//! [`with_process_env`], so everything else stays pure.
+//! `--sim-client-ca`). Turned into the runner's options by `config::network`.
 
 use clap::Args;
-use servebench_client::transport::{ProxyEnv, ProxyOptions, TlsOptions, TrustEnv};
-use servebench_runner::config::RunConfig;
 use std::path::PathBuf;
 
 /// TLS and proxy flags of a run.
@@ -24,29 +21,6 @@ pub struct NetworkArgs {
     /// Ignore HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY: always connect directly.
     #[arg(long, help_heading = "Connection")]
     pub no_proxy: bool,
-}
-
-impl NetworkArgs {
-    /// TLS options from the flags (no environment yet).
-    pub fn tls_options(&self) -> TlsOptions {
-        TlsOptions {
-            cacert: self.cacert.clone(),
-            client_cert: self.client_cert.clone(),
-            client_key: self.client_key.clone(),
-            env: TrustEnv::default(),
-        }
-    }
-
-    /// Proxy options from the flags (no environment yet).
-    pub fn proxy_options(&self) -> ProxyOptions {
-        ProxyOptions { env: ProxyEnv::default(), disabled: self.no_proxy }
-    }
-}
-
-/// Fills the run's TLS and proxy environment from this process's variables.
-pub fn with_process_env(run: &mut RunConfig) {
-    run.tls.env = TrustEnv::from_process();
-    run.proxy.env = ProxyEnv::from_process();
 }
 
 /// HTTPS for the simulator (`servebench sim --tls`, `servebench --sim --sim-tls`).

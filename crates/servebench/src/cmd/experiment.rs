@@ -2,7 +2,7 @@
 //! `servebench_runner::experiment`; this module gives it a runtime, Ctrl-C/SIGTERM and stdout,
 //! and turns its outcome into the exit code.
 
-use crate::interrupt::{exit_if_not_measuring, measuring_started, new_runtime, INTERRUPTED_EXIT_CODE};
+use crate::os::signal::{measuring_started, stop_on_signal, INTERRUPTED_EXIT_CODE};
 use crate::progress::LineObserver;
 use servebench_runner::experiment::{plan_points, ExperimentConfig, PreparedExperiment};
 use servebench_runner::{CancellationToken, OutputConfig, RunConfig};
@@ -11,9 +11,11 @@ use std::sync::Arc;
 /// Runs the experiment `exp`; returns the exit code.
 pub fn run(mut cfg: RunConfig, output: OutputConfig, exp: ExperimentConfig) -> anyhow::Result<u8> {
     let specs = plan_points(&mut cfg, &exp)?;
-    new_runtime()?.block_on(async move {
+    crate::os::runtime::client()?.block_on(async move {
         let stop = CancellationToken::new();
-        stop_on_signal(stop.clone());
+        // The first Ctrl-C/SIGTERM stops the current point (the experiment ends after it and is
+        // saved); a second one exits at once.
+        stop_on_signal(stop.clone(), "Interrupted: stopping this point; the experiment ends after it".into());
         let Some(prepared) =
             PreparedExperiment::prepare(cfg, output, exp, specs, Arc::new(LineObserver)).await?
         else {
@@ -29,19 +31,4 @@ pub fn run(mut cfg: RunConfig, output: OutputConfig, exp: ExperimentConfig) -> a
             None => Ok(0),
         }
     })
-}
-
-/// The first Ctrl-C/SIGTERM stops the current point (the experiment ends after it and is
-/// saved); a second one exits at once.
-fn stop_on_signal(stop: CancellationToken) {
-    tokio::spawn(async move {
-        if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
-            exit_if_not_measuring();
-            eprintln!("\nInterrupted: stopping this point; the experiment ends after it");
-            stop.cancel();
-            if crate::sim_cmd::wait_for_stop_signal().await.is_ok() {
-                std::process::exit(INTERRUPTED_EXIT_CODE.into());
-            }
-        }
-    });
 }

@@ -1,0 +1,21 @@
+//! Flags for watching a run while it happens and bounding its memory: the live Prometheus
+//! endpoint (`--metrics-port`) and the in-memory records cap (`--max-records-in-memory`).
+
+use clap::Args;
+
+/// Live-observation and memory flags of a run (flattened into `RunArgs`).
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// While the run is in progress, serve the client's own metrics (requests, latency
+    /// histograms, dispatch lateness, tokens/s) in Prometheus text format at
+    /// http://HOST:PORT/metrics (0 = any free port; the address is printed).
+    #[arg(long, value_name = "PORT", help_heading = "Output")]
+    pub metrics_port: Option<u16>,
+    /// Address the --metrics-port endpoint binds (default 127.0.0.1: this host only).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", value_parser = crate::cli::values::metrics_host, help_heading = "Output")]
+    pub metrics_host: std::net::IpAddr,
+    /// Request records held in memory during the run; beyond this they are kept on disk (the
+    /// records file, else a temporary file) and read back at the end, so results stay exact.
+    #[arg(long, value_name = "N", default_value_t = servebench_runner::DEFAULT_MAX_RECORDS_IN_MEMORY, help_heading = "Output")]
+    pub max_records_in_memory: usize,
+}

@@ -1,0 +1,183 @@
+//! The experiment, steady-state, scraping and profiling flags (`crate::cli::experiment`) checked
+//! and turned into the runner's typed `ExperimentConfig`.
+
+use crate::cli::experiment::ExperimentArgs;
+use servebench_core::{BenchError, Result};
+use servebench_runner::experiment::{Experiment, ExperimentConfig, SearchOptions};
+use servebench_runner::observe::profiling::ProfileOptions;
+use servebench_runner::results::SteadyOptions;
+use servebench_runner::run::server_side::ServerSideOptions;
+use std::time::Duration;
+
+impl ExperimentArgs {
+    /// The experiment these flags ask for, validated, over `num_prompts` prompts; `None` for a
+    /// single run.
+    pub fn experiment(&self, num_prompts: u64) -> Result<Option<ExperimentConfig>> {
+        let Some(kind) = plan(self)? else { return Ok(None) };
+        let sweep_summary_percentiles = match &self.sweep_summary_percentiles {
+            Some(s) if kind.is_sweep() => s.0.clone(),
+            _ => Vec::new(),
+        };
+        Ok(Some(ExperimentConfig {
+            kind,
+            num_prompts: num_prompts as usize,
+            reuse_prompts: self.reuse_prompts,
+            reset_prefix_cache: self.reset_prefix_cache,
+            sweep_summary_percentiles,
+            search: SearchOptions {
+                start_rate: self.search_start_rate,
+                max_rate: self.search_max_rate,
+                tolerance: self.search_tolerance,
+                saturation_threshold: self.saturation_threshold,
+            },
+            steady: self.steady_options(),
+            server_side: self.server_side_options(),
+        }))
+    }
+
+    /// The steady-state options (checked by [`plan`]).
+    pub fn steady_options(&self) -> SteadyOptions {
+        SteadyOptions {
+            enabled: !self.no_steady_state,
+            threshold: self.steady_state_threshold,
+            min_window_s: self.steady_state_min_window,
+        }
+    }
+
+    /// What runs on the server side of each measured phase (checked by [`plan`]).
+    pub fn server_side_options(&self) -> ServerSideOptions {
+        ServerSideOptions {
+            scrape_interval: self.scrape_metrics.then(|| Duration::from_secs_f64(self.scrape_interval)),
+            profile: self.profile.then(|| ProfileOptions {
+                batch_threshold: self.profile_batch_threshold,
+                duration: Duration::from_secs_f64(self.profile_duration),
+            }),
+        }
+    }
+}
+
+fn range(flag: &str, ok: bool, what: &str) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(BenchError::config(flag, what.to_owned(), format!("pass {flag} {what}")))
+    }
+}
+
+/// Checks the experiment, steady-state, scraping and profiling flags; returns the experiment
+/// they ask for, if any.
+pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
+    let t = a.steady_state_threshold;
+    range("--steady-state-threshold", t > 0.0 && t <= 1.0, "in (0, 1]")?;
+    if let Some(w) = a.steady_state_min_window {
+        range("--steady-state-min-window", w.is_finite() && w >= 0.0, "≥ 0 seconds")?;
+    }
+    range("--scrape-interval", a.scrape_interval.is_finite() && a.scrape_interval >= 0.05, "≥ 0.05 seconds")?;
+    range("--num-runs", a.num_runs >= 1, "≥ 1")?;
+    range("--search-tolerance", a.search_tolerance > 0.0 && a.search_tolerance < 1.0, "in (0, 1)")?;
+    range(
+        "--saturation-threshold",
+        a.saturation_threshold > 0.0 && a.saturation_threshold <= 1.0,
+        "in (0, 1]",
+    )?;
+    let (s, m) = (a.search_start_rate, a.search_max_rate);
+    range("--search-start-rate", s.is_finite() && s > 0.0, "> 0 and finite")?;
+    range("--search-max-rate", m.is_finite() && m >= s, "finite and ≥ --search-start-rate")?;
+    if a.profile_batch_threshold.is_some() && !a.profile {
+        return Err(BenchError::config(
+            "--profile-batch-threshold",
+            "needs --profile",
+            "add --profile, or drop --profile-batch-threshold",
+        ));
+    }
+    let d = a.profile_duration;
+    range("--profile-duration", d.is_finite() && d > 0.0, "> 0 seconds")?;
+    if d != 5.0 && a.profile_batch_threshold.is_none() {
+        return Err(BenchError::config(
+            "--profile-duration",
+            "only applies with --profile-batch-threshold",
+            "add --profile-batch-threshold N, or drop --profile-duration",
+        ));
+    }
+    if let Some(f) = a.sweep_num_prompts_factor {
+        range("--sweep-num-prompts-factor", f.is_finite() && f > 0.0, "> 0")?;
+        if a.sweep_max_concurrency.is_none() {
+            return Err(BenchError::config(
+                "--sweep-num-prompts-factor",
+                "applies to concurrency sweeps only",
+                "add --sweep-max-concurrency, or drop --sweep-num-prompts-factor",
+            ));
+        }
+    }
+    let chosen = [
+        a.sweep_max_concurrency.is_some() || a.sweep_request_rate.is_some(),
+        a.find_max_rate,
+        a.slo.is_some(),
+        a.num_runs > 1,
+    ];
+    if chosen.iter().filter(|&&c| c).count() > 1 {
+        return Err(BenchError::config(
+            "--num-runs",
+            "sweeps, --find-max-rate, --slo and --num-runs > 1 are separate experiments",
+            "run one experiment per command",
+        ));
+    }
+    if let Some(c) = &a.sweep_max_concurrency {
+        // vllm-bench's precedence: a concurrency sweep wins over a rate sweep.
+        return Ok(Some(Experiment::SweepConcurrency {
+            values: c.0.clone(),
+            num_prompts_factor: a.sweep_num_prompts_factor,
+        }));
+    }
+    if let Some(r) = &a.sweep_request_rate {
+        return Ok(Some(Experiment::SweepRate { values: r.0.clone() }));
+    }
+    if a.find_max_rate {
+        return Ok(Some(Experiment::FindMaxRate));
+    }
+    if let Some(s) = &a.slo {
+        return Ok(Some(Experiment::SloSearch { slos: s.0.clone() }));
+    }
+    if a.num_runs > 1 {
+        return Ok(Some(Experiment::MultiRun { runs: a.num_runs, same_seed: a.same_seed }));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ExperimentArgs {
+        ExperimentArgs {
+            steady_state_threshold: 0.95,
+            scrape_interval: 1.0,
+            num_runs: 1,
+            search_tolerance: 0.05,
+            search_start_rate: 1.0,
+            search_max_rate: 1000.0,
+            saturation_threshold: 0.95,
+            profile_duration: 5.0,
+            ..ExperimentArgs::default()
+        }
+    }
+
+    #[test]
+    fn plan_precedence_and_conflicts() {
+        let mut a = args();
+        assert_eq!(plan(&a).unwrap(), None);
+        a.sweep_request_rate = Some(crate::cli::values::rate_list("1,inf").unwrap());
+        assert_eq!(plan(&a).unwrap(), Some(Experiment::SweepRate { values: vec![1.0, f64::INFINITY] }));
+        a.sweep_max_concurrency = Some(crate::cli::values::concurrency_list("2").unwrap());
+        assert!(matches!(plan(&a).unwrap(), Some(Experiment::SweepConcurrency { .. })));
+        a.num_runs = 3;
+        assert!(plan(&a).is_err());
+        let mut p = args();
+        p.profile_batch_threshold = Some(4);
+        assert!(plan(&p).is_err(), "threshold needs --profile");
+        let mut d = args();
+        d.profile = true;
+        d.profile_duration = 2.0;
+        assert!(plan(&d).is_err(), "duration needs a threshold");
+    }
+}
