@@ -70,36 +70,7 @@ pub fn merge_shards(mut inputs: Vec<ShardInput>, allow_missing: bool) -> Result<
     for s in &inputs {
         check_same_run(&reference, &first.source, s)?;
     }
-    for pair in inputs.windows(2) {
-        if pair[0].header.shard_index == pair[1].header.shard_index {
-            return Err(BenchError::ShardSet {
-                detail: format!(
-                    "shard {} appears twice ({} and {})",
-                    pair[0].header.shard_index, pair[0].source, pair[1].source
-                ),
-            });
-        }
-    }
-    let present: Vec<u32> = inputs.iter().map(|s| s.header.shard_index).collect();
-    let missing: Vec<u32> = (0..reference.num_shards).filter(|i| !present.contains(i)).collect();
-    if !missing.is_empty() {
-        let list = missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-        if !allow_missing {
-            return Err(BenchError::ShardSet {
-                detail: format!(
-                    "{} of {} shards given; missing shard(s) {list}",
-                    inputs.len(),
-                    reference.num_shards
-                ),
-            });
-        }
-        warnings.push(format!(
-            "merged {} of {} shards (missing {list}): the result covers only part of the workload",
-            inputs.len(),
-            reference.num_shards
-        ));
-    }
-
+    let missing = missing_shards(&inputs, &reference, allow_missing, &mut warnings)?;
     let origin = inputs.iter().map(|s| s.header.wall_anchor_unix_us).min().unwrap_or(0);
     let spread = inputs.iter().map(|s| s.header.wall_anchor_unix_us - origin).max().unwrap_or(0);
     if reference.start_at_unix_us.is_none() && spread > ANCHOR_SPREAD_WARN_US {
@@ -111,33 +82,8 @@ pub fn merge_shards(mut inputs: Vec<ShardInput>, allow_missing: bool) -> Result<
     let mut records = Vec::with_capacity(inputs.iter().map(|s| s.records.len()).sum());
     let mut shards = Vec::with_capacity(inputs.len());
     for s in inputs {
+        check_shard_records(&s, &mut warnings)?;
         let h = &s.header;
-        let spec = ShardSpec { index: h.shard_index, count: h.num_shards };
-        if let Some(r) =
-            s.records.iter().find(|r| !spec.owns(r.index as usize) || r.index >= h.total_requests)
-        {
-            return Err(BenchError::ShardMismatch {
-                detail: format!(
-                    "{}: request {} does not belong to shard {} of {} (of {} requests)",
-                    s.source, r.index, h.shard_index, h.num_shards, h.total_requests
-                ),
-            });
-        }
-        if (s.records.len() as u64) < h.shard_requests {
-            warnings.push(format!(
-                "shard {} ({}) has {} of its {} records: it was stopped before it finished",
-                h.shard_index,
-                s.source,
-                s.records.len(),
-                h.shard_requests
-            ));
-        }
-        if s.summary.is_none() {
-            warnings.push(format!(
-                "shard {} ({}) has no summary line: it did not end normally, client health unknown",
-                h.shard_index, s.source
-            ));
-        }
         let offset = h.wall_anchor_unix_us - origin;
         shards.push(ShardReport {
             shard_index: h.shard_index,
@@ -157,6 +103,78 @@ pub fn merge_shards(mut inputs: Vec<ShardInput>, allow_missing: bool) -> Result<
         });
     }
     Ok(MergedRun { records, origin_unix_us: origin, header: reference, shards, missing, warnings })
+}
+
+/// The shard indexes not given (sorted `inputs`): an error unless `allow_missing`, then a
+/// warning. A shard given twice is an error.
+fn missing_shards(
+    inputs: &[ShardInput],
+    reference: &ShardHeader,
+    allow_missing: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<u32>> {
+    for pair in inputs.windows(2) {
+        if pair[0].header.shard_index == pair[1].header.shard_index {
+            return Err(BenchError::ShardSet {
+                detail: format!(
+                    "shard {} appears twice ({} and {})",
+                    pair[0].header.shard_index, pair[0].source, pair[1].source
+                ),
+            });
+        }
+    }
+    let present: Vec<u32> = inputs.iter().map(|s| s.header.shard_index).collect();
+    let missing: Vec<u32> = (0..reference.num_shards).filter(|i| !present.contains(i)).collect();
+    if missing.is_empty() {
+        return Ok(missing);
+    }
+    let list = missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    if !allow_missing {
+        return Err(BenchError::ShardSet {
+            detail: format!(
+                "{} of {} shards given; missing shard(s) {list}",
+                inputs.len(),
+                reference.num_shards
+            ),
+        });
+    }
+    warnings.push(format!(
+        "merged {} of {} shards (missing {list}): the result covers only part of the workload",
+        inputs.len(),
+        reference.num_shards
+    ));
+    Ok(missing)
+}
+
+/// Every record of shard `s` must be one of its positions; a shard stopped early or without
+/// its summary line is a warning.
+fn check_shard_records(s: &ShardInput, warnings: &mut Vec<String>) -> Result<()> {
+    let h = &s.header;
+    let spec = ShardSpec { index: h.shard_index, count: h.num_shards };
+    if let Some(r) = s.records.iter().find(|r| !spec.owns(r.index as usize) || r.index >= h.total_requests) {
+        return Err(BenchError::ShardMismatch {
+            detail: format!(
+                "{}: request {} does not belong to shard {} of {} (of {} requests)",
+                s.source, r.index, h.shard_index, h.num_shards, h.total_requests
+            ),
+        });
+    }
+    if (s.records.len() as u64) < h.shard_requests {
+        warnings.push(format!(
+            "shard {} ({}) has {} of its {} records: it was stopped before it finished",
+            h.shard_index,
+            s.source,
+            s.records.len(),
+            h.shard_requests
+        ));
+    }
+    if s.summary.is_none() {
+        warnings.push(format!(
+            "shard {} ({}) has no summary line: it did not end normally, client health unknown",
+            h.shard_index, s.source
+        ));
+    }
+    Ok(())
 }
 
 fn check_same_run(reference: &ShardHeader, ref_source: &str, s: &ShardInput) -> Result<()> {
