@@ -9,6 +9,7 @@ pub mod probe_requests;
 pub mod session;
 pub mod shard;
 pub mod stages;
+pub mod stops;
 
 use crate::config::load_options::Stage;
 use crate::config::{DatasetSpec, LoadOptions, RunConfig};

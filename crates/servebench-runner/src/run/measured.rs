@@ -291,7 +291,7 @@ async fn dispatch_measured(
     tx: mpsc::UnboundedSender<RequestRecord>,
     stop: &CancellationToken,
 ) -> Dispatched {
-    let stops = crate::load::stages::run_stops(
+    let stops = crate::load::stops::run_stops(
         stop.clone(),
         cfg.on_interrupt == InterruptMode::Cancel,
         measured.end_us.map(|e| clock.instant_at(e)),
