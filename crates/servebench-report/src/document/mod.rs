@@ -1,10 +1,12 @@
-//! The typed reader of result documents: what `report`, `compare` and `merge` read back from
-//! the JSON files servebench (or vLLM) wrote, as serde structs instead of lookups by key string.
+//! The typed result documents: what a run writes ([`RunDocument`], `run`), and what `report`,
+//! `compare` and `merge` read back from the JSON files servebench (or vLLM) wrote, as serde
+//! structs instead of lookups by key string.
 //!
 //! - [`ResultDocument`] (`result`): one run's result — its configuration as written, its
 //!   [`Metrics`] (`metrics`), client health, `records_file`, scraped server metrics, vLLM's
 //!   detailed arrays, a merge's `shards`;
-//! - [`ExperimentDocument`] (`experiment`): a sweep/search/multi-run document (`runs`, `summary`);
+//! - [`ExperimentDocument`] (`experiment`): a sweep/search/multi-run document (`runs`, `summary`)
+//!   as read; [`WrittenExperiment`] (`written`): the same documents as servebench writes them;
 //! - [`JsonFile`]: which of the two a file holds (a whole JSON document, or the last line of a
 //!   JSONL file written with `--append-result`).
 //!
@@ -15,7 +17,9 @@ mod experiment;
 mod lenient;
 mod metrics;
 mod result;
+mod run;
 mod shards;
+mod written;
 
 #[cfg(test)]
 mod tests;
@@ -28,7 +32,12 @@ pub use metrics::{LatencyStats, Metrics, SteadyMetrics};
 pub use result::{
     ClientHealthDoc, DetailedArrays, ResultDocument, RunConfig, ServerMetricsDoc, ServerSampleDoc,
 };
+pub use run::RunDocument;
 pub use shards::{MergedShard, MissingShard, ShardEntry};
+pub use written::{
+    BestPoint, ExperimentHeader, MultiRunDocument, PointDocument, SearchCriterion, SearchDocument,
+    SearchStep, SloDocument, SweepDocument, WrittenExperiment,
+};
 
 use serde::Deserialize;
 
