@@ -57,8 +57,9 @@ pub struct SweepDocument {
     pub sweep_parameter: String,
     pub interrupted: bool,
     pub summary: Vec<SummaryRow>,
-    pub best: Option<BestPoint>,
+    /// `points` before `best`, the order sweep documents have always had.
     pub points: Vec<PointDocument>,
+    pub best: Option<BestPoint>,
 }
 
 /// `--num-runs` (`servebench_experiment: multi_run`).

@@ -43,13 +43,13 @@ pub async fn sweep(
         sweep_parameter: if by_conc { "max_concurrency" } else { "request_rate" }.to_owned(),
         interrupted: points.iter().any(|p| p.interrupted),
         summary: rows,
+        points: points.iter().map(PointOutcome::document).collect(),
         best: best.map(|(i, key, value)| BestPoint {
             index: i,
             label: points[i].spec.label.clone(),
             criterion: key.to_owned(),
             value,
         }),
-        points: points.iter().map(PointOutcome::document).collect(),
     };
     Ok((WrittenExperiment::Sweep(doc), Some(csv)))
 }
