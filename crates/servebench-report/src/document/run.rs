@@ -75,3 +75,52 @@ impl Serialize for RunDocument {
         self.to_value().serialize(s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sections::server::ServerMetrics;
+    use serde_json::json;
+
+    /// The keys a run adds come after vLLM's and ours, in this order, whatever is set.
+    #[test]
+    fn keys_are_written_in_order_and_absent_ones_are_left_out() {
+        let mut result = Map::new();
+        result.insert("date".into(), json!("20261129-211348"));
+        result.insert("completed".into(), json!(3));
+        let mut groups = Map::new();
+        groups.insert("stages".into(), json!([]));
+        let doc = RunDocument {
+            result,
+            records_file: Some("r.jsonl".into()),
+            interrupted: true,
+            groups,
+            steady_state: None,
+            steady_state_reason: Some("too short".into()),
+            server: ServerSection::new(Some(&ServerMetrics::default()), None),
+            probes: None,
+            server_tokenize: Some(json!({"verification": "skipped"})),
+        };
+        let v = doc.to_value();
+        let keys: Vec<&str> = v.as_object().into_iter().flat_map(|o| o.keys()).map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "date",
+                "completed",
+                "records_file",
+                "interrupted",
+                "stages",
+                "steady_state",
+                "steady_state_reason",
+                "server_metrics",
+                "server_tokenize"
+            ]
+        );
+        assert!(v["steady_state"].is_null());
+        assert_eq!(doc.metrics().completed, Some(3.0));
+        let bare = RunDocument::default().to_value();
+        let keys: Vec<&String> = bare.as_object().into_iter().flat_map(|o| o.keys()).collect();
+        assert_eq!(keys, ["interrupted", "steady_state"]);
+    }
+}
