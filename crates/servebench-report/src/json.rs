@@ -9,7 +9,8 @@ use crate::fmt::{insert_stats, int_or_float, metric_reported, number_or_inf, rat
 use crate::info::{python_isoformat, vllm_date, ClientHealth, RunInfo};
 use serde::Serialize;
 
-/// The result document of one run.
+/// The result document of one run (vLLM's keys and ours; the keys a run adds after them are
+/// [`crate::document::RunDocument`]'s).
 ///
 /// vLLM's keys come first in vLLM's order and units: `duration` in seconds, latency statistics in
 /// ms, the per-request arrays `ttfts`, `itls`, `latencies`, `start_times`, `queue_times` in
@@ -17,6 +18,17 @@ use serde::Serialize;
 /// `""` like vLLM's defaults). As in vLLM, `latencies` and `queue_times` are written even when
 /// `detailed` is false; the other arrays only when it is true. servebench's keys follow.
 pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], detailed: bool) -> Value {
+    Value::Object(result_object(info, m, records, detailed))
+}
+
+/// [`result_json`]'s keys as a map, for the documents that add their own after them
+/// ([`crate::document::RunDocument`], [`crate::document::MergedDocument`]).
+pub fn result_object(
+    info: &RunInfo,
+    m: &RunMetrics,
+    records: &[RequestRecord],
+    detailed: bool,
+) -> Map<String, Value> {
     // A pooling backend's result has vLLM's reduced shape (`crate::sections::pooling`).
     let pooling = crate::sections::pooling::is_pooling_backend(&info.backend);
     let generation = !pooling;
@@ -86,7 +98,7 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
     if pooling {
         crate::sections::pooling::insert_keys(&mut o, m, records, detailed);
     }
-    Value::Object(o)
+    o
 }
 
 fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed: bool) {

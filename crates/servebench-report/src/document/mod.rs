@@ -33,7 +33,7 @@ pub use result::{
     ClientHealthDoc, DetailedArrays, ResultDocument, RunConfig, ServerMetricsDoc, ServerSampleDoc,
 };
 pub use run::RunDocument;
-pub use shards::{MergedShard, MissingShard, ShardEntry};
+pub use shards::{MergedDocument, MergedShard, MissingShard, ShardEntry};
 pub use written::{
     BestPoint, ExperimentHeader, MultiRunDocument, PointDocument, SearchCriterion, SearchDocument,
     SearchStep, SloDocument, SweepDocument, WrittenExperiment,

@@ -9,7 +9,7 @@ use servebench_report::document::RunDocument;
 use servebench_report::sections::groups::{console_groups, result_keys};
 use servebench_report::sections::server::{self, ServerSection};
 use servebench_report::sections::steady_state::steady_state_block;
-use servebench_report::{console_block, result_json};
+use servebench_report::{console_block, result_object};
 
 impl RunResults {
     /// The console text of the run: vLLM's block, probes, groups, steady state, server side,
@@ -31,10 +31,7 @@ impl RunResults {
     /// The result document; `records_file` is its `records_file` key, when records were written.
     pub fn document(&self, save_detailed: bool, records_file: Option<String>) -> RunDocument {
         let records = &self.out.records;
-        let result = match result_json(&self.info, &self.metrics, records, save_detailed) {
-            serde_json::Value::Object(o) => o,
-            _ => serde_json::Map::new(),
-        };
+        let result = result_object(&self.info, &self.metrics, records, save_detailed);
         let side = &self.server_side;
         RunDocument {
             result,
