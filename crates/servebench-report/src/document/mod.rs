@@ -32,7 +32,7 @@ pub use metrics::{LatencyStats, Metrics, SteadyMetrics};
 pub use result::{
     ClientHealthDoc, DetailedArrays, ResultDocument, RunConfig, ServerMetricsDoc, ServerSampleDoc,
 };
-pub use run::RunDocument;
+pub use run::{RunDocument, ServerTokenizeDoc};
 pub use shards::{MergedDocument, MergedShard, MissingShard, ShardEntry};
 pub use written::{
     BestPoint, ExperimentHeader, MultiRunDocument, PointDocument, SearchCriterion, SearchDocument,

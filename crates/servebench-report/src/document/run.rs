@@ -34,7 +34,26 @@ pub struct RunDocument {
     /// `probe_*` (`--probe-request-rate`).
     pub probes: Option<ProbeSummary>,
     /// `server_tokenize`: the prompt-length check with the server's tokenizer.
-    pub server_tokenize: Option<Value>,
+    pub server_tokenize: Option<ServerTokenizeDoc>,
+}
+
+/// `server_tokenize`: how the prompt-length check with the server's `/tokenize` went
+/// (docs/backends.md, "Server tokenizer"); `null` for what does not apply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ServerTokenizeDoc {
+    /// `skipped`, `cached`, `verified`, `fixed` or `unavailable`.
+    pub verification: String,
+    /// The `/tokenize` dialect that answered (`prompt`, `content`, `inputs`, `text`).
+    pub dialect: Option<String>,
+    /// Servers known to speak the dialect.
+    pub servers: Option<String>,
+    pub tokenize_path: Option<String>,
+    pub detokenize_path: Option<String>,
+    pub checked: Option<u64>,
+    pub fixed: Option<u64>,
+    pub unresolved: Option<u64>,
+    /// Why the endpoint could not be used.
+    pub detail: Option<String>,
 }
 
 impl RunDocument {
@@ -58,7 +77,7 @@ impl RunDocument {
             p.add_to(&mut o);
         }
         if let Some(t) = &self.server_tokenize {
-            o.insert("server_tokenize".into(), t.clone());
+            o.insert("server_tokenize".into(), serde_json::to_value(t).unwrap_or_default());
         }
         Value::Object(o)
     }
@@ -99,7 +118,7 @@ mod tests {
             steady_state_reason: Some("too short".into()),
             server: ServerSection::new(Some(&ServerMetrics::default()), None),
             probes: None,
-            server_tokenize: Some(json!({"verification": "skipped"})),
+            server_tokenize: Some(ServerTokenizeDoc { verification: "skipped".into(), ..Default::default() }),
         };
         let v = doc.to_value();
         let keys: Vec<&str> = v.as_object().into_iter().flat_map(|o| o.keys()).map(String::as_str).collect();

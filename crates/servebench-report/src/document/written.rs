@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::experiment::Summary;
-use super::run::RunDocument;
+use super::run::{RunDocument, ServerTokenizeDoc};
 use crate::sections::experiment::SummaryRow;
 
 /// What every experiment document starts with.
@@ -21,7 +21,7 @@ pub struct ExperimentHeader {
     pub model_id: String,
     pub tokenizer_id: String,
     /// The prompt-length check with the server's tokenizer (as a run's `server_tokenize`).
-    pub server_tokenize: Value,
+    pub server_tokenize: ServerTokenizeDoc,
     pub burstiness: f64,
     pub percentiles: Vec<f64>,
 }

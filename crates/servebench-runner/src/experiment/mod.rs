@@ -216,7 +216,7 @@ pub(crate) fn header(ctx: &Ctx, exp: &Experiment) -> ExperimentHeader {
         label: ctx.output.label.clone(),
         model_id: ctx.prepared.model.model_id.clone(),
         tokenizer_id: ctx.prepared.tokenizer_id.clone(),
-        server_tokenize: ctx.prepared.verification.to_json(),
+        server_tokenize: ctx.prepared.verification.document(),
         burstiness: ctx.base.rate.burstiness,
         percentiles: ctx.percentiles.clone(),
     }

@@ -46,7 +46,7 @@ impl RunResults {
                 .map(|e| e.reason.clone()),
             server: ServerSection::new(side.server.as_ref(), side.profile.as_ref()),
             probes: self.probes.clone(),
-            server_tokenize: Some(self.out.verification.to_json()),
+            server_tokenize: Some(self.out.verification.document()),
         }
     }
 }
