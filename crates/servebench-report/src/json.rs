@@ -10,7 +10,7 @@ use crate::info::{python_isoformat, vllm_date, ClientHealth, RunInfo};
 use serde::Serialize;
 
 /// The result document of one run (vLLM's keys and ours; the keys a run adds after them are
-/// [`crate::document::RunDocument`]'s).
+/// [`crate::written::RunDocument`]'s).
 ///
 /// vLLM's keys come first in vLLM's order and units: `duration` in seconds, latency statistics in
 /// ms, the per-request arrays `ttfts`, `itls`, `latencies`, `start_times`, `queue_times` in
@@ -22,7 +22,7 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
 }
 
 /// [`result_json`]'s keys as a map, for the documents that add their own after them
-/// ([`crate::document::RunDocument`], [`crate::document::MergedDocument`]).
+/// ([`crate::written::RunDocument`], [`crate::written::MergedDocument`]).
 pub fn result_object(
     info: &RunInfo,
     m: &RunMetrics,

@@ -1,12 +1,12 @@
-//! The typed result documents: what a run writes ([`RunDocument`], `run`), and what `report`,
-//! `compare` and `merge` read back from the JSON files servebench (or vLLM) wrote, as serde
-//! structs instead of lookups by key string.
+//! The typed reader of result documents: what `report`, `compare` and `merge` read back from
+//! the JSON files servebench (or vLLM) wrote, as serde structs instead of lookups by key string
+//! (what servebench writes is typed in `crate::written`).
 //!
 //! - [`ResultDocument`] (`result`): one run's result — its configuration as written, its
 //!   [`Metrics`] (`metrics`), client health, `records_file`, scraped server metrics, vLLM's
 //!   detailed arrays, a merge's `shards`;
 //! - [`ExperimentDocument`] (`experiment`): a sweep/search/multi-run document (`runs`, `summary`)
-//!   as read; [`WrittenExperiment`] (`written`): the same documents as servebench writes them;
+//!   as read (`crate::written::WrittenExperiment` is the same documents as servebench writes them);
 //! - [`JsonFile`]: which of the two a file holds (a whole JSON document, or the last line of a
 //!   JSONL file written with `--append-result`).
 //!
@@ -17,9 +17,7 @@ mod experiment;
 mod lenient;
 mod metrics;
 mod result;
-mod run;
 mod shards;
-mod written;
 
 #[cfg(test)]
 mod tests;
@@ -32,12 +30,7 @@ pub use metrics::{LatencyStats, Metrics, SteadyMetrics};
 pub use result::{
     ClientHealthDoc, DetailedArrays, ResultDocument, RunConfig, ServerMetricsDoc, ServerSampleDoc,
 };
-pub use run::{RunDocument, ServerTokenizeDoc};
-pub use shards::{MergedDocument, MergedShard, MissingShard, ShardEntry};
-pub use written::{
-    BestPoint, ExperimentHeader, MultiRunDocument, PointDocument, SearchCriterion, SearchDocument,
-    SearchStep, SloDocument, SweepDocument, WrittenExperiment,
-};
+pub use shards::{MergedShard, MissingShard, ShardEntry};
 
 use serde::Deserialize;
 

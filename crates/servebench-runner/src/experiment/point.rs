@@ -12,10 +12,10 @@ use servebench_client::transport::HttpClient;
 use servebench_core::metrics::RunMetrics;
 use servebench_core::{Outcome, RequestRecord, Result};
 use servebench_report::console_block;
-use servebench_report::document::RunDocument;
 use servebench_report::info::python_float;
 use servebench_report::sections::server;
 use servebench_report::sections::steady_state::steady_state_block;
+use servebench_report::written::RunDocument;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

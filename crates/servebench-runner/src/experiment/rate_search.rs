@@ -9,7 +9,7 @@ use crate::prepare::failure_codes;
 use serde_json::{Map, Value};
 use servebench_core::metrics::RunMetrics;
 use servebench_core::{Outcome, Result};
-use servebench_report::document::{
+use servebench_report::written::{
     SearchCriterion, SearchDocument, SearchStep, SloDocument, WrittenExperiment,
 };
 

@@ -5,10 +5,11 @@ use super::header;
 use super::point::{rate_word, run_point, Ctx, PointOutcome, PointSpec};
 use crate::prepare::failure_codes;
 use servebench_core::Result;
-use servebench_report::document::{BestPoint, Metrics, MultiRunDocument, SweepDocument, WrittenExperiment};
+use servebench_report::document::Metrics;
 use servebench_report::sections::experiment::{
     best, csv, multi_run_summary, multi_run_table, summary_row, table,
 };
+use servebench_report::written::{BestPoint, MultiRunDocument, SweepDocument, WrittenExperiment};
 
 /// A concurrency or rate sweep: every point in turn, then the summary table and the best point.
 /// Returns the document and its summary CSV.

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
-use servebench_report::document::ServerTokenizeDoc;
+use servebench_report::written::ServerTokenizeDoc;
 use std::sync::Arc;
 
 use crate::config::RunConfig;

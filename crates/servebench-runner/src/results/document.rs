@@ -5,10 +5,10 @@
 use super::assemble::RunResults;
 use super::steady::Steady;
 use crate::run::server_side::ServerSideOutput;
-use servebench_report::document::RunDocument;
 use servebench_report::sections::groups::{console_groups, result_keys};
 use servebench_report::sections::server::{self, ServerSection};
 use servebench_report::sections::steady_state::steady_state_block;
+use servebench_report::written::RunDocument;
 use servebench_report::{console_block, result_object};
 
 impl RunResults {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use servebench_core::metrics::SteadyState;
 
-use super::metrics::Metrics;
+use crate::document::Metrics;
 use crate::sections::probe::ProbeSummary;
 use crate::sections::server::ServerSection;
 use crate::sections::steady_state::steady_state_json;

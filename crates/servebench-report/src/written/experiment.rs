@@ -1,13 +1,13 @@
 //! The experiment documents as servebench writes them (docs/experiments.md): one struct per
 //! kind, keys in the written order, each point's result a [`RunDocument`]. `compare` and the
-//! experiment report read them back through [`super::ExperimentDocument`] (lenient: older
-//! files and hand-edited ones), which shares [`Summary`] and [`Aggregate`] with these.
+//! experiment report read them back through [`crate::document::ExperimentDocument`] (lenient:
+//! older files and hand-edited ones), which shares [`Summary`] (and its `Aggregate`) with these.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::experiment::Summary;
 use super::run::{RunDocument, ServerTokenizeDoc};
+use crate::document::Summary;
 use crate::sections::experiment::SummaryRow;
 
 /// What every experiment document starts with.
