@@ -206,7 +206,10 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics, pooli
 
 /// `client_health` as a run writes it (docs/metrics.md, "Client health"): latencies in ms,
 /// `null` for a figure without data; `resent_requests` and `pooling_disabled` only when known
-/// (a run knows them; an older result or a merge may not).
+/// (a run knows them; an older result or a merge may not). The reader's
+/// [`crate::document::ClientHealthDoc`] is another type on purpose: it reads older files as
+/// lenient `Option<f64>`s and skips what is absent, where this writes integers as integers and
+/// `null` for a figure without data.
 #[derive(Debug, Serialize)]
 struct ClientHealthJson {
     dispatch_lateness_p50_ms: Option<f64>,
