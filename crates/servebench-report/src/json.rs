@@ -6,9 +6,11 @@ use servebench_core::metrics::{MetricName, RequestTimes, RunMetrics};
 use servebench_core::record::{Outcome, RequestRecord};
 
 use crate::fmt::{insert_stats, int_or_float, metric_reported, number_or_inf, rate_json, secs};
-use crate::info::{python_isoformat, vllm_date, RunInfo};
+use crate::info::{python_isoformat, vllm_date, ClientHealth, RunInfo};
+use serde::Serialize;
 
-/// The result document of one run.
+/// The result document of one run (vLLM's keys and ours; the keys a run adds after them are
+/// [`crate::written::RunDocument`]'s).
 ///
 /// vLLM's keys come first in vLLM's order and units: `duration` in seconds, latency statistics in
 /// ms, the per-request arrays `ttfts`, `itls`, `latencies`, `start_times`, `queue_times` in
@@ -16,6 +18,20 @@ use crate::info::{python_isoformat, vllm_date, RunInfo};
 /// `""` like vLLM's defaults). As in vLLM, `latencies` and `queue_times` are written even when
 /// `detailed` is false; the other arrays only when it is true. servebench's keys follow.
 pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], detailed: bool) -> Value {
+    Value::Object(result_object(info, m, records, detailed))
+}
+
+/// [`result_json`]'s keys as a map, for the documents that add their own after them
+/// ([`crate::written::RunDocument`], [`crate::written::MergedDocument`]).
+pub fn result_object(
+    info: &RunInfo,
+    m: &RunMetrics,
+    records: &[RequestRecord],
+    detailed: bool,
+) -> Map<String, Value> {
+    // A pooling backend's result has vLLM's reduced shape (`crate::sections::pooling`).
+    let pooling = crate::sections::pooling::is_pooling_backend(&info.backend);
+    let generation = !pooling;
     let mut o = Map::new();
     o.insert("date".into(), Value::from(vllm_date(info.date)));
     o.insert("endpoint_type".into(), Value::from(info.endpoint_type.clone()));
@@ -38,19 +54,29 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
     o.insert("duration".into(), rate_json(m.duration_s, m.duration_s));
     o.insert("completed".into(), Value::from(m.completed));
     o.insert("failed".into(), Value::from(m.failed));
-    o.insert("total_input_tokens".into(), Value::from(m.total_input_tokens));
-    o.insert("total_output_tokens".into(), Value::from(m.total_output_tokens));
     let d = m.duration_s;
+    if pooling {
+        o.insert("total_input_tokens".into(), Value::from(m.server_first_input_tokens));
+    } else {
+        o.insert("total_input_tokens".into(), Value::from(m.total_input_tokens));
+        o.insert("total_output_tokens".into(), Value::from(m.total_output_tokens));
+    }
     o.insert("request_throughput".into(), rate_json(d, m.request_throughput));
     o.insert("request_goodput".into(), m.request_goodput.map_or(Value::Null, |g| rate_json(d, g)));
-    o.insert("output_throughput".into(), rate_json(d, m.output_throughput));
-    o.insert("total_token_throughput".into(), rate_json(d, m.total_token_throughput));
+    if pooling {
+        o.insert("total_token_throughput".into(), crate::sections::pooling::input_throughput(m));
+    } else {
+        o.insert("output_throughput".into(), rate_json(d, m.output_throughput));
+        o.insert("total_token_throughput".into(), rate_json(d, m.total_token_throughput));
+    }
     insert_arrays(&mut o, records, detailed);
-    o.insert("max_output_tokens_per_s".into(), rate_json(d, m.max_output_tokens_per_s));
-    o.insert("max_concurrent_requests".into(), Value::from(m.max_concurrent_requests));
-    // RTFx (docs/metrics.md): vLLM writes 0.0 for a run without audio; a metric without data
-    // is null here.
-    o.insert("rtfx".into(), m.rtfx.map_or(Value::Null, |r| rate_json(d, r)));
+    if generation {
+        o.insert("max_output_tokens_per_s".into(), rate_json(d, m.max_output_tokens_per_s));
+        o.insert("max_concurrent_requests".into(), Value::from(m.max_concurrent_requests));
+        // RTFx (docs/metrics.md): vLLM writes 0.0 for a run without audio; a metric without
+        // data is null here.
+        o.insert("rtfx".into(), m.rtfx.map_or(Value::Null, |r| rate_json(d, r)));
+    }
     if !info.rps_change_events.is_empty() {
         let events: Vec<Value> = info
             .rps_change_events
@@ -68,11 +94,11 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
             insert_stats(&mut o, metric.as_str(), m.summary(metric));
         }
     }
-    insert_ours(&mut o, info, m);
-    if crate::sections::pooling::is_pooling_backend(&info.backend) {
-        crate::sections::pooling::adjust_json(&mut o, m, records);
+    insert_ours(&mut o, info, m, pooling);
+    if pooling {
+        crate::sections::pooling::insert_keys(&mut o, m, records, detailed);
     }
-    Value::Object(o)
+    o
 }
 
 fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed: bool) {
@@ -118,12 +144,11 @@ fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed
     }
 }
 
-fn opt_ms(us: Option<f64>) -> Value {
-    json!(us.map(|v| v / 1000.0))
-}
-
-fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
-    o.insert("input_throughput".into(), rate_json(m.duration_s, m.input_throughput));
+fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics, pooling: bool) {
+    // A pooling result writes its input throughput last (`crate::sections::pooling`).
+    if !pooling {
+        o.insert("input_throughput".into(), rate_json(m.duration_s, m.input_throughput));
+    }
     o.insert("sent".into(), Value::from(m.sent));
     o.insert("never_sent".into(), Value::from(m.never_sent));
     // Wall-clock time of the run's monotonic origin (µs since the Unix epoch): record times are
@@ -175,29 +200,50 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics) {
     ] {
         insert_stats(o, name, s);
     }
-    let h = &info.client_health;
-    o.insert(
-        "client_health".into(),
-        json!({
-            "dispatch_lateness_p50_ms": opt_ms(h.dispatch_lateness_p50_us),
-            "dispatch_lateness_p99_ms": opt_ms(h.dispatch_lateness_p99_us),
-            "hiccup_p99_ms": opt_ms(h.hiccup_p99_us),
-            "client_cpu_percent": h.client_cpu_percent,
-            "available_cores": h.available_cores,
-            "peak_rss_bytes": h.peak_rss_bytes,
-            "client_cpu_seconds": h.client_cpu_seconds,
-            "connections_opened": h.connections_opened,
-            "stale_connections": h.stale_connections,
-            "warnings": h.warnings(),
-        }),
-    );
-    // Written when known (a run knows them; an older result or a merge may not).
-    if let Some(Value::Object(ch)) = o.get_mut("client_health") {
-        if let Some(n) = h.resent_requests {
-            ch.insert("resent_requests".into(), Value::from(n));
-        }
-        if let Some(b) = h.pooling_disabled {
-            ch.insert("pooling_disabled".into(), Value::from(b));
+    let client_health = serde_json::to_value(ClientHealthJson::of(&info.client_health));
+    o.insert("client_health".into(), client_health.unwrap_or(Value::Null));
+}
+
+/// `client_health` as a run writes it (docs/metrics.md, "Client health"): latencies in ms,
+/// `null` for a figure without data; `resent_requests` and `pooling_disabled` only when known
+/// (a run knows them; an older result or a merge may not). The reader's
+/// [`crate::document::ClientHealthDoc`] is another type on purpose: it reads older files as
+/// lenient `Option<f64>`s and skips what is absent, where this writes integers as integers and
+/// `null` for a figure without data.
+#[derive(Debug, Serialize)]
+struct ClientHealthJson {
+    dispatch_lateness_p50_ms: Option<f64>,
+    dispatch_lateness_p99_ms: Option<f64>,
+    hiccup_p99_ms: Option<f64>,
+    client_cpu_percent: Option<f64>,
+    available_cores: Option<f64>,
+    peak_rss_bytes: Option<u64>,
+    client_cpu_seconds: Option<f64>,
+    connections_opened: Option<u64>,
+    stale_connections: Option<u64>,
+    warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resent_requests: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pooling_disabled: Option<bool>,
+}
+
+impl ClientHealthJson {
+    fn of(h: &ClientHealth) -> ClientHealthJson {
+        let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
+        ClientHealthJson {
+            dispatch_lateness_p50_ms: ms(h.dispatch_lateness_p50_us),
+            dispatch_lateness_p99_ms: ms(h.dispatch_lateness_p99_us),
+            hiccup_p99_ms: ms(h.hiccup_p99_us),
+            client_cpu_percent: h.client_cpu_percent,
+            available_cores: h.available_cores,
+            peak_rss_bytes: h.peak_rss_bytes,
+            client_cpu_seconds: h.client_cpu_seconds,
+            connections_opened: h.connections_opened,
+            stale_connections: h.stale_connections,
+            warnings: h.warnings(),
+            resent_requests: h.resent_requests,
+            pooling_disabled: h.pooling_disabled,
         }
     }
 }

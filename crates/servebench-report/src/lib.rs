@@ -4,7 +4,6 @@
 //! (`document`) with what `report`, `compare` and `merge` compute from them.
 
 pub mod change;
-pub mod compare;
 pub mod console;
 pub mod csv;
 pub mod document;
@@ -16,6 +15,7 @@ pub mod info;
 pub mod json;
 pub mod result_keys;
 pub mod sections;
+pub mod written;
 
 pub use console::console_block;
 pub use csv::{records_csv, runs_csv};
@@ -23,7 +23,9 @@ pub use env::{gather_environment, Environment};
 pub use files::{default_result_filename, input_label, to_python_json, write_result, write_text};
 pub use html::{html_report, ReportHeader, ReportRun};
 pub use info::{ClientHealth, RunInfo};
-pub use json::result_json;
+pub use json::{result_json, result_object};
+/// `compare` (a section like the others; kept at its old path for callers).
+pub use sections::compare;
 
 #[cfg(test)]
 mod null_policy_tests;

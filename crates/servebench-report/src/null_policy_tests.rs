@@ -7,7 +7,7 @@ use servebench_core::record::{ErrorKind, Outcome, RequestRecord};
 use time::macros::datetime;
 
 use crate::info::{ClientHealth, RunInfo};
-use crate::sections::groups::{console_groups, extend_result, GroupInfo, StageInfo};
+use crate::sections::groups::{console_groups, result_keys, GroupInfo, StageInfo};
 use crate::{console_block, result_json};
 
 fn info() -> RunInfo {
@@ -113,8 +113,7 @@ fn per_stage_and_per_turn_without_data_are_null_and_na() {
     }
     let stage = |rate| StageInfo { rate, seconds: 10.0, concurrency: None };
     let gi = GroupInfo { stages: vec![stage(5.0), stage(10.0)], trace: true, ..GroupInfo::default() };
-    let mut doc = json!({});
-    extend_result(&mut doc, &recs, &cfg(), &gi);
+    let doc = Value::Object(result_keys(&recs, &cfg(), &gi));
     assert_eq!(doc["stages"][0]["mean_ttft_ms"], Value::Null);
     // Stage 1: nobody ran in it: no duration, no rates.
     assert_eq!(doc["stages"][1]["duration"], Value::Null);
@@ -127,8 +126,7 @@ fn per_stage_and_per_turn_without_data_are_null_and_na() {
     assert!(text.contains("Avg conversation duration (ms):          n/a"), "{text}");
     let lag = console_groups(&[], &cfg(), &GroupInfo { trace: true, ..GroupInfo::default() });
     assert!(lag.lines().filter(|l| l.starts_with("Dispatch lag")).all(|l| l.contains("n/a")), "{lag}");
-    let mut empty = json!({});
-    extend_result(&mut empty, &[], &cfg(), &GroupInfo { trace: true, ..GroupInfo::default() });
+    let empty = Value::Object(result_keys(&[], &cfg(), &GroupInfo { trace: true, ..GroupInfo::default() }));
     assert_eq!(empty["schedule_lag"]["p99_ms"], Value::Null);
     assert_eq!(empty["schedule_lag"]["max_ms"], Value::Null);
 }

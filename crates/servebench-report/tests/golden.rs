@@ -152,6 +152,19 @@ fn json_matches_golden() {
     check_golden("result_ramp", &pretty(&result_json(&ri, &rm, &records(), false)));
 }
 
+/// A pooling backend's result (vLLM's reduced shape: no generation keys, `total_input_tokens`
+/// from the server's usage, `input_lens` and `errors` always), with and without
+/// `--save-detailed`: the keys and their order are pinned.
+#[test]
+fn pooling_json_matches_golden() {
+    let mut i = info();
+    i.backend = "openai-embeddings".into();
+    i.endpoint_type = "openai-embeddings".into();
+    let m = compute(&records(), &cfg());
+    check_golden("result_pooling_detailed", &pretty(&result_json(&i, &m, &records(), true)));
+    check_golden("result_pooling", &pretty(&result_json(&i, &m, &records(), false)));
+}
+
 #[test]
 fn file_names() {
     assert_eq!(

@@ -4,7 +4,8 @@
 //! summary, and the settings shown as written.
 
 use serde::de::{IgnoredAny, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::lenient::{lenient, object, shown, Object, Shown};
 use super::metrics::Metrics;
@@ -117,8 +118,9 @@ pub struct RunEntry {
     pub bare: Metrics,
 }
 
-/// The across-run aggregate of one metric (`{n, mean, std, min, max, ci95_low, ci95_high}`).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// The across-run aggregate of one metric (`{n, mean, std, min, max, ci95_low, ci95_high}`), as
+/// a multi-run document writes it (`null` for an interval of one run) and reads it back.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 pub struct Aggregate {
     #[serde(default, deserialize_with = "lenient")]
     pub n: Option<u64>,
@@ -136,8 +138,22 @@ pub struct Aggregate {
     pub ci95_high: Option<f64>,
 }
 
+impl From<servebench_core::inference::Aggregate> for Aggregate {
+    fn from(a: servebench_core::inference::Aggregate) -> Self {
+        Aggregate {
+            n: Some(a.n as u64),
+            mean: Some(a.mean),
+            std: Some(a.std),
+            min: Some(a.min),
+            max: Some(a.max),
+            ci95_low: a.ci95_low,
+            ci95_high: a.ci95_high,
+        }
+    }
+}
+
 /// A multi-run summary: metric key → aggregate, in the document's order (keys that are not
-/// metric keys, and aggregates that are not objects, are skipped).
+/// metric keys, and aggregates that are not objects, are skipped when read).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary(pub Vec<(MetricKey, Aggregate)>);
 
@@ -166,6 +182,16 @@ impl<'de> Deserialize<'de> for Summary {
             }
         }
         d.deserialize_map(Entries)
+    }
+}
+
+impl Serialize for Summary {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, a) in &self.0 {
+            map.serialize_entry(&k.to_string(), a)?;
+        }
+        map.end()
     }
 }
 

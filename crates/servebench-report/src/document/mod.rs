@@ -1,10 +1,12 @@
 //! The typed reader of result documents: what `report`, `compare` and `merge` read back from
-//! the JSON files servebench (or vLLM) wrote, as serde structs instead of lookups by key string.
+//! the JSON files servebench (or vLLM) wrote, as serde structs instead of lookups by key string
+//! (what servebench writes is typed in `crate::written`).
 //!
 //! - [`ResultDocument`] (`result`): one run's result — its configuration as written, its
 //!   [`Metrics`] (`metrics`), client health, `records_file`, scraped server metrics, vLLM's
 //!   detailed arrays, a merge's `shards`;
-//! - [`ExperimentDocument`] (`experiment`): a sweep/search/multi-run document (`runs`, `summary`);
+//! - [`ExperimentDocument`] (`experiment`): a sweep/search/multi-run document (`runs`, `summary`)
+//!   as read (`crate::written::WrittenExperiment` is the same documents as servebench writes them);
 //! - [`JsonFile`]: which of the two a file holds (a whole JSON document, or the last line of a
 //!   JSONL file written with `--append-result`).
 //!

@@ -21,6 +21,10 @@ pub struct ResultDocument {
     pub metrics: Metrics,
     #[serde(default, deserialize_with = "object", skip_serializing_if = "Option::is_none")]
     pub client_health: Option<ClientHealthDoc>,
+    /// `run_origin_unix_us`: the wall-clock time of the run's monotonic origin (µs since the
+    /// Unix epoch; record times are offsets from it).
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub run_origin_unix_us: Option<u64>,
     /// `records_file`: the records' file name, when not `<result>.records.jsonl`.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub records_file: Option<String>,
@@ -102,6 +106,8 @@ pub struct ClientHealthDoc {
     pub available_cores: Option<f64>,
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub peak_rss_bytes: Option<f64>,
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub client_cpu_seconds: Option<f64>,
     /// `warnings`; an entry that is not a string is skipped.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<Lenient<String>>>,

@@ -3,6 +3,7 @@
 //! rate per scrape interval. Drawn only for runs whose result carries samples.
 
 use crate::document::{ResultDocument, ServerMetricsDoc};
+use crate::sections::server::ServerMetrics;
 
 use super::charts::Run;
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
@@ -32,6 +33,24 @@ impl ServerSeries {
     /// without `t_s` is skipped); `None` when there are no samples.
     pub fn from_result(result: &ResultDocument) -> Option<ServerSeries> {
         ServerSeries::from_doc(result.server_metrics.as_ref()?)
+    }
+
+    /// The series a run scraped (`--scrape-metrics`); `None` when it has no samples.
+    pub fn from_metrics(m: &ServerMetrics) -> Option<ServerSeries> {
+        let samples: Vec<ServerSample> = m
+            .samples
+            .iter()
+            .filter(|s| s.t_s.is_finite())
+            .map(|s| ServerSample {
+                t_s: s.t_s,
+                running: s.running,
+                waiting: s.waiting,
+                kv_cache_usage: s.kv_cache_usage,
+                prefix_cache_queries: s.prefix_cache_queries,
+                prefix_cache_hits: s.prefix_cache_hits,
+            })
+            .collect();
+        (!samples.is_empty()).then_some(ServerSeries { samples })
     }
 
     /// The series of a `server_metrics` document; `None` when it has no samples.

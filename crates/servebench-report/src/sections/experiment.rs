@@ -1,11 +1,9 @@
 //! The experiment section: the sweep summary (console table, CSV, `summary` rows) and the
 //! multi-run aggregate (`summary` of a `--num-runs` document and its console table).
 
-use crate::document::{Metrics, Summary};
+use crate::document::{Aggregate, Metrics, Summary};
 use crate::fmt::percentile_word;
 use crate::result_keys::{Headline, MetricKey};
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
 use servebench_core::inference::aggregate;
 use servebench_core::metrics::{RunMetrics, SteadyState};
 
@@ -127,52 +125,46 @@ pub fn csv(rows: &[SummaryRow]) -> String {
     out
 }
 
-/// Summary rows as JSON objects (`summary` of the sweep document).
-pub fn rows_json(rows: &[SummaryRow]) -> Value {
-    Value::Array(
-        rows.iter()
-            .map(|r| {
-                let mut o = Map::new();
-                o.insert("label".into(), json!(r.label));
-                for (k, v) in &r.columns {
-                    o.insert(k.clone(), json!(v));
-                }
-                Value::Object(o)
-            })
-            .collect(),
-    )
+/// A row as a JSON object (the sweep document's `summary`): `label`, then each column.
+impl serde::Serialize for SummaryRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.columns.len() + 1))?;
+        map.serialize_entry("label", &self.label)?;
+        for (k, v) in &self.columns {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
 }
 
 /// Per-metric aggregate over runs: `{key: {n, mean, std, min, max, ci95_low, ci95_high}}` for
 /// every metric key any run's result has data for (a run without data — `null`, e.g. no
 /// steady-state window — is left out of that key's `n`).
-pub fn multi_run_summary(results: &[&Value]) -> Value {
-    let results: Vec<Metrics> =
-        results.iter().map(|r| Metrics::deserialize(*r).unwrap_or_default()).collect();
-    let mut o = Map::new();
+pub fn multi_run_summary(results: &[Metrics]) -> Summary {
     let mut keys: Vec<MetricKey> = Vec::new();
     for k in results.iter().flat_map(Metrics::keys) {
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
+    let mut out = Vec::new();
     for key in keys {
         let values: Vec<f64> = results.iter().filter_map(|r| r.get(&key)).collect();
         if let Some(a) = aggregate(&values) {
-            o.insert(key.to_string(), serde_json::to_value(a).unwrap_or(Value::Null));
+            out.push((key, Aggregate::from(a)));
         }
     }
-    Value::Object(o)
+    Summary(out)
 }
 
 /// The console table of a multi-run summary.
-pub fn multi_run_table(summary: &Value, runs: usize) -> String {
+pub fn multi_run_table(summary: &Summary, runs: usize) -> String {
     let mut out = format!("{:=^100}\n", format!(" Multi-Run Summary ({runs} runs) "));
     out.push_str(&format!(
         "{:<36} {:>12} {:>12} {:>12} {:>12} {:>25}\n",
         "Metric", "Mean", "Std", "Min", "Max", "95% CI"
     ));
-    let Ok(summary) = Summary::deserialize(summary) else { return out };
     for (k, a) in &summary.0 {
         let ci = match (a.ci95_low, a.ci95_high) {
             (Some(l), Some(h)) => format!("[{l:.2}, {h:.2}]"),
@@ -235,7 +227,10 @@ mod tests {
         assert!(csv(&[row]).lines().nth(1).is_some_and(|l| l.contains(",,")));
         let a = serde_json::json!({"completed": 1, "steady_state": null});
         let b = serde_json::json!({"completed": 1, "steady_state": {"request_throughput": 4.0}});
-        let s = multi_run_summary(&[&a, &b]);
+        let runs: Vec<Metrics> =
+            [a, b].into_iter().map(|v| serde_json::from_value(v).unwrap_or_default()).collect();
+        let s = serde_json::to_value(multi_run_summary(&runs)).unwrap_or_default();
         assert_eq!(s["steady_state.request_throughput"]["n"], 1);
+        assert_eq!(s["completed"]["n"], 2);
     }
 }

@@ -67,9 +67,9 @@ fn group_json(m: &RunMetrics) -> Map<String, Value> {
     o
 }
 
-/// Adds the group keys to a result document (`result` must be a JSON object).
-pub fn extend_result(result: &mut Value, records: &[RequestRecord], cfg: &MetricsConfig, info: &GroupInfo) {
-    let Some(o) = result.as_object_mut() else { return };
+/// The group keys of a result document (conversations, stages, schedule lag), in order.
+pub fn result_keys(records: &[RequestRecord], cfg: &MetricsConfig, info: &GroupInfo) -> Map<String, Value> {
+    let mut o = Map::new();
     if let Some(c) = conversations(records) {
         o.insert("num_conversations".into(), json!(c.conversations));
         if let Some(t) = info.turns_per_conversation {
@@ -140,6 +140,7 @@ pub fn extend_result(result: &mut Value, records: &[RequestRecord], cfg: &Metric
             }),
         );
     }
+    o
 }
 
 /// `null` for a value without data.
@@ -224,21 +225,19 @@ mod tests {
     #[test]
     fn keys_appear_only_for_their_runs() {
         let cfg = MetricsConfig::default();
-        let mut plain = json!({});
-        extend_result(&mut plain, &[rec(0, 0, 10)], &cfg, &GroupInfo::default());
+        let plain = Value::Object(result_keys(&[rec(0, 0, 10)], &cfg, &GroupInfo::default()));
         assert_eq!(plain, json!({}));
         let mut a = rec(0, 0, 1_000_000);
         a.conversation = Some(0);
         a.turn = Some(0);
         a.stage = Some(0);
-        let mut doc = json!({});
         let stage = |rate, seconds| StageInfo { rate, seconds, concurrency: None };
         let info = GroupInfo {
             stages: vec![stage(5.0, 60.0), stage(20.0, 60.0)],
             trace: true,
             ..GroupInfo::default()
         };
-        extend_result(&mut doc, &[a.clone()], &cfg, &info);
+        let doc = Value::Object(result_keys(&[a.clone()], &cfg, &info));
         assert_eq!(doc["num_conversations"], 1);
         assert_eq!(doc["per_turn_metrics"][0]["turn_index"], 0);
         assert_eq!(doc["per_turn_metrics"][0]["request_throughput"], 1.0);
@@ -259,8 +258,7 @@ mod tests {
         a.stage = Some(1);
         let c = |n, seconds| StageInfo { rate: f64::INFINITY, seconds, concurrency: Some(n) };
         let info = GroupInfo { stages: vec![c(8, 30.0), c(32, 30.0)], ..GroupInfo::default() };
-        let mut doc = json!({});
-        extend_result(&mut doc, &[a.clone()], &cfg, &info);
+        let doc = Value::Object(result_keys(&[a.clone()], &cfg, &info));
         assert_eq!(doc["stages"][1]["max_concurrency"], 32);
         assert_eq!(doc["stages"][1]["request_rate"], "inf");
         assert_eq!(

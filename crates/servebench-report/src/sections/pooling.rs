@@ -60,31 +60,24 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     out
 }
 
-/// Rewrites a generation result document into vLLM's pooling shape (see the module docs).
-pub fn adjust_json(o: &mut Map<String, Value>, m: &RunMetrics, records: &[RequestRecord]) {
-    let input = m.server_first_input_tokens;
-    if let Some(v) = o.get_mut("total_input_tokens") {
-        *v = Value::from(input);
-    }
-    for key in [
-        "total_output_tokens",
-        "input_throughput",
-        "output_throughput",
-        "max_output_tokens_per_s",
-        "max_concurrent_requests",
-        "rtfx",
-    ] {
-        o.shift_remove(key);
-    }
-    o.insert("total_token_throughput".into(), per_second(input as f64, m.duration_s));
+/// The pooling result's input token throughput (its `total_token_throughput`, and
+/// `input_throughput` for scripts that read the generic key): server-counted input tokens per
+/// second.
+pub fn input_throughput(m: &RunMetrics) -> Value {
+    per_second(m.server_first_input_tokens as f64, m.duration_s)
+}
+
+/// The keys a pooling result ends with: `input_lens` (the server's prompt token counts, the
+/// client's where missing) and `errors` when `--save-detailed` did not write them already,
+/// then `input_throughput`. The generation keys a pooling result lacks are never written
+/// (`crate::json::result_json`).
+pub fn insert_keys(o: &mut Map<String, Value>, m: &RunMetrics, records: &[RequestRecord], detailed: bool) {
     let mut recs: Vec<&RequestRecord> = records.iter().collect();
     recs.sort_by_key(|r| r.index);
-    if !o.contains_key("input_lens") {
+    if !detailed {
         let lens =
             recs.iter().map(|r| Value::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens))).collect();
         o.insert("input_lens".into(), Value::Array(lens));
-    }
-    if !o.contains_key("errors") {
         let errors = recs
             .iter()
             .map(|r| Value::from(r.error.as_ref().map(|e| e.message.clone()).unwrap_or_default()))
@@ -92,5 +85,5 @@ pub fn adjust_json(o: &mut Map<String, Value>, m: &RunMetrics, records: &[Reques
         o.insert("errors".into(), Value::Array(errors));
     }
     // Ours, for scripts that read the generic keys: the input throughput under its usual name.
-    o.insert("input_throughput".into(), per_second(input as f64, m.duration_s));
+    o.insert("input_throughput".into(), input_throughput(m));
 }

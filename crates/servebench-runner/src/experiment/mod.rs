@@ -23,10 +23,10 @@ use crate::results::info::now_local;
 use crate::run::server_side::ServerSide;
 use crate::run::{prepare_experiment, prepare_run, Prepared};
 use point::{label, Ctx, PointOutcome};
-use serde_json::{json, Value};
 use servebench_core::{BenchError, Result};
 use servebench_report::info::vllm_date;
 use servebench_report::sections::experiment::PointFigures;
+use servebench_report::written::{ExperimentHeader, PointDocument, WrittenExperiment};
 use servebench_report::{write_result, write_text};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -190,50 +190,51 @@ impl PreparedExperiment {
         let PreparedExperiment { mut ctx, specs } = self;
         ctx.stop = stop;
         let exp = ctx.config.kind.clone();
-        let doc = match &exp {
+        let (doc, csv) = match &exp {
             Experiment::SweepConcurrency { .. } | Experiment::SweepRate { .. } => {
                 let by_conc = matches!(exp, Experiment::SweepConcurrency { .. });
                 sweep::sweep(&ctx, specs, by_conc).await?
             }
             Experiment::MultiRun { runs, same_seed } => {
-                sweep::multi_run(&ctx, specs, *runs, *same_seed).await?
+                (sweep::multi_run(&ctx, specs, *runs, *same_seed).await?, None)
             }
-            Experiment::FindMaxRate => rate_search::rate_search(&ctx, None).await?,
-            Experiment::SloSearch { slos } => rate_search::rate_search(&ctx, Some(slos)).await?,
+            Experiment::FindMaxRate => (rate_search::rate_search(&ctx, None).await?, None),
+            Experiment::SloSearch { slos } => (rate_search::rate_search(&ctx, Some(slos)).await?, None),
         };
-        let interrupted = doc.get("interrupted").and_then(Value::as_bool).unwrap_or(false);
-        save(&ctx, &exp, doc)?;
+        let interrupted = doc.interrupted();
+        save(&ctx, &exp, &doc, csv.as_deref())?;
         let no_success = ctx.no_success.into_inner().unwrap_or_else(|e| e.into_inner());
         Ok(ExperimentOutcome { interrupted, no_success })
     }
 }
 
-pub(crate) fn header(ctx: &Ctx, exp: &Experiment) -> serde_json::Map<String, Value> {
-    let mut o = serde_json::Map::new();
-    o.insert("servebench_experiment".into(), json!(exp.name()));
-    o.insert("date".into(), json!(vllm_date(now_local())));
-    o.insert("backend".into(), json!(ctx.output.backend_name));
-    o.insert("label".into(), json!(ctx.output.label));
-    o.insert("model_id".into(), json!(ctx.prepared.model.model_id));
-    o.insert("tokenizer_id".into(), json!(ctx.prepared.tokenizer_id));
-    o.insert("server_tokenize".into(), ctx.prepared.verification.to_json());
-    o.insert("burstiness".into(), json!(ctx.base.rate.burstiness));
-    o.insert("percentiles".into(), json!(ctx.percentiles));
-    o
-}
-
-pub(crate) fn point_json(p: &PointOutcome) -> Value {
-    json!({
-        "label": p.spec.label,
-        "request_rate": rate_word(p.spec.request_rate),
-        "max_concurrency": p.spec.max_concurrency,
-        "num_prompts": p.spec.num_prompts,
-        "seed": p.spec.seed,
-        "result": p.result,
-    })
+pub(crate) fn header(ctx: &Ctx, exp: &Experiment) -> ExperimentHeader {
+    ExperimentHeader {
+        servebench_experiment: exp.name().to_owned(),
+        date: vllm_date(now_local()),
+        backend: ctx.output.backend_name.clone(),
+        label: ctx.output.label.clone(),
+        model_id: ctx.prepared.model.model_id.clone(),
+        tokenizer_id: ctx.prepared.tokenizer_id.clone(),
+        server_tokenize: ctx.prepared.verification.document(),
+        burstiness: ctx.base.rate.burstiness,
+        percentiles: ctx.percentiles.clone(),
+    }
 }
 
 impl PointOutcome {
+    /// The point as its experiment document lists it.
+    pub(crate) fn document(&self) -> PointDocument {
+        PointDocument {
+            label: self.spec.label.clone(),
+            request_rate: rate_word(self.spec.request_rate),
+            max_concurrency: self.spec.max_concurrency,
+            num_prompts: self.spec.num_prompts,
+            seed: self.spec.seed,
+            result: self.result.clone(),
+        }
+    }
+
     /// What the summary table reads of this point.
     fn figures(&self) -> PointFigures<'_> {
         PointFigures {
@@ -247,8 +248,8 @@ impl PointOutcome {
     }
 }
 
-/// Writes the experiment document (and the sweep CSV) when results are saved.
-fn save(ctx: &Ctx, exp: &Experiment, mut doc: Value) -> Result<()> {
+/// Writes the experiment document (and the sweep's summary CSV) when results are saved.
+fn save(ctx: &Ctx, exp: &Experiment, doc: &WrittenExperiment, csv: Option<&str>) -> Result<()> {
     let o = &ctx.output;
     if !(o.save_result || o.append_result) {
         return Ok(());
@@ -264,10 +265,9 @@ fn save(ctx: &Ctx, exp: &Experiment, mut doc: Value) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| BenchError::io(dir.display(), e))?;
     }
-    let csv = doc.as_object_mut().and_then(|m| m.remove("summary_csv"));
-    write_result(&path, &doc, o.append_result)?;
+    write_result(&path, &doc.to_value(), o.append_result)?;
     ctx.say(&format!("Result: {}", path.display()));
-    if let Some(text) = csv.as_ref().and_then(Value::as_str) {
+    if let Some(text) = csv {
         let csv_path = path.with_extension("csv");
         write_text(&csv_path, text)?;
         ctx.say(&format!("Summary CSV: {}", csv_path.display()));

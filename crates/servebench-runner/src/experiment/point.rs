@@ -5,16 +5,17 @@ use super::config::ExperimentConfig;
 use crate::config::{OutputConfig, RunConfig};
 use crate::observe::profiling::reset_prefix_cache;
 use crate::observer::RunObserver;
-use crate::results::{add_to_result, run_info, steady_state_of, Steady};
-use crate::run::server_side::{server_metrics_block, ServerSide};
+use crate::results::{assemble, Assembly, RunResults, Steady};
+use crate::run::server_side::ServerSide;
 use crate::run::{rebuild_workload, run_prepared, PreparedRun};
-use serde_json::Value;
 use servebench_client::transport::HttpClient;
-use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
+use servebench_core::metrics::RunMetrics;
 use servebench_core::{Outcome, RequestRecord, Result};
+use servebench_report::console_block;
 use servebench_report::info::python_float;
+use servebench_report::sections::server;
 use servebench_report::sections::steady_state::steady_state_block;
-use servebench_report::{console_block, result_json};
+use servebench_report::written::RunDocument;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -81,8 +82,8 @@ pub struct PointOutcome {
     pub spec: PointSpec,
     pub metrics: RunMetrics,
     pub steady: Option<Steady>,
-    /// The full result document (vLLM keys, ours, `steady_state`, `server_metrics`).
-    pub result: Value,
+    /// The point's result document: the one a single run writes (without `records_file`).
+    pub result: RunDocument,
     pub records: Vec<RequestRecord>,
     pub interrupted: bool,
 }
@@ -136,12 +137,16 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
     let run = run_prepared(&prepared, &cfg, spec.num_prompts, observer, ctx.stop.clone()).await;
     let extra = side.finish().await;
     let out = run?;
-    let metrics_cfg = MetricsConfig {
-        percentiles: ctx.percentiles.clone(),
-        selected: ctx.output.percentile_metrics.clone(),
-        goodput: ctx.output.goodput.clone(),
+    let num_prompts = out.records.len() as u64;
+    let assembly = Assembly {
+        output: &ctx.output,
+        run: &cfg,
+        num_prompts,
+        percentiles: &ctx.percentiles,
+        steady: &ctx.config.steady,
     };
-    let metrics = compute(&out.records, &metrics_cfg);
+    let results = assemble(out, extra, &assembly);
+    let metrics = &results.metrics;
     if ctx.config.reuse_prompts && k > 0 && metrics.cached_input_tokens > 0 {
         ctx.say(&format!(
             "warning: {}: the server reports {} of {} prompt tokens served from its prefix cache: with \
@@ -150,31 +155,20 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
             spec.label, metrics.cached_input_tokens, metrics.total_input_tokens
         ));
     }
-    let num_prompts = ctx.config.num_prompts as u64;
-    let mut info = run_info(&ctx.output, num_prompts, &out, &cfg.rate, cfg.max_concurrency, Vec::new());
-    info.num_prompts = out.records.len() as u64;
-    let steady = steady_state_of(
-        &out.records,
-        &ctx.config.steady,
-        &ctx.output,
-        spec.request_rate,
-        spec.max_concurrency,
-    );
     if ctx.verbose {
-        ctx.say(&console_block(&info, &metrics));
-        if let Some(s) = &steady {
+        ctx.say(&console_block(&results.info, metrics));
+        if let Some(s) = &results.steady {
             ctx.say(&steady_state_block(s));
         }
-        if let Some(s) = &extra.server {
-            ctx.say(&server_metrics_block(s));
+        if let Some(s) = &results.server_side.server {
+            ctx.say(&server::console_block(s));
         }
     }
-    for p in extra.profile.iter().flat_map(|p| &p.warnings) {
+    for p in results.server_side.profile.iter().flat_map(|p| &p.warnings) {
         ctx.say(&format!("warning: {p}"));
     }
-    let mut result = result_json(&info, &metrics, &out.records, ctx.output.save_detailed);
-    result["interrupted"] = Value::Bool(out.interrupted);
-    add_to_result(&mut result, steady.as_ref(), extra.server.as_ref(), extra.profile.as_ref());
+    let result = results.document(ctx.output.save_detailed, None);
+    let RunResults { metrics, steady, out, .. } = results;
     Ok(PointOutcome { spec, metrics, steady, result, records: out.records, interrupted: out.interrupted })
 }
 

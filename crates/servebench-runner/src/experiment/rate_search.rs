@@ -2,13 +2,16 @@
 //! request rate (`search.rs`), one point per step.
 
 use super::config::{Experiment, SearchOptions, SloBound, SloStat};
+use super::header;
 use super::point::{label, run_point, Ctx, PointOutcome, PointSpec};
 use super::search::Bisection;
-use super::{header, point_json};
 use crate::prepare::failure_codes;
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 use servebench_core::metrics::RunMetrics;
 use servebench_core::{Outcome, Result};
+use servebench_report::written::{
+    SearchCriterion, SearchDocument, SearchStep, SloDocument, WrittenExperiment,
+};
 
 /// The value of an SLO's statistic in `m`, ms.
 fn slo_value(m: &RunMetrics, s: &SloBound) -> Option<f64> {
@@ -27,7 +30,7 @@ struct Verdict {
     achieved: Option<f64>,
     ratio: Option<f64>,
     reasons: Vec<String>,
-    slo_values: serde_json::Map<String, Value>,
+    slo_values: Map<String, Value>,
 }
 
 /// Judges point `p`: saturation (`slos` = None: achieved tracks offered) or every SLO met; a
@@ -42,7 +45,7 @@ fn verdict(p: &PointOutcome, slos: Option<&Vec<SloBound>>, a: &SearchOptions) ->
     if p.metrics.failed > 0 {
         reasons.push(format!("{} requests failed", p.metrics.failed));
     }
-    let mut slo_values = serde_json::Map::new();
+    let mut slo_values = Map::new();
     match slos {
         None => match ratio {
             Some(r) if r >= a.saturation_threshold => {}
@@ -58,7 +61,7 @@ fn verdict(p: &PointOutcome, slos: Option<&Vec<SloBound>>, a: &SearchOptions) ->
         Some(slos) => {
             for s in slos {
                 let v = slo_value(&p.metrics, s);
-                slo_values.insert(s.name.clone(), json!(v));
+                slo_values.insert(s.name.clone(), Value::from(v));
                 match v {
                     Some(v) if v <= s.max_ms => {}
                     Some(v) => reasons.push(format!("{} {v:.2} ms > {} ms", s.name, s.max_ms)),
@@ -71,7 +74,7 @@ fn verdict(p: &PointOutcome, slos: Option<&Vec<SloBound>>, a: &SearchOptions) ->
 }
 
 /// Bisection over the rate: saturation (`slos` = None) or the SLO search.
-pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Value> {
+pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<WrittenExperiment> {
     let a = &ctx.config.search;
     let what = if slos.is_some() { "SLO search" } else { "Saturation search" };
     ctx.say(&format!(
@@ -113,20 +116,20 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Valu
             if passed { "pass" } else { "fail" },
             if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join("; ")) }
         ));
-        trajectory.push(json!({
-            "step": trajectory.len() + 1,
-            "request_rate": rate,
-            "offered_rate": offered,
-            "achieved_rate": achieved,
-            "achieved_over_offered": ratio,
-            "completed": p.metrics.completed,
-            "failed": p.metrics.failed,
-            "slo_values": slo_values,
-            "passed": passed,
-            "reasons": reasons,
-        }));
+        trajectory.push(SearchStep {
+            step: trajectory.len() + 1,
+            request_rate: rate,
+            offered_rate: offered,
+            achieved_rate: achieved,
+            achieved_over_offered: ratio,
+            completed: p.metrics.completed,
+            failed: p.metrics.failed,
+            slo_values,
+            passed,
+            reasons,
+        });
         interrupted = p.interrupted;
-        points.push(point_json(&p));
+        points.push(p.document());
         if interrupted {
             break;
         }
@@ -143,28 +146,32 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Valu
         Some(s) => Experiment::SloSearch { slos: s.clone() },
         None => Experiment::FindMaxRate,
     };
-    let mut o = header(ctx, &exp);
-    o.insert(
-        "criterion".into(),
-        match slos {
-            None => json!({"saturation_threshold": a.saturation_threshold,
-                "definition": "achieved_rate >= saturation_threshold * offered_rate and no failed request"}),
-            Some(s) => json!({"slos": s.iter().map(|s| json!({"name": s.name, "max_ms": s.max_ms})).collect::<Vec<_>>(),
-                "definition": "every SLO met and no failed request"}),
+    let criterion = match slos {
+        None => SearchCriterion::Saturation {
+            saturation_threshold: a.saturation_threshold,
+            definition: "achieved_rate >= saturation_threshold * offered_rate and no failed request".into(),
         },
-    );
-    o.insert("tolerance".into(), json!(a.tolerance));
-    o.insert("max_concurrency".into(), json!(ctx.base.max_concurrency));
-    o.insert("num_prompts".into(), json!(ctx.config.num_prompts as u64));
-    o.insert("result_rate".into(), json!(b.low()));
-    o.insert("lowest_failing_rate".into(), json!(b.high()));
-    o.insert("interrupted".into(), json!(interrupted));
-    o.insert("trajectory".into(), Value::Array(trajectory));
-    o.insert("points".into(), Value::Array(points));
+        Some(s) => SearchCriterion::Slos {
+            slos: s.iter().map(|s| SloDocument { name: s.name.clone(), max_ms: s.max_ms }).collect(),
+            definition: "every SLO met and no failed request".into(),
+        },
+    };
+    let doc = SearchDocument {
+        header: header(ctx, &exp),
+        criterion,
+        tolerance: a.tolerance,
+        max_concurrency: ctx.base.max_concurrency,
+        num_prompts: ctx.config.num_prompts as u64,
+        result_rate: b.low(),
+        lowest_failing_rate: b.high(),
+        interrupted,
+        trajectory,
+        points,
+    };
     if !any_success && !interrupted {
         if let Some(e) = first_no_success {
             ctx.no_success.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
         }
     }
-    Ok(Value::Object(o))
+    Ok(WrittenExperiment::Search(doc))
 }

@@ -1,17 +1,23 @@
 //! Sweeps (one point per concurrency or rate) and multi-run (the same point N times).
 
 use super::config::Experiment;
+use super::header;
 use super::point::{rate_word, run_point, Ctx, PointOutcome, PointSpec};
-use super::{header, point_json};
 use crate::prepare::failure_codes;
-use serde_json::{json, Value};
 use servebench_core::Result;
+use servebench_report::document::Metrics;
 use servebench_report::sections::experiment::{
-    best, csv, multi_run_summary, multi_run_table, rows_json, summary_row, table,
+    best, csv, multi_run_summary, multi_run_table, summary_row, table,
 };
+use servebench_report::written::{BestPoint, MultiRunDocument, SweepDocument, WrittenExperiment};
 
 /// A concurrency or rate sweep: every point in turn, then the summary table and the best point.
-pub async fn sweep(ctx: &Ctx, specs: Vec<PointSpec>, by_conc: bool) -> Result<Value> {
+/// Returns the document and its summary CSV.
+pub async fn sweep(
+    ctx: &Ctx,
+    specs: Vec<PointSpec>,
+    by_conc: bool,
+) -> Result<(WrittenExperiment, Option<String>)> {
     let title = if by_conc { " Concurrency Sweep " } else { " Request Rate Sweep " };
     ctx.say(&format!("{title:=^50}"));
     let total = specs.len();
@@ -32,24 +38,30 @@ pub async fn sweep(ctx: &Ctx, specs: Vec<PointSpec>, by_conc: bool) -> Result<Va
     if let Some((i, key, v)) = best {
         ctx.say(&format!("Best ({key}): {v:.2} at {}", points[i].spec.label));
     }
-    let mut o = header(ctx, &Experiment::SweepRate { values: Vec::new() });
-    o.insert("sweep_parameter".into(), json!(if by_conc { "max_concurrency" } else { "request_rate" }));
-    o.insert("interrupted".into(), json!(points.iter().any(|p| p.interrupted)));
-    o.insert("summary".into(), rows_json(&rows));
-    o.insert("summary_csv".into(), json!(csv(&rows)));
-    o.insert(
-        "best".into(),
-        best.map_or(
-            Value::Null,
-            |(i, key, v)| json!({"index": i, "label": points[i].spec.label, "criterion": key, "value": v}),
-        ),
-    );
-    o.insert("points".into(), Value::Array(points.iter().map(point_json).collect()));
-    Ok(Value::Object(o))
+    let csv = csv(&rows);
+    let doc = SweepDocument {
+        header: header(ctx, &Experiment::SweepRate { values: Vec::new() }),
+        sweep_parameter: if by_conc { "max_concurrency" } else { "request_rate" }.to_owned(),
+        interrupted: points.iter().any(|p| p.interrupted),
+        summary: rows,
+        points: points.iter().map(PointOutcome::document).collect(),
+        best: best.map(|(i, key, value)| BestPoint {
+            index: i,
+            label: points[i].spec.label.clone(),
+            criterion: key.to_owned(),
+            value,
+        }),
+    };
+    Ok((WrittenExperiment::Sweep(doc), Some(csv)))
 }
 
 /// `--num-runs`: the same point again and again, then the aggregate of every metric.
-pub async fn multi_run(ctx: &Ctx, specs: Vec<PointSpec>, runs: u32, same_seed: bool) -> Result<Value> {
+pub async fn multi_run(
+    ctx: &Ctx,
+    specs: Vec<PointSpec>,
+    runs: u32,
+    same_seed: bool,
+) -> Result<WrittenExperiment> {
     ctx.say(&format!("{:=^50}", format!(" Multi-Run Benchmark ({runs} runs) ")));
     let mut points = Vec::new();
     for spec in specs {
@@ -61,18 +73,19 @@ pub async fn multi_run(ctx: &Ctx, specs: Vec<PointSpec>, runs: u32, same_seed: b
             break;
         }
     }
-    let results: Vec<&Value> = points.iter().map(|p| &p.result).collect();
+    let results: Vec<Metrics> = points.iter().map(|p| p.result.metrics()).collect();
     let summary = multi_run_summary(&results);
     ctx.say_block(&multi_run_table(&summary, points.len()));
-    let mut o = header(ctx, &Experiment::MultiRun { runs, same_seed });
-    o.insert("num_runs".into(), json!(points.len()));
-    o.insert("same_seed".into(), json!(same_seed));
-    o.insert("interrupted".into(), json!(points.iter().any(|p| p.interrupted)));
-    o.insert("request_rate".into(), json!(rate_word(ctx.base.rate.request_rate)));
-    o.insert("max_concurrency".into(), json!(ctx.base.max_concurrency));
-    o.insert("summary".into(), summary);
-    o.insert("runs".into(), Value::Array(points.iter().map(point_json).collect()));
-    Ok(Value::Object(o))
+    Ok(WrittenExperiment::MultiRun(MultiRunDocument {
+        header: header(ctx, &Experiment::MultiRun { runs, same_seed }),
+        num_runs: points.len(),
+        same_seed,
+        interrupted: points.iter().any(|p| p.interrupted),
+        request_rate: rate_word(ctx.base.rate.request_rate),
+        max_concurrency: ctx.base.max_concurrency,
+        summary,
+        runs: points.iter().map(PointOutcome::document).collect(),
+    }))
 }
 
 /// A sweep or multi-run point without one successful request ends the experiment (after the

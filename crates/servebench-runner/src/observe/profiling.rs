@@ -3,9 +3,9 @@
 //! carries the run's headers and API key (vllm-bench sends none on the threshold poll and the
 //! cache reset).
 
-use serde::Serialize;
 use servebench_client::transport::HttpClient;
 use servebench_core::{BenchError, Result};
+pub use servebench_report::sections::server::ProfileOutcome;
 use std::time::{Duration, Instant};
 
 use crate::observe::scrape::{fetch_metrics_text, parse_sample};
@@ -39,15 +39,6 @@ pub async fn reset_prefix_cache(client: &HttpClient, headers: &http::HeaderMap) 
         },
         other => other,
     })
-}
-
-/// What the profiler did, seconds from the start of the measured phase.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ProfileOutcome {
-    pub started_at_s: Option<f64>,
-    pub stopped_at_s: Option<f64>,
-    /// Why profiling did not start or stop cleanly (failures only warn, as in vllm-bench).
-    pub warnings: Vec<String>,
 }
 
 /// Profiler options.

@@ -6,10 +6,10 @@
 //! Values of one metric are summed over label sets (several models or engines). Counters are
 //! reported as deltas over the measured phase (last sample − first sample).
 
-use serde::Serialize;
 use servebench_client::transport::HttpClient;
 use servebench_core::prom::{parse_text, PromSample};
 use servebench_core::Result;
+pub use servebench_report::sections::server::{ScrapeSample, ServerDerived, ServerMetrics};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -28,57 +28,6 @@ pub mod names {
     pub const SPEC_DRAFTS: &str = "vllm:spec_decode_num_drafts_total";
     pub const SPEC_DRAFT_TOKENS: &str = "vllm:spec_decode_num_draft_tokens_total";
     pub const SPEC_ACCEPTED: &str = "vllm:spec_decode_num_accepted_tokens_total";
-}
-
-/// One poll of `/metrics`. `None` where the server does not export the metric.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ScrapeSample {
-    /// Seconds since the scraper started (the start of the measured phase).
-    pub t_s: f64,
-    pub running: Option<f64>,
-    pub waiting: Option<f64>,
-    /// KV cache usage, 0..1.
-    pub kv_cache_usage: Option<f64>,
-    pub prefix_cache_queries: Option<f64>,
-    pub prefix_cache_hits: Option<f64>,
-    pub prompt_tokens: Option<f64>,
-    pub generation_tokens: Option<f64>,
-    pub spec_decode_num_drafts: Option<f64>,
-    pub spec_decode_draft_tokens: Option<f64>,
-    pub spec_decode_accepted_tokens: Option<f64>,
-}
-
-/// Run-level figures derived from the series.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ServerDerived {
-    pub mean_running: Option<f64>,
-    /// Mean of `vllm:num_requests_waiting` over the samples: the server's queue depth.
-    pub mean_queue_depth: Option<f64>,
-    pub max_queue_depth: Option<f64>,
-    pub mean_kv_cache_usage: Option<f64>,
-    pub max_kv_cache_usage: Option<f64>,
-    /// Δhits / Δqueries over the phase (prompt tokens found in the prefix cache), 0..1.
-    pub prefix_cache_hit_rate: Option<f64>,
-    pub prompt_tokens: Option<f64>,
-    pub generation_tokens: Option<f64>,
-    /// Δaccepted / Δdraft tokens × 100 (vllm-bench's `spec_decode_acceptance_rate`).
-    pub spec_decode_acceptance_rate: Option<f64>,
-    /// 1 + Δaccepted / Δdrafts (vllm-bench's `spec_decode_acceptance_length`).
-    pub spec_decode_acceptance_length: Option<f64>,
-    pub spec_decode_num_drafts: Option<f64>,
-    pub spec_decode_draft_tokens: Option<f64>,
-    pub spec_decode_accepted_tokens: Option<f64>,
-}
-
-/// What `--scrape-metrics` produced.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ServerMetrics {
-    pub interval_s: f64,
-    /// Polls that failed (transport error, non-2xx, unparsable body).
-    pub failed_scrapes: u64,
-    pub last_error: Option<String>,
-    pub samples: Vec<ScrapeSample>,
-    pub derived: ServerDerived,
 }
 
 /// Sum of every sample of `name` (any labels); `None` when absent.

@@ -2,8 +2,9 @@
 //! (SB302), and the `server_tokenize` key of the result JSON (docs/backends.md, "Server
 //! tokenizer").
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
+use servebench_report::written::ServerTokenizeDoc;
 use std::sync::Arc;
 
 use crate::config::RunConfig;
@@ -22,6 +23,11 @@ pub struct PromptCheck {
 impl PromptCheck {
     /// The `server_tokenize` object of the result JSON.
     pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.document()).unwrap_or_default()
+    }
+
+    /// The `server_tokenize` object of the result document, typed.
+    pub fn document(&self) -> ServerTokenizeDoc {
         let (status, checked, fixed, unresolved, detail) = match &self.verification {
             Verification::Skipped => ("skipped", None, None, None, None),
             Verification::Cached { .. } => ("cached", None, None, None, None),
@@ -37,17 +43,18 @@ impl PromptCheck {
             _ => None,
         };
         let r = self.server.as_ref();
-        json!({
-            "verification": status,
-            "dialect": dialect,
-            "servers": r.map(|r| r.servers),
-            "tokenize_path": r.map(|r| r.tokenize_path.clone()),
-            "detokenize_path": r.and_then(|r| r.detokenize_path.clone()),
-            "checked": checked,
-            "fixed": fixed,
-            "unresolved": unresolved,
-            "detail": detail,
-        })
+        let count = |n: Option<usize>| n.map(|n| n as u64);
+        ServerTokenizeDoc {
+            verification: status.to_owned(),
+            dialect,
+            servers: r.map(|r| r.servers.to_owned()),
+            tokenize_path: r.map(|r| r.tokenize_path.clone()),
+            detokenize_path: r.and_then(|r| r.detokenize_path.clone()),
+            checked: count(checked),
+            fixed: count(fixed),
+            unresolved: count(unresolved),
+            detail,
+        }
     }
 }
 

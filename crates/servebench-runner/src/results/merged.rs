@@ -1,13 +1,14 @@
 //! The description and result document of a merged sharded run (`servebench merge`;
 //! docs/scale-out.md): the run as one, with the worst shard's client health.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use servebench_core::merge::MergedRun;
 use servebench_core::metrics::RunMetrics;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::ShardSummary;
 use servebench_report::sections::shards::shard_entries;
-use servebench_report::{result_json, ClientHealth, RunInfo};
+use servebench_report::written::MergedDocument;
+use servebench_report::{result_object, ClientHealth, RunInfo};
 use time::OffsetDateTime;
 
 fn local(unix_us: u64) -> OffsetDateTime {
@@ -87,10 +88,6 @@ pub fn merged_run_info(m: &MergedRun) -> RunInfo {
 
 /// The merged result document: a run's result, then `shards` and `merge_warnings`.
 pub fn merged_result(info: &RunInfo, metrics: &RunMetrics, m: &MergedRun) -> Value {
-    let mut result = result_json(info, metrics, &m.records, false);
-    if let Value::Object(o) = &mut result {
-        o.insert("shards".into(), serde_json::to_value(shard_entries(m)).unwrap_or(Value::Null));
-        o.insert("merge_warnings".into(), json!(m.warnings));
-    }
-    result
+    let result = result_object(info, metrics, &m.records, false);
+    MergedDocument { result, shards: shard_entries(m), merge_warnings: m.warnings.clone() }.to_value()
 }

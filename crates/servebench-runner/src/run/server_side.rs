@@ -1,6 +1,7 @@
 //! The server side of a measured phase: background `/metrics` scraping (`--scrape-metrics`) and
 //! profiling (`--profile`), started when the measured phase starts and stopped when it ends
-//! (a [`RunObserver`] wrapper drives them), and the console block of what was scraped.
+//! (a [`RunObserver`] wrapper drives them). What they saw is rendered by the report's server
+//! section (`servebench_report::sections::server`).
 
 use crate::config::RunConfig;
 use crate::observe::profiling::{profile_until, ProfileOptions, ProfileOutcome};
@@ -142,31 +143,4 @@ impl RunObserver for PhaseObserver {
     fn metrics_listening(&self, addr: std::net::SocketAddr) {
         self.inner.metrics_listening(addr);
     }
-}
-
-/// The console block of the server-side view.
-pub fn server_metrics_block(m: &ServerMetrics) -> String {
-    let d = &m.derived;
-    let mut out = format!("{:=^50}\n", " Server Metrics (/metrics) ");
-    let row = |out: &mut String, k: &str, v: Option<f64>, digits: usize| {
-        let v = v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.digits$}"));
-        out.push_str(&format!("{k:<40}{v:<10}\n"));
-    };
-    row(&mut out, "Samples:", Some(m.samples.len() as f64), 0);
-    row(&mut out, "Mean running requests:", d.mean_running, 2);
-    row(&mut out, "Mean queue depth (waiting):", d.mean_queue_depth, 2);
-    row(&mut out, "Max queue depth:", d.max_queue_depth, 0);
-    row(&mut out, "Mean KV cache usage (%):", d.mean_kv_cache_usage.map(|v| v * 100.0), 2);
-    row(&mut out, "Prefix cache hit rate (%):", d.prefix_cache_hit_rate.map(|v| v * 100.0), 2);
-    row(&mut out, "Spec decode acceptance rate (%):", d.spec_decode_acceptance_rate, 2);
-    row(&mut out, "Spec decode acceptance length:", d.spec_decode_acceptance_length, 2);
-    if m.failed_scrapes > 0 {
-        out.push_str(&format!(
-            "warning: {} /metrics polls failed (last: {})\n",
-            m.failed_scrapes,
-            m.last_error.as_deref().unwrap_or("?")
-        ));
-    }
-    out.push_str(&"=".repeat(50));
-    out
 }

@@ -18,6 +18,8 @@ use crate::cli::subcommands::CalibrateArgs;
 use anyhow::{bail, Context};
 use serde::Serialize;
 use servebench_core::BenchError;
+use servebench_report::document::ResultDocument;
+use servebench_report::result_keys::{LatencyKey, LatencyMetric, Stat};
 
 /// The truth of the fixed timing model.
 #[derive(Debug, Clone, Serialize)]
@@ -169,8 +171,14 @@ pub fn parse_sim_url(line: &str) -> Option<String> {
     Some(url.to_owned())
 }
 
-fn num(v: &serde_json::Value, key: &str) -> anyhow::Result<f64> {
-    v.get(key).and_then(serde_json::Value::as_f64).with_context(|| format!("result JSON has no '{key}'"))
+/// A number the calibration needs from the client's result.
+fn need(v: Option<f64>, key: &str) -> anyhow::Result<f64> {
+    v.with_context(|| format!("result JSON has no '{key}'"))
+}
+
+/// The `stat` of `metric` in `doc` (`mean_ttft_ms`, `p99_itl_ms`).
+fn latency(doc: &ResultDocument, stat: Stat, metric: LatencyMetric) -> Option<f64> {
+    doc.metrics.latency.get(&LatencyKey { stat, metric })
 }
 
 fn run_level(
@@ -212,12 +220,9 @@ fn run_level(
     }
     let path = dir.join(&file);
     let text = std::fs::read_to_string(&path).map_err(|e| BenchError::io(path.display(), e))?;
-    let v: serde_json::Value = serde_json::from_str(&text).context("parsing the result JSON")?;
-    let health = v.get("client_health").cloned().unwrap_or_default();
-    let opt = |k: &str| {
-        health.get(k).and_then(serde_json::Value::as_f64).or_else(|| v.get(k).and_then(|x| x.as_f64()))
-    };
-    let cpu = opt("client_cpu_seconds");
+    let doc: ResultDocument = serde_json::from_str(&text).context("parsing the result JSON")?;
+    let health = doc.client_health.clone().unwrap_or_default();
+    let cpu = health.client_cpu_seconds;
     let records_path = dir.join(format!("{file}.records.jsonl"));
     let (records, _) = servebench_runner::read_records(&records_path)?;
     // SSE events: token events + the usage chunk + `[DONE]` per streamed request.
@@ -225,15 +230,19 @@ fn run_level(
     Ok(Level {
         concurrency: c,
         requests,
-        completed: num(&v, "completed")? as u64,
+        completed: need(doc.metrics.completed, "completed")? as u64,
         truth: crate::cmd::calibrate_truth::TruthErrors::default(),
-        ttft_mean_vs_nominal_ms: num(&v, "mean_ttft_ms")? - truth.ttft_ms,
-        itl_p99_vs_nominal_ms: num(&v, "p99_itl_ms")? - truth.itl_ms,
+        ttft_mean_vs_nominal_ms: need(latency(&doc, Stat::Mean, LatencyMetric::Ttft), "mean_ttft_ms")?
+            - truth.ttft_ms,
+        itl_p99_vs_nominal_ms: need(
+            latency(&doc, Stat::Percentile("99".into()), LatencyMetric::Itl),
+            "p99_itl_ms",
+        )? - truth.itl_ms,
         records,
-        client_origin_unix_us: v.get("run_origin_unix_us").and_then(serde_json::Value::as_u64),
+        client_origin_unix_us: doc.run_origin_unix_us,
         client_cpu_s: cpu,
         cpu_us_per_event: cpu.filter(|_| events > 0.0).map(|s| s * 1e6 / events),
-        peak_rss_mib: opt("peak_rss_bytes").map(|b| b / 1_048_576.0),
+        peak_rss_mib: health.peak_rss_bytes.map(|b| b / 1_048_576.0),
         wall_s,
     })
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use servebench_core::metrics::{RunMetrics, Slo};
 use servebench_core::{BenchError, RequestRecord};
-use servebench_report::document::{ExperimentDocument, ServerMetricsDoc};
+use servebench_report::document::ExperimentDocument;
 use servebench_report::html::{
     dataset_stats_report, html_report, request_lens, sweep_report, ReportHeader, ReportRun, ServerSeries,
 };
@@ -131,10 +131,7 @@ pub fn write_run_reports(
         let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.model_id.clone());
         let mut run = ReportRun::new(label, header, out.records.clone(), metrics.config.goodput.clone());
         run.dispatch_lateness_us = Some(out.health.dispatch_lateness_us.clone());
-        run.server_metrics = server
-            .and_then(|s| serde_json::to_value(s).ok())
-            .and_then(|s| serde_json::from_value::<ServerMetricsDoc>(s).ok())
-            .and_then(|s| ServerSeries::from_doc(&s));
+        run.server_metrics = server.and_then(ServerSeries::from_metrics);
         write_text(p, &html_report(&[run]))?;
         println!("HTML report: {}", p.display());
     }

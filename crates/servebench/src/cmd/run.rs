@@ -6,19 +6,13 @@ use crate::config::{validate, Validated};
 use crate::os::signal::{stop_on_signal, INTERRUPTED_EXIT_CODE};
 use crate::progress::ConsoleObserver;
 use anyhow::Context;
-use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
-use servebench_core::schedule::ArrivalSchedule;
-use servebench_report::sections::probe::ProbeSummary;
-use servebench_report::{default_result_filename, write_result};
 use servebench_runner::config::InterruptMode;
-use servebench_runner::results::paths::{
-    output_paths, records_file_key, records_path_for_doc, shard_file_name,
-};
-use servebench_runner::results::{dry_run_block, group_info, run_info, steady_state_of, RunFigures};
+use servebench_runner::results::paths::output_paths;
+use servebench_runner::results::save::{result_path, save_result};
+use servebench_runner::results::{assemble, dry_run_block, Assembly, RunEnd, RunResults};
 use servebench_runner::run::server_side::{ServerSide, ServerSideOutput};
-use servebench_runner::{run_benchmark, RunOutput, RunResult};
+use servebench_runner::{run_benchmark, RunResult};
 use servebench_runner::{CancellationToken, OutputConfig, RunConfig};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Checks that the run can open as many connections as it may need at once.
@@ -104,10 +98,9 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
         run.records_path = paths.as_ref().map(|p| p.records.clone());
     }
     let observer = Arc::new(ConsoleObserver::new(run.show_progress));
-    let (rate, seed, max_concurrency) = (run.rate, run.seed, run.max_concurrency);
     let shard_spec = run.shard.as_ref().map(|s| s.spec);
     let records_file = run.records_path.clone();
-    let groups = group_info(&run);
+    let run_cfg = run.clone();
     let side_options = args.experiment.server_side_options();
     let (result, server_side) =
         crate::os::runtime::client()?.block_on(measure(run, observer, side_options))?;
@@ -121,55 +114,39 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
         }
         RunResult::Completed(out) => *out,
     };
-    let metrics_cfg = MetricsConfig {
-        percentiles: output.metric_percentiles.clone(),
-        selected: output.percentile_metrics.clone(),
-        goodput: output.goodput.clone(),
+    let assembly = Assembly {
+        output: &output,
+        run: &run_cfg,
+        num_prompts: args.num_prompts,
+        percentiles: &output.metric_percentiles,
+        steady: &args.experiment.steady_options(),
     };
-    let metrics = compute(&out.records, &metrics_cfg);
-    let schedule_events = rate
-        .ramp_up
-        .map(|_| ArrivalSchedule::generate(out.records.len(), &rate, seed).rps_change_events(&rate));
-    let info = run_info(
-        &output,
-        args.num_prompts,
-        &out,
-        &rate,
-        max_concurrency,
-        schedule_events.unwrap_or_default(),
-    );
-    let steady = steady_state_of(
-        &out.records,
-        &args.experiment.steady_options(),
-        &output,
-        rate.request_rate,
-        max_concurrency,
-    );
-    let probes = ProbeSummary::of(&out.probe_records);
-    let figures = RunFigures {
-        info: &info,
-        metrics: &metrics,
-        out: &out,
-        groups: &groups,
-        steady: steady.as_ref(),
-        server_side: &server_side,
-        probes: probes.as_ref(),
-    };
-    print!("{}", figures.console_text());
-    // Where the result goes (or would go): `--result-filename` or vLLM's default name.
-    let result_path = output.result_dir.clone().unwrap_or_default().join(match &output.result_filename {
-        Some(f) => f.clone(),
-        None => shard_file_name(&default_result_filename(&info), shard_spec),
-    });
+    let results = assemble(out, server_side, &assembly);
+    print!("{}", results.console_text());
+    let result_path = result_path(&output, &results, shard_spec);
     let records_file = match paths {
-        Some(paths) => save_result(&figures, &output, &result_path, &paths.records, records_file)?,
+        Some(paths) => {
+            let saved = save_result(&results, &output, &result_path, &paths.records, records_file)?;
+            println!("Result: {}", result_path.display());
+            saved
+        }
         None => records_file,
     };
     if let Some(p) = &records_file {
-        println!("Records: {} ({} lines)", p.display(), out.records.len());
+        println!("Records: {} ({} lines)", p.display(), results.out.records.len());
     }
-    write_reports(args, &output, &result_path, &figures)?;
-    exit_code(&metrics, &out, &output)
+    write_reports(args, &output, &result_path, &results)?;
+    match results.end(output.max_failure_rate)? {
+        RunEnd::Interrupted => {
+            let m = &results.metrics;
+            println!(
+                "Interrupted: results cover the {} requests sent before the interrupt; {} were never sent",
+                m.sent, m.never_sent
+            );
+            Ok(INTERRUPTED_EXIT_CODE)
+        }
+        RunEnd::Finished => Ok(0),
+    }
 }
 
 /// The measured run with its server side (`--scrape-metrics`, `--profile`), on the runtime;
@@ -200,39 +177,15 @@ fn interrupt_message(on_interrupt: InterruptMode) -> String {
     format!("Interrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)")
 }
 
-/// Writes the result document at `result_path`, with the records file moved beside it first
-/// (its final name); returns where the records file is.
-fn save_result(
-    figures: &RunFigures<'_>,
-    output: &OutputConfig,
-    result_path: &std::path::Path,
-    provisional: &std::path::Path,
-    records_file: Option<PathBuf>,
-) -> anyhow::Result<Option<PathBuf>> {
-    let mut records_file = records_file;
-    // The records file is in place (its final name) before the result that names it.
-    let final_records = records_path_for_doc(result_path, output.append_result);
-    if records_file.as_deref() == Some(provisional) && provisional != final_records {
-        std::fs::rename(provisional, &final_records)
-            .map_err(|e| servebench_core::BenchError::io(final_records.display(), e))?;
-        records_file = Some(final_records);
-    }
-    let key = records_file.as_ref().map(|r| records_file_key(result_path, r));
-    let json = figures.result_json(output.save_detailed, key);
-    write_result(result_path, &json, output.append_result)?;
-    println!("Result: {}", result_path.display());
-    Ok(records_file)
-}
-
 /// `--plot-dataset-stats`, `--plot-timeline`, `--html-report` and `--csv`: written from the
 /// same records and metrics as the result.
 fn write_reports(
     args: &RunArgs,
     output: &OutputConfig,
     result_path: &std::path::Path,
-    figures: &RunFigures<'_>,
+    results: &RunResults,
 ) -> anyhow::Result<()> {
-    let (info, out) = (figures.info, figures.out);
+    let (info, out) = (&results.info, &results.out);
     if args.plot_dataset_stats {
         crate::cmd::report::write_dataset_stats(result_path, args, info, &out.records)?;
     }
@@ -243,37 +196,8 @@ fn write_reports(
         args.html_report.as_deref(),
         args.csv.as_deref(),
         info,
-        figures.metrics,
+        &results.metrics,
         out,
-        figures.server_side.server.as_ref(),
+        results.server_side.server.as_ref(),
     )
-}
-
-/// 130 when interrupted; SB601 above `--max-failure-rate`; SB602 when nothing succeeded.
-fn exit_code(metrics: &RunMetrics, out: &RunOutput, output: &OutputConfig) -> anyhow::Result<u8> {
-    if out.interrupted {
-        println!(
-            "Interrupted: results cover the {} requests sent before the interrupt; {} were never sent",
-            metrics.sent, metrics.never_sent
-        );
-        return Ok(INTERRUPTED_EXIT_CODE);
-    }
-    if let Some(limit) = output.max_failure_rate {
-        let total = metrics.sent.max(1);
-        let rate = metrics.failed as f64 * 100.0 / total as f64;
-        if rate > limit {
-            return Err(servebench_core::BenchError::FailureRate {
-                failed: metrics.failed,
-                total,
-                rate,
-                limit,
-            }
-            .into());
-        }
-    }
-    // Not one request succeeded: there are no numbers, and CI must see it (exit 1, SB602).
-    if let Some(e) = servebench_runner::prepare::failure_codes::no_success(&out.records, "") {
-        return Err(e.into());
-    }
-    Ok(0)
 }

@@ -414,3 +414,29 @@ fn rate_sweep_includes_inf_and_reports_open_loop_steady_state() {
     // With goodput SLOs the best point is chosen by goodput.
     assert_eq!(doc["best"]["criterion"], "request_goodput");
 }
+
+/// Issue 18 (one result assembly): each run of an experiment writes the result document a
+/// single run writes, with the same keys in the same order. Experiment points used to be
+/// assembled apart and lacked `server_tokenize` and the group sections' keys (here `stages`,
+/// which a run with `--duration` has).
+#[test]
+fn experiment_point_results_have_the_keys_of_a_single_run_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let timed = ["--request-rate", "40", "--duration", "0.5", "--no-steady-state"];
+    let single = read(&fixed_run(dir.path(), "single.json", "2", &timed));
+    let mut multi = timed.to_vec();
+    multi.extend(["--num-runs", "2"]);
+    let doc = read(&fixed_run(dir.path(), "multi.json", "2", &multi));
+    let keys = |v: &Value| -> Vec<String> {
+        v.as_object().unwrap().keys().filter(|k| *k != "records_file").cloned().collect()
+    };
+    let expected = keys(&single);
+    for key in ["server_tokenize", "stages", "steady_state", "interrupted"] {
+        assert!(expected.iter().any(|k| k == key), "{key}: {expected:?}");
+    }
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(keys(&r["result"]), expected);
+    }
+}

@@ -129,6 +129,24 @@ fn server_series_parse_and_hit_rate_per_interval() {
     assert_eq!(s.prefix_hit_rate(), vec![(1.0, 0.0), (2.0, 75.0)]);
     assert!(ServerSeries::from_result(&result_doc(json!({"server_metrics": {"samples": []}}))).is_none());
     assert!(ServerSeries::from_result(&result_doc(json!({"completed": 3}))).is_none());
+    // A run's own scrape gives the series its written `server_metrics` gives (no JSON between).
+    use crate::sections::server::{ScrapeSample, ServerMetrics};
+    let samples = s
+        .samples
+        .iter()
+        .map(|x| ScrapeSample {
+            t_s: x.t_s,
+            running: x.running,
+            waiting: x.waiting,
+            kv_cache_usage: x.kv_cache_usage,
+            prefix_cache_queries: x.prefix_cache_queries,
+            prefix_cache_hits: x.prefix_cache_hits,
+            ..ScrapeSample::default()
+        })
+        .collect();
+    let scraped = ServerMetrics { interval_s: 1.0, samples, ..ServerMetrics::default() };
+    assert_eq!(ServerSeries::from_metrics(&scraped), Some(s.clone()));
+    assert!(ServerSeries::from_metrics(&Default::default()).is_none());
     let html = html_report(&extended_runs());
     let q = chart_markup(&html, "server-requests");
     assert!(q.contains("running") && q.contains("waiting"));

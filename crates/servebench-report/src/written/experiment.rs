@@ -1,0 +1,151 @@
+//! The experiment documents as servebench writes them (docs/experiments.md): one struct per
+//! kind, keys in the written order, each point's result a [`RunDocument`]. `compare` and the
+//! experiment report read them back through [`crate::document::ExperimentDocument`] (lenient:
+//! older files and hand-edited ones), which shares [`Summary`] (and its `Aggregate`) with these.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::run::{RunDocument, ServerTokenizeDoc};
+use crate::document::Summary;
+use crate::sections::experiment::SummaryRow;
+
+/// What every experiment document starts with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExperimentHeader {
+    /// `sweep`, `find_max_rate`, `slo_search` or `multi_run`.
+    pub servebench_experiment: String,
+    pub date: String,
+    pub backend: String,
+    pub label: Option<String>,
+    pub model_id: String,
+    pub tokenizer_id: String,
+    /// The prompt-length check with the server's tokenizer (as a run's `server_tokenize`).
+    pub server_tokenize: ServerTokenizeDoc,
+    pub burstiness: f64,
+    pub percentiles: Vec<f64>,
+}
+
+/// One point of an experiment: how it ran and its result document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointDocument {
+    pub label: String,
+    /// The rate as vLLM prints it (`inf` or a number).
+    pub request_rate: String,
+    pub max_concurrency: Option<usize>,
+    pub num_prompts: usize,
+    pub seed: u64,
+    pub result: RunDocument,
+}
+
+/// The best point of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BestPoint {
+    pub index: usize,
+    pub label: String,
+    /// `request_goodput` or `request_throughput`.
+    pub criterion: String,
+    pub value: f64,
+}
+
+/// A concurrency or rate sweep (`servebench_experiment: sweep`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepDocument {
+    #[serde(flatten)]
+    pub header: ExperimentHeader,
+    /// `max_concurrency` or `request_rate`.
+    pub sweep_parameter: String,
+    pub interrupted: bool,
+    pub summary: Vec<SummaryRow>,
+    /// `points` before `best`, the order sweep documents have always had.
+    pub points: Vec<PointDocument>,
+    pub best: Option<BestPoint>,
+}
+
+/// `--num-runs` (`servebench_experiment: multi_run`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MultiRunDocument {
+    #[serde(flatten)]
+    pub header: ExperimentHeader,
+    pub num_runs: usize,
+    pub same_seed: bool,
+    pub interrupted: bool,
+    pub request_rate: String,
+    pub max_concurrency: Option<usize>,
+    pub summary: Summary,
+    pub runs: Vec<PointDocument>,
+}
+
+/// What a search's points are judged by.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum SearchCriterion {
+    /// `--find-max-rate`: achieved rate against offered rate.
+    Saturation { saturation_threshold: f64, definition: String },
+    /// `--slo`: every bound met.
+    Slos { slos: Vec<SloDocument>, definition: String },
+}
+
+/// One SLO bound as written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SloDocument {
+    pub name: String,
+    pub max_ms: f64,
+}
+
+/// One step of a search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchStep {
+    pub step: usize,
+    pub request_rate: f64,
+    pub offered_rate: Option<f64>,
+    pub achieved_rate: Option<f64>,
+    pub achieved_over_offered: Option<f64>,
+    pub completed: u64,
+    pub failed: u64,
+    /// Each SLO's value at this step (its name → ms, `null` without data).
+    pub slo_values: Map<String, Value>,
+    pub passed: bool,
+    pub reasons: Vec<String>,
+}
+
+/// `--find-max-rate` or `--slo` (`find_max_rate`, `slo_search`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchDocument {
+    #[serde(flatten)]
+    pub header: ExperimentHeader,
+    pub criterion: SearchCriterion,
+    pub tolerance: f64,
+    pub max_concurrency: Option<usize>,
+    pub num_prompts: u64,
+    pub result_rate: Option<f64>,
+    pub lowest_failing_rate: Option<f64>,
+    pub interrupted: bool,
+    pub trajectory: Vec<SearchStep>,
+    pub points: Vec<PointDocument>,
+}
+
+/// Any experiment document, as written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum WrittenExperiment {
+    Sweep(SweepDocument),
+    MultiRun(MultiRunDocument),
+    Search(SearchDocument),
+}
+
+impl WrittenExperiment {
+    /// Whether the experiment was stopped early.
+    pub fn interrupted(&self) -> bool {
+        match self {
+            WrittenExperiment::Sweep(d) => d.interrupted,
+            WrittenExperiment::MultiRun(d) => d.interrupted,
+            WrittenExperiment::Search(d) => d.interrupted,
+        }
+    }
+
+    /// The document as one JSON object, keys in the written order.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}

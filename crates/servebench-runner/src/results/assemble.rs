@@ -1,0 +1,100 @@
+//! One run's results, assembled once from its output: the description (`info`), the metrics,
+//! the steady-state window, the probes' summary and the group sections' view of the load. A
+//! single run (`servebench`) and each experiment point use the same [`assemble`], so their
+//! result documents have the same keys; [`RunResults::end`] is the single run's exit policy.
+
+use super::groups::group_info;
+use super::info::run_info;
+use super::steady::{steady_state_of, Steady, SteadyOptions};
+use crate::config::{OutputConfig, RunConfig};
+use crate::prepare::failure_codes::no_success;
+use crate::run::server_side::ServerSideOutput;
+use crate::run::RunOutput;
+use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
+use servebench_core::schedule::ArrivalSchedule;
+use servebench_core::{BenchError, Result};
+use servebench_report::sections::groups::GroupInfo;
+use servebench_report::sections::probe::ProbeSummary;
+use servebench_report::RunInfo;
+
+/// What a run's results are assembled with, besides its output.
+#[derive(Debug, Clone, Copy)]
+pub struct Assembly<'a> {
+    pub output: &'a OutputConfig,
+    /// The run as configured (rate, concurrency, seed, load shape).
+    pub run: &'a RunConfig,
+    /// The result's `num_prompts`.
+    pub num_prompts: u64,
+    /// The percentiles computed (the user's, plus what an experiment's summaries need).
+    pub percentiles: &'a [f64],
+    pub steady: &'a SteadyOptions,
+}
+
+/// Everything one run's console text and result document are written from.
+#[derive(Debug)]
+pub struct RunResults {
+    pub info: RunInfo,
+    pub metrics: RunMetrics,
+    pub out: RunOutput,
+    pub groups: GroupInfo,
+    pub steady: Option<Steady>,
+    pub server_side: ServerSideOutput,
+    pub probes: Option<ProbeSummary>,
+}
+
+/// How a finished run ends when nothing is wrong with its numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    Finished,
+    /// Stopped early (Ctrl-C / SIGTERM): the results cover what was sent before.
+    Interrupted,
+}
+
+/// Computes a run's results from its output and server side.
+pub fn assemble(out: RunOutput, server_side: ServerSideOutput, a: &Assembly<'_>) -> RunResults {
+    let run = a.run;
+    let metrics_cfg = MetricsConfig {
+        percentiles: a.percentiles.to_vec(),
+        selected: a.output.percentile_metrics.clone(),
+        goodput: a.output.goodput.clone(),
+    };
+    let metrics = compute(&out.records, &metrics_cfg);
+    let schedule_events = run.rate.ramp_up.map(|_| {
+        ArrivalSchedule::generate(out.records.len(), &run.rate, run.seed).rps_change_events(&run.rate)
+    });
+    let info = run_info(
+        a.output,
+        a.num_prompts,
+        &out,
+        &run.rate,
+        run.max_concurrency,
+        schedule_events.unwrap_or_default(),
+    );
+    let steady =
+        steady_state_of(&out.records, a.steady, a.output, run.rate.request_rate, run.max_concurrency);
+    let probes = ProbeSummary::of(&out.probe_records);
+    RunResults { info, metrics, groups: group_info(run), steady, probes, out, server_side }
+}
+
+impl RunResults {
+    /// The exit policy of a run: interrupted; SB601 above `--max-failure-rate`
+    /// (`max_failure_rate`, percent); SB602 when not one request succeeded.
+    pub fn end(&self, max_failure_rate: Option<f64>) -> Result<RunEnd> {
+        let m = &self.metrics;
+        if self.out.interrupted {
+            return Ok(RunEnd::Interrupted);
+        }
+        if let Some(limit) = max_failure_rate {
+            let total = m.sent.max(1);
+            let rate = m.failed as f64 * 100.0 / total as f64;
+            if rate > limit {
+                return Err(BenchError::FailureRate { failed: m.failed, total, rate, limit });
+            }
+        }
+        // Not one request succeeded: there are no numbers, and CI must see it (exit 1, SB602).
+        match no_success(&self.out.records, "") {
+            Some(e) => Err(e),
+            None => Ok(RunEnd::Finished),
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! Writing a single run's result: where it goes (`--result-filename`, else vLLM's default name
+//! with the shard tag), and the records file moved beside it first, under its final name.
+
+use super::assemble::RunResults;
+use super::paths::{records_file_key, records_path_for_doc, shard_file_name};
+use crate::config::OutputConfig;
+use servebench_core::shard::ShardSpec;
+use servebench_core::{BenchError, Result};
+use servebench_report::{default_result_filename, write_result};
+use std::path::{Path, PathBuf};
+
+/// Where the result goes (or would go): `--result-filename` or vLLM's default name.
+pub fn result_path(output: &OutputConfig, results: &RunResults, shard: Option<ShardSpec>) -> PathBuf {
+    output.result_dir.clone().unwrap_or_default().join(match &output.result_filename {
+        Some(f) => f.clone(),
+        None => shard_file_name(&default_result_filename(&results.info), shard),
+    })
+}
+
+/// Writes the result document at `result_path`, with the records file (`records_file`, written
+/// under the provisional name `provisional`) moved beside it first; returns where the records
+/// file is.
+pub fn save_result(
+    results: &RunResults,
+    output: &OutputConfig,
+    result_path: &Path,
+    provisional: &Path,
+    records_file: Option<PathBuf>,
+) -> Result<Option<PathBuf>> {
+    let mut records_file = records_file;
+    // The records file is in place (its final name) before the result that names it.
+    let final_records = records_path_for_doc(result_path, output.append_result);
+    if records_file.as_deref() == Some(provisional) && provisional != final_records {
+        std::fs::rename(provisional, &final_records)
+            .map_err(|e| BenchError::io(final_records.display(), e))?;
+        records_file = Some(final_records);
+    }
+    let key = records_file.as_ref().map(|r| records_file_key(result_path, r));
+    let doc = results.document(output.save_detailed, key);
+    write_result(result_path, &doc.to_value(), output.append_result)?;
+    Ok(records_file)
+}
