@@ -2,6 +2,7 @@
 //! outcome, for spreadsheets and dataframes. RFC 4180 quoting; times in milliseconds (µs exact,
 //! three decimals) from the run origin; empty cells where a value is unknown.
 
+use crate::fmt::ms_exact_or_empty;
 use servebench_core::metrics::RequestTimes;
 use servebench_core::record::{Outcome, RequestRecord, TokenSource};
 
@@ -51,10 +52,6 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
-fn ms(us: Option<u64>) -> String {
-    us.map_or_else(String::new, |v| format!("{}.{:03}", v / 1000, v % 1000))
-}
-
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(String::new, |v| v.to_string())
 }
@@ -85,18 +82,18 @@ fn row(r: &RequestRecord) -> Vec<String> {
         opt(r.error.as_ref().map(|e| e.kind.as_str())),
         opt(r.error.as_ref().map(|e| e.message.clone())),
         opt(r.http_status),
-        ms(Some(r.intended_us)),
-        ms(r.dispatched_us),
-        ms(r.headers_us),
-        ms(r.first_token_us),
-        ms(r.last_token_us),
-        ms(r.done_us),
-        ms(t.queue_us),
-        ms(t.ttft_us),
+        ms_exact_or_empty(Some(r.intended_us)),
+        ms_exact_or_empty(r.dispatched_us),
+        ms_exact_or_empty(r.headers_us),
+        ms_exact_or_empty(r.first_token_us),
+        ms_exact_or_empty(r.last_token_us),
+        ms_exact_or_empty(r.done_us),
+        ms_exact_or_empty(t.queue_us),
+        ms_exact_or_empty(t.ttft_us),
         t.tpot_us.map_or_else(String::new, |v| format!("{:.3}", v / 1000.0)),
-        ms(t.e2el_us),
-        ms(t.response_ttft_us),
-        ms(t.response_e2el_us),
+        ms_exact_or_empty(t.e2el_us),
+        ms_exact_or_empty(t.response_ttft_us),
+        ms_exact_or_empty(t.response_e2el_us),
         r.prompt_tokens.to_string(),
         opt(r.server_prompt_tokens),
         opt(r.cached_prompt_tokens),

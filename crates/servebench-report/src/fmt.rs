@@ -164,3 +164,28 @@ pub fn metric_reported(info: &RunInfo, m: &RunMetrics, metric: MetricName) -> bo
         _ => true,
     }
 }
+
+/// Microseconds as milliseconds.
+pub fn us_to_ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// Microseconds as milliseconds with two decimals (`12.35`), `-` when absent (tables).
+pub fn ms_2dp_or_dash(us: Option<f64>) -> String {
+    us.map_or_else(|| "-".into(), |v| format!("{:.2}", v / 1000.0))
+}
+
+/// Microseconds as exact milliseconds (`12.345`), empty when absent (CSV cells).
+pub fn ms_exact_or_empty(us: Option<u64>) -> String {
+    us.map_or_else(String::new, |v| format!("{}.{:03}", v / 1000, v % 1000))
+}
+
+/// Microseconds as a label with its unit (`12.35 ms`), `None` when absent.
+pub fn ms_label(us: Option<f64>) -> Option<String> {
+    us.map(|v| format!("{:.2} ms", v / 1000.0))
+}
+
+/// A value with two decimals, `n/a` when absent (summary tables).
+pub fn f2_or_na(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"))
+}

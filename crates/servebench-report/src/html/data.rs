@@ -5,6 +5,7 @@
 //! `token_event_times`, `token_event_weights`, `push_token_view_itls`), so the charts agree with the
 //! summary numbers. Times on the x axis are seconds since the run's first scheduled request.
 
+use crate::fmt::us_to_ms;
 use servebench_core::metrics::{
     is_completed, push_token_view_itls, token_event_times, token_event_weights, ttfo_us, RequestTimes,
 };
@@ -62,10 +63,6 @@ pub(crate) struct RunData {
     pub turn_prompts: Vec<(u32, f64)>,
 }
 
-fn ms(us: u64) -> f64 {
-    us as f64 / 1000.0
-}
-
 fn secs_since(t: u64, t0: u64) -> f64 {
     t.saturating_sub(t0) as f64 / 1e6
 }
@@ -82,7 +79,7 @@ impl RunData {
             let t = RequestTimes::of(r);
             if let Some(disp) = r.dispatched_us {
                 if let Some(q) = t.queue_us {
-                    d.queue.push((secs_since(r.intended_us, t0), ms(q)));
+                    d.queue.push((secs_since(r.intended_us, t0), us_to_ms(q)));
                 }
                 if let Some(end) = t.last_known_us.filter(|&e| e > disp) {
                     intervals.push((disp, end));
@@ -90,7 +87,7 @@ impl RunData {
             }
             if let Some(late) = lateness_us.and_then(|l| usize::try_from(r.index).ok().and_then(|i| l.get(i)))
             {
-                d.lateness.push((secs_since(r.intended_us, t0), ms(*late)));
+                d.lateness.push((secs_since(r.intended_us, t0), us_to_ms(*late)));
             }
             if let Some(turn) = r.turn {
                 d.turn_prompts.push((turn, f64::from(r.prompt_tokens)));
@@ -99,22 +96,22 @@ impl RunData {
                 continue;
             }
             if let (Some(turn), Some(v), Some(e)) = (r.turn, t.ttft_us, t.e2el_us) {
-                d.turn_latency.push((turn, ms(v), ms(e)));
+                d.turn_latency.push((turn, us_to_ms(v), us_to_ms(e)));
             }
             if let Some(v) = ttfo_us(r) {
-                d.ttfo.push(ms(v));
+                d.ttfo.push(us_to_ms(v));
                 d.ttfo_differs |= r.first_token_us.is_some_and(|f| Some(f) != r.first_content_us);
             }
             if let (Some(v), Some(disp)) = (t.ttft_us, r.dispatched_us) {
-                d.ttft.push(ms(v));
-                d.prompt_ttft.push((f64::from(r.prompt_tokens), ms(v)));
+                d.ttft.push(us_to_ms(v));
+                d.prompt_ttft.push((f64::from(r.prompt_tokens), us_to_ms(v)));
                 if let Some(e) = t.e2el_us {
-                    d.by_send.push((secs_since(disp, t0), ms(v), ms(e)));
+                    d.by_send.push((secs_since(disp, t0), us_to_ms(v), us_to_ms(e)));
                 }
             }
-            d.ttft_response.extend(t.response_ttft_us.map(ms));
-            d.e2el.extend(t.e2el_us.map(ms));
-            d.e2el_response.extend(t.response_e2el_us.map(ms));
+            d.ttft_response.extend(t.response_ttft_us.map(us_to_ms));
+            d.e2el.extend(t.e2el_us.map(us_to_ms));
+            d.e2el_response.extend(t.response_e2el_us.map(us_to_ms));
             if r.first_token_us.is_some() {
                 d.itl.extend(r.token_events.gaps_us.iter().map(|&g| f64::from(g) / 1000.0));
             }

@@ -52,10 +52,6 @@ pub struct ReportHeader {
     pub warnings: Vec<String>,
 }
 
-fn fmt_ms_us(us: Option<f64>) -> Option<String> {
-    us.map(|v| format!("{:.2} ms", v / 1000.0))
-}
-
 impl ReportHeader {
     /// The header of a run from its [`RunInfo`] (configuration, client health and its warnings)
     /// and the host it ran on.
@@ -83,9 +79,9 @@ impl ReportHeader {
         let h = &info.client_health;
         let mut client_health = Vec::new();
         let rows = [
-            ("dispatch lateness p50", fmt_ms_us(h.dispatch_lateness_p50_us)),
-            ("dispatch lateness p99", fmt_ms_us(h.dispatch_lateness_p99_us)),
-            ("event-loop hiccup p99", fmt_ms_us(h.hiccup_p99_us)),
+            ("dispatch lateness p50", crate::fmt::ms_label(h.dispatch_lateness_p50_us)),
+            ("dispatch lateness p99", crate::fmt::ms_label(h.dispatch_lateness_p99_us)),
+            ("event-loop hiccup p99", crate::fmt::ms_label(h.hiccup_p99_us)),
             ("client CPU (% of one core)", h.client_cpu_percent.map(|v| format!("{v:.0} %"))),
             ("available cores", h.available_cores.map(|v| format!("{v}"))),
             ("peak RSS", h.peak_rss_bytes.map(|b| format!("{:.1} MiB", b as f64 / 1_048_576.0))),

@@ -76,10 +76,6 @@ pub fn best<'a>(
         .max_by(|a, b| a.2.total_cmp(&b.2))
 }
 
-fn cell(v: Option<f64>) -> String {
-    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"))
-}
-
 /// The console table.
 pub fn table(rows: &[SummaryRow]) -> String {
     let Some(first) = rows.first() else { return String::new() };
@@ -92,7 +88,7 @@ pub fn table(rows: &[SummaryRow]) -> String {
     for r in rows {
         out.push_str(&format!("{:<18}", r.label));
         for (_, v) in &r.columns {
-            out.push_str(&format!(" {:>12}", cell(*v)));
+            out.push_str(&format!(" {:>12}", crate::fmt::f2_or_na(*v)));
         }
         out.push('\n');
     }
@@ -173,10 +169,10 @@ pub fn multi_run_table(summary: &Summary, runs: usize) -> String {
         out.push_str(&format!(
             "{:<36} {:>12} {:>12} {:>12} {:>12} {:>25}\n",
             k.to_string(),
-            cell(a.mean),
-            cell(a.std),
-            cell(a.min),
-            cell(a.max),
+            crate::fmt::f2_or_na(a.mean),
+            crate::fmt::f2_or_na(a.std),
+            crate::fmt::f2_or_na(a.min),
+            crate::fmt::f2_or_na(a.max),
             ci
         ));
     }

@@ -1,13 +1,10 @@
 //! The shards section of a merged run (`servebench merge`; docs/scale-out.md): the per-shard
 //! console table (client health, clock-skew estimates) and the result's `shards` key.
 
+use crate::fmt::ms_2dp_or_dash;
 use servebench_core::merge::MergedRun;
 
 use crate::document::{MergedShard, MissingShard, ShardEntry};
-
-fn ms(us: Option<f64>) -> String {
-    us.map_or_else(|| "-".into(), |v| format!("{:.2}", v / 1000.0))
-}
 
 /// Per-shard client health and clock-skew estimates, as a console table.
 pub fn shard_table(m: &MergedRun) -> String {
@@ -39,9 +36,9 @@ pub fn shard_table(m: &MergedRun) -> String {
             s.anchor_offset_us as f64 / 1000.0,
             s.anchor_minus_start_us.map_or_else(|| "-".into(), |v| format!("{v} µs")),
             s.waited_us.map_or_else(|| "-".into(), |v| format!("{:.1}", v as f64 / 1e6)),
-            ms(sum.and_then(|x| x.first_dispatch_lateness_us).map(|v| v as f64)),
-            ms(sum.and_then(|x| x.dispatch_lateness_p99_us)),
-            ms(sum.and_then(|x| x.hiccup_p99_us)),
+            ms_2dp_or_dash(sum.and_then(|x| x.first_dispatch_lateness_us).map(|v| v as f64)),
+            ms_2dp_or_dash(sum.and_then(|x| x.dispatch_lateness_p99_us)),
+            ms_2dp_or_dash(sum.and_then(|x| x.hiccup_p99_us)),
             sum.filter(|x| x.wall_seconds > 0.0).map_or_else(
                 || "-".into(),
                 |x| format!("{:.0}", x.client_cpu_seconds / x.wall_seconds * 100.0)

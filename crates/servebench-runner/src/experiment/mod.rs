@@ -15,7 +15,7 @@ pub mod search;
 mod sweep;
 
 pub use config::{Experiment, ExperimentConfig, SearchOptions, SloBound, SloStat};
-pub use point::{prompt_seed, rate_word, PointSpec};
+pub use point::{prompt_seed, PointSpec};
 
 use crate::config::{DatasetSpec, OutputConfig, RunConfig};
 use crate::observer::RunObserver;
@@ -227,7 +227,7 @@ impl PointOutcome {
     pub(crate) fn document(&self) -> PointDocument {
         PointDocument {
             label: self.spec.label.clone(),
-            request_rate: rate_word(self.spec.request_rate),
+            request_rate: servebench_report::info::python_float(self.spec.request_rate),
             max_concurrency: self.spec.max_concurrency,
             num_prompts: self.spec.num_prompts,
             seed: self.spec.seed,

@@ -176,15 +176,6 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
 pub fn label(rate: f64, concurrency: Option<usize>, by_concurrency: bool) -> String {
     match (by_concurrency, concurrency) {
         (true, Some(c)) => format!("concurrency {c}"),
-        _ => format!("rate {}", rate_word(rate)),
-    }
-}
-
-/// Rate as vLLM prints it in labels (`inf` or a number).
-pub fn rate_word(r: f64) -> String {
-    if r.is_finite() {
-        python_float(r)
-    } else {
-        "inf".into()
+        _ => format!("rate {}", python_float(rate)),
     }
 }

@@ -2,7 +2,7 @@
 
 use super::config::Experiment;
 use super::header;
-use super::point::{rate_word, run_point, Ctx, PointOutcome, PointSpec};
+use super::point::{run_point, Ctx, PointOutcome, PointSpec};
 use crate::prepare::failure_codes;
 use servebench_core::Result;
 use servebench_report::document::Metrics;
@@ -81,7 +81,7 @@ pub async fn multi_run(
         num_runs: points.len(),
         same_seed,
         interrupted: points.iter().any(|p| p.interrupted),
-        request_rate: rate_word(ctx.base.rate.request_rate),
+        request_rate: servebench_report::info::python_float(ctx.base.rate.request_rate),
         max_concurrency: ctx.base.max_concurrency,
         summary,
         runs: points.iter().map(PointOutcome::document).collect(),

@@ -18,6 +18,7 @@
 //! delay is part of the TTFT error although it is server-side queueing a real client should
 //! and does measure.
 
+use servebench_report::fmt::us_to_ms;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -77,10 +78,6 @@ pub struct TruthErrors {
     pub intake_mean_ms: Option<f64>,
 }
 
-fn ms(us: u64) -> f64 {
-    us as f64 / 1000.0
-}
-
 /// Compares `records` (whose run clock started at `client_origin_unix_us`, when known) with
 /// `truth` (see the module docs).
 pub fn compare(
@@ -98,20 +95,20 @@ pub fn compare(
         else {
             continue;
         };
-        m_ttft.push(ms(first.saturating_sub(sent)));
-        t_ttft.push(ms(t_first.saturating_sub(t.received_us)));
+        m_ttft.push(us_to_ms(first.saturating_sub(sent)));
+        t_ttft.push(us_to_ms(t_first.saturating_sub(t.received_us)));
         if let (Some(c0), Some(s0)) = (client_origin_unix_us, t.origin_unix_us) {
             let received = (s0 + t.received_us) as f64;
             intake.push((received - (c0 + sent) as f64) / 1000.0);
         }
         let gaps = &r.token_events.gaps_us;
         if gaps.len() + 1 == t.event_us.len() {
-            m_itl.extend(gaps.iter().map(|&g| ms(u64::from(g))));
-            t_itl.extend(t.event_us.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))));
+            m_itl.extend(gaps.iter().map(|&g| us_to_ms(u64::from(g))));
+            t_itl.extend(t.event_us.windows(2).map(|w| us_to_ms(w[1].saturating_sub(w[0]))));
         }
         if let (Some(done), Some(t_done)) = (r.done_us, t.done_us) {
-            m_e2e.push(ms(done.saturating_sub(sent)));
-            t_e2e.push(ms(t_done.saturating_sub(t.received_us)));
+            m_e2e.push(us_to_ms(done.saturating_sub(sent)));
+            t_e2e.push(us_to_ms(t_done.saturating_sub(t.received_us)));
         }
     }
     let p99 = |v: &[f64]| if v.is_empty() { 0.0 } else { percentile(v, 99.0) };
