@@ -1,8 +1,8 @@
 //! The validated configuration of an experiment (built by the CLI from its flags): which
 //! experiment, and the options its points share.
 
+use crate::observe::server_side::ServerSideOptions;
 use crate::results::SteadyOptions;
-use crate::run::server_side::ServerSideOptions;
 use servebench_core::metrics::MetricName;
 
 /// Which experiment the flags ask for (vllm-bench's precedence for sweeps: concurrency sweep,

@@ -18,9 +18,9 @@ pub use config::{Experiment, ExperimentConfig, SearchOptions, SloBound, SloStat}
 pub use point::{prompt_seed, PointSpec};
 
 use crate::config::{DatasetSpec, OutputConfig, RunConfig};
-use crate::observer::RunObserver;
+use crate::observe::observer::RunObserver;
+use crate::observe::server_side::ServerSide;
 use crate::results::info::now_local;
-use crate::run::server_side::ServerSide;
 use crate::run::{prepare_experiment, prepare_run, Prepared};
 use point::{label, Ctx, PointOutcome};
 use servebench_core::{BenchError, Result};

@@ -3,10 +3,10 @@
 
 use super::config::ExperimentConfig;
 use crate::config::{OutputConfig, RunConfig};
+use crate::observe::observer::RunObserver;
 use crate::observe::profiling::reset_prefix_cache;
-use crate::observer::RunObserver;
+use crate::observe::server_side::ServerSide;
 use crate::results::{assemble, Assembly, RunResults, Steady};
-use crate::run::server_side::ServerSide;
 use crate::run::{rebuild_workload, run_prepared, PreparedRun};
 use servebench_client::transport::HttpClient;
 use servebench_core::metrics::RunMetrics;

@@ -9,7 +9,7 @@
 
 use crate::config::RunConfig;
 use crate::observe::health::HealthSamples;
-use crate::observer::RunObserver;
+use crate::observe::observer::RunObserver;
 use crate::records::sink::RecordSink;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardSummary, FORMAT_VERSION};

@@ -8,7 +8,7 @@ use servebench_report::written::ServerTokenizeDoc;
 use std::sync::Arc;
 
 use crate::config::RunConfig;
-use crate::observer::RunObserver;
+use crate::observe::observer::RunObserver;
 use crate::prepare::server_tokenize::{ServerTokenize, TokenizeReport};
 use crate::prepare::{self, Verification};
 

@@ -4,7 +4,7 @@
 
 use super::assemble::RunResults;
 use super::steady::Steady;
-use crate::run::server_side::ServerSideOutput;
+use crate::observe::server_side::ServerSideOutput;
 use servebench_report::sections::groups::{console_groups, result_keys};
 use servebench_report::sections::server::{self, ServerSection};
 use servebench_report::sections::steady_state::steady_state_block;

@@ -22,7 +22,7 @@ use crate::load::{LoadShape, MeasuredPlan};
 use crate::observe::endpoint::MetricsServer;
 use crate::observe::health::{self, HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};
 use crate::observe::live::LiveMetrics;
-use crate::observer::RunObserver;
+use crate::observe::observer::RunObserver;
 use crate::records::collector::RecordStore;
 use crate::records::retokenize::{Applied, Retokenizer};
 use crate::records::sink::RecordSink;

@@ -5,14 +5,13 @@
 
 mod measured;
 mod preparing;
-pub mod server_side;
 
 pub use measured::run_prepared;
 pub use preparing::{prepare_experiment, prepare_run, rebuild_workload};
 
 use crate::config::RunConfig;
 use crate::observe::health::HealthSamples;
-use crate::observer::RunObserver;
+use crate::observe::observer::RunObserver;
 use crate::prepare::prompt_check::PromptCheck;
 use crate::prepare::ModelIds;
 use crate::records::retokenize::Retokenizer;

@@ -3,7 +3,7 @@
 
 use super::{client_headers, Prepared, PreparedRun, WorkloadStats, SERVER_TOKENIZER};
 use crate::config::{DatasetSpec, RunConfig};
-use crate::observer::RunObserver;
+use crate::observe::observer::RunObserver;
 use crate::prepare::{self, ServerTokenize};
 use crate::records::retokenize::Retokenizer;
 use servebench_client::request::{ExecOptions, RequestTarget};

@@ -7,10 +7,10 @@ use crate::os::signal::{stop_on_signal, INTERRUPTED_EXIT_CODE};
 use crate::progress::ConsoleObserver;
 use anyhow::Context;
 use servebench_runner::config::InterruptMode;
+use servebench_runner::observe::server_side::{ServerSide, ServerSideOutput};
 use servebench_runner::results::paths::output_paths;
 use servebench_runner::results::save::{result_path, save_result};
 use servebench_runner::results::{assemble, dry_run_block, Assembly, RunEnd, RunResults};
-use servebench_runner::run::server_side::{ServerSide, ServerSideOutput};
 use servebench_runner::{run_benchmark, RunResult};
 use servebench_runner::{CancellationToken, OutputConfig, RunConfig};
 use std::sync::Arc;
@@ -154,7 +154,7 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
 async fn measure(
     run: RunConfig,
     observer: Arc<ConsoleObserver>,
-    side_options: servebench_runner::run::server_side::ServerSideOptions,
+    side_options: servebench_runner::observe::server_side::ServerSideOptions,
 ) -> anyhow::Result<(RunResult, ServerSideOutput)> {
     let signal = CancellationToken::new();
     stop_on_signal(signal.clone(), interrupt_message(run.on_interrupt));

@@ -5,8 +5,8 @@ use crate::cli::experiment::ExperimentArgs;
 use servebench_core::{BenchError, Result};
 use servebench_runner::experiment::{Experiment, ExperimentConfig, SearchOptions};
 use servebench_runner::observe::profiling::ProfileOptions;
+use servebench_runner::observe::server_side::ServerSideOptions;
 use servebench_runner::results::SteadyOptions;
-use servebench_runner::run::server_side::ServerSideOptions;
 use std::time::Duration;
 
 impl ExperimentArgs {

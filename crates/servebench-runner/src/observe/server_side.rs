@@ -4,9 +4,9 @@
 //! section (`servebench_report::sections::server`).
 
 use crate::config::RunConfig;
+use crate::observe::observer::RunObserver;
 use crate::observe::profiling::{profile_until, ProfileOptions, ProfileOutcome};
 use crate::observe::scrape::{scrape_until, ServerMetrics};
-use crate::observer::RunObserver;
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::RequestRecord;
 use std::sync::Arc;

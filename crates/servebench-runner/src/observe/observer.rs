@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use servebench_core::RequestRecord;
 
-use crate::observe::live::LiveMetrics;
+use super::live::LiveMetrics;
 
 /// Something that wants to hear about the run's progress (console, progress bar).
 pub trait RunObserver: Send + Sync {
