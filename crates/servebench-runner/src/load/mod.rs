@@ -90,6 +90,7 @@ pub async fn build_special(
         return Err(BenchError::Dataset {
             detail: "no conversation left after --max-model-len truncation; fix: raise --max-model-len"
                 .into(),
+            source: None,
         });
     }
     let workload = conv.workload.clone();
