@@ -23,7 +23,7 @@ pub mod sse;
 pub mod stream;
 pub mod transport;
 
-pub use api::{mentions_chat_template, ANTHROPIC_VERSION, WRONG_DIALECT};
+pub use api::ANTHROPIC_VERSION;
 pub use backend::{BackendKind, Dialect, TargetConfig};
 pub use body::BodyTemplate;
 pub use headers::{api_key_from_env, build_headers};

@@ -71,7 +71,8 @@ impl StreamState {
             }
             Parsed::Fail(kind, msg) => {
                 rec.done_us = Some(t_us);
-                rec.fail(kind, msg);
+                // An error event or body may be the server's chat-template complaint (SB403).
+                rec.fail_with(kind, crate::api::server_text_cause(&msg), msg);
                 Flow::Stop
             }
             Parsed::WrongDialect(msg) => {

@@ -104,6 +104,9 @@ pub enum FailureCause {
     NotHttp1,
     /// The server answers in another API dialect than `--backend` speaks (SB404).
     WrongDialect,
+    /// The server could not apply its chat template to the request (SB403): recognised once,
+    /// by the client, in the error text the server answered.
+    ChatTemplate,
     /// The stream went on far past the requested output length (SB405).
     RunawayStream,
 }
@@ -118,6 +121,7 @@ impl FailureCause {
             FailureCause::Redirect => ErrorCode::Redirect,
             FailureCause::NotHttp1 => ErrorCode::ServerProtocol,
             FailureCause::WrongDialect => ErrorCode::WrongDialect,
+            FailureCause::ChatTemplate => ErrorCode::ChatTemplate,
             FailureCause::RunawayStream => ErrorCode::RunawayStream,
         }
     }

@@ -75,7 +75,7 @@ pub struct TraceWorkload {
 }
 
 fn dataset_err(detail: String) -> BenchError {
-    BenchError::Dataset { detail }
+    BenchError::dataset(detail)
 }
 
 fn field_u64(v: &Value, name: &str, line: usize) -> Result<u64> {

@@ -27,7 +27,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
-use servebench_core::{BenchError, ErrorKind, Result};
+use servebench_core::{BenchError, ErrorKind, FailureCause, Result};
 
 use crate::backend::{BackendKind, Dialect, TargetConfig};
 use crate::sse::SseEvent;
@@ -40,12 +40,15 @@ pub(crate) use embed::{write_infinity_input, write_messages as write_embed_messa
 
 /// The start of the message of a failure where the server speaks another dialect than
 /// `--backend` (SB404; typed as `FailureCause::WrongDialect`, never recognised by the text).
-pub const WRONG_DIALECT: &str = "wrong dialect";
+pub(crate) const WRONG_DIALECT: &str = "wrong dialect";
 
-/// Whether a failure message is a server complaint about its chat template (`SB403`).
-pub fn mentions_chat_template(message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    m.contains("chat template") || m.contains("chat_template")
+/// The typed cause of a failure whose error text came from the server (an error status's
+/// body, an error event): [`FailureCause::ChatTemplate`] (SB403) when the server complains
+/// about its chat template. The one place that reads server error text for a code; callers
+/// downstream read the cause, never the message.
+pub(crate) fn server_text_cause(server_text: &str) -> Option<FailureCause> {
+    let m = server_text.to_ascii_lowercase();
+    (m.contains("chat template") || m.contains("chat_template")).then_some(FailureCause::ChatTemplate)
 }
 
 /// One body field of a JSON request body: a fixed, pre-serialized value or a per-request slot.

@@ -277,10 +277,11 @@ fn names_endpoints_and_anthropic_headers() {
     assert_eq!(h["anthropic-version"], ANTHROPIC_VERSION);
     assert!(h.get(http::header::AUTHORIZATION).is_none());
     assert!(!format!("{h:?}").contains("sk-ant"));
-    assert!(mentions_chat_template(
-        "Cannot use chat template functions because tokenizer.chat_template is not set"
-    ));
-    assert!(!mentions_chat_template("model not found"));
+    assert_eq!(
+        server_text_cause("Cannot use chat template functions because tokenizer.chat_template is not set"),
+        Some(FailureCause::ChatTemplate)
+    );
+    assert_eq!(server_text_cause("model not found"), None);
 }
 
 #[test]

@@ -87,7 +87,8 @@ impl BodyRead<'_> {
             Err(e) => format!("(body unreadable: {})", e.message),
         };
         let reason = status.canonical_reason().unwrap_or("");
-        record.fail(ErrorKind::HttpStatus, format!("HTTP {} {reason}: {text}", status.as_u16()));
+        let cause = crate::api::server_text_cause(&text);
+        record.fail_with(ErrorKind::HttpStatus, cause, format!("HTTP {} {reason}: {text}", status.as_u16()));
     }
 
     /// A non-streaming answer: one body, one event at the time its last bytes were read.

@@ -257,6 +257,33 @@ async fn error_event_and_malformed_json() {
     assert_eq!(kind(&r), Some(ErrorKind::Protocol), "{:?}", r.error);
 }
 
+/// vLLM answers 400 to a chat request when the model has no chat template; the client types it
+/// as SB403 where it reads the body (the runner never reads the message for it). An error event
+/// naming the template is typed the same way; other failures are not.
+#[tokio::test]
+async fn chat_template_complaints_are_typed_sb403_where_the_server_text_is_read() {
+    let body = r#"{"object":"error","message":"As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one.","type":"BadRequestError","param":null,"code":400}"#;
+    let status = format!("HTTP/1.1 400 Bad Request\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    let event = "data: {\"error\":{\"message\":\"tokenizer.chat_template is not set\",\"code\":400}}\n\n";
+    let other = "data: {\"error\":{\"message\":\"KV cache full\",\"code\":500}}\n\n";
+    let s = serve(vec![
+        vec![A::Read, w(status), A::Close],
+        vec![A::Read, w(String::from(SSE_HEAD) + &chunk(event) + END), A::Close],
+        vec![A::Read, w(String::from(SSE_HEAD) + &chunk(other) + END), A::Close],
+    ])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let chat = Some(servebench_core::FailureCause::ChatTemplate);
+    let r = f.run(0, &ExecOptions::default()).await;
+    let e = r.error.unwrap();
+    assert_eq!((e.kind, e.cause), (ErrorKind::HttpStatus, chat), "{}", e.message);
+    assert!(e.message.starts_with("HTTP 400 Bad Request: ") && e.message.contains("default chat template"));
+    let e = f.run(1, &ExecOptions::default()).await.error.unwrap();
+    assert_eq!((e.kind, e.cause), (ErrorKind::ServerError, chat), "{}", e.message);
+    let e = f.run(2, &ExecOptions::default()).await.error.unwrap();
+    assert_eq!((e.kind, e.cause), (ErrorKind::ServerError, None), "{}", e.message);
+}
+
 #[tokio::test]
 async fn zero_token_chat_stream_is_no_tokens() {
     let s =

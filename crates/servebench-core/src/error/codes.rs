@@ -87,14 +87,14 @@ error_table! {
     SB202 TokenizerOffline {
         exit: 1,
         title: "tokenizer download needed but offline",
-        error: TokenizerOffline { name: String, detail: String },
+        error: TokenizerOffline { name: String, detail: String, #[source] source: Option<Cause> },
         message: "tokenizer '{name}' is not available locally and cannot be downloaded ({detail}); fix: pass --tokenizer /path/to/tokenizer.json",
     }
     /// SB203: the workload could not be built (dataset problem).
     SB203 Dataset {
         exit: 1,
         title: "workload could not be built",
-        error: Dataset { detail: String },
+        error: Dataset { detail: String, #[source] source: Option<Cause> },
         message: "{detail}",
     }
     /// SB204: a dataset file is unreadable or malformed (names the file and line/record).
@@ -114,7 +114,7 @@ error_table! {
     SB205 DatasetDownload {
         exit: 1,
         title: "dataset download needed but not possible",
-        error: DatasetDownload { name: String, detail: String },
+        error: DatasetDownload { name: String, detail: String, #[source] source: Option<Cause> },
         message: "dataset '{name}' is not a local file and cannot be downloaded ({detail}); fix: pass --dataset-path /path/to/a/local/copy",
     }
     /// SB206: the workload needs the tokenizer's chat template (vLLM renders it in the client
@@ -132,6 +132,22 @@ error_table! {
         title: "chat template could not be rendered",
         error: ChatTemplateRender { tokenizer: String, detail: String, #[source] source: Option<Cause> },
         message: "the chat template of tokenizer '{tokenizer}' could not be rendered: {detail}; fix: check the template (tokenizer_config.json chat_template or chat_template.jinja), or pass --skip-chat-template where vLLM takes it",
+    }
+    /// SB208: a records file or result JSON given to `report`, `compare` or `merge` is not one
+    /// servebench wrote (a malformed line, an unknown document).
+    SB208 RecordsFileMalformed {
+        exit: 1,
+        title: "records or result file malformed",
+        error: RecordsFileMalformed { file: String, problem: String, #[source] source: Option<Cause> },
+        message: "{file}: {problem}; fix: pass a records file (.records.jsonl) or result JSON as a servebench run wrote it",
+    }
+    /// SB209: a task that prepares the run (loading the tokenizer, building the workload)
+    /// panicked or was cancelled: a bug in servebench, not a problem of the input.
+    SB209 PrepareTaskFailed {
+        exit: 1,
+        title: "a preparation task failed (internal error)",
+        error: PrepareTaskFailed { what: String, detail: String, #[source] source: Option<Cause> },
+        message: "{what} failed: {detail}; fix: this is a servebench bug, please report it with the command line and input files",
     }
     /// SB301: the endpoint did not answer a test request successfully before the timeout.
     SB301 EndpointNotReady {

@@ -122,6 +122,29 @@ impl BenchError {
         }
     }
 
+    /// A workload that cannot be built (SB203), without an underlying error value.
+    pub fn dataset(detail: impl Into<String>) -> Self {
+        BenchError::Dataset { detail: detail.into(), source: None }
+    }
+
+    /// [`BenchError::dataset`] caused by `err` (a serde, image or tokenizer error): the detail
+    /// is `"{context}: {err}"`, and `err` is kept as the source.
+    pub fn dataset_from(
+        context: impl fmt::Display,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        BenchError::Dataset { detail: format!("{context}: {err}"), source: Some(Box::new(err)) }
+    }
+
+    /// A dataset that cannot be downloaded (SB205); `source` is the download error, if any.
+    pub fn dataset_download(
+        name: impl Into<String>,
+        detail: impl Into<String>,
+        source: Option<Cause>,
+    ) -> Self {
+        BenchError::DatasetDownload { name: name.into(), detail: detail.into(), source }
+    }
+
     /// A tokenizer that cannot be loaded (SB201), without an underlying error value.
     pub fn tokenizer_load(name: impl Into<String>, detail: impl Into<String>) -> Self {
         BenchError::TokenizerLoad { name: name.into(), detail: detail.into(), source: None }

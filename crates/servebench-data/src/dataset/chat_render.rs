@@ -87,8 +87,7 @@ pub fn render_for_generation(
 
 /// A conversation as the pre-built chat `messages` of a request.
 pub fn chat_messages(messages: &Value) -> Result<ChatMessages> {
-    let json = serde_json::to_string(messages)
-        .map_err(|e| BenchError::Dataset { detail: format!("chat messages: {e}") })?;
+    let json = serde_json::to_string(messages).map_err(|e| BenchError::dataset_from("chat messages", e))?;
     Ok(ChatMessages { json: Arc::from(json), media_items: 0 })
 }
 

@@ -159,7 +159,7 @@ pub fn generate_custom_image(
     }
     shuffle_source(&mut requests, sampling);
     let media = MediaResolver::new(cfg.ensure_client_side_data);
-    let at_line = |at: Location, p: MediaProblem| file.error(at, p.problem, p.fix);
+    let at_line = |at: Location, p: MediaProblem| file.error_problem(at, p.problem, p.fix);
     let json = |v: &Value| {
         serde_json::to_string(v)
             .map(Arc::<str>::from)

@@ -7,6 +7,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use servebench_core::{BenchError, Result};
+
+use super::problem::Problem;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -53,6 +55,17 @@ impl DataFile {
             problem: problem.into(),
             fix: fix.into(),
             source: None,
+        }
+    }
+
+    /// An error at `at` for a [`Problem`] of one cell, its cause kept as the source.
+    pub fn error_problem(&self, at: Location, problem: Problem, fix: impl Into<String>) -> BenchError {
+        BenchError::DatasetFile {
+            path: self.path.display().to_string(),
+            location: at.to_string(),
+            problem: problem.text,
+            fix: fix.into(),
+            source: problem.cause,
         }
     }
 

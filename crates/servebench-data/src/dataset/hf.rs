@@ -267,7 +267,7 @@ pub fn generate_hf(
     }
     shuffle_source(&mut rows, sampling);
     let samples = collect_samples(&rows, sampling.num_prompts, |(_, row)| {
-        let (prompt, completion) = extract(row, &cols).map_err(|d| BenchError::Dataset { detail: d })?;
+        let (prompt, completion) = extract(row, &cols).map_err(BenchError::dataset)?;
         let prompt_len = tok.encode(&prompt, true)?.len();
         if prompt_len < MIN_PROMPT_LEN {
             return Ok(None);

@@ -21,6 +21,7 @@
 
 use super::audio_decode::decode_clip;
 use super::file::{DataFile, Location};
+use super::problem::Problem;
 use super::wav::pcm16_wav;
 use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
 use base64::Engine as _;
@@ -63,11 +64,11 @@ pub fn prompt_for(tokenizer_name: &str) -> &'static str {
     }
 }
 
-fn bytes_of(v: &Value) -> std::result::Result<Vec<u8>, String> {
+fn bytes_of(v: &Value) -> std::result::Result<Vec<u8>, Problem> {
     match v {
         Value::String(b64) => base64::engine::general_purpose::STANDARD
             .decode(b64.trim())
-            .map_err(|e| format!("audio bytes are not base64: {e}")),
+            .map_err(|e| Problem::caused("audio bytes are not base64", e)),
         Value::Array(a) => a
             .iter()
             .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
@@ -77,20 +78,20 @@ fn bytes_of(v: &Value) -> std::result::Result<Vec<u8>, String> {
     }
 }
 
-fn read_path(p: &str) -> std::result::Result<AudioClip, String> {
-    let bytes = std::fs::read(p).map_err(|e| format!("audio file '{p}': {e}"))?;
-    decode_clip(bytes).map_err(|e| format!("audio file '{p}': {e}"))
+fn read_path(p: &str) -> std::result::Result<AudioClip, Problem> {
+    let bytes = std::fs::read(p).map_err(|e| Problem::caused(format_args!("audio file '{p}'"), e))?;
+    decode_clip(bytes).map_err(|e| Problem::caused(format_args!("audio file '{p}'"), e))
 }
 
-/// The clip of a row's `audio` cell.
-pub fn clip_of(cell: &Value) -> std::result::Result<AudioClip, String> {
+/// The clip of a row's `audio` cell; the problem keeps the I/O, base64 or decoder error.
+pub fn clip_of(cell: &Value) -> std::result::Result<AudioClip, Problem> {
     match cell {
         Value::String(p) => read_path(p),
         Value::Object(o) => {
             if let (Some(Value::Array(samples)), Some(rate)) =
                 (o.get("array"), o.get("sampling_rate").and_then(Value::as_u64))
             {
-                let rate = u32::try_from(rate).map_err(|_| "sampling_rate out of range".to_string())?;
+                let rate = u32::try_from(rate).map_err(|_| Problem::new("sampling_rate out of range"))?;
                 let pcm: Vec<u8> = samples
                     .iter()
                     .map(|x| {
@@ -107,7 +108,7 @@ pub fn clip_of(cell: &Value) -> std::result::Result<AudioClip, String> {
                 });
             }
             match (o.get("bytes").filter(|b| !b.is_null()), o.get("path").and_then(Value::as_str)) {
-                (Some(b), _) => decode_clip(bytes_of(b)?).map_err(|e| format!("audio bytes: {e}")),
+                (Some(b), _) => decode_clip(bytes_of(b)?).map_err(|e| Problem::caused("audio bytes", e)),
                 (None, Some(p)) if !p.is_empty() => read_path(p),
                 _ => Err("ASR samples must provide decoded audio arrays, embedded audio bytes, or a local audio path".into()),
             }
@@ -138,7 +139,7 @@ pub fn generate(
     let samples = collect_samples(&rows, sampling.num_prompts, |(at, row)| {
         let cell = row.get("audio").unwrap_or(&Value::Null);
         let clip = clip_of(cell).map_err(|p| {
-            file.error(*at, p, "give FLAC, MP3, OGG/Vorbis or WAV audio (bytes or a readable path)")
+            file.error_problem(*at, p, "give FLAC, MP3, OGG/Vorbis or WAV audio (bytes or a readable path)")
         })?;
         let secs = clip.seconds();
         if secs < lo || secs > hi {
@@ -155,6 +156,7 @@ pub fn generate(
                  fix: widen the range",
                 file.path.display()
             ),
+            source: None,
         });
     }
     Ok(finish(samples, sampling))
@@ -190,7 +192,13 @@ mod tests {
         assert_eq!(clip_of(&json!({"path": p, "bytes": null})).unwrap().seconds(), 0.5);
         // A FLAC header without any frame is named, not a panic.
         let e = clip_of(&json!({"bytes": "ZkxhQwAAAAAAAAAA"})).unwrap_err();
-        assert!(e.starts_with("audio bytes: ") && e.contains("FLAC"), "{e}");
+        assert!(e.text.starts_with("audio bytes: ") && e.text.contains("FLAC"), "{e}");
+        assert!(
+            e.cause
+                .as_ref()
+                .is_some_and(|c| c.downcast_ref::<super::super::audio_decode::AudioError>().is_some()),
+            "{e:?}"
+        );
         assert!(clip_of(&json!(3)).is_err());
     }
 }

@@ -169,10 +169,9 @@ pub fn generate(
             t.render(&Value::Array(messages.clone()), &opts).ok()
         });
         let prompt_len = tok.encode(rendered.as_deref().unwrap_or(&text), true)?.len();
-        let json = serde_json::to_string(&messages)
-            .map_err(|e| BenchError::Dataset { detail: format!("BFCL messages: {e}") })?;
-        let tools = serde_json::to_string(&tools)
-            .map_err(|e| BenchError::Dataset { detail: format!("BFCL tools: {e}") })?;
+        let json =
+            serde_json::to_string(&messages).map_err(|e| BenchError::dataset_from("BFCL messages", e))?;
+        let tools = serde_json::to_string(&tools).map_err(|e| BenchError::dataset_from("BFCL tools", e))?;
         let prompt = messages.last().and_then(|m| m.get("content")).and_then(Value::as_str).unwrap_or("");
         let mut s = Sample::text(prompt, prompt_len, output);
         s.messages = Some(ChatMessages { json: Arc::from(json), media_items: 0 });
@@ -190,6 +189,7 @@ pub fn generate(
                  Berkeley-Function-Calling-Leaderboard repo",
                 names.join(", ")
             ),
+            source: None,
         });
     }
     Ok(finish(samples, sampling))

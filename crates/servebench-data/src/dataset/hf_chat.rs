@@ -114,6 +114,7 @@ pub fn generate(
 ) -> Result<Workload> {
     let default = default_output_len(parser).ok_or_else(|| BenchError::Dataset {
         detail: format!("{} is not a chat-template parser", parser.name()),
+        source: None,
     })?;
     for (at, row) in &rows {
         prompt_of(parser, row, opts)
@@ -125,8 +126,7 @@ pub fn generate(
     let template =
         PromptTemplate { render: !opts.skip_chat_template, kwargs: None, chat_messages: opts.chat_messages };
     let samples = collect_samples(&rows, sampling.num_prompts, |(_, row)| {
-        let Some(prompt) = prompt_of(parser, row, opts).map_err(|d| BenchError::Dataset { detail: d })?
-        else {
+        let Some(prompt) = prompt_of(parser, row, opts).map_err(BenchError::dataset)? else {
             return Ok(None);
         };
         template.sample(tok, &prompt, output, || format!("the {} parser", parser.name())).map(Some)

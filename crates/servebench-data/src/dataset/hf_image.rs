@@ -23,6 +23,7 @@
 use super::file::{DataFile, Location};
 use super::hf_parsers::HfParser;
 use super::media::MediaResolver;
+use super::problem::Problem;
 use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
 use base64::Engine as _;
 use serde_json::Value;
@@ -113,13 +114,13 @@ pub fn text_and_image<'a>(
 }
 
 /// The URL sent for an image cell.
-pub fn image_url(cell: &Value, media: &MediaResolver) -> std::result::Result<Arc<str>, String> {
+pub fn image_url(cell: &Value, media: &MediaResolver) -> std::result::Result<Arc<str>, Problem> {
     let bytes = match cell {
         Value::String(s) => return media.url(s).map_err(|p| p.problem),
         Value::Object(o) => match o.get("bytes") {
             Some(Value::String(b64)) => base64::engine::general_purpose::STANDARD
                 .decode(b64.trim())
-                .map_err(|e| format!("image bytes are not base64: {e}"))?,
+                .map_err(|e| Problem::caused("image bytes are not base64", e))?,
             Some(Value::Array(a)) => a
                 .iter()
                 .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
@@ -171,13 +172,14 @@ pub fn generate(
     let media = MediaResolver::new(false);
     let output = output_len.unwrap_or(DEFAULT_OUTPUT_LEN);
     let samples = collect_samples(&rows, sampling.num_prompts, |(at, row)| {
-        let (text, cell) = text_and_image(parser, id, row).map_err(|d| BenchError::Dataset { detail: d })?;
+        let (text, cell) = text_and_image(parser, id, row).map_err(BenchError::dataset)?;
         let part = if parser == HfParser::Mmvu {
             let reference =
                 cell.as_str().ok_or_else(|| file.error(*at, "column 'video' is not text", "fix the row"))?;
             video_part(reference, local_root)
         } else {
-            let url = image_url(cell, &media).map_err(|p| file.error(*at, p, "fix the row's image"))?;
+            let url =
+                image_url(cell, &media).map_err(|p| file.error_problem(*at, p, "fix the row's image"))?;
             image_part(&url)
         };
         let prompt_len = tok.encode(&text, true)?.len();
@@ -239,7 +241,7 @@ mod tests {
             &*image_url(&json!("https://example.invalid/a.jpg"), &media).unwrap(),
             "https://example.invalid/a.jpg"
         );
-        assert!(image_url(&json!({"bytes": "AAAA"}), &media).unwrap_err().contains("cannot be decoded"));
+        assert!(image_url(&json!({"bytes": "AAAA"}), &media).unwrap_err().text.contains("cannot be decoded"));
         assert!(image_url(&json!(3), &media).is_err());
     }
 }

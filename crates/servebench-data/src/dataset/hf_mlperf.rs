@@ -54,7 +54,7 @@ pub fn generate(
     }
     shuffle_source(&mut rows, sampling);
     let samples = collect_samples(&rows, sampling.num_prompts, |(_, row)| {
-        let (system, question, reference) = fields(row).map_err(|d| BenchError::Dataset { detail: d })?;
+        let (system, question, reference) = fields(row).map_err(BenchError::dataset)?;
         let turns = conversation(system, question);
         let rendered = render_for_generation(tok, &turns, None, || "the MLPerfDataset parser".into())?;
         let prompt_len = tok.encode(&rendered, true)?.len();

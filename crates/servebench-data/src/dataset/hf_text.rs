@@ -111,7 +111,7 @@ pub fn generate(
     tok: &dyn TextTokenizer,
 ) -> Result<Workload> {
     let limits = limits(parser)
-        .ok_or_else(|| BenchError::Dataset { detail: format!("{} is not a text parser", parser.name()) })?;
+        .ok_or_else(|| BenchError::dataset(format!("{} is not a text parser", parser.name())))?;
     for (at, row) in &rows {
         extract(parser, row)
             .map_err(|p| file.error(*at, p, format!("fix the row ({} reads it)", parser.name())))?;
@@ -119,9 +119,7 @@ pub fn generate(
     shuffle_source(&mut rows, sampling);
     let media = super::media::MediaResolver::new(false);
     let samples = collect_samples(&rows, sampling.num_prompts, |(at, row)| {
-        let Some((prompt, completion)) =
-            extract(parser, row).map_err(|d| BenchError::Dataset { detail: d })?
-        else {
+        let Some((prompt, completion)) = extract(parser, row).map_err(BenchError::dataset)? else {
             return Ok(None);
         };
         let prompt_len = tok.encode(&prompt, true)?.len();
@@ -141,7 +139,7 @@ pub fn generate(
             row.get("image").filter(|c| !c.is_null() && parser == HfParser::MultiModalConversation)
         {
             let url = super::hf_image::image_url(cell, &media)
-                .map_err(|p| file.error(*at, p, "fix the row's image"))?;
+                .map_err(|p| file.error_problem(*at, p, "fix the row's image"))?;
             s.multimodal = Some(vec![super::hf_image::image_part(&url)].into());
         }
         Ok(Some(s))

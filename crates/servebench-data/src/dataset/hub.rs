@@ -12,7 +12,16 @@ use std::time::Duration;
 pub const DATASETS_SERVER: &str = "https://datasets-server.huggingface.co";
 
 fn download_error(name: &str, detail: impl Into<String>) -> BenchError {
-    BenchError::DatasetDownload { name: name.to_string(), detail: detail.into() }
+    BenchError::dataset_download(name, detail, None)
+}
+
+/// [`download_error`] caused by `err` (an hf-hub, HTTP, I/O or JSON error), kept as its source.
+fn download_failed(
+    name: &str,
+    detail: String,
+    err: impl std::error::Error + Send + Sync + 'static,
+) -> BenchError {
+    BenchError::dataset_download(name, detail, Some(Box::new(err)))
 }
 
 /// A file of a Hub dataset repo: from the hub cache, else downloaded (blocking).
@@ -26,10 +35,10 @@ pub fn dataset_file(repo: &str, filename: &str, env: &HubEnv) -> Result<PathBuf>
     if env.offline {
         return Err(download_error(&name, "not in the hub cache and HF_HUB_OFFLINE is set"));
     }
-    let api = env.api().map_err(|e| download_error(&name, e.to_string()))?;
+    let api = env.api().map_err(|e| download_failed(&name, e.to_string(), e))?;
     api.dataset(repo.to_string())
         .get(filename)
-        .map_err(|e| download_error(&name, format!("download failed: {e}")))
+        .map_err(|e| download_failed(&name, format!("download failed: {e}"), e))
 }
 
 /// Rows of one (config, split) of a Hub dataset, from the datasets-server.
@@ -60,7 +69,7 @@ fn server() -> String {
 }
 
 fn get_json(url: &str, env: &HubEnv, name: &str) -> Result<Value> {
-    let mut last = String::new();
+    let mut last = None;
     for attempt in 0..3u64 {
         if attempt > 0 {
             std::thread::sleep(Duration::from_secs(2 * attempt));
@@ -71,9 +80,9 @@ fn get_json(url: &str, env: &HubEnv, name: &str) -> Result<Value> {
         }
         match req.call() {
             Ok(resp) => {
-                let text = resp.into_string().map_err(|e| download_error(name, e.to_string()))?;
+                let text = resp.into_string().map_err(|e| download_failed(name, e.to_string(), e))?;
                 return serde_json::from_str(&text).map_err(|e| {
-                    download_error(name, format!("the datasets-server answered non-JSON: {e}"))
+                    download_failed(name, format!("the datasets-server answered non-JSON: {e}"), e)
                 });
             }
             Err(ureq::Error::Status(code @ (401 | 403), _)) => {
@@ -85,10 +94,13 @@ fn get_json(url: &str, env: &HubEnv, name: &str) -> Result<Value> {
             Err(ureq::Error::Status(code, _)) if (400..500).contains(&code) => {
                 return Err(download_error(name, format!("HTTP {code} from {url}")))
             }
-            Err(e) => last = e.to_string(),
+            Err(e) => last = Some(e),
         }
     }
-    Err(download_error(name, last))
+    Err(match last {
+        Some(e) => download_failed(name, e.to_string(), e),
+        None => download_error(name, ""),
+    })
 }
 
 /// Picks config and split from a datasets-server `/info` answer.

@@ -10,22 +10,26 @@
 /// PIL's default JPEG quality.
 pub const PIL_DEFAULT_QUALITY: u8 = 75;
 
+use super::problem::Problem;
+
 /// Decodes `bytes` and re-encodes the picture as an RGB JPEG of quality 75. The error names the
-/// format problem in one line.
-pub fn reencode_as_jpeg(bytes: &[u8]) -> Result<Vec<u8>, String> {
+/// format problem in one line and keeps the decoder's or encoder's error as its cause.
+pub fn reencode_as_jpeg(bytes: &[u8]) -> Result<Vec<u8>, Problem> {
     let picture =
-        image::load_from_memory(bytes).map_err(|e| format!("image bytes cannot be decoded: {e}"))?;
+        image::load_from_memory(bytes).map_err(|e| Problem::caused("image bytes cannot be decoded", e))?;
     let rgb = picture.to_rgb8();
     let (w, h) = (u16::try_from(rgb.width()), u16::try_from(rgb.height()));
     let (Ok(w), Ok(h)) = (w, h) else {
-        return Err(format!("a {}×{} image is larger than JPEG allows (65,535)", rgb.width(), rgb.height()));
+        return Err(
+            format!("a {}×{} image is larger than JPEG allows (65,535)", rgb.width(), rgb.height()).into()
+        );
     };
     let mut out = Vec::with_capacity(rgb.len() / 8);
     let mut encoder = jpeg_encoder::Encoder::new(&mut out, PIL_DEFAULT_QUALITY);
     encoder.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_2);
     encoder
         .encode(rgb.as_raw(), w, h, jpeg_encoder::ColorType::Rgb)
-        .map_err(|e| format!("the image could not be encoded as JPEG: {e}"))?;
+        .map_err(|e| Problem::caused("the image could not be encoded as JPEG", e))?;
     Ok(out)
 }
 
@@ -56,8 +60,9 @@ mod tests {
     #[test]
     fn undecodable_bytes_are_a_one_line_problem_not_a_panic() {
         let e = reencode_as_jpeg(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap_err();
-        assert!(e.starts_with("image bytes cannot be decoded"), "{e}");
-        assert!(!e.contains('\n'));
+        assert!(e.text.starts_with("image bytes cannot be decoded: "), "{e}");
+        assert!(!e.text.contains('\n'));
+        assert!(e.cause.as_ref().is_some_and(|c| c.downcast_ref::<image::ImageError>().is_some()), "{e:?}");
         assert!(reencode_as_jpeg(b"").is_err());
     }
 }

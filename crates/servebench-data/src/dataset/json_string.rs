@@ -29,8 +29,8 @@ impl<'a> JsonStringLiteral<'a> {
         let inner = self.0.strip_prefix('"').and_then(|s| s.strip_suffix('"'));
         match inner {
             Some(text) if !text.contains('\\') => Ok(Cow::Borrowed(text)),
-            _ => serde_json::from_str::<String>(self.0).map(Cow::Owned).map_err(|e| BenchError::Dataset {
-                detail: format!("cannot decode the JSON string {}: {e}", preview(self.0)),
+            _ => serde_json::from_str::<String>(self.0).map(Cow::Owned).map_err(|e| {
+                BenchError::dataset_from(format_args!("cannot decode the JSON string {}", preview(self.0)), e)
             }),
         }
     }

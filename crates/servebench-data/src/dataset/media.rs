@@ -12,18 +12,30 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::problem::Problem;
+
 /// Largest image the client loads (a bigger file is refused rather than held in memory).
 pub const MAX_IMAGE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Why an image reference could not be used (the dataset reader adds the file and line).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why an image reference could not be used (the dataset reader adds the file and line), and
+/// the I/O or HTTP error behind it.
+#[derive(Debug)]
 pub struct MediaProblem {
-    pub problem: String,
+    pub problem: Problem,
     pub fix: String,
 }
 
 fn problem(problem: impl Into<String>, fix: impl Into<String>) -> MediaProblem {
-    MediaProblem { problem: problem.into(), fix: fix.into() }
+    MediaProblem { problem: Problem::new(problem), fix: fix.into() }
+}
+
+/// [`problem`] caused by `err`: the text is `"{context}: {err}"`.
+fn problem_from(
+    context: impl std::fmt::Display,
+    err: impl std::error::Error + Send + Sync + 'static,
+    fix: impl Into<String>,
+) -> MediaProblem {
+    MediaProblem { problem: Problem::caused(context, err), fix: fix.into() }
 }
 
 /// Resolves image references to the URLs sent, loading them when asked. Shared by the threads
@@ -179,14 +191,15 @@ fn data_url(bytes: &[u8], what: &str) -> Result<String, MediaProblem> {
 
 fn data_url_of_file(path: &Path) -> Result<String, MediaProblem> {
     let what = format!("image '{}'", path.display());
+    let fix = "check the path in the dataset file";
     let size = std::fs::metadata(path)
-        .map_err(|e| problem(format!("{what} cannot be read: {e}"), "check the path in the dataset file"))?
+        .map_err(|e| problem_from(format_args!("{what} cannot be read"), e, fix))?
         .len();
     if size > MAX_IMAGE_BYTES {
         return Err(too_large(&what));
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| problem(format!("{what} cannot be read: {e}"), "check the path in the dataset file"))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| problem_from(format_args!("{what} cannot be read"), e, fix))?;
     data_url(&bytes, &what)
 }
 
@@ -201,7 +214,7 @@ fn too_large(what: &str) -> MediaProblem {
 fn data_url_of_remote(url: &str) -> Result<String, MediaProblem> {
     let what = format!("image {url}");
     let fix = "check the URL, or download the image and reference the local file";
-    let mut last = String::new();
+    let mut last = None;
     for attempt in 0..3u64 {
         if attempt > 0 {
             std::thread::sleep(Duration::from_secs(attempt));
@@ -212,7 +225,7 @@ fn data_url_of_remote(url: &str) -> Result<String, MediaProblem> {
                 resp.into_reader()
                     .take(MAX_IMAGE_BYTES + 1)
                     .read_to_end(&mut bytes)
-                    .map_err(|e| problem(format!("{what} could not be read: {e}"), fix))?;
+                    .map_err(|e| problem_from(format_args!("{what} could not be read"), e, fix))?;
                 if bytes.len() as u64 > MAX_IMAGE_BYTES {
                     return Err(too_large(&what));
                 }
@@ -221,10 +234,14 @@ fn data_url_of_remote(url: &str) -> Result<String, MediaProblem> {
             Err(ureq::Error::Status(code, _)) if code < 500 => {
                 return Err(problem(format!("{what} could not be fetched: HTTP {code}"), fix))
             }
-            Err(e) => last = e.to_string(),
+            Err(e) => last = Some(e),
         }
     }
-    Err(problem(format!("{what} could not be fetched: {last}"), fix))
+    let context = format!("{what} could not be fetched");
+    Err(match last {
+        Some(e) => problem_from(context, e, fix),
+        None => problem(context, fix),
+    })
 }
 
 #[cfg(test)]
@@ -260,9 +277,9 @@ mod tests {
         let text = dir.path().join("not_an_image.png");
         std::fs::write(&text, "not an image").unwrap();
         let e = r.url(text.to_str().unwrap()).unwrap_err();
-        assert!(e.problem.contains("is not an image"), "{e:?}");
+        assert!(e.problem.text.contains("is not an image"), "{e:?}");
         let e = r.url(dir.path().join("missing.png").to_str().unwrap()).unwrap_err();
-        assert!(e.problem.contains("cannot be read"), "{e:?}");
+        assert!(e.problem.text.contains("cannot be read"), "{e:?}");
         assert!(r.url("file://otherhost/x.png").is_err());
         // One part per reference, shared by every line naming it.
         let (p1, p2) =
@@ -303,7 +320,7 @@ mod remote_tests {
         // Resolved once: the second look-up does not connect again.
         assert_eq!(r.url(&format!("{base}/chart.png")).unwrap(), url);
         let e = r.url(&format!("{base}/missing.png")).unwrap_err();
-        assert!(e.problem.contains("HTTP 404"), "{e:?}");
+        assert!(e.problem.text.contains("HTTP 404"), "{e:?}");
         // By default the URL is sent as it is (the server fetches it).
         assert_eq!(
             &*MediaResolver::new(false).url(&format!("{base}/x.png")).unwrap(),

@@ -29,6 +29,7 @@ pub mod jpeg;
 pub mod json_string;
 pub mod media;
 pub mod prefix_repetition;
+pub mod problem;
 pub mod py_random;
 pub mod random_mm;
 pub mod random_rerank;
@@ -212,11 +213,12 @@ pub fn to_chat_messages(workload: &mut Workload) -> Result<()> {
                 detail: "--enable-multimodal-chat builds chat messages from text prompts, and this \
                          dataset has token-id or batched prompts; fix: drop --enable-multimodal-chat"
                     .into(),
+                source: None,
             });
         };
         let parts = spec.multimodal.take();
         let m = ChatMessages::user_turn(text, parts.as_deref().unwrap_or(&[]))
-            .map_err(|e| BenchError::Dataset { detail: format!("building chat messages: {e}") })?;
+            .map_err(|e| BenchError::dataset_from("building chat messages", e))?;
         spec.messages = Some(m);
         Ok(())
     })

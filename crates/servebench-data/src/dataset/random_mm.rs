@@ -142,7 +142,7 @@ pub fn noise_image_part(width: u32, height: u32, r: &mut impl RngCore) -> Result
     let mut jpeg = Vec::new();
     jpeg_encoder::Encoder::new(&mut jpeg, 75)
         .encode(&pixels, w, h, jpeg_encoder::ColorType::Rgb)
-        .map_err(|e| BenchError::Dataset { detail: format!("JPEG encoding failed: {e}") })?;
+        .map_err(|e| BenchError::dataset_from("JPEG encoding failed", e))?;
     let b64 = base64::engine::general_purpose::STANDARD.encode(&jpeg);
     Ok(Arc::from(format!(r#"{{"type":"image_url","image_url":{{"url":"data:image/jpeg;base64,{b64}"}}}}"#)))
 }

@@ -110,6 +110,7 @@ pub fn build_dataset(req: &DatasetRequest, tok: &dyn TextTokenizer, env: &HubEnv
                  with valid entries, or a fixed output length (--output-len) when replies are short",
                 req.kind.name()
             ),
+            source: None,
         });
     }
     if req.multimodal_chat {

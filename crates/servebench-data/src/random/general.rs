@@ -80,6 +80,7 @@ pub(crate) fn converge<R: Rng>(
              (closest was {best} tokens off); fix: try another --seed or length",
             tok.name()
         ),
+        source: None,
     })
 }
 

@@ -195,6 +195,7 @@ pub fn generate_random_detailed(cfg: &RandomDatasetConfig, tok: &dyn TextTokeniz
     if scan.allowed.is_empty() {
         return Err(BenchError::Dataset {
             detail: format!("tokenizer '{}' has no usable (non-special) token", tok.name()),
+            source: None,
         });
     }
     if cfg.prompt_token_ids {

@@ -114,6 +114,7 @@ impl TextTokenizer for HfTokenizer {
     fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
         let enc = self.inner.encode_fast(text, add_special).map_err(|e| BenchError::Dataset {
             detail: format!("tokenizer '{}' failed to encode text: {e}", self.name),
+            source: Some(e),
         })?;
         Ok(enc.get_ids().to_vec())
     }
@@ -122,6 +123,7 @@ impl TextTokenizer for HfTokenizer {
     fn decode(&self, ids: &[u32], skip_special: bool) -> Result<String> {
         self.inner.decode(ids, skip_special).map_err(|e| BenchError::Dataset {
             detail: format!("tokenizer '{}' failed to decode ids: {e}", self.name),
+            source: Some(e),
         })
     }
 

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use servebench_core::error::Cause;
 use servebench_core::secret::Secret;
 use servebench_core::{BenchError, Result};
 
@@ -99,13 +100,15 @@ pub fn find_in_cache(cache_dir: &Path, model_id: &str) -> Option<PathBuf> {
     revs.into_iter().map(|r| r.join("tokenizer.json")).find(|p| p.is_file())
 }
 
-fn offline_error(model_id: &str, detail: String) -> BenchError {
+/// SB202; `source` is the download error, if any.
+fn offline_error(model_id: &str, detail: String, source: Option<Cause>) -> BenchError {
     BenchError::TokenizerOffline {
         name: model_id.to_string(),
         detail: format!(
             "{detail}; download tokenizer.json once where the network is available and pass \
              its local path (--tokenizer /path/to/tokenizer.json or its directory)"
         ),
+        source,
     }
 }
 
@@ -123,15 +126,18 @@ pub fn resolve_model_tokenizer(model_id: &str, env: &HubEnv) -> Result<PathBuf> 
         .as_ref()
         .map_or_else(|| "no hub cache directory".to_string(), |c| format!("not in {}", c.display()));
     if env.offline {
-        return Err(offline_error(model_id, format!("{where_} and HF_HUB_OFFLINE is set")));
+        return Err(offline_error(model_id, format!("{where_} and HF_HUB_OFFLINE is set"), None));
     }
-    download(model_id, env).map_err(|e| offline_error(model_id, format!("{where_}; download failed: {e}")))
+    download(model_id, env).map_err(|e| {
+        let detail = format!("{where_}; download failed: {e}");
+        offline_error(model_id, detail, Some(Box::new(e)))
+    })
 }
 
-fn download(model_id: &str, env: &HubEnv) -> std::result::Result<PathBuf, String> {
-    let api = env.api().map_err(|e| e.to_string())?;
+fn download(model_id: &str, env: &HubEnv) -> std::result::Result<PathBuf, hf_hub::api::sync::ApiError> {
+    let api = env.api()?;
     let repo = api.model(model_id.to_string());
-    let path = repo.get("tokenizer.json").map_err(|e| e.to_string())?;
+    let path = repo.get("tokenizer.json")?;
     // The chat template lives beside it (either file may be absent: a model without one).
     for extra in ["tokenizer_config.json", "chat_template.jinja"] {
         let _ = repo.get(extra);

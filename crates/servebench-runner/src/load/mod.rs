@@ -191,6 +191,7 @@ async fn conversations(
         return Err(BenchError::Dataset {
             detail: "no conversation left after --max-model-len truncation; fix: raise --max-model-len"
                 .into(),
+            source: None,
         });
     }
     Ok(conv)

@@ -128,13 +128,10 @@ pub fn synthetic(
         bounds.push((requests.len(), turns as usize));
         for t in 0..turns as usize {
             let (body, out) = if t == 0 {
-                let r = first
-                    .next()
-                    .ok_or_else(|| BenchError::Dataset { detail: "random dataset too short".into() })?;
+                let r = first.next().ok_or_else(|| BenchError::dataset("random dataset too short"))?;
                 (Arc::from(r.prompt.text().unwrap_or_default()), r.expected_output_tokens)
             } else {
-                rest.next()
-                    .ok_or_else(|| BenchError::Dataset { detail: "random dataset too short".into() })?
+                rest.next().ok_or_else(|| BenchError::dataset("random dataset too short"))?
             };
             let user: Arc<str> = if history {
                 body
@@ -181,6 +178,7 @@ pub fn sharegpt(
             "{} is not ShareGPT JSON ({e}); fix: pass a JSON array (or JSON lines) of {{\"conversations\": [{{\"from\", \"value\"}}]}}",
             path.display()
         ),
+        source: None,
     }
     };
     let entries: Vec<ShareGptEntry> = if text.trim_start().starts_with('[') {
@@ -231,6 +229,7 @@ pub fn sharegpt(
                 "{} has no conversation with a human → gpt turn; fix: check the file",
                 path.display()
             ),
+            source: None,
         });
     }
     Ok(Conversations { workload: Workload { requests }, bounds, history: true })

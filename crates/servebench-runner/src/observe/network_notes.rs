@@ -28,7 +28,8 @@ fn coded(e: &RequestError) -> Option<BenchError> {
         FailureCause::Redirect => Some(BenchError::Redirect { context, detail }),
         FailureCause::NotHttp1 => Some(BenchError::ServerProtocol { context, detail }),
         FailureCause::RunawayStream => Some(BenchError::RunawayStream { detail }),
-        FailureCause::Unreachable(_) | FailureCause::WrongDialect => None,
+        // Their warnings and readiness errors are failure_codes.rs's (SB403, SB404), SB315 the check's.
+        FailureCause::Unreachable(_) | FailureCause::WrongDialect | FailureCause::ChatTemplate => None,
     }
 }
 

@@ -1,27 +1,27 @@
-//! Error codes recognised in request failures: a server that cannot apply its chat template
+//! Error codes of request failures, by their typed cause (set by the client where the failure
+//! happened, never read from the message): a server that cannot apply its chat template
 //! (`SB403`) and a server answering in another dialect than `--backend` (`SB404`). In the
 //! readiness check they replace "endpoint not ready" (the run stops with the specific code);
 //! after a run, failed requests with them give one coded warning each.
 
-use servebench_client::mentions_chat_template;
 use servebench_core::{BenchError, ErrorKind, FailureCause, Outcome, RequestRecord};
 
 /// The error of a readiness check that gave up after `secs` with `last_error` (of typed
 /// `cause`, if any).
 pub fn not_ready(secs: f64, last_error: String, cause: Option<FailureCause>, backend: &str) -> BenchError {
-    if mentions_chat_template(&last_error) {
-        BenchError::ChatTemplate { detail: last_error }
-    } else if cause == Some(FailureCause::WrongDialect) {
-        BenchError::WrongDialect { backend: backend.to_owned(), detail: last_error }
-    } else {
-        BenchError::EndpointNotReady { secs, last_error }
+    match cause {
+        Some(FailureCause::ChatTemplate) => BenchError::ChatTemplate { detail: last_error },
+        Some(FailureCause::WrongDialect) => {
+            BenchError::WrongDialect { backend: backend.to_owned(), detail: last_error }
+        }
+        _ => BenchError::EndpointNotReady { secs, last_error },
     }
 }
 
 /// Coded warnings for failed requests whose error is a chat-template or wrong-dialect failure.
 pub fn warnings(records: &[RequestRecord], backend: &str) -> Vec<String> {
     let failed = || records.iter().filter(|r| r.outcome == Outcome::Failed).filter_map(|r| r.error.as_ref());
-    let chat = failed().filter(|e| mentions_chat_template(&e.message)).count();
+    let chat = failed().filter(|e| e.cause == Some(FailureCause::ChatTemplate)).count();
     let dialect = failed().filter(|e| e.cause == Some(FailureCause::WrongDialect)).count();
     let mut out = Vec::new();
     if chat > 0 {
@@ -104,7 +104,10 @@ mod tests {
     #[test]
     fn classifies_chat_template_and_wrong_dialect() {
         let msg = "HTTP 400 Bad Request: {\"error\":{\"message\":\"As of transformers v4.44, default chat template is no longer allowed\"}}";
-        assert_eq!(not_ready(5.0, msg.into(), None, "openai-chat").code(), ErrorCode::ChatTemplate);
+        let chat = Some(FailureCause::ChatTemplate);
+        assert_eq!(not_ready(5.0, msg.into(), chat, "openai-chat").code(), ErrorCode::ChatTemplate);
+        // The words alone are not the typed cause (the client sets it where it reads the body).
+        assert_eq!(not_ready(5.0, msg.into(), None, "openai-chat").code(), ErrorCode::EndpointNotReady);
         let wrong = "wrong dialect: --backend tgi got an OpenAI-style chunk";
         let dialect = Some(FailureCause::WrongDialect);
         assert_eq!(not_ready(5.0, wrong.into(), dialect, "tgi").code(), ErrorCode::WrongDialect);
@@ -113,7 +116,7 @@ mod tests {
         assert_eq!(not_ready(5.0, "HTTP 404".into(), None, "tgi").code(), ErrorCode::EndpointNotReady);
 
         let mut recs = Vec::new();
-        for (m, cause) in [(msg, None), (msg, None), (wrong, dialect), ("HTTP 500", None)] {
+        for (m, cause) in [(msg, chat), (msg, chat), (wrong, dialect), ("HTTP 500", None)] {
             let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
             r.fail_with(ErrorKind::HttpStatus, cause, m);
             recs.push(r);

@@ -92,8 +92,10 @@ pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
                 Some(ShardLine::Summary(s)) => file.shard_summary = Some(s),
                 None if n + 1 == lines.len() => *bad += 1,
                 None => {
-                    return Err(BenchError::Dataset {
-                        detail: format!("{}:{}: malformed shard header/summary line", path.display(), n + 1),
+                    return Err(BenchError::RecordsFileMalformed {
+                        file: format!("{}:{}", path.display(), n + 1),
+                        problem: "malformed shard header/summary line".into(),
+                        source: None,
                     })
                 }
             }
@@ -103,8 +105,10 @@ pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
             Ok(r) => out.push(r),
             Err(_) if n + 1 == lines.len() => *bad += 1,
             Err(e) => {
-                return Err(BenchError::Dataset {
-                    detail: format!("{}:{}: not a request record ({e})", path.display(), n + 1),
+                return Err(BenchError::RecordsFileMalformed {
+                    file: format!("{}:{}", path.display(), n + 1),
+                    problem: format!("not a request record ({e})"),
+                    source: Some(Box::new(e)),
                 })
             }
         }
@@ -142,5 +146,18 @@ mod tests {
         assert_eq!((recs.len(), bad), (1, 1));
         std::fs::write(&path, format!("garbage\n{good}\n")).unwrap();
         assert!(read_records(&path).is_err());
+    }
+
+    #[test]
+    fn a_malformed_line_is_sb208_naming_the_line_with_the_json_error_as_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let good = serde_json::to_string(&RequestRecord::scheduled(0, "a".into(), 0, 1, 1)).unwrap();
+        std::fs::write(&path, format!("{good}\n{{\"index\": \"x\"}}\n{good}\n")).unwrap();
+        let e = read_records_file(&path).unwrap_err();
+        assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "not SB203: {e}");
+        assert!(e.to_string().starts_with(&format!("{}:2: not a request record (", path.display())), "{e}");
+        let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<serde_json::Error>());
+        assert!(source.is_some(), "{e:?}");
     }
 }

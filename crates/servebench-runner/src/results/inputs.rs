@@ -32,12 +32,12 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         return read_report_records(path, None);
     }
     // A result file (one JSON document, or JSONL from --append-result: the last line wins).
-    let result = JsonFile::single_result(&text).ok_or_else(|| BenchError::Dataset {
-        detail: format!(
-            "{}: neither a records file (JSONL of request records), a result JSON nor an experiment \
-             (sweep/search/multi-run) JSON",
-            path.display()
-        ),
+    let result = JsonFile::single_result(&text).ok_or_else(|| BenchError::RecordsFileMalformed {
+        file: path.display().to_string(),
+        problem: "neither a records file (JSONL of request records), a result JSON nor an experiment \
+                  (sweep/search/multi-run) JSON"
+            .into(),
+        source: None,
     })?;
     let records = records_beside(path, result.records_file.as_deref());
     if !records.exists() {
@@ -63,8 +63,11 @@ fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<Re
 /// arrays), or a `--num-runs` document. Another experiment document is refused (SB101).
 pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
-    let file = JsonFile::parse(&text)
-        .map_err(|e| BenchError::io(path.display(), format!("not a result JSON or JSONL file ({e})")))?;
+    let file = JsonFile::parse(&text).map_err(|e| BenchError::RecordsFileMalformed {
+        file: path.display().to_string(),
+        problem: format!("not a result JSON or JSONL file ({e})"),
+        source: Some(Box::new(e)),
+    })?;
     let name = path.display().to_string();
     match file {
         JsonFile::Experiment(doc) if doc.kind() == Some("multi_run") => Ok(Loaded::multi_run(name, &doc)),
@@ -118,6 +121,22 @@ mod tests {
         let junk = dir.path().join("junk.txt");
         std::fs::write(&junk, "hello\n").unwrap();
         assert!(load_report_input(&junk).is_err());
+    }
+
+    #[test]
+    fn a_file_servebench_did_not_write_is_sb208_not_a_workload_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("other.json");
+        std::fs::write(&other, r#"{"hello": "world"}"#).unwrap();
+        let e = load_report_input(&other).unwrap_err();
+        assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+        assert!(e.to_string().starts_with(&format!("{}: neither a records file", other.display())), "{e}");
+        let junk = dir.path().join("junk.txt");
+        std::fs::write(&junk, "hello\n").unwrap();
+        let e = load_compare_input(&junk).unwrap_err();
+        assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+        let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<serde_json::Error>());
+        assert!(source.is_some(), "the JSON error is kept: {e:?}");
     }
 
     #[test]

@@ -191,6 +191,7 @@ async fn measured_workload(
                 "no request left after --max-model-len {} filtering; fix: raise --max-model-len or shorten prompts",
                 cfg.max_model_len.unwrap_or(0)
             ),
+            source: None,
         });
     }
     crate::prepare::batch::batch_workload(&mut workload, cfg.target.batch_size);

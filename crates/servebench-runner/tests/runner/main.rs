@@ -13,6 +13,7 @@ mod live_metrics;
 mod load_shapes;
 mod multi_turn;
 mod prefix_matrix;
+mod readiness;
 mod retokenize_after_run;
 mod tokenize_dialects;
 mod trace_replay;

@@ -103,8 +103,11 @@ fn report_experiment(
         )
         .into());
     }
-    let html = sweep_report(doc, goodput)
-        .map_err(|e| BenchError::Dataset { detail: format!("{}: {e}", args.inputs[0].display()) })?;
+    let html = sweep_report(doc, goodput).map_err(|e| BenchError::RecordsFileMalformed {
+        file: args.inputs[0].display().to_string(),
+        problem: e.to_string(),
+        source: Some(Box::new(e)),
+    })?;
     write_text(&args.output, &html)?;
     println!("HTML report: {} (experiment)", args.output.display());
     Ok(0)
@@ -252,10 +255,10 @@ mod tests {
         assert_eq!(code_of(&e), "SB101");
         let bogus = dir.path().join("bogus.json");
         std::fs::write(&bogus, r#"{"servebench_experiment": "tournament", "points": []}"#).unwrap();
-        assert_eq!(code_of(&report(&args_for(vec![bogus], out.clone())).unwrap_err()), "SB203");
+        assert_eq!(code_of(&report(&args_for(vec![bogus], out.clone())).unwrap_err()), "SB208");
         let unknown = dir.path().join("unknown.json");
         std::fs::write(&unknown, r#"{"hello": "world"}"#).unwrap();
-        assert_eq!(code_of(&report(&args_for(vec![unknown], out.clone())).unwrap_err()), "SB203");
+        assert_eq!(code_of(&report(&args_for(vec![unknown], out.clone())).unwrap_err()), "SB208");
 
         // A result JSON with scraped server metrics gets the server charts.
         let result = dir.path().join("run.json");
