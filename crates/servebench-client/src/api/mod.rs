@@ -101,12 +101,18 @@ pub(crate) fn body_shape(backend: BackendKind, cfg: &TargetConfig) -> Result<Bod
             let over = cfg.sampling.iter().chain(cfg.extra_body.iter());
             return audio::AudioForm::new(&cfg.model, cfg.ignore_eos, over).map(BodyShape::Multipart);
         }
-        b if b.is_pooling() => pooling::body_fields(b, cfg)?,
+        BackendKind::Embeddings
+        | BackendKind::EmbeddingsChat
+        | BackendKind::EmbeddingsClip
+        | BackendKind::EmbeddingsVlm2Vec
+        | BackendKind::Infinity
+        | BackendKind::InfinityClip
+        | BackendKind::Pooling
+        | BackendKind::Rerank => pooling::body_fields(backend, cfg)?,
         BackendKind::Native(Dialect::Tgi) => tgi::body_fields(cfg)?,
         BackendKind::Native(Dialect::Sglang) => sglang::body_fields(cfg)?,
         BackendKind::Native(Dialect::LlamaCpp) => llamacpp::body_fields(cfg)?,
         BackendKind::Native(Dialect::Anthropic) => anthropic::body_fields(cfg)?,
-        other => unreachable!("every backend has a family: {other}"),
     };
     Ok(BodyShape::Json(fields))
 }
@@ -246,13 +252,20 @@ impl ResponseParser {
     /// The parser of `backend`'s responses.
     pub(crate) fn for_backend(backend: BackendKind) -> Self {
         match backend {
+            BackendKind::Completions | BackendKind::Chat | BackendKind::Audio => ResponseParser::OpenAi,
             BackendKind::Responses => ResponseParser::Responses,
-            b if b.is_pooling() => ResponseParser::Pooling,
+            BackendKind::Embeddings
+            | BackendKind::EmbeddingsChat
+            | BackendKind::EmbeddingsClip
+            | BackendKind::EmbeddingsVlm2Vec
+            | BackendKind::Infinity
+            | BackendKind::InfinityClip
+            | BackendKind::Pooling
+            | BackendKind::Rerank => ResponseParser::Pooling,
             BackendKind::Native(Dialect::Tgi) => ResponseParser::Tgi,
             BackendKind::Native(Dialect::Sglang) => ResponseParser::Sglang(sglang::Cumulative::default()),
             BackendKind::Native(Dialect::LlamaCpp) => ResponseParser::LlamaCpp,
             BackendKind::Native(Dialect::Anthropic) => ResponseParser::Anthropic,
-            _ => ResponseParser::OpenAi,
         }
     }
 
@@ -266,20 +279,13 @@ impl ResponseParser {
         match self {
             ResponseParser::OpenAi | ResponseParser::Pooling => openai::parse_event(data),
             ResponseParser::Responses => responses::parse_event(ev.event, data),
-            native => {
-                if data == "[DONE]" {
-                    return Parsed::Done;
-                }
-                if data.is_empty() {
-                    return Parsed::Skip;
-                }
-                match native {
-                    ResponseParser::Tgi => tgi::parse(data),
-                    ResponseParser::Sglang(cum) => sglang::parse(data, cum),
-                    ResponseParser::LlamaCpp => llamacpp::parse(data),
-                    _ => anthropic::parse(ev.event, data),
-                }
-            }
+            // Native dialects: an OpenAI-style end marker or an empty event carries nothing.
+            _ if data == "[DONE]" => Parsed::Done,
+            _ if data.is_empty() => Parsed::Skip,
+            ResponseParser::Tgi => tgi::parse(data),
+            ResponseParser::Sglang(cum) => sglang::parse(data, cum),
+            ResponseParser::LlamaCpp => llamacpp::parse(data),
+            ResponseParser::Anthropic => anthropic::parse(ev.event, data),
         }
     }
 
@@ -294,7 +300,10 @@ impl ResponseParser {
             ResponseParser::Responses => responses::parse_body(text),
             ResponseParser::Pooling => pooling::parse_body(text),
             // Native dialects are measured as streams only.
-            _ => Parsed::Fail(
+            ResponseParser::Tgi
+            | ResponseParser::Sglang(_)
+            | ResponseParser::LlamaCpp
+            | ResponseParser::Anthropic => Parsed::Fail(
                 ErrorKind::Protocol,
                 format!("expected an event stream, got a JSON body: {}", snippet(body)),
             ),
