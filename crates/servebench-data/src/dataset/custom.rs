@@ -6,7 +6,7 @@
 //! text encoded with the tokenizer's special tokens.
 
 use super::chat_render::PromptTemplate;
-use super::file::{parse_json_lines, DataFile, Location};
+use super::file::{parse_json_lines_of_form, DataFile, FormHint, Location};
 use super::{collect_samples, finish, shuffle_source, Sampling};
 use serde::Deserialize;
 use servebench_core::{Result, TextTokenizer, Workload};
@@ -35,20 +35,11 @@ struct Line {
 pub fn generate_custom(cfg: &CustomConfig, sampling: &Sampling, tok: &dyn TextTokenizer) -> Result<Workload> {
     let file = DataFile::new(&cfg.path);
     let text = file.read_text()?;
-    let mut lines: Vec<(Location, Line)> = parse_json_lines(&file, &text).map_err(|e| match e {
-        servebench_core::BenchError::DatasetFile { path, location, problem, fix, source }
-            if problem.contains("missing field") || problem.contains("invalid type") =>
-        {
-            servebench_core::BenchError::DatasetFile {
-                path,
-                location,
-                problem,
-                source,
-                fix: format!("{fix}: each line is {{\"prompt\": \"text\", \"output_tokens\": N}}"),
-            }
-        }
-        other => other,
-    })?;
+    let mut lines: Vec<(Location, Line)> = parse_json_lines_of_form(
+        &file,
+        &text,
+        FormHint::WrongShape(r#"each line is {"prompt": "text", "output_tokens": N}"#),
+    )?;
     if cfg.output_len.is_none() {
         for (at, l) in &lines {
             check_line_output_tokens(&file, *at, l.output_tokens)?;

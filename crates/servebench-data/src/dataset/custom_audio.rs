@@ -17,7 +17,7 @@
 
 use super::chat_render::PromptTemplate;
 use super::custom::check_line_output_tokens;
-use super::file::{parse_json_lines, DataFile, Location};
+use super::file::{parse_json_lines_of_form, DataFile, FormHint, Location};
 use super::{collect_samples, finish, shuffle_source, Sampling};
 use base64::Engine as _;
 use serde::Deserialize;
@@ -64,18 +64,7 @@ pub fn generate_custom_audio(
 ) -> Result<Workload> {
     let file = DataFile::new(&cfg.path);
     let text = file.read_text()?;
-    let mut lines: Vec<(Location, Line)> = parse_json_lines(&file, &text).map_err(|e| match e {
-        servebench_core::BenchError::DatasetFile { path, location, problem, fix, source } => {
-            servebench_core::BenchError::DatasetFile {
-                path,
-                location,
-                problem,
-                source,
-                fix: format!("{fix}: {FORM}"),
-            }
-        }
-        other => other,
-    })?;
+    let mut lines: Vec<(Location, Line)> = parse_json_lines_of_form(&file, &text, FormHint::Always(FORM))?;
     if cfg.output_len.is_none() {
         for (at, l) in &lines {
             check_line_output_tokens(&file, *at, l.output_tokens)?;

@@ -16,7 +16,7 @@
 //! then image parts (pre-built too with `--enable-multimodal-chat`). Chat backends only.
 
 use super::custom::check_line_output_tokens;
-use super::file::{parse_json_lines, DataFile, Location};
+use super::file::{parse_json_lines_of_form, DataFile, FormHint, Location};
 use super::media::{MediaProblem, MediaResolver};
 use super::{collect_samples, finish, shuffle_source, Sample, Sampling};
 use serde::Deserialize;
@@ -136,18 +136,7 @@ pub fn generate_custom_image(
 ) -> Result<Workload> {
     let file = DataFile::new(&cfg.path);
     let text = file.read_text()?;
-    let lines: Vec<(Location, Line)> = parse_json_lines(&file, &text).map_err(|e| match e {
-        servebench_core::BenchError::DatasetFile { path, location, problem, fix, source } => {
-            servebench_core::BenchError::DatasetFile {
-                path,
-                location,
-                problem,
-                source,
-                fix: format!("{fix}: {FORMS}"),
-            }
-        }
-        other => other,
-    })?;
+    let lines: Vec<(Location, Line)> = parse_json_lines_of_form(&file, &text, FormHint::Always(FORMS))?;
     let mut requests = Vec::with_capacity(lines.len());
     for (at, line) in lines {
         if cfg.output_len.is_none() {

@@ -207,6 +207,33 @@ pub fn parse_json_lines<'a, T: Deserialize<'a> + Send>(
     file: &DataFile,
     text: &'a str,
 ) -> Result<Vec<(Location, T)>> {
+    parse_lines(file, text, None)
+}
+
+/// Which malformed lines of a JSON-lines file get the line's expected form in their fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormHint<'f> {
+    /// Every malformed line.
+    Always(&'f str),
+    /// Lines that are valid JSON of the wrong shape (a missing field, a wrong type or value).
+    WrongShape(&'f str),
+}
+
+/// [`parse_json_lines`] for a dataset whose lines have one documented form: a malformed
+/// line's fix ends with that form (`hint`).
+pub fn parse_json_lines_of_form<'a, T: Deserialize<'a> + Send>(
+    file: &DataFile,
+    text: &'a str,
+    hint: FormHint<'_>,
+) -> Result<Vec<(Location, T)>> {
+    parse_lines(file, text, Some(hint))
+}
+
+fn parse_lines<'a, T: Deserialize<'a> + Send>(
+    file: &DataFile,
+    text: &'a str,
+    hint: Option<FormHint<'_>>,
+) -> Result<Vec<(Location, T)>> {
     let lines: Vec<(usize, &'a str)> =
         text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i + 1, l)).collect();
     if lines.is_empty() {
@@ -222,6 +249,15 @@ pub fn parse_json_lines<'a, T: Deserialize<'a> + Send>(
                     "each line must be one complete JSON object"
                 } else {
                     "fix or remove this line"
+                };
+                let form = match hint {
+                    Some(FormHint::Always(form)) => Some(form),
+                    Some(FormHint::WrongShape(form)) if e.is_data() => Some(form),
+                    _ => None,
+                };
+                let fix = match form {
+                    Some(form) => format!("{fix}: {form}"),
+                    None => fix.to_owned(),
                 };
                 file.error_from(Location::Line(n), format!("{e}"), fix, e)
             })
@@ -315,5 +351,26 @@ mod source_tests {
         let err = parse_json_lines::<Value>(&file, &file.read_text().unwrap()).unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
         assert!(err.source().is_some_and(|s| s.is::<serde_json::Error>()), "{err}");
+    }
+
+    #[test]
+    fn a_lines_form_is_named_for_every_bad_line_or_only_for_wrong_shapes() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Line {
+            prompt: String,
+        }
+        let file = DataFile::new("lines.jsonl");
+        let form = "each line is {\"prompt\": \"text\"}";
+        let fix_of =
+            |text: &str, hint: FormHint<'_>| match parse_json_lines_of_form::<Line>(&file, text, hint) {
+                Err(servebench_core::BenchError::DatasetFile { fix, .. }) => fix,
+                other => panic!("expected SB204, got {other:?}"),
+            };
+        let wrong_shape = "{\"text\": \"hi\"}\n";
+        let not_json = "{\"prompt\": \n";
+        assert!(fix_of(wrong_shape, FormHint::WrongShape(form)).ends_with(form));
+        assert!(!fix_of(not_json, FormHint::WrongShape(form)).contains(form));
+        assert!(fix_of(not_json, FormHint::Always(form)).ends_with(form));
     }
 }
