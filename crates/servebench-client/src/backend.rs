@@ -68,20 +68,44 @@ impl BackendKind {
     }
 }
 
+/// The API family of a backend: which module of `api/` lays out its bodies and parses its
+/// answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiFamily {
+    /// OpenAI completions and chat (`api/openai.rs`).
+    OpenAi,
+    /// The Responses API (`api/responses.rs`).
+    Responses,
+    /// Embeddings, pooling and rerank: one JSON answer, no tokens (`api/pooling.rs`).
+    Pooling,
+    /// Transcriptions: a multipart upload, answered with OpenAI-style chunks (`api/audio.rs`).
+    Audio,
+    /// A native server dialect (`api/{tgi,sglang,llamacpp,anthropic}.rs`).
+    Native(Dialect),
+}
+
 impl BackendKind {
+    /// The backend's API family; every backend names one (the match is exhaustive).
+    pub fn family(self) -> ApiFamily {
+        match self {
+            BackendKind::Completions | BackendKind::Chat => ApiFamily::OpenAi,
+            BackendKind::Responses => ApiFamily::Responses,
+            BackendKind::Embeddings
+            | BackendKind::EmbeddingsChat
+            | BackendKind::EmbeddingsClip
+            | BackendKind::EmbeddingsVlm2Vec
+            | BackendKind::Infinity
+            | BackendKind::InfinityClip
+            | BackendKind::Pooling
+            | BackendKind::Rerank => ApiFamily::Pooling,
+            BackendKind::Audio => ApiFamily::Audio,
+            BackendKind::Native(d) => ApiFamily::Native(d),
+        }
+    }
+
     /// Pooling backends answer with one JSON body and generate no tokens.
     pub fn is_pooling(self) -> bool {
-        matches!(
-            self,
-            BackendKind::Embeddings
-                | BackendKind::EmbeddingsChat
-                | BackendKind::EmbeddingsClip
-                | BackendKind::EmbeddingsVlm2Vec
-                | BackendKind::Infinity
-                | BackendKind::InfinityClip
-                | BackendKind::Pooling
-                | BackendKind::Rerank
-        )
+        self.family() == ApiFamily::Pooling
     }
 
     /// Whether the backend's body can carry token-id prompts.

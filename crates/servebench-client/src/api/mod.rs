@@ -29,7 +29,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 use servebench_core::{BenchError, ErrorKind, FailureCause, Result};
 
-use crate::backend::{BackendKind, Dialect, TargetConfig};
+use crate::backend::{ApiFamily, BackendKind, Dialect, TargetConfig};
 use crate::sse::SseEvent;
 use crate::transport::control::snippet;
 
@@ -94,25 +94,18 @@ pub(crate) enum BodyShape {
 
 /// The body of `backend`'s requests, from its family.
 pub(crate) fn body_shape(backend: BackendKind, cfg: &TargetConfig) -> Result<BodyShape> {
-    let fields = match backend {
-        BackendKind::Completions | BackendKind::Chat => openai::body_fields(backend, cfg)?,
-        BackendKind::Responses => responses::body_fields(cfg)?,
-        BackendKind::Audio => {
+    let fields = match backend.family() {
+        ApiFamily::OpenAi => openai::body_fields(backend, cfg)?,
+        ApiFamily::Responses => responses::body_fields(cfg)?,
+        ApiFamily::Audio => {
             let over = cfg.sampling.iter().chain(cfg.extra_body.iter());
             return audio::AudioForm::new(&cfg.model, cfg.ignore_eos, over).map(BodyShape::Multipart);
         }
-        BackendKind::Embeddings
-        | BackendKind::EmbeddingsChat
-        | BackendKind::EmbeddingsClip
-        | BackendKind::EmbeddingsVlm2Vec
-        | BackendKind::Infinity
-        | BackendKind::InfinityClip
-        | BackendKind::Pooling
-        | BackendKind::Rerank => pooling::body_fields(backend, cfg)?,
-        BackendKind::Native(Dialect::Tgi) => tgi::body_fields(cfg)?,
-        BackendKind::Native(Dialect::Sglang) => sglang::body_fields(cfg)?,
-        BackendKind::Native(Dialect::LlamaCpp) => llamacpp::body_fields(cfg)?,
-        BackendKind::Native(Dialect::Anthropic) => anthropic::body_fields(cfg)?,
+        ApiFamily::Pooling => pooling::body_fields(backend, cfg)?,
+        ApiFamily::Native(Dialect::Tgi) => tgi::body_fields(cfg)?,
+        ApiFamily::Native(Dialect::Sglang) => sglang::body_fields(cfg)?,
+        ApiFamily::Native(Dialect::LlamaCpp) => llamacpp::body_fields(cfg)?,
+        ApiFamily::Native(Dialect::Anthropic) => anthropic::body_fields(cfg)?,
     };
     Ok(BodyShape::Json(fields))
 }
@@ -251,21 +244,14 @@ pub(crate) enum ResponseParser {
 impl ResponseParser {
     /// The parser of `backend`'s responses.
     pub(crate) fn for_backend(backend: BackendKind) -> Self {
-        match backend {
-            BackendKind::Completions | BackendKind::Chat | BackendKind::Audio => ResponseParser::OpenAi,
-            BackendKind::Responses => ResponseParser::Responses,
-            BackendKind::Embeddings
-            | BackendKind::EmbeddingsChat
-            | BackendKind::EmbeddingsClip
-            | BackendKind::EmbeddingsVlm2Vec
-            | BackendKind::Infinity
-            | BackendKind::InfinityClip
-            | BackendKind::Pooling
-            | BackendKind::Rerank => ResponseParser::Pooling,
-            BackendKind::Native(Dialect::Tgi) => ResponseParser::Tgi,
-            BackendKind::Native(Dialect::Sglang) => ResponseParser::Sglang(sglang::Cumulative::default()),
-            BackendKind::Native(Dialect::LlamaCpp) => ResponseParser::LlamaCpp,
-            BackendKind::Native(Dialect::Anthropic) => ResponseParser::Anthropic,
+        match backend.family() {
+            ApiFamily::OpenAi | ApiFamily::Audio => ResponseParser::OpenAi,
+            ApiFamily::Responses => ResponseParser::Responses,
+            ApiFamily::Pooling => ResponseParser::Pooling,
+            ApiFamily::Native(Dialect::Tgi) => ResponseParser::Tgi,
+            ApiFamily::Native(Dialect::Sglang) => ResponseParser::Sglang(sglang::Cumulative::default()),
+            ApiFamily::Native(Dialect::LlamaCpp) => ResponseParser::LlamaCpp,
+            ApiFamily::Native(Dialect::Anthropic) => ResponseParser::Anthropic,
         }
     }
 
