@@ -27,7 +27,7 @@ use crate::info::{python_float, vllm_date, RunInfo};
 pub use charts::MAX_SCATTER_POINTS;
 pub use dataset_stats::{dataset_stats_report, request_lens, RequestLens};
 pub use experiment_error::ExperimentError;
-pub use server_charts::{ServerSample, ServerSeries};
+pub use server_charts::ServerSeries;
 pub use sweep::sweep_report;
 pub use timeline::{timeline_report, timeline_rows, TimelineRow};
 

@@ -3,29 +3,16 @@
 //! rate per scrape interval. Drawn only for runs whose result carries samples.
 
 use crate::document::{ResultDocument, ServerMetricsDoc};
-use crate::sections::server::ServerMetrics;
+use crate::sections::server::{ScrapeSample, ServerMetrics};
 
 use super::charts::Run;
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
 
-/// One scrape of the server's `/metrics` (seconds from the start of the measured phase).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ServerSample {
-    pub t_s: f64,
-    pub running: Option<f64>,
-    pub waiting: Option<f64>,
-    /// KV-cache usage, 0..1.
-    pub kv_cache_usage: Option<f64>,
-    /// Cumulative prefix-cache queries (tokens).
-    pub prefix_cache_queries: Option<f64>,
-    /// Cumulative prefix-cache hits (tokens).
-    pub prefix_cache_hits: Option<f64>,
-}
-
 /// The scraped series of one run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServerSeries {
-    pub samples: Vec<ServerSample>,
+    /// The scrapes, seconds from the start of the measured phase.
+    pub samples: Vec<ScrapeSample>,
 }
 
 impl ServerSeries {
@@ -37,37 +24,26 @@ impl ServerSeries {
 
     /// The series a run scraped (`--scrape-metrics`); `None` when it has no samples.
     pub fn from_metrics(m: &ServerMetrics) -> Option<ServerSeries> {
-        let samples: Vec<ServerSample> = m
-            .samples
-            .iter()
-            .filter(|s| s.t_s.is_finite())
-            .map(|s| ServerSample {
-                t_s: s.t_s,
-                running: s.running,
-                waiting: s.waiting,
-                kv_cache_usage: s.kv_cache_usage,
-                prefix_cache_queries: s.prefix_cache_queries,
-                prefix_cache_hits: s.prefix_cache_hits,
-            })
-            .collect();
+        let samples: Vec<ScrapeSample> = m.samples.iter().filter(|s| s.t_s.is_finite()).cloned().collect();
         (!samples.is_empty()).then_some(ServerSeries { samples })
     }
 
     /// The series of a `server_metrics` document; `None` when it has no samples.
     pub fn from_doc(doc: &ServerMetricsDoc) -> Option<ServerSeries> {
-        let samples: Vec<ServerSample> = doc
+        let samples: Vec<ScrapeSample> = doc
             .samples
             .iter()
             .flatten()
             .filter_map(|s| {
                 let s = s.0.as_ref()?;
-                Some(ServerSample {
+                Some(ScrapeSample {
                     t_s: s.t_s?,
                     running: s.running,
                     waiting: s.waiting,
                     kv_cache_usage: s.kv_cache_usage,
                     prefix_cache_queries: s.prefix_cache_queries,
                     prefix_cache_hits: s.prefix_cache_hits,
+                    ..ScrapeSample::default()
                 })
             })
             .collect();
@@ -96,7 +72,7 @@ impl ServerSeries {
 /// A run of a server chart: label, index in the report, series.
 pub(crate) type ServerRun<'a> = (usize, &'a str, &'a ServerSeries);
 
-fn pick(s: &ServerSeries, f: fn(&ServerSample) -> Option<f64>) -> Vec<(f64, f64)> {
+fn pick(s: &ServerSeries, f: fn(&ScrapeSample) -> Option<f64>) -> Vec<(f64, f64)> {
     s.samples.iter().filter_map(|x| f(x).map(|v| (x.t_s, v))).collect()
 }
 
@@ -120,8 +96,8 @@ pub(crate) fn server_charts(runs: &[Run<'_>], series: &[ServerRun<'_>]) -> Vec<C
     let mut hit = Vec::new();
     for &(i, l, s) in series {
         for (what, style, f) in [
-            ("running", Style::Solid, (|x: &ServerSample| x.running) as fn(&ServerSample) -> Option<f64>),
-            ("waiting", Style::Dashed, |x: &ServerSample| x.waiting),
+            ("running", Style::Solid, (|x: &ScrapeSample| x.running) as fn(&ScrapeSample) -> Option<f64>),
+            ("waiting", Style::Dashed, |x: &ScrapeSample| x.waiting),
         ] {
             let pts = pick(s, f);
             if !pts.is_empty() {
