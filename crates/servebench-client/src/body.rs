@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use servebench_core::{BenchError, ChatMessages, Prompt, RequestSpec, Result};
 
-use crate::api::{self, BodyShape, Slot};
+use crate::api::{self, write_json, write_prompt, BodyShape, Slot};
 use crate::backend::{BackendKind, TargetConfig};
 
 /// The resolved request bodies of a run.
@@ -217,18 +217,6 @@ fn rerank_parts(backend: BackendKind, spec: &RequestSpec) -> Result<(Arc<str>, V
             let t = text_only(backend, other)?;
             Ok((t.clone(), vec![t.clone()]))
         }
-    }
-}
-
-pub(crate) fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
-    serde_json::to_writer(out, v).map_err(|e| BenchError::protocol("request body", e))
-}
-
-fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
-    match prompt {
-        Prompt::Text(t) => write_json(out, &**t),
-        Prompt::TokenIds(ids) => write_json(out, &**ids),
-        Prompt::Batch(texts) => write_json(out, &**texts),
     }
 }
 

@@ -22,6 +22,8 @@ use std::collections::HashMap;
 use serde_json::value::RawValue;
 use servebench_core::{BenchError, Prompt, RequestSpec, Result};
 
+use super::{write_json, write_prompt};
+
 /// Which multimodal embedding body (`crate::backend::BackendKind` maps onto it in `pooling.rs`;
 /// this module depends on no other of the crate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,18 +43,6 @@ impl EmbedKind {
             EmbedKind::Infinity => "infinity-embeddings",
             EmbedKind::InfinityClip => "infinity-embeddings-clip",
         }
-    }
-}
-
-fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
-    serde_json::to_writer(out, v).map_err(|e| BenchError::protocol("request body", e))
-}
-
-fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
-    match prompt {
-        Prompt::Text(t) => write_json(out, &**t),
-        Prompt::TokenIds(ids) => write_json(out, &**ids),
-        Prompt::Batch(texts) => write_json(out, &**texts),
     }
 }
 

@@ -27,7 +27,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
-use servebench_core::{BenchError, ErrorKind, FailureCause, Result};
+use servebench_core::{BenchError, ErrorKind, FailureCause, Prompt, Result};
 
 use crate::backend::{ApiFamily, BackendKind, Dialect, TargetConfig};
 use crate::sse::SseEvent;
@@ -108,6 +108,20 @@ pub(crate) fn body_shape(backend: BackendKind, cfg: &TargetConfig) -> Result<Bod
         ApiFamily::Native(Dialect::Anthropic) => anthropic::body_fields(cfg)?,
     };
     Ok(BodyShape::Json(fields))
+}
+
+/// Writes `v` as JSON into a request body.
+pub(crate) fn write_json(out: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) -> Result<()> {
+    serde_json::to_writer(out, v).map_err(|e| BenchError::protocol("request body", e))
+}
+
+/// Writes a prompt as its JSON value: a string, a token-id list, or a list of strings.
+pub(crate) fn write_prompt(out: &mut Vec<u8>, prompt: &Prompt) -> Result<()> {
+    match prompt {
+        Prompt::Text(t) => write_json(out, &**t),
+        Prompt::TokenIds(ids) => write_json(out, &**ids),
+        Prompt::Batch(texts) => write_json(out, &**texts),
+    }
 }
 
 /// A value as JSON text (a body field).
