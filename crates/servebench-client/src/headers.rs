@@ -3,7 +3,7 @@
 //! [`Secret`] and its header value is marked sensitive (hidden from `Debug`).
 
 use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use servebench_core::secret::{is_sensitive_header, Secret};
+use servebench_core::secret::{is_sensitive_header, Redactor, Secret};
 use servebench_core::{BenchError, Result};
 
 use crate::backend::{BackendKind, Dialect, TargetConfig};
@@ -45,6 +45,24 @@ pub fn build_headers(cfg: &TargetConfig) -> Result<HeaderMap> {
         h.insert(name, value);
     }
     Ok(h)
+}
+
+/// The secrets of a target to redact from server text: the API key and the value of every
+/// `--header` whose name is sensitive ([`is_sensitive_header`]).
+pub fn redactor(cfg: &TargetConfig) -> Redactor {
+    let mut r = Redactor::new();
+    if let Some(key) = &cfg.api_key {
+        r.add(key.expose());
+    }
+    for (_, value) in cfg.headers.iter().filter(|(n, _)| is_sensitive_header(n)) {
+        // `Bearer xyz`: the token alone may be echoed too.
+        let v = value.expose();
+        r.add(v);
+        if let Some((_, token)) = v.split_once(' ') {
+            r.add(token);
+        }
+    }
+    r
 }
 
 /// The API key of `backend` from the environment (`env` looks a variable up):

@@ -1,7 +1,12 @@
 //! Secrets: a value (API key, credential header, token) whose `Debug` and `Display` never
-//! show it, and the one rule that says which header names carry one.
+//! show it, the one rule that says which header names carry one, and the [`Redactor`] that
+//! removes the run's secrets from server-provided text before it is stored or printed.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
+
+use base64::Engine as _;
 
 /// A secret value (API key, auth header value) whose `Debug`/`Display` never show it.
 #[derive(Clone, PartialEq, Eq)]
@@ -52,6 +57,192 @@ pub fn is_sensitive_header(name: &str) -> bool {
         || ["auth", "key", "token", "secret", "password", "credential"].iter().any(|part| n.contains(part))
 }
 
+/// What a redacted secret is replaced with.
+pub const REDACTED: &str = "<redacted>";
+
+/// Secrets shorter than this are not searched for in text: replacing a one- or two-character
+/// value everywhere would destroy every message while hiding nothing a reader could not guess.
+pub const MIN_REDACTED_CHARS: usize = 4;
+
+/// The run's secrets, built once from the configuration (API key, sensitive `--header`
+/// values, proxy credentials), and applied to every piece of server-provided text (error
+/// bodies, failure messages, generated text) where it enters a record or an error. A server
+/// that echoes the request's `Authorization` header into its error body then shows
+/// `<redacted>` instead of the key, in every output built from that text.
+///
+/// Each secret is searched in the forms a server may echo it in: as sent, percent-encoded,
+/// JSON-escaped and base64 (a `Basic` credential). [`Redactor::add_credentials`] adds a
+/// `user:password` pair the way `Proxy-Authorization: Basic` carries it.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    /// Longest first, so a secret that contains another is replaced whole.
+    needles: Arc<Vec<String>>,
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Redactor({} forms)", self.needles.len())
+    }
+}
+
+impl Redactor {
+    /// A redactor without secrets (text passes unchanged).
+    pub fn new() -> Self {
+        Redactor::default()
+    }
+
+    /// Whether it has nothing to redact.
+    pub fn is_empty(&self) -> bool {
+        self.needles.is_empty()
+    }
+
+    /// Adds a secret value (in all its forms). Values shorter than [`MIN_REDACTED_CHARS`]
+    /// are ignored.
+    pub fn add(&mut self, secret: &str) -> &mut Self {
+        let forms = secret_forms(secret);
+        self.push(forms);
+        self
+    }
+
+    /// Adds a `user:password` credential (a proxy URL's userinfo): the password alone,
+    /// `user:password`, and their base64 forms (`Basic` credentials), each as given and
+    /// percent-decoded.
+    pub fn add_credentials(&mut self, user: &str, password: &str) -> &mut Self {
+        for (user, password) in
+            [(user.to_owned(), password.to_owned()), (percent_decode(user), percent_decode(password))]
+        {
+            let mut forms = secret_forms(&password);
+            if !password.is_empty() || user.chars().count() >= MIN_REDACTED_CHARS {
+                forms.extend(secret_forms(&format!("{user}:{password}")));
+            }
+            self.push(forms);
+        }
+        self
+    }
+
+    /// Adds every secret of `other`.
+    pub fn merge(&mut self, other: &Redactor) -> &mut Self {
+        self.push(other.needles.iter().cloned().collect());
+        self
+    }
+
+    fn push(&mut self, forms: Vec<String>) {
+        let needles = Arc::make_mut(&mut self.needles);
+        for f in forms {
+            if !needles.contains(&f) {
+                needles.push(f);
+            }
+        }
+        needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    }
+
+    /// `text` with every secret replaced by [`REDACTED`] (borrowed when nothing matched).
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for n in self.needles.iter() {
+            if out.contains(n.as_str()) {
+                out = Cow::Owned(out.replace(n.as_str(), REDACTED));
+            }
+        }
+        out
+    }
+
+    /// Redacts `text` in place.
+    pub fn redact_in_place(&self, text: &mut String) {
+        if let Cow::Owned(r) = self.redact(text) {
+            *text = r;
+        }
+    }
+
+    /// `bytes` with every secret replaced (bytes need not be UTF-8; borrowed when nothing
+    /// matched).
+    pub fn redact_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        let mut out = Cow::Borrowed(bytes);
+        for n in self.needles.iter() {
+            let n = n.as_bytes();
+            if find(&out, n).is_some() {
+                out = Cow::Owned(replace_bytes(&out, n, REDACTED.as_bytes()));
+            }
+        }
+        out
+    }
+}
+
+/// The forms a secret may be echoed in: as is, percent-encoded, JSON-escaped (also with `\/`),
+/// base64.
+fn secret_forms(secret: &str) -> Vec<String> {
+    let secret = secret.trim();
+    if secret.chars().count() < MIN_REDACTED_CHARS {
+        return Vec::new();
+    }
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    let json = json.trim_matches('"');
+    let mut forms = vec![
+        secret.to_owned(),
+        percent_encode(secret),
+        json.to_owned(),
+        json.replace('/', "\\/"),
+        base64::engine::general_purpose::STANDARD.encode(secret),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret),
+    ];
+    forms.sort();
+    forms.dedup();
+    forms
+}
+
+/// Percent-encodes every byte outside RFC 3986's unreserved set.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes `%XX` escapes (invalid escapes and non-UTF-8 results are kept as given).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (b[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_owned())
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn replace_bytes(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut rest = hay;
+    while let Some(i) = find(rest, needle) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(with);
+        rest = &rest[i + needle.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +272,37 @@ mod tests {
         let s = Secret::new("sk-123");
         assert_eq!(s.expose(), "sk-123");
         assert!(!format!("{s:?} {s}").contains("sk-123"));
+    }
+
+    #[test]
+    fn the_redactor_removes_a_secret_in_every_echoed_form() {
+        let mut r = Redactor::new();
+        r.add("sk-live/+key=1");
+        let b64 = base64::engine::general_purpose::STANDARD.encode("sk-live/+key=1");
+        let text = format!(
+            "bad key: Bearer sk-live/+key=1; url sk-live%2F%2Bkey%3D1; json sk-live\\/+key=1; b64 {b64}"
+        );
+        let out = r.redact(&text);
+        assert_eq!(out, "bad key: Bearer <redacted>; url <redacted>; json <redacted>; b64 <redacted>");
+        let out = r.redact_bytes(b"\xff bytes sk-live/+key=1 \xfe");
+        assert_eq!(&*out, b"\xff bytes <redacted> \xfe");
+        assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn proxy_credentials_are_redacted_as_the_password_the_pair_and_basic() {
+        let mut r = Redactor::new();
+        r.add_credentials("alice", "pr0xy%40pass");
+        let basic = base64::engine::general_purpose::STANDARD.encode("alice:pr0xy@pass");
+        let text = format!("Proxy-Authorization: Basic {basic}; user alice:pr0xy@pass; url pr0xy%40pass");
+        assert_eq!(r.redact(&text), "Proxy-Authorization: Basic <redacted>; user <redacted>; url <redacted>");
+        assert!(!format!("{r:?}").contains("pr0xy"));
+    }
+
+    #[test]
+    fn values_too_short_to_redact_are_ignored_and_longer_secrets_win() {
+        let mut r = Redactor::new();
+        r.add("abc").add("token-1").add("token-1-long");
+        assert_eq!(r.redact("abc token-1-long token-1"), "abc <redacted> <redacted>");
     }
 }

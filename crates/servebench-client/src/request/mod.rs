@@ -202,7 +202,26 @@ async fn run_until(
         record.error = None;
         record.done_us = Some(clock.now_us());
     }
+    redact_server_text(client.redactor(), &mut record);
     record
+}
+
+/// The one point where a request's server text (failure message from an error body, an error
+/// event or the first bytes of a bad answer; generated text; ids and finish reasons) enters
+/// the record: the run's secrets are replaced, so records, the result's `errors`, the console
+/// and the reports never show a key the server echoed.
+fn redact_server_text(r: &servebench_core::secret::Redactor, record: &mut RequestRecord) {
+    if r.is_empty() {
+        return;
+    }
+    if let Some(e) = record.error.as_mut() {
+        r.redact_in_place(&mut e.message);
+    }
+    for text in [&mut record.generated_text, &mut record.server_request_id, &mut record.finish_reason] {
+        if let Some(t) = text.as_mut() {
+            r.redact_in_place(t);
+        }
+    }
 }
 
 /// One attempt: build and send the request, record the head, then read the body by its kind.

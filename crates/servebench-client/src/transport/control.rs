@@ -169,6 +169,12 @@ impl HttpClient {
         if complete {
             owner.release(conn);
         }
+        // Server text: whatever it echoes of the request's credentials is redacted here,
+        // before any error, note or parser sees it.
+        let bytes = match self.redactor().redact_bytes(&bytes) {
+            std::borrow::Cow::Borrowed(_) => bytes,
+            std::borrow::Cow::Owned(r) => Bytes::from(r),
+        };
         Ok(RawResponse {
             path,
             status: parts.status.as_u16(),
@@ -178,7 +184,9 @@ impl HttpClient {
     }
 
     /// The coded error of a failed control call's send, from the failure's typed cause.
-    fn send_error(&self, context: String, f: SendFailure) -> BenchError {
+    fn send_error(&self, context: String, mut f: SendFailure) -> BenchError {
+        // The message may quote the server's first bytes (not HTTP/1.1, a redirect target).
+        self.redactor().redact_in_place(&mut f.message);
         // A certificate or proxy failure has its own code (SB310, SB312).
         if matches!(f.kind, SendFailKind::Connect | SendFailKind::Transport) {
             if let Some(typed) = self.connect_failure() {

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use http::header::{HeaderMap, HeaderValue, ACCEPT_ENCODING, HOST};
 use http::{Method, Request, Response, Uri};
+use servebench_core::secret::Redactor;
 use servebench_core::{BenchError, FailureCause, Result};
 use tokio::net::TcpStream;
 use tokio::sync::OnceCell;
@@ -78,6 +79,10 @@ pub struct ClientOptions {
     pub tls: TlsOptions,
     /// Proxies (`HTTPS_PROXY`, ..., `--no-proxy`).
     pub proxy: ProxyOptions,
+    /// The run's secrets (API key, sensitive `--header` values: [`crate::headers::redactor`]);
+    /// the client adds the proxy URLs' credentials. Applied to all server text it hands out:
+    /// request records ([`crate::request`]), control-plane bodies and failure messages.
+    pub secrets: Redactor,
 }
 
 impl Default for ClientOptions {
@@ -91,6 +96,7 @@ impl Default for ClientOptions {
             control_timeout: Duration::from_secs(60),
             tls: TlsOptions::default(),
             proxy: ProxyOptions::default(),
+            secrets: Redactor::new(),
         }
     }
 }
@@ -167,6 +173,8 @@ struct Inner {
     counters: Counters,
     reuse: ReuseState,
     redirects: Mutex<redirect::RedirectLog>,
+    /// `opts.secrets` plus the proxy credentials.
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for Inner {
@@ -248,8 +256,11 @@ impl HttpClient {
             .as_ref()
             .filter(|p| !p.tunnel)
             .map(|_| format!("http://{}", host_header.to_str().unwrap_or("")));
+        let mut redactor = opts.secrets.clone();
+        proxy::add_credentials(&opts.proxy.env, &mut redactor);
         Ok(HttpClient {
             inner: Arc::new(Inner {
+                redactor,
                 origin: Origin { tls: tls.is_some(), host, port, host_header, prefix, display },
                 opts,
                 tls,
@@ -269,6 +280,11 @@ impl HttpClient {
     /// The options this client was created with.
     pub fn options(&self) -> &ClientOptions {
         &self.inner.opts
+    }
+
+    /// The run's secrets as this client redacts them from server text.
+    pub fn redactor(&self) -> &Redactor {
+        &self.inner.redactor
     }
 
     /// `scheme://host:port` of the server (for messages; never contains credentials).

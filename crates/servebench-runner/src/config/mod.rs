@@ -99,6 +99,21 @@ pub struct RunConfig {
     pub start_at_unix_us: Option<u64>,
 }
 
+impl RunConfig {
+    /// The options every client of this run starts from: the server, TLS, proxies, and the
+    /// secrets (API key, sensitive headers) its server text is redacted of.
+    pub fn client_options(&self) -> servebench_client::ClientOptions {
+        servebench_client::ClientOptions {
+            base_url: self.base_url.clone(),
+            insecure: self.insecure,
+            tls: self.tls.clone(),
+            proxy: self.proxy.clone(),
+            secrets: servebench_client::headers::redactor(&self.target),
+            ..servebench_client::ClientOptions::default()
+        }
+    }
+}
+
 /// `--shard-index/--num-shards` and what the merged result needs from the command line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShardConfig {

@@ -45,13 +45,9 @@ impl ServerSide {
     /// A control-plane client for `base_url` (its own pool, so polls never wait behind the load).
     pub fn client(run: &RunConfig) -> servebench_core::Result<HttpClient> {
         HttpClient::new(ClientOptions {
-            base_url: run.base_url.clone(),
-            insecure: run.insecure,
-            tls: run.tls.clone(),
-            proxy: run.proxy.clone(),
             max_idle: 4,
             control_timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
+            ..run.client_options()
         })
     }
 

@@ -134,12 +134,8 @@ struct Connection {
 /// (vLLM's default), after --ready-check-timeout-sec with one.
 async fn connect(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Connection> {
     let client = HttpClient::new(ClientOptions {
-        base_url: cfg.base_url.clone(),
-        insecure: cfg.insecure,
         max_idle: cfg.max_concurrency.unwrap_or(2048).max(256),
-        tls: cfg.tls.clone(),
-        proxy: cfg.proxy.clone(),
-        ..ClientOptions::default()
+        ..cfg.client_options()
     })?;
     for line in network_header(&client) {
         observer.message(&line);

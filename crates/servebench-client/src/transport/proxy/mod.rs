@@ -10,6 +10,7 @@
 
 use http::header::HeaderValue;
 use hyper_util::client::proxy::matcher::Matcher;
+use servebench_core::secret::Redactor;
 use servebench_core::{BenchError, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -99,6 +100,18 @@ pub fn redact(url: &str) -> String {
             format!("{}://{cred}{host}{port}", u.scheme())
         }
         Err(_) => "(unparsable proxy URL)".into(),
+    }
+}
+
+/// Adds the credentials of every proxy URL in `env` (whichever applies) to `r`.
+pub(crate) fn add_credentials(env: &ProxyEnv, r: &mut Redactor) {
+    for raw in [&env.http_proxy, &env.https_proxy, &env.all_proxy].into_iter().flatten() {
+        let with_scheme = if raw.contains("://") { raw.clone() } else { format!("http://{raw}") };
+        if let Ok(u) = Url::parse(&with_scheme) {
+            if !u.username().is_empty() || u.password().is_some() {
+                r.add_credentials(u.username(), u.password().unwrap_or(""));
+            }
+        }
     }
 }
 
@@ -245,11 +258,8 @@ impl super::HttpClient {
     pub(super) fn proxy_unreachable(&self, e: ConnectError) -> ConnectError {
         match &self.inner.proxy {
             Some(p) => {
-                let f = ConnectFailure::Proxy {
-                    proxy: p.display.clone(),
-                    detail: format!("unreachable: {e}"),
-                    permanent: true,
-                };
+                let detail = self.redactor().redact(&format!("unreachable: {e}")).into_owned();
+                let f = ConnectFailure::Proxy { proxy: p.display.clone(), detail, permanent: true };
                 self.inner.failures.set(f.clone());
                 ConnectError::Proxy(f)
             }
@@ -264,8 +274,9 @@ impl super::HttpClient {
         let host = if o.host.contains(':') { format!("[{}]", o.host) } else { o.host.clone() };
         let authority = format!("{host}:{}", o.port);
         tunnel(tcp, p, &authority).await.map_err(|t| {
-            let f =
-                ConnectFailure::Proxy { proxy: p.display.clone(), detail: t.detail, permanent: t.permanent };
+            // The reason phrase is the proxy's text.
+            let detail = self.redactor().redact(&t.detail).into_owned();
+            let f = ConnectFailure::Proxy { proxy: p.display.clone(), detail, permanent: t.permanent };
             self.inner.failures.set(f.clone());
             ConnectError::Proxy(f)
         })
