@@ -17,3 +17,5 @@ fn ready_check_timeout_is_waited_in_full_not_cut_short_by_the_doubling_pause() {
         err.split("endpoint not ready after ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert!(secs >= 2.0, "{err}");
 }
+
+mod server_text;
