@@ -109,6 +109,11 @@ pub enum FailureCause {
     ChatTemplate,
     /// The stream went on far past the requested output length (SB405).
     RunawayStream,
+    /// A gateway wants a client certificate (mutual TLS) it did not get, or rejected it (SB310):
+    /// nginx's HTTP 400 "No required SSL certificate was sent".
+    ClientCertificate,
+    /// The HTTP proxy refused the request (SB312): a 407 to an absolute-form request.
+    Proxy,
 }
 
 impl FailureCause {
@@ -123,6 +128,8 @@ impl FailureCause {
             FailureCause::WrongDialect => ErrorCode::WrongDialect,
             FailureCause::ChatTemplate => ErrorCode::ChatTemplate,
             FailureCause::RunawayStream => ErrorCode::RunawayStream,
+            FailureCause::ClientCertificate => ErrorCode::TlsCertificate,
+            FailureCause::Proxy => ErrorCode::Proxy,
         }
     }
 
@@ -135,6 +142,8 @@ impl FailureCause {
                 | FailureCause::Redirect
                 | FailureCause::NotHttp1
                 | FailureCause::RunawayStream
+                | FailureCause::ClientCertificate
+                | FailureCause::Proxy
         )
     }
 

@@ -10,6 +10,16 @@ pub const HICCUP_P99_WARN_US: f64 = 5_000.0;
 /// Client CPU use, as a share of the available cores, above which the client may be the
 /// bottleneck (percent of all cores).
 pub const CPU_SHARE_WARN_PERCENT: f64 = 90.0;
+/// Shortest measured phase (wall seconds) whose client CPU share is reported: below it the CPU
+/// time of a few bursts (connecting, the first responses) over a tiny wall time gives shares
+/// such as 479 % that say nothing about a steady load, so the share is null (no verdict).
+pub const MIN_CPU_SHARE_SECONDS: f64 = 1.0;
+
+/// The client's CPU share (percent of one core) of `cpu_seconds` over `wall_seconds`; `None`
+/// when the phase is shorter than [`MIN_CPU_SHARE_SECONDS`].
+pub fn cpu_share_percent(cpu_seconds: f64, wall_seconds: f64) -> Option<f64> {
+    (wall_seconds >= MIN_CPU_SHARE_SECONDS).then(|| cpu_seconds / wall_seconds * 100.0)
+}
 
 /// Self-measurement of the client during the run. `None` where not measured.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -21,7 +31,8 @@ pub struct ClientHealth {
     /// Overshoot of a 1-ms sleep probe, p99 (µs).
     pub hiccup_p99_us: Option<f64>,
     /// CPU time of the client process over the run / wall time, percent of one core
-    /// (200 = two cores busy).
+    /// (200 = two cores busy); `None` for a measured phase shorter than
+    /// [`MIN_CPU_SHARE_SECONDS`] (see [`cpu_share_percent`]).
     pub client_cpu_percent: Option<f64>,
     /// Cores available to the client (for the CPU warning).
     pub available_cores: Option<f64>,

@@ -82,6 +82,12 @@ impl BodyRead<'_> {
                 if complete {
                     self.client.release(self.conn);
                 }
+                // An mTLS gateway's "no client certificate" page, a proxy's 407 (SB310, SB312).
+                if let Some(f) = self.client.gateway_failure(status.as_u16(), &b) {
+                    let cause = f.cause();
+                    record.fail_with(ErrorKind::HttpStatus, Some(cause), cause.tagged(&f.message()));
+                    return;
+                }
                 snippet(&b)
             }
             Err(e) => format!("(body unreadable: {})", e.message),

@@ -169,6 +169,10 @@ impl HttpClient {
         if complete {
             owner.release(conn);
         }
+        // An mTLS gateway's "no client certificate" page, a proxy's 407 (SB310, SB312).
+        if let Some(f) = self.gateway_failure(parts.status.as_u16(), &bytes) {
+            return Err(f.to_error(&context));
+        }
         // Server text: whatever it echoes of the request's credentials is redacted here,
         // before any error, note or parser sees it.
         let bytes = match self.redactor().redact_bytes(&bytes) {

@@ -6,7 +6,7 @@
 
 use std::sync::Mutex;
 
-use servebench_core::BenchError;
+use servebench_core::{BenchError, FailureCause};
 
 /// A connection failure with a stable code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +39,14 @@ impl ConnectFailure {
             ConnectFailure::Proxy { proxy, detail, .. } => {
                 BenchError::Proxy { proxy: proxy.clone(), detail: detail.clone() }
             }
+        }
+    }
+
+    /// The typed cause of a request failed by it (the code a record carries).
+    pub fn cause(&self) -> FailureCause {
+        match self {
+            ConnectFailure::Certificate { .. } => FailureCause::ClientCertificate,
+            ConnectFailure::Proxy { .. } => FailureCause::Proxy,
         }
     }
 

@@ -18,6 +18,7 @@ mod conn;
 pub(crate) mod control;
 pub(crate) mod error;
 pub(crate) mod failure;
+mod gateway;
 pub(crate) mod h1;
 mod limits;
 pub mod path;
@@ -44,8 +45,8 @@ use url::Url;
 pub use failure::ConnectFailure;
 use failure::FailureLatch;
 use proxy::ProxyRoute;
-pub use proxy::{ProxyEnv, ProxyOptions};
-pub use tls::{TlsOptions, TrustEnv, TrustSource};
+pub use proxy::{ProxyEnv, ProxyOptions, ProxyVarNames};
+pub use tls::{TlsOptions, TrustEnv, TrustSource, FIX_CLIENT_CERT};
 
 pub(crate) use conn::{Conn, Incoming};
 use error::{ConnectError, ReadHeadError, RequestBuildError, WriteFail};

@@ -8,6 +8,7 @@ pub mod endpoint;
 pub mod health;
 pub mod live;
 pub mod network_notes;
+pub mod notice;
 pub mod observer;
 pub mod profiling;
 pub mod scrape;

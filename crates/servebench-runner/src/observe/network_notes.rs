@@ -4,18 +4,12 @@
 //! (SB306), a redirect (SB307) or a non-HTTP/1.1 answer (SB308). Each is one console line.
 
 use servebench_client::HttpClient;
-use servebench_core::{BenchError, FailureCause, Outcome, RequestError, RequestRecord};
+use super::notice::{Notice, Severity};
+use servebench_core::{BenchError, ErrorCode, FailureCause, Outcome, RequestError, RequestRecord};
 
 /// Notices the client has not said yet: pooling given up, redirects with their final URL.
-pub fn client_notices(client: &HttpClient) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(n) = client.take_pooling_notice() {
-        out.push(format!("note: {n}"));
-    }
-    if let Some(n) = client.take_redirect_notice() {
-        out.push(format!("note: {n}"));
-    }
-    out
+pub fn client_notices(client: &HttpClient) -> Vec<Notice> {
+    [client.take_pooling_notice().map(str::to_owned), client.take_redirect_notice()].into_iter().flatten().map(Notice::note).collect()
 }
 
 /// The coded error a request failure stands for (its typed cause): a content coding, a
@@ -28,9 +22,28 @@ fn coded(e: &RequestError) -> Option<BenchError> {
         FailureCause::Redirect => Some(BenchError::Redirect { context, detail }),
         FailureCause::NotHttp1 => Some(BenchError::ServerProtocol { context, detail }),
         FailureCause::RunawayStream => Some(BenchError::RunawayStream { detail }),
+        FailureCause::ClientCertificate => Some(BenchError::TlsCertificate {
+            context,
+            detail: certificate_detail(&detail).to_owned(),
+            fix: servebench_client::transport::FIX_CLIENT_CERT.to_owned(),
+        }),
+        FailureCause::Proxy => {
+            // The record's message is the proxy failure's own line: `proxy URL: detail`.
+            let (proxy, detail) = detail
+                .strip_prefix("proxy ")
+                .and_then(|rest| rest.split_once(": "))
+                .map_or((String::new(), detail.clone()), |(p, d)| (p.to_owned(), d.to_owned()));
+            Some(BenchError::Proxy { proxy, detail })
+        }
         // Their warnings and readiness errors are failure_codes.rs's (SB403, SB404), SB315 the check's.
         FailureCause::Unreachable(_) | FailureCause::WrongDialect | FailureCause::ChatTemplate => None,
     }
+}
+
+/// A certificate failure's detail without the `... failed: ` and `; fix: ...` of its record line.
+fn certificate_detail(line: &str) -> &str {
+    let d = line.split_once("check failed: ").map_or(line, |(_, d)| d);
+    d.split_once("; fix: ").map_or(d, |(d, _)| d)
 }
 
 /// The coded error a readiness-check failure stands for, if it has one that waiting will not
@@ -42,31 +55,31 @@ pub fn permanent_error(e: &RequestError) -> Option<BenchError> {
 /// Run warnings from the records: requests that did not stream although streaming was asked
 /// for (`streamed`: the requests asked for a stream), and one coded warning per kind of coded
 /// request failure.
-pub fn record_warnings(records: &[RequestRecord], streamed: bool) -> Vec<String> {
+pub fn record_warnings(records: &[RequestRecord], streamed: bool) -> Vec<Notice> {
     let mut out = Vec::new();
     if streamed {
         if let Some(w) = unstreamed_warning(records) {
             out.push(w);
         }
     }
-    let mut seen: Vec<(&'static str, usize, String)> = Vec::new();
+    let mut seen: Vec<(ErrorCode, usize, String)> = Vec::new();
     for e in records.iter().filter(|r| r.outcome == Outcome::Failed).filter_map(|r| r.error.as_ref()) {
         let Some(err) = coded(e) else { continue };
-        let code = err.code().as_str();
+        let code = err.code();
         match seen.iter_mut().find(|(c, _, _)| *c == code) {
             Some(s) => s.1 += 1,
             None => seen.push((code, 1, err.to_string())),
         }
     }
     for (code, n, first) in seen {
-        out.push(format!("warning[{code}]: {n} requests failed; first: {first}"));
+        out.push(Notice { severity: Severity::Coded(code), text: format!("{n} requests failed; first: {first}") });
     }
     out
 }
 
 /// "server did not stream" when at least half of the completed requests with more than one
 /// output token got their whole answer at once (first token at the end of the response).
-fn unstreamed_warning(records: &[RequestRecord]) -> Option<String> {
+fn unstreamed_warning(records: &[RequestRecord]) -> Option<Notice> {
     let multi = records
         .iter()
         .filter(|r| r.outcome == Outcome::Completed && r.output_tokens().0 > 1 && r.first_token_us.is_some());
@@ -78,10 +91,10 @@ fn unstreamed_warning(records: &[RequestRecord]) -> Option<String> {
         }
     }
     (whole > 0 && whole * 2 >= total).then(|| {
-        format!(
-            "warning: server did not stream: TTFT equals E2EL for {whole} of {total} completed requests \
+        Notice::warning(format!(
+            "server did not stream: TTFT equals E2EL for {whole} of {total} completed requests \
              (the answer came as one JSON body or in one read); TTFT, TPOT and ITL describe whole responses"
-        )
+        ))
     })
 }
 

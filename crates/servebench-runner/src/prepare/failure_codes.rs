@@ -4,6 +4,7 @@
 //! readiness check they replace "endpoint not ready" (the run stops with the specific code);
 //! after a run, failed requests with them give one coded warning each.
 
+use crate::observe::notice::Notice;
 use servebench_core::{BenchError, ErrorKind, FailureCause, Outcome, RequestRecord};
 
 /// The error of a readiness check that gave up after `secs` with `last_error` (of typed
@@ -19,7 +20,7 @@ pub fn not_ready(secs: f64, last_error: String, cause: Option<FailureCause>, bac
 }
 
 /// Coded warnings for failed requests whose error is a chat-template or wrong-dialect failure.
-pub fn warnings(records: &[RequestRecord], backend: &str) -> Vec<String> {
+pub fn warnings(records: &[RequestRecord], backend: &str) -> Vec<Notice> {
     let failed = || records.iter().filter(|r| r.outcome == Outcome::Failed).filter_map(|r| r.error.as_ref());
     let chat = failed().filter(|e| e.cause == Some(FailureCause::ChatTemplate)).count();
     let dialect = failed().filter(|e| e.cause == Some(FailureCause::WrongDialect)).count();
@@ -27,15 +28,19 @@ pub fn warnings(records: &[RequestRecord], backend: &str) -> Vec<String> {
     if chat > 0 {
         let e =
             BenchError::ChatTemplate { detail: format!("{chat} requests failed with a chat template error") };
-        out.push(format!("warning[{}]: {e}", e.code()));
+        out.push(Notice::coded(&e));
     }
     if dialect > 0 {
         let detail = format!("{dialect} requests got OpenAI-style chunks");
         let e = BenchError::WrongDialect { backend: backend.to_owned(), detail };
-        out.push(format!("warning[{}]: {e}", e.code()));
+        out.push(Notice::coded(&e));
     }
     out
 }
+
+/// The fix of a proxy that refused the requests (SB312's).
+const PROXY_FIX: &str = "check the proxy variables and credentials (http://user:password@proxy:port), \
+     set NO_PROXY for this host, or pass --no-proxy";
 
 /// SB602 when not one of `records` completed (and there was at least one): the message
 /// quotes the first failure (lowest index) and names the fix it points to. `context` prefixes
@@ -45,8 +50,16 @@ pub fn no_success(records: &[RequestRecord], context: &str) -> Option<BenchError
         return None;
     }
     let first = records.iter().filter(|r| r.outcome != Outcome::Completed).min_by_key(|r| r.index)?;
+    // A gateway that wants a client certificate, a proxy that refuses: the connection
+    // failure's own code and fix (SB310, SB312), not a guess about the request.
+    let connection = |c| matches!(c, FailureCause::ClientCertificate | FailureCause::Proxy);
+    if let Some(e) = first.error.as_ref().filter(|e| e.cause.is_some_and(connection)) {
+        if let Some(coded) = crate::observe::network_notes::permanent_error(e) {
+            return Some(coded);
+        }
+    }
     let (first_text, fix) = match &first.error {
-        Some(e) => (e.message.clone(), fix_for(e.kind, first.http_status)),
+        Some(e) => (e.message.clone(), fix_for(e.kind, first.http_status, e.cause)),
         None => ("cancelled before it finished".to_owned(), "let the run finish (a longer --duration)"),
     };
     Some(BenchError::NoSuccess {
@@ -57,8 +70,13 @@ pub fn no_success(records: &[RequestRecord], context: &str) -> Option<BenchError
     })
 }
 
-/// The likely fix for a run whose first failure has `kind` (and `status`).
-fn fix_for(kind: ErrorKind, status: Option<u16>) -> &'static str {
+/// The likely fix for a run whose first failure has `kind` (and `status`, typed `cause`).
+fn fix_for(kind: ErrorKind, status: Option<u16>, cause: Option<FailureCause>) -> &'static str {
+    match cause {
+        Some(FailureCause::ClientCertificate) => return servebench_client::transport::FIX_CLIENT_CERT,
+        Some(FailureCause::Proxy) => return PROXY_FIX,
+        _ => {}
+    }
     match (kind, status) {
         (ErrorKind::HttpStatus, Some(404)) => {
             "the server does not serve that model, adapter or route: check --model, --served-model-name \

@@ -8,6 +8,7 @@ use servebench_report::written::ServerTokenizeDoc;
 use std::sync::Arc;
 
 use crate::config::RunConfig;
+use crate::observe::notice::Notice;
 use crate::observe::observer::RunObserver;
 use crate::prepare::server_tokenize::{ServerTokenize, TokenizeReport};
 use crate::prepare::{self, Verification};
@@ -67,7 +68,7 @@ pub async fn check_prompts(
     model: &str,
     workload: &mut Workload,
     observer: &Arc<dyn RunObserver>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Notice>,
 ) -> Result<PromptCheck> {
     let verification = match tokenizer {
         Some(t) => {
@@ -82,14 +83,14 @@ pub async fn check_prompts(
         observer.message(&r.describe());
     }
     let tokenize_path = report.as_ref().map_or("/tokenize", |r| r.tokenize_path.as_str());
-    let mut warn = |line: String| {
-        observer.message(&line);
-        warnings.push(line);
+    let mut warn = |notice: Notice| {
+        observer.message(&notice.to_string());
+        warnings.push(notice);
     };
     match &verification {
         Verification::Unavailable { detail } => {
             let w = BenchError::TokenizeUnavailable { detail: detail.clone() };
-            warn(format!("warning[{}]: {w}", w.code()));
+            warn(Notice::coded(&w));
         }
         Verification::Fixed { fixed, unresolved, .. } => {
             let why = match (*unresolved > 0, server.detokenize_problem()) {
@@ -97,7 +98,7 @@ pub async fn check_prompts(
                 (true, None) => format!(", {unresolved} could not be made exact"),
                 (false, _) => String::new(),
             };
-            warn(format!("Prompt lengths differed from the server's POST {tokenize_path}: rewrote {fixed} prompts{why}"));
+            warn(Notice::note(format!("Prompt lengths differed from the server's POST {tokenize_path}: rewrote {fixed} prompts{why}")));
         }
         Verification::Verified { checked } => observer.message(&format!(
             "Prompt lengths verified with the server's POST {tokenize_path} ({checked} prompts)"

@@ -23,7 +23,7 @@ impl RunResults {
         text.push_str(&console_groups(&self.out.records, &self.metrics.config, &self.groups));
         text.push_str(&side_blocks(self.steady.as_ref(), &self.server_side));
         for w in &self.out.warnings {
-            text.push_str(&format!("note: {w}\n"));
+            text.push_str(&format!("{w}\n"));
         }
         text
     }

@@ -5,6 +5,7 @@ use crate::config::OutputConfig;
 use crate::run::RunOutput;
 use servebench_core::schedule::{RateConfig, RpsChange};
 use servebench_core::stats::percentile;
+use servebench_report::info::cpu_share_percent;
 use servebench_report::{ClientHealth, RunInfo};
 use time::OffsetDateTime;
 
@@ -48,7 +49,7 @@ pub fn run_info(
             dispatch_lateness_p50_us: (!lateness.is_empty()).then(|| percentile(&lateness, 50.0)),
             dispatch_lateness_p99_us: (!lateness.is_empty()).then(|| percentile(&lateness, 99.0)),
             hiccup_p99_us: (!hiccups.is_empty()).then(|| percentile(&hiccups, 99.0)),
-            client_cpu_percent: Some(out.health.client_cpu_seconds / wall * 100.0),
+            client_cpu_percent: cpu_share_percent(out.health.client_cpu_seconds, wall),
             available_cores: Some(out.health.cpus as f64),
             peak_rss_bytes: out.health.peak_rss_bytes,
             client_cpu_seconds: Some(out.health.client_cpu_seconds),

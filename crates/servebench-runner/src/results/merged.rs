@@ -8,6 +8,7 @@ use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::ShardSummary;
 use servebench_report::sections::shards::shard_entries;
 use servebench_report::written::MergedDocument;
+use servebench_report::info::cpu_share_percent;
 use servebench_report::{result_object, ClientHealth, RunInfo};
 use time::OffsetDateTime;
 
@@ -29,8 +30,9 @@ fn merged_health(m: &MergedRun) -> ClientHealth {
             .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))))
     };
     let cpu_share = |s: &ShardSummary| {
-        (s.wall_seconds > 0.0 && s.cpus > 0)
-            .then(|| s.client_cpu_seconds / s.wall_seconds * 100.0 / s.cpus as f64)
+        (s.cpus > 0)
+            .then(|| cpu_share_percent(s.client_cpu_seconds, s.wall_seconds).map(|p| p / s.cpus as f64))
+            .flatten()
     };
     let any = !summaries.is_empty();
     ClientHealth {

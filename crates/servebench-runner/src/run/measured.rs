@@ -22,6 +22,7 @@ use crate::load::{LoadShape, MeasuredPlan};
 use crate::observe::endpoint::MetricsServer;
 use crate::observe::health::{self, HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};
 use crate::observe::live::LiveMetrics;
+use crate::observe::notice::Notice;
 use crate::observe::observer::RunObserver;
 use crate::records::collector::RecordStore;
 use crate::records::retokenize::{Applied, Retokenizer};
@@ -103,7 +104,7 @@ pub async fn run_prepared(
         s.write_summary(cfg.records_path.as_deref(), &health, records.len(), interrupted)?;
     }
     let mut warnings = prepared.warnings.clone();
-    warnings.extend(retokenize_note.inspect(|note| observer.message(note)));
+    warnings.extend(retokenize_note.map(Notice::warning).inspect(|n| observer.message(&n.to_string())));
     warnings.extend(run_warnings(prepared, &records, observer.as_ref()));
     Ok(RunOutput {
         records,
@@ -453,11 +454,11 @@ fn run_warnings(
     prepared: &PreparedRun,
     records: &[RequestRecord],
     observer: &dyn RunObserver,
-) -> Vec<String> {
+) -> Vec<Notice> {
     let mut warnings = Vec::new();
     let cancelled = records.iter().filter(|r| r.outcome == Outcome::Cancelled).count();
     if cancelled > 0 {
-        warnings.push(format!("{cancelled} requests were cancelled before they finished"));
+        warnings.push(Notice::note(format!("{cancelled} requests were cancelled before they finished")));
     }
     let target = &prepared.target;
     warnings.extend(crate::prepare::failure_codes::warnings(records, &target.backend.to_string()));
@@ -466,7 +467,7 @@ fn run_warnings(
         .into_iter()
         .chain(crate::observe::network_notes::record_warnings(records, streamed))
     {
-        observer.message(&line);
+        observer.message(&line.to_string());
         warnings.push(line);
     }
     warnings

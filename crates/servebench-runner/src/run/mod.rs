@@ -65,7 +65,8 @@ pub struct RunOutput {
     pub workload: WorkloadStats,
     /// The prompt-length check and the server's `/tokenize` dialect.
     pub verification: PromptCheck,
-    pub warnings: Vec<String>,
+    /// End-of-run notices (each shown with its one severity prefix).
+    pub warnings: Vec<crate::observe::notice::Notice>,
     /// The run was stopped early (Ctrl-C / SIGTERM).
     pub interrupted: bool,
     /// `--probe-request-rate`: the probes' records in send order (in no metric of the run).
@@ -126,7 +127,8 @@ pub struct PreparedRun {
     pub verification: PromptCheck,
     pub target: Arc<RequestTarget>,
     pub exec_opts: Arc<ExecOptions>,
-    pub warnings: Vec<String>,
+    /// End-of-run notices (each shown with its one severity prefix).
+    pub warnings: Vec<crate::observe::notice::Notice>,
     /// Trace arrivals, conversations, LoRA targets (crate::load).
     pub load: crate::load::LoadPlan,
     /// Counts generated text with the client tokenizer (`None` with `--tokenizer server`).

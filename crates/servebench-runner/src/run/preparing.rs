@@ -3,6 +3,7 @@
 
 use super::{client_headers, Prepared, PreparedRun, WorkloadStats, SERVER_TOKENIZER};
 use crate::config::{DatasetSpec, RunConfig};
+use crate::observe::notice::Notice;
 use crate::observe::observer::RunObserver;
 use crate::prepare::{self, ServerTokenize};
 use crate::records::retokenize::Retokenizer;
@@ -208,7 +209,7 @@ async fn exec_options(
     workload: &Workload,
     has_tokenizer: bool,
     observer: &Arc<dyn RunObserver>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Notice>,
 ) -> Result<Arc<ExecOptions>> {
     let mut exec_opts = ExecOptions {
         keep_text: cfg.keep_text || (cfg.retokenize_output && has_tokenizer),
@@ -231,9 +232,9 @@ async fn exec_options(
         .await?;
         server_reports_usage = Some(answer.completion_tokens.is_some());
     }
-    for line in crate::observe::network_notes::client_notices(&conn.client) {
-        observer.message(&line);
-        warnings.push(line);
+    for notice in crate::observe::network_notes::client_notices(&conn.client) {
+        observer.message(&notice.to_string());
+        warnings.push(notice);
     }
     // The tokenizer stays loaded during the measured phase (its tables cost tens of MB of
     // RSS) only when it is needed there: with --retokenize-output, or when the server may
@@ -252,7 +253,7 @@ fn retokenizer(
     tokenizer_id: &str,
     exec_opts: &ExecOptions,
     observer: &Arc<dyn RunObserver>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Notice>,
 ) -> Option<Arc<Retokenizer>> {
     let retokenizer = match tokenizer {
         Some(t) if cfg.retokenize_output => Some(Retokenizer::new(t.clone(), true, cfg.keep_text)),
@@ -263,11 +264,11 @@ fn retokenizer(
     }
     .map(Arc::new);
     if cfg.retokenize_output && retokenizer.is_none() {
-        let line =
-            "--retokenize-output needs a local tokenizer (not --tokenizer server): output is not retokenized"
-                .to_owned();
-        observer.message(&line);
-        warnings.push(line);
+        let notice = Notice::note(
+            "--retokenize-output needs a local tokenizer (not --tokenizer server): output is not retokenized",
+        );
+        observer.message(&notice.to_string());
+        warnings.push(notice);
     }
     retokenizer
 }

@@ -26,6 +26,23 @@ pub struct ProxyEnv {
     pub https_proxy: Option<String>,
     pub all_proxy: Option<String>,
     pub no_proxy: Option<String>,
+    /// The names the proxy variables were read under (`http_proxy` or `HTTP_PROXY`), for the
+    /// run header and messages.
+    pub names: ProxyVarNames,
+}
+
+/// The name each proxy variable was found under (uppercase when not read from a process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProxyVarNames {
+    pub http: &'static str,
+    pub https: &'static str,
+    pub all: &'static str,
+}
+
+impl Default for ProxyVarNames {
+    fn default() -> Self {
+        ProxyVarNames { http: "HTTP_PROXY", https: "HTTPS_PROXY", all: "ALL_PROXY" }
+    }
 }
 
 impl std::fmt::Debug for ProxyEnv {
@@ -48,14 +65,29 @@ impl ProxyEnv {
 
     /// Reads the variables through `get` (lowercase first, then uppercase; empty = unset).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> ProxyEnv {
-        let var = |name: &str| {
-            get(name).or_else(|| get(&name.to_ascii_uppercase())).filter(|v| !v.trim().is_empty())
+        // The value and the name it was found under.
+        let var = |lower: &'static str, upper: &'static str| {
+            get(lower)
+                .map(|v| (v, lower))
+                .or_else(|| get(upper).map(|v| (v, upper)))
+                .filter(|(v, _)| !v.trim().is_empty())
         };
+        let (http, https, all) = (
+            var("http_proxy", "HTTP_PROXY"),
+            var("https_proxy", "HTTPS_PROXY"),
+            var("all_proxy", "ALL_PROXY"),
+        );
+        let d = ProxyVarNames::default();
         ProxyEnv {
-            http_proxy: var("http_proxy"),
-            https_proxy: var("https_proxy"),
-            all_proxy: var("all_proxy"),
-            no_proxy: var("no_proxy"),
+            names: ProxyVarNames {
+                http: http.as_ref().map_or(d.http, |v| v.1),
+                https: https.as_ref().map_or(d.https, |v| v.1),
+                all: all.as_ref().map_or(d.all, |v| v.1),
+            },
+            http_proxy: http.map(|v| v.0),
+            https_proxy: https.map(|v| v.0),
+            all_proxy: all.map(|v| v.0),
+            no_proxy: var("no_proxy", "NO_PROXY").map(|v| v.0),
         }
     }
 }
@@ -127,9 +159,9 @@ pub(crate) fn route(opts: &ProxyOptions, target: &Url) -> Result<Option<ProxyRou
     let tunnel = target.scheme() == "https";
     let env = &opts.env;
     let (raw, source) = match (tunnel, &env.https_proxy, &env.http_proxy, &env.all_proxy) {
-        (true, Some(v), _, _) => (v, "HTTPS_PROXY"),
-        (false, _, Some(v), _) => (v, "HTTP_PROXY"),
-        (_, _, _, Some(v)) => (v, "ALL_PROXY"),
+        (true, Some(v), _, _) => (v, env.names.https),
+        (false, _, Some(v), _) => (v, env.names.http),
+        (_, _, _, Some(v)) => (v, env.names.all),
         _ => return Ok(None),
     };
     // `*` bypasses every host, IP addresses included (curl, Python); hyper-util's matcher

@@ -39,6 +39,20 @@ fn lowercase_wins_over_uppercase_as_in_python() {
     assert_eq!(r.unwrap().host, "up");
 }
 
+/// Pins the variable named in the run header: `http_proxy` (lowercase) used to be shown as
+/// `HTTP_PROXY`. The header names the variable actually read.
+#[test]
+fn the_route_names_the_variable_actually_read() {
+    let r = route_for(&[("http_proxy", "http://low:1")], "http://x").unwrap().unwrap();
+    assert_eq!(r.source, "http_proxy");
+    let r = route_for(&[("HTTP_PROXY", "http://up:1")], "http://x").unwrap().unwrap();
+    assert_eq!(r.source, "HTTP_PROXY");
+    let r = route_for(&[("https_proxy", "http://low:1")], "https://x").unwrap().unwrap();
+    assert_eq!(r.source, "https_proxy");
+    let r = route_for(&[("all_proxy", "http://low:1")], "https://x").unwrap().unwrap();
+    assert_eq!(r.source, "all_proxy");
+}
+
 #[test]
 fn no_proxy_matches_hosts_suffixes_cidrs_and_star() {
     let base = ("HTTPS_PROXY", "http://p:3128");

@@ -31,7 +31,8 @@ use super::failure::{ConnectFailure, FailureLatch};
 pub(crate) const FIX_SERVER_CERT: &str =
     "pass --cacert /path/to/ca.pem (the CA that signed the server's certificate), or --insecure to skip verification";
 /// The fix named when the server rejected (or wanted) our client certificate.
-pub(crate) const FIX_CLIENT_CERT: &str =
+/// The fix of a client certificate a server or gateway wanted and did not get (SB310).
+pub const FIX_CLIENT_CERT: &str =
     "pass --client-cert PATH --client-key PATH with a certificate the server's client CA signed (server trust: --cacert or --insecure)";
 
 /// `SSL_CERT_FILE` and `SSL_CERT_DIR` as read from the environment (empty values count as unset).
