@@ -203,4 +203,14 @@ mod tests {
         assert_eq!(bad.warnings().len(), 3);
         assert!(ClientHealth::default().warnings().is_empty());
     }
+
+    /// Pins the CPU verdict of short runs: a run that failed within 0.1 s used to warn
+    /// "client CPU 479 % > 90 % of 2 cores". Below MIN_CPU_SHARE_SECONDS there is no share.
+    #[test]
+    fn a_cpu_share_needs_a_measured_phase_of_one_second() {
+        assert_eq!(cpu_share_percent(0.479, 0.1), None);
+        assert_eq!(cpu_share_percent(0.5, 0.999), None);
+        assert_eq!(cpu_share_percent(0.5, 1.0), Some(50.0));
+        assert_eq!(cpu_share_percent(3.0, 2.0), Some(150.0));
+    }
 }

@@ -30,7 +30,11 @@ impl super::HttpClient {
                 let has = |words: &[&str]| words.iter().any(|w| text.contains(w));
                 let sent = self.inner.opts.tls.client_cert.is_some();
                 let detail = if status == 496 || has(NO_CLIENT_CERT) {
-                    let what = if sent { "the client certificate given was not sent (check --client-key matches it)" } else { "none was given" };
+                    let what = if sent {
+                        "the client certificate given was not sent (check --client-key matches it)"
+                    } else {
+                        "none was given"
+                    };
                     format!("the gateway answered HTTP {status} \"No required SSL certificate was sent\": it requires a client certificate (mutual TLS) and {what}")
                 } else if status == 495 || has(BAD_CLIENT_CERT) {
                     format!("the gateway answered HTTP {status} \"SSL certificate error\": it rejected the client certificate")
@@ -48,7 +52,10 @@ impl super::HttpClient {
                 };
                 Some(ConnectFailure::Proxy {
                     proxy: p.display.clone(),
-                    detail: format!("answered HTTP 407 Proxy Authentication Required ({hint}; from {})", p.source),
+                    detail: format!(
+                        "answered HTTP 407 Proxy Authentication Required ({hint}; from {})",
+                        p.source
+                    ),
                     permanent: true,
                 })
             }

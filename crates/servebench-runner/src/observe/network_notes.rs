@@ -3,13 +3,17 @@
 //! streaming was asked for, runaway streams (SB405) and requests refused for a content coding
 //! (SB306), a redirect (SB307) or a non-HTTP/1.1 answer (SB308). Each is one console line.
 
-use servebench_client::HttpClient;
 use super::notice::{Notice, Severity};
+use servebench_client::HttpClient;
 use servebench_core::{BenchError, ErrorCode, FailureCause, Outcome, RequestError, RequestRecord};
 
 /// Notices the client has not said yet: pooling given up, redirects with their final URL.
 pub fn client_notices(client: &HttpClient) -> Vec<Notice> {
-    [client.take_pooling_notice().map(str::to_owned), client.take_redirect_notice()].into_iter().flatten().map(Notice::note).collect()
+    [client.take_pooling_notice().map(str::to_owned), client.take_redirect_notice()]
+        .into_iter()
+        .flatten()
+        .map(Notice::note)
+        .collect()
 }
 
 /// The coded error a request failure stands for (its typed cause): a content coding, a
@@ -72,7 +76,10 @@ pub fn record_warnings(records: &[RequestRecord], streamed: bool) -> Vec<Notice>
         }
     }
     for (code, n, first) in seen {
-        out.push(Notice { severity: Severity::Coded(code), text: format!("{n} requests failed; first: {first}") });
+        out.push(Notice {
+            severity: Severity::Coded(code),
+            text: format!("{n} requests failed; first: {first}"),
+        });
     }
     out
 }

@@ -6,9 +6,9 @@ use servebench_core::merge::MergedRun;
 use servebench_core::metrics::RunMetrics;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::ShardSummary;
+use servebench_report::info::cpu_share_percent;
 use servebench_report::sections::shards::shard_entries;
 use servebench_report::written::MergedDocument;
-use servebench_report::info::cpu_share_percent;
 use servebench_report::{result_object, ClientHealth, RunInfo};
 use time::OffsetDateTime;
 

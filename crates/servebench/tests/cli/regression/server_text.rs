@@ -111,3 +111,93 @@ fn secrets_a_server_echoes_are_redacted_from_every_output() {
         assert!(result.contains("bad key: ") && result.contains("<redacted>"), "{result}");
     }
 }
+
+/// nginx's answer when `ssl_verify_client on` gets no client certificate: the handshake
+/// completes and every request gets this 400 page.
+const NGINX_400_BODY: &str = "<html>\r\n<head><title>400 No required SSL certificate was sent</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>No required SSL certificate was sent</center>\r\n<hr><center>nginx/1.24.0</center>\r\n</body>\r\n</html>\r\n";
+
+fn nginx_400(body: &str) -> String {
+    format!(
+        "HTTP/1.1 400 Bad Request\r\nServer: nginx/1.24.0\r\nDate: Fri, 04 Dec 2026 15:00:00 GMT\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// squid's answer to an absolute-form request without proxy credentials.
+const SQUID_407_BODY: &str = "<!DOCTYPE html PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html><head>\n<meta type=\"copyright\" content=\"Copyright (C) 1996-2023 The Squid Software Foundation and contributors\">\n<meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\">\n<title>ERROR: Cache Access Denied</title>\n</head><body id=ERR_CACHE_ACCESS_DENIED>\n<div id=\"titles\">\n<h1>ERROR</h1>\n<h2>Cache Access Denied.</h2>\n</div>\n<hr>\n<div id=\"content\">\n<p>Sorry, you are not currently allowed to request http://10.0.0.7:8000/v1/completions from this cache until you have authenticated yourself.</p>\n</div>\n<hr>\n<div id=\"footer\">\n<p>Generated Fri, 04 Dec 2026 15:00:00 GMT by proxy (squid/6.6)</p>\n<!-- ERR_CACHE_ACCESS_DENIED -->\n</div>\n</body></html>\n";
+
+fn squid_407() -> String {
+    format!(
+        "HTTP/1.1 407 Proxy Authentication Required\r\nServer: squid/6.6\r\nMime-Version: 1.0\r\nContent-Type: text/html;charset=utf-8\r\nContent-Length: {}\r\nX-Squid-Error: ERR_CACHE_ACCESS_DENIED 0\r\nProxy-Authenticate: Basic realm=\"Squid proxy\"\r\nVia: 1.1 proxy (squid/6.6)\r\nConnection: close\r\n\r\n{SQUID_407_BODY}",
+        SQUID_407_BODY.len()
+    )
+}
+
+/// A server that answers every request with `bytes` and closes.
+fn fixed(bytes: String) -> ScriptedServer {
+    in_background(move || serve_by_request(move |_| vec![w(bytes.clone()), Step::Close]))
+}
+
+fn gateway_run(base_url: &str, extra: &[&str]) -> std::process::Command {
+    let mut c = bin();
+    c.args(["--base-url", base_url, "--model", "m", "--tokenizer", tokenizer().to_str().unwrap()])
+        .args(["--num-prompts", "8", "--random-input-len", "8", "--random-output-len", "4"])
+        .args(extra);
+    c
+}
+
+/// Pins the diagnosis of an mTLS gateway without a client certificate: nginx's 400 page used to
+/// give SB302 with the page quoted eight times (once per /tokenize dialect and path), then
+/// SB602 "check the sampling flags" (or SB301 with a readiness check). It is SB310 naming
+/// `--client-cert/--client-key`, stopping at the first call; the end-of-run notices carry one
+/// prefix each (`note: warning[SB302]` was printed), and a run that fails at once gives no
+/// client-CPU verdict (its CPU share is null).
+#[test]
+fn an_mtls_gateway_without_a_client_certificate_is_sb310_naming_client_cert() {
+    let gw = fixed(nginx_400(NGINX_400_BODY));
+    for extra in [&[][..], &["--ready-check-timeout-sec", "5"], &["--skip-tokenize-verification"]] {
+        let out = gateway_run(&gw.base_url(), extra).output().unwrap();
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        let all = format!("{stdout}{stderr}");
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        let error = stderr.lines().find(|l| l.starts_with("error[")).unwrap_or_default();
+        assert!(
+            error.starts_with("error[SB310]") && error.contains("--client-cert PATH --client-key PATH"),
+            "{all}"
+        );
+        assert_eq!(error.matches("fix:").count(), 1, "{error}");
+        assert!(!all.contains("SB302") && !all.contains("SB602") && !all.contains("SB301"), "{all}");
+        assert!(all.matches("No required SSL certificate").count() <= 3, "{all}");
+        for doubled in ["note: note:", "note: warning", "WARNING: client CPU", "client CPU"] {
+            assert!(!all.contains(doubled), "{doubled}: {all}");
+        }
+    }
+    // A gateway's own 400 about something else stays a refused request.
+    let other = nginx_400(
+        &NGINX_400_BODY.replace("No required SSL certificate was sent", "Request Header Too Large"),
+    );
+    let other = fixed(other);
+    let out = gateway_run(&other.base_url(), &["--skip-tokenize-verification"]).output().unwrap();
+    assert!(text(&out.stderr).contains("error[SB602]"), "{}", text(&out.stderr));
+}
+
+/// Pins the diagnosis of a proxy refusing an absolute-form request (`http_proxy`, an http://
+/// server): squid's 407 page used to be SB602 "check the sampling flags" (SB301 with a
+/// readiness check), quoting the HTML; it is SB312 as through CONNECT. The run header named
+/// `HTTP_PROXY` when `http_proxy` was set: it names the variable read.
+#[test]
+fn a_407_from_an_http_proxy_is_sb312_and_the_header_names_the_variable_read() {
+    let squid = fixed(squid_407());
+    let proxy = format!("http://127.0.0.1:{}", squid.port);
+    for extra in [&[][..], &["--ready-check-timeout-sec", "5"], &["--skip-tokenize-verification"]] {
+        let out = gateway_run("http://10.0.0.7:8000", extra).env("http_proxy", &proxy).output().unwrap();
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        let all = format!("{stdout}{stderr}");
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        assert!(stdout.contains("(absolute-form requests, from http_proxy)"), "{all}");
+        let error = stderr.lines().find(|l| l.starts_with("error[")).unwrap_or_default();
+        assert!(error.starts_with("error[SB312]") && error.contains("407"), "{all}");
+        assert!(error.contains("http://user:password@proxy:port"), "{error}");
+        assert!(!all.contains("Cache Access Denied") && !all.contains("SB602"), "{all}");
+    }
+}
