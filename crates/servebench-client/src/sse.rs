@@ -101,7 +101,12 @@ pub struct SseFramer {
     max_event_bytes: usize,
     comments: u64,
     events: u64,
+    /// The first [`HEAD_BYTES`] bytes pushed (to say what a body that is not SSE began with).
+    head: Vec<u8>,
 }
+
+/// Bytes of the start of a stream kept for messages ([`SseFramer::head`]).
+pub const HEAD_BYTES: usize = 64;
 
 impl Default for SseFramer {
     fn default() -> Self {
@@ -136,7 +141,19 @@ impl SseFramer {
             max_event_bytes: max.max(1),
             comments: 0,
             events: 0,
+            head: Vec::new(),
         }
+    }
+
+    /// The first bytes pushed (at most [`HEAD_BYTES`]).
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// Whether bytes arrived but not one event or comment could be read from them: the body is
+    /// not server-sent events at all (a JSON answer, an HTML page).
+    pub fn not_sse(&self) -> bool {
+        self.events == 0 && self.comments == 0 && !self.head.is_empty()
     }
 
     /// Number of `:` comment lines seen (server keep-alives).
@@ -154,6 +171,10 @@ impl SseFramer {
     pub fn push(&mut self, bytes: &[u8]) {
         if self.eof || bytes.is_empty() {
             return;
+        }
+        if self.head.len() < HEAD_BYTES {
+            let room = HEAD_BYTES - self.head.len();
+            self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
         self.compact();
         self.buf.extend_from_slice(bytes);

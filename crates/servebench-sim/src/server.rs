@@ -104,8 +104,7 @@ pub async fn start_tls(config: SimConfig, addr: SocketAddr, tls: SimTls) -> Resu
 
 async fn start_with(config: SimConfig, addr: SocketAddr, tls: Option<SimTls>) -> Result<SimHandle> {
     config.validate()?;
-    let listener =
-        bind(addr).map_err(|e| BenchError::transport_from(format!("binding the simulator to {addr}"), e))?;
+    let listener = bind(addr).map_err(|e| listen_error(addr, e))?;
     let addr = listener
         .local_addr()
         .map_err(|e| BenchError::transport_from("reading the simulator's bound address", e))?;
@@ -114,6 +113,29 @@ async fn start_with(config: SimConfig, addr: SocketAddr, tls: Option<SimTls>) ->
     let tls_ca_pem = tls.as_ref().map(|t| t.ca_pem().to_owned());
     let task = tokio::spawn(accept_loop(listener, state.clone(), stop_rx, tls));
     Ok(SimHandle { addr, state, stop, task, tls_ca_pem })
+}
+
+/// SB316: the address cannot be listened on, with the fix for why (a port in use is not a
+/// server that is down).
+fn listen_error(addr: SocketAddr, e: std::io::Error) -> BenchError {
+    let fix = match e.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            "another process listens on that port: choose another --port, or --port 0 for a free one"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "ports below 1024 need privileges: choose a --port above 1023, or --port 0"
+        }
+        std::io::ErrorKind::AddrNotAvailable => {
+            "--host is not an address of this machine: use 127.0.0.1 or 0.0.0.0"
+        }
+        _ => "choose another --port (or --port 0) or --host",
+    };
+    BenchError::Listen {
+        addr: addr.to_string(),
+        detail: e.to_string(),
+        fix: fix.into(),
+        source: Some(Box::new(e)),
+    }
 }
 
 /// Accept queue length of the listener. `TcpListener::bind` uses 128 (std's value); a burst

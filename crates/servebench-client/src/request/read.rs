@@ -284,10 +284,23 @@ fn end_of_stream(
     }
     framer.finish();
     match drain_events(framer, reader, record, t) {
+        // Bytes arrived, and not one event: the body is not SSE (not an "incomplete" stream).
+        Flow::Continue if framer.not_sse() => {
+            record.done_us = Some(t);
+            record.fail(ErrorKind::Protocol, not_sse_message(framer.head()));
+            reader.flush(record);
+        }
         Flow::Continue if !reader.done_seen() => reader.end_of_body(record, t),
         Flow::Stop => reader.flush(record),
         _ => {}
     }
+}
+
+/// The failure of a `text/event-stream` body without one event: what it began with, escaped.
+fn not_sse_message(head: &[u8]) -> String {
+    let text: String = String::from_utf8_lossy(head).escape_debug().collect();
+    let more = if head.len() >= crate::sse::HEAD_BYTES { "…" } else { "" };
+    format!("the text/event-stream body is not server-sent events (no `data:` event in it); it began with \"{text}{more}\"")
 }
 
 /// The error message of a stream cut as runaway after `limit` events.

@@ -13,6 +13,7 @@ use super::ExecOptions;
 pub(super) struct Timer {
     sleep: Option<Pin<Box<Sleep>>>,
     request_deadline: Option<tokio::time::Instant>,
+    request_timeout: Option<Duration>,
     stall: Option<Duration>,
     last_progress: tokio::time::Instant,
     /// A drain cap is in force: the sleep is final.
@@ -26,6 +27,7 @@ impl Timer {
         let mut t = Timer {
             sleep: None,
             request_deadline,
+            request_timeout: opts.request_timeout,
             stall: opts.stall_timeout,
             last_progress: now,
             capped: false,
@@ -84,10 +86,15 @@ impl Timer {
         self.sleep.as_mut()
     }
 
+    /// What fired, naming the flag that bounds it (a stall is `--stall-timeout`, the whole
+    /// request `--request-timeout`): the fix a run without success quotes.
     pub(super) fn message(&self) -> String {
         match self.request_deadline {
-            Some(d) if tokio::time::Instant::now() >= d => "request timeout".into(),
-            _ => format!("stall timeout: no data for {:?}", self.stall.unwrap_or_default()),
+            Some(d) if tokio::time::Instant::now() >= d => format!(
+                "request timeout: not done within {:?} (--request-timeout)",
+                self.request_timeout.unwrap_or_default()
+            ),
+            _ => format!("stall timeout: no data for {:?} (--stall-timeout)", self.stall.unwrap_or_default()),
         }
     }
 }

@@ -88,7 +88,7 @@ error_table! {
         exit: 1,
         title: "tokenizer download needed but offline",
         error: TokenizerOffline { name: String, detail: String, #[source] source: Option<Cause> },
-        message: "tokenizer '{name}' is not available locally and cannot be downloaded ({detail}); fix: pass --tokenizer /path/to/tokenizer.json",
+        message: "tokenizer '{name}' is not available locally and cannot be downloaded ({detail}); fix: download its tokenizer.json where the network is available and pass --tokenizer /path/to/tokenizer.json (or its directory)",
     }
     /// SB203: the workload could not be built (dataset problem).
     SB203 Dataset {
@@ -233,6 +233,14 @@ error_table! {
         title: "server unreachable",
         error: Unreachable { addr: String, reason: String, waited: String },
         message: "cannot connect to {addr}: {reason}{waited}; fix: is the server running, and are --base-url/--host/--port right?",
+    }
+    /// SB316: a server of servebench (`servebench sim`) cannot listen on its address: the port
+    /// is in use, needs privileges, or the host is not an address of this machine.
+    SB316 Listen {
+        exit: 1,
+        title: "cannot listen on the address",
+        error: Listen { addr: String, detail: String, fix: String, #[source] source: Option<Cause> },
+        message: "cannot listen on {addr}: {detail}; fix: {fix}",
     }
     /// SB401: the server's response did not follow the expected API protocol.
     SB401 Protocol {

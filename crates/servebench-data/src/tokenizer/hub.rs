@@ -100,16 +100,12 @@ pub fn find_in_cache(cache_dir: &Path, model_id: &str) -> Option<PathBuf> {
     revs.into_iter().map(|r| r.join("tokenizer.json")).find(|p| p.is_file())
 }
 
-/// SB202; `source` is the download error, if any.
+/// Longest quote of a download error in SB202's one line (the whole error stays its source).
+const DOWNLOAD_ERROR_BYTES: usize = 80;
+
+/// SB202; `source` is the download error, if any. The fix is the code's own (said once).
 fn offline_error(model_id: &str, detail: String, source: Option<Cause>) -> BenchError {
-    BenchError::TokenizerOffline {
-        name: model_id.to_string(),
-        detail: format!(
-            "{detail}; download tokenizer.json once where the network is available and pass \
-             its local path (--tokenizer /path/to/tokenizer.json or its directory)"
-        ),
-        source,
-    }
+    BenchError::TokenizerOffline { name: model_id.to_string(), detail, source }
 }
 
 /// Finds `tokenizer.json` of `model_id` in the cache or downloads it (blocking network I/O:
@@ -129,7 +125,8 @@ pub fn resolve_model_tokenizer(model_id: &str, env: &HubEnv) -> Result<PathBuf> 
         return Err(offline_error(model_id, format!("{where_} and HF_HUB_OFFLINE is set"), None));
     }
     download(model_id, env).map_err(|e| {
-        let detail = format!("{where_}; download failed: {e}");
+        let said = servebench_core::text::one_line(&e.to_string(), DOWNLOAD_ERROR_BYTES);
+        let detail = format!("{where_}; download failed: {said}");
         offline_error(model_id, detail, Some(Box::new(e)))
     })
 }

@@ -53,6 +53,31 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
     read_report_records(&records, Some(result))
 }
 
+/// The records file of a shard given to `servebench merge`: the path itself for a records file
+/// (or a path that does not exist yet: merge may wait for it), the `records_file` of a result
+/// JSON (a shard's result written with --save-result), else an error naming the file to pass.
+pub fn shard_records_path(path: &Path) -> Result<PathBuf, BenchError> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Ok(path.to_path_buf()) };
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let records_file =
+        serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first);
+    let Some(result) = (!records_file).then(|| JsonFile::single_result(&text)).flatten() else {
+        return Ok(path.to_path_buf());
+    };
+    let records = records_beside(path, result.records_file.as_deref());
+    if records.exists() {
+        return Ok(records);
+    }
+    Err(BenchError::ShardSet {
+        detail: format!(
+            "{} is a result JSON, and the records file it names ({}) does not exist: merge reads \
+             the shards' records files; pass each shard's .records.jsonl",
+            path.display(),
+            records.display()
+        ),
+    })
+}
+
 fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<ReportInput, BenchError> {
     let (records, bad) = read_records(path)?;
     Ok(ReportInput { records_path: path.to_path_buf(), records, truncated: bad > 0, result })

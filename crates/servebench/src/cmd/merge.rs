@@ -17,6 +17,7 @@ use servebench_core::BenchError;
 use servebench_report::sections::shards::shard_table;
 use servebench_report::{console_block, default_result_filename, write_result, RunInfo};
 use servebench_runner::records::shard_files::{read_shard, wait_for_shards, write_merged_records};
+use servebench_runner::results::inputs::shard_records_path;
 use servebench_runner::results::merged::{merged_result, merged_run_info};
 
 /// `servebench merge`. Returns the exit code.
@@ -29,7 +30,9 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
         },
         goodput: crate::cli::values::goodput_slos(&args.goodput),
     };
-    let files = wait_for_shards(&args.inputs, Duration::from_secs(args.wait_secs), &mut |done, of| {
+    // A shard's result JSON stands for the records file it names.
+    let inputs = args.inputs.iter().map(|p| shard_records_path(p)).collect::<Result<Vec<_>, _>>()?;
+    let files = wait_for_shards(&inputs, Duration::from_secs(args.wait_secs), &mut |done, of| {
         let of = of.map_or_else(|| "?".into(), |n| n.to_string());
         println!("Waiting for shards: {done} of {of} finished");
     })?;

@@ -109,18 +109,26 @@ pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
             ));
         }
     }
-    let chosen = [
-        a.sweep_max_concurrency.is_some() || a.sweep_request_rate.is_some(),
-        a.find_max_rate,
-        a.slo.is_some(),
-        a.num_runs > 1,
-    ];
-    if chosen.iter().filter(|&&c| c).count() > 1 {
-        return Err(BenchError::config(
-            "--num-runs",
-            "sweeps, --find-max-rate, --slo and --num-runs > 1 are separate experiments",
-            "run one experiment per command",
-        ));
+    // The experiments given, by the flag that asks for each: the message names those.
+    let num_runs = format!("--num-runs {}", a.num_runs);
+    let chosen: Vec<&str> = [
+        (a.sweep_max_concurrency.is_some(), "--sweep-max-concurrency"),
+        (a.sweep_max_concurrency.is_none() && a.sweep_request_rate.is_some(), "--sweep-request-rate"),
+        (a.find_max_rate, "--find-max-rate"),
+        (a.slo.is_some(), "--slo"),
+        (a.num_runs > 1, num_runs.as_str()),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect();
+    if let [first, second, ..] = chosen[..] {
+        return Err(BenchError::FlagCombination {
+            first: first.to_owned(),
+            second: second.to_owned(),
+            why: "each is an experiment of its own (a sweep, a rate search, an SLO search, repeated runs)"
+                .into(),
+            fix: format!("run one experiment per command: keep {first} or {second}"),
+        });
     }
     if let Some(c) = &a.sweep_max_concurrency {
         // vllm-bench's precedence: a concurrency sweep wins over a rate sweep.

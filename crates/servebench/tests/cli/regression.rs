@@ -18,4 +18,5 @@ fn ready_check_timeout_is_waited_in_full_not_cut_short_by_the_doubling_pause() {
     assert!(secs >= 2.0, "{err}");
 }
 
+mod messages;
 mod server_text;

@@ -1,0 +1,139 @@
+//! Messages that must name the right fix (issue 23, item 12): each test reproduces the case and
+//! pins the flag or file the one-line message names.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use servebench_testkit::script::{in_background, serve_by_request, w, Step};
+
+use crate::support::{bin, fast_sim, text, tokenizer};
+
+/// The line of stderr starting with `error[`.
+fn error_line(out: &Output) -> String {
+    text(&out.stderr).lines().find(|l| l.starts_with("error[")).unwrap_or_default().to_owned()
+}
+
+/// Pins the fix of a run whose requests all stalled: it used to say "raise --request-timeout"
+/// although --stall-timeout fired. The failure names its flag; the fix says to raise that one.
+#[test]
+fn a_stall_timeout_names_stall_timeout_not_request_timeout() {
+    let out = fast_sim(&["--sim-fault", "stall=1", "--sim-fault-stall-ms", "5000", "--stall-timeout", "0.2"]);
+    let line = error_line(&out);
+    assert!(line.starts_with("error[SB602]") && line.contains("(--stall-timeout)"), "{}", text(&out.stderr));
+    assert!(!line.contains("--request-timeout"), "{line}");
+}
+
+/// Pins the message of two experiments on one command line: `--find-max-rate --slo` used to be
+/// "invalid --num-runs" (a flag not given). It is SB121 naming the two flags given.
+#[test]
+fn two_experiments_name_the_flags_given_not_num_runs() {
+    let out = fast_sim(&["--find-max-rate", "--slo", "ttft_p99:100"]);
+    let line = error_line(&out);
+    assert!(line.starts_with("error[SB121]: --find-max-rate cannot be combined with --slo"), "{line}");
+    assert!(!line.contains("--num-runs"), "{line}");
+    let out = fast_sim(&["--sweep-request-rate", "1,2", "--num-runs", "2"]);
+    let line = error_line(&out);
+    assert!(line.contains("--sweep-request-rate cannot be combined with --num-runs 2"), "{line}");
+}
+
+/// Runs `cmd` and waits at most `limit` (kills it then: the old behaviour would serve forever).
+fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child =
+        cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Pins the message of `servebench sim` on a port in use: it used to be SB304 "check that the
+/// server is running". It is SB316 saying to choose another --port, or --port 0.
+#[test]
+fn sim_on_a_port_in_use_says_choose_another_port() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out =
+        output_within(bin().args(["sim", "--host", "127.0.0.1", "--port", &port]), Duration::from_secs(60));
+    let line = error_line(&out);
+    assert!(line.starts_with("error[SB316]") && line.contains("--port 0"), "{}", text(&out.stderr));
+    assert!(!line.contains("server is running"), "{line}");
+    let explain = bin().args(["explain", "SB316"]).output().unwrap();
+    assert!(text(&explain.stdout).contains("--port 0"), "{}", text(&explain.stdout));
+}
+
+/// Pins `merge` given a shard's result JSON: it used to say "no shard header". It follows the
+/// result's `records_file`; when that file is gone it says to pass the `.records.jsonl`.
+#[test]
+fn merge_given_a_result_json_follows_its_records_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let run = fast_sim(&["--num-shards", "1", "--shard-index", "0", "--save-result", "--result-dir", d]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let result = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a result JSON");
+    let merged = bin().arg("merge").arg(&result).output().unwrap();
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    assert!(!text(&merged.stderr).contains("no shard header"));
+    for f in std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()) {
+        if f.to_string_lossy().ends_with(".records.jsonl") {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+    let gone = bin().arg("merge").arg(&result).output().unwrap();
+    let line = error_line(&gone);
+    assert!(line.starts_with("error[SB702]") && line.contains("pass each shard's .records.jsonl"), "{line}");
+}
+
+/// Pins the failure of a `text/event-stream` body that is not SSE at all (a JSON answer under an
+/// SSE content type): it used to be "incomplete: the stream ended without [DONE]". It is a
+/// protocol failure saying what the body began with, escaped.
+#[test]
+fn an_event_stream_that_is_not_sse_says_what_it_began_with() {
+    let body = "{\"id\":\"cmpl-1\",\"choices\":[{\"text\":\"hi\",\"index\":0}]}\n";
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let server = in_background(move || serve_by_request(move |_| vec![w(resp.clone()), Step::Close]));
+    let out = bin()
+        .args([
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+            "--tokenizer",
+            tokenizer().to_str().unwrap(),
+        ])
+        .args(["--num-prompts", "2", "--random-input-len", "8", "--random-output-len", "4"])
+        .args(["--skip-tokenize-verification", "--disable-tqdm"])
+        .output()
+        .unwrap();
+    let line = error_line(&out);
+    assert!(line.contains("is not server-sent events"), "{}", text(&out.stderr));
+    assert!(line.contains(r#"it began with "{\"id\":\"cmpl-1\""#), "{line}");
+    assert!(text(&out.stdout).contains("Failed (protocol)"), "{}", text(&out.stdout));
+    assert!(!text(&out.stdout).contains("Failed (incomplete)"));
+}
+
+/// Pins SB202 (a Hub tokenizer offline): its detail used to carry the fix again, so the line
+/// said it twice and ran to 500 characters. One line, the fix once.
+#[test]
+fn an_offline_hub_tokenizer_names_its_fix_once() {
+    let out = bin()
+        .args(["--sim", "--tokenizer", "no-such-org/no-such-model", "--num-prompts", "2"])
+        .output()
+        .unwrap();
+    let line = error_line(&out);
+    assert!(line.starts_with("error[SB202]"), "{}", text(&out.stderr));
+    assert_eq!(line.matches("fix:").count(), 1, "{line}");
+    assert_eq!(line.matches("--tokenizer /path/to/tokenizer.json").count(), 1, "{line}");
+    assert!(line.len() < 400, "{} characters: {line}", line.len());
+}
