@@ -124,7 +124,11 @@ mod tests {
         let whole = vec![rec(50, 50, 8), rec(60, 60, 8), rec(10, 90, 8)];
         let w = record_warnings(&whole, true);
         assert_eq!(w.len(), 1);
-        assert!(w[0].starts_with("warning: server did not stream: TTFT equals E2EL for 2 of 3"), "{}", w[0]);
+        assert!(
+            w[0].to_string().starts_with("warning: server did not stream: TTFT equals E2EL for 2 of 3"),
+            "{}",
+            w[0]
+        );
         // Not asked to stream, a streaming server, or one-token answers: no warning.
         assert!(record_warnings(&whole, false).is_empty());
         assert!(record_warnings(&[rec(10, 90, 8), rec(20, 80, 8), rec(30, 30, 8)], true).is_empty());
@@ -149,8 +153,12 @@ mod tests {
         recs.push(lookalike);
         let w = record_warnings(&recs, false);
         assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].starts_with("warning[SB405]: 2 requests failed; first: the stream went on"), "{}", w[0]);
-        assert!(w[1].starts_with("warning[SB306]: 1 requests failed"), "{}", w[1]);
+        assert!(
+            w[0].to_string().starts_with("warning[SB405]: 2 requests failed; first: the stream went on"),
+            "{}",
+            w[0]
+        );
+        assert!(w[1].to_string().starts_with("warning[SB306]: 1 requests failed"), "{}", w[1]);
         let error = |cause: Option<FailureCause>, message: &str| RequestError {
             kind: ErrorKind::Protocol,
             message: message.into(),

@@ -143,8 +143,16 @@ mod tests {
         }
         let w = warnings(&recs, "tgi");
         assert_eq!(w.len(), 2);
-        assert!(w[0].starts_with("warning[SB403]: ") && w[0].contains("2 requests"), "{}", w[0]);
-        assert!(w[1].starts_with("warning[SB404]: ") && w[1].contains("1 requests"), "{}", w[1]);
+        assert!(
+            w[0].to_string().starts_with("warning[SB403]: ") && w[0].to_string().contains("2 requests"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[1].to_string().starts_with("warning[SB404]: ") && w[1].to_string().contains("1 requests"),
+            "{}",
+            w[1]
+        );
         assert!(warnings(&recs[3..], "tgi").is_empty());
     }
 }
