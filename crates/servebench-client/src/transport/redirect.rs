@@ -111,6 +111,8 @@ impl HttpClient {
         }
         log.announced = true;
         let cross = if cross { " (another origin: credentials were not sent there)" } else { "" };
+        // The URL is the server's `Location`: server text, redacted like the rest.
+        let url = self.redactor().redact(url.as_str()).into_owned();
         Some(format!(
             "requests were redirected to {url}{cross}; use that URL as --base-url/--endpoint to avoid \
              the extra round trip per request"
