@@ -6,6 +6,7 @@ use crate::config::{validate, Validated};
 use crate::os::signal::{stop_on_signal, INTERRUPTED_EXIT_CODE};
 use crate::progress::ConsoleObserver;
 use anyhow::Context;
+use servebench_report::Detail;
 use servebench_runner::config::InterruptMode;
 use servebench_runner::observe::server_side::{ServerSide, ServerSideOutput};
 use servebench_runner::results::paths::output_paths;
@@ -122,7 +123,11 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
         steady: &args.experiment.steady_options(),
     };
     let results = assemble(out, server_side, &assembly);
-    print!("{}", results.console_text());
+    let detail = if args.verbose { Detail::Verbose } else { Detail::Default };
+    print!("{}", results.console_text(detail));
+    for line in results.console_warnings() {
+        eprintln!("{line}");
+    }
     let result_path = result_path(&output, &results, shard_spec);
     let records_file = match paths {
         Some(paths) => {
