@@ -17,3 +17,33 @@ fn ready_check_timeout_is_waited_in_full_not_cut_short_by_the_doubling_pause() {
         err.split("endpoint not ready after ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert!(secs >= 2.0, "{err}");
 }
+
+/// Pins the console a newcomer reads (issue 23, item 11). A closed loop (rate inf, a cap) used
+/// to print "Mean Response TTFT" in seconds right after a TTFT of milliseconds, with nothing
+/// saying it was the batch's own client queue, and warnings (steady state, client health)
+/// inside the result on stdout. Now stdout is vLLM's block then captioned additions (the
+/// schedule-anchored figures only with `--verbose` in a closed loop, captioned as
+/// client-queue-inclusive) and every warning is on stderr.
+#[test]
+fn closed_loop_console_captions_the_client_queue_and_sends_warnings_to_stderr() {
+    let warn = ["--steady-state-min-window", "1000"];
+    let out = crate::support::fast_sim(&warn);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Load mode:                               closed loop, 4 in flight"), "{stdout}");
+    assert!(stdout.contains("Mean client queue (ms):"), "{stdout}");
+    assert!(!stdout.contains("Response TTFT"), "{stdout}");
+    let warning_line = |l: &str| l.to_ascii_lowercase().starts_with("warning") || l.starts_with("note:");
+    assert!(!stdout.lines().any(warning_line), "{stdout}");
+    assert!(
+        stderr.lines().any(|l| l.starts_with("warning: ") && l.contains("--steady-state-min-window")),
+        "{stderr}"
+    );
+
+    let verbose = crate::support::fast_sim(&[&warn[..], &["--verbose"]].concat());
+    let stdout = text(&verbose.stdout);
+    assert!(stdout.contains("client-queue-inclusive"), "{stdout}");
+    assert!(stdout.contains("Mean Response TTFT (ms):"), "{stdout}");
+    assert!(stdout.contains("Output token source (requests):"), "{stdout}");
+    assert!(!stdout.lines().any(warning_line), "{stdout}");
+}
