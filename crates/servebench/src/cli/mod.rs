@@ -93,9 +93,10 @@ pub struct SimOptions {
     /// Simulator: inter-token interval in ms (fixed mode).
     #[arg(long, default_value_t = 10.0)]
     pub sim_itl_ms: f64,
-    /// Simulator: model name it serves.
-    #[arg(long, default_value = "servebench-sim")]
-    pub sim_model: String,
+    /// Simulator: model name it serves (default: with --sim, the run's --served-model-name or
+    /// --model, so `--sim --model NAME` works as against a real server; else servebench-sim).
+    #[arg(long)]
+    pub sim_model: Option<String>,
     /// Simulator: tokenizer for prompt counting and /tokenize (path to tokenizer.json, a
     /// directory, or a built-in encoding such as cl100k_base).
     #[arg(long, default_value = "cl100k_base")]

@@ -66,7 +66,13 @@ pub fn run(args: &RunArgs, explicit: &crate::config::unused::ExplicitFlags) -> a
 
 /// Starts the embedded simulator (`--sim`) and points the run at it.
 fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim> {
-    let sim = EmbeddedSim::start(&args.sim_options)?;
+    // The simulator serves the model the run asks for (as a real server would), unless
+    // --sim-model names another.
+    let mut opts = args.sim_options.clone();
+    if opts.sim_model.is_none() {
+        opts.sim_model = args.served_model_name.clone().or_else(|| args.model.clone());
+    }
+    let sim = EmbeddedSim::start(&opts)?;
     run.base_url = sim.base_url();
     // The embedded simulator is on this host: never through a proxy from the environment.
     run.proxy.disabled = true;
@@ -80,7 +86,7 @@ fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim>
     if run.tokenizer.is_none() {
         run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
     }
-    let o = &args.sim_options;
+    let o = &opts;
     let timing = match (&o.sim_preset, o.sim_mode) {
         (Some(preset), _) => format!("engine model, preset {}", preset.name),
         (None, crate::cli::values::SimMode::Engine) => "engine model".to_owned(),
@@ -88,7 +94,8 @@ fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim>
             format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms)
         }
     };
-    println!("Embedded simulator at {} ({timing})", run.base_url);
+    let model = crate::cmd::sim::served_model(&opts);
+    println!("Embedded simulator at {} serving '{model}' ({timing})", run.base_url);
     Ok(sim)
 }
 

@@ -47,3 +47,21 @@ fn closed_loop_console_captions_the_client_queue_and_sends_warnings_to_stderr() 
     assert!(stdout.contains("Output token source (requests):"), "{stdout}");
     assert!(!stdout.lines().any(warning_line), "{stdout}");
 }
+
+/// Pins `--sim --model NAME` (issue 23, item 10): the embedded simulator served only
+/// `servebench-sim`, so every request of a run that named its model as against a real server
+/// failed with HTTP 404. It now serves `--served-model-name`/`--model` unless `--sim-model`
+/// names another.
+#[test]
+fn embedded_simulator_serves_the_model_the_run_names() {
+    let out = crate::support::fast_sim(&["--model", "meta-llama/Llama-3.1-8B-Instruct"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("serving 'meta-llama/Llama-3.1-8B-Instruct'"), "{stdout}");
+    assert!(stdout.contains("Successful requests:                     12"), "{stdout}");
+    // --sim-model still wins: the run's model is then unknown to the server (404s).
+    let out = crate::support::fast_sim(&["--model", "other", "--sim-model", "served"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("serving 'served'"), "{stdout}");
+    assert!(!stdout.contains("Successful requests:                     12"), "{stdout}");
+}
