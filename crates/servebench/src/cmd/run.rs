@@ -32,7 +32,7 @@ fn check_open_files(run: &RunConfig, num_prompts: u64) -> anyhow::Result<()> {
         )
         .into()),
         None if num_prompts + RESERVED > limit => {
-            println!(
+            eprintln!(
                 "warning: without --max-concurrency up to {num_prompts} requests may be in flight, but only \
                  {limit} files can be open (ulimit -n); requests beyond that fail to connect"
             );
@@ -50,7 +50,7 @@ pub fn run(args: &RunArgs, explicit: &crate::config::unused::ExplicitFlags) -> a
     let Validated { mut run, output } = validate(args, api_key)?;
     crate::config::network::with_process_env(&mut run);
     for warning in crate::config::unused::check(args, explicit)? {
-        println!("{warning}");
+        eprintln!("{warning}");
     }
     // No output may overwrite an input or another output (SB120), checked before any write.
     crate::config::path_collisions::check(args, &output, run.records_path.as_deref())?;

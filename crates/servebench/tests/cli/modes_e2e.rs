@@ -159,10 +159,12 @@ fn sim_with_base_url_is_refused_with_exit_2_and_dataset_options_of_another_datas
     assert!(err.contains("error[SB121]: --sim cannot be combined with --base-url"), "{err}");
 
     let out = sim(dir.path(), &["--dataset-path", "prompts.jsonl", "--sonnet-input-len", "100"]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(stdout.contains("warning: --dataset-path is ignored with --dataset-name random"), "{stdout}");
-    assert!(stdout.contains("warning: --sonnet-input-len is ignored with --dataset-name random"), "{stdout}");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Warnings go to stderr, never into the result on stdout.
+    assert!(!text(&out.stdout).contains("warning:"), "{}", text(&out.stdout));
+    assert!(stderr.contains("warning: --dataset-path is ignored with --dataset-name random"), "{stderr}");
+    assert!(stderr.contains("warning: --sonnet-input-len is ignored with --dataset-name random"), "{stderr}");
 }
 
 #[test]
