@@ -169,6 +169,12 @@ fn closed_loop_console_matches_golden() {
     let verbose = console_block_with(&i, &m, Detail::Verbose);
     assert!(verbose.contains("client-queue-inclusive"), "{verbose}");
     assert!(verbose.contains("Mean Response TTFT (ms):"), "{verbose}");
+    // A burst (rate inf, no cap): every request is sent at once; the schedule-anchored figures
+    // repeat TTFT/E2EL, so the default console shows neither them nor a client queue.
+    i.max_concurrency = None;
+    let burst = console_block(&i, &m);
+    assert!(burst.contains("Load mode:                               burst, all "), "{burst}");
+    assert!(!burst.contains("Response TTFT") && !burst.contains("client queue"), "{burst}");
 }
 
 #[test]

@@ -130,7 +130,15 @@ fn input_tokens(out: &mut String, info: &RunInfo, m: &RunMetrics) {
 fn schedule_anchored(out: &mut String, regime: LoadRegime, m: &RunMetrics) {
     if regime.schedule_meaningful() {
         banner(out, "Schedule-anchored (client queue included)", '-');
-        caption(out, "from each request's scheduled send time: the wait for a free slot counts");
+        caption(
+            out,
+            match regime {
+                LoadRegime::OpenLoop { cap: Some(_) } => {
+                    "from each request's scheduled send time: the wait in the client for a free slot counts"
+                }
+                _ => "from each request's scheduled send time: any delay in sending it counts",
+            },
+        );
         stats_section_rows(out, "Response TTFT", &m.response_ttft);
         stats_section_rows(out, "Response E2EL", &m.response_e2el);
         stats_section_rows(out, "Queue Time", &m.queue_time);
@@ -157,7 +165,7 @@ fn stats_section_rows(out: &mut String, short: &str, s: &servebench_core::stats:
 fn client_health(out: &mut String, info: &RunInfo) {
     let h = &info.client_health;
     let ms = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{:.2} ms", v / 1000.0));
-    let cpu = h.client_cpu_percent.map_or_else(|| "n/a".to_owned(), |c| format!("{c:.0}%"));
+    let cpu = h.client_cpu_percent.map_or_else(|| "n/a".to_owned(), |c| format!("{c:.0}% of a core"));
     if h.dispatch_lateness_p99_us.is_none() && h.hiccup_p99_us.is_none() && h.client_cpu_percent.is_none() {
         row_int(out, "Client health:", "not measured");
         return;
