@@ -302,13 +302,13 @@ fn sweep_points_get_prompts_of_their_own_so_prefix_cache_does_not_flatter_them()
         let points = doc["points"].as_array().unwrap().clone();
         let cached =
             points.iter().map(|p| p["result"]["cached_input_tokens"].as_u64().unwrap()).collect::<Vec<_>>();
-        (cached, text(&out.stdout))
+        (cached, text(&out.stderr))
     };
-    let (own, stdout) = cached(&[]);
-    assert_eq!(own[1], 0, "the second point's prompts are new to the server: {own:?}\n{stdout}");
-    let (reused, stdout) = cached(&["--reuse-prompts"]);
+    let (own, stderr) = cached(&[]);
+    assert_eq!(own[1], 0, "the second point's prompts are new to the server: {own:?}\n{stderr}");
+    let (reused, stderr) = cached(&["--reuse-prompts"]);
     assert!(reused[1] > 0, "the same prompts again are served from the cache: {reused:?}");
-    assert!(stdout.contains("warning: concurrency 2: the server reports"), "{stdout}");
+    assert!(stderr.contains("warning: concurrency 2: the server reports"), "{stderr}");
 }
 
 #[test]
