@@ -1,5 +1,7 @@
 //! The console result block: vLLM's " Serving Benchmark Result " block, row for row, then
-//! servebench's schedule-anchored view and client health.
+//! servebench's additions (short, each with a caption: `sections::additions`), and with
+//! `--verbose` the full detail (token sources, schedule-anchored view, client health). Warnings
+//! are not part of the block: `console_warnings` returns them for stderr.
 
 use std::fmt::Write as _;
 
@@ -11,13 +13,44 @@ use crate::fmt::{
 };
 use crate::info::RunInfo;
 
-/// The result block printed after a run: vLLM's block (same rows, labels, order and number
-/// formats as Python `vllm bench serve`), then servebench's block.
+/// How much of servebench's console to print after vLLM's block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    /// vLLM's block, then servebench's additions with their captions.
+    #[default]
+    Default,
+    /// Also the full detail (`--verbose`).
+    Verbose,
+}
+
+/// The default result block printed after a run (`console_block_with(.., Detail::Default)`).
 pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
+    console_block_with(info, m, Detail::Default)
+}
+
+/// The result block printed after a run: vLLM's block (same rows, labels, order and number
+/// formats as Python `vllm bench serve`), then servebench's additions, then (verbose) the
+/// full detail.
+pub fn console_block_with(info: &RunInfo, m: &RunMetrics, detail: Detail) -> String {
+    let mut out = vllm_block(info, m);
+    crate::sections::additions::console(&mut out, info, m);
+    if detail == Detail::Verbose {
+        detail_block(&mut out, info, m);
+    }
+    out
+}
+
+/// The warnings of a run's result (client health, token accounting), for stderr.
+pub fn console_warnings(info: &RunInfo, m: &RunMetrics) -> Vec<String> {
+    let mut w = info.client_health.warnings();
+    w.extend(m.token_accounting.warnings());
+    w
+}
+
+/// vLLM's block: the serving block, or the pooling block for pooling backends.
+fn vllm_block(info: &RunInfo, m: &RunMetrics) -> String {
     if crate::sections::pooling::is_pooling_backend(&info.backend) {
-        let mut out = crate::sections::pooling::console_block(info, m);
-        servebench_block(&mut out, info, m);
-        return out;
+        return crate::sections::pooling::console_block(info, m);
     }
     let mut out = String::new();
     result_head(&mut out, " Serving Benchmark Result ", info, m);
@@ -43,19 +76,13 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
         }
     }
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
-    servebench_block(&mut out, info, m);
     out
 }
 
-pub(crate) fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
-    banner(out, " servebench: schedule-anchored view ", '=');
-    row_int(out, "Cancelled requests:", m.cancelled);
-    for &(k, n) in m.failures_by_kind.iter().filter(|(_, n)| *n > 0) {
-        row_int(out, &format!("Failed ({}):", k.as_str()), n);
-    }
-    if m.failures_unclassified > 0 {
-        row_int(out, "Failed (unclassified):", m.failures_unclassified);
-    }
+/// The full detail (`--verbose`): token sources and accounting, cached input tokens, the
+/// schedule-anchored view, ITL per token and the client's health figures.
+fn detail_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
+    banner(out, " servebench: detail (--verbose) ", '=');
     let s = m.output_token_source;
     row_int(
         out,
@@ -68,9 +95,16 @@ pub(crate) fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics)
         row_int(out, "Server-reported input tokens:", m.server_total_input_tokens);
     }
     row_int(out, "Cached input tokens:", m.cached_input_tokens);
-    stats_section(out, "Response TTFT (from intended send time)", "Response TTFT", &m.response_ttft);
-    stats_section(out, "Response E2EL (from intended send time)", "Response E2EL", &m.response_e2el);
-    stats_section(out, "Queue Time (dispatched - intended)", "Queue Time", &m.queue_time);
+    // Shown in the additions already where they mean something (an open-loop schedule).
+    if !crate::sections::additions::LoadRegime::of(info).schedule_meaningful() {
+        let _ = writeln!(
+            out,
+            "  schedule-anchored, client-queue-inclusive: from each request's intended send time"
+        );
+        stats_section(out, "Response TTFT (from intended send time)", "Response TTFT", &m.response_ttft);
+        stats_section(out, "Response E2EL (from intended send time)", "Response E2EL", &m.response_e2el);
+        stats_section(out, "Queue Time (dispatched - intended)", "Queue Time", &m.queue_time);
+    }
     stats_section(out, "Inter-token Latency (per token)", "ITL per token", &m.itl_token_view);
     banner(out, "Client Health", '-');
     let h = &info.client_health;
@@ -79,9 +113,6 @@ pub(crate) fn servebench_block(out: &mut String, info: &RunInfo, m: &RunMetrics)
     row_opt_f2(out, "Event-loop hiccup P99 (ms):", h.hiccup_p99_us.map(|v| v / 1000.0));
     row_opt_f2(out, "Client CPU (% of one core):", h.client_cpu_percent);
     row_opt_f2(out, "Peak RSS (MiB):", h.peak_rss_bytes.map(|b| b as f64 / (1024.0 * 1024.0)));
-    for w in h.warnings() {
-        let _ = writeln!(out, "WARNING: {w}");
-    }
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
 }
 

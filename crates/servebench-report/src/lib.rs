@@ -17,7 +17,7 @@ pub mod result_keys;
 pub mod sections;
 pub mod written;
 
-pub use console::console_block;
+pub use console::{console_block, console_block_with, console_warnings, Detail};
 pub use csv::{records_csv, runs_csv};
 pub use env::{gather_environment, Environment};
 pub use files::{default_result_filename, input_label, to_python_json, write_result, write_text};

@@ -14,7 +14,9 @@ use serde_json::Value;
 use servebench_core::metrics::{compute, MetricName, MetricsConfig, Slo};
 use servebench_core::record::{ErrorKind, RequestRecord};
 use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
-use servebench_report::{console_block, default_result_filename, result_json, ClientHealth, RunInfo};
+use servebench_report::{
+    console_block, console_block_with, default_result_filename, result_json, ClientHealth, Detail, RunInfo,
+};
 use servebench_testkit::records::RecordBuilder;
 use time::macros::datetime;
 
@@ -141,6 +143,38 @@ fn console_matches_golden() {
     check_golden("console", &console_block(&info(), &m));
     let (ri, rc) = ramp_case();
     check_golden("console_ramp", &console_block(&ri, &compute(&records(), &rc)));
+}
+
+/// `--verbose` adds the full detail after the captioned additions.
+#[test]
+fn verbose_console_matches_golden() {
+    let m = compute(&records(), &cfg());
+    check_golden("console_verbose", &console_block_with(&info(), &m, Detail::Verbose));
+}
+
+/// A closed loop (rate inf, a cap): the schedule-anchored figures are the batch's own client
+/// queue, so the default console names them as such in one captioned row instead of showing
+/// "Response TTFT" seconds beside a TTFT of milliseconds (issue 23, item 11); `--verbose`
+/// shows them, captioned as client-queue-inclusive.
+#[test]
+fn closed_loop_console_matches_golden() {
+    let mut i = info();
+    i.request_rate = f64::INFINITY;
+    i.max_concurrency = Some(2);
+    let m = compute(&records(), &cfg());
+    let text = console_block(&i, &m);
+    assert!(!text.contains("Response TTFT"), "{text}");
+    assert!(text.contains("Load mode:                               closed loop, 2 in flight"), "{text}");
+    check_golden("console_closed_loop", &text);
+    let verbose = console_block_with(&i, &m, Detail::Verbose);
+    assert!(verbose.contains("client-queue-inclusive"), "{verbose}");
+    assert!(verbose.contains("Mean Response TTFT (ms):"), "{verbose}");
+    // A burst (rate inf, no cap): every request is sent at once; the schedule-anchored figures
+    // repeat TTFT/E2EL, so the default console shows neither them nor a client queue.
+    i.max_concurrency = None;
+    let burst = console_block(&i, &m);
+    assert!(burst.contains("Load mode:                               burst, all "), "{burst}");
+    assert!(!burst.contains("Response TTFT") && !burst.contains("client queue"), "{burst}");
 }
 
 #[test]

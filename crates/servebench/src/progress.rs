@@ -75,17 +75,28 @@ pub fn summary_line(s: &LiveSnapshot) -> String {
     line
 }
 
-/// Status lines on stdout only (experiments print one block per point, no progress bar).
+/// Status lines on stdout, warnings on stderr (experiments print one block per point, no
+/// progress bar).
 #[derive(Debug)]
 pub struct LineObserver;
 
 impl RunObserver for LineObserver {
     fn message(&self, text: &str) {
-        println!("{text}");
+        if is_warning(text) {
+            eprintln!("{text}");
+        } else {
+            println!("{text}");
+        }
     }
 }
 
-/// Console observer: status lines on stdout, live progress on stderr.
+/// A warning or note (`warning: …`, `warning[SB302]: …`, `note: …`): for stderr, never mixed
+/// into the result on stdout.
+pub fn is_warning(text: &str) -> bool {
+    text.starts_with("warning") || text.starts_with("note:")
+}
+
+/// Console observer: status lines on stdout, warnings and live progress on stderr.
 #[derive(Debug)]
 pub struct ConsoleObserver {
     show_progress: bool,
@@ -125,9 +136,11 @@ impl ConsoleObserver {
 
 impl RunObserver for ConsoleObserver {
     fn message(&self, text: &str) {
-        match self.bar() {
-            Some(bar) => bar.println(text),
-            None => println!("{text}"),
+        match (self.bar(), is_warning(text)) {
+            (Some(bar), true) => bar.suspend(|| eprintln!("{text}")),
+            (Some(bar), false) => bar.println(text),
+            (None, true) => eprintln!("{text}"),
+            (None, false) => println!("{text}"),
         }
     }
 

@@ -2,9 +2,13 @@
 //! (public domain; a built-in excerpt of sonnets 1–15 and 18, or any text file with
 //! `--dataset-path`). Each prompt is a fixed instruction, the first lines of the text as a
 //! prefix shared by every prompt (`--sonnet-prefix-len` tokens), then random lines (with
-//! replacement) up to `--sonnet-input-len` tokens. As vLLM, a backend other than `openai-chat`
-//! gets each prompt rendered with the tokenizer's chat template (SB206 without one), and
-//! `prompt_tokens` counts the rendered text; `openai-chat` sends the prompt as the user turn.
+//! replacement) up to `--sonnet-input-len` tokens. As vLLM, every length (the instruction's,
+//! the line budget, `--sonnet-input-len`, `prompt_tokens`) counts the prompt rendered with the
+//! tokenizer's chat template: a backend other than `openai-chat` sends the rendered text (SB206
+//! without a template), `openai-chat` sends the prompt as the user turn (the server renders the
+//! same template). `--skip-chat-template` counts and sends the bare prompt; so does
+//! `openai-chat` with a tokenizer that has no template (the server's count then includes its
+//! template: the console shows both).
 
 use super::chat_render::PromptTemplate;
 use super::file::{DataFile, Location};
@@ -31,8 +35,9 @@ pub struct SonnetConfig {
     pub output_len: usize,
     /// `--sonnet-prefix-len` (200).
     pub prefix_len: usize,
-    /// Whether each prompt is rendered with the chat template (vLLM: every backend but
-    /// `openai-chat`; no `--chat-template-kwargs`).
+    /// The chat template: `render` unless `--skip-chat-template` (lengths count the rendered
+    /// prompt), `chat_messages` for `openai-chat` (the bare prompt is sent as the user turn);
+    /// no `--chat-template-kwargs` (vLLM passes none).
     pub template: PromptTemplate,
 }
 
@@ -67,7 +72,8 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
     }
     let line_tokens: Vec<usize> = lines.par_iter().map(|l| tok.count(l)).collect::<Result<_>>()?;
     let avg = line_tokens.iter().sum::<usize>() as f64 / lines.len() as f64;
-    let base_len = tok.encode(BASE_PROMPT, true)?.len();
+    let template = effective_template(&cfg.template, tok);
+    let base_len = sample(&template, cfg.output_len, tok, BASE_PROMPT.to_owned())?.prompt_len as usize;
     if cfg.input_len <= base_len {
         return Err(BenchError::config(
             "--sonnet-input-len",
@@ -100,37 +106,45 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
                 for _ in 0..extra {
                     prompt.push_str(&lines[r.random_range(0..lines.len())]);
                 }
-                let len = tok.encode(&prompt, true)?.len();
+                let s = sample(&template, cfg.output_len, tok, prompt.clone())?;
+                let len = s.prompt_len as usize;
                 if len <= cfg.input_len {
-                    return sample(cfg, tok, prompt, len);
+                    return Ok(s);
                 }
                 if best.as_ref().is_none_or(|(_, l)| len < *l) {
                     best = Some((prompt, len));
                 }
             }
             // Drawn lines kept overshooting: drop lines from the end until it fits.
-            let (mut prompt, mut len) = best.unwrap_or_default();
+            let (mut prompt, _) = best.unwrap_or_default();
             let floor = BASE_PROMPT.len() + prefix.len();
-            while len > cfg.input_len && prompt.len() > floor {
+            let mut s = sample(&template, cfg.output_len, tok, prompt.clone())?;
+            while s.prompt_len as usize > cfg.input_len && prompt.len() > floor {
                 let cut = prompt[..prompt.len() - 1].rfind('\n').map_or(floor, |p| (p + 1).max(floor));
                 prompt.truncate(cut);
-                len = tok.encode(&prompt, true)?.len();
+                s = sample(&template, cfg.output_len, tok, prompt.clone())?;
             }
-            sample(cfg, tok, prompt, len)
+            Ok(s)
         })
         .collect();
     let samples = requests.into_iter().collect::<Result<Vec<_>>>()?;
     Ok(finish(samples, sampling))
 }
 
-/// The sample of a drawn `prompt` of `len` tokens: rendered with the chat template when the
-/// backend is not `openai-chat` (as vLLM's `return_prompt_formatted`), its length then the
-/// rendered text's.
-fn sample(cfg: &SonnetConfig, tok: &dyn TextTokenizer, prompt: String, len: usize) -> Result<Sample> {
-    if !cfg.template.render {
-        return Ok(Sample::text(prompt, len, cfg.output_len));
+/// The template as used: `openai-chat` with a tokenizer that has no chat template counts the
+/// bare prompt (the server renders its own); every other backend needs one to render (SB206).
+fn effective_template(t: &PromptTemplate, tok: &dyn TextTokenizer) -> PromptTemplate {
+    if t.chat_messages && tok.chat_template().is_none() {
+        return PromptTemplate { render: false, kwargs: None, chat_messages: false };
     }
-    cfg.template.sample(tok, &prompt, cfg.output_len, || {
-        "the sonnet dataset with a backend other than openai-chat (vLLM renders each prompt with the chat template)".into()
+    t.clone()
+}
+
+/// The sample of a drawn `prompt`: its length counts the prompt rendered with the chat template
+/// (as vLLM's `prompt_len`); the text sent is the rendered one, or for `openai-chat` the bare
+/// prompt as the user turn (as vLLM's `return_prompt_formatted`).
+fn sample(t: &PromptTemplate, output_len: usize, tok: &dyn TextTokenizer, prompt: String) -> Result<Sample> {
+    t.sample(tok, &prompt, output_len, || {
+        "the sonnet dataset (vLLM counts each prompt with the chat template; --skip-chat-template counts the bare prompt)".into()
     })
 }

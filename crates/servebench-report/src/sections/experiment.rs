@@ -24,6 +24,9 @@ pub struct PointFigures<'a> {
 pub struct SummaryRow {
     pub columns: Vec<(String, Option<f64>)>,
     pub label: String,
+    /// The point was interrupted: its figures cover part of its requests (marked `*` in the
+    /// table, never the best point).
+    pub interrupted: bool,
 }
 
 /// Summary columns of a point: throughputs, goodput, steady-state throughputs, and TTFT/TPOT
@@ -35,7 +38,8 @@ pub fn summary_row(p: &PointFigures<'_>, extra_percentiles: &[f64]) -> SummaryRo
     let has = |s: &servebench_core::stats::Summary, v: f64| (s.count > 0).then_some(v);
     let steady = p.steady;
     let mut columns = vec![
-        ("request_rate".to_owned(), Some(p.request_rate).filter(|r| r.is_finite())),
+        // An infinite rate is `inf` (console, CSV) and "inf" in JSON, as vLLM writes it.
+        ("request_rate".to_owned(), Some(p.request_rate).filter(|r| !r.is_nan())),
         ("max_concurrency".to_owned(), p.max_concurrency.map(|c| c as f64)),
         ("num_prompts".to_owned(), Some(p.num_prompts as f64)),
         ("completed".to_owned(), Some(m.completed as f64)),
@@ -56,24 +60,53 @@ pub fn summary_row(p: &PointFigures<'_>, extra_percentiles: &[f64]) -> SummaryRo
         columns.push((format!("p{w}_ttft_ms"), m.ttft.percentile(q).and_then(|v| has(&m.ttft, v))));
         columns.push((format!("p{w}_tpot_ms"), m.tpot.percentile(q).and_then(|v| has(&m.tpot, v))));
     }
-    SummaryRow { columns, label: p.label.to_owned() }
+    SummaryRow { columns, label: p.label.to_owned(), interrupted: false }
 }
 
 /// The best point: the highest `request_goodput` when goodput SLOs are given (the most
-/// requests per second meeting them), else the highest `request_throughput`.
+/// requests per second meeting them), else the highest `request_throughput`. Each point comes
+/// with whether it was interrupted: an interrupted point's figures cover part of its requests,
+/// so it is never the best.
 pub fn best<'a>(
-    points: impl IntoIterator<Item = &'a RunMetrics>,
+    points: impl IntoIterator<Item = (&'a RunMetrics, bool)>,
     with_slos: bool,
 ) -> Option<(usize, &'static str, f64)> {
     let key = if with_slos { "request_goodput" } else { "request_throughput" };
     points
         .into_iter()
         .enumerate()
-        .filter_map(|(i, m)| {
+        .filter(|(_, (_, interrupted))| !interrupted)
+        .filter_map(|(i, (m, _))| {
             let v = if with_slos { m.request_goodput } else { Some(m.request_throughput) };
             v.map(|v| (i, key, v))
         })
         .max_by(|a, b| a.2.total_cmp(&b.2))
+}
+
+/// Columns that count requests (or cap them): integers in every format.
+fn is_count(key: &str) -> bool {
+    matches!(key, "max_concurrency" | "num_prompts" | "completed" | "failed")
+}
+
+/// A cell as the console and CSV show it: counts as integers, an infinite rate as `inf`,
+/// other numbers with two decimals, no data as "n/a".
+fn cell_text(key: &str, v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_infinite() => crate::info::python_float(x),
+        Some(x) if is_count(key) => format!("{}", x as u64),
+        other => crate::fmt::f2_or_na(other),
+    }
+}
+
+/// A cell in the JSON `summary`: counts as integers, an infinite rate as "inf" (vLLM's
+/// `request_rate`), no data as null.
+fn cell_json(key: &str, v: Option<f64>) -> serde_json::Value {
+    match v {
+        Some(x) if x.is_infinite() => crate::fmt::number_or_inf(x),
+        Some(x) if is_count(key) => serde_json::Value::from(x as u64),
+        Some(x) => serde_json::Value::from(x),
+        None => serde_json::Value::Null,
+    }
 }
 
 /// The console table.
@@ -86,11 +119,15 @@ pub fn table(rows: &[SummaryRow]) -> String {
     }
     out.push('\n');
     for r in rows {
-        out.push_str(&format!("{:<18}", r.label));
-        for (_, v) in &r.columns {
-            out.push_str(&format!(" {:>12}", crate::fmt::f2_or_na(*v)));
+        let label = if r.interrupted { format!("{}*", r.label) } else { r.label.clone() };
+        out.push_str(&format!("{label:<18}"));
+        for (k, v) in &r.columns {
+            out.push_str(&format!(" {:>12}", cell_text(k, *v)));
         }
         out.push('\n');
+    }
+    if rows.iter().any(|r| r.interrupted) {
+        out.push_str("* interrupted: partial figures, not a candidate for Best\n");
     }
     out
 }
@@ -110,10 +147,12 @@ pub fn csv(rows: &[SummaryRow]) -> String {
     out.push('\n');
     for r in rows {
         out.push_str(&format!("\"{}\"", r.label.replace('"', "\"\"")));
-        for (_, v) in &r.columns {
+        for (k, v) in &r.columns {
             out.push(',');
-            if let Some(v) = v {
-                out.push_str(&v.to_string());
+            match v {
+                Some(v) if is_count(k) || v.is_infinite() => out.push_str(&cell_text(k, Some(*v))),
+                Some(v) => out.push_str(&v.to_string()),
+                None => {}
             }
         }
         out.push('\n');
@@ -125,10 +164,13 @@ pub fn csv(rows: &[SummaryRow]) -> String {
 impl serde::Serialize for SummaryRow {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(self.columns.len() + 1))?;
+        let mut map = s.serialize_map(None)?;
         map.serialize_entry("label", &self.label)?;
+        if self.interrupted {
+            map.serialize_entry("interrupted", &true)?;
+        }
         for (k, v) in &self.columns {
-            map.serialize_entry(k, v)?;
+            map.serialize_entry(k, &cell_json(k, *v))?;
         }
         map.end()
     }
@@ -228,5 +270,65 @@ mod tests {
         let s = serde_json::to_value(multi_run_summary(&runs)).unwrap_or_default();
         assert_eq!(s["steady_state.request_throughput"]["n"], 1);
         assert_eq!(s["completed"]["n"], 2);
+    }
+
+    /// Issue 23 item 13: counts used to print as floats (`completed 60.00`, `"num_prompts":
+    /// 60.0`), the infinite-rate point's rate as "n/a", and an interrupted point unmarked.
+    #[test]
+    fn sweep_summary_counts_are_integers_inf_rate_is_inf_and_interrupted_points_are_marked() {
+        let mut r = RequestRecord::scheduled(0, "r0".into(), 0, 10, 10);
+        r.dispatched_us = Some(0);
+        r.done_us = Some(5_000);
+        r.fail(ErrorKind::HttpStatus, "HTTP 503");
+        let metrics = compute(&[r], &MetricsConfig::default());
+        let p = PointFigures {
+            label: "rate inf",
+            request_rate: f64::INFINITY,
+            max_concurrency: Some(8),
+            num_prompts: 60,
+            metrics: &metrics,
+            steady: None,
+        };
+        let row = SummaryRow { interrupted: true, ..summary_row(&p, &[]) };
+        let j = serde_json::to_value(&row).unwrap_or_default();
+        assert_eq!(j["num_prompts"], serde_json::json!(60));
+        assert!(j["num_prompts"].is_u64() && j["completed"].is_u64() && j["failed"].is_u64());
+        assert_eq!(j["max_concurrency"], serde_json::json!(8));
+        assert_eq!(j["request_rate"], serde_json::json!("inf"));
+        assert_eq!(j["interrupted"], serde_json::json!(true));
+        let text = table(std::slice::from_ref(&row));
+        let line = text.lines().find(|l| l.starts_with("rate inf*")).unwrap_or_default();
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(&cells[2..7], &["inf", "8", "60", "0", "1"], "{text}");
+        assert!(text.contains("* interrupted: partial figures, not a candidate for Best"), "{text}");
+        let csv_line = csv(&[row]).lines().nth(1).unwrap_or_default().to_owned();
+        assert!(csv_line.starts_with("\"rate inf\",inf,8,60,0,1,"), "{csv_line}");
+        // A complete point has no `interrupted` key and no mark.
+        let whole = serde_json::to_value(summary_row(&p, &[])).unwrap_or_default();
+        assert!(whole.get("interrupted").is_none());
+    }
+
+    /// An interrupted sweep's partial point used to be announced as "Best" unmarked.
+    #[test]
+    fn best_point_skips_interrupted_points() {
+        let done = |n: u64| {
+            let recs: Vec<RequestRecord> = (0..n)
+                .map(|i| {
+                    let mut r = RequestRecord::scheduled(i, format!("r{i}"), 0, 10, 1);
+                    r.outcome = servebench_core::record::Outcome::Completed;
+                    r.dispatched_us = Some(0);
+                    r.first_token_us = Some(1_000);
+                    r.last_token_us = Some(1_000);
+                    r.done_us = Some(1_000_000);
+                    r.completion_tokens = Some(1);
+                    r
+                })
+                .collect();
+            compute(&recs, &MetricsConfig::default())
+        };
+        let (slow, fast) = (done(2), done(6));
+        assert_eq!(best([(&slow, false), (&fast, false)], false).map(|b| b.0), Some(1));
+        assert_eq!(best([(&slow, false), (&fast, true)], false).map(|b| b.0), Some(0));
+        assert_eq!(best([(&fast, true)], false), None);
     }
 }

@@ -5,6 +5,7 @@
 //! aggregate), a merged run's shards and the comparison of two runs (`compare`). `console.rs`
 //! and `json.rs` assemble them; shared formatting is in `fmt.rs`.
 
+pub mod additions;
 pub mod compare;
 pub mod experiment;
 pub mod groups;

@@ -69,7 +69,8 @@ pub fn steady_state_json(s: &SteadyState) -> Value {
     Value::Object(o)
 }
 
-/// The console block of the steady state: the window and its metrics, or why there is none.
+/// The console block of the steady state: the window and its metrics, or why there is none
+/// (its warning is not part of it: it goes to stderr).
 pub fn steady_state_block(steady: &Steady) -> String {
     let mut out = format!("{:=^50}\n", " Steady-State Metrics ");
     let row = |out: &mut String, k: &str, v: String| out.push_str(&format!("{k:<40}{v:<10}\n"));
@@ -118,9 +119,7 @@ pub fn steady_state_block(steady: &Steady) -> String {
             row(&mut out, &format!("P{} {n} (ms):", pct_key(p)), ms(sum.count, v));
         }
     }
-    if let Some(w) = &s.warning {
-        out.push_str(&format!("warning: {w}\n"));
-    }
+    // Its warning goes to stderr with the run's other warnings (`document.rs`).
     out.push_str(&"=".repeat(50));
     out
 }

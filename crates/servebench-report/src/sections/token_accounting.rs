@@ -61,7 +61,8 @@ fn line(out: &mut String, label: &str, d: &CountDiscrepancy) {
     let _ = writeln!(out, "{label:<40} {v:<10}");
 }
 
-/// Console lines (only for comparisons some completed request had), then warnings.
+/// Console lines (only for comparisons some completed request had); the warnings go to stderr
+/// (`console::console_warnings`).
 pub fn console(out: &mut String, a: &TokenAccounting) {
     line(out, "Output tokens usage vs retokenized:", &a.usage_vs_retokenized);
     line(out, "Output tokens usage vs events:", &a.usage_vs_events);
@@ -70,9 +71,6 @@ pub fn console(out: &mut String, a: &TokenAccounting) {
     if p.requests > 0 {
         let v = format!("mean {:+.2}, max |d| {}, n={}", p.mean_diff, p.max_abs_diff, p.requests);
         let _ = writeln!(out, "{:<40} {v:<10}", "Input tokens server - client:");
-    }
-    for w in a.warnings() {
-        let _ = writeln!(out, "WARNING: {w}");
     }
 }
 

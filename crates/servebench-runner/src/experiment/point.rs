@@ -11,11 +11,11 @@ use crate::run::{rebuild_workload, run_prepared, PreparedRun};
 use servebench_client::transport::HttpClient;
 use servebench_core::metrics::RunMetrics;
 use servebench_core::{Outcome, RequestRecord, Result};
-use servebench_report::console_block;
 use servebench_report::info::python_float;
 use servebench_report::sections::server;
 use servebench_report::sections::steady_state::steady_state_block;
 use servebench_report::written::RunDocument;
+use servebench_report::{console_block, console_warnings};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -157,6 +157,9 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
     }
     if ctx.verbose {
         ctx.say(&console_block(&results.info, metrics));
+        for w in console_warnings(&results.info, metrics) {
+            ctx.say(&format!("warning: {w}"));
+        }
         if let Some(s) = &results.steady {
             ctx.say(&steady_state_block(s));
         }

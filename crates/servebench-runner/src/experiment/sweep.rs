@@ -7,7 +7,7 @@ use crate::prepare::failure_codes;
 use servebench_core::Result;
 use servebench_report::document::Metrics;
 use servebench_report::sections::experiment::{
-    best, csv, multi_run_summary, multi_run_table, summary_row, table,
+    best, csv, multi_run_summary, multi_run_table, summary_row, table, SummaryRow,
 };
 use servebench_report::written::{BestPoint, MultiRunDocument, SweepDocument, WrittenExperiment};
 
@@ -32,9 +32,13 @@ pub async fn sweep(
         }
     }
     let extra = &ctx.config.sweep_summary_percentiles;
-    let rows: Vec<_> = points.iter().map(|p| summary_row(&p.figures(), extra)).collect();
+    let rows: Vec<_> = points
+        .iter()
+        .map(|p| SummaryRow { interrupted: p.interrupted, ..summary_row(&p.figures(), extra) })
+        .collect();
     ctx.say_block(&table(&rows));
-    let best = best(points.iter().map(|p| &p.metrics), !ctx.output.goodput.is_empty());
+    // An interrupted point's figures cover part of its requests: never the best point.
+    let best = best(points.iter().map(|p| (&p.metrics, p.interrupted)), !ctx.output.goodput.is_empty());
     if let Some((i, key, v)) = best {
         ctx.say(&format!("Best ({key}): {v:.2} at {}", points[i].spec.label));
     }

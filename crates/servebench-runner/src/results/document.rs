@@ -5,27 +5,41 @@
 use super::assemble::RunResults;
 use super::steady::Steady;
 use crate::observe::server_side::ServerSideOutput;
+use servebench_report::sections::additions::steady_state_caption;
 use servebench_report::sections::groups::{console_groups, result_keys};
 use servebench_report::sections::server::{self, ServerSection};
 use servebench_report::sections::steady_state::steady_state_block;
 use servebench_report::written::RunDocument;
-use servebench_report::{console_block, result_object};
+use servebench_report::{console_block_with, console_warnings, result_object, Detail};
 
 impl RunResults {
-    /// The console text of the run: vLLM's block, probes, groups, steady state, server side,
-    /// then the run's notes.
-    pub fn console_text(&self) -> String {
-        let mut text = format!("{}\n", console_block(&self.info, &self.metrics));
+    /// The console text of the run (stdout): vLLM's block, servebench's additions (and with
+    /// `Detail::Verbose` the full detail), probes, groups, steady state, server side. Warnings
+    /// and notes are in `console_warnings`, for stderr.
+    pub fn console_text(&self, detail: Detail) -> String {
+        let mut text = format!("{}\n", console_block_with(&self.info, &self.metrics, detail));
         if let Some(p) = &self.probes {
             text.push_str(&p.console_block());
         }
         // Per-turn, per-stage and trace-replay blocks (docs/workloads.md).
         text.push_str(&console_groups(&self.out.records, &self.metrics.config, &self.groups));
         text.push_str(&side_blocks(self.steady.as_ref(), &self.server_side));
-        for w in &self.out.warnings {
-            text.push_str(&format!("{w}\n"));
-        }
         text
+    }
+
+    /// The run's warnings and notes, one line each with its prefix, for stderr: client health,
+    /// token accounting, the steady-state window's, the profiler's, then the run's notes.
+    pub fn console_warnings(&self) -> Vec<String> {
+        let mut lines: Vec<String> = console_warnings(&self.info, &self.metrics)
+            .into_iter()
+            .map(|w| format!("warning: {w}"))
+            .collect();
+        if let Some(w) = self.steady.as_ref().and_then(|s| s.as_ref().ok()).and_then(|s| s.warning.as_ref()) {
+            lines.push(format!("warning: {w}"));
+        }
+        lines.extend(side_warnings(&self.server_side));
+        lines.extend(self.out.warnings.iter().map(ToString::to_string));
+        lines
     }
 
     /// The result document; `records_file` is its `records_file` key, when records were written.
@@ -51,17 +65,29 @@ impl RunResults {
     }
 }
 
-/// The steady-state and server-metrics blocks and the profiler's warnings, one line each.
+/// The steady-state block (with its caption under the banner) and the server-metrics block.
 pub fn side_blocks(steady: Option<&Steady>, side: &ServerSideOutput) -> String {
     let mut text = String::new();
     if let Some(s) = steady {
-        text.push_str(&format!("{}\n", steady_state_block(s)));
+        text.push_str(&format!("{}\n", captioned_steady_block(s)));
     }
     if let Some(s) = &side.server {
         text.push_str(&format!("{}\n", server::console_block(s)));
     }
-    for w in side.profile.iter().flat_map(|p| &p.warnings) {
-        text.push_str(&format!("warning: {w}\n"));
-    }
     text
+}
+
+/// The profiler's warnings, one line each.
+pub fn side_warnings(side: &ServerSideOutput) -> Vec<String> {
+    side.profile.iter().flat_map(|p| &p.warnings).map(|w| format!("warning: {w}")).collect()
+}
+
+/// The steady-state block with a caption saying what its window means in the run's load mode.
+fn captioned_steady_block(s: &Steady) -> String {
+    let block = steady_state_block(s);
+    let Ok(state) = s else { return block };
+    match block.split_once('\n') {
+        Some((banner, rest)) => format!("{banner}\n  {}\n{rest}", steady_state_caption(&state.mode)),
+        None => block,
+    }
 }

@@ -53,12 +53,16 @@ pub struct DatasetArgs {
     /// openai-embeddings-chat.
     #[arg(long, help_heading = "Dataset")]
     pub enable_multimodal_chat: bool,
+    /// prefix_repetition: tokens of each shared prefix.
     #[arg(long, default_value_t = 256, help_heading = "Dataset")]
     pub prefix_repetition_prefix_len: u32,
+    /// prefix_repetition: tokens of each request's own suffix.
     #[arg(long, default_value_t = 256, help_heading = "Dataset")]
     pub prefix_repetition_suffix_len: u32,
+    /// prefix_repetition: number of distinct prefixes.
     #[arg(long, default_value_t = 10, help_heading = "Dataset")]
     pub prefix_repetition_num_prefixes: u32,
+    /// prefix_repetition: output length in tokens.
     #[arg(long, default_value_t = 128, help_heading = "Dataset")]
     pub prefix_repetition_output_len: u32,
     /// random-mm: mean number of images per request.
@@ -85,6 +89,7 @@ pub struct DatasetArgs {
     /// speed-bench: keep only this category.
     #[arg(long, help_heading = "Dataset")]
     pub speed_bench_category: Option<String>,
+    /// speed-bench: output length in tokens (max_tokens).
     #[arg(long, default_value_t = 4096, help_heading = "Dataset")]
     pub speed_bench_output_len: u32,
     /// hf: dataset name when --dataset-path is a local file (used as its label).

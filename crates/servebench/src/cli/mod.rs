@@ -93,9 +93,10 @@ pub struct SimOptions {
     /// Simulator: inter-token interval in ms (fixed mode).
     #[arg(long, default_value_t = 10.0)]
     pub sim_itl_ms: f64,
-    /// Simulator: model name it serves.
-    #[arg(long, default_value = "servebench-sim")]
-    pub sim_model: String,
+    /// Simulator: model name it serves (default: with --sim, the run's --served-model-name or
+    /// --model, so `--sim --model NAME` works as against a real server; else servebench-sim).
+    #[arg(long)]
+    pub sim_model: Option<String>,
     /// Simulator: tokenizer for prompt counting and /tokenize (path to tokenizer.json, a
     /// directory, or a built-in encoding such as cl100k_base).
     #[arg(long, default_value = "cl100k_base")]
@@ -216,8 +217,10 @@ pub struct RunArgs {
     /// Server base URL (overrides --host/--port), e.g. http://10.0.0.1:8000.
     #[arg(long, value_parser = crate::cli::values::base_url, help_heading = "Connection")]
     pub base_url: Option<crate::cli::values::BaseUrl>,
+    /// Server host (used when --base-url is not given).
     #[arg(long, default_value = "127.0.0.1", help_heading = "Connection")]
     pub host: String,
+    /// Server port (used when --base-url is not given).
     #[arg(long, default_value_t = 8000, help_heading = "Connection")]
     pub port: u16,
     /// API path; defaults by backend (/v1/completions, /v1/chat/completions, /generate_stream, ...;
@@ -263,14 +266,19 @@ pub struct RunArgs {
     /// spellings alike).
     #[arg(long, default_value = "random", value_parser = crate::cli::values::dataset_name, help_heading = "Dataset")]
     pub dataset_name: crate::cli::values::Dataset,
+    /// Number of requests to send (prompts to build).
     #[arg(long, default_value_t = 1000, help_heading = "Dataset")]
     pub num_prompts: u64,
+    /// Seed of the dataset sampling and the arrival schedule.
     #[arg(long, default_value_t = 0, help_heading = "Dataset")]
     pub seed: u64,
+    /// random: prompt length in tokens.
     #[arg(long, default_value_t = 1024, help_heading = "Dataset")]
     pub random_input_len: u32,
+    /// random: output length in tokens (max_tokens of each request).
     #[arg(long, default_value_t = 128, help_heading = "Dataset")]
     pub random_output_len: u32,
+    /// random: tokens of a prefix shared by every prompt (before the random part).
     #[arg(long, default_value_t = 0, help_heading = "Dataset")]
     pub random_prefix_len: u32,
     /// Length spread: a number in [0, 1) or JSON {"input": r, "output": r}.
@@ -288,6 +296,7 @@ pub struct RunArgs {
     /// Drop requests whose prompt + output exceed this many tokens.
     #[arg(long, help_heading = "Dataset")]
     pub max_model_len: Option<u32>,
+    /// Keep the dataset's order instead of shuffling it (sharegpt, custom, hf, ...).
     #[arg(long, help_heading = "Dataset")]
     pub disable_shuffle: bool,
 
@@ -298,29 +307,40 @@ pub struct RunArgs {
     /// Gamma shape of inter-arrival times (1.0 = Poisson).
     #[arg(long, default_value_t = 1.0, help_heading = "Load")]
     pub burstiness: f64,
+    /// Most requests in flight at once (client-side cap; default: no cap). A request
+    /// whose scheduled time has come waits in the client's queue until a slot frees.
     #[arg(long, help_heading = "Load")]
     pub max_concurrency: Option<u64>,
     /// linear or exponential.
     #[arg(long, value_parser = crate::cli::values::ramp_strategy, help_heading = "Load")]
     pub ramp_up_strategy: Option<servebench_core::schedule::RampStrategy>,
+    /// Ramp-up: request rate at the start of the run (with --ramp-up-strategy).
     #[arg(long, help_heading = "Load")]
     pub ramp_up_start_rps: Option<f64>,
+    /// Ramp-up: request rate at the end of the run (with --ramp-up-strategy).
     #[arg(long, help_heading = "Load")]
     pub ramp_up_end_rps: Option<f64>,
 
     // ---- sampling ----
+    /// Sampling temperature sent with every request (default: the server's).
     #[arg(long, help_heading = "Sampling")]
     pub temperature: Option<f64>,
+    /// Nucleus sampling top_p sent with every request (default: the server's).
     #[arg(long, help_heading = "Sampling")]
     pub top_p: Option<f64>,
+    /// top_k sent with every request (default: the server's).
     #[arg(long, help_heading = "Sampling")]
     pub top_k: Option<i64>,
+    /// min_p sent with every request (default: the server's).
     #[arg(long, help_heading = "Sampling")]
     pub min_p: Option<f64>,
+    /// frequency_penalty sent with every request (default: the server's).
     #[arg(long, help_heading = "Sampling")]
     pub frequency_penalty: Option<f64>,
+    /// presence_penalty sent with every request (default: the server's).
     #[arg(long, help_heading = "Sampling")]
     pub presence_penalty: Option<f64>,
+    /// repetition_penalty sent with every request (default: the server's).
     #[arg(long, help_heading = "Sampling")]
     pub repetition_penalty: Option<f64>,
     /// JSON object merged into every request body (wins over sampling flags).
@@ -331,8 +351,10 @@ pub struct RunArgs {
     /// Ask the server to ignore EOS (forced on for the random dataset, as vLLM does).
     #[arg(long, help_heading = "Request")]
     pub ignore_eos: bool,
+    /// Ask for this many log-probabilities per output token.
     #[arg(long, help_heading = "Request")]
     pub logprobs: Option<u32>,
+    /// Warm-up requests sent (and not measured) before the run.
     #[arg(long, default_value_t = 0, help_heading = "Request")]
     pub num_warmups: u64,
     /// Seconds to wait for the endpoint to answer a test request (0 = no check, vLLM's default).
@@ -385,20 +407,28 @@ pub struct RunArgs {
     pub max_failure_rate: Option<f64>,
 
     // ---- output ----
+    /// Write the result JSON (to --result-dir/--result-filename; default name from the
+    /// backend, rate, model and time).
     #[arg(long, help_heading = "Output")]
     pub save_result: bool,
+    /// Add the per-request arrays (ttfts, itls, latencies, lengths, errors, ...) to the
+    /// result JSON.
     #[arg(long, help_heading = "Output")]
     pub save_detailed: bool,
+    /// Append the result to an existing result file (one JSON object per line).
     #[arg(long, help_heading = "Output")]
     pub append_result: bool,
+    /// Directory of the result file (default: the current directory); created if missing.
     #[arg(long, help_heading = "Output")]
     pub result_dir: Option<std::path::PathBuf>,
+    /// File name of the result JSON (default: from the backend, rate, model and time).
     #[arg(long, help_heading = "Output")]
     pub result_filename: Option<String>,
     /// Records file (JSONL, one line per request, appended as each request ends). Default with
     /// --save-result: next to the result file, `<result>.records.jsonl`.
     #[arg(long, help_heading = "Output")]
     pub records: Option<std::path::PathBuf>,
+    /// Label of the run (in the result's `label` key and the default file name).
     #[arg(long, help_heading = "Output")]
     pub label: Option<String>,
     /// KEY=VALUE pairs copied into the result JSON.
@@ -413,8 +443,14 @@ pub struct RunArgs {
     /// SLOs for goodput: ttft:MS tpot:MS e2el:MS.
     #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli::values::goodput, help_heading = "Output")]
     pub goodput: Vec<crate::cli::values::Goodput>,
+    /// Do not print the progress line.
     #[arg(long, help_heading = "Output")]
     pub disable_tqdm: bool,
+    /// Print the full detail after the result block: token sources and accounting, cached input
+    /// tokens, the schedule-anchored view (Response TTFT/E2EL, queue time), ITL per token and the
+    /// client's health figures. The result JSON has all of it either way.
+    #[arg(long, help_heading = "Output")]
+    pub verbose: bool,
     /// Write a self-contained HTML report with charts to PATH after the run.
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub html_report: Option<std::path::PathBuf>,
@@ -487,3 +523,6 @@ pub fn find_listed(args: &[String], list: &[&'static str]) -> Option<&'static st
         list.iter().copied().find(|f| *f == name)
     })
 }
+
+#[cfg(test)]
+mod help_tests;

@@ -6,6 +6,7 @@ use crate::config::{validate, Validated};
 use crate::os::signal::{stop_on_signal, INTERRUPTED_EXIT_CODE};
 use crate::progress::ConsoleObserver;
 use anyhow::Context;
+use servebench_report::Detail;
 use servebench_runner::config::InterruptMode;
 use servebench_runner::observe::server_side::{ServerSide, ServerSideOutput};
 use servebench_runner::results::paths::output_paths;
@@ -31,7 +32,7 @@ fn check_open_files(run: &RunConfig, num_prompts: u64) -> anyhow::Result<()> {
         )
         .into()),
         None if num_prompts + RESERVED > limit => {
-            println!(
+            eprintln!(
                 "warning: without --max-concurrency up to {num_prompts} requests may be in flight, but only \
                  {limit} files can be open (ulimit -n); requests beyond that fail to connect"
             );
@@ -49,7 +50,7 @@ pub fn run(args: &RunArgs, explicit: &crate::config::unused::ExplicitFlags) -> a
     let Validated { mut run, output } = validate(args, api_key)?;
     crate::config::network::with_process_env(&mut run);
     for warning in crate::config::unused::check(args, explicit)? {
-        println!("{warning}");
+        eprintln!("{warning}");
     }
     // No output may overwrite an input or another output (SB120), checked before any write.
     crate::config::path_collisions::check(args, &output, run.records_path.as_deref())?;
@@ -65,7 +66,13 @@ pub fn run(args: &RunArgs, explicit: &crate::config::unused::ExplicitFlags) -> a
 
 /// Starts the embedded simulator (`--sim`) and points the run at it.
 fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim> {
-    let sim = EmbeddedSim::start(&args.sim_options)?;
+    // The simulator serves the model the run asks for (as a real server would), unless
+    // --sim-model names another.
+    let mut opts = args.sim_options.clone();
+    if opts.sim_model.is_none() {
+        opts.sim_model = args.served_model_name.clone().or_else(|| args.model.clone());
+    }
+    let sim = EmbeddedSim::start(&opts)?;
     run.base_url = sim.base_url();
     // The embedded simulator is on this host: never through a proxy from the environment.
     run.proxy.disabled = true;
@@ -79,7 +86,7 @@ fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim>
     if run.tokenizer.is_none() {
         run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
     }
-    let o = &args.sim_options;
+    let o = &opts;
     let timing = match (&o.sim_preset, o.sim_mode) {
         (Some(preset), _) => format!("engine model, preset {}", preset.name),
         (None, crate::cli::values::SimMode::Engine) => "engine model".to_owned(),
@@ -87,7 +94,8 @@ fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim>
             format!("fixed timing: TTFT {} ms, ITL {} ms", o.sim_ttft_ms, o.sim_itl_ms)
         }
     };
-    println!("Embedded simulator at {} ({timing})", run.base_url);
+    let model = crate::cmd::sim::served_model(&opts);
+    println!("Embedded simulator at {} serving '{model}' ({timing})", run.base_url);
     Ok(sim)
 }
 
@@ -122,7 +130,11 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
         steady: &args.experiment.steady_options(),
     };
     let results = assemble(out, server_side, &assembly);
-    print!("{}", results.console_text());
+    let detail = if args.verbose { Detail::Verbose } else { Detail::Default };
+    print!("{}", results.console_text(detail));
+    for line in results.console_warnings() {
+        eprintln!("{line}");
+    }
     let result_path = result_path(&output, &results, shard_spec);
     let records_file = match paths {
         Some(paths) => {

@@ -7,10 +7,18 @@ use servebench_sim::{EngineConfig, FaultConfig, SimConfig, SimHandle};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// The simulator's model when `--sim-model` is not given.
+pub const DEFAULT_SIM_MODEL: &str = "servebench-sim";
+
+/// The model the simulator serves: `--sim-model`, else `servebench-sim`.
+pub fn served_model(opts: &SimOptions) -> &str {
+    opts.sim_model.as_deref().unwrap_or(DEFAULT_SIM_MODEL)
+}
+
 /// Builds the simulator configuration from its flags.
 pub fn sim_config(opts: &SimOptions) -> anyhow::Result<SimConfig> {
     let tokenizer = servebench_data::tokenizer::load_tokenizer(&opts.sim_tokenizer)?;
-    let mut cfg = SimConfig::new(opts.sim_model.clone(), tokenizer);
+    let mut cfg = SimConfig::new(served_model(opts).to_owned(), tokenizer);
     cfg.lora_modules = opts.sim_lora_modules.clone();
     let cfg = cfg
         .with_fixed_timing_ms(opts.sim_ttft_ms, opts.sim_itl_ms)?
@@ -113,7 +121,7 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
         };
         eprintln!(
             "servebench sim: serving model '{}' on {}{prefix} (Ctrl-C to stop)",
-            args.sim.sim_model,
+            served_model(&args.sim),
             handle.base_url()
         );
         if let Some(t) = &tls {

@@ -110,11 +110,12 @@ fn sonnet_config(args: &RunArgs) -> Result<SonnetConfig> {
         input_len: positive("--sonnet-input-len", d.sonnet_input_len)?,
         output_len: positive("--sonnet-output-len", d.sonnet_output_len)?,
         prefix_len: d.sonnet_prefix_len as usize,
-        // As vLLM: the prompt is rendered for every backend but openai-chat.
+        // As vLLM: lengths count the prompt rendered with the chat template; openai-chat sends
+        // the bare prompt as the user turn. --skip-chat-template: the bare prompt throughout.
         template: servebench_data::dataset::chat_render::PromptTemplate {
-            render: args.backend.kind != BackendKind::Chat,
+            render: !d.skip_chat_template,
             kwargs: None,
-            chat_messages: false,
+            chat_messages: args.backend.kind == BackendKind::Chat,
         },
     })
 }

@@ -159,10 +159,12 @@ fn sim_with_base_url_is_refused_with_exit_2_and_dataset_options_of_another_datas
     assert!(err.contains("error[SB121]: --sim cannot be combined with --base-url"), "{err}");
 
     let out = sim(dir.path(), &["--dataset-path", "prompts.jsonl", "--sonnet-input-len", "100"]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(stdout.contains("warning: --dataset-path is ignored with --dataset-name random"), "{stdout}");
-    assert!(stdout.contains("warning: --sonnet-input-len is ignored with --dataset-name random"), "{stdout}");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Warnings go to stderr, never into the result on stdout.
+    assert!(!text(&out.stdout).contains("warning:"), "{}", text(&out.stdout));
+    assert!(stderr.contains("warning: --dataset-path is ignored with --dataset-name random"), "{stderr}");
+    assert!(stderr.contains("warning: --sonnet-input-len is ignored with --dataset-name random"), "{stderr}");
 }
 
 #[test]
@@ -300,13 +302,13 @@ fn sweep_points_get_prompts_of_their_own_so_prefix_cache_does_not_flatter_them()
         let points = doc["points"].as_array().unwrap().clone();
         let cached =
             points.iter().map(|p| p["result"]["cached_input_tokens"].as_u64().unwrap()).collect::<Vec<_>>();
-        (cached, text(&out.stdout))
+        (cached, text(&out.stderr))
     };
-    let (own, stdout) = cached(&[]);
-    assert_eq!(own[1], 0, "the second point's prompts are new to the server: {own:?}\n{stdout}");
-    let (reused, stdout) = cached(&["--reuse-prompts"]);
+    let (own, stderr) = cached(&[]);
+    assert_eq!(own[1], 0, "the second point's prompts are new to the server: {own:?}\n{stderr}");
+    let (reused, stderr) = cached(&["--reuse-prompts"]);
     assert!(reused[1] > 0, "the same prompts again are served from the cache: {reused:?}");
-    assert!(stdout.contains("warning: concurrency 2: the server reports"), "{stdout}");
+    assert!(stderr.contains("warning: concurrency 2: the server reports"), "{stderr}");
 }
 
 #[test]

@@ -20,6 +20,7 @@ fn retokenize_output_reports_usage_events_and_retokenized_side_by_side() {
             "12",
             "--disable-tqdm",
             "--retokenize-output",
+            "--verbose",
         ])
         .args([
             "--save-result",

@@ -107,7 +107,8 @@ pub struct LiveSnapshot {
     pub failed: u64,
     pub cancelled: u64,
     pub in_flight: u64,
-    /// Requests ended (any outcome) per second over the last [`RATE_WINDOW_US`].
+    /// Requests completed per second over the last [`RATE_WINDOW_US`] (failed and cancelled
+    /// requests are counted apart, never as throughput).
     pub requests_per_s: f64,
     /// Output tokens of completed requests per second over the last [`RATE_WINDOW_US`].
     pub output_tokens_per_s: f64,
@@ -225,10 +226,6 @@ impl LiveMetrics {
         }
     }
 
-    fn ended(&self) -> u64 {
-        self.completed.load(Ordering::Relaxed) + self.failed_total() + self.cancelled.load(Ordering::Relaxed)
-    }
-
     fn failed_total(&self) -> u64 {
         self.failed.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>()
             + self.failed_unclassified.load(Ordering::Relaxed)
@@ -236,7 +233,11 @@ impl LiveMetrics {
 
     /// Takes one rate sample now (the runner calls this about once a second).
     pub fn sample(&self) {
-        let point = (self.elapsed_us(), self.ended(), self.output_tokens.load(Ordering::Relaxed));
+        let point = (
+            self.elapsed_us(),
+            self.completed.load(Ordering::Relaxed),
+            self.output_tokens.load(Ordering::Relaxed),
+        );
         if let Ok(mut s) = self.samples.lock() {
             s.push_back(point);
             while s.front().is_some_and(|f| point.0.saturating_sub(f.0) > 2 * RATE_WINDOW_US) {
@@ -268,7 +269,8 @@ impl LiveMetrics {
             self.cancelled.load(Ordering::Relaxed),
         );
         let tokens = self.output_tokens.load(Ordering::Relaxed);
-        let (rps, tps) = self.rates(now, completed + failed + cancelled, tokens);
+        // Completed requests only: a burst of cancellations (Ctrl-C) or failures is not throughput.
+        let (rps, tps) = self.rates(now, completed, tokens);
         let sent = self.sent.load(Ordering::Relaxed);
         LiveSnapshot {
             elapsed_s: now as f64 / 1e6,
@@ -342,7 +344,7 @@ impl LiveMetrics {
             (
                 "servebench_requests_per_second",
                 Kind::Gauge,
-                "Requests ended (any outcome) per second over the last 5 s.",
+                "Requests completed per second over the last 5 s.",
                 s.requests_per_s,
             ),
             (

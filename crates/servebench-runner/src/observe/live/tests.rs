@@ -95,6 +95,29 @@ fn rates_use_the_last_window_of_samples() {
     assert_eq!(fresh.rates(0, 4, 10), (0.0, 0.0));
 }
 
+/// The progress line's req/s used to count every ended request: after Ctrl-C, the burst of
+/// cancelled requests showed as throughput. Only completed requests count.
+#[test]
+fn request_rate_counts_completed_requests_not_cancelled_or_failed() {
+    let m = LiveMetrics::new();
+    m.begin(8);
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    m.request_ended(&completed(0, 0, 1_000, &[], 2_000, 1));
+    let mut failed = RequestRecord::scheduled(1, "r1".into(), 0, 10, 5);
+    failed.fail(ErrorKind::Timeout, "stalled");
+    m.request_ended(&failed);
+    for i in 2..8 {
+        let mut c = RequestRecord::scheduled(i, format!("r{i}"), 0, 10, 5);
+        c.outcome = Outcome::Cancelled;
+        m.request_ended(&c);
+    }
+    let s = m.snapshot();
+    assert_eq!((s.completed, s.failed, s.cancelled), (1, 1, 6));
+    // No sample yet: the rate is completed / elapsed, so rate × elapsed is the completed count.
+    assert!(s.elapsed_s > 0.0);
+    assert!((s.requests_per_s * s.elapsed_s - 1.0).abs() < 1e-9, "{s:?}");
+}
+
 #[test]
 fn parser_rejects_malformed_expositions() {
     assert!(prom_text::parse("x 1\n").is_err(), "sample without TYPE");
