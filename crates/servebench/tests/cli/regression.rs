@@ -17,3 +17,44 @@ fn ready_check_timeout_is_waited_in_full_not_cut_short_by_the_doubling_pause() {
         err.split("endpoint not ready after ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert!(secs >= 2.0, "{err}");
 }
+
+/// Pins `compare`'s tests (issue 23.8): `std_*` rows used to be tested with Mann–Whitney, a
+/// location test, so two runs with the same spread shifted by 100 ms printed `std_ttft_ms …
+/// mann_whitney_u 0.0000 yes`; and the direction sign was glued to the change (`+0.50%-`).
+#[test]
+fn compare_tests_std_for_spread_and_prints_the_direction_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, shift_us: u64| {
+        let mut lines = String::new();
+        for i in 0..60u64 {
+            let ttft = 50_000 + (i % 10) * 1_000 + shift_us;
+            let t0 = i * 100_000;
+            let rec = serde_json::json!({
+                "index": i, "request_id": format!("r{i}"), "outcome": "completed",
+                "intended_us": t0, "dispatched_us": t0, "first_token_us": t0 + ttft,
+                "last_token_us": t0 + ttft + 10_000, "done_us": t0 + ttft + 10_000,
+                "token_events": {"gaps_us": [10_000]}, "prompt_tokens": 10, "completion_tokens": 2,
+                "expected_output_tokens": 2, "token_event_count": 2, "output_chars": 2, "attempts": 1
+            });
+            lines.push_str(&format!("{rec}\n"));
+        }
+        let mean = 54.5 + shift_us as f64 / 1000.0;
+        let path = dir.path().join(name);
+        let doc = serde_json::json!({"mean_ttft_ms": mean, "std_ttft_ms": 2.87, "request_throughput": 10.0});
+        std::fs::write(&path, doc.to_string()).unwrap();
+        std::fs::write(dir.path().join(format!("{name}.records.jsonl")), lines).unwrap();
+        path
+    };
+    let (a, b) = (write("a.json", 0), write("b.json", 100_000));
+    let out =
+        crate::support::bin().args(["compare", a.to_str().unwrap(), b.to_str().unwrap()]).output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let line = |k: &str| stdout.lines().find(|l| l.starts_with(&format!("{k} "))).unwrap().to_owned();
+    let std_line = line("std_ttft_ms");
+    assert!(std_line.contains("brown_forsythe") && std_line.trim_end().ends_with(" no"), "{stdout}");
+    let mean_line = line("mean_ttft_ms");
+    assert!(mean_line.contains(" worse ") && mean_line.contains("mann_whitney_u"), "{stdout}");
+    assert!(mean_line.trim_end().ends_with(" yes"), "{stdout}");
+    assert!(!stdout.contains("%-") && !stdout.contains("%+"), "{stdout}");
+}
