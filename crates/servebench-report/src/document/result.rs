@@ -122,12 +122,16 @@ impl ClientHealthDoc {
             ("event-loop hiccup p99", self.hiccup_p99_ms, " ms"),
             ("client CPU (% of one core)", self.client_cpu_percent, " %"),
             ("available cores", self.available_cores, ""),
-            ("peak RSS (bytes)", self.peak_rss_bytes, ""),
+            ("peak RSS", self.peak_rss_bytes.map(|b| b / 1_048_576.0), " MiB"),
         ]
         .into_iter()
         .filter_map(|(name, v, unit)| {
             let v = v?;
-            let text = if unit.is_empty() { format!("{v}") } else { format!("{v:.2}{unit}") };
+            let text = match unit {
+                "" => format!("{v}"),
+                " MiB" => format!("{v:.1}{unit}"),
+                _ => format!("{v:.2}{unit}"),
+            };
             Some((name.to_owned(), text))
         })
         .collect()

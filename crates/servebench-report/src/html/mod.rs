@@ -171,7 +171,14 @@ pub fn html_report(runs: &[ReportRun]) -> String {
     let datas: Vec<data::RunData> =
         runs.iter().map(|r| data::RunData::of(&r.records, r.dispatch_lateness_us.as_deref())).collect();
     let labeled: Vec<charts::Run<'_>> = runs.iter().zip(&datas).map(|(r, d)| (r.label.as_str(), d)).collect();
-    let mut groups = if runs.is_empty() { Vec::new() } else { charts::all_charts(&labeled) };
+    let scraped: Vec<server_charts::ServerRun<'_>> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.server_metrics.as_ref().map(|s| (i, r.label.as_str(), s)))
+        .collect();
+    // Every time chart of the page covers the same seconds: the longest run (or scrape).
+    let span_s = datas.iter().map(|d| d.span_s).fold(server_charts::last_scrape_s(&scraped), f64::max);
+    let mut groups = if runs.is_empty() { Vec::new() } else { charts::all_charts(&labeled, span_s) };
     if let Some(c) = extra_charts::ttfo_chart(&labeled) {
         if let Some((_, latency)) = groups.first_mut() {
             latency.push(c);
@@ -181,12 +188,7 @@ pub fn html_report(runs: &[ReportRun]) -> String {
     if !turns.is_empty() {
         groups.push(("Multi-turn", turns));
     }
-    let scraped: Vec<server_charts::ServerRun<'_>> = runs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.server_metrics.as_ref().map(|s| (i, r.label.as_str(), s)))
-        .collect();
-    let server = server_charts::server_charts(&labeled, &scraped);
+    let server = server_charts::server_charts(&labeled, &scraped, span_s);
     if !server.is_empty() {
         groups.push(("Server metrics", server));
     }

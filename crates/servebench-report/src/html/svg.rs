@@ -103,7 +103,13 @@ pub(crate) struct AxisSpec {
     pub integer: bool,
     /// Logarithmic (base 10) axis over whole decades; values ≤ 0 sit on the lower edge.
     pub log: bool,
+    /// Fitted to the data with [`FIT_PAD`] of its range on each side (never below 0 for
+    /// non-negative data), instead of from a fixed bound: a 50–52 ms distribution fills the plot.
+    pub fit: bool,
 }
+
+/// The share of the data range added on each side of a fitted axis.
+const FIT_PAD: f64 = 0.05;
 
 impl AxisSpec {
     /// An axis labelled `label` whose bounds come from the data.
@@ -299,7 +305,9 @@ fn layout_axis(chart: &Chart, pick: impl Fn((f64, f64)) -> f64, spec: &AxisSpec)
         chart.series.iter().any(|s| matches!(s.kind, Kind::Dots(_) | Kind::Crosses(_) | Kind::Step(_)));
     // Point labels sit up and to the right of their dot: more room there.
     let labeled = chart.series.iter().any(|s| matches!(s.kind, Kind::Labeled(_)));
-    let pad = if labeled {
+    let pad = if spec.fit {
+        ((hi - lo) * FIT_PAD).max(hi.abs() * 1e-3)
+    } else if labeled {
         (hi - lo) * 0.1
     } else if has_markers {
         (hi - lo) * 0.02
@@ -310,7 +318,7 @@ fn layout_axis(chart: &Chart, pick: impl Fn((f64, f64)) -> f64, spec: &AxisSpec)
         hi += pad;
     }
     if spec.min.is_none() {
-        lo -= pad;
+        lo = if spec.fit && lo >= 0.0 { (lo - pad).max(0.0) } else { lo - pad };
     }
     let (nlo, nhi, step) = nice_ticks(lo, hi, 6, spec.integer);
     // Forced bounds stay exact (e.g. 0–100 %).

@@ -4,6 +4,7 @@ use super::*;
 use crate::env::Environment;
 use servebench_core::record::{ErrorKind, Outcome};
 
+mod axes;
 mod browser;
 pub(crate) mod extra;
 
