@@ -12,6 +12,7 @@ mod experiment_error;
 mod extra_charts;
 mod multi_run;
 mod page;
+mod search;
 mod server_charts;
 mod svg;
 mod sweep;

@@ -52,7 +52,8 @@ pub(crate) enum Kind {
     Crosses(Vec<(f64, f64)>),
     /// Histogram outline: `edges.len() == values.len() + 1`.
     Hist { edges: Vec<f64>, values: Vec<f64> },
-    /// Round dots, each with a text label beside it (sweep points: rate or concurrency).
+    /// Round dots, each with a text label beside it (sweep points: rate or concurrency); an
+    /// empty label draws the dot alone.
     Labeled(Vec<(f64, f64, String)>),
 }
 
@@ -507,6 +508,9 @@ fn series_path(o: &mut String, s: &Series, i: usize, xs: Scale, ys: Scale) {
             for (x, y, text) in p.iter().filter(|p| p.0.is_finite() && p.1.is_finite()) {
                 let (px, py) = (xs.at(*x), ys.at(*y));
                 let _ = write!(d, "M{px:.1} {py:.1}h0");
+                if text.is_empty() {
+                    continue;
+                }
                 let _ = write!(
                     labels,
                     "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" fill=\"{color}\">{}</text>",
