@@ -181,4 +181,14 @@ pub struct DetailedArrays {
     /// `itls`: one array of gaps per request; an entry that is not an array is `None`.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub itls: Option<Vec<Lenient<Vec<Lenient<f64>>>>>,
+    /// Prompt tokens per request.
+    #[serde(default, deserialize_with = "numbers", skip_serializing_if = "Option::is_none")]
+    pub input_lens: Option<Vec<Option<f64>>>,
+    /// When each request started (s, on the client's clock; vLLM 0.33 writes them).
+    #[serde(default, deserialize_with = "numbers", skip_serializing_if = "Option::is_none")]
+    pub start_times: Option<Vec<Option<f64>>>,
+    /// `errors`: `""` for a success, else the failure's text; an entry that is not a string is
+    /// `None`.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<Lenient<String>>>,
 }

@@ -101,6 +101,7 @@ pub(super) fn header(label: &str) -> ReportHeader {
         environment: Some(fixed_env()),
         client_health: vec![("dispatch lateness p99".into(), "0.80 ms".into())],
         warnings: vec![],
+        notes: vec![],
     }
 }
 

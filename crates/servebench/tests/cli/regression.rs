@@ -58,3 +58,62 @@ fn compare_tests_std_for_spread_and_prints_the_direction_apart() {
     assert!(mean_line.trim_end().ends_with(" yes"), "{stdout}");
     assert!(!stdout.contains("%-") && !stdout.contains("%+"), "{stdout}");
 }
+
+/// Pins `report` on vLLM's own result files (issue 23.9): a result without a records file used to
+/// be refused with SB501 "records file not found", a fix the user cannot apply. A vLLM 0.33
+/// `--save-detailed` file is drawn from its arrays (with time charts from `start_times`); without
+/// `start_times` the time charts are left out and the report says why; without any array the
+/// summary keys alone, and the report says so.
+#[test]
+fn report_draws_a_vllm_result_file_from_its_arrays_and_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = servebench_testkit::fixtures::fixture("results/vllm-0.33-detailed.json");
+    let report = |input: &std::path::Path| {
+        let out = dir.path().join("r.html");
+        let o = crate::support::bin()
+            .args(["report", input.to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        std::fs::read_to_string(out).unwrap()
+    };
+    let html = report(&fixture);
+    for id in ["ttft-cdf", "itl-hist", "e2el-cdf", "ttft-prompt", "tokens-time", "ttft-time"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
+    }
+    assert!(html.contains("per-request arrays") && html.contains("1 of 40 requests failed"), "notes");
+    assert!(
+        html.contains("<td>completed</td><td>39</td>") && html.contains("<td>duration (s)</td><td>2.80</td>")
+    );
+    assert!(!html.contains("<td>queue time p50</td>"), "no scheduled send times, no queue time");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let obj = doc.as_object_mut().unwrap();
+    obj.remove("start_times");
+    let no_starts = dir.path().join("no-starts.json");
+    std::fs::write(&no_starts, doc.to_string()).unwrap();
+    let html = report(&no_starts);
+    assert!(
+        html.contains("id=\"ttft-cdf\"")
+            && !html.contains("id=\"tokens-time\"")
+            && !html.contains("id=\"ttft-time\"")
+    );
+    assert!(html.contains("Time charts (TTFT and E2EL over time"), "says which charts are absent and why");
+    for k in [
+        "ttfts",
+        "itls",
+        "latencies",
+        "input_lens",
+        "output_lens",
+        "errors",
+        "queue_times",
+        "generated_texts",
+    ] {
+        doc.as_object_mut().unwrap().remove(k);
+    }
+    let summary = dir.path().join("summary.json");
+    std::fs::write(&summary, doc.to_string()).unwrap();
+    let html = report(&summary);
+    assert!(html.contains("only the result&#39;s summary keys") && !html.contains("<svg"), "no chart");
+    assert!(html.contains("<td>mean_ttft_ms</td>") && html.contains("<td>completed</td><td>39</td>"));
+}
