@@ -6,7 +6,7 @@ use crate::html::sweep_report;
 use serde_json::{json, Value};
 
 /// A `--find-max-rate` document in search order: 30 ✓, 60 ✗, 45 ✗, 37.5 ✓ (threshold 0.95).
-fn search_doc() -> Value {
+pub(super) fn search_doc() -> Value {
     let steps = [(30.0, 29.5, true), (60.0, 40.0, false), (45.0, 39.0, false), (37.5, 36.0, true)];
     let point = |(rate, achieved, _): (f64, f64, bool)| {
         json!({"label": format!("rate {rate:?}"), "request_rate": format!("{rate:?}"), "max_concurrency": null,
