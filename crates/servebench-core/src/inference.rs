@@ -9,7 +9,7 @@
 //!   normal approximation with tie correction and continuity correction.
 
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+use statrs::distribution::{ContinuousCDF, FisherSnedecor, Normal, StudentsT};
 
 /// Mean, spread and 95 % confidence interval of one metric over several runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,9 +58,10 @@ pub fn aggregate(values: &[f64]) -> Option<Aggregate> {
 /// The result of a two-sample test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestResult {
-    /// `welch_t` or `mann_whitney_u`.
+    /// `welch_t`, `mann_whitney_u` or `brown_forsythe`.
     pub test: String,
-    /// t for Welch, z (normal approximation of U) for Mann–Whitney.
+    /// t for Welch, z (normal approximation of U) for Mann–Whitney, W (an F statistic) for
+    /// Brown–Forsythe.
     pub statistic: f64,
     /// Two-sided p-value.
     pub p_value: f64,
@@ -147,6 +148,53 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<TestResult> {
     Some(TestResult { test: "mann_whitney_u".into(), statistic: z, p_value: p, n_a: na, n_b: nb })
 }
 
+/// The median of `v` (not empty): the middle value, or the mean of the two middle values.
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// The Brown–Forsythe test for equal spread (Levene's test centred on the median): a one-way
+/// ANOVA on `z = |x − median of its sample|`, W = (N − 2) · Σ nᵢ (z̄ᵢ − z̄)² / ΣΣ (zᵢⱼ − z̄ᵢ)², with
+/// its p-value from F(1, N − 2). `None` unless N ≥ 3 and each sample has at least 2 values. It
+/// tests spread only (a shift of location alone leaves W at 0), so it is the test for `std_*`.
+pub fn brown_forsythe(a: &[f64], b: &[f64]) -> Option<TestResult> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let dev = |v: &[f64]| {
+        let m = median(v);
+        v.iter().map(|x| (x - m).abs()).collect::<Vec<f64>>()
+    };
+    let (za, zb) = (dev(a), dev(b));
+    let n = (za.len() + zb.len()) as f64;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (ma, mb) = (mean(&za), mean(&zb));
+    let m = (za.iter().sum::<f64>() + zb.iter().sum::<f64>()) / n;
+    let between = za.len() as f64 * (ma - m).powi(2) + zb.len() as f64 * (mb - m).powi(2);
+    let within: f64 =
+        za.iter().map(|z| (z - ma).powi(2)).sum::<f64>() + zb.iter().map(|z| (z - mb).powi(2)).sum::<f64>();
+    let (w, p) = if within == 0.0 {
+        // Every value sits at its sample's typical distance: equal spreads are no difference.
+        if between == 0.0 {
+            (0.0, 1.0)
+        } else {
+            (f64::INFINITY, 0.0)
+        }
+    } else {
+        let w = (n - 2.0) * between / within;
+        let f = FisherSnedecor::new(1.0, n - 2.0).ok()?;
+        (w, (1.0 - f.cdf(w)).clamp(0.0, 1.0))
+    };
+    Some(TestResult { test: "brown_forsythe".into(), statistic: w, p_value: p, n_a: a.len(), n_b: b.len() })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +242,22 @@ mod tests {
         // All ties: no evidence of a difference.
         let t = mann_whitney_u(&[1.0, 1.0], &[1.0, 1.0, 1.0]).unwrap();
         assert_eq!(t.p_value, 1.0);
+    }
+
+    #[test]
+    fn brown_forsythe_by_hand() {
+        // a = 1,2,3,6 (median 2.5): z = 1.5,0.5,0.5,3.5, z̄a = 1.5; b = 2,4,5,10,20 (median 5):
+        // z = 3,1,0,5,15, z̄b = 4.8; z̄ = 30/9. Between = 4·(1.5 − 10/3)² + 5·(4.8 − 10/3)² = 24.2,
+        // within = 6 + 144.8 = 150.8, W = 7 · 24.2 / 150.8 = 1.123342; p = P(F(1, 7) > W)
+        // = 0.324395 (the two-sided t(7) tail at √W, integrated numerically).
+        let r = brown_forsythe(&[1.0, 2.0, 3.0, 6.0], &[2.0, 4.0, 5.0, 10.0, 20.0]).unwrap();
+        assert_eq!(r.test, "brown_forsythe");
+        assert!((r.statistic - 1.123342).abs() < 1e-6, "{}", r.statistic);
+        assert!((r.p_value - 0.324395).abs() < 1e-5, "{}", r.p_value);
+        // A pure shift of location is no difference in spread (Mann–Whitney would call it one).
+        let shifted = brown_forsythe(&[1.0, 2.0, 3.0, 6.0], &[101.0, 102.0, 103.0, 106.0]).unwrap();
+        assert_eq!((shifted.statistic, shifted.p_value), (0.0, 1.0));
+        assert!(brown_forsythe(&[1.0], &[2.0, 3.0]).is_none());
     }
 
     /// A deterministic pseudo-random latency sample (ms): lognormal-ish around `median`.

@@ -15,6 +15,7 @@ pub mod info;
 pub mod json;
 pub mod result_keys;
 pub mod sections;
+pub mod vllm_arrays;
 pub mod written;
 
 pub use console::{console_block, console_block_with, console_warnings, Detail};

@@ -7,7 +7,7 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::lenient::{lenient, object, shown, Object, Shown};
+use super::lenient::{lenient, object, shown, Lenient, Object, Shown};
 use super::metrics::Metrics;
 use crate::result_keys::MetricKey;
 
@@ -26,9 +26,12 @@ pub struct ExperimentDocument {
     /// `points` of a sweep or search (`{label, request_rate, result}`).
     #[serde(default, deserialize_with = "lenient")]
     pub points: Option<Vec<Object<PointEntry>>>,
-    /// `criterion` of an SLO search (its `slos`).
+    /// `criterion` of a search (an SLO search's `slos`, a saturation search's threshold).
     #[serde(default, deserialize_with = "object")]
     pub criterion: Option<Criterion>,
+    /// `trajectory` of a search: one step per point, in search order.
+    #[serde(default, deserialize_with = "lenient")]
+    pub trajectory: Option<Vec<Object<SearchStepEntry>>>,
     /// The settings the report shows as written (`null` included; absent keys are `None`).
     #[serde(flatten)]
     pub settings: ExperimentSettings,
@@ -86,8 +89,30 @@ pub struct PointEntry {
     /// The point's rate as written (a number or `"inf"`).
     #[serde(default, deserialize_with = "shown")]
     pub request_rate: Option<Shown>,
+    /// The point's concurrency limit as written (a number or `null`).
+    #[serde(default, deserialize_with = "shown")]
+    pub max_concurrency: Option<Shown>,
     #[serde(default, deserialize_with = "object")]
     pub result: Option<Metrics>,
+}
+
+/// One step of a search's `trajectory`: the rate tried, what it offered and achieved, each
+/// SLO's value, and whether it passed.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SearchStepEntry {
+    #[serde(default, deserialize_with = "lenient")]
+    pub step: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub request_rate: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub offered_rate: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub achieved_rate: Option<f64>,
+    /// Each SLO's value at this step (ms; `null` without data).
+    #[serde(default, deserialize_with = "lenient")]
+    pub slo_values: Option<std::collections::BTreeMap<String, Lenient<f64>>>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub passed: Option<bool>,
 }
 
 /// An SLO search's criterion.
@@ -95,6 +120,9 @@ pub struct PointEntry {
 pub struct Criterion {
     #[serde(default, deserialize_with = "lenient")]
     pub slos: Option<Vec<Object<SloBound>>>,
+    /// `--find-max-rate`: a step passes when achieved ≥ this × offered.
+    #[serde(default, deserialize_with = "lenient")]
+    pub saturation_threshold: Option<f64>,
 }
 
 /// One SLO bound of a search (`ttft_p99` ≤ `max_ms`).

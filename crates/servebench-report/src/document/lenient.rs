@@ -90,6 +90,15 @@ impl Shown {
         self.0.as_str()
     }
 
+    /// The value as a number: a JSON number, or a string holding one (`"30.0"`, `"inf"`).
+    pub fn as_f64(&self) -> Option<f64> {
+        match &self.0 {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
     /// Whether the value is `null`.
     pub fn is_null(&self) -> bool {
         self.0.is_null()

@@ -23,7 +23,8 @@ mod shards;
 mod tests;
 
 pub use experiment::{
-    Aggregate, Criterion, ExperimentDocument, ExperimentSettings, PointEntry, RunEntry, SloBound, Summary,
+    Aggregate, Criterion, ExperimentDocument, ExperimentSettings, PointEntry, RunEntry, SearchStepEntry,
+    SloBound, Summary,
 };
 pub use lenient::{Lenient, Object, Shown};
 pub use metrics::{LatencyStats, Metrics, SteadyMetrics};

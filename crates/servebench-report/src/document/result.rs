@@ -122,12 +122,16 @@ impl ClientHealthDoc {
             ("event-loop hiccup p99", self.hiccup_p99_ms, " ms"),
             ("client CPU (% of one core)", self.client_cpu_percent, " %"),
             ("available cores", self.available_cores, ""),
-            ("peak RSS (bytes)", self.peak_rss_bytes, ""),
+            ("peak RSS", self.peak_rss_bytes.map(|b| b / 1_048_576.0), " MiB"),
         ]
         .into_iter()
         .filter_map(|(name, v, unit)| {
             let v = v?;
-            let text = if unit.is_empty() { format!("{v}") } else { format!("{v:.2}{unit}") };
+            let text = match unit {
+                "" => format!("{v}"),
+                " MiB" => format!("{v:.1}{unit}"),
+                _ => format!("{v:.2}{unit}"),
+            };
             Some((name.to_owned(), text))
         })
         .collect()
@@ -177,4 +181,14 @@ pub struct DetailedArrays {
     /// `itls`: one array of gaps per request; an entry that is not an array is `None`.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub itls: Option<Vec<Lenient<Vec<Lenient<f64>>>>>,
+    /// Prompt tokens per request.
+    #[serde(default, deserialize_with = "numbers", skip_serializing_if = "Option::is_none")]
+    pub input_lens: Option<Vec<Option<f64>>>,
+    /// When each request started (s, on the client's clock; vLLM 0.33 writes them).
+    #[serde(default, deserialize_with = "numbers", skip_serializing_if = "Option::is_none")]
+    pub start_times: Option<Vec<Option<f64>>>,
+    /// `errors`: `""` for a success, else the failure's text; an entry that is not a string is
+    /// `None`.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<Lenient<String>>>,
 }

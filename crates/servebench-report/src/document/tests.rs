@@ -247,3 +247,15 @@ mod properties {
         }
     }
 }
+
+/// Issue 23.13: a report built from a result file used to show `peak RSS (bytes)  48095232`.
+#[test]
+fn client_health_rows_show_peak_rss_in_mib() {
+    let doc: ResultDocument = serde_json::from_value(serde_json::json!({
+        "client_health": {"peak_rss_bytes": 48_095_232, "client_cpu_percent": 3.81}
+    }))
+    .unwrap();
+    let rows = doc.client_health.unwrap().rows();
+    assert!(rows.contains(&("peak RSS".into(), "45.9 MiB".into())), "{rows:?}");
+    assert!(rows.contains(&("client CPU (% of one core)".into(), "3.81 %".into())), "{rows:?}");
+}

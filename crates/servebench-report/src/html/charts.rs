@@ -50,6 +50,12 @@ fn latency_unit(max_ms: f64) -> (f64, &'static str) {
     }
 }
 
+/// The x axis of a time chart: from 0 to `span_s`, the page's shared time range (every time
+/// chart of a page covers the same seconds), or from the data when no run has a span.
+pub(crate) fn time_axis(label: &str, span_s: f64) -> AxisSpec {
+    AxisSpec { max: (span_s > 0.0).then_some(span_s), ..AxisSpec::new(label).starting_at_zero() }
+}
+
 fn max_of<'a>(it: impl Iterator<Item = &'a f64>) -> f64 {
     it.copied().filter(|v| v.is_finite()).fold(0.0, f64::max)
 }
@@ -156,7 +162,7 @@ pub(crate) fn cdf_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
         note.push_str(" Log scale: the curves differ by more than 8×.");
         AxisSpec { log: true, ..AxisSpec::new(format!("{} ({unit}, log scale)", dist.metric)) }
     } else {
-        AxisSpec::new(format!("{} ({unit})", dist.metric)).starting_at_zero()
+        AxisSpec { fit: true, ..AxisSpec::new(format!("{} ({unit})", dist.metric)) }
     };
     Chart {
         id: format!("{}-cdf", dist.id),
@@ -232,14 +238,15 @@ pub(crate) fn hist_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
     }
 }
 
-/// Scatter of a latency (TTFT or E2EL) by send time with binned p50 (solid) and p99 (dashed) lines.
-pub(crate) fn latency_over_time(runs: &[Run<'_>], metric: &str, e2el: bool) -> Chart {
+/// Scatter of a latency (TTFT or E2EL) by send time with binned p50 (solid) and p99 (dashed) lines,
+/// over the page's time range `span_s`.
+pub(crate) fn latency_over_time(runs: &[Run<'_>], metric: &str, e2el: bool, span_s: f64) -> Chart {
     let pick = |d: &RunData| -> Vec<(f64, f64)> {
         d.by_send.iter().map(|&(t, ttft, e)| (t, if e2el { e } else { ttft })).collect()
     };
     let all: Vec<Vec<(f64, f64)>> = runs.iter().map(|(_, d)| pick(d)).collect();
     let (k, unit) = latency_unit(max_of(all.iter().flat_map(|v| v.iter().map(|p| &p.1))));
-    let span = max_of(all.iter().flat_map(|v| v.iter().map(|p| &p.0)));
+    let span = max_of(all.iter().flat_map(|v| v.iter().map(|p| &p.0))).max(span_s);
     let width = nice_step((span / 30.0).max(1e-3));
     let budget = MAX_SCATTER_POINTS / runs.len().max(1);
     let mut series = Vec::new();
@@ -260,7 +267,7 @@ pub(crate) fn latency_over_time(runs: &[Run<'_>], metric: &str, e2el: bool) -> C
                     &format!("p{p} per {} s", super::svg::fmt_tick(width, width)),
                 ),
                 style,
-                kind: Kind::Line(binned_percentile(&pts, width, p)),
+                kind: Kind::Line(binned_percentile(&pts, width, p, span)),
             });
         }
     }
@@ -271,21 +278,25 @@ pub(crate) fn latency_over_time(runs: &[Run<'_>], metric: &str, e2el: bool) -> C
             "{metric} (service view) of each completed request by the time it was sent, with its p50 and \
              p99 over consecutive time bins. Drift upwards means the server fell behind."
         ),
-        x: AxisSpec::new("send time since first scheduled request (s)").starting_at_zero(),
+        x: time_axis("send time since first scheduled request (s)", span_s),
         y: AxisSpec::new(format!("{metric} ({unit})")).starting_at_zero(),
         series,
     }
 }
 
-/// Output tokens per second in 1-s bins, token-weighted.
-pub(crate) fn tokens_over_time(runs: &[Run<'_>]) -> Chart {
-    let wide = runs.iter().map(|(_, d)| d.rate_bin_s).fold(1.0, f64::max);
-    let mut note = "Output tokens received per second (1-s bins from the first scheduled request; each \
-                    token event weighs the tokens it carried)."
-        .to_string();
-    if wide > 1.0 {
-        note.push_str(&format!(" This run is long: bins of {wide} s, averaged per second."));
-    }
+/// Output tokens per second in time bins (width from the run's length), token-weighted.
+pub(crate) fn tokens_over_time(runs: &[Run<'_>], span_s: f64) -> Chart {
+    let mut widths: Vec<f64> =
+        runs.iter().filter(|(_, d)| !d.tokens_per_s.is_empty()).map(|(_, d)| d.rate_bin_s).collect();
+    widths.sort_by(f64::total_cmp);
+    widths.dedup();
+    let widths: Vec<String> = widths.iter().map(|w| format!("{w} s")).collect();
+    let note = format!(
+        "Output tokens received per second, in bins of {} from the first scheduled request (the width \
+         follows the run's length; each token event weighs the tokens it carried). The last bin ends \
+         with the run and its rate is over its own width (under half a bin, it joins the bin before).",
+        if widths.is_empty() { "-".to_string() } else { widths.join(" / ") }
+    );
     let series = runs
         .iter()
         .enumerate()
@@ -300,14 +311,14 @@ pub(crate) fn tokens_over_time(runs: &[Run<'_>]) -> Chart {
         id: "tokens-time".into(),
         title: "Output tokens/s over time".into(),
         note,
-        x: AxisSpec::new("time since first scheduled request (s)").starting_at_zero(),
+        x: time_axis("time since first scheduled request (s)", span_s),
         y: AxisSpec::new("output tokens/s").starting_at_zero(),
         series,
     }
 }
 
 /// Requests in flight (dispatched, not yet ended) over time.
-pub(crate) fn in_flight_over_time(runs: &[Run<'_>]) -> Chart {
+pub(crate) fn in_flight_over_time(runs: &[Run<'_>], span_s: f64) -> Chart {
     let mut note = "Requests in flight: dispatched and not yet ended (any outcome).".to_string();
     if runs.iter().any(|(_, d)| d.in_flight_binned) {
         note.push_str(" Drawn as the maximum of the exact count per time bin (about one bin per pixel).");
@@ -328,14 +339,14 @@ pub(crate) fn in_flight_over_time(runs: &[Run<'_>]) -> Chart {
         id: "inflight-time".into(),
         title: "Requests in flight over time".into(),
         note,
-        x: AxisSpec::new("time since first scheduled request (s)").starting_at_zero(),
+        x: time_axis("time since first scheduled request (s)", span_s),
         y: AxisSpec { integer: true, ..AxisSpec::new("requests in flight").starting_at_zero() },
         series,
     }
 }
 
 /// Queue time (dots) and, when measured, dispatch lateness (crosses) by intended send time.
-pub(crate) fn queue_over_time(runs: &[Run<'_>]) -> Chart {
+pub(crate) fn queue_over_time(runs: &[Run<'_>], span_s: f64) -> Chart {
     let max = max_of(runs.iter().flat_map(|(_, d)| d.queue.iter().chain(&d.lateness).map(|p| &p.1)));
     let (k, unit) = latency_unit(max);
     let per_series = MAX_SCATTER_POINTS / (2 * runs.len().max(1));
@@ -372,7 +383,7 @@ pub(crate) fn queue_over_time(runs: &[Run<'_>]) -> Chart {
         id: "queue-time".into(),
         title: "Queue time and dispatch lateness over time".into(),
         note,
-        x: AxisSpec::new("scheduled send time since first scheduled request (s)").starting_at_zero(),
+        x: time_axis("scheduled send time since first scheduled request (s)", span_s),
         y: AxisSpec::new(format!("delay ({unit})")).starting_at_zero(),
         series,
     }
@@ -407,8 +418,9 @@ pub(crate) fn ttft_vs_prompt(runs: &[Run<'_>]) -> Chart {
     }
 }
 
-/// Every chart of the report in page order, grouped: (section title, charts).
-pub(crate) fn all_charts(runs: &[Run<'_>]) -> Vec<(&'static str, Vec<Chart>)> {
+/// Every chart of the report in page order, grouped: (section title, charts). Time charts share
+/// the x range `[0, span_s]`.
+pub(crate) fn all_charts(runs: &[Run<'_>], span_s: f64) -> Vec<(&'static str, Vec<Chart>)> {
     let dists = [ttft_dist(), itl_dist(), e2el_dist()];
     let mut latency = Vec::new();
     for d in &dists {
@@ -419,9 +431,12 @@ pub(crate) fn all_charts(runs: &[Run<'_>]) -> Vec<(&'static str, Vec<Chart>)> {
         ("Latency distributions", latency),
         (
             "Latency over time",
-            vec![latency_over_time(runs, "TTFT", false), latency_over_time(runs, "E2EL", true)],
+            vec![
+                latency_over_time(runs, "TTFT", false, span_s),
+                latency_over_time(runs, "E2EL", true, span_s),
+            ],
         ),
-        ("Load", vec![tokens_over_time(runs), in_flight_over_time(runs)]),
-        ("Client", vec![queue_over_time(runs), ttft_vs_prompt(runs)]),
+        ("Load", vec![tokens_over_time(runs, span_s), in_flight_over_time(runs, span_s)]),
+        ("Client", vec![queue_over_time(runs, span_s), ttft_vs_prompt(runs)]),
     ]
 }

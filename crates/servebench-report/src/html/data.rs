@@ -1,5 +1,5 @@
 //! What the charts plot, derived from one run's records: latency samples in both views, per-request
-//! points over time, output tokens per 1-s bin, requests in flight, queue time and lateness.
+//! points over time, output tokens per time bin, requests in flight, queue time and lateness.
 //!
 //! Every value comes from `servebench_core::metrics` per-request helpers (`RequestTimes`,
 //! `token_event_times`, `token_event_weights`, `push_token_view_itls`), so the charts agree with the
@@ -11,8 +11,11 @@ use servebench_core::metrics::{
 };
 use servebench_core::record::RequestRecord;
 
-/// At most this many 1-s bins are drawn; longer runs use wider bins (values stay per second).
-pub(crate) const MAX_RATE_BINS: usize = 5000;
+/// The narrowest output-rate bin (s); wider ones are 1, 2 or 5 × 10^k s.
+const MIN_RATE_BIN_US: u64 = 100_000;
+/// Rate bins are the narrowest of those widths giving at most this many bins over the run (so a
+/// run longer than 20 s has 80 to 200 of them).
+pub(crate) const MAX_RATE_BINS: u64 = 200;
 /// Requests-in-flight curves with more steps than this are drawn as the maximum per bin.
 pub(crate) const EXACT_STEPS: usize = 160;
 /// Bins of a binned requests-in-flight curve (about one per horizontal pixel of a chart: dips
@@ -40,10 +43,13 @@ pub(crate) struct RunData {
     /// `(prompt tokens, ttft ms)` of completed requests.
     pub prompt_ttft: Vec<(f64, f64)>,
     /// Output tokens per second: step points `(bin start s, tokens/s)`, ending with the end of
-    /// the last bin.
+    /// the run (the last bin is partial: its rate is over its own width).
     pub tokens_per_s: Vec<(f64, f64)>,
-    /// Width of a `tokens_per_s` bin (1 s unless the run is very long).
+    /// Width of a full `tokens_per_s` bin (s), from the run's length ([`rate_bin_width_us`]).
     pub rate_bin_s: f64,
+    /// The run's time range: seconds from its first scheduled request to the end of its last
+    /// request (the x range every time chart of the page shares).
+    pub span_s: f64,
     /// Requests in flight: step points `(s, count)`.
     pub in_flight: Vec<(f64, f64)>,
     /// Whether `in_flight` was reduced to the maximum per bin.
@@ -73,10 +79,12 @@ impl RunData {
     pub fn of(records: &[RequestRecord], lateness_us: Option<&[u64]>) -> RunData {
         let t0 = records.iter().map(|r| r.intended_us).min().unwrap_or(0);
         let mut d = RunData { rate_bin_s: 1.0, ..RunData::default() };
+        let mut end_us = t0;
         let mut token_events: Vec<(u64, f64)> = Vec::new();
         let mut intervals: Vec<(u64, u64)> = Vec::new();
         for r in records {
             let t = RequestTimes::of(r);
+            end_us = end_us.max(r.intended_us).max(t.last_known_us.or(r.dispatched_us).unwrap_or(0));
             if let Some(disp) = r.dispatched_us {
                 if let Some(q) = t.queue_us {
                     d.queue.push((secs_since(r.intended_us, t0), us_to_ms(q)));
@@ -123,33 +131,71 @@ impl RunData {
         d.by_send.sort_by(|a, b| a.0.total_cmp(&b.0));
         d.queue.sort_by(|a, b| a.0.total_cmp(&b.0));
         d.lateness.sort_by(|a, b| a.0.total_cmp(&b.0));
-        (d.tokens_per_s, d.rate_bin_s) = rate_bins(&token_events, t0);
+        end_us = token_events.iter().map(|e| e.0).fold(end_us, u64::max);
+        d.span_s = secs_since(end_us, t0);
+        (d.tokens_per_s, d.rate_bin_s) = rate_bins(&token_events, t0, end_us);
         (d.in_flight, d.in_flight_binned) = in_flight_steps(&intervals, t0);
         d
     }
 }
 
-/// Output tokens per second in bins of 1 s (wider when the run has more than `MAX_RATE_BINS`
-/// seconds) aligned to `t0`, token-weighted; step points plus the end of the last bin.
-fn rate_bins(events: &[(u64, f64)], t0: u64) -> (Vec<(f64, f64)>, f64) {
-    let Some(last) = events.iter().map(|e| e.0).max() else { return (Vec::new(), 1.0) };
-    let span_s = last.saturating_sub(t0) / 1_000_000 + 1;
-    let width_s = span_s.div_ceil(MAX_RATE_BINS as u64).max(1);
-    let width_us = width_s * 1_000_000;
-    let n = usize::try_from(last.saturating_sub(t0) / width_us + 1).unwrap_or(MAX_RATE_BINS);
-    let mut bins = vec![0.0; n.min(MAX_RATE_BINS + 1)];
-    for &(t, w) in events {
-        let b = usize::try_from(t.saturating_sub(t0) / width_us).unwrap_or(usize::MAX);
-        if let Some(slot) = bins.get_mut(b) {
-            *slot += w;
+/// The width (µs) of the output-rate bins of a run of `span_us`: the narrowest of 0.1, 0.2, 0.5,
+/// 1, 2, 5, 10, … s giving at most [`MAX_RATE_BINS`] bins.
+pub(crate) fn rate_bin_width_us(span_us: u64) -> u64 {
+    let mut decade = MIN_RATE_BIN_US;
+    loop {
+        for m in [1, 2, 5] {
+            let w = decade.saturating_mul(m);
+            if span_us.div_ceil(w) <= MAX_RATE_BINS || w == u64::MAX {
+                return w;
+            }
         }
+        decade = decade.saturating_mul(10);
     }
-    let ws = width_s as f64;
-    let mut out: Vec<(f64, f64)> = bins.iter().enumerate().map(|(i, &v)| (i as f64 * ws, v / ws)).collect();
-    if let Some(&(_, v)) = out.last() {
-        out.push((bins.len() as f64 * ws, v));
+}
+
+/// Bin edges (µs from `t0`) over `[0, span_us]` in bins of `width_us`: full bins, then the
+/// partial one up to the end, merged into the previous bin when shorter than half a bin (a rate
+/// over a sliver of time is mostly noise).
+fn rate_edges(span_us: u64, width_us: u64) -> Vec<u64> {
+    let full = span_us / width_us;
+    let rem = span_us % width_us;
+    let mut edges: Vec<u64> = (0..=full).map(|k| k * width_us).collect();
+    if rem > 0 {
+        if full > 0 && rem < width_us / 2 {
+            edges.pop();
+        }
+        edges.push(span_us);
     }
-    (out, ws)
+    if edges.len() < 2 {
+        edges.push(width_us);
+    }
+    edges
+}
+
+/// Output tokens per second, token-weighted, in bins of [`rate_bin_width_us`] aligned to `t0`
+/// up to `end_us` (the run's end): each bin's tokens over its own width, so the partial last
+/// bin is not drawn as a collapse. Step points plus the run's end; the full-bin width (s).
+fn rate_bins(events: &[(u64, f64)], t0: u64, end_us: u64) -> (Vec<(f64, f64)>, f64) {
+    let Some(last) = events.iter().map(|e| e.0).max() else { return (Vec::new(), 1.0) };
+    let span_us = end_us.max(last).saturating_sub(t0);
+    let width_us = rate_bin_width_us(span_us);
+    let edges = rate_edges(span_us, width_us);
+    let mut tokens = vec![0.0; edges.len() - 1];
+    for &(t, w) in events {
+        // Bin k holds [edges[k], edges[k+1]); the run's last instant is in the last bin.
+        let b = edges[1..edges.len() - 1].partition_point(|&e| e <= t.saturating_sub(t0));
+        tokens[b] += w;
+    }
+    let mut out: Vec<(f64, f64)> = tokens
+        .iter()
+        .zip(edges.windows(2))
+        .map(|(&n, e)| (e[0] as f64 / 1e6, n * 1e6 / (e[1] - e[0]) as f64))
+        .collect();
+    if let (Some(&(_, v)), Some(&end)) = (out.last(), edges.last()) {
+        out.push((end as f64 / 1e6, v));
+    }
+    (out, width_us as f64 / 1e6)
 }
 
 /// The exact number of requests in flight (`[dispatched, end)` intervals, ends before starts at
@@ -305,8 +351,9 @@ pub(crate) fn histogram(values: &[(f64, u64)], edges: &[f64]) -> Vec<f64> {
 }
 
 /// Rolling percentile lines of `(x, y)` points sorted by x: for bins of `width` along x, the
-/// p-th percentile of the bin's y values (nearest rank), plotted at the bin centre.
-pub(crate) fn binned_percentile(points: &[(f64, f64)], width: f64, p: f64) -> Vec<(f64, f64)> {
+/// p-th percentile of the bin's y values (nearest rank), plotted at the centre of the part of the
+/// bin before `end` (the last bin is partial: its point stays inside the run).
+pub(crate) fn binned_percentile(points: &[(f64, f64)], width: f64, p: f64, end: f64) -> Vec<(f64, f64)> {
     if points.is_empty() || width.is_nan() || width <= 0.0 {
         return Vec::new();
     }
@@ -320,7 +367,8 @@ pub(crate) fn binned_percentile(points: &[(f64, f64)], width: f64, p: f64) -> Ve
             i += 1;
         }
         if let Some(v) = weighted_percentile(&ys, p) {
-            out.push(((b + 0.5) * width, v));
+            let lo = b * width;
+            out.push(((lo + ((b + 1.0) * width).min(end.max(lo))) / 2.0, v));
         }
     }
     out
@@ -332,16 +380,45 @@ mod tests {
 
     #[test]
     fn rate_bins_weigh_tokens_per_second() {
-        let ev = vec![(0, 2.0), (500_000, 3.0), (1_200_000, 4.0)];
-        let (b, w) = rate_bins(&ev, 0);
-        assert_eq!(w, 1.0);
-        assert_eq!(b, vec![(0.0, 5.0), (1.0, 4.0), (2.0, 4.0)]);
-        assert!(rate_bins(&[], 0).0.is_empty());
+        // 25-s run: 0.2-s bins (0.1 s would make 250).
+        let ev = vec![(0, 2.0), (100_000, 3.0), (250_000, 4.0)];
+        let (b, w) = rate_bins(&ev, 0, 25_000_000);
+        assert_eq!(w, 0.2);
+        assert_eq!(&b[..2], &[(0.0, 25.0), (0.2, 20.0)]);
+        assert_eq!(b.len(), 126);
+        assert!(rate_bins(&[], 0, 10).0.is_empty());
         let long: Vec<(u64, f64)> = (0..20_000u64).map(|s| (s * 1_000_000, 1.0)).collect();
-        let (b, w) = rate_bins(&long, 0);
-        assert_eq!(w, 4.0);
-        assert!(b.len() <= MAX_RATE_BINS + 2);
+        let (b, w) = rate_bins(&long, 0, 20_000_000_000);
+        assert_eq!(w, 100.0);
+        assert_eq!(b.len(), 201);
         assert!(b.iter().all(|p| (p.1 - 1.0).abs() < 1e-9), "per-second values stay per second");
+    }
+
+    #[test]
+    fn rate_bin_widths_follow_the_run_length() {
+        let w = |s: f64| rate_bin_width_us((s * 1e6) as u64) as f64 / 1e6;
+        assert_eq!(
+            [w(0.0), w(2.16), w(20.0), w(20.1), w(60.0), w(600.0), w(3600.0)],
+            [0.1, 0.1, 0.1, 0.2, 0.5, 5.0, 20.0]
+        );
+    }
+
+    /// Issue 23.6: a 2.16-s run at a constant 100 tok/s used to end in a 1-s bin holding 0.16 s
+    /// of tokens drawn as a full second (a fake collapse to 16 tok/s) on an axis running to 3 s.
+    /// Every bin, the partial last one included, is 100 tok/s, and the curve ends at 2.16 s.
+    #[test]
+    fn constant_rate_gives_flat_bins_including_the_partial_last() {
+        let ev: Vec<(u64, f64)> = (0..216u64).map(|i| (1_000_000 + i * 10_000, 1.0)).collect();
+        let (b, w) = rate_bins(&ev, 1_000_000, 3_160_000);
+        assert_eq!(w, 0.1);
+        assert_eq!(b.len(), 23, "21 full bins, the 0.06-s one, the end point");
+        assert!(b.iter().all(|p| (p.1 - 100.0).abs() < 1e-9), "{b:?}");
+        assert_eq!(b.last().map(|p| p.0), Some(2.16));
+        // A 0.03-s remainder (under half a bin) joins the bin before it: still flat.
+        let (b, _) = rate_bins(&ev[..213], 1_000_000, 3_130_000);
+        assert!(b.iter().all(|p| (p.1 - 100.0).abs() < 1e-9), "{b:?}");
+        assert_eq!(b.iter().rev().nth(1).map(|p| p.0), Some(2.0));
+        assert_eq!(b.last().map(|p| p.0), Some(2.13));
     }
 
     #[test]
@@ -381,6 +458,8 @@ mod tests {
         assert_eq!(weighted_percentile(&v, 100.0), Some(4.0));
         assert_eq!(weighted_percentile(&[], 50.0), None);
         let pts = vec![(0.1, 1.0), (0.2, 3.0), (1.5, 5.0)];
-        assert_eq!(binned_percentile(&pts, 1.0, 50.0), vec![(0.5, 1.0), (1.5, 5.0)]);
+        assert_eq!(binned_percentile(&pts, 1.0, 50.0, 3.0), vec![(0.5, 1.0), (1.5, 5.0)]);
+        // The last bin ends with the run: its point sits in the middle of what was run.
+        assert_eq!(binned_percentile(&pts, 1.0, 50.0, 1.6), vec![(0.5, 1.0), (1.3, 5.0)]);
     }
 }

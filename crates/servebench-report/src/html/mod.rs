@@ -12,6 +12,7 @@ mod experiment_error;
 mod extra_charts;
 mod multi_run;
 mod page;
+mod search;
 mod server_charts;
 mod svg;
 mod sweep;
@@ -50,6 +51,8 @@ pub struct ReportHeader {
     pub client_health: Vec<(String, String)>,
     /// Warnings to show prominently (client may be the bottleneck, ...).
     pub warnings: Vec<String>,
+    /// Notes on what the report could be built from (a result without records, …).
+    pub notes: Vec<String>,
 }
 
 impl ReportHeader {
@@ -91,7 +94,7 @@ impl ReportHeader {
                 client_health.push((k.to_string(), v));
             }
         }
-        ReportHeader { config, environment, client_health, warnings: h.warnings() }
+        ReportHeader { config, environment, client_health, warnings: h.warnings(), notes: Vec::new() }
     }
 
     /// The header of a run from its result document: its vLLM configuration keys as written
@@ -103,9 +106,38 @@ impl ReportHeader {
             environment: None,
             client_health: health.map(ClientHealthDoc::rows).unwrap_or_default(),
             warnings: health.map(|h| h.warning_texts().map(String::from).collect()).unwrap_or_default(),
+            notes: Vec::new(),
         }
     }
 }
+
+/// Where a run's records come from, which decides the charts that can be drawn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RecordSource {
+    /// A records file (or the run itself): every chart.
+    #[default]
+    Records,
+    /// Rebuilt from a result's per-request arrays (vLLM's `--save-detailed`); `timed` when its
+    /// `start_times` put the requests on the run's clock. No scheduled send times.
+    DetailedArrays { timed: bool },
+    /// A result with neither records nor arrays: its summary keys only, no chart.
+    SummaryOnly,
+}
+
+impl RecordSource {
+    /// Whether the requests carry times on the run's clock (time charts).
+    fn timed(self) -> bool {
+        matches!(self, RecordSource::Records | RecordSource::DetailedArrays { timed: true })
+    }
+
+    /// Whether the requests carry their scheduled send time (response view, queue time).
+    fn scheduled(self) -> bool {
+        self == RecordSource::Records
+    }
+}
+
+/// Charts that need each request's time on the run's clock.
+const TIME_CHARTS: [&str; 5] = ["ttft-time", "e2el-time", "tokens-time", "inflight-time", "queue-time"];
 
 /// One run of a report.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,6 +153,8 @@ pub struct ReportRun {
     pub dispatch_lateness_us: Option<Vec<u64>>,
     /// Server metrics scraped during the run (`server_metrics` of its result), when any.
     pub server_metrics: Option<ServerSeries>,
+    /// Where `records` come from.
+    pub source: RecordSource,
 }
 
 impl ReportRun {
@@ -139,6 +173,7 @@ impl ReportRun {
             records,
             dispatch_lateness_us: None,
             server_metrics: None,
+            source: RecordSource::Records,
         }
     }
 }
@@ -168,10 +203,35 @@ fn metric_warnings(m: &RunMetrics) -> Vec<String> {
 /// Renders the report of `runs` as one self-contained HTML document. Deterministic: the same runs
 /// give the same bytes. With no runs, a page saying so.
 pub fn html_report(runs: &[ReportRun]) -> String {
-    let datas: Vec<data::RunData> =
-        runs.iter().map(|r| data::RunData::of(&r.records, r.dispatch_lateness_us.as_deref())).collect();
+    let datas: Vec<data::RunData> = runs
+        .iter()
+        .map(|r| {
+            let mut d = data::RunData::of(&r.records, r.dispatch_lateness_us.as_deref());
+            if !r.source.scheduled() {
+                // No scheduled send times: no response view and no queue time.
+                (d.ttft_response, d.e2el_response, d.queue) = Default::default();
+            }
+            if !r.source.timed() {
+                d = data::RunData {
+                    by_send: Vec::new(),
+                    tokens_per_s: Vec::new(),
+                    in_flight: Vec::new(),
+                    span_s: 0.0,
+                    ..d
+                };
+            }
+            d
+        })
+        .collect();
     let labeled: Vec<charts::Run<'_>> = runs.iter().zip(&datas).map(|(r, d)| (r.label.as_str(), d)).collect();
-    let mut groups = if runs.is_empty() { Vec::new() } else { charts::all_charts(&labeled) };
+    let scraped: Vec<server_charts::ServerRun<'_>> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.server_metrics.as_ref().map(|s| (i, r.label.as_str(), s)))
+        .collect();
+    // Every time chart of the page covers the same seconds: the longest run (or scrape).
+    let span_s = datas.iter().map(|d| d.span_s).fold(server_charts::last_scrape_s(&scraped), f64::max);
+    let mut groups = if runs.is_empty() { Vec::new() } else { charts::all_charts(&labeled, span_s) };
     if let Some(c) = extra_charts::ttfo_chart(&labeled) {
         if let Some((_, latency)) = groups.first_mut() {
             latency.push(c);
@@ -181,15 +241,20 @@ pub fn html_report(runs: &[ReportRun]) -> String {
     if !turns.is_empty() {
         groups.push(("Multi-turn", turns));
     }
-    let scraped: Vec<server_charts::ServerRun<'_>> = runs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.server_metrics.as_ref().map(|s| (i, r.label.as_str(), s)))
-        .collect();
-    let server = server_charts::server_charts(&labeled, &scraped);
+    let server = server_charts::server_charts(&labeled, &scraped, span_s);
     if !server.is_empty() {
         groups.push(("Server metrics", server));
     }
+    // Charts no run has the data for are left out (each run's card says why).
+    if runs.iter().all(|r| !r.source.timed()) {
+        for (_, charts) in &mut groups {
+            charts.retain(|c| !TIME_CHARTS.contains(&c.id.as_str()));
+        }
+    }
+    if runs.iter().all(|r| r.source == RecordSource::SummaryOnly) {
+        groups.clear();
+    }
+    groups.retain(|(_, charts)| !charts.is_empty());
     let warnings: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {

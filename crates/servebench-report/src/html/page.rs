@@ -152,6 +152,9 @@ fn run_card(o: &mut String, i: usize, r: &ReportRun, warnings: &[String]) {
     if let Some(note) = r.header.environment.as_ref().and_then(|e| e.note.as_ref()) {
         let _ = write!(o, "<p class=\"sub\">{}</p>", esc(note));
     }
+    for note in &r.header.notes {
+        let _ = write!(o, "<p class=\"note\">{}</p>", esc(note));
+    }
     if warnings.is_empty() {
         o.push_str("<p class=\"ok\">No client-health warnings.</p>");
     } else {

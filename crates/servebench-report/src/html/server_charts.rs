@@ -5,7 +5,7 @@
 use crate::document::{ResultDocument, ServerMetricsDoc};
 use crate::sections::server::{ScrapeSample, ServerMetrics};
 
-use super::charts::Run;
+use super::charts::{time_axis, Run};
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
 
 /// The scraped series of one run.
@@ -84,13 +84,23 @@ fn name(n_runs: usize, label: &str, what: &str) -> String {
     }
 }
 
-/// The server charts of the runs that have scraped series (none when no run has).
-pub(crate) fn server_charts(runs: &[Run<'_>], series: &[ServerRun<'_>]) -> Vec<Chart> {
+/// The last scrape time (s) of the runs' series; 0 when none.
+pub(crate) fn last_scrape_s(series: &[ServerRun<'_>]) -> f64 {
+    series
+        .iter()
+        .flat_map(|s| s.2.samples.iter().map(|x| x.t_s))
+        .filter(|t| t.is_finite())
+        .fold(0.0, f64::max)
+}
+
+/// The server charts of the runs that have scraped series (none when no run has), over the
+/// page's time range `span_s`.
+pub(crate) fn server_charts(runs: &[Run<'_>], series: &[ServerRun<'_>], span_s: f64) -> Vec<Chart> {
     if series.is_empty() {
         return Vec::new();
     }
     let n = runs.len();
-    let x = || AxisSpec::new("time since the start of the measured phase (s)").starting_at_zero();
+    let x = || time_axis("time since the start of the measured phase (s)", span_s);
     let mut queue = Vec::new();
     let mut kv = Vec::new();
     let mut hit = Vec::new();

@@ -52,7 +52,8 @@ pub(crate) enum Kind {
     Crosses(Vec<(f64, f64)>),
     /// Histogram outline: `edges.len() == values.len() + 1`.
     Hist { edges: Vec<f64>, values: Vec<f64> },
-    /// Round dots, each with a text label beside it (sweep points: rate or concurrency).
+    /// Round dots, each with a text label beside it (sweep points: rate or concurrency); an
+    /// empty label draws the dot alone.
     Labeled(Vec<(f64, f64, String)>),
 }
 
@@ -103,7 +104,13 @@ pub(crate) struct AxisSpec {
     pub integer: bool,
     /// Logarithmic (base 10) axis over whole decades; values ≤ 0 sit on the lower edge.
     pub log: bool,
+    /// Fitted to the data with [`FIT_PAD`] of its range on each side (never below 0 for
+    /// non-negative data), instead of from a fixed bound: a 50–52 ms distribution fills the plot.
+    pub fit: bool,
 }
+
+/// The share of the data range added on each side of a fitted axis.
+const FIT_PAD: f64 = 0.05;
 
 impl AxisSpec {
     /// An axis labelled `label` whose bounds come from the data.
@@ -299,7 +306,9 @@ fn layout_axis(chart: &Chart, pick: impl Fn((f64, f64)) -> f64, spec: &AxisSpec)
         chart.series.iter().any(|s| matches!(s.kind, Kind::Dots(_) | Kind::Crosses(_) | Kind::Step(_)));
     // Point labels sit up and to the right of their dot: more room there.
     let labeled = chart.series.iter().any(|s| matches!(s.kind, Kind::Labeled(_)));
-    let pad = if labeled {
+    let pad = if spec.fit {
+        ((hi - lo) * FIT_PAD).max(hi.abs() * 1e-3)
+    } else if labeled {
         (hi - lo) * 0.1
     } else if has_markers {
         (hi - lo) * 0.02
@@ -310,7 +319,7 @@ fn layout_axis(chart: &Chart, pick: impl Fn((f64, f64)) -> f64, spec: &AxisSpec)
         hi += pad;
     }
     if spec.min.is_none() {
-        lo -= pad;
+        lo = if spec.fit && lo >= 0.0 { (lo - pad).max(0.0) } else { lo - pad };
     }
     let (nlo, nhi, step) = nice_ticks(lo, hi, 6, spec.integer);
     // Forced bounds stay exact (e.g. 0–100 %).
@@ -499,6 +508,9 @@ fn series_path(o: &mut String, s: &Series, i: usize, xs: Scale, ys: Scale) {
             for (x, y, text) in p.iter().filter(|p| p.0.is_finite() && p.1.is_finite()) {
                 let (px, py) = (xs.at(*x), ys.at(*y));
                 let _ = write!(d, "M{px:.1} {py:.1}h0");
+                if text.is_empty() {
+                    continue;
+                }
                 let _ = write!(
                     labels,
                     "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" fill=\"{color}\">{}</text>",

@@ -14,22 +14,72 @@ use super::svg::{AxisSpec, Chart, Kind, Series, Style};
 /// Experiment kinds this report knows (`servebench_experiment`).
 const KINDS: [&str; 4] = ["sweep", "find_max_rate", "slo_search", "multi_run"];
 
-/// One point: its label and full single-run result.
+/// One point: its label, swept value, search step and full single-run result.
 struct Point<'a> {
     label: String,
+    /// The swept value (the concurrency of a concurrency sweep, else the request rate; `inf`
+    /// sorts last); `None` when the point does not say.
+    swept: Option<f64>,
+    /// A search's step: `(step number, passed)`, from the trajectory entry of the same index.
+    step: Option<(u64, bool)>,
     result: &'a Metrics,
 }
 
+/// The points with a result, ordered by the swept value (a search tries rates out of order:
+/// 30, 60, 45, 37.5, …; curves and rows follow the rate).
 fn points(doc: &ExperimentDocument) -> Vec<Point<'_>> {
     let pts = doc.points.as_deref().unwrap_or_default();
-    pts.iter()
-        .filter_map(|p| {
+    let by_concurrency =
+        doc.settings.sweep_parameter.as_ref().and_then(|s| s.as_str()) == Some("max_concurrency");
+    let steps = doc.trajectory.as_deref().unwrap_or_default();
+    let mut out: Vec<Point<'_>> = pts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
             let p = p.0.as_ref()?;
             let result = p.result.as_ref()?;
             let label = p.label.clone().unwrap_or_else(|| {
                 format!("rate {}", p.request_rate.as_ref().map(|r| r.json()).unwrap_or_default())
             });
-            Some(Point { label, result })
+            let swept = if by_concurrency { &p.max_concurrency } else { &p.request_rate };
+            let step = steps.get(i).and_then(|s| s.0.as_ref()).and_then(|s| Some((s.step?, s.passed?)));
+            Some(Point { label, swept: swept.as_ref().and_then(|v| v.as_f64()), step, result })
+        })
+        .collect();
+    // Stable: points without a swept value keep their order, after the others.
+    out.sort_by(|a, b| {
+        let key = |p: &Point<'_>| (p.swept.is_none(), p.swept.unwrap_or(0.0));
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
+    });
+    out
+}
+
+/// A point's label is left out (the dot stays) when it is closer to the last labelled point than
+/// these shares of the axes (both start at 0) in x and in y: a label is about 60 px of a 630-px
+/// plot, and a search's last steps sit within a few percent of each other.
+const LABEL_GAP_X: f64 = 0.12;
+const LABEL_GAP_Y: f64 = 0.06;
+
+/// `(x, y, label)` with the labels of crowded points emptied.
+fn declutter(points: Vec<(f64, f64, String)>) -> Vec<(f64, f64, String)> {
+    let extent = |f: fn(&(f64, f64, String)) -> f64| {
+        points.iter().map(|p| f(p).abs()).filter(|v| v.is_finite()).fold(f64::MIN_POSITIVE, f64::max)
+    };
+    let (rx, ry) = (extent(|p| p.0), extent(|p| p.1));
+    let mut last: Option<(f64, f64)> = None;
+    points
+        .into_iter()
+        .map(|(x, y, l)| {
+            let crowded = last.is_some_and(|(lx, ly)| {
+                (x - lx).abs() < LABEL_GAP_X * rx && (y - ly).abs() < LABEL_GAP_Y * ry
+            });
+            if crowded {
+                (x, y, String::new())
+            } else {
+                last = Some((x, y));
+                (x, y, l)
+            }
         })
         .collect()
 }
@@ -112,7 +162,7 @@ fn curve(pts: &[Point<'_>], metric: LatencyMetric, x: Headline, x_label: &str, l
                 .iter()
                 .filter_map(|p| Some((num(p.result, x_key)?, num(p.result, key)?, p.label.clone())))
                 .collect();
-            Kind::Labeled(labeled)
+            Kind::Labeled(declutter(labeled))
         } else {
             Kind::Dots(line.clone())
         };
@@ -142,7 +192,8 @@ fn curve(pts: &[Point<'_>], metric: LatencyMetric, x: Headline, x_label: &str, l
         id: format!("sweep-{metric}-{}", if x == Headline::OutputThroughput { "tok" } else { "req" }),
         title: format!("{upper} vs {x_label}"),
         note: format!(
-            "One point per experiment point: achieved {x_label} against {upper} (service view). Points: {}.",
+            "One point per experiment point, in order of the swept value: achieved {x_label} against \
+             {upper} (service view). Points: {}.",
             order.join(", ")
         ),
         x: AxisSpec::new(x_label).starting_at_zero(),
@@ -185,6 +236,9 @@ pub fn sweep_report(doc: &ExperimentDocument, goodput: &[Slo]) -> Result<String,
                 parts.push(format!("{name}{v:.1} {unit}"));
             }
         }
+        if let Some((step, passed)) = p.step {
+            parts.insert(0, format!("step {step}, {}", if passed { "pass" } else { "fail" }));
+        }
         rows.push((p.label.clone(), parts.join(", ")));
     }
     let mut tok = Vec::new();
@@ -197,9 +251,12 @@ pub fn sweep_report(doc: &ExperimentDocument, goodput: &[Slo]) -> Result<String,
     }
     let model = doc.settings.model_id.as_ref().and_then(|m| m.as_str()).unwrap_or("?");
     let title = format!("servebench {}: {model}", kind.replace('_', " "));
-    Ok(render_experiment(
-        &title,
-        &rows,
-        &[("Throughput–latency (output tokens/s)", tok), ("Throughput–latency (requests/s)", req)],
-    ))
+    let mut sections = Vec::new();
+    let search = super::search::search_charts(doc);
+    if !search.is_empty() {
+        sections.push(("Search criterion", search));
+    }
+    sections.push(("Throughput–latency (output tokens/s)", tok));
+    sections.push(("Throughput–latency (requests/s)", req));
+    Ok(render_experiment(&title, &rows, &sections))
 }

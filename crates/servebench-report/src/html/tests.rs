@@ -4,8 +4,10 @@ use super::*;
 use crate::env::Environment;
 use servebench_core::record::{ErrorKind, Outcome};
 
+mod axes;
 mod browser;
 pub(crate) mod extra;
+mod search;
 
 /// A small deterministic generator (SplitMix64) so fixtures need no RNG crate.
 pub(super) struct Mix(u64);
@@ -99,6 +101,7 @@ pub(super) fn header(label: &str) -> ReportHeader {
         environment: Some(fixed_env()),
         client_health: vec![("dispatch lateness p99".into(), "0.80 ms".into())],
         warnings: vec![],
+        notes: vec![],
     }
 }
 

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use servebench_core::metrics::RequestTimes;
 use servebench_core::record::{Outcome, RequestRecord};
 
-use super::svg::esc;
+use super::svg::{esc, fmt_tick, nice_ticks};
 
 /// vLLM's colours: TTFT, then the three ITL classes.
 pub const TTFT_COLOR: &str = "#636EFA";
@@ -140,11 +140,13 @@ fn svg(o: &mut String, rows: &[TimelineRow]) {
         o.push_str("<p>no data: no request completed</p>\n");
         return;
     }
-    let (left, right, top, width) = (70.0, 20.0, 10.0, 1400.0);
+    let (left, right, top, width) = (70.0, 30.0, 10.0, 1400.0);
     let row_h = (800.0 / rows.len() as f64).clamp(2.0, 14.0);
     let plot_w = width - left - right;
     let height = top + rows.len() as f64 * row_h + 40.0;
-    let t_max = rows.iter().map(|r| r.end_s).fold(0.0, f64::max).max(1e-6);
+    // The axis ends at a whole tick (1, 2 or 5 × 10^k s steps) at or after the last end.
+    let (_, t_max, step) =
+        nice_ticks(0.0, rows.iter().map(|r| r.end_s).fold(0.0, f64::max).max(1e-6), 10, false);
     let x = |t: f64| left + t / t_max * plot_w;
     let _ = write!(o, "<svg width=\"{width}\" height=\"{height:.0}\" viewBox=\"0 0 {width} {height:.0}\">");
     for (i, r) in rows.iter().enumerate() {
@@ -186,13 +188,14 @@ fn svg(o: &mut String, rows: &[TimelineRow]) {
         "<line x1=\"{left}\" x2=\"{:.0}\" y1=\"{axis_y:.1}\" y2=\"{axis_y:.1}\" stroke=\"#5b6472\"/>",
         left + plot_w
     );
-    for k in 0..=10 {
-        let t = t_max * f64::from(k) / 10.0;
+    for k in 0..=(t_max / step).round() as u32 {
+        let t = f64::from(k) * step;
         let _ = write!(
             o,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{t:.3}</text>",
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
             x(t),
-            axis_y + 16.0
+            axis_y + 16.0,
+            fmt_tick(t, step)
         );
     }
     let _ = writeln!(
@@ -253,5 +256,21 @@ mod tests {
         assert!(!html.contains("<script") && !html.contains("https://"));
         assert_eq!(html, timeline_report("t", &[("model".into(), "m".into())], &recs, (25.0, 50.0)));
         assert!(timeline_report("t", &[], &[], (25.0, 50.0)).contains("no data"));
+    }
+
+    /// Issue 23.13: the time axis used to be cut in tenths of the last end (ticks at 0.127-s
+    /// steps, `0.000 … 1.270`) with the last label past the edge. Ticks are 1/2/5 × 10^k s steps
+    /// labelled with the decimals the step needs, and the axis ends at a whole tick.
+    #[test]
+    fn time_axis_ticks_are_nice_steps() {
+        let html = timeline_report("t", &[], &[rec(0, 0, 100_000, vec![1_170_000])], (25.0, 50.0));
+        let ticks: Vec<&str> = html
+            .split("text-anchor=\"middle\">")
+            .skip(1)
+            .filter_map(|t| t.split('<').next())
+            .filter(|t| *t != "time (s)")
+            .collect();
+        let want: Vec<String> = (0..=13).map(|k| format!("{:.1}", f64::from(k) / 10.0)).collect();
+        assert_eq!(ticks, want);
     }
 }

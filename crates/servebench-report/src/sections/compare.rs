@@ -5,20 +5,22 @@
 //! - both inputs are multi-run documents (`--num-runs`): Welch's t-test on the per-run values of
 //!   each metric;
 //! - both inputs have per-request data (`<result>.records.jsonl` next to the result, or vLLM's
-//!   `--save-detailed` arrays): the Mann–Whitney U test on the per-request values of the latency
-//!   metric a statistic belongs to (TTFT, TPOT, ITL, E2EL);
+//!   `--save-detailed` arrays): on the per-request values of the latency metric a statistic
+//!   belongs to (TTFT, TPOT, ITL, E2EL), a test of what the statistic measures — the Mann–Whitney
+//!   U test (location) for means, medians and percentiles, the Brown–Forsythe test (spread) for
+//!   `std_*`;
 //! - otherwise no test (`-`).
 
 use std::collections::HashMap;
 
 use serde::Serialize;
-use servebench_core::inference::{mann_whitney_u, welch_t_test, TestResult};
+use servebench_core::inference::{brown_forsythe, mann_whitney_u, welch_t_test, TestResult};
 use servebench_core::metrics::{is_completed, RequestTimes};
 use servebench_core::RequestRecord;
 
 use crate::change::{change_percent, format_change};
 use crate::document::{DetailedArrays, ExperimentDocument, Metrics};
-use crate::result_keys::{Better, LatencyMetric, MetricKey};
+use crate::result_keys::{Better, LatencyKey, LatencyMetric, MetricKey, Stat};
 
 /// Per-request values (ms) by latency metric.
 pub type PerRequest = HashMap<LatencyMetric, Vec<f64>>;
@@ -101,7 +103,21 @@ pub fn test_for(a: &Loaded, b: &Loaded, key: &MetricKey) -> Option<TestResult> {
         return welch_t_test(&xa, &xb);
     }
     let m = key.latency_metric()?;
-    mann_whitney_u(a.per_request.get(&m)?, b.per_request.get(&m)?)
+    let (xa, xb) = (a.per_request.get(&m)?, b.per_request.get(&m)?);
+    match key {
+        // A spread statistic: a test of spread, not of location.
+        MetricKey::Latency(LatencyKey { stat: Stat::Std, .. }) => brown_forsythe(xa, xb),
+        _ => mann_whitney_u(xa, xb),
+    }
+}
+
+/// The direction column: `better` (improvement), `worse` (regression), blank otherwise.
+pub fn direction(marker: &str) -> &'static str {
+    match marker {
+        "+" => "better",
+        "-" => "worse",
+        _ => "",
+    }
 }
 
 /// `+` when the change is an improvement, `-` when a regression, blank otherwise.
@@ -127,7 +143,7 @@ pub struct CompareRow {
     pub change_percent: Option<f64>,
     /// `+` improvement, `-` regression, empty otherwise.
     pub marker: &'static str,
-    /// `welch_t` or `mann_whitney_u`, when the data allow a test.
+    /// `welch_t`, `mann_whitney_u` or `brown_forsythe`, when the data allow a test.
     pub test: Option<String>,
     pub p_value: Option<f64>,
     pub significant: Option<bool>,
@@ -178,37 +194,38 @@ fn row(a: &Loaded, b: &Loaded, key: MetricKey, alpha: f64) -> Option<CompareRow>
 
 /// The console table of one comparison.
 pub fn table(a: &Loaded, b: &Loaded, rows: &[CompareRow], alpha: f64) -> String {
-    let mut out = format!("{:=^110}\n", " Benchmark Comparison ");
+    let mut out = format!("{:=^117}\n", " Benchmark Comparison ");
     out.push_str(&format!("A: {}\nB: {}\n", a.name, b.name));
     out.push_str(&format!(
-        "{:<34} {:>12} {:>12} {:>12} {:>10} {:>16} {:>9} {:>5}\n",
-        "Metric", "A", "B", "Delta", "Change", "Test", "p", "Sig"
+        "{:<34} {:>12} {:>12} {:>12} {:>10} {:<6} {:>16} {:>9} {:>5}\n",
+        "Metric", "A", "B", "Delta", "Change", "Dir", "Test", "p", "Sig"
     ));
     for r in rows {
         out.push_str(&table_line(r));
     }
     out.push_str(&format!(
-        "Change: + improvement, - regression (by direction). Sig: p < {alpha} (welch_t: Welch's t-test on \
-         per-run values; mann_whitney_u: Mann-Whitney U on per-request values, two-sided).\n"
+        "Dir: B better or worse than A (by the metric's direction). Sig: p < {alpha} (welch_t: Welch's \
+         t-test on per-run values; mann_whitney_u: Mann-Whitney U on per-request values, two-sided, for \
+         means and percentiles; brown_forsythe: Brown-Forsythe test of spread on per-request values, for \
+         std).\n"
     ));
     out
 }
 
 fn table_line(r: &CompareRow) -> String {
-    let marker = r.marker;
     let change = match r.change_percent {
-        Some(c) => format!("{}{marker}", format_change(Some(c), 2)),
-        // "–" then the direction apart, so a regression from 0 still shows.
-        None => format!("– {marker}").trim_end().to_owned(),
+        Some(c) => format_change(Some(c), 2),
+        None => "–".to_owned(),
     };
     let num = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"));
     format!(
-        "{:<34} {:>12} {:>12} {:>12} {:>10} {:>16} {:>9} {:>5}\n",
+        "{:<34} {:>12} {:>12} {:>12} {:>10} {:<6} {:>16} {:>9} {:>5}\n",
         r.metric.to_string(),
         num(r.a),
         num(r.b),
         num(r.delta),
         change,
+        direction(r.marker),
         r.test.as_deref().unwrap_or("-"),
         r.p_value.map_or("-".into(), |p| format!("{p:.4}")),
         match r.significant {

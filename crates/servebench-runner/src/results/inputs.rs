@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use servebench_core::{BenchError, RequestRecord};
 use servebench_report::compare::{per_request_from_arrays, per_request_from_records, Loaded};
 use servebench_report::document::{JsonFile, ResultDocument};
+use servebench_report::html::RecordSource;
+use servebench_report::vllm_arrays::records_from_arrays;
 
 use super::paths::records_beside;
 use crate::records::sink::read_records;
@@ -18,6 +20,8 @@ pub struct ReportInput {
     /// Whether a truncated last line of the records file was ignored.
     pub truncated: bool,
     pub result: Option<ResultDocument>,
+    /// Where `records` come from (a result without records: its arrays, or nothing).
+    pub source: RecordSource,
 }
 
 /// Reads a records file (JSONL of request records) or a result JSON, whose records are read from
@@ -40,17 +44,22 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         source: None,
     })?;
     let records = records_beside(path, result.records_file.as_deref());
-    if !records.exists() {
-        return Err(BenchError::io(
-            records.display(),
-            format!(
-                "not found: a report is computed from the records file written next to the result \
-                 ({} is a result JSON); pass the records file instead",
-                path.display()
-            ),
-        ));
+    if records.exists() {
+        return read_report_records(&records, Some(result));
     }
-    read_report_records(&records, Some(result))
+    // No records file (vLLM's own result files have none): the per-request arrays, else the
+    // summary keys alone; the report says which charts that leaves (docs/reports.md).
+    let (records, source) = match records_from_arrays(&result.detailed) {
+        Some(a) => (a.records, RecordSource::DetailedArrays { timed: a.timed }),
+        None => (Vec::new(), RecordSource::SummaryOnly),
+    };
+    Ok(ReportInput {
+        records_path: path.to_path_buf(),
+        records,
+        truncated: false,
+        result: Some(result),
+        source,
+    })
 }
 
 /// The records file of a shard given to `servebench merge`: the path itself for a records file
@@ -80,7 +89,13 @@ pub fn shard_records_path(path: &Path) -> Result<PathBuf, BenchError> {
 
 fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<ReportInput, BenchError> {
     let (records, bad) = read_records(path)?;
-    Ok(ReportInput { records_path: path.to_path_buf(), records, truncated: bad > 0, result })
+    Ok(ReportInput {
+        records_path: path.to_path_buf(),
+        records,
+        truncated: bad > 0,
+        result,
+        source: RecordSource::Records,
+    })
 }
 
 /// Loads one input of `servebench compare`: a single result (vLLM's JSON, ours, the last line
@@ -132,10 +147,12 @@ mod tests {
 
         let result = dir.path().join("run.json");
         std::fs::write(&result, r#"{"date": "20261129-101010", "label": "mine", "model_id": "m", "request_rate": "inf", "client_health": {"dispatch_lateness_p99_ms": 12.5, "warnings": ["slow"]}}"#).unwrap();
-        assert!(load_report_input(&result).is_err(), "records beside the result are required");
+        // No records beside it and no per-request arrays: the summary keys alone.
+        let summary = load_report_input(&result).unwrap();
+        assert_eq!((summary.source, summary.records.len()), (RecordSource::SummaryOnly, 0));
         write_streamed_jsonl(&dir.path().join("run.json.records.jsonl"), 3);
         let input = load_report_input(&result).unwrap();
-        assert_eq!(input.records.len(), 3);
+        assert_eq!((input.source, input.records.len()), (RecordSource::Records, 3));
         let v = input.result.unwrap();
         assert_eq!(input_label(&result, v.label.as_deref()), "mine");
         let h = ReportHeader::from_result(&v);

@@ -58,8 +58,9 @@ pub enum Command {
     /// Merge the records files of the shards of one sharded run (--num-shards) into one result,
     /// recomputed over the union of their records (docs/scale-out.md).
     Merge(subcommands::MergeArgs),
-    /// Compare result files against the first: deltas, % change with direction-aware markers,
-    /// and significance tests where records or multi-run data allow (docs/experiments.md).
+    /// Compare result files against the first: deltas, % change, better/worse by the metric's
+    /// direction, and significance tests where records or multi-run data allow: location tests
+    /// for means and percentiles, a spread test for std (docs/experiments.md).
     Compare(subcommands::CompareArgs),
 }
 

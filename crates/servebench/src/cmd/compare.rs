@@ -1,12 +1,13 @@
 //! `servebench compare A.json B.json [C…]`: every result against the first (the baseline):
-//! values, delta, % change with a direction-aware marker, and a significance test where the
+//! values, delta, % change, the direction (better/worse), and a significance test where the
 //! data allow one (docs/metrics.md, "Comparing runs"):
 //!
 //! - both inputs are multi-run documents (`--num-runs`): Welch's t-test on the per-run values of
 //!   each metric;
 //! - both inputs have per-request data (`<result>.records.jsonl` next to the result, or vLLM's
-//!   `--save-detailed` arrays): the Mann–Whitney U test on the per-request values of the latency
-//!   metric a statistic belongs to (TTFT, TPOT, ITL, E2EL);
+//!   `--save-detailed` arrays): on the per-request values of the latency metric a statistic
+//!   belongs to (TTFT, TPOT, ITL, E2EL), Mann–Whitney U for means and percentiles and the
+//!   Brown–Forsythe spread test for `std_*`;
 //! - otherwise no test (`-`).
 //!
 //! The comparison itself is `servebench_report::compare`; inputs are read by

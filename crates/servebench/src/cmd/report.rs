@@ -9,9 +9,12 @@ use serde_json::Value;
 use servebench_core::metrics::{RunMetrics, Slo};
 use servebench_core::{BenchError, RequestRecord};
 use servebench_report::document::ExperimentDocument;
+use servebench_report::document::Metrics;
 use servebench_report::html::{
-    dataset_stats_report, html_report, request_lens, sweep_report, ReportHeader, ReportRun, ServerSeries,
+    dataset_stats_report, html_report, request_lens, sweep_report, RecordSource, ReportHeader, ReportRun,
+    ServerSeries,
 };
+use servebench_report::vllm_arrays::{source_notes, use_result_figures};
 use servebench_report::{gather_environment, input_label, records_csv, runs_csv, write_text, RunInfo};
 use servebench_runner::observe::scrape::ServerMetrics;
 use servebench_runner::results::inputs::load_report_input;
@@ -51,10 +54,19 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         let result_label = input.result.as_ref().and_then(|r| r.label.as_deref());
         let label = args.label.get(i).cloned().unwrap_or_else(|| input_label(path, result_label));
         let mut header = input.result.as_ref().map(ReportHeader::from_result).unwrap_or_default();
-        header.config.insert(0, ("records file".into(), input.records_path.display().to_string()));
+        let what = if input.source == RecordSource::Records { "records file" } else { "result file" };
+        header.config.insert(0, (what.into(), input.records_path.display().to_string()));
         header.environment = Some(env.clone());
+        header.notes = source_notes(input.source);
         let mut run = ReportRun::new(label, header, input.records, goodput.clone());
         run.server_metrics = input.result.as_ref().and_then(ServerSeries::from_result);
+        run.source = input.source;
+        if let (true, Some(result)) = (input.source != RecordSource::Records, &input.result) {
+            use_result_figures(&mut run.metrics, &result.metrics);
+            if input.source == RecordSource::SummaryOnly {
+                run.header.config.extend(result_rows(&result.metrics));
+            }
+        }
         runs.push(run);
     }
     if let Some(csv) = &args.csv {
@@ -72,6 +84,16 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
     write_text(&args.output, &html_report(&runs))?;
     println!("HTML report: {} ({} run(s))", args.output.display(), runs.len());
     Ok(0)
+}
+
+/// The latency keys of a result as configuration rows (`mean_ttft_ms` → `109.53`): a result
+/// without per-request data shows its own statistics.
+fn result_rows(m: &Metrics) -> Vec<(String, String)> {
+    m.keys()
+        .into_iter()
+        .filter(|k| k.latency_metric().is_some())
+        .filter_map(|k| Some((k.to_string(), format!("{:.2}", m.get(&k)?))))
+        .collect()
 }
 
 /// The experiment document (sweep, search, multi-run JSON) at `path`, when it is one.

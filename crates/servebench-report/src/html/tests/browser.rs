@@ -149,6 +149,13 @@ fn optional_charts_and_sweep_report_render_in_headless_chromium() {
             &SWEEP_IDS[..],
         ),
         (
+            "search",
+            crate::html::sweep_report(&super::extra::doc(super::search::search_doc()), &[]).unwrap(),
+            4,
+            &SEARCH_IDS[..],
+        ),
+        ("vllm_arrays", vllm_arrays_report(), 7, &ARRAYS_IDS[..]),
+        (
             "multi_run",
             crate::html::sweep_report(&super::extra::doc(super::extra::multi_run_doc()), &[]).unwrap(),
             super::extra::MULTI_RUN_IDS.len(),
@@ -185,6 +192,24 @@ fn optional_charts_and_sweep_report_render_in_headless_chromium() {
             );
         }
     }
+}
+
+const SEARCH_IDS: [&str; 4] =
+    ["search-saturation", "search-saturation-ratio", "sweep-ttft-tok", "sweep-ttft-req"];
+const ARRAYS_IDS: [&str; 7] =
+    ["ttft-cdf", "ttft-hist", "itl-cdf", "itl-hist", "e2el-cdf", "e2el-hist", "ttft-prompt"];
+
+/// The report of the vLLM 0.33-shaped result fixture drawn from its arrays, without its
+/// `start_times` (so without time charts).
+fn vllm_arrays_report() -> String {
+    let path = servebench_testkit::fixtures::fixture("results/vllm-0.33-detailed.json");
+    let mut doc: crate::document::ResultDocument =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    doc.detailed.start_times = None;
+    let a = crate::vllm_arrays::records_from_arrays(&doc.detailed).unwrap();
+    let mut run = crate::html::ReportRun::new("vllm", super::header("vllm"), a.records, vec![]);
+    run.source = crate::html::RecordSource::DetailedArrays { timed: a.timed };
+    html_report(&[run])
 }
 
 const OPTIONAL_IDS: [&str; 7] =

@@ -39,8 +39,8 @@ fn compare_zero_to_zero_is_zero_percent_never_inf() {
     assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
     let line = |k: &str| text.lines().find(|l| l.starts_with(&format!("{k} "))).unwrap().to_owned();
     assert!(line("failed").contains(" 0.00%"), "{}", line("failed"));
-    // 0 → 5 completed: undefined change, still marked as an improvement, apart from the dash.
-    assert!(line("completed").contains(" – +"), "{}", line("completed"));
+    // 0 → 5 completed: undefined change, still marked as an improvement, in its own column.
+    assert!(line("completed").contains(" – better "), "{}", line("completed"));
     // mean_ttft_ms is null in A (no completed request): n/a, not 0.00, and no change.
     assert_eq!(row("mean_ttft_ms").a, None);
     assert_eq!(row("mean_ttft_ms").change_percent, None);
@@ -79,4 +79,51 @@ fn multi_run_documents_use_welch() {
     assert_eq!((r.test.as_deref(), r.significant, r.marker), (Some("welch_t"), Some(true), "-"));
     let r = &compare(&a, &c, 0.05)[0];
     assert_eq!(r.significant, Some(false));
+}
+
+fn with_per_request(m: LatencyMetric, v: Vec<f64>, mean: f64, std: f64) -> Loaded {
+    let mut l = single(json!({"mean_ttft_ms": mean, "std_ttft_ms": std, "p99_ttft_ms": mean}));
+    l.per_request.insert(m, v);
+    l
+}
+
+/// Issue 23.8: `std_*` used to be tested with Mann–Whitney (a location test), so a pure shift
+/// read as a significant change of spread. Means and percentiles keep Mann–Whitney; `std_*` gets
+/// the Brown–Forsythe spread test, which finds no change in a shift and does find a wider spread.
+#[test]
+fn std_rows_are_tested_for_spread_and_location_rows_for_location() {
+    let base: Vec<f64> = (0..40).map(|i| 50.0 + f64::from(i % 10)).collect();
+    let shifted: Vec<f64> = base.iter().map(|x| x + 100.0).collect();
+    let wider: Vec<f64> = base.iter().map(|x| 54.5 + (x - 54.5) * 4.0).collect();
+    let a = with_per_request(LatencyMetric::Ttft, base, 54.5, 2.9);
+    let b = with_per_request(LatencyMetric::Ttft, shifted, 154.5, 2.9);
+    let rows = compare(&a, &b, 0.05);
+    let row = |rows: &[CompareRow], k: &str| rows.iter().find(|r| r.metric.to_string() == k).unwrap().clone();
+    for k in ["mean_ttft_ms", "p99_ttft_ms"] {
+        let r = row(&rows, k);
+        assert_eq!((r.test.as_deref(), r.significant), (Some("mann_whitney_u"), Some(true)), "{k}");
+    }
+    let r = row(&rows, "std_ttft_ms");
+    assert_eq!(
+        (r.test.as_deref(), r.p_value, r.significant),
+        (Some("brown_forsythe"), Some(1.0), Some(false))
+    );
+    let c = with_per_request(LatencyMetric::Ttft, wider, 54.5, 11.6);
+    let r = row(&compare(&a, &c, 0.05), "std_ttft_ms");
+    assert_eq!((r.test.as_deref(), r.significant, r.marker), (Some("brown_forsythe"), Some(true), "-"));
+}
+
+/// Issue 23.8: the direction marker used to be glued to the change (`+0.50%-` read as a typo);
+/// it is its own column, in words.
+#[test]
+fn direction_is_its_own_column() {
+    let a = single(json!({"mean_ttft_ms": 100.0, "request_throughput": 10.0}));
+    let b = single(json!({"mean_ttft_ms": 100.5, "request_throughput": 10.5}));
+    let rows = compare(&a, &b, 0.05);
+    let text = table(&a, &b, &rows, 0.05);
+    let line = |k: &str| text.lines().find(|l| l.starts_with(&format!("{k} "))).unwrap().to_owned();
+    assert!(line("mean_ttft_ms").contains(" +0.50% worse "), "{text}");
+    assert!(line("request_throughput").contains(" +5.00% better "), "{text}");
+    assert!(!text.contains("%-") && !text.contains("%+"), "{text}");
+    assert!(text.lines().nth(3).unwrap().contains(" Dir "), "{text}");
 }
