@@ -443,6 +443,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cancel_reasons_are_named_in_records_and_in_words() {
+        let mut r = RequestRecord::scheduled(0, "x".into(), 0, 10, 5);
+        r.cancelled_by = Some(CancelReason::SecondInterrupt);
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(line.contains(r#""cancelled_by":"second_interrupt""#), "{line}");
+        assert_eq!(serde_json::from_str::<RequestRecord>(&line).unwrap(), r);
+        let entry = CancelReason::error_entry;
+        assert_eq!(entry(Some(CancelReason::Interrupt), true), "cancelled: interrupted");
+        assert_eq!(entry(Some(CancelReason::Interrupt), false), "cancelled: never sent (interrupted)");
+        assert_eq!(entry(Some(CancelReason::DurationEnd), true), "cancelled: the run's duration ended");
+        assert_eq!(entry(None, false), "cancelled: never sent");
+        assert_eq!(entry(None, true), "cancelled");
+    }
+
+    #[test]
     fn failure_causes_are_typed_tag_their_message_and_survive_the_records_file() {
         let mut r = RequestRecord::scheduled(0, "x".into(), 0, 10, 5);
         let cause = FailureCause::NotHttp1;

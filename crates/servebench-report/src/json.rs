@@ -6,8 +6,8 @@ use servebench_core::metrics::{MetricName, RequestTimes, RunMetrics};
 use servebench_core::record::{CancelReason, Outcome, RequestRecord};
 
 use crate::fmt::{
-    insert_stats, insert_vllm_stats, int_or_float, metric_reported, number_or_inf, rate_json, secs, vllm_number,
-    vllm_rate,
+    insert_stats, insert_vllm_stats, int_or_float, metric_reported, number_or_inf, rate_json, secs,
+    vllm_number, vllm_rate,
 };
 use crate::info::{python_isoformat, vllm_date, ClientHealth, RunInfo};
 use serde::Serialize;
@@ -131,12 +131,16 @@ fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed
         o.insert(
             "itls".into(),
             col(&|r, t| {
-                let gaps = if t.is_some() && r.first_token_us.is_some() { &r.token_events.gaps_us[..] } else { &[] };
+                let gaps =
+                    if t.is_some() && r.first_token_us.is_some() { &r.token_events.gaps_us[..] } else { &[] };
                 Value::Array(gaps.iter().map(|&g| Value::from(f64::from(g) / 1e6)).collect())
             }),
         );
     }
-    o.insert("latencies".into(), col(&|r, t| Value::from(t.and_then(|_| vllm_latency_us(r)).map_or(0.0, secs))));
+    o.insert(
+        "latencies".into(),
+        col(&|r, t| Value::from(t.and_then(|_| vllm_latency_us(r)).map_or(0.0, secs))),
+    );
     if detailed {
         o.insert(
             "start_times".into(),

@@ -57,8 +57,15 @@ fn empty_window_latencies_are_null_in_our_keys_zero_in_vllms_and_na_in_the_conso
     let m = compute(&recs, &cfg());
     let doc = result_json(&info(), &m, &recs, false);
     // vLLM's keys: vLLM's float, 0.0 for an empty set (vLLM: `np.mean(values or 0)`).
-    for k in ["mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_itl_ms", "mean_e2el_ms"]
-    {
+    for k in [
+        "mean_ttft_ms",
+        "median_ttft_ms",
+        "std_ttft_ms",
+        "p99_ttft_ms",
+        "mean_tpot_ms",
+        "p99_itl_ms",
+        "mean_e2el_ms",
+    ] {
         assert_eq!(doc[k], json!(0.0), "{k}");
     }
     // Ours: null.
@@ -83,7 +90,13 @@ fn nothing_dispatched_makes_our_rates_null_and_vllms_zero() {
     r.outcome = Outcome::Cancelled;
     let m = compute(&[r.clone()], &cfg());
     let doc = result_json(&info(), &m, &[r], false);
-    for k in ["duration", "request_throughput", "output_throughput", "total_token_throughput", "max_output_tokens_per_s"] {
+    for k in [
+        "duration",
+        "request_throughput",
+        "output_throughput",
+        "total_token_throughput",
+        "max_output_tokens_per_s",
+    ] {
         assert_eq!(doc[k], json!(0.0), "{k}");
     }
     for k in ["input_throughput", "mean_queue_time_ms"] {
@@ -122,7 +135,8 @@ fn vllm_keys_keep_vllms_type_on_runs_without_data() {
     let mut info = info();
     info.max_concurrency = Some(2);
     for recs in [vec![unsent], failed_only()] {
-        let m = compute(&recs, &MetricsConfig { selected: MetricName::ALL.to_vec(), ..MetricsConfig::default() });
+        let m =
+            compute(&recs, &MetricsConfig { selected: MetricName::ALL.to_vec(), ..MetricsConfig::default() });
         let doc = result_json(&info, &m, &recs, true);
         let obj = doc.as_object().expect("object");
         for (k, v) in obj {

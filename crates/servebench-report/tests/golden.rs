@@ -209,7 +209,11 @@ fn vllm_tpot_and_e2el_recomputed_from_the_arrays() {
         }
     }
     let mean_tpot = tpots.iter().sum::<f64>() / tpots.len() as f64;
-    assert!((mean_tpot - v["mean_tpot_ms"].as_f64().unwrap()).abs() < 1e-9, "{mean_tpot} vs {}", v["mean_tpot_ms"]);
+    assert!(
+        (mean_tpot - v["mean_tpot_ms"].as_f64().unwrap()).abs() < 1e-9,
+        "{mean_tpot} vs {}",
+        v["mean_tpot_ms"]
+    );
     let mean_latency_ms = completed.iter().map(|&i| f("latencies", i)).sum::<f64>() / 4.0 * 1000.0;
     // done − last token: 1, 10, 1 and 0 ms.
     let mean_tail_ms = (1.0 + 10.0 + 1.0 + 0.0) / 4.0;

@@ -106,8 +106,13 @@ where
         let released_us = clock.offset_us(now);
         // Release every arrival that is due now, not one per wake-up.
         while i < n && plan.offsets_us[i] <= released_us {
-            let release =
-                Release { index: i, intended_us: plan.offsets_us[i], released_us, stage: None, gate_us: None };
+            let release = Release {
+                index: i,
+                intended_us: plan.offsets_us[i],
+                released_us,
+                stage: None,
+                gate_us: None,
+            };
             stats.lateness_us.push(released_us - plan.offsets_us[i]);
             match &gate_tx {
                 Some(tx) => {
@@ -133,14 +138,13 @@ where
     // Requests the stop prevented from being released end as cancelled records.
     for (j, &intended_us) in plan.offsets_us.iter().enumerate().skip(i) {
         stats.not_released += 1;
-        let _ =
-            sink.send(cancelled(Release {
-                index: j,
-                intended_us,
-                released_us: intended_us,
-                stage: None,
-                gate_us: None,
-            }));
+        let _ = sink.send(cancelled(Release {
+            index: j,
+            intended_us,
+            released_us: intended_us,
+            stage: None,
+            gate_us: None,
+        }));
     }
     drop(gate_tx);
     if let Some(t) = gate_task {

@@ -21,7 +21,11 @@ pub fn run(mut cfg: RunConfig, output: OutputConfig, exp: ExperimentConfig) -> a
                       result were not written (points already finished are in their files)"
                 .into(),
         };
-        stop_on_signal(stop.clone(), "Interrupted: stopping this point; the experiment ends after it".into(), later);
+        stop_on_signal(
+            stop.clone(),
+            "Interrupted: stopping this point; the experiment ends after it".into(),
+            later,
+        );
         let Some(prepared) =
             PreparedExperiment::prepare(cfg, output, exp, specs, Arc::new(LineObserver)).await?
         else {

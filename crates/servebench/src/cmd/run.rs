@@ -155,7 +155,11 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
 
 /// After a second Ctrl-C: on stderr, how many requests were abandoned in flight and that every
 /// request is still in the records and the result.
-fn say_what_was_abandoned(results: &RunResults, records: Option<&std::path::Path>, result: Option<&std::path::Path>) {
+fn say_what_was_abandoned(
+    results: &RunResults,
+    records: Option<&std::path::Path>,
+    result: Option<&std::path::Path>,
+) {
     use servebench_core::CancelReason;
     let recs = &results.out.records;
     let abandoned = recs.iter().filter(|r| r.cancelled_by == Some(CancelReason::SecondInterrupt)).count();

@@ -24,10 +24,7 @@ fn ready_check_timeout_is_waited_in_full_not_cut_short_by_the_doubling_pause() {
 #[test]
 fn result_dir_is_created_before_the_run_also_when_records_go_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
-    let out = sim(
-        dir.path(),
-        &["--records", "rec.jsonl", "--save-result", "--result-dir", "newdir/deeper"],
-    );
+    let out = sim(dir.path(), &["--records", "rec.jsonl", "--save-result", "--result-dir", "newdir/deeper"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let results: Vec<_> = std::fs::read_dir(dir.path().join("newdir/deeper")).unwrap().flatten().collect();
     assert_eq!(results.len(), 1, "one result file: {results:?}");
@@ -67,7 +64,10 @@ fn unwritable_output_is_a_coded_error_before_anything_is_sent() {
 fn first_answered_rest_hang(request: &str) -> Vec<servebench_testkit::script::Step> {
     use servebench_testkit::script::{chunk, finish_usage_done, role, tok, w, Step, END, SSE_HEAD};
     if !request.starts_with("POST /v1/chat/completions ") {
-        return vec![w("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"), Step::Close];
+        return vec![
+            w("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+            Step::Close,
+        ];
     }
     let mut steps = vec![w(SSE_HEAD), w(chunk(&role())), w(chunk(&tok("a")))];
     if request.to_ascii_lowercase().contains("x-request-id: req-0\r\n") {
@@ -137,7 +137,10 @@ fn second_ctrl_c_while_draining_still_records_every_request_and_writes_the_resul
     assert_eq!(lines.len(), 10, "a record for every request: {err}");
     let abandoned = lines.iter().filter(|r| r["cancelled_by"] == "second_interrupt").count();
     assert!(abandoned >= 3, "requests 1-3 were in flight: {lines:?}");
-    assert!(err.contains(&format!("Second interrupt: {abandoned} requests in flight were abandoned")), "{err}");
+    assert!(
+        err.contains(&format!("Second interrupt: {abandoned} requests in flight were abandoned")),
+        "{err}"
+    );
     for r in lines.iter().filter(|r| r["outcome"] == "cancelled") {
         let why = if r.get("dispatched_us").is_some() { "second_interrupt" } else { "interrupt" };
         assert_eq!(r["cancelled_by"], why, "{r}");
