@@ -19,8 +19,9 @@ use serde::Serialize;
 /// vLLM's `0.0`, never `null`; docs/metrics.md): `duration` in seconds, latency statistics in
 /// ms, the per-request arrays `ttfts`, `itls`, `latencies`, `start_times`, `queue_times` in
 /// seconds (one entry per record, by index; docs/metrics.md, "Per-request arrays", says what a
-/// request that did not complete gets). As in vLLM, `latencies` and `queue_times` are written even when
-/// `detailed` is false; the other arrays only when it is true. servebench's keys follow.
+/// request that did not complete gets). As in vLLM, `latencies` and `queue_times` are written
+/// even when `detailed` is false; the other arrays only when it is true. servebench's keys
+/// follow.
 pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], detailed: bool) -> Value {
     Value::Object(result_object(info, m, records, detailed))
 }
