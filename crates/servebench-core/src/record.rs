@@ -427,6 +427,22 @@ impl RequestRecord {
         self.error = Some(RequestError { kind, message: message.into(), cause });
     }
 
+    /// The record's entry in vLLM's `errors` array (docs/metrics.md, "Per-request arrays"):
+    /// `""` (vLLM's success marker) only for a completed request; a failed one has its message
+    /// (its kind when the message is empty), a cancelled one `cancelled: <reason>`
+    /// ([`CancelReason::error_entry`]).
+    pub fn error_entry(&self) -> String {
+        match self.outcome {
+            Outcome::Completed => String::new(),
+            Outcome::Failed => match &self.error {
+                Some(e) if !e.message.is_empty() => e.message.clone(),
+                Some(e) => e.kind.as_str().to_owned(),
+                None => "failed".to_owned(),
+            },
+            Outcome::Cancelled => CancelReason::error_entry(self.cancelled_by, self.dispatched_us.is_some()),
+        }
+    }
+
     /// Output tokens and the source they came from: `usage`, else the retokenized text, else
     /// the number of token events.
     pub fn output_tokens(&self) -> (u32, TokenSource) {
@@ -455,6 +471,11 @@ mod tests {
         assert_eq!(entry(Some(CancelReason::DurationEnd), true), "cancelled: the run's duration ended");
         assert_eq!(entry(None, false), "cancelled: never sent");
         assert_eq!(entry(None, true), "cancelled");
+        assert_eq!(r.error_entry(), "cancelled: never sent (abandoned at a second interrupt)");
+        r.fail(ErrorKind::HttpStatus, "");
+        assert_eq!(r.error_entry(), "http_status", "never empty for a failed request");
+        r.outcome = Outcome::Completed;
+        assert_eq!(r.error_entry(), "");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 use servebench_core::metrics::{MetricName, RequestTimes, RunMetrics};
-use servebench_core::record::{CancelReason, Outcome, RequestRecord};
+use servebench_core::record::{Outcome, RequestRecord};
 
 use crate::fmt::{
     insert_stats, insert_vllm_stats, int_or_float, metric_reported, number_or_inf, rate_json, secs,
@@ -113,7 +113,7 @@ pub fn result_object(
 /// `latencies` = **last token** − dispatched (vLLM's `latency`, so `(latency − ttft) /
 /// (output_len − 1)` is our TPOT and `Σ itls = latency − ttft`), `itls` its token-event gaps.
 /// A request that did not complete has what vLLM writes for a failed one, all of a piece: a
-/// non-empty `errors` entry ([`error_entry`]), `ttfts` 0.0, `itls` `[]`, `latencies` 0.0,
+/// non-empty `errors` entry (`RequestRecord::error_entry`), `ttfts` 0.0, `itls` `[]`, `latencies` 0.0,
 /// `output_lens` 0, `generated_texts` `""`; `input_lens`, `start_times` and `queue_times`
 /// keep what was measured.
 fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed: bool) {
@@ -156,7 +156,7 @@ fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed
             "generated_texts".into(),
             col(&|r, t| Value::from(t.and(r.generated_text.clone()).unwrap_or_default())),
         );
-        o.insert("errors".into(), col(&|r, _| Value::from(error_entry(r))));
+        o.insert("errors".into(), col(&|r, _| Value::from(r.error_entry())));
     }
 }
 
@@ -165,21 +165,6 @@ fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed
 /// `[DONE]`); `done` when there was no token event (a whole body).
 pub fn vllm_latency_us(r: &RequestRecord) -> Option<u64> {
     Some(r.last_token_us.or(r.done_us)?.saturating_sub(r.dispatched_us?))
-}
-
-/// The `errors` entry of a record: `""` (vLLM's success marker) only for a completed request;
-/// a failed one has its message (its kind when the message is empty), a cancelled one
-/// `cancelled: <reason>` ([`CancelReason::error_entry`]).
-pub fn error_entry(r: &RequestRecord) -> String {
-    match r.outcome {
-        Outcome::Completed => String::new(),
-        Outcome::Failed => match &r.error {
-            Some(e) if !e.message.is_empty() => e.message.clone(),
-            Some(e) => e.kind.as_str().to_owned(),
-            None => "failed".to_owned(),
-        },
-        Outcome::Cancelled => CancelReason::error_entry(r.cancelled_by, r.dispatched_us.is_some()),
-    }
 }
 
 fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics, pooling: bool) {
