@@ -222,13 +222,17 @@ fn later_signals(run: &RunConfig, signal: &Interrupts) -> LaterSignals {
 }
 
 /// What the first Ctrl-C/SIGTERM says: it stops sending (in-flight requests per
-/// `--on-interrupt`); a second one exits at once.
+/// `--on-interrupt`), and what a second one does (`later_signals`).
 fn interrupt_message(on_interrupt: InterruptMode) -> String {
     let in_flight = match on_interrupt {
-        InterruptMode::Cancel => "in-flight requests are cancelled",
-        InterruptMode::Drain => "in-flight requests are drained",
+        InterruptMode::Cancel => {
+            "in-flight requests are cancelled (Ctrl-C again to exit now, without results)"
+        }
+        InterruptMode::Drain => {
+            "in-flight requests are drained (Ctrl-C again to cancel them and write the results now)"
+        }
     };
-    format!("Interrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)")
+    format!("Interrupted: sending nothing new; {in_flight}")
 }
 
 /// `--plot-dataset-stats`, `--plot-timeline`, `--html-report` and `--csv`: written from the
