@@ -112,7 +112,8 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
             } else {
                 per_request_from_arrays(&doc.detailed)
             };
-            Ok(Loaded { name, values: doc.metrics, runs: Vec::new(), per_request })
+            let values = doc.metrics.vllm_placeholders_as_none();
+            Ok(Loaded { name, values, runs: Vec::new(), per_request })
         }
     }
 }
