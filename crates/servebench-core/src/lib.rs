@@ -23,7 +23,7 @@ pub mod workload;
 pub use clock::RunClock;
 pub use error::{errors_markdown, BenchError, ErrorCode, Result};
 pub use record::{
-    ErrorKind, FailureCause, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource,
+    CancelReason, ErrorKind, FailureCause, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource,
     UnreachableReason,
 };
 pub use tokenizer::{ChatRender, ChatTemplate, TextTokenizer};

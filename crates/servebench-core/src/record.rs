@@ -18,6 +18,44 @@ pub enum Outcome {
     Cancelled,
 }
 
+/// Why a request was cancelled (`RequestRecord::cancelled_by`). Stable snake_case names: they
+/// appear in records; the result's `errors` entry of a cancelled request says it in words
+/// ([`CancelReason::error_entry`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelReason {
+    /// The user stopped the run (Ctrl-C/SIGTERM): not sent after it, or (`--on-interrupt
+    /// cancel`) stopped in flight.
+    Interrupt,
+    /// The run's end time came (`--duration`, the last stage) before the request finished.
+    DurationEnd,
+    /// A second Ctrl-C/SIGTERM while in-flight requests were drained: abandoned in flight.
+    SecondInterrupt,
+}
+
+impl CancelReason {
+    /// The reason in words (`errors` entries, messages).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelReason::Interrupt => "interrupted",
+            CancelReason::DurationEnd => "the run's duration ended",
+            CancelReason::SecondInterrupt => "abandoned at a second interrupt",
+        }
+    }
+
+    /// The non-empty `errors` entry of a cancelled request (docs/metrics.md, "Per-request
+    /// arrays"): `cancelled: <reason>`, with `never sent` for a request that was never
+    /// dispatched; `reason` is `None` for records written before reasons were recorded.
+    pub fn error_entry(reason: Option<CancelReason>, sent: bool) -> String {
+        match (reason, sent) {
+            (Some(r), true) => format!("cancelled: {}", r.as_str()),
+            (Some(r), false) => format!("cancelled: never sent ({})", r.as_str()),
+            (None, true) => "cancelled".to_owned(),
+            (None, false) => "cancelled: never sent".to_owned(),
+        }
+    }
+}
+
 /// Why a request failed. Stable snake_case names: they appear in results and records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -243,12 +281,21 @@ pub struct RequestRecord {
     pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RequestError>,
+    /// Why a cancelled request was cancelled (`None` for other outcomes, and in records
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_by: Option<CancelReason>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
 
     /// When the schedule wanted the request sent.
     pub intended_us: u64,
-    /// When the concurrency gate was passed and the request started being written.
+    /// When the request passed the concurrency gate (FIFO: non-decreasing in schedule order);
+    /// the time its send began, before any connect. `None` when it never passed the gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate_us: Option<u64>,
+    /// When the request started being written on its connection (after the gate and, on a
+    /// fresh connection, the connect).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispatched_us: Option<u64>,
     /// When the response status line and headers arrived.
@@ -346,8 +393,10 @@ impl RequestRecord {
             stage: None,
             outcome: Outcome::Cancelled,
             error: None,
+            cancelled_by: None,
             http_status: None,
             intended_us,
+            gate_us: None,
             dispatched_us: None,
             headers_us: None,
             first_event_us: None,
@@ -387,6 +436,22 @@ impl RequestRecord {
         self.error = Some(RequestError { kind, message: message.into(), cause });
     }
 
+    /// The record's entry in vLLM's `errors` array (docs/metrics.md, "Per-request arrays"):
+    /// `""` (vLLM's success marker) only for a completed request; a failed one has its message
+    /// (its kind when the message is empty), a cancelled one `cancelled: <reason>`
+    /// ([`CancelReason::error_entry`]).
+    pub fn error_entry(&self) -> String {
+        match self.outcome {
+            Outcome::Completed => String::new(),
+            Outcome::Failed => match &self.error {
+                Some(e) if !e.message.is_empty() => e.message.clone(),
+                Some(e) => e.kind.as_str().to_owned(),
+                None => "failed".to_owned(),
+            },
+            Outcome::Cancelled => CancelReason::error_entry(self.cancelled_by, self.dispatched_us.is_some()),
+        }
+    }
+
     /// Output tokens and the source they came from: `usage`, else the retokenized text, else
     /// the number of token events.
     pub fn output_tokens(&self) -> (u32, TokenSource) {
@@ -401,6 +466,26 @@ impl RequestRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cancel_reasons_are_named_in_records_and_in_words() {
+        let mut r = RequestRecord::scheduled(0, "x".into(), 0, 10, 5);
+        r.cancelled_by = Some(CancelReason::SecondInterrupt);
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(line.contains(r#""cancelled_by":"second_interrupt""#), "{line}");
+        assert_eq!(serde_json::from_str::<RequestRecord>(&line).unwrap(), r);
+        let entry = CancelReason::error_entry;
+        assert_eq!(entry(Some(CancelReason::Interrupt), true), "cancelled: interrupted");
+        assert_eq!(entry(Some(CancelReason::Interrupt), false), "cancelled: never sent (interrupted)");
+        assert_eq!(entry(Some(CancelReason::DurationEnd), true), "cancelled: the run's duration ended");
+        assert_eq!(entry(None, false), "cancelled: never sent");
+        assert_eq!(entry(None, true), "cancelled");
+        assert_eq!(r.error_entry(), "cancelled: never sent (abandoned at a second interrupt)");
+        r.fail(ErrorKind::HttpStatus, "");
+        assert_eq!(r.error_entry(), "http_status", "never empty for a failed request");
+        r.outcome = Outcome::Completed;
+        assert_eq!(r.error_entry(), "");
+    }
 
     #[test]
     fn failure_causes_are_typed_tag_their_message_and_survive_the_records_file() {

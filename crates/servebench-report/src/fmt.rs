@@ -139,14 +139,40 @@ pub fn rate_json(duration_s: f64, v: f64) -> Value {
     stat_json(usize::from(duration_s > 0.0), v)
 }
 
+/// A number under a key vLLM defines (docs/metrics.md, "Metrics without data"): vLLM's type
+/// even without data — `0.0`, as vLLM writes for the statistics of an empty set, a run without
+/// a time base, or RTFx without audio. Our own keys use [`stat_json`] / [`rate_json`] (`null`).
+pub fn vllm_number(has_data: bool, v: f64) -> Value {
+    if has_data && v.is_finite() {
+        Value::from(v)
+    } else {
+        Value::from(0.0)
+    }
+}
+
+/// A rate under a key vLLM defines: [`vllm_number`] with data when there is a duration.
+pub fn vllm_rate(duration_s: f64, v: f64) -> Value {
+    vllm_number(duration_s > 0.0, v)
+}
+
 /// Inserts `mean_<name>_ms`, `median_<name>_ms`, `std_<name>_ms`, `p<P>_<name>_ms` (vLLM order);
 /// `null` for a metric without data.
 pub fn insert_stats(map: &mut Map<String, Value>, name: &str, s: &Summary) {
-    map.insert(format!("mean_{name}_ms"), stat_json(s.count, s.mean));
-    map.insert(format!("median_{name}_ms"), stat_json(s.count, s.median));
-    map.insert(format!("std_{name}_ms"), stat_json(s.count, s.std));
+    insert_stats_with(map, name, s, stat_json);
+}
+
+/// [`insert_stats`] for a metric vLLM defines (TTFT, TPOT, ITL, E2EL, client queue): `0.0`
+/// without data, vLLM's type ([`vllm_number`]).
+pub fn insert_vllm_stats(map: &mut Map<String, Value>, name: &str, s: &Summary) {
+    insert_stats_with(map, name, s, |count, v| vllm_number(count > 0, v));
+}
+
+fn insert_stats_with(map: &mut Map<String, Value>, name: &str, s: &Summary, value: fn(usize, f64) -> Value) {
+    map.insert(format!("mean_{name}_ms"), value(s.count, s.mean));
+    map.insert(format!("median_{name}_ms"), value(s.count, s.median));
+    map.insert(format!("std_{name}_ms"), value(s.count, s.std));
     for &(p, v) in &s.percentiles {
-        map.insert(format!("p{}_{name}_ms", percentile_word(p)), stat_json(s.count, v));
+        map.insert(format!("p{}_{name}_ms", percentile_word(p)), value(s.count, v));
     }
 }
 

@@ -5,18 +5,23 @@ use serde_json::{json, Map, Value};
 use servebench_core::metrics::{MetricName, RequestTimes, RunMetrics};
 use servebench_core::record::{Outcome, RequestRecord};
 
-use crate::fmt::{insert_stats, int_or_float, metric_reported, number_or_inf, rate_json, secs};
+use crate::fmt::{
+    insert_stats, insert_vllm_stats, int_or_float, metric_reported, number_or_inf, rate_json, secs,
+    vllm_number, vllm_rate,
+};
 use crate::info::{python_isoformat, vllm_date, ClientHealth, RunInfo};
 use serde::Serialize;
 
 /// The result document of one run (vLLM's keys and ours; the keys a run adds after them are
 /// [`crate::written::RunDocument`]'s).
 ///
-/// vLLM's keys come first in vLLM's order and units: `duration` in seconds, latency statistics in
+/// vLLM's keys come first in vLLM's order, units and JSON types (a vLLM key without data is
+/// vLLM's `0.0`, never `null`; docs/metrics.md): `duration` in seconds, latency statistics in
 /// ms, the per-request arrays `ttfts`, `itls`, `latencies`, `start_times`, `queue_times` in
-/// seconds (one entry per record, by index; failed or never-sent requests get 0.0 / `[]` /
-/// `""` like vLLM's defaults). As in vLLM, `latencies` and `queue_times` are written even when
-/// `detailed` is false; the other arrays only when it is true. servebench's keys follow.
+/// seconds (one entry per record, by index; docs/metrics.md, "Per-request arrays", says what a
+/// request that did not complete gets). As in vLLM, `latencies` and `queue_times` are written
+/// even when `detailed` is false; the other arrays only when it is true. servebench's keys
+/// follow.
 pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], detailed: bool) -> Value {
     Value::Object(result_object(info, m, records, detailed))
 }
@@ -51,7 +56,7 @@ pub fn result_object(
         o.insert("ramp_up_start_rps".into(), int_or_float(r.start_rps));
         o.insert("ramp_up_end_rps".into(), int_or_float(r.end_rps));
     }
-    o.insert("duration".into(), rate_json(m.duration_s, m.duration_s));
+    o.insert("duration".into(), vllm_rate(m.duration_s, m.duration_s));
     o.insert("completed".into(), Value::from(m.completed));
     o.insert("failed".into(), Value::from(m.failed));
     let d = m.duration_s;
@@ -61,21 +66,23 @@ pub fn result_object(
         o.insert("total_input_tokens".into(), Value::from(m.total_input_tokens));
         o.insert("total_output_tokens".into(), Value::from(m.total_output_tokens));
     }
-    o.insert("request_throughput".into(), rate_json(d, m.request_throughput));
-    o.insert("request_goodput".into(), m.request_goodput.map_or(Value::Null, |g| rate_json(d, g)));
+    o.insert("request_throughput".into(), vllm_rate(d, m.request_throughput));
+    // vLLM: None without --goodput SLOs, else a float.
+    let goodput = m.request_goodput.map_or(Value::Null, |g| vllm_rate(d, g));
+    o.insert("request_goodput".into(), goodput);
     if pooling {
-        o.insert("total_token_throughput".into(), crate::sections::pooling::input_throughput(m));
+        let input = crate::sections::pooling::input_throughput(m);
+        o.insert("total_token_throughput".into(), if input.is_null() { vllm_rate(d, 0.0) } else { input });
     } else {
-        o.insert("output_throughput".into(), rate_json(d, m.output_throughput));
-        o.insert("total_token_throughput".into(), rate_json(d, m.total_token_throughput));
+        o.insert("output_throughput".into(), vllm_rate(d, m.output_throughput));
+        o.insert("total_token_throughput".into(), vllm_rate(d, m.total_token_throughput));
     }
     insert_arrays(&mut o, records, detailed);
     if generation {
-        o.insert("max_output_tokens_per_s".into(), rate_json(d, m.max_output_tokens_per_s));
+        o.insert("max_output_tokens_per_s".into(), vllm_rate(d, m.max_output_tokens_per_s));
         o.insert("max_concurrent_requests".into(), Value::from(m.max_concurrent_requests));
-        // RTFx (docs/metrics.md): vLLM writes 0.0 for a run without audio; a metric without
-        // data is null here.
-        o.insert("rtfx".into(), m.rtfx.map_or(Value::Null, |r| rate_json(d, r)));
+        // RTFx (docs/metrics.md): vLLM's key, 0.0 for a run without audio, as vLLM writes it.
+        o.insert("rtfx".into(), m.rtfx.map_or(vllm_number(false, 0.0), |r| vllm_rate(d, r)));
     }
     if !info.rps_change_events.is_empty() {
         let events: Vec<Value> = info
@@ -91,7 +98,7 @@ pub fn result_object(
     }
     for metric in MetricName::ALL {
         if metric_reported(info, m, metric) {
-            insert_stats(&mut o, metric.as_str(), m.summary(metric));
+            insert_vllm_stats(&mut o, metric.as_str(), m.summary(metric));
         }
     }
     insert_ours(&mut o, info, m, pooling);
@@ -101,29 +108,39 @@ pub fn result_object(
     o
 }
 
+/// vLLM's per-request arrays, one entry per record by index (docs/metrics.md, "Per-request
+/// arrays"). A completed request has vLLM's values: `ttfts` = first token − dispatched,
+/// `latencies` = **last token** − dispatched (vLLM's `latency`, so `(latency − ttft) /
+/// (output_len − 1)` is our TPOT and `Σ itls = latency − ttft`), `itls` its token-event gaps.
+/// A request that did not complete has what vLLM writes for a failed one, all of a piece: a
+/// non-empty `errors` entry (`RequestRecord::error_entry`), `ttfts` 0.0, `itls` `[]`, `latencies` 0.0,
+/// `output_lens` 0, `generated_texts` `""`; `input_lens`, `start_times` and `queue_times`
+/// keep what was measured.
 fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed: bool) {
     let mut recs: Vec<&RequestRecord> = records.iter().collect();
     recs.sort_by_key(|r| r.index);
     let times: Vec<RequestTimes> = recs.iter().map(|r| RequestTimes::of(r)).collect();
-    let done = |r: &RequestRecord| r.outcome == Outcome::Completed;
-    let col = |f: &dyn Fn(&RequestRecord, &RequestTimes) -> Value| -> Value {
-        Value::Array(recs.iter().zip(&times).map(|(r, t)| f(r, t)).collect())
+    // `Some(times)` for a completed request, `None` for one that did not complete.
+    let col = |f: &dyn Fn(&RequestRecord, Option<&RequestTimes>) -> Value| -> Value {
+        let completed = |r: &RequestRecord| r.outcome == Outcome::Completed;
+        Value::Array(recs.iter().zip(&times).map(|(r, t)| f(r, completed(r).then_some(t))).collect())
     };
     if detailed {
         o.insert("input_lens".into(), col(&|r, _| Value::from(r.prompt_tokens)));
-        o.insert("output_lens".into(), col(&|r, t| Value::from(if done(r) { t.output_tokens } else { 0 })));
-        o.insert("ttfts".into(), col(&|_, t| Value::from(t.ttft_us.map_or(0.0, secs))));
+        o.insert("output_lens".into(), col(&|_, t| Value::from(t.map_or(0, |t| t.output_tokens))));
+        o.insert("ttfts".into(), col(&|_, t| Value::from(t.and_then(|t| t.ttft_us).map_or(0.0, secs))));
         o.insert(
             "itls".into(),
-            col(&|r, _| {
-                let gaps = if r.first_token_us.is_some() { &r.token_events.gaps_us[..] } else { &[] };
+            col(&|r, t| {
+                let gaps =
+                    if t.is_some() && r.first_token_us.is_some() { &r.token_events.gaps_us[..] } else { &[] };
                 Value::Array(gaps.iter().map(|&g| Value::from(f64::from(g) / 1e6)).collect())
             }),
         );
     }
     o.insert(
         "latencies".into(),
-        col(&|r, t| Value::from(if done(r) { t.e2el_us.map_or(0.0, secs) } else { 0.0 })),
+        col(&|r, t| Value::from(t.and_then(|_| vllm_latency_us(r)).map_or(0.0, secs))),
     );
     if detailed {
         o.insert(
@@ -131,17 +148,23 @@ fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed
             col(&|r, _| Value::from(secs(r.dispatched_us.unwrap_or(r.intended_us)))),
         );
     }
-    o.insert("queue_times".into(), col(&|_, t| Value::from(t.queue_us.map_or(0.0, secs))));
+    // Measured for every dispatched request, whatever its outcome (as vLLM's semaphore wait).
+    let queue = times.iter().map(|t| Value::from(t.queue_us.map_or(0.0, secs))).collect();
+    o.insert("queue_times".into(), Value::Array(queue));
     if detailed {
         o.insert(
             "generated_texts".into(),
-            col(&|r, _| Value::from(r.generated_text.clone().unwrap_or_default())),
+            col(&|r, t| Value::from(t.and(r.generated_text.clone()).unwrap_or_default())),
         );
-        o.insert(
-            "errors".into(),
-            col(&|r, _| Value::from(r.error.as_ref().map(|e| e.message.clone()).unwrap_or_default())),
-        );
+        o.insert("errors".into(), col(&|r, _| Value::from(r.error_entry())));
     }
+}
+
+/// vLLM's per-request `latency` of a record: dispatched → the last event carrying generated
+/// content (vLLM stops the clock at the last token chunk, not at the usage chunk or
+/// `[DONE]`); `done` when there was no token event (a whole body).
+pub fn vllm_latency_us(r: &RequestRecord) -> Option<u64> {
+    Some(r.last_token_us.or(r.done_us)?.saturating_sub(r.dispatched_us?))
 }
 
 fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics, pooling: bool) {

@@ -1,5 +1,6 @@
 //! Issue 15.2: a metric without data is `null` in the JSON and "n/a" in the console, never 0 —
-//! in the run's block, per stage, per turn, TTFO and the schedule lag.
+//! in the run's block, per stage, per turn, TTFO and the schedule lag. Issue 23.14: except in
+//! the keys vLLM defines, which keep vLLM's type (`0.0` without data, as vLLM writes it).
 
 use serde_json::{json, Value};
 use servebench_core::metrics::{compute, MetricName, MetricsConfig};
@@ -51,10 +52,11 @@ fn cfg() -> MetricsConfig {
 }
 
 #[test]
-fn empty_window_latencies_are_null_and_na_never_zero() {
+fn empty_window_latencies_are_null_in_our_keys_zero_in_vllms_and_na_in_the_console() {
     let recs = failed_only();
     let m = compute(&recs, &cfg());
     let doc = result_json(&info(), &m, &recs, false);
+    // vLLM's keys: vLLM's float, 0.0 for an empty set (vLLM: `np.mean(values or 0)`).
     for k in [
         "mean_ttft_ms",
         "median_ttft_ms",
@@ -63,9 +65,11 @@ fn empty_window_latencies_are_null_and_na_never_zero() {
         "mean_tpot_ms",
         "p99_itl_ms",
         "mean_e2el_ms",
-        "mean_response_ttft_ms",
-        "p99_itl_token_view_ms",
     ] {
+        assert_eq!(doc[k], json!(0.0), "{k}");
+    }
+    // Ours: null.
+    for k in ["mean_response_ttft_ms", "p99_itl_token_view_ms"] {
         assert_eq!(doc[k], Value::Null, "{k}");
     }
     // Requests were dispatched: the duration and the (zero) throughputs are data; no "-0.00".
@@ -81,7 +85,7 @@ fn empty_window_latencies_are_null_and_na_never_zero() {
 }
 
 #[test]
-fn nothing_dispatched_makes_duration_and_throughputs_null() {
+fn nothing_dispatched_makes_our_rates_null_and_vllms_zero() {
     let mut r = RequestRecord::scheduled(0, "r0".into(), 0, 10, 10);
     r.outcome = Outcome::Cancelled;
     let m = compute(&[r.clone()], &cfg());
@@ -91,10 +95,11 @@ fn nothing_dispatched_makes_duration_and_throughputs_null() {
         "request_throughput",
         "output_throughput",
         "total_token_throughput",
-        "input_throughput",
         "max_output_tokens_per_s",
-        "mean_queue_time_ms",
     ] {
+        assert_eq!(doc[k], json!(0.0), "{k}");
+    }
+    for k in ["input_throughput", "mean_queue_time_ms"] {
         assert_eq!(doc[k], Value::Null, "{k}");
     }
     let text = console_block(&info(), &m);
@@ -102,6 +107,57 @@ fn nothing_dispatched_makes_duration_and_throughputs_null() {
         text.lines().any(|l| l.starts_with("Request throughput (req/s):") && l.contains("n/a")),
         "{text}"
     );
+}
+
+/// Pins vLLM's types in vLLM's keys over the whole schema (issue 23.14): `rtfx` used to be
+/// `null` where vLLM writes `0.0` (a consumer doing `rtfx > 0` raised a TypeError), and so were
+/// the duration, throughputs and latency statistics of a run without data. Every key the schema
+/// marks as vLLM's is written with a non-null value on runs without data (nothing dispatched;
+/// everything failed), except the four vLLM itself writes as None; and the schema allows null
+/// in no other vLLM key.
+#[test]
+fn vllm_keys_keep_vllms_type_on_runs_without_data() {
+    const VLLM_NONE: [&str; 4] = ["label", "tokenizer_id", "max_concurrency", "request_goodput"];
+    let schema = servebench_testkit::fixtures::result_schema_json();
+    let props = schema["properties"].as_object().expect("properties");
+    let vllm_keys: Vec<&String> = props
+        .iter()
+        .filter(|(_, v)| v["description"].as_str().is_some_and(|d| d.starts_with("vLLM")))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(vllm_keys.len() > 30, "{vllm_keys:?}");
+    for k in &vllm_keys {
+        let nullable = props[*k]["type"].as_array().is_some_and(|t| t.contains(&json!("null")));
+        assert_eq!(nullable, VLLM_NONE.contains(&k.as_str()), "schema type of {k}");
+    }
+    let mut unsent = RequestRecord::scheduled(0, "r0".into(), 0, 10, 10);
+    unsent.outcome = Outcome::Cancelled;
+    let mut info = info();
+    info.max_concurrency = Some(2);
+    for recs in [vec![unsent], failed_only()] {
+        let m =
+            compute(&recs, &MetricsConfig { selected: MetricName::ALL.to_vec(), ..MetricsConfig::default() });
+        let doc = result_json(&info, &m, &recs, true);
+        let obj = doc.as_object().expect("object");
+        for (k, v) in obj {
+            let vllm = vllm_keys.contains(&k) || is_vllm_statistic(k);
+            if vllm && !VLLM_NONE.contains(&k.as_str()) {
+                assert!(!v.is_null(), "{k} is null");
+            }
+        }
+        assert_eq!(doc["rtfx"], json!(0.0));
+        assert_eq!(doc["p99_client_queue_time_ms"], json!(0.0));
+    }
+}
+
+/// A latency statistic of one of vLLM's metrics (`mean_ttft_ms`, `p99_e2el_ms`, …).
+fn is_vllm_statistic(key: &str) -> bool {
+    let Some((stat, metric)) = key.strip_suffix("_ms").and_then(|rest| rest.split_once('_')) else {
+        return false;
+    };
+    let stat_ok = ["mean", "median", "std"].contains(&stat)
+        || stat.strip_prefix('p').is_some_and(|p| p.parse::<f64>().is_ok());
+    stat_ok && MetricName::ALL.iter().any(|m| m.as_str() == metric)
 }
 
 #[test]
@@ -119,7 +175,7 @@ fn per_stage_and_per_turn_without_data_are_null_and_na() {
     assert_eq!(doc["stages"][1]["duration"], Value::Null);
     assert_eq!(doc["stages"][1]["request_throughput"], Value::Null);
     assert_eq!(doc["per_turn_metrics"][0]["median_ttft_ms"], Value::Null);
-    assert_eq!(doc["avg_conversation_duration_ms"], Value::Null);
+    assert_eq!(doc["avg_conversation_duration_ms"], json!(0.0), "vLLM's key: vLLM's type");
     assert!(doc["schedule_lag"]["p99_ms"].is_number());
     let text = console_groups(&recs, &cfg(), &gi);
     assert!(text.lines().filter(|l| l.starts_with("Mean TTFT (ms):")).all(|l| l.contains("n/a")), "{text}");

@@ -218,6 +218,42 @@ fn vllm_keys() -> Vec<String> {
     text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect()
 }
 
+/// Pins vLLM's TPOT on our arrays (issue 23.13): `latencies` used to end at `done`, so
+/// vLLM's per-request TPOT `(latency − ttft) / (output_len − 1)` recomputed from the arrays
+/// differed from `mean_tpot_ms`. `latencies` is vLLM's latency (dispatched → last token event):
+/// the recomputation gives our TPOT exactly, `Σ itls = latency − ttft` for every completed
+/// request, and the mean of `latencies` is below `mean_e2el_ms` (which ends at `done`) by
+/// exactly the mean gap `done − last token` (docs/metrics.md, "Per-request arrays").
+#[test]
+fn vllm_tpot_and_e2el_recomputed_from_the_arrays() {
+    let cfg = MetricsConfig { selected: MetricName::ALL[..4].to_vec(), ..MetricsConfig::default() };
+    let recs = records();
+    let m = compute(&recs, &cfg);
+    let v = result_json(&info(), &m, &recs, true);
+    let f = |k: &str, i: usize| v[k][i].as_f64().unwrap();
+    let completed: Vec<usize> = (0..recs.len()).filter(|&i| v["errors"][i] == "").collect();
+    assert_eq!(completed, vec![0, 1, 2, 3]);
+    let mut tpots = Vec::new();
+    for &i in &completed {
+        let itl_sum: f64 = v["itls"][i].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).sum();
+        assert!((f("latencies", i) - f("ttfts", i) - itl_sum).abs() < 1e-9, "request {i}");
+        let n = v["output_lens"][i].as_u64().unwrap();
+        if n > 1 {
+            tpots.push((f("latencies", i) - f("ttfts", i)) / (n - 1) as f64 * 1000.0);
+        }
+    }
+    let mean_tpot = tpots.iter().sum::<f64>() / tpots.len() as f64;
+    assert!(
+        (mean_tpot - v["mean_tpot_ms"].as_f64().unwrap()).abs() < 1e-9,
+        "{mean_tpot} vs {}",
+        v["mean_tpot_ms"]
+    );
+    let mean_latency_ms = completed.iter().map(|&i| f("latencies", i)).sum::<f64>() / 4.0 * 1000.0;
+    // done − last token: 1, 10, 1 and 0 ms.
+    let mean_tail_ms = (1.0 + 10.0 + 1.0 + 0.0) / 4.0;
+    assert!((v["mean_e2el_ms"].as_f64().unwrap() - mean_latency_ms - mean_tail_ms).abs() < 1e-9);
+}
+
 #[test]
 fn json_has_every_vllm_key_in_vllm_order() {
     let m = compute(&records(), &MetricsConfig::default());
@@ -234,13 +270,14 @@ fn json_has_every_vllm_key_in_vllm_order() {
     // Units: seconds for duration and arrays, ms for statistics.
     assert_eq!(obj["duration"], Value::from(0.509));
     assert_eq!(obj["ttfts"][0], Value::from(0.1));
-    assert_eq!(obj["latencies"][1], Value::from(0.29));
+    // vLLM's latency ends at the last token event (340 ms), not at `done` (350 ms).
+    assert_eq!(obj["latencies"][1], Value::from(0.28));
     assert_eq!(obj["itls"][0], serde_json::json!([0.01, 0.02, 0.03]));
     assert_eq!(obj["mean_ttft_ms"], Value::from(135.0));
     assert_eq!(obj["request_rate"], Value::from(10.0));
     assert_eq!(obj["request_goodput"], Value::Null);
-    // No request carried audio: RTFx has no data and is null (vLLM writes 0.0).
-    assert_eq!(obj["rtfx"], Value::Null);
+    // No request carried audio: RTFx is vLLM's 0.0 (vLLM's key keeps vLLM's type).
+    assert_eq!(obj["rtfx"], Value::from(0.0));
     assert!(obj["max_concurrent_requests"].is_u64());
     // Not selected by default: no E2EL statistics, as vLLM.
     assert!(!obj.contains_key("mean_e2el_ms"));

@@ -15,6 +15,7 @@ pub mod run;
 
 pub use config::{DatasetSpec, InterruptMode, LoadOptions, OutputConfig, RunConfig, ShardConfig};
 pub use load::dispatch::{dispatch, DispatchPlan, DispatchStats, Release};
+pub use load::stops::Interrupts;
 pub use observe::endpoint::MetricsServer;
 pub use observe::health::{HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};
 pub use observe::live::{LiveMetrics, LiveSnapshot};

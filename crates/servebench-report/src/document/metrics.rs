@@ -201,6 +201,31 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    /// vLLM's `0.0` placeholders read as no data (docs/metrics.md, "Metrics without data"):
+    /// under vLLM's keys a result (ours or vLLM's) writes `0.0` where there is no data, so with
+    /// `duration` 0 the duration and vLLM's rates are no data, and with `completed` 0 so are the
+    /// statistics of vLLM's latency metrics. For `compare`, which shows "n/a" for no data.
+    pub fn vllm_placeholders_as_none(mut self) -> Self {
+        if self.duration == Some(0.0) {
+            for v in [
+                &mut self.duration,
+                &mut self.request_throughput,
+                &mut self.request_goodput,
+                &mut self.output_throughput,
+                &mut self.total_token_throughput,
+                &mut self.max_output_tokens_per_s,
+            ] {
+                *v = None;
+            }
+        }
+        if self.completed == Some(0.0) {
+            self.latency.0.iter_mut().filter(|(_, v)| *v == Some(0.0)).for_each(|(_, v)| *v = None);
+        }
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +242,19 @@ mod tests {
         assert_eq!(m.get(&MetricKey::parse("p99.9_itl_ms").unwrap()), Some(2.0));
         let m: Metrics = serde_json::from_value(serde_json::json!({"steady_state": null})).unwrap();
         assert!(m.keys().is_empty());
+    }
+
+    #[test]
+    fn vllms_zero_placeholders_read_as_no_data() {
+        let v = serde_json::json!({"completed": 0, "duration": 0.0, "request_throughput": 0.0,
+            "mean_ttft_ms": 0.0, "mean_queue_time_ms": 2.0});
+        let m: Metrics = serde_json::from_value::<Metrics>(v).unwrap().vllm_placeholders_as_none();
+        assert_eq!((m.duration, m.request_throughput), (None, None));
+        assert_eq!(m.get(&MetricKey::parse("mean_ttft_ms").unwrap()), None);
+        assert_eq!(m.completed, Some(0.0), "a count is a count");
+        let v = serde_json::json!({"completed": 3, "duration": 1.5, "mean_tpot_ms": 0.0});
+        let m: Metrics = serde_json::from_value::<Metrics>(v).unwrap().vllm_placeholders_as_none();
+        assert_eq!(m.duration, Some(1.5));
+        assert_eq!(m.get(&MetricKey::parse("mean_tpot_ms").unwrap()), Some(0.0), "not told from data");
     }
 }

@@ -84,7 +84,12 @@ pub fn result_keys(records: &[RequestRecord], cfg: &MetricsConfig, info: &GroupI
         o.insert("conversations_completed".into(), json!(c.completed));
         o.insert("conversations_failed".into(), json!(c.failed));
         o.insert("avg_turns_completed".into(), json!(c.avg_turns_completed));
-        o.insert("avg_conversation_duration_ms".into(), opt(c.avg_duration_ms));
+        // vLLM's key: vLLM's float, 0.0 when no conversation completed a turn.
+        let avg = c.avg_duration_ms.unwrap_or(0.0);
+        o.insert(
+            "avg_conversation_duration_ms".into(),
+            crate::fmt::vllm_number(c.avg_duration_ms.is_some(), avg),
+        );
         let turns: Vec<Value> = by_turn(records, cfg)
             .into_iter()
             .map(|(k, m)| {

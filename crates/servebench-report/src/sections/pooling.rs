@@ -78,10 +78,7 @@ pub fn insert_keys(o: &mut Map<String, Value>, m: &RunMetrics, records: &[Reques
         let lens =
             recs.iter().map(|r| Value::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens))).collect();
         o.insert("input_lens".into(), Value::Array(lens));
-        let errors = recs
-            .iter()
-            .map(|r| Value::from(r.error.as_ref().map(|e| e.message.clone()).unwrap_or_default()))
-            .collect();
+        let errors = recs.iter().map(|r| Value::from(r.error_entry())).collect();
         o.insert("errors".into(), Value::Array(errors));
     }
     // Ours, for scripts that read the generic keys: the input throughput under its usual name.

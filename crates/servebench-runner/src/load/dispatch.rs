@@ -32,6 +32,10 @@ pub struct Release {
     pub released_us: u64,
     /// The concurrency stage it was released in (closed loop); `None` on a schedule.
     pub stage: Option<u32>,
+    /// When it passed the concurrency gate (µs from the origin; the release itself without a
+    /// gate); `None` while waiting, and for a request that never passed. Gated requests pass
+    /// FIFO, so this is non-decreasing in schedule order (`RequestRecord::gate_us`).
+    pub gate_us: Option<u64>,
 }
 
 /// Dispatch statistics (client health).
@@ -72,6 +76,7 @@ where
             let (tx, rx) = mpsc::unbounded_channel::<Release>();
             let gate = Arc::new(Semaphore::new(c.max(1)));
             let task = tokio::spawn(gate_in_order(
+                clock,
                 gate,
                 rx,
                 execute.clone(),
@@ -101,7 +106,13 @@ where
         let released_us = clock.offset_us(now);
         // Release every arrival that is due now, not one per wake-up.
         while i < n && plan.offsets_us[i] <= released_us {
-            let release = Release { index: i, intended_us: plan.offsets_us[i], released_us, stage: None };
+            let release = Release {
+                index: i,
+                intended_us: plan.offsets_us[i],
+                released_us,
+                stage: None,
+                gate_us: None,
+            };
             stats.lateness_us.push(released_us - plan.offsets_us[i]);
             match &gate_tx {
                 Some(tx) => {
@@ -110,6 +121,7 @@ where
                     }
                 }
                 None => {
+                    let release = Release { gate_us: Some(released_us), ..release };
                     // Boxed: the executor's future is large (connect, TLS and HTTP state).
                     let fut = Box::pin(execute(release));
                     let sink = sink.clone();
@@ -126,8 +138,13 @@ where
     // Requests the stop prevented from being released end as cancelled records.
     for (j, &intended_us) in plan.offsets_us.iter().enumerate().skip(i) {
         stats.not_released += 1;
-        let _ =
-            sink.send(cancelled(Release { index: j, intended_us, released_us: intended_us, stage: None }));
+        let _ = sink.send(cancelled(Release {
+            index: j,
+            intended_us,
+            released_us: intended_us,
+            stage: None,
+            gate_us: None,
+        }));
     }
     drop(gate_tx);
     if let Some(t) = gate_task {
@@ -141,6 +158,7 @@ where
 /// each in turn, then starts its request (the executor is called here, in order). Once `stop`
 /// is raised, every release still waiting ends as a cancelled record.
 async fn gate_in_order<E, Fut, C>(
+    clock: RunClock,
     gate: Arc<Semaphore>,
     mut queue: mpsc::UnboundedReceiver<Release>,
     execute: Arc<E>,
@@ -167,6 +185,9 @@ async fn gate_in_order<E, Fut, C>(
             let _ = sink.send(cancelled(release));
             continue;
         };
+        // The time it passed, taken here in queue order: the send (pool checkout, connect)
+        // starts now, and `dispatched_us` follows once the request is written.
+        let release = Release { gate_us: Some(clock.offset_us(Instant::now())), ..release };
         // Boxed: the executor's future is large (connect, TLS and HTTP state).
         let mut fut = Box::pin(execute(release));
         let sink = sink.clone();
@@ -220,8 +241,13 @@ where
         let Some(k) = stages.iter().position(|&(_, end)| now_us < end) else { break };
         let (limit, end) = stages[k];
         while in_flight < limit {
-            let release =
-                Release { index: next, intended_us: now_us, released_us: now_us, stage: Some(k as u32) };
+            let release = Release {
+                index: next,
+                intended_us: now_us,
+                released_us: now_us,
+                stage: Some(k as u32),
+                gate_us: Some(now_us),
+            };
             stats.lateness_us.push(0);
             let (execute, sink, done) = (execute.clone(), sink.clone(), done_tx.clone());
             tasks.spawn(async move {
@@ -307,6 +333,44 @@ mod tests {
         assert_eq!(at_once, (0..300).collect::<Vec<_>>());
         let paced = gate_pass_order((0..300u64).map(|i| i * 200).collect()).await;
         assert_eq!(paced, (0..300).collect::<Vec<_>>());
+    }
+
+    /// Pins the gate time: at `--max-concurrency 3` the first requests used to show
+    /// `dispatched_us` of request 2 before request 1 (each connect finishes when it finishes).
+    /// The time a request passes the gate is taken by the gate itself, in queue order: over
+    /// many runs on a multi-threaded runtime, with "connects" finishing in reverse order, it is
+    /// non-decreasing in schedule order and never after the request's dispatch.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn gate_times_are_monotone_in_schedule_order_whatever_the_connects_do() {
+        for run in 0..40u64 {
+            let plan = DispatchPlan { offsets_us: vec![0; 12].into(), max_concurrency: Some(3) };
+            let (tx, rx) = mpsc::unbounded_channel();
+            let stop = CancellationToken::new();
+            let _h = stop.clone();
+            let clock = RunClock::start();
+            dispatch(
+                &plan,
+                clock,
+                move |r| async move {
+                    // A "connect" that is longer for earlier requests: they start writing last.
+                    let connect_us = (12 - r.index as u64) * 150 + (run * 37 + r.index as u64 * 91) % 200;
+                    tokio::time::sleep(Duration::from_micros(connect_us)).await;
+                    let mut rec = record_for(r, Outcome::Completed);
+                    rec.gate_us = r.gate_us;
+                    rec.dispatched_us = Some(clock.now_us());
+                    rec
+                },
+                |r| record_for(r, Outcome::Cancelled),
+                tx,
+                stop,
+            )
+            .await;
+            let mut recs = collect(rx).await;
+            recs.sort_by_key(|r| r.index);
+            let gates: Vec<u64> = recs.iter().map(|r| r.gate_us.expect("every request passed")).collect();
+            assert!(gates.windows(2).all(|w| w[0] <= w[1]), "run {run}: {gates:?}");
+            assert!(recs.iter().all(|r| r.gate_us <= r.dispatched_us), "run {run}");
+        }
     }
 
     #[tokio::test]

@@ -10,7 +10,7 @@ use servebench_report::html::RecordSource;
 use servebench_report::vllm_arrays::records_from_arrays;
 
 use super::paths::records_beside;
-use crate::records::sink::read_records;
+use crate::records::sink::{read_records, read_records_file};
 
 /// One input of `servebench report`: its records and, when a result JSON was given, that result.
 #[derive(Debug, Clone)]
@@ -22,6 +22,8 @@ pub struct ReportInput {
     pub result: Option<ResultDocument>,
     /// Where `records` come from (a result without records: its arrays, or nothing).
     pub source: RecordSource,
+    /// Requests the run sent or planned that have no record (see [`unaccounted_requests`]).
+    pub unaccounted: u64,
 }
 
 /// Reads a records file (JSONL of request records) or a result JSON, whose records are read from
@@ -59,6 +61,7 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         truncated: false,
         result: Some(result),
         source,
+        unaccounted: 0,
     })
 }
 
@@ -88,14 +91,35 @@ pub fn shard_records_path(path: &Path) -> Result<PathBuf, BenchError> {
 }
 
 fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<ReportInput, BenchError> {
-    let (records, bad) = read_records(path)?;
+    let file = read_records_file(path)?;
+    let planned = file.shard_header.as_ref().map(|h| h.shard_requests);
+    let unaccounted = unaccounted_requests(&file.records, planned);
     Ok(ReportInput {
         records_path: path.to_path_buf(),
-        records,
-        truncated: bad > 0,
+        records: file.records,
+        truncated: file.truncated > 0,
         result,
         source: RecordSource::Records,
+        unaccounted,
     })
+}
+
+/// Requests of a run without a record: every request of a run ends as exactly one record
+/// (completed, failed or cancelled, also after a second Ctrl-C), so a records file with fewer
+/// was cut short (the process was killed, or exited at a third Ctrl-C). Counted against the
+/// requests the shard header planned, else against the record indices (a run numbers its
+/// requests 0, 1, …: a missing index is a missing record; records missing after the highest
+/// index cannot be told from a plain records file).
+pub fn unaccounted_requests(records: &[RequestRecord], planned: Option<u64>) -> u64 {
+    let mut indices: Vec<u64> = records.iter().map(|r| r.index).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    let present = indices.len() as u64;
+    let expected = match planned {
+        Some(n) => n,
+        None => indices.last().map_or(0, |&last| last + 1),
+    };
+    expected.saturating_sub(present)
 }
 
 /// Loads one input of `servebench compare`: a single result (vLLM's JSON, ours, the last line
@@ -124,7 +148,8 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
             } else {
                 per_request_from_arrays(&doc.detailed)
             };
-            Ok(Loaded { name, values: doc.metrics, runs: Vec::new(), per_request })
+            let values = doc.metrics.vllm_placeholders_as_none();
+            Ok(Loaded { name, values, runs: Vec::new(), per_request })
         }
     }
 }
@@ -163,6 +188,17 @@ mod tests {
         let junk = dir.path().join("junk.txt");
         std::fs::write(&junk, "hello\n").unwrap();
         assert!(load_report_input(&junk).is_err());
+    }
+
+    #[test]
+    fn records_missing_from_their_run_are_counted() {
+        let rec = |i| RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
+        let all: Vec<_> = (0..5).map(rec).collect();
+        assert_eq!(unaccounted_requests(&all, None), 0);
+        let gaps: Vec<_> = [0, 1, 4].into_iter().map(rec).collect();
+        assert_eq!(unaccounted_requests(&gaps, None), 2, "indices 2 and 3 have no record");
+        assert_eq!(unaccounted_requests(&all, Some(8)), 3, "the shard header planned 8");
+        assert_eq!(unaccounted_requests(&[], None), 0);
     }
 
     #[test]

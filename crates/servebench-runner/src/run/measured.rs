@@ -18,6 +18,7 @@ use super::{PreparedRun, RunOutput};
 use crate::config::{InterruptMode, RunConfig};
 use crate::load::dispatch::{dispatch, dispatch_closed_loop, DispatchPlan, DispatchStats, Release};
 use crate::load::shard::{self, ShardRun};
+use crate::load::stops::{Interrupts, StopReasons};
 use crate::load::{LoadShape, MeasuredPlan};
 use crate::observe::endpoint::MetricsServer;
 use crate::observe::health::{self, HealthSamples, HiccupProbe, CLIENT_THREAD_PREFIX};
@@ -35,8 +36,12 @@ pub async fn run_prepared(
     cfg: &RunConfig,
     num_requests: usize,
     observer: Arc<dyn RunObserver>,
-    stop: CancellationToken,
+    stop: impl Into<Interrupts>,
 ) -> Result<RunOutput> {
+    let interrupts = stop.into();
+    let stop = interrupts.stop.clone();
+    // Why requests were cancelled, noted by the stop signals, read by the collector.
+    let reasons = StopReasons::default();
     // `--metrics-port`: live client metrics of this measured phase.
     let live = Arc::new(LiveMetrics::new());
     let metrics_server = start_metrics_endpoint(cfg, &live, observer.as_ref()).await?;
@@ -56,8 +61,14 @@ pub async fn run_prepared(
     observer.started(planned);
     let sampler = spawn_sampler(live.clone(), meters.stop.clone());
     let (tx, rx) = mpsc::unbounded_channel::<RequestRecord>();
-    let collector =
-        spawn_collector(rx, plan.store, prepared.retokenizer.clone(), live.clone(), observer.clone());
+    let collector = spawn_collector(
+        rx,
+        plan.store,
+        prepared.retokenizer.clone(),
+        live.clone(),
+        observer.clone(),
+        reasons.clone(),
+    );
     let dispatched = dispatch_measured(
         prepared,
         cfg,
@@ -67,7 +78,7 @@ pub async fn run_prepared(
         clock,
         &live,
         tx,
-        &stop,
+        (&interrupts, reasons),
     )
     .await;
 
@@ -250,10 +261,13 @@ fn spawn_collector(
     retokenizer: Option<Arc<Retokenizer>>,
     live: Arc<LiveMetrics>,
     observer: Arc<dyn RunObserver>,
+    reasons: StopReasons,
 ) -> JoinHandle<(RecordStore, Option<String>)> {
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Some(mut r) = rx.recv().await {
+            // A cancelled record says why (every load shape's records pass here).
+            reasons.explain(&mut r);
             let applied = retokenizer.as_ref().map_or(Applied::Done, |rt| rt.apply(&mut r));
             live.request_ended(&r);
             observer.request_done(&r);
@@ -290,13 +304,14 @@ async fn dispatch_measured(
     clock: RunClock,
     live: &Arc<LiveMetrics>,
     tx: mpsc::UnboundedSender<RequestRecord>,
-    stop: &CancellationToken,
+    (interrupts, reasons): (&Interrupts, StopReasons),
 ) -> Dispatched {
     let stops = crate::load::stops::run_stops(
-        stop.clone(),
+        interrupts.clone(),
         cfg.on_interrupt == InterruptMode::Cancel,
         measured.end_us.map(|e| clock.instant_at(e)),
         cfg.load.cancel_at_end,
+        reasons,
     );
     let (client, target, exec_opts) = (&prepared.client, &prepared.target, &prepared.exec_opts);
     let session_run = crate::load::session_run(
@@ -379,6 +394,7 @@ impl RecordFor {
             spec.expected_output_tokens,
         );
         self.measured.annotate(&mut rec, spec.index as usize);
+        rec.gate_us = r.gate_us;
         if r.stage.is_some() {
             rec.stage = r.stage;
         }

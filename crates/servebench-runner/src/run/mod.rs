@@ -19,7 +19,6 @@ use servebench_client::request::{ExecOptions, RequestTarget};
 use servebench_client::transport::HttpClient;
 use servebench_core::{RequestRecord, Result, RunClock, TextTokenizer, Workload};
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// `--tokenizer server`: use the server's `/tokenize` and `/detokenize`.
 pub const SERVER_TOKENIZER: &str = "server";
@@ -86,12 +85,13 @@ fn client_headers(cfg: &RunConfig) -> Result<http::HeaderMap> {
 }
 
 /// Runs one benchmark. `stop` ends the measured phase early (Ctrl-C): requests not yet sent
-/// become cancelled records.
+/// become cancelled records; its `abandon` (a second Ctrl-C) cancels those in flight too.
 pub async fn run_benchmark(
     cfg: RunConfig,
     observer: Arc<dyn RunObserver>,
-    stop: CancellationToken,
+    stop: impl Into<crate::load::stops::Interrupts>,
 ) -> Result<RunResult> {
+    let stop = stop.into();
     match prepare_run(&cfg, &observer).await? {
         Prepared::DryRun { model, tokenizer_id, workload } => {
             Ok(RunResult::DryRun { model, tokenizer_id, workload })

@@ -398,8 +398,9 @@ pub struct RunArgs {
     pub retries: u32,
     /// On Ctrl-C/SIGTERM: `cancel` stops in-flight requests at once (they are recorded as
     /// cancelled with their partial timings) or `drain` lets them finish. Either way nothing new
-    /// is sent, results are written for what finished, and the exit code is 130. A second
-    /// Ctrl-C exits at once.
+    /// is sent, results are written for what finished, and the exit code is 130. While
+    /// draining, a second Ctrl-C cancels the requests in flight (still recorded, results still
+    /// written); the next one exits at once.
     #[arg(long, default_value = "cancel", value_parser = crate::cli::values::interrupt_mode, help_heading = "Request")]
     pub on_interrupt: servebench_runner::InterruptMode,
     /// Exit with code 3 (after writing results) when more than this percentage of requests

@@ -2,7 +2,7 @@
 //! `servebench_runner::experiment`; this module gives it a runtime, Ctrl-C/SIGTERM and stdout,
 //! and turns its outcome into the exit code.
 
-use crate::os::signal::{measuring_started, stop_on_signal, INTERRUPTED_EXIT_CODE};
+use crate::os::signal::{measuring_started, stop_on_signal, LaterSignals, INTERRUPTED_EXIT_CODE};
 use crate::progress::LineObserver;
 use servebench_runner::experiment::{plan_points, ExperimentConfig, PreparedExperiment};
 use servebench_runner::{CancellationToken, OutputConfig, RunConfig};
@@ -15,7 +15,17 @@ pub fn run(mut cfg: RunConfig, output: OutputConfig, exp: ExperimentConfig) -> a
         let stop = CancellationToken::new();
         // The first Ctrl-C/SIGTERM stops the current point (the experiment ends after it and is
         // saved); a second one exits at once.
-        stop_on_signal(stop.clone(), "Interrupted: stopping this point; the experiment ends after it".into());
+        let later = LaterSignals {
+            abandon: None,
+            on_exit: "Interrupted again: exiting now; the point in progress and the experiment's \
+                      result were not written (points already finished are in their files)"
+                .into(),
+        };
+        stop_on_signal(
+            stop.clone(),
+            "Interrupted: stopping this point; the experiment ends after it".into(),
+            later,
+        );
         let Some(prepared) =
             PreparedExperiment::prepare(cfg, output, exp, specs, Arc::new(LineObserver)).await?
         else {

@@ -51,6 +51,19 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
             let p = input.records_path.display();
             println!("note: {p}: ignored a truncated last line (the run was interrupted?)");
         }
+        let unaccounted = (input.unaccounted > 0).then(|| {
+            format!(
+                "{}: {} requests of the run have no record: the records file does not account for \
+                 its run (the process was killed or exited before writing them); figures cover the \
+                 {} records only",
+                input.records_path.display(),
+                input.unaccounted,
+                input.records.len()
+            )
+        });
+        if let Some(w) = &unaccounted {
+            eprintln!("warning: {w}");
+        }
         let result_label = input.result.as_ref().and_then(|r| r.label.as_deref());
         let label = args.label.get(i).cloned().unwrap_or_else(|| input_label(path, result_label));
         let mut header = input.result.as_ref().map(ReportHeader::from_result).unwrap_or_default();
@@ -58,6 +71,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         header.config.insert(0, (what.into(), input.records_path.display().to_string()));
         header.environment = Some(env.clone());
         header.notes = source_notes(input.source);
+        header.warnings.extend(unaccounted);
         let mut run = ReportRun::new(label, header, input.records, goodput.clone());
         run.server_metrics = input.result.as_ref().and_then(ServerSeries::from_result);
         run.source = input.source;

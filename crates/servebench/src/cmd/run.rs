@@ -3,7 +3,7 @@
 use crate::cli::RunArgs;
 use crate::cmd::sim::EmbeddedSim;
 use crate::config::{validate, Validated};
-use crate::os::signal::{stop_on_signal, INTERRUPTED_EXIT_CODE};
+use crate::os::signal::{stop_on_signal, LaterSignals, INTERRUPTED_EXIT_CODE};
 use crate::progress::ConsoleObserver;
 use anyhow::Context;
 use servebench_report::Detail;
@@ -13,7 +13,7 @@ use servebench_runner::results::paths::output_paths;
 use servebench_runner::results::save::{result_path, save_result};
 use servebench_runner::results::{assemble, dry_run_block, Assembly, RunEnd, RunResults};
 use servebench_runner::{run_benchmark, RunResult};
-use servebench_runner::{CancellationToken, OutputConfig, RunConfig};
+use servebench_runner::{Interrupts, OutputConfig, RunConfig};
 use std::sync::Arc;
 
 /// Checks that the run can open as many connections as it may need at once.
@@ -54,6 +54,8 @@ pub fn run(args: &RunArgs, explicit: &crate::config::unused::ExplicitFlags) -> a
     }
     // No output may overwrite an input or another output (SB120), checked before any write.
     crate::config::path_collisions::check(args, &output, run.records_path.as_deref())?;
+    // Every output directory exists and every output can be written before the first request.
+    crate::config::output_dirs::prepare(args, &output, run.records_path.as_deref())?;
     let experiment = args.experiment.experiment(args.num_prompts)?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
@@ -136,6 +138,7 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
         eprintln!("{line}");
     }
     let result_path = result_path(&output, &results, shard_spec);
+    let result_written = paths.is_some();
     let records_file = match paths {
         Some(paths) => {
             let saved = save_result(&results, &output, &result_path, &paths.records, records_file)?;
@@ -147,6 +150,7 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     if let Some(p) = &records_file {
         println!("Records: {} ({} lines)", p.display(), results.out.records.len());
     }
+    say_what_was_abandoned(&results, records_file.as_deref(), result_written.then_some(&*result_path));
     write_reports(args, &output, &result_path, &results)?;
     match results.end(output.max_failure_rate)? {
         RunEnd::Interrupted => {
@@ -161,6 +165,32 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     }
 }
 
+/// After a second Ctrl-C: on stderr, how many requests were abandoned in flight and that every
+/// request is still in the records and the result.
+fn say_what_was_abandoned(
+    results: &RunResults,
+    records: Option<&std::path::Path>,
+    result: Option<&std::path::Path>,
+) {
+    use servebench_core::CancelReason;
+    let recs = &results.out.records;
+    let abandoned = recs.iter().filter(|r| r.cancelled_by == Some(CancelReason::SecondInterrupt)).count();
+    if abandoned == 0 {
+        return;
+    }
+    let shown = |p: Option<&std::path::Path>, what: &str| match p {
+        Some(p) => format!("{what} {}", p.display()),
+        None => format!("no {what} (not asked for)"),
+    };
+    eprintln!(
+        "Second interrupt: {abandoned} requests in flight were abandoned and recorded as cancelled; written: {} \
+         ({} records, every request of the run), {}",
+        shown(records, "records file"),
+        recs.len(),
+        shown(result, "result"),
+    );
+}
+
 /// The measured run with its server side (`--scrape-metrics`, `--profile`), on the runtime;
 /// Ctrl-C/SIGTERM stops it gracefully once measuring.
 async fn measure(
@@ -168,8 +198,9 @@ async fn measure(
     observer: Arc<ConsoleObserver>,
     side_options: servebench_runner::observe::server_side::ServerSideOptions,
 ) -> anyhow::Result<(RunResult, ServerSideOutput)> {
-    let signal = CancellationToken::new();
-    stop_on_signal(signal.clone(), interrupt_message(run.on_interrupt));
+    let signal = Interrupts::default();
+    let later = later_signals(&run, &signal);
+    stop_on_signal(signal.stop.clone(), interrupt_message(run.on_interrupt), later);
     // --scrape-metrics / --profile: driven by the measured phase's start and end.
     let side = ServerSide::for_run(&run, &side_options)?;
     let observer = side.observer(observer);
@@ -179,14 +210,41 @@ async fn measure(
     result.map(|r| (r, extra))
 }
 
+/// What the signals after the first do and say: while draining, a second one cancels the
+/// requests in flight (recorded as cancelled) and the run writes everything at once; the next
+/// exits at once, saying what was not written.
+fn later_signals(run: &RunConfig, signal: &Interrupts) -> LaterSignals {
+    let abandon = (run.on_interrupt == InterruptMode::Drain).then(|| {
+        let second = "Interrupted again: cancelling the requests in flight (recorded as cancelled); the \
+                      records and the result are written now (Ctrl-C once more to exit without them)";
+        (signal.abandon.clone(), second.to_owned())
+    });
+    let records = match &run.records_path {
+        Some(p) => format!(
+            "the records file {} holds only the records written so far (`servebench report` warns \
+             that it does not account for every request)",
+            p.display()
+        ),
+        None => "no records file was asked for".to_owned(),
+    };
+    LaterSignals {
+        abandon,
+        on_exit: format!("Interrupted again: exiting now; no result was written; {records}"),
+    }
+}
+
 /// What the first Ctrl-C/SIGTERM says: it stops sending (in-flight requests per
-/// `--on-interrupt`); a second one exits at once.
+/// `--on-interrupt`), and what a second one does (`later_signals`).
 fn interrupt_message(on_interrupt: InterruptMode) -> String {
     let in_flight = match on_interrupt {
-        InterruptMode::Cancel => "in-flight requests are cancelled",
-        InterruptMode::Drain => "in-flight requests are drained",
+        InterruptMode::Cancel => {
+            "in-flight requests are cancelled (Ctrl-C again to exit now, without results)"
+        }
+        InterruptMode::Drain => {
+            "in-flight requests are drained (Ctrl-C again to cancel them and write the results now)"
+        }
     };
-    format!("Interrupted: sending nothing new; {in_flight} (Ctrl-C again to exit now)")
+    format!("Interrupted: sending nothing new; {in_flight}")
 }
 
 /// `--plot-dataset-stats`, `--plot-timeline`, `--html-report` and `--csv`: written from the

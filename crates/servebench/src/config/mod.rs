@@ -6,6 +6,7 @@ mod dataset;
 pub mod experiment;
 mod hf_parsers;
 pub mod network;
+pub mod output_dirs;
 pub mod path_collisions;
 pub mod shard;
 pub mod unused;

@@ -61,7 +61,11 @@ fn inputs(args: &RunArgs) -> Vec<(String, PathBuf)> {
 
 /// Outputs whose names are known before the run: (flag, path). `records` is the records file
 /// the run will write (`--records` or the one next to an explicitly named result).
-fn outputs(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> Vec<(String, PathBuf)> {
+pub(crate) fn outputs(
+    args: &RunArgs,
+    output: &OutputConfig,
+    records: Option<&Path>,
+) -> Vec<(String, PathBuf)> {
     let mut v = Vec::new();
     if output.save_result || output.append_result {
         if let Some(f) = &output.result_filename {

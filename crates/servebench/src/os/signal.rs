@@ -28,31 +28,84 @@ pub fn exit_if_not_measuring() {
 
 /// Resolves on Ctrl-C or (Unix) SIGTERM.
 pub async fn wait_for_stop_signal() -> anyhow::Result<()> {
+    StopSignals::listen()?.next().await
+}
+
+/// Ctrl-C and (Unix) SIGTERM listeners, installed once: a signal that arrives between two
+/// waits is kept for the next wait, never lost.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("listening for SIGTERM")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
-            _ = term.recv() => {}
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn listen() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(StopSignals {
+                int: signal(SignalKind::interrupt()).context("listening for Ctrl-C")?,
+                term: signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(StopSignals {})
     }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
-    Ok(())
+
+    /// The next Ctrl-C or SIGTERM.
+    async fn next(&mut self) -> anyhow::Result<()> {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+        #[cfg(not(unix))]
+        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+        Ok(())
+    }
+}
+
+/// What the signals after the first say (`stop_on_signal`).
+#[derive(Debug, Clone, Default)]
+pub struct LaterSignals {
+    /// A second signal raises this (instead of exiting) and prints `second`: the run cancels
+    /// what is in flight and writes its records and result at once.
+    pub abandon: Option<(CancellationToken, String)>,
+    /// Printed when a signal exits at once: what was and was not written by then.
+    pub on_exit: String,
 }
 
 /// On the current runtime: the first Ctrl-C/SIGTERM exits at once before the measured phase,
-/// else prints `message` and cancels `stop`; a second one exits at once (130).
-pub fn stop_on_signal(stop: CancellationToken, message: String) {
+/// else prints `message` and cancels `stop`. With `later.abandon`, a second one cancels what is
+/// in flight (the run still writes everything) and a third exits at once (130); without it,
+/// the second exits at once. Exiting at once says on stderr what was not written.
+pub fn stop_on_signal(stop: CancellationToken, message: String, later: LaterSignals) {
+    let mut signals = match StopSignals::listen() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("warning: {e:#}; Ctrl-C will end the process without writing results");
+            return;
+        }
+    };
     tokio::spawn(async move {
-        if wait_for_stop_signal().await.is_ok() {
-            exit_if_not_measuring();
-            eprintln!("\n{message}");
-            stop.cancel();
-            if wait_for_stop_signal().await.is_ok() {
-                std::process::exit(INTERRUPTED_EXIT_CODE.into());
+        if signals.next().await.is_err() {
+            return;
+        }
+        exit_if_not_measuring();
+        eprintln!("\n{message}");
+        stop.cancel();
+        if let Some((abandon, second)) = later.abandon {
+            if signals.next().await.is_err() {
+                return;
             }
+            eprintln!("\n{second}");
+            abandon.cancel();
+        }
+        if signals.next().await.is_ok() {
+            eprintln!("\n{}", later.on_exit);
+            std::process::exit(INTERRUPTED_EXIT_CODE.into());
         }
     });
 }

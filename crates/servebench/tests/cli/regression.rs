@@ -164,4 +164,160 @@ fn report_draws_a_vllm_result_file_from_its_arrays_and_says_what_is_missing() {
     let html = report(&summary);
     assert!(html.contains("only the result&#39;s summary keys") && !html.contains("<svg"), "no chart");
     assert!(html.contains("<td>mean_ttft_ms</td>") && html.contains("<td>completed</td><td>39</td>"));
+/// Pins the output directories: with `--records` given, `--result-dir` used to be created by
+/// nobody, so a whole run finished and then failed with SB501 "No such file or directory" and
+/// lost its result. Every output directory is now created before the first request.
+#[test]
+fn result_dir_is_created_before_the_run_also_when_records_go_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim(dir.path(), &["--records", "rec.jsonl", "--save-result", "--result-dir", "newdir/deeper"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let results: Vec<_> = std::fs::read_dir(dir.path().join("newdir/deeper")).unwrap().flatten().collect();
+    assert_eq!(results.len(), 1, "one result file: {results:?}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results[0].path()).unwrap()).unwrap();
+    assert_eq!(json["completed"], 12);
+    assert_eq!(std::fs::read_to_string(dir.path().join("rec.jsonl")).unwrap().lines().count(), 12);
+}
+
+/// Pins the writability check: an output that cannot be written (here `--result-dir` under a
+/// regular file) used to be found only after the whole run; it is now SB101 (exit 2) naming the
+/// flag, before anything is sent or written.
+#[test]
+fn unwritable_output_is_a_coded_error_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("afile"), "x").unwrap();
+    let cases: &[&[&str]] = &[
+        &["--records", "rec.jsonl", "--save-result", "--result-dir", "afile/sub"],
+        &["--records", "afile/rec.jsonl"],
+        &["--html-report", "afile/r.html"],
+    ];
+    for extra in cases {
+        let out = sim(dir.path(), extra);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("error[SB101]: invalid --"), "{extra:?}: {err}");
+        assert!(err.contains("afile"), "{extra:?}: {err}");
+        assert!(!text(&out.stdout).contains("Successful requests"), "{extra:?}: nothing was sent");
+        assert!(!dir.path().join("rec.jsonl").exists(), "{extra:?}: nothing was written");
+    }
+}
+
+/// A chat server for the interrupt tests: request `req-0` is answered at once; every other
+/// request gets its head, the role chunk and one token, then nothing more (in flight until the
+/// client gives up). Anything else is 404.
+#[cfg(unix)]
+fn first_answered_rest_hang(request: &str) -> Vec<servebench_testkit::script::Step> {
+    use servebench_testkit::script::{chunk, finish_usage_done, role, tok, w, Step, END, SSE_HEAD};
+    if !request.starts_with("POST /v1/chat/completions ") {
+        return vec![
+            w("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+            Step::Close,
+        ];
+    }
+    let mut steps = vec![w(SSE_HEAD), w(chunk(&role())), w(chunk(&tok("a")))];
+    if request.to_ascii_lowercase().contains("x-request-id: req-0\r\n") {
+        steps.extend([w(chunk(&tok("b"))), w(chunk(&finish_usage_done())), w(END), Step::Close]);
+    } else {
+        steps.push(Step::Sleep(600_000));
+    }
+    steps
+}
+
+/// Pins the second Ctrl-C: with `--on-interrupt drain`, a second SIGINT used to exit 130 at
+/// once with no result JSON, no message, and a records file missing the requests in flight.
+/// Now it cancels the requests in flight, says so on stderr, and the run still writes a record
+/// for every request (cancelled ones say why) and its result. Synchronised on what the run
+/// writes (the first record, the server's requests, the first interrupt's message), no timing.
+#[cfg(unix)]
+#[test]
+fn second_ctrl_c_while_draining_still_records_every_request_and_writes_the_result() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let server = servebench_testkit::script::in_background(|| {
+        servebench_testkit::script::serve_by_request(first_answered_rest_hang)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let tok = crate::support::tokenizer();
+    let mut child = crate::support::bin()
+        .current_dir(dir.path())
+        .args(["--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--model", "m"])
+        .args(["--base-url", &server.base_url(), "--tokenizer", tok.to_str().unwrap()])
+        .args(["--skip-tokenize-verification", "--request-id-prefix", "req-", "--disable-tqdm"])
+        .args(["--num-prompts", "10", "--max-concurrency", "4", "--random-input-len", "16"])
+        .args(["--random-output-len", "8", "--on-interrupt", "drain", "--records", "rec.jsonl"])
+        .args(["--save-result", "--save-detailed", "--result-filename", "run.json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
+    // Request 0 is recorded and requests 1-3 were written (the server read them): in flight.
+    let records = dir.path().join("rec.jsonl");
+    let posts = || server.requests().iter().filter(|r| r.starts_with("POST /v1/chat")).count();
+    while std::fs::read_to_string(&records).map_or(0, |t| t.lines().count()) < 1 || posts() < 4 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    servebench_testkit::cli::interrupt(&child);
+    let mut seen = Vec::new();
+    for line in rx.iter() {
+        seen.push(line.clone());
+        if line.starts_with("Interrupted: sending nothing new") {
+            break;
+        }
+    }
+    servebench_testkit::cli::interrupt(&child);
+    let status = child.wait().unwrap();
+    seen.extend(rx.iter());
+    let err = seen.join("\n");
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("Interrupted again: cancelling the requests in flight"), "{err}");
+
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&records)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 10, "a record for every request: {err}");
+    let abandoned = lines.iter().filter(|r| r["cancelled_by"] == "second_interrupt").count();
+    assert!(abandoned >= 3, "requests 1-3 were in flight: {lines:?}");
+    assert!(
+        err.contains(&format!("Second interrupt: {abandoned} requests in flight were abandoned")),
+        "{err}"
+    );
+    for r in lines.iter().filter(|r| r["outcome"] == "cancelled") {
+        let why = if r.get("dispatched_us").is_some() { "second_interrupt" } else { "interrupt" };
+        assert_eq!(r["cancelled_by"], why, "{r}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+    assert_eq!((json["completed"].as_u64(), json["cancelled"].as_u64()), (Some(1), Some(9)));
+    // vLLM's arrays: only the completed request has the success marker "" and timings; the
+    // cancelled ones (which had a first token) are what vLLM writes for a failed request.
+    let errors = json["errors"].as_array().unwrap();
+    assert_eq!(errors.iter().filter(|e| e.as_str() == Some("")).count(), 1, "{errors:?}");
+    for i in (1..10).filter(|&i| lines.iter().any(|r| r["index"] == i && r.get("dispatched_us").is_some())) {
+        assert_eq!(errors[i], "cancelled: abandoned at a second interrupt", "{errors:?}");
+        assert_eq!((json["ttfts"][i].as_f64(), json["latencies"][i].as_f64()), (Some(0.0), Some(0.0)));
+        assert_eq!(json["itls"][i], serde_json::json!([]));
+        assert_eq!(json["output_lens"][i], 0);
+    }
+    assert!(errors.contains(&serde_json::json!("cancelled: never sent (interrupted)")), "{errors:?}");
+
+    // `report` reads a complete records file quietly, and warns on one that lost records.
+    let report = |file: &str| {
+        crate::support::bin().current_dir(dir.path()).args(["report", file, "-o", "r.html"]).output().unwrap()
+    };
+    let out = report("rec.jsonl");
+    assert!(out.status.success() && !text(&out.stderr).contains("no record"), "{}", text(&out.stderr));
+    let all = std::fs::read_to_string(&records).unwrap();
+    let kept: Vec<&str> =
+        all.lines().filter(|l| !l.contains("\"index\":2,") && !l.contains("\"index\":3,")).collect();
+    std::fs::write(dir.path().join("cut.jsonl"), kept.join("\n") + "\n").unwrap();
+    let out = report("cut.jsonl");
+    let e = text(&out.stderr);
+    assert!(out.status.success(), "{e}");
+    assert!(e.contains("warning: cut.jsonl: 2 requests of the run have no record"), "{e}");
 }

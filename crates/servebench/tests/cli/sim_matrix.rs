@@ -271,14 +271,15 @@ fn check(
                     ));
                 }
             }
-            // RTFx: 3 clips of 1 s over the run's duration; a run without audio has none.
+            // RTFx: 3 clips of 1 s over the run's duration; a run without audio has none
+            // (vLLM's 0.0: vLLM's key keeps vLLM's type).
             let rtfx_ok = match cell.backend {
                 "openai-audio" => j["rtfx"]
                     .as_f64()
                     .zip(j["duration"].as_f64())
                     .is_some_and(|(r, d)| (r * d - REQUESTS as f64).abs() < 1e-6 * REQUESTS as f64),
                 b if is_pooling(b) => j.get("rtfx").is_none(),
-                _ => j["rtfx"].is_null(),
+                _ => j["rtfx"].as_f64() == Some(0.0),
             };
             if !rtfx_ok {
                 return Some(format!("{label}: rtfx {} (duration {})", j["rtfx"], j["duration"]));
