@@ -384,8 +384,10 @@ fn rate_sweep_includes_inf_and_reports_open_loop_steady_state() {
             "5",
             "--sim-itl-ms",
             "2",
+            // Enough arrivals for the open-loop window to tell a steady state (about 50 at
+            // 40 req/s and ≈ 0.8 in flight; docs/metrics.md, "Steady state").
             "--num-prompts",
-            "30",
+            "120",
             "--random-input-len",
             "16",
             "--random-output-len",
