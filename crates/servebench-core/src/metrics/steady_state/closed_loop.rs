@@ -16,10 +16,10 @@
 //!    (one turnover of the `K` slots after the cap is reached: warm-up) and closes after
 //!    `e_{K + m·K}`, the most whole turnovers `m ≥ 1` that fit; "after" = at the first instant
 //!    every slot is filled again (`min(C, requests)` in flight), when the slots freed so far
-//!    have been handed on. Filled slots at both ends make the window's arrivals equal its ends
+//!    have been handed on (or at the end itself when they are not before the next end). Filled slots at both ends make the window's arrivals equal its ends
 //!    (in flight changes by `A − D`); whole turnovers keep both ends at the same phase of the
 //!    loop, so the tokens in flight at the two ends balance and the window's request and token
-//!    throughput agree. Fewer than `2·K` ends at the cap (or slots never refilled): no window.
+//!    throughput agree. Fewer than `2·K` ends at the cap: no window.
 
 use super::flow::{in_flight_steps, integral};
 
@@ -59,14 +59,16 @@ fn smoothed(steps: &[(u64, i64)], t0: u64, t1: u64) -> Vec<(u64, f64)> {
     out
 }
 
-/// The first time at or after `t` when the level of a step function is at least `cap`: the
-/// moment every slot freed up to `t` has been handed to the next request.
-fn refilled_at(steps: &[(u64, i64)], t: u64, cap: i64) -> Option<u64> {
+/// The first time at or after `t`, and before `until`, when the level of a step function is at
+/// least `cap`: the moment every slot freed up to `t` has been handed to the next request. `t`
+/// itself when the slots are not all filled again before `until` (the next end: a client that
+/// never quite holds the cap).
+pub(super) fn refilled_at(steps: &[(u64, i64)], t: u64, until: Option<u64>, cap: i64) -> u64 {
     let upto = steps.partition_point(|s| s.0 <= t);
     if upto > 0 && steps[upto - 1].1 >= cap {
-        return Some(t);
+        return t;
     }
-    steps[upto..].iter().find(|s| s.1 >= cap).map(|s| s.0)
+    steps[upto..].iter().take_while(|s| until.is_none_or(|u| s.0 < u)).find(|s| s.1 >= cap).map_or(t, |s| s.0)
 }
 
 /// The closed-loop window and what it was measured against.
@@ -124,15 +126,11 @@ pub(super) fn window(
     }
     let steps = in_flight_steps(all);
     let cap = target.min(all.len() as u64) as i64;
-    let refilled = |j: usize| refilled_at(&steps, ends[j], cap);
+    let refilled = |j: usize| refilled_at(&steps, ends[j], ends.get(j + 1).copied(), cap);
     let start = refilled(k - 1);
-    let end =
-        (1..=(ends.len() - k) / k).rev().find_map(|m| refilled(k - 1 + m * k).filter(|&e| Some(e) > start));
-    let (Some(start), Some(end)) = (start, end) else {
-        return Err(format!(
-            "too few requests to tell: the slots were not refilled after the {} request ends at the cap",
-            ends.len()
-        ));
+    let end = (1..=(ends.len() - k) / k).rev().map(|m| refilled(k - 1 + m * k)).find(|&e| e > start);
+    let Some(end) = end else {
+        return Err(format!("the {} request ends at the cap all fall at one instant", ends.len()));
     };
     Ok(ClosedWindow { start, end, reference, threshold_abs: threshold * reference })
 }

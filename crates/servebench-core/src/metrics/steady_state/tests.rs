@@ -122,6 +122,19 @@ fn closed_loop_with_fewer_than_two_turnovers_at_the_cap_has_no_window() {
     assert!(e.reason.contains("ended while 16 were in flight, fewer than 2 × 16"), "{}", e.reason);
 }
 
+/// The window's ends: when every slot is filled again after an end, or the end itself when
+/// another end comes first (a client that never quite holds the cap).
+#[test]
+fn closed_loop_boundary_is_the_refill_after_an_end_or_the_end_itself() {
+    use super::closed_loop::refilled_at;
+    // 3 in flight; ends at 100 and 105 µs, refills at 110 and 120 µs.
+    let steps = [(0, 3), (100, 2), (105, 1), (110, 2), (120, 3), (200, 2)];
+    assert_eq!(refilled_at(&steps, 105, Some(200), 3), 120);
+    assert_eq!(refilled_at(&steps, 100, Some(105), 3), 100, "the next end comes before the refill");
+    assert_eq!(refilled_at(&steps, 120, Some(200), 3), 120, "already full at the instant");
+    assert_eq!(refilled_at(&steps, 200, None, 3), 200, "never refilled");
+}
+
 #[test]
 fn longest_stretch_wins_over_first_to_last_crossing() {
     // 4 slots of back-to-back 1-s requests over [0, 16) s; slot 3 idles during [5, 6).
