@@ -57,6 +57,14 @@ pub struct MergedRun {
     pub warnings: Vec<String>,
 }
 
+impl MergedRun {
+    /// Whether the run was stopped early: a shard says it was interrupted (Ctrl-C / SIGTERM), or
+    /// has no summary line (it did not end normally).
+    pub fn interrupted(&self) -> bool {
+        self.shards.iter().any(|s| s.summary.as_ref().is_none_or(|x| x.interrupted))
+    }
+}
+
 /// Checks and merges shards. Refuses (SB701) shards of different workloads, seeds, shard
 /// counts, versions or start instants, and records that do not belong to their shard; refuses
 /// (SB702) duplicate shard indices and, unless `allow_missing`, missing shards.

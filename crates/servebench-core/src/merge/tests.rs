@@ -211,3 +211,20 @@ fn stopped_shards_and_spread_origins_are_warned_about() {
     assert!(w.contains("no summary line"), "{w}");
     assert!(w.contains("3.000 s apart"), "{w}");
 }
+
+/// Issue 23.13: the merged result had no `interrupted`; a run is interrupted when any shard was
+/// (its summary says so) or did not end normally (no summary line).
+#[test]
+fn merged_run_is_interrupted_when_any_shard_was_or_did_not_end() {
+    let all = records(40);
+    let merged = merge_shards(split(&all, 2, 0, &[0, 0]), false).unwrap();
+    assert!(!merged.interrupted());
+    let mut shards = split(&all, 2, 0, &[0, 0]);
+    if let Some(s) = shards[1].summary.as_mut() {
+        s.interrupted = true;
+    }
+    assert!(merge_shards(shards, false).unwrap().interrupted());
+    let mut shards = split(&all, 2, 0, &[0, 0]);
+    shards[0].summary = None;
+    assert!(merge_shards(shards, false).unwrap().interrupted());
+}

@@ -93,7 +93,11 @@ pub fn steady_state_block(steady: &Steady) -> String {
         ),
     };
     row(&mut out, "Threshold:", threshold);
-    row(&mut out, "Window (s):", format!("{:.2} → {:.2} ({:.2})", s.start_s, s.end_s, s.duration_s));
+    row(
+        &mut out,
+        "Window (s):",
+        format!("{:.2} → {:.2} ({:.2} of the {:.2}-s run)", s.start_s, s.end_s, s.duration_s, s.run_s),
+    );
     row(
         &mut out,
         "Arrivals / completions (req/s):",

@@ -193,6 +193,20 @@ pub fn max_concurrency(cfg: &RunConfig) -> Option<usize> {
     }
 }
 
+/// This shard's share of the arrival rate: it sends every `N`-th arrival of the whole run's
+/// schedule, so `1/N` of the rate (and of a ramp's rates); the whole rate when not sharded.
+pub fn rate_share(cfg: &RunConfig) -> RateConfig {
+    let Some(s) = &cfg.shard else { return cfg.rate };
+    let n = f64::from(s.spec.count.max(1));
+    let mut rate = cfg.rate;
+    rate.request_rate /= n;
+    if let Some(r) = rate.ramp_up.as_mut() {
+        r.start_rps /= n;
+        r.end_rps /= n;
+    }
+    rate
+}
+
 fn unix_now_us() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }

@@ -7,6 +7,7 @@ use super::groups::group_info;
 use super::info::run_info;
 use super::steady::{steady_state_of, Steady, SteadyOptions};
 use crate::config::{OutputConfig, RunConfig};
+use crate::load::shard;
 use crate::observe::server_side::ServerSideOutput;
 use crate::prepare::failure_codes::no_success;
 use crate::run::RunOutput;
@@ -59,19 +60,14 @@ pub fn assemble(out: RunOutput, server_side: ServerSideOutput, a: &Assembly<'_>)
         goodput: a.output.goodput.clone(),
     };
     let metrics = compute(&out.records, &metrics_cfg);
-    let schedule_events = run.rate.ramp_up.map(|_| {
-        ArrivalSchedule::generate(out.records.len(), &run.rate, run.seed).rps_change_events(&run.rate)
-    });
-    let info = run_info(
-        a.output,
-        a.num_prompts,
-        &out,
-        &run.rate,
-        run.max_concurrency,
-        schedule_events.unwrap_or_default(),
-    );
-    let steady =
-        steady_state_of(&out.records, a.steady, a.output, run.rate.request_rate, run.max_concurrency);
+    // A shard describes and measures its own share of the run (`servebench merge` the whole).
+    let (rate, max_concurrency) = (shard::rate_share(run), shard::max_concurrency(run));
+    let schedule_events = rate
+        .ramp_up
+        .map(|_| ArrivalSchedule::generate(out.records.len(), &rate, run.seed).rps_change_events(&rate));
+    let info =
+        run_info(a.output, a.num_prompts, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
+    let steady = steady_state_of(&out.records, a.steady, a.output, rate.request_rate, max_concurrency);
     let probes = ProbeSummary::of(&out.probe_records);
     RunResults { info, metrics, groups: group_info(run), steady, probes, out, server_side }
 }

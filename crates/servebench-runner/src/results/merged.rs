@@ -1,9 +1,10 @@
 //! The description and result document of a merged sharded run (`servebench merge`;
 //! docs/scale-out.md): the run as one, with the worst shard's client health.
 
+use super::steady::{steady_state_with, Steady, SteadyOptions};
 use serde_json::Value;
 use servebench_core::merge::MergedRun;
-use servebench_core::metrics::RunMetrics;
+use servebench_core::metrics::{MetricName, RunMetrics};
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::ShardSummary;
 use servebench_report::info::cpu_share_percent;
@@ -88,8 +89,26 @@ pub fn merged_run_info(m: &MergedRun) -> RunInfo {
     }
 }
 
-/// The merged result document: a run's result, then `shards` and `merge_warnings`.
-pub fn merged_result(info: &RunInfo, metrics: &RunMetrics, m: &MergedRun) -> Value {
+/// The merged run's steady state, over the union of the shards' records as one run (the whole
+/// run's rate and concurrency cap; the default `--steady-state-*` settings), with the given
+/// statistics (`(percentiles, metrics)`).
+pub fn merged_steady_state(m: &MergedRun, stats: (&[f64], &[MetricName])) -> Option<Steady> {
+    let run = &m.header.run;
+    let rate = run.request_rate.unwrap_or(f64::INFINITY);
+    steady_state_with(&m.records, &SteadyOptions::default(), stats, rate, run.max_concurrency)
+}
+
+/// The merged result document: a run's result, `interrupted` and `steady_state` (as a single
+/// run's), then `shards` and `merge_warnings`.
+pub fn merged_result(info: &RunInfo, metrics: &RunMetrics, m: &MergedRun, steady: Option<&Steady>) -> Value {
     let result = result_object(info, metrics, &m.records, false);
-    MergedDocument { result, shards: shard_entries(m), merge_warnings: m.warnings.clone() }.to_value()
+    MergedDocument {
+        result,
+        interrupted: m.interrupted(),
+        steady_state: steady.and_then(|s| s.as_ref().ok()).cloned(),
+        steady_state_reason: steady.and_then(|s| s.as_ref().err()).map(|e| e.reason.clone()),
+        shards: shard_entries(m),
+        merge_warnings: m.warnings.clone(),
+    }
+    .to_value()
 }

@@ -1,7 +1,7 @@
 //! The steady-state window of a run (vllm-bench's `steady_state`): when one applies, and which.
 
 use crate::config::OutputConfig;
-use servebench_core::metrics::{steady_state, LoadMode, SteadyStateConfig};
+use servebench_core::metrics::{steady_state, LoadMode, MetricName, SteadyStateConfig};
 use servebench_core::RequestRecord;
 pub use servebench_report::sections::steady_state::Steady;
 
@@ -32,12 +32,25 @@ pub fn steady_state_of(
     request_rate: f64,
     max_concurrency: Option<usize>,
 ) -> Option<Steady> {
+    let stats = (output.metric_percentiles.as_slice(), output.percentile_metrics.as_slice());
+    steady_state_with(records, options, stats, request_rate, max_concurrency.map(|c| c as u64))
+}
+
+/// [`steady_state_of`] with the statistics to report given as `(percentiles, metrics)` (a
+/// merged sharded run has no `OutputConfig`).
+pub fn steady_state_with(
+    records: &[RequestRecord],
+    options: &SteadyOptions,
+    (percentiles, selected): (&[f64], &[MetricName]),
+    request_rate: f64,
+    max_concurrency: Option<u64>,
+) -> Option<Steady> {
     if !options.enabled {
         return None;
     }
     let mode = match (max_concurrency, request_rate.is_finite()) {
         (_, true) => LoadMode::OpenLoop,
-        (Some(c), false) => LoadMode::ClosedLoop { target_concurrency: c as u64 },
+        (Some(c), false) => LoadMode::ClosedLoop { target_concurrency: c },
         (None, false) => return None,
     };
     Some(steady_state(
@@ -46,8 +59,8 @@ pub fn steady_state_of(
             mode,
             threshold: options.threshold,
             min_window_s: options.min_window_s,
-            percentiles: output.metric_percentiles.clone(),
-            selected: output.percentile_metrics.clone(),
+            percentiles: percentiles.to_vec(),
+            selected: selected.to_vec(),
         },
     ))
 }

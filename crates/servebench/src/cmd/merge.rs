@@ -15,10 +15,12 @@ use servebench_core::merge::{merge_shards, MergedRun};
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::BenchError;
 use servebench_report::sections::shards::shard_table;
+use servebench_report::sections::steady_state::steady_state_block;
 use servebench_report::{console_block, default_result_filename, write_result, RunInfo};
 use servebench_runner::records::shard_files::{read_shard, wait_for_shards, write_merged_records};
 use servebench_runner::results::inputs::shard_records_path;
-use servebench_runner::results::merged::{merged_result, merged_run_info};
+use servebench_runner::results::merged::{merged_result, merged_run_info, merged_steady_state};
+use servebench_runner::results::steady::Steady;
 
 /// `servebench merge`. Returns the exit code.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
@@ -45,26 +47,36 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
     let merged = merge_shards(inputs, args.allow_missing_shards)?;
     let metrics = compute(&merged.records, &cfg);
     let info = merged_run_info(&merged);
+    let steady = merged_steady_state(&merged, (&cfg.percentiles, &cfg.selected));
     println!("{}", console_block(&info, &metrics));
+    if let Some(s) = &steady {
+        println!("{}", steady_state_block(s));
+    }
     print!("{}", shard_table(&merged));
     for w in &merged.warnings {
         println!("note: {w}");
     }
     if args.save_result {
-        save(args, &info, &metrics, &merged)?;
+        save(args, &info, &metrics, &merged, steady.as_ref())?;
     }
     Ok(0)
 }
 
 /// `--save-result`: the merged result and, next to it, the merged records file.
-fn save(args: &MergeArgs, info: &RunInfo, metrics: &RunMetrics, merged: &MergedRun) -> anyhow::Result<()> {
+fn save(
+    args: &MergeArgs,
+    info: &RunInfo,
+    metrics: &RunMetrics,
+    merged: &MergedRun,
+    steady: Option<&Steady>,
+) -> anyhow::Result<()> {
     let dir = args.result_dir.clone().unwrap_or_default();
     let name = args.result_filename.clone().unwrap_or_else(|| default_result_filename(info));
     let path = dir.join(name);
     if !dir.as_os_str().is_empty() {
         std::fs::create_dir_all(&dir).map_err(|e| BenchError::io(dir.display(), e))?;
     }
-    write_result(&path, &merged_result(info, metrics, merged), false)?;
+    write_result(&path, &merged_result(info, metrics, merged, steady), false)?;
     println!("Result: {}", path.display());
     let mut records = path.as_os_str().to_os_string();
     records.push(".records.jsonl");

@@ -204,6 +204,14 @@ fn four_shards_merged_equal_one_process_of_the_same_workload() {
         let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
         assert_eq!(last["servebench_shard_end"]["records"], 20);
         assert!(records(p).iter().all(|r| r["index"].as_u64().unwrap() % 4 == i as u64));
+        // Issue 23.13: each shard describes its own share of the rate and the concurrency cap
+        // (it used to show the whole run's 100 req/s and 64 as its own).
+        let r = json(&dir.path().join(format!("shard-{i}.json")));
+        assert_eq!(
+            (r["request_rate"].as_f64(), r["max_concurrency"].as_u64()),
+            (Some(25.0), Some(16)),
+            "shard {i}"
+        );
     }
 
     let merged_dir = dir.path().join("merged");
@@ -234,6 +242,14 @@ fn four_shards_merged_equal_one_process_of_the_same_workload() {
     assert_eq!(m["total_output_tokens"], 80 * 12);
     assert_eq!(m["shards"].as_array().unwrap().len(), 4);
     assert_eq!(m["num_shards"], "4");
+    // Issue 23.13: the keys a single run has, over the merged records as one run.
+    assert_eq!(m["interrupted"], false);
+    let steady = m.as_object().and_then(|o| o.get("steady_state")).expect("steady_state key");
+    assert!(
+        steady["window"]["mode"] == "open_loop" || m["steady_state_reason"].is_string(),
+        "{steady} / {}",
+        m["steady_state_reason"]
+    );
     let schema = servebench_testkit::fixtures::result_schema_json();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator.iter_errors(&m).map(|e| e.to_string()).collect();

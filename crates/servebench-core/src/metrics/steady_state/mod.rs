@@ -4,8 +4,9 @@
 //!
 //! - open loop (a finite rate): the window where the arrival and completion rates agree, from
 //!   the end of the warm-up to the last arrival ([`open_loop`]);
-//! - closed loop (`--max-concurrency C` with an infinite rate): the window where the requests in
-//!   flight sit at the cap ([`closed_loop`]).
+//! - closed loop (`--max-concurrency C` with an infinite rate): while the requests in flight sit
+//!   at the cap, from one turnover after the cap is reached to a whole number of turnovers later,
+//!   bounded by request ends ([`closed_loop`]).
 //!
 //! When there is no window (overload, a run shorter than its warm-up, nothing completed) the
 //! answer says why.
@@ -37,7 +38,8 @@ pub struct SteadyStateConfig {
     /// Fraction in (0, 1] (vllm-bench `--steady-state-threshold`, 0.95): of the cap (closed
     /// loop), of the arrival rate the completion rate must reach (open loop).
     pub threshold: f64,
-    /// A window shorter than this gets a warning; `None` = max(10 s, 10 % of the run).
+    /// A window shorter than this gets a warning; `None` = max(10 s, 10 % of the run) for runs
+    /// of at least [`DEFAULT_MIN_WINDOW_S`] × 2, no warning for shorter runs.
     pub min_window_s: Option<f64>,
     /// Percentiles to report (`--metric-percentiles`).
     pub percentiles: Vec<f64>,
@@ -52,6 +54,8 @@ pub struct SteadyState {
     pub start_s: f64,
     pub end_s: f64,
     pub duration_s: f64,
+    /// Seconds from the first dispatch to the last end of the run (any outcome).
+    pub run_s: f64,
     pub threshold: f64,
     /// What the window had to reach: requests in flight (closed loop), completions per second
     /// (open loop: `threshold × arrival_rate`).
@@ -115,9 +119,8 @@ pub fn steady_state(
             Window { start: o.start, end: o.end, reference: rate, threshold_abs: cfg.threshold * rate }
         }
         LoadMode::ClosedLoop { target_concurrency } => {
-            let ((start, end), reference, threshold_abs) =
-                closed_loop::window(&done, target_concurrency, cfg.threshold).map_err(none)?;
-            Window { start, end, reference, threshold_abs }
+            let c = closed_loop::window(&done, &all, target_concurrency, cfg.threshold).map_err(none)?;
+            Window { start: c.start, end: c.end, reference: c.reference, threshold_abs: c.threshold_abs }
         }
     };
     Ok(over_window(records, cfg, &w, &all, &done))
@@ -148,20 +151,14 @@ fn over_window(
         .fold(0.0, |a, (_, w)| a + w);
     let rate = |x: f64| x / dur_s;
     let run_s = t1.saturating_sub(t0) as f64 / 1e6;
-    let min_window = cfg.min_window_s.unwrap_or((0.1 * run_s).max(10.0));
-    let warning = (dur_s < min_window).then(|| {
-        format!(
-            "steady-state window is {dur_s:.2} s ({:.1}% of the run), shorter than the {min_window:.2}-s \
-             minimum (--steady-state-min-window); it may not be representative",
-            if run_s > 0.0 { dur_s / run_s * 100.0 } else { 0.0 }
-        )
-    });
+    let warning = short_window_warning(dur_s, run_s, cfg.min_window_s);
     let steps = flow::in_flight_steps(all);
     SteadyState {
         mode: cfg.mode,
         start_s: (w.start - t0) as f64 / 1e6,
         end_s: (w.end - t0) as f64 / 1e6,
         duration_s: dur_s,
+        run_s,
         threshold: cfg.threshold,
         threshold_abs: w.threshold_abs,
         reference: w.reference,
@@ -179,6 +176,28 @@ fn over_window(
         total_token_throughput: rate(input as f64 + output),
         metrics: window_metrics(&started, cfg),
     }
+}
+
+/// The default shortest representative window (s); it applies to runs at least twice as long.
+/// A shorter run is short by the user's choice, and the steady-state block shows the window's
+/// share of the run anyway: warning on every short run was noise.
+pub const DEFAULT_MIN_WINDOW_S: f64 = 10.0;
+
+/// The warning for a window shorter than the minimum (`--steady-state-min-window`, or the
+/// default for runs of at least 2 × [`DEFAULT_MIN_WINDOW_S`]).
+fn short_window_warning(dur_s: f64, run_s: f64, min_window_s: Option<f64>) -> Option<String> {
+    let min_window = match min_window_s {
+        Some(m) => m,
+        None if run_s >= 2.0 * DEFAULT_MIN_WINDOW_S => (0.1 * run_s).max(DEFAULT_MIN_WINDOW_S),
+        None => return None,
+    };
+    (dur_s < min_window).then(|| {
+        format!(
+            "steady-state window is {dur_s:.2} s ({:.1}% of the run), shorter than the {min_window:.2}-s \
+             minimum (--steady-state-min-window); it may not be representative",
+            if run_s > 0.0 { dur_s / run_s * 100.0 } else { 0.0 }
+        )
+    })
 }
 
 /// The selected latency metrics over the completed requests started in the window, ms.

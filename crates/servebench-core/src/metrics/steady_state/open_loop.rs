@@ -12,10 +12,15 @@
 //!   backlog: no window.
 //! - **Drain.** After the last arrival the arrival rate is 0: window end = the last dispatch.
 //! - **Agreement.** Over `[start, end)`, with `A` arrivals and `D` ends (any outcome), the
-//!   in-flight count changes by `A − D`. The rates agree when
-//!   `A − D ≤ (1 − threshold) · A + 2·√(2·N̄)`: the tolerance, plus two standard deviations of the
-//!   difference of two stationary (Poisson-like) in-flight counts of mean `N̄` (the window's
-//!   mean in flight). Otherwise completions did not keep up (overload): no window.
+//!   in-flight count changes by `A − D`. In a steady state that change is noise: the difference
+//!   of two in-flight counts, each Poisson-like with mean `N̄` (the window's mean in flight), so
+//!   its standard deviation is `σ = √(2·N̄)`, whatever the window's length; in an overload it
+//!   grows with the window. The threshold tolerates a shortfall of `(1 − threshold)·A`. With
+//!   `z = 2` (one-sided, about 2.3 % of false alarms):
+//!   - `A − D > (1 − threshold)·A + z·σ`: completions clearly fell behind (overload): no window;
+//!   - `z·σ > (1 − threshold)·A`: the noise alone exceeds the tolerance, so the window cannot
+//!     tell a steady state from an overload (too few requests): no window. It needs
+//!     `A ≥ z·σ / (1 − threshold)` arrivals.
 
 use super::flow::{in_flight_steps, mean_level};
 
@@ -30,6 +35,9 @@ pub(super) struct OpenWindow {
     pub departures: u64,
     pub in_flight_mean: f64,
 }
+
+/// Standard deviations of the stationary noise in `A − D` a window may show (one-sided).
+const Z: f64 = 2.0;
 
 /// Nearest-rank quantile (`⌈q·n⌉`-th smallest) of a non-empty slice.
 fn quantile(values: &mut [u64], q: f64) -> u64 {
@@ -67,15 +75,34 @@ pub(super) fn window(intervals: &[(u64, u64)], threshold: f64) -> Result<OpenWin
     let steps = in_flight_steps(intervals);
     let in_flight_mean = mean_level(&steps, start, last);
     let growth = arrivals as f64 - departures as f64;
-    let allowed = (1.0 - threshold) * arrivals as f64 + 2.0 * (2.0 * in_flight_mean).sqrt();
-    if growth > allowed {
-        let dur = (last - start) as f64 / 1e6;
+    let tolerance = (1.0 - threshold) * arrivals as f64;
+    let noise = Z * (2.0 * in_flight_mean).sqrt();
+    let dur = (last - start) as f64 / 1e6;
+    if growth > tolerance + noise {
         return Err(format!(
             "completions did not keep up with arrivals ({:.2} vs {:.2} req/s after the {:.3}-s warm-up; \
-             in flight grew by {growth:.0} over the window): the server is overloaded at this rate",
+             in flight grew by {growth:.0} over the window, more than the {tolerance:.1} tolerated plus \
+             {noise:.1} of noise): the server is overloaded at this rate",
             departures as f64 / dur,
             arrivals as f64 / dur,
             warmup_us as f64 / 1e6
+        ));
+    }
+    if noise > tolerance && threshold >= 1.0 {
+        return Err(format!(
+            "too few requests to tell a steady state from an overload: --steady-state-threshold 1 \
+             tolerates no shortfall, and the window's in-flight count varies by {noise:.1}; use a \
+             threshold below 1"
+        ));
+    }
+    if noise > tolerance {
+        return Err(format!(
+            "too few requests to tell a steady state from an overload: the window ({dur:.2} s, \
+             {arrivals} arrivals vs {departures} completions, {in_flight_mean:.1} in flight) needs at \
+             least {} arrivals for its noise ({noise:.1}) to be within the {:.0} % tolerance; send \
+             more requests (--num-prompts)",
+            (noise / (1.0 - threshold)).ceil(),
+            (1.0 - threshold) * 100.0
         ));
     }
     Ok(OpenWindow { start, end: last, warmup_us, arrivals, departures, in_flight_mean })
