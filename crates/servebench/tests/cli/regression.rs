@@ -66,6 +66,8 @@ fn embedded_simulator_serves_the_model_the_run_names() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("serving 'served'"), "{stdout}");
     assert!(!stdout.contains("Successful requests:                     12"), "{stdout}");
+}
+
 /// Pins `compare`'s tests (issue 23.8): `std_*` rows used to be tested with Mann–Whitney, a
 /// location test, so two runs with the same spread shifted by 100 ms printed `std_ttft_ms …
 /// mann_whitney_u 0.0000 yes`; and the direction sign was glued to the change (`+0.50%-`).
@@ -164,6 +166,8 @@ fn report_draws_a_vllm_result_file_from_its_arrays_and_says_what_is_missing() {
     let html = report(&summary);
     assert!(html.contains("only the result&#39;s summary keys") && !html.contains("<svg"), "no chart");
     assert!(html.contains("<td>mean_ttft_ms</td>") && html.contains("<td>completed</td><td>39</td>"));
+}
+
 /// Pins the output directories: with `--records` given, `--result-dir` used to be created by
 /// nobody, so a whole run finished and then failed with SB501 "No such file or directory" and
 /// lost its result. Every output directory is now created before the first request.
@@ -320,6 +324,8 @@ fn second_ctrl_c_while_draining_still_records_every_request_and_writes_the_resul
     let e = text(&out.stderr);
     assert!(out.status.success(), "{e}");
     assert!(e.contains("warning: cut.jsonl: 2 requests of the run have no record"), "{e}");
+}
+
 /// A run of the embedded simulator saving its result in `dir`; the result document.
 fn sim_result(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
     let tok = crate::support::tokenizer();
