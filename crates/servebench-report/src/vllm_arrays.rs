@@ -10,8 +10,32 @@ use servebench_core::metrics::RunMetrics;
 use servebench_core::record::{ErrorKind, Outcome, RequestRecord};
 
 use crate::document::{DetailedArrays, Metrics};
-use crate::html::RecordSource;
 use crate::result_keys::{Headline, MetricKey};
+
+/// Where a run's records come from, which decides the charts that can be drawn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RecordSource {
+    /// A records file (or the run itself): every chart.
+    #[default]
+    Records,
+    /// Rebuilt from a result's per-request arrays (vLLM's `--save-detailed`); `timed` when its
+    /// `start_times` put the requests on the run's clock. No scheduled send times.
+    DetailedArrays { timed: bool },
+    /// A result with neither records nor arrays: its summary keys only, no chart.
+    SummaryOnly,
+}
+
+impl RecordSource {
+    /// Whether the requests carry times on the run's clock (time charts).
+    pub(crate) fn timed(self) -> bool {
+        matches!(self, RecordSource::Records | RecordSource::DetailedArrays { timed: true })
+    }
+
+    /// Whether the requests carry their scheduled send time (response view, queue time).
+    pub(crate) fn scheduled(self) -> bool {
+        self == RecordSource::Records
+    }
+}
 
 /// Records rebuilt from the arrays.
 #[derive(Debug, Clone, PartialEq)]

@@ -111,30 +111,7 @@ impl ReportHeader {
     }
 }
 
-/// Where a run's records come from, which decides the charts that can be drawn.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RecordSource {
-    /// A records file (or the run itself): every chart.
-    #[default]
-    Records,
-    /// Rebuilt from a result's per-request arrays (vLLM's `--save-detailed`); `timed` when its
-    /// `start_times` put the requests on the run's clock. No scheduled send times.
-    DetailedArrays { timed: bool },
-    /// A result with neither records nor arrays: its summary keys only, no chart.
-    SummaryOnly,
-}
-
-impl RecordSource {
-    /// Whether the requests carry times on the run's clock (time charts).
-    fn timed(self) -> bool {
-        matches!(self, RecordSource::Records | RecordSource::DetailedArrays { timed: true })
-    }
-
-    /// Whether the requests carry their scheduled send time (response view, queue time).
-    fn scheduled(self) -> bool {
-        self == RecordSource::Records
-    }
-}
+pub use crate::vllm_arrays::RecordSource;
 
 /// Charts that need each request's time on the run's clock.
 const TIME_CHARTS: [&str; 5] = ["ttft-time", "e2el-time", "tokens-time", "inflight-time", "queue-time"];
