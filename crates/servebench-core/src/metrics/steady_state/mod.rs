@@ -39,7 +39,7 @@ pub struct SteadyStateConfig {
     /// loop), of the arrival rate the completion rate must reach (open loop).
     pub threshold: f64,
     /// A window shorter than this gets a warning; `None` = max(10 s, 10 % of the run) for runs
-    /// of at least [`DEFAULT_MIN_WINDOW_S`] × 2, no warning for shorter runs.
+    /// of at least 2 × 10 s (`DEFAULT_MIN_WINDOW_S`), no warning for shorter runs.
     pub min_window_s: Option<f64>,
     /// Percentiles to report (`--metric-percentiles`).
     pub percentiles: Vec<f64>,
@@ -184,7 +184,7 @@ fn over_window(
 pub const DEFAULT_MIN_WINDOW_S: f64 = 10.0;
 
 /// The warning for a window shorter than the minimum (`--steady-state-min-window`, or the
-/// default for runs of at least 2 × [`DEFAULT_MIN_WINDOW_S`]).
+/// default for runs of at least 2 × `DEFAULT_MIN_WINDOW_S`).
 fn short_window_warning(dur_s: f64, run_s: f64, min_window_s: Option<f64>) -> Option<String> {
     let min_window = match min_window_s {
         Some(m) => m,
