@@ -78,7 +78,7 @@ pub fn steady_state_block(steady: &Steady) -> String {
         Ok(s) => s,
         Err(e) => {
             row(&mut out, "Window:", "n/a".into());
-            out.push_str(&format!("note: no steady state: {}\n", e.reason));
+            out.push_str(&format!("  no steady state: {}\n", e.reason));
             out.push_str(&"=".repeat(50));
             return out;
         }

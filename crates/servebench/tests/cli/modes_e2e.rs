@@ -45,7 +45,10 @@ fn unreachable_run(extra: &[&str]) -> Output {
 #[test]
 fn no_successful_request_exits_1_with_sb602_naming_the_model_and_writes_results() {
     let dir = tempfile::tempdir().unwrap();
-    let out = sim(dir.path(), &["--model", "nosuch", "--save-result", "--result-filename", "r.json"]);
+    let out = sim(
+        dir.path(),
+        &["--model", "nosuch", "--sim-model", "served", "--save-result", "--result-filename", "r.json"],
+    );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr:\n{err}");
     assert!(err.contains("error[SB602]: none of 12 requests succeeded"), "{err}");
@@ -62,7 +65,7 @@ fn no_successful_request_exits_1_with_sb602_naming_the_model_and_writes_results(
 #[test]
 fn max_failure_rate_keeps_exit_3_when_nothing_succeeds() {
     let dir = tempfile::tempdir().unwrap();
-    let out = sim(dir.path(), &["--model", "nosuch", "--max-failure-rate", "10"]);
+    let out = sim(dir.path(), &["--model", "nosuch", "--sim-model", "served", "--max-failure-rate", "10"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("SB601"));
 }
@@ -75,6 +78,8 @@ fn sweep_point_without_success_stops_the_sweep_with_sb602_after_saving() {
         &[
             "--model",
             "nosuch",
+            "--sim-model",
+            "served",
             "--sweep-max-concurrency",
             "1,2",
             "--save-result",

@@ -28,7 +28,8 @@ mod server_text;
 /// client-queue-inclusive) and every warning is on stderr.
 #[test]
 fn closed_loop_console_captions_the_client_queue_and_sends_warnings_to_stderr() {
-    let warn = ["--steady-state-min-window", "1000"];
+    // A flag the random dataset ignores: a warning every run prints, whatever the timing.
+    let warn = ["--sonnet-input-len", "100"];
     let out = crate::support::fast_sim(&warn);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -38,7 +39,7 @@ fn closed_loop_console_captions_the_client_queue_and_sends_warnings_to_stderr() 
     let warning_line = |l: &str| l.to_ascii_lowercase().starts_with("warning") || l.starts_with("note:");
     assert!(!stdout.lines().any(warning_line), "{stdout}");
     assert!(
-        stderr.lines().any(|l| l.starts_with("warning: ") && l.contains("--steady-state-min-window")),
+        stderr.lines().any(|l| l.starts_with("warning: ") && l.contains("--sonnet-input-len is ignored")),
         "{stderr}"
     );
 
