@@ -235,16 +235,21 @@ mod tests {
     use servebench_core::metrics::{compute, MetricsConfig};
     use servebench_core::record::{ErrorKind, RequestRecord};
 
+    /// The metrics of a point whose one request failed (HTTP 503 after 5 ms).
+    fn one_failed_request() -> RunMetrics {
+        let mut r = RequestRecord::scheduled(0, "r0".into(), 0, 10, 10);
+        r.dispatched_us = Some(0);
+        r.done_us = Some(5_000);
+        r.fail(ErrorKind::HttpStatus, "HTTP 503");
+        compute(&[r], &MetricsConfig::default())
+    }
+
     /// Issue 15.2: a sweep point where every request failed shows n/a (empty CSV cells), not
     /// 0.00, for its latencies and steady state; `--num-runs` aggregates keep a key that only a
     /// later run has data for.
     #[test]
     fn sweep_summary_and_multi_run_aggregates_without_data_are_na_not_zero() {
-        let mut r = RequestRecord::scheduled(0, "r0".into(), 0, 10, 10);
-        r.dispatched_us = Some(0);
-        r.done_us = Some(5_000);
-        r.fail(ErrorKind::HttpStatus, "HTTP 503");
-        let metrics = compute(&[r], &MetricsConfig::default());
+        let metrics = one_failed_request();
         // The point has no steady-state window (NoSteadyState): `steady` is None.
         let p = PointFigures {
             label: "rate 10",
@@ -276,11 +281,7 @@ mod tests {
     /// 60.0`), the infinite-rate point's rate as "n/a", and an interrupted point unmarked.
     #[test]
     fn sweep_summary_counts_are_integers_inf_rate_is_inf_and_interrupted_points_are_marked() {
-        let mut r = RequestRecord::scheduled(0, "r0".into(), 0, 10, 10);
-        r.dispatched_us = Some(0);
-        r.done_us = Some(5_000);
-        r.fail(ErrorKind::HttpStatus, "HTTP 503");
-        let metrics = compute(&[r], &MetricsConfig::default());
+        let metrics = one_failed_request();
         let p = PointFigures {
             label: "rate inf",
             request_rate: f64::INFINITY,
