@@ -53,6 +53,9 @@ pub fn redactor(cfg: &TargetConfig) -> Redactor {
     let mut r = Redactor::new();
     if let Some(key) = &cfg.api_key {
         r.add(key.expose());
+        // The whole header value too: its base64 (a server echoing the header encoded) does
+        // not contain the key's own base64.
+        r.add(&format!("Bearer {}", key.expose()));
     }
     for (_, value) in cfg.headers.iter().filter(|(n, _)| is_sensitive_header(n)) {
         // `Bearer xyz`: the token alone may be echoed too.

@@ -137,11 +137,20 @@ impl Redactor {
     }
 
     /// `text` with every secret replaced by [`REDACTED`] (borrowed when nothing matched).
+    ///
+    /// Server text is cut to a length before it reaches a record (`core::text::one_line` marks
+    /// the cut with `…`), and a cut may fall inside an echoed secret: the part of a secret that
+    /// stands right before a cut mark (at least [`MIN_CUT_PREFIX`] characters) is replaced too.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for n in self.needles.iter() {
             if out.contains(n.as_str()) {
                 out = Cow::Owned(out.replace(n.as_str(), REDACTED));
+            }
+        }
+        if !self.needles.is_empty() && out.contains(CUT_MARK) {
+            if let Some(masked) = mask_cut_prefixes(&out, &self.needles) {
+                out = Cow::Owned(masked);
             }
         }
         out
@@ -168,8 +177,69 @@ impl Redactor {
     }
 }
 
+/// The mark `core::text::one_line` leaves where it cut server text.
+const CUT_MARK: char = '…';
+
+/// The shortest part of a secret before a cut mark that is replaced (shorter ones are the
+/// common first characters of many values, `sk`, and say nothing).
+pub const MIN_CUT_PREFIX: usize = 3;
+
+/// `text` with the longest beginning of any secret form that stands right before each cut
+/// mark replaced by [`REDACTED`]; `None` when there is none.
+fn mask_cut_prefixes(text: &str, needles: &[String]) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut masked = false;
+    while let Some(i) = rest.find(CUT_MARK) {
+        let before = &rest[..i];
+        let cut = longest_cut_prefix(before, needles);
+        out.push_str(&before[..before.len() - cut]);
+        if cut > 0 {
+            out.push_str(REDACTED);
+            masked = true;
+        }
+        out.push(CUT_MARK);
+        rest = &rest[i + CUT_MARK.len_utf8()..];
+    }
+    out.push_str(rest);
+    masked.then_some(out)
+}
+
+/// Bytes of the longest proper beginning of a needle (at least [`MIN_CUT_PREFIX`] characters)
+/// that `before` ends with; 0 when none.
+fn longest_cut_prefix(before: &str, needles: &[String]) -> usize {
+    needles
+        .iter()
+        .filter_map(|n| {
+            let ends: Vec<usize> = n.char_indices().map(|(i, _)| i).skip(MIN_CUT_PREFIX).collect();
+            ends.into_iter().rev().find(|&k| before.ends_with(&n[..k]))
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The parts of `secret`'s base64 that stay the same wherever it stands in a longer encoded
+/// value (`user:secret`, several values run together): for each of the three byte alignments,
+/// the characters computed from the secret's bytes alone. Only for secrets of at least 8
+/// bytes, whose forms are long enough not to match unrelated text.
+fn base64_alignments(secret: &str, engine: &impl base64::Engine) -> Vec<String> {
+    if secret.len() < 8 {
+        return Vec::new();
+    }
+    (0..3usize)
+        .map(|offset| {
+            let mut bytes = vec![0u8; offset];
+            bytes.extend_from_slice(secret.as_bytes());
+            let encoded = engine.encode(&bytes);
+            let skip = (offset * 8).div_ceil(6);
+            let keep = bytes.len() * 8 / 6;
+            encoded.get(skip..keep).unwrap_or_default().to_owned()
+        })
+        .collect()
+}
+
 /// The forms a secret may be echoed in: as is, percent-encoded, JSON-escaped (also with `\/`),
-/// base64.
+/// base64 (whole, and at every alignment inside a longer encoded value).
 fn secret_forms(secret: &str) -> Vec<String> {
     let secret = secret.trim();
     if secret.chars().count() < MIN_REDACTED_CHARS {
@@ -185,6 +255,8 @@ fn secret_forms(secret: &str) -> Vec<String> {
         base64::engine::general_purpose::STANDARD.encode(secret),
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret),
     ];
+    forms.extend(base64_alignments(secret, &base64::engine::general_purpose::STANDARD));
+    forms.extend(base64_alignments(secret, &base64::engine::general_purpose::URL_SAFE_NO_PAD));
     forms.sort();
     forms.dedup();
     forms
@@ -297,6 +369,40 @@ mod tests {
         let text = format!("Proxy-Authorization: Basic {basic}; user alice:pr0xy@pass; url pr0xy%40pass");
         assert_eq!(r.redact(&text), "Proxy-Authorization: Basic <redacted>; user <redacted>; url <redacted>");
         assert!(!format!("{r:?}").contains("pr0xy"));
+    }
+
+    /// Pins the cut: a server's error text is cut to a length before it is redacted, and a cut
+    /// inside an echoed key used to leave all of the key but its last characters
+    /// (`auth=Bearer sk-proj-AbCdEfGh1234567890X…`).
+    #[test]
+    fn a_secret_cut_short_by_a_length_limit_is_still_redacted() {
+        let mut r = Redactor::new();
+        r.add("sk-proj-AbCdEfGh1234567890XyZ");
+        let text = crate::text::one_line("401 auth=Bearer sk-proj-AbCdEfGh1234567890XyZ", 36);
+        assert_eq!(text, "401 auth=Bearer sk-proj-AbCdEfGh1234…");
+        assert_eq!(r.redact(&text), "401 auth=Bearer <redacted>…");
+        for cut in 16..45 {
+            let text = crate::text::one_line("401 auth=Bearer sk-proj-AbCdEfGh1234567890XyZ; more", cut);
+            let out = r.redact(&text);
+            assert!(!out.contains("sk-p"), "cut at {cut}: {out}");
+        }
+        // Two characters are not a secret; text without a cut mark is left alone.
+        assert_eq!(r.redact("so sk…"), "so sk…");
+        assert_eq!(r.redact("sk-proj is the prefix"), "sk-proj is the prefix");
+    }
+
+    /// Pins base64 at every alignment: the base64 of `Bearer KEY`, or of several values run
+    /// together, encodes the key at an offset that the key's own base64 does not match.
+    #[test]
+    fn a_secret_inside_a_longer_base64_value_is_redacted_at_any_alignment() {
+        let mut r = Redactor::new();
+        r.add("hunter2secret");
+        for prefix in ["", "a", "ab", "abc", "x-api-key: "] {
+            let encoded =
+                base64::engine::general_purpose::STANDARD.encode(format!("{prefix}hunter2secret tail"));
+            let out = r.redact(&encoded);
+            assert!(out.contains(REDACTED), "{prefix:?}: {encoded} -> {out}");
+        }
     }
 
     #[test]

@@ -112,6 +112,62 @@ fn secrets_a_server_echoes_are_redacted_from_every_output() {
     }
 }
 
+/// base64 of the whole `Authorization` value, `Bearer sk-live-0123456789abcdef`.
+const BEARER_BASE64: &str = "QmVhcmVyIHNrLWxpdmUtMDEyMzQ1Njc4OWFiY2RlZg==";
+
+/// Pins redaction across a length cut: server text is cut to a length before it enters a
+/// record, and a cut inside an echoed key used to leave the key minus its last characters in
+/// the result's `errors`, every record and stderr (`auth=Bearer sk-live-0123456789abc…`). The
+/// echoing server pads its 401 body by 4 more bytes each request, so the cut walks through the
+/// key; it also echoes the header's base64.
+#[test]
+fn a_secret_cut_short_by_the_message_length_limit_is_still_redacted() {
+    let n = Arc::new(AtomicUsize::new(0));
+    let server = in_background(move || {
+        serve_by_request(move |request| {
+            let auth = request
+                .split("\r\n")
+                .find_map(|l| l.strip_prefix("authorization: ").or_else(|| l.strip_prefix("Authorization: ")))
+                .unwrap_or("")
+                .to_owned();
+            let pad = "P".repeat(380 + 4 * n.fetch_add(1, Ordering::SeqCst));
+            let body = format!("{pad} b64={BEARER_BASE64} auth={auth}");
+            let resp = format!(
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            vec![w(resp), Step::Close]
+        })
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = bin()
+        .env("OPENAI_API_KEY", API_KEY)
+        .args(["--base-url", &server.base_url(), "--tokenizer", tokenizer().to_str().unwrap()])
+        .args(["--model", "m", "--num-prompts", "60", "--random-input-len", "8", "--random-output-len", "4"])
+        .args(["--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", d.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let heads = server.requests().concat();
+    assert!(heads.contains(API_KEY), "the server saw no key");
+    let mut outputs =
+        vec![("stdout".to_owned(), text(&out.stdout)), ("stderr".to_owned(), text(&out.stderr))];
+    for f in std::fs::read_dir(d).unwrap() {
+        let p = f.unwrap().path();
+        outputs.push((
+            p.display().to_string(),
+            String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned(),
+        ));
+    }
+    assert!(outputs.iter().any(|(_, s)| s.contains("auth=<redacted>")), "no redacted echo: {outputs:?}");
+    for (what, s) in &outputs {
+        assert!(!s.contains(BEARER_BASE64), "{what} shows the header's base64");
+        for len in 5..=API_KEY.len() {
+            assert!(!s.contains(&API_KEY[..len]), "{what} shows {:?}:\n{s}", &API_KEY[..len]);
+        }
+    }
+}
+
 /// nginx's answer when `ssl_verify_client on` gets no client certificate: the handshake
 /// completes and every request gets this 400 page.
 const NGINX_400_BODY: &str = "<html>\r\n<head><title>400 No required SSL certificate was sent</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>No required SSL certificate was sent</center>\r\n<hr><center>nginx/1.24.0</center>\r\n</body>\r\n</html>\r\n";
