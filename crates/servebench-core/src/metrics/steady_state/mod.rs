@@ -68,11 +68,13 @@ pub struct SteadyState {
     pub requests_completed_in_window: u64,
     pub requests_total: u64,
     pub warning: Option<String>,
-    /// Dispatches per second in the window (any outcome).
+    /// Arrivals per second in the window (any outcome): scheduled arrivals (`intended`) of the
+    /// sent requests in an open loop, dispatches in a closed loop.
     pub arrival_rate: f64,
     /// Ends per second in the window (any outcome).
     pub completion_rate: f64,
-    /// Mean number of requests in flight in the window (any outcome).
+    /// Mean number of requests in the system in the window (any outcome; in an open loop from
+    /// the scheduled arrival, so those waiting in the client for a slot count).
     pub in_flight_mean: f64,
     pub request_throughput: f64,
     pub input_throughput: f64,
@@ -101,6 +103,20 @@ fn intervals_of<'a>(recs: impl Iterator<Item = &'a RequestRecord>) -> Vec<(u64, 
     recs.filter_map(|r| Some((r.dispatched_us?, RequestTimes::of(r).last_known_us?))).collect()
 }
 
+/// Every sent request's `[intended, end)`: in an open loop a request has arrived at its
+/// scheduled time, also while it waits in the client for a `--max-concurrency` slot, so a cap
+/// that holds the server below the offered rate shows as completions falling behind arrivals
+/// (the client's queue grows) rather than as a steady state at the cap's rate.
+fn offered_intervals(records: &[RequestRecord]) -> Vec<(u64, u64)> {
+    records
+        .iter()
+        .filter_map(|r| {
+            r.dispatched_us?;
+            Some((r.intended_us, RequestTimes::of(r).last_known_us?))
+        })
+        .collect()
+}
+
 /// Computes the steady-state window and its metrics, or why there is none.
 pub fn steady_state(
     records: &[RequestRecord],
@@ -112,18 +128,33 @@ pub fn steady_state(
     if done.is_empty() {
         return Err(none("no request completed".into()));
     }
-    let w = match cfg.mode {
+    let (w, arrivals) = match cfg.mode {
         LoadMode::OpenLoop => {
-            let o = open_loop::window(&all, cfg.threshold).map_err(none)?;
+            let offered = offered_intervals(records);
+            let o = open_loop::window(&offered, cfg.threshold).map_err(none)?;
             let rate = o.arrivals as f64 * 1e6 / (o.end - o.start) as f64;
-            Window { start: o.start, end: o.end, reference: rate, threshold_abs: cfg.threshold * rate }
+            let w =
+                Window { start: o.start, end: o.end, reference: rate, threshold_abs: cfg.threshold * rate };
+            (w, offered)
         }
         LoadMode::ClosedLoop { target_concurrency } => {
             let c = closed_loop::window(&done, &all, target_concurrency, cfg.threshold).map_err(none)?;
-            Window { start: c.start, end: c.end, reference: c.reference, threshold_abs: c.threshold_abs }
+            let w =
+                Window { start: c.start, end: c.end, reference: c.reference, threshold_abs: c.threshold_abs };
+            (w, all.clone())
         }
     };
-    Ok(over_window(records, cfg, &w, &all, &done))
+    Ok(over_window(records, cfg, &w, &Flows { all: &all, arrivals: &arrivals, done: &done }))
+}
+
+/// The request intervals a window is measured over.
+struct Flows<'a> {
+    /// Every sent request's `[dispatched, end)`.
+    all: &'a [(u64, u64)],
+    /// What counts as an arrival: `[intended, end)` in an open loop, `all` in a closed loop.
+    arrivals: &'a [(u64, u64)],
+    /// The completed requests' `[dispatched, end)`.
+    done: &'a [(u64, u64)],
 }
 
 /// Counts, rates and latency statistics over the window.
@@ -131,9 +162,9 @@ fn over_window(
     records: &[RequestRecord],
     cfg: &SteadyStateConfig,
     w: &Window,
-    all: &[(u64, u64)],
-    done_iv: &[(u64, u64)],
+    flows: &Flows<'_>,
 ) -> SteadyState {
+    let (all, done_iv) = (flows.all, flows.done);
     let t0 = all.iter().map(|i| i.0).min().unwrap_or(w.start);
     let t1 = all.iter().map(|i| i.1).max().unwrap_or(w.end);
     let in_window = |t: u64| t >= w.start && t < w.end;
@@ -152,11 +183,11 @@ fn over_window(
     let rate = |x: f64| x / dur_s;
     let run_s = t1.saturating_sub(t0) as f64 / 1e6;
     let warning = short_window_warning(dur_s, run_s, cfg.min_window_s);
-    let steps = flow::in_flight_steps(all);
+    let steps = flow::in_flight_steps(flows.arrivals);
     SteadyState {
         mode: cfg.mode,
-        start_s: (w.start - t0) as f64 / 1e6,
-        end_s: (w.end - t0) as f64 / 1e6,
+        start_s: w.start.saturating_sub(t0) as f64 / 1e6,
+        end_s: w.end.saturating_sub(t0) as f64 / 1e6,
         duration_s: dur_s,
         run_s,
         threshold: cfg.threshold,
@@ -167,7 +198,7 @@ fn over_window(
         requests_completed_in_window: completed_in,
         requests_total: records.len() as u64,
         warning,
-        arrival_rate: rate(all.iter().filter(|i| in_window(i.0)).count() as f64),
+        arrival_rate: rate(flows.arrivals.iter().filter(|i| in_window(i.0)).count() as f64),
         completion_rate: rate(all.iter().filter(|i| in_window(i.1)).count() as f64),
         in_flight_mean: flow::mean_level(&steps, w.start, w.end),
         request_throughput: rate(completed_in as f64),

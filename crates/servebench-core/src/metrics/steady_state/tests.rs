@@ -239,6 +239,35 @@ fn open_loop_short_steady_run_says_how_many_arrivals_it_needs() {
     assert!(e.reason.contains("needs at least 179 arrivals"), "{}", e.reason);
 }
 
+/// Pins open-loop arrivals at their scheduled time: 400 requests offered at 100/s through
+/// `--max-concurrency 4` to a server that takes 100 ms each (40/s). Counted by dispatch, the
+/// cap paced the arrivals to the completions (40/s both) and the run passed as steady while
+/// the client's queue grew to 3 s; counted by schedule, completions fall behind: overload.
+#[test]
+fn open_loop_overload_behind_a_concurrency_cap_is_not_steady() {
+    let mut slot_free = [0u64; 4];
+    let recs: Vec<RequestRecord> = (0..400u64)
+        .map(|i| {
+            let intended = i * 10_000;
+            let slot = (i % 4) as usize;
+            let dispatched = intended.max(slot_free[slot]);
+            slot_free[slot] = dispatched + 100_000;
+            let mut r = req_tokens(i, dispatched, 100_000, 5_000, 10);
+            r.intended_us = intended;
+            r
+        })
+        .collect();
+    // By dispatch the window would be 40 arrivals/s against 40 completions/s; by schedule the
+    // first half's p95 time in system (≈ 4.85 s) is past half the arrival span (1.995 s).
+    let e = steady_state(&recs, &cfg(LoadMode::OpenLoop)).unwrap_err();
+    assert!(e.reason.contains("overloaded"), "{}", e.reason);
+    // Without the cap's queue (every request dispatched on schedule) it is steady.
+    let uncapped: Vec<RequestRecord> =
+        (0..400u64).map(|i| req_tokens(i, i * 10_000, 100_000, 5_000, 10)).collect();
+    let s = steady_state(&uncapped, &cfg(LoadMode::OpenLoop)).unwrap();
+    assert!(approx(s.arrival_rate, 100.0) && approx(s.completion_rate, 100.0), "{s:?}");
+}
+
 /// Overload: 10 arrivals/s, one server finishing one request per 200 ms (5/s), first in first out.
 #[test]
 fn open_loop_overload_has_no_window_and_says_why() {
