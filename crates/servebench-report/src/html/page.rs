@@ -8,7 +8,7 @@ use servebench_core::metrics::RunMetrics;
 use servebench_core::stats::Summary;
 
 use super::svg::{esc, render as render_chart, run_color, Chart};
-use super::ReportRun;
+use super::{RecordSource, ReportRun};
 
 /// The page style (`assets/report.css`, included at build time).
 const CSS: &str = include_str!("assets/report.css");
@@ -77,6 +77,15 @@ const ROWS: &[(&str, Option<Row>)] = &[
     ("queue time p99", Some((|m| pct(&m.queue_time, 99.0), 2, Better::Lower))),
 ];
 
+/// Whether no row of the group that starts at `rows` (up to the next group heading) has a value
+/// for any run: its heading is left out (a result without scheduled send times has no response
+/// view).
+fn group_is_empty(rows: &[(&str, Option<Row>)], runs: &[ReportRun]) -> bool {
+    rows.iter()
+        .map_while(|(_, row)| row.as_ref())
+        .all(|(get, _, _)| runs.iter().all(|r| get(&r.metrics).is_none()))
+}
+
 fn summary_table(o: &mut String, runs: &[ReportRun]) {
     o.push_str("<table class=\"summary\" id=\"summary\"><thead><tr><th>metric</th>");
     for (i, r) in runs.iter().enumerate() {
@@ -88,8 +97,11 @@ fn summary_table(o: &mut String, runs: &[ReportRun]) {
         );
     }
     o.push_str("</tr></thead><tbody>\n");
-    for (name, row) in ROWS {
+    for (i, (name, row)) in ROWS.iter().enumerate() {
         let Some((get, decimals, better)) = row else {
+            if group_is_empty(&ROWS[i + 1..], runs) {
+                continue;
+            }
             let _ =
                 writeln!(o, "<tr class=\"group\"><td colspan=\"{}\">{}</td></tr>", runs.len() + 1, esc(name));
             continue;
@@ -189,12 +201,22 @@ pub(super) fn render(runs: &[ReportRun], warnings: &[Vec<String>], groups: &[(&s
     if runs.is_empty() {
         o.push_str("<p class=\"sub\">No runs to report.</p>\n");
     } else {
+        let requests = runs.iter().map(|r| r.records.len()).sum::<usize>();
+        let origin = if runs.iter().all(|r| r.source == RecordSource::Records) {
+            format!(
+                "{requests} request records. Every number and chart is computed from the request records."
+            )
+        } else {
+            format!(
+                "{requests} requests. Not every run has a records file: each run's card says what its \
+                 numbers and charts come from (records, a result's per-request arrays, or its summary)."
+            )
+        };
         let _ = writeln!(
             o,
-            "<p class=\"sub\">{} run(s), {} request records. Every number and chart is computed from the \
-             request records. Hover a chart for values; click a legend entry to hide a curve.</p>",
-            runs.len(),
-            runs.iter().map(|r| r.records.len()).sum::<usize>()
+            "<p class=\"sub\">{} run(s), {origin} Hover a chart for values; click a legend entry to hide a \
+             curve.</p>",
+            runs.len()
         );
     }
     if runs.len() > 1 {

@@ -137,6 +137,9 @@ fn report_draws_a_vllm_result_file_from_its_arrays_and_says_what_is_missing() {
         html.contains("<td>completed</td><td>39</td>") && html.contains("<td>duration (s)</td><td>2.80</td>")
     );
     assert!(!html.contains("<td>queue time p50</td>"), "no scheduled send times, no queue time");
+    // Neither an empty response-view heading nor a claim that the numbers come from records.
+    assert!(!html.contains("Response view (ms, from intended)"), "empty response view heading");
+    assert!(!html.contains("computed from the request records") && html.contains("each run's card says"));
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
     let obj = doc.as_object_mut().unwrap();
