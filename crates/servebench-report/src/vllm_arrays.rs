@@ -84,11 +84,14 @@ pub fn records_from_arrays(d: &DetailedArrays) -> Option<ArrayRecords> {
                         .map(|g| g.iter().filter_map(|x| x.0).map(|x| us(x) as u32).collect())
                         .unwrap_or_default();
                     let first = start + us(ttft);
-                    let last = first + gaps.iter().map(|&g| u64::from(g)).sum::<u64>();
+                    // vLLM's latency ends at the last token: TPOT from the rebuilt record is
+                    // vLLM's `(latency − ttft) / (output_len − 1)` even where the gaps do not add
+                    // up to it.
+                    let last = (first + gaps.iter().map(|&g| u64::from(g)).sum::<u64>()).max(start + us(lat));
                     r.outcome = Outcome::Completed;
                     (r.first_event_us, r.first_token_us, r.last_token_us) =
                         (Some(first), Some(first), Some(last));
-                    r.done_us = Some((start + us(lat)).max(last));
+                    r.done_us = Some(last);
                     r.token_event_count = gaps.len() as u32 + 1;
                     r.token_events.gaps_us = gaps;
                     r.completion_tokens = Some(out);
@@ -195,5 +198,19 @@ mod tests {
         let d = arrays(serde_json::json!({"ttfts": [0.1], "latencies": [0.2], "itls": [[0.1]]}));
         assert!(!records_from_arrays(&d).unwrap().timed);
         assert!(records_from_arrays(&arrays(serde_json::json!({"completed": 3}))).is_none());
+    }
+
+    /// Pins TPOT on arrays whose gaps fall short of the latency: the rebuilt record used to end
+    /// its tokens at `ttft + Σ itls`, so the report's mean TPOT (10.20 ms) differed from the
+    /// file's own `mean_tpot_ms` (10.21), which vLLM computes as `(latency − ttft) / (n − 1)`.
+    #[test]
+    fn tpot_of_rebuilt_records_is_vllms_from_latency() {
+        let d = arrays(serde_json::json!({
+            "ttfts": [0.1], "latencies": [0.5], "output_lens": [5], "itls": [[0.09, 0.09, 0.09, 0.09]],
+            "errors": [""]}));
+        let a = records_from_arrays(&d).unwrap();
+        let t = RequestTimes::of(&a.records[0]);
+        assert_eq!(t.tpot_us, Some(100_000.0), "(0.5 − 0.1) / 4 s");
+        assert_eq!(t.e2el_us, Some(500_000));
     }
 }
