@@ -188,8 +188,19 @@ fn row(a: &Loaded, b: &Loaded, key: MetricKey, alpha: f64) -> Option<CompareRow>
         change_percent: change,
         test: test.as_ref().map(|t| t.test.clone()),
         p_value: test.as_ref().map(|t| t.p_value),
-        significant: test.as_ref().map(|t| t.significant(alpha)),
+        significant: test.as_ref().map(|t| t.significant(alpha) && agrees_with_shift(t, delta)),
     })
+}
+
+/// Whether a row's change goes the way its test found the samples moved. Mann–Whitney tests
+/// one shift of the whole distribution (its `z` > 0: B's values are larger), so a statistic
+/// that moved the other way (a mean down while the values shifted up, as a tail can make it)
+/// is not a significant change of that statistic. Other tests test the statistic itself.
+fn agrees_with_shift(test: &TestResult, delta: Option<f64>) -> bool {
+    if test.test != "mann_whitney_u" {
+        return true;
+    }
+    delta.is_some_and(|d| d != 0.0 && d.signum() == test.statistic.signum())
 }
 
 /// The console table of one comparison.

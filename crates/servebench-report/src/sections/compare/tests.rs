@@ -127,3 +127,25 @@ fn direction_is_its_own_column() {
     assert!(!text.contains("%-") && !text.contains("%+"), "{text}");
     assert!(text.lines().nth(3).unwrap().contains(" Dir "), "{text}");
 }
+
+/// Pins the sign of a location test: one Mann–Whitney test on the ITL samples used to mark
+/// `mean_itl` (down), `median_itl` (up) and `p99_itl` as significant alike, so the same p-value
+/// backed opposite conclusions. A statistic that moved against the samples' shift is not a
+/// significant change of that statistic.
+#[test]
+fn a_statistic_moving_against_the_samples_shift_is_not_significant() {
+    // A: mostly 10 ms with a 1-s tail (mean 59.5); B: 12 ms throughout. B's values are larger
+    // (Mann–Whitney), its median is higher, its mean lower.
+    let xa: Vec<f64> = (0..40).map(|i| if i < 38 { 10.0 } else { 1000.0 }).collect();
+    let mut a = single(json!({"mean_ttft_ms": 59.5, "median_ttft_ms": 10.0}));
+    a.per_request.insert(LatencyMetric::Ttft, xa);
+    let mut b = single(json!({"mean_ttft_ms": 12.0, "median_ttft_ms": 12.0}));
+    b.per_request.insert(LatencyMetric::Ttft, vec![12.0; 40]);
+    let rows = compare(&a, &b, 0.05);
+    let row = |k: &str| rows.iter().find(|r| r.metric.to_string() == k).unwrap().clone();
+    let (mean, median) = (row("mean_ttft_ms"), row("median_ttft_ms"));
+    assert_eq!(mean.p_value, median.p_value, "one test of the samples");
+    assert!(mean.p_value.unwrap() < 0.05);
+    assert_eq!((median.significant, median.marker), (Some(true), "-"));
+    assert_eq!((mean.significant, mean.marker), (Some(false), "+"));
+}
