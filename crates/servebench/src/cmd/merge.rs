@@ -41,7 +41,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
     let mut inputs = Vec::new();
     for path in &files {
         inputs.push(read_shard(path, &mut || {
-            println!("note: {}: ignored a truncated last line (the shard was stopped?)", path.display());
+            eprintln!("note: {}: ignored a truncated last line (the shard was stopped?)", path.display());
         })?);
     }
     let merged = merge_shards(inputs, args.allow_missing_shards)?;
@@ -54,7 +54,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
     }
     print!("{}", shard_table(&merged));
     for w in &merged.warnings {
-        println!("note: {w}");
+        eprintln!("note: {w}");
     }
     if args.save_result {
         save(args, &info, &metrics, &merged, steady.as_ref())?;

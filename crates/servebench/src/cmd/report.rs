@@ -49,7 +49,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         let input = load_report_input(path)?;
         if input.truncated {
             let p = input.records_path.display();
-            println!("note: {p}: ignored a truncated last line (the run was interrupted?)");
+            eprintln!("note: {p}: ignored a truncated last line (the run was interrupted?)");
         }
         let unaccounted = (input.unaccounted > 0).then(|| {
             format!(

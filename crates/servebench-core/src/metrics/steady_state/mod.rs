@@ -91,12 +91,27 @@ pub struct NoSteadyState {
     pub reason: String,
 }
 
-/// The window `[start, end)` in µs with what it was measured against.
+/// The window in µs with what it was measured against.
 struct Window {
     start: u64,
     end: u64,
     reference: f64,
     threshold_abs: f64,
+    /// Which instants of the boundaries belong to the window: `[start, end)` (open loop), or
+    /// `(start, end]` (closed loop, whose boundaries are the instants when the slots are full
+    /// again, after every end and dispatch at that microsecond: an end that coincides with the
+    /// refill that opens the window belongs before it, one that closes it inside).
+    after_boundary_events: bool,
+}
+
+impl Window {
+    fn contains(&self, t: u64) -> bool {
+        if self.after_boundary_events {
+            t > self.start && t <= self.end
+        } else {
+            t >= self.start && t < self.end
+        }
+    }
 }
 
 fn intervals_of<'a>(recs: impl Iterator<Item = &'a RequestRecord>) -> Vec<(u64, u64)> {
@@ -133,14 +148,24 @@ pub fn steady_state(
             let offered = offered_intervals(records);
             let o = open_loop::window(&offered, cfg.threshold).map_err(none)?;
             let rate = o.arrivals as f64 * 1e6 / (o.end - o.start) as f64;
-            let w =
-                Window { start: o.start, end: o.end, reference: rate, threshold_abs: cfg.threshold * rate };
+            let w = Window {
+                start: o.start,
+                end: o.end,
+                reference: rate,
+                threshold_abs: cfg.threshold * rate,
+                after_boundary_events: false,
+            };
             (w, offered)
         }
         LoadMode::ClosedLoop { target_concurrency } => {
             let c = closed_loop::window(&done, &all, target_concurrency, cfg.threshold).map_err(none)?;
-            let w =
-                Window { start: c.start, end: c.end, reference: c.reference, threshold_abs: c.threshold_abs };
+            let w = Window {
+                start: c.start,
+                end: c.end,
+                reference: c.reference,
+                threshold_abs: c.threshold_abs,
+                after_boundary_events: true,
+            };
             (w, all.clone())
         }
     };
@@ -167,7 +192,7 @@ fn over_window(
     let (all, done_iv) = (flows.all, flows.done);
     let t0 = all.iter().map(|i| i.0).min().unwrap_or(w.start);
     let t1 = all.iter().map(|i| i.1).max().unwrap_or(w.end);
-    let in_window = |t: u64| t >= w.start && t < w.end;
+    let in_window = |t: u64| w.contains(t);
     let dur_s = (w.end - w.start) as f64 / 1e6;
     let done: Vec<(&RequestRecord, RequestTimes)> =
         records.iter().filter(|r| is_completed(r)).map(|r| (r, RequestTimes::of(r))).collect();

@@ -135,6 +135,31 @@ fn closed_loop_boundary_is_the_refill_after_an_end_or_the_end_itself() {
     assert_eq!(refilled_at(&steps, 200, None, 3), 200, "never refilled");
 }
 
+/// Pins the closed-loop boundary instants: one slot, requests of 200 ms, the second dispatched
+/// in the same microsecond the first ended. The window opens at that instant, and the first
+/// request's end used to count inside it while its tokens did not: 7 completions against 6
+/// requests' tokens (5.79 req/s × 10 tokens vs 49.7 tok/s, found by the proptest below). Events
+/// at a refill instant belong before a window that opens there, inside one that closes there.
+#[test]
+fn closed_loop_end_at_the_opening_refill_instant_is_before_the_window() {
+    let mut at = 0;
+    let recs: Vec<RequestRecord> = (0..8u64)
+        .map(|i| {
+            at += [0, 0, 636, 1_349, 1_446, 702, 1_830, 1_983][i as usize];
+            let r = req_tokens(i, at, 200_000, 10_000, 10);
+            at += 200_000;
+            r
+        })
+        .collect();
+    let s = steady_state(&recs, &cfg(LoadMode::ClosedLoop { target_concurrency: 1 })).unwrap();
+    // Opens at 0.2 s (request 0 ends, request 1 starts), closes at request 7's dispatch: the
+    // ends of requests 1..=6 and their 60 tokens are inside.
+    assert!(approx(s.start_s, 0.2) && approx(s.end_s, 1.407946), "{s:?}");
+    assert_eq!(s.requests_completed_in_window, 6);
+    assert!(approx(s.request_throughput * 10.0, s.output_throughput), "{s:?}");
+    assert!(approx(s.arrival_rate, s.completion_rate), "{s:?}");
+}
+
 #[test]
 fn longest_stretch_wins_over_first_to_last_crossing() {
     // 4 slots of back-to-back 1-s requests over [0, 16) s; slot 3 idles during [5, 6).
@@ -384,10 +409,11 @@ mod properties {
             prop_assert!(m >= 1.0, "{m} turnovers");
             prop_assert!((per_request - s.output_throughput).abs() <= s.output_throughput / m,
                 "{} req/s × {tokens} vs {} tok/s over {m} turnovers", s.request_throughput, s.output_throughput);
-            // Every slot is filled at both ends: arrivals = completions (± the one dispatch that
-            // may share an end's microsecond).
+            // Arrivals − completions is the change in flight between the two boundary instants:
+            // 0 when both are refills; a boundary that fell back to an end (the next end came
+            // before its slot was handed on) is one short of the cap, so ± 1 per such boundary.
             let (a, d) = (s.arrival_rate * s.duration_s, s.completion_rate * s.duration_s);
-            prop_assert!((a - d).abs() <= 1.0 + 1e-6, "arrivals {a} vs completions {d}");
+            prop_assert!((a - d).abs() <= 2.0 + 1e-6, "arrivals {a} vs completions {d}");
             prop_assert!((s.request_throughput - capacity).abs() <= 1.5 * capacity / m,
                 "steady {} req/s vs capacity {capacity} over {m} turnovers", s.request_throughput);
         }
