@@ -310,7 +310,7 @@ fn shards_of_different_seeds_duplicates_and_missing_shards_are_refused() {
     assert!(text(&missing.stderr).contains("missing shard(s) 1"), "{}", text(&missing.stderr));
     let partial = merge(&shards[..1], &["--allow-missing-shards"]);
     check(&partial, "merge --allow-missing-shards");
-    assert!(text(&partial.stdout).contains("merged 1 of 2 shards"), "{}", text(&partial.stdout));
+    assert!(text(&partial.stderr).contains("merged 1 of 2 shards"), "{}", text(&partial.stderr));
 
     // A records file of a run without --num-shards has no shard header.
     let plain = run_to(dir.path(), "plain.json", &workload_args(&sim.url, "1", "4"), &[]).output().unwrap();
