@@ -152,3 +152,31 @@ async fn cancellation_by_design_abandons_the_chosen_requests_and_the_server_stop
     }
     sim.shutdown().await;
 }
+
+#[test]
+fn bad_client_control_combinations_are_coded_errors_before_anything_is_sent() {
+    let url = format!("http://127.0.0.1:{}", servebench_testkit::net::closed_port());
+    let case = |extra: &[&str]| {
+        let out = bin()
+            .args(["--base-url", &url, "--model", MODEL, "--num-prompts", "2"])
+            .arg("--tokenizer")
+            .arg(tokenizer())
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stderr))
+    };
+    let (code, err) = case(&["--backend", "openai-embeddings", "--max-prefill-concurrency", "2"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("SB122"), "{err}");
+    let (code, err) = case(&["--max-concurrency", "2", "--max-prefill-concurrency", "3"]);
+    assert!(code == Some(2) && err.contains("SB123"), "{err}");
+    let (code, err) = case(&["--request-cancellation-rate", "10"]);
+    assert!(code == Some(2) && err.contains("SB124") && err.contains("--request-cancellation-delay"), "{err}");
+    let (code, err) = case(&["--request-cancellation-delay", "0.5"]);
+    assert!(code == Some(2) && err.contains("SB124"), "{err}");
+    for bad in [["--request-cancellation-rate", "0"], ["--request-cancellation-rate", "101"], ["--max-prefill-concurrency", "0"]] {
+        let (code, err) = case(&bad);
+        assert!(code == Some(2) && err.contains("SB101"), "{bad:?}: {err}");
+    }
+}
