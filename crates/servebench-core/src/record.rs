@@ -298,8 +298,9 @@ pub struct RequestRecord {
     /// the time its send began, before any connect. `None` when it never passed the gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate_us: Option<u64>,
-    /// Time spent waiting for a prefill slot (`--max-prefill-concurrency`), µs: from passing
-    /// the concurrency gate (its release without one) to getting the slot. Part of
+    /// Time spent waiting for a prefill slot (`--max-prefill-concurrency`), µs: from when only
+    /// a prefill slot held the request back (its release when a concurrency permit was free at
+    /// once, else when it got one) to getting the slot. Part of
     /// `gate − intended`; `None` without a prefill cap, and for a request that never got a slot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill_wait_us: Option<u64>,

@@ -255,18 +255,25 @@ async fn pass_gates(
     mut release: Release,
     stop: &CancellationToken,
 ) -> Result<(Option<OwnedSemaphorePermit>, Release), Release> {
-    let permit = match &gates.concurrency {
-        Some(g) => match acquire(g, stop).await {
-            Some(p) => Some(p),
-            None => return Err(release),
+    if stop.is_cancelled() {
+        return Err(release);
+    }
+    // `ready_us`: since when only a prefill slot kept the request back. A concurrency permit
+    // free at once means it was ready at its release (the time it queued behind earlier
+    // requests waiting for slots is prefill wait too); one waited for, from when it came.
+    let (permit, ready_us) = match &gates.concurrency {
+        Some(g) => match g.clone().try_acquire_owned() {
+            Ok(p) => (Some(p), release.released_us),
+            Err(_) => match acquire(g, stop).await {
+                Some(p) => (Some(p), clock.offset_us(Instant::now())),
+                None => return Err(release),
+            },
         },
-        None => None,
+        None => (None, release.released_us),
     };
     if let Some(p) = &gates.prefill {
-        // The prefill wait starts when the concurrency gate is passed (the release without one).
-        let from = if permit.is_some() { clock.offset_us(Instant::now()) } else { release.released_us };
         let Some(slot) = acquire(p, stop).await else { return Err(release) };
-        let wait_us = clock.offset_us(Instant::now()).saturating_sub(from);
+        let wait_us = clock.offset_us(Instant::now()).saturating_sub(ready_us);
         release.prefill = Some(PrefillSlot { permit: slot, wait_us });
     }
     // The time it passed, taken here in queue order: the send (pool checkout, connect) starts
