@@ -362,7 +362,8 @@ async fn dispatch_measured(
         }
         (LoadShape::ClosedLoop { stages }, ..) => {
             let prefill = plan.max_prefill;
-            dispatch_closed_loop(stages, prefill, clock, move |r| exec.run(r), tx, stops.release.clone()).await
+            dispatch_closed_loop(stages, prefill, clock, move |r| exec.run(r), tx, stops.release.clone())
+                .await
         }
         _ => {
             let cancelled = move |r: Release| records.make(&r);

@@ -167,7 +167,7 @@ pub fn cancellation_rate(text: &str) -> Result<f64, BenchError> {
 /// `--request-cancellation-delay SECONDS`: a finite number of seconds ≥ 0.
 pub fn cancellation_delay(text: &str) -> Result<std::time::Duration, BenchError> {
     match text.trim().parse::<f64>() {
-        Ok(s) if s.is_finite() && s >= 0.0 && s <= 1e9 => Ok(std::time::Duration::from_secs_f64(s)),
+        Ok(s) if s.is_finite() && (0.0..=1e9).contains(&s) => Ok(std::time::Duration::from_secs_f64(s)),
         _ => Err(BenchError::config(
             "--request-cancellation-delay",
             format!("'{text}' is not a number of seconds ≥ 0"),
