@@ -15,7 +15,9 @@
 #
 # Usage: scripts/macro-bench.sh [CONCURRENCIES...]   (default: 1 100 500 1000)
 # Env:   REQS_PER_STREAM (default 3), PORT (default 18471), OUT (default target/macro-bench),
-#        PIN (default 1)
+#        PIN (default 1), BIN (the client binary; default: build the release one, in
+#        CARGO_TARGET_DIR or target), SIM_BIN (the simulator's binary; default BIN). Give both to
+#        compare two clients against one simulator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LEVELS=("${@:-1 100 500 1000}")
@@ -26,8 +28,11 @@ OUT="${OUT:-target/macro-bench}"
 TTFT_MS=50
 ITL_MS=10
 mkdir -p "$OUT"
-cargo build --release --quiet -p servebench
-BIN=target/release/servebench
+if [[ -z ${BIN:-} ]]; then
+  cargo build --release --quiet -p servebench
+  BIN="${CARGO_TARGET_DIR:-target}/release/servebench"
+fi
+SIM_BIN="${SIM_BIN:-$BIN}"
 ulimit -n 65536 2>/dev/null || true
 SIM_PIN=(); CLIENT_PIN=()
 read -r -a CPUS <<< "$(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2])')"
@@ -36,7 +41,7 @@ if [[ ${PIN:-1} == 1 ]] && (( ${#CPUS[@]} >= 2 )); then
   echo "client on CPU ${CPUS[0]}, simulator on CPU ${CPUS[1]} (PIN=0 to share)"
 fi
 
-"$BIN" sim "${SIM_PIN[@]}" --port "$PORT" --sim-ttft-ms "$TTFT_MS" --sim-itl-ms "$ITL_MS" --sim-tokenizer cl100k_base \
+"$SIM_BIN" sim "${SIM_PIN[@]}" --port "$PORT" --sim-ttft-ms "$TTFT_MS" --sim-itl-ms "$ITL_MS" --sim-tokenizer cl100k_base \
   --ground-truth "$OUT/truth.jsonl" > "$OUT/sim.log" 2>&1 &
 SIM_PID=$!
 trap 'kill $SIM_PID 2>/dev/null || true' EXIT
