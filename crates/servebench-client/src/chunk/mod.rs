@@ -60,6 +60,13 @@ pub struct Chunk<'a> {
     /// An `error` member (object or string): the server reports a failure.
     #[serde(borrow, default)]
     pub error: Option<&'a RawValue>,
+    /// `object`: `"error"` marks a top-level error payload (vLLM's `ErrorResponse`,
+    /// `{"object":"error","message":…}`); other values are not kept by the scanner.
+    #[serde(borrow, default)]
+    pub object: Option<Text<'a>>,
+    /// The top-level `message` of an `object: "error"` payload.
+    #[serde(borrow, default)]
+    pub message: Option<&'a RawValue>,
 }
 
 /// One entry of `choices`.
@@ -148,8 +155,15 @@ impl Chunk<'_> {
     }
 
     /// A human-readable message for the `error` member, if there is one (bounded length).
+    /// An `error` member wins; else a top-level `{"object":"error","message":…}` payload.
     pub fn error_message(&self) -> Option<String> {
-        self.error.map(|raw| error_message(raw.get()))
+        if let Some(raw) = self.error.filter(|e| e.get() != "null") {
+            return Some(error_message(raw.get()));
+        }
+        if self.object.as_ref().is_some_and(|o| o.as_str() == "error") {
+            return Some(self.message.map_or_else(|| "no message".to_owned(), |m| error_message(m.get())));
+        }
+        None
     }
 }
 
