@@ -4,9 +4,11 @@
 //! both are present). Rules (docs/backends.md):
 //! - `response.output_text.delta` (and `response.refusal.delta`) carry visible output text;
 //!   `response.reasoning_text.delta` (older servers: `response.reasoning.delta`,
-//!   `response.reasoning_summary_text.delta`) carry reasoning; `response.function_call_arguments.delta`
-//!   carries tool-call text. All of them are token events (TTFT, ITL); only visible text sets
-//!   TTFO;
+//!   `response.reasoning_summary_text.delta`) carry reasoning; tool-call text is carried by
+//!   `response.function_call_arguments.delta`, `response.custom_tool_call_input.delta`,
+//!   `response.mcp_call_arguments.delta` and `response.code_interpreter_call_code.delta` (the
+//!   four vLLM 0.34 counts as output). All of them are token events (TTFT, ITL); only visible
+//!   text sets TTFO;
 //! - `response.created` gives the server's response id;
 //! - `response.completed` / `response.incomplete` end the request, with usage from
 //!   `response.usage` (`input_tokens`, `output_tokens`, `input_tokens_details.cached_tokens`);
@@ -131,7 +133,10 @@ fn delta_kind(kind: &str) -> Option<DeltaKind> {
         "response.reasoning_text.delta"
         | "response.reasoning.delta"
         | "response.reasoning_summary_text.delta" => Some(DeltaKind::Reasoning),
-        "response.function_call_arguments.delta" => Some(DeltaKind::Tool),
+        "response.function_call_arguments.delta"
+        | "response.custom_tool_call_input.delta"
+        | "response.mcp_call_arguments.delta"
+        | "response.code_interpreter_call_code.delta" => Some(DeltaKind::Tool),
         _ => None,
     }
 }

@@ -60,6 +60,13 @@ pub struct Chunk<'a> {
     /// An `error` member (object or string): the server reports a failure.
     #[serde(borrow, default)]
     pub error: Option<&'a RawValue>,
+    /// `object`: `"error"` marks a top-level error payload (vLLM's `ErrorResponse`,
+    /// `{"object":"error","message":…}`); other values are not kept by the scanner.
+    #[serde(borrow, default)]
+    pub object: Option<Text<'a>>,
+    /// The top-level `message` of an `object: "error"` payload.
+    #[serde(borrow, default)]
+    pub message: Option<&'a RawValue>,
 }
 
 /// One entry of `choices`.
@@ -148,8 +155,15 @@ impl Chunk<'_> {
     }
 
     /// A human-readable message for the `error` member, if there is one (bounded length).
+    /// An `error` member wins; else a top-level `{"object":"error","message":…}` payload.
     pub fn error_message(&self) -> Option<String> {
-        self.error.map(|raw| error_message(raw.get()))
+        if let Some(raw) = self.error.filter(|e| e.get() != "null") {
+            return Some(error_message(raw.get()));
+        }
+        if self.object.as_ref().is_some_and(|o| o.as_str() == "error") {
+            return Some(self.message.map_or_else(|| "no message".to_owned(), |m| error_message(m.get())));
+        }
+        None
     }
 }
 
@@ -231,6 +245,19 @@ mod tests {
         assert!(c.error_message().is_none());
         assert_eq!(error_message(r#"{"error":{"message":"nested"}}"#), "nested");
         assert_eq!(error_message("not json"), "not json");
+    }
+
+    #[test]
+    fn a_top_level_object_error_payload_is_an_error_and_other_objects_are_not() {
+        let c = Chunk::parse(r#"{"object":"error","message":"too long","type":"BadRequestError","param":null,"code":400}"#).unwrap();
+        assert_eq!(c.error_message().as_deref(), Some("too long"));
+        let c = Chunk::parse(r#"{"message":"first","object":"error"}"#).unwrap();
+        assert_eq!(c.error_message().as_deref(), Some("first"), "member order does not matter");
+        let c = Chunk::parse(r#"{"object":"error"}"#).unwrap();
+        assert_eq!(c.error_message().as_deref(), Some("no message"));
+        let c = Chunk::parse(r#"{"id":"x","object":"text_completion","choices":[{"text":"a"}],"message":"m"}"#).unwrap();
+        assert!(c.error_message().is_none());
+        assert_eq!(c.choices.len(), 1);
     }
 
     #[test]

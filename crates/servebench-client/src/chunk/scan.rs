@@ -331,6 +331,12 @@ impl<'a> Scanner<'a> {
             }
             // Error payloads are rare; serde keeps their raw text.
             "error" => None,
+            // `"object":"error"` (vLLM's ErrorResponse) goes to serde too; other values are
+            // not kept.
+            "object" => match s.opt_text()? {
+                Some(t) if t.as_str() == "error" => None,
+                _ => Some(()),
+            },
             _ => s.skip_value(1),
         })?;
         Some(c)

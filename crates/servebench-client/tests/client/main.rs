@@ -15,3 +15,4 @@ mod regression;
 mod scripted;
 mod sim_interop;
 mod tls_proxy;
+mod vllm034_streams;

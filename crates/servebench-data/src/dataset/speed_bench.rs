@@ -4,11 +4,14 @@
 //! Rows are kept when `turns` is non-empty, the row is not a masked placeholder, it is not
 //! multi-turn, and its `category` matches `--speed-bench-category` (if given). The prompt is
 //! the first turn (skipped under 4 tokens); the output length is `--speed-bench-output-len`.
+//! `--speed-bench-max-input-len N` (vllm-rs) truncates a longer first turn to its first N
+//! tokens (encoded without special tokens, decoded skipping them), before any chat template.
 
 use super::file::{read_records, DataFile, Location};
 use super::{collect_samples, finish, hub, shuffle_source, Sampling};
 use crate::tokenizer::HubEnv;
 use serde_json::Value;
+use std::borrow::Cow;
 use servebench_core::{Result, TextTokenizer, Workload};
 use std::path::PathBuf;
 
@@ -31,6 +34,9 @@ pub struct SpeedBenchConfig {
     pub category: Option<String>,
     /// `--speed-bench-output-len` (default 4096).
     pub output_len: usize,
+    /// `--speed-bench-max-input-len` (vllm-rs): prompts longer than this many tokens are cut
+    /// to their first this-many tokens.
+    pub max_input_len: Option<usize>,
     /// The chat template rendering of the prompts (vLLM: unless `--skip-chat-template`, with
     /// `--chat-template-kwargs`).
     pub template: super::chat_render::PromptTemplate,
@@ -45,6 +51,17 @@ fn keep(row: &Value, category: Option<&str>) -> bool {
     !t.starts_with(MASKED_PREFIX)
         && !row.get("multiturn").and_then(Value::as_bool).unwrap_or(false)
         && category.is_none_or(|c| row.get("category").and_then(Value::as_str) == Some(c))
+}
+
+/// `prompt` cut to its first `max` tokens when it is longer (vllm-rs's
+/// `--speed-bench-max-input-len`: ids without special tokens, decoded skipping them).
+fn truncated<'a>(tok: &dyn TextTokenizer, prompt: &'a str, max: Option<usize>) -> Result<Cow<'a, str>> {
+    let Some(max) = max else { return Ok(Cow::Borrowed(prompt)) };
+    let ids = tok.encode(prompt, false)?;
+    if ids.len() <= max {
+        return Ok(Cow::Borrowed(prompt));
+    }
+    Ok(Cow::Owned(tok.decode(&ids[..max], true)?))
 }
 
 /// Builds the speed-bench workload.
@@ -93,9 +110,9 @@ pub fn generate_speed_bench(
     }
     shuffle_source(&mut kept, sampling);
     let samples = collect_samples(&kept, sampling.num_prompts, |row| {
-        let prompt = first_turn(row).unwrap_or("");
+        let prompt = truncated(tok, first_turn(row).unwrap_or(""), cfg.max_input_len)?;
         let needed = || "the speed-bench dataset (without --skip-chat-template)".to_string();
-        let s = cfg.template.sample(tok, prompt, cfg.output_len, needed)?;
+        let s = cfg.template.sample(tok, &prompt, cfg.output_len, needed)?;
         Ok((s.prompt_len >= 4).then_some(s))
     })?;
     Ok(finish(samples, sampling))

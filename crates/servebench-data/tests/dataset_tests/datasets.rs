@@ -426,6 +426,7 @@ fn speed_bench_filters_rows() {
         subset: "qualitative".into(),
         category: None,
         output_len: 4096,
+        max_input_len: None,
         template: Default::default(),
     };
     let s = Sampling { oversample: false, ..sampling(10) };
@@ -436,6 +437,34 @@ fn speed_bench_filters_rows() {
     let w = generate_speed_bench(&math, &s, t.as_ref(), &offline()).unwrap();
     assert_eq!(prompts(&w), vec!["Compute the derivative of x squared plus three x, step by step."]);
     exact_counts(&w, t.as_ref());
+}
+
+/// vllm-rs's `--speed-bench-max-input-len N`: a prompt longer than N tokens is cut to its first
+/// N tokens (decoded back to text); a shorter one is sent as it is.
+#[test]
+fn speed_bench_max_input_len_truncates_longer_prompts_to_their_first_n_tokens() {
+    let t = tok();
+    let base = SpeedBenchConfig {
+        path: Some(data("speed_bench_small.jsonl")),
+        subset: "qualitative".into(),
+        category: Some("math".into()),
+        output_len: 8,
+        max_input_len: None,
+        template: Default::default(),
+    };
+    let s = Sampling { oversample: false, ..sampling(10) };
+    let full = prompts(&generate_speed_bench(&base, &s, t.as_ref(), &offline()).unwrap()).remove(0);
+    let ids = t.encode(&full, false).unwrap();
+    assert!(ids.len() > 6, "the fixture prompt is longer than the cap");
+    let cut = SpeedBenchConfig { max_input_len: Some(6), ..base.clone() };
+    let w = generate_speed_bench(&cut, &s, t.as_ref(), &offline()).unwrap();
+    let expected = t.decode(&ids[..6], true).unwrap();
+    assert_eq!(prompts(&w), vec![expected.clone()]);
+    assert!(full.starts_with(&expected));
+    exact_counts(&w, t.as_ref());
+    let roomy = SpeedBenchConfig { max_input_len: Some(ids.len()), ..base };
+    let w = generate_speed_bench(&roomy, &s, t.as_ref(), &offline()).unwrap();
+    assert_eq!(prompts(&w), vec![full.clone()], "a prompt within the cap is untouched");
 }
 
 #[test]

@@ -83,8 +83,9 @@ pub struct DatasetArgs {
     /// random-rerank: no separate query; the first text of each batch is the query.
     #[arg(long, help_heading = "Dataset")]
     pub no_reranker: bool,
-    /// speed-bench: qualitative, throughput_1k, _2k, _8k, _16k or _32k.
-    #[arg(long, default_value = "qualitative", value_parser = crate::cli::values::speed_bench_subset, help_heading = "Dataset")]
+    /// speed-bench: qualitative, throughput_1k, _2k, _8k, _16k or _32k (vllm-rs:
+    /// `--speed-bench-config`).
+    #[arg(long, visible_alias = "speed-bench-config", default_value = "qualitative", value_parser = crate::cli::values::speed_bench_subset, help_heading = "Dataset")]
     pub speed_bench_dataset_subset: crate::cli::values::SpeedBenchSubset,
     /// speed-bench: keep only this category.
     #[arg(long, help_heading = "Dataset")]
@@ -92,6 +93,10 @@ pub struct DatasetArgs {
     /// speed-bench: output length in tokens (max_tokens).
     #[arg(long, default_value_t = 4096, help_heading = "Dataset")]
     pub speed_bench_output_len: u32,
+    /// speed-bench: truncate each prompt to its first N tokens (as vllm-rs; before the chat
+    /// template, if one is rendered).
+    #[arg(long, value_name = "N", help_heading = "Dataset")]
+    pub speed_bench_max_input_len: Option<u32>,
     /// hf: dataset name when --dataset-path is a local file (used as its label).
     #[arg(long, help_heading = "Dataset")]
     pub hf_name: Option<String>,

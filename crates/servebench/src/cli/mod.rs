@@ -3,6 +3,7 @@
 
 pub mod dataset;
 pub mod experiment;
+pub mod front;
 pub mod hf_parser_flags;
 pub mod live;
 pub mod network;

@@ -20,7 +20,21 @@ use crate::cli;
 pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
     crate::os::disable_transparent_huge_pages();
     crate::os::purge_freed_memory_immediately();
-    let args = cli::normalize_underscores(args);
+    let args = match cli::front::rewrite(cli::normalize_underscores(args)) {
+        Ok(r) => {
+            if !r.unused.is_empty() {
+                eprintln!(
+                    "note: --compare compares two result files and runs no benchmark (as vllm-rs); not used: {}",
+                    r.unused.join(" ")
+                );
+            }
+            r.args
+        }
+        Err(e) => {
+            eprintln!("{}", e.user_line());
+            return e.exit_code();
+        }
+    };
     if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
         let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };
         eprintln!("{}", e.user_line());

@@ -74,7 +74,7 @@ fn dataset_kind(args: &RunArgs, backend_takes_images: bool) -> Result<Option<Dat
         DatasetName::Custom => DatasetKind::Custom(CustomConfig {
             path: required_path(args, "/path/to/prompts.jsonl")?,
             output_len: custom_output_len(output_override, d.custom_output_len)?,
-            template: prompt_template(args, !d.skip_chat_template, true),
+            template: prompt_template(args, !super::vllm_flags::skips_chat_template(args), true),
         }),
         DatasetName::CustomImage => {
             DatasetKind::CustomImage(custom_image_config(args, backend_takes_images)?)
@@ -170,7 +170,11 @@ fn speed_bench_config(args: &RunArgs) -> Result<SpeedBenchConfig> {
             .output_len
             .map(|o| o as usize)
             .unwrap_or(positive("--speed-bench-output-len", d.speed_bench_output_len)?),
-        template: prompt_template(args, !d.skip_chat_template, true),
+        max_input_len: d
+            .speed_bench_max_input_len
+            .map(|n| positive("--speed-bench-max-input-len", n))
+            .transpose()?,
+        template: prompt_template(args, !super::vllm_flags::skips_chat_template(args), true),
     })
 }
 
@@ -293,7 +297,7 @@ fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig>
         output_len: d.hf_output_len.map(|o| o as usize).or(output_override),
         dataset_ids: hf_dataset_ids(args),
         chat: servebench_data::dataset::hf_chat::ChatParserOptions {
-            skip_chat_template: d.skip_chat_template,
+            skip_chat_template: super::vllm_flags::skips_chat_template(args),
             blazedit_distance: (args.hf_parsers.blazedit_min_distance, args.hf_parsers.blazedit_max_distance),
             chat_messages: args.backend.kind == BackendKind::Chat,
         },

@@ -72,6 +72,7 @@ const DATASET_OPTIONS: &[(&str, &[D])] = &[
     ("speed_bench_dataset_subset", &[D::SpeedBench]),
     ("speed_bench_category", &[D::SpeedBench]),
     ("speed_bench_output_len", &[D::SpeedBench]),
+    ("speed_bench_max_input_len", &[D::SpeedBench]),
     ("hf_name", &[D::Hf]),
     ("hf_subset", &[D::Hf]),
     ("hf_split", &[D::Hf]),

@@ -12,11 +12,17 @@ fn renders_chat_template(backend: BackendKind) -> bool {
     backend.takes_messages()
 }
 
+/// Whether the client-side chat template is skipped where `--skip-chat-template` applies: the
+/// flag, or a chat backend (vLLM 0.34's `CHAT_TEMPLATE_BACKENDS`: the server renders its own
+/// template, so the client renders none, as if the flag were given).
+pub fn skips_chat_template(args: &RunArgs) -> bool {
+    args.dataset.skip_chat_template || args.backend.kind.takes_messages()
+}
+
 /// Whether the client renders the chat template with `--chat-template-kwargs`, as vLLM's
-/// custom and speed_bench datasets do unless `--skip-chat-template`.
+/// custom and speed_bench datasets do unless the template is skipped.
 fn client_renders_with_kwargs(args: &RunArgs) -> bool {
-    matches!(args.dataset_name.kind, DatasetName::Custom | DatasetName::SpeedBench)
-        && !args.dataset.skip_chat_template
+    matches!(args.dataset_name.kind, DatasetName::Custom | DatasetName::SpeedBench) && !skips_chat_template(args)
 }
 
 /// `--chat-template-kwargs` (None when not given).

@@ -26,4 +26,6 @@ mod shard_merge;
 mod sim_matrix;
 mod token_accounting_e2e;
 mod typed_flags;
+mod vllm034_chat_template;
 mod vllm_flags_e2e;
+mod vllm_rs_parity;
