@@ -39,13 +39,7 @@ pub struct ErrorRateStop {
 impl ErrorRateStop {
     pub fn new(cfg: ErrorRateConfig) -> Self {
         let cap = if cfg.max_rate.is_some() { cfg.window } else { 0 };
-        ErrorRateStop {
-            cfg,
-            last: VecDeque::with_capacity(cap),
-            failed_in_window: 0,
-            failed: 0,
-            finished: 0,
-        }
+        ErrorRateStop { cfg, last: VecDeque::with_capacity(cap), failed_in_window: 0, failed: 0, finished: 0 }
     }
 
     /// Adds one finished request (`failed`: it failed) and returns the evidence if a limit is

@@ -101,7 +101,13 @@ pub fn slope_t(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     let b = sxy / sxx;
     let sse: f64 = points.iter().map(|p| (p.1 - my - b * (p.0 - mx)).powi(2)).sum();
     let se = (sse / (n - 2.0) / sxx).sqrt();
-    let t = if se > 0.0 { b / se } else if b == 0.0 { 0.0 } else { f64::INFINITY * b.signum() };
+    let t = if se > 0.0 {
+        b / se
+    } else if b == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY * b.signum()
+    };
     Some((b, t))
 }
 
