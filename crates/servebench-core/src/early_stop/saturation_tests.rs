@@ -71,6 +71,9 @@ fn a_warm_up_ramp_then_plateau_does_not_fire() {
 #[test]
 fn long_context_steady_state_does_not_fire() {
     assert_eq!(run(900, 60.0, |t| t as u64, |t| (t as u64).min(60)), None);
+    let fixed = SaturationConfig { latency_windows: 0.0, ..SaturationConfig::default() };
+    let early = run_with(fixed, 900, 60.0, |t| t as u64, |t| (t as u64).min(60));
+    assert!(early.is_some(), "a fixed 30-s window would stop it: the widening is what holds");
 }
 
 /// A 60-s latency that saturates still fires, only later: in flight grows 0.5/s forever.
