@@ -3,6 +3,7 @@
 //! multi-turn conversations, LoRA adapters, `--duration` and `--stages`. The run calls in here
 //! at three points: building the workload, building the schedule, and annotating each request.
 
+pub mod cancellation;
 pub mod dispatch;
 pub mod lora;
 pub mod probe_requests;
@@ -406,5 +407,7 @@ pub fn session_run(
         tokenizer: Some(tokenizer.clone()),
         keep_text: cfg.keep_text,
         live,
+        prefill: shard::max_prefill_concurrency(cfg).map(|c| Arc::new(tokio::sync::Semaphore::new(c.max(1)))),
+        cancellation: cancellation::plan(cfg),
     })
 }

@@ -9,6 +9,7 @@ mod support;
 
 mod backends_e2e;
 mod calibrate;
+mod client_controls_e2e;
 mod cli_parity;
 mod dataset_flags_e2e;
 mod datasets_cli;
