@@ -7,13 +7,13 @@ use std::collections::VecDeque;
 /// Tunables of the saturation test (defaults in [`SaturationConfig::default`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SaturationConfig {
-    /// Shortest window, seconds; widened to `latency_windows` mean latencies.
+    /// Shortest window, seconds; widened to `service_windows` service times.
     pub window_s: f64,
-    /// The window spans at least this many mean latencies of the requests finished so far.
-    pub latency_windows: f64,
+    /// The window spans at least this many service times ([`Sample::service_s`]).
+    pub service_windows: f64,
     /// Least samples in each half of the window.
     pub min_samples: usize,
-    /// Least requests finished before any test (the mean latency must be known).
+    /// Least requests finished before any test (the service time must be known).
     pub min_finished: u64,
     /// Least t statistic of the in-flight slope (over the window and over its second half).
     pub min_t: f64,
@@ -29,7 +29,7 @@ impl Default for SaturationConfig {
     fn default() -> Self {
         SaturationConfig {
             window_s: 30.0,
-            latency_windows: 4.0,
+            service_windows: 4.0,
             min_samples: 10,
             min_finished: 5,
             min_t: 4.0,
@@ -40,14 +40,20 @@ impl Default for SaturationConfig {
     }
 }
 
-/// One observation: at `t_s` (seconds since the run's start) `arrived` requests had been sent
-/// and `finished` had ended (completed or failed), whose latencies sum to `latency_sum_s`.
+/// One observation: at `t_s` (seconds since the run's start) `arrived` requests were due (their
+/// scheduled send time had come) and `finished` had ended; `service_s` is the service-time
+/// estimate of the requests finished so far (docs/metrics.md: shortest TTFT + mean generation
+/// time), `None` while unknown.
+///
+/// The window is widened by the service time, not the latency: past capacity the latency grows
+/// with the queue (by 3/4 of the elapsed time at 4× capacity), so a window widened by latency
+/// grows faster than the run and is never full — the detector would never fire.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
     pub t_s: f64,
     pub arrived: u64,
     pub finished: u64,
-    pub latency_sum_s: f64,
+    pub service_s: Option<f64>,
 }
 
 impl Sample {
@@ -138,10 +144,10 @@ impl SaturationStop {
         }
     }
 
-    /// The window: `window_s`, widened to `latency_windows` mean latencies.
+    /// The window: `window_s`, widened to `service_windows` service times.
     fn window_s(&self, s: &Sample) -> f64 {
-        let mean = if s.finished > 0 { s.latency_sum_s / s.finished as f64 } else { 0.0 };
-        self.cfg.window_s.max(self.cfg.latency_windows * mean)
+        let service = s.service_s.filter(|v| v.is_finite() && *v > 0.0).unwrap_or(0.0);
+        self.cfg.window_s.max(self.cfg.service_windows * service)
     }
 
     /// One test over the window ending at the last sample.

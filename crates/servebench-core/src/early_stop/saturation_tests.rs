@@ -1,20 +1,21 @@
 use super::*;
 
-/// A run sampled once a second for `secs` seconds: `arrived(t)` sent, `in_flight(t)` still
-/// open, every finished request took `latency_s`. Returns the first firing.
+/// A run sampled once a second for `secs` seconds: `arrived(t)` due, `in_flight(t)` still
+/// open, the service time `service_s`. Returns the first firing.
 fn run(
     secs: u32,
-    latency_s: f64,
+    service_s: f64,
     arrived: impl Fn(f64) -> u64,
     in_flight: impl Fn(f64) -> u64,
 ) -> Option<SaturationEvidence> {
-    run_with(SaturationConfig::default(), secs, latency_s, arrived, in_flight)
+    run_with(SaturationConfig::default(), secs, |_| service_s, arrived, in_flight)
 }
 
+/// As [`run`], with the service time a function of time.
 fn run_with(
     cfg: SaturationConfig,
     secs: u32,
-    latency_s: f64,
+    service_s: impl Fn(f64) -> f64,
     arrived: impl Fn(f64) -> u64,
     in_flight: impl Fn(f64) -> u64,
 ) -> Option<SaturationEvidence> {
@@ -23,7 +24,7 @@ fn run_with(
         let t = f64::from(k);
         let a = arrived(t);
         let finished = a - in_flight(t).min(a);
-        d.observe(Sample { t_s: t, arrived: a, finished, latency_sum_s: finished as f64 * latency_s })
+        d.observe(Sample { t_s: t, arrived: a, finished, service_s: Some(service_s(t)) })
     })
 }
 
@@ -65,14 +66,14 @@ fn a_warm_up_ramp_then_plateau_does_not_fire() {
     assert_eq!(run(300, 2.0, |t| 10 * t as u64, |t| (2 * t as u64).min(20)), None);
 }
 
-/// Long context (GuideLLM #606): each request takes 60 s, 1/s arrive, so in flight climbs
-/// for a whole minute before the first finishes. The window widens to 4 × 60 s = 240 s, the
-/// ramp is over long before its second half, and nothing fires.
+/// Long context (GuideLLM #606): each request takes 60 s of service, 1/s arrive, so in flight
+/// climbs for a whole minute before the first finishes. The window widens to 4 × 60 s = 240 s,
+/// the ramp is over long before its second half, and nothing fires.
 #[test]
 fn long_context_steady_state_does_not_fire() {
     assert_eq!(run(900, 60.0, |t| t as u64, |t| (t as u64).min(60)), None);
-    let fixed = SaturationConfig { latency_windows: 0.0, ..SaturationConfig::default() };
-    let early = run_with(fixed, 900, 60.0, |t| t as u64, |t| (t as u64).min(60));
+    let fixed = SaturationConfig { service_windows: 0.0, ..SaturationConfig::default() };
+    let early = run_with(fixed, 900, |_| 60.0, |t| t as u64, |t| (t as u64).min(60));
     assert!(early.is_some(), "a fixed 30-s window would stop it: the widening is what holds");
 }
 
@@ -103,6 +104,25 @@ fn growth_must_persist_for_three_consecutive_tests() {
     let in_flight = |t: f64| if t <= 31.0 { 5 * t as u64 } else { 20 };
     assert_eq!(run(200, 1.0, |t| 10 * t as u64, in_flight), None);
     let two = SaturationConfig { persist: 2, ..SaturationConfig::default() };
-    let ev = run_with(two, 200, 1.0, |t| 10 * t as u64, in_flight).unwrap();
+    let ev = run_with(two, 200, |_| 1.0, |t| 10 * t as u64, in_flight).unwrap();
     assert_eq!(ev.detected_at_s, 30.0);
+}
+
+/// 4× capacity: the server finishes 2/s, 8/s arrive, in flight = 6 t, each request is served
+/// in 1 s. A request finishing at t arrived at t/4 and waited 3t/4, so the mean latency of the
+/// finished is about 3t/8 + 1 and 4 mean latencies = 1.5 t + 4 > t: a window widened by latency
+/// is never full and the detector never fired (the defect). Widened by the 1-s service time
+/// the window is 30 s: the test holds at 30, 31, 32 and fires, detected at 30, slope 6/s,
+/// in flight 0 → 180, arrivals 8/s, finishes 2/s.
+#[test]
+fn four_times_capacity_fires_after_one_window_when_widened_by_service_time() {
+    let (arrived, in_flight) = (|t: f64| 8 * t as u64, |t: f64| 6 * t as u64);
+    let ev = run(300, 1.0, arrived, in_flight).unwrap();
+    assert_eq!((ev.detected_at_s, ev.window_s), (30.0, 30.0));
+    assert!((ev.in_flight_slope_per_s - 6.0).abs() < 1e-9);
+    assert_eq!((ev.in_flight_start, ev.in_flight_end), (0, 180));
+    assert_eq!((ev.arrival_rate, ev.finish_rate), (8.0, 2.0));
+    let mean_latency = |t: f64| 3.0 * t / 8.0 + 1.0;
+    let by_latency = run_with(SaturationConfig::default(), 300, mean_latency, arrived, in_flight);
+    assert_eq!(by_latency, None, "widened by the growing latency the window is never full");
 }
