@@ -303,7 +303,8 @@ async fn run(
     // A compressed answer (the request asked for identity): decoded as it arrives.
     let coding = BodyDecoder::for_headers(&parts.headers);
     if !parts.status.is_success() {
-        let body = BodyRead { client, conn, incoming, coding: coding.ok().flatten(), timer, clock, prefill_slot };
+        let body =
+            BodyRead { client, conn, incoming, coding: coding.ok().flatten(), timer, clock, prefill_slot };
         body.error_status(parts.status, record).await;
         return;
     }

@@ -61,7 +61,12 @@ mod tests {
     fn prefill_wait_is_the_summary_of_every_recorded_wait_in_ms() {
         // Waits 0, 1000, 3000, 8000 µs over all outcomes; one record without a wait is left out.
         let mut recs = Vec::new();
-        for (w, o) in [(0, Outcome::Completed), (1000, Outcome::Failed), (3000, Outcome::Cancelled), (8000, Outcome::Completed)] {
+        for (w, o) in [
+            (0, Outcome::Completed),
+            (1000, Outcome::Failed),
+            (3000, Outcome::Cancelled),
+            (8000, Outcome::Completed),
+        ] {
             let mut r = rec(o);
             r.prefill_wait_us = Some(w);
             recs.push(r);

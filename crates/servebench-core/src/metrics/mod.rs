@@ -6,13 +6,13 @@
 //! totals and throughputs; exact peaks; goodput. Latency statistics cover completed requests only.
 //! Every latency summary in [`RunMetrics`] is in **milliseconds**.
 
+mod client_controls;
 pub mod groups;
 mod peaks;
 mod request;
 mod steady_state;
 mod token_accounting;
 mod ttfo;
-mod client_controls;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,11 +20,11 @@ use crate::error::{BenchError, Result};
 use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
 use crate::stats::{summary_weighted, Summary};
 
+pub use client_controls::{prefill_wait_ms, DesignedCancellation};
 pub use peaks::{peak_overlap, peak_rate, peak_window_sum, WINDOW_US};
 pub use request::{is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes};
 pub use steady_state::{steady_state, LoadMode, NoSteadyState, SteadyState, SteadyStateConfig};
 pub use token_accounting::{CountDiscrepancy, TokenAccounting, OUTPUT_DISAGREEMENT_WARN};
-pub use client_controls::{prefill_wait_ms, DesignedCancellation};
 pub use ttfo::{output_split, ttfo_us, OutputSplit};
 
 /// A latency metric `--percentile-metrics` can select (vLLM names).

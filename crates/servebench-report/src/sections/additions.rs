@@ -91,7 +91,10 @@ pub fn console(out: &mut String, info: &RunInfo, m: &RunMetrics) {
     schedule_anchored(out, regime, m);
     if let Some(w) = &m.prefill_wait {
         banner(out, "Prefill-slot wait (--max-prefill-concurrency)", '-');
-        caption(out, "time waiting for a prefill slot; in queue time and the schedule-anchored view, not in TTFT");
+        caption(
+            out,
+            "time waiting for a prefill slot; in queue time and the schedule-anchored view, not in TTFT",
+        );
         stats_section_rows(out, "Prefill Wait", w);
     }
     client_health(out, info);
@@ -106,9 +109,15 @@ fn outcomes(out: &mut String, m: &RunMetrics) {
         row_int(
             out,
             "Cancelled by design:",
-            format!("{} of {} chosen ({} completed first, {} failed)", d.cancelled, d.selected, d.completed, d.failed),
+            format!(
+                "{} of {} chosen ({} completed first, {} failed)",
+                d.cancelled, d.selected, d.completed, d.failed
+            ),
         );
-        caption(out, "--request-cancellation-rate: abandoned on purpose, counted in Cancelled, not in latencies");
+        caption(
+            out,
+            "--request-cancellation-rate: abandoned on purpose, counted in Cancelled, not in latencies",
+        );
     }
     for &(k, n) in m.failures_by_kind.iter().filter(|(_, n)| *n > 0) {
         row_int(out, &format!("Failed ({}):", k.as_str()), n);

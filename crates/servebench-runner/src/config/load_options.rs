@@ -26,6 +26,8 @@ pub struct LoadOptions {
     pub max_prefill_concurrency: Option<usize>,
     /// `--request-cancellation-rate` (percent, > 0) and `--request-cancellation-delay`.
     pub cancellation: Option<(f64, Duration)>,
+    /// `--detect-saturation`, `--max-error-rate`, `--max-errors` (crate::load::early_stop).
+    pub early_stop: crate::load::early_stop::EarlyStopOptions,
 }
 
 /// How adapters are assigned.

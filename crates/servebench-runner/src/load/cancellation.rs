@@ -32,7 +32,11 @@ impl CancellationPlan {
 
 /// The run's cancellation plan (`None` without `--request-cancellation-rate`).
 pub fn plan(cfg: &crate::config::RunConfig) -> Option<CancellationPlan> {
-    cfg.load.cancellation.map(|(rate_percent, delay)| CancellationPlan { rate_percent, delay, seed: cfg.seed })
+    cfg.load.cancellation.map(|(rate_percent, delay)| CancellationPlan {
+        rate_percent,
+        delay,
+        seed: cfg.seed,
+    })
 }
 
 /// SplitMix64's finalizer: a well-mixed 64-bit value of `x`.

@@ -215,9 +215,13 @@ async fn gate_in_order<E, Fut, C>(
 {
     let mut tasks = JoinSet::new();
     while let Some(release) = queue.recv().await {
-        let Some((permit, release)) = pass_gates(&gates, clock, release, &stop).await.map_err(|r| {
-            let _ = sink.send(cancelled(r));
-        }).ok() else {
+        let Some((permit, release)) = pass_gates(&gates, clock, release, &stop)
+            .await
+            .map_err(|r| {
+                let _ = sink.send(cancelled(r));
+            })
+            .ok()
+        else {
             continue;
         };
         // Boxed: the executor's future is large (connect, TLS and HTTP state).
@@ -300,7 +304,8 @@ where
     Fut: Future<Output = RequestRecord> + Send + 'static,
 {
     let execute = Arc::new(execute);
-    let prefill = Gates { concurrency: None, prefill: max_prefill.map(|c| Arc::new(Semaphore::new(c.max(1)))) };
+    let prefill =
+        Gates { concurrency: None, prefill: max_prefill.map(|c| Arc::new(Semaphore::new(c.max(1)))) };
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<()>();
     let mut stats = DispatchStats::default();
     let mut tasks = JoinSet::new();
@@ -311,7 +316,8 @@ where
         let Some(k) = stages.iter().position(|&(_, end)| now_us < end) else { break };
         let (limit, end) = stages[k];
         while in_flight < limit {
-            let release = Release { gate_us: Some(now_us), ..Release::new(next, now_us, now_us, Some(k as u32)) };
+            let release =
+                Release { gate_us: Some(now_us), ..Release::new(next, now_us, now_us, Some(k as u32)) };
             stats.lateness_us.push(0);
             let (execute, sink, done) = (execute.clone(), sink.clone(), done_tx.clone());
             let prefill = prefill.clone();
@@ -378,7 +384,8 @@ mod tests {
     async fn gate_pass_order(offsets_us: Vec<u64>) -> Vec<usize> {
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let n = offsets_us.len();
-        let plan = DispatchPlan { offsets_us: offsets_us.into(), max_concurrency: Some(3), max_prefill: None };
+        let plan =
+            DispatchPlan { offsets_us: offsets_us.into(), max_concurrency: Some(3), max_prefill: None };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
@@ -421,7 +428,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn gate_times_are_monotone_in_schedule_order_whatever_the_connects_do() {
         for run in 0..40u64 {
-            let plan = DispatchPlan { offsets_us: vec![0; 12].into(), max_concurrency: Some(3), max_prefill: None };
+            let plan =
+                DispatchPlan { offsets_us: vec![0; 12].into(), max_concurrency: Some(3), max_prefill: None };
             let (tx, rx) = mpsc::unbounded_channel();
             let stop = CancellationToken::new();
             let _h = stop.clone();
@@ -453,8 +461,11 @@ mod tests {
 
     #[tokio::test]
     async fn every_request_yields_exactly_one_record() {
-        let plan =
-            DispatchPlan { offsets_us: (0..50u64).map(|i| i * 100).collect(), max_concurrency: Some(4), max_prefill: None };
+        let plan = DispatchPlan {
+            offsets_us: (0..50u64).map(|i| i * 100).collect(),
+            max_concurrency: Some(4),
+            max_prefill: None,
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
@@ -478,7 +489,8 @@ mod tests {
     async fn gate_bounds_concurrency() {
         let in_flight = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
-        let plan = DispatchPlan { offsets_us: vec![0; 40].into(), max_concurrency: Some(3), max_prefill: None };
+        let plan =
+            DispatchPlan { offsets_us: vec![0; 40].into(), max_concurrency: Some(3), max_prefill: None };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
@@ -508,7 +520,8 @@ mod tests {
     #[tokio::test]
     async fn all_due_arrivals_are_released_in_one_wakeup() {
         // 20 arrivals at the same instant: all are released at the same time.
-        let plan = DispatchPlan { offsets_us: vec![5_000; 20].into(), max_concurrency: None, max_prefill: None };
+        let plan =
+            DispatchPlan { offsets_us: vec![5_000; 20].into(), max_concurrency: None, max_prefill: None };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();

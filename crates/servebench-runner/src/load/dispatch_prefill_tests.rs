@@ -42,11 +42,19 @@ fn record_for(r: &Release, outcome: Outcome) -> RequestRecord {
 
 /// Runs `paths` (one request each, all due at once) through the gates; returns the records,
 /// the most slots held at once, and the slots free at the end (`None`: no request got one).
-fn run(paths: Vec<Path>, concurrency: Option<usize>, prefill: usize) -> (Vec<RequestRecord>, usize, Option<usize>) {
+fn run(
+    paths: Vec<Path>,
+    concurrency: Option<usize>,
+    prefill: usize,
+) -> (Vec<RequestRecord>, usize, Option<usize>) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
     rt.block_on(async move {
         let n = paths.len();
-        let plan = DispatchPlan { offsets_us: vec![0; n].into(), max_concurrency: concurrency, max_prefill: Some(prefill) };
+        let plan = DispatchPlan {
+            offsets_us: vec![0; n].into(),
+            max_concurrency: concurrency,
+            max_prefill: Some(prefill),
+        };
         let (tx, mut rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let holding = Arc::new(AtomicUsize::new(0));

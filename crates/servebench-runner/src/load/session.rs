@@ -19,7 +19,9 @@ use http::{HeaderName, HeaderValue};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Deserialize;
-use servebench_client::request::{execute_controlled, ExecOptions, PreparedBody, RequestControls, RequestTarget};
+use servebench_client::request::{
+    execute_controlled, ExecOptions, PreparedBody, RequestControls, RequestTarget,
+};
 use servebench_client::transport::HttpClient;
 use servebench_core::{
     BenchError, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer, Workload,

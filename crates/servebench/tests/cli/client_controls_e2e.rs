@@ -105,7 +105,11 @@ async fn prefill_cap_bounds_requests_between_dispatch_and_first_token() {
     assert!(json["p99_prefill_wait_ms"].is_f64());
     // The wait is before dispatch: inside the response view and queue time, outside TTFT.
     for r in &recs {
-        let (i, g, d) = (r["intended_us"].as_u64().unwrap(), r["gate_us"].as_u64().unwrap(), r["dispatched_us"].as_u64().unwrap());
+        let (i, g, d) = (
+            r["intended_us"].as_u64().unwrap(),
+            r["gate_us"].as_u64().unwrap(),
+            r["dispatched_us"].as_u64().unwrap(),
+        );
         assert!(i + r["prefill_wait_us"].as_u64().unwrap() <= g && g <= d, "{r}");
     }
 
@@ -126,20 +130,38 @@ async fn cancellation_by_design_abandons_the_chosen_requests_and_the_server_stop
     let addr = sim.local_addr();
     let dir = tempfile::tempdir().unwrap();
     let args = [
-        "--num-prompts", "12", "--random-input-len", "32", "--random-output-len", "400", "--ignore-eos",
-        "--request-cancellation-rate", "50", "--request-cancellation-delay", "0.3", "--seed", "3",
+        "--num-prompts",
+        "12",
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "400",
+        "--ignore-eos",
+        "--request-cancellation-rate",
+        "50",
+        "--request-cancellation-delay",
+        "0.3",
+        "--seed",
+        "3",
     ];
     let (json, recs) = run(addr, dir.path(), &args).await;
     let chosen: Vec<&Value> = recs.iter().filter(|r| r["cancel_after_us"] == 300_000).collect();
     assert!(!chosen.is_empty() && chosen.len() < 12, "a seeded share is chosen: {}", chosen.len());
-    assert!(chosen.iter().all(|r| r["outcome"] == "cancelled" && r["cancelled_by"] == "by_design"), "{chosen:?}");
+    assert!(
+        chosen.iter().all(|r| r["outcome"] == "cancelled" && r["cancelled_by"] == "by_design"),
+        "{chosen:?}"
+    );
     let others = recs.iter().filter(|r| r.get("cancel_after_us").is_none());
     assert!(others.clone().all(|r| r["outcome"] == "completed"));
     let n = chosen.len() as u64;
     assert_eq!(json["cancelled_by_design"], n);
     assert_eq!(json["request_cancellation"]["selected"], n);
     assert_eq!(json["cancelled"], n);
-    assert_eq!(json["completed"].as_u64().unwrap() + json["failed"].as_u64().unwrap() + n, 12, "counts add up");
+    assert_eq!(
+        json["completed"].as_u64().unwrap() + json["failed"].as_u64().unwrap() + n,
+        12,
+        "counts add up"
+    );
     assert_eq!(json["completed"].as_u64().unwrap(), 12 - n);
     // The server saw each abandonment: no end of response, fewer tokens than planned.
     let truth = sim.ground_truth();
@@ -172,10 +194,17 @@ fn bad_client_control_combinations_are_coded_errors_before_anything_is_sent() {
     let (code, err) = case(&["--max-concurrency", "2", "--max-prefill-concurrency", "3"]);
     assert!(code == Some(2) && err.contains("SB123"), "{err}");
     let (code, err) = case(&["--request-cancellation-rate", "10"]);
-    assert!(code == Some(2) && err.contains("SB124") && err.contains("--request-cancellation-delay"), "{err}");
+    assert!(
+        code == Some(2) && err.contains("SB124") && err.contains("--request-cancellation-delay"),
+        "{err}"
+    );
     let (code, err) = case(&["--request-cancellation-delay", "0.5"]);
     assert!(code == Some(2) && err.contains("SB124"), "{err}");
-    for bad in [["--request-cancellation-rate", "0"], ["--request-cancellation-rate", "101"], ["--max-prefill-concurrency", "0"]] {
+    for bad in [
+        ["--request-cancellation-rate", "0"],
+        ["--request-cancellation-rate", "101"],
+        ["--max-prefill-concurrency", "0"],
+    ] {
         let (code, err) = case(&bad);
         assert!(code == Some(2) && err.contains("SB101"), "{bad:?}: {err}");
     }
