@@ -215,3 +215,26 @@ fn a_saturated_point_ends_the_rate_sweep() {
     assert_eq!(s["label"], "rate 80.0");
     assert!(text(&out.stdout).contains("stopped early: the experiment stops here (1 later points not run)"));
 }
+
+/// Early-stop flags that cannot work are coded errors before anything is sent (exit 2): a
+/// tuning flag alone (SB140), saturation without an arrival schedule (SB141), an error window
+/// longer than the run (SB142), and values out of range (SB101).
+#[test]
+fn early_stop_flags_that_cannot_work_are_coded_errors() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--saturation-window", "10"], "error[SB140]"),
+        (&["--max-error-rate-window", "10"], "error[SB140]"),
+        (&["--detect-saturation"], "error[SB141]"),
+        (&["--request-rate", "5", "--max-error-rate", "0.5"], "error[SB142]"),
+        (&["--max-error-rate", "1"], "error[SB101]: invalid --max-error-rate"),
+        (&["--request-rate", "5", "--detect-saturation", "--saturation-window", "0.5"], "error[SB101]"),
+    ];
+    for (flags, want) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec!["--num-prompts", "12"];
+        args.extend_from_slice(flags);
+        let out = run(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", both(&out));
+        assert!(text(&out.stderr).contains(want), "{flags:?}: {}", both(&out));
+    }
+}
