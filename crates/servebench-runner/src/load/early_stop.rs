@@ -7,9 +7,8 @@
 //! run's stop signals (`crate::load::stops`) then stop releasing requests, and cancel those in
 //! flight when `--on-interrupt cancel`, with `cancelled_by: early_stop`.
 
-use servebench_core::early_stop::{
-    EarlyStopReport, ErrorRateConfig, ErrorRateStop, Sample, SaturationConfig, SaturationStop,
-};
+pub use crate::config::load_options::EarlyStopOptions;
+use servebench_core::early_stop::{EarlyStopReport, ErrorRateStop, Sample, SaturationStop};
 use servebench_core::metrics::RequestTimes;
 use servebench_core::{CancelReason, Outcome, RequestRecord, RunClock};
 use std::collections::VecDeque;
@@ -17,21 +16,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// The early-stop options of a run (both off by default).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct EarlyStopOptions {
-    /// `--detect-saturation` (with `--saturation-window` as its shortest window).
-    pub saturation: Option<SaturationConfig>,
-    /// `--max-error-rate` / `--max-error-rate-window` / `--max-errors`.
-    pub errors: Option<ErrorRateConfig>,
-}
-
-impl EarlyStopOptions {
-    pub fn enabled(&self) -> bool {
-        self.saturation.is_some() || self.errors.is_some()
-    }
-}
 
 /// The service-time estimate of the finished requests (docs/metrics.md, "Early stop"):
 /// shortest TTFT + mean generation time (E2EL − TTFT) of the completed requests with a first
@@ -201,6 +185,7 @@ impl EarlyStop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use servebench_core::early_stop::ErrorRateConfig;
     use servebench_core::{ErrorKind, RequestError};
 
     #[test]
