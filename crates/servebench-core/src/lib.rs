@@ -3,6 +3,7 @@
 //! tested on hand-computed inputs.
 
 pub mod clock;
+pub mod early_stop;
 pub mod error;
 pub mod flag_values;
 pub mod inference;

@@ -34,6 +34,9 @@ pub enum CancelReason {
     /// Cancelled by design: the workload chose it (`--request-cancellation-rate`) and it was
     /// still running when its delay (`--request-cancellation-delay`) ran out.
     ByDesign,
+    /// The run stopped early (`--detect-saturation`, `--max-error-rate`, `--max-errors`): not
+    /// sent after the stop, or (`--on-interrupt cancel`) stopped in flight.
+    EarlyStop,
 }
 
 impl CancelReason {
@@ -44,6 +47,7 @@ impl CancelReason {
             CancelReason::DurationEnd => "the run's duration ended",
             CancelReason::SecondInterrupt => "abandoned at a second interrupt",
             CancelReason::ByDesign => "by design (--request-cancellation-rate)",
+            CancelReason::EarlyStop => "the run stopped early (saturation or errors)",
         }
     }
 

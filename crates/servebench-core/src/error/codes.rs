@@ -6,7 +6,7 @@
 //! doc with `UPDATE_DOCS=1 cargo test -p servebench-core --lib`.
 //!
 //! Exit codes: 2 = bad flags or configuration (nothing was sent), 3 = too many failed
-//! requests, 1 = every other error.
+//! requests, 4 = stopped early (saturation, error limit), 1 = every other error.
 
 use super::Cause;
 
@@ -88,6 +88,27 @@ error_table! {
         title: "cancellation by design needs both its rate and its delay",
         error: CancellationIncomplete { given: String, missing: String },
         message: "{given} was given without {missing}; fix: pass both --request-cancellation-rate PERCENT and --request-cancellation-delay SECONDS",
+    }
+    /// SB140: an early-stop tuning flag without the stop it tunes.
+    SB140 EarlyStopFlagAlone {
+        exit: 2,
+        title: "early-stop option without its stop",
+        error: EarlyStopFlagAlone { given: String, needs: String },
+        message: "{given} tunes {needs}, which was not given, so it would change nothing; fix: add {needs}, or drop {given}",
+    }
+    /// SB141: `--detect-saturation` on a load whose arrivals do not come from a schedule.
+    SB141 SaturationNeedsSchedule {
+        exit: 2,
+        title: "saturation detection without an arrival schedule",
+        error: SaturationNeedsSchedule { load: String },
+        message: "--detect-saturation compares the requests due by the schedule with those finished, and {load} has no schedule (requests are sent as others finish, so arrivals can never outpace finishes); fix: give a finite --request-rate (or a timed trace, or --stages RATE:SECONDS), or drop --detect-saturation",
+    }
+    /// SB142: the `--max-error-rate` window is longer than the run, so the rate is never tested.
+    SB142 ErrorWindowTooLong {
+        exit: 2,
+        title: "error-rate window longer than the run",
+        error: ErrorWindowTooLong { window: u64, requests: u64 },
+        message: "--max-error-rate is tested over the last {window} finished requests, and the run sends only {requests}, so it would never be tested; fix: pass --max-error-rate-window of at most {requests}, or --max-errors N for an absolute limit",
     }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).
@@ -311,6 +332,20 @@ error_table! {
         title: "failure rate exceeded",
         error: FailureRate { failed: u64, total: u64, rate: f64, limit: f64 },
         message: "{failed} of {total} requests failed ({rate:.1}%), above --max-failure-rate {limit:.1}%",
+    }
+    /// SB143: the run stopped early: the server was saturated (`--detect-saturation`).
+    SB143 StoppedSaturated {
+        exit: 4,
+        title: "stopped early: server saturated",
+        error: StoppedSaturated { from_s: f64, arrival_rate: f64, finish_rate: f64, not_sent: u64 },
+        message: "the run stopped early: the server was saturated from {from_s:.1} s ({arrival_rate:.2} requests/s arrived, {finish_rate:.2}/s finished); {not_sent} requests were not sent; results written (early_stop in the result)",
+    }
+    /// SB144: the run stopped early: too many requests failed (`--max-error-rate`, `--max-errors`).
+    SB144 StoppedErrors {
+        exit: 4,
+        title: "stopped early: error limit exceeded",
+        error: StoppedErrors { from_s: f64, failed: u64, over: u64, not_sent: u64 },
+        message: "the run stopped early at {from_s:.1} s: {failed} of {over} finished requests failed, above the error limit; {not_sent} requests were not sent; results written (early_stop in the result)",
     }
     /// SB602: the run finished without a single successful request.
     SB602 NoSuccess {

@@ -37,9 +37,11 @@ pub fn exit_codes_text() -> String {
   1    the run failed: a coded error, or no request succeeded (SB602; results written)
   2    bad flags or configuration ({}); nothing sent
   3    finished, but more requests failed than --max-failure-rate allows ({}; results written)
+  4    stopped early: --detect-saturation or --max-error-rate/--max-errors fired ({}; results written)
   130  interrupted by Ctrl-C/SIGTERM (results written for what finished)",
         with_exit(2),
-        with_exit(3)
+        with_exit(3),
+        with_exit(4)
     )
 }
 
@@ -189,8 +191,13 @@ mod tests {
         assert_eq!(ErrorCode::FailureRate.exit_code(), 3);
         assert_eq!(ErrorCode::NoSuccess.exit_code(), 1);
         let text = exit_codes_text();
-        assert!(text.contains("(SB101, SB102, SB110-SB113, SB120-SB124); nothing sent"), "{text}");
+        assert!(
+            text.contains("(SB101, SB102, SB110-SB113, SB120-SB124, SB140-SB142); nothing sent"),
+            "{text}"
+        );
         assert!(text.contains("allows (SB601; results written)"), "{text}");
+        assert!(text.contains("fired (SB143, SB144; results written)"), "{text}");
+        assert_eq!(ErrorCode::StoppedSaturated.exit_code(), 4);
     }
 
     #[test]

@@ -48,6 +48,21 @@ pub struct BestPoint {
     pub value: f64,
 }
 
+/// The point of a sweep or multi-run whose run stopped early, which ended the experiment: the
+/// points after it were not run (its own `early_stop` block has the evidence).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoppedEarly {
+    /// Its index among the points run, and its label.
+    pub index: usize,
+    pub label: String,
+    /// `saturation` or `error_rate`.
+    pub reason: String,
+    /// Seconds into the point's run when the stop was detected.
+    pub detected_at_s: f64,
+    /// Points planned after it and not run.
+    pub points_not_run: usize,
+}
+
 /// A concurrency or rate sweep (`servebench_experiment: sweep`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SweepDocument {
@@ -56,6 +71,9 @@ pub struct SweepDocument {
     /// `max_concurrency` or `request_rate`.
     pub sweep_parameter: String,
     pub interrupted: bool,
+    /// `stopped_early`: the point whose run stopped early (saturation, errors) ended the sweep;
+    /// `null` when none did.
+    pub stopped_early: Option<StoppedEarly>,
     pub summary: Vec<SummaryRow>,
     /// `points` before `best`, the order sweep documents have always had.
     pub points: Vec<PointDocument>,
@@ -70,6 +88,8 @@ pub struct MultiRunDocument {
     pub num_runs: usize,
     pub same_seed: bool,
     pub interrupted: bool,
+    /// As a sweep's: the run that stopped early ended the repetitions.
+    pub stopped_early: Option<StoppedEarly>,
     pub request_rate: String,
     pub max_concurrency: Option<usize>,
     pub summary: Summary,

@@ -10,7 +10,7 @@ mod run;
 
 pub use experiment::{
     BestPoint, ExperimentHeader, MultiRunDocument, PointDocument, SearchCriterion, SearchDocument,
-    SearchStep, SloDocument, SweepDocument, WrittenExperiment,
+    SearchStep, SloDocument, StoppedEarly, SweepDocument, WrittenExperiment,
 };
 pub use merged::MergedDocument;
 pub use run::{RunDocument, ServerTokenizeDoc};

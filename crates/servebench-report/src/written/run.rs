@@ -22,6 +22,8 @@ pub struct RunDocument {
     pub records_file: Option<String>,
     /// `interrupted`: the run was stopped early (Ctrl-C / SIGTERM).
     pub interrupted: bool,
+    /// `early_stop`: always written, `null` unless the run stopped early (docs/metrics.md).
+    pub early_stop: Option<servebench_core::early_stop::EarlyStopReport>,
     /// The group sections' keys (`per_turn_metrics`, `stages`, `schedule_lag`, ...;
     /// `crate::sections::groups::result_keys`).
     pub groups: Map<String, Value>,
@@ -65,6 +67,7 @@ impl RunDocument {
             o.insert("records_file".into(), Value::from(r.clone()));
         }
         o.insert("interrupted".into(), Value::Bool(self.interrupted));
+        o.insert("early_stop".into(), serde_json::to_value(&self.early_stop).unwrap_or(Value::Null));
         o.extend(self.groups.clone());
         o.insert("steady_state".into(), self.steady_state.as_ref().map_or(Value::Null, steady_state_json));
         if let Some(reason) = &self.steady_state_reason {
@@ -113,6 +116,7 @@ mod tests {
             result,
             records_file: Some("r.jsonl".into()),
             interrupted: true,
+            early_stop: None,
             groups,
             steady_state: None,
             steady_state_reason: Some("too short".into()),
@@ -129,6 +133,7 @@ mod tests {
                 "completed",
                 "records_file",
                 "interrupted",
+                "early_stop",
                 "stages",
                 "steady_state",
                 "steady_state_reason",
@@ -140,6 +145,7 @@ mod tests {
         assert_eq!(doc.metrics().completed, Some(3.0));
         let bare = RunDocument::default().to_value();
         let keys: Vec<&String> = bare.as_object().into_iter().flat_map(|o| o.keys()).collect();
-        assert_eq!(keys, ["interrupted", "steady_state"]);
+        assert_eq!(keys, ["interrupted", "early_stop", "steady_state"]);
+        assert!(v["early_stop"].is_null(), "null when the run did not stop early");
     }
 }

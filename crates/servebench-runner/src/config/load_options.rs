@@ -26,6 +26,23 @@ pub struct LoadOptions {
     pub max_prefill_concurrency: Option<usize>,
     /// `--request-cancellation-rate` (percent, > 0) and `--request-cancellation-delay`.
     pub cancellation: Option<(f64, Duration)>,
+    /// `--detect-saturation`, `--max-error-rate`, `--max-errors` (crate::load::early_stop).
+    pub early_stop: EarlyStopOptions,
+}
+
+/// The early-stop options of a run (both off by default).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct EarlyStopOptions {
+    /// `--detect-saturation` (with `--saturation-window` as its shortest window).
+    pub saturation: Option<servebench_core::early_stop::SaturationConfig>,
+    /// `--max-error-rate` / `--max-error-rate-window` / `--max-errors`.
+    pub errors: Option<servebench_core::early_stop::ErrorRateConfig>,
+}
+
+impl EarlyStopOptions {
+    pub fn enabled(&self) -> bool {
+        self.saturation.is_some() || self.errors.is_some()
+    }
 }
 
 /// How adapters are assigned.

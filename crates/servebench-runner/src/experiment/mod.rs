@@ -39,6 +39,8 @@ pub struct ExperimentOutcome {
     pub interrupted: bool,
     /// The first point without one successful request (SB602), when nothing else succeeded.
     pub no_success: Option<BenchError>,
+    /// The sweep or multi-run point that stopped early and ended the experiment (SB143, SB144).
+    pub early_stop: Option<BenchError>,
 }
 
 /// Checks what an experiment cannot be combined with and returns the points known before
@@ -178,6 +180,7 @@ impl PreparedExperiment {
             percentiles,
             verbose,
             no_success: std::sync::Mutex::new(None),
+            early_stop: std::sync::Mutex::new(None),
             points_run: std::sync::atomic::AtomicU64::new(0),
             observer,
         };
@@ -204,7 +207,8 @@ impl PreparedExperiment {
         let interrupted = doc.interrupted();
         save(&ctx, &exp, &doc, csv.as_deref())?;
         let no_success = ctx.no_success.into_inner().unwrap_or_else(|e| e.into_inner());
-        Ok(ExperimentOutcome { interrupted, no_success })
+        let early_stop = ctx.early_stop.into_inner().unwrap_or_else(|e| e.into_inner());
+        Ok(ExperimentOutcome { interrupted, no_success, early_stop })
     }
 }
 

@@ -34,6 +34,8 @@ pub struct Ctx {
     pub verbose: bool,
     /// The first point without a successful request (SB602: the experiment exits 1).
     pub no_success: std::sync::Mutex<Option<servebench_core::BenchError>>,
+    /// The first sweep or multi-run point that stopped early (SB143, SB144: exit 4).
+    pub early_stop: std::sync::Mutex<Option<servebench_core::BenchError>>,
     /// Points run so far (the index of the next one: it seeds the point's own prompts).
     pub points_run: std::sync::atomic::AtomicU64,
     /// Where status lines, point blocks and tables go (the library never prints).
@@ -166,6 +168,9 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
         if let Some(s) = &results.server_side.server {
             ctx.say(&server::console_block(s));
         }
+    }
+    if let Some(e) = &results.out.early_stop {
+        ctx.say(&format!("{}: {}", spec.label, e.console_line()));
     }
     for p in results.server_side.profile.iter().flat_map(|p| &p.warnings) {
         ctx.say(&format!("warning: {p}"));

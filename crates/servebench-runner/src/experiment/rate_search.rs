@@ -42,6 +42,10 @@ fn verdict(p: &PointOutcome, slos: Option<&Vec<SloBound>>, a: &SearchOptions) ->
         _ => None,
     };
     let mut reasons = Vec::new();
+    // A point that stopped early (saturation, errors) fails: the search goes below it.
+    if let Some(e) = &p.result.early_stop {
+        reasons.push(format!("stopped early: {} from {:.1} s", e.reason.as_str(), e.detected_at_s));
+    }
     if p.metrics.failed > 0 {
         reasons.push(format!("{} requests failed", p.metrics.failed));
     }

@@ -4,12 +4,15 @@ use super::config::Experiment;
 use super::header;
 use super::point::{run_point, Ctx, PointOutcome, PointSpec};
 use crate::prepare::failure_codes;
+use crate::results::assemble::early_stop_error;
 use servebench_core::Result;
 use servebench_report::document::Metrics;
 use servebench_report::sections::experiment::{
     best, csv, multi_run_summary, multi_run_table, summary_row, table, SummaryRow,
 };
-use servebench_report::written::{BestPoint, MultiRunDocument, SweepDocument, WrittenExperiment};
+use servebench_report::written::{
+    BestPoint, MultiRunDocument, StoppedEarly, SweepDocument, WrittenExperiment,
+};
 
 /// A concurrency or rate sweep: every point in turn, then the summary table and the best point.
 /// Returns the document and its summary CSV.
@@ -22,10 +25,12 @@ pub async fn sweep(
     ctx.say(&format!("{title:=^50}"));
     let total = specs.len();
     let mut points = Vec::new();
+    let mut stopped_early = None;
     for (i, spec) in specs.into_iter().enumerate() {
         ctx.say(&format!("{:-^50}", format!(" Run {}/{total}: {} ", i + 1, spec.label)));
         let p = run_point(ctx, spec).await?;
-        let stop = p.interrupted || stops_without_success(ctx, &p);
+        stopped_early = stopped_early.or_else(|| stops_early(ctx, &p, i, total - i - 1));
+        let stop = p.interrupted || stopped_early.is_some() || stops_without_success(ctx, &p);
         points.push(p);
         if stop {
             break;
@@ -47,6 +52,7 @@ pub async fn sweep(
         header: header(ctx, &Experiment::SweepRate { values: Vec::new() }),
         sweep_parameter: if by_conc { "max_concurrency" } else { "request_rate" }.to_owned(),
         interrupted: points.iter().any(|p| p.interrupted),
+        stopped_early,
         summary: rows,
         points: points.iter().map(PointOutcome::document).collect(),
         best: best.map(|(i, key, value)| BestPoint {
@@ -68,10 +74,13 @@ pub async fn multi_run(
 ) -> Result<WrittenExperiment> {
     ctx.say(&format!("{:=^50}", format!(" Multi-Run Benchmark ({runs} runs) ")));
     let mut points = Vec::new();
-    for spec in specs {
+    let mut stopped_early = None;
+    let total = specs.len();
+    for (i, spec) in specs.into_iter().enumerate() {
         ctx.say(&format!("{:-^50}", format!(" {} (seed {}) ", spec.label, spec.seed)));
         let p = run_point(ctx, spec).await?;
-        let stop = p.interrupted || stops_without_success(ctx, &p);
+        stopped_early = stopped_early.or_else(|| stops_early(ctx, &p, i, total - i - 1));
+        let stop = p.interrupted || stopped_early.is_some() || stops_without_success(ctx, &p);
         points.push(p);
         if stop {
             break;
@@ -85,6 +94,7 @@ pub async fn multi_run(
         num_runs: points.len(),
         same_seed,
         interrupted: points.iter().any(|p| p.interrupted),
+        stopped_early,
         request_rate: servebench_report::info::python_float(ctx.base.rate.request_rate),
         max_concurrency: ctx.base.max_concurrency,
         summary,
@@ -103,4 +113,23 @@ fn stops_without_success(ctx: &Ctx, p: &PointOutcome) -> bool {
         }
         None => false,
     }
+}
+
+/// A point whose run stopped early (saturation, errors) ends a sweep or multi-run: the points
+/// after it would only be more saturated (or fail the same way). The stop's error (SB143,
+/// SB144) is kept for the exit code (4).
+fn stops_early(ctx: &Ctx, p: &PointOutcome, index: usize, after: usize) -> Option<StoppedEarly> {
+    let e = p.result.early_stop.as_ref()?;
+    ctx.say(&format!(
+        "{} stopped early: the experiment stops here ({after} later points not run)",
+        p.spec.label
+    ));
+    ctx.early_stop.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(early_stop_error(e));
+    Some(StoppedEarly {
+        index,
+        label: p.spec.label.clone(),
+        reason: e.reason.as_str().to_owned(),
+        detected_at_s: e.detected_at_s,
+        points_not_run: after,
+    })
 }

@@ -5,6 +5,7 @@
 
 pub mod cancellation;
 pub mod dispatch;
+pub mod early_stop;
 pub mod lora;
 pub mod probe_requests;
 pub mod session;

@@ -73,14 +73,16 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Derives [`RunStops`] from the user's stop signals and an optional end instant, noting in
-/// `reasons` why each signal was raised.
+/// Derives [`RunStops`] from the user's stop signals, an optional end instant and an optional
+/// early stop (`early`: raised by `crate::load::early_stop`, handled as an interrupt is, per
+/// `--on-interrupt`), noting in `reasons` why each signal was raised.
 pub fn run_stops(
     user: Interrupts,
     cancel_on_interrupt: bool,
     end: Option<Instant>,
     cancel_at_end: bool,
     reasons: StopReasons,
+    early: Option<CancellationToken>,
 ) -> RunStops {
     let release = CancellationToken::new();
     let cancel = CancellationToken::new();
@@ -99,6 +101,14 @@ pub fn run_stops(
             }
         };
         tokio::pin!(sleep);
+        let early_stop = async {
+            match &early {
+                Some(t) => t.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(early_stop);
+        let mut early_done = early.is_none();
         loop {
             tokio::select! {
                 _ = abandon.cancelled() => {
@@ -111,6 +121,14 @@ pub fn run_stops(
                     raise_release(CancelReason::Interrupt);
                     if cancel_on_interrupt {
                         raise_cancel(CancelReason::Interrupt);
+                        break;
+                    }
+                }
+                _ = &mut early_stop, if !early_done => {
+                    early_done = true;
+                    raise_release(CancelReason::EarlyStop);
+                    if cancel_on_interrupt {
+                        raise_cancel(CancelReason::EarlyStop);
                         break;
                     }
                 }
@@ -139,8 +157,8 @@ mod tests {
         let user = CancellationToken::new();
         let _user_h = user.clone();
         let end = Instant::now() + Duration::from_millis(20);
-        let drain = run_stops(user.clone().into(), true, Some(end), false, StopReasons::default());
-        let cancel = run_stops(user.into(), true, Some(end), true, StopReasons::default());
+        let drain = run_stops(user.clone().into(), true, Some(end), false, StopReasons::default(), None);
+        let cancel = run_stops(user.into(), true, Some(end), true, StopReasons::default(), None);
         let r = drain.release.clone();
         r.cancelled().await;
         let c = cancel.cancel.clone();
@@ -153,8 +171,8 @@ mod tests {
     async fn interrupt_cancels_per_its_mode() {
         let user = CancellationToken::new();
         let user_h = user.clone();
-        let keep = run_stops(user.clone().into(), false, None, false, StopReasons::default());
-        let stop = run_stops(user.into(), true, None, false, StopReasons::default());
+        let keep = run_stops(user.clone().into(), false, None, false, StopReasons::default(), None);
+        let stop = run_stops(user.into(), true, None, false, StopReasons::default(), None);
         user_h.cancel();
         let c = stop.cancel.clone();
         c.cancelled().await;
@@ -171,7 +189,7 @@ mod tests {
     async fn a_second_interrupt_while_draining_cancels_in_flight_with_its_reason() {
         let user = Interrupts::default();
         let reasons = StopReasons::default();
-        let stops = run_stops(user.clone(), false, None, false, reasons.clone());
+        let stops = run_stops(user.clone(), false, None, false, reasons.clone(), None);
         user.stop.cancel();
         stops.release.clone().cancelled().await;
         tokio::task::yield_now().await;
@@ -191,11 +209,30 @@ mod tests {
         assert_eq!(done.cancelled_by, None, "only cancelled records get a reason");
     }
 
+    /// An early stop is handled as an interrupt is: it stops releasing, and cancels in flight
+    /// only with `--on-interrupt cancel`; what it stops says `early_stop`.
+    #[tokio::test]
+    async fn an_early_stop_stops_release_and_cancels_per_the_interrupt_mode() {
+        let (early, reasons) = (CancellationToken::new(), StopReasons::default());
+        let drain =
+            run_stops(Interrupts::default(), false, None, false, reasons.clone(), Some(early.clone()));
+        let cancel =
+            run_stops(Interrupts::default(), true, None, false, StopReasons::default(), Some(early.clone()));
+        early.cancel();
+        cancel.cancel.clone().cancelled().await;
+        drain.release.clone().cancelled().await;
+        tokio::task::yield_now().await;
+        assert!(!drain.cancel.is_cancelled(), "drain: in-flight requests go on");
+        let mut unsent = RequestRecord::scheduled(0, "a".into(), 0, 1, 1);
+        reasons.explain(&mut unsent);
+        assert_eq!(unsent.cancelled_by, Some(CancelReason::EarlyStop));
+    }
+
     #[tokio::test]
     async fn the_end_time_is_the_reason_of_what_it_cancels() {
         let reasons = StopReasons::default();
         let end = Instant::now() + Duration::from_millis(5);
-        let stops = run_stops(Interrupts::default(), false, Some(end), true, reasons.clone());
+        let stops = run_stops(Interrupts::default(), false, Some(end), true, reasons.clone(), None);
         stops.cancel.clone().cancelled().await;
         let mut r = RequestRecord::scheduled(0, "a".into(), 0, 1, 1);
         r.dispatched_us = Some(1);

@@ -11,6 +11,7 @@ use crate::load::shard;
 use crate::observe::server_side::ServerSideOutput;
 use crate::prepare::failure_codes::no_success;
 use crate::run::RunOutput;
+use servebench_core::early_stop::{EarlyStopReason, EarlyStopReport};
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::{BenchError, Result};
@@ -73,12 +74,16 @@ pub fn assemble(out: RunOutput, server_side: ServerSideOutput, a: &Assembly<'_>)
 }
 
 impl RunResults {
-    /// The exit policy of a run: interrupted; SB601 above `--max-failure-rate`
+    /// The exit policy of a run: interrupted; stopped early (SB143, SB144); SB601 above `--max-failure-rate`
     /// (`max_failure_rate`, percent); SB602 when not one request succeeded.
     pub fn end(&self, max_failure_rate: Option<f64>) -> Result<RunEnd> {
         let m = &self.metrics;
         if self.out.interrupted {
             return Ok(RunEnd::Interrupted);
+        }
+        // Stopped early: the stop explains the failures too (exit 4, before SB601 and SB602).
+        if let Some(e) = &self.out.early_stop {
+            return Err(early_stop_error(e));
         }
         if let Some(limit) = max_failure_rate {
             let total = m.sent.max(1);
@@ -92,5 +97,23 @@ impl RunResults {
             Some(e) => Err(e),
             None => Ok(RunEnd::Finished),
         }
+    }
+}
+
+/// The coded error of a run that stopped early (exit 4; its results are written).
+pub fn early_stop_error(e: &EarlyStopReport) -> BenchError {
+    match e.reason {
+        EarlyStopReason::Saturation => BenchError::StoppedSaturated {
+            from_s: e.detected_at_s,
+            arrival_rate: e.arrival_rate.unwrap_or(f64::NAN),
+            finish_rate: e.finish_rate.unwrap_or(f64::NAN),
+            not_sent: e.requests_not_sent,
+        },
+        EarlyStopReason::ErrorRate => BenchError::StoppedErrors {
+            from_s: e.detected_at_s,
+            failed: e.failed.unwrap_or(0),
+            over: e.finished_in_window.unwrap_or(0),
+            not_sent: e.requests_not_sent,
+        },
     }
 }

@@ -24,6 +24,9 @@ impl RunResults {
         // Per-turn, per-stage and trace-replay blocks (docs/workloads.md).
         text.push_str(&console_groups(&self.out.records, &self.metrics.config, &self.groups));
         text.push_str(&side_blocks(self.steady.as_ref(), &self.server_side));
+        if let Some(e) = &self.out.early_stop {
+            text.push_str(&format!("{}\n", e.console_line()));
+        }
         text
     }
 
@@ -51,6 +54,7 @@ impl RunResults {
             result,
             records_file,
             interrupted: self.out.interrupted,
+            early_stop: self.out.early_stop.clone(),
             groups: result_keys(records, &self.metrics.config, &self.groups),
             steady_state: self.steady.as_ref().and_then(|s| s.as_ref().ok()).cloned(),
             steady_state_reason: self

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::{PreparedRun, RunOutput};
 use crate::config::{InterruptMode, RunConfig};
 use crate::load::dispatch::{dispatch, dispatch_closed_loop, DispatchPlan, DispatchStats, Release};
+use crate::load::early_stop::EarlyStop;
 use crate::load::shard::{self, ShardRun};
 use crate::load::stops::{Interrupts, StopReasons};
 use crate::load::{LoadShape, MeasuredPlan};
@@ -60,6 +61,9 @@ pub async fn run_prepared(
     observer.live_metrics(live.clone());
     observer.started(planned);
     let sampler = spawn_sampler(live.clone(), meters.stop.clone());
+    // --detect-saturation / --max-error-rate / --max-errors: nothing of it exists without them.
+    let early = early_stop_monitor(cfg, &plan, clock);
+    let early_tasks = early.as_ref().map(|e| EarlyStopTasks::start(e, cfg, &observer, &meters.stop));
     let (tx, rx) = mpsc::unbounded_channel::<RequestRecord>();
     let collector = spawn_collector(
         rx,
@@ -67,7 +71,7 @@ pub async fn run_prepared(
         prepared.retokenizer.clone(),
         live.clone(),
         observer.clone(),
-        reasons.clone(),
+        (reasons.clone(), early.clone()),
     );
     let dispatched = dispatch_measured(
         prepared,
@@ -78,7 +82,7 @@ pub async fn run_prepared(
         clock,
         &live,
         tx,
-        (&interrupts, reasons),
+        (&interrupts, reasons, early.as_ref().map(|e| e.tripped())),
     )
     .await;
 
@@ -88,6 +92,9 @@ pub async fn run_prepared(
     // tokenizer, which is not the measured phase's memory.
     let (cpu_ns, peak_rss_bytes, hiccup_us) = meters.finish().await;
     let (store, retokenize_note) = collector.await.map_err(|e| BenchError::io("records", e))?;
+    if let Some(t) = early_tasks {
+        t.finish().await;
+    }
     // After the collector: every record has been seen by the observer (progress is final).
     observer.finished();
     let _ = sampler.await;
@@ -96,6 +103,8 @@ pub async fn run_prepared(
     }
     // Sorted by index; records beyond --max-records-in-memory are read back from disk.
     let records = store.finish()?;
+    let cancel_in_flight = cfg.on_interrupt == InterruptMode::Cancel;
+    let early_stop = early.and_then(|e| e.report(&records, cancel_in_flight));
     let pool = prepared.client.stats();
     let health = HealthSamples {
         dispatch_lateness_us: dispatched.stats.lateness_us,
@@ -128,7 +137,52 @@ pub async fn run_prepared(
         warnings,
         interrupted,
         probe_records: dispatched.probe_records,
+        early_stop,
     })
+}
+
+/// The early-stop monitor of the measured phase, when asked for; saturation is tested on a
+/// schedule only (the configuration refuses it elsewhere, SB141).
+fn early_stop_monitor(cfg: &RunConfig, plan: &Plan, clock: RunClock) -> Option<Arc<EarlyStop>> {
+    let scheduled = matches!(plan.measured.shape, LoadShape::Scheduled { .. });
+    let offsets = scheduled.then(|| plan.dispatch.offsets_us.clone());
+    EarlyStop::new(cfg.load.early_stop, clock, offsets)
+}
+
+/// The early stop's tasks: the saturation ticker, and a watcher that says when the stop came.
+struct EarlyStopTasks {
+    ticker: Option<JoinHandle<()>>,
+    watcher: JoinHandle<()>,
+}
+
+impl EarlyStopTasks {
+    fn start(
+        early: &Arc<EarlyStop>,
+        cfg: &RunConfig,
+        observer: &Arc<dyn RunObserver>,
+        done: &CancellationToken,
+    ) -> Self {
+        let ticker = early.spawn_ticker(done.clone());
+        let (tripped, observer) = (early.tripped(), observer.clone());
+        let in_flight = match cfg.on_interrupt {
+            InterruptMode::Cancel => "cancelling the requests in flight",
+            InterruptMode::Drain => "letting the requests in flight finish",
+        };
+        let watcher = tokio::spawn(async move {
+            tripped.cancelled().await;
+            observer.message(&format!(
+                "Early stop: sending nothing new; {in_flight} (see the result's early_stop)"
+            ));
+        });
+        EarlyStopTasks { ticker, watcher }
+    }
+
+    async fn finish(self) {
+        self.watcher.abort();
+        if let Some(t) = self.ticker {
+            let _ = t.await;
+        }
+    }
 }
 
 async fn start_metrics_endpoint(
@@ -264,13 +318,16 @@ fn spawn_collector(
     retokenizer: Option<Arc<Retokenizer>>,
     live: Arc<LiveMetrics>,
     observer: Arc<dyn RunObserver>,
-    reasons: StopReasons,
+    (reasons, early): (StopReasons, Option<Arc<EarlyStop>>),
 ) -> JoinHandle<(RecordStore, Option<String>)> {
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Some(mut r) = rx.recv().await {
             // A cancelled record says why (every load shape's records pass here).
             reasons.explain(&mut r);
+            if let Some(e) = &early {
+                e.record_ended(&r);
+            }
             let applied = retokenizer.as_ref().map_or(Applied::Done, |rt| rt.apply(&mut r));
             live.request_ended(&r);
             observer.request_done(&r);
@@ -307,7 +364,7 @@ async fn dispatch_measured(
     clock: RunClock,
     live: &Arc<LiveMetrics>,
     tx: mpsc::UnboundedSender<RequestRecord>,
-    (interrupts, reasons): (&Interrupts, StopReasons),
+    (interrupts, reasons, early): (&Interrupts, StopReasons, Option<CancellationToken>),
 ) -> Dispatched {
     let stops = crate::load::stops::run_stops(
         interrupts.clone(),
@@ -315,6 +372,7 @@ async fn dispatch_measured(
         measured.end_us.map(|e| clock.instant_at(e)),
         cfg.load.cancel_at_end,
         reasons,
+        early,
     );
     let (client, target, exec_opts) = (&prepared.client, &prepared.target, &prepared.exec_opts);
     let session_run = crate::load::session_run(

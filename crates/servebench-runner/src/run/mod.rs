@@ -70,6 +70,8 @@ pub struct RunOutput {
     pub interrupted: bool,
     /// `--probe-request-rate`: the probes' records in send order (in no metric of the run).
     pub probe_records: Vec<RequestRecord>,
+    /// The run stopped early (`--detect-saturation`, `--max-error-rate`, `--max-errors`).
+    pub early_stop: Option<servebench_core::early_stop::EarlyStopReport>,
 }
 
 /// What `run_benchmark` returns.

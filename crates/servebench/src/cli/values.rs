@@ -164,6 +164,42 @@ pub fn cancellation_rate(text: &str) -> Result<f64, BenchError> {
     }
 }
 
+/// `--saturation-window SECONDS`: a finite number of seconds ≥ 1.
+pub fn saturation_window(text: &str) -> Result<f64, BenchError> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (1.0..=86_400.0).contains(&s) => Ok(s),
+        _ => Err(BenchError::config(
+            "--saturation-window",
+            format!("'{text}' is not a number of seconds from 1 to 86400"),
+            "pass the shortest window the saturation test looks at, e.g. 30",
+        )),
+    }
+}
+
+/// `--max-error-rate FRACTION`: a fraction in (0, 1) (1 could never be exceeded).
+pub fn max_error_rate(text: &str) -> Result<f64, BenchError> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 && r < 1.0 => Ok(r),
+        _ => Err(BenchError::config(
+            "--max-error-rate",
+            format!("'{text}' is not a fraction in (0, 1)"),
+            "pass the share of failed requests above which the run stops, e.g. 0.5 (for a count use --max-errors)",
+        )),
+    }
+}
+
+/// `--max-error-rate-window N`: a whole number ≥ 1.
+pub fn error_rate_window(text: &str) -> Result<usize, BenchError> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(BenchError::config(
+            "--max-error-rate-window",
+            format!("'{text}' is not a whole number of at least 1"),
+            "pass how many of the last finished requests the error rate is over, e.g. 30",
+        )),
+    }
+}
+
 /// `--request-cancellation-delay SECONDS`: a finite number of seconds ≥ 0.
 pub fn cancellation_delay(text: &str) -> Result<std::time::Duration, BenchError> {
     match text.trim().parse::<f64>() {

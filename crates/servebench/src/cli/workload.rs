@@ -99,4 +99,26 @@ pub struct WorkloadArgs {
     /// is cancelled, its connection closed (AIPerf's name).
     #[arg(long, value_name = "SECONDS", value_parser = crate::cli::values::cancellation_delay, help_heading = "Load")]
     pub request_cancellation_delay: Option<std::time::Duration>,
+
+    // ---- early stop (GuideLLM's names where it has the feature) ----
+    /// Stop the run when the server is saturated: over a whole window, requests are due faster
+    /// than they finish and the number in flight grows steadily (GuideLLM's flag; our test,
+    /// docs/metrics.md "Early stop"). Needs an arrival schedule (a finite --request-rate, a
+    /// timed trace or rate stages). Exit code 4 when it fires.
+    #[arg(long, help_heading = "Early stop")]
+    pub detect_saturation: bool,
+    /// --detect-saturation: the shortest window, seconds (widened to 4 service times).
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::values::saturation_window, help_heading = "Early stop")]
+    pub saturation_window: Option<f64>,
+    /// Stop the run when more than this fraction of the last --max-error-rate-window finished
+    /// requests failed, e.g. 0.5 (GuideLLM's name). Exit code 4 when it fires.
+    #[arg(long, value_name = "FRACTION", value_parser = crate::cli::values::max_error_rate, help_heading = "Early stop")]
+    pub max_error_rate: Option<f64>,
+    /// --max-error-rate: the sliding window, in finished requests [default: 30].
+    #[arg(long, value_name = "N", value_parser = crate::cli::values::error_rate_window, help_heading = "Early stop")]
+    pub max_error_rate_window: Option<usize>,
+    /// Stop the run when more than N requests have failed in all (GuideLLM's name). Exit code 4
+    /// when it fires.
+    #[arg(long, value_name = "N", help_heading = "Early stop")]
+    pub max_errors: Option<u64>,
 }

@@ -36,7 +36,8 @@ pub fn run(mut cfg: RunConfig, output: OutputConfig, exp: ExperimentConfig) -> a
         if outcome.interrupted {
             return Ok(INTERRUPTED_EXIT_CODE);
         }
-        match outcome.no_success {
+        // Stopped early (exit 4) explains a point without success too.
+        match outcome.early_stop.or(outcome.no_success) {
             Some(e) => Err(e.into()),
             None => Ok(0),
         }

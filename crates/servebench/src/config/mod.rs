@@ -3,6 +3,7 @@
 
 pub mod backend;
 mod dataset;
+mod early_stop;
 pub mod experiment;
 mod hf_parsers;
 pub mod network;

@@ -15,6 +15,7 @@ mod dataset_flags_e2e;
 mod datasets_cli;
 mod e2e_sim;
 mod e2e_workloads;
+mod early_stop_e2e;
 mod experiments;
 mod hf_parser_bodies;
 mod k8s_manifests;

@@ -1,0 +1,73 @@
+//! The early-stop flags (`--detect-saturation`, `--saturation-window`, `--max-error-rate`,
+//! `--max-error-rate-window`, `--max-errors`; `crate::cli::workload`) validated into the run's
+//! `EarlyStopOptions` (docs/workloads.md, "Early stop"): SB140 (a tuning flag alone), SB141
+//! (saturation without an arrival schedule), SB142 (an error window longer than the run).
+
+use crate::cli::RunArgs;
+use servebench_core::early_stop::{ErrorRateConfig, SaturationConfig};
+use servebench_core::{BenchError, Result};
+use servebench_runner::load::early_stop::EarlyStopOptions;
+use servebench_runner::load::stages::is_closed_loop;
+use servebench_runner::LoadOptions;
+
+/// GuideLLM's window of its sliding error rate, in finished requests.
+pub const DEFAULT_ERROR_WINDOW: usize = 30;
+
+/// The early-stop options of the run, from its flags and its load (`load`: the load options
+/// built so far, stages and multi-turn included).
+pub fn options(args: &RunArgs, load: &LoadOptions) -> Result<EarlyStopOptions> {
+    let w = &args.workload;
+    let alone = |given: &str, needs: &str| BenchError::EarlyStopFlagAlone {
+        given: given.into(),
+        needs: needs.into(),
+    };
+    if w.saturation_window.is_some() && !w.detect_saturation {
+        return Err(alone("--saturation-window", "--detect-saturation"));
+    }
+    if w.max_error_rate_window.is_some() && w.max_error_rate.is_none() {
+        return Err(alone("--max-error-rate-window", "--max-error-rate"));
+    }
+    let saturation = if w.detect_saturation {
+        if let Some(load) = unscheduled(args, load) {
+            return Err(BenchError::SaturationNeedsSchedule { load: load.into() });
+        }
+        let d = SaturationConfig::default();
+        Some(SaturationConfig { window_s: w.saturation_window.unwrap_or(d.window_s), ..d })
+    } else {
+        None
+    };
+    let window = w.max_error_rate_window.unwrap_or(DEFAULT_ERROR_WINDOW);
+    // The run sends at most --num-prompts requests (a duration, stages, a trace or
+    // conversations decide their own count).
+    let bounded = w.duration.is_none() && w.stages.is_none() && !args.is_trace() && !w.multi_turn;
+    if w.max_error_rate.is_some() && bounded && window as u64 > args.num_prompts {
+        return Err(BenchError::ErrorWindowTooLong { window: window as u64, requests: args.num_prompts });
+    }
+    let errors = (w.max_error_rate.is_some() || w.max_errors.is_some()).then_some(ErrorRateConfig {
+        max_rate: w.max_error_rate,
+        window: if w.max_error_rate.is_some() { window } else { 0 },
+        max_errors: w.max_errors,
+    });
+    Ok(EarlyStopOptions { saturation, errors })
+}
+
+/// Why the load has no arrival schedule for the saturation test, or `None` when it has one.
+fn unscheduled(args: &RunArgs, load: &LoadOptions) -> Option<&'static str> {
+    let e = &args.experiment;
+    if load.multi_turn.is_some() {
+        return Some("--multi-turn (each turn waits for the previous reply)");
+    }
+    if !load.stages.is_empty() {
+        return is_closed_loop(&load.stages).then_some("--stages c=N:SECONDS (a closed loop)");
+    }
+    if e.sweep_max_concurrency.is_some() && args.request_rate.is_infinite() {
+        return Some("a concurrency sweep at --request-rate inf");
+    }
+    let swept = e.sweep_request_rate.as_ref().is_some_and(|r| r.0.iter().any(|v| v.is_finite()));
+    let searched = e.find_max_rate || e.slo.is_some();
+    let trace = args.is_trace() && !args.workload.no_self_timed;
+    if args.request_rate.is_finite() || swept || searched || trace {
+        return None;
+    }
+    Some("--request-rate inf (every request is due at once)")
+}
