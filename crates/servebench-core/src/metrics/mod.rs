@@ -6,6 +6,7 @@
 //! totals and throughputs; exact peaks; goodput. Latency statistics cover completed requests only.
 //! Every latency summary in [`RunMetrics`] is in **milliseconds**.
 
+pub mod agentic;
 pub mod groups;
 mod peaks;
 mod request;

@@ -3,6 +3,7 @@
 //! multi-turn conversations, LoRA adapters, `--duration` and `--stages`. The run calls in here
 //! at three points: building the workload, building the schedule, and annotating each request.
 
+pub mod agentic;
 pub mod dispatch;
 pub mod lora;
 pub mod probe_requests;
