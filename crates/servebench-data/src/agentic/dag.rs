@@ -259,14 +259,14 @@ mod tests {
         let t = |extra: &str| format!("{{\"messages\":[{{\"role\":\"user\",\"content\":\"x\"}}]{extra}}}");
         let conv = |id: &str, turns: &[String]| format!("{{\"session_id\":\"{id}\",\"turns\":[{}]}}", turns.join(","));
         let unknown = conv("a", &[t(",\"spawns\":[\"zz\"]"), t("")]);
-        assert_eq!(parse("f", &unknown, 8).unwrap_err().code(), ErrorCode::SB216);
+        assert_eq!(parse("f", &unknown, 8).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);
         let twice = [conv("a", &[t(",\"spawns\":[\"b\"]"), t(",\"spawns\":[\"b\"]"), t("")]), conv("b", &[t("")])];
-        assert_eq!(parse("f", &twice.join("\n"), 8).unwrap_err().code(), ErrorCode::SB216);
+        assert_eq!(parse("f", &twice.join("\n"), 8).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);
         let cycle = [conv("a", &[t(",\"forks\":[\"b\"]")]), conv("b", &[t(",\"forks\":[\"a\"]")])];
-        assert_eq!(parse("f", &cycle.join("\n"), 8).unwrap_err().code(), ErrorCode::SB216);
+        assert_eq!(parse("f", &cycle.join("\n"), 8).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);
         let orch = "{\"session_id\":\"o\",\"turns\":[],\"orchestrator\":true,\"spawns\":[\"a\"]}";
-        assert_eq!(parse("f", orch, 8).unwrap_err().code(), ErrorCode::SB215);
+        assert_eq!(parse("f", orch, 8).unwrap_err().code(), ErrorCode::AgenticTraceMalformed);
         let after_fork = conv("a", &[t(",\"forks\":[\"b\"]"), t("")]) + "\n" + &conv("b", &[t("")]);
-        assert_eq!(parse("f", &after_fork, 8).unwrap_err().code(), ErrorCode::SB216);
+        assert_eq!(parse("f", &after_fork, 8).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);
     }
 }

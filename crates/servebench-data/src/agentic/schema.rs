@@ -170,12 +170,12 @@ mod tests {
     #[test]
     fn servebench_schema_refuses_forward_references_duplicates_and_bad_inputs() {
         let e = parse("f", "{\"session\":\"s\",\"id\":\"a\",\"parent\":\"b\",\"input_tokens\":1,\"output_tokens\":1}").unwrap_err();
-        assert_eq!(e.code(), ErrorCode::SB216);
+        assert_eq!(e.code(), ErrorCode::AgenticGraphInvalid);
         let dup = "{\"session\":\"s\",\"id\":\"a\",\"input_tokens\":1,\"output_tokens\":1}\n";
-        assert_eq!(parse("f", &dup.repeat(2)).unwrap_err().code(), ErrorCode::SB216);
+        assert_eq!(parse("f", &dup.repeat(2)).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);
         let both = "{\"session\":\"s\",\"id\":\"a\",\"input_tokens\":1,\"text\":\"x\",\"output_tokens\":1}";
-        assert_eq!(parse("f", both).unwrap_err().code(), ErrorCode::SB215);
-        assert_eq!(parse("f", "{\"session\":1}").unwrap_err().code(), ErrorCode::SB215);
+        assert_eq!(parse("f", both).unwrap_err().code(), ErrorCode::AgenticTraceMalformed);
+        assert_eq!(parse("f", "{\"session\":1}").unwrap_err().code(), ErrorCode::AgenticTraceMalformed);
         let neg = "{\"session\":\"s\",\"id\":\"a\",\"input_tokens\":1,\"output_tokens\":1,\"delay_ms\":-1}";
         assert!(parse("f", neg).unwrap_err().to_string().contains("line 1"));
     }

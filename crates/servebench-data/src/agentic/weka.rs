@@ -197,9 +197,9 @@ mod tests {
         let s = parse("f", text).unwrap();
         assert_eq!((s[0].turns[1].context, s[0].turns[1].input.clone()), (None, TurnInput::Tokens(100)));
         let bad = r#"{"id":"x","requests":[{"t":0,"type":"n","out":10}]}"#;
-        assert_eq!(parse("f", bad).unwrap_err().code(), ErrorCode::SB215);
+        assert_eq!(parse("f", bad).unwrap_err().code(), ErrorCode::AgenticTraceMalformed);
         let kind = r#"{"id":"x","requests":[{"t":0,"type":"q","in":1,"out":1}]}"#;
-        assert_eq!(parse("f", kind).unwrap_err().code(), ErrorCode::SB215);
-        assert_eq!(parse("f", r#"{"id":"x","requests":[]}"#).unwrap_err().code(), ErrorCode::SB216);
+        assert_eq!(parse("f", kind).unwrap_err().code(), ErrorCode::AgenticTraceMalformed);
+        assert_eq!(parse("f", r#"{"id":"x","requests":[]}"#).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);
     }
 }

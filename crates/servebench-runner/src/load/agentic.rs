@@ -428,6 +428,6 @@ mod tests {
     fn only_the_chat_backend_replays_session_trees() {
         assert!(check_backend(BackendKind::Chat).is_ok());
         let e = check_backend(BackendKind::Completions).unwrap_err();
-        assert_eq!(e.code(), servebench_core::ErrorCode::SB217);
+        assert_eq!(e.code(), servebench_core::ErrorCode::AgenticBackendUnsupported);
     }
 }
