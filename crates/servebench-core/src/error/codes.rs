@@ -167,7 +167,7 @@ error_table! {
     }
     /// SB217: session-tree replay was asked of a backend that cannot carry a turn's history.
     SB217 AgenticBackendUnsupported {
-        exit: 2,
+        exit: 1,
         title: "session-tree replay needs a chat backend",
         error: AgenticBackendUnsupported { backend: String },
         message: "session-tree replay sends each turn's message history and backend '{backend}' has no messages; fix: use --backend openai-chat (or another chat backend)",

@@ -114,7 +114,7 @@ mod tests {
                 r.last_token_us = Some(e);
                 r.outcome = Outcome::Completed;
             }
-            None => r.fail(crate::record::ErrorKind::Http, "boom".into()),
+            None => r.fail(crate::record::ErrorKind::HttpStatus, "boom"),
         }
         r
     }
