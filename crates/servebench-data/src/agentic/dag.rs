@@ -64,7 +64,11 @@ pub fn parse(path: &str, text: &str, default_out: u32) -> Result<Vec<AgentSessio
             for ch in children(path, c, k, t)? {
                 for id in ch.ids {
                     if !by_id.contains_key(id.as_str()) {
-                        return Err(invalid(path, &c.id, format!("turn {k} names unknown conversation '{id}'")));
+                        return Err(invalid(
+                            path,
+                            &c.id,
+                            format!("turn {k} names unknown conversation '{id}'"),
+                        ));
                     }
                     if !referenced.insert(id.clone()) {
                         return Err(invalid(path, &c.id, format!("conversation '{id}' is a child twice")));
@@ -78,7 +82,8 @@ pub fn parse(path: &str, text: &str, default_out: u32) -> Result<Vec<AgentSessio
     for c in convs.iter().filter(|c| !referenced.contains(&c.id)) {
         let mut s = AgentSession { id: c.id.clone(), start_us: 0, turns: Vec::new() };
         if let Some(ts) = c.turns[0].get("timestamp").and_then(Value::as_f64) {
-            s.start_us = ms_to_us(ts).ok_or_else(|| malformed(path, format!("line {}", c.line), "bad timestamp"))?;
+            s.start_us =
+                ms_to_us(ts).ok_or_else(|| malformed(path, format!("line {}", c.line), "bad timestamp"))?;
         }
         let mut next_branch = 1;
         b.add(&mut s, &c.id, None, None, 0, 0, &mut next_branch)?;
@@ -160,15 +165,21 @@ impl Builder<'_> {
         let (mut ctx, mut prev) = (context, dep);
         for (k, t) in c.turns.iter().enumerate() {
             let at = format!("line {}, turn {k}", c.line);
-            let (input, tool) = turn_text(t).ok_or_else(|| malformed(self.path, &at, "a turn needs messages with text"))?;
+            let (input, tool) =
+                turn_text(t).ok_or_else(|| malformed(self.path, &at, "a turn needs messages with text"))?;
             let out = match t.get("max_tokens") {
                 None | Some(Value::Null) => self.default_out,
-                Some(v) => v.as_u64().filter(|&n| n > 0).ok_or_else(|| malformed(self.path, &at, "max_tokens must be > 0"))?
+                Some(v) => v
+                    .as_u64()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| malformed(self.path, &at, "max_tokens must be > 0"))?
                     as u32,
             };
             let delay = t.get("delay").and_then(Value::as_f64).unwrap_or(0.0);
-            let delay_us = ms_to_us(delay).ok_or_else(|| malformed(self.path, &at, "delay must be ≥ 0 ms"))?;
-            let mut after: Vec<usize> = prev.into_iter().chain(pending.remove(&k).into_iter().flatten()).collect();
+            let delay_us =
+                ms_to_us(delay).ok_or_else(|| malformed(self.path, &at, "delay must be ≥ 0 ms"))?;
+            let mut after: Vec<usize> =
+                prev.into_iter().chain(pending.remove(&k).into_iter().flatten()).collect();
             after.sort_unstable();
             after.dedup();
             let me = s.turns.len();
@@ -199,7 +210,11 @@ impl Builder<'_> {
                 ended |= ch.ends_parent;
             }
             if ended && k + 1 < c.turns.len() {
-                return Err(invalid(self.path, id, format!("turn {k} forks without background but more turns follow")));
+                return Err(invalid(
+                    self.path,
+                    id,
+                    format!("turn {k} forks without background but more turns follow"),
+                ));
             }
             (ctx, prev) = (Some(me), Some(me));
         }
@@ -216,9 +231,8 @@ fn turn_text(t: &Value) -> Option<(String, bool)> {
         tool |= m.get("role").and_then(Value::as_str) == Some("tool");
         match m.get("content") {
             Some(Value::String(s)) => parts.push(s.clone()),
-            Some(Value::Array(a)) => {
-                parts.extend(a.iter().filter_map(|p| p.get("text").and_then(Value::as_str).map(str::to_string)))
-            }
+            Some(Value::Array(a)) => parts
+                .extend(a.iter().filter_map(|p| p.get("text").and_then(Value::as_str).map(str::to_string))),
             _ => {}
         }
     }
@@ -257,10 +271,13 @@ mod tests {
     #[test]
     fn dag_refuses_unknown_children_double_references_cycles_and_orchestrators() {
         let t = |extra: &str| format!("{{\"messages\":[{{\"role\":\"user\",\"content\":\"x\"}}]{extra}}}");
-        let conv = |id: &str, turns: &[String]| format!("{{\"session_id\":\"{id}\",\"turns\":[{}]}}", turns.join(","));
+        let conv = |id: &str, turns: &[String]| {
+            format!("{{\"session_id\":\"{id}\",\"turns\":[{}]}}", turns.join(","))
+        };
         let unknown = conv("a", &[t(",\"spawns\":[\"zz\"]"), t("")]);
         assert_eq!(parse("f", &unknown, 8).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);
-        let twice = [conv("a", &[t(",\"spawns\":[\"b\"]"), t(",\"spawns\":[\"b\"]"), t("")]), conv("b", &[t("")])];
+        let twice =
+            [conv("a", &[t(",\"spawns\":[\"b\"]"), t(",\"spawns\":[\"b\"]"), t("")]), conv("b", &[t("")])];
         assert_eq!(parse("f", &twice.join("\n"), 8).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);
         let cycle = [conv("a", &[t(",\"forks\":[\"b\"]")]), conv("b", &[t(",\"forks\":[\"a\"]")])];
         assert_eq!(parse("f", &cycle.join("\n"), 8).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);

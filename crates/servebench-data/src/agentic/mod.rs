@@ -129,7 +129,11 @@ fn splitmix(mut x: u64) -> u64 {
 }
 
 pub(crate) fn malformed(path: &str, location: impl Into<String>, problem: impl Into<String>) -> BenchError {
-    BenchError::AgenticTraceMalformed { path: path.into(), location: location.into(), problem: problem.into() }
+    BenchError::AgenticTraceMalformed {
+        path: path.into(),
+        location: location.into(),
+        problem: problem.into(),
+    }
 }
 
 pub(crate) fn invalid(path: &str, session: &str, problem: impl Into<String>) -> BenchError {

@@ -88,7 +88,11 @@ fn add(path: &str, at: &str, b: &mut Building, line: Line) -> Result<()> {
     });
     let find = |id: &str| {
         b.ids.get(id).copied().ok_or_else(|| {
-            invalid(path, &line.session, format!("{at}: turn '{}' depends on '{id}', no earlier turn", line.id))
+            invalid(
+                path,
+                &line.session,
+                format!("{at}: turn '{}' depends on '{id}', no earlier turn", line.id),
+            )
         })
     };
     let parent = line.parent.as_deref().map(find).transpose()?;
@@ -109,7 +113,8 @@ fn add(path: &str, at: &str, b: &mut Building, line: Line) -> Result<()> {
     if line.output_tokens == 0 {
         return Err(malformed(path, at, "output_tokens must be > 0"));
     }
-    let delay_us = ms_to_us(line.delay_ms).ok_or_else(|| malformed(path, at, "delay_ms must be a number ≥ 0"))?;
+    let delay_us =
+        ms_to_us(line.delay_ms).ok_or_else(|| malformed(path, at, "delay_ms must be a number ≥ 0"))?;
     if let Some(s) = line.start_ms {
         let s = ms_to_us(s).ok_or_else(|| malformed(path, at, "start_ms must be a number ≥ 0"))?;
         b.start = Some(b.start.map_or(s, |x| x.min(s)));
@@ -118,7 +123,9 @@ fn add(path: &str, at: &str, b: &mut Building, line: Line) -> Result<()> {
     let agent = line.agent.or_else(|| parent_agent.clone()).unwrap_or_else(|| "main".into());
     let next_branch = b.agents.values().map(|&(_, br)| br + 1).max().unwrap_or(0);
     let (depth, branch) = *b.agents.entry(agent.clone()).or_insert_with(|| match parent {
-        Some(p) if parent_agent.as_deref() != Some(agent.as_str()) => (session.turns[p].depth + 1, next_branch.max(1)),
+        Some(p) if parent_agent.as_deref() != Some(agent.as_str()) => {
+            (session.turns[p].depth + 1, next_branch.max(1))
+        }
         Some(p) => (session.turns[p].depth, session.turns[p].branch),
         None => (0, 0),
     });
@@ -158,18 +165,28 @@ mod tests {
         assert_eq!(ids, ["plan", "a1", "a2", "b1", "c1", "sum"]);
         assert_eq!((t[0].depth, t[0].branch, t[0].context), (0, 0, None));
         assert_eq!((t[1].depth, t[1].branch, t[1].context), (1, 1, Some(0)));
-        assert_eq!((t[2].depth, t[2].branch, t[2].context, t[2].tool, t[2].delay_us), (1, 1, Some(1), true, 20_000));
+        assert_eq!(
+            (t[2].depth, t[2].branch, t[2].context, t[2].tool, t[2].delay_us),
+            (1, 1, Some(1), true, 20_000)
+        );
         assert_eq!((t[3].depth, t[3].branch), (1, 2));
         assert_eq!((t[4].depth, t[4].branch), (1, 3));
         assert_eq!((t[5].depth, t[5].branch, t[5].context), (0, 0, Some(0)));
         assert_eq!(t[5].after, vec![0, 2, 3, 4]);
-        assert_eq!(t[3].input, TurnInput::Text("List the files under src/ and say which parse input.".into()));
+        assert_eq!(
+            t[3].input,
+            TurnInput::Text("List the files under src/ and say which parse input.".into())
+        );
         assert_eq!(s[0].branches(), 3);
     }
 
     #[test]
     fn servebench_schema_refuses_forward_references_duplicates_and_bad_inputs() {
-        let e = parse("f", "{\"session\":\"s\",\"id\":\"a\",\"parent\":\"b\",\"input_tokens\":1,\"output_tokens\":1}").unwrap_err();
+        let e = parse(
+            "f",
+            "{\"session\":\"s\",\"id\":\"a\",\"parent\":\"b\",\"input_tokens\":1,\"output_tokens\":1}",
+        )
+        .unwrap_err();
         assert_eq!(e.code(), ErrorCode::AgenticGraphInvalid);
         let dup = "{\"session\":\"s\",\"id\":\"a\",\"input_tokens\":1,\"output_tokens\":1}\n";
         assert_eq!(parse("f", &dup.repeat(2)).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);

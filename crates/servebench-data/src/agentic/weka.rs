@@ -28,7 +28,9 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<AgentSession>> {
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(n, l)| {
                 let at = format!("line {}", n + 1);
-                serde_json::from_str(l).map(|v| (at.clone(), v)).map_err(|e| malformed(path, &at, e.to_string()))
+                serde_json::from_str(l)
+                    .map(|v| (at.clone(), v))
+                    .map_err(|e| malformed(path, &at, e.to_string()))
             })
             .collect::<Result<_>>()?,
     };
@@ -112,7 +114,10 @@ fn push_call(
 
 fn session(path: &str, at: &str, v: &Value) -> Result<AgentSession> {
     let id = v.get("id").and_then(Value::as_str).unwrap_or(at).to_string();
-    let reqs = v.get("requests").and_then(Value::as_array).ok_or_else(|| malformed(path, at, "no 'requests' list"))?;
+    let reqs = v
+        .get("requests")
+        .and_then(Value::as_array)
+        .ok_or_else(|| malformed(path, at, "no 'requests' list"))?;
     let mut s = AgentSession { id: id.clone(), start_us: 0, turns: Vec::new() };
     let mut main_prev: Option<(usize, Call)> = None;
     let mut joined: Vec<usize> = Vec::new();
@@ -200,6 +205,9 @@ mod tests {
         assert_eq!(parse("f", bad).unwrap_err().code(), ErrorCode::AgenticTraceMalformed);
         let kind = r#"{"id":"x","requests":[{"t":0,"type":"q","in":1,"out":1}]}"#;
         assert_eq!(parse("f", kind).unwrap_err().code(), ErrorCode::AgenticTraceMalformed);
-        assert_eq!(parse("f", r#"{"id":"x","requests":[]}"#).unwrap_err().code(), ErrorCode::AgenticGraphInvalid);
+        assert_eq!(
+            parse("f", r#"{"id":"x","requests":[]}"#).unwrap_err().code(),
+            ErrorCode::AgenticGraphInvalid
+        );
     }
 }

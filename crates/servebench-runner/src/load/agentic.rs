@@ -34,7 +34,7 @@ pub fn check_backend(backend: BackendKind) -> Result<()> {
     if backend == BackendKind::Chat {
         Ok(())
     } else {
-        Err(BenchError::AgenticBackendUnsupported { backend: backend.name().to_string() })
+        Err(BenchError::AgenticBackendUnsupported { backend: backend.to_string() })
     }
 }
 
@@ -138,9 +138,14 @@ pub struct TreeControls {
 }
 
 impl TreeControls {
-    /// A recorded gap as replayed: `min(gap / speedup, max_idle)`.
+    /// A recorded session start as replayed: `start / speedup` (never capped).
+    pub fn scaled(&self, recorded_us: u64) -> Duration {
+        Duration::from_secs_f64(recorded_us as f64 / 1e6 / self.speedup.max(f64::MIN_POSITIVE))
+    }
+
+    /// A recorded think/tool time as replayed: `min(gap / speedup, max_idle)`.
     pub fn gap(&self, recorded_us: u64) -> Duration {
-        let d = Duration::from_secs_f64(recorded_us as f64 / 1e6 / self.speedup.max(f64::MIN_POSITIVE));
+        let d = self.scaled(recorded_us);
         self.max_idle.map_or(d, |cap| d.min(cap))
     }
 }
@@ -208,7 +213,7 @@ async fn open_loop(sh: &Arc<Shared>, stats: &mut DispatchStats) -> Vec<bool> {
     let mut started = vec![false; n];
     let mut tasks = JoinSet::new();
     for s in order {
-        let offset = sh.run.controls.gap(sh.work.sessions[s].start_us - base);
+        let offset = sh.run.controls.scaled(sh.work.sessions[s].start_us - base);
         let due_us = u64::try_from(offset.as_micros()).unwrap_or(u64::MAX);
         let due = sh.run.clock.instant_at(due_us);
         tokio::select! {
@@ -372,9 +377,11 @@ async fn send_turn(
     }
     let mut messages = base.json.clone();
     push_message(&mut messages, "user", text);
-    let spec = RequestSpec::new(record.index, Prompt::Text(text.clone()), record.prompt_tokens, turn.output_tokens);
+    let spec =
+        RequestSpec::new(record.index, Prompt::Text(text.clone()), record.prompt_tokens, turn.output_tokens);
     let mut record = record;
-    let body = match sh.run.target.body_template().build_messages(&format!("{messages}]"), turn.output_tokens) {
+    let body = match sh.run.target.body_template().build_messages(&format!("{messages}]"), turn.output_tokens)
+    {
         Ok(b) => b,
         Err(e) => {
             record.fail(servebench_core::ErrorKind::Protocol, e.to_string());
@@ -388,9 +395,16 @@ async fn send_turn(
     }
     let opts = ExecOptions { keep_text: true, ..ExecOptions::clone(&sh.run.opts) };
     let stop = sh.cancel.clone();
-    let mut rec = execute_prepared(&sh.run.client, &sh.run.target, &spec, &prepared, record, &sh.run.clock, &opts, async move {
-        stop.cancelled().await
-    })
+    let mut rec = execute_prepared(
+        &sh.run.client,
+        &sh.run.target,
+        &spec,
+        &prepared,
+        record,
+        &sh.run.clock,
+        &opts,
+        async move { stop.cancelled().await },
+    )
     .await;
     if let Some(live) = &sh.run.live {
         live.sent_request_ended();
@@ -417,7 +431,8 @@ mod tests {
 
     #[test]
     fn replayed_gaps_are_divided_by_the_speedup_then_capped() {
-        let c = TreeControls { speedup: 2.0, max_idle: Some(Duration::from_millis(300)), mode: TreeLoop::Open };
+        let c =
+            TreeControls { speedup: 2.0, max_idle: Some(Duration::from_millis(300)), mode: TreeLoop::Open };
         assert_eq!(c.gap(400_000), Duration::from_millis(200));
         assert_eq!(c.gap(1_000_000), Duration::from_millis(300));
         let c = TreeControls { speedup: 1.0, max_idle: None, mode: TreeLoop::Closed(2) };

@@ -13,7 +13,9 @@ use servebench_core::metrics::agentic::session_tree_metrics;
 use servebench_core::{Outcome, RequestRecord, RunClock};
 use servebench_data::agentic::{load, AgenticFormat, LoadOptions};
 use servebench_data::random::RandomDatasetConfig;
-use servebench_runner::load::agentic::{materialize, run_trees, TreeControls, TreeLoop, TreeRun, TreeWorkload};
+use servebench_runner::load::agentic::{
+    materialize, run_trees, TreeControls, TreeLoop, TreeRun, TreeWorkload,
+};
 use servebench_runner::CancellationToken;
 use servebench_sim::{EngineConfig, SimConfig};
 use std::path::Path;
@@ -81,7 +83,8 @@ async fn session_tree_branches_overlap_join_waits_and_prompts_extend_the_parent(
     // Session 0: plan(0), a1(1), a2(2, tool), b1(3), c1(4), sum(5, joins a2, b1, c1).
     let s0: Vec<&RequestRecord> = recs.iter().filter(|r| r.conversation == Some(0)).collect();
     let by_turn = |t: u32| *s0.iter().find(|r| r.turn == Some(t)).unwrap();
-    let (plan, a1, a2, b1, c1, sum) = (by_turn(0), by_turn(1), by_turn(2), by_turn(3), by_turn(4), by_turn(5));
+    let (plan, a1, a2, b1, c1, sum) =
+        (by_turn(0), by_turn(1), by_turn(2), by_turn(3), by_turn(4), by_turn(5));
     let end = |r: &RequestRecord| r.done_us.unwrap();
     let sent = |r: &RequestRecord| r.dispatched_us.unwrap();
     // The join waits for every branch, plus its 5 ms think time.
@@ -107,20 +110,40 @@ async fn session_tree_branches_overlap_join_waits_and_prompts_extend_the_parent(
     assert_eq!(a2.prompt_tokens, a1.prompt_tokens + reply(a1) + new(2));
     // The server found the parent's prefix cached for every turn that extends it.
     for r in [a1, a2, b1, c1, sum] {
-        assert!(r.cached_prompt_tokens.unwrap() >= 16 * (plan.prompt_tokens / 16).saturating_sub(1), "{:?}", r.turn);
+        assert!(
+            r.cached_prompt_tokens.unwrap() >= 16 * (plan.prompt_tokens / 16).saturating_sub(1),
+            "{:?}",
+            r.turn
+        );
     }
     assert_eq!(plan.cached_prompt_tokens.unwrap_or(0), 0);
     // Depth and branch tags.
-    assert_eq!([plan, a1, a2, b1, c1, sum].map(|r| (r.agent_depth.unwrap(), r.agent_branch.unwrap())),
-        [(0, 0), (1, 1), (1, 1), (1, 2), (1, 3), (0, 0)]);
+    assert_eq!(
+        [plan, a1, a2, b1, c1, sum].map(|r| (r.agent_depth.unwrap(), r.agent_branch.unwrap())),
+        [(0, 0), (1, 1), (1, 1), (1, 2), (1, 3), (0, 0)]
+    );
     // Per-session metrics from these records, checked against the records themselves.
     let m = session_tree_metrics(&recs, &[50.0]).unwrap();
+    for r in &recs {
+        eprintln!(
+            "turn s{:?}/{:?} depth {:?} sent {:?} done {:?} prompt {} cached {:?}",
+            r.conversation,
+            r.turn,
+            r.agent_depth,
+            r.dispatched_us,
+            r.done_us,
+            r.prompt_tokens,
+            r.cached_prompt_tokens
+        );
+    }
+    eprintln!("{m:?}");
     assert_eq!((m.sessions, m.completed), (2, 2));
     assert_eq!(m.turns_per_session, 4.0); // (6 + 2) / 2
     assert_eq!(m.branches_per_session, 1.5); // (3 + 0) / 2
     let dur0 = (end(sum) - sent(plan)) as f64 / 1000.0;
     let s1: Vec<&RequestRecord> = recs.iter().filter(|r| r.conversation == Some(1)).collect();
-    let dur1 = (s1.iter().map(|r| end(r)).max().unwrap() - s1.iter().map(|r| sent(r)).min().unwrap()) as f64 / 1000.0;
+    let dur1 = (s1.iter().map(|r| end(r)).max().unwrap() - s1.iter().map(|r| sent(r)).min().unwrap()) as f64
+        / 1000.0;
     assert!((m.duration_ms.as_ref().unwrap().mean - (dur0 + dur1) / 2.0).abs() < 1e-9);
     let per_depth: Vec<u32> = m.ttft_by_depth.iter().map(|d| d.turns as u32).collect();
     assert_eq!(per_depth, vec![4, 4]); // depth 0: plan, sum, q, q2; depth 1: a1, a2, b1, c1
@@ -132,9 +155,11 @@ async fn open_loop_session_trees_start_on_their_recorded_times_scaled_by_the_spe
     let sim = engine_sim().await;
     let work = workload();
     // Session 1 is recorded 500 ms after session 0; at speed-up 5 it starts 100 ms in.
-    let controls = TreeControls { speedup: 5.0, max_idle: Some(Duration::from_millis(1)), mode: TreeLoop::Open };
+    let controls =
+        TreeControls { speedup: 5.0, max_idle: Some(Duration::from_millis(1)), mode: TreeLoop::Open };
     let recs = replay(sim.base_url(), work, controls).await;
-    let first = |s: u64| recs.iter().filter(|r| r.conversation == Some(s)).map(|r| r.intended_us).min().unwrap();
+    let first =
+        |s: u64| recs.iter().filter(|r| r.conversation == Some(s)).map(|r| r.intended_us).min().unwrap();
     assert_eq!(first(0), 0);
     assert_eq!(first(1), 100_000);
     // The idle-gap cap (1 ms) replaces the recorded 10 ms think time of session 1's second turn.
