@@ -31,6 +31,9 @@ pub enum CancelReason {
     DurationEnd,
     /// A second Ctrl-C/SIGTERM while in-flight requests were drained: abandoned in flight.
     SecondInterrupt,
+    /// Cancelled by design: the workload chose it (`--request-cancellation-rate`) and it was
+    /// still running when its delay (`--request-cancellation-delay`) ran out.
+    ByDesign,
 }
 
 impl CancelReason {
@@ -40,6 +43,7 @@ impl CancelReason {
             CancelReason::Interrupt => "interrupted",
             CancelReason::DurationEnd => "the run's duration ended",
             CancelReason::SecondInterrupt => "abandoned at a second interrupt",
+            CancelReason::ByDesign => "by design (--request-cancellation-rate)",
         }
     }
 
@@ -300,6 +304,16 @@ pub struct RequestRecord {
     /// the time its send began, before any connect. `None` when it never passed the gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate_us: Option<u64>,
+    /// Time spent waiting for a prefill slot (`--max-prefill-concurrency`), µs: from when only
+    /// a prefill slot held the request back (its release when a concurrency permit was free at
+    /// once, else when it got one) to getting the slot. Part of
+    /// `gate − intended`; `None` without a prefill cap, and for a request that never got a slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_wait_us: Option<u64>,
+    /// The workload chose this request for cancellation by design (`--request-cancellation-rate`)
+    /// after this delay, µs from the start of its send; `None` for every other request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_after_us: Option<u64>,
     /// When the request started being written on its connection (after the gate and, on a
     /// fresh connection, the connect).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -405,6 +419,8 @@ impl RequestRecord {
             http_status: None,
             intended_us,
             gate_us: None,
+            prefill_wait_us: None,
+            cancel_after_us: None,
             dispatched_us: None,
             headers_us: None,
             first_event_us: None,

@@ -223,6 +223,17 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics, pooli
     ] {
         insert_stats(o, name, s);
     }
+    // The client's own load controls, only when the run used them (docs/metrics.md).
+    if let Some(s) = &m.prefill_wait {
+        insert_stats(o, "prefill_wait", s);
+    }
+    if let Some(d) = &m.designed_cancellation {
+        o.insert("cancelled_by_design".into(), Value::from(d.cancelled));
+        o.insert(
+            "request_cancellation".into(),
+            json!({"selected": d.selected, "cancelled": d.cancelled, "completed": d.completed, "failed": d.failed}),
+        );
+    }
     let client_health = serde_json::to_value(ClientHealthJson::of(&info.client_health));
     o.insert("client_health".into(), client_health.unwrap_or(Value::Null));
 }

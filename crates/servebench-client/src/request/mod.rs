@@ -19,7 +19,8 @@ mod timer;
 use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use servebench_core::{Outcome, RequestRecord, RequestSpec, Result, RunClock};
+use servebench_core::{CancelReason, Outcome, RequestRecord, RequestSpec, Result, RunClock};
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::backend::{BackendKind, TargetConfig};
 use crate::body::BodyTemplate;
@@ -149,7 +150,38 @@ pub async fn execute_until(
     opts: &ExecOptions,
     cancel: impl std::future::Future<Output = ()>,
 ) -> RequestRecord {
-    run_until(client, target, spec, None, record, clock, opts, cancel).await
+    run_until(client, target, spec, None, record, clock, opts, RequestControls::default(), cancel).await
+}
+
+/// What the run's own load controls ask of one request; both off (the default) for a plain
+/// request, which then runs exactly as without them.
+#[derive(Debug, Default)]
+pub struct RequestControls {
+    /// A prefill slot (`--max-prefill-concurrency`), held until the first event carrying
+    /// generated content arrives, or until the request ends without one (any outcome, a
+    /// cancellation included): it is released when dropped.
+    pub prefill_slot: Option<OwnedSemaphorePermit>,
+    /// Cancel by design (`--request-cancellation-rate`) this long after the send starts (the
+    /// request has passed every client-side gate): if the request has not ended by then, its
+    /// connection is closed and it ends `Cancelled` with `cancelled_by = by_design`.
+    pub cancel_after: Option<Duration>,
+}
+
+/// [`execute_until`] (or, with `prepared`, [`execute_prepared`]) under the run's load
+/// controls.
+#[allow(clippy::too_many_arguments)]
+pub async fn execute_controlled(
+    client: &HttpClient,
+    target: &RequestTarget,
+    spec: &RequestSpec,
+    prepared: Option<&PreparedBody>,
+    record: RequestRecord,
+    clock: &RunClock,
+    opts: &ExecOptions,
+    controls: RequestControls,
+    cancel: impl std::future::Future<Output = ()>,
+) -> RequestRecord {
+    run_until(client, target, spec, prepared, record, clock, opts, controls, cancel).await
 }
 
 /// A request body built outside the template's per-request slots (multi-turn history), with
@@ -173,11 +205,12 @@ pub async fn execute_prepared(
     opts: &ExecOptions,
     cancel: impl std::future::Future<Output = ()>,
 ) -> RequestRecord {
-    run_until(client, target, spec, Some(prepared), record, clock, opts, cancel).await
+    let controls = RequestControls::default();
+    run_until(client, target, spec, Some(prepared), record, clock, opts, controls, cancel).await
 }
 
-/// Runs one request until it ends or `cancel` completes; a cancelled record keeps the timings
-/// measured so far and ends `Cancelled` at the time of cancellation.
+/// Runs one request until it ends or `cancel` (or the by-design delay) completes; a cancelled
+/// record keeps the timings measured so far and ends `Cancelled` at the time of cancellation.
 #[allow(clippy::too_many_arguments)]
 async fn run_until(
     client: &HttpClient,
@@ -187,20 +220,39 @@ async fn run_until(
     mut record: RequestRecord,
     clock: &RunClock,
     opts: &ExecOptions,
+    controls: RequestControls,
     cancel: impl std::future::Future<Output = ()>,
 ) -> RequestRecord {
-    let cancelled = {
-        let run = run(client, target, spec, &mut record, clock, opts, prepared);
-        tokio::select! {
-            biased;
-            _ = run => false,
-            _ = cancel => true,
+    let RequestControls { prefill_slot, cancel_after } = controls;
+    // `Some(reason)`: stopped before the end (`None` = the run's stop, named later).
+    let stopped = {
+        let run = run(client, target, spec, &mut record, clock, opts, prepared, prefill_slot);
+        match cancel_after {
+            None => tokio::select! {
+                biased;
+                _ = run => None,
+                _ = cancel => Some(None),
+            },
+            Some(after) => tokio::select! {
+                biased;
+                _ = run => None,
+                _ = cancel => Some(None),
+                _ = tokio::time::sleep(after) => Some(Some(CancelReason::ByDesign)),
+            },
         }
     };
-    if cancelled {
-        record.outcome = Outcome::Cancelled;
-        record.error = None;
-        record.done_us = Some(clock.now_us());
+    match stopped {
+        // The delay ran out while a finished stream was drained: the request had ended.
+        Some(Some(_)) if record.outcome != Outcome::Cancelled => {}
+        Some(reason) => {
+            record.outcome = Outcome::Cancelled;
+            record.error = None;
+            record.done_us = Some(clock.now_us());
+            if reason.is_some() {
+                record.cancelled_by = reason;
+            }
+        }
+        None => {}
     }
     redact_server_text(client.redactor(), &mut record);
     record
@@ -225,6 +277,8 @@ fn redact_server_text(r: &servebench_core::secret::Redactor, record: &mut Reques
 }
 
 /// One attempt: build and send the request, record the head, then read the body by its kind.
+/// `prefill_slot` is released at the first generated content, else when the attempt ends.
+#[allow(clippy::too_many_arguments)]
 async fn run(
     client: &HttpClient,
     target: &RequestTarget,
@@ -233,6 +287,7 @@ async fn run(
     clock: &RunClock,
     opts: &ExecOptions,
     prepared: Option<&PreparedBody>,
+    prefill_slot: Option<OwnedSemaphorePermit>,
 ) {
     record.attempts += 1;
     record.audio_seconds = spec.audio.as_ref().map(|a| a.seconds());
@@ -248,7 +303,8 @@ async fn run(
     // A compressed answer (the request asked for identity): decoded as it arrives.
     let coding = BodyDecoder::for_headers(&parts.headers);
     if !parts.status.is_success() {
-        let body = BodyRead { client, conn, incoming, coding: coding.ok().flatten(), timer, clock };
+        let body =
+            BodyRead { client, conn, incoming, coding: coding.ok().flatten(), timer, clock, prefill_slot };
         body.error_status(parts.status, record).await;
         return;
     }
@@ -261,7 +317,7 @@ async fn run(
         }
     };
     let reader = ResponseReader::for_request(target.backend, opts.keep_text, opts.keep_text_without_usage);
-    let body = BodyRead { client, conn, incoming, coding, timer, clock };
+    let body = BodyRead { client, conn, incoming, coding, timer, clock, prefill_slot };
     if read::is_event_stream(&parts.headers, &target.body) {
         body.stream(reader, record, spec, opts).await;
     } else {

@@ -70,6 +70,9 @@ pub(super) struct BodyRead<'a> {
     pub coding: Option<BodyDecoder>,
     pub timer: Timer,
     pub clock: &'a RunClock,
+    /// A prefill slot (`--max-prefill-concurrency`): released at the first event carrying
+    /// generated content, else when the read ends (dropped with it).
+    pub prefill_slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl BodyRead<'_> {
@@ -192,7 +195,12 @@ impl BodyRead<'_> {
                             }
                         },
                     }
-                    match drain_events(&mut framer, &mut reader, record, t) {
+                    let flow = drain_events(&mut framer, &mut reader, record, t);
+                    // One test of a `None` per frame when there is no prefill cap.
+                    if self.prefill_slot.is_some() && record.first_token_us.is_some() {
+                        self.prefill_slot = None;
+                    }
+                    match flow {
                         Flow::Continue if framer.events() > event_limit => {
                             record.done_us = Some(t);
                             let cause = FailureCause::RunawayStream;

@@ -68,6 +68,27 @@ error_table! {
         error: FlagCombination { first: String, second: String, why: String, fix: String },
         message: "{first} cannot be combined with {second}: {why}; fix: {fix}",
     }
+    /// SB122: `--max-prefill-concurrency` on a run whose responses are not streamed.
+    SB122 PrefillCapNeedsStream {
+        exit: 2,
+        title: "prefill-concurrency cap without a streamed response",
+        error: PrefillCapNeedsStream { backend: String },
+        message: "--max-prefill-concurrency frees a slot at a request's first token, and --backend {backend} gets whole answers here (no stream), so the cap would be --max-concurrency; fix: use a streaming backend (and no \"stream\": false in --extra-body), or use --max-concurrency",
+    }
+    /// SB123: `--max-prefill-concurrency` above `--max-concurrency`: the cap can never bind.
+    SB123 PrefillCapAboveConcurrency {
+        exit: 2,
+        title: "prefill-concurrency cap above the concurrency cap",
+        error: PrefillCapAboveConcurrency { prefill: usize, concurrency: usize },
+        message: "--max-prefill-concurrency {prefill} is above --max-concurrency {concurrency}, so it can never bind; fix: pass a value of at most {concurrency}, or raise --max-concurrency",
+    }
+    /// SB124: one of the two cancellation-by-design flags without the other.
+    SB124 CancellationIncomplete {
+        exit: 2,
+        title: "cancellation by design needs both its rate and its delay",
+        error: CancellationIncomplete { given: String, missing: String },
+        message: "{given} was given without {missing}; fix: pass both --request-cancellation-rate PERCENT and --request-cancellation-delay SECONDS",
+    }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).
     SB114 HfParserMissing {

@@ -248,6 +248,8 @@ pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
         http_status,
         intended_us,
         gate_us,
+        prefill_wait_us,
+        cancel_after_us,
         dispatched_us,
         headers_us,
         first_event_us,
@@ -290,6 +292,9 @@ pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
         http_status,
         intended_us: intended_us + offset,
         gate_us: shift(gate_us),
+        // Durations, not times.
+        prefill_wait_us,
+        cancel_after_us,
         dispatched_us: shift(dispatched_us),
         headers_us: shift(headers_us),
         first_event_us: shift(first_event_us),

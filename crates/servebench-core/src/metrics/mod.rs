@@ -7,6 +7,7 @@
 //! Every latency summary in [`RunMetrics`] is in **milliseconds**.
 
 pub mod agentic;
+mod client_controls;
 pub mod groups;
 mod peaks;
 mod request;
@@ -20,6 +21,7 @@ use crate::error::{BenchError, Result};
 use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
 use crate::stats::{summary_weighted, Summary};
 
+pub use client_controls::{prefill_wait_ms, DesignedCancellation};
 pub use peaks::{peak_overlap, peak_rate, peak_window_sum, WINDOW_US};
 pub use request::{is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes};
 pub use steady_state::{steady_state, LoadMode, NoSteadyState, SteadyState, SteadyStateConfig};
@@ -217,6 +219,14 @@ pub struct RunMetrics {
     /// (docs/metrics.md, "Token accounting").
     #[serde(default)]
     pub token_accounting: TokenAccounting,
+    /// Time waiting for a prefill slot (`--max-prefill-concurrency`) of every request that got
+    /// one, ms; `None` without a prefill cap (docs/metrics.md, "Prefill wait").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_wait: Option<Summary>,
+    /// The requests chosen for cancellation by design, by how they ended; `None` when none was
+    /// chosen (docs/metrics.md, "Cancelled by design").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub designed_cancellation: Option<DesignedCancellation>,
 }
 
 impl RunMetrics {
@@ -306,6 +316,8 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         output_split: output_split(records, pct),
         server_first_input_tokens: tokens.server_first_in,
         token_accounting: TokenAccounting::of(records),
+        prefill_wait: prefill_wait_ms(records, pct),
+        designed_cancellation: DesignedCancellation::of(records),
     }
 }
 

@@ -89,6 +89,14 @@ pub fn console(out: &mut String, info: &RunInfo, m: &RunMetrics) {
         caption(out, "TTFO: to the first visible content; reasoning and tool-call events do not count");
     }
     schedule_anchored(out, regime, m);
+    if let Some(w) = &m.prefill_wait {
+        banner(out, "Prefill-slot wait (--max-prefill-concurrency)", '-');
+        caption(
+            out,
+            "time waiting for a prefill slot; in queue time and the schedule-anchored view, not in TTFT",
+        );
+        stats_section_rows(out, "Prefill Wait", w);
+    }
     client_health(out, info);
     let _ = writeln!(out, "More with --verbose; the result JSON always has all of it.");
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
@@ -97,6 +105,20 @@ pub fn console(out: &mut String, info: &RunInfo, m: &RunMetrics) {
 /// Cancelled and failed requests by kind (vLLM counts only successes and failures).
 fn outcomes(out: &mut String, m: &RunMetrics) {
     row_int(out, "Cancelled requests:", m.cancelled);
+    if let Some(d) = &m.designed_cancellation {
+        row_int(
+            out,
+            "Cancelled by design:",
+            format!(
+                "{} of {} chosen ({} completed first, {} failed)",
+                d.cancelled, d.selected, d.completed, d.failed
+            ),
+        );
+        caption(
+            out,
+            "--request-cancellation-rate: abandoned on purpose, counted in Cancelled, not in latencies",
+        );
+    }
     for &(k, n) in m.failures_by_kind.iter().filter(|(_, n)| *n > 0) {
         row_int(out, &format!("Failed ({}):", k.as_str()), n);
     }

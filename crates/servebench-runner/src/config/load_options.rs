@@ -22,6 +22,10 @@ pub struct LoadOptions {
     pub cancel_at_end: bool,
     /// `--probe-request-rate`: probe requests per second alongside the load (crate::load::probe_requests).
     pub probe_request_rate: Option<f64>,
+    /// `--max-prefill-concurrency`: requests sent and not yet at their first token, at most.
+    pub max_prefill_concurrency: Option<usize>,
+    /// `--request-cancellation-rate` (percent, > 0) and `--request-cancellation-delay`.
+    pub cancellation: Option<(f64, Duration)>,
 }
 
 /// How adapters are assigned.

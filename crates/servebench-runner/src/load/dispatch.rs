@@ -8,7 +8,7 @@ use servebench_core::{RequestRecord, RunClock};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -19,10 +19,23 @@ pub struct DispatchPlan {
     pub offsets_us: Arc<[u64]>,
     /// Concurrency gate; `None` = unbounded.
     pub max_concurrency: Option<usize>,
+    /// Prefill slots (`--max-prefill-concurrency`), taken after the concurrency gate and held
+    /// until the first token; `None` = no prefill cap.
+    pub max_prefill: Option<usize>,
+}
+
+/// A prefill slot a request holds until its first token (`--max-prefill-concurrency`): the
+/// executor hands the permit to the request, which drops it at its first generated content or
+/// when it ends, whichever comes first.
+#[derive(Debug)]
+pub struct PrefillSlot {
+    pub permit: OwnedSemaphorePermit,
+    /// How long the request waited for it, µs.
+    pub wait_us: u64,
 }
 
 /// Per-request facts the dispatcher hands to the executor.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub struct Release {
     /// Index in the workload.
     pub index: usize,
@@ -34,8 +47,49 @@ pub struct Release {
     pub stage: Option<u32>,
     /// When it passed the concurrency gate (µs from the origin; the release itself without a
     /// gate); `None` while waiting, and for a request that never passed. Gated requests pass
-    /// FIFO, so this is non-decreasing in schedule order (`RequestRecord::gate_us`).
+    /// FIFO, so this is non-decreasing in schedule order (`RequestRecord::gate_us`). With a
+    /// prefill cap, when it also got its prefill slot.
     pub gate_us: Option<u64>,
+    /// Its prefill slot (`--max-prefill-concurrency`), once it has one.
+    pub prefill: Option<PrefillSlot>,
+}
+
+impl Release {
+    /// A release that has passed no gate yet.
+    pub fn new(index: usize, intended_us: u64, released_us: u64, stage: Option<u32>) -> Self {
+        Release { index, intended_us, released_us, stage, gate_us: None, prefill: None }
+    }
+}
+
+/// Waits for a permit of `sem`, or `None` once `stop` is raised.
+async fn acquire(sem: &Arc<Semaphore>, stop: &CancellationToken) -> Option<OwnedSemaphorePermit> {
+    if stop.is_cancelled() {
+        return None;
+    }
+    tokio::select! {
+        biased;
+        _ = stop.cancelled() => None,
+        p = sem.clone().acquire_owned() => p.ok(),
+    }
+}
+
+/// The client-side gates a request passes, in this order: the concurrency gate, then a
+/// prefill slot.
+#[derive(Clone, Default)]
+struct Gates {
+    concurrency: Option<Arc<Semaphore>>,
+    prefill: Option<Arc<Semaphore>>,
+}
+
+impl Gates {
+    fn of(plan: &DispatchPlan) -> Self {
+        let sem = |n: Option<usize>| n.map(|c| Arc::new(Semaphore::new(c.max(1))));
+        Gates { concurrency: sem(plan.max_concurrency), prefill: sem(plan.max_prefill) }
+    }
+
+    fn any(&self) -> bool {
+        self.concurrency.is_some() || self.prefill.is_some()
+    }
 }
 
 /// Dispatch statistics (client health).
@@ -71,13 +125,13 @@ where
     // passes them through the semaphore one after the other: requests pass the gate FIFO.
     // (Acquiring inside each spawned task made the pass order the order in which the runtime
     // first polled the tasks, which is not the spawn order.)
-    let (gate_tx, gate_task) = match plan.max_concurrency {
-        Some(c) => {
+    let gates = Gates::of(plan);
+    let (gate_tx, gate_task) = match gates.any() {
+        true => {
             let (tx, rx) = mpsc::unbounded_channel::<Release>();
-            let gate = Arc::new(Semaphore::new(c.max(1)));
             let task = tokio::spawn(gate_in_order(
                 clock,
-                gate,
+                gates,
                 rx,
                 execute.clone(),
                 cancelled.clone(),
@@ -86,7 +140,7 @@ where
             ));
             (Some(tx), Some(task))
         }
-        None => (None, None),
+        false => (None, None),
     };
     let mut tasks = JoinSet::new();
     let mut i = 0;
@@ -106,13 +160,7 @@ where
         let released_us = clock.offset_us(now);
         // Release every arrival that is due now, not one per wake-up.
         while i < n && plan.offsets_us[i] <= released_us {
-            let release = Release {
-                index: i,
-                intended_us: plan.offsets_us[i],
-                released_us,
-                stage: None,
-                gate_us: None,
-            };
+            let release = Release::new(i, plan.offsets_us[i], released_us, None);
             stats.lateness_us.push(released_us - plan.offsets_us[i]);
             match &gate_tx {
                 Some(tx) => {
@@ -138,13 +186,7 @@ where
     // Requests the stop prevented from being released end as cancelled records.
     for (j, &intended_us) in plan.offsets_us.iter().enumerate().skip(i) {
         stats.not_released += 1;
-        let _ = sink.send(cancelled(Release {
-            index: j,
-            intended_us,
-            released_us: intended_us,
-            stage: None,
-            gate_us: None,
-        }));
+        let _ = sink.send(cancelled(Release::new(j, intended_us, intended_us, None)));
     }
     drop(gate_tx);
     if let Some(t) = gate_task {
@@ -154,12 +196,13 @@ where
     stats
 }
 
-/// The concurrency gate: takes releases in the order they were queued, waits for a permit for
-/// each in turn, then starts its request (the executor is called here, in order). Once `stop`
-/// is raised, every release still waiting ends as a cancelled record.
+/// The client-side gates: takes releases in the order they were queued, waits for a
+/// concurrency permit then a prefill slot (each when the run has one) for each in turn, then
+/// starts its request (the executor is called here, in order). Once `stop` is raised, every
+/// release still waiting ends as a cancelled record.
 async fn gate_in_order<E, Fut, C>(
     clock: RunClock,
-    gate: Arc<Semaphore>,
+    gates: Gates,
     mut queue: mpsc::UnboundedReceiver<Release>,
     execute: Arc<E>,
     cancelled: Arc<C>,
@@ -172,22 +215,15 @@ async fn gate_in_order<E, Fut, C>(
 {
     let mut tasks = JoinSet::new();
     while let Some(release) = queue.recv().await {
-        let permit = if stop.is_cancelled() {
-            None
-        } else {
-            tokio::select! {
-                biased;
-                _ = stop.cancelled() => None,
-                p = gate.clone().acquire_owned() => p.ok(),
-            }
-        };
-        let Some(permit) = permit else {
-            let _ = sink.send(cancelled(release));
+        let Some((permit, release)) = pass_gates(&gates, clock, release, &stop)
+            .await
+            .map_err(|r| {
+                let _ = sink.send(cancelled(r));
+            })
+            .ok()
+        else {
             continue;
         };
-        // The time it passed, taken here in queue order: the send (pool checkout, connect)
-        // starts now, and `dispatched_us` follows once the request is written.
-        let release = Release { gate_us: Some(clock.offset_us(Instant::now())), ..release };
         // Boxed: the executor's future is large (connect, TLS and HTTP state).
         let mut fut = Box::pin(execute(release));
         let sink = sink.clone();
@@ -214,6 +250,42 @@ async fn gate_in_order<E, Fut, C>(
     while tasks.join_next().await.is_some() {}
 }
 
+/// Passes `release` through the concurrency gate then takes a prefill slot (each when the run
+/// has one), in queue order; back with the concurrency permit (held to the request's end) and
+/// the release with its gate time and prefill slot, or `Err(release)` when `stop` came first.
+async fn pass_gates(
+    gates: &Gates,
+    clock: RunClock,
+    mut release: Release,
+    stop: &CancellationToken,
+) -> Result<(Option<OwnedSemaphorePermit>, Release), Release> {
+    if stop.is_cancelled() {
+        return Err(release);
+    }
+    // `ready_us`: since when only a prefill slot kept the request back. A concurrency permit
+    // free at once means it was ready at its release (the time it queued behind earlier
+    // requests waiting for slots is prefill wait too); one waited for, from when it came.
+    let (permit, ready_us) = match &gates.concurrency {
+        Some(g) => match g.clone().try_acquire_owned() {
+            Ok(p) => (Some(p), release.released_us),
+            Err(_) => match acquire(g, stop).await {
+                Some(p) => (Some(p), clock.offset_us(Instant::now())),
+                None => return Err(release),
+            },
+        },
+        None => (None, release.released_us),
+    };
+    if let Some(p) = &gates.prefill {
+        let Some(slot) = acquire(p, stop).await else { return Err(release) };
+        let wait_us = clock.offset_us(Instant::now()).saturating_sub(ready_us);
+        release.prefill = Some(PrefillSlot { permit: slot, wait_us });
+    }
+    // The time it passed, taken here in queue order: the send (pool checkout, connect) starts
+    // now, and `dispatched_us` follows once the request is written.
+    release.gate_us = Some(clock.offset_us(Instant::now()));
+    Ok((permit, release))
+}
+
 /// The closed loop of concurrency stages: `stages` are `(concurrency, end µs)` back to back from
 /// the origin. While stage `k` lasts, a request is released whenever fewer than its concurrency
 /// are in flight (at once when a stage raises the limit; a stage that lowers it lets the surplus
@@ -221,6 +293,7 @@ async fn gate_in_order<E, Fut, C>(
 /// Releasing ends with the last stage or `stop`; every released request's record goes to `sink`.
 pub async fn dispatch_closed_loop<E, Fut>(
     stages: &[(usize, u64)],
+    max_prefill: Option<usize>,
     clock: RunClock,
     execute: E,
     sink: mpsc::UnboundedSender<RequestRecord>,
@@ -231,6 +304,8 @@ where
     Fut: Future<Output = RequestRecord> + Send + 'static,
 {
     let execute = Arc::new(execute);
+    let prefill =
+        Gates { concurrency: None, prefill: max_prefill.map(|c| Arc::new(Semaphore::new(c.max(1)))) };
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<()>();
     let mut stats = DispatchStats::default();
     let mut tasks = JoinSet::new();
@@ -241,16 +316,21 @@ where
         let Some(k) = stages.iter().position(|&(_, end)| now_us < end) else { break };
         let (limit, end) = stages[k];
         while in_flight < limit {
-            let release = Release {
-                index: next,
-                intended_us: now_us,
-                released_us: now_us,
-                stage: Some(k as u32),
-                gate_us: Some(now_us),
-            };
+            let release =
+                Release { gate_us: Some(now_us), ..Release::new(next, now_us, now_us, Some(k as u32)) };
             stats.lateness_us.push(0);
             let (execute, sink, done) = (execute.clone(), sink.clone(), done_tx.clone());
+            let prefill = prefill.clone();
             tasks.spawn(async move {
+                // A prefill slot, when capped, waited for in the request's own task: the request
+                // is released (in flight for the loop), so a stop does not end the wait; a
+                // cancelling stop ends the request as soon as it runs.
+                let release = match prefill.prefill.is_some() {
+                    true => match pass_gates(&prefill, clock, release, &CancellationToken::new()).await {
+                        Ok((_, r)) | Err(r) => r,
+                    },
+                    false => release,
+                };
                 let record = Box::pin(execute(release)).await;
                 let _ = sink.send(record);
                 let _ = done.send(());
@@ -275,13 +355,17 @@ where
 }
 
 #[cfg(test)]
+#[path = "dispatch_prefill_tests.rs"]
+mod prefill_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use servebench_core::Outcome;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    fn record_for(r: Release, outcome: Outcome) -> RequestRecord {
+    fn record_for(r: &Release, outcome: Outcome) -> RequestRecord {
         let mut rec = RequestRecord::scheduled(r.index as u64, format!("r{}", r.index), r.intended_us, 1, 1);
         rec.outcome = outcome;
         rec
@@ -300,7 +384,8 @@ mod tests {
     async fn gate_pass_order(offsets_us: Vec<u64>) -> Vec<usize> {
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let n = offsets_us.len();
-        let plan = DispatchPlan { offsets_us: offsets_us.into(), max_concurrency: Some(3) };
+        let plan =
+            DispatchPlan { offsets_us: offsets_us.into(), max_concurrency: Some(3), max_prefill: None };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
@@ -313,10 +398,10 @@ mod tests {
                 async move {
                     // Uneven service times so that completions interleave.
                     tokio::time::sleep(Duration::from_micros((r.index as u64 * 7919) % 1300)).await;
-                    record_for(r, Outcome::Completed)
+                    record_for(&r, Outcome::Completed)
                 }
             },
-            |r| record_for(r, Outcome::Cancelled),
+            |r| record_for(&r, Outcome::Cancelled),
             tx,
             stop,
         )
@@ -343,7 +428,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn gate_times_are_monotone_in_schedule_order_whatever_the_connects_do() {
         for run in 0..40u64 {
-            let plan = DispatchPlan { offsets_us: vec![0; 12].into(), max_concurrency: Some(3) };
+            let plan =
+                DispatchPlan { offsets_us: vec![0; 12].into(), max_concurrency: Some(3), max_prefill: None };
             let (tx, rx) = mpsc::unbounded_channel();
             let stop = CancellationToken::new();
             let _h = stop.clone();
@@ -355,12 +441,12 @@ mod tests {
                     // A "connect" that is longer for earlier requests: they start writing last.
                     let connect_us = (12 - r.index as u64) * 150 + (run * 37 + r.index as u64 * 91) % 200;
                     tokio::time::sleep(Duration::from_micros(connect_us)).await;
-                    let mut rec = record_for(r, Outcome::Completed);
+                    let mut rec = record_for(&r, Outcome::Completed);
                     rec.gate_us = r.gate_us;
                     rec.dispatched_us = Some(clock.now_us());
                     rec
                 },
-                |r| record_for(r, Outcome::Cancelled),
+                |r| record_for(&r, Outcome::Cancelled),
                 tx,
                 stop,
             )
@@ -375,16 +461,19 @@ mod tests {
 
     #[tokio::test]
     async fn every_request_yields_exactly_one_record() {
-        let plan =
-            DispatchPlan { offsets_us: (0..50u64).map(|i| i * 100).collect(), max_concurrency: Some(4) };
+        let plan = DispatchPlan {
+            offsets_us: (0..50u64).map(|i| i * 100).collect(),
+            max_concurrency: Some(4),
+            max_prefill: None,
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
         let stats = dispatch(
             &plan,
             RunClock::start(),
-            |r| async move { record_for(r, Outcome::Completed) },
-            |r| record_for(r, Outcome::Cancelled),
+            |r| async move { record_for(&r, Outcome::Completed) },
+            |r| record_for(&r, Outcome::Cancelled),
             tx,
             stop,
         )
@@ -400,7 +489,8 @@ mod tests {
     async fn gate_bounds_concurrency() {
         let in_flight = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
-        let plan = DispatchPlan { offsets_us: vec![0; 40].into(), max_concurrency: Some(3) };
+        let plan =
+            DispatchPlan { offsets_us: vec![0; 40].into(), max_concurrency: Some(3), max_prefill: None };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
@@ -415,10 +505,10 @@ mod tests {
                     p.fetch_max(now, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(2)).await;
                     f.fetch_sub(1, Ordering::SeqCst);
-                    record_for(r, Outcome::Completed)
+                    record_for(&r, Outcome::Completed)
                 }
             },
-            |r| record_for(r, Outcome::Cancelled),
+            |r| record_for(&r, Outcome::Cancelled),
             tx,
             stop,
         )
@@ -430,7 +520,8 @@ mod tests {
     #[tokio::test]
     async fn all_due_arrivals_are_released_in_one_wakeup() {
         // 20 arrivals at the same instant: all are released at the same time.
-        let plan = DispatchPlan { offsets_us: vec![5_000; 20].into(), max_concurrency: None };
+        let plan =
+            DispatchPlan { offsets_us: vec![5_000; 20].into(), max_concurrency: None, max_prefill: None };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
@@ -438,11 +529,11 @@ mod tests {
             &plan,
             RunClock::start(),
             |r| async move {
-                let mut rec = record_for(r, Outcome::Completed);
+                let mut rec = record_for(&r, Outcome::Completed);
                 rec.dispatched_us = Some(r.released_us);
                 rec
             },
-            |r| record_for(r, Outcome::Cancelled),
+            |r| record_for(&r, Outcome::Cancelled),
             tx,
             stop,
         )
@@ -468,6 +559,7 @@ mod tests {
         let clock = RunClock::start();
         let stats = dispatch_closed_loop(
             &stages,
+            None,
             clock,
             move |r| {
                 let (f, p) = (f.clone(), p.clone());
@@ -478,7 +570,7 @@ mod tests {
                     }
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     f.fetch_sub(1, Ordering::SeqCst);
-                    let mut rec = record_for(r, Outcome::Completed);
+                    let mut rec = record_for(&r, Outcome::Completed);
                     rec.stage = r.stage;
                     rec
                 }
@@ -510,8 +602,9 @@ mod tests {
         handle.cancel();
         let stats = dispatch_closed_loop(
             &[(4, 10_000_000)],
+            None,
             RunClock::start(),
-            |r| async move { record_for(r, Outcome::Completed) },
+            |r| async move { record_for(&r, Outcome::Completed) },
             tx,
             stop,
         )
@@ -527,6 +620,7 @@ mod tests {
         let plan = DispatchPlan {
             offsets_us: (0..30u64).map(|i| i * 1_000_000).collect(),
             max_concurrency: Some(2),
+            max_prefill: None,
         };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
@@ -538,9 +632,9 @@ mod tests {
                 if r.index == 0 {
                     handle.cancel();
                 }
-                async move { record_for(r, Outcome::Completed) }
+                async move { record_for(&r, Outcome::Completed) }
             },
-            |r| record_for(r, Outcome::Cancelled),
+            |r| record_for(&r, Outcome::Cancelled),
             tx,
             stop,
         )

@@ -4,6 +4,7 @@
 //! at three points: building the workload, building the schedule, and annotating each request.
 
 pub mod agentic;
+pub mod cancellation;
 pub mod dispatch;
 pub mod lora;
 pub mod probe_requests;
@@ -407,5 +408,7 @@ pub fn session_run(
         tokenizer: Some(tokenizer.clone()),
         keep_text: cfg.keep_text,
         live,
+        prefill: shard::max_prefill_concurrency(cfg).map(|c| Arc::new(tokio::sync::Semaphore::new(c.max(1)))),
+        cancellation: cancellation::plan(cfg),
     })
 }

@@ -19,7 +19,9 @@ use http::{HeaderName, HeaderValue};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Deserialize;
-use servebench_client::request::{execute_prepared, ExecOptions, PreparedBody, RequestTarget};
+use servebench_client::request::{
+    execute_controlled, ExecOptions, PreparedBody, RequestControls, RequestTarget,
+};
 use servebench_client::transport::HttpClient;
 use servebench_core::{
     BenchError, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer, Workload,
@@ -284,6 +286,11 @@ pub struct SessionRun {
     /// Keep generated text in records (`--save-detailed`).
     pub keep_text: bool,
     pub live: Option<Arc<LiveMetrics>>,
+    /// Prefill slots (`--max-prefill-concurrency`), taken after the concurrency gate.
+    pub prefill: Option<Arc<Semaphore>>,
+    /// `--request-cancellation-rate`: a turn cancelled by design ends its conversation (its
+    /// user left).
+    pub cancellation: Option<super::cancellation::CancellationPlan>,
 }
 
 /// Appends `{"role": role, "content": text}` to a JSON array under construction.
@@ -407,12 +414,26 @@ async fn conversation(
         if permit.is_none() || release.is_cancelled() {
             break;
         }
+        let passed_us = run.clock.now_us();
+        let prefill_slot = match &run.prefill {
+            Some(p) => match tokio::select! {
+                p = p.clone().acquire_owned() => p.ok(),
+                _ = waiter.cancelled() => None,
+            } {
+                Some(slot) => Some(slot),
+                None => break,
+            },
+            None => None,
+        };
         let mut messages = if conv.history { history.clone() } else { String::from("[") };
         push_message(&mut messages, "user", spec.prompt.text().unwrap_or_default());
         messages.push(']');
         let prompt_tokens =
             if conv.history { history_tokens.saturating_add(spec.prompt_tokens) } else { spec.prompt_tokens };
         let mut record = turn_record(run, conv, c, idx, t, intended, prompt_tokens);
+        record.prefill_wait_us = prefill_slot.as_ref().map(|_| run.clock.now_us().saturating_sub(passed_us));
+        let cancel_after = run.cancellation.and_then(|p| p.delay_for(record.index));
+        record.cancel_after_us = cancel_after.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
         let body = match target.body_template().build_messages(&messages, spec.expected_output_tokens) {
             Ok(b) => b,
             Err(e) => {
@@ -428,11 +449,19 @@ async fn conversation(
             live.request_sent(run.clock.now_us().saturating_sub(intended));
         }
         let stop = cancel.clone();
-        let mut rec =
-            execute_prepared(&run.client, target, spec, &prepared, record, &run.clock, &opts, async move {
-                stop.cancelled().await
-            })
-            .await;
+        let controls = RequestControls { prefill_slot, cancel_after };
+        let mut rec = execute_controlled(
+            &run.client,
+            target,
+            spec,
+            Some(&prepared),
+            record,
+            &run.clock,
+            &opts,
+            controls,
+            async move { stop.cancelled().await },
+        )
+        .await;
         if let Some(live) = &run.live {
             live.sent_request_ended();
         }

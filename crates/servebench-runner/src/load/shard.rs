@@ -193,6 +193,15 @@ pub fn max_concurrency(cfg: &RunConfig) -> Option<usize> {
     }
 }
 
+/// This shard's share of `--max-prefill-concurrency` (shared out as `--max-concurrency` is).
+pub fn max_prefill_concurrency(cfg: &RunConfig) -> Option<usize> {
+    let cap = cfg.load.max_prefill_concurrency;
+    match &cfg.shard {
+        Some(s) => cap.map(|c| s.spec.concurrency_share(c).unwrap_or(1)),
+        None => cap,
+    }
+}
+
 /// This shard's share of the arrival rate: it sends every `N`-th arrival of the whole run's
 /// schedule, so `1/N` of the rate (and of a ramp's rates); the whole rate when not sharded.
 pub fn rate_share(cfg: &RunConfig) -> RateConfig {

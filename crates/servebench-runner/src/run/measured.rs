@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use servebench_client::request::{execute, execute_until, ExecOptions, RequestTarget};
+use servebench_client::request::{execute, execute_controlled, ExecOptions, RequestControls, RequestTarget};
 use servebench_client::transport::HttpClient;
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::{BenchError, ErrorKind, Outcome, RequestRecord, Result, RunClock, Workload};
@@ -193,8 +193,11 @@ async fn plan_measured(
     // A sharded run keeps its share of the whole workload and schedule (docs/scale-out.md).
     let (workload, schedule, mut shard_run) =
         shard::take_share(cfg, &prepared.model.model_id, &prepared.tokenizer_id, workload, schedule);
-    let dispatch =
-        DispatchPlan { offsets_us: schedule.offsets_us.into(), max_concurrency: shard::max_concurrency(cfg) };
+    let dispatch = DispatchPlan {
+        offsets_us: schedule.offsets_us.into(),
+        max_concurrency: shard::max_concurrency(cfg),
+        max_prefill: shard::max_prefill_concurrency(cfg),
+    };
     if let Some(s) = &shard_run {
         observer.message(&s.describe());
     }
@@ -340,6 +343,7 @@ async fn dispatch_measured(
         live: live.clone(),
         lora_targets: prepared.load.lora_targets.clone(),
         clock,
+        cancellation: crate::load::cancellation::plan(cfg),
     };
     let probes = cfg.load.probe_request_rate.map(|rate| {
         let t = crate::load::probe_requests::ProbeTarget {
@@ -357,7 +361,9 @@ async fn dispatch_measured(
             crate::load::session::run_conversations(run, conv.clone(), arrivals, tx, release, cancel).await
         }
         (LoadShape::ClosedLoop { stages }, ..) => {
-            dispatch_closed_loop(stages, clock, move |r| exec.run(r), tx, stops.release.clone()).await
+            let prefill = plan.max_prefill;
+            dispatch_closed_loop(stages, prefill, clock, move |r| exec.run(r), tx, stops.release.clone())
+                .await
         }
         _ => {
             let cancelled = move |r: Release| records.make(&r);
@@ -395,6 +401,7 @@ impl RecordFor {
         );
         self.measured.annotate(&mut rec, spec.index as usize);
         rec.gate_us = r.gate_us;
+        rec.prefill_wait_us = r.prefill.as_ref().map(|p| p.wait_us);
         if r.stage.is_some() {
             rec.stage = r.stage;
         }
@@ -418,10 +425,12 @@ struct RequestExecutor {
     live: Arc<LiveMetrics>,
     lora_targets: Vec<Arc<RequestTarget>>,
     clock: RunClock,
+    /// `--request-cancellation-rate`/`-delay`.
+    cancellation: Option<crate::load::cancellation::CancellationPlan>,
 }
 
 impl RequestExecutor {
-    fn run(&self, r: Release) -> impl std::future::Future<Output = RequestRecord> + Send + 'static {
+    fn run(&self, mut r: Release) -> impl std::future::Future<Output = RequestRecord> + Send + 'static {
         let workload = self.records.workload.clone();
         let pos = r.index % workload.len();
         // LoRA: the adapter's target (its name as `model`); else the base model's.
@@ -431,7 +440,10 @@ impl RequestExecutor {
             .lora_of(workload.requests[pos].index as usize)
             .and_then(|i| self.lora_targets.get(i).cloned())
             .unwrap_or_else(|| self.target.clone());
-        let record = self.records.make(&r);
+        let mut record = self.records.make(&r);
+        let cancel_after = self.cancellation.and_then(|c| c.delay_for(record.index));
+        record.cancel_after_us = cancel_after.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        let mut prefill = r.prefill.take().map(|p| p.permit);
         self.live.request_sent(r.released_us.saturating_sub(r.intended_us));
         let in_flight = SentGuard(self.live.clone());
         let (client, opts, clock, retries) =
@@ -444,11 +456,21 @@ impl RequestExecutor {
             loop {
                 // Cancelled: the request ends as `cancelled`, with the timings it had.
                 let stop = cancel.clone();
-                let done =
-                    execute_until(&client, &target, spec, attempt.clone(), &clock, &opts, async move {
-                        stop.cancelled().await
-                    })
-                    .await;
+                // A retried attempt waits for a prefill slot again (the last one ended with it).
+                let sem = prefill.as_ref().map(|p| p.semaphore().clone());
+                let controls = RequestControls { prefill_slot: prefill.take(), cancel_after };
+                let done = execute_controlled(
+                    &client,
+                    &target,
+                    spec,
+                    None,
+                    attempt.clone(),
+                    &clock,
+                    &opts,
+                    controls,
+                    async move { stop.cancelled().await },
+                )
+                .await;
                 // `--retries`: only a connection that could not be made (nothing of the
                 // request was sent) is tried again; the record counts every attempt.
                 let retry = done.error.as_ref().is_some_and(|e| e.kind == ErrorKind::Connect)
@@ -459,6 +481,12 @@ impl RequestExecutor {
                 }
                 attempt.attempts = done.attempts;
                 tokio::time::sleep(Duration::from_millis(100 * u64::from(done.attempts))).await;
+                if let Some(sem) = sem {
+                    let from = clock.now_us();
+                    prefill = sem.acquire_owned().await.ok();
+                    let waited = clock.now_us().saturating_sub(from);
+                    attempt.prefill_wait_us = attempt.prefill_wait_us.map(|w| w + waited);
+                }
             }
         }
     }
@@ -472,7 +500,8 @@ fn run_warnings(
     observer: &dyn RunObserver,
 ) -> Vec<Notice> {
     let mut warnings = Vec::new();
-    let cancelled = records.iter().filter(|r| r.outcome == Outcome::Cancelled).count();
+    let by_design = |r: &RequestRecord| r.cancelled_by == Some(servebench_core::CancelReason::ByDesign);
+    let cancelled = records.iter().filter(|r| r.outcome == Outcome::Cancelled && !by_design(r)).count();
     if cancelled > 0 {
         warnings.push(Notice::note(format!("{cancelled} requests were cancelled before they finished")));
     }

@@ -265,3 +265,33 @@ async fn profile_endpoints_answer() {
     assert_eq!(c.get("/start_profile").await.status, 405);
     assert_eq!(c.post("/metrics", &[], b"").await.status, 405);
 }
+
+/// Polls `/metrics` (5 ms apart, at most 2000 times) until `vllm:num_requests_running` is `want`.
+async fn running_reaches(addr: SocketAddr, want: f64) -> bool {
+    for _ in 0..2000 {
+        if metric(&metrics(addr).await, "vllm:num_requests_running") == want {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn an_abandoned_stream_leaves_the_running_batch() {
+    // 5000 tokens at 2 ms a step: 10 s of decoding, far longer than the test waits.
+    let sim = start(engine_config(engine())).await;
+    let addr = sim.local_addr();
+    let mut c = Conn::connect(addr).await;
+    let sent = c.send_post("/v1/completions", body("a long answer", 5000, true).to_string().as_bytes()).await;
+    let head = c.read_head(sent).await;
+    assert_eq!(head.status, 200);
+    assert!(running_reaches(addr, 1.0).await, "the request never ran");
+    // The client goes away (a client-side cancellation closes its connection).
+    drop(c);
+    assert!(running_reaches(addr, 0.0).await, "the engine kept generating for an abandoned stream");
+    let truth = sim.ground_truth();
+    assert_eq!(truth.len(), 1);
+    assert!(truth[0].done.is_none(), "an abandoned response has no end");
+    assert!(truth[0].events.iter().map(|e| e.tokens).sum::<u32>() < 5000);
+}

@@ -140,6 +140,42 @@ pub fn cancel_at_end(text: &str) -> Result<CancelAtEnd, BenchError> {
     }
 }
 
+/// `--max-prefill-concurrency N`: a whole number ≥ 1.
+pub fn prefill_concurrency(text: &str) -> Result<usize, BenchError> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(BenchError::config(
+            "--max-prefill-concurrency",
+            format!("'{text}' is not a whole number of at least 1"),
+            "pass how many requests may wait for their first token at once, e.g. 4",
+        )),
+    }
+}
+
+/// `--request-cancellation-rate PERCENT`: a percentage in (0, 100].
+pub fn cancellation_rate(text: &str) -> Result<f64, BenchError> {
+    match text.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err(BenchError::config(
+            "--request-cancellation-rate",
+            format!("'{text}' is not a percentage in (0, 100]"),
+            "pass the percent of requests to cancel, e.g. 10",
+        )),
+    }
+}
+
+/// `--request-cancellation-delay SECONDS`: a finite number of seconds ≥ 0.
+pub fn cancellation_delay(text: &str) -> Result<std::time::Duration, BenchError> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=1e9).contains(&s) => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(BenchError::config(
+            "--request-cancellation-delay",
+            format!("'{text}' is not a number of seconds ≥ 0"),
+            "pass the seconds after its send starts at which a chosen request is cancelled, e.g. 0.5",
+        )),
+    }
+}
+
 /// `--on-duration-end cancel` (true) or `drain`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CancelAtEnd(pub bool);

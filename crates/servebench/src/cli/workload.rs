@@ -84,4 +84,19 @@ pub struct WorkloadArgs {
     /// stops them (recorded as cancelled).
     #[arg(long, default_value = "drain", value_parser = crate::cli::values::cancel_at_end, help_heading = "Load")]
     pub on_duration_end: crate::cli::values::CancelAtEnd,
+
+    // ---- client-side load controls (AIPerf's counterparts) ----
+    /// Requests sent and not yet at their first token, at most (AIPerf: --prefill-concurrency).
+    /// A request takes a prefill slot after --max-concurrency's gate and frees it at its first
+    /// generated token (or when it ends without one); streamed responses only.
+    #[arg(long, value_name = "N", value_parser = crate::cli::values::prefill_concurrency, help_heading = "Load")]
+    pub max_prefill_concurrency: Option<usize>,
+    /// Percent of the requests to cancel by design (seeded by --seed), each
+    /// --request-cancellation-delay seconds after its send starts if still running (AIPerf's name).
+    #[arg(long, value_name = "PERCENT", value_parser = crate::cli::values::cancellation_rate, help_heading = "Load")]
+    pub request_cancellation_rate: Option<f64>,
+    /// Seconds after its send starts at which a request chosen by --request-cancellation-rate
+    /// is cancelled, its connection closed (AIPerf's name).
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::values::cancellation_delay, help_heading = "Load")]
+    pub request_cancellation_delay: Option<std::time::Duration>,
 }

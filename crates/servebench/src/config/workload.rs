@@ -52,7 +52,40 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
         load.duration = Some(duration(args, run, &load, secs)?);
     }
     load.cancel_at_end = w.on_duration_end.0;
+    client_controls(args, run, &mut load)?;
     run.load = load;
+    Ok(())
+}
+
+/// `--max-prefill-concurrency` (SB122, SB123) and cancellation by design (SB124).
+fn client_controls(args: &RunArgs, run: &RunConfig, load: &mut LoadOptions) -> Result<()> {
+    let w = &args.workload;
+    if let Some(n) = w.max_prefill_concurrency {
+        let streams = servebench_client::body::BodyTemplate::new(run.target.backend, &run.target)?.streams();
+        if !streams {
+            return Err(BenchError::PrefillCapNeedsStream { backend: args.backend.name.clone() });
+        }
+        if let Some(c) = run.max_concurrency.filter(|&c| n > c) {
+            return Err(BenchError::PrefillCapAboveConcurrency { prefill: n, concurrency: c });
+        }
+        load.max_prefill_concurrency = Some(n);
+    }
+    load.cancellation = match (w.request_cancellation_rate, w.request_cancellation_delay) {
+        (Some(rate), Some(delay)) => Some((rate, delay)),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(BenchError::CancellationIncomplete {
+                given: "--request-cancellation-rate".into(),
+                missing: "--request-cancellation-delay".into(),
+            })
+        }
+        (None, Some(_)) => {
+            return Err(BenchError::CancellationIncomplete {
+                given: "--request-cancellation-delay".into(),
+                missing: "--request-cancellation-rate".into(),
+            })
+        }
+    };
     Ok(())
 }
 
