@@ -283,6 +283,9 @@ pub struct RequestRecord {
     /// Session-tree replay: the turn's branch in its session (0 = the main agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_branch: Option<u32>,
+    /// Session-tree replay: the turn is a tool result (its input is a tool's output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_tool: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora: Option<String>,
     /// The load stage the request belongs to (`--stages`, 0-based).
@@ -411,6 +414,7 @@ impl RequestRecord {
             turn: None,
             agent_depth: None,
             agent_branch: None,
+            agent_tool: None,
             lora: None,
             stage: None,
             outcome: Outcome::Cancelled,

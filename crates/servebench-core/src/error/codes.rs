@@ -193,6 +193,22 @@ error_table! {
         error: AgenticBackendUnsupported { backend: String },
         message: "session-tree replay sends each turn's message history and backend '{backend}' has no messages; fix: use --backend openai-chat (or another chat backend)",
     }
+    /// SB218: a session-tree control flag has a bad value (speed-up, delay cap, session count,
+    /// loop mode, session concurrency).
+    SB218 AgenticControlInvalid {
+        exit: 2,
+        title: "session-tree control invalid",
+        error: AgenticControlInvalid { flag: String, problem: String, fix: String },
+        message: "{flag}: {problem}; fix: {fix}",
+    }
+    /// SB219: a session-tree flag without `--dataset-name agentic`, or a flag session-tree replay
+    /// cannot combine with (its sessions set their own timing and load).
+    SB219 AgenticFlagNotApplicable {
+        exit: 2,
+        title: "flag does not apply to session-tree replay",
+        error: AgenticFlagNotApplicable { flag: String, why: String },
+        message: "{flag} {why}; fix: drop the flag (docs/workloads.md §Session trees lists the flags of session-tree replay)",
+    }
     /// SB301: the endpoint did not answer a test request successfully before the timeout.
     SB301 EndpointNotReady {
         exit: 1,

@@ -27,20 +27,47 @@ pub struct SessionTreeMetrics {
     pub sessions: usize,
     /// Sessions whose every turn completed.
     pub completed: usize,
+    /// Sessions with at least one failed turn.
+    pub failed: usize,
+    /// Sessions with no failed turn and at least one cancelled one (the run stopped them).
+    pub cancelled: usize,
+    /// Turns (records) by outcome: completed + failed + cancelled = every turn.
+    pub turns: TurnCounts,
     /// Duration of each completed session (its last turn's end − its first turn's dispatch), ms;
     /// None without a completed session.
     pub duration_ms: Option<Summary>,
     /// Mean turns (records) per session.
     pub turns_per_session: f64,
+    /// Tool-result turns (every outcome).
+    pub tool_turns: usize,
     /// Mean sub-agent branches (distinct `agent_branch` > 0) per session.
     pub branches_per_session: f64,
     /// TTFT by tree depth, increasing depth; depths without a completed turn are left out.
     pub ttft_by_depth: Vec<DepthTtft>,
 }
 
+/// Session-tree turns by how they ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnCounts {
+    pub completed: usize,
+    pub failed: usize,
+    pub cancelled: usize,
+}
+
+impl TurnCounts {
+    fn add(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Completed => self.completed += 1,
+            Outcome::Failed => self.failed += 1,
+            Outcome::Cancelled => self.cancelled += 1,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Acc {
     turns: usize,
+    outcomes: TurnCounts,
     all_completed: bool,
     first_dispatch: Option<u64>,
     last_end: Option<u64>,
@@ -52,11 +79,14 @@ struct Acc {
 pub fn session_tree_metrics(records: &[RequestRecord], percentiles: &[f64]) -> Option<SessionTreeMetrics> {
     let mut sessions: BTreeMap<u64, Acc> = BTreeMap::new();
     let mut by_depth: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    let mut tool_turns = 0;
     for r in records {
         let (Some(depth), Some(session)) = (r.agent_depth, r.conversation) else { continue };
         let acc = sessions.entry(session).or_insert_with(|| Acc { all_completed: true, ..Acc::default() });
         acc.turns += 1;
+        acc.outcomes.add(r.outcome);
         acc.all_completed &= r.outcome == Outcome::Completed;
+        tool_turns += usize::from(r.agent_tool == Some(true));
         if let Some(b) = r.agent_branch.filter(|&b| b > 0) {
             acc.branches.insert(b);
         }
@@ -81,9 +111,19 @@ pub fn session_tree_metrics(records: &[RequestRecord], percentiles: &[f64]) -> O
         .filter(|a| a.all_completed)
         .filter_map(|a| Some(a.last_end?.saturating_sub(a.first_dispatch?) as f64 / 1000.0))
         .collect();
+    let mut turns = TurnCounts::default();
+    for a in sessions.values() {
+        turns.completed += a.outcomes.completed;
+        turns.failed += a.outcomes.failed;
+        turns.cancelled += a.outcomes.cancelled;
+    }
     Some(SessionTreeMetrics {
         sessions: n,
         completed: sessions.values().filter(|a| a.all_completed).count(),
+        failed: sessions.values().filter(|a| a.outcomes.failed > 0).count(),
+        cancelled: sessions.values().filter(|a| a.outcomes.failed == 0 && a.outcomes.cancelled > 0).count(),
+        turns,
+        tool_turns,
         duration_ms: (!durations.is_empty()).then(|| Summary::of(&durations, percentiles)),
         turns_per_session: sessions.values().map(|a| a.turns as f64).sum::<f64>() / n as f64,
         branches_per_session: sessions.values().map(|a| a.branches.len() as f64).sum::<f64>() / n as f64,
@@ -133,8 +173,24 @@ mod tests {
             turn(1, 1, 1, 131_000, None, 132_000),
             RequestRecord::scheduled(9, String::new(), 0, 1, 1), // not a session-tree turn
         ];
+        let mut records = records;
+        records[2].agent_tool = Some(true);
+        records[5].agent_tool = Some(true);
+        // Session 2: its only turn cancelled (the run stopped before it was sent).
+        let mut stopped = turn(2, 0, 0, 200_000, None, 200_000);
+        stopped.outcome = Outcome::Cancelled;
+        stopped.error = None;
         let m = session_tree_metrics(&records, &[50.0]).unwrap();
-        assert_eq!((m.sessions, m.completed), (2, 1));
+        assert_eq!((m.sessions, m.completed, m.failed, m.cancelled), (2, 1, 1, 0));
+        assert_eq!(m.turns, TurnCounts { completed: 5, failed: 1, cancelled: 0 });
+        assert_eq!(m.tool_turns, 2);
+        records.push(stopped);
+        let with_stopped = session_tree_metrics(&records, &[50.0]).unwrap();
+        assert_eq!(
+            (with_stopped.sessions, with_stopped.completed, with_stopped.failed, with_stopped.cancelled),
+            (3, 1, 1, 1)
+        );
+        assert_eq!(with_stopped.turns, TurnCounts { completed: 5, failed: 1, cancelled: 1 });
         let d = m.duration_ms.unwrap();
         assert_eq!((d.count, d.mean), (1, 50.0));
         assert_eq!(m.turns_per_session, 3.0); // (4 + 2) / 2

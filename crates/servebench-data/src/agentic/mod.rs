@@ -82,10 +82,46 @@ impl AgenticFormat {
     }
 }
 
+impl std::str::FromStr for AgenticFormat {
+    type Err = ();
+
+    /// `servebench`, `dag` (also `dag_jsonl`) or `weka`.
+    fn from_str(s: &str) -> std::result::Result<Self, ()> {
+        match s {
+            "servebench" => Ok(AgenticFormat::Servebench),
+            "dag" | "dag_jsonl" | "dag-jsonl" => Ok(AgenticFormat::Dag),
+            "weka" => Ok(AgenticFormat::Weka),
+            _ => Err(()),
+        }
+    }
+}
+
+/// The format of a trace's text, told by the keys of its first JSON object: `requests`
+/// (weka), `turns` (dag), `session` with `id` (servebench). None when none matches.
+pub fn detect(text: &str) -> Option<AgenticFormat> {
+    let first = text.lines().find(|l| !l.trim().is_empty())?;
+    let value: serde_json::Value = serde_json::from_str(first)
+        .or_else(|_| {
+            serde_json::Deserializer::from_str(text).into_iter().next().unwrap_or(Ok(serde_json::Value::Null))
+        })
+        .ok()?;
+    let o = value.as_object()?;
+    if o.contains_key("requests") {
+        Some(AgenticFormat::Weka)
+    } else if o.contains_key("turns") {
+        Some(AgenticFormat::Dag)
+    } else if o.contains_key("session") && o.contains_key("id") {
+        Some(AgenticFormat::Servebench)
+    } else {
+        None
+    }
+}
+
 /// Options of loading.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadOptions {
-    pub format: AgenticFormat,
+    /// None: told from the file ([`detect`]).
+    pub format: Option<AgenticFormat>,
     /// Output tokens of a turn whose source gives none (`dag` turns without `max_tokens`).
     pub default_output_tokens: u32,
 }
@@ -94,7 +130,13 @@ pub struct LoadOptions {
 pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Vec<AgentSession>> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
     let p = path.display().to_string();
-    let sessions = match opts.format {
+    let format = match opts.format {
+        Some(f) => f,
+        None => detect(&text).ok_or_else(|| {
+            malformed(&p, "line 1", "cannot tell the format (no `requests`, `turns` or `session`+`id` key); pass --agentic-format servebench|dag|weka")
+        })?,
+    };
+    let sessions = match format {
         AgenticFormat::Servebench => schema::parse(&p, &text)?,
         AgenticFormat::Dag => dag::parse(&p, &text, opts.default_output_tokens)?,
         AgenticFormat::Weka => weka::parse(&p, &text)?,
@@ -163,5 +205,18 @@ mod tests {
         let ids: Vec<usize> = a.iter().map(|x| x.id.parse().unwrap_or(0)).collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(sample(all.clone(), 50, 1).len(), 20);
+    }
+
+    #[test]
+    fn trace_formats_are_detected_from_their_first_object() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agentic");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        assert_eq!(detect(&read("fork_join.jsonl")), Some(AgenticFormat::Servebench));
+        assert_eq!(detect(&read("dag_spawn_fork.jsonl")), Some(AgenticFormat::Dag));
+        assert_eq!(detect(&read("weka_session.json")), Some(AgenticFormat::Weka));
+        assert_eq!(detect("{\"prompt\": 1}"), None);
+        assert_eq!(detect("not json"), None);
+        assert_eq!("dag_jsonl".parse(), Ok(AgenticFormat::Dag));
+        assert!("csv".parse::<AgenticFormat>().is_err());
     }
 }

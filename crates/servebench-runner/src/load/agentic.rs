@@ -10,6 +10,7 @@
 //! Sessions start on their recorded times (open loop) or N at a time (closed loop); the
 //! request-concurrency gate applies to every turn. Only the chat backend is supported (SB217).
 
+use crate::config::load_options::AgenticConfig;
 use crate::load::dispatch::DispatchStats;
 use crate::load::session::SESSION_HEADER;
 use crate::observe::live::LiveMetrics;
@@ -18,9 +19,9 @@ use servebench_client::backend::BackendKind;
 use servebench_client::request::{execute_prepared, ExecOptions, PreparedBody, RequestTarget};
 use servebench_client::transport::HttpClient;
 use servebench_core::{
-    BenchError, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer,
+    BenchError, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer, Workload,
 };
-use servebench_data::agentic::{AgentSession, TurnInput};
+use servebench_data::agentic::{AgentSession, LoadOptions, TurnInput};
 use servebench_data::random::{generate_random, RandomDatasetConfig};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -116,6 +117,46 @@ pub fn materialize(
         inputs.push(v);
     }
     Ok(TreeWorkload { sessions, inputs, first })
+}
+
+/// Loads, samples (seeded by `seed`) and materializes the sessions of `cfg` (blocking: call
+/// off the runtime). `random` gives the token pool of token-count inputs.
+pub fn build(
+    cfg: &AgenticConfig,
+    random: &RandomDatasetConfig,
+    tok: &dyn TextTokenizer,
+) -> Result<TreeWorkload> {
+    let opts = LoadOptions { format: cfg.format, default_output_tokens: cfg.default_output_tokens };
+    let mut sessions = servebench_data::agentic::load(&cfg.path, &opts)?;
+    if let Some(n) = cfg.sessions {
+        sessions = servebench_data::agentic::sample(sessions, n, random.seed);
+    }
+    materialize(sessions, random, tok)
+}
+
+/// One request per turn (index = the turn's request index, its new input as the prompt): what
+/// the run's workload statistics, readiness check and dry run see.
+pub fn workload_of(work: &TreeWorkload) -> Workload {
+    let mut requests = Vec::with_capacity(work.turns());
+    for (s, session) in work.sessions.iter().enumerate() {
+        for (t, turn) in session.turns.iter().enumerate() {
+            let (text, tokens) = &work.inputs[s][t];
+            let index = (work.first[s] + t) as u64;
+            requests.push(RequestSpec::new(index, Prompt::Text(text.clone()), *tokens, turn.output_tokens));
+        }
+    }
+    Workload { requests }
+}
+
+impl TreeControls {
+    /// The controls of a run's configuration.
+    pub fn of(cfg: &AgenticConfig) -> TreeControls {
+        TreeControls {
+            speedup: cfg.speedup,
+            max_idle: cfg.max_idle,
+            mode: cfg.closed_loop.map_or(TreeLoop::Open, TreeLoop::Closed),
+        }
+    }
 }
 
 /// How sessions start.
@@ -276,6 +317,7 @@ fn turn_record(sh: &Shared, s: usize, t: usize, intended: u64, base_tokens: u32)
     r.turn = Some(t as u32);
     r.agent_depth = Some(turn.depth);
     r.agent_branch = Some(turn.branch);
+    r.agent_tool = Some(turn.tool);
     r
 }
 

@@ -64,7 +64,7 @@ async fn engine_sim() -> servebench_sim::SimHandle {
 }
 
 fn workload() -> Arc<TreeWorkload> {
-    let opts = LoadOptions { format: AgenticFormat::Servebench, default_output_tokens: 16 };
+    let opts = LoadOptions { format: Some(AgenticFormat::Servebench), default_output_tokens: 16 };
     let sessions = load(Path::new(FIXTURE), &opts).unwrap();
     let random = RandomDatasetConfig { seed: 3, ..RandomDatasetConfig::default() };
     Arc::new(materialize(sessions, &random, crate::common::cl100k().as_ref()).unwrap())

@@ -53,6 +53,7 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     }
     load.cancel_at_end = w.on_duration_end.0;
     client_controls(args, run, &mut load)?;
+    super::agentic::apply(args, backend, run, &mut load)?;
     run.load = load;
     Ok(())
 }
