@@ -28,7 +28,7 @@ fn tree_flags_given(args: &RunArgs) -> Vec<&'static str> {
 }
 
 /// Flags that shape another load, given beside `--dataset-name agentic`.
-fn other_load_flags(args: &RunArgs, run: &RunConfig, load: &LoadOptions) -> Option<&'static str> {
+fn other_load_flags(args: &RunArgs, run: &RunConfig) -> Option<&'static str> {
     let w = &args.workload;
     [
         ("--request-rate", run.rate.request_rate.is_finite()),
@@ -38,16 +38,34 @@ fn other_load_flags(args: &RunArgs, run: &RunConfig, load: &LoadOptions) -> Opti
         ("--duration", w.duration.is_some()),
         ("--lora-modules", !w.lora_modules.is_empty()),
         ("--num-shards", run.shard.is_some()),
-        ("--max-prefill-concurrency", load.max_prefill_concurrency.is_some()),
-        ("--request-cancellation-rate", load.cancellation.is_some()),
+        ("--max-prefill-concurrency", w.max_prefill_concurrency.is_some()),
+        ("--request-cancellation-rate", w.request_cancellation_rate.is_some()),
+        ("--request-cancellation-delay", w.request_cancellation_delay.is_some()),
     ]
     .into_iter()
     .find(|f| f.1)
     .map(|f| f.0)
 }
 
-/// Sets `load.agentic` for `--dataset-name agentic` (after the other load options are set);
-/// refuses session-tree flags for other datasets.
+/// Refuses, for `--dataset-name agentic`, the flags that shape another load (SB219); called
+/// before the other load flags are validated, so the first refusal names the conflict.
+pub fn refuse_other_loads(args: &RunArgs, run: &RunConfig) -> Result<()> {
+    if args.dataset_name.kind != DatasetName::Agentic {
+        return Ok(());
+    }
+    match other_load_flags(args, run) {
+        Some(flag) => Err(BenchError::AgenticFlagNotApplicable {
+            flag: flag.into(),
+            why:
+                "cannot be combined with --dataset-name agentic (session trees set their own timing and load)"
+                    .into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Sets `load.agentic` for `--dataset-name agentic`; refuses session-tree flags for other
+/// datasets.
 pub fn apply(
     args: &RunArgs,
     backend: BackendKind,
@@ -64,14 +82,7 @@ pub fn apply(
             None => Ok(()),
         };
     }
-    if let Some(flag) = other_load_flags(args, run, load) {
-        return Err(BenchError::AgenticFlagNotApplicable {
-            flag: flag.into(),
-            why:
-                "cannot be combined with --dataset-name agentic (session trees set their own timing and load)"
-                    .into(),
-        });
-    }
+    refuse_other_loads(args, run)?;
     servebench_runner::load::agentic::check_backend(backend)?;
     let path = args.dataset.dataset_path.clone().ok_or_else(|| BenchError::AgenticControlInvalid {
         flag: "--dataset-path".into(),
