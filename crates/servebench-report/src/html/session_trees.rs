@@ -19,9 +19,12 @@ fn p99(s: &Summary) -> Option<f64> {
     (s.count > 0).then(|| s.percentile(99.0)).flatten()
 }
 
-/// The rows: label and the cell of each run's metrics (None: the run has no session trees).
-fn rows(max_depth: Option<u32>) -> Vec<(String, Box<dyn Fn(&SessionTreeMetrics) -> String>)> {
-    let mut rows: Vec<(String, Box<dyn Fn(&SessionTreeMetrics) -> String>)> = vec![
+/// A row: its label and the cell it shows for a run's metrics.
+type Cell = Box<dyn Fn(&SessionTreeMetrics) -> String>;
+
+/// The rows, with three per tree depth up to `max_depth`.
+fn rows(max_depth: Option<u32>) -> Vec<(String, Cell)> {
+    let mut rows: Vec<(String, Cell)> = vec![
         ("sessions".into(), Box::new(|m| m.sessions.to_string())),
         (
             "completed / failed / cancelled sessions".into(),
@@ -84,7 +87,7 @@ pub(super) fn section(o: &mut String, runs: &[ReportRun]) {
     for (label, cell) in rows(max_depth) {
         let _ = write!(o, "<tr><td>{}</td>", esc(&label));
         for r in runs {
-            let v = r.metrics.session_trees.as_ref().map_or_else(|| "–".to_owned(), |m| cell(m));
+            let v = r.metrics.session_trees.as_ref().map_or_else(|| "–".to_owned(), &cell);
             let _ = write!(o, "<td>{}</td>", esc(&v));
         }
         o.push_str("</tr>\n");
