@@ -123,6 +123,9 @@ fn agentic_each_trace_format_replays_on_the_embedded_simulator_with_every_turn_a
         assert!(recs.iter().any(|r| r["agent_depth"] == 1), "{file}");
         assert!(stdout.contains("Session trees (agentic replay)"), "{stdout}");
         assert!(stdout.contains("TTFT at depth 1 (ms):"), "{stdout}");
+        // Trees are not multi-turn lines: no conversation summary or per-turn-index blocks.
+        assert!(!stdout.contains("Multi-Turn Conversations"), "{stdout}");
+        assert!(json.get("conversations_completed").is_none(), "{json}");
     }
 }
 
