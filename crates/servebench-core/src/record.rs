@@ -281,6 +281,15 @@ pub struct RequestRecord {
     pub conversation: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// Session-tree replay: the turn's tree depth (0 = the main agent, 1 = its sub-agents, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_depth: Option<u32>,
+    /// Session-tree replay: the turn's branch in its session (0 = the main agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_branch: Option<u32>,
+    /// Session-tree replay: the turn is a tool result (its input is a tool's output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_tool: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora: Option<String>,
     /// The load stage the request belongs to (`--stages`, 0-based).
@@ -407,6 +416,9 @@ impl RequestRecord {
             server_request_id: None,
             conversation: None,
             turn: None,
+            agent_depth: None,
+            agent_branch: None,
+            agent_tool: None,
             lora: None,
             stage: None,
             outcome: Outcome::Cancelled,

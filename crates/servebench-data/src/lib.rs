@@ -2,6 +2,7 @@
 //! Hugging Face Hub cache) and workload generators (the `random` dataset, and in `dataset` the
 //! file-based and other synthetic datasets).
 
+pub mod agentic;
 pub mod dataset;
 pub mod random;
 pub mod tokenizer;

@@ -234,6 +234,9 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics, pooli
             json!({"selected": d.selected, "cancelled": d.cancelled, "completed": d.completed, "failed": d.failed}),
         );
     }
+    if let Some(t) = &m.session_trees {
+        o.insert("session_trees".into(), crate::sections::session_trees::json(t, &m.config.percentiles));
+    }
     let client_health = serde_json::to_value(ClientHealthJson::of(&info.client_health));
     o.insert("client_health".into(), client_health.unwrap_or(Value::Null));
 }

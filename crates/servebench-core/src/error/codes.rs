@@ -191,6 +191,45 @@ error_table! {
         error: PrepareTaskFailed { what: String, detail: String, #[source] source: Option<Cause> },
         message: "{what} failed: {detail}; fix: this is a servebench bug, please report it with the command line and input files",
     }
+    /// SB215: a session-tree (agentic) trace file is unreadable or malformed (names the file,
+    /// line and problem).
+    SB215 AgenticTraceMalformed {
+        exit: 1,
+        title: "session-tree trace malformed",
+        error: AgenticTraceMalformed { path: String, location: String, problem: String },
+        message: "session-tree trace {path}, {location}: {problem}; fix: see docs/workloads.md §Session trees for the schema of each --agentic-format",
+    }
+    /// SB216: a session-tree trace's graph is not a tree of earlier turns (an unknown or later
+    /// parent/join id, a duplicate id, a sub-agent referenced twice).
+    SB216 AgenticGraphInvalid {
+        exit: 1,
+        title: "session-tree graph invalid",
+        error: AgenticGraphInvalid { path: String, session: String, problem: String },
+        message: "session-tree trace {path}, session '{session}': {problem}; fix: every parent and join id must name an earlier turn of the same session, ids must be unique",
+    }
+    /// SB217: session-tree replay was asked of a backend that cannot carry a turn's history.
+    SB217 AgenticBackendUnsupported {
+        exit: 1,
+        title: "session-tree replay needs a chat backend",
+        error: AgenticBackendUnsupported { backend: String },
+        message: "session-tree replay sends each turn's message history and backend '{backend}' has no messages; fix: use --backend openai-chat (or another chat backend)",
+    }
+    /// SB218: a session-tree control flag has a bad value (speed-up, delay cap, session count,
+    /// loop mode, session concurrency).
+    SB218 AgenticControlInvalid {
+        exit: 2,
+        title: "session-tree control invalid",
+        error: AgenticControlInvalid { flag: String, problem: String, fix: String },
+        message: "{flag}: {problem}; fix: {fix}",
+    }
+    /// SB219: a session-tree flag without `--dataset-name agentic`, or a flag session-tree replay
+    /// cannot combine with (its sessions set their own timing and load).
+    SB219 AgenticFlagNotApplicable {
+        exit: 2,
+        title: "flag does not apply to session-tree replay",
+        error: AgenticFlagNotApplicable { flag: String, why: String },
+        message: "{flag} {why}; fix: drop the flag (docs/workloads.md §Session trees lists the flags of session-tree replay)",
+    }
     /// SB301: the endpoint did not answer a test request successfully before the timeout.
     SB301 EndpointNotReady {
         exit: 1,

@@ -66,7 +66,9 @@ pub fn conversations(records: &[RequestRecord]) -> Option<ConversationSummary> {
     }
     let mut convs: BTreeMap<u64, Conv> = BTreeMap::new();
     for r in records {
-        let Some(c) = r.conversation else { continue };
+        // Session-tree turns have their own summary (`agentic`): a tree's turn index is no
+        // position in a line of turns.
+        let (Some(c), None) = (r.conversation, r.agent_depth) else { continue };
         let e = convs.entry(c).or_default();
         e.turns += 1;
         if let Some(d) = r.dispatched_us {
@@ -157,6 +159,16 @@ mod tests {
         r.completion_tokens = Some(out);
         r.token_event_count = out;
         r
+    }
+
+    #[test]
+    fn conversations_leave_session_tree_turns_to_their_own_summary() {
+        let mut a = rec(0, 0, 0, 1_000_000, 100, 10);
+        a.conversation = Some(0);
+        a.turn = Some(0);
+        assert_eq!(conversations(std::slice::from_ref(&a)).map(|c| c.conversations), Some(1));
+        a.agent_depth = Some(0);
+        assert!(conversations(&[a]).is_none());
     }
 
     #[test]

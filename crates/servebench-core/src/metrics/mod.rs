@@ -6,6 +6,7 @@
 //! totals and throughputs; exact peaks; goodput. Latency statistics cover completed requests only.
 //! Every latency summary in [`RunMetrics`] is in **milliseconds**.
 
+pub mod agentic;
 mod client_controls;
 pub mod groups;
 mod peaks;
@@ -226,6 +227,10 @@ pub struct RunMetrics {
     /// chosen (docs/metrics.md, "Cancelled by design").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub designed_cancellation: Option<DesignedCancellation>,
+    /// Per-session figures of a session-tree (agentic) run; `None` for other runs
+    /// (docs/metrics.md, "Session trees").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_trees: Option<agentic::SessionTreeMetrics>,
 }
 
 impl RunMetrics {
@@ -317,6 +322,7 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         token_accounting: TokenAccounting::of(records),
         prefill_wait: prefill_wait_ms(records, pct),
         designed_cancellation: DesignedCancellation::of(records),
+        session_trees: agentic::session_tree_metrics(records, pct),
     }
 }
 

@@ -14,6 +14,7 @@ mod multi_run;
 mod page;
 mod search;
 mod server_charts;
+mod session_trees;
 mod svg;
 mod sweep;
 mod timeline;

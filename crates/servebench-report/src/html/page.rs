@@ -240,6 +240,7 @@ pub(super) fn render(runs: &[ReportRun], warnings: &[Vec<String>], groups: &[(&s
     if !runs.is_empty() {
         o.push_str("<h2>Summary</h2>\n");
         summary_table(&mut o, runs);
+        super::session_trees::section(&mut o, runs);
     }
     for (section, charts) in groups {
         let _ = writeln!(o, "<h2>{}</h2>\n<div class=\"charts\">", esc(section));

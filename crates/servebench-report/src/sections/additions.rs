@@ -97,6 +97,9 @@ pub fn console(out: &mut String, info: &RunInfo, m: &RunMetrics) {
         );
         stats_section_rows(out, "Prefill Wait", w);
     }
+    if let Some(t) = &m.session_trees {
+        crate::sections::session_trees::console(out, t, &m.config.percentiles);
+    }
     client_health(out, info);
     let _ = writeln!(out, "More with --verbose; the result JSON always has all of it.");
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));

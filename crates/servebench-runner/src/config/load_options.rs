@@ -28,6 +28,8 @@ pub struct LoadOptions {
     pub cancellation: Option<(f64, Duration)>,
     /// `--detect-saturation`, `--max-error-rate`, `--max-errors` (crate::load::early_stop).
     pub early_stop: EarlyStopOptions,
+    /// `--dataset-name agentic`: session-tree replay and its controls.
+    pub agentic: Option<AgenticConfig>,
 }
 
 /// The early-stop options of a run (both off by default).
@@ -43,6 +45,25 @@ impl EarlyStopOptions {
     pub fn enabled(&self) -> bool {
         self.saturation.is_some() || self.errors.is_some()
     }
+}
+
+/// Session-tree replay (`--dataset-name agentic`, docs/workloads.md §Session trees).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgenticConfig {
+    /// `--dataset-path`.
+    pub path: PathBuf,
+    /// `--agentic-format` (None: told from the file).
+    pub format: Option<servebench_data::agentic::AgenticFormat>,
+    /// `--agentic-sessions N`: a seeded sample of N sessions (None: every session).
+    pub sessions: Option<usize>,
+    /// `--replay-speedup` (> 0): recorded times are divided by it.
+    pub speedup: f64,
+    /// `--inter-turn-delay-cap-seconds`: cap on one think/tool time after the speed-up.
+    pub max_idle: Option<Duration>,
+    /// `--agentic-loop closed`: this many sessions at a time (None: open loop).
+    pub closed_loop: Option<usize>,
+    /// Output tokens of a turn whose trace gives none (`--random-output-len`).
+    pub default_output_tokens: u32,
 }
 
 /// How adapters are assigned.

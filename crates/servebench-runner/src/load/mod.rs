@@ -3,6 +3,7 @@
 //! multi-turn conversations, LoRA adapters, `--duration` and `--stages`. The run calls in here
 //! at three points: building the workload, building the schedule, and annotating each request.
 
+pub mod agentic;
 pub mod cancellation;
 pub mod dispatch;
 pub mod early_stop;
@@ -40,6 +41,9 @@ pub enum LoadSource {
     /// Multi-turn: the conversations (their turns are the workload), and the tokenizer that
     /// counts each reply for the history.
     Conversations { conversations: Arc<Conversations>, tokenizer: Arc<dyn TextTokenizer> },
+    /// Session trees (`--dataset-name agentic`): the sessions, and the tokenizer that counts
+    /// each reply for the history.
+    Trees { work: Arc<agentic::TreeWorkload>, tokenizer: Arc<dyn TextTokenizer> },
 }
 
 impl LoadSource {
@@ -60,6 +64,7 @@ impl std::fmt::Debug for LoadSource {
             LoadSource::Conversations { conversations, .. } => {
                 write!(f, "Conversations({})", conversations.bounds.len())
             }
+            LoadSource::Trees { work, .. } => write!(f, "Trees({} sessions)", work.sessions.len()),
         }
     }
 }
@@ -95,6 +100,18 @@ pub async fn build_load(
             None => LoadSource::Prompts,
         };
         return Ok((built.0, source));
+    }
+    if let Some(a) = cfg.load.agentic.clone() {
+        let tok = tokenizer.ok_or_else(|| needs_tokenizer("session-tree replay"))?;
+        let random = match &cfg.dataset {
+            DatasetSpec::Random(r) => r.clone(),
+            _ => servebench_data::random::RandomDatasetConfig { seed: cfg.seed, ..Default::default() },
+        };
+        let t = tok.clone();
+        let work = build_off_runtime("session-tree loading", move || agentic::build(&a, &random, t.as_ref()))
+            .await?;
+        let workload = agentic::workload_of(&work);
+        return Ok((workload, LoadSource::Trees { work: Arc::new(work), tokenizer: tok }));
     }
     if let Some(mt) = cfg.load.multi_turn.clone() {
         let tok = tokenizer.ok_or_else(|| needs_tokenizer("--multi-turn"))?;
@@ -225,6 +242,8 @@ pub enum LoadShape {
     Scheduled { offsets_us: Vec<u64>, stage: Option<Arc<[u32]>> },
     /// Multi-turn: one start offset per conversation; each turn follows the previous reply.
     Conversations { offsets_us: Vec<u64> },
+    /// Session trees: sessions start on their recorded times or N at a time (crate::load::agentic).
+    Trees,
     /// Concurrency stages `(concurrency, end µs)`: released in a closed loop (no offsets),
     /// request `i` sending prompt `i mod` the workload's length.
     ClosedLoop { stages: Arc<[(usize, u64)]> },
@@ -237,7 +256,7 @@ impl LoadShape {
             LoadShape::Scheduled { offsets_us, .. } | LoadShape::Conversations { offsets_us } => {
                 std::mem::take(offsets_us)
             }
-            LoadShape::ClosedLoop { .. } => Vec::new(),
+            LoadShape::ClosedLoop { .. } | LoadShape::Trees => Vec::new(),
         }
     }
 }
@@ -284,6 +303,10 @@ fn us(d: Duration) -> u64 {
 /// Builds the measured phase's plan (pure given its inputs).
 pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Result<MeasuredPlan> {
     let load = &cfg.load;
+    if let LoadSource::Trees { .. } = &plan.source {
+        let lora_names: Arc<[Arc<str>]> = Arc::from(Vec::new());
+        return Ok(MeasuredPlan { workload, shape: LoadShape::Trees, lora: None, lora_names, end_us: None });
+    }
     let duration_us = load.duration.map(us);
     let mut workload = workload;
     let mut offsets_us: Vec<u64>;
@@ -411,4 +434,32 @@ pub fn session_run(
         prefill: shard::max_prefill_concurrency(cfg).map(|c| Arc::new(tokio::sync::Semaphore::new(c.max(1)))),
         cancellation: cancellation::plan(cfg),
     })
+}
+
+/// The session-tree runner of a session-tree run (`None` for other runs).
+#[allow(clippy::too_many_arguments)]
+pub fn tree_run(
+    cfg: &RunConfig,
+    plan: &LoadPlan,
+    client: &HttpClient,
+    target: &Arc<RequestTarget>,
+    opts: &Arc<servebench_client::request::ExecOptions>,
+    clock: servebench_core::RunClock,
+    live: Option<Arc<crate::observe::live::LiveMetrics>>,
+) -> Option<(agentic::TreeRun, Arc<agentic::TreeWorkload>)> {
+    let LoadSource::Trees { work, tokenizer } = &plan.source else { return None };
+    let a = cfg.load.agentic.as_ref()?;
+    let run = agentic::TreeRun {
+        client: client.clone(),
+        target: target.clone(),
+        opts: opts.clone(),
+        clock,
+        request_id_prefix: cfg.request_id_prefix.clone(),
+        concurrency: cfg.max_concurrency.unwrap_or_else(|| work.turns()),
+        tokenizer: Some(tokenizer.clone()),
+        keep_text: cfg.keep_text,
+        controls: agentic::TreeControls::of(a),
+        live,
+    };
+    Some((run, work.clone()))
 }

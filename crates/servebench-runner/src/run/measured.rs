@@ -385,6 +385,8 @@ async fn dispatch_measured(
         clock,
         Some(live.clone()),
     );
+    let tree_run =
+        crate::load::tree_run(cfg, &prepared.load, client, target, exec_opts, clock, Some(live.clone()));
     let records = RecordFor {
         workload: workload.clone(),
         prefix: cfg.request_id_prefix.clone(),
@@ -418,6 +420,13 @@ async fn dispatch_measured(
             let (release, cancel) = (stops.release.clone(), stops.cancel.clone());
             crate::load::session::run_conversations(run, conv.clone(), arrivals, tx, release, cancel).await
         }
+        (LoadShape::Trees, ..) => match tree_run {
+            Some((run, work)) => {
+                let (release, cancel) = (stops.release.clone(), stops.cancel.clone());
+                crate::load::agentic::run_trees(run, work, tx, release, cancel).await
+            }
+            None => DispatchStats::default(),
+        },
         (LoadShape::ClosedLoop { stages }, ..) => {
             let prefill = plan.max_prefill;
             dispatch_closed_loop(stages, prefill, clock, move |r| exec.run(r), tx, stops.release.clone())

@@ -29,7 +29,10 @@ pub async fn rebuild_workload(
     seed: u64,
 ) -> Result<Option<Arc<Workload>>> {
     let Some(tokenizer) = prepared.tokenizer.clone() else { return Ok(None) };
-    if prepared.load.source.conversations().is_some() || cfg.load.multi_turn.is_some() {
+    if prepared.load.source.conversations().is_some()
+        || cfg.load.multi_turn.is_some()
+        || cfg.load.agentic.is_some()
+    {
         return Ok(None);
     }
     let mut cfg = cfg.clone();

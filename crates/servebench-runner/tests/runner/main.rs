@@ -6,6 +6,7 @@
 
 mod common;
 
+mod agentic_tree;
 mod control_plane;
 mod fault_matrix;
 mod fault_matrix_paths;

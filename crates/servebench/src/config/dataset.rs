@@ -65,7 +65,7 @@ fn dataset_kind(args: &RunArgs, backend_takes_images: bool) -> Result<Option<Dat
     let d = &args.dataset;
     let output_override = args.output_len.map(|o| o as usize);
     Ok(Some(match args.dataset_name.kind {
-        DatasetName::Random | DatasetName::TimedTrace => return Ok(None),
+        DatasetName::Random | DatasetName::TimedTrace | DatasetName::Agentic => return Ok(None),
         DatasetName::Sharegpt => DatasetKind::ShareGpt(ShareGptConfig {
             path: d.dataset_path.clone(),
             output_len: d.sharegpt_output_len.map(|o| o as usize).or(output_override),

@@ -1,6 +1,7 @@
 //! Turns parsed flags into validated configuration. Every check here happens before any
 //! network traffic and fails with a coded error that names the flag and the fix.
 
+mod agentic;
 pub mod backend;
 mod dataset;
 mod early_stop;
@@ -48,11 +49,12 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let probe_request_rate = vllm_flags::probe_rate(args, backend)?;
     let tokenizer = vllm_flags::tokenizer(args)?;
     // timed_trace and multi-turn ShareGPT are built by the load options (cli/workload.rs).
-    let other_dataset = if args.is_trace() || args.workload.multi_turn {
-        None
-    } else {
-        dataset::dataset_request(args, backend.takes_multimodal())?
-    };
+    let other_dataset =
+        if args.is_trace() || args.workload.multi_turn || args.dataset_name.kind == DatasetName::Agentic {
+            None
+        } else {
+            dataset::dataset_request(args, backend.takes_multimodal())?
+        };
     check_prompt_token_ids(args, backend, other_dataset.is_some())?;
     check_run_counts(args)?;
     let rate = rate_config(args)?;

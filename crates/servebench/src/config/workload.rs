@@ -16,6 +16,7 @@ use std::time::Duration;
 /// Applies the workload flags to `run` (trace dataset, load options). Called after the base
 /// configuration is built.
 pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Result<()> {
+    super::agentic::refuse_other_loads(args, run)?;
     if args.is_trace() {
         run.dataset = DatasetSpec::TimedTrace(trace_config(args, backend)?);
         // Token-id prompts: nothing to verify with /tokenize.
@@ -54,6 +55,7 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     load.cancel_at_end = w.on_duration_end.0;
     client_controls(args, run, &mut load)?;
     load.early_stop = crate::config::early_stop::options(args, &load)?;
+    super::agentic::apply(args, backend, run, &mut load)?;
     run.load = load;
     Ok(())
 }

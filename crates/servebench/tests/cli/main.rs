@@ -7,6 +7,7 @@
 
 mod support;
 
+mod agentic_e2e;
 mod backends_e2e;
 mod calibrate;
 mod cli_parity;

@@ -1,0 +1,490 @@
+//! Session-tree replay (agentic sessions, docs/workloads.md §Session trees): sessions whose
+//! turns branch into sub-agents that run concurrently and join back.
+//!
+//! A turn is sent once every turn it depends on has ended, then its think/tool time (divided
+//! by the speed-up, capped by the idle-gap cap). Its chat history is its context parent's
+//! history (the parent's own history, its new input and the reply actually received) followed
+//! by its own new input, so a sub-agent shares its parent's prefix up to the fork and grows its
+//! own history. Every turn of a session carries the same `X-Session-ID`. A failed turn stops
+//! the turns that depend on it (recorded as cancelled, never sent); other branches go on.
+//! Sessions start on their recorded times (open loop) or N at a time (closed loop); the
+//! request-concurrency gate applies to every turn. Only the chat backend is supported (SB217).
+
+use crate::config::load_options::AgenticConfig;
+use crate::load::dispatch::DispatchStats;
+use crate::load::session::SESSION_HEADER;
+use crate::observe::live::LiveMetrics;
+use http::{HeaderName, HeaderValue};
+use servebench_client::backend::BackendKind;
+use servebench_client::request::{execute_prepared, ExecOptions, PreparedBody, RequestTarget};
+use servebench_client::transport::HttpClient;
+use servebench_core::{
+    BenchError, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer, Workload,
+};
+use servebench_data::agentic::{AgentSession, LoadOptions, TurnInput};
+use servebench_data::random::{generate_random, RandomDatasetConfig};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Refuses backends that cannot carry a message history (SB217).
+pub fn check_backend(backend: BackendKind) -> Result<()> {
+    if backend == BackendKind::Chat {
+        Ok(())
+    } else {
+        Err(BenchError::AgenticBackendUnsupported { backend: backend.to_string() })
+    }
+}
+
+/// Sessions with the new input of every turn as text and its token count.
+#[derive(Debug, Clone)]
+pub struct TreeWorkload {
+    pub sessions: Vec<AgentSession>,
+    /// `inputs[s][t]`: the new input of turn `t` of session `s`.
+    pub inputs: Vec<Vec<(Arc<str>, u32)>>,
+    /// Index of the first request of each session (turns are numbered in session order).
+    pub first: Vec<usize>,
+}
+
+impl TreeWorkload {
+    /// Number of turns of every session.
+    pub fn turns(&self) -> usize {
+        self.inputs.iter().map(Vec::len).sum()
+    }
+}
+
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x = (x ^ (x >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// Gives every turn its new input: the exact text of text turns; for token-count turns, a
+/// window of that many tokens of one seeded random token pool (its start hashed from session,
+/// turn and seed, so unrelated turns do not share prefixes), decoded and recounted.
+pub fn materialize(
+    sessions: Vec<AgentSession>,
+    random: &RandomDatasetConfig,
+    tok: &dyn TextTokenizer,
+) -> Result<TreeWorkload> {
+    let longest = sessions
+        .iter()
+        .flat_map(|s| &s.turns)
+        .filter_map(|t| match t.input {
+            TurnInput::Tokens(n) => Some(n as usize),
+            TurnInput::Text(_) => None,
+        })
+        .max();
+    let pool: Vec<u32> = match longest {
+        Some(n) => {
+            let c = RandomDatasetConfig {
+                num_prompts: 1,
+                input_len: n + 4096,
+                prefix_len: 0,
+                range_ratio_input: 0.0,
+                prompt_token_ids: false,
+                ..random.clone()
+            };
+            let w = generate_random(&c, tok)?;
+            let text = w.requests.first().and_then(|r| r.prompt.text()).unwrap_or_default().to_string();
+            tok.encode(&text, false)?
+        }
+        None => Vec::new(),
+    };
+    let mut inputs = Vec::with_capacity(sessions.len());
+    let mut first = Vec::with_capacity(sessions.len());
+    let mut next = 0;
+    for (s, session) in sessions.iter().enumerate() {
+        first.push(next);
+        next += session.turns.len();
+        let mut v = Vec::with_capacity(session.turns.len());
+        for (t, turn) in session.turns.iter().enumerate() {
+            let text = match &turn.input {
+                TurnInput::Text(x) => x.clone(),
+                TurnInput::Tokens(n) => {
+                    let n = (*n as usize).min(pool.len());
+                    let room = (pool.len() - n + 1) as u64;
+                    let at = (mix(random.seed ^ mix(((s as u64) << 32) | t as u64)) % room) as usize;
+                    tok.decode(&pool[at..at + n], true)?
+                }
+            };
+            let count = u32::try_from(tok.count(&text)?).unwrap_or(u32::MAX);
+            v.push((Arc::from(text), count));
+        }
+        inputs.push(v);
+    }
+    Ok(TreeWorkload { sessions, inputs, first })
+}
+
+/// Loads, samples (seeded by `seed`) and materializes the sessions of `cfg` (blocking: call
+/// off the runtime). `random` gives the token pool of token-count inputs.
+pub fn build(
+    cfg: &AgenticConfig,
+    random: &RandomDatasetConfig,
+    tok: &dyn TextTokenizer,
+) -> Result<TreeWorkload> {
+    let opts = LoadOptions { format: cfg.format, default_output_tokens: cfg.default_output_tokens };
+    let mut sessions = servebench_data::agentic::load(&cfg.path, &opts)?;
+    if let Some(n) = cfg.sessions {
+        sessions = servebench_data::agentic::sample(sessions, n, random.seed);
+    }
+    materialize(sessions, random, tok)
+}
+
+/// One request per turn (index = the turn's request index, its new input as the prompt): what
+/// the run's workload statistics, readiness check and dry run see.
+pub fn workload_of(work: &TreeWorkload) -> Workload {
+    let mut requests = Vec::with_capacity(work.turns());
+    for (s, session) in work.sessions.iter().enumerate() {
+        for (t, turn) in session.turns.iter().enumerate() {
+            let (text, tokens) = &work.inputs[s][t];
+            let index = (work.first[s] + t) as u64;
+            requests.push(RequestSpec::new(index, Prompt::Text(text.clone()), *tokens, turn.output_tokens));
+        }
+    }
+    Workload { requests }
+}
+
+impl TreeControls {
+    /// The controls of a run's configuration.
+    pub fn of(cfg: &AgenticConfig) -> TreeControls {
+        TreeControls {
+            speedup: cfg.speedup,
+            max_idle: cfg.max_idle,
+            mode: cfg.closed_loop.map_or(TreeLoop::Open, TreeLoop::Closed),
+        }
+    }
+}
+
+/// How sessions start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TreeLoop {
+    /// Each session at its recorded start (relative to the earliest), divided by the speed-up.
+    Open,
+    /// `n` sessions at a time: a session starts when one ends.
+    Closed(usize),
+}
+
+/// Replay controls.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TreeControls {
+    /// Recorded times (session starts, think/tool times) are divided by this (> 0).
+    pub speedup: f64,
+    /// Cap on one think/tool time after the speed-up (None: uncapped).
+    pub max_idle: Option<Duration>,
+    pub mode: TreeLoop,
+}
+
+impl TreeControls {
+    /// A recorded session start as replayed: `start / speedup` (never capped).
+    pub fn scaled(&self, recorded_us: u64) -> Duration {
+        Duration::from_secs_f64(recorded_us as f64 / 1e6 / self.speedup.max(f64::MIN_POSITIVE))
+    }
+
+    /// A recorded think/tool time as replayed: `min(gap / speedup, max_idle)`.
+    pub fn gap(&self, recorded_us: u64) -> Duration {
+        let d = self.scaled(recorded_us);
+        self.max_idle.map_or(d, |cap| d.min(cap))
+    }
+}
+
+/// Everything running session trees needs.
+#[derive(Debug, Clone)]
+pub struct TreeRun {
+    pub client: HttpClient,
+    pub target: Arc<RequestTarget>,
+    pub opts: Arc<ExecOptions>,
+    pub clock: RunClock,
+    pub request_id_prefix: String,
+    /// Requests in flight at most.
+    pub concurrency: usize,
+    /// Counts received replies for the history (None: the reply's output-token count).
+    pub tokenizer: Option<Arc<dyn TextTokenizer>>,
+    pub keep_text: bool,
+    pub controls: TreeControls,
+    pub live: Option<Arc<LiveMetrics>>,
+}
+
+struct Shared {
+    run: TreeRun,
+    work: Arc<TreeWorkload>,
+    gate: Arc<Semaphore>,
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    release: CancellationToken,
+    cancel: CancellationToken,
+}
+
+/// Runs the sessions; every turn yields exactly one record on `sink`.
+pub async fn run_trees(
+    run: TreeRun,
+    work: Arc<TreeWorkload>,
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    release: CancellationToken,
+    cancel: CancellationToken,
+) -> DispatchStats {
+    let gate = Arc::new(Semaphore::new(run.concurrency.max(1)));
+    let mode = run.controls.mode;
+    let sh = Arc::new(Shared { run, work, gate, sink, release, cancel });
+    let n = sh.work.sessions.len();
+    let mut stats = DispatchStats { lateness_us: Vec::with_capacity(n), not_released: 0 };
+    let started: Vec<bool> = match mode {
+        TreeLoop::Open => open_loop(&sh, &mut stats).await,
+        TreeLoop::Closed(k) => closed_loop(&sh, k.max(1)).await,
+    };
+    for (s, done) in started.iter().enumerate() {
+        if !done {
+            stats.not_released += sh.work.inputs[s].len();
+            let at = sh.run.clock.now_us();
+            for t in 0..sh.work.inputs[s].len() {
+                let _ = sh.sink.send(turn_record(&sh, s, t, at, 0));
+            }
+        }
+    }
+    stats
+}
+
+async fn open_loop(sh: &Arc<Shared>, stats: &mut DispatchStats) -> Vec<bool> {
+    let n = sh.work.sessions.len();
+    let base = sh.work.sessions.iter().map(|s| s.start_us).min().unwrap_or(0);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&s| sh.work.sessions[s].start_us);
+    let mut started = vec![false; n];
+    let mut tasks = JoinSet::new();
+    for s in order {
+        let offset = sh.run.controls.scaled(sh.work.sessions[s].start_us - base);
+        let due_us = u64::try_from(offset.as_micros()).unwrap_or(u64::MAX);
+        let due = sh.run.clock.instant_at(due_us);
+        tokio::select! {
+            _ = tokio::time::sleep_until(due.into()) => {}
+            _ = sh.release.cancelled() => {}
+        }
+        if sh.release.is_cancelled() {
+            break;
+        }
+        let now = sh.run.clock.now_us();
+        stats.lateness_us.push(now.saturating_sub(due_us));
+        started[s] = true;
+        let sh = sh.clone();
+        tasks.spawn(async move { session(&sh, s, due_us).await });
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    started
+}
+
+async fn closed_loop(sh: &Arc<Shared>, k: usize) -> Vec<bool> {
+    let n = sh.work.sessions.len();
+    let next = Arc::new(AtomicUsize::new(0));
+    let started: Arc<std::sync::Mutex<Vec<bool>>> = Arc::new(std::sync::Mutex::new(vec![false; n]));
+    let mut tasks = JoinSet::new();
+    for _ in 0..k.min(n) {
+        let (sh, next, started) = (sh.clone(), next.clone(), started.clone());
+        tasks.spawn(async move {
+            loop {
+                if sh.release.is_cancelled() {
+                    break;
+                }
+                let s = next.fetch_add(1, Ordering::Relaxed);
+                if s >= n {
+                    break;
+                }
+                if let Ok(mut v) = started.lock() {
+                    v[s] = true;
+                }
+                session(&sh, s, sh.run.clock.now_us()).await;
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    let v = started.lock().map(|v| v.clone()).unwrap_or_default();
+    v
+}
+
+fn turn_record(sh: &Shared, s: usize, t: usize, intended: u64, base_tokens: u32) -> RequestRecord {
+    let turn = &sh.work.sessions[s].turns[t];
+    let idx = sh.work.first[s] + t;
+    let mut r = RequestRecord::scheduled(
+        idx as u64,
+        format!("{}{idx}", sh.run.request_id_prefix),
+        intended,
+        base_tokens.saturating_add(sh.work.inputs[s][t].1),
+        turn.output_tokens,
+    );
+    r.conversation = Some(s as u64);
+    r.turn = Some(t as u32);
+    r.agent_depth = Some(turn.depth);
+    r.agent_branch = Some(turn.branch);
+    r.agent_tool = Some(turn.tool);
+    r
+}
+
+/// The history a turn leaves to the turns that extend it: the message array so far (without
+/// its closing bracket) and its token count.
+#[derive(Clone)]
+struct History {
+    json: String,
+    tokens: u32,
+}
+
+/// What a turn task returns: its index, record, and (when it completed) the history it leaves.
+type TurnDone = (usize, RequestRecord, Option<History>);
+
+async fn session(sh: &Arc<Shared>, s: usize, start_us: u64) {
+    let turns = &sh.work.sessions[s].turns;
+    let n = turns.len();
+    let mut waiting: Vec<usize> = turns.iter().map(|t| t.after.len()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, t) in turns.iter().enumerate() {
+        for &a in &t.after {
+            dependents[a].push(i);
+        }
+    }
+    let mut histories: Vec<Option<History>> = vec![None; n];
+    let mut last_end: Vec<u64> = vec![start_us; n];
+    let mut sent = vec![false; n];
+    let header = HeaderValue::from_str(&format!("{}s{s}", sh.run.request_id_prefix)).ok();
+    let mut tasks: JoinSet<TurnDone> = JoinSet::new();
+    let spawn = |tasks: &mut JoinSet<TurnDone>, t: usize, ready_us: u64, base: Option<History>| {
+        let (sh, header) = (sh.clone(), header.clone());
+        tasks.spawn(async move { send_turn(&sh, s, t, ready_us, base, header).await });
+    };
+    for t in (0..n).filter(|&t| waiting[t] == 0) {
+        sent[t] = true;
+        spawn(&mut tasks, t, start_us, None);
+    }
+    while let Some(joined) = tasks.join_next().await {
+        let Ok((t, rec, history)) = joined else { continue };
+        let end = rec.done_us.unwrap_or_else(|| sh.run.clock.now_us());
+        let _ = sh.sink.send(rec);
+        let Some(h) = history else { continue };
+        histories[t] = Some(h);
+        for &d in &dependents[t] {
+            waiting[d] -= 1;
+            last_end[d] = last_end[d].max(end);
+            if waiting[d] == 0 && !sh.release.is_cancelled() {
+                sent[d] = true;
+                let base = turns[d].context.and_then(|c| histories[c].clone());
+                spawn(&mut tasks, d, last_end[d], base);
+            }
+        }
+    }
+    // Turns never sent: a turn they depend on failed, or the run stopped.
+    for t in (0..n).filter(|&t| !sent[t]) {
+        let base = turns[t].context.and_then(|c| histories[c].as_ref()).map_or(0, |h| h.tokens);
+        let _ = sh.sink.send(turn_record(sh, s, t, last_end[t], base));
+    }
+}
+
+/// Appends `{"role": role, "content": text}` to a JSON array under construction.
+fn push_message(json: &mut String, role: &str, text: &str) {
+    if json.len() > 1 {
+        json.push(',');
+    }
+    json.push_str("{\"role\":\"");
+    json.push_str(role);
+    json.push_str("\",\"content\":");
+    json.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
+    json.push('}');
+}
+
+async fn send_turn(
+    sh: &Shared,
+    s: usize,
+    t: usize,
+    ready_us: u64,
+    base: Option<History>,
+    header: Option<HeaderValue>,
+) -> TurnDone {
+    let turn = &sh.work.sessions[s].turns[t];
+    let (text, new_tokens) = &sh.work.inputs[s][t];
+    let base = base.unwrap_or(History { json: String::from("["), tokens: 0 });
+    let gap = if turn.after.is_empty() { Duration::ZERO } else { sh.run.controls.gap(turn.delay_us) };
+    let intended = ready_us + u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
+    let record = turn_record(sh, s, t, intended, base.tokens);
+    if !gap.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep_until(sh.run.clock.instant_at(intended).into()) => {}
+            _ = sh.release.cancelled() => {}
+        }
+    }
+    let permit = tokio::select! {
+        p = sh.gate.clone().acquire_owned() => p.ok(),
+        _ = sh.release.cancelled() => None,
+    };
+    if permit.is_none() || sh.release.is_cancelled() {
+        return (t, record, None);
+    }
+    let mut messages = base.json.clone();
+    push_message(&mut messages, "user", text);
+    let spec =
+        RequestSpec::new(record.index, Prompt::Text(text.clone()), record.prompt_tokens, turn.output_tokens);
+    let mut record = record;
+    let body = match sh.run.target.body_template().build_messages(&format!("{messages}]"), turn.output_tokens)
+    {
+        Ok(b) => b,
+        Err(e) => {
+            record.fail(servebench_core::ErrorKind::Protocol, e.to_string());
+            return (t, record, None);
+        }
+    };
+    let headers = header.iter().map(|v| (HeaderName::from_static(SESSION_HEADER), v.clone())).collect();
+    let prepared = PreparedBody { body, headers };
+    if let Some(live) = &sh.run.live {
+        live.request_sent(sh.run.clock.now_us().saturating_sub(intended));
+    }
+    let opts = ExecOptions { keep_text: true, ..ExecOptions::clone(&sh.run.opts) };
+    let stop = sh.cancel.clone();
+    let mut rec = execute_prepared(
+        &sh.run.client,
+        &sh.run.target,
+        &spec,
+        &prepared,
+        record,
+        &sh.run.clock,
+        &opts,
+        async move { stop.cancelled().await },
+    )
+    .await;
+    if let Some(live) = &sh.run.live {
+        live.sent_request_ended();
+    }
+    drop(permit);
+    let reply = if sh.run.keep_text { rec.generated_text.clone() } else { rec.generated_text.take() };
+    if rec.outcome != Outcome::Completed {
+        return (t, rec, None);
+    }
+    let reply_tokens = match (&sh.run.tokenizer, &reply) {
+        (Some(tok), Some(r)) => tok.count(r).ok().and_then(|n| u32::try_from(n).ok()),
+        _ => None,
+    }
+    .unwrap_or_else(|| rec.output_tokens().0);
+    push_message(&mut messages, "assistant", reply.as_deref().unwrap_or_default());
+    let tokens = base.tokens.saturating_add(*new_tokens).saturating_add(reply_tokens);
+    (t, rec, Some(History { json: messages, tokens }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn replayed_gaps_are_divided_by_the_speedup_then_capped() {
+        let c =
+            TreeControls { speedup: 2.0, max_idle: Some(Duration::from_millis(300)), mode: TreeLoop::Open };
+        assert_eq!(c.gap(400_000), Duration::from_millis(200));
+        assert_eq!(c.gap(1_000_000), Duration::from_millis(300));
+        let c = TreeControls { speedup: 1.0, max_idle: None, mode: TreeLoop::Closed(2) };
+        assert_eq!(c.gap(5_000_000), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn only_the_chat_backend_replays_session_trees() {
+        assert!(check_backend(BackendKind::Chat).is_ok());
+        let e = check_backend(BackendKind::Completions).unwrap_err();
+        assert_eq!(e.code(), servebench_core::ErrorCode::AgenticBackendUnsupported);
+    }
+}
