@@ -5,6 +5,7 @@
 pub mod calibrate;
 pub mod calibrate_truth;
 pub mod compare;
+pub mod config;
 pub mod experiment;
 pub mod merge;
 pub mod report;
@@ -21,12 +22,20 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
     crate::os::disable_transparent_huge_pages();
     crate::os::purge_freed_memory_immediately();
     let args = cli::normalize_underscores(args);
+    let expanded = match crate::config_file::expand(args) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{}", e.user_line());
+            return e.exit_code();
+        }
+    };
+    let args = expanded.args.clone();
     if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
         let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };
         eprintln!("{}", e.user_line());
         return e.exit_code();
     }
-    let matches = match <cli::Cli as clap::CommandFactory>::command().try_get_matches_from(args) {
+    let matches = match <cli::Cli as clap::CommandFactory>::command().try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) => return flag_value_error(e),
     };
@@ -54,6 +63,7 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
         Some(cli::Command::Report(args)) => crate::cmd::report::report(&args),
         Some(cli::Command::Merge(args)) => crate::cmd::merge::merge(&args),
         Some(cli::Command::Compare(args)) => crate::cmd::compare::run(&args),
+        Some(cli::Command::Config(c)) => crate::cmd::config::run(&c, &matches, &expanded),
         None => crate::cmd::run::run(&cli.run, &explicit),
     };
     result.unwrap_or_else(|e| {
