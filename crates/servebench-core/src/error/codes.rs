@@ -80,7 +80,7 @@ error_table! {
         exit: 2,
         title: "unknown key in a config file",
         error: ConfigUnknownKey { file: String, line: usize, key: String, hint: String },
-        message: "{file}:{line}: unknown key '{key}'{hint}; fix: use a run flag's long name without dashes (servebench config init lists them)",
+        message: "{file}:{line}: unknown key '{key}'{hint}; fix: use a run flag's long name without its leading -- (servebench config init lists them)",
     }
     /// SB132: a config file value that the flag's own parser refuses.
     SB132 ConfigBadValue {
@@ -102,6 +102,20 @@ error_table! {
         title: "unknown scenario preset",
         error: UnknownPreset { name: String, known: String },
         message: "no preset '{name}'; fix: use one of {known} (servebench config presets)",
+    }
+    /// SB135: `--config-from-result` names a file that is not a result with a recorded config.
+    SB135 ConfigFromResultInvalid {
+        exit: 2,
+        title: "result file holds no config to rerun",
+        error: ConfigFromResultInvalid { file: String, why: String },
+        message: "--config-from-result {file}: {why}; fix: give a result JSON written by servebench (its `config` key)",
+    }
+    /// SB136: a rerun from a result would overwrite that result.
+    SB136 RerunOverwritesResult {
+        exit: 2,
+        title: "a rerun would overwrite the result it reruns",
+        error: RerunOverwritesResult { file: String },
+        message: "--config-from-result {file}: the rerun would write its result over {file}; fix: give --result-filename (or --append-result to add to it)",
     }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).

@@ -15,6 +15,10 @@ pub struct ConfigFileArgs {
     /// and command-line flags override its values.
     #[arg(long, value_name = "NAME", help_heading = "Config file")]
     pub preset: Option<String>,
+    /// Rerun a saved result: its recorded effective config (the `config` key) is the base that
+    /// --config and command-line flags override; redacted secrets must be given again.
+    #[arg(long, value_name = "RESULT", help_heading = "Config file")]
+    pub config_from_result: Option<PathBuf>,
 }
 
 /// `servebench config ...`.

@@ -29,6 +29,9 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
             return e.exit_code();
         }
     };
+    for note in &expanded.notes {
+        eprintln!("{note}");
+    }
     let args = expanded.args.clone();
     if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
         let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };
@@ -64,7 +67,11 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
         Some(cli::Command::Merge(args)) => crate::cmd::merge::merge(&args),
         Some(cli::Command::Compare(args)) => crate::cmd::compare::run(&args),
         Some(cli::Command::Config(c)) => crate::cmd::config::run(&c, &matches, &expanded),
-        None => crate::cmd::run::run(&cli.run, &explicit),
+        None => {
+            let config =
+                crate::config_file::from_result::recorded(&crate::config_file::argv::run_command(), &matches);
+            crate::cmd::run::run(&cli.run, &explicit, config)
+        }
     };
     result.unwrap_or_else(|e| {
         match e.downcast_ref::<BenchError>() {

@@ -1,32 +1,9 @@
 //! A config file's entries as command-line tokens, each checked alone by the run's own clap
 //! definitions (the same value parsers, so the same coded errors), errors naming file:line:key.
 
+pub use super::flags::{find_arg, is_repeatable, is_switch, run_command, NOT_IN_A_FILE};
 use super::parse::{type_name, ConfigFile, Entry};
-use clap::ArgAction;
 use servebench_core::error::BenchError;
-
-/// Keys a file may not hold: the file options themselves.
-const NOT_IN_A_FILE: &[&str] = &["config", "preset", "config-from-result", "help", "version"];
-
-/// The run's clap command (the top-level command: run flags are its arguments).
-pub fn run_command() -> clap::Command {
-    <crate::cli::Cli as clap::CommandFactory>::command()
-}
-
-/// The run argument with long name `key`.
-pub fn find_arg<'a>(cmd: &'a clap::Command, key: &str) -> Option<&'a clap::Arg> {
-    cmd.get_arguments().find(|a| a.get_long() == Some(key))
-}
-
-/// Whether `arg` is a switch (`--flag`, no value).
-pub fn is_switch(arg: &clap::Arg) -> bool {
-    matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count)
-}
-
-/// Whether `arg` may be given several times (its values add up).
-pub fn is_repeatable(arg: &clap::Arg) -> bool {
-    matches!(arg.get_action(), ArgAction::Append) || arg.get_num_args().is_some_and(|n| n.max_values() > 1)
-}
 
 /// Every entry of `file` as tokens, each validated alone. The first bad entry is the error.
 pub fn to_tokens(cmd: &clap::Command, file: &ConfigFile) -> Result<Vec<(String, Vec<String>)>, BenchError> {
@@ -55,20 +32,21 @@ fn entry_tokens(cmd: &clap::Command, file: &str, e: &Entry) -> Result<Vec<String
     let flag = format!("--{}", e.key);
     let tokens = if is_switch(arg) {
         match e.value.as_bool() {
+            // `false` is the switch left out: its default (`no-KEY = true` gives a `--no-KEY`).
             Some(true) => vec![flag],
-            Some(false) => no_form(cmd, &e.key).map(|n| vec![n]).unwrap_or_default(),
+            Some(false) => Vec::new(),
             None => return Err(type_error("a boolean (true or false)")),
         }
     } else if let Some(array) = e.value.as_array() {
         let items: Option<Vec<String>> = array.iter().map(scalar).collect();
-        let items = items.ok_or_else(|| type_error("an array of strings or numbers"))?;
+        let items = items.ok_or_else(|| type_error(&super::schema::expected(cmd, arg)))?;
         if is_repeatable(arg) {
             items.into_iter().map(|v| format!("{flag}={v}")).collect()
         } else {
             vec![format!("{flag}={}", items.join(","))]
         }
     } else {
-        let v = scalar(&e.value).ok_or_else(|| type_error("a string, a number or a boolean"))?;
+        let v = scalar(&e.value).ok_or_else(|| type_error(&super::schema::expected(cmd, arg)))?;
         vec![format!("{flag}={v}")]
     };
     check_alone(cmd, &tokens).map_err(|why| BenchError::ConfigBadValue {
@@ -99,12 +77,6 @@ fn float_text(f: f64) -> String {
     }
 }
 
-/// `--no-KEY` when the run has that switch (the `false` of a default-on behaviour).
-fn no_form(cmd: &clap::Command, key: &str) -> Option<String> {
-    let no = format!("no-{key}");
-    find_arg(cmd, &no).filter(|a| is_switch(a)).map(|_| format!("--{no}"))
-}
-
 /// Parses `tokens` alone; a refusal of the value is its reason (the coded error's line when the
 /// flag's parser gave one). Errors that need other flags (conflicts, requirements) are left to
 /// the merged command line.
@@ -116,7 +88,7 @@ fn check_alone(cmd: &clap::Command, tokens: &[String]) -> Result<(), String> {
         Ok(_) => Ok(()),
         Err(e) if matches!(e.kind(), K::ArgumentConflict | K::MissingRequiredArgument) => Ok(()),
         Err(e) => Err(match e.source().and_then(|s| s.downcast_ref::<BenchError>()) {
-            Some(coded) => coded.user_line(),
+            Some(coded) => format!("{coded} ({})", coded.code()),
             None => clap_reason(&e),
         }),
     }
@@ -181,6 +153,12 @@ mod tests {
                 "--top-k=-1"
             ]
         );
+    }
+
+    #[test]
+    fn a_false_switch_is_its_default_even_when_a_no_switch_exists() {
+        assert_eq!(tokens("self-timed = false\n").unwrap(), Vec::<String>::new());
+        assert_eq!(tokens("no-self-timed = true\n").unwrap(), ["--no-self-timed"]);
     }
 
     #[test]

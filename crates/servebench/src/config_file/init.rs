@@ -1,11 +1,8 @@
 //! `servebench config init`: a config file of every run flag, commented out at its default, with
 //! its help, generated from the clap definitions (so it lists every flag there is).
 
-use super::argv::is_switch;
+use super::flags::{is_switch, NOT_IN_A_FILE as SKIP};
 use std::fmt::Write as _;
-
-/// Flags that are not part of a run's config.
-const SKIP: &[&str] = &["config", "preset", "config-from-result", "help", "version"];
 
 /// The file: the preset's text (if any) uncommented, then every flag commented at its default.
 pub fn template(cmd: &clap::Command, preset: Option<&super::presets::Preset>) -> String {

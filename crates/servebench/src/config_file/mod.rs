@@ -4,10 +4,13 @@
 //! command line wins over `--config`, which wins over `--preset` (docs/config.md).
 
 pub mod argv;
+pub mod flags;
+pub mod from_result;
 pub mod init;
 pub mod parse;
 pub mod presets;
 pub mod render;
+pub mod schema;
 
 use servebench_core::error::BenchError;
 use std::collections::BTreeMap;
@@ -18,32 +21,44 @@ pub struct Expanded {
     pub args: Vec<String>,
     /// Flag long name → `FILE:LINE` (or `preset NAME@V:LINE`) of the value taken from a file.
     pub origins: BTreeMap<String, String>,
+    /// Notes for standard error (recorded flags a rerun cannot take: their values were redacted).
+    pub notes: Vec<String>,
 }
 
-/// Splices the `--preset` and `--config` values of a run (or of `config show`) into `args`
-/// (already `normalize_underscores`d), before the command line's own flags, leaving out keys the
-/// command line sets. Without either flag, `args` come back unchanged.
+/// Splices the `--preset`, `--config-from-result` and `--config` values of a run (or of `config
+/// show`) into `args` (already `normalize_underscores`d), before the command line's own flags,
+/// leaving out keys the command line sets; a later source wins over an earlier one. Without
+/// these flags, `args` come back unchanged.
 pub fn expand(args: Vec<String>) -> Result<Expanded, BenchError> {
     let start = match (args.get(1).map(String::as_str), args.get(2).map(String::as_str)) {
         (Some("config"), Some("show")) => 3,
         (None, _) => 1,
         (Some(a), _) if a.starts_with('-') => 1,
-        _ => return Ok(Expanded { args, origins: BTreeMap::new() }),
+        _ => return Ok(Expanded { args, ..Expanded::default() }),
     };
     let run = &args[start..];
     let (config, preset) = (flag_value(run, "--config"), flag_value(run, "--preset"));
-    if config.is_none() && preset.is_none() {
-        return Ok(Expanded { args, origins: BTreeMap::new() });
+    let rerun = flag_value(run, "--config-from-result");
+    if config.is_none() && preset.is_none() && rerun.is_none() {
+        return Ok(Expanded { args, ..Expanded::default() });
     }
     let cmd = argv::run_command();
     let Some(given) = command_line_ids(&cmd, run) else {
         // The command line itself is wrong: let the normal parse report it.
-        return Ok(Expanded { args, origins: BTreeMap::new() });
+        return Ok(Expanded { args, ..Expanded::default() });
     };
     let mut files = Vec::new();
+    let mut notes = Vec::new();
     if let Some(p) = preset {
         let p = presets::find(&p)?;
         files.push(parse::parse(&format!("preset {}", p.id()), p.text)?);
+    }
+    if let Some(path) = &rerun {
+        let (file, redacted) = from_result::read(path)?;
+        files.push(file);
+        notes.extend(redacted.into_iter().filter(|k| !given.iter().any(|g| flag_is(&cmd, g, k))).map(|k| {
+            format!("note: --{k} was recorded redacted in {path}; the rerun goes without it (give it again)")
+        }));
     }
     if let Some(path) = config {
         files.push(parse::read(&path)?);
@@ -66,7 +81,15 @@ pub fn expand(args: Vec<String>) -> Result<Expanded, BenchError> {
         origins.insert(key, at);
     }
     out.extend(run.iter().cloned());
-    Ok(Expanded { args: out, origins })
+    if let Some(path) = &rerun {
+        from_result::check_not_overwritten(path, &out[start..])?;
+    }
+    Ok(Expanded { args: out, origins, notes })
+}
+
+/// Whether the clap id `id` is the flag with long name `long`.
+fn flag_is(cmd: &clap::Command, id: &str, long: &str) -> bool {
+    argv::find_arg(cmd, long).is_some_and(|a| a.get_id().as_str() == id)
 }
 
 /// The value of `--flag V` or `--flag=V` in `run` (the last one).

@@ -1,13 +1,10 @@
 //! The effective config of a parsed command line as a TOML config file (`config show`): every
 //! flag set by the command line or a file, secrets redacted, with where each value came from.
 
-use super::argv::{is_repeatable, is_switch};
+use super::flags::{is_repeatable, is_switch, NOT_IN_A_FILE as SKIP};
 use clap::parser::ValueSource;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-/// Flags that are not part of a run's config.
-const SKIP: &[&str] = &["config", "preset", "config-from-result", "help", "version"];
 
 /// The set flags of `m` (parsed by `cmd`) as `key = value` TOML lines, secrets redacted.
 /// `origins` gives the file a value came from (else: the command line).
@@ -54,7 +51,7 @@ pub fn effective_values(cmd: &clap::Command, m: &clap::ArgMatches) -> Vec<(Strin
 }
 
 /// A flag's text as the TOML value a file would hold: numbers and booleans bare.
-fn typed(text: &str) -> toml_edit::Value {
+pub fn typed(text: &str) -> toml_edit::Value {
     if let Ok(i) = text.parse::<i64>() {
         return i.into();
     }
