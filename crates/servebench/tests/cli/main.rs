@@ -10,6 +10,7 @@ mod support;
 mod backends_e2e;
 mod calibrate;
 mod cli_parity;
+mod config_file_e2e;
 mod dataset_flags_e2e;
 mod datasets_cli;
 mod e2e_sim;
