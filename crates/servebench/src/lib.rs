@@ -6,5 +6,6 @@
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod config_file;
 pub mod os;
 pub mod progress;

@@ -89,6 +89,55 @@ error_table! {
         error: CancellationIncomplete { given: String, missing: String },
         message: "{given} was given without {missing}; fix: pass both --request-cancellation-rate PERCENT and --request-cancellation-delay SECONDS",
     }
+    /// SB130: a config file (`--config`) cannot be read or is not valid TOML.
+    SB130 ConfigFileUnreadable {
+        exit: 2,
+        title: "config file cannot be read or parsed",
+        error: ConfigFileUnreadable { file: String, why: String },
+        message: "config file {file}: {why}; fix: give a readable TOML file (servebench config init writes one)",
+    }
+    /// SB131: a config file key that is not a flag of a run.
+    SB131 ConfigUnknownKey {
+        exit: 2,
+        title: "unknown key in a config file",
+        error: ConfigUnknownKey { file: String, line: usize, key: String, hint: String },
+        message: "{file}:{line}: unknown key '{key}'{hint}; fix: use a run flag's long name without its leading -- (servebench config init lists them)",
+    }
+    /// SB132: a config file value that the flag's own parser refuses.
+    SB132 ConfigBadValue {
+        exit: 2,
+        title: "invalid value in a config file",
+        error: ConfigBadValue { file: String, line: usize, key: String, why: String },
+        message: "{file}:{line}: key '{key}': {why}",
+    }
+    /// SB133: a config file value of a TOML type the flag cannot take (a table for a number...).
+    SB133 ConfigTypeError {
+        exit: 2,
+        title: "wrong value type in a config file",
+        error: ConfigTypeError { file: String, line: usize, key: String, expected: String, found: String },
+        message: "{file}:{line}: key '{key}' takes {expected}, found {found}; fix: write it as {expected}",
+    }
+    /// SB134: `--preset` names no shipped scenario preset.
+    SB134 UnknownPreset {
+        exit: 2,
+        title: "unknown scenario preset",
+        error: UnknownPreset { name: String, known: String },
+        message: "no preset '{name}'; fix: use one of {known} (servebench config presets)",
+    }
+    /// SB135: `--config-from-result` names a file that is not a result with a recorded config.
+    SB135 ConfigFromResultInvalid {
+        exit: 2,
+        title: "result file holds no config to rerun",
+        error: ConfigFromResultInvalid { file: String, why: String },
+        message: "--config-from-result {file}: {why}; fix: give a result JSON written by servebench (its `config` key)",
+    }
+    /// SB136: a rerun from a result would overwrite that result.
+    SB136 RerunOverwritesResult {
+        exit: 2,
+        title: "a rerun would overwrite the result it reruns",
+        error: RerunOverwritesResult { file: String },
+        message: "--config-from-result {file}: the rerun would write its result over {file}; fix: give --result-filename (or --append-result to add to it)",
+    }
     /// SB140: an early-stop tuning flag without the stop it tunes.
     SB140 EarlyStopFlagAlone {
         exit: 2,

@@ -22,4 +22,17 @@ pub struct OutputConfig {
     pub max_failure_rate: Option<f64>,
     /// `--plot-timeline`: the two ITL thresholds (ms) of the timeline page; None = no page.
     pub timeline_itl_ms: Option<(f64, f64)>,
+    /// The effective config of the run (flags by long name, secrets redacted), recorded in the
+    /// result as its `config` key; None records nothing.
+    pub effective_config: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl OutputConfig {
+    /// `doc` (a result document) with the effective config recorded as its `config` key.
+    pub fn with_config(&self, mut doc: serde_json::Value) -> serde_json::Value {
+        if let (Some(c), Some(o)) = (&self.effective_config, doc.as_object_mut()) {
+            o.insert("config".into(), serde_json::Value::Object(c.clone()));
+        }
+        doc
+    }
 }

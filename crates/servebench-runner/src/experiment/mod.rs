@@ -269,7 +269,7 @@ fn save(ctx: &Ctx, exp: &Experiment, doc: &WrittenExperiment, csv: Option<&str>)
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| BenchError::io(dir.display(), e))?;
     }
-    write_result(&path, &doc.to_value(), o.append_result)?;
+    write_result(&path, &o.with_config(doc.to_value()), o.append_result)?;
     ctx.say(&format!("Result: {}", path.display()));
     if let Some(text) = csv {
         let csv_path = path.with_extension("csv");

@@ -37,6 +37,6 @@ pub fn save_result(
     }
     let key = records_file.as_ref().map(|r| records_file_key(result_path, r));
     let doc = results.document(output.save_detailed, key);
-    write_result(result_path, &doc.to_value(), output.append_result)?;
+    write_result(result_path, &output.with_config(doc.to_value()), output.append_result)?;
     Ok(records_file)
 }

@@ -1,6 +1,7 @@
 //! Command-line interface. clap types live here only; `config.rs` turns them into a validated
 //! `RunConfig`. Flags and defaults follow Python `vllm bench serve`.
 
+pub mod config_file;
 pub mod dataset;
 pub mod experiment;
 pub mod front;
@@ -63,6 +64,10 @@ pub enum Command {
     /// direction, and significance tests where records or multi-run data allow: location tests
     /// for means and percentiles, a spread test for std (docs/experiments.md).
     Compare(subcommands::CompareArgs),
+    /// Config files and scenario presets: `init` writes one, `show` prints the effective config
+    /// of a command line, `presets` lists the presets (docs/config.md).
+    #[command(subcommand)]
+    Config(config_file::ConfigCommand),
 }
 
 /// Arguments of `servebench report`.
@@ -482,6 +487,8 @@ pub struct RunArgs {
     pub experiment: crate::cli::experiment::ExperimentArgs,
     #[command(flatten)]
     pub tokens: crate::cli::tokens::TokenArgs,
+    #[command(flatten)]
+    pub config_file: crate::cli::config_file::ConfigFileArgs,
 }
 
 impl RunArgs {

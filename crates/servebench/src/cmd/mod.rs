@@ -5,6 +5,7 @@
 pub mod calibrate;
 pub mod calibrate_truth;
 pub mod compare;
+pub mod config;
 pub mod experiment;
 pub mod merge;
 pub mod report;
@@ -35,12 +36,23 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
             return e.exit_code();
         }
     };
+    let expanded = match crate::config_file::expand(args) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{}", e.user_line());
+            return e.exit_code();
+        }
+    };
+    for note in &expanded.notes {
+        eprintln!("{note}");
+    }
+    let args = expanded.args.clone();
     if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
         let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };
         eprintln!("{}", e.user_line());
         return e.exit_code();
     }
-    let matches = match <cli::Cli as clap::CommandFactory>::command().try_get_matches_from(args) {
+    let matches = match <cli::Cli as clap::CommandFactory>::command().try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) => return flag_value_error(e),
     };
@@ -68,7 +80,12 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
         Some(cli::Command::Report(args)) => crate::cmd::report::report(&args),
         Some(cli::Command::Merge(args)) => crate::cmd::merge::merge(&args),
         Some(cli::Command::Compare(args)) => crate::cmd::compare::run(&args),
-        None => crate::cmd::run::run(&cli.run, &explicit),
+        Some(cli::Command::Config(c)) => crate::cmd::config::run(&c, &matches, &expanded),
+        None => {
+            let config =
+                crate::config_file::from_result::recorded(&crate::config_file::argv::run_command(), &matches);
+            crate::cmd::run::run(&cli.run, &explicit, config)
+        }
     };
     result.unwrap_or_else(|e| {
         match e.downcast_ref::<BenchError>() {

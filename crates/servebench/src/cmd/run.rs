@@ -43,11 +43,17 @@ fn check_open_files(run: &RunConfig, num_prompts: u64) -> anyhow::Result<()> {
 }
 
 /// Runs a benchmark (or an experiment); returns the process exit code.
-/// `explicit`: the flags given on the command line (not defaulted).
-pub fn run(args: &RunArgs, explicit: &crate::config::unused::ExplicitFlags) -> anyhow::Result<u8> {
+/// `explicit`: the flags given on the command line (not defaulted); `config`: the effective
+/// config the result records (`config_file::from_result::recorded`).
+pub fn run(
+    args: &RunArgs,
+    explicit: &crate::config::unused::ExplicitFlags,
+    config: serde_json::Map<String, serde_json::Value>,
+) -> anyhow::Result<u8> {
     // OPENAI_API_KEY (ANTHROPIC_API_KEY first for --backend anthropic).
     let api_key = servebench_client::api_key_from_env(args.backend.kind, |k| std::env::var(k).ok());
-    let Validated { mut run, output } = validate(args, api_key)?;
+    let Validated { mut run, mut output } = validate(args, api_key)?;
+    output.effective_config = Some(config);
     crate::config::network::with_process_env(&mut run);
     for warning in crate::config::unused::check(args, explicit)? {
         eprintln!("{warning}");

@@ -341,6 +341,7 @@ fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
         backend_name: args.backend.name.clone(),
         max_failure_rate,
         timeline_itl_ms: vllm_flags::itl_thresholds_ms(args),
+        effective_config: None,
     })
 }
 

@@ -435,8 +435,11 @@ fn experiment_point_results_have_the_keys_of_a_single_run_result() {
     multi.extend(["--num-runs", "2"]);
     let doc = read(&fixed_run(dir.path(), "multi.json", "2", &multi));
     let keys = |v: &Value| -> Vec<String> {
-        v.as_object().unwrap().keys().filter(|k| *k != "records_file").cloned().collect()
+        // The effective config (`config`) is the experiment's, recorded once on its document.
+        v.as_object().unwrap().keys().filter(|k| *k != "records_file" && *k != "config").cloned().collect()
     };
+    assert_eq!(doc["config"]["num-runs"], 2, "{}", doc["config"]);
+    assert!(single["config"].is_object());
     let expected = keys(&single);
     for key in ["server_tokenize", "stages", "steady_state", "interrupted"] {
         assert!(expected.iter().any(|k| k == key), "{key}: {expected:?}");

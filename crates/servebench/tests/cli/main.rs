@@ -12,6 +12,7 @@ mod backends_e2e;
 mod calibrate;
 mod cli_parity;
 mod client_controls_e2e;
+mod config_file_e2e;
 mod dataset_flags_e2e;
 mod datasets_cli;
 mod e2e_sim;

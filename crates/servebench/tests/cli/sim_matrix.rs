@@ -198,7 +198,8 @@ fn run_cell(
         argv.push("--ignore-eos".into());
     }
     let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-    let code = servebench::cmd::run::run(&cli.run, &Default::default()).map_err(|e| format!("{e:#}"));
+    let code = servebench::cmd::run::run(&cli.run, &Default::default(), Default::default())
+        .map_err(|e| format!("{e:#}"));
     let json = std::fs::read(dir.join("r.json")).ok().map(|b| serde_json::from_slice(&b).unwrap());
     let records = std::fs::read_to_string(dir.join("r.json.records.jsonl"))
         .map(|t| t.lines().map(|l| serde_json::from_str(l).unwrap()).collect())

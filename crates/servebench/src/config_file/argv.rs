@@ -1,0 +1,190 @@
+//! A config file's entries as command-line tokens, each checked alone by the run's own clap
+//! definitions (the same value parsers, so the same coded errors), errors naming file:line:key.
+
+pub use super::flags::{find_arg, is_repeatable, is_switch, run_command, NOT_IN_A_FILE};
+use super::parse::{type_name, ConfigFile, Entry};
+use servebench_core::error::BenchError;
+
+/// Every entry of `file` as tokens, each validated alone. The first bad entry is the error.
+pub fn to_tokens(cmd: &clap::Command, file: &ConfigFile) -> Result<Vec<(String, Vec<String>)>, BenchError> {
+    file.entries.iter().map(|e| entry_tokens(cmd, &file.name, e).map(|t| (e.key.clone(), t))).collect()
+}
+
+fn entry_tokens(cmd: &clap::Command, file: &str, e: &Entry) -> Result<Vec<String>, BenchError> {
+    let arg = match find_arg(cmd, &e.key) {
+        Some(a) if !NOT_IN_A_FILE.contains(&e.key.as_str()) => a,
+        _ => {
+            return Err(BenchError::ConfigUnknownKey {
+                file: file.to_string(),
+                line: e.line,
+                key: e.raw_key.clone(),
+                hint: suggestion(cmd, &e.key),
+            })
+        }
+    };
+    let type_error = |expected: &str| BenchError::ConfigTypeError {
+        file: file.to_string(),
+        line: e.line,
+        key: e.raw_key.clone(),
+        expected: expected.to_string(),
+        found: type_name(&e.value).to_string(),
+    };
+    let flag = format!("--{}", e.key);
+    let tokens = if is_switch(arg) {
+        match e.value.as_bool() {
+            // `false` is the switch left out: its default (`no-KEY = true` gives a `--no-KEY`).
+            Some(true) => vec![flag],
+            Some(false) => Vec::new(),
+            None => return Err(type_error("a boolean (true or false)")),
+        }
+    } else if let Some(array) = e.value.as_array() {
+        let items: Option<Vec<String>> = array.iter().map(scalar).collect();
+        let items = items.ok_or_else(|| type_error(&super::schema::expected(cmd, arg)))?;
+        if is_repeatable(arg) {
+            items.into_iter().map(|v| format!("{flag}={v}")).collect()
+        } else {
+            vec![format!("{flag}={}", items.join(","))]
+        }
+    } else {
+        let v = scalar(&e.value).ok_or_else(|| type_error(&super::schema::expected(cmd, arg)))?;
+        vec![format!("{flag}={v}")]
+    };
+    check_alone(cmd, &tokens).map_err(|why| BenchError::ConfigBadValue {
+        file: file.to_string(),
+        line: e.line,
+        key: e.raw_key.clone(),
+        why,
+    })?;
+    Ok(tokens)
+}
+
+/// A scalar TOML value as the text a flag takes.
+fn scalar(v: &toml_edit::Value) -> Option<String> {
+    match v {
+        toml_edit::Value::String(s) => Some(s.value().clone()),
+        toml_edit::Value::Integer(i) => Some(i.value().to_string()),
+        toml_edit::Value::Float(f) => Some(float_text(*f.value())),
+        toml_edit::Value::Boolean(b) => Some(b.value().to_string()),
+        _ => None,
+    }
+}
+
+fn float_text(f: f64) -> String {
+    if f.is_infinite() && f > 0.0 {
+        "inf".to_string()
+    } else {
+        f.to_string()
+    }
+}
+
+/// Parses `tokens` alone; a refusal of the value is its reason (the coded error's line when the
+/// flag's parser gave one). Errors that need other flags (conflicts, requirements) are left to
+/// the merged command line.
+fn check_alone(cmd: &clap::Command, tokens: &[String]) -> Result<(), String> {
+    use clap::error::ErrorKind as K;
+    use std::error::Error as _;
+    let argv = std::iter::once("servebench".to_string()).chain(tokens.iter().cloned());
+    match cmd.clone().try_get_matches_from(argv) {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.kind(), K::ArgumentConflict | K::MissingRequiredArgument) => Ok(()),
+        Err(e) => Err(match e.source().and_then(|s| s.downcast_ref::<BenchError>()) {
+            Some(coded) => format!("{coded} ({})", coded.code()),
+            None => clap_reason(&e),
+        }),
+    }
+}
+
+fn clap_reason(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid value");
+    line.trim_start_matches("error: ").to_string()
+}
+
+/// `; did you mean 'KEY'?` for the closest run flag, when one is close.
+fn suggestion(cmd: &clap::Command, key: &str) -> String {
+    cmd.get_arguments()
+        .filter_map(clap::Arg::get_long)
+        .filter(|l| !NOT_IN_A_FILE.contains(l))
+        .map(|l| (edit_distance(key, l), l))
+        .filter(|(d, l)| *d <= 2.max(l.len() / 4))
+        .min()
+        .map_or_else(String::new, |(_, l)| format!(" (did you mean '{l}'?)"))
+}
+
+/// Levenshtein distance of two ASCII-ish strings.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config_file::parse::parse;
+
+    fn tokens(text: &str) -> Result<Vec<String>, BenchError> {
+        let f = parse("f.toml", text)?;
+        Ok(to_tokens(&run_command(), &f)?.into_iter().flat_map(|(_, t)| t).collect())
+    }
+
+    #[test]
+    fn values_become_flags_repeatables_repeat_and_false_switches_vanish() {
+        let t = tokens(
+            "max_concurrency = 4\nrequest-rate = inf\nheader = [\"a=1\", \"b=2\"]\nsim = true\nsave-result = false\ntop-k = -1\n",
+        );
+        assert_eq!(
+            t.unwrap(),
+            [
+                "--max-concurrency=4",
+                "--request-rate=inf",
+                "--header=a=1",
+                "--header=b=2",
+                "--sim",
+                "--top-k=-1"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_false_switch_is_its_default_even_when_a_no_switch_exists() {
+        assert_eq!(tokens("self-timed = false\n").unwrap(), Vec::<String>::new());
+        assert_eq!(tokens("no-self-timed = true\n").unwrap(), ["--no-self-timed"]);
+    }
+
+    #[test]
+    fn an_unknown_key_is_sb131_with_its_line_and_a_suggestion() {
+        let e = tokens("seed = 1\nmax-concurency = 3\n").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB131");
+        let text = e.to_string();
+        assert!(text.contains("f.toml:2") && text.contains("did you mean 'max-concurrency'"), "{text}");
+    }
+
+    #[test]
+    fn a_refused_value_is_sb132_with_the_parsers_reason() {
+        let e = tokens("\nrequest-rate = \"fast\"\n").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB132");
+        assert!(e.to_string().contains("f.toml:2: key 'request-rate'"), "{e}");
+    }
+
+    #[test]
+    fn a_table_for_a_number_is_sb133() {
+        let e = tokens("num-prompts = { a = 1 }\n").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB133");
+        assert!(e.to_string().contains("f.toml:1"), "{e}");
+    }
+
+    #[test]
+    fn a_string_for_a_switch_is_sb133() {
+        assert_eq!(tokens("sim = \"yes\"\n").unwrap_err().code().as_str(), "SB133");
+    }
+}

@@ -1,0 +1,106 @@
+//! Reading a config file: its top-level keys with their values and the line each is on.
+
+use servebench_core::error::BenchError;
+
+/// One `key = value` of a config file.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The key with `_` spelled `-` (the flag's long name).
+    pub key: String,
+    /// The key as written.
+    pub raw_key: String,
+    pub value: toml_edit::Value,
+    /// 1-based line of the key.
+    pub line: usize,
+}
+
+/// A parsed config file: where it came from and its entries, in file order.
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    pub name: String,
+    pub entries: Vec<Entry>,
+}
+
+/// Parses `text` (the content of `name`) into its entries. Tables are refused (SB133): every
+/// key is a flag at the top level.
+pub fn parse(name: &str, text: &str) -> Result<ConfigFile, BenchError> {
+    let doc = toml_edit::Document::parse(text).map_err(|e| BenchError::ConfigFileUnreadable {
+        file: name.to_string(),
+        why: syntax_error(text, &e),
+    })?;
+    let table = doc.as_table();
+    let mut entries = Vec::new();
+    for (k, item) in table.iter() {
+        let line = table.key(k).and_then(toml_edit::Key::span).map_or(0, |s| line_of(text, s.start));
+        let Some(value) = item.as_value() else {
+            return Err(BenchError::ConfigTypeError {
+                file: name.to_string(),
+                line,
+                key: k.to_string(),
+                expected: "a value (keys are flags at the top level)".into(),
+                found: "a table".into(),
+            });
+        };
+        entries.push(Entry { key: k.replace('_', "-"), raw_key: k.to_string(), value: value.clone(), line });
+    }
+    Ok(ConfigFile { name: name.to_string(), entries })
+}
+
+/// Reads and parses the file at `path`.
+pub fn read(path: &str) -> Result<ConfigFile, BenchError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BenchError::ConfigFileUnreadable { file: path.to_string(), why: e.to_string() })?;
+    parse(path, &text)
+}
+
+/// 1-based line of byte offset `at`.
+pub fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1
+}
+
+fn syntax_error(text: &str, e: &toml_edit::TomlError) -> String {
+    let first = e.message().lines().next().unwrap_or("invalid TOML").to_string();
+    match e.span() {
+        Some(s) => format!("line {}: invalid TOML: {first}", line_of(text, s.start)),
+        None => format!("invalid TOML: {first}"),
+    }
+}
+
+/// The TOML type name of `v`, for messages.
+pub fn type_name(v: &toml_edit::Value) -> &'static str {
+    match v {
+        toml_edit::Value::String(_) => "a string",
+        toml_edit::Value::Integer(_) => "an integer",
+        toml_edit::Value::Float(_) => "a float",
+        toml_edit::Value::Boolean(_) => "a boolean",
+        toml_edit::Value::Datetime(_) => "a date-time",
+        toml_edit::Value::Array(_) => "an array",
+        toml_edit::Value::InlineTable(_) => "a table",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_get_their_line_and_dash_spelling() {
+        let f = parse("f.toml", "# c\nmax_concurrency = 4\n\nrequest-rate = 2.5\n").unwrap();
+        assert_eq!(f.entries[0].key, "max-concurrency");
+        assert_eq!(f.entries[0].line, 2);
+        assert_eq!(f.entries[1].line, 4);
+    }
+
+    #[test]
+    fn a_table_is_a_type_error_with_its_line() {
+        let e = parse("f.toml", "seed = 1\n[load]\nx = 1\n").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB133");
+    }
+
+    #[test]
+    fn a_syntax_error_names_its_line() {
+        let e = parse("f.toml", "seed = 1\nrate = = 2\n").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        assert_eq!(e.code().as_str(), "SB130");
+    }
+}
