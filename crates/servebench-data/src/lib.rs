@@ -3,6 +3,7 @@
 //! file-based and other synthetic datasets).
 
 pub mod dataset;
+pub mod prefix_cache;
 pub mod random;
 pub mod tokenizer;
 pub mod trace;

@@ -149,6 +149,15 @@ error_table! {
         error: PrepareTaskFailed { what: String, detail: String, #[source] source: Option<Cause> },
         message: "{what} failed: {detail}; fix: this is a servebench bug, please report it with the command line and input files",
     }
+    /// SB210: a controlled prefix-cache hit rate cannot be built for this workload (not token
+    /// ids, a share out of range, or a dataset or load shape whose own prefix sharing would
+    /// change the hit rate).
+    SB210 PrefixCacheWorkload {
+        exit: 2,
+        title: "controlled prefix-cache hit rate not possible for this workload",
+        error: PrefixCacheWorkload { flag: String, problem: String, fix: String },
+        message: "{flag}: {problem}; fix: {fix}",
+    }
     /// SB301: the endpoint did not answer a test request successfully before the timeout.
     SB301 EndpointNotReady {
         exit: 1,

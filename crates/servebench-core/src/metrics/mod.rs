@@ -8,6 +8,7 @@
 
 pub mod groups;
 mod peaks;
+pub mod prefix_cache;
 mod request;
 mod steady_state;
 mod token_accounting;

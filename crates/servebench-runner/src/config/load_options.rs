@@ -22,6 +22,9 @@ pub struct LoadOptions {
     pub cancel_at_end: bool,
     /// `--probe-request-rate`: probe requests per second alongside the load (crate::load::probe_requests).
     pub probe_request_rate: Option<f64>,
+    /// `--prefix-cache-hit-rate`, the bimodal pair, `--prefix-cache-bust`: shared prefixes laid
+    /// over the token-id prompts, primed before the measured phase (docs/workloads.md).
+    pub prefix_cache: Option<servebench_data::prefix_cache::PrefixCacheConfig>,
 }
 
 /// How adapters are assigned.

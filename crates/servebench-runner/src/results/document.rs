@@ -24,6 +24,9 @@ impl RunResults {
         // Per-turn, per-stage and trace-replay blocks (docs/workloads.md).
         text.push_str(&console_groups(&self.out.records, &self.metrics.config, &self.groups));
         text.push_str(&side_blocks(self.steady.as_ref(), &self.server_side));
+        if let Some(pc) = self.prefix_cache_report() {
+            text.push_str(&pc.console_block());
+        }
         text
     }
 
@@ -38,6 +41,8 @@ impl RunResults {
             lines.push(format!("warning: {w}"));
         }
         lines.extend(side_warnings(&self.server_side));
+        let prefix_cache = self.prefix_cache_report().map(|pc| pc.warnings()).unwrap_or_default();
+        lines.extend(prefix_cache.into_iter().map(|w| format!("warning: {w}")));
         lines.extend(self.out.warnings.iter().map(ToString::to_string));
         lines
     }
@@ -47,11 +52,15 @@ impl RunResults {
         let records = &self.out.records;
         let result = result_object(&self.info, &self.metrics, records, save_detailed);
         let side = &self.server_side;
+        let mut groups = result_keys(records, &self.metrics.config, &self.groups);
+        if let Some(pc) = self.prefix_cache_report() {
+            groups.insert("prefix_cache".into(), serde_json::to_value(pc).unwrap_or_default());
+        }
         RunDocument {
             result,
             records_file,
             interrupted: self.out.interrupted,
-            groups: result_keys(records, &self.metrics.config, &self.groups),
+            groups,
             steady_state: self.steady.as_ref().and_then(|s| s.as_ref().ok()).cloned(),
             steady_state_reason: self
                 .steady

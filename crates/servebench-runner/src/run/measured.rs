@@ -47,6 +47,7 @@ pub async fn run_prepared(
     let metrics_server = start_metrics_endpoint(cfg, &live, observer.as_ref()).await?;
     let workload = first_requests(&prepared.workload, num_requests);
     warm_up_and_connect(prepared, cfg, &workload, observer.as_ref()).await?;
+    let prefix_cache = super::priming::prime(prepared, observer.as_ref()).await;
     // Peak memory of the measured phase only (the tokenizer was freed after preparing).
     let peak_reset = health::reset_peak_rss();
     let rss_at_start = health::current_rss_bytes();
@@ -128,6 +129,7 @@ pub async fn run_prepared(
         warnings,
         interrupted,
         probe_records: dispatched.probe_records,
+        prefix_cache,
     })
 }
 

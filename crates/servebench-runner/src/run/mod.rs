@@ -5,6 +5,8 @@
 
 mod measured;
 mod preparing;
+mod priming;
+pub use priming::PrefixCacheRun;
 
 pub use measured::run_prepared;
 pub use preparing::{prepare_experiment, prepare_run, rebuild_workload};
@@ -70,6 +72,9 @@ pub struct RunOutput {
     pub interrupted: bool,
     /// `--probe-request-rate`: the probes' records in send order (in no metric of the run).
     pub probe_records: Vec<RequestRecord>,
+    /// A controlled prefix-cache hit rate: the layout and the priming records (warm-up, in no
+    /// metric).
+    pub prefix_cache: Option<PrefixCacheRun>,
 }
 
 /// What `run_benchmark` returns.

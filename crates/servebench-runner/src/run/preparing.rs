@@ -1,6 +1,7 @@
 //! Preparing a run: the client and its network path, readiness, the model, the tokenizer, the
 //! workload (built off the runtime), the prompt-length check and what retokenizes output.
 
+use servebench_data::prefix_cache::PrefixCacheLayout;
 use super::{client_headers, Prepared, PreparedRun, WorkloadStats, SERVER_TOKENIZER};
 use crate::config::{DatasetSpec, RunConfig};
 use crate::observe::notice::Notice;
@@ -77,7 +78,8 @@ async fn prepare_inner(
     let tokenizer_id = cfg.tokenizer.clone().unwrap_or_else(|| model.tokenizer_hint.clone());
     let tokenizer = client_tokenizer(&tokenizer_id, observer).await?;
     let server = ServerTokenize::new(client.clone(), headers.clone(), model.served_name.clone());
-    let (mut workload, source, stats) = measured_workload(cfg, tokenizer.clone(), &server, observer).await?;
+    let (mut workload, source, stats, prefix_cache) =
+        measured_workload(cfg, tokenizer.clone(), &server, observer).await?;
     if cfg.dry_run {
         return Ok(Prepared::DryRun { model, tokenizer_id, workload: stats });
     }
@@ -88,6 +90,7 @@ async fn prepare_inner(
     let load = crate::load::LoadPlan {
         source,
         lora_targets: crate::load::lora_targets(&client, &target_cfg, &cfg.load)?,
+        prefix_cache,
     };
     let mut warnings = Vec::new();
     let exec_opts =
@@ -178,7 +181,7 @@ async fn measured_workload(
     tokenizer: Option<Arc<dyn TextTokenizer>>,
     server: &ServerTokenize,
     observer: &Arc<dyn RunObserver>,
-) -> Result<(Workload, crate::load::LoadSource, WorkloadStats)> {
+) -> Result<(Workload, crate::load::LoadSource, WorkloadStats, Option<Arc<PrefixCacheLayout>>)> {
     let started = Instant::now();
     let (mut workload, source) = crate::load::build_load(cfg, tokenizer, server).await?;
     let filtered_out = prepare::filter_max_model_len(&mut workload, cfg.max_model_len);
@@ -191,13 +194,36 @@ async fn measured_workload(
             source: None,
         });
     }
+    let prefix_cache = lay_prefix_cache(cfg, &mut workload, observer)?;
     crate::prepare::batch::batch_workload(&mut workload, cfg.target.batch_size);
     let stats = WorkloadStats::of(&workload, filtered_out, started.elapsed().as_secs_f64());
     observer.message(&format!(
         "Generated {} prompts ({} prompt tokens) in {:.2} s",
         stats.requests, stats.total_prompt_tokens, stats.build_seconds
     ));
-    Ok((workload, source, stats))
+    Ok((workload, source, stats, prefix_cache))
+}
+
+/// `--prefix-cache-hit-rate` and its kin: the shared prefixes laid over the prompts
+/// (servebench_data::prefix_cache).
+fn lay_prefix_cache(
+    cfg: &RunConfig,
+    workload: &mut Workload,
+    observer: &Arc<dyn RunObserver>,
+) -> Result<Option<Arc<PrefixCacheLayout>>> {
+    let Some(pc) = cfg.load.prefix_cache else { return Ok(None) };
+    let layout = servebench_data::prefix_cache::apply(pc, workload)?;
+    if let Some(rate) = layout.constructed_hit_rate(workload) {
+        observer.message(&format!(
+            "Prefix cache: target hit rate {:.4} ({}), {:.4} built in with {}-token blocks; priming prompt {} tokens",
+            pc.mode.target(),
+            pc.mode.name(),
+            rate,
+            pc.block_size,
+            layout.warmup.len()
+        ));
+    }
+    Ok(Some(Arc::new(layout)))
 }
 
 /// How each request is executed, after the readiness check (when one is asked for) has told

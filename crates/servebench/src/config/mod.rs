@@ -8,6 +8,7 @@ mod hf_parsers;
 pub mod network;
 pub mod output_dirs;
 pub mod path_collisions;
+mod prefix_cache;
 pub mod shard;
 pub mod unused;
 pub(crate) mod vllm_flags;
@@ -76,6 +77,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     };
     let output = output_config(args, backend)?;
     workload::apply(args, backend, &mut run)?;
+    prefix_cache::apply(args, &mut run)?;
     run.load.probe_request_rate = probe_request_rate;
     Ok(Validated { run, output })
 }
