@@ -71,6 +71,12 @@ fn unsupported(args: &RunArgs, run: &RunConfig) -> Option<(&'static str, String)
             "drop --stages/--duration and size the run with --num-prompts".into(),
         ));
     }
+    if run.num_warmups > 0 {
+        return Some((
+            "--num-warmups sends the first request's prompt, which would then be cached whole",
+            "drop --num-warmups: the run primes the cache itself".into(),
+        ));
+    }
     if args.experiment.is_experiment() {
         return Some(("sweeps and searches do not prime the cache per point", "run single points".into()));
     }

@@ -93,7 +93,7 @@ fn bimodal_flags_give_their_product() {
 }
 
 #[test]
-fn cache_bust_hits_nothing_even_after_a_primed_run_of_the_same_prompts() {
+fn cache_bust_hits_nothing() {
     let (_, _, json) = run(&["--num-prompts", "10", "--random-input-len", "64", "--prefix-cache-bust"]);
     let pc = &json["prefix_cache"];
     assert_eq!(pc["mode"], "bust");
