@@ -11,12 +11,16 @@
 //! - bimodal `(f, r)`: request `i` is warm when `floor((i+1)·f) > floor(i·f)` (exactly
 //!   `floor(N·f)` warm requests, spread evenly), and a warm one has the rule above with `r`;
 //!   a cold one has `P_i = 0`;
+//! - shared prefix (`prefix_repetition` on token ids) of `Q` tokens: `P_i = min(floor(Q / B)·B,
+//!   floor((L_i − 1) / B)·B)`;
 //! - bust: `P_i = 0`, and the first block of every prompt is replaced by ids unique to the
 //!   request and the run (`nonce`), so nothing a server cached before can match.
 //!
-//! The rest of each prompt stays the dataset's random ids, unique to the request. Once the
-//! shared sequence is cached (the warm-up prompt [`PrefixCacheLayout::warmup`] is its longest
-//! prefix needed), a server with `B`-token blocks finds exactly `P_i` cached tokens.
+//! With `K` groups (`prefix_repetition`'s `--prefix-repetition-num-prefixes`; 1 otherwise) there
+//! are `K` shared sequences and request `i` uses sequence `i mod K`. The rest of each prompt stays
+//! the dataset's random ids, unique to the request. Once the shared sequences are cached (the
+//! warm-up prompts [`PrefixCacheLayout::warmup`], one per group, are the longest prefixes
+//! needed), a server with `B`-token blocks finds exactly `P_i` cached tokens.
 
 use std::sync::Arc;
 
@@ -39,6 +43,14 @@ pub enum PrefixCacheMode {
     },
     /// `--prefix-cache-bust`: no prompt can hit the cache.
     Bust,
+    /// `--dataset-name prefix_repetition --prompt-token-ids`: every prompt starts with its
+    /// group's shared prefix of `prefix_len` tokens; `target` is `prefix_len / prompt length`.
+    SharedPrefix {
+        /// `--prefix-repetition-prefix-len`.
+        prefix_len: u32,
+        /// The nominal hit rate, prefix / (prefix + suffix).
+        target: f64,
+    },
 }
 
 impl PrefixCacheMode {
@@ -48,6 +60,7 @@ impl PrefixCacheMode {
             PrefixCacheMode::HitRate(_) => "hit_rate",
             PrefixCacheMode::Bimodal { .. } => "bimodal",
             PrefixCacheMode::Bust => "bust",
+            PrefixCacheMode::SharedPrefix { .. } => "shared_prefix",
         }
     }
 
@@ -57,6 +70,7 @@ impl PrefixCacheMode {
             PrefixCacheMode::HitRate(r) => r,
             PrefixCacheMode::Bimodal { fraction, ratio } => fraction * ratio,
             PrefixCacheMode::Bust => 0.0,
+            PrefixCacheMode::SharedPrefix { target, .. } => target,
         }
     }
 }
@@ -71,15 +85,17 @@ pub struct PrefixCacheConfig {
     pub seed: u64,
     /// Makes the bust blocks unique to the run.
     pub nonce: u64,
+    /// Distinct shared prefixes (at least 1): request `i` uses group `i mod groups`.
+    pub groups: u32,
 }
 
 /// The shared prefix laid over a workload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrefixCacheLayout {
     pub config: PrefixCacheConfig,
-    /// The prompt that primes the cache (the longest shared prefix used); empty when no
-    /// request shares one.
-    pub warmup: Arc<[u32]>,
+    /// The prompts that prime the cache, one per group that some request shares (the group's
+    /// longest shared prefix used); empty when no request shares one.
+    pub warmup: Vec<Arc<[u32]>>,
     /// `P_i`: the shared-prefix tokens of request `i` (by workload position).
     pub cached_prefix: Vec<u32>,
 }
@@ -122,10 +138,13 @@ fn check(cfg: &PrefixCacheConfig) -> Result<()> {
             share("--random-cache-hit-fraction", fraction)?;
             share("--random-cache-ratio", ratio)?;
         }
-        PrefixCacheMode::Bust => {}
+        PrefixCacheMode::Bust | PrefixCacheMode::SharedPrefix { .. } => {}
     }
     if cfg.block_size == 0 {
         return Err(coded("--prefix-cache-block-size", "must be at least 1", "pass 16 (vLLM's)"));
+    }
+    if cfg.groups == 0 {
+        return Err(coded("--prefix-repetition-num-prefixes", "must be at least 1", "pass 1 or more"));
     }
     Ok(())
 }
@@ -163,22 +182,41 @@ pub fn apply(cfg: PrefixCacheConfig, workload: &mut Workload) -> Result<PrefixCa
                 PrefixCacheMode::Bimodal { fraction, ratio } if is_warm(i as u64, fraction) => {
                     prefix_tokens(len, ratio, cfg.block_size)
                 }
+                PrefixCacheMode::SharedPrefix { prefix_len, .. } => {
+                    shared_prefix_tokens(len, prefix_len, cfg.block_size)
+                }
                 _ => 0,
             }
         })
         .collect();
-    let longest = cached_prefix.iter().copied().max().unwrap_or(0) as usize;
-    let shared = draw(&vocab, longest, cfg.seed, u64::MAX);
+    let groups = cfg.groups.max(1) as usize;
+    let mut longest = vec![0usize; groups];
+    for (i, &p) in cached_prefix.iter().enumerate() {
+        longest[i % groups] = longest[i % groups].max(p as usize);
+    }
+    // Group g's sequence is ChaCha8 stream u64::MAX − g (the bust blocks use streams 0..N).
+    let shared: Vec<Vec<u32>> =
+        longest.iter().enumerate().map(|(g, &n)| draw(&vocab, n, cfg.seed, u64::MAX - g as u64)).collect();
     for (i, (req, p)) in workload.requests.iter_mut().zip(ids.iter_mut()).enumerate() {
         let n = cached_prefix[i] as usize;
-        p[..n].copy_from_slice(&shared[..n]);
+        p[..n].copy_from_slice(&shared[i % groups][..n]);
         if cfg.mode == PrefixCacheMode::Bust {
             let n = (cfg.block_size as usize).min(p.len());
             p[..n].copy_from_slice(&draw(&vocab, n, cfg.nonce ^ cfg.seed, i as u64));
         }
         req.prompt = Prompt::TokenIds(std::mem::take(p).into());
     }
-    Ok(PrefixCacheLayout { config: cfg, warmup: shared.into(), cached_prefix })
+    let warmup = shared.into_iter().filter(|s| !s.is_empty()).map(Arc::from).collect();
+    Ok(PrefixCacheLayout { config: cfg, warmup, cached_prefix })
+}
+
+/// `P` for a prompt of `len` tokens whose first `prefix` tokens are shared: whole blocks, below
+/// the last token.
+pub fn shared_prefix_tokens(len: u32, prefix: u32, block: u32) -> u32 {
+    if len == 0 || block == 0 {
+        return 0;
+    }
+    (prefix.min(len - 1) / block) * block
 }
 
 /// The distinct ids the workload uses (all allowed by the tokenizer), sorted.
@@ -227,7 +265,7 @@ mod tests {
     }
 
     fn cfg(mode: PrefixCacheMode) -> PrefixCacheConfig {
-        PrefixCacheConfig { mode, block_size: 16, seed: 7, nonce: 99 }
+        PrefixCacheConfig { mode, block_size: 16, seed: 7, nonce: 99, groups: 1 }
     }
 
     fn ids(w: &Workload, i: usize) -> Vec<u32> {
@@ -254,8 +292,8 @@ mod tests {
         // 640 × 0.7 = 448 = 28 blocks exactly.
         assert_eq!(l.cached_prefix, vec![688, 688, 448]);
         assert_eq!(&ids(&w, 0)[..688], &ids(&w, 1)[..688]);
-        assert_eq!(&ids(&w, 2)[..448], &l.warmup[..448]);
-        assert_eq!(l.warmup.len(), 688);
+        assert_eq!(&ids(&w, 2)[..448], &l.warmup[0][..448]);
+        assert_eq!((l.warmup.len(), l.warmup[0].len()), (1, 688));
         // The rest is the dataset's own ids.
         assert_eq!(ids(&w, 1)[688], 1000 + 10_000 + 688);
         assert_eq!(ids(&w, 0).len(), 1000);
@@ -272,6 +310,26 @@ mod tests {
         assert_eq!(l.cached_prefix.iter().filter(|&&p| p == 80).count(), 8);
         assert_eq!(l.cached_prefix.iter().filter(|&&p| p == 0).count(), 2);
         assert!((l.constructed_hit_rate(&w).unwrap() - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn shared_prefix_groups_share_within_and_differ_between() {
+        // prefix_repetition on token ids: 3 groups, a 100-token prefix of 164-token prompts.
+        let mut w = workload(&[164; 6]);
+        let mode = PrefixCacheMode::SharedPrefix { prefix_len: 100, target: 100.0 / 164.0 };
+        let l = apply(PrefixCacheConfig { groups: 3, ..cfg(mode) }, &mut w).unwrap();
+        // floor(100 / 16) · 16 = 96 per prompt.
+        assert_eq!(l.cached_prefix, vec![96; 6]);
+        assert_eq!(l.warmup.len(), 3);
+        for i in 0..3 {
+            assert_eq!(&ids(&w, i)[..96], &ids(&w, i + 3)[..96], "request {i} and {} share group {i}", i + 3);
+            assert_eq!(&ids(&w, i)[..96], &l.warmup[i][..]);
+        }
+        assert_ne!(&ids(&w, 0)[..16], &ids(&w, 1)[..16], "groups differ from the first block");
+        assert!((l.constructed_hit_rate(&w).unwrap() - 96.0 / 164.0).abs() < 1e-12);
+        assert_eq!(shared_prefix_tokens(64, 100, 16), 48, "never the whole prompt");
+        assert_eq!(shared_prefix_tokens(164, 100, 1), 100);
+        assert!(apply(PrefixCacheConfig { groups: 0, ..cfg(mode) }, &mut workload(&[32])).is_err());
     }
 
     #[test]

@@ -60,7 +60,8 @@ fn prompt_of(r: &RequestRecord) -> u64 {
 impl PrefixCacheReport {
     /// Computes the block from the run's records.
     pub fn of(records: &[RequestRecord], inputs: &PrefixCacheInputs<'_>) -> Self {
-        let built = |r: &RequestRecord| u64::from(inputs.cached_prefix.get(r.index as usize).copied().unwrap_or(0));
+        let built =
+            |r: &RequestRecord| u64::from(inputs.cached_prefix.get(r.index as usize).copied().unwrap_or(0));
         let all_prompt: u64 = records.iter().map(|r| u64::from(r.prompt_tokens)).sum();
         let all_built: u64 = records.iter().map(built).sum();
         let seen: Vec<&RequestRecord> = records
@@ -123,8 +124,15 @@ impl PrefixCacheReport {
         s.push_str(&format!("{:<40}{:<10.4}\n", "Target hit rate:", self.target_hit_rate));
         s.push_str(&format!("{:<40}{:<10}\n", "Built-in hit rate:", f(self.constructed_hit_rate)));
         s.push_str(&format!("{:<40}{:<10}\n", "Observed hit rate (usage):", f(self.observed_hit_rate)));
-        s.push_str(&format!("{:<40}{:<10}\n", "Observed hit rate (server /metrics):", f(self.server_hit_rate)));
-        s.push_str(&format!("{:<40}{}/{}\n", "Priming requests completed:", self.warmup_completed, self.warmup_requests));
+        s.push_str(&format!(
+            "{:<40}{:<10}\n",
+            "Observed hit rate (server /metrics):",
+            f(self.server_hit_rate)
+        ));
+        s.push_str(&format!(
+            "{:<40}{}/{}\n",
+            "Priming requests completed:", self.warmup_completed, self.warmup_requests
+        ));
         s
     }
 }

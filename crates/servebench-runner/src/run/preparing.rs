@@ -1,7 +1,6 @@
 //! Preparing a run: the client and its network path, readiness, the model, the tokenizer, the
 //! workload (built off the runtime), the prompt-length check and what retokenizes output.
 
-use servebench_data::prefix_cache::PrefixCacheLayout;
 use super::{client_headers, Prepared, PreparedRun, WorkloadStats, SERVER_TOKENIZER};
 use crate::config::{DatasetSpec, RunConfig};
 use crate::observe::notice::Notice;
@@ -11,6 +10,7 @@ use crate::records::retokenize::Retokenizer;
 use servebench_client::request::{ExecOptions, RequestTarget};
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
+use servebench_data::prefix_cache::PrefixCacheLayout;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -215,7 +215,7 @@ fn lay_prefix_cache(
     let layout = servebench_data::prefix_cache::apply(pc, workload)?;
     if let Some(rate) = layout.constructed_hit_rate(workload) {
         observer.message(&format!(
-            "Prefix cache: target hit rate {:.4} ({}), {:.4} built in with {}-token blocks; priming prompt {} tokens",
+            "Prefix cache: target hit rate {:.4} ({}), {:.4} built in with {}-token blocks; {} priming prompt(s)",
             pc.mode.target(),
             pc.mode.name(),
             rate,

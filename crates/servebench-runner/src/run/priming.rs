@@ -26,16 +26,23 @@ impl PrefixCacheRun {
     }
 }
 
-/// Sends the priming prompt (nothing when no request shares a prefix) and waits for it.
+/// Sends the priming prompts (one per shared-prefix group; nothing when no request shares a
+/// prefix), one after the other, and waits for each.
 pub async fn prime(prepared: &PreparedRun, observer: &dyn RunObserver) -> Option<PrefixCacheRun> {
     let layout = prepared.load.prefix_cache.clone()?;
     let mut priming = Vec::new();
-    if !layout.warmup.is_empty() {
-        observer.message(&format!("Priming the prefix cache with a {}-token shared prefix", layout.warmup.len()));
+    if let Some(longest) = layout.warmup.iter().map(|w| w.len()).max() {
+        observer.message(&format!(
+            "Priming the prefix cache with {} shared prefix(es) of up to {longest} tokens",
+            layout.warmup.len()
+        ));
+    }
+    let clock = RunClock::start();
+    for (i, warmup) in layout.warmup.iter().enumerate() {
         let spec = RequestSpec {
-            index: 0,
-            prompt: Prompt::TokenIds(layout.warmup.clone()),
-            prompt_tokens: layout.warmup.len() as u32,
+            index: i as u64,
+            prompt: Prompt::TokenIds(warmup.clone()),
+            prompt_tokens: warmup.len() as u32,
             expected_output_tokens: 1,
             multimodal: None,
             rerank: None,
@@ -43,9 +50,15 @@ pub async fn prime(prepared: &PreparedRun, observer: &dyn RunObserver) -> Option
             audio: None,
             overrides: None,
         };
-        let clock = RunClock::start();
-        let rec = RequestRecord::scheduled(0, "servebench-prefix-prime-0".to_owned(), 0, spec.prompt_tokens, 1);
-        priming.push(execute(&prepared.client, &prepared.target, &spec, rec, &clock, &prepared.exec_opts).await);
+        let rec = RequestRecord::scheduled(
+            i as u64,
+            format!("servebench-prefix-prime-{i}"),
+            0,
+            spec.prompt_tokens,
+            1,
+        );
+        priming
+            .push(execute(&prepared.client, &prepared.target, &spec, rec, &clock, &prepared.exec_opts).await);
     }
     Some(PrefixCacheRun { layout, priming })
 }

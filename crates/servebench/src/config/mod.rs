@@ -53,7 +53,10 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     } else {
         dataset::dataset_request(args, backend.takes_multimodal())?
     };
-    check_prompt_token_ids(args, backend, other_dataset.is_some())?;
+    // prefix_repetition on token ids is the shared-prefix mode of `prefix_cache`.
+    let text_dataset = other_dataset.is_some()
+        && args.dataset_name.kind != crate::cli::values::DatasetName::PrefixRepetition;
+    check_prompt_token_ids(args, backend, text_dataset)?;
     check_run_counts(args)?;
     let rate = rate_config(args)?;
     let dataset = dataset_spec(args, other_dataset)?;
@@ -91,7 +94,7 @@ fn check_prompt_token_ids(args: &RunArgs, backend: BackendKind, other_dataset: b
         return Err(BenchError::config(
             "--prompt-token-ids",
             format!("the {} dataset builds text prompts", args.dataset_name),
-            "drop --prompt-token-ids (it applies to the random dataset)",
+            "drop --prompt-token-ids (it applies to the random and prefix_repetition datasets)",
         ));
     }
     if backend == BackendKind::Chat {
