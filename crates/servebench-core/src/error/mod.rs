@@ -189,7 +189,7 @@ mod tests {
         assert_eq!(ErrorCode::FailureRate.exit_code(), 3);
         assert_eq!(ErrorCode::NoSuccess.exit_code(), 1);
         let text = exit_codes_text();
-        assert!(text.contains("(SB101, SB102, SB110-SB113, SB120, SB121); nothing sent"), "{text}");
+        assert!(text.contains("(SB101, SB102, SB110-SB113, SB120, SB121, SB210); nothing sent"), "{text}");
         assert!(text.contains("allows (SB601; results written)"), "{text}");
     }
 
