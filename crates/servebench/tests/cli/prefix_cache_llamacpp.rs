@@ -92,3 +92,30 @@ fn llama_cpp_cache_n_is_the_observed_hit_rate() {
     assert!(pc["server_hit_rate"].is_null(), "{pc}");
     assert!(!stderr.contains("prefix cache: hit rate"), "{stderr}");
 }
+
+/// The simulator as llama.cpp (usage in the finish chunk, `timings.cache_n`): the cached count
+/// is in that finish chunk, so the observed rate is the built-in one.
+#[test]
+fn simulated_llama_cpp_reports_its_cache_in_the_finish_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args([
+            "--sim",
+            "--sim-mode",
+            "engine",
+            "--sim-personality",
+            "llamacpp",
+            "--sim-tokenizer",
+            "cl100k_base",
+        ])
+        .args(["--backend", "openai", "--prompt-token-ids", "--random-output-len", "4", "--disable-tqdm"])
+        .args(["--num-prompts", "10", "--random-input-len", "320", "--prefix-cache-hit-rate", "0.7"])
+        .args(["--max-concurrency", "1"])
+        .args(["--save-result", "--result-dir", dir.path().to_str().unwrap(), "--result-filename", "r.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(json["prefix_cache"]["observed_hit_rate"], 0.7, "{}", json["prefix_cache"]);
+}
