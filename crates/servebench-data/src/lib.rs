@@ -4,6 +4,7 @@
 
 pub mod agentic;
 pub mod dataset;
+pub mod prefix_cache;
 pub mod random;
 pub mod tokenizer;
 pub mod trace;

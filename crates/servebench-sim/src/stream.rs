@@ -188,6 +188,9 @@ impl TokenStream {
             }
         }
         if tick == 0 {
+            // Known once prefill is done; set now because a finish chunk may carry usage
+            // (llama.cpp's completions) before the end of the stream is written.
+            self.fmt.set_cached_tokens(self.pacer.cached_tokens());
             for (pos, c) in self.plan.choices.iter().enumerate() {
                 self.fmt.push_role_chunk(pos, c.index, &mut out);
             }

@@ -71,10 +71,15 @@ fn from_chunk(chunk: Chunk<'_>, terminal: bool) -> Parsed<'_> {
         return Parsed::Fail(ErrorKind::ServerError, format!("server error in stream: {msg}"));
     }
     let mut e = ApiEvent { server_id: chunk.id.map(|t| t.0), terminal, ..ApiEvent::default() };
+    // Cached prompt tokens: `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
+    // `timings.cache_n` (its builds without prompt_tokens_details send only that).
+    let cache_n = chunk.timings.and_then(|t| t.cache_n);
     if let Some(u) = chunk.usage {
-        let cached = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+        let cached = u.prompt_tokens_details.and_then(|d| d.cached_tokens).or(cache_n);
         e.usage = EventUsage { prompt: u.prompt_tokens, completion: u.completion_tokens, cached };
         e.cumulative_completion = u.completion_tokens;
+    } else {
+        e.usage.cached = cache_n;
     }
     for c in chunk.choices {
         if e.finish_reason.is_none() {
@@ -154,6 +159,25 @@ mod tests {
             r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":" the"}}],"created":1,"id":"chatcmpl-x","model":"gpt","system_fingerprint":"b1","object":"chat.completion.chunk","timings":{"prompt_n":5,"predicted_ms":1.5}}"#,
         );
         assert_eq!(c.content, " the");
+    }
+
+    #[test]
+    fn llama_cpp_cache_n_gives_the_cached_tokens_when_usage_has_no_details() {
+        // A llama.cpp completions finish chunk: usage without prompt_tokens_details, timings.
+        let c = event(
+            r#"{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1,"model":"m","system_fingerprint":"b1","object":"text_completion","usage":{"completion_tokens":4,"prompt_tokens":100,"total_tokens":104},"id":"chatcmpl-x","timings":{"cache_n":64,"prompt_n":36,"prompt_ms":3.1,"prompt_per_token_ms":0.09,"prompt_per_second":11000.0,"predicted_n":4,"predicted_ms":2.0,"predicted_per_token_ms":0.5,"predicted_per_second":2000.0}}"#,
+        );
+        assert_eq!((c.usage.prompt, c.usage.cached, c.usage.completion), (Some(100), Some(64), Some(4)));
+        // prompt_tokens_details wins over timings when both are sent.
+        let c = event(
+            r#"{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":48}},"timings":{"cache_n":64}}"#,
+        );
+        assert_eq!(c.usage.cached, Some(48));
+        // Timings alone (a chat finish chunk without include_usage): only the cached count.
+        let c = event(
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":16,"prompt_n":4}}"#,
+        );
+        assert_eq!((c.usage.prompt, c.usage.cached), (None, Some(16)));
     }
 
     #[test]

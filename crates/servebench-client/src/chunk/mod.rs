@@ -57,6 +57,9 @@ pub struct Chunk<'a> {
     pub choices: Vec<Choice<'a>>,
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// llama.cpp's non-standard `timings` (on the final chunk): only `cache_n` is read.
+    #[serde(default)]
+    pub timings: Option<Timings>,
     /// An `error` member (object or string): the server reports a failure.
     #[serde(borrow, default)]
     pub error: Option<&'a RawValue>,
@@ -134,6 +137,14 @@ pub struct Usage {
 pub struct PromptTokensDetails {
     #[serde(default)]
     pub cached_tokens: Option<u32>,
+}
+
+/// llama.cpp's `timings` object.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Timings {
+    /// Prompt tokens reused from the slot's cache (`prompt_n` more were computed).
+    #[serde(default)]
+    pub cache_n: Option<u32>,
 }
 
 fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>

@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use super::{Choice, Chunk, Delta, FunctionCall, PromptTokensDetails, Text, ToolCall, Usage};
+use super::{Choice, Chunk, Delta, FunctionCall, PromptTokensDetails, Text, Timings, ToolCall, Usage};
 
 /// Deeper nesting is left to serde (which has its own recursion limit).
 const MAX_DEPTH: u32 = 32;
@@ -312,7 +312,7 @@ impl<'a> Scanner<'a> {
 
     fn chunk(&mut self) -> Option<Chunk<'a>> {
         let mut c = Chunk::default();
-        let (mut id, mut choices, mut usage) = (false, false, false);
+        let (mut id, mut choices, mut usage, mut timings) = (false, false, false, false);
         self.object(|s, key| match key {
             "id" => {
                 first(&mut id)?;
@@ -327,6 +327,11 @@ impl<'a> Scanner<'a> {
             "usage" => {
                 first(&mut usage)?;
                 c.usage = if s.null()? { None } else { Some(s.usage()?) };
+                Some(())
+            }
+            "timings" => {
+                first(&mut timings)?;
+                c.timings = if s.null()? { None } else { Some(s.timings()?) };
                 Some(())
             }
             // Error payloads are rare; serde keeps their raw text.
@@ -434,6 +439,21 @@ impl<'a> Scanner<'a> {
             })?;
             t.function = Some(f);
             Some(())
+        })?;
+        Some(t)
+    }
+
+    fn timings(&mut self) -> Option<Timings> {
+        let mut t = Timings::default();
+        let mut seen = false;
+        self.object(|s, key| {
+            if key == "cache_n" {
+                first(&mut seen)?;
+                t.cache_n = s.opt_u32()?;
+                Some(())
+            } else {
+                s.skip_value(2)
+            }
         })?;
         Some(t)
     }
@@ -608,6 +628,11 @@ mod tests {
             member("total_tokens", number()).boxed(),
             member("prompt_tokens_details", Just("{\"cached_tokens\":3}".to_owned())).boxed(),
         ]);
+        let timings = object(vec![
+            member("cache_n", number()).boxed(),
+            member("prompt_n", number()).boxed(),
+            member("prompt_ms", Just("12.5".to_owned())).boxed(),
+        ]);
         let choices = proptest::collection::vec(choice, 0..3).prop_map(|v| format!("[{}]", v.join(",")));
         object(vec![
             member("id", text()).boxed(),
@@ -615,6 +640,7 @@ mod tests {
             member("choices", choices).boxed(),
             member("usage", prop_oneof![usage.boxed(), Just("null".to_owned()).boxed()]).boxed(),
             member("created", number()).boxed(),
+            member("timings", prop_oneof![timings.boxed(), Just("null".to_owned()).boxed()]).boxed(),
         ])
     }
 

@@ -279,6 +279,15 @@ error_table! {
         error: AgenticFlagNotApplicable { flag: String, why: String },
         message: "{flag} {why}; fix: drop the flag (docs/workloads.md §Session trees lists the flags of session-tree replay)",
     }
+    /// SB210: a controlled prefix-cache hit rate cannot be built for this workload (not token
+    /// ids, a share out of range, or a dataset or load shape whose own prefix sharing would
+    /// change the hit rate).
+    SB210 PrefixCacheWorkload {
+        exit: 2,
+        title: "controlled prefix-cache hit rate not possible for this workload",
+        error: PrefixCacheWorkload { flag: String, problem: String, fix: String },
+        message: "{flag}: {problem}; fix: {fix}",
+    }
     /// SB301: the endpoint did not answer a test request successfully before the timeout.
     SB301 EndpointNotReady {
         exit: 1,

@@ -10,6 +10,7 @@ pub mod agentic;
 mod client_controls;
 pub mod groups;
 mod peaks;
+pub mod prefix_cache;
 mod request;
 mod steady_state;
 mod token_accounting;

@@ -30,6 +30,9 @@ pub struct LoadOptions {
     pub early_stop: EarlyStopOptions,
     /// `--dataset-name agentic`: session-tree replay and its controls.
     pub agentic: Option<AgenticConfig>,
+    /// `--prefix-cache-hit-rate`, the bimodal pair, `--prefix-cache-bust`: shared prefixes laid
+    /// over the token-id prompts, primed before the measured phase (docs/workloads.md).
+    pub prefix_cache: Option<servebench_data::prefix_cache::PrefixCacheConfig>,
 }
 
 /// The early-stop options of a run (both off by default).

@@ -75,6 +75,8 @@ pub struct LoadPlan {
     pub source: LoadSource,
     /// LoRA: one request target per adapter (the adapter name as `model`).
     pub lora_targets: Vec<Arc<RequestTarget>>,
+    /// The shared prefixes of a controlled prefix-cache hit rate, with the priming prompt.
+    pub prefix_cache: Option<Arc<servebench_data::prefix_cache::PrefixCacheLayout>>,
 }
 
 const LOCAL_TOKENIZER_FIX: &str =

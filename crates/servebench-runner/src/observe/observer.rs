@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use servebench_core::RequestRecord;
+use tokio_util::sync::CancellationToken;
 
 use super::live::LiveMetrics;
 
@@ -10,6 +11,12 @@ use super::live::LiveMetrics;
 pub trait RunObserver: Send + Sync {
     /// A one-line status message (model detected, workload built, warnings...).
     fn message(&self, text: &str);
+    /// Called once after warm-up and priming, before the measured phase plans or sends
+    /// anything; the phase waits until the returned token is cancelled (server-side scraping
+    /// takes its baseline sample then). `None`: nothing to wait for.
+    fn before_start(&self) -> Option<CancellationToken> {
+        None
+    }
     /// The measured phase starts with `total` requests.
     fn started(&self, _total: u64) {}
     /// One request ended.

@@ -121,6 +121,18 @@ pub async fn scrape_until(
     interval: Duration,
     stop: CancellationToken,
 ) -> ServerMetrics {
+    scrape_from(client, headers, interval, stop, CancellationToken::new()).await
+}
+
+/// [`scrape_until`], cancelling `baseline` once the first scrape has answered (or failed): the
+/// measured phase waits for it, so the counters' first sample precedes every measured request.
+pub async fn scrape_from(
+    client: HttpClient,
+    headers: http::HeaderMap,
+    interval: Duration,
+    stop: CancellationToken,
+    baseline: CancellationToken,
+) -> ServerMetrics {
     let started = Instant::now();
     let mut out = ServerMetrics { interval_s: interval.as_secs_f64(), ..ServerMetrics::default() };
     let mut next = tokio::time::Instant::now();
@@ -140,6 +152,7 @@ pub async fn scrape_until(
                 out.last_error = Some(e.to_string());
             }
         }
+        baseline.cancel();
         if stopping {
             break;
         }

@@ -1,12 +1,13 @@
 //! The server side of a measured phase: background `/metrics` scraping (`--scrape-metrics`) and
-//! profiling (`--profile`), started when the measured phase starts and stopped when it ends
-//! (a [`RunObserver`] wrapper drives them). What they saw is rendered by the report's server
+//! profiling (`--profile`), started just before the measured phase sends anything (after warm-up
+//! and prefix-cache priming; the first scrape is the baseline of every counter delta, and the
+//! phase waits for it) and stopped when it ends (a [`RunObserver`] wrapper drives them). What they saw is rendered by the report's server
 //! section (`servebench_report::sections::server`).
 
 use crate::config::RunConfig;
 use crate::observe::observer::RunObserver;
 use crate::observe::profiling::{profile_until, ProfileOptions, ProfileOutcome};
-use crate::observe::scrape::{scrape_until, ServerMetrics};
+use crate::observe::scrape::{scrape_from, ServerMetrics};
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::RequestRecord;
 use std::sync::Arc;
@@ -29,6 +30,8 @@ pub struct ServerSideOptions {
 pub struct ServerSide {
     /// Cancelled when the measured phase starts: a start signal, not a stop.
     start: CancellationToken,
+    /// Cancelled once the first scrape has answered (at once without scraping).
+    baseline: CancellationToken,
     end: CancellationToken,
     scrape: Option<JoinHandle<ServerMetrics>>,
     profile: Option<JoinHandle<ProfileOutcome>>,
@@ -64,12 +67,16 @@ impl ServerSide {
         let start_signal = start.clone();
         let end = CancellationToken::new();
         let end_signal = end.clone();
+        let baseline = CancellationToken::new();
+        if options.scrape_interval.is_none() {
+            baseline.cancel();
+        }
         let scrape = options.scrape_interval.map(|interval| {
-            let (client, headers, start_signal, end_signal) =
-                (client.clone(), headers.clone(), start_signal.clone(), end_signal.clone());
+            let (client, headers, start_signal, end_signal, baseline) =
+                (client.clone(), headers.clone(), start_signal.clone(), end_signal.clone(), baseline.clone());
             tokio::spawn(async move {
                 start_signal.cancelled().await;
-                scrape_until(client, headers, interval, end_signal).await
+                scrape_from(client, headers, interval, end_signal, baseline).await
             })
         });
         let profile = options.profile.map(|opts| {
@@ -79,12 +86,17 @@ impl ServerSide {
                 profile_until(client, headers, opts, end_signal).await
             })
         });
-        ServerSide { start, end, scrape, profile }
+        ServerSide { start, baseline, end, scrape, profile }
     }
 
     /// Wraps `inner` so that the measured phase's start and end drive the tasks.
     pub fn observer(&self, inner: Arc<dyn RunObserver>) -> Arc<dyn RunObserver> {
-        Arc::new(PhaseObserver { inner, start: self.start.clone(), end: self.end.clone() })
+        Arc::new(PhaseObserver {
+            inner,
+            start: self.start.clone(),
+            baseline: self.baseline.clone(),
+            end: self.end.clone(),
+        })
     }
 
     /// Stops the tasks and collects what they produced (nothing if the phase never started).
@@ -115,12 +127,17 @@ impl ServerSide {
 struct PhaseObserver {
     inner: Arc<dyn RunObserver>,
     start: CancellationToken,
+    baseline: CancellationToken,
     end: CancellationToken,
 }
 
 impl RunObserver for PhaseObserver {
     fn message(&self, text: &str) {
         self.inner.message(text);
+    }
+    fn before_start(&self) -> Option<CancellationToken> {
+        self.start.cancel();
+        Some(self.baseline.clone())
     }
     fn started(&self, total: u64) {
         self.start.cancel();

@@ -27,6 +27,9 @@ impl RunResults {
         if let Some(e) = &self.out.early_stop {
             text.push_str(&format!("{}\n", e.console_line()));
         }
+        if let Some(pc) = self.prefix_cache_report() {
+            text.push_str(&pc.console_block());
+        }
         text
     }
 
@@ -41,6 +44,8 @@ impl RunResults {
             lines.push(format!("warning: {w}"));
         }
         lines.extend(side_warnings(&self.server_side));
+        let prefix_cache = self.prefix_cache_report().map(|pc| pc.warnings()).unwrap_or_default();
+        lines.extend(prefix_cache.into_iter().map(|w| format!("warning: {w}")));
         lines.extend(self.out.warnings.iter().map(ToString::to_string));
         lines
     }
@@ -50,12 +55,16 @@ impl RunResults {
         let records = &self.out.records;
         let result = result_object(&self.info, &self.metrics, records, save_detailed);
         let side = &self.server_side;
+        let mut groups = result_keys(records, &self.metrics.config, &self.groups);
+        if let Some(pc) = self.prefix_cache_report() {
+            groups.insert("prefix_cache".into(), serde_json::to_value(pc).unwrap_or_default());
+        }
         RunDocument {
             result,
             records_file,
             interrupted: self.out.interrupted,
             early_stop: self.out.early_stop.clone(),
-            groups: result_keys(records, &self.metrics.config, &self.groups),
+            groups,
             steady_state: self.steady.as_ref().and_then(|s| s.as_ref().ok()).cloned(),
             steady_state_reason: self
                 .steady

@@ -15,6 +15,7 @@ pub mod info;
 pub mod inputs;
 pub mod merged;
 pub mod paths;
+mod prefix_cache;
 pub mod save;
 pub mod steady;
 

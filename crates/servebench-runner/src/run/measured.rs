@@ -48,6 +48,15 @@ pub async fn run_prepared(
     let metrics_server = start_metrics_endpoint(cfg, &live, observer.as_ref()).await?;
     let workload = first_requests(&prepared.workload, num_requests);
     warm_up_and_connect(prepared, cfg, &workload, observer.as_ref()).await?;
+    let prefix_cache = super::priming::prime(prepared, observer.as_ref()).await;
+    // The server's counters are read once before anything measured is sent: the baseline of
+    // their deltas covers exactly the measured requests (warm-up and priming excluded).
+    if let Some(baseline) = observer.before_start() {
+        tokio::select! {
+            _ = baseline.cancelled() => {}
+            _ = stop.cancelled() => {}
+        }
+    }
     // Peak memory of the measured phase only (the tokenizer was freed after preparing).
     let peak_reset = health::reset_peak_rss();
     let rss_at_start = health::current_rss_bytes();
@@ -138,6 +147,7 @@ pub async fn run_prepared(
         interrupted,
         probe_records: dispatched.probe_records,
         early_stop,
+        prefix_cache,
     })
 }
 

@@ -5,6 +5,8 @@
 
 mod measured;
 mod preparing;
+mod priming;
+pub use priming::PrefixCacheRun;
 
 pub use measured::run_prepared;
 pub use preparing::{prepare_experiment, prepare_run, rebuild_workload};
@@ -72,6 +74,9 @@ pub struct RunOutput {
     pub probe_records: Vec<RequestRecord>,
     /// The run stopped early (`--detect-saturation`, `--max-error-rate`, `--max-errors`).
     pub early_stop: Option<servebench_core::early_stop::EarlyStopReport>,
+    /// A controlled prefix-cache hit rate: the layout and the priming records (warm-up, in no
+    /// metric).
+    pub prefix_cache: Option<PrefixCacheRun>,
 }
 
 /// What `run_benchmark` returns.

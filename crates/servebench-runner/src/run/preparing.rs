@@ -10,6 +10,7 @@ use crate::records::retokenize::Retokenizer;
 use servebench_client::request::{ExecOptions, RequestTarget};
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::{BenchError, Result, TextTokenizer, Workload};
+use servebench_data::prefix_cache::PrefixCacheLayout;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -80,7 +81,8 @@ async fn prepare_inner(
     let tokenizer_id = cfg.tokenizer.clone().unwrap_or_else(|| model.tokenizer_hint.clone());
     let tokenizer = client_tokenizer(&tokenizer_id, observer).await?;
     let server = ServerTokenize::new(client.clone(), headers.clone(), model.served_name.clone());
-    let (mut workload, source, stats) = measured_workload(cfg, tokenizer.clone(), &server, observer).await?;
+    let (mut workload, source, stats, prefix_cache) =
+        measured_workload(cfg, tokenizer.clone(), &server, observer).await?;
     if cfg.dry_run {
         return Ok(Prepared::DryRun { model, tokenizer_id, workload: stats });
     }
@@ -91,6 +93,7 @@ async fn prepare_inner(
     let load = crate::load::LoadPlan {
         source,
         lora_targets: crate::load::lora_targets(&client, &target_cfg, &cfg.load)?,
+        prefix_cache,
     };
     let mut warnings = Vec::new();
     let exec_opts =
@@ -181,7 +184,7 @@ async fn measured_workload(
     tokenizer: Option<Arc<dyn TextTokenizer>>,
     server: &ServerTokenize,
     observer: &Arc<dyn RunObserver>,
-) -> Result<(Workload, crate::load::LoadSource, WorkloadStats)> {
+) -> Result<(Workload, crate::load::LoadSource, WorkloadStats, Option<Arc<PrefixCacheLayout>>)> {
     let started = Instant::now();
     let (mut workload, source) = crate::load::build_load(cfg, tokenizer, server).await?;
     let filtered_out = prepare::filter_max_model_len(&mut workload, cfg.max_model_len);
@@ -194,13 +197,36 @@ async fn measured_workload(
             source: None,
         });
     }
+    let prefix_cache = lay_prefix_cache(cfg, &mut workload, observer)?;
     crate::prepare::batch::batch_workload(&mut workload, cfg.target.batch_size);
     let stats = WorkloadStats::of(&workload, filtered_out, started.elapsed().as_secs_f64());
     observer.message(&format!(
         "Generated {} prompts ({} prompt tokens) in {:.2} s",
         stats.requests, stats.total_prompt_tokens, stats.build_seconds
     ));
-    Ok((workload, source, stats))
+    Ok((workload, source, stats, prefix_cache))
+}
+
+/// `--prefix-cache-hit-rate` and its kin: the shared prefixes laid over the prompts
+/// (servebench_data::prefix_cache).
+fn lay_prefix_cache(
+    cfg: &RunConfig,
+    workload: &mut Workload,
+    observer: &Arc<dyn RunObserver>,
+) -> Result<Option<Arc<PrefixCacheLayout>>> {
+    let Some(pc) = cfg.load.prefix_cache else { return Ok(None) };
+    let layout = servebench_data::prefix_cache::apply(pc, workload)?;
+    if let Some(rate) = layout.constructed_hit_rate(workload) {
+        observer.message(&format!(
+            "Prefix cache: target hit rate {:.4} ({}), {:.4} built in with {}-token blocks; {} priming prompt(s)",
+            pc.mode.target(),
+            pc.mode.name(),
+            rate,
+            pc.block_size,
+            layout.warmup.len()
+        ));
+    }
+    Ok(Some(Arc::new(layout)))
 }
 
 /// How each request is executed, after the readiness check (when one is asked for) has told

@@ -94,3 +94,35 @@ async fn a_refused_cache_reset_is_an_error_naming_dev_mode() {
     assert!(text.contains("404") && text.contains("VLLM_SERVER_DEV_MODE=1"), "{text}");
     assert!(!text.contains("sk-test"));
 }
+
+/// The measured phase waits on `before_start` for the first `/metrics` answer, so the counters'
+/// baseline is read before any measured request is sent (a delta then covers them all).
+#[tokio::test]
+async fn the_baseline_scrape_answers_before_the_measured_phase_starts() {
+    use servebench_runner::observe::observer::RunObserver;
+    use servebench_runner::observe::server_side::{ServerSide, ServerSideOptions};
+    struct Quiet;
+    impl RunObserver for Quiet {
+        fn message(&self, _: &str) {}
+    }
+    let seen: Seen = Arc::default();
+    let base = server(seen.clone(), StatusCode::OK).await;
+    let (c, h) = client(&base);
+    let options = ServerSideOptions { scrape_interval: Some(Duration::from_secs(3600)), profile: None };
+    let side = ServerSide::arm(&c, &h, &options);
+    let observer = side.observer(Arc::new(Quiet));
+    assert!(seen.lock().unwrap().is_empty(), "nothing is scraped before the phase");
+    let baseline = observer.before_start().expect("scraping gives a baseline to wait for");
+    baseline.cancelled().await;
+    assert_eq!(seen.lock().unwrap().iter().filter(|(k, _)| k == "metrics").count(), 1);
+    observer.started(1);
+    observer.finished();
+    let out = side.finish().await;
+    // The baseline and the final sample.
+    assert_eq!(out.server.unwrap().samples.len(), 2);
+
+    // Without scraping there is nothing to wait for.
+    let side = ServerSide::arm(&c, &h, &ServerSideOptions::default());
+    let token = side.observer(Arc::new(Quiet)).before_start().unwrap();
+    assert!(token.is_cancelled());
+}

@@ -8,6 +8,7 @@ pub mod front;
 pub mod hf_parser_flags;
 pub mod live;
 pub mod network;
+pub mod prefix_cache;
 pub mod shard;
 pub mod subcommands;
 pub mod tokens;
@@ -152,6 +153,10 @@ pub struct SimOptions {
     /// Simulator (engine): prefix caching by block hash (`true`/`false`).
     #[arg(long)]
     pub sim_prefix_caching: Option<bool>,
+    /// Simulator (engine): blocks the prefix cache keeps, least recently used evicted first
+    /// (default: the KV capacity in blocks).
+    #[arg(long, value_name = "BLOCKS")]
+    pub sim_prefix_cache_blocks: Option<u64>,
     /// Simulator: inject a fault into this fraction of generation and pooling requests,
     /// KIND=RATE (repeatable; `all=RATE` sets every kind). Kinds: http_429, http_500, http_503,
     /// close, reset, stall, malformed_json, oversized_event, truncate, no_done, crlf,
@@ -479,6 +484,8 @@ pub struct RunArgs {
     pub vllm: crate::cli::vllm::VllmArgs,
     #[command(flatten)]
     pub workload: crate::cli::workload::WorkloadArgs,
+    #[command(flatten)]
+    pub prefix_cache: crate::cli::prefix_cache::PrefixCacheArgs,
     #[command(flatten)]
     pub live: crate::cli::live::LiveArgs,
     #[command(flatten)]

@@ -117,7 +117,11 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     let shard_spec = run.shard.as_ref().map(|s| s.spec);
     let records_file = run.records_path.clone();
     let run_cfg = run.clone();
-    let side_options = args.experiment.server_side_options();
+    let mut side_options = args.experiment.server_side_options();
+    if run.load.prefix_cache.is_some() && side_options.scrape_interval.is_none() {
+        // A controlled hit rate is confirmed against the server's prefix-cache counters.
+        side_options.scrape_interval = Some(std::time::Duration::from_secs(1));
+    }
     let (result, server_side) =
         crate::os::runtime::client()?.block_on(measure(run, observer, side_options))?;
     let out = match result {

@@ -102,6 +102,9 @@ pub fn engine_config(opts: &SimOptions) -> anyhow::Result<Option<EngineConfig>> 
     if let Some(v) = opts.sim_prefix_caching {
         e.prefix_caching = v;
     }
+    if let Some(v) = opts.sim_prefix_cache_blocks {
+        e.prefix_cache_blocks = v;
+    }
     e.validate()?;
     Ok(Some(e))
 }

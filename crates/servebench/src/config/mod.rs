@@ -10,6 +10,7 @@ mod hf_parsers;
 pub mod network;
 pub mod output_dirs;
 pub mod path_collisions;
+mod prefix_cache;
 pub mod shard;
 pub mod unused;
 pub(crate) mod vllm_flags;
@@ -55,7 +56,9 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
         } else {
             dataset::dataset_request(args, backend.takes_multimodal())?
         };
-    check_prompt_token_ids(args, backend, other_dataset.is_some())?;
+    // prefix_repetition on token ids is the shared-prefix mode of `prefix_cache`.
+    let text_dataset = other_dataset.is_some() && args.dataset_name.kind != DatasetName::PrefixRepetition;
+    check_prompt_token_ids(args, backend, text_dataset)?;
     check_run_counts(args)?;
     let rate = rate_config(args)?;
     let dataset = dataset_spec(args, other_dataset)?;
@@ -79,6 +82,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     };
     let output = output_config(args, backend)?;
     workload::apply(args, backend, &mut run)?;
+    prefix_cache::apply(args, &mut run)?;
     run.load.probe_request_rate = probe_request_rate;
     Ok(Validated { run, output })
 }
@@ -92,7 +96,7 @@ fn check_prompt_token_ids(args: &RunArgs, backend: BackendKind, other_dataset: b
         return Err(BenchError::config(
             "--prompt-token-ids",
             format!("the {} dataset builds text prompts", args.dataset_name),
-            "drop --prompt-token-ids (it applies to the random dataset)",
+            "drop --prompt-token-ids (it applies to the random and prefix_repetition datasets)",
         ));
     }
     if backend == BackendKind::Chat {

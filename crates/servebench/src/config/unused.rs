@@ -53,7 +53,7 @@ const DATASET_OPTIONS: &[(&str, &[D])] = &[
     ("random_output_len", &[D::Random, D::RandomMm]),
     ("random_prefix_len", &[D::Random, D::RandomMm]),
     ("random_range_ratio", &[D::Random, D::RandomMm, D::RandomRerank]),
-    ("prompt_token_ids", &[D::Random]),
+    ("prompt_token_ids", &[D::Random, D::PrefixRepetition]),
     ("sharegpt_output_len", &[D::Sharegpt]),
     ("sonnet_input_len", &[D::Sonnet]),
     ("sonnet_output_len", &[D::Sonnet]),
