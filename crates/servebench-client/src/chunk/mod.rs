@@ -260,13 +260,18 @@ mod tests {
 
     #[test]
     fn a_top_level_object_error_payload_is_an_error_and_other_objects_are_not() {
-        let c = Chunk::parse(r#"{"object":"error","message":"too long","type":"BadRequestError","param":null,"code":400}"#).unwrap();
+        let c = Chunk::parse(
+            r#"{"object":"error","message":"too long","type":"BadRequestError","param":null,"code":400}"#,
+        )
+        .unwrap();
         assert_eq!(c.error_message().as_deref(), Some("too long"));
         let c = Chunk::parse(r#"{"message":"first","object":"error"}"#).unwrap();
         assert_eq!(c.error_message().as_deref(), Some("first"), "member order does not matter");
         let c = Chunk::parse(r#"{"object":"error"}"#).unwrap();
         assert_eq!(c.error_message().as_deref(), Some("no message"));
-        let c = Chunk::parse(r#"{"id":"x","object":"text_completion","choices":[{"text":"a"}],"message":"m"}"#).unwrap();
+        let c =
+            Chunk::parse(r#"{"id":"x","object":"text_completion","choices":[{"text":"a"}],"message":"m"}"#)
+                .unwrap();
         assert!(c.error_message().is_none());
         assert_eq!(c.choices.len(), 1);
     }

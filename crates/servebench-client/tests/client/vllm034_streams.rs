@@ -33,7 +33,8 @@ async fn an_error_object_inside_a_stream_fails_the_request_with_the_servers_mess
     let nested = r#"{"error":{"message":"The decoder prompt (length 9000) is longer than the maximum model length of 8192.","type":"BadRequestError","param":null,"code":400}}"#;
     let bare = r#"{"object":"error","message":"The decoder prompt (length 9000) is longer than the maximum model length of 8192.","type":"BadRequestError","param":null,"code":400}"#;
     for payload in [nested, bare] {
-        let r = play(BackendKind::Chat, &[role(), tok("Hel"), data(payload), "data: [DONE]\n\n".into()]).await;
+        let r =
+            play(BackendKind::Chat, &[role(), tok("Hel"), data(payload), "data: [DONE]\n\n".into()]).await;
         assert_eq!(r.outcome, Outcome::Failed, "{payload}");
         let e = r.error.as_ref().unwrap();
         assert_eq!(e.kind, ErrorKind::ServerError, "{payload}");
@@ -60,11 +61,21 @@ async fn a_chunk_object_member_other_than_error_is_an_ordinary_chunk() {
 #[tokio::test]
 async fn sglang_reasoning_content_counts_as_reasoning_output() {
     let events = [
-        data(r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#),
-        data(r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[{"index":0,"delta":{"role":null,"content":null,"reasoning_content":"Let me","tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#),
-        data(r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[{"index":0,"delta":{"role":null,"content":null,"reasoning_content":" think","tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#),
-        data(r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[{"index":0,"delta":{"role":null,"content":"Yes","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":"stop","matched_stop":151645}],"usage":null}"#),
-        data(r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[],"usage":{"prompt_tokens":5,"total_tokens":9,"completion_tokens":4,"prompt_tokens_details":null}}"#),
+        data(
+            r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#,
+        ),
+        data(
+            r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[{"index":0,"delta":{"role":null,"content":null,"reasoning_content":"Let me","tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#,
+        ),
+        data(
+            r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[{"index":0,"delta":{"role":null,"content":null,"reasoning_content":" think","tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#,
+        ),
+        data(
+            r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[{"index":0,"delta":{"role":null,"content":"Yes","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":"stop","matched_stop":151645}],"usage":null}"#,
+        ),
+        data(
+            r#"{"id":"4f1c","object":"chat.completion.chunk","created":1733380000,"model":"qwen3","choices":[],"usage":{"prompt_tokens":5,"total_tokens":9,"completion_tokens":4,"prompt_tokens_details":null}}"#,
+        ),
         "data: [DONE]\n\n".into(),
     ];
     let r = play(BackendKind::Chat, &events).await;

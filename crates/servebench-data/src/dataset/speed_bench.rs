@@ -11,8 +11,8 @@ use super::file::{read_records, DataFile, Location};
 use super::{collect_samples, finish, hub, shuffle_source, Sampling};
 use crate::tokenizer::HubEnv;
 use serde_json::Value;
-use std::borrow::Cow;
 use servebench_core::{Result, TextTokenizer, Workload};
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 /// The Hub dataset.

@@ -72,7 +72,8 @@ mod tests {
 
     #[test]
     fn compare_a_b_runs_the_compare_subcommand_and_names_what_it_leaves_unused() {
-        let r = rewrite(argv("servebench bench serve --model m --compare a.json b.json --header X=sk-1")).unwrap();
+        let r = rewrite(argv("servebench bench serve --model m --compare a.json b.json --header X=sk-1"))
+            .unwrap();
         assert_eq!(r.args, argv("servebench compare a.json b.json"));
         assert_eq!(r.unused, argv("--model --header"), "flag names only, never values");
         let r = rewrite(argv("servebench --compare=a.json b.json")).unwrap();
@@ -82,7 +83,9 @@ mod tests {
 
     #[test]
     fn compare_with_fewer_than_two_files_is_a_config_error() {
-        for bad in ["servebench --compare a.json", "servebench --compare a.json --seed 1", "servebench --compare"] {
+        for bad in
+            ["servebench --compare a.json", "servebench --compare a.json --seed 1", "servebench --compare"]
+        {
             let e = rewrite(argv(bad)).unwrap_err();
             assert_eq!(e.code(), servebench_core::ErrorCode::ConfigInvalid, "{bad}");
         }

@@ -22,7 +22,8 @@ pub fn skips_chat_template(args: &RunArgs) -> bool {
 /// Whether the client renders the chat template with `--chat-template-kwargs`, as vLLM's
 /// custom and speed_bench datasets do unless the template is skipped.
 fn client_renders_with_kwargs(args: &RunArgs) -> bool {
-    matches!(args.dataset_name.kind, DatasetName::Custom | DatasetName::SpeedBench) && !skips_chat_template(args)
+    matches!(args.dataset_name.kind, DatasetName::Custom | DatasetName::SpeedBench)
+        && !skips_chat_template(args)
 }
 
 /// `--chat-template-kwargs` (None when not given).

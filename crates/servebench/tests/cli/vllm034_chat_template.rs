@@ -17,7 +17,15 @@ fn custom_run(tok: &Path, prompts: &Path, extra: &[&str]) -> (Option<i32>, Strin
         .arg(tok)
         .arg("--sim-tokenizer")
         .arg(tok)
-        .args(["--num-prompts", "2", "--dataset-name", "custom", "--custom-output-len", "4", "--dataset-path"])
+        .args([
+            "--num-prompts",
+            "2",
+            "--dataset-name",
+            "custom",
+            "--custom-output-len",
+            "4",
+            "--dataset-path",
+        ])
         .arg(prompts)
         .args(["--save-result", "--result-filename", "r.json", "--result-dir"])
         .arg(dir.path())
@@ -35,8 +43,11 @@ fn custom_run(tok: &Path, prompts: &Path, extra: &[&str]) -> (Option<i32>, Strin
 fn chat_backends_skip_the_client_side_chat_template_as_vllm_0_34() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(tokenizer(), dir.path().join("tokenizer.json")).unwrap();
-    std::fs::write(dir.path().join("chat_template.jinja"), "<|im_start|>user\n{{ messages[0].content }}<|im_end|>\n")
-        .unwrap();
+    std::fs::write(
+        dir.path().join("chat_template.jinja"),
+        "<|im_start|>user\n{{ messages[0].content }}<|im_end|>\n",
+    )
+    .unwrap();
     let prompts = dir.path().join("p.jsonl");
     std::fs::write(&prompts, "{\"prompt\": \"Name three rivers.\"}\n").unwrap();
     let (code, err, rendered) = custom_run(dir.path(), &prompts, &[]);

@@ -52,8 +52,11 @@ fn every_vllm_rs_flag_is_accepted() {
     let ours = our_flags();
     let flags = rows("flag");
     assert!(flags.len() > 100, "the list is read");
-    let missing: Vec<&String> =
-        flags.iter().map(|(f, _)| f).filter(|f| !ours.contains(*f) && !REWRITTEN.contains(&f.as_str())).collect();
+    let missing: Vec<&String> = flags
+        .iter()
+        .map(|(f, _)| f)
+        .filter(|f| !ours.contains(*f) && !REWRITTEN.contains(&f.as_str()))
+        .collect();
     assert!(missing.is_empty(), "vllm-rs flags servebench does not accept: {missing:?}");
     for (f, _) in &flags {
         assert_eq!(find_unsupported(std::slice::from_ref(f)), None, "{f} is refused with SB102");
@@ -96,9 +99,27 @@ fn every_vllm_rs_backend_and_dataset_name_parses() {
 fn a_vllm_rs_command_line_runs_unchanged_as_bench_serve_and_bare() {
     let dir = tempfile::tempdir().unwrap();
     let vllm_rs = [
-        "--backend", "openai-chat", "--model", "m", "--dataset-name", "random", "--random-input-len", "32",
-        "--random-output-len", "8", "--num-prompts", "6", "--max-concurrency", "2", "--request-rate", "inf",
-        "--seed", "0", "--ignore-eos", "--save-result", "--result-dir",
+        "--backend",
+        "openai-chat",
+        "--model",
+        "m",
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "8",
+        "--num-prompts",
+        "6",
+        "--max-concurrency",
+        "2",
+        "--request-rate",
+        "inf",
+        "--seed",
+        "0",
+        "--ignore-eos",
+        "--save-result",
+        "--result-dir",
     ];
     for (name, prefix) in [("bench_serve", &["bench", "serve"][..]), ("bare", &[][..])] {
         let out = bin()
@@ -126,7 +147,16 @@ fn compare_a_b_prints_the_comparison_of_servebench_compare() {
     for (name, itl) in [("a", "5"), ("b", "10")] {
         let path = dir.path().join(format!("{name}.json"));
         let out = bin()
-            .args(["--model", "m", "--num-prompts", "4", "--random-input-len", "16", "--random-output-len", "4"])
+            .args([
+                "--model",
+                "m",
+                "--num-prompts",
+                "4",
+                "--random-input-len",
+                "16",
+                "--random-output-len",
+                "4",
+            ])
             .args(["--save-result", "--result-filename"])
             .arg(&path)
             .args(sim(itl))
