@@ -64,7 +64,7 @@ pub struct Chunk<'a> {
     #[serde(borrow, default)]
     pub error: Option<&'a RawValue>,
     /// `object`: `"error"` marks a top-level error payload (vLLM's `ErrorResponse`,
-    /// `{"object":"error","message":…}`); other values are not kept by the scanner.
+    /// `{"object":"error","message":…}`); other values are kept as given.
     #[serde(borrow, default)]
     pub object: Option<Text<'a>>,
     /// The top-level `message` of an `object: "error"` payload.

@@ -312,7 +312,7 @@ impl<'a> Scanner<'a> {
 
     fn chunk(&mut self) -> Option<Chunk<'a>> {
         let mut c = Chunk::default();
-        let (mut id, mut choices, mut usage, mut timings) = (false, false, false, false);
+        let (mut id, mut choices, mut usage, mut timings, mut object) = (false, false, false, false, false);
         self.object(|s, key| match key {
             "id" => {
                 first(&mut id)?;
@@ -337,11 +337,17 @@ impl<'a> Scanner<'a> {
             // Error payloads are rare; serde keeps their raw text.
             "error" => None,
             // `"object":"error"` (vLLM's ErrorResponse) goes to serde too; other values are
-            // not kept.
-            "object" => match s.opt_text()? {
-                Some(t) if t.as_str() == "error" => None,
-                _ => Some(()),
-            },
+            // kept as serde keeps them (a repeated key declines, as serde refuses it).
+            "object" => {
+                first(&mut object)?;
+                match s.opt_text()? {
+                    Some(t) if t.as_str() == "error" => None,
+                    t => {
+                        c.object = t;
+                        Some(())
+                    }
+                }
+            }
             _ => s.skip_value(1),
         })?;
         Some(c)
