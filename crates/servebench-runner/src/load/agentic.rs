@@ -12,7 +12,7 @@
 
 use crate::config::load_options::AgenticConfig;
 use crate::load::dispatch::DispatchStats;
-use crate::load::session::SESSION_HEADER;
+use crate::load::session::{push_message, SESSION_HEADER};
 use crate::observe::live::LiveMetrics;
 use http::{HeaderName, HeaderValue};
 use servebench_client::backend::BackendKind;
@@ -376,18 +376,6 @@ async fn session(sh: &Arc<Shared>, s: usize, start_us: u64) {
         let base = turns[t].context.and_then(|c| histories[c].as_ref()).map_or(0, |h| h.tokens);
         let _ = sh.sink.send(turn_record(sh, s, t, last_end[t], base));
     }
-}
-
-/// Appends `{"role": role, "content": text}` to a JSON array under construction.
-fn push_message(json: &mut String, role: &str, text: &str) {
-    if json.len() > 1 {
-        json.push(',');
-    }
-    json.push_str("{\"role\":\"");
-    json.push_str(role);
-    json.push_str("\",\"content\":");
-    json.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
-    json.push('}');
 }
 
 async fn send_turn(

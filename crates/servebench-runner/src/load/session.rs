@@ -293,8 +293,9 @@ pub struct SessionRun {
     pub cancellation: Option<super::cancellation::CancellationPlan>,
 }
 
-/// Appends `{"role": role, "content": text}` to a JSON array under construction.
-fn push_message(json: &mut String, role: &str, text: &str) {
+/// Appends `{"role": role, "content": text}` to a JSON array under construction (also used by
+/// the session-tree replayer, `super::agentic`).
+pub(super) fn push_message(json: &mut String, role: &str, text: &str) {
     if json.len() > 1 {
         json.push(',');
     }
