@@ -37,6 +37,9 @@ pub enum CancelReason {
     /// The run stopped early (`--detect-saturation`, `--max-error-rate`, `--max-errors`): not
     /// sent after the stop, or (`--on-interrupt cancel`) stopped in flight.
     EarlyStop,
+    /// Session trees (`--dataset-name agentic`): never sent because a turn it depends on did
+    /// not complete (failed or was cancelled).
+    DependencyFailed,
 }
 
 impl CancelReason {
@@ -48,6 +51,7 @@ impl CancelReason {
             CancelReason::SecondInterrupt => "abandoned at a second interrupt",
             CancelReason::ByDesign => "by design (--request-cancellation-rate)",
             CancelReason::EarlyStop => "the run stopped early (saturation or errors)",
+            CancelReason::DependencyFailed => "a turn it depends on did not complete",
         }
     }
 

@@ -78,8 +78,23 @@ fn caption(out: &mut String, text: &str) {
 pub fn console(out: &mut String, info: &RunInfo, m: &RunMetrics) {
     banner(out, " servebench additions ", '=');
     let regime = LoadRegime::of(info);
-    row_int(out, "Load mode:", regime.describe(info));
-    caption(out, regime.caption());
+    match &m.session_trees {
+        // Session trees set their own timing: no rate, no burst (docs/workloads.md).
+        Some(t) => {
+            let turns = t.turns.completed + t.turns.failed + t.turns.cancelled;
+            let cap = info.max_concurrency.map(|c| format!(", ≤ {c} in flight")).unwrap_or_default();
+            row_int(
+                out,
+                "Load mode:",
+                format!("session-tree replay, {} sessions, {turns} turns{cap}", t.sessions),
+            );
+            caption(out, "each turn leaves once the turns it depends on ended, after its think/tool time");
+        }
+        None => {
+            row_int(out, "Load mode:", regime.describe(info));
+            caption(out, regime.caption());
+        }
+    }
     outcomes(out, m);
     input_tokens(out, info, m);
     // TTFO equals TTFT unless the server sent reasoning or tool-only output.

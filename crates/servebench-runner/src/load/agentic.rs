@@ -19,9 +19,10 @@ use servebench_client::backend::BackendKind;
 use servebench_client::request::{execute_prepared, ExecOptions, PreparedBody, RequestTarget};
 use servebench_client::transport::HttpClient;
 use servebench_core::{
-    BenchError, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer, Workload,
+    BenchError, CancelReason, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer,
+    Workload,
 };
-use servebench_data::agentic::{AgentSession, LoadOptions, TurnInput};
+use servebench_data::agentic::{AgentSession, AgentTurn, LoadOptions, TurnInput};
 use servebench_data::random::{generate_random, RandomDatasetConfig};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -345,6 +346,7 @@ async fn session(sh: &Arc<Shared>, s: usize, start_us: u64) {
     let mut histories: Vec<Option<History>> = vec![None; n];
     let mut last_end: Vec<u64> = vec![start_us; n];
     let mut sent = vec![false; n];
+    let mut failed = vec![false; n];
     let header = HeaderValue::from_str(&format!("{}s{s}", sh.run.request_id_prefix)).ok();
     let mut tasks: JoinSet<TurnDone> = JoinSet::new();
     let spawn = |tasks: &mut JoinSet<TurnDone>, t: usize, ready_us: u64, base: Option<History>| {
@@ -358,6 +360,7 @@ async fn session(sh: &Arc<Shared>, s: usize, start_us: u64) {
     while let Some(joined) = tasks.join_next().await {
         let Ok((t, rec, history)) = joined else { continue };
         let end = rec.done_us.unwrap_or_else(|| sh.run.clock.now_us());
+        failed[t] = rec.outcome == Outcome::Failed;
         let _ = sh.sink.send(rec);
         let Some(h) = history else { continue };
         histories[t] = Some(h);
@@ -371,11 +374,35 @@ async fn session(sh: &Arc<Shared>, s: usize, start_us: u64) {
             }
         }
     }
-    // Turns never sent: a turn they depend on failed, or the run stopped.
+    // Turns never sent: a turn they depend on failed (`dependency_failed`), or the run stopped
+    // (the collector records the stop's reason).
+    let blocked = blocked_by_failure(turns, &sent, &failed);
     for t in (0..n).filter(|&t| !sent[t]) {
         let base = turns[t].context.and_then(|c| histories[c].as_ref()).map_or(0, |h| h.tokens);
-        let _ = sh.sink.send(turn_record(sh, s, t, last_end[t], base));
+        let mut rec = turn_record(sh, s, t, last_end[t], base);
+        if blocked[t] {
+            rec.cancelled_by = Some(CancelReason::DependencyFailed);
+        }
+        let _ = sh.sink.send(rec);
     }
+}
+
+/// The turns never sent because a turn they depend on — directly or through other unsent
+/// turns — failed (`failed[t]`: turn `t` was sent and failed).
+fn blocked_by_failure(turns: &[AgentTurn], sent: &[bool], failed: &[bool]) -> Vec<bool> {
+    let mut blocked = vec![false; turns.len()];
+    // A fixpoint over the graph: a session has few turns, and the graph's depth bounds the passes.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (t, turn) in turns.iter().enumerate() {
+            if !sent[t] && !blocked[t] && turn.after.iter().any(|&a| failed[a] || blocked[a]) {
+                blocked[t] = true;
+                changed = true;
+            }
+        }
+    }
+    blocked
 }
 
 async fn send_turn(
@@ -467,6 +494,35 @@ mod tests {
         assert_eq!(c.gap(1_000_000), Duration::from_millis(300));
         let c = TreeControls { speedup: 1.0, max_idle: None, mode: TreeLoop::Closed(2) };
         assert_eq!(c.gap(5_000_000), Duration::from_secs(5));
+    }
+
+    /// A turn after `after`, with nothing else that matters here.
+    fn turn_after(after: &[usize]) -> AgentTurn {
+        AgentTurn {
+            id: String::new(),
+            context: after.first().copied(),
+            after: after.to_vec(),
+            depth: 0,
+            branch: 0,
+            input: TurnInput::Tokens(1),
+            output_tokens: 1,
+            delay_us: 0,
+            tool: false,
+        }
+    }
+
+    #[test]
+    fn turns_behind_a_failed_turn_are_blocked_and_turns_behind_a_stop_are_not() {
+        // 0 → {1, 2}; 1 → 3; {2, 3} → 4; 5 is a second root.
+        let turns: Vec<AgentTurn> =
+            [&[][..], &[0], &[0], &[1], &[2, 3], &[]].iter().map(|a| turn_after(a)).collect();
+        // 1 failed: 3 (its child) and 4 (a join through 3) never ran because of it.
+        let sent = [true, true, true, false, false, true];
+        let failed = [false, true, false, false, false, false];
+        assert_eq!(blocked_by_failure(&turns, &sent, &failed), [false, false, false, true, true, false]);
+        // Nothing failed: the unsent turns were stopped by the run, not by a dependency.
+        let sent = [true, true, false, false, false, false];
+        assert_eq!(blocked_by_failure(&turns, &sent, &[false; 6]), [false; 6]);
     }
 
     #[test]

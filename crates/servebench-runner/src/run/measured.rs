@@ -580,7 +580,7 @@ fn run_warnings(
     let by_design = |r: &RequestRecord| r.cancelled_by == Some(servebench_core::CancelReason::ByDesign);
     let cancelled = records.iter().filter(|r| r.outcome == Outcome::Cancelled && !by_design(r)).count();
     if cancelled > 0 {
-        warnings.push(Notice::note(format!("{cancelled} requests were cancelled before they finished")));
+        warnings.push(Notice::note(cancelled_note(records, cancelled)));
     }
     let target = &prepared.target;
     warnings.extend(crate::prepare::failure_codes::warnings(records, &target.backend.to_string()));
@@ -593,6 +593,21 @@ fn run_warnings(
         warnings.push(line);
     }
     warnings
+}
+
+/// The note on cancelled requests (`cancelled` of them, by-design ones excluded): how many
+/// were never sent because a session-tree turn they depend on failed, when any were.
+fn cancelled_note(records: &[RequestRecord], cancelled: usize) -> String {
+    let blocked = records
+        .iter()
+        .filter(|r| r.cancelled_by == Some(servebench_core::CancelReason::DependencyFailed))
+        .count();
+    match blocked {
+        0 => format!("{cancelled} requests were cancelled before they finished"),
+        b => format!(
+            "{cancelled} requests were cancelled before they finished ({b} never sent: a turn they depend on failed)"
+        ),
+    }
 }
 
 /// Counts a sent request as ended when its executor finishes (or is dropped).

@@ -137,7 +137,8 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     let assembly = Assembly {
         output: &output,
         run: &run_cfg,
-        num_prompts: args.num_prompts,
+        // Session trees send every turn of the trace, whatever --num-prompts says.
+        num_prompts: if run_cfg.load.agentic.is_some() { out.records.len() as u64 } else { args.num_prompts },
         percentiles: &output.metric_percentiles,
         steady: &args.experiment.steady_options(),
     };

@@ -200,4 +200,18 @@ mod tests {
         assert_eq!(code(&with(&["--agentic-loop", "closed"])), ErrorCode::AgenticControlInvalid);
         assert_eq!(code(&["--dataset-name", "agentic"]), ErrorCode::AgenticControlInvalid);
     }
+
+    #[test]
+    fn early_stop_on_session_trees_takes_error_limits_and_refuses_saturation_naming_the_trees() {
+        let agentic = ["--dataset-name", "agentic", "--dataset-path", "t.jsonl", "--num-prompts", "5"];
+        // The error window is not bounded by --num-prompts: the trace decides the turns.
+        let v =
+            validate(&[&agentic[..], &["--max-error-rate", "0.5", "--max-errors", "3"]].concat()).unwrap();
+        let errors = v.run.load.early_stop.errors.unwrap();
+        assert_eq!((errors.max_rate, errors.window, errors.max_errors), (Some(0.5), 30, Some(3)));
+        assert!(v.run.load.agentic.is_some());
+        let e = validate(&[&agentic[..], &["--detect-saturation"]].concat()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::SaturationNeedsSchedule);
+        assert!(e.user_line().contains("--dataset-name agentic"), "{}", e.user_line());
+    }
 }

@@ -39,7 +39,11 @@ pub fn options(args: &RunArgs, load: &LoadOptions) -> Result<EarlyStopOptions> {
     let window = w.max_error_rate_window.unwrap_or(DEFAULT_ERROR_WINDOW);
     // The run sends at most --num-prompts requests (a duration, stages, a trace or
     // conversations decide their own count).
-    let bounded = w.duration.is_none() && w.stages.is_none() && !args.is_trace() && !w.multi_turn;
+    let bounded = w.duration.is_none()
+        && w.stages.is_none()
+        && !args.is_trace()
+        && !w.multi_turn
+        && load.agentic.is_none();
     if w.max_error_rate.is_some() && bounded && window as u64 > args.num_prompts {
         return Err(BenchError::ErrorWindowTooLong { window: window as u64, requests: args.num_prompts });
     }
@@ -54,6 +58,9 @@ pub fn options(args: &RunArgs, load: &LoadOptions) -> Result<EarlyStopOptions> {
 /// Why the load has no arrival schedule for the saturation test, or `None` when it has one.
 fn unscheduled(args: &RunArgs, load: &LoadOptions) -> Option<&'static str> {
     let e = &args.experiment;
+    if load.agentic.is_some() {
+        return Some("--dataset-name agentic (each turn waits for the replies it depends on)");
+    }
     if load.multi_turn.is_some() {
         return Some("--multi-turn (each turn waits for the previous reply)");
     }

@@ -47,10 +47,12 @@ const DATASET_OPTIONS: &[(&str, &[D])] = &[
             D::SpecBench,
             D::SpeedBench,
             D::Hf,
+            D::Agentic,
         ],
     ),
     ("random_input_len", &[D::Random, D::RandomMm, D::RandomRerank]),
-    ("random_output_len", &[D::Random, D::RandomMm]),
+    // Session trees: the `max_tokens` of a dag turn without one.
+    ("random_output_len", &[D::Random, D::RandomMm, D::Agentic]),
     ("random_prefix_len", &[D::Random, D::RandomMm]),
     ("random_range_ratio", &[D::Random, D::RandomMm, D::RandomRerank]),
     ("prompt_token_ids", &[D::Random, D::PrefixRepetition]),
@@ -105,18 +107,28 @@ fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String
     if args.workload.multi_turn || args.is_trace() {
         return Ok(Vec::new());
     }
-    Ok(DATASET_OPTIONS
-        .iter()
-        .filter(|(id, users)| given(id) && !users.contains(&args.dataset_name.kind))
-        .map(|(id, users)| {
-            format!(
-                "warning: {} is ignored with --dataset-name {} (it applies to {})",
-                flag(id),
-                args.dataset_name,
-                users.iter().map(|u| u.id()).collect::<Vec<_>>().join(", ")
-            )
-        })
-        .collect())
+    let mut warnings = Vec::new();
+    if args.dataset_name.kind == D::Agentic && given("num_prompts") {
+        warnings.push(
+            "warning: --num-prompts is ignored with --dataset-name agentic (every turn of the trace is sent; \
+             sample sessions with --agentic-sessions N)"
+                .to_owned(),
+        );
+    }
+    warnings.extend(
+        DATASET_OPTIONS
+            .iter()
+            .filter(|(id, users)| given(id) && !users.contains(&args.dataset_name.kind))
+            .map(|(id, users)| {
+                format!(
+                    "warning: {} is ignored with --dataset-name {} (it applies to {})",
+                    flag(id),
+                    args.dataset_name,
+                    users.iter().map(|u| u.id()).collect::<Vec<_>>().join(", ")
+                )
+            }),
+    );
+    Ok(warnings)
 }
 
 #[cfg(test)]
@@ -165,6 +177,13 @@ mod tests {
         assert!(check_argv(&["--dataset-name", "random-rerank", "--random-range-ratio", "0.5"])
             .unwrap()
             .is_empty());
+        // Session trees read --dataset-path and --random-output-len, not --num-prompts.
+        let agentic = ["--dataset-name", "agentic", "--dataset-path", "t.jsonl", "--random-output-len", "9"];
+        assert!(check_argv(&agentic).unwrap().is_empty());
+        let w =
+            check_argv(&[&agentic[..], &["--num-prompts", "5", "--random-input-len", "3"]].concat()).unwrap();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("--num-prompts is ignored with --dataset-name agentic"), "{}", w[0]);
         // Defaults never warn.
         assert!(check_argv(&["--dataset-name", "sharegpt"]).unwrap().is_empty());
     }

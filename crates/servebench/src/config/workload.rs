@@ -54,8 +54,9 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     }
     load.cancel_at_end = w.on_duration_end.0;
     client_controls(args, run, &mut load)?;
-    load.early_stop = crate::config::early_stop::options(args, &load)?;
     super::agentic::apply(args, backend, run, &mut load)?;
+    // After every load option (session trees included): early stop depends on the load's shape.
+    load.early_stop = crate::config::early_stop::options(args, &load)?;
     run.load = load;
     Ok(())
 }
