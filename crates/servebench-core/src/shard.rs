@@ -150,6 +150,10 @@ pub struct ShardSummary {
     pub peak_rss_bytes: Option<u64>,
     pub connections_opened: u64,
     pub interrupted: bool,
+    /// The shard's early stop (`--max-error-rate`, …), times on the shard's own clock; absent
+    /// when it ran to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stop: Option<crate::early_stop::EarlyStopReport>,
 }
 
 #[derive(Serialize, Deserialize)]

@@ -8,6 +8,7 @@
 //! the start instant (read on each host's clock), so `d` is ~0 and the merged records are exactly
 //! what one process would have recorded, up to the hosts' clock offset.
 
+use crate::early_stop::EarlyStopReport;
 use crate::error::{BenchError, Result};
 use crate::record::RequestRecord;
 use crate::shard::{ShardHeader, ShardSpec, ShardSummary};
@@ -63,6 +64,45 @@ impl MergedRun {
     pub fn interrupted(&self) -> bool {
         self.shards.iter().any(|s| s.summary.as_ref().is_none_or(|x| x.interrupted))
     }
+
+    /// The merged run's early stop: the first shard to stop (times moved onto the merged
+    /// clock), with `requests_not_sent` and `cancelled_in_flight` summed over every shard that
+    /// stopped. `None` when no shard stopped early. Each shard stops on its own evidence; the
+    /// others run on (`early_stop_warning`).
+    pub fn early_stop(&self) -> Option<EarlyStopReport> {
+        let stopped: Vec<EarlyStopReport> = self
+            .shards
+            .iter()
+            .filter_map(|s| {
+                let mut r = s.summary.as_ref()?.early_stop.clone()?;
+                let shift = s.anchor_offset_us as f64 / 1e6;
+                r.detected_at_s += shift;
+                r.stopped_at_s += shift;
+                Some(r)
+            })
+            .collect();
+        let mut first = stopped.iter().min_by(|a, b| a.stopped_at_s.total_cmp(&b.stopped_at_s))?.clone();
+        first.requests_not_sent = stopped.iter().map(|r| r.requests_not_sent).sum();
+        first.cancelled_in_flight = stopped.iter().map(|r| r.cancelled_in_flight).sum();
+        Some(first)
+    }
+
+    /// The merge warning when some shards stopped early and others did not.
+    pub fn early_stop_warning(&self) -> Option<String> {
+        let (stopped, ran): (Vec<&ShardReport>, Vec<&ShardReport>) =
+            self.shards.iter().partition(|s| s.summary.as_ref().is_some_and(|x| x.early_stop.is_some()));
+        if stopped.is_empty() || ran.is_empty() {
+            return None;
+        }
+        let list =
+            |v: &[&ShardReport]| v.iter().map(|s| s.shard_index.to_string()).collect::<Vec<_>>().join(", ");
+        Some(format!(
+            "shard(s) {} stopped early and shard(s) {} ran to their end: after the first stop the merged \
+             load is lighter than the one asked for",
+            list(&stopped),
+            list(&ran)
+        ))
+    }
 }
 
 /// Checks and merges shards. Refuses (SB701) shards of different workloads, seeds, shard
@@ -110,7 +150,10 @@ pub fn merge_shards(mut inputs: Vec<ShardInput>, allow_missing: bool) -> Result<
             detail: format!("request {} appears in more than one record", pair[0].index),
         });
     }
-    Ok(MergedRun { records, origin_unix_us: origin, header: reference, shards, missing, warnings })
+    let mut merged =
+        MergedRun { records, origin_unix_us: origin, header: reference, shards, missing, warnings };
+    merged.warnings.extend(merged.early_stop_warning());
+    Ok(merged)
 }
 
 /// The shard indexes not given (sorted `inputs`): an error unless `allow_missing`, then a

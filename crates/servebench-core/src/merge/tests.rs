@@ -228,3 +228,32 @@ fn merged_run_is_interrupted_when_any_shard_was_or_did_not_end() {
     shards[0].summary = None;
     assert!(merge_shards(shards, false).unwrap().interrupted());
 }
+
+/// An error-rate stop of a shard at `at_s` on its own clock, `not_sent` requests kept back.
+fn error_stop(at_s: f64, not_sent: u64) -> crate::early_stop::EarlyStopReport {
+    let ev = crate::early_stop::ErrorRateEvidence { failed: 5, over: 10, rate: 0.5, absolute: false };
+    crate::early_stop::EarlyStopReport {
+        requests_not_sent: not_sent,
+        ..crate::early_stop::EarlyStopReport::errors(&ev, at_s, 2.0)
+    }
+}
+
+#[test]
+fn merged_early_stop_is_the_first_shard_to_stop_on_the_merged_clock_with_counts_summed() {
+    let all = records(60);
+    // Shard 1 anchored 1.5 s after shard 0; shard 2 ran to its end.
+    let mut shards = split(&all, 3, 1_000_000_000, &[0, 1_500_000, 0]);
+    shards[0].summary.as_mut().unwrap().early_stop = Some(error_stop(4.0, 7));
+    shards[1].summary.as_mut().unwrap().early_stop = Some(error_stop(2.0, 3));
+    let merged = merge_shards(shards, false).unwrap();
+    let e = merged.early_stop().unwrap();
+    // Shard 1 stopped at 2.0 s on its clock = 3.5 s on the merged one, before shard 0's 4.0 s.
+    assert_eq!((e.stopped_at_s, e.detected_at_s), (3.5, 3.5));
+    assert_eq!(e.requests_not_sent, 10, "summed over the stopped shards");
+    let w = merged.warnings.iter().find(|w| w.contains("stopped early")).unwrap();
+    assert!(w.contains("shard(s) 0, 1 stopped early and shard(s) 2 ran to their end"), "{w}");
+    // No shard stopped: no early stop, no warning.
+    let merged = merge_shards(split(&all, 3, 0, &[0, 0, 0]), false).unwrap();
+    assert!(merged.early_stop().is_none());
+    assert!(!merged.warnings.iter().any(|w| w.contains("stopped early")));
+}

@@ -31,6 +31,9 @@ pub struct ResultDocument {
     /// `server_metrics` (`--scrape-metrics`).
     #[serde(default, deserialize_with = "object", skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<ServerMetricsDoc>,
+    /// `early_stop`: why and when the run stopped early (`null` when it ran to its end).
+    #[serde(default, deserialize_with = "object", skip_serializing_if = "Option::is_none")]
+    pub early_stop: Option<servebench_core::early_stop::EarlyStopReport>,
     #[serde(flatten)]
     pub detailed: DetailedArrays,
     /// `shards` of a merged result (`servebench merge`).

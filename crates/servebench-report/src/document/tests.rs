@@ -259,3 +259,25 @@ fn client_health_rows_show_peak_rss_in_mib() {
     assert!(rows.contains(&("peak RSS".into(), "45.9 MiB".into())), "{rows:?}");
     assert!(rows.contains(&("client CPU (% of one core)".into(), "3.81 %".into())), "{rows:?}");
 }
+
+/// A result's `early_stop` block is read (and shown as a warning in the report's run card);
+/// `null` or a wrong shape reads as absent.
+#[test]
+fn early_stop_block_is_read_and_becomes_a_report_warning() {
+    let stop = json!({"reason": "error_rate", "detected_at_s": 1.5, "stopped_at_s": 1.5, "window_s": 0.5,
+        "arrival_rate": null, "finish_rate": null, "in_flight_start": null, "in_flight_end": null,
+        "in_flight_growth_per_s": null, "error_limit": "count", "failed": 2, "finished_in_window": 2,
+        "error_rate": 1.0, "requests_not_sent": 4, "in_flight": "drained", "cancelled_in_flight": 0});
+    let doc = round_trip(&json!({"model_id": "m", "completed": 3, "early_stop": stop}));
+    let e = doc.early_stop.as_ref().unwrap();
+    assert_eq!((e.stopped_at_s, e.requests_not_sent), (1.5, 4));
+    let header = crate::html::ReportHeader::from_result(&doc);
+    assert!(header
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("Early stop (error_rate)") && w.contains("4 requests not sent")));
+    for odd in [json!(null), json!("soon"), json!({"reason": "bored"})] {
+        let doc = JsonFile::single_result(&json!({"model_id": "m", "early_stop": odd}).to_string()).unwrap();
+        assert!(doc.early_stop.is_none(), "{odd}");
+    }
+}

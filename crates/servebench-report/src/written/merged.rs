@@ -17,6 +17,9 @@ pub struct MergedDocument {
     pub steady_state: Option<SteadyState>,
     /// `steady_state_reason`: why there is no window, when one was looked for.
     pub steady_state_reason: Option<String>,
+    /// `early_stop`: always written, `null` unless a shard stopped early (the first to stop,
+    /// on the merged clock; docs/scale-out.md).
+    pub early_stop: Option<servebench_core::early_stop::EarlyStopReport>,
     pub shards: Vec<ShardEntry>,
     pub merge_warnings: Vec<String>,
 }
@@ -26,6 +29,7 @@ impl MergedDocument {
     pub fn to_value(&self) -> serde_json::Value {
         let mut o = self.result.clone();
         o.insert("interrupted".into(), serde_json::Value::Bool(self.interrupted));
+        o.insert("early_stop".into(), serde_json::to_value(&self.early_stop).unwrap_or_default());
         o.insert(
             "steady_state".into(),
             self.steady_state.as_ref().map_or(serde_json::Value::Null, steady_state_json),
@@ -60,7 +64,15 @@ mod tests {
         let keys: Vec<&str> = v.as_object().into_iter().flat_map(|o| o.keys()).map(String::as_str).collect();
         assert_eq!(
             keys,
-            ["completed", "interrupted", "steady_state", "steady_state_reason", "shards", "merge_warnings"]
+            [
+                "completed",
+                "interrupted",
+                "early_stop",
+                "steady_state",
+                "steady_state_reason",
+                "shards",
+                "merge_warnings"
+            ]
         );
         assert_eq!(v["interrupted"], true);
         assert!(v["steady_state"].is_null());

@@ -11,6 +11,7 @@ use crate::config::RunConfig;
 use crate::observe::health::HealthSamples;
 use crate::observe::observer::RunObserver;
 use crate::records::sink::RecordSink;
+use servebench_core::early_stop::EarlyStopReport;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardSummary, FORMAT_VERSION};
 use servebench_core::stats::percentile;
@@ -158,7 +159,7 @@ impl ShardRun {
         path: Option<&Path>,
         health: &HealthSamples,
         records: usize,
-        interrupted: bool,
+        (interrupted, early_stop): (bool, Option<&EarlyStopReport>),
     ) -> Result<()> {
         let Some(path) = path else { return Ok(()) };
         let lateness: Vec<f64> = health.dispatch_lateness_us.iter().map(|&v| v as f64).collect();
@@ -177,6 +178,7 @@ impl ShardRun {
             peak_rss_bytes: health.peak_rss_bytes,
             connections_opened: health.connections_opened,
             interrupted,
+            early_stop: early_stop.cloned(),
         };
         let io = |e: std::io::Error| BenchError::io(path.display(), e);
         let mut f = std::fs::OpenOptions::new().append(true).open(path).map_err(io)?;
@@ -320,7 +322,7 @@ mod tests {
         drop(sink);
         let health =
             HealthSamples { dispatch_lateness_us: vec![40, 10, 20], wall_seconds: 1.0, ..Default::default() };
-        run.write_summary(Some(&path), &health, 2, false).unwrap();
+        run.write_summary(Some(&path), &health, 2, (false, None)).unwrap();
 
         let (records, bad) = crate::records::sink::read_records(&path).unwrap();
         assert_eq!((records.len(), bad), (2, 0));

@@ -105,6 +105,7 @@ pub fn merged_result(info: &RunInfo, metrics: &RunMetrics, m: &MergedRun, steady
     MergedDocument {
         result,
         interrupted: m.interrupted(),
+        early_stop: m.early_stop(),
         steady_state: steady.and_then(|s| s.as_ref().ok()).cloned(),
         steady_state_reason: steady.and_then(|s| s.as_ref().err()).map(|e| e.reason.clone()),
         shards: shard_entries(m),

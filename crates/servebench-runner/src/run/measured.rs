@@ -130,7 +130,12 @@ pub async fn run_prepared(
         pooling_disabled: prepared.client.pooling_disabled(),
     };
     if let Some(s) = &plan.shard_run {
-        s.write_summary(cfg.records_path.as_deref(), &health, records.len(), interrupted)?;
+        s.write_summary(
+            cfg.records_path.as_deref(),
+            &health,
+            records.len(),
+            (interrupted, early_stop.as_ref()),
+        )?;
     }
     let mut warnings = prepared.warnings.clone();
     warnings.extend(retokenize_note.map(Notice::warning).inspect(|n| observer.message(&n.to_string())));

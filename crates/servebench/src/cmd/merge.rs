@@ -53,6 +53,9 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
         println!("{}", steady_state_block(s));
     }
     print!("{}", shard_table(&merged));
+    if let Some(e) = merged.early_stop() {
+        println!("{} (first shard to stop, on the merged clock)", e.console_line());
+    }
     for w in &merged.warnings {
         eprintln!("note: {w}");
     }
