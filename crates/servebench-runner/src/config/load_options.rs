@@ -63,6 +63,9 @@ pub struct AgenticConfig {
     pub speedup: f64,
     /// `--inter-turn-delay-cap-seconds`: cap on one think/tool time after the speed-up.
     pub max_idle: Option<Duration>,
+    /// `--max-idle-gap-cap-seconds` (open loop): cap on each pause between consecutive session
+    /// starts, after the speed-up.
+    pub start_gap_cap: Option<Duration>,
     /// `--agentic-loop closed`: this many sessions at a time (None: open loop).
     pub closed_loop: Option<usize>,
     /// Output tokens of a turn whose trace gives none (`--random-output-len`).

@@ -155,6 +155,7 @@ impl TreeControls {
         TreeControls {
             speedup: cfg.speedup,
             max_idle: cfg.max_idle,
+            start_gap_cap: cfg.start_gap_cap,
             mode: cfg.closed_loop.map_or(TreeLoop::Open, TreeLoop::Closed),
         }
     }
@@ -176,6 +177,9 @@ pub struct TreeControls {
     pub speedup: f64,
     /// Cap on one think/tool time after the speed-up (None: uncapped).
     pub max_idle: Option<Duration>,
+    /// Cap on each pause between consecutive session starts after the speed-up (open loop;
+    /// None: uncapped).
+    pub start_gap_cap: Option<Duration>,
     pub mode: TreeLoop,
 }
 
@@ -183,6 +187,22 @@ impl TreeControls {
     /// A recorded session start as replayed: `start / speedup` (never capped).
     pub fn scaled(&self, recorded_us: u64) -> Duration {
         Duration::from_secs_f64(recorded_us as f64 / 1e6 / self.speedup.max(f64::MIN_POSITIVE))
+    }
+
+    /// The replayed start offsets of sessions recorded at `starts_us` (any order), from the
+    /// earliest: each pause between consecutive starts is divided by the speed-up, then capped
+    /// at `start_gap_cap`.
+    pub fn start_offsets(&self, starts_us: &[u64]) -> Vec<Duration> {
+        let mut order: Vec<usize> = (0..starts_us.len()).collect();
+        order.sort_by_key(|&s| starts_us[s]);
+        let mut offsets = vec![Duration::ZERO; starts_us.len()];
+        let mut at = Duration::ZERO;
+        for pair in order.windows(2) {
+            let pause = self.scaled(starts_us[pair[1]] - starts_us[pair[0]]);
+            at += self.start_gap_cap.map_or(pause, |cap| pause.min(cap));
+            offsets[pair[1]] = at;
+        }
+        offsets
     }
 
     /// A recorded think/tool time as replayed: `min(gap / speedup, max_idle)`.
@@ -249,13 +269,14 @@ pub async fn run_trees(
 
 async fn open_loop(sh: &Arc<Shared>, stats: &mut DispatchStats) -> Vec<bool> {
     let n = sh.work.sessions.len();
-    let base = sh.work.sessions.iter().map(|s| s.start_us).min().unwrap_or(0);
+    let starts: Vec<u64> = sh.work.sessions.iter().map(|s| s.start_us).collect();
+    let offsets = sh.run.controls.start_offsets(&starts);
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&s| sh.work.sessions[s].start_us);
+    order.sort_by_key(|&s| offsets[s]);
     let mut started = vec![false; n];
     let mut tasks = JoinSet::new();
     for s in order {
-        let offset = sh.run.controls.scaled(sh.work.sessions[s].start_us - base);
+        let offset = offsets[s];
         let due_us = u64::try_from(offset.as_micros()).unwrap_or(u64::MAX);
         let due = sh.run.clock.instant_at(due_us);
         tokio::select! {
@@ -488,12 +509,29 @@ mod tests {
 
     #[test]
     fn replayed_gaps_are_divided_by_the_speedup_then_capped() {
-        let c =
-            TreeControls { speedup: 2.0, max_idle: Some(Duration::from_millis(300)), mode: TreeLoop::Open };
+        let c = TreeControls {
+            speedup: 2.0,
+            max_idle: Some(Duration::from_millis(300)),
+            start_gap_cap: None,
+            mode: TreeLoop::Open,
+        };
         assert_eq!(c.gap(400_000), Duration::from_millis(200));
         assert_eq!(c.gap(1_000_000), Duration::from_millis(300));
-        let c = TreeControls { speedup: 1.0, max_idle: None, mode: TreeLoop::Closed(2) };
+        let c = TreeControls { speedup: 1.0, max_idle: None, start_gap_cap: None, mode: TreeLoop::Closed(2) };
         assert_eq!(c.gap(5_000_000), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn session_start_pauses_are_divided_by_the_speedup_then_capped_one_by_one() {
+        let ms = Duration::from_millis;
+        // Recorded starts (any order): 10 s, 0 s, 10.4 s, 70 s; speed-up 2.
+        let starts = [10_000_000, 0, 10_400_000, 70_000_000];
+        let c = TreeControls { speedup: 2.0, max_idle: None, start_gap_cap: None, mode: TreeLoop::Open };
+        assert_eq!(c.start_offsets(&starts), [ms(5_000), ms(0), ms(5_200), ms(35_000)]);
+        // Capped at 1 s: pauses 5 s, 0.2 s, 29.8 s become 1 s, 0.2 s, 1 s.
+        let c = TreeControls { start_gap_cap: Some(ms(1_000)), ..c };
+        assert_eq!(c.start_offsets(&starts), [ms(1_000), ms(0), ms(1_200), ms(2_200)]);
+        assert!(c.start_offsets(&[]).is_empty());
     }
 
     /// A turn after `after`, with nothing else that matters here.

@@ -1,6 +1,7 @@
 //! Command-line interface. clap types live here only; `config.rs` turns them into a validated
 //! `RunConfig`. Flags and defaults follow Python `vllm bench serve`.
 
+pub mod agentic_values;
 pub mod config_file;
 pub mod dataset;
 pub mod experiment;

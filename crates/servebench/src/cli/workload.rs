@@ -123,22 +123,26 @@ pub struct WorkloadArgs {
     pub max_errors: Option<u64>,
     // ---- session trees (--dataset-name agentic; AIPerf's names where they exist) ----
     /// agentic: the trace format; default: told from the file.
-    #[arg(long, value_name = "servebench|dag|weka", value_parser = crate::cli::values::agentic_format, help_heading = "Session trees")]
+    #[arg(long, value_name = "servebench|dag|weka", value_parser = crate::cli::agentic_values::agentic_format, help_heading = "Session trees")]
     pub agentic_format: Option<servebench_data::agentic::AgenticFormat>,
     /// agentic: recorded session starts and think/tool times are divided by this (AIPerf's name).
-    #[arg(long, value_name = "X", value_parser = crate::cli::values::replay_speedup, help_heading = "Session trees")]
+    #[arg(long, value_name = "X", value_parser = crate::cli::agentic_values::replay_speedup, help_heading = "Session trees")]
     pub replay_speedup: Option<f64>,
     /// agentic: cap on each think/tool time, seconds, after the speed-up (AIPerf's name).
-    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::values::inter_turn_delay_cap, help_heading = "Session trees")]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::agentic_values::inter_turn_delay_cap, help_heading = "Session trees")]
     pub inter_turn_delay_cap_seconds: Option<std::time::Duration>,
+    /// agentic, open loop: cap on each pause between consecutive session starts, seconds,
+    /// after the speed-up (AIPerf's name), so a sparse or sampled trace skips dead air.
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::agentic_values::max_idle_gap_cap, help_heading = "Session trees")]
+    pub max_idle_gap_cap_seconds: Option<std::time::Duration>,
     /// agentic: replay a seeded sample (--seed) of N sessions, in file order.
-    #[arg(long, value_name = "N", value_parser = crate::cli::values::agentic_sessions, help_heading = "Session trees")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::agentic_values::agentic_sessions, help_heading = "Session trees")]
     pub agentic_sessions: Option<usize>,
     /// agentic: `open` starts each session at its recorded start; `closed` keeps N sessions
     /// running (--agentic-concurrency, else --max-concurrency).
-    #[arg(long, value_name = "open|closed", value_parser = crate::cli::values::agentic_loop, help_heading = "Session trees")]
-    pub agentic_loop: Option<crate::cli::values::AgenticLoop>,
+    #[arg(long, value_name = "open|closed", value_parser = crate::cli::agentic_values::agentic_loop, help_heading = "Session trees")]
+    pub agentic_loop: Option<crate::cli::agentic_values::AgenticLoop>,
     /// agentic, closed loop: sessions running at once (default: --max-concurrency).
-    #[arg(long, value_name = "N", value_parser = crate::cli::values::agentic_concurrency, help_heading = "Session trees")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::agentic_values::agentic_concurrency, help_heading = "Session trees")]
     pub agentic_concurrency: Option<usize>,
 }

@@ -2,7 +2,8 @@
 //! `AgenticConfig` (docs/workloads.md §Session trees). Bad values are SB218; session-tree flags
 //! without the dataset, or flags shaping another load beside it, are SB219.
 
-use crate::cli::values::{AgenticLoop, DatasetName};
+use crate::cli::agentic_values::AgenticLoop;
+use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
 use servebench_client::backend::BackendKind;
 use servebench_core::{BenchError, Result};
@@ -17,6 +18,7 @@ fn tree_flags_given(args: &RunArgs) -> Vec<&'static str> {
         ("--agentic-format", w.agentic_format.is_some()),
         ("--replay-speedup", w.replay_speedup.is_some()),
         ("--inter-turn-delay-cap-seconds", w.inter_turn_delay_cap_seconds.is_some()),
+        ("--max-idle-gap-cap-seconds", w.max_idle_gap_cap_seconds.is_some()),
         ("--agentic-sessions", w.agentic_sessions.is_some()),
         ("--agentic-loop", w.agentic_loop.is_some()),
         ("--agentic-concurrency", w.agentic_concurrency.is_some()),
@@ -97,6 +99,12 @@ pub fn apply(
             why: "only applies to --agentic-loop closed".into(),
         });
     }
+    if w.max_idle_gap_cap_seconds.is_some() && closed {
+        return Err(BenchError::AgenticFlagNotApplicable {
+            flag: "--max-idle-gap-cap-seconds".into(),
+            why: "only applies to --agentic-loop open (a closed loop starts a session when one ends)".into(),
+        });
+    }
     let closed_loop = if closed {
         let n = w.agentic_concurrency.or(run.max_concurrency).ok_or_else(|| {
             BenchError::AgenticControlInvalid {
@@ -115,6 +123,7 @@ pub fn apply(
         sessions: w.agentic_sessions,
         speedup: w.replay_speedup.unwrap_or(1.0),
         max_idle: w.inter_turn_delay_cap_seconds,
+        start_gap_cap: w.max_idle_gap_cap_seconds,
         closed_loop,
         default_output_tokens: args.output_len.unwrap_or(args.random_output_len),
     });
@@ -164,6 +173,16 @@ mod tests {
         assert_eq!(a.format, Some(servebench_data::agentic::AgenticFormat::Dag));
         assert_eq!((a.speedup, a.sessions, a.closed_loop), (4.0, Some(3), Some(5)));
         assert_eq!(a.max_idle, Some(std::time::Duration::from_millis(1500)));
+        let v = validate(&[
+            "--dataset-name",
+            "agentic",
+            "--dataset-path",
+            "t.jsonl",
+            "--max-idle-gap-cap-seconds",
+            "2.5",
+        ])
+        .unwrap();
+        assert_eq!(v.run.load.agentic.unwrap().start_gap_cap, Some(std::time::Duration::from_millis(2500)));
         let v = validate(&["--dataset-name", "agentic", "--dataset-path", "t.jsonl"]).unwrap();
         let a = v.run.load.agentic.unwrap();
         assert_eq!((a.format, a.speedup, a.closed_loop, a.max_idle), (None, 1.0, None, None));
@@ -176,6 +195,8 @@ mod tests {
             ("--replay-speedup", "0"),
             ("--replay-speedup", "nan"),
             ("--inter-turn-delay-cap-seconds", "-1"),
+            ("--max-idle-gap-cap-seconds", "0"),
+            ("--max-idle-gap-cap-seconds", "inf"),
             ("--agentic-sessions", "0"),
             ("--agentic-concurrency", "x"),
             ("--agentic-loop", "half"),
@@ -198,6 +219,10 @@ mod tests {
         assert_eq!(code(&with(&["--multi-turn"])), ErrorCode::AgenticFlagNotApplicable);
         assert_eq!(code(&with(&["--agentic-concurrency", "2"])), ErrorCode::AgenticFlagNotApplicable);
         assert_eq!(code(&with(&["--agentic-loop", "closed"])), ErrorCode::AgenticControlInvalid);
+        let closed_gap =
+            with(&["--agentic-loop", "closed", "--max-concurrency", "2", "--max-idle-gap-cap-seconds", "1"]);
+        assert_eq!(code(&closed_gap), ErrorCode::AgenticFlagNotApplicable);
+        assert_eq!(code(&["--max-idle-gap-cap-seconds", "1"]), ErrorCode::AgenticFlagNotApplicable);
         assert_eq!(code(&["--dataset-name", "agentic"]), ErrorCode::AgenticControlInvalid);
     }
 

@@ -9,6 +9,7 @@ mod support;
 
 mod agentic_e2e;
 mod agentic_early_stop_e2e;
+mod agentic_idle_gap_e2e;
 mod backends_e2e;
 mod calibrate;
 mod cli_parity;
