@@ -74,7 +74,8 @@ fn workload() -> Arc<TreeWorkload> {
 async fn session_tree_branches_overlap_join_waits_and_prompts_extend_the_parent() {
     let sim = engine_sim().await;
     let work = workload();
-    let controls = TreeControls { speedup: 1.0, max_idle: None, mode: TreeLoop::Closed(2) };
+    let controls =
+        TreeControls { speedup: 1.0, max_idle: None, start_gap_cap: None, mode: TreeLoop::Closed(2) };
     let recs = replay(sim.base_url(), work.clone(), controls).await;
     assert_eq!(recs.len(), work.turns());
     for r in &recs {
@@ -155,8 +156,12 @@ async fn open_loop_session_trees_start_on_their_recorded_times_scaled_by_the_spe
     let sim = engine_sim().await;
     let work = workload();
     // Session 1 is recorded 500 ms after session 0; at speed-up 5 it starts 100 ms in.
-    let controls =
-        TreeControls { speedup: 5.0, max_idle: Some(Duration::from_millis(1)), mode: TreeLoop::Open };
+    let controls = TreeControls {
+        speedup: 5.0,
+        max_idle: Some(Duration::from_millis(1)),
+        start_gap_cap: None,
+        mode: TreeLoop::Open,
+    };
     let recs = replay(sim.base_url(), work, controls).await;
     let first =
         |s: u64| recs.iter().filter(|r| r.conversation == Some(s)).map(|r| r.intended_us).min().unwrap();
