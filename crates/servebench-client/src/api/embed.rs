@@ -99,7 +99,7 @@ pub(crate) fn write_messages(backend: EmbedKind, spec: &RequestSpec, out: &mut V
             out.extend_from_slice(p.as_bytes());
             out.push(b',');
         }
-        if spec.index % 2 == 0 {
+        if spec.index.is_multiple_of(2) {
             text_part(out, VLM2VEC_IMAGE_ONLY)?;
         } else {
             text_part(out, &format!("{VLM2VEC_WITH_QUESTION}{prompt}"))?;
