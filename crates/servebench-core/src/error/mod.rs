@@ -200,6 +200,37 @@ mod tests {
         assert_eq!(ErrorCode::StoppedSaturated.exit_code(), 4);
     }
 
+    /// The README's exit-code table is hand-written: every code that exits 2, 3 or 4 is named
+    /// in its row, and the exit-2 row lists exactly those codes (as `explain` prints them).
+    #[test]
+    fn readme_exit_code_table_names_the_codes_of_each_exit_code() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+        let row = |exit: u8| {
+            let start = format!("  | {exit} | ");
+            readme.lines().find(|l| l.starts_with(&start)).map(str::to_owned).unwrap_or_default()
+        };
+        for exit in [2u8, 3, 4] {
+            let line = row(exit);
+            for code in ErrorCode::ALL.into_iter().filter(|c| c.exit_code() == exit) {
+                let n: u32 = code.as_str()[2..].parse().unwrap();
+                // Named alone or inside a range `SBa–SBb`.
+                let named = line.contains(code.as_str())
+                    || line
+                        .split("SB")
+                        .filter_map(|p| p.get(..3)?.parse::<u32>().ok())
+                        .collect::<Vec<_>>()
+                        .windows(2)
+                        .any(|w| {
+                            line.contains(&format!("SB{}–SB{}", w[0], w[1])) && (w[0]..=w[1]).contains(&n)
+                        });
+                assert!(named, "README's exit-code row {exit} does not name {}: {line}", code.as_str());
+            }
+        }
+        let listed = code_list(ErrorCode::ALL.into_iter().filter(|c| c.exit_code() == 2)).replace('-', "–");
+        assert!(row(2).contains(&format!("({listed})")), "README row 2 should list ({listed}): {}", row(2));
+    }
+
     #[test]
     fn io_errors_keep_their_cause() {
         use std::error::Error as _;
