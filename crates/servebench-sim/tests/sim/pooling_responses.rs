@@ -295,7 +295,7 @@ async fn pooling_waits_the_prefill_delay() {
 /// Engine mode: a pooling request is a prefill through the scheduler, so at a set prefill rate a
 /// 10× longer input takes clearly longer (ratio, not wall-clock thresholds).
 #[tokio::test]
-async fn engine_pooling_delay_grows_with_input_length() {
+async fn engine_pooling_answer_waits_at_least_the_prefill_of_its_input() {
     let engine = servebench_sim::EngineConfig {
         max_num_seqs: 8,
         kv_capacity_tokens: 1 << 20,
@@ -321,8 +321,13 @@ async fn engine_pooling_delay_grows_with_input_length() {
     let gt = sim.ground_truth();
     let delay = |i: usize| gt[i].done.unwrap().duration_since(gt[i].received).as_secs_f64();
     assert!(gt[1].prompt_tokens >= 9 * gt[0].prompt_tokens);
-    // ≈ 10 ms vs ≈ 100 ms of prefill at 4000 tok/s.
-    assert!(delay(1) > 3.0 * delay(0), "short {:.4} s, long {:.4} s", delay(0), delay(1));
+    // Each answer waits at least its prefill at 4000 tok/s (≈ 10 ms and ≈ 100 ms, in 256-token
+    // chunks). Lower bounds only: a loaded machine makes a sleep longer, never shorter, so no
+    // wall-clock ratio is asserted.
+    for i in [0, 1] {
+        let prefill_s = f64::from(gt[i].prompt_tokens) / 4_000.0;
+        assert!(delay(i) >= 0.95 * prefill_s, "input {i}: {:.4} s < prefill {prefill_s:.4} s", delay(i));
+    }
     let m = c.get("/metrics").await.text();
     assert!(m.contains(
         "servebench_sim:pooling_requests_total{model_name=\"sim-model\",endpoint=\"/v1/embeddings\"} 2"
