@@ -18,6 +18,7 @@ pub mod hf;
 pub mod hub;
 pub mod py_json;
 pub mod tiktoken;
+mod tiktoken_tables;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! [`TiktokenTokenizer`]: OpenAI's BPE encodings compiled into `tiktoken-rs` (no download).
+//! [`TiktokenTokenizer`]: OpenAI's BPE encodings built into the binary (no download), packed
+//! (`super::tiktoken_tables`).
 
 use servebench_core::{BenchError, Result, TextTokenizer};
 use tiktoken_rs::CoreBPE;
@@ -42,16 +43,8 @@ impl TiktokenTokenizer {
     /// The built-in encoding called `name`, or `None` if `name` is not one of
     /// [`BUILTIN_ENCODINGS`].
     pub fn builtin(name: &str) -> Option<Self> {
-        let bpe = match name {
-            "cl100k_base" => tiktoken_rs::cl100k_base(),
-            "o200k_base" => tiktoken_rs::o200k_base(),
-            "o200k_harmony" => tiktoken_rs::o200k_harmony(),
-            "p50k_base" => tiktoken_rs::p50k_base(),
-            "p50k_edit" => tiktoken_rs::p50k_edit(),
-            "r50k_base" | "gpt2" => tiktoken_rs::r50k_base(),
-            _ => return None,
-        }
-        .ok()?;
+        // From servebench's packed tables (tiktoken_tables), not tiktoken-rs's text tables.
+        let bpe = super::tiktoken_tables::core_bpe(name)?.ok()?;
         let mut special_ids: Vec<u32> = bpe
             .special_tokens()
             .into_iter()
