@@ -33,7 +33,7 @@ const ENDOFPROMPT: &str = "<|endofprompt|>";
 fn special_tokens(name: &str) -> Vec<(String, Rank)> {
     let named = |list: &[(&str, Rank)]| list.iter().map(|(s, id)| ((*s).to_owned(), *id)).collect();
     match name {
-        "r50k_base" | "p50k_base" => named(&[(ENDOFTEXT, 50256)]),
+        "r50k_base" | "gpt2" | "p50k_base" => named(&[(ENDOFTEXT, 50256)]),
         "p50k_edit" => {
             named(&[(ENDOFTEXT, 50256), (FIM_PREFIX, 50281), (FIM_MIDDLE, 50282), (FIM_SUFFIX, 50283)])
         }
@@ -85,8 +85,7 @@ fn table_and_pattern(name: &str) -> Option<(&'static [u8], &'static str)> {
 /// The built-in encoding `name` built from the packed tables; `None` for an unknown name.
 pub fn core_bpe(name: &str) -> Option<Result<CoreBPE>> {
     let (packed, pattern) = table_and_pattern(name)?;
-    let canonical = if name == "gpt2" { "r50k_base" } else { name };
-    Some(build(packed, pattern, special_tokens(canonical)).map_err(|why| {
+    Some(build(packed, pattern, special_tokens(name)).map_err(|why| {
         BenchError::tokenizer_load(
             format!("built-in encoding {name}"),
             format!("its packed table is damaged: {why}"),

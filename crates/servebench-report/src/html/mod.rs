@@ -107,9 +107,8 @@ impl ReportHeader {
             environment: None,
             client_health: health.map(ClientHealthDoc::rows).unwrap_or_default(),
             warnings: health
-                .map(|h| h.warning_texts().map(String::from).collect::<Vec<_>>())
-                .unwrap_or_default()
                 .into_iter()
+                .flat_map(|h| h.warning_texts().map(String::from))
                 .chain(doc.early_stop.as_ref().map(|e| e.console_line()))
                 .collect(),
             notes: Vec::new(),
