@@ -19,6 +19,7 @@ pub mod shard;
 pub mod stats;
 pub mod text;
 pub mod tokenizer;
+pub mod validity;
 pub mod workload;
 
 pub use clock::RunClock;
