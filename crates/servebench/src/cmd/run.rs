@@ -279,5 +279,6 @@ fn write_reports(
         &results.metrics,
         out,
         results.server_side.server.as_ref(),
+        Some(results.validity()),
     )
 }
