@@ -220,9 +220,14 @@ impl Validity {
 fn steady_rule(absent: Option<&String>) -> RuleCheck {
     let (level, measured, detail) = match absent {
         None => (Level::Ok, 1.0, "steady-state window found".to_owned()),
-        Some(reason) => (Level::Warn, 0.0, format!("no steady-state window: {reason}")),
+        Some(reason) => (Level::Warn, 0.0, format!("no steady-state window: {}", short_reason(reason))),
     };
     RuleCheck { id: "steady_state".into(), level, measured, threshold: 1.0, detail }
+}
+
+/// The first clause of a reason (before `;` or `:`), for the one-line verdict.
+fn short_reason(reason: &str) -> &str {
+    reason.split([';', ':']).next().unwrap_or(reason).trim()
 }
 
 /// The rules about the load as run: failures, completed requests per concurrency slot, early

@@ -101,11 +101,11 @@ fn dispatch_lateness_warns_above_10_ms_is_invalid_above_100_ms_and_needs_a_sched
 #[test]
 fn steady_state_warns_when_looked_for_and_absent() {
     let mut i = healthy();
-    i.steady_state = Some(Err("the run is too short".into()));
+    i.steady_state = Some(Err("too few requests to tell: 2 ended; send more".into()));
     let v = Validity::of(&i);
     let r = rule(&v, "steady_state");
     assert_eq!((r.level, r.measured, r.threshold), (Level::Warn, 0.0, 1.0));
-    assert_eq!(r.detail, "no steady-state window: the run is too short");
+    assert_eq!(r.detail, "no steady-state window: too few requests to tell");
     i.steady_state = None;
     assert!(Validity::of(&i).not_checked[0].starts_with("steady_state: "));
 }

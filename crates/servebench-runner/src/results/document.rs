@@ -36,8 +36,6 @@ impl RunResults {
         if let Some(p) = http_phases(&self.out.records).filter(|_| detail == Detail::Verbose) {
             text.push_str(&http_phases_block(&p));
         }
-        // The last line: can the figures be trusted (docs/metrics.md, "Run validity").
-        text.push_str(&format!("{}\n", self.validity().console_line()));
         text
     }
 
