@@ -232,7 +232,11 @@ async fn phases_through_a_connect_tunnel_have_connect_and_tls_then_reuse() {
     let proxy = TestProxy::start(None).await;
     let url = format!("http://{}", proxy.addr);
     let c = client(sim.base_url(), cacert(ca), proxy_env(&[("HTTPS_PROXY", &url)]));
-    let tcfg = TargetConfig { backend: BackendKind::Completions, model: "sim-model".into(), ..TargetConfig::default() };
+    let tcfg = TargetConfig {
+        backend: BackendKind::Completions,
+        model: "sim-model".into(),
+        ..TargetConfig::default()
+    };
     let target = RequestTarget::new(&c, &tcfg).unwrap();
     let spec = RequestSpec {
         index: 0,
