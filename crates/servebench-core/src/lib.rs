@@ -19,13 +19,14 @@ pub mod shard;
 pub mod stats;
 pub mod text;
 pub mod tokenizer;
+pub mod validity;
 pub mod workload;
 
 pub use clock::RunClock;
 pub use error::{errors_markdown, BenchError, ErrorCode, Result};
 pub use record::{
-    CancelReason, ErrorKind, FailureCause, Outcome, RequestError, RequestRecord, TokenEvents, TokenSource,
-    UnreachableReason,
+    CancelReason, ErrorKind, FailureCause, HttpPhases, Outcome, RequestError, RequestRecord, TokenEvents,
+    TokenSource, UnreachableReason,
 };
 pub use tokenizer::{ChatRender, ChatTemplate, TextTokenizer};
 pub use workload::{AudioClip, BodyOverrides, ChatMessages, Prompt, RequestSpec, RerankPayload, Workload};

@@ -399,6 +399,46 @@ pub struct RequestRecord {
     /// The generated text, kept only when the run asks for it (`--save-detailed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generated_text: Option<String>,
+    /// HTTP phases of the send that was answered (docs/metrics.md, "HTTP phases"); `None` for a
+    /// request that never got a response head, and in records written before phases existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<HttpPhases>,
+}
+
+/// The HTTP phases of one request's answered send (docs/metrics.md, "HTTP phases"). Connection
+/// set-up phases are durations; the others are offsets from the record's `dispatched_us`. Each
+/// is `None` when the phase did not happen (no DNS, connect or TLS on a reused connection, no
+/// DNS for an IP address or a resolved host, no last byte for a body not read to its end).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpPhases {
+    /// The request went out on a connection taken from the pool (opened earlier); `false` when
+    /// the request opened it.
+    pub reused: bool,
+    /// Name resolution, µs (only a request whose connect waited for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns_us: Option<u32>,
+    /// TCP connect (through a CONNECT proxy: to the proxy, plus the tunnel), µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_us: Option<u32>,
+    /// TLS handshake, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_us: Option<u32>,
+    /// The last byte of the request handed to the kernel, µs after `dispatched_us`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_us: Option<u32>,
+    /// The first byte of the response read, µs after `dispatched_us`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_us: Option<u32>,
+    /// The last byte of the response body read (the body ended), µs after `dispatched_us`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_byte_us: Option<u32>,
+}
+
+impl HttpPhases {
+    /// `later − earlier` in µs as a phase value (saturating at `u32::MAX`, 0 when out of order).
+    pub fn span_us(earlier: u64, later: u64) -> u32 {
+        u32::try_from(later.saturating_sub(earlier)).unwrap_or(u32::MAX)
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -457,6 +497,7 @@ impl RequestRecord {
             reconnects: 0,
             resent: false,
             generated_text: None,
+            phases: None,
         }
     }
 

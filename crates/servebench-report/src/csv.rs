@@ -1,6 +1,8 @@
 //! Per-request CSV: one row per record with its timestamps, both latency views, token counts and
 //! outcome, for spreadsheets and dataframes. RFC 4180 quoting; times in milliseconds (µs exact,
-//! three decimals) from the run origin; empty cells where a value is unknown.
+//! three decimals) from the run origin; empty cells where a value is unknown. The HTTP phase
+//! columns at the end (docs/metrics.md, "HTTP phases") are durations (`dns_ms`, `connect_ms`,
+//! `tls_ms`) and times from `dispatched` (`written_ms`, `first_byte_ms`, `last_byte_ms`).
 
 use crate::fmt::ms_exact_or_empty;
 use servebench_core::metrics::RequestTimes;
@@ -41,6 +43,13 @@ pub const COLUMNS: &[&str] = &[
     "conversation",
     "turn",
     "lora",
+    "connection_reused",
+    "dns_ms",
+    "connect_ms",
+    "tls_ms",
+    "written_ms",
+    "first_byte_ms",
+    "last_byte_ms",
 ];
 
 /// Quotes a field when it holds a comma, quote, CR or LF (doubling quotes), as RFC 4180 says.
@@ -74,6 +83,8 @@ fn source_str(s: TokenSource) -> &'static str {
 
 fn row(r: &RequestRecord) -> Vec<String> {
     let t = RequestTimes::of(r);
+    let p = r.phases.unwrap_or_default();
+    let phase = |v: Option<u32>| ms_exact_or_empty(v.map(u64::from));
     vec![
         r.index.to_string(),
         r.request_id.clone(),
@@ -108,6 +119,13 @@ fn row(r: &RequestRecord) -> Vec<String> {
         opt(r.conversation),
         opt(r.turn),
         opt(r.lora.clone()),
+        opt(r.phases.map(|p| p.reused)),
+        phase(p.dns_us),
+        phase(p.connect_us),
+        phase(p.tls_us),
+        phase(p.written_us),
+        phase(p.first_byte_us),
+        phase(p.last_byte_us),
     ]
 }
 
@@ -161,6 +179,13 @@ mod tests {
         a.completion_tokens = Some(4);
         a.finish_reason = Some("length".into());
         a.attempts = 1;
+        a.phases = Some(servebench_core::HttpPhases {
+            reused: false,
+            connect_us: Some(250),
+            written_us: Some(40),
+            first_byte_us: Some(49_000),
+            ..Default::default()
+        });
         let mut b = RequestRecord::scheduled(1, "bench-1".into(), 2_000, 12, 4);
         b.dispatched_us = Some(2_000);
         b.http_status = Some(500);
@@ -180,6 +205,19 @@ mod tests {
         let header_cols = text.lines().next().map(|l| l.split(',').count());
         assert_eq!(header_cols, Some(COLUMNS.len()));
         assert!(rows[0].starts_with("0,bench-0,,completed,,,,1.000,1.500,,51.500,81.500,81.600,0.500,50.000,10.000,80.100,50.500,80.600,12,,,4,usage,4,4,0,length,1,0,,,"));
+    }
+
+    /// The phase columns: durations and times from `dispatched` in ms, empty when the phase
+    /// did not happen or the record has no phases.
+    #[test]
+    fn http_phase_columns_are_last_and_empty_without_the_phase() {
+        let text = records_csv(&recs());
+        let rows: Vec<&str> = text.lines().collect();
+        assert!(rows[0].ends_with(
+            ",lora,connection_reused,dns_ms,connect_ms,tls_ms,written_ms,first_byte_ms,last_byte_ms"
+        ));
+        assert!(rows[1].ends_with(",1,0,,,,false,,0.250,,0.040,49.000,"), "{}", rows[1]);
+        assert!(text.lines().last().unwrap().ends_with(",,,,,,,"), "no phases: empty cells");
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! What the runner knows about a run besides its records: configuration and client health.
 
 use servebench_core::schedule::{RampUp, RpsChange};
+use servebench_core::validity;
 use time::OffsetDateTime;
 
-/// Dispatch lateness p99 above which the client may be the bottleneck (µs).
-pub const LATENESS_P99_WARN_US: f64 = 10_000.0;
-/// Hiccup (event-loop stall) p99 above which the client may be the bottleneck (µs).
-pub const HICCUP_P99_WARN_US: f64 = 5_000.0;
+/// Dispatch lateness p99 above which the client may be the bottleneck (µs); the validity
+/// rule `dispatch_lateness` (one definition: `servebench_core::validity`).
+pub const LATENESS_P99_WARN_US: f64 = validity::DISPATCH_LATENESS_WARN_MS * 1000.0;
+/// Hiccup (event-loop stall) p99 above which the client may be the bottleneck (µs); the
+/// validity rule `event_loop_hiccup`.
+pub const HICCUP_P99_WARN_US: f64 = validity::HICCUP_P99_WARN_MS * 1000.0;
 /// Client CPU use, as a share of the available cores, above which the client may be the
-/// bottleneck (percent of all cores).
-pub const CPU_SHARE_WARN_PERCENT: f64 = 90.0;
+/// bottleneck (percent of all cores); the validity rule `client_cpu`.
+pub const CPU_SHARE_WARN_PERCENT: f64 = validity::CLIENT_CPU_WARN_PERCENT;
 /// Shortest measured phase (wall seconds) whose client CPU share is reported: below it the CPU
 /// time of a few bursts (connecting, the first responses) over a tiny wall time gives shares
 /// such as 479 % that say nothing about a steady load, so the share is null (no verdict).

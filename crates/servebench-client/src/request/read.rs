@@ -83,6 +83,7 @@ impl BodyRead<'_> {
         let text = match read {
             Ok((b, complete, _)) => {
                 if complete {
+                    self.body_ended(record);
                     self.client.release(self.conn);
                 }
                 // An mTLS gateway's "no client certificate" page, a proxy's 407 (SB310, SB312).
@@ -115,6 +116,7 @@ impl BodyRead<'_> {
                 if let Some(at) = at {
                     t = self.clock.offset_us(at);
                 }
+                self.body_ended(record);
                 self.client.release(self.conn);
                 reader.on_body(record, &b, t);
             }
@@ -170,6 +172,7 @@ impl BodyRead<'_> {
                 }
                 Ok(None) => {
                     let t = clock.now_us();
+                    self.body_ended(record);
                     self.client.release(self.conn);
                     if !finished {
                         end_of_stream(self.coding.as_mut(), &mut framer, &mut reader, record, t);
@@ -222,6 +225,13 @@ impl BodyRead<'_> {
                 }
             }
         }
+    }
+
+    /// The body was read to its end: its last byte arrived with the connection's latest read.
+    fn body_ended(&self, record: &mut RequestRecord) {
+        let (Some(p), Some(dispatched)) = (record.phases.as_mut(), record.dispatched_us) else { return };
+        let last = self.clock.offset_us(self.conn.last_read_at());
+        p.last_byte_us = Some(servebench_core::HttpPhases::span_us(dispatched, last));
     }
 
     /// Reads a non-streamed body — a JSON answer or an error status's body — (at most `max`

@@ -9,7 +9,8 @@ use servebench_core::{ErrorKind, FailureCause, RequestRecord, RequestSpec, RunCl
 use super::timer::Timer;
 use super::{PreparedBody, RequestTarget, X_REQUEST_ID};
 use crate::transport::redirect::Followed;
-use crate::transport::{Conn, HttpClient, Incoming, ReqBody, SendFailKind, Sent};
+use crate::transport::{Conn, HttpClient, Incoming, ReqBody, SendFailKind, Sent, SentPhases};
+use servebench_core::HttpPhases;
 
 /// The request of `spec` (or of `prepared`), with its `x-request-id`; `None` when it cannot
 /// be built (the record says why).
@@ -104,12 +105,31 @@ pub(super) fn record_head(
         record.attempts += 1;
     }
     // The first request of a redirect chain; for a resent request, its second send.
-    record.dispatched_us = Some(clock.offset_us(first_dispatched));
+    let dispatched = clock.offset_us(first_dispatched);
+    record.dispatched_us = Some(dispatched);
     record.headers_us = Some(clock.offset_us(sent.headers_at));
+    record.phases = Some(phases(&sent.phases, dispatched, clock));
     let (parts, incoming) = sent.response.into_parts();
     record.http_status = Some(parts.status.as_u16());
     if let Some(id) = parts.headers.get(&X_REQUEST_ID).and_then(|v| v.to_str().ok()) {
         record.server_request_id = Some(id.to_owned());
     }
     (sent.conn, parts, incoming)
+}
+
+/// The record's phases of the answered send: set-up durations of the connection it opened,
+/// the write's end and the first response byte as offsets from `dispatched` (µs); the last
+/// byte is added when the body ends.
+fn phases(p: &SentPhases, dispatched: u64, clock: &RunClock) -> HttpPhases {
+    let setup = p.setup.unwrap_or_default();
+    let after = |t| Some(HttpPhases::span_us(dispatched, clock.offset_us(t)));
+    HttpPhases {
+        reused: p.reused,
+        dns_us: setup.dns_us,
+        connect_us: setup.connect_us,
+        tls_us: setup.tls_us,
+        written_us: after(p.written),
+        first_byte_us: after(p.first_byte),
+        last_byte_us: None,
+    }
 }

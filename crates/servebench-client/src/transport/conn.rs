@@ -101,6 +101,17 @@ pub(crate) struct Conn {
     pub(crate) uses: u32,
     /// When it was last returned to the pool.
     pub(crate) idle_since: Instant,
+    /// How long opening it took; taken by the request that opened it (docs/metrics.md, "HTTP
+    /// phases").
+    pub(crate) setup: Option<ConnSetup>,
+}
+
+/// How long opening a connection took, µs per phase (`None`: the phase did not happen).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ConnSetup {
+    pub dns_us: Option<u32>,
+    pub connect_us: Option<u32>,
+    pub tls_us: Option<u32>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -156,6 +167,7 @@ impl Conn {
             wbuf: Vec::new(),
             uses: 0,
             idle_since: now,
+            setup: None,
         }
     }
 
@@ -280,15 +292,18 @@ impl Conn {
         })
     }
 
-    /// Reads the response head (interim 1xx responses are skipped).
+    /// Reads the response head (interim 1xx responses are skipped), with when its first byte
+    /// (of an interim response too) was read.
     pub(crate) async fn read_head(
         &mut self,
         head_request: bool,
         deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
-    ) -> Result<(super::h1::ResponseHead, Incoming), ReadHeadError> {
+    ) -> Result<(super::h1::ResponseHead, Incoming, Instant), ReadHeadError> {
         // Whether any byte of the response arrived: a request on a reused connection that got
         // none was never processed (the server had closed it) and may be sent again.
         let mut answered = false;
+        // When the read that brought the first byte returned.
+        let mut first_byte = None;
         let r = with_deadline(deadline, |cx| loop {
             match super::h1::parse_head(&self.buf[self.start..self.end], head_request) {
                 Ok(HeadParse::Complete { head, len }) => {
@@ -307,7 +322,10 @@ impl Conn {
                     let e = if answered { ReadHeadError::Cut } else { ReadHeadError::Unanswered };
                     return Poll::Ready(Err(e));
                 }
-                Poll::Ready(Ok(_)) => answered = true,
+                Poll::Ready(Ok(_)) => {
+                    answered = true;
+                    first_byte.get_or_insert(self.last_read);
+                }
                 Poll::Ready(Err(source)) => return Poll::Ready(Err(ReadHeadError::Io { source, answered })),
                 Poll::Pending => return Poll::Pending,
             }
@@ -319,7 +337,7 @@ impl Conn {
                     self.done = true;
                 }
                 let incoming = Incoming { decoder: head.body };
-                Ok((*head, incoming))
+                Ok((*head, incoming, first_byte.unwrap_or(self.last_read)))
             }
             Ok(Err(e)) => {
                 self.done = true;

@@ -48,7 +48,7 @@ use proxy::ProxyRoute;
 pub use proxy::{ProxyEnv, ProxyOptions, ProxyVarNames};
 pub use tls::{TlsOptions, TrustEnv, TrustSource, FIX_CLIENT_CERT};
 
-pub(crate) use conn::{Conn, Incoming};
+pub(crate) use conn::{Conn, ConnSetup, Incoming};
 use error::{ConnectError, ReadHeadError, RequestBuildError, WriteFail};
 pub(crate) use error::{SendFailKind, SendFailure};
 
@@ -198,10 +198,26 @@ pub(crate) struct Sent {
     /// When the write of the request that was answered started.
     pub dispatched: Instant,
     pub headers_at: Instant,
+    /// The connection and the times of the answered send (docs/metrics.md, "HTTP phases").
+    pub phases: SentPhases,
     pub reconnects: u32,
     /// The request was first written on a reused connection that closed before one byte of a
     /// response arrived, then sent once more on a fresh connection.
     pub resent: bool,
+}
+
+/// What the answered send of a request measured besides its dispatch and head: whether its
+/// connection came from the pool, how long opening it took, and two instants.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentPhases {
+    /// Taken from the pool (opened earlier) rather than opened by this request.
+    pub reused: bool,
+    /// The set-up of the connection this request opened (`None` when reused).
+    pub setup: Option<ConnSetup>,
+    /// When the write of the last request byte returned (handed to the kernel).
+    pub written: Instant,
+    /// When the read that brought the first response byte returned.
+    pub first_byte: Instant,
 }
 
 impl HttpClient {
@@ -479,7 +495,11 @@ impl HttpClient {
     }
 
     async fn connect_inner(&self) -> std::result::Result<Conn, ConnectError> {
+        // Name resolution happens once per client; a connect that waited for it times it.
+        let resolving = self.inner.addrs.get().is_none() && !self.connects_to_ip();
+        let start = Instant::now();
         let addrs = self.addrs().await.map_err(|e| self.proxy_unreachable(e))?;
+        let resolved = Instant::now();
         let mut last = None;
         let mut tcp = None;
         for &addr in addrs {
@@ -499,6 +519,7 @@ impl HttpClient {
         };
         let _ = tcp.set_nodelay(true);
         self.open_tunnel(&mut tcp).await?;
+        let connected = Instant::now();
         let stream = match &self.inner.tls {
             Some(tls) => tls::connect(tls, &self.inner.origin.host, tcp, &self.inner.failures)
                 .await
@@ -506,10 +527,26 @@ impl HttpClient {
                 .map_err(|source| ConnectError::Tls { origin: self.origin().to_owned(), source })?,
             None => conn::Stream::Plain(tcp),
         };
+        let ready = Instant::now();
         self.inner.failures.clear();
-        let c = Conn::new(stream);
+        let mut c = Conn::new(stream);
+        let us = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
+        c.setup = Some(ConnSetup {
+            dns_us: resolving.then(|| us(resolved - start)),
+            connect_us: Some(us(connected - resolved)),
+            tls_us: self.inner.tls.is_some().then(|| us(ready - connected)),
+        });
         self.inner.counters.opened.fetch_add(1, Ordering::Relaxed);
         Ok(c)
+    }
+
+    /// Whether connections go to an IP address (the proxy's or the origin's): no name to resolve.
+    fn connects_to_ip(&self) -> bool {
+        let host = match &self.inner.proxy {
+            Some(p) => p.host.as_str(),
+            None => self.inner.origin.host.as_str(),
+        };
+        host.parse::<IpAddr>().is_ok()
     }
 
     /// Takes the most recently used healthy idle connection. Stale ones are dropped and
@@ -639,6 +676,7 @@ impl HttpClient {
                     }
                 }
             };
+            let setup = conn.setup.take().filter(|_| !reused);
             let t0 = Instant::now();
             dispatched = Some(t0);
             // A pooled connection the server had closed (after its last response, or idle): the
@@ -646,8 +684,8 @@ impl HttpClient {
             // fresh connection.
             let retry_unanswered = reused && !resent;
             let after_response = conn.uses > 0;
-            match conn.write_request(req, deadline.as_deref_mut()).await {
-                Ok(()) => {}
+            let written = match conn.write_request(req, deadline.as_deref_mut()).await {
+                Ok(()) => Instant::now(),
                 Err(WriteFail::Unsent(_)) if reused => {
                     // Closed before anything was written: safe to send elsewhere.
                     reconnects += 1;
@@ -676,11 +714,12 @@ impl HttpClient {
                         reconnects,
                     ));
                 }
-            }
+            };
             let head_request = req.method() == Method::HEAD;
             match conn.read_head(head_request, deadline.as_deref_mut()).await {
-                Ok((head, incoming)) => {
+                Ok((head, incoming, first_byte)) => {
                     let headers_at = conn.last_read_at();
+                    let phases = SentPhases { reused, setup, written, first_byte };
                     if reused {
                         self.inner.counters.reused.fetch_add(1, Ordering::Relaxed);
                         if conn.uses > 0 {
@@ -690,7 +729,15 @@ impl HttpClient {
                     let mut response = Response::new(incoming);
                     *response.status_mut() = head.status;
                     *response.headers_mut() = head.headers;
-                    return Ok(Sent { response, conn, dispatched: t0, headers_at, reconnects, resent });
+                    return Ok(Sent {
+                        response,
+                        conn,
+                        dispatched: t0,
+                        headers_at,
+                        phases,
+                        reconnects,
+                        resent,
+                    });
                 }
                 Err(ReadHeadError::Deadline) => {
                     return Err(fail(

@@ -10,6 +10,7 @@ mod chat_multimodal_body;
 mod messages_body;
 mod native_dialects;
 mod network;
+mod phases;
 mod pooling_scripted;
 mod regression;
 mod scripted;

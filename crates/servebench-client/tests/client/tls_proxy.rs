@@ -221,6 +221,49 @@ async fn https_through_a_connect_tunnel_with_proxy_credentials() {
     assert_eq!(proxy.seen().len(), 1, "NO_PROXY hosts never reach the proxy");
 }
 
+/// A generation request through a CONNECT tunnel to an HTTPS server opens its connection:
+/// its phases have the connect (to the proxy, tunnel included) and the TLS handshake with the
+/// server, no DNS (the proxy is an IP address); the next request reuses the tunnel.
+#[tokio::test]
+async fn phases_through_a_connect_tunnel_have_connect_and_tls_then_reuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = https_sim(SimTls::generate(None).unwrap()).await;
+    let ca = write(dir.path(), "ca.pem", sim.tls_ca_pem().unwrap());
+    let proxy = TestProxy::start(None).await;
+    let url = format!("http://{}", proxy.addr);
+    let c = client(sim.base_url(), cacert(ca), proxy_env(&[("HTTPS_PROXY", &url)]));
+    let tcfg = TargetConfig {
+        backend: BackendKind::Completions,
+        model: "sim-model".into(),
+        ..TargetConfig::default()
+    };
+    let target = RequestTarget::new(&c, &tcfg).unwrap();
+    let spec = RequestSpec {
+        index: 0,
+        prompt: Prompt::Text(Arc::from("hello through the tunnel")),
+        prompt_tokens: 0,
+        expected_output_tokens: 4,
+        multimodal: None,
+        rerank: None,
+        messages: None,
+        audio: None,
+        overrides: None,
+    };
+    let clock = RunClock::start();
+    let mut phases = Vec::new();
+    for i in 0..2 {
+        let rec = RequestRecord::scheduled(i, format!("t-{i}"), 0, 0, 4);
+        let rec = execute(&c, &target, &spec, rec, &clock, &ExecOptions::default()).await;
+        assert_eq!(rec.outcome, Outcome::Completed, "{:?}", rec.error);
+        phases.push(rec.phases.unwrap());
+    }
+    let (first, second) = (phases[0], phases[1]);
+    assert!(!first.reused && first.connect_us.is_some() && first.tls_us.is_some(), "{first:?}");
+    assert_eq!(first.dns_us, None, "{first:?}");
+    assert!(second.reused && second.connect_us.is_none() && second.tls_us.is_none(), "{second:?}");
+    assert_eq!(proxy.seen().iter().filter(|s| s.request_line.starts_with("CONNECT ")).count(), 1);
+}
+
 #[tokio::test]
 async fn http_through_a_proxy_uses_absolute_form_requests() {
     let sim = http_sim().await;

@@ -318,6 +318,7 @@ pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
         reconnects,
         resent,
         generated_text,
+        phases,
     } = r;
     let shift = |t: Option<u64>| t.map(|v| v + offset);
     RequestRecord {
@@ -364,6 +365,8 @@ pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
         reconnects,
         resent,
         generated_text,
+        // Durations and offsets from `dispatched_us`, not times.
+        phases,
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod agentic;
 mod client_controls;
 pub mod groups;
+pub mod http_phases;
 mod peaks;
 pub mod prefix_cache;
 mod request;

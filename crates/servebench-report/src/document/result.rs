@@ -39,6 +39,9 @@ pub struct ResultDocument {
     /// `shards` of a merged result (`servebench merge`).
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub shards: Option<Vec<Object<super::ShardEntry>>>,
+    /// `validity` (docs/metrics.md, "Run validity").
+    #[serde(default, deserialize_with = "object", skip_serializing_if = "Option::is_none")]
+    pub validity: Option<servebench_core::validity::Validity>,
     /// `merge_warnings` of a merged result.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub merge_warnings: Option<Vec<Lenient<String>>>,

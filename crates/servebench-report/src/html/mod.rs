@@ -12,6 +12,7 @@ mod experiment_error;
 mod extra_charts;
 mod multi_run;
 mod page;
+mod phase_chart;
 mod search;
 mod server_charts;
 mod session_trees;
@@ -21,6 +22,7 @@ mod timeline;
 
 use servebench_core::metrics::{compute, MetricName, MetricsConfig, RunMetrics, Slo};
 use servebench_core::record::RequestRecord;
+use servebench_core::validity::Validity;
 
 use crate::document::{ClientHealthDoc, ResultDocument};
 use crate::env::Environment;
@@ -54,6 +56,8 @@ pub struct ReportHeader {
     pub warnings: Vec<String>,
     /// Notes on what the report could be built from (a result without records, …).
     pub notes: Vec<String>,
+    /// The run's validity verdict (docs/metrics.md, "Run validity"), when known.
+    pub validity: Option<Validity>,
 }
 
 impl ReportHeader {
@@ -95,7 +99,14 @@ impl ReportHeader {
                 client_health.push((k.to_string(), v));
             }
         }
-        ReportHeader { config, environment, client_health, warnings: h.warnings(), notes: Vec::new() }
+        ReportHeader {
+            config,
+            environment,
+            client_health,
+            warnings: h.warnings(),
+            notes: Vec::new(),
+            validity: None,
+        }
     }
 
     /// The header of a run from its result document: its vLLM configuration keys as written
@@ -112,6 +123,7 @@ impl ReportHeader {
                 .chain(doc.early_stop.as_ref().map(|e| e.console_line()))
                 .collect(),
             notes: Vec::new(),
+            validity: doc.validity.clone(),
         }
     }
 }
@@ -222,6 +234,9 @@ pub fn html_report(runs: &[ReportRun]) -> String {
     let turns = extra_charts::turn_charts(&labeled);
     if !turns.is_empty() {
         groups.push(("Multi-turn", turns));
+    }
+    if let Some(c) = phase_chart::phase_chart(runs) {
+        groups.push(("HTTP phases", vec![c]));
     }
     let server = server_charts::server_charts(&labeled, &scraped, span_s);
     if !server.is_empty() {

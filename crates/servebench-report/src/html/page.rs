@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use servebench_core::metrics::RunMetrics;
 use servebench_core::stats::Summary;
+use servebench_core::validity::Validity;
 
 use super::svg::{esc, render as render_chart, run_color, Chart};
 use super::{RecordSource, ReportRun};
@@ -167,6 +168,9 @@ fn run_card(o: &mut String, i: usize, r: &ReportRun, warnings: &[String]) {
     for note in &r.header.notes {
         let _ = write!(o, "<p class=\"note\">{}</p>", esc(note));
     }
+    if let Some(v) = &r.header.validity {
+        validity_line(o, v);
+    }
     if warnings.is_empty() {
         o.push_str("<p class=\"ok\">No client-health warnings.</p>");
     } else {
@@ -177,6 +181,31 @@ fn run_card(o: &mut String, i: usize, r: &ReportRun, warnings: &[String]) {
         o.push_str("</ul>");
     }
     o.push_str("</section>\n");
+}
+
+/// The run's validity verdict (docs/metrics.md, "Run validity"): its level as a class, the
+/// console's line as text, and every rule checked in a list under it.
+fn validity_line(o: &mut String, v: &Validity) {
+    let _ = write!(
+        o,
+        "<details class=\"validity {}\" id=\"validity\"><summary>{}</summary><ul>",
+        v.verdict.as_str(),
+        esc(&v.console_line())
+    );
+    for r in &v.rules {
+        let _ = write!(
+            o,
+            "<li class=\"{}\">{}: {} — {}</li>",
+            r.level.as_str(),
+            esc(&r.id),
+            r.level.as_str(),
+            esc(&r.detail)
+        );
+    }
+    for n in &v.not_checked {
+        let _ = write!(o, "<li class=\"skipped\">not checked: {}</li>", esc(n));
+    }
+    o.push_str("</ul></details>");
 }
 
 /// The whole document.

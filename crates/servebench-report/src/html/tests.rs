@@ -102,6 +102,7 @@ pub(super) fn header(label: &str) -> ReportHeader {
         client_health: vec![("dispatch lateness p99".into(), "0.80 ms".into())],
         warnings: vec![],
         notes: vec![],
+        validity: None,
     }
 }
 

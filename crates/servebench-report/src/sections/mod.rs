@@ -9,6 +9,7 @@ pub mod additions;
 pub mod compare;
 pub mod experiment;
 pub mod groups;
+pub mod http_phases;
 pub mod output_split;
 pub mod pooling;
 pub mod probe;

@@ -5,8 +5,10 @@
 use super::assemble::RunResults;
 use super::steady::Steady;
 use crate::observe::server_side::ServerSideOutput;
+use servebench_core::metrics::http_phases::http_phases;
 use servebench_report::sections::additions::steady_state_caption;
 use servebench_report::sections::groups::{console_groups, result_keys};
+use servebench_report::sections::http_phases::http_phases_block;
 use servebench_report::sections::server::{self, ServerSection};
 use servebench_report::sections::steady_state::steady_state_block;
 use servebench_report::written::RunDocument;
@@ -29,6 +31,10 @@ impl RunResults {
         }
         if let Some(pc) = self.prefix_cache_report() {
             text.push_str(&pc.console_block());
+        }
+        // HTTP phases with the full detail only (`--verbose`); always in the result.
+        if let Some(p) = http_phases(&self.out.records).filter(|_| detail == Detail::Verbose) {
+            text.push_str(&http_phases_block(&p));
         }
         text
     }
@@ -59,6 +65,9 @@ impl RunResults {
         if let Some(pc) = self.prefix_cache_report() {
             groups.insert("prefix_cache".into(), serde_json::to_value(pc).unwrap_or_default());
         }
+        // `null` when no completed request has phase timing (docs/metrics.md, "HTTP phases").
+        groups.insert("http_phases".into(), serde_json::to_value(http_phases(records)).unwrap_or_default());
+        groups.insert("validity".into(), serde_json::to_value(self.validity()).unwrap_or_default());
         RunDocument {
             result,
             records_file,

@@ -18,6 +18,7 @@ pub mod paths;
 mod prefix_cache;
 pub mod save;
 pub mod steady;
+mod validity;
 
 pub use assemble::{assemble, Assembly, RunEnd, RunResults};
 pub use dry_run::dry_run_block;

@@ -159,6 +159,7 @@ pub fn write_run_reports(
     metrics: &RunMetrics,
     out: &RunOutput,
     server: Option<&ServerMetrics>,
+    validity: Option<servebench_core::validity::Validity>,
 ) -> anyhow::Result<()> {
     if let Some(p) = csv {
         write_text(p, &records_csv(&out.records))?;
@@ -168,6 +169,7 @@ pub fn write_run_reports(
         let mut header = ReportHeader::from_run_info(info, Some(gather_environment()));
         header.warnings.extend(out.warnings.iter().map(ToString::to_string));
         header.warnings.extend(out.early_stop.as_ref().map(|e| e.console_line()));
+        header.validity = validity;
         let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.model_id.clone());
         let mut run = ReportRun::new(label, header, out.records.clone(), metrics.config.goodput.clone());
         run.dispatch_lateness_us = Some(out.health.dispatch_lateness_us.clone());

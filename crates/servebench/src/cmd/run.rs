@@ -163,15 +163,18 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     }
     say_what_was_abandoned(&results, records_file.as_deref(), result_written.then_some(&*result_path));
     write_reports(args, &output, &result_path, &results)?;
-    match results.end(output.max_failure_rate)? {
-        RunEnd::Interrupted => {
-            let m = &results.metrics;
-            println!(
-                "Interrupted: results cover the {} requests sent before the interrupt; {} were never sent",
-                m.sent, m.never_sent
-            );
-            Ok(INTERRUPTED_EXIT_CODE)
-        }
+    let end = results.end(output.max_failure_rate);
+    if let Ok(RunEnd::Interrupted) = end {
+        let m = &results.metrics;
+        println!(
+            "Interrupted: results cover the {} requests sent before the interrupt; {} were never sent",
+            m.sent, m.never_sent
+        );
+    }
+    // The last line: can the figures be trusted (docs/metrics.md, "Run validity").
+    println!("{}", results.validity().console_line());
+    match end? {
+        RunEnd::Interrupted => Ok(INTERRUPTED_EXIT_CODE),
         RunEnd::Finished => Ok(0),
     }
 }
@@ -280,5 +283,6 @@ fn write_reports(
         &results.metrics,
         out,
         results.server_side.server.as_ref(),
+        Some(results.validity()),
     )
 }
