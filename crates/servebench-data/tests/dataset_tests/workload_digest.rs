@@ -11,8 +11,8 @@ use servebench_data::dataset::prefix_repetition::{generate_prefix_repetition, Pr
 use servebench_data::dataset::random_mm::{generate_random_mm, parse_bucket_config, RandomMmConfig};
 use servebench_data::dataset::sonnet::{generate_sonnet, SonnetConfig};
 use servebench_data::dataset::Sampling;
-use servebench_data::random::{generate_random, RandomDatasetConfig, TextMethod};
-use servebench_data::trace::{build_trace_workload, TraceConfig, TraceLabels};
+use servebench_data::random::{generate_random, prepare_random, RandomDatasetConfig, TextMethod};
+use servebench_data::trace::{build_trace_workload, prepare_trace, TraceConfig, TraceLabels};
 use servebench_data::{load_tokenizer, HfTokenizer};
 use std::sync::Arc;
 
@@ -107,6 +107,42 @@ const TRACE: &str = "37:7ca9830da807ac4d";
 const SONNET: &str = "20:dcd73dca3bc3f15d";
 const PREFIX_REPETITION: &str = "28:8f81b80554034181";
 const RANDOM_MM: &str = "6:c84f66b127de02fe";
+
+/// Built one request at a time, in a scrambled order, then put back in order: lazy requests
+/// depend on their position only.
+fn lazy_digest(requests: &servebench_core::Requests, offsets_us: &[u64]) -> String {
+    let n = requests.len();
+    let mut built: Vec<(usize, RequestSpec)> =
+        (0..n).rev().map(|p| (p, RequestSpec::clone(&requests.spec(p).unwrap()))).collect();
+    built.sort_by_key(|(p, _)| *p);
+    for (p, spec) in &built {
+        let m = requests.meta(*p).unwrap();
+        assert_eq!(
+            (m.index, m.prompt_tokens, m.expected_output_tokens),
+            (spec.index, spec.prompt_tokens, spec.expected_output_tokens)
+        );
+    }
+    digest(built.into_iter().map(|(_, s)| s), offsets_us)
+}
+
+#[test]
+fn lazy_random_requests_match_the_pinned_digests() {
+    for (name, cfg, tok, want) in random_cases() {
+        let prepared = prepare_random(&cfg, tok.as_ref()).unwrap();
+        assert_eq!(prepared.requests.is_lazy(), cfg.method != TextMethod::General, "{name}");
+        assert_eq!(lazy_digest(&prepared.requests, &[]), want, "{name}");
+    }
+}
+
+#[test]
+fn lazy_trace_requests_match_the_pinned_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = trace_cfg(trace_file(dir.path()));
+    let t = prepare_trace(&cfg, smollm2().as_ref()).unwrap();
+    assert_eq!(t.filtered_out, 3);
+    let requests = servebench_core::Requests::lazy(t.source.clone());
+    assert_eq!(lazy_digest(&requests, &t.offsets_us), TRACE);
+}
 
 #[test]
 fn random_workload_digests_are_pinned() {
