@@ -15,6 +15,10 @@ use crate::workload::{RequestSpec, Workload};
 pub trait RequestSource: Send + Sync + std::fmt::Debug {
     /// Number of requests.
     fn len(&self) -> usize;
+    /// No request at all.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// `(prompt_tokens, expected_output_tokens)` of request `i`, without building its prompt.
     fn lengths(&self, i: usize) -> (u32, u32);
     /// Request `i` in full, its `index` equal to `i`.

@@ -514,7 +514,8 @@ struct RequestExecutor {
 impl RequestExecutor {
     fn run(&self, mut r: Release) -> impl std::future::Future<Output = RequestRecord> + Send + 'static {
         let pos = self.records.position(r.index);
-        let spec = self.prompts.take(pos);
+        // By release: a closed loop's release k sends prompt k mod W.
+        let spec = self.prompts.take(r.index);
         let mut record = self.records.make(&r);
         // LoRA: the adapter's target (its name as `model`); else the base model's. `record`
         // and `spec` carry the prompt's index (a closed loop's record adds the cycles).
