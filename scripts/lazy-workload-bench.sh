@@ -11,7 +11,8 @@
 #
 # Usage: scripts/lazy-workload-bench.sh BIN [BIN2]
 # Env:   REPEATS (default 3), OUT (default /tmp/lazy-bench), PORT (default 18491),
-#        CASES (default "dry10k dry100k sim trace")
+#        CASES (default "dry10k dry100k sim trace"), TRACE_PROMPTS (rows replayed, default all
+#        1,000,000; the eager code before issue 27 needs about 33 GB for all of them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 (( $# >= 1 )) || { echo "usage: $0 BIN [BIN2]" >&2; exit 2; }
@@ -83,7 +84,7 @@ for bin in "${BINS[@]}"; do
         trace)
           f=$(trace_file)
           echo "trace-dry #$r rss_mib wall_s: $(measure "$bin" --dry-run --model m --tokenizer "$TOK" --backend openai \
-                  --dataset-name timed_trace --dataset-path "$f" --timed-trace-chunk-hash-size 512 --num-prompts 1000000)" ;;
+                  --dataset-name timed_trace --dataset-path "$f" --timed-trace-chunk-hash-size 512 --num-prompts "${TRACE_PROMPTS:-1000000}")" ;;
       esac
     done
   done
