@@ -13,6 +13,7 @@ pub mod prom;
 pub mod record;
 #[cfg(any(test, feature = "test-util"))]
 pub mod record_builder;
+pub mod requests;
 pub mod schedule;
 pub mod secret;
 pub mod shard;
@@ -28,5 +29,6 @@ pub use record::{
     CancelReason, ErrorKind, FailureCause, HttpPhases, Outcome, RequestError, RequestRecord, TokenEvents,
     TokenSource, UnreachableReason,
 };
+pub use requests::{LazyRequests, RequestSource, Requests, SpecMeta, SpecRef};
 pub use tokenizer::{ChatRender, ChatTemplate, TextTokenizer};
 pub use workload::{AudioClip, BodyOverrides, ChatMessages, Prompt, RequestSpec, RerankPayload, Workload};

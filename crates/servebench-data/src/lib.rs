@@ -10,7 +10,7 @@ pub mod tokenizer;
 pub mod trace;
 
 pub use random::{
-    adjust_to_length, generate_random, generate_random_detailed, GenerationPath, RandomDatasetConfig,
-    RandomOutcome, TextMethod,
+    adjust_to_length, generate_random, generate_random_detailed, prepare_random, GenerationPath,
+    RandomDatasetConfig, RandomOutcome, RandomPrepared, RandomSource, TextMethod,
 };
 pub use tokenizer::{load_tokenizer, load_tokenizer_with, HfTokenizer, HubEnv, TiktokenTokenizer};

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde_json::Value;
-use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer, Workload};
+use servebench_core::{BenchError, Prompt, RequestSource, RequestSpec, Result, TextTokenizer, Workload};
 
 /// Names of the trace fields (`--timed-trace-label-*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,55 +98,66 @@ pub fn parse_trace(text: &str, labels: &TraceLabels) -> Result<Vec<TraceRow>> {
     let mut rows = Vec::new();
     let mut last_ts = f64::NEG_INFINITY;
     for (i, line) in text.lines().enumerate() {
-        let line_no = i + 1;
-        if line.trim().is_empty() {
-            continue;
+        if let Some(row) = parse_line(line, i + 1, labels, &mut last_ts)? {
+            rows.push(row);
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            dataset_err(format!("trace line {line_no} is not JSON ({e}); fix: one JSON object per line"))
-        })?;
-        let ts = v.get(&labels.timestamp).and_then(Value::as_f64).ok_or_else(|| {
-            dataset_err(format!(
-                "trace line {line_no}: no numeric '{}' (ms); fix: remap with --timed-trace-label-timestamp",
-                labels.timestamp
-            ))
-        })?;
-        if !ts.is_finite() || ts < last_ts {
-            return Err(dataset_err(format!(
-                "trace line {line_no}: timestamp {ts} is before the previous one; fix: sort the trace by timestamp"
-            )));
-        }
-        last_ts = ts;
-        let input = field_u64(&v, &labels.input_length, line_no)?;
-        let output = field_u64(&v, &labels.output_length, line_no)?;
-        let hash_ids = match v.get(&labels.hash_ids) {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|h| {
-                    h.as_u64().ok_or_else(|| {
-                        dataset_err(format!(
-                            "trace line {line_no}: hash id {h} is not a non-negative integer; fix: check the file"
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<u64>>>()?,
-            Some(_) => {
-                return Err(dataset_err(format!(
-                    "trace line {line_no}: '{}' is not an array; fix: remap with --timed-trace-label-hash-ids",
-                    labels.hash_ids
-                )))
-            }
-        };
-        let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
-        rows.push(TraceRow {
-            timestamp_ms: ts,
-            input_length: clamp(input),
-            output_length: clamp(output),
-            hash_ids,
-        });
     }
     Ok(rows)
+}
+
+/// One line of a trace (`None` for an empty line); `last_ts` is the previous row's timestamp.
+fn parse_line(
+    line: &str,
+    line_no: usize,
+    labels: &TraceLabels,
+    last_ts: &mut f64,
+) -> Result<Option<TraceRow>> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let v: Value = serde_json::from_str(line).map_err(|e| {
+        dataset_err(format!("trace line {line_no} is not JSON ({e}); fix: one JSON object per line"))
+    })?;
+    let ts = v.get(&labels.timestamp).and_then(Value::as_f64).ok_or_else(|| {
+        dataset_err(format!(
+            "trace line {line_no}: no numeric '{}' (ms); fix: remap with --timed-trace-label-timestamp",
+            labels.timestamp
+        ))
+    })?;
+    if !ts.is_finite() || ts < *last_ts {
+        return Err(dataset_err(format!(
+            "trace line {line_no}: timestamp {ts} is before the previous one; fix: sort the trace by timestamp"
+        )));
+    }
+    *last_ts = ts;
+    let input = field_u64(&v, &labels.input_length, line_no)?;
+    let output = field_u64(&v, &labels.output_length, line_no)?;
+    let hash_ids = match v.get(&labels.hash_ids) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|h| {
+                h.as_u64().ok_or_else(|| {
+                    dataset_err(format!(
+                        "trace line {line_no}: hash id {h} is not a non-negative integer; fix: check the file"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<u64>>>()?,
+        Some(_) => {
+            return Err(dataset_err(format!(
+                "trace line {line_no}: '{}' is not an array; fix: remap with --timed-trace-label-hash-ids",
+                labels.hash_ids
+            )))
+        }
+    };
+    let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+    Ok(Some(TraceRow {
+        timestamp_ms: ts,
+        input_length: clamp(input),
+        output_length: clamp(output),
+        hash_ids,
+    }))
 }
 
 /// Arrival offsets of `rows` (pure): `(timestamp − first) × multiplier`, in µs.
@@ -210,9 +221,19 @@ impl BlockTokens {
 
     /// The prompt of row `row_index`: its hash blocks, cut or filled to `input_length`.
     pub fn prompt(&self, row: &TraceRow, row_index: u64) -> Vec<u32> {
-        let n = row.input_length as usize;
+        self.prompt_of(row.input_length, row.hash_ids.iter().copied(), row_index)
+    }
+
+    /// [`BlockTokens::prompt`] from a row's input length and hash ids.
+    pub fn prompt_of(
+        &self,
+        input_length: u32,
+        hash_ids: impl Iterator<Item = u64>,
+        row_index: u64,
+    ) -> Vec<u32> {
+        let n = input_length as usize;
         let mut ids = Vec::with_capacity(n);
-        'blocks: for &h in &row.hash_ids {
+        'blocks: for h in hash_ids {
             for j in 0..u64::from(self.chunk_size) {
                 if ids.len() == n {
                     break 'blocks;
@@ -230,17 +251,55 @@ impl BlockTokens {
     }
 }
 
-/// Reads, filters and expands a trace into a workload with its arrival offsets.
+/// Reads, filters and expands a trace into a workload with its arrival offsets: every prompt
+/// held in memory ([`prepare_trace`] builds them on demand instead).
 pub fn build_trace_workload(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<TraceWorkload> {
-    let text = std::fs::read_to_string(&cfg.path).map_err(|e| BenchError::io(cfg.path.display(), e))?;
-    let mut rows = parse_trace(&text, &cfg.labels)?;
-    rows.truncate(cfg.num_prompts);
-    let before = rows.len();
-    if let Some(limit) = cfg.max_model_len {
-        rows.retain(|r| u64::from(r.input_length) + u64::from(r.output_length) <= u64::from(limit));
+    let prepared = prepare_trace(cfg, tok)?;
+    let src = &prepared.source;
+    let requests = (0..src.len()).into_par_iter().map(|i| src.build(i)).collect();
+    Ok(TraceWorkload {
+        workload: Workload { requests },
+        offsets_us: prepared.offsets_us,
+        filtered_out: prepared.filtered_out,
+    })
+}
+
+/// A trace read and filtered, its prompts not built: the requests come from `source`.
+#[derive(Debug)]
+pub struct PreparedTrace {
+    pub source: Arc<TraceSource>,
+    pub offsets_us: Vec<u64>,
+    /// Rows dropped by `max_model_len`.
+    pub filtered_out: usize,
+}
+
+/// Streams the trace file (one line in memory at a time; every line is checked, as before),
+/// keeping of the first `num_prompts` rows that fit `max_model_len` only what builds their
+/// prompts: lengths and hash ids ([`TraceSource`]), and the arrival offsets.
+pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<PreparedTrace> {
+    let file = std::fs::File::open(&cfg.path).map_err(|e| BenchError::io(cfg.path.display(), e))?;
+    let mut rows = TraceRows::default();
+    let mut offsets = OffsetsFrom::new(cfg.sec_multiplier);
+    let (mut seen, mut filtered_out) = (0usize, 0usize);
+    let mut last_ts = f64::NEG_INFINITY;
+    for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
+        let line = line.map_err(|e| BenchError::io(cfg.path.display(), e))?;
+        let Some(row) = parse_line(&line, i + 1, &cfg.labels, &mut last_ts)? else { continue };
+        seen += 1;
+        if seen > cfg.num_prompts {
+            continue;
+        }
+        let fits = cfg.max_model_len.is_none_or(|limit| {
+            u64::from(row.input_length) + u64::from(row.output_length) <= u64::from(limit)
+        });
+        if !fits {
+            filtered_out += 1;
+            continue;
+        }
+        offsets.push(row.timestamp_ms);
+        rows.push(&row);
     }
-    let filtered_out = before - rows.len();
-    if rows.is_empty() {
+    if rows.input.is_empty() {
         return Err(dataset_err(format!(
             "trace {} has no request to replay{}; fix: check the file",
             cfg.path.display(),
@@ -255,19 +314,141 @@ pub fn build_trace_workload(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Resul
         )));
     }
     let blocks = BlockTokens::new(allowed, cfg.chunk_size, cfg.seed);
-    let requests = rows
-        .par_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let ids = blocks.prompt(r, i as u64);
-            RequestSpec::new(i as u64, Prompt::TokenIds(ids.into()), r.input_length, r.output_length.max(1))
-        })
-        .collect();
-    Ok(TraceWorkload {
-        workload: Workload { requests },
-        offsets_us: trace_offsets_us(&rows, cfg.sec_multiplier),
+    rows.shrink();
+    Ok(PreparedTrace {
+        source: Arc::new(TraceSource { rows, blocks }),
+        offsets_us: offsets.out,
         filtered_out,
     })
+}
+
+/// [`trace_offsets_us`] one row at a time.
+struct OffsetsFrom {
+    multiplier: f64,
+    first: Option<f64>,
+    prev: u64,
+    out: Vec<u64>,
+}
+
+impl OffsetsFrom {
+    fn new(multiplier: f64) -> Self {
+        OffsetsFrom { multiplier, first: None, prev: 0, out: Vec::new() }
+    }
+
+    fn push(&mut self, timestamp_ms: f64) {
+        let first = *self.first.get_or_insert(timestamp_ms);
+        let us = (timestamp_ms - first) * self.multiplier * 1000.0;
+        let us = if us.is_finite() && us > 0.0 { us.round() as u64 } else { 0 };
+        self.prev = us.max(self.prev);
+        self.out.push(self.prev);
+    }
+}
+
+/// The kept rows, compact: lengths, and every row's hash ids in one array (`u32` while they
+/// fit, which Mooncake's do).
+#[derive(Debug, Default)]
+struct TraceRows {
+    input: Vec<u32>,
+    output: Vec<u32>,
+    /// Row `i`'s hash ids are `hashes[start[i]..start[i + 1]]`.
+    start: Vec<usize>,
+    hashes: HashIds,
+}
+
+#[derive(Debug)]
+enum HashIds {
+    Small(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl Default for HashIds {
+    fn default() -> Self {
+        HashIds::Small(Vec::new())
+    }
+}
+
+impl HashIds {
+    fn len(&self) -> usize {
+        match self {
+            HashIds::Small(v) => v.len(),
+            HashIds::Wide(v) => v.len(),
+        }
+    }
+
+    fn push(&mut self, h: u64) {
+        match self {
+            HashIds::Small(v) => match u32::try_from(h) {
+                Ok(x) => v.push(x),
+                Err(_) => {
+                    let mut wide: Vec<u64> = v.iter().map(|&x| u64::from(x)).collect();
+                    wide.push(h);
+                    *self = HashIds::Wide(wide);
+                }
+            },
+            HashIds::Wide(v) => v.push(h),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<u64> {
+        match self {
+            HashIds::Small(v) => v.get(i).map(|&x| u64::from(x)),
+            HashIds::Wide(v) => v.get(i).copied(),
+        }
+    }
+}
+
+impl TraceRows {
+    fn len(&self) -> usize {
+        self.input.len()
+    }
+
+    fn push(&mut self, row: &TraceRow) {
+        if self.start.is_empty() {
+            self.start.push(0);
+        }
+        self.input.push(row.input_length);
+        self.output.push(row.output_length);
+        row.hash_ids.iter().for_each(|&h| self.hashes.push(h));
+        self.start.push(self.hashes.len());
+    }
+
+    fn shrink(&mut self) {
+        self.input.shrink_to_fit();
+        self.output.shrink_to_fit();
+        self.start.shrink_to_fit();
+        match &mut self.hashes {
+            HashIds::Small(v) => v.shrink_to_fit(),
+            HashIds::Wide(v) => v.shrink_to_fit(),
+        }
+    }
+}
+
+/// The requests of a trace, built on demand: request `i` is kept row `i`'s prompt (token ids)
+/// with its lengths, as [`build_trace_workload`] builds it.
+#[derive(Debug)]
+pub struct TraceSource {
+    rows: TraceRows,
+    blocks: BlockTokens,
+}
+
+impl RequestSource for TraceSource {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn lengths(&self, i: usize) -> (u32, u32) {
+        let input = self.rows.input.get(i).copied().unwrap_or(0);
+        (input, self.rows.output.get(i).copied().unwrap_or(0).max(1))
+    }
+
+    fn build(&self, i: usize) -> RequestSpec {
+        let (input, output) = self.lengths(i);
+        let from = self.rows.start.get(i).copied().unwrap_or(0);
+        let to = self.rows.start.get(i + 1).copied().unwrap_or(from);
+        let hashes = (from..to).filter_map(|k| self.rows.hashes.get(k));
+        let ids = self.blocks.prompt_of(input, hashes, i as u64);
+        RequestSpec::new(i as u64, Prompt::TokenIds(ids.into()), input, output)
+    }
 }
 
 #[cfg(test)]

@@ -44,6 +44,18 @@ pub struct DatasetStats {
 }
 
 impl DatasetStats {
+    /// Statistics of requests without multimodal parts, from their prompt and output lengths
+    /// (lazy workloads: their lengths are known without building the prompts).
+    pub fn of_lengths(mut prompt: Vec<u32>, mut output: Vec<u32>) -> Self {
+        DatasetStats {
+            requests: prompt.len(),
+            prompt: LengthStats::of(&mut prompt),
+            output: LengthStats::of(&mut output),
+            multimodal_requests: 0,
+            multimodal_items: 0,
+        }
+    }
+
     pub fn of(w: &Workload) -> Self {
         let mut p: Vec<u32> = w.requests.iter().map(|r| r.prompt_tokens).collect();
         let mut o: Vec<u32> = w.requests.iter().map(|r| r.expected_output_tokens).collect();

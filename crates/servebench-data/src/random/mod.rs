@@ -32,6 +32,9 @@
 
 mod general;
 pub(crate) mod pool;
+mod source;
+
+pub use source::RandomSource;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,7 +42,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer, Workload};
+use servebench_core::{BenchError, Prompt, RequestSource, Requests, Result, TextTokenizer, Workload};
 
 use pool::{scan_vocab, WordPool};
 
@@ -182,7 +185,48 @@ pub fn generate_random(cfg: &RandomDatasetConfig, tok: &dyn TextTokenizer) -> Re
 
 /// Generates the random workload and reports the path taken. Text prompts encode (without
 /// special tokens) to exactly `prompt_tokens − num_special` tokens; see the module docs.
+/// Every request held in memory: [`prepare_random`] builds them on demand instead.
 pub fn generate_random_detailed(cfg: &RandomDatasetConfig, tok: &dyn TextTokenizer) -> Result<RandomOutcome> {
+    let prepared = prepare_random(cfg, tok)?;
+    let mut phases = prepared.phases;
+    let t = Instant::now();
+    let workload = match prepared.requests {
+        Requests::Lazy(_) => match &prepared.source {
+            Some(src) => collect(src),
+            None => prepared.requests.into_workload(),
+        },
+        held => held.into_workload(),
+    };
+    if prepared.source.is_some() {
+        phases.push(("generate", t.elapsed()));
+    }
+    Ok(RandomOutcome { workload, path: prepared.path, phases })
+}
+
+/// Every request of `src`, built in parallel (one reused text buffer per worker).
+fn collect(src: &RandomSource) -> Workload {
+    let requests =
+        (0..src.len()).into_par_iter().map_init(Vec::new, |buf, i| src.build_with(i, buf)).collect();
+    Workload { requests }
+}
+
+/// The random dataset ready to be sent: built on demand ([`Requests::Lazy`], from a
+/// [`RandomSource`]) on the token-id and stable-word paths, held on the general path (each
+/// prompt converges on its own and may fail, so all are built before the run).
+#[derive(Debug)]
+pub struct RandomPrepared {
+    pub requests: Requests,
+    /// The source of lazy requests (`None` on the general path).
+    pub source: Option<Arc<RandomSource>>,
+    pub path: GenerationPath,
+    /// As [`RandomOutcome::phases`] (no `generate`: nothing is generated in advance).
+    pub phases: Vec<(&'static str, Duration)>,
+}
+
+/// Prepares the random workload without building its prompts (except on the general path):
+/// the vocabulary scan, the word pool, the prefix, and the verification sample, whose prompts
+/// are built and re-encoded here exactly as the run will build them.
+pub fn prepare_random(cfg: &RandomDatasetConfig, tok: &dyn TextTokenizer) -> Result<RandomPrepared> {
     check_config(cfg)?;
     let mut phases = Vec::new();
     let mut t = Instant::now();
@@ -198,10 +242,19 @@ pub fn generate_random_detailed(cfg: &RandomDatasetConfig, tok: &dyn TextTokeniz
             source: None,
         });
     }
+    let lazy = |src: RandomSource, path: GenerationPath, phases| {
+        let src = Arc::new(src);
+        let requests = Requests::lazy(src.clone());
+        RandomPrepared { requests, source: Some(src), path, phases }
+    };
     if cfg.prompt_token_ids {
-        let workload = token_id_workload(cfg, &scan.allowed);
-        lap("generate", &mut phases);
-        return Ok(RandomOutcome { workload, path: GenerationPath::TokenIds, phases });
+        let prefix =
+            general::sample_ids(&scan.allowed, cfg.prefix_len, &mut stream_rng(cfg.seed, PREFIX_STREAM));
+        return Ok(lazy(
+            RandomSource::token_ids(cfg, scan.allowed, prefix),
+            GenerationPath::TokenIds,
+            phases,
+        ));
     }
     let num_special = tok.num_special_tokens() as usize;
     let reason = match cfg.method {
@@ -212,15 +265,17 @@ pub fn generate_random_detailed(cfg: &RandomDatasetConfig, tok: &dyn TextTokeniz
             match pool {
                 Err(why) => format!("no stable-word pool: {why}"),
                 Ok(pool) => {
-                    let (workload, prefix, prefix_ids) = stable_word_workload(cfg, &pool, num_special);
-                    lap("generate", &mut phases);
-                    let problem = verify_sample(tok, &workload, &prefix, &prefix_ids, num_special);
+                    let mut prefix = Vec::with_capacity(cfg.prefix_len * pool.mean_len());
+                    let mut prefix_ids = Vec::with_capacity(cfg.prefix_len);
+                    let mut prng = stream_rng(cfg.seed, PREFIX_STREAM);
+                    pool.push_random(&mut prefix, Some(&mut prefix_ids), cfg.prefix_len, &mut prng, true);
+                    let prefix_text = ascii_text(&prefix).into_owned();
+                    let size = pool.len();
+                    let src = RandomSource::words(cfg, pool, prefix, num_special);
+                    let problem = verify_sample(tok, &src, &prefix_text, &prefix_ids, num_special);
                     lap("verify", &mut phases);
                     match problem {
-                        None => {
-                            let path = GenerationPath::StableWords { pool: pool.len() };
-                            return Ok(RandomOutcome { workload, path, phases });
-                        }
+                        None => return Ok(lazy(src, GenerationPath::StableWords { pool: size }, phases)),
                         Some(why) => format!("verification failed: {why}"),
                     }
                 }
@@ -229,63 +284,12 @@ pub fn generate_random_detailed(cfg: &RandomDatasetConfig, tok: &dyn TextTokeniz
     };
     let workload = general_workload(cfg, tok, &scan.allowed, num_special)?;
     lap("general", &mut phases);
-    Ok(RandomOutcome { workload, path: GenerationPath::General { reason }, phases })
-}
-
-fn spec(index: usize, prompt: Prompt, prompt_tokens: usize, output: usize) -> RequestSpec {
-    RequestSpec {
-        index: index as u64,
-        prompt,
-        prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
-        expected_output_tokens: u32::try_from(output).unwrap_or(u32::MAX),
-        multimodal: None,
-        rerank: None,
-        messages: None,
-        audio: None,
-        overrides: None,
-    }
-}
-
-fn token_id_workload(cfg: &RandomDatasetConfig, allowed: &[u32]) -> Workload {
-    let prefix = general::sample_ids(allowed, cfg.prefix_len, &mut stream_rng(cfg.seed, PREFIX_STREAM));
-    let requests = (0..cfg.num_prompts)
-        .into_par_iter()
-        .map(|i| {
-            let (input, output, mut rng) = draw_lengths(cfg, i as u64);
-            let mut ids = Vec::with_capacity(prefix.len() + input);
-            ids.extend_from_slice(&prefix);
-            ids.extend(general::sample_ids(allowed, input, &mut rng));
-            let n = ids.len();
-            spec(i, Prompt::TokenIds(Arc::from(ids)), n, output)
-        })
-        .collect();
-    Workload { requests }
-}
-
-/// Fast path. Returns the workload, the prefix text and the prefix's token ids.
-fn stable_word_workload(
-    cfg: &RandomDatasetConfig,
-    pool: &WordPool,
-    num_special: usize,
-) -> (Workload, String, Vec<u32>) {
-    let mut prefix = Vec::with_capacity(cfg.prefix_len * pool.mean_len());
-    let mut prefix_ids = Vec::with_capacity(cfg.prefix_len);
-    let mut prng = stream_rng(cfg.seed, PREFIX_STREAM);
-    pool.push_random(&mut prefix, Some(&mut prefix_ids), cfg.prefix_len, &mut prng, true);
-    let requests = (0..cfg.num_prompts)
-        .into_par_iter()
-        // One reused buffer per worker: each prompt is then copied once, into its `Arc<str>`.
-        .map_init(Vec::new, |buf: &mut Vec<u8>, i| {
-            let (input, output, mut rng) = draw_lengths(cfg, i as u64);
-            let body = input.saturating_sub(num_special);
-            buf.clear();
-            buf.extend_from_slice(&prefix);
-            pool.push_random(buf, None, body, &mut rng, prefix.is_empty());
-            let total = cfg.prefix_len + body + num_special;
-            spec(i, Prompt::Text(Arc::from(ascii_text(buf))), total, output)
-        })
-        .collect();
-    (Workload { requests }, ascii_text(&prefix).into_owned(), prefix_ids)
+    Ok(RandomPrepared {
+        requests: workload.into(),
+        source: None,
+        path: GenerationPath::General { reason },
+        phases,
+    })
 }
 
 /// The words are ASCII; a lossy conversion keeps this panic-free regardless.
@@ -298,15 +302,15 @@ const VERIFY_PROMPTS: usize = 32;
 /// ...and no more once this many tokens have been checked (at least two prompts are).
 const VERIFY_TOKENS: usize = 1 << 16;
 
-/// Re-encodes the prefix and a spread sample of prompts. `Some(why)` on a mismatch.
+/// Builds and re-encodes the prefix and a spread sample of prompts. `Some(why)` on a mismatch.
 fn verify_sample(
     tok: &dyn TextTokenizer,
-    workload: &Workload,
+    src: &RandomSource,
     prefix_text: &str,
     prefix_ids: &[u32],
     num_special: usize,
 ) -> Option<String> {
-    let n = workload.len();
+    let n = src.len();
     let want = VERIFY_PROMPTS.min(n);
     let mut idx: Vec<usize> = (0..want).map(|k| k * n / want).collect();
     idx.dedup();
@@ -316,13 +320,13 @@ fn verify_sample(
         .enumerate()
         .take_while(|&(k, i)| {
             let keep = k < 2 || budget < VERIFY_TOKENS;
-            budget += workload.requests.get(i).map_or(0, |r| r.prompt_tokens as usize);
+            budget += src.lengths(i).0 as usize;
             keep
         })
         .map(|(_, i)| i)
         .collect();
     let problem = idx.par_iter().find_map_first(|&i| {
-        let r = workload.requests.get(i)?;
+        let r = src.build(i);
         let text = r.prompt.text()?;
         let want = (r.prompt_tokens as usize).saturating_sub(num_special);
         match tok.encode(text, false) {
@@ -358,7 +362,7 @@ fn general_workload(
             let body = input.saturating_sub(num_special);
             let text =
                 general::converge(tok, allowed, &prefix, &prefix_ids, cfg.prefix_len + body, &mut rng)?;
-            Ok(spec(i, Prompt::Text(Arc::from(text)), cfg.prefix_len + body + num_special, output))
+            Ok(source::spec(i, Prompt::Text(Arc::from(text)), cfg.prefix_len + body + num_special, output))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Workload { requests })

@@ -7,3 +7,4 @@ mod datasets;
 mod hf_env;
 mod hf_vllm_parsers;
 mod sharegpt_selection;
+mod workload_digest;

@@ -8,6 +8,7 @@ pub mod cancellation;
 pub mod dispatch;
 pub mod early_stop;
 pub mod lora;
+pub mod prefetch;
 pub mod probe_requests;
 pub mod session;
 pub mod shard;
@@ -22,10 +23,10 @@ use servebench_client::backend::TargetConfig;
 use servebench_client::request::RequestTarget;
 use servebench_client::transport::HttpClient;
 use servebench_core::schedule::ArrivalSchedule;
-use servebench_core::{BenchError, RequestRecord, Result, TextTokenizer, Workload};
+use servebench_core::{BenchError, RequestRecord, Requests, Result, TextTokenizer};
 use servebench_data::trace::TraceConfig;
 use session::Conversations;
-use stages::{closed_loop_bounds, cycle_workload, is_closed_loop, staged_schedule};
+use stages::{closed_loop_bounds, is_closed_loop, staged_schedule};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -93,7 +94,7 @@ pub async fn build_load(
     cfg: &RunConfig,
     tokenizer: Option<Arc<dyn TextTokenizer>>,
     server: &ServerTokenize,
-) -> Result<(Workload, LoadSource)> {
+) -> Result<(Requests, LoadSource)> {
     if let DatasetSpec::TimedTrace(t) = &cfg.dataset {
         let tok = tokenizer.ok_or_else(|| needs_tokenizer("trace replay"))?;
         let built = trace_workload(cfg, t, tok).await?;
@@ -112,13 +113,13 @@ pub async fn build_load(
         let t = tok.clone();
         let work = build_off_runtime("session-tree loading", move || agentic::build(&a, &random, t.as_ref()))
             .await?;
-        let workload = agentic::workload_of(&work);
+        let workload = agentic::workload_of(&work).into();
         return Ok((workload, LoadSource::Trees { work: Arc::new(work), tokenizer: tok }));
     }
     if let Some(mt) = cfg.load.multi_turn.clone() {
         let tok = tokenizer.ok_or_else(|| needs_tokenizer("--multi-turn"))?;
         let conversations = conversations(cfg, mt, tok.clone()).await?;
-        let workload = conversations.workload.clone();
+        let workload = conversations.workload.clone().into();
         let source = LoadSource::Conversations { conversations: Arc::new(conversations), tokenizer: tok };
         return Ok((workload, source));
     }
@@ -126,7 +127,7 @@ pub async fn build_load(
         Some(t) => prompt_workload(cfg, t).await?,
         None => match &cfg.dataset {
             DatasetSpec::Random(r) => {
-                crate::prepare::server_workload::build_server_workload(server, r).await?
+                crate::prepare::server_workload::build_server_workload(server, r).await?.into()
             }
             DatasetSpec::TimedTrace(_) => return Err(needs_tokenizer("trace replay")),
             DatasetSpec::Dataset(d) => {
@@ -141,31 +142,34 @@ pub async fn build_load(
     Ok((workload, LoadSource::Prompts))
 }
 
-/// The workload of a trace, and its arrival offsets when the trace is replayed at its own
+/// The requests of a trace (built on demand from its rows: the file is streamed once and its
+/// prompts are built when sent), and its arrival offsets when the trace is replayed at its own
 /// timing.
 async fn trace_workload(
     cfg: &RunConfig,
     trace: &TraceConfig,
     tokenizer: Arc<dyn TextTokenizer>,
-) -> Result<(Workload, Option<Arc<[u64]>>)> {
+) -> Result<(Requests, Option<Arc<[u64]>>)> {
     let mut t = trace.clone();
     t.max_model_len = cfg.max_model_len;
     let self_timed = t.self_timed;
     let built = build_off_runtime("trace loading", move || {
-        servebench_data::trace::build_trace_workload(&t, tokenizer.as_ref())
+        servebench_data::trace::prepare_trace(&t, tokenizer.as_ref())
     })
     .await?;
-    Ok((built.workload, self_timed.then(|| built.offsets_us.into())))
+    Ok((Requests::lazy(built.source), self_timed.then(|| built.offsets_us.into())))
 }
 
-/// The prompts of the dataset, built with the client tokenizer off the runtime.
-pub async fn prompt_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> Result<Workload> {
+/// The prompts of the dataset, with the client tokenizer off the runtime: the random dataset
+/// and traces build each prompt when it is needed (docs/workloads.md, "Lazy generation"), the
+/// other datasets all of them now.
+pub async fn prompt_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>) -> Result<Requests> {
     match &cfg.dataset {
         DatasetSpec::TimedTrace(t) => Ok(trace_workload(cfg, t, tokenizer).await?.0),
         DatasetSpec::Random(r) => {
             let r = r.clone();
             build_off_runtime("workload generation", move || {
-                servebench_data::random::generate_random(&r, tokenizer.as_ref())
+                servebench_data::random::prepare_random(&r, tokenizer.as_ref()).map(|p| p.requests)
             })
             .await
         }
@@ -173,7 +177,7 @@ pub async fn prompt_workload(cfg: &RunConfig, tokenizer: Arc<dyn TextTokenizer>)
             let d = d.clone();
             build_off_runtime("workload generation", move || {
                 let env = servebench_data::HubEnv::from_env();
-                servebench_data::dataset::build_dataset(&d, tokenizer.as_ref(), &env)
+                servebench_data::dataset::build_dataset(&d, tokenizer.as_ref(), &env).map(Requests::from)
             })
             .await
         }
@@ -267,7 +271,7 @@ impl LoadShape {
 #[derive(Debug, Clone)]
 pub struct MeasuredPlan {
     /// The requests of the phase (cycled through the prompts with `--stages`/`--duration`).
-    pub workload: Workload,
+    pub workload: Requests,
     pub shape: LoadShape,
     /// LoRA adapter of each request (single-shot) or conversation (multi-turn).
     pub lora: Option<Arc<[u32]>>,
@@ -303,7 +307,7 @@ fn us(d: Duration) -> u64 {
 }
 
 /// Builds the measured phase's plan (pure given its inputs).
-pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Result<MeasuredPlan> {
+pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Requests) -> Result<MeasuredPlan> {
     let load = &cfg.load;
     if let LoadSource::Trees { .. } = &plan.source {
         let lora_names: Arc<[Arc<str>]> = Arc::from(Vec::new());
@@ -353,7 +357,7 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
         let s = staged_schedule(&stages, cfg.rate.burstiness, cfg.seed);
         let last = s.bounds_us.last().map_or(0, |b| b.1);
         end_us = Some(duration_us.map_or(last, |d| d.min(last)));
-        workload = cycle_workload(&workload, s.offsets_us.len());
+        workload = workload.cycle(s.offsets_us.len());
         offsets_us = s.offsets_us;
         stage = Some(s.stage.into());
     } else {
@@ -364,7 +368,7 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Workload) -> Re
         let keep = offsets_us.iter().take_while(|&&o| o < end).count();
         offsets_us.truncate(keep);
         if conversations.is_none() {
-            workload.requests.truncate(keep);
+            workload = workload.first(keep);
             if let Some(s) = stage.as_ref() {
                 stage = Some(s[..keep.min(s.len())].into());
             }

@@ -15,7 +15,7 @@ use servebench_core::early_stop::EarlyStopReport;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardSummary, FORMAT_VERSION};
 use servebench_core::stats::percentile;
-use servebench_core::{BenchError, Result, RunClock, Workload};
+use servebench_core::{BenchError, Requests, Result, RunClock};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::Path;
@@ -30,8 +30,10 @@ pub struct ShardRun {
 
 /// sha256 (hex) of everything that decides what the run sends and when: servebench's version,
 /// the seed, the rate configuration, every arrival offset and every request of the whole
-/// workload (its `Debug` form, so fields added to `RequestSpec` are covered).
-pub fn workload_fingerprint(workload: &Workload, rate: &RateConfig, seed: u64, offsets_us: &[u64]) -> String {
+/// workload (its `Debug` form, so fields added to `RequestSpec` are covered). Lazy requests are
+/// built one at a time for it (so every shard builds the whole workload once, without holding
+/// it).
+pub fn workload_fingerprint(workload: &Requests, rate: &RateConfig, seed: u64, offsets_us: &[u64]) -> String {
     struct HashWriter(Sha256);
     impl std::fmt::Write for HashWriter {
         fn write_str(&mut self, s: &str) -> std::fmt::Result {
@@ -51,8 +53,8 @@ pub fn workload_fingerprint(workload: &Workload, rate: &RateConfig, seed: u64, o
     for o in offsets_us {
         h.0.update(o.to_le_bytes());
     }
-    for r in &workload.requests {
-        let _ = std::fmt::Write::write_fmt(&mut h, format_args!("{r:?}\n"));
+    for r in workload.specs() {
+        let _ = std::fmt::Write::write_fmt(&mut h, format_args!("{:?}\n", &*r));
     }
     hex::encode(h.0.finalize())
 }
@@ -63,21 +65,15 @@ pub fn take_share(
     cfg: &RunConfig,
     model_id: &str,
     tokenizer_id: &str,
-    workload: Workload,
+    workload: Requests,
     schedule: ArrivalSchedule,
-) -> (Workload, ArrivalSchedule, Option<ShardRun>) {
+) -> (Requests, ArrivalSchedule, Option<ShardRun>) {
     let Some(shard) = &cfg.shard else { return (workload, schedule, None) };
     let fingerprint = workload_fingerprint(&workload, &cfg.rate, cfg.seed, &schedule.offsets_us);
     let total = workload.len();
     let positions = shard.spec.positions(total);
     let offsets_us = positions.iter().filter_map(|&p| schedule.offsets_us.get(p).copied()).collect();
-    let requests = workload
-        .requests
-        .into_iter()
-        .enumerate()
-        .filter(|(p, _)| shard.spec.owns(*p))
-        .map(|(_, r)| r)
-        .collect();
+    let requests = workload.retain_positions(|p| shard.spec.owns(p));
     let header = ShardHeader {
         version: FORMAT_VERSION,
         servebench_version: env!("CARGO_PKG_VERSION").into(),
@@ -101,7 +97,7 @@ pub fn take_share(
             max_concurrency: shard.max_concurrency_total.map(|c| c as u64),
         },
     };
-    (Workload { requests }, ArrivalSchedule { offsets_us }, Some(ShardRun { header }))
+    (requests, ArrivalSchedule { offsets_us }, Some(ShardRun { header }))
 }
 
 /// English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 22nd, 101st, 111th.
@@ -274,7 +270,7 @@ pub async fn start_clock(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servebench_core::{Prompt, RequestSpec};
+    use servebench_core::{Prompt, RequestSpec, Workload};
 
     #[test]
     fn shard_message_says_every_2nd_arrival_not_every_2th() {
@@ -286,12 +282,13 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    fn workload(n: u64) -> Workload {
+    fn workload(n: u64) -> Requests {
         Workload {
             requests: (0..n)
                 .map(|i| RequestSpec::new(i, Prompt::Text(format!("p{i}").into()), 3, 4))
                 .collect(),
         }
+        .into()
     }
 
     #[test]
@@ -349,9 +346,9 @@ mod tests {
         assert_ne!(base, workload_fingerprint(&w, &rate, 2, &s.offsets_us));
         let s2 = ArrivalSchedule::generate(20, &rate, 2);
         assert_ne!(base, workload_fingerprint(&w, &rate, 1, &s2.offsets_us));
-        let mut w2 = workload(20);
+        let mut w2 = workload(20).into_workload();
         w2.requests[7].expected_output_tokens = 5;
-        assert_ne!(base, workload_fingerprint(&w2, &rate, 1, &s.offsets_us));
+        assert_ne!(base, workload_fingerprint(&w2.into(), &rate, 1, &s.offsets_us));
         let faster = RateConfig { request_rate: 11.0, ..rate };
         assert_ne!(base, workload_fingerprint(&w, &faster, 1, &s.offsets_us));
     }

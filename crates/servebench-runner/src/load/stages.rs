@@ -11,7 +11,7 @@
 
 use crate::config::load_options::Stage;
 use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
-use servebench_core::{BenchError, Result, Workload};
+use servebench_core::{BenchError, Result};
 
 /// Whether the stages are concurrency stages (`parse_stages` never mixes the two kinds).
 pub fn is_closed_loop(stages: &[Stage]) -> bool {
@@ -146,28 +146,10 @@ pub fn staged_schedule(stages: &[Stage], burstiness: f64, seed: u64) -> StagedSc
     out
 }
 
-/// The workload of `n` requests, request `i` sending prompt `i mod W` (prompts are shared, not
-/// copied). An empty workload stays empty.
-pub fn cycle_workload(w: &Workload, n: usize) -> Workload {
-    if w.requests.is_empty() {
-        return Workload::default();
-    }
-    let requests = (0..n)
-        .map(|i| {
-            let mut spec = w.requests[i % w.requests.len()].clone();
-            spec.index = i as u64;
-            spec
-        })
-        .collect();
-    Workload { requests }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use servebench_core::{Prompt, RequestSpec};
-    use std::sync::Arc;
 
     #[test]
     fn parses_stage_lists() {
@@ -218,19 +200,5 @@ mod tests {
     fn constant_gaps_with_infinite_burstiness() {
         let a = staged_schedule(&[Stage::at_rate(10.0, 1.0)], f64::INFINITY, 0);
         assert_eq!(a.offsets_us, (1..10).map(|i| i * 100_000).collect::<Vec<u64>>());
-    }
-
-    #[test]
-    fn cycling_reuses_prompts() {
-        let w = Workload {
-            requests: (0..3)
-                .map(|i| RequestSpec::new(i, Prompt::Text(Arc::from(format!("p{i}"))), 1, 1))
-                .collect(),
-        };
-        let c = cycle_workload(&w, 7);
-        assert_eq!(c.len(), 7);
-        assert_eq!(c.requests[4].prompt, w.requests[1].prompt);
-        assert_eq!(c.requests[4].index, 4);
-        assert!(cycle_workload(&Workload::default(), 5).is_empty());
     }
 }

@@ -12,7 +12,7 @@ pub mod tokenize_dialect;
 
 use serde::Deserialize;
 use servebench_client::transport::HttpClient;
-use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer, Workload};
+use servebench_core::{BenchError, Prompt, RequestSpec, Requests, Result, TextTokenizer, Workload};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,17 +73,11 @@ pub async fn resolve_model(
     })
 }
 
-/// Drops requests whose prompt + expected output exceed `max_model_len`; returns how many.
-pub fn filter_max_model_len(workload: &mut Workload, max_model_len: Option<u32>) -> usize {
+/// Drops requests whose prompt + expected output exceed `max_model_len` (the rest renumbered
+/// in order); returns how many. Lazy requests are judged by their lengths, not built.
+pub fn filter_max_model_len(workload: &mut Requests, max_model_len: Option<u32>) -> usize {
     let Some(limit) = max_model_len else { return 0 };
-    let before = workload.requests.len();
-    workload
-        .requests
-        .retain(|r| u64::from(r.prompt_tokens) + u64::from(r.expected_output_tokens) <= u64::from(limit));
-    for (i, r) in workload.requests.iter_mut().enumerate() {
-        r.index = i as u64;
-    }
-    before - workload.requests.len()
+    workload.retain_within(limit)
 }
 
 /// How the prompt-length check ended.
@@ -115,15 +109,22 @@ pub fn verification_cache_path(base_url: &str, model: &str, tokenizer: &str) -> 
 }
 
 /// Checks the first `sample` prompts' lengths with the server. On any mismatch every prompt is
-/// checked and rewritten through the server's own tokenizer until its length is exact.
+/// checked and rewritten through the server's own tokenizer until its length is exact (lazy
+/// requests are then all built and held: rewritten prompts are no longer a function of the
+/// seed).
 pub async fn verify_prompt_lengths(
     server: &ServerTokenize,
-    workload: &mut Workload,
+    workload: &mut Requests,
     sample: usize,
     cache: Option<PathBuf>,
 ) -> Result<Verification> {
-    let text_prompts = workload.requests.iter().filter(|r| matches!(r.prompt, Prompt::Text(_))).count();
-    if sample == 0 || text_prompts == 0 {
+    let is_text = |r: &RequestSpec| matches!(r.prompt, Prompt::Text(_));
+    let has_text = match workload {
+        Requests::Held(w) => w.requests.iter().any(is_text),
+        // A lazy workload's prompts are all of one kind.
+        Requests::Lazy(_) => workload.spec(0).is_some_and(|r| is_text(&r)),
+    };
+    if sample == 0 || !has_text {
         return Ok(Verification::Skipped);
     }
     if let Some(text) = cache.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
@@ -132,8 +133,8 @@ pub async fn verify_prompt_lengths(
         return Ok(Verification::Cached { dialect });
     }
     let mut mismatch = false;
-    let n = sample.min(workload.requests.len());
-    for spec in &workload.requests[..n] {
+    let n = sample.min(workload.len());
+    for spec in workload.specs().take(n) {
         let Prompt::Text(text) = &spec.prompt else { continue };
         match server.tokenize(text).await? {
             Probe::Unavailable(detail) => return Ok(Verification::Unavailable { detail }),
@@ -150,7 +151,10 @@ pub async fn verify_prompt_lengths(
         }
         return Ok(Verification::Verified { checked: n });
     }
-    fix_all_prompts(server, workload).await
+    let mut held = std::mem::take(workload).into_workload();
+    let fixed = fix_all_prompts(server, &mut held).await;
+    *workload = held.into();
+    fixed
 }
 
 /// A rewritten prompt: its text, its length on the server, and whether that is the target.
@@ -268,10 +272,11 @@ mod tests {
 
     #[test]
     fn max_model_len_filter_drops_and_reindexes() {
-        let mut w = Workload { requests: vec![spec(0, 10, 10), spec(1, 100, 10), spec(2, 5, 5)] };
+        let mut w =
+            Requests::from(Workload { requests: vec![spec(0, 10, 10), spec(1, 100, 10), spec(2, 5, 5)] });
         assert_eq!(filter_max_model_len(&mut w, Some(20)), 1);
-        assert_eq!(w.requests.iter().map(|r| r.index).collect::<Vec<_>>(), vec![0, 1]);
-        assert_eq!(w.requests[1].prompt_tokens, 5);
+        assert_eq!(w.metas().map(|r| r.index).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(w.meta(1).unwrap().prompt_tokens, 5);
         assert_eq!(filter_max_model_len(&mut w, None), 0);
     }
 

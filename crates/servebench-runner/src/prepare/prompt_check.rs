@@ -3,7 +3,7 @@
 //! tokenizer").
 
 use serde_json::Value;
-use servebench_core::{BenchError, Result, TextTokenizer, Workload};
+use servebench_core::{BenchError, Requests, Result, TextTokenizer};
 use servebench_report::written::ServerTokenizeDoc;
 use std::sync::Arc;
 
@@ -66,7 +66,7 @@ pub async fn check_prompts(
     tokenizer: Option<&Arc<dyn TextTokenizer>>,
     cfg: &RunConfig,
     model: &str,
-    workload: &mut Workload,
+    workload: &mut Requests,
     observer: &Arc<dyn RunObserver>,
     warnings: &mut Vec<Notice>,
 ) -> Result<PromptCheck> {

@@ -5,7 +5,7 @@
 
 use servebench_client::request::{execute, ExecOptions, RequestTarget};
 use servebench_client::transport::HttpClient;
-use servebench_core::{BenchError, FailureCause, Outcome, RequestRecord, Result, RunClock, Workload};
+use servebench_core::{BenchError, FailureCause, Outcome, RequestRecord, Requests, Result, RunClock};
 use std::time::{Duration, Instant};
 
 /// Pauses between attempts: 200 ms doubling up to 5 s, the last one cut to the deadline.
@@ -69,11 +69,12 @@ pub async fn ready_check(
     client: &HttpClient,
     target: &RequestTarget,
     opts: &ExecOptions,
-    workload: &Workload,
+    workload: &Requests,
     started: Instant,
     deadline: Instant,
 ) -> Result<RequestRecord> {
-    let spec = &workload.requests[0];
+    let spec = workload.spec(0).ok_or_else(|| BenchError::dataset("no request to check readiness with"))?;
+    let spec = &*spec;
     // The check asks for one token; servers that ignore max_tokens answer more. The runaway
     // bound is for the measured requests (the check has its own timeout).
     let opts = &ExecOptions { runaway_factor: 0, ..opts.clone() };

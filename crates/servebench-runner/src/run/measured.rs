@@ -9,7 +9,7 @@ use std::time::Duration;
 use servebench_client::request::{execute, execute_controlled, ExecOptions, RequestControls, RequestTarget};
 use servebench_client::transport::HttpClient;
 use servebench_core::schedule::ArrivalSchedule;
-use servebench_core::{BenchError, ErrorKind, Outcome, RequestRecord, Result, RunClock, Workload};
+use servebench_core::{BenchError, ErrorKind, Outcome, RequestRecord, Requests, Result, RunClock, SpecRef};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -46,7 +46,7 @@ pub async fn run_prepared(
     // `--metrics-port`: live client metrics of this measured phase.
     let live = Arc::new(LiveMetrics::new());
     let metrics_server = start_metrics_endpoint(cfg, &live, observer.as_ref()).await?;
-    let workload = first_requests(&prepared.workload, num_requests);
+    let workload = prepared.workload.first(num_requests);
     warm_up_and_connect(prepared, cfg, &workload, observer.as_ref()).await?;
     let prefix_cache = super::priming::prime(prepared, observer.as_ref()).await;
     // The server's counters are read once before anything measured is sent: the baseline of
@@ -211,18 +211,10 @@ async fn start_metrics_endpoint(
     Ok(Some(server))
 }
 
-/// The first `n` requests of the prepared workload (all of them when `n` ≥ its length).
-fn first_requests(workload: &Workload, n: usize) -> Workload {
-    match workload.requests.get(..n) {
-        Some(first) if n < workload.len() => Workload { requests: first.to_vec() },
-        _ => workload.clone(),
-    }
-}
-
 async fn warm_up_and_connect(
     prepared: &PreparedRun,
     cfg: &RunConfig,
-    workload: &Workload,
+    workload: &Requests,
     observer: &dyn RunObserver,
 ) -> Result<()> {
     if cfg.num_warmups > 0 {
@@ -240,7 +232,7 @@ async fn warm_up_and_connect(
 /// What the measured phase sends and where its records go.
 struct Plan {
     measured: Arc<MeasuredPlan>,
-    workload: Arc<Workload>,
+    workload: Requests,
     dispatch: DispatchPlan,
     shard_run: Option<ShardRun>,
     /// A clock started at `--start-at` (sharded runs), with how late the start was (µs).
@@ -251,7 +243,7 @@ struct Plan {
 async fn plan_measured(
     prepared: &PreparedRun,
     cfg: &RunConfig,
-    workload: Workload,
+    workload: Requests,
     observer: &dyn RunObserver,
     stop: &CancellationToken,
 ) -> Result<Plan> {
@@ -276,14 +268,7 @@ async fn plan_measured(
         s.write_header(sink.as_mut(), &c, waited)?;
     }
     let store = RecordStore::new(sink, cfg.max_records_in_memory, workload.len());
-    Ok(Plan {
-        measured: Arc::new(measured),
-        workload: Arc::new(workload),
-        dispatch,
-        shard_run,
-        early_clock,
-        store,
-    })
+    Ok(Plan { measured: Arc::new(measured), workload, dispatch, shard_run, early_clock, store })
 }
 
 /// The client's own meters over the measured phase: the hiccup probe, the runtime threads'
@@ -374,7 +359,7 @@ async fn dispatch_measured(
     prepared: &PreparedRun,
     cfg: &RunConfig,
     measured: &Arc<MeasuredPlan>,
-    workload: &Arc<Workload>,
+    workload: &Requests,
     plan: &DispatchPlan,
     clock: RunClock,
     live: &Arc<LiveMetrics>,
@@ -407,11 +392,19 @@ async fn dispatch_measured(
         prefix: cfg.request_id_prefix.clone(),
         measured: measured.clone(),
     };
+    let releases = (!measured.is_closed_loop()).then_some(workload.len());
+    let mean_prompt = prepared.stats.total_prompt_tokens as f64 / prepared.stats.requests.max(1) as f64;
+    let prompts = crate::load::prefetch::Prompts::new(
+        workload,
+        releases,
+        crate::load::prefetch::window_for(mean_prompt),
+    );
     let exec = RequestExecutor {
         client: client.clone(),
         target: target.clone(),
         opts: exec_opts.clone(),
         records: records.clone(),
+        prompts,
         retries: cfg.retries,
         cancel: stops.cancel.clone(),
         release: stops.release.clone(),
@@ -462,17 +455,27 @@ async fn dispatch_measured(
 /// Builds the record of a released request (before it runs, or as cancelled).
 #[derive(Clone)]
 struct RecordFor {
-    workload: Arc<Workload>,
+    workload: Requests,
     prefix: String,
     measured: Arc<MeasuredPlan>,
 }
 
 impl RecordFor {
+    /// The position of request `index` in the workload: a closed loop cycles through the
+    /// prompts (request i sends prompt i mod W); on a schedule `index` < W.
+    fn position(&self, index: usize) -> usize {
+        index % self.workload.len().max(1)
+    }
+
     fn make(&self, r: &Release) -> RequestRecord {
-        // A closed loop cycles through the prompts: request i sends prompt i mod W and keeps
-        // its own index i (on a schedule r.index < W and the index is the prompt's).
-        let pos = r.index % self.workload.len();
-        let spec = &self.workload.requests[pos];
+        // A closed loop keeps the request's own index i (on a schedule the index is the
+        // prompt's). Lengths only: a cancelled request's prompt is never built.
+        let pos = self.position(r.index);
+        let spec = self.workload.meta(pos).unwrap_or(servebench_core::SpecMeta {
+            index: pos as u64,
+            prompt_tokens: 0,
+            expected_output_tokens: 0,
+        });
         let index = spec.index + (r.index - pos) as u64;
         let mut rec = RequestRecord::scheduled(
             index,
@@ -497,6 +500,8 @@ struct RequestExecutor {
     target: Arc<RequestTarget>,
     opts: Arc<ExecOptions>,
     records: RecordFor,
+    /// The prompts, built ahead of the dispatcher when lazy (crate::load::prefetch).
+    prompts: crate::load::prefetch::Prompts,
     /// `--retries`.
     retries: u32,
     /// In-flight requests stop on it (Ctrl-C with --on-interrupt cancel, the end of --duration
@@ -513,16 +518,19 @@ struct RequestExecutor {
 
 impl RequestExecutor {
     fn run(&self, mut r: Release) -> impl std::future::Future<Output = RequestRecord> + Send + 'static {
-        let workload = self.records.workload.clone();
-        let pos = r.index % workload.len();
-        // LoRA: the adapter's target (its name as `model`); else the base model's.
+        let pos = self.records.position(r.index);
+        // By release: a closed loop's release k sends prompt k mod W.
+        let spec = self.prompts.take(r.index);
+        let mut record = self.records.make(&r);
+        // LoRA: the adapter's target (its name as `model`); else the base model's. `record`
+        // and `spec` carry the prompt's index (a closed loop's record adds the cycles).
+        let prompt_index = spec.as_ref().map_or(pos as u64, |s| s.index);
         let target = self
             .records
             .measured
-            .lora_of(workload.requests[pos].index as usize)
+            .lora_of(prompt_index as usize)
             .and_then(|i| self.lora_targets.get(i).cloned())
             .unwrap_or_else(|| self.target.clone());
-        let mut record = self.records.make(&r);
         let cancel_after = self.cancellation.and_then(|c| c.delay_for(record.index));
         record.cancel_after_us = cancel_after.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
         let mut prefill = r.prefill.take().map(|p| p.permit);
@@ -533,7 +541,8 @@ impl RequestExecutor {
         let (cancel, release) = (self.cancel.clone(), self.release.clone());
         async move {
             let _in_flight = in_flight;
-            let spec = &workload.requests[pos];
+            let Some(spec) = spec else { return record };
+            let spec: &servebench_core::RequestSpec = &spec;
             let mut attempt = record;
             loop {
                 // Cancelled: the request ends as `cancelled`, with the timings it had.
@@ -628,12 +637,13 @@ async fn warm_up(
     client: &HttpClient,
     target: &Arc<RequestTarget>,
     opts: &Arc<ExecOptions>,
-    workload: &Workload,
+    workload: &Requests,
     n: u64,
     max_concurrency: Option<usize>,
 ) {
     use futures::stream::{self, StreamExt};
-    let spec = Arc::new(workload.requests[0].clone());
+    let Some(spec) = workload.spec(0) else { return };
+    let spec = Arc::new(SpecRef::clone(&spec));
     let clock = RunClock::start();
     let limit = max_concurrency.unwrap_or(n as usize).max(1);
     stream::iter(0..n)

@@ -19,7 +19,7 @@ use crate::prepare::ModelIds;
 use crate::records::retokenize::Retokenizer;
 use servebench_client::request::{ExecOptions, RequestTarget};
 use servebench_client::transport::HttpClient;
-use servebench_core::{RequestRecord, Result, RunClock, TextTokenizer, Workload};
+use servebench_core::{RequestRecord, Requests, Result, RunClock, TextTokenizer};
 use std::sync::Arc;
 
 /// `--tokenizer server`: use the server's `/tokenize` and `/detokenize`.
@@ -40,16 +40,25 @@ pub struct WorkloadStats {
 }
 
 impl WorkloadStats {
-    fn of(w: &Workload, filtered_out: usize, build_seconds: f64) -> Self {
+    /// From the requests' lengths (lazy requests are not built for it; they carry no
+    /// multimodal parts).
+    fn of(w: &Requests, filtered_out: usize, build_seconds: f64) -> Self {
+        let lengths = match w {
+            Requests::Held(w) => servebench_data::dataset::DatasetStats::of(w),
+            Requests::Lazy(_) => {
+                let (p, o) = w.metas().map(|m| (m.prompt_tokens, m.expected_output_tokens)).unzip();
+                servebench_data::dataset::DatasetStats::of_lengths(p, o)
+            }
+        };
         WorkloadStats {
             requests: w.len(),
             total_prompt_tokens: w.total_prompt_tokens(),
             total_expected_output_tokens: w.total_expected_output_tokens(),
-            min_prompt_tokens: w.requests.iter().map(|r| r.prompt_tokens).min().unwrap_or(0),
-            max_prompt_tokens: w.requests.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
+            min_prompt_tokens: lengths.prompt.min,
+            max_prompt_tokens: lengths.prompt.max,
             filtered_out,
             build_seconds,
-            lengths: servebench_data::dataset::DatasetStats::of(w),
+            lengths,
         }
     }
 }
@@ -128,7 +137,8 @@ pub struct PreparedRun {
     pub headers: http::HeaderMap,
     pub model: ModelIds,
     pub tokenizer_id: String,
-    pub workload: Arc<Workload>,
+    /// The measured requests: held, or built on demand (the random dataset, traces).
+    pub workload: Requests,
     pub stats: WorkloadStats,
     /// The prompt-length check and the server's `/tokenize` dialect.
     pub verification: PromptCheck,

@@ -9,7 +9,7 @@ use crate::prepare::{self, ServerTokenize};
 use crate::records::retokenize::Retokenizer;
 use servebench_client::request::{ExecOptions, RequestTarget};
 use servebench_client::transport::{ClientOptions, HttpClient};
-use servebench_core::{BenchError, Result, TextTokenizer, Workload};
+use servebench_core::{BenchError, Requests, Result, TextTokenizer};
 use servebench_data::prefix_cache::PrefixCacheLayout;
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,7 +28,7 @@ pub async fn rebuild_workload(
     prepared: &PreparedRun,
     cfg: &RunConfig,
     seed: u64,
-) -> Result<Option<Arc<Workload>>> {
+) -> Result<Option<Requests>> {
     let Some(tokenizer) = prepared.tokenizer.clone() else { return Ok(None) };
     if prepared.load.source.conversations().is_some()
         || cfg.load.multi_turn.is_some()
@@ -48,7 +48,7 @@ pub async fn rebuild_workload(
     if workload.is_empty() {
         return Ok(None);
     }
-    crate::prepare::batch::batch_workload(&mut workload, cfg.target.batch_size);
+    batch(&mut workload, cfg.target.batch_size);
     let server = ServerTokenize::new(
         prepared.client.clone(),
         prepared.headers.clone(),
@@ -57,7 +57,7 @@ pub async fn rebuild_workload(
     let cache =
         prepare::verification_cache_path(&cfg.base_url, &prepared.model.served_name, tokenizer.name());
     prepare::verify_prompt_lengths(&server, &mut workload, cfg.verify_prompts, cache).await?;
-    Ok(Some(Arc::new(workload)))
+    Ok(Some(workload))
 }
 
 /// Prepares a run: model, tokenizer, workload, readiness check, prompt-length verification.
@@ -115,7 +115,7 @@ async fn prepare_inner(
         headers,
         model,
         tokenizer_id,
-        workload: Arc::new(workload),
+        workload,
         stats,
         verification,
         target,
@@ -184,7 +184,7 @@ async fn measured_workload(
     tokenizer: Option<Arc<dyn TextTokenizer>>,
     server: &ServerTokenize,
     observer: &Arc<dyn RunObserver>,
-) -> Result<(Workload, crate::load::LoadSource, WorkloadStats, Option<Arc<PrefixCacheLayout>>)> {
+) -> Result<(Requests, crate::load::LoadSource, WorkloadStats, Option<Arc<PrefixCacheLayout>>)> {
     let started = Instant::now();
     let (mut workload, source) = crate::load::build_load(cfg, tokenizer, server).await?;
     let filtered_out = prepare::filter_max_model_len(&mut workload, cfg.max_model_len);
@@ -198,25 +198,43 @@ async fn measured_workload(
         });
     }
     let prefix_cache = lay_prefix_cache(cfg, &mut workload, observer)?;
-    crate::prepare::batch::batch_workload(&mut workload, cfg.target.batch_size);
+    batch(&mut workload, cfg.target.batch_size);
     let stats = WorkloadStats::of(&workload, filtered_out, started.elapsed().as_secs_f64());
+    let built = if workload.is_lazy() { "Prepared" } else { "Generated" };
     observer.message(&format!(
-        "Generated {} prompts ({} prompt tokens) in {:.2} s",
+        "{built} {} prompts ({} prompt tokens) in {:.2} s",
         stats.requests, stats.total_prompt_tokens, stats.build_seconds
     ));
+    if workload.is_lazy() {
+        observer.message("Prompts are built from the seed as they are sent (lazy generation)");
+    }
     Ok((workload, source, stats, prefix_cache))
 }
 
+/// Pooling batches (`--random-batch-size` > 1) group prompts: every prompt is built and held.
+fn batch(workload: &mut Requests, batch_size: usize) {
+    if batch_size > 1 {
+        let mut held = std::mem::take(workload).into_workload();
+        crate::prepare::batch::batch_workload(&mut held, batch_size);
+        *workload = held.into();
+    }
+}
+
 /// `--prefix-cache-hit-rate` and its kin: the shared prefixes laid over the prompts
-/// (servebench_data::prefix_cache).
+/// (servebench_data::prefix_cache). The layout rewrites prompts: every prompt is built and
+/// held.
 fn lay_prefix_cache(
     cfg: &RunConfig,
-    workload: &mut Workload,
+    requests: &mut Requests,
     observer: &Arc<dyn RunObserver>,
 ) -> Result<Option<Arc<PrefixCacheLayout>>> {
     let Some(pc) = cfg.load.prefix_cache else { return Ok(None) };
-    let layout = servebench_data::prefix_cache::apply(pc, workload)?;
-    if let Some(rate) = layout.constructed_hit_rate(workload) {
+    let mut held = std::mem::take(requests).into_workload();
+    let layout = servebench_data::prefix_cache::apply(pc, &mut held);
+    let rate = layout.as_ref().ok().and_then(|l| l.constructed_hit_rate(&held));
+    *requests = held.into();
+    let layout = layout?;
+    if let Some(rate) = rate {
         observer.message(&format!(
             "Prefix cache: target hit rate {:.4} ({}), {:.4} built in with {}-token blocks; {} priming prompt(s)",
             pc.mode.target(),
@@ -235,7 +253,7 @@ async fn exec_options(
     cfg: &RunConfig,
     conn: &Connection,
     target: &Arc<RequestTarget>,
-    workload: &Workload,
+    workload: &Requests,
     has_tokenizer: bool,
     observer: &Arc<dyn RunObserver>,
     warnings: &mut Vec<Notice>,

@@ -102,3 +102,16 @@ pub async fn run(cfg: RunConfig) -> Vec<RequestRecord> {
         RunResult::DryRun { .. } => panic!("not a dry run"),
     }
 }
+
+/// `verify_prompt_lengths` over a held workload (no verification cache), the rewritten prompts
+/// put back into `w`.
+pub async fn verify_held(
+    server: &servebench_runner::prepare::ServerTokenize,
+    w: &mut Workload,
+    sample: usize,
+) -> servebench_core::Result<servebench_runner::prepare::Verification> {
+    let mut r = servebench_core::Requests::from(std::mem::take(w));
+    let v = servebench_runner::prepare::verify_prompt_lengths(server, &mut r, sample, None).await;
+    *w = r.into_workload();
+    v
+}

@@ -10,6 +10,7 @@ mod agentic_tree;
 mod control_plane;
 mod fault_matrix;
 mod fault_matrix_paths;
+mod lazy_workload;
 mod live_metrics;
 mod load_shapes;
 mod multi_turn;

@@ -14,7 +14,7 @@ use servebench_core::{BenchError, TextTokenizer};
 use servebench_data::random::RandomDatasetConfig;
 use servebench_runner::prepare::server_workload::build_server_workload;
 use servebench_runner::prepare::tokenize_dialect::TokenizeDialect;
-use servebench_runner::prepare::{verify_prompt_lengths, ServerTokenize, Verification};
+use servebench_runner::prepare::{ServerTokenize, Verification};
 use std::sync::{Arc, Mutex};
 
 const BOS: u32 = 100_257;
@@ -180,7 +180,7 @@ async fn every_dialect_is_detected_and_verifies_prompt_lengths() {
     for (kind, dialect) in ALL {
         let (server, _) = serve(scripted(kind, false)).await;
         let mut w = crate::common::three_prompts(tok.as_ref());
-        let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
+        let v = crate::common::verify_held(&server, &mut w, 10).await.unwrap();
         assert_eq!(v, Verification::Verified { checked: 3 }, "{kind:?}");
         let r = server.report().unwrap();
         assert_eq!((r.dialect, r.tokenize_path.as_str()), (dialect, "/tokenize"), "{kind:?}");
@@ -195,7 +195,7 @@ async fn every_dialect_with_detokenize_makes_prompts_exact() {
     for (kind, dialect) in ALL {
         let (server, _) = serve(scripted(kind, true)).await;
         let mut w = crate::common::three_prompts(tok.as_ref());
-        let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
+        let v = crate::common::verify_held(&server, &mut w, 10).await.unwrap();
         if dialect.has_detokenize() {
             assert_eq!(v, Verification::Fixed { checked: 3, fixed: 3, unresolved: 0 }, "{kind:?}");
             assert_eq!(server.report().unwrap().detokenize_path.as_deref(), Some("/detokenize"), "{kind:?}");
@@ -256,7 +256,7 @@ async fn a_v1_only_gateway_is_reached_at_v1_tokenize() {
     let (server, _) =
         serve(Scripted { kind: Kind::Sglang, tok: tok.clone(), bos: false, v1_only: true }).await;
     let mut w = crate::common::three_prompts(tok.as_ref());
-    let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
+    let v = crate::common::verify_held(&server, &mut w, 10).await.unwrap();
     assert_eq!(v, Verification::Verified { checked: 3 });
     assert_eq!(server.report().unwrap().tokenize_path, "/v1/tokenize");
 }
@@ -272,7 +272,7 @@ async fn an_unusable_endpoint_is_a_one_line_warning() {
     let server = ServerTokenize::new(client, Default::default(), "m");
     let tok = crate::common::cl100k();
     let mut w = crate::common::three_prompts(tok.as_ref());
-    let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
+    let v = crate::common::verify_held(&server, &mut w, 10).await.unwrap();
     let Verification::Unavailable { detail } = v else { panic!("{v:?}") };
     let line = BenchError::TokenizeUnavailable { detail }.to_string();
     assert!(!line.contains('\n') && !line.contains("\\n"), "{line}");
@@ -308,7 +308,7 @@ async fn a_500_on_one_dialect_is_not_fatal_when_another_works() {
     let client = HttpClient::new(ClientOptions { base_url: base, ..ClientOptions::default() }).unwrap();
     let server = ServerTokenize::new(client, Default::default(), "m");
     let mut w = crate::common::three_prompts(tok.as_ref());
-    let v = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap();
+    let v = crate::common::verify_held(&server, &mut w, 10).await.unwrap();
     assert_eq!(v, Verification::Verified { checked: 3 });
     assert_eq!(server.report().unwrap().dialect, TokenizeDialect::Text);
 }
@@ -326,7 +326,7 @@ async fn an_unreachable_server_is_sb315_with_one_fix() {
     let server = ServerTokenize::new(client, Default::default(), "m");
     let tok = crate::common::cl100k();
     let mut w = crate::common::three_prompts(tok.as_ref());
-    let e = verify_prompt_lengths(&server, &mut w, 10, None).await.unwrap_err();
+    let e = crate::common::verify_held(&server, &mut w, 10).await.unwrap_err();
     let text = e.to_string();
     assert_eq!(e.code().as_str(), "SB315", "{text}");
     assert_eq!(text.matches("fix:").count(), 1, "{text}");

@@ -8,7 +8,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::{BenchError, ChatMessages, Prompt, TextTokenizer, Workload};
-use servebench_runner::prepare::{verify_prompt_lengths, ServerTokenize, Verification};
+use servebench_runner::prepare::{ServerTokenize, Verification};
 use std::sync::Arc;
 
 use servebench_testkit::axum_server::serve;
@@ -17,7 +17,7 @@ async fn verify(app: Router, w: &mut Workload) -> servebench_core::Result<Verifi
     let base = serve(app).await;
     let client = HttpClient::new(ClientOptions { base_url: base, ..ClientOptions::default() }).unwrap();
     let server = ServerTokenize::new(client, Default::default(), "m");
-    verify_prompt_lengths(&server, w, 10, None).await
+    crate::common::verify_held(&server, w, 10).await
 }
 
 #[tokio::test]

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Workload memory against --num-prompts (issue 27 item 1; docs/performance.md, "Lazy workload
+# generation"): peak RSS (GNU time's "Maximum resident set size") and wall time of
+#   1. --dry-run, random, 10,000 prompts x 8,192 tokens (SmolLM2 tokenizer fixture);
+#   2. --dry-run, random, 100,000 prompts x 1,024 tokens;
+#   3. 2,000 random requests (1,024 in, 64 out) against a standalone simulator, 64 streams
+#      (requests/s, the client's CPU seconds and the measured phase's peak RSS from the result);
+#   4. --dry-run and a replay of a synthetic 1,000,000-row Mooncake trace (written to OUT,
+#      never committed) at a speed-up against the simulator.
+# Each case runs REPEATS times per binary; give two binaries to compare them in one run.
+#
+# Usage: scripts/lazy-workload-bench.sh BIN [BIN2]
+# Env:   REPEATS (default 3), OUT (default /tmp/lazy-bench), PORT (default 18491),
+#        CASES (default "dry10k dry100k sim trace"), TRACE_PROMPTS (rows replayed, default all
+#        1,000,000; the eager code before issue 27 needs about 33 GB for all of them)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+(( $# >= 1 )) || { echo "usage: $0 BIN [BIN2]" >&2; exit 2; }
+BINS=("$@")
+REPEATS="${REPEATS:-3}"
+OUT="${OUT:-/tmp/lazy-bench}"
+PORT="${PORT:-18491}"
+CASES="${CASES:-dry10k dry100k sim trace}"
+TOK=fixtures/tokenizers/smollm2-135m/tokenizer.json
+mkdir -p "$OUT"
+
+trace_file() {
+  local f="$OUT/mooncake-1m.jsonl"
+  [[ -s $f ]] || python3 - "$f" <<'EOF'
+import random, sys
+# Mooncake-like rows: ~1.9 requests/ms, input 500-16,000 tokens, 512-token hash blocks, the
+# first blocks drawn from a small shared set (prefix reuse), output 1-600 tokens.
+rnd = random.Random(27)
+with open(sys.argv[1], "w") as f:
+    t = 0
+    nxt = 10_000_000
+    for i in range(1_000_000):
+        t += rnd.randint(0, 1)
+        n = rnd.randint(500, 16_000)
+        blocks = (n + 511) // 512
+        shared = rnd.randint(0, min(blocks, 4))
+        ids = [rnd.randint(0, 200) * 8 + k for k in range(shared)]
+        ids += range(nxt, nxt + blocks - shared)
+        nxt += blocks - shared
+        f.write('{"timestamp": %d, "input_length": %d, "output_length": %d, "hash_ids": [%s]}\n'
+                % (t, n, rnd.randint(1, 600), ", ".join(map(str, ids))))
+EOF
+  echo "$f"
+}
+
+# Runs a command under GNU time; prints "peak_rss_mib wall_s".
+measure() {
+  local log="$OUT/time.log"
+  /usr/bin/time -v "$@" > "$OUT/stdout.log" 2> "$log" || { tail -5 "$log" >&2; return 1; }
+  awk -F': ' '/Maximum resident/ {rss=$2/1024} /Elapsed \(wall/ {split($2,a,":"); w=a[1]*60+a[2]} END {printf "%.1f %.2f\n", rss, w}' "$log"
+}
+
+start_sim() {
+  "$1" sim --port "$PORT" --sim-ttft-ms 5 --sim-itl-ms 1 > "$OUT/sim.log" 2>&1 &
+  SIM_PID=$!
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$PORT/v1/models" > /dev/null && return; sleep 0.1; done
+  echo "simulator did not start" >&2; exit 1
+}
+
+stop_sim() { kill "$SIM_PID" 2>/dev/null || true; wait "$SIM_PID" 2>/dev/null || true; }
+
+for bin in "${BINS[@]}"; do
+  echo "== $bin ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
+  for case in $CASES; do
+    for r in $(seq "$REPEATS"); do
+      case $case in
+        dry10k) echo "dry10k  #$r rss_mib wall_s: $(measure "$bin" --dry-run --model m --tokenizer "$TOK" \
+                  --dataset-name random --random-input-len 8192 --num-prompts 10000)" ;;
+        dry100k) echo "dry100k #$r rss_mib wall_s: $(measure "$bin" --dry-run --model m --tokenizer "$TOK" \
+                  --dataset-name random --random-input-len 1024 --num-prompts 100000)" ;;
+        sim)
+          start_sim "$bin"
+          res="$OUT/sim-$r.json"
+          m=$(measure "$bin" --base-url "http://127.0.0.1:$PORT" --model m --tokenizer "$TOK" \
+                --dataset-name random --random-input-len 1024 --random-output-len 64 --num-prompts 2000 \
+                --max-concurrency 64 --save-result --result-filename "$res")
+          stop_sim
+          echo "sim     #$r rss_mib wall_s: $m; $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); h=d.get('client_health') or {}; print('req/s %.1f client_cpu_s %s run_peak_rss_mib %s' % (d['request_throughput'], h.get('client_cpu_seconds'), (h.get('peak_rss_bytes') or 0)//1048576))" "$res")" ;;
+        trace)
+          f=$(trace_file)
+          echo "trace-dry #$r rss_mib wall_s: $(measure "$bin" --dry-run --model m --tokenizer "$TOK" --backend openai \
+                  --dataset-name timed_trace --dataset-path "$f" --timed-trace-chunk-hash-size 512 --num-prompts "${TRACE_PROMPTS:-1000000}")" ;;
+      esac
+    done
+  done
+done
