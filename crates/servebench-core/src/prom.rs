@@ -194,7 +194,10 @@ mod tests {
     fn type_lines_give_each_familys_kind() {
         let t = "# HELP a A.\n# TYPE a counter\n# TYPE b histogram\n# TYPE c summary\n#TYPE d gauge\n# TYPE e gauge\n";
         let kinds = parse_types(t);
-        assert_eq!(kinds, vec![("a".into(), Kind::Counter), ("b".into(), Kind::Histogram), ("e".into(), Kind::Gauge)]);
+        assert_eq!(
+            kinds,
+            vec![("a".into(), Kind::Counter), ("b".into(), Kind::Histogram), ("e".into(), Kind::Gauge)]
+        );
     }
 
     #[test]

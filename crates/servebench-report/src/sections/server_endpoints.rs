@@ -132,6 +132,9 @@ pub struct GpuTelemetry {
     pub last_error: Option<String>,
     /// Why there is no reading (nvidia-smi absent, every scrape failed), when so.
     pub note: Option<String>,
+    /// The server-metrics file holding the readings, when written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series_file: Option<String>,
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -206,11 +209,22 @@ mod tests {
 
     #[test]
     fn gpu_block_says_n_a_without_energy_and_gives_the_note() {
-        let t = GpuTelemetry { source: "nvidia-smi".into(), note: Some("nvidia-smi not found".into()), ..GpuTelemetry::default() };
+        let t = GpuTelemetry {
+            source: "nvidia-smi".into(),
+            note: Some("nvidia-smi not found".into()),
+            ..GpuTelemetry::default()
+        };
         let text = gpu_block(&t, None);
         assert!(text.contains("Energy:                                 n/a"), "{text}");
         assert!(text.contains("note: nvidia-smi not found"), "{text}");
-        let e = GpuEnergy { method: "energy_counter".into(), total_energy_j: 100.0, output_tokens: 50, joules_per_output_token: Some(2.0), output_tokens_per_joule: Some(0.5), ..GpuEnergy::default() };
+        let e = GpuEnergy {
+            method: "energy_counter".into(),
+            total_energy_j: 100.0,
+            output_tokens: 50,
+            joules_per_output_token: Some(2.0),
+            output_tokens_per_joule: Some(0.5),
+            ..GpuEnergy::default()
+        };
         assert!(gpu_block(&t, Some(&e)).contains("Energy per output token (J/token):      2.0000"));
     }
 }

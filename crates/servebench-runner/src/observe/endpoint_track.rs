@@ -6,9 +6,9 @@
 
 use super::exposition::{kind_name, series_key, Histo, Labels, Scrape};
 use super::meaning::{rows, Engine, Meaning, Shape};
+use serde_json::{json, Value};
 use servebench_core::prom::Kind;
 use servebench_report::sections::server_endpoints::{EndpointSummary, HistogramSummary, MeaningSummary};
-use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The value of each known meaning in one scrape (gauges and counters summed over label sets,
@@ -95,12 +95,19 @@ impl EndpointTracker {
             let mut rate = None;
             if kind == Some(Kind::Counter) && s.value.is_finite() {
                 if let Some((t0, before, _)) = &self.prev {
-                    rate = before.get(&key).filter(|&&v0| s.value >= v0 && t_s > *t0).map(|v0| (s.value - v0) / (t_s - t0));
+                    rate = before
+                        .get(&key)
+                        .filter(|&&v0| s.value >= v0 && t_s > *t0)
+                        .map(|v0| (s.value - v0) / (t_s - t0));
                 }
                 counters.insert(key.clone(), s.value);
             }
             if line {
-                let value = if s.value.is_finite() { json!(s.value) } else { json!(servebench_core::prom::value_text(s.value)) };
+                let value = if s.value.is_finite() {
+                    json!(s.value)
+                } else {
+                    json!(servebench_core::prom::value_text(s.value))
+                };
                 series.push(json!({"name": s.name, "labels": labels_json(&s.labels), "type": kind_name(kind), "value": value, "rate_per_s": rate}));
             }
             self.seen.insert(key);
@@ -109,7 +116,11 @@ impl EndpointTracker {
             hists
                 .iter()
                 .map(|((name, labels), h)| {
-                    let interval = self.prev.as_ref().and_then(|p| p.2.get(&(name.clone(), labels.clone()))).map(|before| h.since(before));
+                    let interval = self
+                        .prev
+                        .as_ref()
+                        .and_then(|p| p.2.get(&(name.clone(), labels.clone())))
+                        .map(|before| h.since(before));
                     let q = |p: f64| interval.as_ref().and_then(|i| i.quantile(p));
                     json!({"name": name, "labels": labels, "count": h.count, "sum": h.sum,
                            "interval_count": interval.as_ref().map(|i| i.count),
@@ -173,7 +184,8 @@ impl EndpointTracker {
         let (Some(first), Some((_, _, last))) = (&self.first_hists, &self.prev) else { return Vec::new() };
         last.iter()
             .map(|((name, labels), h)| {
-                let run = first.get(&(name.clone(), labels.clone())).map_or_else(|| h.clone(), |f| h.since(f));
+                let run =
+                    first.get(&(name.clone(), labels.clone())).map_or_else(|| h.clone(), |f| h.since(f));
                 HistogramSummary {
                     name: name.clone(),
                     labels: labels.clone(),
@@ -270,7 +282,11 @@ mod tests {
     #[test]
     fn gauges_counters_and_histograms_are_summarised_by_hand() {
         let mut t = EndpointTracker::new("http://h/metrics");
-        let scrapes = [(0.0, text(2.0, 10.0, 100.0, 0.0, 0.0, 0.0)), (1.0, text(4.0, 40.0, 150.0, 3.0, 4.0, 0.5)), (3.0, text(0.0, 50.0, 200.0, 4.0, 8.0, 2.5))];
+        let scrapes = [
+            (0.0, text(2.0, 10.0, 100.0, 0.0, 0.0, 0.0)),
+            (1.0, text(4.0, 40.0, 150.0, 3.0, 4.0, 0.5)),
+            (3.0, text(0.0, 50.0, 200.0, 4.0, 8.0, 2.5)),
+        ];
         let mut lines = Vec::new();
         for (ts, body) in &scrapes {
             let (_, line) = t.scrape(&Scrape::parse(body).unwrap(), *ts, true);
@@ -293,8 +309,16 @@ mod tests {
         assert!((ttft.series[0][1] - 0.1 * 2.0 / 3.0).abs() < 1e-12);
         assert_eq!(ttft.series_p99[1], [3.0, 0.1], "second interval: 1 of 4 ≤ 0.1, p99 in +Inf");
         // The file line keeps every series, counters with their rate.
-        let hits_line = lines[1]["series"].as_array().unwrap().iter().find(|x| x["name"] == "vllm:prefix_cache_hits_total").unwrap();
-        assert_eq!((hits_line["type"].as_str(), hits_line["rate_per_s"].as_f64()), (Some("counter"), Some(30.0)));
+        let hits_line = lines[1]["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == "vllm:prefix_cache_hits_total")
+            .unwrap();
+        assert_eq!(
+            (hits_line["type"].as_str(), hits_line["rate_per_s"].as_f64()),
+            (Some("counter"), Some(30.0))
+        );
         assert_eq!(lines[0]["series"][1]["rate_per_s"], Value::Null);
         assert_eq!(lines[2]["histograms"][0]["interval_count"], json!(4.0));
         assert_eq!(s.series_count, 7);
@@ -307,7 +331,8 @@ mod tests {
         assert_eq!(increase(10.0, 14.0), 4.0);
         let mut t = EndpointTracker::new("u");
         for (ts, h, m) in [(0.0, 0.0, 0.0), (1.0, 30.0, 10.0)] {
-            let body = format!("trtllm_kv_cache_reused_blocks_total {h}\ntrtllm_kv_cache_missed_blocks_total {m}\n");
+            let body =
+                format!("trtllm_kv_cache_reused_blocks_total {h}\ntrtllm_kv_cache_missed_blocks_total {m}\n");
             t.scrape(&Scrape::parse(&body).unwrap(), ts, false);
         }
         let s = t.summary();

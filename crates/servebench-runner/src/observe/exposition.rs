@@ -101,8 +101,9 @@ impl Scrape {
         for suffix in ["_bucket", "_sum", "_count"] {
             if let Some(base) = s.name.strip_suffix(suffix) {
                 let declared = self.kinds.get(base) == Some(&Kind::Histogram);
-                let undeclared_bucket =
-                    suffix == "_bucket" && !self.kinds.contains_key(base) && s.labels.iter().any(|l| l.0 == "le");
+                let undeclared_bucket = suffix == "_bucket"
+                    && !self.kinds.contains_key(base)
+                    && s.labels.iter().any(|l| l.0 == "le");
                 if declared || undeclared_bucket {
                     return Some(base);
                 }

@@ -167,7 +167,11 @@ mod tests {
     #[test]
     fn energy_is_the_counter_difference_else_the_trapezoids_by_hand() {
         // Counter: 1,000,000 mJ → 1,250,000 → 1,600,000 mJ: 600 J over 2 s.
-        let c = [r(0.0, Some(100.0), Some(1e6)), r(1.0, Some(300.0), Some(1.25e6)), r(2.0, Some(400.0), Some(1.6e6))];
+        let c = [
+            r(0.0, Some(100.0), Some(1e6)),
+            r(1.0, Some(300.0), Some(1.25e6)),
+            r(2.0, Some(400.0), Some(1.6e6)),
+        ];
         assert_eq!(energy(&c), Some((600.0, "energy_counter", 2.0)));
         // Power only: (100+300)/2×1 + (300+400)/2×1 = 200 + 350 = 550 J.
         let p: Vec<GpuReading> = c.iter().map(|x| GpuReading { energy_mj: None, ..x.clone() }).collect();
@@ -183,9 +187,15 @@ mod tests {
         let id = ("h".to_owned(), "0".to_owned(), None);
         let a = gpu_row(&id, &[r(0.0, Some(100.0), Some(0.0)), r(2.0, Some(100.0), Some(400_000.0))]);
         assert_eq!((a.energy_j, a.avg_power_w, a.window_s), (Some(400.0), Some(200.0), Some(2.0)));
-        let b = gpu_row(&("h".into(), "1".into(), None), &[r(0.0, Some(50.0), Some(0.0)), r(2.0, Some(50.0), Some(200_000.0))]);
+        let b = gpu_row(
+            &("h".into(), "1".into(), None),
+            &[r(0.0, Some(50.0), Some(0.0)), r(2.0, Some(50.0), Some(200_000.0))],
+        );
         let e = gpu_energy(vec![a, b], 300).unwrap();
-        assert_eq!((e.total_energy_j, e.avg_power_w, e.method.as_str()), (600.0, Some(300.0), "energy_counter"));
+        assert_eq!(
+            (e.total_energy_j, e.avg_power_w, e.method.as_str()),
+            (600.0, Some(300.0), "energy_counter")
+        );
         assert_eq!((e.joules_per_output_token, e.output_tokens_per_joule), (Some(2.0), Some(0.5)));
         assert_eq!(gpu_energy(vec![], 300), None);
         let none = gpu_energy(vec![gpu_row(&id, &[r(0.0, Some(1.0), None)])], 0);
@@ -204,7 +214,10 @@ mod tests {
         assert_eq!((a.t_s, a.power_w, a.energy_mj), (1.5, Some(250.5), Some(123456.0)));
         let s = parse_nvidia_smi("0, GPU-x, 71.20, 35, 2048, 1410\n1, GPU-y, [N/A], 0, 10, 210\nbad\n", 2.0);
         let x = &s[&("localhost".into(), "0".into(), Some("GPU-x".into()))];
-        assert_eq!((x.power_w, x.util_pct, x.fb_used_mib, x.sm_clock_mhz), (Some(71.2), Some(35.0), Some(2048.0), Some(1410.0)));
+        assert_eq!(
+            (x.power_w, x.util_pct, x.fb_used_mib, x.sm_clock_mhz),
+            (Some(71.2), Some(35.0), Some(2048.0), Some(1410.0))
+        );
         assert_eq!(s[&("localhost".into(), "1".into(), Some("GPU-y".into()))].power_w, None);
     }
 }

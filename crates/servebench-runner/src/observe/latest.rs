@@ -62,7 +62,11 @@ impl LatestServer {
         if let Ok(mut s) = self.0.write() {
             match s.endpoints.iter_mut().find(|x| x.url == url) {
                 Some(x) => x.last_failed = true,
-                None => s.endpoints.push(EndpointLatest { url: url.to_owned(), last_failed: true, ..EndpointLatest::default() }),
+                None => s.endpoints.push(EndpointLatest {
+                    url: url.to_owned(),
+                    last_failed: true,
+                    ..EndpointLatest::default()
+                }),
             }
         }
     }

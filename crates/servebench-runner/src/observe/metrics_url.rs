@@ -64,7 +64,9 @@ mod tests {
         assert_eq!((u.origin.as_str(), u.path.as_str()), ("http://127.0.0.1:9400", "/metrics"));
         let u = MetricsUrl::parse("--gpu-metrics-url", "https://h:1/dcgm/metrics?x=1").unwrap();
         assert_eq!(u.url(), "https://h:1/dcgm/metrics?x=1");
-        for bad in ["ftp://h/metrics", "127.0.0.1:8000", "http://", "http://u:secret@h/metrics", "http://h/a b"] {
+        for bad in
+            ["ftp://h/metrics", "127.0.0.1:8000", "http://", "http://u:secret@h/metrics", "http://h/a b"]
+        {
             let e = MetricsUrl::parse("--server-metrics-url", bad).unwrap_err();
             assert_eq!(e.code(), servebench_core::ErrorCode::MetricsUrlInvalid, "{bad}");
             assert!(!e.to_string().contains("secret"), "{e}");

@@ -9,9 +9,9 @@ use super::gpu::{parse_dcgm, parse_nvidia_smi, GpuId, GpuReading, NVIDIA_SMI_QUE
 use super::latest::{EndpointLatest, LatestServer};
 use super::scrape::{sample_of, ScrapeSample};
 use super::series_file::{failed_line, SeriesWriter};
+use serde_json::json;
 use servebench_client::transport::HttpClient;
 use servebench_report::sections::server_endpoints::{EndpointSummary, GpuRow, GpuTelemetry};
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -108,7 +108,12 @@ pub async fn scrape_endpoint(src: Source, ctx: PollCtx, baseline: CancellationTo
                     ctx.writer.line(&line);
                 }
                 let values = values.scalars.iter().map(|(m, v)| (*m, v.2)).collect();
-                ctx.latest.set_endpoint(EndpointLatest { url: src.url.clone(), t_s, values, last_failed: false });
+                ctx.latest.set_endpoint(EndpointLatest {
+                    url: src.url.clone(),
+                    t_s,
+                    values,
+                    last_failed: false,
+                });
                 samples.push(sample);
             }
             Err(e) => {
@@ -156,7 +161,12 @@ pub fn run_nvidia_smi() -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn gpu_line(endpoint: &str, source: &str, t_s: f64, readings: &BTreeMap<GpuId, GpuReading>) -> serde_json::Value {
+fn gpu_line(
+    endpoint: &str,
+    source: &str,
+    t_s: f64,
+    readings: &BTreeMap<GpuId, GpuReading>,
+) -> serde_json::Value {
     let mut series = Vec::new();
     for ((host, gpu, uuid), r) in readings {
         for (name, v) in [
@@ -189,9 +199,11 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
             GpuSource::Dcgm(sources) => {
                 let mut out = Vec::new();
                 for src in sources {
-                    let host = src.url.split("://").nth(1).unwrap_or(&src.url).split('/').next().unwrap_or("");
+                    let host =
+                        src.url.split("://").nth(1).unwrap_or(&src.url).split('/').next().unwrap_or("");
                     let r = get_text(src).await.and_then(|t| {
-                        let samples = servebench_core::prom::parse_text(&t).map_err(|e| format!("unparsable /metrics: {e}"))?;
+                        let samples = servebench_core::prom::parse_text(&t)
+                            .map_err(|e| format!("unparsable /metrics: {e}"))?;
                         Ok(parse_dcgm(&samples, host, t_s))
                     });
                     out.push((src.url.clone(), r));
@@ -199,7 +211,8 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
                 out
             }
             GpuSource::NvidiaSmi => {
-                let r = tokio::task::spawn_blocking(run_nvidia_smi).await.unwrap_or_else(|e| Err(e.to_string()));
+                let r =
+                    tokio::task::spawn_blocking(run_nvidia_smi).await.unwrap_or_else(|e| Err(e.to_string()));
                 vec![("nvidia-smi".to_owned(), r.map(|csv| parse_nvidia_smi(&csv, t_s)))]
             }
         };
@@ -223,7 +236,8 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
                 }
             }
         }
-        let latest: Vec<f64> = readings.values().filter_map(|v| v.last().filter(|r| r.t_s == t_s)?.power_w).collect();
+        let latest: Vec<f64> =
+            readings.values().filter_map(|v| v.last().filter(|r| r.t_s == t_s)?.power_w).collect();
         ctx.latest.set_gpu((!latest.is_empty()).then(|| latest.iter().sum()), readings.len());
     }
     if readings.is_empty() {

@@ -7,10 +7,10 @@
 //! vLLM's. Values of one metric are summed over label sets (several models or engines).
 //! Counters are reported as deltas over the measured phase (last sample − first sample).
 
-use servebench_client::transport::HttpClient;
 use super::endpoint_track::MeaningValues;
 use super::exposition::Scrape;
 use super::meaning::Meaning;
+use servebench_client::transport::HttpClient;
 #[cfg(test)]
 use servebench_core::prom::parse_text;
 use servebench_core::Result;

@@ -35,7 +35,8 @@ struct Inner {
 impl SeriesWriter {
     /// A writer to `path` (created, truncated).
     pub fn create(path: &Path) -> servebench_core::Result<SeriesWriter> {
-        let file = std::fs::File::create(path).map_err(|e| servebench_core::BenchError::io(path.display(), e))?;
+        let file =
+            std::fs::File::create(path).map_err(|e| servebench_core::BenchError::io(path.display(), e))?;
         let inner = Inner {
             file: Some(std::io::BufWriter::new(file)),
             path: Some(path.to_owned()),
@@ -58,9 +59,9 @@ impl SeriesWriter {
     pub fn line(&self, v: &Value) {
         let Ok(mut inner) = self.inner.lock() else { return };
         let Some(f) = inner.file.as_mut() else { return };
-        let r = serde_json::to_writer(&mut *f, v).map_err(|e| e.to_string()).and_then(|()| {
-            f.write_all(b"\n").map_err(|e| e.to_string())
-        });
+        let r = serde_json::to_writer(&mut *f, v)
+            .map_err(|e| e.to_string())
+            .and_then(|()| f.write_all(b"\n").map_err(|e| e.to_string()));
         match r {
             Ok(()) => inner.lines += 1,
             Err(e) => {

@@ -6,11 +6,13 @@
 //! section (`servebench_report::sections::server`).
 
 use crate::config::RunConfig;
-use crate::observe::observer::RunObserver;
-use crate::observe::profiling::{profile_until, ProfileOptions, ProfileOutcome};
 use crate::observe::latest::LatestServer;
 use crate::observe::metrics_url::MetricsUrl;
-use crate::observe::poll::{poll_gpus, scrape_endpoint, EndpointOutcome, GpuOutcome, GpuSource, PollCtx, Source};
+use crate::observe::observer::RunObserver;
+use crate::observe::poll::{
+    poll_gpus, scrape_endpoint, EndpointOutcome, GpuOutcome, GpuSource, PollCtx, Source,
+};
+use crate::observe::profiling::{profile_until, ProfileOptions, ProfileOutcome};
 use crate::observe::scrape::{derive, ServerMetrics};
 use crate::observe::series_file::SeriesWriter;
 use servebench_client::transport::{ClientOptions, HttpClient};
@@ -115,14 +117,17 @@ impl ServerSide {
         let end = CancellationToken::new();
         let baseline = CancellationToken::new();
         let writer = match &options.series_path {
-            Some(p) if options.scrapes() || options.gpu.is_some() => SeriesWriter::create(p).unwrap_or_default(),
+            Some(p) if options.scrapes() || options.gpu.is_some() => {
+                SeriesWriter::create(p).unwrap_or_default()
+            }
             _ => SeriesWriter::none(),
         };
         let latest = LatestServer::default();
         let mut sources: Vec<Source> = Vec::new();
         if options.scrape_interval.is_some() {
             sources.push(Source {
-                url: client.url_for_path(&client.control_path_for("/metrics").unwrap_or_else(|_| "/metrics".into())),
+                url: client
+                    .url_for_path(&client.control_path_for("/metrics").unwrap_or_else(|_| "/metrics".into())),
                 path: "/metrics".into(),
                 client: Ok(client.clone()),
                 headers: headers.clone(),
@@ -131,10 +136,17 @@ impl ServerSide {
         sources.extend(options.metrics_urls.iter().map(|u| url_source(client, u)));
         let (gpu_source, gpu_note) = match &options.gpu {
             None => (None, None),
-            Some(g) if !g.urls.is_empty() => (Some(GpuSource::Dcgm(g.urls.iter().map(|u| url_source(client, u)).collect())), None),
+            Some(g) if !g.urls.is_empty() => {
+                (Some(GpuSource::Dcgm(g.urls.iter().map(|u| url_source(client, u)).collect())), None)
+            }
             Some(_) => match crate::observe::poll::run_nvidia_smi() {
                 Ok(_) => (Some(GpuSource::NvidiaSmi), None),
-                Err(e) => (None, Some(format!("GPU telemetry: {e}; the run goes on without GPU readings (no energy figures)"))),
+                Err(e) => (
+                    None,
+                    Some(format!(
+                        "GPU telemetry: {e}; the run goes on without GPU readings (no energy figures)"
+                    )),
+                ),
             },
         };
         let interval = options.interval();
@@ -175,7 +187,8 @@ impl ServerSide {
             all.cancel();
         });
         let profile = options.profile.map(|opts| {
-            let (client, headers, start_signal, end_signal) = (client.clone(), headers.clone(), start.clone(), end.clone());
+            let (client, headers, start_signal, end_signal) =
+                (client.clone(), headers.clone(), start.clone(), end.clone());
             tokio::spawn(async move {
                 start_signal.cancelled().await;
                 profile_until(client, headers, opts, end_signal).await
@@ -209,7 +222,10 @@ impl ServerSide {
         self.end.cancel();
         let handles = self.scrape.iter().map(|h| h.abort_handle());
         if !self.start.is_cancelled() {
-            let others = [self.gpu.as_ref().map(|h| h.abort_handle()), self.profile.as_ref().map(|h| h.abort_handle())];
+            let others = [
+                self.gpu.as_ref().map(|h| h.abort_handle()),
+                self.profile.as_ref().map(|h| h.abort_handle()),
+            ];
             for h in handles.chain(others.into_iter().flatten()) {
                 h.abort();
             }
@@ -238,15 +254,22 @@ impl ServerSide {
             None => None,
         };
         let (series_file, series_error) = self.writer.finish();
-        ServerSideOutput { server: server_metrics(endpoints, self.interval), profile, gpu, series_file, series_error }
+        ServerSideOutput {
+            server: server_metrics(endpoints, self.interval),
+            profile,
+            gpu,
+            series_file,
+            series_error,
+        }
     }
 }
 
 /// A source for a URL: a client of its origin with the run's TLS and proxy options, and no
 /// headers (the run's API key and headers go to the base URL only).
 fn url_source(base: &HttpClient, u: &MetricsUrl) -> Source {
-    let client = HttpClient::new(ClientOptions { base_url: u.origin.clone(), max_idle: 2, ..base.options().clone() })
-        .map_err(|e| e.to_string());
+    let client =
+        HttpClient::new(ClientOptions { base_url: u.origin.clone(), max_idle: 2, ..base.options().clone() })
+            .map_err(|e| e.to_string());
     Source { url: u.url(), path: u.path.clone(), client, headers: http::HeaderMap::new() }
 }
 
