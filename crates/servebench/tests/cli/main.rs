@@ -27,6 +27,7 @@ mod network_e2e;
 mod prefix_cache_e2e;
 mod prefix_cache_llamacpp;
 mod regression;
+mod server_metrics_e2e;
 mod shard_merge;
 mod sim_matrix;
 mod token_accounting_e2e;
