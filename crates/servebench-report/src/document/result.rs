@@ -31,6 +31,9 @@ pub struct ResultDocument {
     /// `server_metrics` (`--scrape-metrics`).
     #[serde(default, deserialize_with = "object", skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<ServerMetricsDoc>,
+    /// `gpu_energy` (GPU telemetry and energy); `None` when missing, null or malformed.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub gpu_energy: Option<crate::sections::server_endpoints::GpuEnergy>,
     #[serde(flatten)]
     pub detailed: DetailedArrays,
     /// `shards` of a merged result (`servebench merge`).
@@ -149,6 +152,9 @@ pub struct ServerMetricsDoc {
     /// `samples`; `None` when missing or not an array.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub samples: Option<Vec<Object<ServerSampleDoc>>>,
+    /// `endpoints`: every scraped endpoint's summary; `None` when missing or malformed.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<Vec<crate::sections::server_endpoints::EndpointSummary>>,
 }
 
 /// One scrape (`server_metrics.samples[i]`).

@@ -8,6 +8,7 @@
 mod charts;
 mod data;
 mod dataset_stats;
+mod engine_charts;
 mod experiment_error;
 mod extra_charts;
 mod multi_run;
@@ -219,7 +220,8 @@ pub fn html_report(runs: &[ReportRun]) -> String {
     if !turns.is_empty() {
         groups.push(("Multi-turn", turns));
     }
-    let server = server_charts::server_charts(&labeled, &scraped, span_s);
+    let mut server = server_charts::server_charts(&labeled, &scraped, span_s);
+    server.extend(engine_charts::engine_charts(&labeled, &scraped, span_s));
     if !server.is_empty() {
         groups.push(("Server metrics", server));
     }

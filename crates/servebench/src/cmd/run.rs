@@ -284,5 +284,6 @@ fn write_reports(
         &results.metrics,
         out,
         results.server_side.server.as_ref(),
+        results.server_side.gpu.as_ref().map(|g| g.rows.as_slice()).unwrap_or_default(),
     )
 }
