@@ -14,7 +14,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn as_str(self) -> &'static str {
+    /// The kind as the `# TYPE` line spells it.
+    pub fn as_str(self) -> &'static str {
         match self {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
@@ -149,6 +150,27 @@ pub fn parse_text(text: &str) -> std::result::Result<Vec<PromSample>, String> {
     Ok(out)
 }
 
+/// The `# TYPE name kind` lines of an exposition: each family's declared kind (`counter`,
+/// `gauge`, `histogram`; `summary`, `untyped` and unknown kinds are left out).
+pub fn parse_types(text: &str) -> Vec<(String, Kind)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        if (words.next(), words.next()) != (Some("#"), Some("TYPE")) {
+            continue;
+        }
+        let (Some(name), Some(kind)) = (words.next(), words.next()) else { continue };
+        let kind = match kind {
+            "counter" => Kind::Counter,
+            "gauge" => Kind::Gauge,
+            "histogram" => Kind::Histogram,
+            _ => continue,
+        };
+        out.push((name.to_owned(), kind));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +188,16 @@ mod tests {
         assert_eq!(back[1].labels, vec![("model_name".to_owned(), "m\"x\\y\nz".to_owned())]);
         assert_eq!(back[1].value, 0.25);
         assert_eq!(back[2].value, f64::INFINITY);
+    }
+
+    #[test]
+    fn type_lines_give_each_familys_kind() {
+        let t = "# HELP a A.\n# TYPE a counter\n# TYPE b histogram\n# TYPE c summary\n#TYPE d gauge\n# TYPE e gauge\n";
+        let kinds = parse_types(t);
+        assert_eq!(
+            kinds,
+            vec![("a".into(), Kind::Counter), ("b".into(), Kind::Histogram), ("e".into(), Kind::Gauge)]
+        );
     }
 
     #[test]

@@ -101,6 +101,9 @@ pub struct SimConfig {
     /// Overrides the idle time after which a personality that closes idle connections
     /// (llama.cpp: 5 s) closes them (library only, for tests).
     pub idle_close: Option<Duration>,
+    /// `--sim-gpus`: simulated GPUs whose power follows the load, on `/dcgm/metrics`
+    /// (`None`: no such route).
+    pub gpus: Option<crate::power::GpuPowerConfig>,
 }
 
 /// Where chat streams put reasoning text: vLLM ≥ 0.11 sends `delta.reasoning`, older vLLM
@@ -158,6 +161,7 @@ impl SimConfig {
             personality: crate::personality::Personality::default(),
             path_prefix: "/gw".into(),
             idle_close: None,
+            gpus: None,
         }
     }
 
@@ -210,6 +214,12 @@ impl SimConfig {
     /// Sends the first `n` tokens of every chat and Responses output as reasoning.
     pub fn with_reasoning_tokens(mut self, n: u32) -> Self {
         self.reasoning_tokens = n;
+        self
+    }
+
+    /// Serves these simulated GPUs on `/dcgm/metrics` (see [`crate::power`]).
+    pub fn with_gpus(mut self, gpus: crate::power::GpuPowerConfig) -> Self {
+        self.gpus = Some(gpus);
         self
     }
 

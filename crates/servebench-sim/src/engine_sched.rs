@@ -234,7 +234,7 @@ impl Scheduler {
     }
 
     fn publish_gauges(&self) {
-        self.metrics.running.set(self.running.len() as i64);
+        self.metrics.running_set(self.running.len() as i64);
         self.metrics.waiting.set(self.waiting.len() as i64);
         let ppm = self.kv_used.saturating_mul(1_000_000) / self.cfg.kv_capacity_tokens.max(1);
         self.metrics.kv_usage_ppm.set(ppm.min(1_000_000) as i64);

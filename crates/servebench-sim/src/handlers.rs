@@ -73,7 +73,7 @@ impl SimState {
             TimingModel::Engine(e) => e.spec_k,
             TimingModel::Fixed { .. } => 0,
         };
-        let metrics = Arc::new(Metrics::new(&config.model, spec_k));
+        let metrics = Arc::new(Metrics::new(&config.model, spec_k).with_power(config.gpus));
         let engine = match &config.timing {
             TimingModel::Engine(e) => Engine::spawn(*e, config.seed, metrics.clone()),
             TimingModel::Fixed { .. } => None,
@@ -188,7 +188,7 @@ impl SimState {
 /// The method of a known API route (whether the personality serves it is a separate question).
 fn method_of(path: &str) -> Option<Method> {
     match path {
-        "/v1/models" | "/health" | "/metrics" => Some(Method::GET),
+        "/v1/models" | "/health" | "/metrics" | "/dcgm/metrics" => Some(Method::GET),
         "/v1/completions" | "/v1/chat/completions" | "/tokenize" | "/detokenize" => Some(Method::POST),
         "/start_profile" | "/stop_profile" | "/reset_prefix_cache" => Some(Method::POST),
         "/v1/responses" => Some(Method::POST),
@@ -304,6 +304,12 @@ async fn route(
                 let text = state.metrics.render(b.metrics);
                 response(200, Some(PROMETHEUS), SimBody::full(text))
             }
+            "/dcgm/metrics" => match &state.metrics.power {
+                Some(p) => {
+                    response(200, Some(PROMETHEUS), SimBody::full(p.render_at(std::time::Instant::now())))
+                }
+                None => state.not_found(method, path),
+            },
             "/start_profile" | "/stop_profile" => response(200, None, SimBody::empty()),
             "/reset_prefix_cache" => {
                 if let Some(e) = &state.engine {

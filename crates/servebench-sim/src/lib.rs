@@ -45,6 +45,7 @@ mod pacer;
 mod personality;
 mod plan;
 mod pooling;
+pub mod power;
 mod prompt;
 mod protocol;
 mod response;

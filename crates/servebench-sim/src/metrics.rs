@@ -40,8 +40,9 @@ impl Gauge {
     pub(crate) fn set(&self, v: i64) {
         self.0.store(v, Ordering::Relaxed);
     }
-    pub(crate) fn add(&self, v: i64) {
-        self.0.fetch_add(v, Ordering::Relaxed);
+    /// Adds `v`; returns the new value.
+    pub(crate) fn add(&self, v: i64) -> i64 {
+        self.0.fetch_add(v, Ordering::Relaxed) + v
     }
     pub(crate) fn get(&self) -> i64 {
         self.0.load(Ordering::Relaxed)
@@ -172,8 +173,8 @@ impl Exposition<'_> {
     /// One sample of `series`, labelled with the model (where the server does) and `labels`.
     fn sample(&mut self, series: &str, labels: &[(&str, &str)], value: f64) {
         let mut all = Vec::with_capacity(labels.len() + 1);
-        if self.names.labels_model() {
-            all.push(("model_name", self.model));
+        if let Some(key) = self.names.model_label() {
+            all.push((key, self.model));
         }
         all.extend_from_slice(labels);
         prom::sample(&mut self.out, series, &all, value);
@@ -210,6 +211,8 @@ pub(crate) struct Metrics {
     /// Accepted drafts per position (index 0 = first draft token).
     pub spec_accepted_per_pos: Vec<Counter>,
     pub registry: MetricsRegistry,
+    /// Simulated GPUs whose power follows `running` (`--sim-gpus`).
+    pub power: Option<crate::power::GpuPower>,
 }
 
 impl Metrics {
@@ -233,6 +236,29 @@ impl Metrics {
             spec_accepted: Counter::default(),
             spec_accepted_per_pos: (0..spec_k).map(|_| Counter::default()).collect(),
             registry: MetricsRegistry::default(),
+            power: None,
+        }
+    }
+
+    /// With simulated GPUs whose power follows the running requests.
+    pub(crate) fn with_power(mut self, config: Option<crate::power::GpuPowerConfig>) -> Self {
+        self.power = config.map(|c| crate::power::GpuPower::new(c, std::time::Instant::now()));
+        self
+    }
+
+    /// Adds `d` to the running requests (and moves the GPUs' power with them).
+    pub(crate) fn running_add(&self, d: i64) {
+        let n = self.running.add(d);
+        if let Some(p) = &self.power {
+            p.set_running_at(n, std::time::Instant::now());
+        }
+    }
+
+    /// Sets the running requests (and the GPUs' power).
+    pub(crate) fn running_set(&self, n: i64) {
+        self.running.set(n);
+        if let Some(p) = &self.power {
+            p.set_running_at(n, std::time::Instant::now());
         }
     }
 
@@ -268,6 +294,12 @@ impl Metrics {
         self.e2e.render(x, "vllm:e2e_request_latency_seconds", "Request latency.");
         counter(x, "vllm:prefix_cache_queries_total", "Prompt tokens looked up.", self.prefix_queries.get());
         counter(x, "vllm:prefix_cache_hits_total", "Prompt tokens found cached.", self.prefix_hits.get());
+        if names == MetricNames::Trtllm {
+            let missed = self.prefix_queries.get().saturating_sub(self.prefix_hits.get());
+            counter(x, "trtllm_kv_cache_missed_blocks_total", "Prompt tokens not found cached.", missed);
+        }
+        // The simulator never preempts: the counter stays 0 where the server has one.
+        counter(x, "vllm:num_preemptions_total", "Requests preempted.", 0);
         if !self.spec_accepted_per_pos.is_empty() {
             counter(x, "vllm:spec_decode_num_drafts_total", "Draft rounds.", self.spec_drafts.get());
             counter(

@@ -59,7 +59,7 @@ impl Pacer {
             TimingModel::Engine(_) => (Duration::ZERO, Duration::ZERO),
         };
         if let Some(m) = &metrics {
-            m.running.add(1);
+            m.running_add(1);
         }
         Pacer {
             kind: Kind::Fixed(FixedPacer::new(info.received, ttft, itl)),
@@ -166,7 +166,7 @@ impl Observer {
             m.requests_finished.inc();
             if self.owns_running_gauge {
                 self.owns_running_gauge = false;
-                m.running.add(-1);
+                m.running_add(-1);
             }
         }
     }
@@ -175,7 +175,7 @@ impl Observer {
 impl Drop for Observer {
     fn drop(&mut self) {
         if let (true, Some(m)) = (self.owns_running_gauge, &self.metrics) {
-            m.running.add(-1);
+            m.running_add(-1);
         }
     }
 }

@@ -26,6 +26,13 @@ pub enum Personality {
     OpenAi,
     /// A gateway in front of vLLM: a path prefix, redirects from the unprefixed paths and gzip.
     Gateway,
+    /// TensorRT-LLM's `trtllm-serve`: the OpenAI routes, `/health`, and `/metrics` under its
+    /// `trtllm_` names (tensorrt_llm/metrics/collector.py); otherwise vLLM's wire.
+    TrtLlm,
+    /// NVIDIA Dynamo's HTTP frontend: the OpenAI routes, `/health`, and `/metrics` under its
+    /// `dynamo_frontend_*` names (lib/runtime/src/metrics/prometheus_names.rs); otherwise
+    /// vLLM's wire.
+    Dynamo,
 }
 
 /// Where `usage` rides in a streamed completion.
@@ -92,6 +99,8 @@ pub enum MetricNames {
     Sglang,
     LlamaCpp,
     Tgi,
+    Trtllm,
+    Dynamo,
     /// No `/metrics` route.
     None,
 }
@@ -109,6 +118,8 @@ impl MetricNames {
                 ("vllm:kv_cache_usage_perc", "sglang:token_usage"),
                 ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total"),
                 ("vllm:generation_tokens_total", "sglang:generation_tokens_total"),
+                ("vllm:prefix_cache_hits_total", "sglang:cached_tokens_total"),
+                ("vllm:num_preemptions_total", "sglang:num_retracted_requests_total"),
                 ("vllm:request_success_total", "sglang:num_requests_total"),
                 ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
                 ("vllm:inter_token_latency_seconds", "sglang:inter_token_latency_seconds"),
@@ -128,6 +139,31 @@ impl MetricNames {
                 ("vllm:e2e_request_latency_seconds", "tgi_request_duration"),
                 ("vllm:time_per_output_token_seconds", "tgi_request_mean_time_per_token_duration"),
             ],
+            // tensorrt_llm/metrics/collector.py; prefix reuse is counted in blocks there, in
+            // tokens here (the hit rate is the same).
+            MetricNames::Trtllm => &[
+                ("vllm:num_requests_running", "trtllm_num_requests_running"),
+                ("vllm:num_requests_waiting", "trtllm_num_requests_waiting"),
+                ("vllm:kv_cache_usage_perc", "trtllm_kv_cache_utilization"),
+                ("vllm:prompt_tokens_total", "trtllm_prompt_tokens_total"),
+                ("vllm:generation_tokens_total", "trtllm_generation_tokens_total"),
+                ("vllm:request_success_total", "trtllm_request_success_total"),
+                ("vllm:prefix_cache_hits_total", "trtllm_kv_cache_reused_blocks_total"),
+                ("vllm:time_to_first_token_seconds", "trtllm_time_to_first_token_seconds"),
+                ("vllm:time_per_output_token_seconds", "trtllm_time_per_output_token_seconds"),
+                ("vllm:e2e_request_latency_seconds", "trtllm_e2e_request_latency_seconds"),
+            ],
+            // lib/runtime/src/metrics/prometheus_names.rs (frontend_service, kvstats).
+            MetricNames::Dynamo => &[
+                ("vllm:num_requests_running", "dynamo_frontend_inflight_requests"),
+                ("vllm:num_requests_waiting", "dynamo_frontend_queued_requests"),
+                ("vllm:kv_cache_usage_perc", "dynamo_component_kvstats_gpu_cache_usage_percent"),
+                ("vllm:generation_tokens_total", "dynamo_frontend_output_tokens_total"),
+                ("vllm:request_success_total", "dynamo_frontend_requests_total"),
+                ("vllm:time_to_first_token_seconds", "dynamo_frontend_time_to_first_token_seconds"),
+                ("vllm:inter_token_latency_seconds", "dynamo_frontend_inter_token_latency_seconds"),
+                ("vllm:e2e_request_latency_seconds", "dynamo_frontend_request_duration_seconds"),
+            ],
         };
         match table.iter().find(|(from, _)| *from == vllm_name) {
             Some((_, to)) => Some(to),
@@ -136,9 +172,14 @@ impl MetricNames {
         }
     }
 
-    /// Whether samples carry the `model_name` label (llama.cpp and TGI export theirs without).
-    pub(crate) fn labels_model(self) -> bool {
-        !matches!(self, MetricNames::LlamaCpp | MetricNames::Tgi)
+    /// The label naming the model on every sample (llama.cpp and TGI export theirs without;
+    /// Dynamo's is `model`).
+    pub(crate) fn model_label(self) -> Option<&'static str> {
+        match self {
+            MetricNames::LlamaCpp | MetricNames::Tgi => None,
+            MetricNames::Dynamo => Some("model"),
+            _ => Some("model_name"),
+        }
     }
 }
 
@@ -316,9 +357,20 @@ const OPENAI: Behaviour = Behaviour {
 
 const GATEWAY: Behaviour = Behaviour { name: "gateway", gzip: true, prefixed: true, ..VLLM };
 
+const TRTLLM: Behaviour = Behaviour {
+    name: "trtllm",
+    tokenize: TokenizeDialect::None,
+    models: ModelsShape::OpenAi,
+    metrics: MetricNames::Trtllm,
+    routes: Routes { health: true, ..NO_ROUTES },
+    ..VLLM
+};
+
+const DYNAMO: Behaviour = Behaviour { name: "dynamo", metrics: MetricNames::Dynamo, ..TRTLLM };
+
 impl Personality {
     /// Every personality.
-    pub const ALL: [Personality; 7] = [
+    pub const ALL: [Personality; 9] = [
         Personality::Sim,
         Personality::Vllm,
         Personality::Sglang,
@@ -326,6 +378,8 @@ impl Personality {
         Personality::Tgi,
         Personality::OpenAi,
         Personality::Gateway,
+        Personality::TrtLlm,
+        Personality::Dynamo,
     ];
 
     /// The behaviour table.
@@ -338,6 +392,8 @@ impl Personality {
             Personality::Tgi => &TGI,
             Personality::OpenAi => &OPENAI,
             Personality::Gateway => &GATEWAY,
+            Personality::TrtLlm => &TRTLLM,
+            Personality::Dynamo => &DYNAMO,
         }
     }
 
@@ -356,10 +412,12 @@ impl Personality {
             "tgi" => Ok(Personality::Tgi),
             "openai" => Ok(Personality::OpenAi),
             "gateway" => Ok(Personality::Gateway),
+            "trtllm" | "tensorrt-llm" => Ok(Personality::TrtLlm),
+            "dynamo" => Ok(Personality::Dynamo),
             other => Err(BenchError::config(
                 "--sim-personality",
                 format!("unknown personality '{other}'"),
-                "use sim, vllm, sglang, llamacpp, tgi, openai or gateway",
+                "use sim, vllm, sglang, llamacpp, tgi, openai, gateway, trtllm or dynamo",
             )),
         }
     }
@@ -374,6 +432,8 @@ impl Behaviour {
             "/v1/completions" | "/v1/chat/completions" | "/v1/models" => true,
             "/health" => r.health,
             "/metrics" => self.metrics != MetricNames::None,
+            // The simulated DCGM exporter (`--sim-gpus`), whatever the personality.
+            "/dcgm/metrics" => true,
             "/tokenize" => self.tokenize != TokenizeDialect::None,
             "/detokenize" => !matches!(self.tokenize, TokenizeDialect::None | TokenizeDialect::Inputs),
             "/v1/responses" => r.responses,

@@ -159,6 +159,20 @@ error_table! {
         error: ErrorWindowTooLong { window: u64, requests: u64 },
         message: "--max-error-rate is tested over the last {window} finished requests, and the run sends only {requests}, so it would never be tested; fix: pass --max-error-rate-window of at most {requests}, or --max-errors N for an absolute limit",
     }
+    /// SB150: a `--server-metrics-url` or `--gpu-metrics-url` that is not a usable URL.
+    SB150 MetricsUrlInvalid {
+        exit: 2,
+        title: "invalid metrics URL",
+        error: MetricsUrlInvalid { flag: String, url: String, problem: String },
+        message: "{flag} {url}: {problem}; fix: give an http:// or https:// URL of a Prometheus /metrics endpoint, e.g. http://10.0.0.5:8000/metrics (no user:password@)",
+    }
+    /// SB151: the simulated GPUs' watts make no power curve.
+    SB151 SimGpuPowerInvalid {
+        exit: 2,
+        title: "invalid simulated GPU power",
+        error: SimGpuPowerInvalid { idle: String, per_request: String, max: String },
+        message: "--sim-gpus: idle {idle} W, {per_request} W per running request and a cap of {max} W make no power curve; fix: give finite watts ≥ 0 with --sim-gpu-max-watts at least --sim-gpu-idle-watts",
+    }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).
     SB114 HfParserMissing {

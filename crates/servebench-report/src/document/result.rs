@@ -34,6 +34,9 @@ pub struct ResultDocument {
     /// `early_stop`: why and when the run stopped early (`null` when it ran to its end).
     #[serde(default, deserialize_with = "object", skip_serializing_if = "Option::is_none")]
     pub early_stop: Option<servebench_core::early_stop::EarlyStopReport>,
+    /// `gpu_energy` (GPU telemetry and energy); `None` when missing, null or malformed.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub gpu_energy: Option<crate::sections::server_endpoints::GpuEnergy>,
     #[serde(flatten)]
     pub detailed: DetailedArrays,
     /// `shards` of a merged result (`servebench merge`).
@@ -155,6 +158,9 @@ pub struct ServerMetricsDoc {
     /// `samples`; `None` when missing or not an array.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub samples: Option<Vec<Object<ServerSampleDoc>>>,
+    /// `endpoints`: every scraped endpoint's summary; `None` when missing or malformed.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<Vec<crate::sections::server_endpoints::EndpointSummary>>,
 }
 
 /// One scrape (`server_metrics.samples[i]`).

@@ -8,6 +8,7 @@
 mod charts;
 mod data;
 mod dataset_stats;
+mod engine_charts;
 mod experiment_error;
 mod extra_charts;
 mod multi_run;
@@ -238,7 +239,8 @@ pub fn html_report(runs: &[ReportRun]) -> String {
     if let Some(c) = phase_chart::phase_chart(runs) {
         groups.push(("HTTP phases", vec![c]));
     }
-    let server = server_charts::server_charts(&labeled, &scraped, span_s);
+    let mut server = server_charts::server_charts(&labeled, &scraped, span_s);
+    server.extend(engine_charts::engine_charts(&labeled, &scraped, span_s));
     if !server.is_empty() {
         groups.push(("Server metrics", server));
     }

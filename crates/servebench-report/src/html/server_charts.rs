@@ -4,6 +4,7 @@
 
 use crate::document::{ResultDocument, ServerMetricsDoc};
 use crate::sections::server::{ScrapeSample, ServerMetrics};
+use crate::sections::server_endpoints::{EndpointSummary, GpuRow};
 
 use super::charts::{time_axis, Run};
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
@@ -13,19 +14,37 @@ use super::svg::{AxisSpec, Chart, Kind, Series, Style};
 pub struct ServerSeries {
     /// The scrapes, seconds from the start of the measured phase.
     pub samples: Vec<ScrapeSample>,
+    /// Every scraped endpoint's summary (`server_metrics.endpoints`).
+    pub endpoints: Vec<EndpointSummary>,
+    /// The GPUs' rows (`gpu_energy.gpus`), with their power series.
+    pub gpus: Vec<GpuRow>,
 }
 
 impl ServerSeries {
     /// The series in a result's `server_metrics` (`samples: [{t_s, running, ...}]`; a sample
     /// without `t_s` is skipped); `None` when there are no samples.
     pub fn from_result(result: &ResultDocument) -> Option<ServerSeries> {
-        ServerSeries::from_doc(result.server_metrics.as_ref()?)
+        let mut s = result.server_metrics.as_ref().and_then(ServerSeries::from_doc).unwrap_or_default();
+        s.gpus = result.gpu_energy.as_ref().map(|g| g.gpus.clone()).unwrap_or_default();
+        s.or_none()
+    }
+
+    /// The series of a run scraped in this process: its `server_metrics` and GPU rows.
+    pub fn of_run(m: Option<&ServerMetrics>, gpus: &[GpuRow]) -> Option<ServerSeries> {
+        let mut s = m.and_then(ServerSeries::from_metrics).unwrap_or_default();
+        s.gpus = gpus.to_vec();
+        s.or_none()
+    }
+
+    /// `None` when there is nothing to chart.
+    fn or_none(self) -> Option<ServerSeries> {
+        (!self.samples.is_empty() || !self.endpoints.is_empty() || !self.gpus.is_empty()).then_some(self)
     }
 
     /// The series a run scraped (`--scrape-metrics`); `None` when it has no samples.
     pub fn from_metrics(m: &ServerMetrics) -> Option<ServerSeries> {
         let samples: Vec<ScrapeSample> = m.samples.iter().filter(|s| s.t_s.is_finite()).cloned().collect();
-        (!samples.is_empty()).then_some(ServerSeries { samples })
+        ServerSeries { samples, endpoints: m.endpoints.clone(), gpus: Vec::new() }.or_none()
     }
 
     /// The series of a `server_metrics` document; `None` when it has no samples.
@@ -47,7 +66,8 @@ impl ServerSeries {
                 })
             })
             .collect();
-        (!samples.is_empty()).then_some(ServerSeries { samples })
+        let endpoints = doc.endpoints.clone().unwrap_or_default();
+        ServerSeries { samples, endpoints, gpus: Vec::new() }.or_none()
     }
 
     /// Prefix-cache hit rate (%) of each scrape interval: Δhits / Δqueries between consecutive
@@ -88,7 +108,15 @@ fn name(n_runs: usize, label: &str, what: &str) -> String {
 pub(crate) fn last_scrape_s(series: &[ServerRun<'_>]) -> f64 {
     series
         .iter()
-        .flat_map(|s| s.2.samples.iter().map(|x| x.t_s))
+        .flat_map(|s| {
+            let ends =
+                s.2.endpoints
+                    .iter()
+                    .flat_map(|e| e.meanings.values())
+                    .flat_map(|m| m.series.iter().map(|p| p[0]));
+            let gpus = s.2.gpus.iter().flat_map(|g| g.power_series.iter().map(|p| p[0]));
+            s.2.samples.iter().map(|x| x.t_s).chain(ends).chain(gpus)
+        })
         .filter(|t| t.is_finite())
         .fold(0.0, f64::max)
 }
@@ -96,7 +124,7 @@ pub(crate) fn last_scrape_s(series: &[ServerRun<'_>]) -> f64 {
 /// The server charts of the runs that have scraped series (none when no run has), over the
 /// page's time range `span_s`.
 pub(crate) fn server_charts(runs: &[Run<'_>], series: &[ServerRun<'_>], span_s: f64) -> Vec<Chart> {
-    if series.is_empty() {
+    if series.iter().all(|s| s.2.samples.is_empty()) {
         return Vec::new();
     }
     let n = runs.len();

@@ -14,6 +14,7 @@ pub mod output_split;
 pub mod pooling;
 pub mod probe;
 pub mod server;
+pub mod server_endpoints;
 pub mod session_trees;
 pub mod shards;
 pub mod steady_state;

@@ -55,6 +55,14 @@ pub struct ServerMetrics {
     pub last_error: Option<String>,
     pub samples: Vec<ScrapeSample>,
     pub derived: ServerDerived,
+    /// Every endpoint scraped (`--server-metrics-url`, and the base URL's `/metrics` with
+    /// `--scrape-metrics`), summarised per known meaning; absent when none was (older keys only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<super::server_endpoints::EndpointSummary>,
+    /// The JSON Lines file of every scraped series (docs/metrics.md, "The server-metrics
+    /// file"), named beside the result; absent when nothing was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series_file: Option<String>,
 }
 
 /// What the profiler did, seconds from the start of the measured phase (the result's `profile`).
@@ -126,6 +134,12 @@ pub struct ServerSection {
     pub spec_decode: Option<SpecDecodeKeys>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileOutcome>,
+    /// `--gpu-metrics`: where the readings came from (or why there are none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_telemetry: Option<super::server_endpoints::GpuTelemetry>,
+    /// `--gpu-metrics`: the energy figures; `null` when telemetry was asked and gave no energy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_energy: Option<Option<super::server_endpoints::GpuEnergy>>,
 }
 
 impl ServerSection {
@@ -135,7 +149,21 @@ impl ServerSection {
             server_metrics: server.cloned(),
             spec_decode: server.and_then(|s| SpecDecodeKeys::of(&s.derived)),
             profile: profile.cloned(),
+            gpu_telemetry: None,
+            gpu_energy: None,
         }
+    }
+
+    /// With the GPU telemetry of the run (when it asked for it) and its energy figures.
+    pub fn with_gpu(
+        mut self,
+        gpu: Option<(&super::server_endpoints::GpuTelemetry, Option<&super::server_endpoints::GpuEnergy>)>,
+    ) -> ServerSection {
+        if let Some((t, e)) = gpu {
+            self.gpu_telemetry = Some(t.clone());
+            self.gpu_energy = Some(e.cloned());
+        }
+        self
     }
 }
 

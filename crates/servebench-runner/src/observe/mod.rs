@@ -2,14 +2,25 @@
 //! our own `/metrics` endpoint for them (`endpoint`), the client's health (`health`), notes
 //! about the network path (`network_notes`), and the server side: scraping its `/metrics`
 //! (`scrape`) and its profiler (`profiling`), both started and stopped with the measured phase
-//! (`server_side`).
+//! (`server_side`). Every engine's `/metrics` and GPU telemetry: the polling loops (`poll`), one
+//! scrape parsed (`exposition`), what each series means (`meaning`), one endpoint's view
+//! (`endpoint_track`), GPU readings and energy (`gpu`), the URLs (`metrics_url`), the
+//! server-metrics file (`series_file`) and the latest values for a live view (`latest`).
 
 pub mod endpoint;
+pub mod endpoint_track;
+pub mod exposition;
+pub mod gpu;
 pub mod health;
+pub mod latest;
 pub mod live;
+pub mod meaning;
+pub mod metrics_url;
 pub mod network_notes;
 pub mod notice;
 pub mod observer;
+pub mod poll;
 pub mod profiling;
 pub mod scrape;
+pub mod series_file;
 pub mod server_side;

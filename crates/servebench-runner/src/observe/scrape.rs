@@ -2,12 +2,17 @@
 //! (text format, parsed by [`parse_text`]), keeps a time series of vLLM's gauges and
 //! counters, and derives run-level figures (docs/metrics.md, "Server metrics").
 //!
-//! Metric names are vLLM's (`vllm:num_requests_running`, `vllm:kv_cache_usage_perc`, ...).
-//! Values of one metric are summed over label sets (several models or engines). Counters are
-//! reported as deltas over the measured phase (last sample − first sample).
+//! The fixed series are read under any known engine's names (`observe::meaning`; vLLM's first:
+//! `vllm:num_requests_running`, `vllm:kv_cache_usage_perc`, ...), speculative decoding under
+//! vLLM's. Values of one metric are summed over label sets (several models or engines).
+//! Counters are reported as deltas over the measured phase (last sample − first sample).
 
+use super::endpoint_track::MeaningValues;
+use super::exposition::Scrape;
+use super::meaning::Meaning;
 use servebench_client::transport::HttpClient;
-use servebench_core::prom::{parse_text, PromSample};
+#[cfg(test)]
+use servebench_core::prom::parse_text;
 use servebench_core::Result;
 pub use servebench_report::sections::server::{ScrapeSample, ServerDerived, ServerMetrics};
 use std::time::{Duration, Instant};
@@ -30,31 +35,33 @@ pub mod names {
     pub const SPEC_ACCEPTED: &str = "vllm:spec_decode_num_accepted_tokens_total";
 }
 
-/// Sum of every sample of `name` (any labels); `None` when absent.
-fn sum(samples: &[PromSample], name: &str) -> Option<f64> {
-    let mut found = None;
-    for s in samples.iter().filter(|s| s.name == name && s.value.is_finite()) {
-        *found.get_or_insert(0.0) += s.value;
-    }
-    found
-}
-
 /// Parses one `/metrics` body into a sample taken at `t_s`.
 pub fn parse_sample(text: &str, t_s: f64) -> std::result::Result<ScrapeSample, String> {
-    let scrape = parse_text(text)?;
-    Ok(ScrapeSample {
+    Ok(sample_of(&Scrape::parse(text)?, t_s))
+}
+
+/// The fixed series of one scrape: the known meanings under any engine's names (the table of
+/// `observe::meaning`: vLLM's first), speculative decoding under vLLM's names. Values of one
+/// metric are summed over label sets.
+pub fn sample_of(scrape: &Scrape, t_s: f64) -> ScrapeSample {
+    let v = MeaningValues::of(scrape);
+    let queries = v.get(Meaning::PrefixCacheQueries).or_else(|| {
+        let hits = v.get(Meaning::PrefixCacheHits)?;
+        Some(hits + v.get(Meaning::PrefixCacheMisses)?)
+    });
+    ScrapeSample {
         t_s,
-        running: sum(&scrape, names::RUNNING),
-        waiting: sum(&scrape, names::WAITING),
-        kv_cache_usage: sum(&scrape, names::KV_USAGE).or_else(|| sum(&scrape, names::KV_USAGE_OLD)),
-        prefix_cache_queries: sum(&scrape, names::PREFIX_QUERIES),
-        prefix_cache_hits: sum(&scrape, names::PREFIX_HITS),
-        prompt_tokens: sum(&scrape, names::PROMPT_TOKENS),
-        generation_tokens: sum(&scrape, names::GENERATION_TOKENS),
-        spec_decode_num_drafts: sum(&scrape, names::SPEC_DRAFTS),
-        spec_decode_draft_tokens: sum(&scrape, names::SPEC_DRAFT_TOKENS),
-        spec_decode_accepted_tokens: sum(&scrape, names::SPEC_ACCEPTED),
-    })
+        running: v.get(Meaning::Running),
+        waiting: v.get(Meaning::Queue),
+        kv_cache_usage: v.get(Meaning::KvCacheUsage),
+        prefix_cache_queries: queries,
+        prefix_cache_hits: v.get(Meaning::PrefixCacheHits),
+        prompt_tokens: v.get(Meaning::PromptTokens),
+        generation_tokens: v.get(Meaning::GenerationTokens),
+        spec_decode_num_drafts: scrape.sum(names::SPEC_DRAFTS),
+        spec_decode_draft_tokens: scrape.sum(names::SPEC_DRAFT_TOKENS),
+        spec_decode_accepted_tokens: scrape.sum(names::SPEC_ACCEPTED),
+    }
 }
 
 fn mean_of(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) -> Option<f64> {

@@ -10,6 +10,7 @@ use servebench_report::sections::additions::steady_state_caption;
 use servebench_report::sections::groups::{console_groups, result_keys};
 use servebench_report::sections::http_phases::http_phases_block;
 use servebench_report::sections::server::{self, ServerSection};
+use servebench_report::sections::server_endpoints::{endpoints_block, gpu_block};
 use servebench_report::sections::steady_state::steady_state_block;
 use servebench_report::written::RunDocument;
 use servebench_report::{console_block_with, console_warnings, result_object, Detail};
@@ -26,6 +27,9 @@ impl RunResults {
         // Per-turn, per-stage and trace-replay blocks (docs/workloads.md).
         text.push_str(&console_groups(&self.out.records, &self.metrics.config, &self.groups));
         text.push_str(&side_blocks(self.steady.as_ref(), &self.server_side));
+        if let Some(g) = &self.server_side.gpu {
+            text.push_str(&format!("{}\n", gpu_block(&g.telemetry, self.gpu_energy().as_ref())));
+        }
         if let Some(e) = &self.out.early_stop {
             text.push_str(&format!("{}\n", e.console_line()));
         }
@@ -56,11 +60,20 @@ impl RunResults {
         lines
     }
 
+    /// The `gpu_energy` figures of the run (docs/metrics.md, "GPU telemetry and energy"): the
+    /// GPUs' energy over the measured phase and per output token of its successful requests;
+    /// `None` without GPU telemetry or without an energy figure.
+    pub fn gpu_energy(&self) -> Option<servebench_report::sections::server_endpoints::GpuEnergy> {
+        let g = self.server_side.gpu.as_ref()?;
+        crate::observe::gpu::gpu_energy(g.rows.clone(), self.metrics.total_output_tokens)
+    }
+
     /// The result document; `records_file` is its `records_file` key, when records were written.
     pub fn document(&self, save_detailed: bool, records_file: Option<String>) -> RunDocument {
         let records = &self.out.records;
         let result = result_object(&self.info, &self.metrics, records, save_detailed);
         let side = &self.server_side;
+        let energy = self.gpu_energy();
         let mut groups = result_keys(records, &self.metrics.config, &self.groups);
         if let Some(pc) = self.prefix_cache_report() {
             groups.insert("prefix_cache".into(), serde_json::to_value(pc).unwrap_or_default());
@@ -80,7 +93,8 @@ impl RunResults {
                 .as_ref()
                 .and_then(|s| s.as_ref().err())
                 .map(|e| e.reason.clone()),
-            server: ServerSection::new(side.server.as_ref(), side.profile.as_ref()),
+            server: ServerSection::new(side.server.as_ref(), side.profile.as_ref())
+                .with_gpu(side.gpu.as_ref().map(|g| (&g.telemetry, energy.as_ref()))),
             probes: self.probes.clone(),
             server_tokenize: Some(self.out.verification.document()),
         }
@@ -95,13 +109,21 @@ pub fn side_blocks(steady: Option<&Steady>, side: &ServerSideOutput) -> String {
     }
     if let Some(s) = &side.server {
         text.push_str(&format!("{}\n", server::console_block(s)));
+        if s.endpoints.len() > 1 || s.endpoints.iter().any(|e| e.engines.iter().any(|n| n != "vllm")) {
+            text.push_str(&format!("{}\n", endpoints_block(&s.endpoints)));
+        }
     }
     text
 }
 
 /// The profiler's warnings, one line each.
 pub fn side_warnings(side: &ServerSideOutput) -> Vec<String> {
-    side.profile.iter().flat_map(|p| &p.warnings).map(|w| format!("warning: {w}")).collect()
+    let mut lines: Vec<String> =
+        side.profile.iter().flat_map(|p| &p.warnings).map(|w| format!("warning: {w}")).collect();
+    if let Some(e) = &side.series_error {
+        lines.push(format!("warning: the server-metrics file is incomplete: {e}"));
+    }
+    lines
 }
 
 /// The steady-state block with a caption saying what its window means in the run's load mode.

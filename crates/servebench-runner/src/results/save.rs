@@ -1,9 +1,11 @@
 //! Writing a single run's result: where it goes (`--result-filename`, else vLLM's default name
-//! with the shard tag), and the records file moved beside it first, under its final name.
+//! with the shard tag), and the records file (and the server-metrics file) moved beside it
+//! first, under its final name.
 
 use super::assemble::RunResults;
 use super::paths::{records_file_key, records_path_for_doc, shard_file_name};
 use crate::config::OutputConfig;
+use crate::observe::series_file::series_path_for;
 use servebench_core::shard::ShardSpec;
 use servebench_core::{BenchError, Result};
 use servebench_report::{default_result_filename, write_result};
@@ -33,10 +35,26 @@ pub fn save_result(
     if records_file.as_deref() == Some(provisional) && provisional != final_records {
         std::fs::rename(provisional, &final_records)
             .map_err(|e| BenchError::io(final_records.display(), e))?;
-        records_file = Some(final_records);
+        records_file = Some(final_records.clone());
     }
     let key = records_file.as_ref().map(|r| records_file_key(result_path, r));
-    let doc = results.document(output.save_detailed, key);
+    let mut doc = results.document(output.save_detailed, key);
+    if let Some((written, _)) = &results.server_side.series_file {
+        // The server-metrics file follows the records file to its final name.
+        let final_series = series_path_for(&final_records);
+        let series = if *written != final_series && std::fs::rename(written, &final_series).is_ok() {
+            final_series
+        } else {
+            written.clone()
+        };
+        let name = records_file_key(result_path, &series);
+        if let Some(m) = doc.server.server_metrics.as_mut() {
+            m.series_file = Some(name.clone());
+        }
+        if let Some(t) = doc.server.gpu_telemetry.as_mut() {
+            t.series_file = Some(name);
+        }
+    }
     write_result(result_path, &output.with_config(doc.to_value()), output.append_result)?;
     Ok(records_file)
 }

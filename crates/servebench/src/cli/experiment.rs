@@ -79,9 +79,22 @@ pub struct ExperimentArgs {
     /// time series and derived figures (`server_metrics`).
     #[arg(long, help_heading = "Server metrics")]
     pub scrape_metrics: bool,
-    /// Seconds between /metrics polls.
+    /// Seconds between /metrics polls (also of --server-metrics-url and the GPU readings).
     #[arg(long, default_value_t = 1.0, help_heading = "Server metrics")]
     pub scrape_interval: f64,
+    /// Also scrape this Prometheus /metrics URL through the measured phase (repeatable:
+    /// replicas, a router, an exporter): every series is kept in <result>.server-metrics.jsonl
+    /// and summarised per endpoint in `server_metrics.endpoints`. No API key or --header is sent.
+    #[arg(long, value_name = "URL", value_parser = metrics_url, help_heading = "Server metrics")]
+    pub server_metrics_url: Vec<servebench_runner::observe::metrics_url::MetricsUrl>,
+    /// GPU telemetry and energy (`gpu_energy`): read the DCGM exporters of --gpu-metrics-url,
+    /// else nvidia-smi on this host when present (the run goes on without it when absent).
+    #[arg(long, help_heading = "Server metrics")]
+    pub gpu_metrics: bool,
+    /// A DCGM exporter's /metrics URL (repeatable; implies --gpu-metrics): power, energy,
+    /// utilisation, memory and SM clock per GPU.
+    #[arg(long, value_name = "URL", value_parser = gpu_metrics_url, help_heading = "Server metrics")]
+    pub gpu_metrics_url: Vec<servebench_runner::observe::metrics_url::MetricsUrl>,
 
     // ---- profiling (vLLM / vllm-bench) ----
     /// POST /start_profile when the measured phase starts and /stop_profile when it ends.
@@ -94,6 +107,18 @@ pub struct ExperimentArgs {
     /// With --profile-batch-threshold: seconds to profile.
     #[arg(long, default_value_t = 5.0, help_heading = "Profiling")]
     pub profile_duration: f64,
+}
+
+fn metrics_url(
+    text: &str,
+) -> Result<servebench_runner::observe::metrics_url::MetricsUrl, servebench_core::BenchError> {
+    servebench_runner::observe::metrics_url::MetricsUrl::parse("--server-metrics-url", text)
+}
+
+fn gpu_metrics_url(
+    text: &str,
+) -> Result<servebench_runner::observe::metrics_url::MetricsUrl, servebench_core::BenchError> {
+    servebench_runner::observe::metrics_url::MetricsUrl::parse("--gpu-metrics-url", text)
 }
 
 impl ExperimentArgs {

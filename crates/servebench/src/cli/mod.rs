@@ -187,12 +187,27 @@ pub struct SimOptions {
     #[arg(long, default_value_t = 256)]
     pub sim_embedding_dim: u32,
     /// Simulator: the server it imitates on the wire: sim (default: vLLM's shapes and every
-    /// native endpoint), vllm, sglang, llamacpp, tgi, openai, gateway (docs/simulator.md).
+    /// native endpoint), vllm, sglang, llamacpp, tgi, openai, gateway, trtllm, dynamo
+    /// (docs/simulator.md).
     #[arg(long, default_value = "sim", value_parser = crate::cli::values::personality)]
     pub sim_personality: servebench_sim::Personality,
     /// Simulator (gateway personality): the path prefix the API is mounted under.
     #[arg(long, default_value = "/gw")]
     pub sim_path_prefix: String,
+    /// Simulator: serve N simulated GPUs on /dcgm/metrics, in a DCGM exporter's format, whose
+    /// power follows the running requests and whose energy counter is its exact integral
+    /// (0 = no such route; docs/simulator.md, "GPUs").
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub sim_gpus: u32,
+    /// Simulator (--sim-gpus): watts of each GPU when idle.
+    #[arg(long, default_value_t = 60.0, value_name = "W")]
+    pub sim_gpu_idle_watts: f64,
+    /// Simulator (--sim-gpus): watts each running request adds to each GPU.
+    #[arg(long, default_value_t = 25.0, value_name = "W")]
+    pub sim_gpu_request_watts: f64,
+    /// Simulator (--sim-gpus): the power cap of each GPU, watts.
+    #[arg(long, default_value_t = 700.0, value_name = "W")]
+    pub sim_gpu_max_watts: f64,
     #[command(flatten)]
     pub sim_tls: crate::cli::network::SimTlsArgs,
 }

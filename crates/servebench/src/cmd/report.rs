@@ -151,7 +151,8 @@ fn report_experiment(
 
 /// `--html-report PATH` / `--csv PATH` of a benchmark run: written from the run's records after
 /// the result, with the run's dispatch lateness (not stored in records) in the queue chart and the
-/// server metrics scraped during the run (`--scrape-metrics`), when any.
+/// server metrics scraped during the run (`--scrape-metrics`, `--server-metrics-url`) and the GPUs'
+/// power (`--gpu-metrics`), when any.
 pub fn write_run_reports(
     html: Option<&Path>,
     csv: Option<&Path>,
@@ -160,6 +161,7 @@ pub fn write_run_reports(
     out: &RunOutput,
     server: Option<&ServerMetrics>,
     validity: Option<servebench_core::validity::Validity>,
+    gpus: &[servebench_report::sections::server_endpoints::GpuRow],
 ) -> anyhow::Result<()> {
     if let Some(p) = csv {
         write_text(p, &records_csv(&out.records))?;
@@ -173,7 +175,7 @@ pub fn write_run_reports(
         let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.model_id.clone());
         let mut run = ReportRun::new(label, header, out.records.clone(), metrics.config.goodput.clone());
         run.dispatch_lateness_us = Some(out.health.dispatch_lateness_us.clone());
-        run.server_metrics = server.and_then(ServerSeries::from_metrics);
+        run.server_metrics = ServerSeries::of_run(server, gpus);
         write_text(p, &html_report(&[run]))?;
         println!("HTML report: {}", p.display());
     }

@@ -118,6 +118,8 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     let records_file = run.records_path.clone();
     let run_cfg = run.clone();
     let mut side_options = args.experiment.server_side_options();
+    side_options.series_path =
+        paths.as_ref().map(|p| servebench_runner::observe::series_file::series_path_for(&p.records));
     if run.load.prefix_cache.is_some() && side_options.scrape_interval.is_none() {
         // A controlled hit rate is confirmed against the server's prefix-cache counters.
         side_options.scrape_interval = Some(std::time::Duration::from_secs(1));
@@ -217,6 +219,9 @@ async fn measure(
     stop_on_signal(signal.stop.clone(), interrupt_message(run.on_interrupt), later);
     // --scrape-metrics / --profile: driven by the measured phase's start and end.
     let side = ServerSide::for_run(&run, &side_options)?;
+    if let Some(note) = side.gpu_note() {
+        println!("{note}");
+    }
     let observer = side.observer(observer);
     let run_task = tokio::spawn(run_benchmark(run, observer, signal));
     let result = run_task.await.context("the benchmark task failed")?.map_err(anyhow::Error::from);
@@ -284,5 +289,6 @@ fn write_reports(
         out,
         results.server_side.server.as_ref(),
         Some(results.validity()),
+        results.server_side.gpu.as_ref().map(|g| g.rows.as_slice()).unwrap_or_default(),
     )
 }

@@ -29,10 +29,37 @@ pub fn sim_config(opts: &SimOptions) -> anyhow::Result<SimConfig> {
     cfg.embedding_dim = opts.sim_embedding_dim;
     cfg.personality = opts.sim_personality;
     cfg.path_prefix = opts.sim_path_prefix.clone();
+    if let Some(gpus) = gpu_power(opts)? {
+        cfg = cfg.with_gpus(gpus);
+    }
     Ok(match engine_config(opts)? {
         Some(engine) => cfg.with_engine(engine),
         None => cfg,
     })
+}
+
+/// The simulated GPUs of `--sim-gpus` and their watts (SB151 when the watts make no power
+/// curve: negative, not finite, or a cap below idle); `None` without GPUs.
+pub fn gpu_power(
+    opts: &SimOptions,
+) -> servebench_core::Result<Option<servebench_sim::power::GpuPowerConfig>> {
+    if opts.sim_gpus == 0 {
+        return Ok(None);
+    }
+    let (idle, per, max) = (opts.sim_gpu_idle_watts, opts.sim_gpu_request_watts, opts.sim_gpu_max_watts);
+    if ![idle, per, max].iter().all(|w| w.is_finite() && *w >= 0.0) || max < idle {
+        return Err(BenchError::SimGpuPowerInvalid {
+            idle: idle.to_string(),
+            per_request: per.to_string(),
+            max: max.to_string(),
+        });
+    }
+    Ok(Some(servebench_sim::power::GpuPowerConfig {
+        gpus: opts.sim_gpus,
+        idle_w: idle,
+        per_request_w: per,
+        max_w: max,
+    }))
 }
 
 /// The injected faults from `--sim-fault KIND=RATE`, `--sim-fault-seed` and

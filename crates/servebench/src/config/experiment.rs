@@ -5,7 +5,7 @@ use crate::cli::experiment::ExperimentArgs;
 use servebench_core::{BenchError, Result};
 use servebench_runner::experiment::{Experiment, ExperimentConfig, SearchOptions};
 use servebench_runner::observe::profiling::ProfileOptions;
-use servebench_runner::observe::server_side::ServerSideOptions;
+use servebench_runner::observe::server_side::{GpuOptions, ServerSideOptions};
 use servebench_runner::results::SteadyOptions;
 use std::time::Duration;
 
@@ -52,6 +52,11 @@ impl ExperimentArgs {
                 batch_threshold: self.profile_batch_threshold,
                 duration: Duration::from_secs_f64(self.profile_duration),
             }),
+            metrics_urls: self.server_metrics_url.clone(),
+            poll_interval: Duration::from_secs_f64(self.scrape_interval),
+            gpu: (self.gpu_metrics || !self.gpu_metrics_url.is_empty())
+                .then(|| GpuOptions { urls: self.gpu_metrics_url.clone() }),
+            series_path: None,
         }
     }
 }

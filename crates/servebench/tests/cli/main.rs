@@ -31,6 +31,7 @@ mod prefix_cache_e2e;
 mod prefix_cache_llamacpp;
 mod regression;
 mod shard_early_stop_e2e;
+mod server_metrics_e2e;
 mod shard_merge;
 mod sim_matrix;
 mod token_accounting_e2e;

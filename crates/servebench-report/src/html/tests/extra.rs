@@ -266,3 +266,35 @@ fn snapshot_of_experiment_reports() {
         insta::assert_snapshot!("experiment_report_multi_run", multi);
     });
 }
+
+#[test]
+fn endpoint_and_gpu_power_charts_share_the_client_time_axis() {
+    let ep = |url: &str, q: f64| {
+        json!({"url": url, "engines": ["sglang"], "scrapes": 3, "failed_scrapes": 0, "last_error": null, "series_count": 9,
+               "prefix_cache_hit_rate": null, "histograms": [], "meanings": {
+                 "queue": {"metric": "sglang:num_queue_reqs", "kind": "gauge", "series": [[0.0, 0.0], [1.0, q], [2.0, 0.0]]},
+                 "ttft": {"metric": "sglang:time_to_first_token_seconds", "kind": "histogram", "series": [[1.0, 0.05], [2.0, 0.08]],
+                          "series_p99": [[1.0, 0.2], [2.0, 0.3]]}}})
+    };
+    let doc = json!({"server_metrics": {"interval_s": 1.0, "failed_scrapes": 0, "samples": [],
+                                         "endpoints": [ep("http://a:1/metrics", 3.0), ep("http://b:2/metrics", 5.0)]},
+                     "gpu_energy": {"method": "energy_counter", "total_energy_j": 900.0, "avg_power_w": 300.0, "output_tokens": 10,
+                                    "joules_per_output_token": 90.0, "output_tokens_per_joule": 0.0111,
+                                    "gpus": [{"host": "n1", "gpu": "0", "uuid": null, "energy_j": 900.0, "method": "energy_counter",
+                                              "avg_power_w": 300.0, "window_s": 3.0, "mean_util_pct": null, "max_fb_used_mib": null,
+                                              "mean_sm_clock_mhz": null, "samples": 2, "power_series": [[0.0, 100.0], [3.0, 500.0]]}]}});
+    let s = ServerSeries::from_result(&result_doc(doc)).unwrap();
+    assert_eq!((s.endpoints.len(), s.gpus.len(), s.samples.len()), (2, 1, 0));
+    let mut run = ReportRun::new("r", header("r"), fixture_records(3, 20, 1.0), vec![]);
+    run.server_metrics = Some(s);
+    let html = html_report(&[run]);
+    let load = chart_markup(&html, "endpoints-load");
+    assert!(load.contains("a:1/metrics queue") && load.contains("b:2/metrics queue"), "{load}");
+    let lat = chart_markup(&html, "endpoints-latency");
+    assert!(lat.contains("TTFT p50") && lat.contains("TTFT p99"));
+    assert!(chart_markup(&html, "gpu-power").contains("GPU 0 @ n1"));
+    assert!(chart_markup(&html, "gpu-power").contains("time since the start of the measured phase (s)"));
+    // No fixed-name samples: the older server charts are left out.
+    assert!(!html.contains("id=\"server-requests\""));
+    assert_self_contained(&html);
+}

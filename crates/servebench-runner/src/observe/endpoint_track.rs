@@ -1,0 +1,341 @@
+//! What one scraped `/metrics` endpoint saw over the measured phase: each scrape becomes a line
+//! of the server-metrics file (every series, counters with their rate since the previous scrape,
+//! histograms with their interval percentiles) and feeds the series of the known meanings,
+//! summarised at the end ([`EndpointTracker::summary`]; docs/metrics.md, "Server metrics of
+//! every engine").
+
+use super::exposition::{kind_name, series_key, Histo, Labels, Scrape};
+use super::meaning::{rows, Engine, Meaning, Shape};
+use serde_json::{json, Value};
+use servebench_core::prom::Kind;
+use servebench_report::sections::server_endpoints::{EndpointSummary, HistogramSummary, MeaningSummary};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+/// The value of each known meaning in one scrape (gauges and counters summed over label sets,
+/// histograms merged), with the engine series it came from.
+#[derive(Debug, Clone, Default)]
+pub struct MeaningValues {
+    pub scalars: BTreeMap<Meaning, (&'static str, Engine, f64)>,
+    pub histograms: BTreeMap<Meaning, (&'static str, Engine, Histo)>,
+}
+
+impl MeaningValues {
+    /// Reads every meaning from `scrape`: the table's first name the scrape has.
+    pub fn of(scrape: &Scrape) -> MeaningValues {
+        let mut out = MeaningValues::default();
+        for m in Meaning::ALL {
+            for row in rows(m) {
+                if m.shape() == Shape::Histogram {
+                    if let Some(h) = scrape.histogram(row.name) {
+                        out.histograms.insert(m, (row.name, row.engine, h));
+                        break;
+                    }
+                } else if let Some(v) = scrape.sum(row.name) {
+                    out.scalars.insert(m, (row.name, row.engine, v));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// A scalar meaning's value.
+    pub fn get(&self, m: Meaning) -> Option<f64> {
+        self.scalars.get(&m).map(|v| v.2)
+    }
+}
+
+/// Per-meaning points of the phase.
+#[derive(Debug, Default)]
+struct Track {
+    metric: &'static str,
+    points: Vec<(f64, f64)>,
+    hists: Vec<(f64, Histo)>,
+}
+
+/// One endpoint's accumulated view.
+#[derive(Debug, Default)]
+pub struct EndpointTracker {
+    url: String,
+    scrapes: u64,
+    failed: u64,
+    last_error: Option<String>,
+    seen: HashSet<String>,
+    engines: BTreeSet<Engine>,
+    prev: Option<(f64, HashMap<String, f64>, BTreeMap<(String, Labels), Histo>)>,
+    first_hists: Option<BTreeMap<(String, Labels), Histo>>,
+    tracks: BTreeMap<Meaning, Track>,
+}
+
+fn labels_json(labels: &[(String, String)]) -> Value {
+    Value::Object(labels.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+}
+
+impl EndpointTracker {
+    pub fn new(url: &str) -> EndpointTracker {
+        EndpointTracker { url: url.to_owned(), ..EndpointTracker::default() }
+    }
+
+    /// A failed scrape (transport error, non-2xx, unparsable body).
+    pub fn failed(&mut self, error: String) {
+        self.failed += 1;
+        self.last_error = Some(error);
+    }
+
+    /// Records a scrape at `t_s`; returns its meaning values and, when `line` is set, the
+    /// line of the server-metrics file.
+    pub fn scrape(&mut self, scrape: &Scrape, t_s: f64, line: bool) -> (MeaningValues, Option<Value>) {
+        self.scrapes += 1;
+        let hists = scrape.histograms();
+        let mut counters = HashMap::new();
+        let mut series = Vec::with_capacity(if line { scrape.samples.len() } else { 0 });
+        for s in &scrape.samples {
+            let key = series_key(s);
+            let kind = scrape.kind_of(s);
+            let mut rate = None;
+            if kind == Some(Kind::Counter) && s.value.is_finite() {
+                if let Some((t0, before, _)) = &self.prev {
+                    rate = before
+                        .get(&key)
+                        .filter(|&&v0| s.value >= v0 && t_s > *t0)
+                        .map(|v0| (s.value - v0) / (t_s - t0));
+                }
+                counters.insert(key.clone(), s.value);
+            }
+            if line {
+                let value = if s.value.is_finite() {
+                    json!(s.value)
+                } else {
+                    json!(servebench_core::prom::value_text(s.value))
+                };
+                series.push(json!({"name": s.name, "labels": labels_json(&s.labels), "type": kind_name(kind), "value": value, "rate_per_s": rate}));
+            }
+            self.seen.insert(key);
+        }
+        let histograms: Vec<Value> = if line {
+            hists
+                .iter()
+                .map(|((name, labels), h)| {
+                    let interval = self
+                        .prev
+                        .as_ref()
+                        .and_then(|p| p.2.get(&(name.clone(), labels.clone())))
+                        .map(|before| h.since(before));
+                    let q = |p: f64| interval.as_ref().and_then(|i| i.quantile(p));
+                    json!({"name": name, "labels": labels, "count": h.count, "sum": h.sum,
+                           "interval_count": interval.as_ref().map(|i| i.count),
+                           "interval_p50": q(0.5), "interval_p90": q(0.9), "interval_p99": q(0.99)})
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let values = MeaningValues::of(scrape);
+        self.track(&values, t_s);
+        if self.first_hists.is_none() {
+            self.first_hists = Some(hists.clone());
+        }
+        self.prev = Some((t_s, counters, hists));
+        let line = line.then(|| {
+            json!({"endpoint": self.url, "source": "prometheus", "t_s": t_s, "ok": true, "error": null,
+                   "series": series, "histograms": histograms})
+        });
+        (values, line)
+    }
+
+    fn track(&mut self, v: &MeaningValues, t_s: f64) {
+        for (m, (name, engine, value)) in &v.scalars {
+            self.engines.insert(*engine);
+            let t = self.tracks.entry(*m).or_insert_with(|| Track { metric: name, ..Track::default() });
+            t.points.push((t_s, *value));
+        }
+        for (m, (name, engine, h)) in &v.histograms {
+            self.engines.insert(*engine);
+            let t = self.tracks.entry(*m).or_insert_with(|| Track { metric: name, ..Track::default() });
+            t.hists.push((t_s, h.clone()));
+        }
+    }
+
+    /// The endpoint's summary over the phase.
+    pub fn summary(&self) -> EndpointSummary {
+        let meanings: BTreeMap<String, MeaningSummary> =
+            self.tracks.iter().map(|(m, t)| (m.key().to_owned(), summarise(m.shape(), t))).collect();
+        let delta = |k: &str| meanings.get(k).and_then(|s| s.delta);
+        let queries = delta("prefix_cache_queries")
+            .or_else(|| Some(delta("prefix_cache_hits")? + delta("prefix_cache_misses")?));
+        let prefix_cache_hit_rate = match (delta("prefix_cache_hits"), queries) {
+            (Some(h), Some(q)) if q > 0.0 => Some(h / q),
+            _ => None,
+        };
+        EndpointSummary {
+            url: self.url.clone(),
+            engines: self.engines.iter().map(|e| e.name().to_owned()).collect(),
+            scrapes: self.scrapes,
+            failed_scrapes: self.failed,
+            last_error: self.last_error.clone(),
+            series_count: self.seen.len() as u64,
+            meanings,
+            prefix_cache_hit_rate,
+            histograms: self.histogram_summaries(),
+        }
+    }
+
+    fn histogram_summaries(&self) -> Vec<HistogramSummary> {
+        let (Some(first), Some((_, _, last))) = (&self.first_hists, &self.prev) else { return Vec::new() };
+        last.iter()
+            .map(|((name, labels), h)| {
+                let run =
+                    first.get(&(name.clone(), labels.clone())).map_or_else(|| h.clone(), |f| h.since(f));
+                HistogramSummary {
+                    name: name.clone(),
+                    labels: labels.clone(),
+                    count: run.count,
+                    mean: run.mean(),
+                    p50: run.quantile(0.5),
+                    p90: run.quantile(0.9),
+                    p99: run.quantile(0.99),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Increase of a counter between two readings: the difference, or after a reset (a decrease)
+/// the new reading.
+pub fn increase(before: f64, after: f64) -> f64 {
+    if after >= before {
+        after - before
+    } else {
+        after
+    }
+}
+
+/// One meaning's summary (pure): see [`MeaningSummary`] for what each shape has.
+fn summarise(shape: Shape, t: &Track) -> MeaningSummary {
+    let mut s = MeaningSummary { metric: t.metric.to_owned(), ..MeaningSummary::default() };
+    let pts = &t.points;
+    match shape {
+        Shape::Gauge => {
+            s.kind = "gauge".into();
+            if !pts.is_empty() {
+                s.mean = Some(pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64);
+                s.max = pts.iter().map(|p| p.1).reduce(f64::max);
+                s.last = pts.last().map(|p| p.1);
+            }
+            s.series = pts.iter().map(|&(t, v)| [t, v]).collect();
+        }
+        Shape::Counter => {
+            s.kind = "counter".into();
+            let mut total = 0.0;
+            for w in pts.windows(2) {
+                let inc = increase(w[0].1, w[1].1);
+                total += inc;
+                if w[1].0 > w[0].0 {
+                    s.series.push([w[1].0, inc / (w[1].0 - w[0].0)]);
+                }
+            }
+            if pts.len() >= 2 {
+                s.delta = Some(total);
+                let span = pts[pts.len() - 1].0 - pts[0].0;
+                s.rate_per_s = (span > 0.0).then(|| total / span);
+            }
+        }
+        Shape::Histogram => {
+            s.kind = "histogram".into();
+            let h = &t.hists;
+            if let (Some(first), Some(last)) = (h.first(), h.last()) {
+                let run = if h.len() >= 2 { last.1.since(&first.1) } else { Histo::default() };
+                if h.len() >= 2 {
+                    s.count = Some(run.count);
+                    s.mean = run.mean();
+                    s.p50 = run.quantile(0.5);
+                    s.p90 = run.quantile(0.9);
+                    s.p99 = run.quantile(0.99);
+                }
+            }
+            for w in h.windows(2) {
+                let d = w[1].1.since(&w[0].1);
+                if let (Some(p50), Some(p99)) = (d.quantile(0.5), d.quantile(0.99)) {
+                    s.series.push([w[1].0, p50]);
+                    s.series_p99.push([w[1].0, p99]);
+                }
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(waiting: f64, hits: f64, queries: f64, le01: f64, inf: f64, sum: f64) -> String {
+        format!(
+            "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{model_name=\"m\"}} {waiting}\n\
+             vllm:prefix_cache_hits_total{{model_name=\"m\"}} {hits}\nvllm:prefix_cache_queries_total{{model_name=\"m\"}} {queries}\n\
+             # TYPE vllm:time_to_first_token_seconds histogram\n\
+             vllm:time_to_first_token_seconds_bucket{{le=\"0.1\"}} {le01}\nvllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {inf}\n\
+             vllm:time_to_first_token_seconds_sum {sum}\nvllm:time_to_first_token_seconds_count {inf}\n"
+        )
+    }
+
+    #[test]
+    fn gauges_counters_and_histograms_are_summarised_by_hand() {
+        let mut t = EndpointTracker::new("http://h/metrics");
+        let scrapes = [
+            (0.0, text(2.0, 10.0, 100.0, 0.0, 0.0, 0.0)),
+            (1.0, text(4.0, 40.0, 150.0, 3.0, 4.0, 0.5)),
+            (3.0, text(0.0, 50.0, 200.0, 4.0, 8.0, 2.5)),
+        ];
+        let mut lines = Vec::new();
+        for (ts, body) in &scrapes {
+            let (_, line) = t.scrape(&Scrape::parse(body).unwrap(), *ts, true);
+            lines.push(line.unwrap());
+        }
+        let s = t.summary();
+        assert_eq!(s.engines, ["vllm"]);
+        let q = &s.meanings["queue"];
+        assert_eq!((q.mean, q.max, q.last), (Some(2.0), Some(4.0), Some(0.0)));
+        let hits = &s.meanings["prefix_cache_hits"];
+        // Δ 40 over 3 s; per interval: 30/1 s, then 10/2 s.
+        assert_eq!((hits.delta, hits.rate_per_s), (Some(40.0), Some(40.0 / 3.0)));
+        assert_eq!(hits.series, vec![[1.0, 30.0], [3.0, 5.0]]);
+        // Hit rate Δhits / Δqueries = 40 / 100.
+        assert_eq!(s.prefix_cache_hit_rate, Some(0.4));
+        let ttft = &s.meanings["ttft"];
+        // Run: 8 observations, 4 ≤ 0.1 s; p50 rank 4 → 0.1; mean 2.5 / 8.
+        assert_eq!((ttft.count, ttft.p50, ttft.mean), (Some(8.0), Some(0.1), Some(0.3125)));
+        // First interval: 3 of 4 ≤ 0.1: p50 rank 2 → 0.1 × 2/3.
+        assert!((ttft.series[0][1] - 0.1 * 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(ttft.series_p99[1], [3.0, 0.1], "second interval: 1 of 4 ≤ 0.1, p99 in +Inf");
+        // The file line keeps every series, counters with their rate.
+        let hits_line = lines[1]["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == "vllm:prefix_cache_hits_total")
+            .unwrap();
+        assert_eq!(
+            (hits_line["type"].as_str(), hits_line["rate_per_s"].as_f64()),
+            (Some("counter"), Some(30.0))
+        );
+        assert_eq!(lines[0]["series"][1]["rate_per_s"], Value::Null);
+        assert_eq!(lines[2]["histograms"][0]["interval_count"], json!(4.0));
+        assert_eq!(s.series_count, 7);
+        assert_eq!(s.histograms[0].count, 8.0);
+    }
+
+    #[test]
+    fn a_counter_reset_counts_the_new_reading_and_trtllm_hits_over_hits_plus_misses() {
+        assert_eq!(increase(10.0, 4.0), 4.0);
+        assert_eq!(increase(10.0, 14.0), 4.0);
+        let mut t = EndpointTracker::new("u");
+        for (ts, h, m) in [(0.0, 0.0, 0.0), (1.0, 30.0, 10.0)] {
+            let body =
+                format!("trtllm_kv_cache_reused_blocks_total {h}\ntrtllm_kv_cache_missed_blocks_total {m}\n");
+            t.scrape(&Scrape::parse(&body).unwrap(), ts, false);
+        }
+        let s = t.summary();
+        assert_eq!((s.engines.as_slice(), s.prefix_cache_hit_rate), (&["trtllm".to_owned()][..], Some(0.75)));
+    }
+}

@@ -1,0 +1,75 @@
+//! A URL given to `--server-metrics-url` or `--gpu-metrics-url`: `http(s)://host[:port][/path]`
+//! (path `/metrics` when none), checked when the flag is parsed (SB150).
+
+use servebench_core::BenchError;
+
+/// A validated metrics URL, split into the origin a client connects to and the path it asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsUrl {
+    /// `http://host:port`.
+    pub origin: String,
+    /// `/metrics`, with the query when given.
+    pub path: String,
+}
+
+impl MetricsUrl {
+    /// Parses `text` given to `flag`; user info (`user:pass@`) is refused so that no
+    /// credential lands in the result, which names every URL.
+    pub fn parse(flag: &str, text: &str) -> Result<MetricsUrl, BenchError> {
+        let bad = |problem: &str| BenchError::MetricsUrlInvalid {
+            flag: flag.to_owned(),
+            url: if text.contains('@') { "<a URL with user info>".to_owned() } else { text.to_owned() },
+            problem: problem.to_owned(),
+        };
+        let t = text.trim();
+        let rest = t
+            .strip_prefix("http://")
+            .or_else(|| t.strip_prefix("https://"))
+            .ok_or_else(|| bad("it is not an http:// or https:// URL"))?;
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        if authority.is_empty() {
+            return Err(bad("it has no host"));
+        }
+        if authority.contains('@') {
+            return Err(bad("it has user info, which would be written into the result"));
+        }
+        if authority.chars().any(|c| c.is_whitespace()) || path.chars().any(|c| c.is_whitespace()) {
+            return Err(bad("it contains white space"));
+        }
+        let scheme_len = t.len() - rest.len();
+        let path = match path {
+            "" | "/" => "/metrics".to_owned(),
+            p if p.starts_with('?') => format!("/metrics{p}"),
+            p => p.to_owned(),
+        };
+        Ok(MetricsUrl { origin: format!("{}{authority}", &t[..scheme_len]), path })
+    }
+
+    /// The whole URL.
+    pub fn url(&self) -> String {
+        format!("{}{}", self.origin, self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_urls_split_default_to_metrics_and_refuse_user_info() {
+        let u = MetricsUrl::parse("--server-metrics-url", "http://127.0.0.1:9400").unwrap();
+        assert_eq!((u.origin.as_str(), u.path.as_str()), ("http://127.0.0.1:9400", "/metrics"));
+        let u = MetricsUrl::parse("--gpu-metrics-url", "https://h:1/dcgm/metrics?x=1").unwrap();
+        assert_eq!(u.url(), "https://h:1/dcgm/metrics?x=1");
+        for bad in
+            ["ftp://h/metrics", "127.0.0.1:8000", "http://", "http://u:secret@h/metrics", "http://h/a b"]
+        {
+            let e = MetricsUrl::parse("--server-metrics-url", bad).unwrap_err();
+            assert_eq!(e.code(), servebench_core::ErrorCode::MetricsUrlInvalid, "{bad}");
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Server metrics of every engine and GPU energy, end to end through the binary against
+//! simulators started here (docs/metrics.md, "Server metrics of every engine", "GPU telemetry
+//! and energy"): each personality's `/metrics` names are read as their meanings, several
+//! endpoints are kept apart, the simulated DCGM exporter's energy is reported with the right
+//! arithmetic, and a host without `nvidia-smi` runs on and says so.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::{bin, text};
+use serde_json::Value;
+use servebench_sim::power::GpuPowerConfig;
+use servebench_sim::{Personality, SimConfig, SimHandle};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Output;
+
+const MODEL: &str = "metrics-model";
+const PROMPTS: u64 = 6;
+const OUT: u64 = 8;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+fn sim(rt: &tokio::runtime::Runtime, p: Personality, gpus: Option<GpuPowerConfig>) -> SimHandle {
+    let tok = servebench_data::tokenizer::load_tokenizer("gpt2").unwrap();
+    let mut cfg = SimConfig::new(MODEL, tok).with_fixed_timing_ms(5.0, 2.0).unwrap().with_personality(p);
+    if let Some(g) = gpus {
+        cfg = cfg.with_gpus(g);
+    }
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    rt.block_on(servebench_sim::start(cfg, addr)).unwrap()
+}
+
+/// Runs the binary against `base_url` with `extra`, saving `r.json` in `dir`.
+fn run(dir: &Path, base_url: &str, extra: &[&str]) -> Output {
+    bin()
+        .args(["--base-url", base_url, "--backend", "openai-chat", "--model", MODEL, "--tokenizer", "gpt2"])
+        .args([
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "8",
+            "--ignore-eos",
+        ])
+        .args(["--num-prompts", &PROMPTS.to_string(), "--max-concurrency", "2", "--disable-tqdm"])
+        .args(["--ready-check-timeout-sec", "0", "--scrape-interval", "0.1"])
+        .args(["--save-result", "--result-dir", dir.to_str().unwrap(), "--result-filename", "r.json"])
+        .args(extra)
+        .output()
+        .expect("run servebench")
+}
+
+fn result(dir: &Path) -> Value {
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();
+    let schema = servebench_testkit::fixtures::result_schema_json();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> =
+        validator.iter_errors(&json).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "schema violations: {errors:?}");
+    json
+}
+
+fn lines(dir: &Path) -> Vec<Value> {
+    let t = std::fs::read_to_string(dir.join("r.json.server-metrics.jsonl")).unwrap();
+    t.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn every_engines_metric_names_are_read_as_their_meanings_through_the_simulator() {
+    let rt = runtime();
+    // (personality, engine, meanings it must report with the run's exact counts)
+    let cases: [(Personality, &str, &[&str], &[&str]); 6] = [
+        (Personality::Vllm, "vllm", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
+        (Personality::Sglang, "sglang", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
+        (Personality::LlamaCpp, "llamacpp", &["generation_tokens", "prompt_tokens"], &[]),
+        (Personality::Tgi, "tgi", &[], &["itl", "e2e"]),
+        (Personality::TrtLlm, "trtllm", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
+        (Personality::Dynamo, "dynamo", &["generation_tokens"], &["ttft", "itl", "e2e"]),
+    ];
+    for (p, engine, counters, histograms) in cases {
+        let s = sim(&rt, p, None);
+        let dir = tempfile::tempdir().unwrap();
+        let o = run(dir.path(), &s.base_url(), &["--scrape-metrics"]);
+        assert_eq!(o.status.code(), Some(0), "{engine}: {}", text(&o.stderr));
+        let r = result(dir.path());
+        let e = &r["server_metrics"]["endpoints"][0];
+        assert_eq!(e["engines"], serde_json::json!([engine]), "{engine}: {e}");
+        for m in ["queue", "running"] {
+            assert_eq!(e["meanings"][m]["kind"], "gauge", "{engine} {m}: {e}");
+        }
+        let total_out = r["total_output_tokens"].as_f64().unwrap();
+        assert_eq!(total_out, (PROMPTS * OUT) as f64);
+        // The server's prompt tokens (chat template included), from the records.
+        let records = std::fs::read_to_string(dir.path().join("r.json.records.jsonl")).unwrap();
+        let server_in: f64 = records
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["server_prompt_tokens"].as_f64().unwrap())
+            .sum();
+        for m in counters {
+            let want = if *m == "generation_tokens" { total_out } else { server_in };
+            assert_eq!(e["meanings"][m]["delta"].as_f64(), Some(want), "{engine} {m}: {}", e["meanings"][m]);
+        }
+        for m in histograms {
+            let h = &e["meanings"][m];
+            assert_eq!(h["kind"], "histogram", "{engine} {m}");
+            let want = if *m == "itl" { None } else { Some(PROMPTS as f64) };
+            if let Some(want) = want {
+                assert_eq!(h["count"].as_f64(), Some(want), "{engine} {m}: {h}");
+            }
+            assert!(h["p50"].as_f64().is_some_and(|v| v > 0.0), "{engine} {m}: {h}");
+        }
+        // The older fixed series come from the same names (the first endpoint).
+        let samples = r["server_metrics"]["samples"].as_array().unwrap();
+        assert!(samples.iter().all(|x| x["running"].is_number()), "{engine}");
+        rt.block_on(s.shutdown());
+    }
+}
+
+#[test]
+fn several_endpoints_are_summarised_apart_and_every_scrape_is_a_line_of_the_file() {
+    let rt = runtime();
+    let (a, b) = (sim(&rt, Personality::Vllm, None), sim(&rt, Personality::Sglang, None));
+    let dir = tempfile::tempdir().unwrap();
+    let other = format!("{}/metrics", b.base_url());
+    let o = run(dir.path(), &a.base_url(), &["--scrape-metrics", "--server-metrics-url", &other]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r = result(dir.path());
+    let eps = r["server_metrics"]["endpoints"].as_array().unwrap();
+    assert_eq!(eps.len(), 2);
+    assert_eq!(
+        (eps[0]["engines"][0].as_str(), eps[1]["engines"][0].as_str()),
+        (Some("vllm"), Some("sglang"))
+    );
+    assert_eq!(eps[1]["url"], other);
+    // The idle replica generated nothing; the loaded one all the run's tokens.
+    assert_eq!(eps[1]["meanings"]["generation_tokens"]["delta"].as_f64(), Some(0.0));
+    assert_eq!(eps[0]["meanings"]["generation_tokens"]["delta"].as_f64(), Some((PROMPTS * OUT) as f64));
+    assert_eq!(r["server_metrics"]["series_file"], "r.json.server-metrics.jsonl");
+    let lines = lines(dir.path());
+    for e in eps {
+        let n = lines.iter().filter(|l| l["endpoint"] == e["url"]).count() as u64;
+        assert_eq!(Some(n), e["scrapes"].as_u64(), "{}", e["url"]);
+    }
+    let series = lines[0]["series"].as_array().unwrap();
+    assert!(series.iter().any(|s| s["name"] == "vllm:generation_tokens_total" && s["type"] == "counter"));
+    rt.block_on(a.shutdown());
+    rt.block_on(b.shutdown());
+}
+
+/// The DCGM reading of `name` for GPU `gpu` in a file line.
+fn reading(line: &Value, name: &str, gpu: &str) -> Option<f64> {
+    line["series"].as_array()?.iter().find(|s| s["name"] == name && s["labels"]["gpu"] == gpu)?["value"]
+        .as_f64()
+}
+
+#[test]
+fn gpu_energy_of_the_simulated_dcgm_exporter_is_its_energy_counters_difference() {
+    let rt = runtime();
+    let power = GpuPowerConfig { gpus: 2, idle_w: 100.0, per_request_w: 50.0, max_w: 1000.0 };
+    let s = sim(&rt, Personality::Vllm, Some(power));
+    let dir = tempfile::tempdir().unwrap();
+    let dcgm = format!("{}/dcgm/metrics", s.base_url());
+    let interval = 0.1;
+    let o = run(dir.path(), &s.base_url(), &["--gpu-metrics-url", &dcgm]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("Energy per output token (J/token):"), "{}", text(&o.stdout));
+    let r = result(dir.path());
+    let g = &r["gpu_energy"];
+    assert_eq!(g["method"], "energy_counter", "{g}");
+    let lines: Vec<Value> = lines(dir.path()).into_iter().filter(|l| l["source"] == "dcgm").collect();
+    let mut total = 0.0;
+    for (i, gpu) in g["gpus"].as_array().unwrap().iter().enumerate() {
+        let id = i.to_string();
+        // Energy: last − first counter reading (mJ) ÷ 1000, as written in the file.
+        let first = reading(&lines[0], "energy_mj", &id).unwrap();
+        let last = reading(lines.last().unwrap(), "energy_mj", &id).unwrap();
+        let e = gpu["energy_j"].as_f64().unwrap();
+        assert!((e - (last - first) / 1000.0).abs() <= 1e-9 * e, "{e} vs {first}..{last}");
+        // The simulator's power lies between idle and idle + 50 W per running request (at most 2
+        // running here); its integral over the window, give or take one scrape interval of
+        // the highest power at either end (the client's clock against the simulator's).
+        let w = gpu["window_s"].as_f64().unwrap();
+        let (lo, hi) = (100.0, 100.0 + 50.0 * 2.0);
+        assert!(e >= lo * (w - 2.0 * interval) && e <= hi * (w + 2.0 * interval), "{e} J over {w} s");
+        total += e;
+    }
+    assert!((g["total_energy_j"].as_f64().unwrap() - total).abs() <= 1e-9 * total);
+    let tokens = r["total_output_tokens"].as_f64().unwrap();
+    assert_eq!(g["output_tokens"].as_f64(), Some(tokens));
+    let jpt = g["joules_per_output_token"].as_f64().unwrap();
+    assert!((jpt - total / tokens).abs() <= 1e-12 * jpt);
+    assert!((g["output_tokens_per_joule"].as_f64().unwrap() * jpt - 1.0).abs() < 1e-12);
+    assert_eq!(r["gpu_telemetry"]["source"], "dcgm");
+    rt.block_on(s.shutdown());
+}
+
+/// A directory holding only an `nvidia-smi` script printing `csv` (or nothing: none on the PATH).
+fn path_dir(dir: &Path, csv: Option<&str>) -> std::path::PathBuf {
+    let bin_dir = dir.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    if let Some(csv) = csv {
+        use std::os::unix::fs::PermissionsExt;
+        let script = bin_dir.join("nvidia-smi");
+        std::fs::write(&script, format!("#!/bin/sh\nprintf '{csv}'\n")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin_dir
+}
+
+#[test]
+fn gpu_metrics_without_nvidia_smi_runs_on_with_a_null_energy_and_says_why() {
+    let rt = runtime();
+    let s = sim(&rt, Personality::Vllm, None);
+    let dir = tempfile::tempdir().unwrap();
+    let empty = path_dir(dir.path(), None);
+    let o = bin_with_path(dir.path(), &s.base_url(), &empty);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("GPU telemetry: nvidia-smi not found on the PATH"),
+        "{}",
+        text(&o.stdout)
+    );
+    let r = result(dir.path());
+    assert!(r["gpu_energy"].is_null() && r.get("gpu_energy").is_some(), "{}", r["gpu_energy"]);
+    assert!(r["gpu_telemetry"]["note"].as_str().unwrap().contains("not found"), "{}", r["gpu_telemetry"]);
+    rt.block_on(s.shutdown());
+}
+
+fn bin_with_path(dir: &Path, base_url: &str, path: &Path) -> Output {
+    let mut c = bin();
+    c.env("PATH", path);
+    c.args(["--base-url", base_url, "--backend", "openai-chat", "--model", MODEL, "--tokenizer", "gpt2"])
+        .args([
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "8",
+            "--ignore-eos",
+        ])
+        .args([
+            "--num-prompts",
+            "4",
+            "--max-concurrency",
+            "2",
+            "--disable-tqdm",
+            "--ready-check-timeout-sec",
+            "0",
+        ])
+        .args(["--scrape-interval", "0.1", "--gpu-metrics"])
+        .args(["--save-result", "--result-dir", dir.to_str().unwrap(), "--result-filename", "r.json"])
+        .output()
+        .expect("run servebench")
+}
+
+#[test]
+fn nvidia_smi_power_samples_give_the_trapezoid_energy_of_constant_power() {
+    let rt = runtime();
+    let s = sim(&rt, Personality::Vllm, None);
+    let dir = tempfile::tempdir().unwrap();
+    let fake = path_dir(dir.path(), Some("0, GPU-fake, 250.00, 40, 1024, 1410\\n"));
+    let o = bin_with_path(dir.path(), &s.base_url(), &fake);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r = result(dir.path());
+    let g = &r["gpu_energy"];
+    assert_eq!(g["method"], "power_integral", "{g}");
+    let gpu = &g["gpus"][0];
+    // Constant 250 W: the trapezoids give 250 W × the window exactly.
+    let (e, w) = (gpu["energy_j"].as_f64().unwrap(), gpu["window_s"].as_f64().unwrap());
+    assert!(w > 0.0 && (e - 250.0 * w).abs() <= 1e-9 * e, "{e} J over {w} s");
+    assert_eq!(gpu["avg_power_w"].as_f64().map(|p| (p * 1e6).round() / 1e6), Some(250.0));
+    assert_eq!((gpu["uuid"].as_str(), gpu["mean_util_pct"].as_f64()), (Some("GPU-fake"), Some(40.0)));
+    assert_eq!(r["gpu_telemetry"]["source"], "nvidia-smi");
+    rt.block_on(s.shutdown());
+}
+
+#[test]
+fn a_metrics_url_that_is_not_http_is_refused_with_sb150_before_anything_is_sent() {
+    for (flag, url) in
+        [("--server-metrics-url", "127.0.0.1:9400/metrics"), ("--gpu-metrics-url", "http://u:pw@h/m")]
+    {
+        let o = bin().args(["--sim", "--num-prompts", "1", flag, url]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        let err = text(&o.stderr);
+        assert!(err.contains("error[SB150]") && err.contains(flag), "{err}");
+        assert!(!err.contains("pw@"), "{err}");
+    }
+}
