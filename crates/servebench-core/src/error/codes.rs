@@ -159,6 +159,21 @@ error_table! {
         error: ErrorWindowTooLong { window: u64, requests: u64 },
         message: "--max-error-rate is tested over the last {window} finished requests, and the run sends only {requests}, so it would never be tested; fix: pass --max-error-rate-window of at most {requests}, or --max-errors N for an absolute limit",
     }
+    /// SB155: `--tui` on an experiment (sweep, rate search, `--num-runs`), which prints one
+    /// block per point.
+    SB155 TuiWithExperiment {
+        exit: 2,
+        title: "live dashboard asked for an experiment",
+        error: TuiWithExperiment { experiment: String },
+        message: "--tui shows one run, and {experiment} runs several points, each printed as a block; fix: drop --tui (or pass --no-tui), or run the points one at a time",
+    }
+    /// SB156: `--tui` where stdin or stdout is not an interactive terminal.
+    SB156 TuiNeedsTerminal {
+        exit: 2,
+        title: "live dashboard without a terminal",
+        error: TuiNeedsTerminal { which: String },
+        message: "--tui draws on an interactive terminal, and {which} is not one (a pipe, a file, CI); fix: run it in a terminal, or drop --tui (--no-tui overrides a config file): the plain progress line is shown then",
+    }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).
     SB114 HfParserMissing {

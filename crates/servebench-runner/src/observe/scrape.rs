@@ -9,6 +9,8 @@
 use servebench_client::transport::HttpClient;
 use servebench_core::prom::{parse_text, PromSample};
 use servebench_core::Result;
+
+use super::server_live::{ServerLatest, ServerLive};
 pub use servebench_report::sections::server::{ScrapeSample, ServerDerived, ServerMetrics};
 use std::time::{Duration, Instant};
 
@@ -121,17 +123,19 @@ pub async fn scrape_until(
     interval: Duration,
     stop: CancellationToken,
 ) -> ServerMetrics {
-    scrape_from(client, headers, interval, stop, CancellationToken::new()).await
+    scrape_from(client, headers, interval, stop, CancellationToken::new(), None).await
 }
 
 /// [`scrape_until`], cancelling `baseline` once the first scrape has answered (or failed): the
 /// measured phase waits for it, so the counters' first sample precedes every measured request.
+/// Each sample's key figures are also published to `live` (the dashboard), when given.
 pub async fn scrape_from(
     client: HttpClient,
     headers: http::HeaderMap,
     interval: Duration,
     stop: CancellationToken,
     baseline: CancellationToken,
+    live: Option<std::sync::Arc<ServerLive>>,
 ) -> ServerMetrics {
     let started = Instant::now();
     let mut out = ServerMetrics { interval_s: interval.as_secs_f64(), ..ServerMetrics::default() };
@@ -141,7 +145,12 @@ pub async fn scrape_from(
         let t_s = started.elapsed().as_secs_f64();
         match fetch_metrics_text(&client, &headers).await {
             Ok(text) => match parse_sample(&text, t_s) {
-                Ok(s) => out.samples.push(s),
+                Ok(s) => {
+                    if let Some(l) = &live {
+                        l.publish(ServerLatest::of(&s));
+                    }
+                    out.samples.push(s)
+                }
                 Err(e) => {
                     out.failed_scrapes += 1;
                     out.last_error = Some(format!("unparsable /metrics: {e}"));
@@ -151,6 +160,9 @@ pub async fn scrape_from(
                 out.failed_scrapes += 1;
                 out.last_error = Some(e.to_string());
             }
+        }
+        if let Some(l) = &live {
+            l.set_failed_scrapes(out.failed_scrapes);
         }
         baseline.cancel();
         if stopping {

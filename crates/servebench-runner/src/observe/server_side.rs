@@ -8,6 +8,7 @@ use crate::config::RunConfig;
 use crate::observe::observer::RunObserver;
 use crate::observe::profiling::{profile_until, ProfileOptions, ProfileOutcome};
 use crate::observe::scrape::{scrape_from, ServerMetrics};
+use crate::observe::server_live::ServerLive;
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::RequestRecord;
 use std::sync::Arc;
@@ -34,6 +35,8 @@ pub struct ServerSide {
     baseline: CancellationToken,
     end: CancellationToken,
     scrape: Option<JoinHandle<ServerMetrics>>,
+    /// The latest key figures of the scrape, for the live dashboard (`None` without scraping).
+    live: Option<Arc<ServerLive>>,
     profile: Option<JoinHandle<ProfileOutcome>>,
 }
 
@@ -71,12 +74,14 @@ impl ServerSide {
         if options.scrape_interval.is_none() {
             baseline.cancel();
         }
+        let live = options.scrape_interval.map(|_| Arc::new(ServerLive::default()));
         let scrape = options.scrape_interval.map(|interval| {
             let (client, headers, start_signal, end_signal, baseline) =
                 (client.clone(), headers.clone(), start_signal.clone(), end_signal.clone(), baseline.clone());
+            let live = live.clone();
             tokio::spawn(async move {
                 start_signal.cancelled().await;
-                scrape_from(client, headers, interval, end_signal, baseline).await
+                scrape_from(client, headers, interval, end_signal, baseline, live).await
             })
         });
         let profile = options.profile.map(|opts| {
@@ -86,7 +91,12 @@ impl ServerSide {
                 profile_until(client, headers, opts, end_signal).await
             })
         });
-        ServerSide { start, baseline, end, scrape, profile }
+        ServerSide { start, baseline, end, scrape, live, profile }
+    }
+
+    /// The scrape's latest key figures as it goes (`None` without `--scrape-metrics`).
+    pub fn live(&self) -> Option<Arc<ServerLive>> {
+        self.live.clone()
     }
 
     /// Wraps `inner` so that the measured phase's start and end drive the tasks.

@@ -30,6 +30,7 @@ mod regression;
 mod shard_merge;
 mod sim_matrix;
 mod token_accounting_e2e;
+mod tui_tmux;
 mod typed_flags;
 mod vllm034_chat_template;
 mod vllm_flags_e2e;
