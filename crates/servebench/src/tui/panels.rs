@@ -14,10 +14,12 @@ use servebench_runner::observe::live::LivePercentiles;
 /// What an absent figure shows.
 pub const NA: &str = "n/a";
 
-/// Seconds as milliseconds: one decimal below 100 ms, none above; "n/a" when absent.
+/// Seconds as milliseconds: two decimals below 1 ms, one below 100 ms, none above; "n/a"
+/// when absent.
 pub fn fmt_ms(seconds: Option<f64>) -> String {
     match seconds.filter(|s| s.is_finite()) {
         None => NA.to_owned(),
+        Some(s) if s * 1e3 < 1.0 => format!("{:.2}", s * 1e3),
         Some(s) if s * 1e3 < 100.0 => format!("{:.1}", s * 1e3),
         Some(s) => format!("{:.0}", s * 1e3),
     }
@@ -39,6 +41,16 @@ fn bordered(title: &str) -> Block<'static> {
 fn spark_data(history: &[f64], n: usize, scale: f64) -> Vec<u64> {
     let from = history.len().saturating_sub(n);
     history[from..].iter().map(|v| (v * scale).round() as u64).collect()
+}
+
+/// Request and output-token throughput now, on one line (the compact layout).
+pub fn throughput_line(d: &Dashboard) -> Line<'static> {
+    Line::from(vec![
+        label(" requests/s "),
+        value(format_rate(d.snapshot.requests_per_s)),
+        label("  output tok/s "),
+        value(format_rate(d.snapshot.output_tokens_per_s)),
+    ])
 }
 
 /// Request and output-token throughput now, with a sparkline of each over the last seconds.
@@ -80,9 +92,9 @@ pub fn latency(f: &mut Frame<'_>, area: Rect, d: &Dashboard) {
     ];
     let widths = [
         Constraint::Length(5),
-        Constraint::Length(8),
-        Constraint::Length(8),
-        Constraint::Length(8),
+        Constraint::Length(6),
+        Constraint::Length(6),
+        Constraint::Length(6),
         Constraint::Fill(1),
     ];
     let table = Table::new(rows, widths).header(header).block(bordered("Latency so far (est.)"));
@@ -98,15 +110,19 @@ pub fn failures(f: &mut Frame<'_>, area: Rect, d: &Dashboard) {
         .iter()
         .map(|(kind, n)| {
             let name = kind.map_or("unclassified", |k| k.as_str());
-            Line::from(vec![Span::styled(format!("{n:>6} "), red), Span::raw(name.to_owned())])
+            Line::from(vec![Span::styled(format!("{n} "), red), Span::raw(name.to_owned())])
         })
         .collect();
     if lines.is_empty() {
         lines.push(Line::from(label("no failures")));
     }
     if let Some((kind, message)) = &d.detail.latest_failure {
-        lines.push(Line::from(vec![label("latest: "), Span::styled(kind.as_str().to_owned(), red)]));
-        lines.push(Line::raw(message.clone()));
+        // One wrapped line, so a short panel still shows the start of the message.
+        lines.push(Line::from(vec![
+            label("latest "),
+            Span::styled(format!("{}: ", kind.as_str()), red),
+            Span::raw(message.clone()),
+        ]));
     }
     let title = format!("Failures ({})", d.snapshot.failed);
     f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }).block(bordered(&title)), area);
@@ -164,6 +180,7 @@ mod tests {
     #[test]
     fn milliseconds_are_compact_and_absent_is_na() {
         assert_eq!(fmt_ms(Some(0.01234)), "12.3");
+        assert_eq!(fmt_ms(Some(0.00004)), "0.04");
         assert_eq!(fmt_ms(Some(0.25)), "250");
         assert_eq!(fmt_ms(None), "n/a");
         assert_eq!(fmt_ms(Some(f64::NAN)), "n/a");

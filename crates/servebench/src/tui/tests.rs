@@ -108,7 +108,7 @@ fn dashboard_80x24_shows_every_panel() {
 fn dashboard_40x12_shows_one_panel_at_a_time() {
     let screen = draw(&fixed(), 40, 12);
     insta::assert_snapshot!("dashboard_40x12", screen);
-    assert!(screen.contains("Throughput") && !screen.contains("Client health"), "{screen}");
+    assert!(screen.contains("requests/s") && !screen.contains("Client health"), "{screen}");
     let server = draw(&Dashboard { panel: Panel::Server, ..fixed() }, 40, 12);
     insta::assert_snapshot!("dashboard_40x12_server", server);
     assert!(server.contains("GPU power") && server.contains("n/a"), "{server}");

@@ -83,9 +83,14 @@ fn header(f: &mut Frame<'_>, area: Rect, d: &Dashboard, t: Tier) {
         let style = if *p == d.panel { bold.fg(Color::Black).bg(Color::Cyan) } else { Style::default() };
         spans.push(Span::styled(name, style));
     }
-    spans.push(Span::raw(format!("  {}", format_elapsed(d.snapshot.elapsed_s))));
     let marker = paused_span(d, t);
     let w = marker.as_ref().map_or(0, |m| m.width() as u16).min(area.width);
+    // The elapsed time only when it fits whole.
+    let elapsed = format!("  {}", format_elapsed(d.snapshot.elapsed_s));
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    if used + elapsed.len() + usize::from(w) <= usize::from(area.width) {
+        spans.push(Span::raw(elapsed));
+    }
     let [left, right] = Layout::horizontal([Constraint::Fill(1), Constraint::Length(w)]).areas(area);
     f.render_widget(Paragraph::new(Line::from(spans)), left);
     if let Some(m) = marker {
@@ -107,23 +112,30 @@ fn gauge_label(d: &Dashboard) -> (f64, String) {
     }
 }
 
-fn counts_line(d: &Dashboard) -> Line<'static> {
+/// Requests in flight, queued, completed, failed (and cancelled, when any); short labels
+/// below the full layout.
+fn counts_line(d: &Dashboard, t: Tier) -> Line<'static> {
     let s = &d.snapshot;
+    let full = t == Tier::Full;
+    let name = |long: &'static str, short: &'static str| if full { long } else { short };
     let queued = d.detail.queued.map_or(panels::NA.to_owned(), |q| q.to_string());
     let dim = Style::default().fg(Color::DarkGray);
     let num = |v: String, c: Color| Span::styled(v, Style::default().fg(c).add_modifier(Modifier::BOLD));
     let mut spans = vec![
-        Span::styled("in flight ", dim),
+        Span::styled(name("in flight ", "flight "), dim),
         num(s.in_flight.to_string(), Color::Reset),
-        Span::styled("  queued ", dim),
+        Span::styled(name("  queued ", " queued "), dim),
         num(queued, Color::Reset),
-        Span::styled("  completed ", dim),
+        Span::styled(name("  completed ", " ok "), dim),
         num(s.completed.to_string(), Color::Green),
-        Span::styled("  failed ", dim),
+        Span::styled(name("  failed ", " failed "), dim),
         num(s.failed.to_string(), if s.failed > 0 { Color::Red } else { Color::Reset }),
     ];
     if s.cancelled > 0 {
-        spans.extend([Span::styled("  cancelled ", dim), num(s.cancelled.to_string(), Color::Yellow)]);
+        spans.extend([
+            Span::styled(name("  cancelled ", " cancel "), dim),
+            num(s.cancelled.to_string(), Color::Yellow),
+        ]);
     }
     Line::from(spans)
 }
@@ -146,7 +158,7 @@ fn progress_block(f: &mut Frame<'_>, area: Rect, d: &Dashboard, t: Tier) {
         _ => area,
     });
     f.render_widget(gauge, g);
-    f.render_widget(Paragraph::new(counts_line(d)), c);
+    f.render_widget(Paragraph::new(counts_line(d, t)), c);
 }
 
 fn overview(f: &mut Frame<'_>, area: Rect, d: &Dashboard) {
@@ -164,11 +176,17 @@ fn overview(f: &mut Frame<'_>, area: Rect, d: &Dashboard) {
 }
 
 /// Overview on a compact terminal: throughput and latency only (the other panels are a key
-/// away).
+/// away); the sparklines when there is room for them, else throughput on one line.
 fn compact_overview(f: &mut Frame<'_>, area: Rect, d: &Dashboard) {
-    let [thr, lat] = Layout::vertical([Constraint::Percentage(45), Constraint::Fill(1)]).areas(area);
-    panels::throughput(f, thr, d);
-    panels::latency(f, lat, d);
+    if area.height >= 14 {
+        let [thr, lat] = Layout::vertical([Constraint::Fill(1), Constraint::Length(6)]).areas(area);
+        panels::throughput(f, thr, d);
+        panels::latency(f, lat, d);
+    } else {
+        let [thr, lat] = Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(area);
+        f.render_widget(Paragraph::new(panels::throughput_line(d)), thr);
+        panels::latency(f, lat, d);
+    }
 }
 
 fn single(f: &mut Frame<'_>, area: Rect, d: &Dashboard, p: Panel) {
