@@ -172,7 +172,7 @@ error_table! {
         exit: 2,
         title: "live dashboard without a terminal",
         error: TuiNeedsTerminal { which: String },
-        message: "--tui draws on an interactive terminal, and {which} is not one (a pipe, a file, CI); fix: run it in a terminal, or drop --tui (--no-tui overrides a config file): the plain progress line is shown then",
+        message: "--tui draws on an interactive terminal and reads keys from it, and {which} (a pipe, a file, CI); fix: run it in a terminal, or drop --tui (--no-tui overrides a config file): the plain progress line is shown then",
     }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).

@@ -86,9 +86,9 @@ fn check_tui(args: &RunArgs, experiment: bool) -> Result<(), servebench_core::Be
     }
     let which = match (std::io::stdin().is_terminal(), std::io::stdout().is_terminal()) {
         (true, true) => return Ok(()),
-        (false, true) => "stdin",
-        (true, false) => "stdout",
-        (false, false) => "either stdin or stdout",
+        (false, true) => "stdin is not one",
+        (true, false) => "stdout is not one",
+        (false, false) => "neither stdin nor stdout is one",
     };
     Err(servebench_core::BenchError::TuiNeedsTerminal { which: which.to_owned() })
 }

@@ -190,6 +190,23 @@ fn no_tui_after_tui_runs_with_the_plain_progress() {
 }
 
 #[test]
+fn no_tui_overrides_a_config_file_that_sets_tui() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("bench.toml");
+    std::fs::write(&conf, "tui = true\n").unwrap();
+    let conf = conf.to_str().unwrap();
+    let out = crate::support::fast_sim(&["--config", conf, "--no-tui"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Without --no-tui the file's `tui` applies (and needs a terminal).
+    let out = crate::support::fast_sim(&["--config", conf]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("SB156"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn tui_with_an_experiment_is_sb155() {
     let out = crate::support::fast_sim(&["--tui", "--num-runs", "2"]);
     let err = String::from_utf8_lossy(&out.stderr);
