@@ -69,10 +69,10 @@ pub fn throughput(f: &mut Frame<'_>, area: Rect, d: &Dashboard) {
     let line = |name: &str, now: f64| Line::from(vec![label(name), value(format_rate(now))]);
     f.render_widget(Paragraph::new(line("requests/s  ", d.snapshot.requests_per_s)), l1);
     let green = Style::default().fg(Color::Green);
-    f.render_widget(Sparkline::default().data(&spark_data(&d.requests_per_s, w, 10.0)).style(green), s1);
+    f.render_widget(Sparkline::default().data(spark_data(&d.requests_per_s, w, 10.0)).style(green), s1);
     f.render_widget(Paragraph::new(line("output tok/s  ", d.snapshot.output_tokens_per_s)), l2);
     let blue = Style::default().fg(Color::Blue);
-    f.render_widget(Sparkline::default().data(&spark_data(&d.tokens_per_s, w, 1.0)).style(blue), s2);
+    f.render_widget(Sparkline::default().data(spark_data(&d.tokens_per_s, w, 1.0)).style(blue), s2);
 }
 
 fn latency_row(name: &'static str, p: &LivePercentiles) -> Row<'static> {
