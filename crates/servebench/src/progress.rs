@@ -27,7 +27,7 @@ pub fn format_elapsed(seconds: f64) -> String {
 }
 
 /// A rate with one decimal below 100, none above (`7.3`, `1234`).
-fn format_rate(v: f64) -> String {
+pub fn format_rate(v: f64) -> String {
     let v = if v.is_finite() && v > 0.0 { v } else { 0.0 };
     if v < 100.0 {
         format!("{v:.1}")

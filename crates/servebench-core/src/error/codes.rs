@@ -173,6 +173,21 @@ error_table! {
         error: SimGpuPowerInvalid { idle: String, per_request: String, max: String },
         message: "--sim-gpus: idle {idle} W, {per_request} W per running request and a cap of {max} W make no power curve; fix: give finite watts ≥ 0 with --sim-gpu-max-watts at least --sim-gpu-idle-watts",
     }
+    /// SB155: `--tui` on an experiment (sweep, rate search, `--num-runs`), which prints one
+    /// block per point.
+    SB155 TuiWithExperiment {
+        exit: 2,
+        title: "live dashboard asked for an experiment",
+        error: TuiWithExperiment { experiment: String },
+        message: "--tui shows one run, and {experiment} runs several points, each printed as a block; fix: drop --tui (or pass --no-tui), or run the points one at a time",
+    }
+    /// SB156: `--tui` where stdin or stdout is not an interactive terminal.
+    SB156 TuiNeedsTerminal {
+        exit: 2,
+        title: "live dashboard without a terminal",
+        error: TuiNeedsTerminal { which: String },
+        message: "--tui draws on an interactive terminal and reads keys from it, and {which} (a pipe, a file, CI); fix: run it in a terminal, or drop --tui (--no-tui overrides a config file): the plain progress line is shown then",
+    }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).
     SB114 HfParserMissing {

@@ -5,7 +5,8 @@
 //! (`server_side`). Every engine's `/metrics` and GPU telemetry: the polling loops (`poll`), one
 //! scrape parsed (`exposition`), what each series means (`meaning`), one endpoint's view
 //! (`endpoint_track`), GPU readings and energy (`gpu`), the URLs (`metrics_url`), the
-//! server-metrics file (`series_file`) and the latest values for a live view (`latest`).
+//! server-metrics file (`series_file`), the latest values for a live view (`latest`) and the
+//! dashboard's key figures from them (`server_live`).
 
 pub mod endpoint;
 pub mod endpoint_track;
@@ -23,4 +24,5 @@ pub mod poll;
 pub mod profiling;
 pub mod scrape;
 pub mod series_file;
+pub mod server_live;
 pub mod server_side;

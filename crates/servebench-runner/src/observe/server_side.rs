@@ -52,6 +52,11 @@ impl ServerSideOptions {
         self.scrape_interval.is_some() || !self.metrics_urls.is_empty()
     }
 
+    /// Whether anything on the server side is polled (a `/metrics` endpoint or GPU telemetry).
+    pub fn watches_server(&self) -> bool {
+        self.scrapes() || self.gpu.is_some()
+    }
+
     fn interval(&self) -> Duration {
         let i = self.scrape_interval.unwrap_or(self.poll_interval);
         if i.is_zero() {

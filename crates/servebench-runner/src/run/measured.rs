@@ -67,6 +67,10 @@ pub async fn run_prepared(
     // A closed loop sends as many requests as the stages allow: the total is not known (0).
     let planned = if plan.measured.is_closed_loop() { 0 } else { plan.workload.len() as u64 };
     live.begin(planned);
+    if matches!(plan.measured.shape, LoadShape::Scheduled { .. }) {
+        // The dashboard's client queue: due by the schedule, not yet sent.
+        live.set_schedule(clock, plan.dispatch.offsets_us.clone());
+    }
     observer.live_metrics(live.clone());
     observer.started(planned);
     let sampler = spawn_sampler(live.clone(), meters.stop.clone());

@@ -108,7 +108,8 @@ async fn the_baseline_scrape_answers_before_the_measured_phase_starts() {
     let seen: Seen = Arc::default();
     let base = server(seen.clone(), StatusCode::OK).await;
     let (c, h) = client(&base);
-    let options = ServerSideOptions { scrape_interval: Some(Duration::from_secs(3600)), profile: None };
+    let options =
+        ServerSideOptions { scrape_interval: Some(Duration::from_secs(3600)), ..Default::default() };
     let side = ServerSide::arm(&c, &h, &options);
     let observer = side.observer(Arc::new(Quiet));
     assert!(seen.lock().unwrap().is_empty(), "nothing is scraped before the phase");

@@ -1,11 +1,21 @@
-//! Flags for watching a run while it happens and bounding its memory: the live Prometheus
-//! endpoint (`--metrics-port`) and the in-memory records cap (`--max-records-in-memory`).
+//! Flags for watching a run while it happens and bounding its memory: the live dashboard
+//! (`--tui`), the live Prometheus endpoint (`--metrics-port`) and the in-memory records cap
+//! (`--max-records-in-memory`).
 
 use clap::Args;
 
 /// Live-observation and memory flags of a run (flattened into `RunArgs`).
 #[derive(Debug, Clone, Args)]
 pub struct LiveArgs {
+    /// Show the live terminal dashboard during the measured phase (progress and ETA,
+    /// throughput, latency percentiles, failures, client health, server series): keys q/Ctrl-C
+    /// stop gracefully, p pauses the view, Tab or 1-4 switch panels. Needs a terminal on stdin
+    /// and stdout; off by default (docs/dashboard.md).
+    #[arg(long, overrides_with = "no_tui", help_heading = "Output")]
+    pub tui: bool,
+    /// No live dashboard, even if a config file asks for one (the plain progress line).
+    #[arg(long, overrides_with = "tui", help_heading = "Output")]
+    pub no_tui: bool,
     /// While the run is in progress, serve the client's own metrics (requests, latency
     /// histograms, dispatch lateness, tokens/s) in Prometheus text format at
     /// http://HOST:PORT/metrics (0 = any free port; the address is printed).

@@ -5,6 +5,7 @@ use crate::cmd::sim::EmbeddedSim;
 use crate::config::{validate, Validated};
 use crate::os::signal::{stop_on_signal, LaterSignals, INTERRUPTED_EXIT_CODE};
 use crate::progress::ConsoleObserver;
+use crate::tui::TuiObserver;
 use anyhow::Context;
 use servebench_report::Detail;
 use servebench_runner::config::InterruptMode;
@@ -13,7 +14,7 @@ use servebench_runner::results::paths::output_paths;
 use servebench_runner::results::save::{result_path, save_result};
 use servebench_runner::results::{assemble, dry_run_block, Assembly, RunEnd, RunResults};
 use servebench_runner::{run_benchmark, RunResult};
-use servebench_runner::{Interrupts, OutputConfig, RunConfig};
+use servebench_runner::{Interrupts, OutputConfig, RunConfig, RunObserver};
 use std::sync::Arc;
 
 /// Checks that the run can open as many connections as it may need at once.
@@ -63,6 +64,7 @@ pub fn run(
     // Every output directory exists and every output can be written before the first request.
     crate::config::output_dirs::prepare(args, &output, run.records_path.as_deref())?;
     let experiment = args.experiment.experiment(args.num_prompts)?;
+    check_tui(args, experiment.is_some())?;
     check_open_files(&run, args.num_prompts)?;
     // The embedded simulator lives until the end of this function.
     let _sim = if args.sim { Some(start_sim(args, &mut run)?) } else { None };
@@ -70,6 +72,25 @@ pub fn run(
         Some(exp) => crate::cmd::experiment::run(run, output, exp),
         None => single_run(args, run, output),
     }
+}
+
+/// `--tui` (unless `--no-tui` came later): one run, on an interactive terminal (SB155, SB156).
+fn check_tui(args: &RunArgs, experiment: bool) -> Result<(), servebench_core::BenchError> {
+    use std::io::IsTerminal;
+    if !args.live.tui {
+        return Ok(());
+    }
+    if experiment {
+        let experiment = "the experiment (a sweep, a rate search or --num-runs)".to_owned();
+        return Err(servebench_core::BenchError::TuiWithExperiment { experiment });
+    }
+    let which = match (std::io::stdin().is_terminal(), std::io::stdout().is_terminal()) {
+        (true, true) => return Ok(()),
+        (false, true) => "stdin is not one",
+        (true, false) => "stdout is not one",
+        (false, false) => "neither stdin nor stdout is one",
+    };
+    Err(servebench_core::BenchError::TuiNeedsTerminal { which: which.to_owned() })
 }
 
 /// Starts the embedded simulator (`--sim`) and points the run at it.
@@ -113,7 +134,12 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     if run.records_path.is_none() {
         run.records_path = paths.as_ref().map(|p| p.records.clone());
     }
-    let observer = Arc::new(ConsoleObserver::new(run.show_progress));
+    // --tui: the dashboard instead of the progress bar (check_tui made sure it can run).
+    let tui = args.live.tui.then(|| Arc::new(TuiObserver::new()));
+    let observer: Arc<dyn RunObserver> = match &tui {
+        Some(t) => t.clone(),
+        None => Arc::new(ConsoleObserver::new(run.show_progress)),
+    };
     let shard_spec = run.shard.as_ref().map(|s| s.spec);
     let records_file = run.records_path.clone();
     let run_cfg = run.clone();
@@ -124,8 +150,12 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
         // A controlled hit rate is confirmed against the server's prefix-cache counters.
         side_options.scrape_interval = Some(std::time::Duration::from_secs(1));
     }
-    let (result, server_side) =
-        crate::os::runtime::client()?.block_on(measure(run, observer, side_options))?;
+    let measured = crate::os::runtime::client()?.block_on(measure(run, observer, tui.clone(), side_options));
+    // The terminal is given back before anything is printed, whatever the run's end.
+    if let Some(t) = &tui {
+        t.close();
+    }
+    let (result, server_side) = measured?;
     let out = match result {
         RunResult::DryRun { model, tokenizer_id, workload } => {
             print!("{}", dry_run_block(&model.model_id, &tokenizer_id, &workload));
@@ -211,7 +241,8 @@ fn say_what_was_abandoned(
 /// Ctrl-C/SIGTERM stops it gracefully once measuring.
 async fn measure(
     run: RunConfig,
-    observer: Arc<ConsoleObserver>,
+    observer: Arc<dyn RunObserver>,
+    tui: Option<Arc<TuiObserver>>,
     side_options: servebench_runner::observe::server_side::ServerSideOptions,
 ) -> anyhow::Result<(RunResult, ServerSideOutput)> {
     let signal = Interrupts::default();
@@ -221,6 +252,9 @@ async fn measure(
     let side = ServerSide::for_run(&run, &side_options)?;
     if let Some(note) = side.gpu_note() {
         println!("{note}");
+    }
+    if let Some(t) = &tui {
+        t.server_live(side_options.watches_server().then(|| side.latest()));
     }
     let observer = side.observer(observer);
     let run_task = tokio::spawn(run_benchmark(run, observer, signal));

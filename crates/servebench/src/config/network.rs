@@ -46,6 +46,8 @@ mod tests {
         LiveArgs {
             metrics_port: port,
             metrics_host: crate::cli::values::metrics_host(host).unwrap(),
+            tui: false,
+            no_tui: false,
             max_records_in_memory: 10,
         }
     }

@@ -1,10 +1,12 @@
 //! Everything the binary asks of the operating system and the allocator, in one place: CPU
-//! pinning (`--pin-cpu`), transparent huge pages, the open-files limit, signalling a child,
-//! and mimalloc's purge policy. System calls go through `rustix`'s safe wrappers; only the
-//! allocator options are FFI (mimalloc's own C API), each with its safety argument.
+//! pinning (`--pin-cpu`), transparent huge pages, the open-files limit, signalling a child (and
+//! itself), the terminal the dashboard takes over (`terminal`), and mimalloc's purge policy.
+//! System calls go through `rustix`'s safe wrappers; only the allocator options are FFI
+//! (mimalloc's own C API), each with its safety argument.
 
 pub mod runtime;
 pub mod signal;
+pub mod terminal;
 
 use servebench_core::BenchError;
 

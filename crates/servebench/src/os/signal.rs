@@ -21,9 +21,22 @@ pub fn measuring_started() {
 /// the process at once with exit 130.
 pub fn exit_if_not_measuring() {
     if !MEASURING.load(std::sync::atomic::Ordering::SeqCst) {
+        super::terminal::restore();
         eprintln!("\nInterrupted before the benchmark started: nothing was sent or written");
         std::process::exit(INTERRUPTED_EXIT_CODE.into());
     }
+}
+
+/// Raises SIGINT in this process: the dashboard's q and Ctrl-C (read as keys in raw mode) take
+/// exactly the path of a Ctrl-C typed at a cooked terminal.
+pub fn interrupt_self() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use rustix::process::{getpid, kill_process, Signal};
+        kill_process(getpid(), Signal::INT).map_err(std::io::Error::from)
+    }
+    #[cfg(not(unix))]
+    Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "no signals on this platform"))
 }
 
 /// Resolves on Ctrl-C or (Unix) SIGTERM.
@@ -94,16 +107,17 @@ pub fn stop_on_signal(stop: CancellationToken, message: String, later: LaterSign
             return;
         }
         exit_if_not_measuring();
-        eprintln!("\n{message}");
+        super::terminal::say(&message);
         stop.cancel();
         if let Some((abandon, second)) = later.abandon {
             if signals.next().await.is_err() {
                 return;
             }
-            eprintln!("\n{second}");
+            super::terminal::say(&second);
             abandon.cancel();
         }
         if signals.next().await.is_ok() {
+            super::terminal::restore();
             eprintln!("\n{}", later.on_exit);
             std::process::exit(INTERRUPTED_EXIT_CODE.into());
         }

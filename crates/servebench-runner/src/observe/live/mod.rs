@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+mod detail;
+pub use detail::{bucket_percentile, LiveDetail, LivePercentiles, LIVE_PERCENTILES};
+
 /// Bucket upper bounds of the TTFT and E2EL histograms, µs (1 ms … 300 s).
 pub const LATENCY_BUCKETS_US: &[u64] = &[
     1_000,
@@ -133,6 +136,10 @@ pub struct LiveMetrics {
     lateness: AtomicHistogram,
     /// `(µs since start, requests ended, output tokens)`, one sample per second.
     samples: Mutex<VecDeque<(u64, u64, u64)>>,
+    /// The arrival schedule, when the load has one (the dashboard's client queue).
+    schedule: Mutex<Option<detail::LiveSchedule>>,
+    /// The latest failure's kind and message (set by the collector, per failed request).
+    latest_failure: Mutex<Option<(ErrorKind, String)>>,
 }
 
 impl Default for LiveMetrics {
@@ -158,6 +165,8 @@ impl LiveMetrics {
             e2el: AtomicHistogram::new(LATENCY_BUCKETS_US),
             lateness: AtomicHistogram::new(LATENESS_BUCKETS_US),
             samples: Mutex::new(VecDeque::new()),
+            schedule: Mutex::new(None),
+            latest_failure: Mutex::new(None),
         }
     }
 
@@ -219,6 +228,9 @@ impl LiveMetrics {
                     Some(c) => c.fetch_add(1, Ordering::Relaxed),
                     None => self.failed_unclassified.fetch_add(1, Ordering::Relaxed),
                 };
+                if let Some(e) = &r.error {
+                    self.note_failure(e.kind, &e.message);
+                }
             }
             Outcome::Cancelled => {
                 self.cancelled.fetch_add(1, Ordering::Relaxed);
