@@ -32,12 +32,7 @@ fn points(e: &EndpointSummary, meaning: &str, scale: f64, p99: bool) -> Vec<(f64
 }
 
 /// A chart of `what` per endpoint, or `None` when no endpoint has it.
-fn per_endpoint(
-    runs: &[Run<'_>],
-    series: &[ServerRun<'_>],
-    picks: &[(&str, &str, f64, bool)],
-    step: bool,
-) -> Vec<Series> {
+fn per_endpoint(runs: &[Run<'_>], series: &[ServerRun<'_>], picks: &[Pick], step: bool) -> Vec<Series> {
     let mut out = Vec::new();
     for &(i, label, s) in series {
         for (k, e) in s.endpoints.iter().enumerate() {
@@ -60,11 +55,16 @@ fn per_endpoint(
     out
 }
 
+/// One line of a chart: (series key, legend, scale, whether the p99 rather than the p50).
+type Pick = (&'static str, &'static str, f64, bool);
+/// One chart: (id, title, note, y axis, its lines, whether drawn as steps).
+type ChartSpec = (&'static str, &'static str, &'static str, AxisSpec, &'static [Pick], bool);
+
 /// The endpoint and GPU charts (none without data).
 pub(crate) fn engine_charts(runs: &[Run<'_>], series: &[ServerRun<'_>], span_s: f64) -> Vec<Chart> {
     let x = || time_axis("time since the start of the measured phase (s)", span_s);
     let mut out = Vec::new();
-    let specs: [(&str, &str, &str, AxisSpec, &[(&str, &str, f64, bool)], bool); 3] = [
+    let specs: [ChartSpec; 3] = [
         (
             "endpoints-load",
             "Server endpoints: queue and running",

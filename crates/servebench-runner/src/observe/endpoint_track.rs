@@ -53,6 +53,9 @@ struct Track {
     hists: Vec<(f64, Histo)>,
 }
 
+/// Histograms of one scrape, by (metric name, labels).
+type Histograms = BTreeMap<(String, Labels), Histo>;
+
 /// One endpoint's accumulated view.
 #[derive(Debug, Default)]
 pub struct EndpointTracker {
@@ -62,8 +65,9 @@ pub struct EndpointTracker {
     last_error: Option<String>,
     seen: HashSet<String>,
     engines: BTreeSet<Engine>,
-    prev: Option<(f64, HashMap<String, f64>, BTreeMap<(String, Labels), Histo>)>,
-    first_hists: Option<BTreeMap<(String, Labels), Histo>>,
+    /// The previous scrape: its time (s), counters by series and histograms.
+    prev: Option<(f64, HashMap<String, f64>, Histograms)>,
+    first_hists: Option<Histograms>,
     tracks: BTreeMap<Meaning, Track>,
 }
 

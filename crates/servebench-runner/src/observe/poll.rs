@@ -185,6 +185,9 @@ fn gpu_line(
     json!({"endpoint": endpoint, "source": source, "t_s": t_s, "ok": true, "error": null, "series": series})
 }
 
+/// One GPU source's answer to a poll: its GPUs' readings, or why there are none.
+type GpuPoll = Result<BTreeMap<GpuId, GpuReading>, String>;
+
 /// Polls the GPUs through the phase.
 pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationToken) -> GpuOutcome {
     let (name, urls) = match &source {
@@ -195,7 +198,7 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
     let mut readings: BTreeMap<GpuId, Vec<GpuReading>> = BTreeMap::new();
     let mut ticker = Ticker::new(baseline);
     while let Some(t_s) = ticker.tick(&ctx).await {
-        let polls: Vec<(String, Result<BTreeMap<GpuId, GpuReading>, String>)> = match &source {
+        let polls: Vec<(String, GpuPoll)> = match &source {
             GpuSource::Dcgm(sources) => {
                 let mut out = Vec::new();
                 for src in sources {

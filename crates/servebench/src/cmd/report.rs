@@ -16,7 +16,6 @@ use servebench_report::html::{
 };
 use servebench_report::vllm_arrays::{source_notes, use_result_figures};
 use servebench_report::{gather_environment, input_label, records_csv, runs_csv, write_text, RunInfo};
-use servebench_runner::observe::scrape::ServerMetrics;
 use servebench_runner::results::inputs::load_report_input;
 use servebench_runner::RunOutput;
 
@@ -159,9 +158,8 @@ pub fn write_run_reports(
     info: &RunInfo,
     metrics: &RunMetrics,
     out: &RunOutput,
-    server: Option<&ServerMetrics>,
+    server: Option<ServerSeries>,
     validity: Option<servebench_core::validity::Validity>,
-    gpus: &[servebench_report::sections::server_endpoints::GpuRow],
 ) -> anyhow::Result<()> {
     if let Some(p) = csv {
         write_text(p, &records_csv(&out.records))?;
@@ -175,7 +173,7 @@ pub fn write_run_reports(
         let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.model_id.clone());
         let mut run = ReportRun::new(label, header, out.records.clone(), metrics.config.goodput.clone());
         run.dispatch_lateness_us = Some(out.health.dispatch_lateness_us.clone());
-        run.server_metrics = ServerSeries::of_run(server, gpus);
+        run.server_metrics = server;
         write_text(p, &html_report(&[run]))?;
         println!("HTML report: {}", p.display());
     }

@@ -321,8 +321,10 @@ fn write_reports(
         info,
         &results.metrics,
         out,
-        results.server_side.server.as_ref(),
+        servebench_report::html::ServerSeries::of_run(
+            results.server_side.server.as_ref(),
+            results.server_side.gpu.as_ref().map(|g| g.rows.as_slice()).unwrap_or_default(),
+        ),
         Some(results.validity()),
-        results.server_side.gpu.as_ref().map(|g| g.rows.as_slice()).unwrap_or_default(),
     )
 }
