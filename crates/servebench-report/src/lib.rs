@@ -15,6 +15,7 @@ pub mod info;
 pub mod json;
 pub mod result_keys;
 pub mod sections;
+pub mod server_summary;
 pub mod vllm_arrays;
 pub mod written;
 

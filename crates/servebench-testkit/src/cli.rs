@@ -54,6 +54,13 @@ pub fn command(exe: &str) -> Command {
     c
 }
 
+/// Whether a console line is the one printed once the workload is ready ("Generated N prompts"
+/// when built up front, "Prepared N prompts" when generated lazily as requests are sent): after
+/// it the run's signal handlers are installed.
+pub fn is_workload_ready_line(line: &str) -> bool {
+    line.starts_with("Generated") || line.starts_with("Prepared")
+}
+
 /// Sends SIGINT to a child process, as Ctrl-C in a terminal would.
 pub fn interrupt(child: &std::process::Child) {
     use rustix::process::{kill_process, Pid, Signal};

@@ -36,7 +36,7 @@ pub struct ResultDocument {
     pub early_stop: Option<servebench_core::early_stop::EarlyStopReport>,
     /// `gpu_energy` (GPU telemetry and energy); `None` when missing, null or malformed.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
-    pub gpu_energy: Option<crate::sections::server_endpoints::GpuEnergy>,
+    pub gpu_energy: Option<crate::server_summary::GpuEnergy>,
     #[serde(flatten)]
     pub detailed: DetailedArrays,
     /// `shards` of a merged result (`servebench merge`).
@@ -160,7 +160,7 @@ pub struct ServerMetricsDoc {
     pub samples: Option<Vec<Object<ServerSampleDoc>>>,
     /// `endpoints`: every scraped endpoint's summary; `None` when missing or malformed.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
-    pub endpoints: Option<Vec<crate::sections::server_endpoints::EndpointSummary>>,
+    pub endpoints: Option<Vec<crate::server_summary::EndpointSummary>>,
 }
 
 /// One scrape (`server_metrics.samples[i]`).

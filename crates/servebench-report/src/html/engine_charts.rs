@@ -7,7 +7,7 @@
 use super::charts::{time_axis, Run};
 use super::server_charts::ServerRun;
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
-use crate::sections::server_endpoints::EndpointSummary;
+use crate::server_summary::EndpointSummary;
 
 const STYLES: [Style; 4] = [Style::Solid, Style::Dashed, Style::Bold, Style::BoldDashed];
 

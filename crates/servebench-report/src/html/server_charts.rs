@@ -4,7 +4,7 @@
 
 use crate::document::{ResultDocument, ServerMetricsDoc};
 use crate::sections::server::{ScrapeSample, ServerMetrics};
-use crate::sections::server_endpoints::{EndpointSummary, GpuRow};
+use crate::server_summary::{EndpointSummary, GpuRow};
 
 use super::charts::{time_axis, Run};
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};

@@ -184,13 +184,18 @@ impl ServerSide {
                 poll_gpus(source, PollCtx { started: Instant::now(), ..mk }, b).await
             })
         });
-        let all = baseline.clone();
-        tokio::spawn(async move {
-            for b in baselines {
-                b.cancelled().await;
-            }
-            all.cancel();
-        });
+        if baselines.is_empty() {
+            // Nothing is polled: nothing to wait for before the measured phase.
+            baseline.cancel();
+        } else {
+            let all = baseline.clone();
+            tokio::spawn(async move {
+                for b in baselines {
+                    b.cancelled().await;
+                }
+                all.cancel();
+            });
+        }
         let profile = options.profile.map(|opts| {
             let (client, headers, start_signal, end_signal) =
                 (client.clone(), headers.clone(), start.clone(), end.clone());

@@ -224,7 +224,7 @@ fn spawn_sim_run(dir: &Path, extra: &[&str]) -> std::process::Child {
     let stdout = child.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();
     for line in lines.by_ref() {
-        if line.unwrap().starts_with("Generated") {
+        if servebench_testkit::cli::is_workload_ready_line(&line.unwrap()) {
             break;
         }
     }

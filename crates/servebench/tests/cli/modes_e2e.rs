@@ -225,7 +225,10 @@ fn interrupted_run_says_so_and_counts_only_requests_sent() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    lines.find(|l| l.as_ref().is_ok_and(|l| l.starts_with("Generated"))).unwrap().unwrap();
+    lines
+        .find(|l| l.as_ref().is_ok_and(|l| servebench_testkit::cli::is_workload_ready_line(l)))
+        .unwrap()
+        .unwrap();
     let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
     std::thread::sleep(std::time::Duration::from_millis(1500));
     servebench_testkit::cli::interrupt(&child);
