@@ -20,7 +20,7 @@ const MODELS: &str = r#"{"object":"list","data":[{"id":"tiny.gguf","object":"mod
 
 /// Answers the model list, 404 to anything else but completions (no `/tokenize` here), and
 /// scripts each completion by `completion` with its arrival number (0, 1, …).
-fn llama_server(completion: impl Fn(usize) -> Vec<Step> + Send + Sync + 'static) -> ScriptedServer {
+pub(crate) fn llama_server(completion: impl Fn(usize) -> Vec<Step> + Send + Sync + 'static) -> ScriptedServer {
     let n = Arc::new(AtomicUsize::new(0));
     in_background(move || {
         serve_by_request(move |req| {
@@ -46,7 +46,7 @@ fn completions_read(s: &ScriptedServer) -> usize {
     s.requests().iter().filter(|r| r.starts_with("POST /v1/completions ")).count()
 }
 
-fn command(server: &ScriptedServer, dir: &Path, extra: &[&str]) -> std::process::Command {
+pub(crate) fn command(server: &ScriptedServer, dir: &Path, extra: &[&str]) -> std::process::Command {
     let mut c = bin();
     c.args(["--backend", "openai", "--base-url", &server.base_url(), "--model", "tiny.gguf"])
         .arg("--tokenizer")
@@ -74,9 +74,10 @@ fn count(recs: &[Value], f: impl Fn(&Value) -> bool) -> u64 {
     recs.iter().filter(|r| f(r)).count() as u64
 }
 
-/// One slot busy with a prompt too long for it (HTTP 400 once all 4 requests are read), the
-/// other 3 queued: `--max-errors 0` stops the run; the 3 queued were written, so they are
-/// cancelled in flight, and only the 8 never released are "not sent".
+/// One slot busy with a prompt too long for it (HTTP 400 once 4 requests are read), the others
+/// queued: `--max-errors 0` stops the run. Every request the server read is sent: the queued
+/// ones are cancelled in flight; only those the server never saw are "not sent". (The slot the
+/// failure freed may take one more request before the stop trips: 3 or 4 in flight.)
 #[test]
 fn early_stop_counts_requests_queued_without_a_head_as_cancelled_in_flight() {
     let all_in = Arc::new(Notify::new());
@@ -97,13 +98,18 @@ fn early_stop_counts_requests_queued_without_a_head_as_cancelled_in_flight() {
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let (json, recs) = result(dir.path());
     let e = &json["early_stop"];
-    assert_eq!((e["requests_not_sent"].as_u64(), e["cancelled_in_flight"].as_u64()), (Some(8), Some(3)), "{e}");
+    // The server read 4 before it answered the 400; all 3 others were queued then.
+    assert!(completions_read(&server) >= 4);
     let queued = |r: &Value| r["cancelled_by"] == "early_stop" && r["dispatched_us"].is_u64();
-    assert_eq!(count(&recs, queued), 3);
+    let in_flight = count(&recs, queued);
+    assert!(in_flight == 3 || in_flight == 4, "{in_flight}");
+    let not_sent = 11 - in_flight;
+    let e_counts = (e["requests_not_sent"].as_u64(), e["cancelled_in_flight"].as_u64());
+    assert_eq!(e_counts, (Some(not_sent), Some(in_flight)), "{e}");
     assert!(recs.iter().filter(|r| queued(r)).all(|r| r.get("headers_us").is_none()), "no head arrived");
-    assert_eq!((json["sent"].as_u64(), json["never_sent"].as_u64()), (Some(4), Some(8)));
+    assert_eq!((json["sent"].as_u64(), json["never_sent"].as_u64()), (Some(1 + in_flight), Some(not_sent)));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("8 requests were not sent"), "{stderr}");
+    assert!(stderr.contains(&format!("{not_sent} requests were not sent")), "{stderr}");
 }
 
 /// Every request chosen for cancellation (100 %) and queued behind a busy server: each is
