@@ -138,7 +138,7 @@ pub async fn run_prepared(
         )?;
     }
     let mut warnings = prepared.warnings.clone();
-    warnings.extend(retokenize_note.map(Notice::warning).inspect(|n| observer.message(&n.to_string())));
+    warnings.extend(retokenize_note.map(Notice::warning).inspect(|n| observer.message(&n.to_string())).map(Notice::said));
     warnings.extend(run_warnings(prepared, &records, observer.as_ref()));
     Ok(RunOutput {
         records,
@@ -595,7 +595,7 @@ fn run_warnings(
         .chain(crate::observe::network_notes::record_warnings(records, streamed))
     {
         observer.message(&line.to_string());
-        warnings.push(line);
+        warnings.push(line.said());
     }
     warnings
 }

