@@ -27,3 +27,9 @@ fn pooling_and_tokenize_notices_are_printed_once() {
     assert_eq!(all.matches("server closes connections after each response; not pooling").count(), 1, "{all}");
     assert_eq!(all.matches("tokenize endpoint unavailable").count(), 1, "{all}");
 }
+
+#[test]
+fn cancellation_rate_below_one_warns_that_it_is_a_percent() {
+    let all = console(&["--request-cancellation-rate", "0.5", "--request-cancellation-delay", "5"]);
+    assert!(all.contains("0.5 means 0.5 % of the requests (about 1 in 200); did you mean 50?"), "{all}");
+}
