@@ -33,3 +33,10 @@ fn cancellation_rate_below_one_warns_that_it_is_a_percent() {
     let all = console(&["--request-cancellation-rate", "0.5", "--request-cancellation-delay", "5"]);
     assert!(all.contains("0.5 means 0.5 % of the requests (about 1 in 200); did you mean 50?"), "{all}");
 }
+
+#[test]
+fn saturation_detection_in_a_run_shorter_than_its_window_says_it_never_tested() {
+    let all = console(&["--request-rate", "50", "--detect-saturation"]);
+    assert!(all.contains("note: --detect-saturation never tested: the run lasted "), "{all}");
+    assert!(all.contains("(--saturation-window 30 s)"), "{all}");
+}
