@@ -13,7 +13,7 @@ use crate::support::text;
 /// Runs 6 requests one at a time against a llama.cpp that closes after each response; the
 /// console (stdout and stderr).
 fn console(extra: &[&str]) -> String {
-    let server = llama_server(|_| vec![w(completions_response()), Step::Close]);
+    let server = llama_server(|_, _| vec![w(completions_response()), Step::Close]);
     let dir = tempfile::tempdir().unwrap();
     let out = command(&server, dir.path(), &["--num-prompts", "6"]).args(extra).output().unwrap();
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));

@@ -19,13 +19,13 @@ use crate::support::{bin, text, tokenizer};
 const MODELS: &str = r#"{"object":"list","data":[{"id":"tiny.gguf","object":"model","created":1764900000,"owned_by":"llamacpp"}]}"#;
 
 /// Answers the model list, 404 to anything else but completions (no `/tokenize` here), and
-/// scripts each completion by `completion` with its arrival number (0, 1, …).
-pub(crate) fn llama_server(completion: impl Fn(usize) -> Vec<Step> + Send + Sync + 'static) -> ScriptedServer {
+/// scripts each completion by `completion` with its arrival number (0, 1, …) and its text.
+pub(crate) fn llama_server(completion: impl Fn(usize, &str) -> Vec<Step> + Send + Sync + 'static) -> ScriptedServer {
     let n = Arc::new(AtomicUsize::new(0));
     in_background(move || {
         serve_by_request(move |req| {
             if req.starts_with("POST /v1/completions ") {
-                return completion(n.fetch_add(1, Ordering::SeqCst));
+                return completion(n.fetch_add(1, Ordering::SeqCst), req);
             }
             if !req.starts_with("GET /v1/models") {
                 return vec![w("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"), Step::Close];
@@ -82,7 +82,7 @@ fn count(recs: &[Value], f: impl Fn(&Value) -> bool) -> u64 {
 fn early_stop_counts_requests_queued_without_a_head_as_cancelled_in_flight() {
     let all_in = Arc::new(Notify::new());
     let never = Arc::new(Notify::new());
-    let server = llama_server(move |k| match k {
+    let server = llama_server(move |k, _| match k {
         0 => vec![Step::Wait(all_in.clone()), w(context_exceeded(1500, 1024))],
         _ => {
             if k == 3 {
@@ -117,7 +117,7 @@ fn early_stop_counts_requests_queued_without_a_head_as_cancelled_in_flight() {
 #[test]
 fn cancellation_by_design_of_queued_requests_counts_them_as_sent() {
     let never = Arc::new(Notify::new());
-    let server = llama_server(move |_| queue_script(never.clone()));
+    let server = llama_server(move |_, _| queue_script(never.clone()));
     let dir = tempfile::tempdir().unwrap();
     let flags = ["--num-prompts", "4", "--max-concurrency", "4", "--request-cancellation-rate", "100"];
     let out = command(&server, dir.path(), &flags)
@@ -138,7 +138,7 @@ fn cancellation_by_design_of_queued_requests_counts_them_as_sent() {
 #[test]
 fn interrupt_counts_requests_queued_without_a_head_as_sent() {
     let never = Arc::new(Notify::new());
-    let server = llama_server(move |_| queue_script(never.clone()));
+    let server = llama_server(move |_, _| queue_script(never.clone()));
     let dir = tempfile::tempdir().unwrap();
     let child = command(&server, dir.path(), &["--num-prompts", "6", "--max-concurrency", "2"])
         .stdout(std::process::Stdio::piped())

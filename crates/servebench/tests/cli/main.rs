@@ -31,6 +31,7 @@ mod network_e2e;
 mod phases_validity_e2e;
 mod prefix_cache_e2e;
 mod prefix_cache_llamacpp;
+mod prefix_cache_per_slot_e2e;
 mod regression;
 mod shard_early_stop_e2e;
 mod shard_merge;
