@@ -34,7 +34,8 @@ async fn run_controlled(
     controls: RequestControls,
     cancel: impl std::future::Future<Output = ()>,
 ) -> RequestRecord {
-    execute_controlled(&f.client, &f.target, &spec(0), None, record(0), &f.clock, opts, controls, cancel).await
+    execute_controlled(&f.client, &f.target, &spec(0), None, record(0), &f.clock, opts, controls, cancel)
+        .await
 }
 
 #[tokio::test]

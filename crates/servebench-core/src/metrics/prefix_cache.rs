@@ -130,7 +130,10 @@ impl PrefixCacheReport {
         ];
         for (source, seen, built) in pairs {
             if let (Some(seen), Some(built)) = (seen, built) {
-                if (seen - built).abs() > self.tolerance && source == "usage cached_tokens" && self.cold_first_wave > 0 {
+                if (seen - built).abs() > self.tolerance
+                    && source == "usage cached_tokens"
+                    && self.cold_first_wave > 0
+                {
                     out.push(format!(
                         "prefix cache: hit rate {seen:.4} from {source} vs {built:.4} built in (target {:.4}): {} requests sent \
                          before any finished missed the whole shared prefix and every other request found all of it — the \
@@ -237,9 +240,15 @@ mod tests {
     #[test]
     fn per_slot_caches_are_named_when_only_the_first_wave_misses() {
         let rec = |i: u64, sent: u64, done: u64, cached: u32| {
-            RecordBuilder::new(i).prompt_tokens(64).sent_at(sent).done_at(done).prompt_usage(64, Some(cached)).completed()
+            RecordBuilder::new(i)
+                .prompt_tokens(64)
+                .sent_at(sent)
+                .done_at(done)
+                .prompt_usage(64, Some(cached))
+                .completed()
         };
-        let mut recs: Vec<RequestRecord> = (0..4).map(|i| rec(i, 10 + i, 900, if i == 1 { 44 } else { 0 })).collect();
+        let mut recs: Vec<RequestRecord> =
+            (0..4).map(|i| rec(i, 10 + i, 900, if i == 1 { 44 } else { 0 })).collect();
         recs.extend((4..20).map(|i| rec(i, 1000 * i, 1000 * i + 500, 44)));
         let r = PrefixCacheReport::of(&recs, &inputs(&[44; 20], None));
         assert_eq!(r.cold_first_wave, 3);
@@ -247,7 +256,11 @@ mod tests {
         assert_eq!(r.observed_hit_rate, Some(748.0 / 1280.0));
         let w = r.warnings();
         assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("3 requests sent before any finished missed the whole shared prefix"), "{}", w[0]);
+        assert!(
+            w[0].contains("3 requests sent before any finished missed the whole shared prefix"),
+            "{}",
+            w[0]
+        );
         assert!(w[0].contains("caches per slot or per replica"), "{}", w[0]);
         assert!(!w[0].contains("evicted"), "{}", w[0]);
         // A later miss (eviction) is not the per-slot pattern: the general causes are named.

@@ -58,7 +58,9 @@ pub fn run(
     for warning in crate::config::unused::check(args, explicit)? {
         eprintln!("{warning}");
     }
-    if let Some(w) = crate::config::workload::cancellation_rate_warning(args.workload.request_cancellation_rate) {
+    if let Some(w) =
+        crate::config::workload::cancellation_rate_warning(args.workload.request_cancellation_rate)
+    {
         eprintln!("{w}");
     }
     // No output may overwrite an input or another output (SB120), checked before any write.

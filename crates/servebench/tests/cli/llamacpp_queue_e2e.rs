@@ -20,7 +20,9 @@ const MODELS: &str = r#"{"object":"list","data":[{"id":"tiny.gguf","object":"mod
 
 /// Answers the model list, 404 to anything else but completions (no `/tokenize` here), and
 /// scripts each completion by `completion` with its arrival number (0, 1, …) and its text.
-pub(crate) fn llama_server(completion: impl Fn(usize, &str) -> Vec<Step> + Send + Sync + 'static) -> ScriptedServer {
+pub(crate) fn llama_server(
+    completion: impl Fn(usize, &str) -> Vec<Step> + Send + Sync + 'static,
+) -> ScriptedServer {
     let n = Arc::new(AtomicUsize::new(0));
     in_background(move || {
         serve_by_request(move |req| {
@@ -28,7 +30,10 @@ pub(crate) fn llama_server(completion: impl Fn(usize, &str) -> Vec<Step> + Send 
                 return completion(n.fetch_add(1, Ordering::SeqCst), req);
             }
             if !req.starts_with("GET /v1/models") {
-                return vec![w("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"), Step::Close];
+                return vec![
+                    w("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+                    Step::Close,
+                ];
             }
             {
                 let head = format!(
@@ -92,9 +97,10 @@ fn early_stop_counts_requests_queued_without_a_head_as_cancelled_in_flight() {
         }
     });
     let dir = tempfile::tempdir().unwrap();
-    let out = command(&server, dir.path(), &["--num-prompts", "12", "--max-concurrency", "4", "--max-errors", "0"])
-        .output()
-        .unwrap();
+    let out =
+        command(&server, dir.path(), &["--num-prompts", "12", "--max-concurrency", "4", "--max-errors", "0"])
+            .output()
+            .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let (json, recs) = result(dir.path());
     let e = &json["early_stop"];
@@ -120,10 +126,8 @@ fn cancellation_by_design_of_queued_requests_counts_them_as_sent() {
     let server = llama_server(move |_, _| queue_script(never.clone()));
     let dir = tempfile::tempdir().unwrap();
     let flags = ["--num-prompts", "4", "--max-concurrency", "4", "--request-cancellation-rate", "100"];
-    let out = command(&server, dir.path(), &flags)
-        .args(["--request-cancellation-delay", "1"])
-        .output()
-        .unwrap();
+    let out =
+        command(&server, dir.path(), &flags).args(["--request-cancellation-delay", "1"]).output().unwrap();
     // Nothing succeeded (SB602, exit 1): the run still writes its result.
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert_eq!(completions_read(&server), 4);
@@ -152,6 +156,11 @@ fn interrupt_counts_requests_queued_without_a_head_as_sent() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     let (json, recs) = result(dir.path());
-    assert_eq!((json["sent"].as_u64(), json["never_sent"].as_u64()), (Some(2), Some(4)), "{}", text(&out.stderr));
+    assert_eq!(
+        (json["sent"].as_u64(), json["never_sent"].as_u64()),
+        (Some(2), Some(4)),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(count(&recs, |r| r["cancelled_by"] == "interrupt" && r["dispatched_us"].is_u64()), 2);
 }

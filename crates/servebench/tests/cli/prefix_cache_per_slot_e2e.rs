@@ -27,7 +27,8 @@ fn per_slot_caches_are_named_in_the_prefix_cache_warning() {
             let slot = &mut s[k % 4];
             let cached = slot.iter().zip(&prompt).take_while(|(a, b)| a == b).count();
             *slot = prompt.clone();
-            let answer = vec![w(stream(prompt.len().max(1), cached.min(prompt.len().saturating_sub(1)))), Step::Close];
+            let answer =
+                vec![w(stream(prompt.len().max(1), cached.min(prompt.len().saturating_sub(1)))), Step::Close];
             match k {
                 1..=4 => {
                     if k == 4 {
@@ -47,6 +48,9 @@ fn per_slot_caches_are_named_in_the_prefix_cache_warning() {
         .unwrap();
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("3 requests sent before any finished missed the whole shared prefix"), "{stderr}");
+    assert!(
+        stderr.contains("3 requests sent before any finished missed the whole shared prefix"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("may have evicted"), "{stderr}");
 }
