@@ -46,7 +46,7 @@ pub struct PrefixCacheReport {
     pub tolerance: f64,
     pub warmup_requests: u64,
     pub warmup_completed: u64,
-    /// The per-slot pattern ([`cold_first_wave`]): how many requests missed their whole shared
+    /// The per-slot pattern (`cold_first_wave` below): how many requests missed their whole shared
     /// prefix while every other one found all of it. Names the cause in the warning.
     #[serde(skip)]
     pub cold_first_wave: u64,
