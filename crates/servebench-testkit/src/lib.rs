@@ -15,6 +15,8 @@
 //! - [`prom_text`]: a strict parser of the Prometheus text format, to check what our
 //!   `/metrics` and the simulator's expose;
 //! - [`fixtures`]: paths of the repository's committed fixtures;
+//! - [`llamacpp`]: llama.cpp's captured answer bytes and its queue (no head until a slot
+//!   starts the request);
 //! - [`net`]: a closed port (connects refused) and a port that accepts one connection;
 //! - [`tokenizers`]: a one-token-per-byte tokenizer for simulators and workloads;
 //! - [`records`]: a builder for [`servebench_core::RequestRecord`]s with named fields;
@@ -29,6 +31,7 @@
 pub mod axum_server;
 pub mod cli;
 pub mod fixtures;
+pub mod llamacpp;
 pub mod net;
 pub mod prom_text;
 pub mod proxy;

@@ -7,8 +7,11 @@
 //! Phases: `send` (body, headers, write, response head), then `read` (an error status's
 //! body, a whole JSON answer, or an event stream), each recording what it measured.
 //!
-//! Timing: `dispatched_us` is taken right before the request is handed to the connection,
-//! `headers_us` when the response head arrives, and for every body frame `Instant::now()` is
+//! Timing: `dispatched_us` is the instant the write of the request started (after the
+//! connection was checked out or opened); a request has it once its bytes are written, so one
+//! cancelled while waiting for its response head (a server that sends the head only when it
+//! starts the request, as llama.cpp does) is sent, not "never sent". `headers_us` when the
+//! response head arrives, and for every body frame `Instant::now()` is
 //! read as soon as the frame is returned, before any parsing; each event completed by that
 //! frame gets that time.
 
@@ -224,9 +227,11 @@ async fn run_until(
     cancel: impl std::future::Future<Output = ()>,
 ) -> RequestRecord {
     let RequestControls { prefill_slot, cancel_after } = controls;
+    // When the request was written (its dispatch instant), kept past a cancel of the send.
+    let mut written = None;
     // `Some(reason)`: stopped before the end (`None` = the run's stop, named later).
     let stopped = {
-        let run = run(client, target, spec, &mut record, clock, opts, prepared, prefill_slot);
+        let run = run(client, target, spec, &mut record, clock, opts, prepared, prefill_slot, &mut written);
         match cancel_after {
             None => tokio::select! {
                 biased;
@@ -248,6 +253,10 @@ async fn run_until(
             record.outcome = Outcome::Cancelled;
             record.error = None;
             record.done_us = Some(clock.now_us());
+            // Cancelled after the write, before the head: sent (in flight), not "never sent".
+            if record.dispatched_us.is_none() {
+                record.dispatched_us = written.map(|t| clock.offset_us(t));
+            }
             if reason.is_some() {
                 record.cancelled_by = reason;
             }
@@ -288,6 +297,7 @@ async fn run(
     opts: &ExecOptions,
     prepared: Option<&PreparedBody>,
     prefill_slot: Option<OwnedSemaphorePermit>,
+    written: &mut Option<std::time::Instant>,
 ) {
     record.attempts += 1;
     record.audio_seconds = spec.audio.as_ref().map(|a| a.seconds());
@@ -295,7 +305,7 @@ async fn run(
     record.error = None;
     let Some(req) = send::build_request(client, target, spec, prepared, record) else { return };
     let mut timer = Timer::new(opts);
-    let Some(followed) = send::send(client, req, &mut timer, record, clock).await else { return };
+    let Some(followed) = send::send(client, req, &mut timer, record, clock, written).await else { return };
     timer.progress();
     // A redirect to another origin: that client's pool owns the connection.
     let client = followed.other.as_ref().unwrap_or(client);

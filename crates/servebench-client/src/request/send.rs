@@ -1,6 +1,8 @@
 //! The send phase of a request: its body and headers, the write (following redirects, a
 //! resend on a fresh connection), and the response head — each failure recorded.
 
+use std::time::Instant;
+
 use http::header::HeaderValue;
 use http::response::Parts;
 use http::{Method, Request};
@@ -55,17 +57,19 @@ pub(super) fn build_request(
 }
 
 /// Writes `req` and waits for the response head (following redirects); `None` when that
-/// failed (the record says how, with the send's timings).
+/// failed (the record says how, with the send's timings). `written` is set to the dispatch
+/// instant as soon as the request is written, before its head arrives.
 pub(super) async fn send(
     client: &HttpClient,
     req: Request<ReqBody>,
     timer: &mut Timer,
     record: &mut RequestRecord,
     clock: &RunClock,
+    written: &mut Option<Instant>,
 ) -> Option<Followed> {
     // Boxed: the send state (pool checkout, connect, request head) is done once the head
     // arrives; inline, its size would stay reserved for the whole stream.
-    let f = match Box::pin(client.send_following(req, true, timer.get())).await {
+    let f = match Box::pin(client.send_following(req, true, timer.get(), Some(written))).await {
         Ok(s) => return Some(s),
         Err(f) => f,
     };
@@ -94,7 +98,7 @@ pub(super) async fn send(
 /// back the connection, the head and the body.
 pub(super) fn record_head(
     sent: Sent,
-    first_dispatched: std::time::Instant,
+    first_dispatched: Instant,
     record: &mut RequestRecord,
     clock: &RunClock,
 ) -> (Conn, Parts, Incoming) {

@@ -153,7 +153,7 @@ impl HttpClient {
             .map_err(|e| BenchError::transport_from(context.clone(), e))?;
         let mut deadline = Box::pin(tokio::time::sleep(self.inner.opts.control_timeout));
         let followed = self
-            .send_following(req, false, Some(&mut deadline))
+            .send_following(req, false, Some(&mut deadline), None)
             .await
             .map_err(|f| self.send_error(context.clone(), f))?;
         let owner = followed.other.as_ref().unwrap_or(self);

@@ -632,10 +632,15 @@ impl HttpClient {
     /// pooled connection failed before the first byte was written (stale), or — once — the
     /// request was written on a reused connection that then closed (EOF or reset) before one
     /// byte of a response arrived. Never after a response byte, never after a fresh connection.
+    ///
+    /// `written`, when given, is set to the start of the write (the answered send's
+    /// `dispatched`) as soon as the whole request is written: a caller that stops waiting for
+    /// the head (a cancel drops this future) still knows the request was sent, and when.
     pub(crate) async fn send(
         &self,
         req: &Request<ReqBody>,
         mut deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
+        mut written_mark: Option<&mut Option<Instant>>,
     ) -> std::result::Result<Sent, SendFailure> {
         let mut reconnects = 0u32;
         let mut dispatched = None;
@@ -685,7 +690,12 @@ impl HttpClient {
             let retry_unanswered = reused && !resent;
             let after_response = conn.uses > 0;
             let written = match conn.write_request(req, deadline.as_deref_mut()).await {
-                Ok(()) => Instant::now(),
+                Ok(()) => {
+                    if let Some(m) = written_mark.as_deref_mut() {
+                        *m = Some(t0);
+                    }
+                    Instant::now()
+                }
                 Err(WriteFail::Unsent(_)) if reused => {
                     // Closed before anything was written: safe to send elsewhere.
                     reconnects += 1;

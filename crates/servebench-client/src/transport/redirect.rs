@@ -120,12 +120,14 @@ impl HttpClient {
     }
 
     /// Sends `req`, following redirects as the module documentation says. `generation`:
-    /// only 307/308 are followed.
+    /// only 307/308 are followed. `written_mark`: see [`HttpClient::send`] (set by the chain's
+    /// first request).
     pub(crate) async fn send_following(
         &self,
         mut req: Request<ReqBody>,
         generation: bool,
         mut deadline: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
+        mut written_mark: Option<&mut Option<Instant>>,
     ) -> Result<Followed, SendFailure> {
         // Hot path: one send, one status comparison; no clone of the client or the request.
         let mut other: Option<HttpClient> = None;
@@ -134,7 +136,9 @@ impl HttpClient {
         let mut cross = false;
         loop {
             let client = other.as_ref().unwrap_or(self);
-            let sent = client.send(&req, deadline.as_deref_mut()).await?;
+            // The mark is the chain's first request, like `first_dispatched`.
+            let mark = if first_dispatched.is_none() { written_mark.as_deref_mut() } else { None };
+            let sent = client.send(&req, deadline.as_deref_mut(), mark).await?;
             let first = *first_dispatched.get_or_insert(sent.dispatched);
             let status = sent.response.status();
             let location = match is_redirect(status) {

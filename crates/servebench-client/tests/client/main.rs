@@ -7,6 +7,7 @@
 mod common;
 
 mod chat_multimodal_body;
+mod held_head;
 mod messages_body;
 mod native_dialects;
 mod network;

@@ -46,6 +46,31 @@ pub struct PrefixCacheReport {
     pub tolerance: f64,
     pub warmup_requests: u64,
     pub warmup_completed: u64,
+    /// The per-slot pattern (`cold_first_wave` below): how many requests missed their whole shared
+    /// prefix while every other one found all of it. Names the cause in the warning.
+    #[serde(skip)]
+    pub cold_first_wave: u64,
+}
+
+/// Requests that missed the whole shared prefix (`cached_prompt_tokens` 0, `P_i` > 0) when
+/// they are exactly the ones sent before any request finished, and every other request found
+/// at least its whole prefix: the signature of a server that caches per slot or per replica
+/// (llama.cpp `-np N` without a unified KV cache, data-parallel replicas) — priming warmed one
+/// of them, the first request on each other slot misses, every later one hits. 0 otherwise.
+fn cold_first_wave(seen: &[&RequestRecord], built: impl Fn(&RequestRecord) -> u64) -> u64 {
+    let first_end = seen.iter().filter_map(|r| r.done_us).min();
+    let mut cold = 0;
+    for r in seen {
+        let (cached, prefix) = (u64::from(r.cached_prompt_tokens.unwrap_or(0)), built(r));
+        let first_wave = matches!((r.dispatched_us, first_end), (Some(d), Some(e)) if d < e);
+        match (cached, prefix) {
+            (_, 0) => {}
+            (0, _) if first_wave => cold += 1,
+            (c, p) if c >= p => {}
+            _ => return 0,
+        }
+    }
+    cold
 }
 
 fn ratio(a: u64, b: u64) -> Option<f64> {
@@ -71,6 +96,7 @@ impl PrefixCacheReport {
         let seen_prompt: u64 = seen.iter().map(|r| prompt_of(r)).sum();
         let seen_built: u64 = seen.iter().map(|r| built(r)).sum();
         let seen_cached: u64 = seen.iter().map(|r| u64::from(r.cached_prompt_tokens.unwrap_or(0))).sum();
+        let cold = cold_first_wave(&seen, built);
         PrefixCacheReport {
             mode: inputs.mode.to_owned(),
             target_hit_rate: inputs.target,
@@ -83,6 +109,7 @@ impl PrefixCacheReport {
             tolerance: HIT_RATE_TOLERANCE,
             warmup_requests: inputs.warmup_requests,
             warmup_completed: inputs.warmup_completed,
+            cold_first_wave: cold,
         }
     }
 
@@ -103,7 +130,18 @@ impl PrefixCacheReport {
         ];
         for (source, seen, built) in pairs {
             if let (Some(seen), Some(built)) = (seen, built) {
-                if (seen - built).abs() > self.tolerance {
+                if (seen - built).abs() > self.tolerance
+                    && source == "usage cached_tokens"
+                    && self.cold_first_wave > 0
+                {
+                    out.push(format!(
+                        "prefix cache: hit rate {seen:.4} from {source} vs {built:.4} built in (target {:.4}): {} requests sent \
+                         before any finished missed the whole shared prefix and every other request found all of it — the \
+                         server caches per slot or per replica (llama.cpp -np N without a unified KV cache, data-parallel \
+                         replicas) and priming warmed one of them; the later requests show the hit rate as built",
+                        self.target_hit_rate, self.cold_first_wave
+                    ));
+                } else if (seen - built).abs() > self.tolerance {
                     out.push(format!(
                         "prefix cache: hit rate {seen:.4} from {source} vs {built:.4} built in (target {:.4}), off by more than {}: \
                          the cache may have evicted the shared prefix (too small for the load), --prefix-cache-block-size ({}) may not be \
@@ -195,5 +233,40 @@ mod tests {
     fn failed_priming_warns() {
         let r = PrefixCacheReport::of(&[], &PrefixCacheInputs { warmup_completed: 0, ..inputs(&[], None) });
         assert_eq!(r.warnings().len(), 1);
+    }
+
+    /// llama.cpp -np 4 at concurrency 4 (the real run's records): priming warmed one slot; 3 of
+    /// the 4 first requests miss the 44-token prefix, all 17 others hit exactly it.
+    #[test]
+    fn per_slot_caches_are_named_when_only_the_first_wave_misses() {
+        let rec = |i: u64, sent: u64, done: u64, cached: u32| {
+            RecordBuilder::new(i)
+                .prompt_tokens(64)
+                .sent_at(sent)
+                .done_at(done)
+                .prompt_usage(64, Some(cached))
+                .completed()
+        };
+        let mut recs: Vec<RequestRecord> =
+            (0..4).map(|i| rec(i, 10 + i, 900, if i == 1 { 44 } else { 0 })).collect();
+        recs.extend((4..20).map(|i| rec(i, 1000 * i, 1000 * i + 500, 44)));
+        let r = PrefixCacheReport::of(&recs, &inputs(&[44; 20], None));
+        assert_eq!(r.cold_first_wave, 3);
+        // 17 × 44 / 1280 observed vs 20 × 44 / 1280 built.
+        assert_eq!(r.observed_hit_rate, Some(748.0 / 1280.0));
+        let w = r.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("3 requests sent before any finished missed the whole shared prefix"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("caches per slot or per replica"), "{}", w[0]);
+        assert!(!w[0].contains("evicted"), "{}", w[0]);
+        // A later miss (eviction) is not the per-slot pattern: the general causes are named.
+        recs[10] = rec(10, 10_000, 10_500, 0);
+        let r = PrefixCacheReport::of(&recs, &inputs(&[44; 20], None));
+        assert_eq!(r.cold_first_wave, 0);
+        assert!(r.warnings()[0].contains("may have evicted"), "{:?}", r.warnings());
     }
 }

@@ -182,6 +182,17 @@ impl EarlyStop {
     }
 }
 
+/// The note for a `--detect-saturation` run that did not stop and was shorter than the
+/// detector's shortest window (`window_s`): no test ever ran ("none runs before t ≥ W"), so
+/// "no early stop" says nothing about saturation.
+pub fn window_never_full_note(window_s: Option<f64>, stopped: bool, run_s: f64) -> Option<String> {
+    let w = window_s.filter(|&w| !stopped && run_s < w)?;
+    Some(format!(
+        "--detect-saturation never tested: the run lasted {run_s:.1} s, shorter than its window \
+         (--saturation-window {w} s); use a window well below the run's length or a longer run"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +239,19 @@ mod tests {
         assert_eq!((r.failed, r.finished_in_window, r.requests_not_sent), (Some(3), Some(4), 1));
         assert_eq!(r.in_flight, "drained");
         assert!(EarlyStop::new(EarlyStopOptions::default(), RunClock::start(), None).is_none());
+    }
+
+    #[test]
+    fn a_run_shorter_than_the_saturation_window_says_the_detector_never_tested() {
+        let note = window_never_full_note(Some(30.0), false, 29.74).unwrap();
+        assert_eq!(
+            note,
+            "--detect-saturation never tested: the run lasted 29.7 s, shorter than its window \
+             (--saturation-window 30 s); use a window well below the run's length or a longer run"
+        );
+        // A full window, a stop, or no detector: nothing to say.
+        assert_eq!(window_never_full_note(Some(30.0), false, 30.0), None);
+        assert_eq!(window_never_full_note(Some(5.0), true, 4.0), None);
+        assert_eq!(window_never_full_note(None, false, 1.0), None);
     }
 }

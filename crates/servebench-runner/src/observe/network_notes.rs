@@ -79,6 +79,7 @@ pub fn record_warnings(records: &[RequestRecord], streamed: bool) -> Vec<Notice>
         out.push(Notice {
             severity: Severity::Coded(code),
             text: format!("{n} requests failed; first: {first}"),
+            said: false,
         });
     }
     out

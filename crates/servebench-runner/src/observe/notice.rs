@@ -23,20 +23,30 @@ pub enum Severity {
 pub struct Notice {
     pub severity: Severity,
     pub text: String,
+    /// Already shown on the console as it happened (under the progress line): the end-of-run
+    /// list leaves it out, so the console says it once; reports and results keep it.
+    pub said: bool,
 }
 
 impl Notice {
     pub fn note(text: impl Into<String>) -> Notice {
-        Notice { severity: Severity::Note, text: text.into() }
+        Notice { severity: Severity::Note, text: text.into(), said: false }
     }
 
     pub fn warning(text: impl Into<String>) -> Notice {
-        Notice { severity: Severity::Warning, text: text.into() }
+        Notice { severity: Severity::Warning, text: text.into(), said: false }
     }
 
     /// A coded warning: the error's code and its message.
     pub fn coded(e: &BenchError) -> Notice {
-        Notice { severity: Severity::Coded(e.code()), text: e.to_string() }
+        Notice { severity: Severity::Coded(e.code()), text: e.to_string(), said: false }
+    }
+}
+
+impl Notice {
+    /// This notice, marked as shown on the console already (see [`Notice::said`]).
+    pub fn said(self) -> Notice {
+        Notice { said: true, ..self }
     }
 }
 

@@ -85,7 +85,7 @@ pub async fn check_prompts(
     let tokenize_path = report.as_ref().map_or("/tokenize", |r| r.tokenize_path.as_str());
     let mut warn = |notice: Notice| {
         observer.message(&notice.to_string());
-        warnings.push(notice);
+        warnings.push(notice.said());
     };
     match &verification {
         Verification::Unavailable { detail } => {

@@ -56,7 +56,8 @@ impl RunResults {
         lines.extend(side_warnings(&self.server_side));
         let prefix_cache = self.prefix_cache_report().map(|pc| pc.warnings()).unwrap_or_default();
         lines.extend(prefix_cache.into_iter().map(|w| format!("warning: {w}")));
-        lines.extend(self.out.warnings.iter().map(ToString::to_string));
+        // Notices shown as they happened are not repeated here.
+        lines.extend(self.out.warnings.iter().filter(|n| !n.said).map(ToString::to_string));
         lines
     }
 

@@ -142,8 +142,13 @@ pub async fn run_prepared(
         )?;
     }
     let mut warnings = prepared.warnings.clone();
-    warnings.extend(retokenize_note.map(Notice::warning).inspect(|n| observer.message(&n.to_string())));
+    warnings.extend(
+        retokenize_note.map(Notice::warning).inspect(|n| observer.message(&n.to_string())).map(Notice::said),
+    );
     warnings.extend(run_warnings(prepared, &records, observer.as_ref()));
+    let window_s = cfg.load.early_stop.saturation.map(|s| s.window_s);
+    let short = crate::load::early_stop::window_never_full_note(window_s, early_stop.is_some(), wall_seconds);
+    warnings.extend(short.map(Notice::note));
     Ok(RunOutput {
         records,
         model: prepared.model.clone(),
@@ -608,7 +613,7 @@ fn run_warnings(
         .chain(crate::observe::network_notes::record_warnings(records, streamed))
     {
         observer.message(&line.to_string());
-        warnings.push(line);
+        warnings.push(line.said());
     }
     warnings
 }

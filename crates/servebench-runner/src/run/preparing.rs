@@ -281,7 +281,7 @@ async fn exec_options(
     }
     for notice in crate::observe::network_notes::client_notices(&conn.client) {
         observer.message(&notice.to_string());
-        warnings.push(notice);
+        warnings.push(notice.said());
     }
     // The tokenizer stays loaded during the measured phase (its tables cost tens of MB of
     // RSS) only when it is needed there: with --retokenize-output, or when the server may
@@ -315,7 +315,7 @@ fn retokenizer(
             "--retokenize-output needs a local tokenizer (not --tokenizer server): output is not retokenized",
         );
         observer.message(&notice.to_string());
-        warnings.push(notice);
+        warnings.push(notice.said());
     }
     retokenizer
 }

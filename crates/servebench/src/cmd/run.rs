@@ -59,6 +59,11 @@ pub fn run(
     for warning in crate::config::unused::check(args, explicit)? {
         eprintln!("{warning}");
     }
+    if let Some(w) =
+        crate::config::workload::cancellation_rate_warning(args.workload.request_cancellation_rate)
+    {
+        eprintln!("{w}");
+    }
     // No output may overwrite an input or another output (SB120), checked before any write.
     crate::config::path_collisions::check(args, &output, run.records_path.as_deref())?;
     // Every output directory exists and every output can be written before the first request.

@@ -14,7 +14,7 @@ mod prefix_cache;
 pub mod shard;
 pub mod unused;
 pub(crate) mod vllm_flags;
-mod workload;
+pub(crate) mod workload;
 
 use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;

@@ -93,6 +93,19 @@ fn client_controls(args: &RunArgs, run: &RunConfig, load: &mut LoadOptions) -> R
     Ok(())
 }
 
+/// `--request-cancellation-rate` below 1: it is a percent (AIPerf's unit), so 0.5 cancels one
+/// request in 200 — almost surely none of a short run. A warning naming the likely intent
+/// (the neighbouring `--max-error-rate` takes a fraction).
+pub fn cancellation_rate_warning(rate: Option<f64>) -> Option<String> {
+    let r = rate.filter(|r| *r < 1.0)?;
+    Some(format!(
+        "warning: --request-cancellation-rate is a percent: {r} means {r} % of the requests (about 1 in {}); \
+         did you mean {}?",
+        (100.0 / r).round(),
+        (r * 100.0 * 1e6).round() / 1e6
+    ))
+}
+
 /// `--dataset-name timed_trace`: the trace file and its flags.
 fn trace_config(args: &RunArgs, backend: BackendKind) -> Result<TraceConfig> {
     let w = &args.workload;
@@ -295,6 +308,7 @@ fn check_concurrency_stages(run: &RunConfig) -> Result<()> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::cancellation_rate_warning;
     use crate::cli::Cli;
     use clap::Parser;
 
@@ -357,5 +371,19 @@ mod tests {
         ] {
             assert!(validate(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn cancellation_rate_below_one_percent_warns_with_the_percent_meant() {
+        let w = cancellation_rate_warning(Some(0.5)).unwrap();
+        assert_eq!(
+            w,
+            "warning: --request-cancellation-rate is a percent: 0.5 means 0.5 % of the requests (about 1 in 200); \
+             did you mean 50?"
+        );
+        assert!(cancellation_rate_warning(Some(0.1)).unwrap().ends_with("did you mean 10?"));
+        assert_eq!(cancellation_rate_warning(Some(1.0)), None);
+        assert_eq!(cancellation_rate_warning(Some(50.0)), None);
+        assert_eq!(cancellation_rate_warning(None), None);
     }
 }

@@ -14,7 +14,7 @@ use crate::support::bin;
 /// llama.cpp's head for a streamed answer (it closes the connection after the stream).
 const HEAD: &str = "HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=100\r\nContent-Type: text/event-stream\r\nServer: llama.cpp\r\nTransfer-Encoding: chunked\r\nAccess-Control-Allow-Origin: \r\n\r\n";
 
-fn ids(request: &str) -> Vec<u64> {
+pub(crate) fn ids(request: &str) -> Vec<u64> {
     let body: serde_json::Value = serde_json::from_str(body_of(request)).unwrap_or_default();
     body["prompt"]
         .as_array()
@@ -23,7 +23,7 @@ fn ids(request: &str) -> Vec<u64> {
 }
 
 /// A llama.cpp completions stream of 4 tokens for a prompt of `n` tokens, `cached` from the slot.
-fn stream(n: usize, cached: usize) -> String {
+pub(crate) fn stream(n: usize, cached: usize) -> String {
     let mut s = String::from(HEAD);
     for t in ["Hi", " the", "re", "!"] {
         let ev = format!(
