@@ -740,6 +740,9 @@ impl HttpClient {
             match conn.read_head(head_request, deadline.as_deref_mut()).await {
                 Ok((head, incoming, first_byte)) => {
                     let headers_at = conn.last_read_at();
+                    // With kernel receive times the answer can be stamped before our thread,
+                    // preempted after the write, read the clock: the write ended by then.
+                    let written = written.min(first_byte);
                     let phases = SentPhases { reused, setup, written, first_byte };
                     if reused {
                         self.inner.counters.reused.fetch_add(1, Ordering::Relaxed);

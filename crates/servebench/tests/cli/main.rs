@@ -23,6 +23,7 @@ mod early_stop_e2e;
 mod experiments;
 mod hf_parser_bodies;
 mod k8s_manifests;
+mod kernel_timestamps_e2e;
 mod modes_e2e;
 mod native_backend_cli;
 mod network_e2e;

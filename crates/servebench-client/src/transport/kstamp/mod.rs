@@ -144,8 +144,8 @@ fn probe() -> Result<(), String> {
 pub(crate) struct StampedTcp {
     tcp: TcpStream,
     stamped: bool,
-    /// CLOCK_REALTIME ns of the newest kernel stamp read (kept across reads: TLS hands out
-    /// plaintext of an earlier socket read after it).
+    /// CLOCK_REALTIME ns of the stamp of the newest read that brought bytes (`None` when it
+    /// carried none). Kept until the next such read: TLS may hand out plaintext of it later.
     last_ns: Option<i128>,
 }
 
@@ -170,14 +170,8 @@ impl StampedTcp {
             let fd = self.tcp.as_fd();
             match self.tcp.try_io(tokio::io::Interest::READABLE, || sys::recv(fd, dst, &mut control)) {
                 Ok((n, used)) => {
-                    if used > 0 {
-                        let mut bytes = [0u8; std::mem::size_of::<sys::Control>()];
-                        for (chunk, w) in bytes.chunks_exact_mut(8).zip(control.iter()) {
-                            chunk.copy_from_slice(&w.to_ne_bytes());
-                        }
-                        if let Some(ns) = cmsg::software_rx_ns(&bytes[..used]) {
-                            self.last_ns = Some(ns);
-                        }
+                    if n > 0 {
+                        self.last_ns = (used > 0).then(|| stamp_of(&control, used)).flatten();
                     }
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
@@ -214,6 +208,16 @@ pub(crate) fn read_time(stats: &LagStats, stamp_ns: Option<i128>, user: Instant)
     }
 }
 
+/// The software receive stamp in the first `used` bytes of a control buffer.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn stamp_of(control: &sys::Control, used: usize) -> Option<i128> {
+    let mut bytes = [0u8; std::mem::size_of::<sys::Control>()];
+    for (chunk, w) in bytes.chunks_exact_mut(8).zip(control.iter()) {
+        chunk.copy_from_slice(&w.to_ne_bytes());
+    }
+    cmsg::software_rx_ns(&bytes[..used])
+}
+
 impl AsyncRead for StampedTcp {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
@@ -246,3 +250,6 @@ impl AsyncWrite for StampedTcp {
         Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests;
