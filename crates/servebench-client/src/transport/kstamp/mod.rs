@@ -58,30 +58,37 @@ pub struct ReceiveTimestamps {
 /// The client's receive-timestamp state: whether sockets get the option, and the read lags.
 #[derive(Debug)]
 pub(crate) struct Stamping {
-    /// `None`: kernel stamps are off (flag or platform) or a socket refused them.
+    /// Kernel stamps are on (wanted, and the probe socket took the option).
     enabled: bool,
     /// Why not, when not (the first refusal when a socket refused after the probe passed).
     off_reason: OnceLock<String>,
     pub(crate) stats: Arc<LagStats>,
+    /// The probe's socket, kept open so the kernel keeps stamping (`sys::probe`).
+    _keep: Option<Keep>,
 }
+
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+type Keep = std::os::fd::OwnedFd;
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+type Keep = ();
 
 impl Stamping {
     /// Kernel stamps if `wanted` and this platform and kernel take the option.
     pub(crate) fn new(wanted: bool) -> Stamping {
         let off_reason = OnceLock::new();
-        let enabled = if !wanted {
+        let keep = if !wanted {
             let _ = off_reason.set("--no-kernel-timestamps".to_owned());
-            false
+            None
         } else {
             match probe() {
-                Ok(()) => true,
+                Ok(keep) => Some(keep),
                 Err(why) => {
                     let _ = off_reason.set(why);
-                    false
+                    None
                 }
             }
         };
-        Stamping { enabled, off_reason, stats: Arc::default() }
+        Stamping { enabled: keep.is_some(), off_reason, stats: Arc::default(), _keep: keep }
     }
 
     /// Wraps a connected socket, turning stamps on for it (when on). A refusal is noted once
@@ -129,12 +136,12 @@ impl Stamping {
 
 /// Whether this platform and kernel take software receive timestamps.
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn probe() -> Result<(), String> {
+fn probe() -> Result<Keep, String> {
     sys::probe().map_err(|e| format!("setsockopt SO_TIMESTAMPING failed: {e}"))
 }
 
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
-fn probe() -> Result<(), String> {
+fn probe() -> Result<Keep, String> {
     Err("kernel receive timestamps need Linux (64-bit)".into())
 }
 

@@ -33,8 +33,11 @@ pub(super) fn enable(fd: BorrowedFd<'_>) -> io::Result<()> {
     }
 }
 
-/// Whether this kernel takes the option: tried on a fresh unconnected TCP socket, closed after.
-pub(super) fn probe() -> io::Result<()> {
+/// Whether this kernel takes the option: tried on a fresh unconnected TCP socket, returned
+/// open. While any socket has receive stamps on, the kernel keeps stamping packets; turning
+/// that on from none is deferred to a work queue, so the client keeps this socket for its life
+/// and packets of its first connections are stamped too.
+pub(super) fn probe() -> io::Result<std::os::fd::OwnedFd> {
     // SAFETY: plain socket(2); the descriptor is owned below and closed on drop.
     let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
     if raw < 0 {
@@ -43,7 +46,8 @@ pub(super) fn probe() -> io::Result<()> {
     // SAFETY: `raw` is a descriptor we just opened and own.
     let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
     use std::os::fd::AsFd;
-    enable(owned.as_fd())
+    enable(owned.as_fd())?;
+    Ok(owned)
 }
 
 /// One non-blocking `recvmsg` into `buf`: the bytes read and the control buffer's used length.
