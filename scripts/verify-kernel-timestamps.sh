@@ -18,7 +18,8 @@
 # Usage: scripts/verify-kernel-timestamps.sh
 # Env:   STREAMS (default 1000), REQS_PER_STREAM (2), OUTPUT_LEN (40), BUSY (busy loops; default
 #        the number of CPUs; 0 = idle machine), PORT (18491), OUT (target/verify-kstamp),
-#        BIN (client and simulator binary; default: build the release one).
+#        BIN (client and simulator binary; default: build the release one), AB (N: instead of
+#        the capture, N alternating kernel/user run pairs without capture, CPU µs per event).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS="${STREAMS:-1000}"
@@ -63,6 +64,31 @@ run_mode() { # name [client flags...]
   sleep 1
   kill -INT "$cap"; wait "$cap" 2>/dev/null || true
 }
+if [[ -n ${AB:-} ]]; then
+  # Cost A/B: AB alternating pairs of runs without capture; CPU µs per SSE event of each.
+  for i in $(seq "$AB"); do
+    for mode in kernel user; do
+      flags=(); [[ $mode == user ]] && flags=(--no-kernel-timestamps)
+      "$BIN" --base-url "http://127.0.0.1:$PORT" --model servebench-sim --tokenizer cl100k_base \
+        --num-prompts $((STREAMS * REQS_PER_STREAM)) --max-concurrency "$STREAMS" --preconnect "$STREAMS" \
+        --random-input-len 32 --random-output-len "$OUTPUT_LEN" --disable-tqdm "${flags[@]}" \
+        --save-result --result-dir "$OUT" --result-filename "ab-$mode-$i.json" > "$OUT/ab-$mode-$i.log" 2>&1
+    done
+  done
+  cleanup; trap - EXIT
+  python3 - "$OUT" "$AB" <<'PY'
+import json, sys
+out, n = sys.argv[1], int(sys.argv[2])
+for mode in ("kernel", "user"):
+    per = []
+    for i in range(1, n + 1):
+        r = json.load(open(f"{out}/ab-{mode}-{i}.json"))
+        events = sum(json.loads(l).get("token_event_count", 0) + 2 for l in open(f"{out}/ab-{mode}-{i}.json.records.jsonl"))
+        per.append(r["client_health"]["client_cpu_seconds"] * 1e6 / events)
+    print(f"{mode:>7}: CPU µs per SSE event " + " / ".join(f"{v:.2f}" for v in per))
+PY
+  exit 0
+fi
 run_mode kernel
 run_mode user --no-kernel-timestamps
 cleanup; trap - EXIT

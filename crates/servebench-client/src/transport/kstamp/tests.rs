@@ -53,8 +53,9 @@ async fn read_late(client: &HttpClient, written: &std::sync::mpsc::Receiver<()>)
 /// stamp, then the counters restart and the read that counts is made.
 async fn late_read(kernel_timestamps: bool) -> (Instant, Instant, HttpClient) {
     let (url, written) = answering();
-    let client = HttpClient::new(ClientOptions { base_url: url, kernel_timestamps, ..ClientOptions::default() })
-        .unwrap();
+    let client =
+        HttpClient::new(ClientOptions { base_url: url, kernel_timestamps, ..ClientOptions::default() })
+            .unwrap();
     if client.receive_timestamps().source == StampSource::Kernel {
         for _ in 0..500 {
             read_late(&client, &written).await;

@@ -320,7 +320,7 @@ pub(crate) struct TlsIo {
 impl TlsIo {
     /// The socket under the TLS session.
     pub(crate) fn tcp(&self) -> &StampedTcp {
-        &self.inner.get_ref().0
+        self.inner.get_ref().0
     }
 
     fn note<T>(&self, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
