@@ -70,10 +70,10 @@ fn bucket_mid(i: usize) -> f64 {
 }
 
 /// Read-lag counters of one client, shared by its connections (relaxed atomics: one add per
-/// read).
+/// read, to its bucket; the maximum is written only when it grows; the kernel-stamped reads
+/// are the buckets' sum).
 #[derive(Debug)]
 pub(crate) struct LagStats {
-    kernel_reads: AtomicU64,
     user_only_reads: AtomicU64,
     anomalies: AtomicU64,
     max_us: AtomicU64,
@@ -83,7 +83,6 @@ pub(crate) struct LagStats {
 impl Default for LagStats {
     fn default() -> Self {
         LagStats {
-            kernel_reads: AtomicU64::new(0),
             user_only_reads: AtomicU64::new(0),
             anomalies: AtomicU64::new(0),
             max_us: AtomicU64::new(0),
@@ -96,9 +95,10 @@ impl LagStats {
     /// A read that carried a kernel timestamp `lag` before the user-space read.
     pub(crate) fn kernel(&self, lag: Duration) {
         let us = lag.as_micros() as u64;
-        self.kernel_reads.fetch_add(1, Ordering::Relaxed);
         self.buckets[bucket(us)].fetch_add(1, Ordering::Relaxed);
-        self.max_us.fetch_max(us, Ordering::Relaxed);
+        if us > self.max_us.load(Ordering::Relaxed) {
+            self.max_us.fetch_max(us, Ordering::Relaxed);
+        }
     }
 
     /// A read that brought bytes without a kernel timestamp.
@@ -113,7 +113,7 @@ impl LagStats {
 
     /// Starts counting afresh (at the start of the measured phase).
     pub(crate) fn reset(&self) {
-        for a in [&self.kernel_reads, &self.user_only_reads, &self.anomalies, &self.max_us] {
+        for a in [&self.user_only_reads, &self.anomalies, &self.max_us] {
             a.store(0, Ordering::Relaxed);
         }
         for b in self.buckets.iter() {
@@ -124,7 +124,7 @@ impl LagStats {
     /// The counters so far.
     pub(crate) fn snapshot(&self) -> ReadLag {
         let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).collect();
-        let kernel_reads = self.kernel_reads.load(Ordering::Relaxed);
+        let kernel_reads = counts.iter().sum();
         ReadLag {
             kernel_reads,
             user_only_reads: self.user_only_reads.load(Ordering::Relaxed),
