@@ -113,6 +113,12 @@ fn detail_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
     row_opt_f2(out, "Event-loop hiccup P99 (ms):", h.hiccup_p99_us.map(|v| v / 1000.0));
     row_opt_f2(out, "Client CPU (% of one core):", h.client_cpu_percent);
     row_opt_f2(out, "Peak RSS (MiB):", h.peak_rss_bytes.map(|b| b as f64 / (1024.0 * 1024.0)));
+    if let Some(r) = &h.receive_timestamps {
+        let _ = writeln!(out, "Receive times: {}", r.detail);
+        row_opt_f2(out, "Read lag P50 (ms):", r.read_lag_p50_us.map(|v| v / 1000.0));
+        row_opt_f2(out, "Read lag P99 (ms):", r.read_lag_p99_us.map(|v| v / 1000.0));
+        row_opt_f2(out, "Read lag max (ms):", r.read_lag_max_us.map(|v| v / 1000.0));
+    }
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
 }
 

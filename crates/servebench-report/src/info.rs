@@ -52,6 +52,29 @@ pub struct ClientHealth {
     pub resent_requests: Option<u64>,
     /// The client stopped pooling connections: the server closes them after each response.
     pub pooling_disabled: Option<bool>,
+    /// Where response times came from and the client's read lag (`None`: not known, e.g. a
+    /// merged run or an older result).
+    pub receive_timestamps: Option<ReceiveTimesHealth>,
+}
+
+/// Receive timestamps of a run (docs/metrics.md, "Receive timestamps"): their source and the
+/// client's read lag (user-space read time − kernel receive time) over kernel-stamped reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReceiveTimesHealth {
+    /// `kernel` or `user-space`.
+    pub source: String,
+    /// One line: the mechanism, or why user-space times were used.
+    pub detail: String,
+    /// Socket reads that carried a kernel receive timestamp.
+    pub kernel_stamped_reads: u64,
+    /// Socket reads that brought bytes without one (their user-space time was used).
+    pub unstamped_reads: u64,
+    /// Stamps dropped because the realtime clock stepped (user-space time used).
+    pub clock_anomalies: u64,
+    /// Read lag p50 / p99 / max, µs (`None` without kernel-stamped reads).
+    pub read_lag_p50_us: Option<f64>,
+    pub read_lag_p99_us: Option<f64>,
+    pub read_lag_max_us: Option<f64>,
 }
 
 impl ClientHealth {

@@ -263,6 +263,37 @@ struct ClientHealthJson {
     resent_requests: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pooling_disabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receive_timestamps: Option<ReceiveTimesJson>,
+}
+
+/// `client_health.receive_timestamps` (docs/metrics.md, "Receive timestamps"): lags in ms.
+#[derive(Debug, Serialize)]
+struct ReceiveTimesJson {
+    source: String,
+    detail: String,
+    kernel_stamped_reads: u64,
+    unstamped_reads: u64,
+    clock_anomalies: u64,
+    read_lag_p50_ms: Option<f64>,
+    read_lag_p99_ms: Option<f64>,
+    read_lag_max_ms: Option<f64>,
+}
+
+impl ReceiveTimesJson {
+    fn of(r: &crate::info::ReceiveTimesHealth) -> ReceiveTimesJson {
+        let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
+        ReceiveTimesJson {
+            source: r.source.clone(),
+            detail: r.detail.clone(),
+            kernel_stamped_reads: r.kernel_stamped_reads,
+            unstamped_reads: r.unstamped_reads,
+            clock_anomalies: r.clock_anomalies,
+            read_lag_p50_ms: ms(r.read_lag_p50_us),
+            read_lag_p99_ms: ms(r.read_lag_p99_us),
+            read_lag_max_ms: ms(r.read_lag_max_us),
+        }
+    }
 }
 
 impl ClientHealthJson {
@@ -281,6 +312,7 @@ impl ClientHealthJson {
             warnings: h.warnings(),
             resent_requests: h.resent_requests,
             pooling_disabled: h.pooling_disabled,
+            receive_timestamps: h.receive_timestamps.as_ref().map(ReceiveTimesJson::of),
         }
     }
 }

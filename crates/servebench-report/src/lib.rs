@@ -24,7 +24,7 @@ pub use csv::{records_csv, runs_csv};
 pub use env::{gather_environment, Environment};
 pub use files::{default_result_filename, input_label, to_python_json, write_result, write_text};
 pub use html::{html_report, ReportHeader, ReportRun};
-pub use info::{ClientHealth, RunInfo};
+pub use info::{ClientHealth, ReceiveTimesHealth, RunInfo};
 pub use json::{result_json, result_object};
 /// `compare` (a section like the others; kept at its old path for callers).
 pub use sections::compare;

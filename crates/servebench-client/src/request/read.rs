@@ -171,7 +171,8 @@ impl BodyRead<'_> {
                     return;
                 }
                 Ok(None) => {
-                    let t = clock.now_us();
+                    // The body's end arrived with the connection's latest read.
+                    let t = clock.offset_us(self.conn.last_read_at());
                     self.body_ended(record);
                     self.client.release(self.conn);
                     if !finished {

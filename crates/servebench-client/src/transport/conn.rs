@@ -14,17 +14,30 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
+use std::sync::Arc;
+
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 
 use super::error::{ReadBodyError, ReadHeadError, WriteFail};
 use super::h1::{BodyDecoder, HeadParse, Step};
+use super::kstamp::{lag::LagStats, StampedTcp};
 
 /// A TCP stream, plain or TLS.
 #[derive(Debug)]
 pub(crate) enum Stream {
-    Plain(TcpStream),
+    Plain(StampedTcp),
     Tls(Box<super::tls::TlsIo>),
+}
+
+impl Stream {
+    /// The kernel receive stamp of the newest socket read (TLS: of the newest read under the
+    /// TLS layer), CLOCK_REALTIME ns.
+    fn stamp_ns(&self) -> Option<i128> {
+        match self {
+            Stream::Plain(s) => s.last_stamp_ns(),
+            Stream::Tls(s) => s.tcp().last_stamp_ns(),
+        }
+    }
 }
 
 impl AsyncRead for Stream {
@@ -90,8 +103,11 @@ pub(crate) struct Conn {
     /// Unconsumed bytes are `buf[start..end]`.
     start: usize,
     end: usize,
-    /// When the most recent read returned bytes: the arrival time of everything it brought.
+    /// When the most recent read returned bytes: the arrival time of everything it brought
+    /// (the kernel's receive time with kernel timestamps, else the user-space read time).
     last_read: Instant,
+    /// Read-lag counters, when the socket reads with kernel timestamps (`None`: no cost).
+    stamps: Option<Arc<LagStats>>,
     /// The connection must not carry another request (closed, failed, `Connection: close`,
     /// bytes after the body, or a body not read to its end).
     done: bool,
@@ -154,8 +170,8 @@ async fn with_deadline<T>(
 }
 
 impl Conn {
-    /// Wraps an established stream.
-    pub(crate) fn new(io: Stream) -> Conn {
+    /// Wraps an established stream; `stamps`: its reads carry kernel receive timestamps.
+    pub(crate) fn new(io: Stream, stamps: Option<Arc<LagStats>>) -> Conn {
         let now = Instant::now();
         Conn {
             io,
@@ -163,6 +179,7 @@ impl Conn {
             start: 0,
             end: 0,
             last_read: now,
+            stamps,
             done: false,
             wbuf: Vec::new(),
             uses: 0,
@@ -216,7 +233,11 @@ impl Conn {
             Poll::Ready(Ok(())) => {
                 let n = rb.filled().len();
                 if n > 0 {
-                    self.last_read = Instant::now();
+                    let user = Instant::now();
+                    self.last_read = match &self.stamps {
+                        None => user,
+                        Some(stats) => super::kstamp::read_time(stats, self.io.stamp_ns(), user),
+                    };
                     self.end += n;
                     // The read filled the buffer: more is probably waiting; read more at once
                     // next time.

@@ -20,6 +20,7 @@ pub(crate) mod error;
 pub(crate) mod failure;
 mod gateway;
 pub(crate) mod h1;
+pub mod kstamp;
 mod limits;
 pub mod path;
 pub(crate) mod proxy;
@@ -84,6 +85,9 @@ pub struct ClientOptions {
     /// the client adds the proxy URLs' credentials. Applied to all server text it hands out:
     /// request records ([`crate::request`]), control-plane bodies and failure messages.
     pub secrets: Redactor,
+    /// Time reads with the kernel's receive timestamps where supported (`--no-kernel-timestamps`
+    /// turns it off; [`kstamp`]).
+    pub kernel_timestamps: bool,
 }
 
 impl Default for ClientOptions {
@@ -98,6 +102,7 @@ impl Default for ClientOptions {
             tls: TlsOptions::default(),
             proxy: ProxyOptions::default(),
             secrets: Redactor::new(),
+            kernel_timestamps: true,
         }
     }
 }
@@ -176,6 +181,8 @@ struct Inner {
     redirects: Mutex<redirect::RedirectLog>,
     /// `opts.secrets` plus the proxy credentials.
     redactor: Redactor,
+    /// Kernel receive timestamps: on or why not, and the read lags.
+    stamping: kstamp::Stamping,
 }
 
 impl std::fmt::Debug for Inner {
@@ -278,6 +285,7 @@ impl HttpClient {
         Ok(HttpClient {
             inner: Arc::new(Inner {
                 redactor,
+                stamping: kstamp::Stamping::new(opts.kernel_timestamps),
                 origin: Origin { tls: tls.is_some(), host, port, host_header, prefix, display },
                 opts,
                 tls,
@@ -344,6 +352,17 @@ impl HttpClient {
             expired: c.expired.load(Ordering::Relaxed),
             resent: c.resent.load(Ordering::Relaxed),
         }
+    }
+
+    /// Where its receive times come from, and its read lag so far (docs/metrics.md, "Receive
+    /// timestamps").
+    pub fn receive_timestamps(&self) -> kstamp::ReceiveTimestamps {
+        self.inner.stamping.report()
+    }
+
+    /// Counts read lags afresh from now (the measured phase's start).
+    pub fn reset_receive_stats(&self) {
+        self.inner.stamping.stats.reset();
     }
 
     /// Whether the client stopped pooling connections because the server closes them after
@@ -520,6 +539,8 @@ impl HttpClient {
         let _ = tcp.set_nodelay(true);
         self.open_tunnel(&mut tcp).await?;
         let connected = Instant::now();
+        let tcp = self.inner.stamping.wrap(tcp);
+        let stamps = tcp.is_stamped().then(|| self.inner.stamping.reads()).flatten();
         let stream = match &self.inner.tls {
             Some(tls) => tls::connect(tls, &self.inner.origin.host, tcp, &self.inner.failures)
                 .await
@@ -529,7 +550,7 @@ impl HttpClient {
         };
         let ready = Instant::now();
         self.inner.failures.clear();
-        let mut c = Conn::new(stream);
+        let mut c = Conn::new(stream, stamps);
         let us = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
         c.setup = Some(ConnSetup {
             dns_us: resolving.then(|| us(resolved - start)),
@@ -729,6 +750,9 @@ impl HttpClient {
             match conn.read_head(head_request, deadline.as_deref_mut()).await {
                 Ok((head, incoming, first_byte)) => {
                     let headers_at = conn.last_read_at();
+                    // With kernel receive times the answer can be stamped before our thread,
+                    // preempted after the write, read the clock: the write ended by then.
+                    let written = written.min(first_byte);
                     let phases = SentPhases { reused, setup, written, first_byte };
                     if reused {
                         self.inner.counters.reused.fetch_add(1, Ordering::Relaxed);

@@ -48,6 +48,8 @@ pub struct RunConfig {
     pub tls: servebench_client::transport::TlsOptions,
     /// Proxy variables and `--no-proxy`.
     pub proxy: servebench_client::transport::ProxyOptions,
+    /// Kernel receive timestamps where supported (`--no-kernel-timestamps`: false).
+    pub kernel_timestamps: bool,
     /// `--model` (None = auto-detect).
     pub model: Option<String>,
     /// `--served-model-name`.
@@ -109,6 +111,7 @@ impl RunConfig {
             tls: self.tls.clone(),
             proxy: self.proxy.clone(),
             secrets: servebench_client::headers::redactor(&self.target),
+            kernel_timestamps: self.kernel_timestamps,
             ..servebench_client::ClientOptions::default()
         }
     }

@@ -199,4 +199,6 @@ pub struct HealthSamples {
     pub resent_requests: u64,
     /// The client stopped pooling: the server closes connections after each response.
     pub pooling_disabled: bool,
+    /// Receive-time source and read lag over the measured phase (`None`: not measured).
+    pub receive_timestamps: Option<servebench_client::transport::kstamp::ReceiveTimestamps>,
 }

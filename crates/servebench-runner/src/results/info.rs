@@ -3,10 +3,11 @@
 
 use crate::config::OutputConfig;
 use crate::run::RunOutput;
+use servebench_client::transport::kstamp::{ReceiveTimestamps, StampSource};
 use servebench_core::schedule::{RateConfig, RpsChange};
 use servebench_core::stats::percentile;
 use servebench_report::info::cpu_share_percent;
-use servebench_report::{ClientHealth, RunInfo};
+use servebench_report::{ClientHealth, ReceiveTimesHealth, RunInfo};
 use time::OffsetDateTime;
 
 /// The local time (UTC when the local offset is unknown).
@@ -57,6 +58,25 @@ pub fn run_info(
             stale_connections: Some(out.health.stale_connections),
             resent_requests: Some(out.health.resent_requests),
             pooling_disabled: Some(out.health.pooling_disabled),
+            receive_timestamps: out.health.receive_timestamps.as_ref().map(receive_times),
         },
+    }
+}
+
+/// The run's receive-timestamp source and read lag as the report shows them.
+fn receive_times(r: &ReceiveTimestamps) -> ReceiveTimesHealth {
+    let source = match r.source {
+        StampSource::Kernel => "kernel",
+        StampSource::UserSpace(_) => "user-space",
+    };
+    ReceiveTimesHealth {
+        source: source.into(),
+        detail: r.source.describe(),
+        kernel_stamped_reads: r.lag.kernel_reads,
+        unstamped_reads: r.lag.user_only_reads,
+        clock_anomalies: r.lag.clock_anomalies,
+        read_lag_p50_us: r.lag.p50_us,
+        read_lag_p99_us: r.lag.p99_us,
+        read_lag_max_us: r.lag.max_us,
     }
 }

@@ -60,6 +60,7 @@ pub async fn run_prepared(
     // Peak memory of the measured phase only (the tokenizer was freed after preparing).
     let peak_reset = health::reset_peak_rss();
     let rss_at_start = health::current_rss_bytes();
+    prepared.client.reset_receive_stats();
     let plan = plan_measured(prepared, cfg, workload, observer.as_ref(), &stop).await?;
 
     let meters = Meters::start();
@@ -132,6 +133,7 @@ pub async fn run_prepared(
         stale_connections: pool.stale,
         resent_requests: records.iter().filter(|r| r.resent).count() as u64,
         pooling_disabled: prepared.client.pooling_disabled(),
+        receive_timestamps: Some(prepared.client.receive_timestamps()),
     };
     if let Some(s) = &plan.shard_run {
         s.write_summary(

@@ -8,6 +8,7 @@ use crate::observe::observer::RunObserver;
 use crate::prepare::{self, ServerTokenize};
 use crate::records::retokenize::Retokenizer;
 use servebench_client::request::{ExecOptions, RequestTarget};
+use servebench_client::transport::kstamp::StampSource;
 use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::{BenchError, Requests, Result, TextTokenizer};
 use servebench_data::prefix_cache::PrefixCacheLayout;
@@ -329,6 +330,10 @@ fn network_header(client: &HttpClient) -> Vec<String> {
     }
     if let Some(t) = client.trust() {
         lines.push(format!("TLS trust: {t}"));
+    }
+    // Said once, when the event times are not the kernel's (docs/metrics.md, "Receive timestamps").
+    if let StampSource::UserSpace(_) = &client.receive_timestamps().source {
+        lines.push(format!("Receive times: {}", client.receive_timestamps().source.describe()));
     }
     lines
 }

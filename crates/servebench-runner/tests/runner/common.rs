@@ -57,6 +57,7 @@ pub fn config(base_url: String, model: &str, backend: BackendKind, num_prompts: 
         insecure: false,
         tls: Default::default(),
         proxy: Default::default(),
+        kernel_timestamps: true,
         model: Some(model.into()),
         served_model_name: None,
         tokenizer: Some(TOKENIZER.into()),

@@ -21,6 +21,11 @@ pub struct NetworkArgs {
     /// Ignore HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY: always connect directly.
     #[arg(long, help_heading = "Connection")]
     pub no_proxy: bool,
+    /// Time response bytes with user-space read times instead of the kernel's receive
+    /// timestamps (SO_TIMESTAMPING, Linux; used by default where supported; docs/metrics.md,
+    /// "Receive timestamps").
+    #[arg(long, help_heading = "Connection")]
+    pub no_kernel_timestamps: bool,
 }
 
 /// HTTPS for the simulator (`servebench sim --tls`, `servebench --sim --sim-tls`).

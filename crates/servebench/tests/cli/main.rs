@@ -25,6 +25,7 @@ mod hf_parser_bodies;
 mod k8s_manifests;
 mod llamacpp_console_e2e;
 mod llamacpp_queue_e2e;
+mod kernel_timestamps_e2e;
 mod modes_e2e;
 mod native_backend_cli;
 mod network_e2e;

@@ -14,13 +14,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use super::kstamp::StampedTcp;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, SignatureScheme};
 use servebench_core::{BenchError, Result};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
@@ -313,11 +313,16 @@ fn describe(c: &CertificateError) -> String {
 /// client's [`FailureLatch`], so the readiness check can tell a permanent failure by its type.
 #[derive(Debug)]
 pub(crate) struct TlsIo {
-    inner: TlsStream<TcpStream>,
+    inner: TlsStream<StampedTcp>,
     latch: Arc<FailureLatch>,
 }
 
 impl TlsIo {
+    /// The socket under the TLS session.
+    pub(crate) fn tcp(&self) -> &StampedTcp {
+        self.inner.get_ref().0
+    }
+
     fn note<T>(&self, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
         if let Poll::Ready(Err(e)) = &r {
             if let Some(f) = classify(e) {
@@ -367,7 +372,7 @@ impl AsyncWrite for TlsIo {
 pub(crate) async fn connect(
     connector: &TlsConnector,
     host: &str,
-    tcp: TcpStream,
+    tcp: StampedTcp,
     latch: &Arc<FailureLatch>,
 ) -> std::result::Result<TlsIo, TlsConnectError> {
     let name = ServerName::try_from(host.to_owned()).map_err(TlsConnectError::ServerName)?;
