@@ -16,6 +16,10 @@ pub const HICCUP_P99_INVALID_MS: f64 = 50.0;
 /// (`dispatch_lateness`), and above which the schedule asked was not the one run.
 pub const DISPATCH_LATENESS_WARN_MS: f64 = 10.0;
 pub const DISPATCH_LATENESS_INVALID_MS: f64 = 100.0;
+/// Achieved send rate as a percent of the offered one (open loop), below which the client did
+/// not send the load asked for (`send_rate`), and below which the figures describe another load.
+pub const SEND_RATE_WARN_PERCENT: f64 = 95.0;
+pub const SEND_RATE_INVALID_PERCENT: f64 = 80.0;
 /// Failed share of sent requests (percent) above which the run warns, and is invalid.
 pub const FAILURES_WARN_PERCENT: f64 = 1.0;
 pub const FAILURES_INVALID_PERCENT: f64 = 10.0;
@@ -55,6 +59,9 @@ pub struct ValidityInputs {
     pub hiccup_p99_ms: Option<f64>,
     /// `None` when the load has no schedule to be late for (closed loop, unpaced).
     pub dispatch_lateness_p99_ms: Option<f64>,
+    /// Achieved and offered send rates (req/s) of a paced open loop, `None` otherwise
+    /// ([`send_rates`]).
+    pub send_rates: Option<(f64, f64)>,
     /// `None` when no steady state was looked for; `Some(Err(reason))` when none was found.
     pub steady_state: Option<Result<(), String>>,
     /// Successful scrapes of the server's `/metrics`, when scraping was asked for.
@@ -172,6 +179,19 @@ impl Validity {
             }
             None => skip("dispatch_lateness", "no schedule to be late for (closed loop or unpaced)"),
         }
+        match i.send_rates.filter(|(_, offered)| *offered > 0.0) {
+            Some((achieved, offered)) => {
+                let pct = achieved / offered * 100.0;
+                let b = Bounds::below(Some(SEND_RATE_WARN_PERCENT), Some(SEND_RATE_INVALID_PERCENT));
+                rules.push(check("send_rate", pct, b, |t| {
+                    format!(
+                        "sent {achieved:.1} req/s of {offered:.1} offered ({pct:.1}% {} {t}%)",
+                        cmp(false, pct < t)
+                    )
+                }));
+            }
+            None => skip("send_rate", "no schedule to keep up with (closed loop or unpaced)"),
+        }
         match &i.steady_state {
             Some(Ok(())) => rules.push(steady_rule(None)),
             Some(Err(reason)) => rules.push(steady_rule(Some(reason))),
@@ -215,6 +235,24 @@ impl Validity {
             Level::Invalid => format!("Run validity: INVALID: {}", fired.join("; ")),
         }
     }
+}
+
+/// Achieved and offered send rates (req/s) of the requests sent, each `(intended_us,
+/// dispatched_us)` from the run origin: the offered rate is their number over the last intended
+/// time, the achieved one their number over the last time one was written. `None` without a
+/// request sent or when the last intended time is 0 (nothing paced).
+pub fn send_rates(sent: impl IntoIterator<Item = (u64, u64)>) -> Option<(f64, f64)> {
+    let (mut n, mut last_intended, mut last_sent) = (0u64, 0u64, 0u64);
+    for (intended, dispatched) in sent {
+        n += 1;
+        last_intended = last_intended.max(intended);
+        last_sent = last_sent.max(dispatched);
+    }
+    if n == 0 || last_intended == 0 {
+        return None;
+    }
+    let rate = |end_us: u64| n as f64 * 1e6 / end_us.max(1) as f64;
+    Some((rate(last_sent.max(last_intended)), rate(last_intended)))
 }
 
 fn steady_rule(absent: Option<&String>) -> RuleCheck {

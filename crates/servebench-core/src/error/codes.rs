@@ -159,6 +159,13 @@ error_table! {
         error: ErrorWindowTooLong { window: u64, requests: u64 },
         message: "--max-error-rate is tested over the last {window} finished requests, and the run sends only {requests}, so it would never be tested; fix: pass --max-error-rate-window of at most {requests}, or --max-errors N for an absolute limit",
     }
+    /// SB175: the open-files limit is too low for the connections the run may hold at once.
+    SB175 OpenFilesLimit {
+        exit: 2,
+        title: "open-files limit too low for the concurrency",
+        error: OpenFilesLimit { what: String, need: u64, limit: u64 },
+        message: "{what} need about {need} open files, but this process may open at most {limit} (its hard limit; the soft limit is raised to it at start-up); fix: raise the hard limit before the run (`ulimit -Hn {need}; ulimit -n {need}` as root or via /etc/security/limits.conf, LimitNOFILE= for a systemd service, --ulimit nofile= for docker), or lower --max-concurrency",
+    }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).
     SB114 HfParserMissing {

@@ -10,6 +10,7 @@ fn healthy() -> ValidityInputs {
         available_cores: Some(2.0),
         hiccup_p99_ms: Some(1.2),
         dispatch_lateness_p99_ms: Some(0.8),
+        send_rates: Some((99.0, 100.0)),
         steady_state: Some(Ok(())),
         server_scrapes: Some(12),
         token_mismatch: Some((0.01, 0.05)),
@@ -44,6 +45,7 @@ fn a_healthy_run_is_ok_with_every_rule_checked() {
             "client_cpu",
             "event_loop_hiccup",
             "dispatch_lateness",
+            "send_rate",
             "steady_state",
             "server_metrics",
             "token_count_mismatch",
@@ -53,7 +55,7 @@ fn a_healthy_run_is_ok_with_every_rule_checked() {
             "interrupted"
         ]
     );
-    assert_eq!(v.console_line(), "Run validity: ok (10 rules checked)");
+    assert_eq!(v.console_line(), "Run validity: ok (11 rules checked)");
 }
 
 #[test]
@@ -96,6 +98,35 @@ fn dispatch_lateness_warns_above_10_ms_is_invalid_above_100_ms_and_needs_a_sched
     i.dispatch_lateness_p99_ms = None;
     let v = Validity::of(&i);
     assert_eq!(v.not_checked, ["dispatch_lateness: no schedule to be late for (closed loop or unpaced)"]);
+}
+
+#[test]
+fn send_rate_warns_below_95_percent_of_the_offered_rate_and_is_invalid_below_80() {
+    let mut i = healthy();
+    i.send_rates = Some((9_500.0, 10_000.0)); // 95 %: not below
+    assert_eq!(level_of(&i, "send_rate"), (Level::Ok, 95.0, 95.0));
+    i.send_rates = Some((9_000.0, 10_000.0));
+    assert_eq!(level_of(&i, "send_rate"), (Level::Warn, 90.0, 95.0));
+    i.send_rates = Some((7_000.0, 10_000.0));
+    let v = Validity::of(&i);
+    assert_eq!(
+        v.console_line(),
+        "Run validity: INVALID: send_rate (sent 7000.0 req/s of 10000.0 offered (70.0% < 80%))"
+    );
+    i.send_rates = None;
+    let v = Validity::of(&i);
+    assert_eq!(v.not_checked, ["send_rate: no schedule to keep up with (closed loop or unpaced)"]);
+}
+
+#[test]
+fn send_rates_count_the_requests_sent_over_the_last_intended_and_last_written_times() {
+    // 4 requests meant for 0.25, 0.5, 0.75 and 1 s: 4 req/s offered; the last written at 2 s
+    // (the client fell behind): 2 req/s achieved. Written early never raises the rate.
+    let sent = [(250_000, 250_100), (500_000, 900_000), (750_000, 1_500_000), (1_000_000, 2_000_000)];
+    assert_eq!(send_rates(sent), Some((2.0, 4.0)));
+    assert_eq!(send_rates([(1_000_000, 999_000)]), Some((1.0, 1.0)));
+    assert_eq!(send_rates([]), None);
+    assert_eq!(send_rates([(0, 10)]), None, "everything due at the origin: not paced");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use super::assemble::RunResults;
 use servebench_core::metrics::OUTPUT_DISAGREEMENT_WARN;
-use servebench_core::validity::{Validity, ValidityInputs};
+use servebench_core::validity::{send_rates, Validity, ValidityInputs};
 use servebench_report::sections::additions::LoadRegime;
 
 impl RunResults {
@@ -23,6 +23,13 @@ impl RunResults {
             available_cores: h.available_cores,
             hiccup_p99_ms: ms(h.hiccup_p99_us),
             dispatch_lateness_p99_ms: ms(h.dispatch_lateness_p99_us).filter(|_| schedule),
+            send_rates: schedule
+                .then(|| {
+                    send_rates(
+                        self.out.records.iter().filter_map(|r| Some((r.intended_us, r.dispatched_us?))),
+                    )
+                })
+                .flatten(),
             steady_state: self.steady.as_ref().map(|s| s.as_ref().map(|_| ()).map_err(|e| e.reason.clone())),
             server_scrapes: self.server_side.server.as_ref().map(|s| s.samples.len() as u64),
             token_mismatch: (tokens.requests > 0).then_some((tokens.mean_rel_diff, OUTPUT_DISAGREEMENT_WARN)),

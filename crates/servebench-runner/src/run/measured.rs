@@ -70,6 +70,7 @@ pub async fn run_prepared(
     observer.live_metrics(live.clone());
     observer.started(planned);
     let sampler = spawn_sampler(live.clone(), meters.stop.clone());
+    let watch = crate::observe::saturation_watch::spawn(live.clone(), observer.clone(), meters.stop.clone());
     // --detect-saturation / --max-error-rate / --max-errors: nothing of it exists without them.
     let early = early_stop_monitor(cfg, &plan, clock);
     let early_tasks = early.as_ref().map(|e| EarlyStopTasks::start(e, cfg, &observer, &meters.stop));
@@ -107,6 +108,7 @@ pub async fn run_prepared(
     // After the collector: every record has been seen by the observer (progress is final).
     observer.finished();
     let _ = sampler.await;
+    let _ = watch.await;
     if let Some(server) = metrics_server {
         server.stop().await;
     }
