@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 /// Client CPU above this share of the available cores (percent): the client may be the
 /// bottleneck (`client_cpu`).
 pub const CLIENT_CPU_WARN_PERCENT: f64 = 90.0;
+/// Time the client's threads were runnable but waiting for a CPU, percent of the available
+/// cores, above which other work on the host starved the client (`client_cpu_wait`).
+pub const CLIENT_CPU_WAIT_WARN_PERCENT: f64 = 20.0;
 /// Event-loop hiccup p99 (ms) above which timestamps may be late (`event_loop_hiccup`), and
 /// above which they are too late to trust.
 pub const HICCUP_P99_WARN_MS: f64 = 5.0;
@@ -56,6 +59,8 @@ pub struct ValidityInputs {
     /// Client CPU, percent of one core, and the cores available.
     pub client_cpu_percent: Option<f64>,
     pub available_cores: Option<f64>,
+    /// Run-queue wait of the client's threads (runnable, no CPU), percent of one core.
+    pub client_cpu_wait_percent: Option<f64>,
     pub hiccup_p99_ms: Option<f64>,
     /// `None` when the load has no schedule to be late for (closed loop, unpaced).
     pub dispatch_lateness_p99_ms: Option<f64>,
@@ -160,6 +165,19 @@ impl Validity {
                 }));
             }
             _ => skip("client_cpu", "client CPU not measured (measured phase too short)"),
+        }
+        match (i.client_cpu_wait_percent, i.available_cores.filter(|c| *c > 0.0)) {
+            (Some(wait), Some(cores)) => {
+                let share = wait / cores;
+                let b = Bounds::above(CLIENT_CPU_WAIT_WARN_PERCENT, None);
+                rules.push(check("client_cpu_wait", share, b, |t| {
+                    format!(
+                        "client waited for a CPU {share:.0}% of the time on {cores} cores {} {t:.0}%",
+                        cmp(true, share > t)
+                    )
+                }));
+            }
+            _ => skip("client_cpu_wait", "run-queue wait not measured (not Linux, or phase too short)"),
         }
         match i.hiccup_p99_ms {
             Some(v) => {

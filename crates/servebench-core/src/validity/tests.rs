@@ -8,6 +8,7 @@ fn healthy() -> ValidityInputs {
     ValidityInputs {
         client_cpu_percent: Some(40.0),
         available_cores: Some(2.0),
+        client_cpu_wait_percent: Some(4.0),
         hiccup_p99_ms: Some(1.2),
         dispatch_lateness_p99_ms: Some(0.8),
         send_rates: Some((99.0, 100.0)),
@@ -43,6 +44,7 @@ fn a_healthy_run_is_ok_with_every_rule_checked() {
         ids,
         [
             "client_cpu",
+            "client_cpu_wait",
             "event_loop_hiccup",
             "dispatch_lateness",
             "send_rate",
@@ -55,7 +57,7 @@ fn a_healthy_run_is_ok_with_every_rule_checked() {
             "interrupted"
         ]
     );
-    assert_eq!(v.console_line(), "Run validity: ok (11 rules checked)");
+    assert_eq!(v.console_line(), "Run validity: ok (12 rules checked)");
 }
 
 #[test]
@@ -69,6 +71,21 @@ fn client_cpu_warns_above_90_percent_of_the_available_cores() {
     let v = Validity::of(&i);
     assert!(v.rules.iter().all(|r| r.id != "client_cpu"));
     assert!(v.not_checked[0].starts_with("client_cpu: "), "{:?}", v.not_checked);
+}
+
+#[test]
+fn client_cpu_wait_warns_above_20_percent_of_the_available_cores() {
+    // A client at 35 % of its one core that waited 60 % of the time for it: starved by
+    // other work, which its CPU share alone does not show.
+    let mut i = healthy();
+    (i.client_cpu_percent, i.client_cpu_wait_percent, i.available_cores) =
+        (Some(35.0), Some(60.0), Some(1.0));
+    assert_eq!(level_of(&i, "client_cpu").0, Level::Ok);
+    assert_eq!(level_of(&i, "client_cpu_wait"), (Level::Warn, 60.0, 20.0));
+    i.client_cpu_wait_percent = Some(20.0);
+    assert_eq!(level_of(&i, "client_cpu_wait"), (Level::Ok, 20.0, 20.0));
+    i.client_cpu_wait_percent = None;
+    assert!(Validity::of(&i).not_checked[0].starts_with("client_cpu_wait: "));
 }
 
 #[test]
@@ -219,9 +236,9 @@ fn the_verdict_is_the_worst_level_and_the_block_is_json() {
     assert_eq!(v.fired().count(), 2);
     let j = serde_json::to_value(&v).unwrap();
     assert_eq!(j["verdict"], "invalid");
-    assert_eq!(j["rules"][1]["id"], "event_loop_hiccup");
-    assert_eq!(j["rules"][1]["level"], "warn");
-    assert_eq!(j["rules"][1]["measured"], 6.0);
-    assert_eq!(j["rules"][1]["threshold"], 5.0);
+    assert_eq!(j["rules"][2]["id"], "event_loop_hiccup");
+    assert_eq!(j["rules"][2]["level"], "warn");
+    assert_eq!(j["rules"][2]["measured"], 6.0);
+    assert_eq!(j["rules"][2]["threshold"], 5.0);
     assert_eq!(serde_json::from_value::<Validity>(j).unwrap(), v);
 }

@@ -21,6 +21,11 @@ impl RunResults {
         ValidityInputs {
             client_cpu_percent: h.client_cpu_percent,
             available_cores: h.available_cores,
+            client_cpu_wait_percent: self
+                .out
+                .health
+                .client_cpu_wait_seconds
+                .and_then(|w| servebench_report::info::cpu_share_percent(w, self.out.health.wall_seconds)),
             hiccup_p99_ms: ms(h.hiccup_p99_us),
             dispatch_lateness_p99_ms: ms(h.dispatch_lateness_p99_us).filter(|_| schedule),
             send_rates: schedule
