@@ -25,6 +25,7 @@
 # scheduling, a process shares its CPU share with its session's builds, and nice does not
 # help across sessions. The load average is logged before each run.
 #
+#                 CAP=N adds --max-concurrency N; BIN2 runs a second client right after BIN.
 # Usage: scripts/macro-bench.sh [CONCURRENCIES...]   (default: 1 100 500 1000)
 # Env:   REQS_PER_STREAM (default 3), PORT (default 18471), OUT (default target/macro-bench),
 #        PIN (default 1), BIN (the client binary; default: build the release one, in
