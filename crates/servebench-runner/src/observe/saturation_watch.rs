@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 /// How often the watch looks.
 pub const WINDOW: Duration = Duration::from_secs(2);
 /// Fewest requests sent in a window for its lateness share to count.
-const MIN_SENT: u64 = 50;
+pub const MIN_SENT: u64 = 50;
 
 /// What the client did in one window.
 #[derive(Debug, Clone, Copy, PartialEq)]
