@@ -16,7 +16,8 @@ impl RunResults {
         let h = &self.info.client_health;
         let m = &self.metrics;
         let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
-        let schedule = LoadRegime::of(&self.info).schedule_meaningful();
+        // A self-timed trace replay has a schedule (the trace's timestamps) at rate inf.
+        let schedule = LoadRegime::of(&self.info).schedule_meaningful() || self.groups.trace;
         let tokens = &m.token_accounting.usage_vs_retokenized;
         ValidityInputs {
             client_cpu_percent: h.client_cpu_percent,

@@ -65,3 +65,24 @@ fn an_embedded_simulator_doubles_the_open_files_a_concurrency_needs() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("SB175") && stderr.contains("--sim") && stderr.contains("ulimit -n"), "{stderr}");
 }
+
+#[test]
+fn a_timed_trace_replay_is_checked_for_lateness_and_send_rate() {
+    // Its schedule is the trace's timestamps (rate inf): the schedule rules apply all the same.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let rows: String = (0..20)
+        .map(|i| format!("{{\"timestamp\": {}, \"input_length\": 8, \"output_length\": 1}}\n", i * 5))
+        .collect();
+    std::fs::write(&trace, rows).unwrap();
+    let v = validity_of(&[
+        "--backend",
+        "openai",
+        "--dataset-name",
+        "timed_trace",
+        "--dataset-path",
+        trace.to_str().unwrap(),
+    ]);
+    let ids: Vec<&str> = v["rules"].as_array().unwrap().iter().filter_map(|r| r["id"].as_str()).collect();
+    assert!(ids.contains(&"dispatch_lateness") && ids.contains(&"send_rate"), "{v}");
+}
