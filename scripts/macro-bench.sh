@@ -13,6 +13,19 @@
 # With two or more CPUs the client runs on one CPU and the simulator on another (--pin-cpu), as
 # if on two hosts; PIN=0 lets them share all CPUs (each then preempts the other).
 #
+# Opt-in heavy cases (CASE=...; issue 27 items 3 and 4, docs/performance.md "Ceilings"):
+#   CASE=rate     request-rate ceiling: 1-token requests at --request-rate RATES (default
+#                 "5000 10000 20000") for RATE_SECONDS (3) each, REPEATS (3) interleaved rounds;
+#                 schedule lateness, achieved vs offered rate, client and simulator CPU per
+#                 request, the validity verdict. Simulator TTFT 1 ms.
+#   CASE=streams  10,000 concurrent streams: `servebench calibrate --levels STREAM_LEVELS`
+#                 (default 10000) with ITL 100 ms, 20 tokens (the simulator's truth compared
+#                 request by request), plus open connections and ephemeral ports in use.
+# Client and simulator run in sessions of their own (setsid): with kernel autogroup
+# scheduling, a process shares its CPU share with its session's builds, and nice does not
+# help across sessions. The load average is logged before each run.
+#
+#                 CAP=N adds --max-concurrency N; BIN2 runs a second client right after BIN.
 # Usage: scripts/macro-bench.sh [CONCURRENCIES...]   (default: 1 100 500 1000)
 # Env:   REQS_PER_STREAM (default 3), PORT (default 18471), OUT (default target/macro-bench),
 #        PIN (default 1), BIN (the client binary; default: build the release one, in
@@ -39,6 +52,12 @@ read -r -a CPUS <<< "$(python3 -c 'import os; print(*sorted(os.sched_getaffinity
 if [[ ${PIN:-1} == 1 ]] && (( ${#CPUS[@]} >= 2 )); then
   CLIENT_PIN=(--pin-cpu "${CPUS[0]}"); SIM_PIN=(--pin-cpu "${CPUS[1]}")
   echo "client on CPU ${CPUS[0]}, simulator on CPU ${CPUS[1]} (PIN=0 to share)"
+fi
+
+if [[ ${CASE:-accuracy} != accuracy ]]; then
+  # shellcheck source=scripts/macro-bench-ceiling.sh
+  source "$(dirname "$0")/macro-bench-ceiling.sh"
+  exit 0
 fi
 
 "$SIM_BIN" sim "${SIM_PIN[@]}" --port "$PORT" --sim-ttft-ms "$TTFT_MS" --sim-itl-ms "$ITL_MS" --sim-tokenizer cl100k_base \

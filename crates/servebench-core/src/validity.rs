@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 /// Client CPU above this share of the available cores (percent): the client may be the
 /// bottleneck (`client_cpu`).
 pub const CLIENT_CPU_WARN_PERCENT: f64 = 90.0;
+/// Time the client's threads were runnable but waiting for a CPU, percent of the available
+/// cores, above which other work on the host starved the client (`client_cpu_wait`).
+pub const CLIENT_CPU_WAIT_WARN_PERCENT: f64 = 20.0;
 /// Event-loop hiccup p99 (ms) above which timestamps may be late (`event_loop_hiccup`), and
 /// above which they are too late to trust.
 pub const HICCUP_P99_WARN_MS: f64 = 5.0;
@@ -16,6 +19,10 @@ pub const HICCUP_P99_INVALID_MS: f64 = 50.0;
 /// (`dispatch_lateness`), and above which the schedule asked was not the one run.
 pub const DISPATCH_LATENESS_WARN_MS: f64 = 10.0;
 pub const DISPATCH_LATENESS_INVALID_MS: f64 = 100.0;
+/// Achieved send rate as a percent of the offered one (open loop), below which the client did
+/// not send the load asked for (`send_rate`), and below which the figures describe another load.
+pub const SEND_RATE_WARN_PERCENT: f64 = 95.0;
+pub const SEND_RATE_INVALID_PERCENT: f64 = 80.0;
 /// Failed share of sent requests (percent) above which the run warns, and is invalid.
 pub const FAILURES_WARN_PERCENT: f64 = 1.0;
 pub const FAILURES_INVALID_PERCENT: f64 = 10.0;
@@ -52,9 +59,14 @@ pub struct ValidityInputs {
     /// Client CPU, percent of one core, and the cores available.
     pub client_cpu_percent: Option<f64>,
     pub available_cores: Option<f64>,
+    /// Run-queue wait of the client's threads (runnable, no CPU), percent of one core.
+    pub client_cpu_wait_percent: Option<f64>,
     pub hiccup_p99_ms: Option<f64>,
     /// `None` when the load has no schedule to be late for (closed loop, unpaced).
     pub dispatch_lateness_p99_ms: Option<f64>,
+    /// Achieved and offered send rates (req/s) of a paced open loop, `None` otherwise
+    /// ([`send_rates`]).
+    pub send_rates: Option<(f64, f64)>,
     /// `None` when no steady state was looked for; `Some(Err(reason))` when none was found.
     pub steady_state: Option<Result<(), String>>,
     /// Successful scrapes of the server's `/metrics`, when scraping was asked for.
@@ -154,6 +166,19 @@ impl Validity {
             }
             _ => skip("client_cpu", "client CPU not measured (measured phase too short)"),
         }
+        match (i.client_cpu_wait_percent, i.available_cores.filter(|c| *c > 0.0)) {
+            (Some(wait), Some(cores)) => {
+                let share = wait / cores;
+                let b = Bounds::above(CLIENT_CPU_WAIT_WARN_PERCENT, None);
+                rules.push(check("client_cpu_wait", share, b, |t| {
+                    format!(
+                        "client waited for a CPU {share:.0}% of the time on {cores} cores {} {t:.0}%",
+                        cmp(true, share > t)
+                    )
+                }));
+            }
+            _ => skip("client_cpu_wait", "run-queue wait not measured (not Linux, or phase too short)"),
+        }
         match i.hiccup_p99_ms {
             Some(v) => {
                 let b = Bounds::above(HICCUP_P99_WARN_MS, Some(HICCUP_P99_INVALID_MS));
@@ -171,6 +196,19 @@ impl Validity {
                 }));
             }
             None => skip("dispatch_lateness", "no schedule to be late for (closed loop or unpaced)"),
+        }
+        match i.send_rates.filter(|(_, offered)| *offered > 0.0) {
+            Some((achieved, offered)) => {
+                let pct = achieved / offered * 100.0;
+                let b = Bounds::below(Some(SEND_RATE_WARN_PERCENT), Some(SEND_RATE_INVALID_PERCENT));
+                rules.push(check("send_rate", pct, b, |t| {
+                    format!(
+                        "sent {achieved:.1} req/s of {offered:.1} offered ({pct:.1}% {} {t}%)",
+                        cmp(false, pct < t)
+                    )
+                }));
+            }
+            None => skip("send_rate", "no schedule to keep up with (closed loop or unpaced)"),
         }
         match &i.steady_state {
             Some(Ok(())) => rules.push(steady_rule(None)),
@@ -215,6 +253,24 @@ impl Validity {
             Level::Invalid => format!("Run validity: INVALID: {}", fired.join("; ")),
         }
     }
+}
+
+/// Achieved and offered send rates (req/s) of the requests sent, each `(intended_us,
+/// dispatched_us)` from the run origin: the offered rate is their number over the last intended
+/// time, the achieved one their number over the last time one was written. `None` without a
+/// request sent or when the last intended time is 0 (nothing paced).
+pub fn send_rates(sent: impl IntoIterator<Item = (u64, u64)>) -> Option<(f64, f64)> {
+    let (mut n, mut last_intended, mut last_sent) = (0u64, 0u64, 0u64);
+    for (intended, dispatched) in sent {
+        n += 1;
+        last_intended = last_intended.max(intended);
+        last_sent = last_sent.max(dispatched);
+    }
+    if n == 0 || last_intended == 0 {
+        return None;
+    }
+    let rate = |end_us: u64| n as f64 * 1e6 / end_us.max(1) as f64;
+    Some((rate(last_sent.max(last_intended)), rate(last_intended)))
 }
 
 fn steady_rule(absent: Option<&String>) -> RuleCheck {

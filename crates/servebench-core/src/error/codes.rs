@@ -188,6 +188,13 @@ error_table! {
         error: TuiNeedsTerminal { which: String },
         message: "--tui draws on an interactive terminal and reads keys from it, and {which} (a pipe, a file, CI); fix: run it in a terminal, or drop --tui (--no-tui overrides a config file): the plain progress line is shown then",
     }
+    /// SB175: the open-files limit is too low for the connections the run may hold at once.
+    SB175 OpenFilesLimit {
+        exit: 2,
+        title: "open-files limit too low for the concurrency",
+        error: OpenFilesLimit { what: String, need: u64, limit: u64 },
+        message: "{what} need about {need} open files, but this process may open at most {limit} (its hard limit; the soft limit is raised to it at start-up); fix: raise the hard limit before the run (`ulimit -Hn {need}; ulimit -n {need}` as root or via /etc/security/limits.conf, LimitNOFILE= for a systemd service, --ulimit nofile= for docker), or lower --max-concurrency",
+    }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).
     SB114 HfParserMissing {

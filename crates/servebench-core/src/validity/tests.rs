@@ -8,8 +8,10 @@ fn healthy() -> ValidityInputs {
     ValidityInputs {
         client_cpu_percent: Some(40.0),
         available_cores: Some(2.0),
+        client_cpu_wait_percent: Some(4.0),
         hiccup_p99_ms: Some(1.2),
         dispatch_lateness_p99_ms: Some(0.8),
+        send_rates: Some((99.0, 100.0)),
         steady_state: Some(Ok(())),
         server_scrapes: Some(12),
         token_mismatch: Some((0.01, 0.05)),
@@ -42,8 +44,10 @@ fn a_healthy_run_is_ok_with_every_rule_checked() {
         ids,
         [
             "client_cpu",
+            "client_cpu_wait",
             "event_loop_hiccup",
             "dispatch_lateness",
+            "send_rate",
             "steady_state",
             "server_metrics",
             "token_count_mismatch",
@@ -53,7 +57,7 @@ fn a_healthy_run_is_ok_with_every_rule_checked() {
             "interrupted"
         ]
     );
-    assert_eq!(v.console_line(), "Run validity: ok (10 rules checked)");
+    assert_eq!(v.console_line(), "Run validity: ok (12 rules checked)");
 }
 
 #[test]
@@ -67,6 +71,21 @@ fn client_cpu_warns_above_90_percent_of_the_available_cores() {
     let v = Validity::of(&i);
     assert!(v.rules.iter().all(|r| r.id != "client_cpu"));
     assert!(v.not_checked[0].starts_with("client_cpu: "), "{:?}", v.not_checked);
+}
+
+#[test]
+fn client_cpu_wait_warns_above_20_percent_of_the_available_cores() {
+    // A client at 35 % of its one core that waited 60 % of the time for it: starved by
+    // other work, which its CPU share alone does not show.
+    let mut i = healthy();
+    (i.client_cpu_percent, i.client_cpu_wait_percent, i.available_cores) =
+        (Some(35.0), Some(60.0), Some(1.0));
+    assert_eq!(level_of(&i, "client_cpu").0, Level::Ok);
+    assert_eq!(level_of(&i, "client_cpu_wait"), (Level::Warn, 60.0, 20.0));
+    i.client_cpu_wait_percent = Some(20.0);
+    assert_eq!(level_of(&i, "client_cpu_wait"), (Level::Ok, 20.0, 20.0));
+    i.client_cpu_wait_percent = None;
+    assert!(Validity::of(&i).not_checked[0].starts_with("client_cpu_wait: "));
 }
 
 #[test]
@@ -96,6 +115,35 @@ fn dispatch_lateness_warns_above_10_ms_is_invalid_above_100_ms_and_needs_a_sched
     i.dispatch_lateness_p99_ms = None;
     let v = Validity::of(&i);
     assert_eq!(v.not_checked, ["dispatch_lateness: no schedule to be late for (closed loop or unpaced)"]);
+}
+
+#[test]
+fn send_rate_warns_below_95_percent_of_the_offered_rate_and_is_invalid_below_80() {
+    let mut i = healthy();
+    i.send_rates = Some((9_500.0, 10_000.0)); // 95 %: not below
+    assert_eq!(level_of(&i, "send_rate"), (Level::Ok, 95.0, 95.0));
+    i.send_rates = Some((9_000.0, 10_000.0));
+    assert_eq!(level_of(&i, "send_rate"), (Level::Warn, 90.0, 95.0));
+    i.send_rates = Some((7_000.0, 10_000.0));
+    let v = Validity::of(&i);
+    assert_eq!(
+        v.console_line(),
+        "Run validity: INVALID: send_rate (sent 7000.0 req/s of 10000.0 offered (70.0% < 80%))"
+    );
+    i.send_rates = None;
+    let v = Validity::of(&i);
+    assert_eq!(v.not_checked, ["send_rate: no schedule to keep up with (closed loop or unpaced)"]);
+}
+
+#[test]
+fn send_rates_count_the_requests_sent_over_the_last_intended_and_last_written_times() {
+    // 4 requests meant for 0.25, 0.5, 0.75 and 1 s: 4 req/s offered; the last written at 2 s
+    // (the client fell behind): 2 req/s achieved. Written early never raises the rate.
+    let sent = [(250_000, 250_100), (500_000, 900_000), (750_000, 1_500_000), (1_000_000, 2_000_000)];
+    assert_eq!(send_rates(sent), Some((2.0, 4.0)));
+    assert_eq!(send_rates([(1_000_000, 999_000)]), Some((1.0, 1.0)));
+    assert_eq!(send_rates([]), None);
+    assert_eq!(send_rates([(0, 10)]), None, "everything due at the origin: not paced");
 }
 
 #[test]
@@ -188,9 +236,9 @@ fn the_verdict_is_the_worst_level_and_the_block_is_json() {
     assert_eq!(v.fired().count(), 2);
     let j = serde_json::to_value(&v).unwrap();
     assert_eq!(j["verdict"], "invalid");
-    assert_eq!(j["rules"][1]["id"], "event_loop_hiccup");
-    assert_eq!(j["rules"][1]["level"], "warn");
-    assert_eq!(j["rules"][1]["measured"], 6.0);
-    assert_eq!(j["rules"][1]["threshold"], 5.0);
+    assert_eq!(j["rules"][2]["id"], "event_loop_hiccup");
+    assert_eq!(j["rules"][2]["level"], "warn");
+    assert_eq!(j["rules"][2]["measured"], 6.0);
+    assert_eq!(j["rules"][2]["threshold"], 5.0);
     assert_eq!(serde_json::from_value::<Validity>(j).unwrap(), v);
 }

@@ -359,6 +359,10 @@ where
 mod prefill_tests;
 
 #[cfg(test)]
+#[path = "dispatch_pacing_tests.rs"]
+mod pacing_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use servebench_core::Outcome;

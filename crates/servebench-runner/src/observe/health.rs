@@ -45,8 +45,15 @@ impl HiccupProbe {
 /// CPU time (ns) consumed so far by this process's threads whose name starts with `prefix`
 /// (all threads when `prefix` is empty). Linux only; 0 elsewhere.
 pub fn thread_cpu_ns(prefix: &str) -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
-    let mut total = 0u64;
+    thread_sched_ns(prefix).0
+}
+
+/// `(on a CPU, runnable but waiting for one)`, ns so far, of this process's threads whose name
+/// starts with `prefix` (all threads when `prefix` is empty), from `/proc/self/task/*/schedstat`.
+/// The wait is the time the client wanted a CPU and other work had it. Linux only; 0 elsewhere.
+pub fn thread_sched_ns(prefix: &str) -> (u64, u64) {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return (0, 0) };
+    let (mut run, mut wait) = (0u64, 0u64);
     for entry in dir.flatten() {
         let p = entry.path();
         if !prefix.is_empty() {
@@ -57,10 +64,12 @@ pub fn thread_cpu_ns(prefix: &str) -> u64 {
         }
         // schedstat: "<ns on cpu> <ns waiting> <timeslices>"
         if let Ok(s) = std::fs::read_to_string(p.join("schedstat")) {
-            total += s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            let mut f = s.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
+            run += f.next().unwrap_or(0);
+            wait += f.next().unwrap_or(0);
         }
     }
-    total
+    (run, wait)
 }
 
 /// Peak resident set size of this process in bytes (VmHWM), if known.
@@ -180,6 +189,9 @@ pub struct HealthSamples {
     pub hiccup_us: Vec<u32>,
     /// CPU seconds used by the client's runtime threads during the measured phase.
     pub client_cpu_seconds: f64,
+    /// Seconds the client's runtime threads were runnable but waiting for a CPU (other work
+    /// had it) during the measured phase; `None` where not measured (not Linux).
+    pub client_cpu_wait_seconds: Option<f64>,
     /// Wall seconds of the measured phase.
     pub wall_seconds: f64,
     /// CPUs available to the process.

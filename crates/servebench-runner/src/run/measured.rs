@@ -75,6 +75,7 @@ pub async fn run_prepared(
     observer.live_metrics(live.clone());
     observer.started(planned);
     let sampler = spawn_sampler(live.clone(), meters.stop.clone());
+    let watch = crate::observe::saturation_watch::spawn(live.clone(), observer.clone(), meters.stop.clone());
     // --detect-saturation / --max-error-rate / --max-errors: nothing of it exists without them.
     let early = early_stop_monitor(cfg, &plan, clock);
     let early_tasks = early.as_ref().map(|e| EarlyStopTasks::start(e, cfg, &observer, &meters.stop));
@@ -104,7 +105,7 @@ pub async fn run_prepared(
     let wall_seconds = clock.now_us() as f64 / 1e6;
     // Before the collector finishes: retokenizing held records after the run loads the
     // tokenizer, which is not the measured phase's memory.
-    let (cpu_ns, peak_rss_bytes, hiccup_us) = meters.finish().await;
+    let Metered { cpu_ns, cpu_wait_ns, peak_rss: peak_rss_bytes, hiccup_us } = meters.finish().await;
     let (store, retokenize_note) = collector.await.map_err(|e| BenchError::io("records", e))?;
     if let Some(t) = early_tasks {
         t.finish().await;
@@ -112,6 +113,7 @@ pub async fn run_prepared(
     // After the collector: every record has been seen by the observer (progress is final).
     observer.finished();
     let _ = sampler.await;
+    let _ = watch.await;
     if let Some(server) = metrics_server {
         server.stop().await;
     }
@@ -124,6 +126,7 @@ pub async fn run_prepared(
         dispatch_lateness_us: dispatched.stats.lateness_us,
         hiccup_us,
         client_cpu_seconds: cpu_ns as f64 / 1e9,
+        client_cpu_wait_seconds: (cpu_ns > 0).then_some(cpu_wait_ns as f64 / 1e9),
         wall_seconds,
         cpus: health::available_cpus(),
         peak_rss_bytes,
@@ -283,27 +286,41 @@ async fn plan_measured(
 }
 
 /// The client's own meters over the measured phase: the hiccup probe, the runtime threads'
-/// CPU time, and (read at the end) peak RSS.
+/// CPU time and run-queue wait, and (read at the end) peak RSS.
 struct Meters {
     probe: HiccupProbe,
-    cpu_at_start_ns: u64,
+    /// `(on a CPU, waiting for one)` ns of the runtime threads at the start.
+    sched_at_start_ns: (u64, u64),
     /// Stops the probe and the live-metrics sampler.
     stop: CancellationToken,
+}
+
+/// What the meters read over the phase.
+struct Metered {
+    cpu_ns: u64,
+    cpu_wait_ns: u64,
+    peak_rss: Option<u64>,
+    hiccup_us: Vec<u32>,
 }
 
 impl Meters {
     fn start() -> Self {
         let stop = CancellationToken::new();
         let probe = HiccupProbe::start(stop.clone());
-        Meters { probe, cpu_at_start_ns: health::thread_cpu_ns(CLIENT_THREAD_PREFIX), stop }
+        Meters { probe, sched_at_start_ns: health::thread_sched_ns(CLIENT_THREAD_PREFIX), stop }
     }
 
-    /// CPU ns used since the start, peak RSS, and the probe's hiccups.
-    async fn finish(self) -> (u64, Option<u64>, Vec<u32>) {
-        let cpu_ns = health::thread_cpu_ns(CLIENT_THREAD_PREFIX).saturating_sub(self.cpu_at_start_ns);
+    /// CPU and run-queue wait ns since the start, peak RSS, and the probe's hiccups.
+    async fn finish(self) -> Metered {
+        let (run, wait) = health::thread_sched_ns(CLIENT_THREAD_PREFIX);
         let peak_rss = health::peak_rss_bytes();
         self.stop.cancel();
-        (cpu_ns, peak_rss, self.probe.finish().await)
+        Metered {
+            cpu_ns: run.saturating_sub(self.sched_at_start_ns.0),
+            cpu_wait_ns: wait.saturating_sub(self.sched_at_start_ns.1),
+            peak_rss,
+            hiccup_us: self.probe.finish().await,
+        }
     }
 }
 

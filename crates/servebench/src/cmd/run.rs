@@ -17,30 +17,42 @@ use servebench_runner::{run_benchmark, RunResult};
 use servebench_runner::{Interrupts, OutputConfig, RunConfig, RunObserver};
 use std::sync::Arc;
 
-/// Checks that the run can open as many connections as it may need at once.
-fn check_open_files(run: &RunConfig, num_prompts: u64) -> anyhow::Result<()> {
+/// Checks that the run can open as many connections as it may need at once (SB175): an
+/// error with `--max-concurrency`, a coded warning for an open loop without a cap.
+fn check_open_files(run: &RunConfig, num_prompts: u64, embedded_sim: bool) -> anyhow::Result<()> {
     let Some(limit) = crate::os::raise_open_files_limit() else { return Ok(()) };
-    // Connections in flight, plus files, the listener of an embedded simulator, and slack.
-    const RESERVED: u64 = 64;
-    match run.max_concurrency {
-        Some(c) if c as u64 + RESERVED > limit => Err(servebench_core::BenchError::config(
-            "--max-concurrency",
-            format!(
-                "{c} concurrent requests need about {} open files, but the limit is {limit}",
-                c as u64 + RESERVED
-            ),
-            "raise the limit (ulimit -n) or lower --max-concurrency",
-        )
-        .into()),
-        None if num_prompts + RESERVED > limit => {
-            eprintln!(
-                "warning: without --max-concurrency up to {num_prompts} requests may be in flight, but only \
-                 {limit} files can be open (ulimit -n); requests beyond that fail to connect"
-            );
-            Ok(())
+    if let Some(e) =
+        open_files_problem(run.max_concurrency.map(|c| c as u64), num_prompts, embedded_sim, limit)
+    {
+        match run.max_concurrency {
+            Some(_) => return Err(e.into()),
+            None => eprintln!("warning[{}]: {e}; requests beyond that fail to connect", e.code()),
         }
-        _ => Ok(()),
     }
+    Ok(())
+}
+
+/// Files a run needs besides its connections: its own files, the listener of an embedded
+/// simulator, the tokenizer, and slack.
+const RESERVED_FILES: u64 = 64;
+
+/// SB175 when `concurrency` connections (at most `num_prompts` without a cap), doubled when
+/// the simulator's side of each is in this process too, do not fit in `limit` open files.
+fn open_files_problem(
+    concurrency: Option<u64>,
+    num_prompts: u64,
+    embedded_sim: bool,
+    limit: u64,
+) -> Option<servebench_core::BenchError> {
+    let conns = concurrency.unwrap_or(num_prompts);
+    let need = conns.saturating_mul(if embedded_sim { 2 } else { 1 }).saturating_add(RESERVED_FILES);
+    let what = match (concurrency, embedded_sim) {
+        (Some(c), false) => format!("{c} concurrent requests (--max-concurrency)"),
+        (Some(c), true) => format!("{c} concurrent requests with the simulator in this process (--sim)"),
+        (None, false) => format!("without --max-concurrency, up to {conns} requests in flight"),
+        (None, true) => format!("without --max-concurrency, up to {conns} requests in flight with --sim"),
+    };
+    (need > limit).then(|| servebench_core::BenchError::OpenFilesLimit { what, need, limit })
 }
 
 /// Runs a benchmark (or an experiment); returns the process exit code.
@@ -70,7 +82,7 @@ pub fn run(
     crate::config::output_dirs::prepare(args, &output, run.records_path.as_deref())?;
     let experiment = args.experiment.experiment(args.num_prompts)?;
     check_tui(args, experiment.is_some())?;
-    check_open_files(&run, args.num_prompts)?;
+    check_open_files(&run, args.num_prompts, args.sim)?;
     // The embedded simulator lives until the end of this function.
     let _sim = if args.sim { Some(start_sim(args, &mut run)?) } else { None };
     match experiment {
@@ -332,4 +344,26 @@ fn write_reports(
         ),
         Some(results.validity()),
     )
+}
+
+#[cfg(test)]
+mod open_files_tests {
+    use super::*;
+
+    #[test]
+    fn open_files_need_counts_both_ends_of_an_embedded_simulator() {
+        // 10,000 streams fit 20,000 files against a standalone simulator, not with --sim.
+        assert!(open_files_problem(Some(10_000), 1, false, 20_000).is_none());
+        let e = open_files_problem(Some(10_000), 1, true, 20_000).expect("20,064 > 20,000");
+        assert_eq!(e.code().as_str(), "SB175");
+        let msg = e.to_string();
+        assert!(msg.contains("20064") && msg.contains("20000") && msg.contains("ulimit -n"), "{msg}");
+    }
+
+    #[test]
+    fn open_files_need_without_a_cap_is_the_number_of_prompts() {
+        assert!(open_files_problem(None, 936, false, 1_000).is_none());
+        let e = open_files_problem(None, 937, false, 1_000).expect("937 + 64 > 1000");
+        assert!(e.to_string().contains("without --max-concurrency"), "{e}");
+    }
 }

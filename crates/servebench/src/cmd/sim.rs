@@ -142,6 +142,8 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
     let prefix = api_prefix(&cfg);
     let clock = servebench_core::RunClock::start();
     let addr = SocketAddr::new(args.host, args.port);
+    // Every connection served is an open file: the soft limit goes up to the hard one.
+    let open_files = crate::os::raise_open_files_limit();
     let rt = crate::os::runtime::build(crate::os::runtime::SIM_THREAD_NAME, None)?;
     let tls = crate::cmd::sim_tls::SimTlsSetup::new(&args.sim.sim_tls)?;
     rt.block_on(async move {
@@ -156,6 +158,12 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
         );
         if let Some(t) = &tls {
             eprintln!("servebench sim: {}", t.describe());
+        }
+        if let Some(limit) = open_files {
+            eprintln!(
+                "servebench sim: open-files limit {limit} (about {} concurrent connections; `ulimit -n` before starting raises it)",
+                limit.saturating_sub(64)
+            );
         }
         crate::os::signal::wait_for_stop_signal().await?;
         if let Some(path) = &args.ground_truth {

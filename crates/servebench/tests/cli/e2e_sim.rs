@@ -364,7 +364,7 @@ fn max_concurrency_beyond_the_open_files_limit_is_refused_with_the_fix() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("SB101") && stderr.contains("--max-concurrency") && stderr.contains("ulimit -n"),
+        stderr.contains("SB175") && stderr.contains("--max-concurrency") && stderr.contains("ulimit -n"),
         "{stderr}"
     );
 }

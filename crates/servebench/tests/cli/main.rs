@@ -12,6 +12,7 @@ mod agentic_early_stop_e2e;
 mod agentic_idle_gap_e2e;
 mod backends_e2e;
 mod calibrate;
+mod ceiling_e2e;
 mod cli_parity;
 mod client_controls_e2e;
 mod config_file_e2e;

@@ -193,6 +193,20 @@ impl LiveMetrics {
         self.lateness.observe(lateness_us);
     }
 
+    /// Requests counted by [`request_sent`](Self::request_sent) so far, and how many of them
+    /// left more than `bound_us` late (`bound_us` must be a bucket bound of
+    /// [`LATENESS_BUCKETS_US`]; another value counts from the next bound up).
+    pub fn lateness_above(&self, bound_us: u64) -> (u64, u64) {
+        let buckets = self.lateness.cumulative();
+        let total = buckets.last().map_or(0, |b| b.1);
+        let within = LATENESS_BUCKETS_US
+            .iter()
+            .position(|&b| b >= bound_us)
+            .and_then(|i| buckets.get(i))
+            .map_or(total, |b| b.1);
+        (total, total - within)
+    }
+
     /// A request counted by [`request_sent`](Self::request_sent) has returned its record.
     pub fn sent_request_ended(&self) {
         self.ended_sent.fetch_add(1, Ordering::Relaxed);
