@@ -16,6 +16,8 @@
 //!   `/metrics` and the simulator's expose;
 //! - [`fixtures`]: paths of the repository's committed fixtures;
 //! - [`net`]: a closed port (connects refused) and a port that accepts one connection;
+//! - [`otlp`]: an OTLP/HTTP protobuf receiver (`/v1/traces`, `/v1/metrics`) that decodes and
+//!   keeps what servebench exports;
 //! - [`tokenizers`]: a one-token-per-byte tokenizer for simulators and workloads;
 //! - [`records`]: a builder for [`servebench_core::RequestRecord`]s with named fields;
 //! - [`sharegpt_synthetic`]: the seeded 100,000-conversation ShareGPT file of the data crate's
@@ -30,6 +32,7 @@ pub mod axum_server;
 pub mod cli;
 pub mod fixtures;
 pub mod net;
+pub mod otlp;
 pub mod prom_text;
 pub mod proxy;
 pub mod raw_http;
