@@ -14,16 +14,22 @@ use servebench_testkit::otlp::proto::trace::v1::Span;
 use servebench_testkit::otlp::{attr, attr_f64, attr_i64, attr_str, OtlpReceiver};
 
 /// A saved run against the simulator with export to `receiver`: (stdout, stderr, records).
-fn exported_run(receiver: &OtlpReceiver, extra: &[&str]) -> (String, String, Vec<Value>) {
+/// `itl_ms` and `output_len` set the simulator's pace and the answers' length.
+fn exported_run(
+    receiver: &OtlpReceiver,
+    itl_ms: &str,
+    output_len: &str,
+    extra: &[&str],
+) -> (String, String, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let tok = tokenizer();
     let out = bin()
-        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--disable-tqdm", "--tokenizer"])
+        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", itl_ms, "--disable-tqdm", "--tokenizer"])
         .arg(&tok)
         .arg("--sim-tokenizer")
         .arg(&tok)
-        .args(["--random-input-len", "16", "--random-output-len", "4", "--max-concurrency", "4"])
+        .args(["--random-input-len", "16", "--random-output-len", output_len, "--max-concurrency", "4"])
         .args(["--save-result", "--result-dir", d, "--result-filename", "r.json"])
         .args(["--otlp-endpoint", &receiver.base_url, "--label", "otel-test"])
         .args(extra)
@@ -55,7 +61,7 @@ fn us(r: &Value, key: &str) -> Option<i64> {
 #[test]
 fn every_request_is_one_span_with_the_record_values() {
     let rx = OtlpReceiver::start();
-    let (stdout, stderr, records) = exported_run(&rx, &["--num-prompts", "20"]);
+    let (stdout, stderr, records) = exported_run(&rx, "1", "4", &["--num-prompts", "20"]);
     assert!(stdout.contains("OpenTelemetry: 20 spans (one per request)"), "{stdout}\n{stderr}");
     let spans: Vec<Span> = rx
         .spans()
@@ -134,14 +140,10 @@ fn failed_and_cancelled_requests_carry_error_type_and_reason() {
         "30",
         "--request-cancellation-delay",
         "0.001",
-        "--sim-itl-ms",
-        "20",
-        "--random-output-len",
-        "40",
         "--seed",
         "3",
     ];
-    let (_, _, records) = exported_run(&rx, &args);
+    let (_, _, records) = exported_run(&rx, "20", "40", &args);
     let spans: Vec<Span> = rx.spans().into_iter().map(|(_, s)| s).collect();
     assert_eq!(spans.len(), 30);
     let (mut failed, mut cancelled) = (0, 0);
