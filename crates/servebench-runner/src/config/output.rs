@@ -26,7 +26,7 @@ pub struct OutputConfig {
     /// result as its `config` key; None records nothing.
     pub effective_config: Option<serde_json::Map<String, serde_json::Value>>,
     /// `--otlp`: export spans and metrics to an OpenTelemetry collector after the run.
-    pub otlp: Option<crate::otel::OtlpConfig>,
+    pub otlp: Option<crate::config::otlp::OtlpConfig>,
 }
 
 impl OutputConfig {
