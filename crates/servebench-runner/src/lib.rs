@@ -8,6 +8,7 @@ pub mod config;
 pub mod experiment;
 pub mod load;
 pub mod observe;
+pub mod otel;
 pub mod prepare;
 pub mod records;
 pub mod results;

@@ -18,6 +18,8 @@
 //! - [`llamacpp`]: llama.cpp's captured answer bytes and its queue (no head until a slot
 //!   starts the request);
 //! - [`net`]: a closed port (connects refused) and a port that accepts one connection;
+//! - [`otlp`]: an OTLP/HTTP protobuf receiver (`/v1/traces`, `/v1/metrics`) that decodes and
+//!   keeps what servebench exports;
 //! - [`tokenizers`]: a one-token-per-byte tokenizer for simulators and workloads;
 //! - [`records`]: a builder for [`servebench_core::RequestRecord`]s with named fields;
 //! - [`sharegpt_synthetic`]: the seeded 100,000-conversation ShareGPT file of the data crate's
@@ -33,6 +35,7 @@ pub mod cli;
 pub mod fixtures;
 pub mod llamacpp;
 pub mod net;
+pub mod otlp;
 pub mod prom_text;
 pub mod proxy;
 pub mod raw_http;

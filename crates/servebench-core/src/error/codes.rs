@@ -188,6 +188,28 @@ error_table! {
         error: TuiNeedsTerminal { which: String },
         message: "--tui draws on an interactive terminal and reads keys from it, and {which} (a pipe, a file, CI); fix: run it in a terminal, or drop --tui (--no-tui overrides a config file): the plain progress line is shown then",
     }
+    /// SB165: the OpenTelemetry export (`--otlp`) failed: the collector was unreachable, too
+    /// slow or refused the data. A warning: the run's result files are written before it.
+    SB165 OtlpExportFailed {
+        exit: 1,
+        title: "OpenTelemetry export failed",
+        error: OtlpExportFailed { endpoint: String, detail: String },
+        message: "OpenTelemetry export to {endpoint} failed: {detail}; the result files are written and complete; fix: check that an OTLP/HTTP collector listens there (port 4318 by default), or raise --otlp-timeout-seconds",
+    }
+    /// SB166: `--otlp` in a servebench built without the `otel` cargo feature.
+    SB166 OtlpNotBuilt {
+        exit: 2,
+        title: "OpenTelemetry export not in this build",
+        error: OtlpNotBuilt { flag: String },
+        message: "{flag} asks for OpenTelemetry export, and this servebench was built without the `otel` cargo feature; fix: drop {flag}, or build with the default features (cargo build --release -p servebench)",
+    }
+    /// SB167: the OTLP endpoint is not an `http://` URL servebench can send to.
+    SB167 OtlpEndpointInvalid {
+        exit: 2,
+        title: "OTLP endpoint not usable",
+        error: OtlpEndpointInvalid { source_name: String, endpoint: String, problem: String },
+        message: "the OTLP endpoint {endpoint} (from {source_name}) {problem}; fix: give an http:// URL of an OTLP/HTTP collector, such as http://127.0.0.1:4318 (the signal paths /v1/traces and /v1/metrics are added)",
+    }
     /// SB175: the open-files limit is too low for the connections the run may hold at once.
     SB175 OpenFilesLimit {
         exit: 2,

@@ -1,6 +1,7 @@
 //! The validated configuration of one run, built by the CLI from its flags.
 
 pub mod load_options;
+pub mod otlp;
 pub mod output;
 
 pub use load_options::LoadOptions;

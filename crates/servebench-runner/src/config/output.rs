@@ -25,6 +25,8 @@ pub struct OutputConfig {
     /// The effective config of the run (flags by long name, secrets redacted), recorded in the
     /// result as its `config` key; None records nothing.
     pub effective_config: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `--otlp`: export spans and metrics to an OpenTelemetry collector after the run.
+    pub otlp: Option<crate::config::otlp::OtlpConfig>,
 }
 
 impl OutputConfig {

@@ -175,6 +175,9 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
     for p in results.server_side.profile.iter().flat_map(|p| &p.warnings) {
         ctx.say(&format!("warning: {p}"));
     }
+    if let Some(line) = crate::otel::export_results(&ctx.output, &cfg, &results, Some(&spec.label)).await {
+        ctx.say(&line.unwrap_or_else(|warning| warning));
+    }
     let result = results.document(ctx.output.save_detailed, None);
     let RunResults { metrics, steady, out, .. } = results;
     Ok(PointOutcome { spec, metrics, steady, result, records: out.records, interrupted: out.interrupted })

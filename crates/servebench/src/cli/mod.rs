@@ -9,6 +9,7 @@ pub mod front;
 pub mod hf_parser_flags;
 pub mod live;
 pub mod network;
+pub mod otel;
 pub mod prefix_cache;
 pub mod shard;
 pub mod subcommands;
@@ -504,6 +505,8 @@ pub struct RunArgs {
     pub prefix_cache: crate::cli::prefix_cache::PrefixCacheArgs,
     #[command(flatten)]
     pub live: crate::cli::live::LiveArgs,
+    #[command(flatten)]
+    pub otel: crate::cli::otel::OtelArgs,
     #[command(flatten)]
     pub shard: crate::cli::shard::ShardArgs,
     #[command(flatten)]

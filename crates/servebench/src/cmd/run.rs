@@ -212,6 +212,8 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     }
     say_what_was_abandoned(&results, records_file.as_deref(), result_written.then_some(&*result_path));
     write_reports(args, &output, &result_path, &results)?;
+    // After every file is written: the OpenTelemetry export (--otlp), bounded, never fatal.
+    export_otlp(&output, &run_cfg, &results)?;
     let end = results.end(output.max_failure_rate);
     if let Ok(RunEnd::Interrupted) = end {
         let m = &results.metrics;
@@ -226,6 +228,21 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
         RunEnd::Interrupted => Ok(INTERRUPTED_EXIT_CODE),
         RunEnd::Finished => Ok(0),
     }
+}
+
+/// `--otlp`: exports the run's spans and metrics on a small runtime of its own (the client's
+/// has ended); success on stdout, a failure as warning SB165 on stderr.
+fn export_otlp(output: &OutputConfig, run: &RunConfig, results: &RunResults) -> anyhow::Result<()> {
+    if output.otlp.is_none() {
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    match rt.block_on(servebench_runner::otel::export_results(output, run, results, None)) {
+        Some(Ok(line)) => println!("{line}"),
+        Some(Err(warning)) => eprintln!("{warning}"),
+        None => {}
+    }
+    Ok(())
 }
 
 /// After a second Ctrl-C: on stderr, how many requests were abandoned in flight and that every

@@ -8,6 +8,7 @@ mod early_stop;
 pub mod experiment;
 mod hf_parsers;
 pub mod network;
+pub mod otel;
 pub mod output_dirs;
 pub mod path_collisions;
 mod prefix_cache;
@@ -347,6 +348,7 @@ fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
         max_failure_rate,
         timeline_itl_ms: vllm_flags::itl_thresholds_ms(args),
         effective_config: None,
+        otlp: otel::otlp_config(&args.otel, |k| std::env::var(k).ok())?,
     })
 }
 

@@ -30,6 +30,7 @@ mod kernel_timestamps_e2e;
 mod modes_e2e;
 mod native_backend_cli;
 mod network_e2e;
+mod otel_e2e;
 mod phases_validity_e2e;
 mod prefix_cache_e2e;
 mod prefix_cache_llamacpp;
