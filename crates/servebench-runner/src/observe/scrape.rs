@@ -1,5 +1,5 @@
 //! The server's own view during a run: `--scrape-metrics` polls its Prometheus `/metrics`
-//! (text format, parsed by [`parse_text`]), keeps a time series of vLLM's gauges and
+//! (text format, parsed by [`Scrape::parse`]), keeps a time series of vLLM's gauges and
 //! counters, and derives run-level figures (docs/metrics.md, "Server metrics").
 //!
 //! The fixed series are read under any known engine's names (`observe::meaning`; vLLM's first:

@@ -83,7 +83,7 @@ pub struct ExperimentArgs {
     #[arg(long, default_value_t = 1.0, help_heading = "Server metrics")]
     pub scrape_interval: f64,
     /// Also scrape this Prometheus /metrics URL through the measured phase (repeatable:
-    /// replicas, a router, an exporter): every series is kept in <result>.server-metrics.jsonl
+    /// replicas, a router, an exporter): every series is kept in RESULT.server-metrics.jsonl
     /// and summarised per endpoint in `server_metrics.endpoints`. No API key or --header is sent.
     #[arg(long, value_name = "URL", value_parser = metrics_url, help_heading = "Server metrics")]
     pub server_metrics_url: Vec<servebench_runner::observe::metrics_url::MetricsUrl>,
