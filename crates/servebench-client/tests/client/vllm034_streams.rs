@@ -10,10 +10,11 @@ use crate::common::*;
 use servebench_client::{BackendKind, ExecOptions};
 use servebench_core::{ErrorKind, Outcome, RequestRecord};
 
-/// Plays one streamed response (`events`, one chunked write each) to one request.
+/// Plays one streamed response (`events`, one chunked write each, 2 ms apart so that each
+/// arrives in its own read and gets its own receive time) to one request.
 async fn play(backend: BackendKind, events: &[String]) -> RequestRecord {
     let mut script = vec![A::Read, w(SSE_HEAD)];
-    script.extend(events.iter().map(|e| w(chunk(e))));
+    script.extend(events.iter().flat_map(|e| [A::Sleep(2), w(chunk(e))]));
     script.push(w(END));
     let s = serve(vec![script]).await;
     let f = fixture(s.port, backend, None);
