@@ -128,13 +128,10 @@ async fn prepare_inner(
     })))
 }
 
-/// The client, the request headers, and the readiness window, started when the server was
-/// first tried.
+/// The client and the request headers, once the server was reached.
 struct Connection {
     client: HttpClient,
     headers: http::HeaderMap,
-    ready_started: Instant,
-    ready_deadline: Instant,
 }
 
 /// Builds the client and checks that the server can be reached. A server that cannot be
@@ -161,7 +158,7 @@ async fn connect(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Con
         }
         crate::prepare::ready::wait_reachable(&client, ready_started, ready_deadline).await?;
     }
-    Ok(Connection { client, headers, ready_started, ready_deadline })
+    Ok(Connection { client, headers })
 }
 
 /// The client tokenizer; `None` with `--tokenizer server` (the server's /tokenize builds
@@ -269,13 +266,17 @@ async fn exec_options(
     let mut server_reports_usage = None;
     if !cfg.ready_check_timeout.is_zero() {
         observer.message("Waiting for the endpoint to answer a test request...");
+        // The test request gets the whole window from its first attempt, as in vLLM: the time
+        // spent loading the tokenizer and preparing the workload since the server was first
+        // reached does not count against it.
+        let check_started = Instant::now();
         let answer = crate::prepare::ready::ready_check(
             &conn.client,
             target,
             &exec_opts,
             workload,
-            conn.ready_started,
-            conn.ready_deadline,
+            check_started,
+            check_started + cfg.ready_check_timeout,
         )
         .await?;
         server_reports_usage = Some(answer.completion_tokens.is_some());
