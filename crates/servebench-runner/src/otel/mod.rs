@@ -9,9 +9,11 @@
 //! failure is a coded warning (SB165), never a lost result: the result files are written first.
 //!
 //! `config` (the validated settings and the scope of one export) is always built; the export
-//! itself (`spans`, `metrics`, `send`) only with the `otel` cargo feature.
+//! itself (`spans`, `metrics`, `send`, `http`) only with the `otel` cargo feature.
 
 pub mod config;
+#[cfg(feature = "otel")]
+mod http;
 #[cfg(feature = "otel")]
 mod metrics;
 pub mod run_export;

@@ -2,9 +2,10 @@
 //! the configured timeout (all attempts included), over OTLP/HTTP protobuf.
 
 use super::config::{ExportScope, OtlpConfig};
+use super::http::OtlpHttp;
 use super::{metrics, spans};
 use opentelemetry::KeyValue;
-use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfig};
+use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::trace::SpanExporter as _;
 use opentelemetry_sdk::Resource;
@@ -35,7 +36,7 @@ fn resource(cfg: &OtlpConfig) -> Resource {
 }
 
 /// Exports the scope: every record as one span, then the run metrics. Must run on a Tokio
-/// runtime (the HTTP client is hyper's). Errors are SB165 (the caller warns; the result files
+/// runtime (the HTTP client, `OtlpHttp`, is hyper's). Errors are SB165 (the caller warns; the result files
 /// are already written).
 pub async fn export(cfg: &OtlpConfig, scope: &ExportScope<'_>) -> Result<ExportReport, BenchError> {
     let failed = |detail: String| BenchError::OtlpExportFailed { endpoint: cfg.endpoint.clone(), detail };
@@ -48,6 +49,7 @@ pub async fn export(cfg: &OtlpConfig, scope: &ExportScope<'_>) -> Result<ExportR
 async fn send_spans(cfg: &OtlpConfig, scope: &ExportScope<'_>, resource: &Resource) -> Result<u64, String> {
     let mut exporter = SpanExporter::builder()
         .with_http()
+        .with_http_client(OtlpHttp::new(cfg.timeout))
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(cfg.traces_url())
         .with_timeout(cfg.timeout)
@@ -77,6 +79,7 @@ async fn send_spans(cfg: &OtlpConfig, scope: &ExportScope<'_>, resource: &Resour
 async fn send_metrics(cfg: &OtlpConfig, scope: &ExportScope<'_>, resource: Resource) -> Result<(), String> {
     let exporter = MetricExporter::builder()
         .with_http()
+        .with_http_client(OtlpHttp::new(cfg.timeout))
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(cfg.metrics_url())
         .with_timeout(cfg.timeout)
