@@ -40,7 +40,8 @@ if [[ -z "${BIN:-}" ]]; then
   [[ "$PROFILE" == dev ]] && dir=debug
   BIN="${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-musl/$dir/servebench"
 fi
-if ldd "$BIN" >/dev/null 2>&1; then
+# A dynamic executable names its loader (PT_INTERP); a static(-pie) one does not.
+if readelf -l "$BIN" | grep -q 'program interpreter'; then
   echo "check-container: $BIN is dynamically linked; the image has no libc" >&2
   exit 1
 fi
