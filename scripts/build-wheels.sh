@@ -8,6 +8,7 @@
 #   scripts/build-wheels.sh                         # the three below, into target/wheels
 #   TARGETS="aarch64-unknown-linux-gnu" scripts/build-wheels.sh
 #   VERIFY=1 scripts/build-wheels.sh                # also run each wheel's binary (--sim)
+#   SKIP_BUILD=1 VERIFY=1 OUT=DIR scripts/build-wheels.sh   # only run the wheels already in DIR
 #
 # TARGETS (default: all three):
 #   x86_64-unknown-linux-gnu    manylinux2014   (zig)
@@ -25,7 +26,9 @@ OUT="${OUT:-${CARGO_TARGET_DIR:-target}/wheels}"
 venv="${BUILD_VENV:-${CARGO_TARGET_DIR:-target}/wheel-build-venv}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-if [[ ! -x "$venv/bin/maturin" ]]; then
+if [[ "${SKIP_BUILD:-0}" == 1 ]]; then
+  TARGETS=""
+elif [[ ! -x "$venv/bin/maturin" ]]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q "maturin==$MATURIN_VERSION" "ziglang==$ZIG_VERSION"
 fi
