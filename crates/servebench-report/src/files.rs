@@ -136,6 +136,7 @@ mod tests {
             burstiness: 1.0,
             max_concurrency: None,
             ramp_up: None,
+            trace_time_scale: None,
             rps_change_events: vec![],
             metadata: vec![],
             client_health: ClientHealth::default(),

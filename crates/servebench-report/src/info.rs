@@ -127,6 +127,10 @@ pub struct RunInfo {
     pub burstiness: f64,
     pub max_concurrency: Option<u64>,
     pub ramp_up: Option<RampUp>,
+    /// Trace replay on the trace's own timestamps (`--self-timed`, the default for traces): the
+    /// time scale (`--timed-trace-sec-multiplier`). `None` for every other run: then requests
+    /// follow `request_rate`.
+    pub trace_time_scale: Option<f64>,
     /// From `ArrivalSchedule::rps_change_events` (empty without ramp-up).
     pub rps_change_events: Vec<RpsChange>,
     /// `--metadata KEY=VALUE` pairs, in order.

@@ -25,6 +25,7 @@ fn info() -> RunInfo {
         burstiness: 1.0,
         max_concurrency: None,
         ramp_up: None,
+        trace_time_scale: None,
         rps_change_events: vec![],
         metadata: vec![],
         client_health: ClientHealth::default(),

@@ -80,6 +80,7 @@ fn info() -> RunInfo {
         burstiness: 1.0,
         max_concurrency: Some(4),
         ramp_up: None,
+        trace_time_scale: None,
         rps_change_events: vec![],
         metadata: vec![("gpu".into(), "H100".into())],
         client_health: ClientHealth {

@@ -285,6 +285,7 @@ fn header_from_run_info_lists_config_health_and_warnings() {
         burstiness: 1.0,
         max_concurrency: Some(8),
         ramp_up: None,
+        trace_time_scale: None,
         rps_change_events: vec![],
         metadata: vec![("gpu".into(), "H100".into())],
         client_health: ClientHealth {

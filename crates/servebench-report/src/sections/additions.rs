@@ -22,10 +22,16 @@ pub enum LoadRegime {
     ClosedLoop { cap: u64 },
     /// An infinite rate without a cap: every request is sent at once.
     Burst,
+    /// A trace replayed on its own timestamps (scaled by `time_scale`); `cap` is
+    /// `--max-concurrency` when given.
+    TraceReplay { time_scale: f64, cap: Option<u64> },
 }
 
 impl LoadRegime {
     pub fn of(info: &RunInfo) -> Self {
+        if let Some(time_scale) = info.trace_time_scale {
+            return LoadRegime::TraceReplay { time_scale, cap: info.max_concurrency };
+        }
         match (info.request_rate.is_finite() || info.ramp_up.is_some(), info.max_concurrency) {
             (true, cap) => LoadRegime::OpenLoop { cap },
             (false, Some(cap)) => LoadRegime::ClosedLoop { cap },
@@ -33,8 +39,9 @@ impl LoadRegime {
         }
     }
 
-    /// The load-mode row's value.
-    pub fn describe(self, info: &RunInfo) -> String {
+    /// The load-mode row's value; `requests` is how many the run had (sent or not: a trace or
+    /// dataset can hold fewer than `--num-prompts`).
+    pub fn describe(self, info: &RunInfo, requests: u64) -> String {
         let rate = match &info.ramp_up {
             Some(r) => format!("ramp {} → {} req/s", r.start_rps, r.end_rps),
             None => format!("{} req/s", crate::info::python_int_or_float(info.request_rate)),
@@ -43,7 +50,16 @@ impl LoadRegime {
             LoadRegime::OpenLoop { cap: None } => format!("open loop, {rate}"),
             LoadRegime::OpenLoop { cap: Some(c) } => format!("open loop, {rate}, ≤ {c} in flight"),
             LoadRegime::ClosedLoop { cap } => format!("closed loop, {cap} in flight"),
-            LoadRegime::Burst => format!("burst, all {} at t=0", info.num_prompts),
+            LoadRegime::Burst => format!("burst, all {requests} at t=0"),
+            LoadRegime::TraceReplay { time_scale, cap } => {
+                let scale = if time_scale == 1.0 {
+                    String::new()
+                } else {
+                    format!(" × {}", crate::info::python_int_or_float(time_scale))
+                };
+                let cap = cap.map(|c| format!(", ≤ {c} in flight")).unwrap_or_default();
+                format!("trace replay at the trace's timestamps{scale}{cap}")
+            }
         }
     }
 
@@ -58,6 +74,9 @@ impl LoadRegime {
             }
             LoadRegime::ClosedLoop { .. } => "rate inf with a cap: each completion releases the next request",
             LoadRegime::Burst => "rate inf, no cap: the server gets every request at once",
+            LoadRegime::TraceReplay { .. } => {
+                "requests leave when the trace says, whatever the server does (--no-self-timed: use --request-rate)"
+            }
         }
     }
 
@@ -66,7 +85,7 @@ impl LoadRegime {
     /// rate every request is due at t = 0, so they measure the client's own queue (closed loop)
     /// or repeat TTFT/E2EL (burst).
     pub fn schedule_meaningful(self) -> bool {
-        matches!(self, LoadRegime::OpenLoop { .. })
+        matches!(self, LoadRegime::OpenLoop { .. } | LoadRegime::TraceReplay { .. })
     }
 }
 
@@ -91,7 +110,8 @@ pub fn console(out: &mut String, info: &RunInfo, m: &RunMetrics) {
             caption(out, "each turn leaves once the turns it depends on ended, after its think/tool time");
         }
         None => {
-            row_int(out, "Load mode:", regime.describe(info));
+            let requests = m.completed + m.failed + m.cancelled;
+            row_int(out, "Load mode:", regime.describe(info, requests));
             caption(out, regime.caption());
         }
     }
@@ -173,7 +193,7 @@ fn schedule_anchored(out: &mut String, regime: LoadRegime, m: &RunMetrics) {
         caption(
             out,
             match regime {
-                LoadRegime::OpenLoop { cap: Some(_) } => {
+                LoadRegime::OpenLoop { cap: Some(_) } | LoadRegime::TraceReplay { cap: Some(_), .. } => {
                     "from each request's scheduled send time: the wait in the client for a free slot counts"
                 }
                 _ => "from each request's scheduled send time: any delay in sending it counts",

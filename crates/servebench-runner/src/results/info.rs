@@ -44,6 +44,7 @@ pub fn run_info(
         burstiness: rate.burstiness,
         max_concurrency: max_concurrency.map(|c| c as u64),
         ramp_up: rate.ramp_up,
+        trace_time_scale: None,
         rps_change_events,
         metadata: output.metadata.clone(),
         client_health: ClientHealth {

@@ -51,6 +51,25 @@ fn trace_replay_reports_cache_hits_and_schedule_lag() {
     assert!(stdout.contains(" Trace Replay "), "{stdout}");
 }
 
+/// A trace on its own timestamps is an open loop whatever `--request-rate` says (inf by
+/// default): the load-mode line says so (it said "burst, all 10 at t=0"), and the
+/// schedule-anchored block is shown, as for any scheduled run.
+#[test]
+fn trace_replay_load_mode_is_the_traces_timestamps_not_a_burst() {
+    let trace = root().join("crates/servebench-runner/tests/data/mooncake_small.jsonl");
+    let path = trace.to_str().unwrap();
+    let args =
+        ["--dataset-name", "timed_trace", "--dataset-path", path, "--timed-trace-sec-multiplier", "0.5"];
+    let (stdout, _) = run(&[&args[..], &["--max-concurrency", "4"]].concat());
+    assert!(stdout.contains("trace replay at the trace's timestamps × 0.5, ≤ 4 in flight"), "{stdout}");
+    assert!(!stdout.contains("burst, all"), "{stdout}");
+    assert!(stdout.contains("Schedule-anchored (client queue included)"), "{stdout}");
+    // `--no-self-timed` follows --request-rate: with the default (inf) and no cap, a burst of
+    // the trace's 10 rows (not of --num-prompts' default 1000).
+    let (stdout, _) = run(&[&args[..], &["--no-self-timed"]].concat());
+    assert!(stdout.contains("burst, all 10 at t=0"), "{stdout}");
+}
+
 #[test]
 fn multi_turn_with_lora_reports_per_turn_metrics() {
     let (stdout, json) = run(&[

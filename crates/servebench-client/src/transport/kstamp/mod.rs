@@ -167,24 +167,44 @@ impl StampedTcp {
         self.last_ns
     }
 
+    /// A read that returns fewer bytes than the buffer holds drained the socket: readiness is
+    /// cleared with it (as tokio's own `TcpStream::poll_read` does), so the next poll waits
+    /// for the reactor instead of making a `recvmsg` that can only say `EAGAIN` — about one
+    /// such call per event at 1,000 streams before (docs/performance.md, "Goals against
+    /// vLLM's Rust client"). The clearing goes through `try_io`, which clears only if no
+    /// readiness event came in since the one this read started from: data that arrived
+    /// meanwhile still wakes the reader.
     #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
     fn poll_recv(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         use std::os::fd::AsFd;
         loop {
             std::task::ready!(self.tcp.poll_read_ready(cx))?;
             let dst = buf.initialize_unfilled();
+            let room = dst.len();
             let mut control: sys::Control = [0; 16];
             let fd = self.tcp.as_fd();
-            match self.tcp.try_io(tokio::io::Interest::READABLE, || sys::recv(fd, dst, &mut control)) {
-                Ok((n, used)) => {
+            let mut read = None;
+            let outcome = self.tcp.try_io(tokio::io::Interest::READABLE, || {
+                let (n, used) = sys::recv(fd, dst, &mut control)?;
+                read = Some((n, used));
+                // WouldBlock here only clears readiness; the bytes are taken below.
+                if n > 0 && n < room {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Ok(())
+                }
+            });
+            match (read, outcome) {
+                (Some((n, used)), _) => {
                     if n > 0 {
                         self.last_ns = (used > 0).then(|| stamp_of(&control, used)).flatten();
                     }
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
+                (None, Err(e)) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                (None, Err(e)) => return Poll::Ready(Err(e)),
+                (None, Ok(())) => continue,
             }
         }
     }

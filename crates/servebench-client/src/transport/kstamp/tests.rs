@@ -95,3 +95,38 @@ async fn without_kernel_stamps_bytes_are_timed_by_the_read_and_the_report_says_w
     assert_eq!(report.lag, super::ReadLag::default());
     assert_eq!(report.source.describe(), "user-space read times (--no-kernel-timestamps)");
 }
+
+/// Short reads clear the socket's readiness (no `recvmsg` that can only say `EAGAIN`): each of
+/// many small writes, sent only after the previous one was read, must still wake the reader
+/// and arrive whole and in order — a readiness cleared wrongly would hang here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stamped_short_reads_each_wake_the_reader_for_the_next_bytes() {
+    use tokio::io::AsyncReadExt;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        for i in 0..200u32 {
+            s.write_all(format!("chunk {i};").as_bytes()).unwrap();
+            if go_rx.recv().is_err() {
+                return;
+            }
+        }
+    });
+    let stamping = super::Stamping::new(true);
+    let mut tcp = stamping.wrap(tokio::net::TcpStream::connect(addr).await.unwrap());
+    let mut buf = [0u8; 4096];
+    for i in 0..200u32 {
+        let want = format!("chunk {i};");
+        let mut got = Vec::new();
+        while got.len() < want.len() {
+            let n = tcp.read(&mut buf).await.unwrap();
+            assert!(n > 0, "end of stream after {} bytes of {want:?}", got.len());
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(String::from_utf8(got).unwrap(), want);
+        let _ = go_tx.send(());
+    }
+    server.join().unwrap();
+}
