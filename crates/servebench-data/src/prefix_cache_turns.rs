@@ -109,9 +109,10 @@ pub fn history_prefix(workload: &Workload, bounds: &[(usize, usize)], block: u32
     if block == 0 {
         return h;
     }
-    for &(start, turns) in bounds {
-        for i in start + 1..start + turns {
-            h[i] = workload.requests[i - 1].prompt_tokens / block * block;
+    for &(start, turns) in bounds.iter().filter(|b| b.1 > 1) {
+        let previous = &workload.requests[start..start + turns - 1];
+        for (h, prev) in h[start + 1..start + turns].iter_mut().zip(previous) {
+            *h = prev.prompt_tokens / block * block;
         }
     }
     h
@@ -234,8 +235,8 @@ pub fn apply(
     for (s, &(start, turns)) in bounds.iter().enumerate() {
         let p = blocks[s] as usize * block as usize;
         cached_prefix[start] = p as u32;
-        for i in start..start + turns {
-            ids[i][..p].copy_from_slice(&shared[..p]);
+        for turn in &mut ids[start..start + turns] {
+            turn[..p].copy_from_slice(&shared[..p]);
         }
     }
     if cfg.mode == PrefixCacheMode::Bust {
