@@ -89,6 +89,19 @@ pub struct PrefixCacheConfig {
     pub groups: u32,
 }
 
+/// What multi-turn reuse makes of a target (`crate::prefix_cache_turns`): the range a target can have, and the target on
+/// these conversations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TurnReuse {
+    /// `Σ H / Σ L`: the history alone (no shared first-turn prefix), the lowest reachable rate.
+    pub history_hit_rate: f64,
+    /// `(Σ H + Σ cap_s) / Σ L`: every first turn shared up to its cap, the highest.
+    pub max_hit_rate: f64,
+    /// What the mode asks for on these conversations (`R`; bimodal: the rule before block
+    /// rounding; bust: 0).
+    pub target: f64,
+}
+
 /// The shared prefix laid over a workload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrefixCacheLayout {
@@ -101,7 +114,7 @@ pub struct PrefixCacheLayout {
     pub cached_prefix: Vec<u32>,
     /// Multi-turn conversations on token ids (`crate::prefix_cache_turns`): the reachable range
     /// and the target on them. `None` for single prompts.
-    pub turns: Option<crate::prefix_cache_turns::TurnReuse>,
+    pub turns: Option<TurnReuse>,
 }
 
 impl PrefixCacheLayout {

@@ -42,7 +42,7 @@ use servebench_core::{BenchError, Prompt, RequestSpec, Result, Workload};
 
 use crate::prefix_cache::{
     check, coded, draw, is_warm, prefix_tokens, vocabulary, PrefixCacheConfig, PrefixCacheLayout,
-    PrefixCacheMode,
+    PrefixCacheMode, TurnReuse,
 };
 
 /// Seeds the reply stand-ins apart from the shared prefix and the bust blocks.
@@ -62,19 +62,6 @@ pub struct TokenConversations {
     pub workload: Workload,
     /// `(first request, number of turns)` of each conversation.
     pub bounds: Vec<(usize, usize)>,
-}
-
-/// What multi-turn reuse makes of a target: the range a target can have, and the target on
-/// these conversations.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TurnReuse {
-    /// `Σ H / Σ L`: the history alone (no shared first-turn prefix), the lowest reachable rate.
-    pub history_hit_rate: f64,
-    /// `(Σ H + Σ cap_s) / Σ L`: every first turn shared up to its cap, the highest.
-    pub max_hit_rate: f64,
-    /// What the mode asks for on these conversations (`R`; bimodal: the rule before block
-    /// rounding; bust: 0).
-    pub target: f64,
 }
 
 /// Builds the prompts of `conversations` (each a list of turns): turn `t` = turn `t − 1`'s prompt

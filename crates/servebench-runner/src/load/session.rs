@@ -439,7 +439,8 @@ async fn conversation(
         let cancel_after = run.cancellation.and_then(|p| p.delay_for(record.index));
         record.cancel_after_us = cancel_after.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
         let built = if conv.token_ids {
-            super::session_tokens::turn_body(target, spec)
+            // Token ids: the prompt is the whole conversation so far.
+            target.body_template().build_spec(spec)
         } else {
             let mut messages = if conv.history { history.clone() } else { String::from("[") };
             push_message(&mut messages, "user", spec.prompt.text().unwrap_or_default());

@@ -5,12 +5,10 @@
 //! share of each prompt a prefix cache can serve is known exactly. A controlled prefix-cache hit
 //! rate (`--prefix-cache-hit-rate`, the bimodal pair, `--prefix-cache-bust`) is laid over them
 //! here; the turns run on the conversation runner (`super::session`), which sends each turn's
-//! body as built from its prompt instead of a chat history.
+//! prompt as it is instead of a chat history.
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use servebench_client::request::RequestTarget;
 use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer, Workload};
 use servebench_data::prefix_cache::PrefixCacheLayout;
 use servebench_data::prefix_cache_turns::{self, TokenTurn};
@@ -98,9 +96,4 @@ pub fn lay_prefix_cache(cfg: &RunConfig, conv: &mut Conversations) -> Result<Opt
     let layout = prefix_cache_turns::apply(pc, &mut workload, &conv.bounds);
     conv.workload = workload;
     Ok(Some(Arc::new(layout?)))
-}
-
-/// The body of a token-id turn: its prompt, the whole conversation so far.
-pub fn turn_body(target: &RequestTarget, spec: &RequestSpec) -> Result<Bytes> {
-    target.body_template().build_spec(spec)
 }
