@@ -5,6 +5,7 @@
 pub mod agentic;
 pub mod dataset;
 pub mod prefix_cache;
+pub mod prefix_cache_turns;
 pub mod random;
 pub mod tokenizer;
 pub mod trace;

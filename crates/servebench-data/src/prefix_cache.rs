@@ -89,6 +89,19 @@ pub struct PrefixCacheConfig {
     pub groups: u32,
 }
 
+/// What multi-turn reuse makes of a target (`crate::prefix_cache_turns`): the range a target can have, and the target on
+/// these conversations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TurnReuse {
+    /// `Σ H / Σ L`: the history alone (no shared first-turn prefix), the lowest reachable rate.
+    pub history_hit_rate: f64,
+    /// `(Σ H + Σ cap_s) / Σ L`: every first turn shared up to its cap, the highest.
+    pub max_hit_rate: f64,
+    /// What the mode asks for on these conversations (`R`; bimodal: the rule before block
+    /// rounding; bust: 0).
+    pub target: f64,
+}
+
 /// The shared prefix laid over a workload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrefixCacheLayout {
@@ -96,11 +109,21 @@ pub struct PrefixCacheLayout {
     /// The prompts that prime the cache, one per group that some request shares (the group's
     /// longest shared prefix used); empty when no request shares one.
     pub warmup: Vec<Arc<[u32]>>,
-    /// `P_i`: the shared-prefix tokens of request `i` (by workload position).
+    /// `P_i`: the shared-prefix tokens of request `i` (by workload position); on multi-turn
+    /// conversations, the tokens it finds cached, history included.
     pub cached_prefix: Vec<u32>,
+    /// Multi-turn conversations on token ids (`crate::prefix_cache_turns`): the reachable range
+    /// and the target on them. `None` for single prompts.
+    pub turns: Option<TurnReuse>,
 }
 
 impl PrefixCacheLayout {
+    /// The target hit rate reported: the mode's, or on multi-turn conversations the one the
+    /// mode asks for on them (history reuse included).
+    pub fn target(&self) -> f64 {
+        self.turns.map_or_else(|| self.config.mode.target(), |t| t.target)
+    }
+
     /// `Σ P_i / Σ L_i` over the whole workload: the hit rate built in (`None` without tokens).
     pub fn constructed_hit_rate(&self, workload: &Workload) -> Option<f64> {
         let prompt: u64 = workload.requests.iter().map(|r| u64::from(r.prompt_tokens)).sum();
@@ -124,7 +147,7 @@ pub fn is_warm(i: u64, fraction: f64) -> bool {
     ((i + 1) as f64 * fraction).floor() > (i as f64 * fraction).floor()
 }
 
-fn check(cfg: &PrefixCacheConfig) -> Result<()> {
+pub(crate) fn check(cfg: &PrefixCacheConfig) -> Result<()> {
     let share = |flag: &str, v: f64| -> Result<()> {
         if v.is_finite() && (0.0..=1.0).contains(&v) {
             Ok(())
@@ -171,7 +194,7 @@ pub fn apply(cfg: PrefixCacheConfig, workload: &mut Workload) -> Result<PrefixCa
             }
         }
     }
-    let vocab = vocabulary(&ids);
+    let vocab = vocabulary(ids.iter().map(|v| &v[..]));
     let cached_prefix: Vec<u32> = ids
         .iter()
         .enumerate()
@@ -207,7 +230,7 @@ pub fn apply(cfg: PrefixCacheConfig, workload: &mut Workload) -> Result<PrefixCa
         req.prompt = Prompt::TokenIds(std::mem::take(p).into());
     }
     let warmup = shared.into_iter().filter(|s| !s.is_empty()).map(Arc::from).collect();
-    Ok(PrefixCacheLayout { config: cfg, warmup, cached_prefix })
+    Ok(PrefixCacheLayout { config: cfg, warmup, cached_prefix, turns: None })
 }
 
 /// `P` for a prompt of `len` tokens whose first `prefix` tokens are shared: whole blocks, below
@@ -220,15 +243,15 @@ pub fn shared_prefix_tokens(len: u32, prefix: u32, block: u32) -> u32 {
 }
 
 /// The distinct ids the workload uses (all allowed by the tokenizer), sorted.
-fn vocabulary(ids: &[Vec<u32>]) -> Vec<u32> {
-    let mut v: Vec<u32> = ids.iter().flatten().copied().collect();
+pub(crate) fn vocabulary<'a>(ids: impl Iterator<Item = &'a [u32]>) -> Vec<u32> {
+    let mut v: Vec<u32> = ids.flatten().copied().collect();
     v.sort_unstable();
     v.dedup();
     v
 }
 
 /// `n` ids drawn from `vocab` on the ChaCha8 stream `(seed, stream)`.
-fn draw(vocab: &[u32], n: usize, seed: u64, stream: u64) -> Vec<u32> {
+pub(crate) fn draw(vocab: &[u32], n: usize, seed: u64, stream: u64) -> Vec<u32> {
     if vocab.is_empty() {
         return vec![0; n];
     }

@@ -338,13 +338,22 @@ error_table! {
         message: "{flag} {why}; fix: drop the flag (docs/workloads.md §Session trees lists the flags of session-tree replay)",
     }
     /// SB210: a controlled prefix-cache hit rate cannot be built for this workload (not token
-    /// ids, a share out of range, or a dataset or load shape whose own prefix sharing would
-    /// change the hit rate).
+    /// ids, a share out of range, multi-turn chat text, or a dataset or load shape whose own
+    /// prefix sharing would change the hit rate).
     SB210 PrefixCacheWorkload {
         exit: 2,
         title: "controlled prefix-cache hit rate not possible for this workload",
         error: PrefixCacheWorkload { flag: String, problem: String, fix: String },
         message: "{flag}: {problem}; fix: {fix}",
+    }
+    /// SB211: a prefix-cache hit-rate target that multi-turn conversations on token ids cannot
+    /// reach: below what their history alone reuses, or above the most their first turns can
+    /// share (names the reachable range).
+    SB211 PrefixCacheTargetUnreachable {
+        exit: 2,
+        title: "prefix-cache hit-rate target out of reach for these conversations",
+        error: PrefixCacheTargetUnreachable { flag: String, target: f64, min: f64, max: f64, detail: String },
+        message: "{flag} {target}: these conversations can only have a built-in hit rate from {min:.4} (their history alone) to {max:.4} ({detail}); fix: pass a target in [{min:.4}, {max:.4}], or change the turn count or lengths",
     }
     /// SB301: the endpoint did not answer a test request successfully before the timeout.
     SB301 EndpointNotReady {

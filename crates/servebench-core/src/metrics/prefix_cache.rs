@@ -25,6 +25,9 @@ pub struct PrefixCacheInputs<'a> {
     pub warmup_completed: u64,
     /// The server's Δ`prefix_cache_hits` / Δ`prefix_cache_queries` over the measured phase.
     pub server_hit_rate: Option<f64>,
+    /// Multi-turn conversations on token ids: the reachable range, from what the history alone
+    /// reuses to the most the first turns can share (`None` for single prompts).
+    pub reachable: Option<(f64, f64)>,
 }
 
 /// The result's `prefix_cache` block.
@@ -46,6 +49,14 @@ pub struct PrefixCacheReport {
     pub tolerance: f64,
     pub warmup_requests: u64,
     pub warmup_completed: u64,
+    /// Multi-turn conversations on token ids: the built-in rate their history alone gives (the
+    /// lowest target they can have). Absent for single prompts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_hit_rate: Option<f64>,
+    /// Multi-turn conversations on token ids: the highest target they can have (every first
+    /// turn shared up to its last whole block). Absent for single prompts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_hit_rate: Option<f64>,
     /// The per-slot pattern (`cold_first_wave` below): how many requests missed their whole shared
     /// prefix while every other one found all of it. Names the cause in the warning.
     #[serde(skip)]
@@ -109,6 +120,8 @@ impl PrefixCacheReport {
             tolerance: HIT_RATE_TOLERANCE,
             warmup_requests: inputs.warmup_requests,
             warmup_completed: inputs.warmup_completed,
+            history_hit_rate: inputs.reachable.map(|r| r.0),
+            max_hit_rate: inputs.reachable.map(|r| r.1),
             cold_first_wave: cold,
         }
     }
@@ -161,6 +174,10 @@ impl PrefixCacheReport {
         s.push_str(&format!("{:<40}{:<10}\n", "Mode:", self.mode));
         s.push_str(&format!("{:<40}{:<10.4}\n", "Target hit rate:", self.target_hit_rate));
         s.push_str(&format!("{:<40}{:<10}\n", "Built-in hit rate:", f(self.constructed_hit_rate)));
+        if let (Some(lo), Some(hi)) = (self.history_hit_rate, self.max_hit_rate) {
+            s.push_str(&format!("{:<40}{:<10.4}\n", "History-only hit rate (multi-turn):", lo));
+            s.push_str(&format!("{:<40}{:<10.4}\n", "Highest reachable hit rate:", hi));
+        }
         s.push_str(&format!("{:<40}{:<10}\n", "Observed hit rate (usage):", f(self.observed_hit_rate)));
         s.push_str(&format!(
             "{:<40}{:<10}\n",
@@ -190,6 +207,7 @@ mod tests {
             warmup_requests: 1,
             warmup_completed: 1,
             server_hit_rate: server,
+            reachable: None,
         }
     }
 

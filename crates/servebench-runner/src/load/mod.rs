@@ -11,6 +11,7 @@ pub mod lora;
 pub mod prefetch;
 pub mod probe_requests;
 pub mod session;
+pub mod session_tokens;
 pub mod shard;
 pub mod stages;
 pub mod stops;
@@ -39,9 +40,14 @@ pub enum LoadSource {
     Prompts,
     /// Trace replay at the trace's own timing: the arrival offset of each request.
     Trace { offsets_us: Arc<[u64]> },
-    /// Multi-turn: the conversations (their turns are the workload), and the tokenizer that
-    /// counts each reply for the history.
-    Conversations { conversations: Arc<Conversations>, tokenizer: Arc<dyn TextTokenizer> },
+    /// Multi-turn: the conversations (their turns are the workload), the tokenizer that
+    /// counts each reply for the history, and on token ids the controlled prefix-cache hit rate
+    /// laid over them (`session_tokens`).
+    Conversations {
+        conversations: Arc<Conversations>,
+        tokenizer: Arc<dyn TextTokenizer>,
+        prefix_cache: Option<Arc<servebench_data::prefix_cache::PrefixCacheLayout>>,
+    },
     /// Session trees (`--dataset-name agentic`): the sessions, and the tokenizer that counts
     /// each reply for the history.
     Trees { work: Arc<agentic::TreeWorkload>, tokenizer: Arc<dyn TextTokenizer> },
@@ -118,9 +124,11 @@ pub async fn build_load(
     }
     if let Some(mt) = cfg.load.multi_turn.clone() {
         let tok = tokenizer.ok_or_else(|| needs_tokenizer("--multi-turn"))?;
-        let conversations = conversations(cfg, mt, tok.clone()).await?;
+        let mut conversations = conversations(cfg, mt, tok.clone()).await?;
+        let prefix_cache = session_tokens::lay_prefix_cache(cfg, &mut conversations)?;
         let workload = conversations.workload.clone().into();
-        let source = LoadSource::Conversations { conversations: Arc::new(conversations), tokenizer: tok };
+        let conversations = Arc::new(conversations);
+        let source = LoadSource::Conversations { conversations, tokenizer: tok, prefix_cache };
         return Ok((workload, source));
     }
     let workload = match tokenizer {
@@ -201,6 +209,9 @@ async fn conversations(
             (Some(path), _) => {
                 let n = random.as_ref().map_or(usize::MAX, |r| r.num_prompts);
                 session::sharegpt(path, &mt, n, tok.as_ref())
+            }
+            (None, Some(r)) if r.prompt_token_ids => {
+                session_tokens::token_conversations(&mt, r, tok.as_ref())
             }
             (None, Some(r)) => session::synthetic(&mt, r, tok.as_ref()),
             (None, None) => Err(BenchError::config(
@@ -411,7 +422,7 @@ pub fn session_run(
     clock: servebench_core::RunClock,
     live: Option<Arc<crate::observe::live::LiveMetrics>>,
 ) -> Option<session::SessionRun> {
-    let LoadSource::Conversations { conversations: conv, tokenizer } = &plan.source else { return None };
+    let LoadSource::Conversations { conversations: conv, tokenizer, .. } = &plan.source else { return None };
     let mt = cfg.load.multi_turn.clone().unwrap_or_default();
     let targets: Arc<[Arc<RequestTarget>]> = if plan.lora_targets.is_empty() {
         vec![target.clone()].into()

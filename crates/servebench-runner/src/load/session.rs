@@ -45,6 +45,9 @@ pub struct Conversations {
     /// `(first request, number of turns)` of each conversation.
     pub bounds: Vec<(usize, usize)>,
     pub history: bool,
+    /// Token-id conversations (`super::session_tokens`): each turn's prompt is already the whole
+    /// conversation, sent to the completions API as it is.
+    pub token_ids: bool,
 }
 
 /// Number of turns of each of `n` conversations: uniform in `[min, max]`, seeded (pure).
@@ -147,7 +150,7 @@ pub fn synthetic(
             requests.push(RequestSpec::new(requests.len() as u64, Prompt::Text(user), tokens, out.max(1)));
         }
     }
-    Ok(Conversations { workload: Workload { requests }, bounds, history })
+    Ok(Conversations { workload: Workload { requests }, bounds, history, token_ids: false })
 }
 
 #[derive(Debug, Deserialize)]
@@ -234,7 +237,7 @@ pub fn sharegpt(
             source: None,
         });
     }
-    Ok(Conversations { workload: Workload { requests }, bounds, history: true })
+    Ok(Conversations { workload: Workload { requests }, bounds, history: true, token_ids: false })
 }
 
 /// Cuts each conversation at the first turn whose history + reply would exceed `limit`
@@ -264,7 +267,8 @@ pub fn truncate_to_model_len(conv: Conversations, limit: Option<u32>) -> (Conver
             bounds.push((first, requests.len() - first));
         }
     }
-    (Conversations { workload: Workload { requests }, bounds, history: conv.history }, dropped)
+    let token_ids = conv.token_ids;
+    (Conversations { workload: Workload { requests }, bounds, history: conv.history, token_ids }, dropped)
 }
 
 /// Everything running conversations needs.
@@ -398,7 +402,9 @@ async fn conversation(
     let target =
         run.lora_of.get(c).and_then(|(i, _)| run.targets.get(*i as usize)).or(run.targets.first()).cloned();
     let session = HeaderValue::from_str(&format!("{}c{c}", run.request_id_prefix)).ok();
-    let opts = ExecOptions { keep_text: true, ..ExecOptions::clone(&run.opts) };
+    // The history needs each reply's text; token-id turns carry stand-ins of its length.
+    let opts =
+        ExecOptions { keep_text: run.opts.keep_text || !conv.token_ids, ..ExecOptions::clone(&run.opts) };
     let mut history = String::from("[");
     let mut history_tokens = 0u32;
     let mut intended = arrival_us;
@@ -426,16 +432,22 @@ async fn conversation(
             },
             None => None,
         };
-        let mut messages = if conv.history { history.clone() } else { String::from("[") };
-        push_message(&mut messages, "user", spec.prompt.text().unwrap_or_default());
-        messages.push(']');
         let prompt_tokens =
             if conv.history { history_tokens.saturating_add(spec.prompt_tokens) } else { spec.prompt_tokens };
         let mut record = turn_record(run, conv, c, idx, t, intended, prompt_tokens);
         record.prefill_wait_us = prefill_slot.as_ref().map(|_| run.clock.now_us().saturating_sub(passed_us));
         let cancel_after = run.cancellation.and_then(|p| p.delay_for(record.index));
         record.cancel_after_us = cancel_after.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-        let body = match target.body_template().build_messages(&messages, spec.expected_output_tokens) {
+        let built = if conv.token_ids {
+            // Token ids: the prompt is the whole conversation so far.
+            target.body_template().build_spec(spec)
+        } else {
+            let mut messages = if conv.history { history.clone() } else { String::from("[") };
+            push_message(&mut messages, "user", spec.prompt.text().unwrap_or_default());
+            messages.push(']');
+            target.body_template().build_messages(&messages, spec.expected_output_tokens)
+        };
+        let body = match built {
             Ok(b) => b,
             Err(e) => {
                 record.fail(servebench_core::ErrorKind::Protocol, e.to_string());
@@ -470,11 +482,15 @@ async fn conversation(
         let reply = if run.keep_text { rec.generated_text.clone() } else { rec.generated_text.take() };
         let ok = rec.outcome == Outcome::Completed;
         let done = rec.done_us.unwrap_or_else(|| run.clock.now_us());
-        let reply_tokens = match (&run.tokenizer, &reply) {
-            (Some(tok), Some(text)) => count(tok.as_ref(), text).ok(),
-            _ => None,
-        }
-        .unwrap_or_else(|| rec.output_tokens().0);
+        let reply_tokens = if conv.history {
+            match (&run.tokenizer, &reply) {
+                (Some(tok), Some(text)) => count(tok.as_ref(), text).ok(),
+                _ => None,
+            }
+            .unwrap_or_else(|| rec.output_tokens().0)
+        } else {
+            0
+        };
         let _ = sink.send(rec);
         t += 1;
         if !ok {
@@ -533,7 +549,7 @@ mod tests {
             .enumerate()
             .map(|(i, (&p, &o))| RequestSpec::new(i as u64, Prompt::Text(Arc::from("x")), p, o))
             .collect();
-        Conversations { workload: Workload { requests }, bounds, history }
+        Conversations { workload: Workload { requests }, bounds, history, token_ids: false }
     }
 
     #[test]

@@ -14,12 +14,13 @@ impl RunResults {
         let server_hit_rate = self.server_side.server.as_ref().and_then(|s| s.derived.prefix_cache_hit_rate);
         let inputs = PrefixCacheInputs {
             mode: cfg.mode.name(),
-            target: cfg.mode.target(),
+            target: pc.layout.target(),
             block_size: cfg.block_size,
             cached_prefix: &pc.layout.cached_prefix,
             warmup_requests: pc.priming.len() as u64,
             warmup_completed: pc.primed(),
             server_hit_rate,
+            reachable: pc.layout.turns.map(|t| (t.history_hit_rate, t.max_hit_rate)),
         };
         Some(PrefixCacheReport::of(&self.out.records, &inputs))
     }

@@ -195,7 +195,16 @@ async fn measured_workload(
             source: None,
         });
     }
-    let prefix_cache = lay_prefix_cache(cfg, &mut workload, observer)?;
+    let prefix_cache = match &source {
+        // Laid over the conversations as they were built (crate::load::session_tokens).
+        crate::load::LoadSource::Conversations { prefix_cache, conversations, .. } => {
+            if let (Some(pc), Some(layout)) = (cfg.load.prefix_cache, prefix_cache) {
+                announce(&pc, layout, layout.constructed_hit_rate(&conversations.workload), observer);
+            }
+            prefix_cache.clone()
+        }
+        _ => lay_prefix_cache(cfg, &mut workload, observer)?,
+    };
     batch(&mut workload, cfg.target.batch_size);
     let stats = WorkloadStats::of(&workload, filtered_out, started.elapsed().as_secs_f64());
     let built = if workload.is_lazy() { "Prepared" } else { "Generated" };
@@ -232,17 +241,33 @@ fn lay_prefix_cache(
     let rate = layout.as_ref().ok().and_then(|l| l.constructed_hit_rate(&held));
     *requests = held.into();
     let layout = layout?;
-    if let Some(rate) = rate {
-        observer.message(&format!(
-            "Prefix cache: target hit rate {:.4} ({}), {:.4} built in with {}-token blocks; {} priming prompt(s)",
-            pc.mode.target(),
-            pc.mode.name(),
-            rate,
-            pc.block_size,
-            layout.warmup.len()
-        ));
-    }
+    announce(&pc, &layout, rate, observer);
     Ok(Some(Arc::new(layout)))
+}
+
+/// Says the target, the rate built in and the priming prompts (and on multi-turn
+/// conversations the reachable range).
+fn announce(
+    pc: &servebench_data::prefix_cache::PrefixCacheConfig,
+    layout: &PrefixCacheLayout,
+    rate: Option<f64>,
+    observer: &Arc<dyn RunObserver>,
+) {
+    let Some(rate) = rate else { return };
+    let range = layout.turns.map_or_else(String::new, |t| {
+        format!(
+            " (multi-turn: {:.4} from the history alone, at most {:.4})",
+            t.history_hit_rate, t.max_hit_rate
+        )
+    });
+    observer.message(&format!(
+        "Prefix cache: target hit rate {:.4} ({}), {:.4} built in with {}-token blocks{range}; {} priming prompt(s)",
+        layout.target(),
+        pc.mode.name(),
+        rate,
+        pc.block_size,
+        layout.warmup.len()
+    ));
 }
 
 /// How each request is executed, after the readiness check (when one is asked for) has told

@@ -85,6 +85,13 @@ fn mode(args: &RunArgs) -> Result<Option<PrefixCacheMode>> {
 /// Why this run's workload cannot carry an exact hit rate, if it cannot.
 fn unsupported(args: &RunArgs, run: &RunConfig) -> Option<(&'static str, String)> {
     let fix_dataset = "use --dataset-name random --prompt-token-ids with a completions backend";
+    let token_turns = matches!(&run.dataset, DatasetSpec::Random(r) if r.prompt_token_ids);
+    if run.load.multi_turn.is_some() && !token_turns {
+        return Some((
+            "multi-turn chat conversations are messages that the server's chat template tokenizes, and their history carries the server's own replies, so no share of their tokens can be built in exactly",
+            "run the conversations on token ids: --backend openai --dataset-name random --prompt-token-ids --multi-turn (each turn's prompt is the conversation so far as token ids, so its cached share is exact)".into(),
+        ));
+    }
     match &run.dataset {
         DatasetSpec::TimedTrace(_) => {
             return Some(("trace replay shares the trace's own hash-id blocks", fix_dataset.into()))
@@ -108,12 +115,6 @@ fn unsupported(args: &RunArgs, run: &RunConfig) -> Option<(&'static str, String)
             return Some(("the shared prefix is laid over token ids", "add --prompt-token-ids".into()))
         }
         DatasetSpec::Random(_) => {}
-    }
-    if run.load.multi_turn.is_some() {
-        return Some((
-            "multi-turn conversations are chat messages that the server's chat template tokenizes, so no share of their tokens can be built in exactly (their reuse is the history, growing with every turn)",
-            "drop the prefix-cache flag: a multi-turn run still reports the reuse the server saw as cached_input_tokens and, with --scrape-metrics, the server's prefix-cache hit rate".into(),
-        ));
     }
     if !run.load.stages.is_empty() || run.load.duration.is_some() {
         return Some((
@@ -171,5 +172,62 @@ fn flag_of(mode: PrefixCacheMode) -> &'static str {
         PrefixCacheMode::Bimodal { .. } => "--random-cache-hit-fraction",
         PrefixCacheMode::Bust => "--prefix-cache-bust",
         PrefixCacheMode::SharedPrefix { .. } => "--prompt-token-ids",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use clap::Parser;
+    use servebench_core::{ErrorCode, Result};
+
+    fn validate(args: &[&str]) -> Result<crate::config::Validated> {
+        let mut argv = vec!["servebench", "--model", "m", "--tokenizer", "cl100k_base"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        crate::config::validate(&cli.run, None)
+    }
+
+    const TOKEN_TURNS: [&str; 5] =
+        ["--backend", "openai", "--prompt-token-ids", "--multi-turn", "--num-prompts"];
+
+    #[test]
+    fn multi_turn_on_token_ids_takes_every_mode() {
+        for mode in [
+            &["--prefix-cache-hit-rate", "0.6"][..],
+            &["--random-cache-hit-fraction", "0.5", "--random-cache-ratio", "0.5"],
+            &["--prefix-cache-bust"],
+        ] {
+            let v = validate(&[&TOKEN_TURNS[..], &["4"], mode].concat()).unwrap();
+            assert!(v.run.load.multi_turn.is_some());
+            assert!(v.run.load.prefix_cache.is_some(), "{mode:?}");
+        }
+        // Without a prefix-cache flag: conversations on token ids, nothing laid over them.
+        let v = validate(&[&TOKEN_TURNS[..], &["4"]].concat()).unwrap();
+        assert!(v.run.load.prefix_cache.is_none());
+    }
+
+    #[test]
+    fn chat_conversations_are_sb210_naming_the_token_id_form() {
+        let e = validate(&["--backend", "openai-chat", "--multi-turn", "--prefix-cache-hit-rate", "0.5"])
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::PrefixCacheWorkload);
+        let line = e.user_line();
+        assert!(
+            line.contains("--backend openai --dataset-name random --prompt-token-ids --multi-turn"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn token_id_turns_refuse_text_only_options() {
+        let bad = |extra: &[&str]| validate(&[&TOKEN_TURNS[..], &["4"], extra].concat()).unwrap_err();
+        let e = bad(&["--multi-turn-prefix-global-ratio", "0.2"]);
+        assert!(e.user_line().contains("--multi-turn-prefix-global-ratio"), "{}", e.user_line());
+        let e = bad(&["--dataset-name", "sharegpt", "--dataset-path", "c.json"]);
+        assert!(e.user_line().contains("--dataset-name random"), "{}", e.user_line());
+        // The completions API without token ids has no conversation form.
+        let e = validate(&["--backend", "openai", "--multi-turn"]).unwrap_err();
+        assert!(e.user_line().contains("--prompt-token-ids"), "{}", e.user_line());
     }
 }

@@ -158,12 +158,18 @@ fn trace_config(args: &RunArgs, backend: BackendKind) -> Result<TraceConfig> {
 /// `--multi-turn`: conversations over the chat API, synthetic or from a ShareGPT file.
 fn multi_turn_config(args: &RunArgs, backend: BackendKind, run: &RunConfig) -> Result<MultiTurnConfig> {
     let w = &args.workload;
-    if backend != BackendKind::Chat {
+    // Token-id conversations (completions API): each turn's prompt is the conversation so far
+    // as token ids (servebench_runner::load::session_tokens).
+    let token_ids = backend == BackendKind::Completions && args.prompt_token_ids;
+    if backend != BackendKind::Chat && !token_ids {
         return Err(BenchError::config(
             "--multi-turn",
-            "conversations need the chat API",
-            "use --backend openai-chat",
+            "conversations need the chat API, or token-id prompts on the completions API",
+            "use --backend openai-chat, or --backend openai --dataset-name random --prompt-token-ids",
         ));
+    }
+    if token_ids {
+        check_token_id_turns(args)?;
     }
     if args.is_trace() {
         return Err(BenchError::config(
@@ -208,6 +214,35 @@ fn multi_turn_config(args: &RunArgs, backend: BackendKind, run: &RunConfig) -> R
         ));
     }
     Ok(mt)
+}
+
+/// Token-id conversations are synthetic turns of the random dataset, each the whole conversation
+/// so far: ShareGPT's text and the text prefix-sharing mode have no token-id form.
+fn check_token_id_turns(args: &RunArgs) -> Result<()> {
+    let w = &args.workload;
+    if args.dataset_name.kind != DatasetName::Random {
+        return Err(BenchError::config(
+            "--prompt-token-ids",
+            format!(
+                "multi-turn conversations on token ids are synthetic (--dataset-name random), not {}",
+                args.dataset_name
+            ),
+            "use --dataset-name random, or --backend openai-chat for ShareGPT conversations",
+        ));
+    }
+    for (flag, r) in [
+        ("--multi-turn-prefix-global-ratio", w.multi_turn_prefix_global_ratio),
+        ("--multi-turn-prefix-conversation-ratio", w.multi_turn_prefix_conversation_ratio),
+    ] {
+        if r != 0.0 {
+            return Err(BenchError::config(
+                flag,
+                "the prefix-sharing mode sends text turns alone; token-id turns carry their whole conversation",
+                "drop it (with --prompt-token-ids, --prefix-cache-hit-rate sets the shared share), or use --backend openai-chat",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The ShareGPT file of multi-turn conversations (None: synthetic turns).

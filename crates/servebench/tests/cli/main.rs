@@ -34,6 +34,7 @@ mod otel_e2e;
 mod phases_validity_e2e;
 mod prefix_cache_e2e;
 mod prefix_cache_llamacpp;
+mod prefix_cache_multi_turn_e2e;
 mod prefix_cache_per_slot_e2e;
 mod regression;
 mod server_metrics_e2e;

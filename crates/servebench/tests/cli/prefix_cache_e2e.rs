@@ -8,7 +8,7 @@ use crate::support::bin;
 use serde_json::Value;
 
 /// Runs against the engine simulator with result saving; returns (stdout, stderr, result).
-fn run(args: &[&str]) -> (String, String, Value) {
+pub(crate) fn run(args: &[&str]) -> (String, String, Value) {
     let dir = tempfile::tempdir().unwrap();
     let out = bin()
         .args(["--sim", "--sim-mode", "engine", "--sim-tokenizer", "cl100k_base", "--disable-tqdm"])
@@ -37,7 +37,7 @@ fn run(args: &[&str]) -> (String, String, Value) {
     (stdout, stderr, json)
 }
 
-fn rate(pc: &Value, key: &str) -> f64 {
+pub(crate) fn rate(pc: &Value, key: &str) -> f64 {
     pc[key].as_f64().unwrap_or_else(|| panic!("{key} in {pc}"))
 }
 
@@ -156,7 +156,7 @@ fn cache_bust_hits_nothing() {
     assert_eq!(pc["warmup_requests"], 0);
 }
 
-fn refusal(args: &[&str]) -> String {
+pub(crate) fn refusal(args: &[&str]) -> String {
     let out = bin()
         .args(["--sim", "--sim-tokenizer", "cl100k_base", "--disable-tqdm"])
         .args(args)
