@@ -76,9 +76,9 @@ fn every_engines_metric_names_are_read_as_their_meanings_through_the_simulator()
         (Personality::Vllm, "vllm", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
         (Personality::Sglang, "sglang", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
         (Personality::LlamaCpp, "llamacpp", &["generation_tokens", "prompt_tokens"], &[]),
-        (Personality::Tgi, "tgi", &[], &["itl", "e2e"]),
+        (Personality::Tgi, "tgi", &["generation_tokens", "prompt_tokens"], &["itl", "e2e"]),
         (Personality::TrtLlm, "trtllm", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
-        (Personality::Dynamo, "dynamo", &["generation_tokens"], &["ttft", "itl", "e2e"]),
+        (Personality::Dynamo, "dynamo", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
     ];
     for (p, engine, counters, histograms) in cases {
         let s = sim(&rt, p, None);
