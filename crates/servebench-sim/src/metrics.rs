@@ -153,6 +153,14 @@ impl MetricsRegistry {
     }
 }
 
+/// A histogram family `name` of one +Inf bucket holding `count` observations summing to `sum`.
+fn sum_histogram(x: &mut Exposition<'_>, name: &str, help: &str, sum: u64, count: u64) {
+    let Some(series) = x.family(name, Kind::Histogram, help) else { return };
+    x.sample(&format!("{series}_bucket"), &[("le", "+Inf")], count as f64);
+    x.sample(&format!("{series}_sum"), &[], sum as f64);
+    x.sample(&format!("{series}_count"), &[], count as f64);
+}
+
 /// The text exposition under one personality's metric names: each family is written under
 /// the personality's name for it, or left out when that server has no such series.
 struct Exposition<'a> {
@@ -294,6 +302,40 @@ impl Metrics {
         self.e2e.render(x, "vllm:e2e_request_latency_seconds", "Request latency.");
         counter(x, "vllm:prefix_cache_queries_total", "Prompt tokens looked up.", self.prefix_queries.get());
         counter(x, "vllm:prefix_cache_hits_total", "Prompt tokens found cached.", self.prefix_hits.get());
+        // Engines that count tokens only per request, in histograms (read by their `_sum`): one
+        // +Inf bucket over the finished requests, the sum of the counter.
+        let finished = self.requests_finished.get();
+        match names {
+            MetricNames::Tgi => {
+                let (p, g) = (self.prompt_tokens.get(), self.generation_tokens.get());
+                sum_histogram(x, "tgi_request_input_length", "Input tokens per request.", p, finished);
+                sum_histogram(
+                    x,
+                    "tgi_request_generated_tokens",
+                    "Generated tokens per request.",
+                    g,
+                    finished,
+                );
+            }
+            MetricNames::Dynamo => {
+                let (p, h) = (self.prompt_tokens.get(), self.prefix_hits.get());
+                sum_histogram(
+                    x,
+                    "dynamo_frontend_input_sequence_tokens",
+                    "Input tokens per request.",
+                    p,
+                    finished,
+                );
+                sum_histogram(
+                    x,
+                    "dynamo_frontend_cached_tokens",
+                    "Cached prompt tokens per request.",
+                    h,
+                    finished,
+                );
+            }
+            _ => {}
+        }
         if names == MetricNames::Trtllm {
             let missed = self.prefix_queries.get().saturating_sub(self.prefix_hits.get());
             counter(x, "trtllm_kv_cache_missed_blocks_total", "Prompt tokens not found cached.", missed);
@@ -369,6 +411,11 @@ mod tests {
         assert!(l.contains("servebench_sim_faults_total{kind=\"reset\"} 2"), "{l}");
         let t = m.render(MetricNames::Tgi);
         assert!(t.contains("tgi_request_duration_bucket{le=\"0.5\"} 1"), "{t}");
+        assert!(t.contains("# TYPE tgi_request_input_length histogram\n"), "{t}");
+        assert!(t.contains("\ntgi_request_input_length_sum 5\n"), "{t}");
+        let d = m.render(MetricNames::Dynamo);
+        assert!(d.contains("dynamo_frontend_input_sequence_tokens_sum{model=\"m\"} 5\n"), "{d}");
+        assert!(d.contains("dynamo_component_gpu_cache_usage_percent{model=\"m\"} 0\n"), "{d}");
         assert!(t.contains("tgi_request_duration_count 1\n"), "{t}");
         let s = m.render(MetricNames::Sglang);
         assert!(s.contains("sglang:prompt_tokens_total{model_name=\"m\"} 5"), "{s}");

@@ -125,13 +125,16 @@ impl MetricNames {
                 ("vllm:inter_token_latency_seconds", "sglang:inter_token_latency_seconds"),
                 ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
             ],
+            // tools/server (`--metrics`): current builds export no KV-cache usage
+            // (`llamacpp:kv_cache_usage_ratio` and `kv_cache_tokens` were removed).
             MetricNames::LlamaCpp => &[
                 ("vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
                 ("vllm:generation_tokens_total", "llamacpp:tokens_predicted_total"),
                 ("vllm:num_requests_running", "llamacpp:requests_processing"),
                 ("vllm:num_requests_waiting", "llamacpp:requests_deferred"),
-                ("vllm:kv_cache_usage_perc", "llamacpp:kv_cache_usage_ratio"),
             ],
+            // docs/source/reference/metrics.md; the per-request token histograms are written
+            // by `Metrics::render`.
             MetricNames::Tgi => &[
                 ("vllm:num_requests_running", "tgi_batch_current_size"),
                 ("vllm:num_requests_waiting", "tgi_queue_size"),
@@ -153,11 +156,13 @@ impl MetricNames {
                 ("vllm:time_per_output_token_seconds", "trtllm_time_per_output_token_seconds"),
                 ("vllm:e2e_request_latency_seconds", "trtllm_e2e_request_latency_seconds"),
             ],
-            // lib/runtime/src/metrics/prometheus_names.rs (frontend_service, kvstats).
+            // lib/runtime/src/metrics/prometheus_names.rs (frontend_service, kvstats; the
+            // KV usage gauge lost its `kvstats_` infix in 2026). The per-request token
+            // histograms are written by `Metrics::render`.
             MetricNames::Dynamo => &[
                 ("vllm:num_requests_running", "dynamo_frontend_inflight_requests"),
                 ("vllm:num_requests_waiting", "dynamo_frontend_queued_requests"),
-                ("vllm:kv_cache_usage_perc", "dynamo_component_kvstats_gpu_cache_usage_percent"),
+                ("vllm:kv_cache_usage_perc", "dynamo_component_gpu_cache_usage_percent"),
                 ("vllm:generation_tokens_total", "dynamo_frontend_output_tokens_total"),
                 ("vllm:request_success_total", "dynamo_frontend_requests_total"),
                 ("vllm:time_to_first_token_seconds", "dynamo_frontend_time_to_first_token_seconds"),

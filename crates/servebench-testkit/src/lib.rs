@@ -6,6 +6,8 @@
 //!   heads, chunks and SSE events — for reproducing a server's bytes exactly;
 //! - [`raw_http`]: a raw HTTP/1.1 client (keep-alive, chunk arrival times, SSE splitting, and
 //!   reads to EOF through broken framing) to test servers byte by byte;
+//! - [`browser`]: headless Chromium: a page's DOM after its scripts ran and its console
+//!   messages, or a screenshot (the HTML report tests);
 //! - [`axum_server`]: serve an `axum::Router` on an ephemeral 127.0.0.1 port;
 //! - [`cli`]: the `servebench` command with one environment policy (no API keys, proxies, TLS
 //!   trust variables or shard variables from the caller's environment; Hugging Face offline;
@@ -31,6 +33,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod axum_server;
+pub mod browser;
 pub mod cli;
 pub mod fixtures;
 pub mod llamacpp;

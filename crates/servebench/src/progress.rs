@@ -36,15 +36,21 @@ pub fn format_rate(v: f64) -> String {
     }
 }
 
+/// `, N waiting for prefill` with a prefill cap (`--max-prefill-concurrency`), else nothing.
+fn prefill_waiting(s: &LiveSnapshot) -> String {
+    s.prefill_waiting.map_or_else(String::new, |w| format!(", {w} waiting for prefill"))
+}
+
 /// The bar's message: outcomes so far and the current rates.
 pub fn bar_message(s: &LiveSnapshot) -> String {
     let mut m = format!("{} ok, {} failed", s.completed, s.failed);
     if s.cancelled > 0 {
         m.push_str(&format!(", {} cancelled", s.cancelled));
     }
+    m.push_str(&format!(", {} in flight", s.in_flight));
+    m.push_str(&prefill_waiting(s));
     m.push_str(&format!(
-        ", {} in flight | {} req/s, {} tok/s",
-        s.in_flight,
+        " | {} req/s, {} tok/s",
         format_rate(s.requests_per_s),
         format_rate(s.output_tokens_per_s)
     ));
@@ -66,9 +72,10 @@ pub fn summary_line(s: &LiveSnapshot) -> String {
     if s.cancelled > 0 {
         line.push_str(&format!(", {} cancelled", s.cancelled));
     }
+    line.push_str(&format!(", {} in flight", s.in_flight));
+    line.push_str(&prefill_waiting(s));
     line.push_str(&format!(
-        ", {} in flight | {} req/s, {} tok/s",
-        s.in_flight,
+        " | {} req/s, {} tok/s",
         format_rate(s.requests_per_s),
         format_rate(s.output_tokens_per_s)
     ));
@@ -216,6 +223,7 @@ mod tests {
             failed: 12,
             cancelled: 0,
             in_flight: 64,
+            prefill_waiting: None,
             requests_per_s: 12.46,
             output_tokens_per_s: 1603.4,
         }
@@ -253,5 +261,19 @@ mod tests {
     #[test]
     fn bar_message_shows_outcomes_and_rates() {
         assert_eq!(bar_message(&snap()), "800 ok, 12 failed, 64 in flight | 12.5 req/s, 1603 tok/s");
+    }
+
+    #[test]
+    fn a_prefill_cap_adds_the_requests_waiting_for_a_slot() {
+        let s = LiveSnapshot { prefill_waiting: Some(5), ..snap() };
+        assert_eq!(
+            summary_line(&s),
+            "[0:01:05] 812/2000 done: 800 completed, 12 failed, 64 in flight, 5 waiting for prefill \
+             | 12.5 req/s, 1603 tok/s"
+        );
+        assert_eq!(
+            bar_message(&s),
+            "800 ok, 12 failed, 64 in flight, 5 waiting for prefill | 12.5 req/s, 1603 tok/s"
+        );
     }
 }

@@ -45,6 +45,9 @@ pub struct ResultDocument {
     /// `validity` (docs/metrics.md, "Run validity").
     #[serde(default, deserialize_with = "object", skip_serializing_if = "Option::is_none")]
     pub validity: Option<servebench_core::validity::Validity>,
+    /// `percentiles`: the run's `--metric-percentiles` (servebench results; vLLM's have none).
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<Vec<f64>>,
     /// `merge_warnings` of a merged result.
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub merge_warnings: Option<Vec<Lenient<String>>>,

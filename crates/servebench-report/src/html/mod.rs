@@ -150,7 +150,14 @@ pub struct ReportRun {
     pub server_metrics: Option<ServerSeries>,
     /// Where `records` come from.
     pub source: RecordSource,
+    /// The run's `--metric-percentiles`, which the tables that follow them show (the session
+    /// trees'); [`DEFAULT_RUN_PERCENTILES`] when not known. Set with
+    /// [`ReportRun::with_percentiles`].
+    pub percentiles: Vec<f64>,
 }
+
+/// The percentiles of a run whose `--metric-percentiles` is not known: the option's default.
+pub const DEFAULT_RUN_PERCENTILES: [f64; 1] = [99.0];
 
 impl ReportRun {
     /// A run whose metrics are computed from `records` with [`report_metrics_config`].
@@ -169,7 +176,25 @@ impl ReportRun {
             dispatch_lateness_us: None,
             server_metrics: None,
             source: RecordSource::Records,
+            percentiles: DEFAULT_RUN_PERCENTILES.to_vec(),
         }
+    }
+
+    /// The run was measured with `--metric-percentiles` `percentiles` (valid ones, 0–100): the
+    /// session-tree figures are computed with them too, and shown for them.
+    pub fn with_percentiles(mut self, percentiles: &[f64]) -> Self {
+        let valid: Vec<f64> = percentiles.iter().copied().filter(|p| (0.0..=100.0).contains(p)).collect();
+        if valid.is_empty() {
+            return self;
+        }
+        if self.metrics.session_trees.is_some() {
+            let mut all = REPORT_PERCENTILES.to_vec();
+            all.extend(valid.iter().filter(|p| !REPORT_PERCENTILES.contains(*p)));
+            self.metrics.session_trees =
+                servebench_core::metrics::agentic::session_tree_metrics(&self.records, &all);
+        }
+        self.percentiles = valid;
+        self
     }
 }
 

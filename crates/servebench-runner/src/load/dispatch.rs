@@ -4,6 +4,7 @@
 //! It is generic over the request executor so that its timing and accounting can be tested
 //! without sockets.
 
+use crate::observe::live::PrefillWaiting;
 use servebench_core::{RequestRecord, RunClock};
 use std::future::Future;
 use std::sync::Arc;
@@ -22,6 +23,9 @@ pub struct DispatchPlan {
     /// Prefill slots (`--max-prefill-concurrency`), taken after the concurrency gate and held
     /// until the first token; `None` = no prefill cap.
     pub max_prefill: Option<usize>,
+    /// Counts the requests waiting for a prefill slot for the live view; only with a prefill
+    /// cap (`None` costs nothing).
+    pub prefill_waiting: Option<Arc<PrefillWaiting>>,
 }
 
 /// A prefill slot a request holds until its first token (`--max-prefill-concurrency`): the
@@ -79,12 +83,16 @@ async fn acquire(sem: &Arc<Semaphore>, stop: &CancellationToken) -> Option<Owned
 struct Gates {
     concurrency: Option<Arc<Semaphore>>,
     prefill: Option<Arc<Semaphore>>,
+    /// Requests waiting for a prefill slot (live view), when counted.
+    waiting: Option<Arc<PrefillWaiting>>,
 }
 
 impl Gates {
     fn of(plan: &DispatchPlan) -> Self {
         let sem = |n: Option<usize>| n.map(|c| Arc::new(Semaphore::new(c.max(1))));
-        Gates { concurrency: sem(plan.max_concurrency), prefill: sem(plan.max_prefill) }
+        let prefill = sem(plan.max_prefill);
+        let waiting = plan.prefill_waiting.clone().filter(|_| prefill.is_some());
+        Gates { concurrency: sem(plan.max_concurrency), prefill, waiting }
     }
 
     fn any(&self) -> bool {
@@ -126,6 +134,7 @@ where
     // (Acquiring inside each spawned task made the pass order the order in which the runtime
     // first polled the tasks, which is not the spawn order.)
     let gates = Gates::of(plan);
+    let queue_count = gates.waiting.clone();
     let (gate_tx, gate_task) = match gates.any() {
         true => {
             let (tx, rx) = mpsc::unbounded_channel::<Release>();
@@ -164,6 +173,9 @@ where
             stats.lateness_us.push(released_us - plan.offsets_us[i]);
             match &gate_tx {
                 Some(tx) => {
+                    if let Some(w) = &queue_count {
+                        w.queued();
+                    }
                     if let Err(e) = tx.send(release) {
                         let _ = sink.send(cancelled(e.0));
                     }
@@ -215,6 +227,9 @@ async fn gate_in_order<E, Fut, C>(
 {
     let mut tasks = JoinSet::new();
     while let Some(release) = queue.recv().await {
+        if let Some(w) = &gates.waiting {
+            w.dequeued();
+        }
         let Some((permit, release)) = pass_gates(&gates, clock, release, &stop)
             .await
             .map_err(|r| {
@@ -276,7 +291,14 @@ async fn pass_gates(
         None => (None, release.released_us),
     };
     if let Some(p) = &gates.prefill {
-        let Some(slot) = acquire(p, stop).await else { return Err(release) };
+        if let Some(w) = &gates.waiting {
+            w.wait_started();
+        }
+        let slot = acquire(p, stop).await;
+        if let Some(w) = &gates.waiting {
+            w.wait_ended();
+        }
+        let Some(slot) = slot else { return Err(release) };
         let wait_us = clock.offset_us(Instant::now()).saturating_sub(ready_us);
         release.prefill = Some(PrefillSlot { permit: slot, wait_us });
     }
@@ -293,7 +315,7 @@ async fn pass_gates(
 /// Releasing ends with the last stage or `stop`; every released request's record goes to `sink`.
 pub async fn dispatch_closed_loop<E, Fut>(
     stages: &[(usize, u64)],
-    max_prefill: Option<usize>,
+    (max_prefill, waiting): (Option<usize>, Option<Arc<PrefillWaiting>>),
     clock: RunClock,
     execute: E,
     sink: mpsc::UnboundedSender<RequestRecord>,
@@ -304,8 +326,11 @@ where
     Fut: Future<Output = RequestRecord> + Send + 'static,
 {
     let execute = Arc::new(execute);
-    let prefill =
-        Gates { concurrency: None, prefill: max_prefill.map(|c| Arc::new(Semaphore::new(c.max(1)))) };
+    let prefill = Gates {
+        concurrency: None,
+        prefill: max_prefill.map(|c| Arc::new(Semaphore::new(c.max(1)))),
+        waiting: waiting.filter(|_| max_prefill.is_some()),
+    };
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<()>();
     let mut stats = DispatchStats::default();
     let mut tasks = JoinSet::new();
@@ -388,8 +413,12 @@ mod tests {
     async fn gate_pass_order(offsets_us: Vec<u64>) -> Vec<usize> {
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let n = offsets_us.len();
-        let plan =
-            DispatchPlan { offsets_us: offsets_us.into(), max_concurrency: Some(3), max_prefill: None };
+        let plan = DispatchPlan {
+            offsets_us: offsets_us.into(),
+            max_concurrency: Some(3),
+            max_prefill: None,
+            prefill_waiting: None,
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
@@ -432,8 +461,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn gate_times_are_monotone_in_schedule_order_whatever_the_connects_do() {
         for run in 0..40u64 {
-            let plan =
-                DispatchPlan { offsets_us: vec![0; 12].into(), max_concurrency: Some(3), max_prefill: None };
+            let plan = DispatchPlan {
+                offsets_us: vec![0; 12].into(),
+                max_concurrency: Some(3),
+                max_prefill: None,
+                prefill_waiting: None,
+            };
             let (tx, rx) = mpsc::unbounded_channel();
             let stop = CancellationToken::new();
             let _h = stop.clone();
@@ -469,6 +502,7 @@ mod tests {
             offsets_us: (0..50u64).map(|i| i * 100).collect(),
             max_concurrency: Some(4),
             max_prefill: None,
+            prefill_waiting: None,
         };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
@@ -493,8 +527,12 @@ mod tests {
     async fn gate_bounds_concurrency() {
         let in_flight = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
-        let plan =
-            DispatchPlan { offsets_us: vec![0; 40].into(), max_concurrency: Some(3), max_prefill: None };
+        let plan = DispatchPlan {
+            offsets_us: vec![0; 40].into(),
+            max_concurrency: Some(3),
+            max_prefill: None,
+            prefill_waiting: None,
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
@@ -524,8 +562,12 @@ mod tests {
     #[tokio::test]
     async fn all_due_arrivals_are_released_in_one_wakeup() {
         // 20 arrivals at the same instant: all are released at the same time.
-        let plan =
-            DispatchPlan { offsets_us: vec![5_000; 20].into(), max_concurrency: None, max_prefill: None };
+        let plan = DispatchPlan {
+            offsets_us: vec![5_000; 20].into(),
+            max_concurrency: None,
+            max_prefill: None,
+            prefill_waiting: None,
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let _h = stop.clone();
@@ -563,7 +605,7 @@ mod tests {
         let clock = RunClock::start();
         let stats = dispatch_closed_loop(
             &stages,
-            None,
+            (None, None),
             clock,
             move |r| {
                 let (f, p) = (f.clone(), p.clone());
@@ -606,7 +648,7 @@ mod tests {
         handle.cancel();
         let stats = dispatch_closed_loop(
             &[(4, 10_000_000)],
-            None,
+            (None, None),
             RunClock::start(),
             |r| async move { record_for(&r, Outcome::Completed) },
             tx,
@@ -625,6 +667,7 @@ mod tests {
             offsets_us: (0..30u64).map(|i| i * 1_000_000).collect(),
             max_concurrency: Some(2),
             max_prefill: None,
+            prefill_waiting: None,
         };
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();

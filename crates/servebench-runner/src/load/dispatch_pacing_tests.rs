@@ -11,7 +11,12 @@ use std::time::Duration;
 /// schedule order.
 async fn paced(offsets_us: Vec<u64>, stall_at: usize, stall: Duration) -> Vec<(u64, u64)> {
     let n = offsets_us.len();
-    let plan = DispatchPlan { offsets_us: offsets_us.into(), max_concurrency: None, max_prefill: None };
+    let plan = DispatchPlan {
+        offsets_us: offsets_us.into(),
+        max_concurrency: None,
+        max_prefill: None,
+        prefill_waiting: None,
+    };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let stop = CancellationToken::new();
     let _keep = stop.clone();

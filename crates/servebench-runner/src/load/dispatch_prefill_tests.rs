@@ -1,6 +1,7 @@
 //! The prefill gate of the dispatcher (`--max-prefill-concurrency`): never more than its cap of
 //! requests hold a slot, and every path — first token then end, end without a token, a stop
-//! while requests wait — gives every slot back.
+//! while requests wait — gives every slot back; and the live view's count of requests waiting
+//! for a slot follows them and is back at 0 at the end.
 
 use super::*;
 use proptest::prelude::*;
@@ -42,6 +43,7 @@ fn record_for(r: &Release, outcome: Outcome) -> RequestRecord {
 
 /// Runs `paths` (one request each, all due at once) through the gates; returns the records,
 /// the most slots held at once, and the slots free at the end (`None`: no request got one).
+/// Checks that no request is counted as waiting for a slot at the end.
 fn run(
     paths: Vec<Path>,
     concurrency: Option<usize>,
@@ -54,7 +56,9 @@ fn run(
             offsets_us: vec![0; n].into(),
             max_concurrency: concurrency,
             max_prefill: Some(prefill),
+            prefill_waiting: Some(Arc::default()),
         };
+        let waiting = plan.prefill_waiting.clone().expect("counted");
         let (tx, mut rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let holding = Arc::new(AtomicUsize::new(0));
@@ -108,6 +112,7 @@ fn run(
             recs.push(r);
         }
         let free = sem.lock().unwrap().as_ref().map(|s| s.available_permits());
+        assert_eq!(waiting.now(), 0, "nobody waits for a slot once the run is over");
         (recs, peak.load(Ordering::SeqCst), free)
     })
 }
@@ -138,4 +143,69 @@ fn prefill_cap_binds_when_requests_hold_their_slots() {
     let (recs, peak, free) = run(paths, None, 3);
     assert_eq!((recs.len(), peak, free), (12, 3, Some(3)));
     assert!(recs.iter().all(|r| r.outcome == Outcome::Completed));
+}
+
+#[test]
+fn prefill_waiting_counts_the_requests_held_back_by_the_prefill_cap() {
+    // 5 requests due at once, a cap of 1 slot: while the first holds it, the gate's head and
+    // the 3 releases queued behind it wait for a slot (4); once it ends every request gets one
+    // in turn and nobody waits at the end.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+    rt.block_on(async {
+        let waiting: Arc<PrefillWaiting> = Arc::default();
+        let plan = DispatchPlan {
+            offsets_us: vec![0; 5].into(),
+            max_concurrency: Some(8),
+            max_prefill: Some(1),
+            prefill_waiting: Some(waiting.clone()),
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let w = waiting.clone();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        dispatch(
+            &plan,
+            RunClock::start(),
+            move |r: Release| {
+                let (w, s) = (w.clone(), s.clone());
+                async move {
+                    if r.index == 0 {
+                        // Wait (by yielding, no clock) until the others have queued up.
+                        for _ in 0..10_000 {
+                            if w.now() == 4 {
+                                break;
+                            }
+                            tokio::task::yield_now().await;
+                        }
+                        s.lock().unwrap().push(w.now());
+                    }
+                    record_for(&r, Outcome::Completed)
+                }
+            },
+            |r| record_for(&r, Outcome::Cancelled),
+            tx,
+            CancellationToken::new(),
+        )
+        .await;
+        let mut n = 0;
+        while rx.recv().await.is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 5);
+        assert_eq!(*seen.lock().unwrap(), vec![4]);
+        assert_eq!(waiting.now(), 0);
+    });
+}
+
+#[test]
+fn no_prefill_cap_counts_nothing() {
+    // A counter handed to a plan without a prefill cap is never touched.
+    let waiting: Arc<PrefillWaiting> = Arc::default();
+    let plan = DispatchPlan {
+        offsets_us: vec![0; 3].into(),
+        max_concurrency: Some(1),
+        max_prefill: None,
+        prefill_waiting: Some(waiting.clone()),
+    };
+    assert!(Gates::of(&plan).waiting.is_none());
 }

@@ -423,13 +423,23 @@ async fn conversation(
         }
         let passed_us = run.clock.now_us();
         let prefill_slot = match &run.prefill {
-            Some(p) => match tokio::select! {
-                p = p.clone().acquire_owned() => p.ok(),
-                _ = waiter.cancelled() => None,
-            } {
-                Some(slot) => Some(slot),
-                None => break,
-            },
+            Some(p) => {
+                let waiting = run.live.as_ref().and_then(|l| l.prefill_waiting());
+                if let Some(w) = waiting {
+                    w.wait_started();
+                }
+                let slot = tokio::select! {
+                    p = p.clone().acquire_owned() => p.ok(),
+                    _ = waiter.cancelled() => None,
+                };
+                if let Some(w) = waiting {
+                    w.wait_ended();
+                }
+                match slot {
+                    Some(slot) => Some(slot),
+                    None => break,
+                }
+            }
             None => None,
         };
         let prompt_tokens =

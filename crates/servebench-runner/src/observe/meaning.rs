@@ -3,17 +3,19 @@
 //! prefix cache, preemptions, the server's TTFT/ITL/E2E histograms and the token counters
 //! (docs/metrics.md, "Server metrics of every engine", has the same table with its sources).
 //!
-//! Sources, one per engine (read 2026-12):
+//! Sources, one per engine (checked 2026-12-05; docs/server-metrics.md has the URLs):
 //! - vLLM: `vllm/v1/metrics/loggers.py` (PrometheusStatLogger) and docs.vllm.ai "Metrics";
 //! - SGLang: `python/sglang/srt/metrics/collector.py` (`sglang:` names; the retraction counter
 //!   is `sglang:num_retracted_requests_total`, cached prompt tokens `sglang:cached_tokens_total`);
 //! - TGI: `router/src` of text-generation-inference (`metrics::gauge!("tgi_batch_current_size")`,
 //!   `tgi_queue_size`, histograms `tgi_request_duration`, `tgi_request_mean_time_per_token_duration`,
 //!   `tgi_request_input_length`, `tgi_request_generated_tokens`);
-//! - llama.cpp: `tools/server/server.cpp` `/metrics` (`llamacpp:` names, with `--metrics`);
+//! - llama.cpp: `tools/server/server.cpp` `/metrics` (`llamacpp:` names, with `--metrics`; no
+//!   KV-cache usage since `llamacpp:kv_cache_usage_ratio` was removed);
 //! - TensorRT-LLM: `tensorrt_llm/metrics/collector.py` (MetricsCollector, `trtllm_` prefix);
-//! - Dynamo: `lib/runtime/src/metrics/prometheus_names.rs` (`dynamo_frontend_*` and
-//!   `dynamo_component_kvstats_*`).
+//! - Dynamo: `lib/runtime/src/metrics/prometheus_names.rs` (`dynamo_frontend_*`, and the
+//!   worker's `dynamo_component_gpu_cache_usage_percent`, formerly
+//!   `dynamo_component_kvstats_gpu_cache_usage_percent`).
 
 use serde::Serialize;
 
@@ -193,7 +195,7 @@ pub const NAMES: &[Name] = &[
     n(Tgi, PromptTokens, "tgi_request_input_length_sum"),
     n(Tgi, GenerationTokens, "tgi_request_generated_tokens_sum"),
     // llama.cpp (tools/server/server.cpp, `--metrics`); kv_cache_usage_ratio is gone from
-    // recent builds.
+    // current builds (kept for older ones: OLDER_NAMES).
     n(Llamacpp, Queue, "llamacpp:requests_deferred"),
     n(Llamacpp, Running, "llamacpp:requests_processing"),
     n(Llamacpp, KvCacheUsage, "llamacpp:kv_cache_usage_ratio"),
@@ -202,6 +204,7 @@ pub const NAMES: &[Name] = &[
     // NVIDIA Dynamo (lib/runtime/src/metrics/prometheus_names.rs): the frontend's view.
     n(Dynamo, Queue, "dynamo_frontend_queued_requests"),
     n(Dynamo, Running, "dynamo_frontend_inflight_requests"),
+    n(Dynamo, KvCacheUsage, "dynamo_component_gpu_cache_usage_percent"),
     n(Dynamo, KvCacheUsage, "dynamo_component_kvstats_gpu_cache_usage_percent"),
     n(Dynamo, PrefixCacheHits, "dynamo_frontend_cached_tokens_sum"),
     n(Dynamo, PrefixCacheQueries, "dynamo_frontend_input_sequence_tokens_sum"),
@@ -210,6 +213,17 @@ pub const NAMES: &[Name] = &[
     n(Dynamo, E2e, "dynamo_frontend_request_duration_seconds"),
     n(Dynamo, PromptTokens, "dynamo_frontend_input_sequence_tokens_sum"),
     n(Dynamo, GenerationTokens, "dynamo_frontend_output_tokens_total"),
+];
+
+/// Names of [`NAMES`] that current versions of their engine no longer export, kept so that
+/// older servers are still read: vLLM's pre-0.10 KV gauge and pre-0.11 ITL histogram (the
+/// simulator's vLLM personality still serves both, to test the fallback), llama.cpp's KV-cache
+/// ratio (removed from `tools/server`), Dynamo's KV gauge before it lost its `kvstats_` infix.
+pub const OLDER_NAMES: &[&str] = &[
+    "vllm:gpu_cache_usage_perc",
+    "vllm:time_per_output_token_seconds",
+    "llamacpp:kv_cache_usage_ratio",
+    "dynamo_component_kvstats_gpu_cache_usage_percent",
 ];
 
 /// The rows of `meaning`, in precedence order.
@@ -241,6 +255,12 @@ mod tests {
             assert!(prefix_ok, "{a:?}");
         }
         assert_eq!(Meaning::ALL.len(), 12);
+        for old in OLDER_NAMES {
+            let row = NAMES.iter().find(|r| r.name == *old).expect("an older name is a row");
+            // A newer name of the same engine and meaning is read first.
+            let first = NAMES.iter().find(|r| r.engine == row.engine && r.meaning == row.meaning);
+            assert!(first.is_some_and(|f| !OLDER_NAMES.contains(&f.name)) || row.engine == Llamacpp, "{old}");
+        }
         assert_eq!(rows(KvCacheUsage).next().map(|r| r.name), Some("vllm:kv_cache_usage_perc"));
     }
 }

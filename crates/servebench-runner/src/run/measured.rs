@@ -61,7 +61,11 @@ pub async fn run_prepared(
     let peak_reset = health::reset_peak_rss();
     let rss_at_start = health::current_rss_bytes();
     prepared.client.reset_receive_stats();
-    let plan = plan_measured(prepared, cfg, workload, observer.as_ref(), &stop).await?;
+    let mut plan = plan_measured(prepared, cfg, workload, observer.as_ref(), &stop).await?;
+    if plan.dispatch.max_prefill.is_some() {
+        // The live view's "prefill-waiting"; nothing is counted without a prefill cap.
+        plan.dispatch.prefill_waiting = Some(live.track_prefill());
+    }
 
     let meters = Meters::start();
     let clock = plan.early_clock.map_or_else(RunClock::start, |(c, _)| c);
@@ -272,6 +276,7 @@ async fn plan_measured(
         offsets_us: schedule.offsets_us.into(),
         max_concurrency: shard::max_concurrency(cfg),
         max_prefill: shard::max_prefill_concurrency(cfg),
+        prefill_waiting: None,
     };
     if let Some(s) = &shard_run {
         observer.message(&s.describe());
@@ -464,7 +469,7 @@ async fn dispatch_measured(
             None => DispatchStats::default(),
         },
         (LoadShape::ClosedLoop { stages }, ..) => {
-            let prefill = plan.max_prefill;
+            let prefill = (plan.max_prefill, plan.prefill_waiting.clone());
             dispatch_closed_loop(stages, prefill, clock, move |r| exec.run(r), tx, stops.release.clone())
                 .await
         }

@@ -8,6 +8,7 @@ mod common;
 
 mod agentic_tree;
 mod control_plane;
+mod engine_names;
 mod fault_matrix;
 mod fault_matrix_paths;
 mod lazy_workload;

@@ -72,6 +72,10 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         header.notes = source_notes(input.source);
         header.warnings.extend(unaccounted);
         let mut run = ReportRun::new(label, header, input.records, goodput.clone());
+        // The run's --metric-percentiles, which its session-tree table follows.
+        if let Some(p) = input.result.as_ref().and_then(|r| r.percentiles.as_deref()) {
+            run = run.with_percentiles(p);
+        }
         run.server_metrics = input.result.as_ref().and_then(ServerSeries::from_result);
         run.source = input.source;
         if let (true, Some(result)) = (input.source != RecordSource::Records, &input.result) {
@@ -171,7 +175,8 @@ pub fn write_run_reports(
         header.warnings.extend(out.early_stop.as_ref().map(|e| e.console_line()));
         header.validity = validity;
         let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.model_id.clone());
-        let mut run = ReportRun::new(label, header, out.records.clone(), metrics.config.goodput.clone());
+        let mut run = ReportRun::new(label, header, out.records.clone(), metrics.config.goodput.clone())
+            .with_percentiles(&metrics.config.percentiles);
         run.dispatch_lateness_us = Some(out.health.dispatch_lateness_us.clone());
         run.server_metrics = server;
         write_text(p, &html_report(&[run]))?;

@@ -28,6 +28,7 @@ pub fn fixed() -> Dashboard {
             failed: 12,
             cancelled: 0,
             in_flight: 64,
+            prefill_waiting: None,
             requests_per_s: 12.46,
             output_tokens_per_s: 1603.4,
         },
@@ -112,6 +113,18 @@ fn dashboard_40x12_shows_one_panel_at_a_time() {
     let server = draw(&Dashboard { panel: Panel::Server, ..fixed() }, 40, 12);
     insta::assert_snapshot!("dashboard_40x12_server", server);
     assert!(server.contains("GPU power") && server.contains("n/a"), "{server}");
+}
+
+#[test]
+fn dashboard_80x24_prefill_waiting_shows_beside_queued_with_a_prefill_cap() {
+    let d = Dashboard { snapshot: LiveSnapshot { prefill_waiting: Some(5), ..fixed().snapshot }, ..fixed() };
+    let screen = draw(&d, 80, 24);
+    insta::assert_snapshot!("dashboard_80x24_prefill", screen);
+    assert!(screen.contains("queued 3  prefill-waiting 5  completed 800"), "{screen}");
+    let compact = draw(&d, 60, 20);
+    assert!(compact.contains("queued 3 prefill 5 ok 800"), "{compact}");
+    // Without a cap the figure is not shown at all.
+    assert!(!draw(&fixed(), 80, 24).contains("prefill"));
 }
 
 #[test]

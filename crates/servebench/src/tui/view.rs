@@ -112,8 +112,8 @@ fn gauge_label(d: &Dashboard) -> (f64, String) {
     }
 }
 
-/// Requests in flight, queued, completed, failed (and cancelled, when any); short labels
-/// below the full layout.
+/// Requests in flight, queued, waiting for a prefill slot (with a prefill cap), completed,
+/// failed (and cancelled, when any); short labels below the full layout.
 fn counts_line(d: &Dashboard, t: Tier) -> Line<'static> {
     let s = &d.snapshot;
     let full = t == Tier::Full;
@@ -126,11 +126,20 @@ fn counts_line(d: &Dashboard, t: Tier) -> Line<'static> {
         num(s.in_flight.to_string(), Color::Reset),
         Span::styled(name("  queued ", " queued "), dim),
         num(queued, Color::Reset),
+    ];
+    if let Some(w) = s.prefill_waiting {
+        // Only with --max-prefill-concurrency: requests held back by the prefill cap.
+        spans.extend([
+            Span::styled(name("  prefill-waiting ", " prefill "), dim),
+            num(w.to_string(), Color::Reset),
+        ]);
+    }
+    spans.extend([
         Span::styled(name("  completed ", " ok "), dim),
         num(s.completed.to_string(), Color::Green),
         Span::styled(name("  failed ", " failed "), dim),
         num(s.failed.to_string(), if s.failed > 0 { Color::Red } else { Color::Reset }),
-    ];
+    ]);
     if s.cancelled > 0 {
         spans.extend([
             Span::styled(name("  cancelled ", " cancel "), dim),

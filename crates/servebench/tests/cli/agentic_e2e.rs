@@ -250,3 +250,37 @@ fn bad_agentic_flags_are_coded_errors_before_anything_is_sent() {
     let (code, err) = (out.status.code(), text(&out.stderr));
     assert!(code == Some(1) && err.contains("SB215") && err.contains("--agentic-format"), "{err}");
 }
+
+#[test]
+fn session_tree_html_table_follows_metric_percentiles_in_the_run_and_in_servebench_report() {
+    let sim = embedded_sim();
+    let target: Vec<&str> = sim.iter().map(String::as_str).collect();
+    let path = data("agentic/fork_join.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("run.html");
+    let extra = [
+        "--dataset-path",
+        path.as_str(),
+        "--replay-speedup",
+        "50",
+        "--metric-percentiles",
+        "95,99.9",
+        "--html-report",
+        html.to_str().unwrap(),
+    ];
+    let (json, _, _) = run(&target, dir.path(), &extra);
+    assert_eq!(json["percentiles"], serde_json::json!([95.0, 99.9]), "{}", json["percentiles"]);
+    // The same table from the run and from its result file (`servebench report`).
+    let again = dir.path().join("report.html");
+    let out = bin().arg("report").arg(dir.path().join("r.json")).arg("-o").arg(&again).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for page in [&html, &again] {
+        let h = std::fs::read_to_string(page).unwrap();
+        let table = &h[h.find("id=\"session-trees\"").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        for row in ["session duration p95 (ms)", "session duration p99.9 (ms)", "TTFT p95 at depth 1 (ms)"] {
+            assert!(table.contains(row), "{}: {row} missing: {table}", page.display());
+        }
+        assert!(!table.contains(" p99 ("), "{}: a p99 row not asked for: {table}", page.display());
+    }
+}

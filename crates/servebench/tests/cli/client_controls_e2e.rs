@@ -209,3 +209,31 @@ fn bad_client_control_combinations_are_coded_errors_before_anything_is_sent() {
         assert!(code == Some(2) && err.contains("SB101"), "{bad:?}: {err}");
     }
 }
+
+#[test]
+fn progress_line_shows_prefill_waiting_only_with_a_prefill_cap() {
+    // stderr is a pipe: the plain progress line, printed once more at the end of the phase.
+    let run = |extra: &[&str]| {
+        let tok = tokenizer();
+        let out = bin()
+            .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--tokenizer"])
+            .arg(&tok)
+            .arg("--sim-tokenizer")
+            .arg(&tok)
+            .args(["--num-prompts", "12", "--max-concurrency", "4"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let capped = run(&["--max-prefill-concurrency", "1"]);
+    let line = capped
+        .lines()
+        .find(|l| l.contains(" done: "))
+        .unwrap_or_else(|| panic!("no progress line:\n{capped}"));
+    // Nobody waits once every request has ended.
+    assert!(line.contains("in flight, 0 waiting for prefill |"), "{line}");
+    let plain = run(&[]);
+    assert!(plain.contains(" done: ") && !plain.contains("prefill"), "{plain}");
+}

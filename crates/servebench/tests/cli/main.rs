@@ -37,6 +37,7 @@ mod prefix_cache_llamacpp;
 mod prefix_cache_multi_turn_e2e;
 mod prefix_cache_per_slot_e2e;
 mod regression;
+mod report_chromium_e2e;
 mod server_metrics_e2e;
 mod shard_early_stop_e2e;
 mod shard_merge;

@@ -18,11 +18,11 @@ const MODEL: &str = "metrics-model";
 const PROMPTS: u64 = 6;
 const OUT: u64 = 8;
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
 }
 
-fn sim(rt: &tokio::runtime::Runtime, p: Personality, gpus: Option<GpuPowerConfig>) -> SimHandle {
+pub(crate) fn sim(rt: &tokio::runtime::Runtime, p: Personality, gpus: Option<GpuPowerConfig>) -> SimHandle {
     let tok = servebench_data::tokenizer::load_tokenizer("gpt2").unwrap();
     let mut cfg = SimConfig::new(MODEL, tok).with_fixed_timing_ms(5.0, 2.0).unwrap().with_personality(p);
     if let Some(g) = gpus {
@@ -33,7 +33,7 @@ fn sim(rt: &tokio::runtime::Runtime, p: Personality, gpus: Option<GpuPowerConfig
 }
 
 /// Runs the binary against `base_url` with `extra`, saving `r.json` in `dir`.
-fn run(dir: &Path, base_url: &str, extra: &[&str]) -> Output {
+pub(crate) fn run(dir: &Path, base_url: &str, extra: &[&str]) -> Output {
     bin()
         .args(["--base-url", base_url, "--backend", "openai-chat", "--model", MODEL, "--tokenizer", "gpt2"])
         .args([
@@ -76,9 +76,9 @@ fn every_engines_metric_names_are_read_as_their_meanings_through_the_simulator()
         (Personality::Vllm, "vllm", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
         (Personality::Sglang, "sglang", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
         (Personality::LlamaCpp, "llamacpp", &["generation_tokens", "prompt_tokens"], &[]),
-        (Personality::Tgi, "tgi", &[], &["itl", "e2e"]),
+        (Personality::Tgi, "tgi", &["generation_tokens", "prompt_tokens"], &["itl", "e2e"]),
         (Personality::TrtLlm, "trtllm", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
-        (Personality::Dynamo, "dynamo", &["generation_tokens"], &["ttft", "itl", "e2e"]),
+        (Personality::Dynamo, "dynamo", &["generation_tokens", "prompt_tokens"], &["ttft", "itl", "e2e"]),
     ];
     for (p, engine, counters, histograms) in cases {
         let s = sim(&rt, p, None);

@@ -1,76 +1,23 @@
 //! End-to-end: the report opened in headless Chromium. The DOM after the inline script ran must
 //! hold every chart's SVG and the script's success mark; a screenshot is taken too.
 //!
-//! Chromium is required (`apt-get install -y chromium`): the test fails when it is missing.
-//! `SERVEBENCH_CHROMIUM` overrides the binary; `SERVEBENCH_SKIP_BROWSER_TESTS=1` skips the test
-//! explicitly (for machines without a browser); `SERVEBENCH_REPORT_SCREENSHOT=PATH` also copies
-//! the screenshot to PATH.
+//! Chromium is required (`apt-get install -y chromium`; `servebench_testkit::browser`): the test
+//! fails when it is missing. `SERVEBENCH_CHROMIUM` overrides the binary;
+//! `SERVEBENCH_SKIP_BROWSER_TESTS=1` skips the test explicitly (for machines without a browser);
+//! `SERVEBENCH_REPORT_SCREENSHOT=PATH` also copies the screenshot to PATH.
 
 use super::{assert_self_contained, fixture_runs, IDS};
 use crate::html::html_report;
+use servebench_testkit::browser::Chromium;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
-/// Generous bound on one browser invocation, only to avoid hanging CI (not a measurement).
-const BROWSER_TIMEOUT: Duration = Duration::from_secs(180);
-
-fn chromium() -> Option<PathBuf> {
-    if std::env::var_os("SERVEBENCH_SKIP_BROWSER_TESTS").is_some_and(|v| v == "1") {
-        return None;
-    }
-    let bin = std::env::var_os("SERVEBENCH_CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    assert!(
-        bin.exists(),
-        "{} not found: the HTML report test needs headless Chromium. Install it with \
-         `apt-get install -y chromium` (or set SERVEBENCH_CHROMIUM, or SERVEBENCH_SKIP_BROWSER_TESTS=1 to skip)",
-        bin.display()
-    );
-    Some(bin)
+fn chromium() -> Option<Chromium> {
+    Chromium::find()
 }
 
-fn run_browser(bin: &Path, profile: &Path, extra: &[String], url: &str) -> Output {
-    let mut cmd = Command::new(bin);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .args(extra)
-    .arg(url)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-    let start = Instant::now();
-    // Drain stdout on a thread so a large DOM cannot block the browser on a full pipe.
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut stdout, &mut buf).unwrap();
-        buf
-    });
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if start.elapsed() > BROWSER_TIMEOUT {
-            let _ = child.kill();
-            panic!("chromium did not finish within {BROWSER_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut out = child.wait_with_output().unwrap();
-    out.stdout = reader.join().unwrap();
-    out
+fn run_browser(bin: &Chromium, profile: &Path, extra: &[String], url: &str) -> Output {
+    bin.run(profile, extra, url)
 }
 
 #[test]

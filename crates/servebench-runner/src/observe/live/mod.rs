@@ -11,11 +11,13 @@ use servebench_core::prom::{self, Kind};
 use servebench_core::{ErrorKind, Outcome, RequestRecord};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 mod detail;
+mod prefill;
 pub use detail::{bucket_percentile, LiveDetail, LivePercentiles, LIVE_PERCENTILES};
+pub use prefill::PrefillWaiting;
 
 /// Bucket upper bounds of the TTFT and E2EL histograms, µs (1 ms … 300 s).
 pub const LATENCY_BUCKETS_US: &[u64] = &[
@@ -110,6 +112,9 @@ pub struct LiveSnapshot {
     pub failed: u64,
     pub cancelled: u64,
     pub in_flight: u64,
+    /// Requests waiting for a prefill slot ([`PrefillWaiting::now`]); `None` without a
+    /// prefill cap (`--max-prefill-concurrency`).
+    pub prefill_waiting: Option<u64>,
     /// Requests completed per second over the last [`RATE_WINDOW_US`] (failed and cancelled
     /// requests are counted apart, never as throughput).
     pub requests_per_s: f64,
@@ -140,6 +145,8 @@ pub struct LiveMetrics {
     schedule: Mutex<Option<detail::LiveSchedule>>,
     /// The latest failure's kind and message (set by the collector, per failed request).
     latest_failure: Mutex<Option<(ErrorKind, String)>>,
+    /// Requests waiting for a prefill slot; set only when the run has a prefill cap.
+    prefill: OnceLock<Arc<PrefillWaiting>>,
 }
 
 impl Default for LiveMetrics {
@@ -167,6 +174,7 @@ impl LiveMetrics {
             samples: Mutex::new(VecDeque::new()),
             schedule: Mutex::new(None),
             latest_failure: Mutex::new(None),
+            prefill: OnceLock::new(),
         }
     }
 
@@ -184,6 +192,17 @@ impl LiveMetrics {
             .ok()
             .and_then(|s| *s)
             .map_or(0, |t| u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    /// The run has a prefill cap: from now on the requests waiting for a prefill slot are
+    /// counted (by whoever waits for one, through the returned counter) and shown.
+    pub fn track_prefill(&self) -> Arc<PrefillWaiting> {
+        self.prefill.get_or_init(Arc::default).clone()
+    }
+
+    /// The prefill-slot wait counter, when [`track_prefill`](Self::track_prefill) was called.
+    pub fn prefill_waiting(&self) -> Option<&Arc<PrefillWaiting>> {
+        self.prefill.get()
     }
 
     /// A request passed the concurrency gate and is being sent, `lateness_us` after its
@@ -306,6 +325,7 @@ impl LiveMetrics {
             failed,
             cancelled,
             in_flight: sent.saturating_sub(self.ended_sent.load(Ordering::Relaxed)),
+            prefill_waiting: self.prefill.get().map(|p| p.now()),
             requests_per_s: rps,
             output_tokens_per_s: tps,
         }
