@@ -10,6 +10,7 @@ use servebench_core::validity::Validity;
 
 use super::svg::{esc, render as render_chart, run_color, Chart};
 use super::{RecordSource, ReportRun};
+use crate::server_summary::{GpuEnergy, GpuRow};
 
 /// The page style (`assets/report.css`, included at build time).
 const CSS: &str = include_str!("assets/report.css");
@@ -161,6 +162,10 @@ fn run_card(o: &mut String, i: usize, r: &ReportRun, warnings: &[String]) {
     let env_rows = r.header.environment.as_ref().map(|e| e.rows()).unwrap_or_default();
     kv_table(o, "Environment", &env_rows);
     kv_table(o, "Client health", &r.header.client_health);
+    if let Some(e) = r.server_metrics.as_ref().and_then(|s| s.energy.as_ref()) {
+        let gpus = r.server_metrics.as_ref().map(|s| s.gpus.as_slice()).unwrap_or_default();
+        kv_table(o, "GPU energy", &energy_rows(e, gpus));
+    }
     o.push_str("</div>");
     if let Some(note) = r.header.environment.as_ref().and_then(|e| e.note.as_ref()) {
         let _ = write!(o, "<p class=\"sub\">{}</p>", esc(note));
@@ -181,6 +186,30 @@ fn run_card(o: &mut String, i: usize, r: &ReportRun, warnings: &[String]) {
         o.push_str("</ul>");
     }
     o.push_str("</section>\n");
+}
+
+/// The run's `gpu_energy` figures as rows (docs/metrics.md, "GPU telemetry and energy"): the
+/// totals, then one row per GPU; a figure without data is "n/a".
+fn energy_rows(e: &GpuEnergy, gpus: &[GpuRow]) -> Vec<(String, String)> {
+    let num = |v: Option<f64>, digits: usize| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.digits$}"));
+    let mut rows = vec![
+        ("energy (J)".to_owned(), num(Some(e.total_energy_j), 1)),
+        ("average power (W)".to_owned(), num(e.avg_power_w, 1)),
+        ("output tokens".to_owned(), e.output_tokens.to_string()),
+        ("energy per output token (J/token)".to_owned(), num(e.joules_per_output_token, 4)),
+        ("output tokens per joule".to_owned(), num(e.output_tokens_per_joule, 3)),
+        ("method".to_owned(), e.method.clone()),
+    ];
+    for g in gpus {
+        let value = format!(
+            "{} J, {} W average over {} s",
+            num(g.energy_j, 1),
+            num(g.avg_power_w, 1),
+            num(g.window_s, 1)
+        );
+        rows.push((format!("GPU {} @ {}", g.gpu, g.host), value));
+    }
+    rows
 }
 
 /// The run's validity verdict (docs/metrics.md, "Run validity"): its level as a class, the

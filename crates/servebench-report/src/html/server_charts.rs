@@ -4,7 +4,7 @@
 
 use crate::document::{ResultDocument, ServerMetricsDoc};
 use crate::sections::server::{ScrapeSample, ServerMetrics};
-use crate::server_summary::{EndpointSummary, GpuRow};
+use crate::server_summary::{EndpointSummary, GpuEnergy, GpuRow};
 
 use super::charts::{time_axis, Run};
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
@@ -18,6 +18,10 @@ pub struct ServerSeries {
     pub endpoints: Vec<EndpointSummary>,
     /// The GPUs' rows (`gpu_energy.gpus`), with their power series.
     pub gpus: Vec<GpuRow>,
+    /// The run's energy figures (`gpu_energy`: total, average power, J per output token,
+    /// tokens per joule), when a GPU had an energy figure. Its `gpus` are not read here (see
+    /// `gpus`).
+    pub energy: Option<GpuEnergy>,
 }
 
 impl ServerSeries {
@@ -26,25 +30,33 @@ impl ServerSeries {
     pub fn from_result(result: &ResultDocument) -> Option<ServerSeries> {
         let mut s = result.server_metrics.as_ref().and_then(ServerSeries::from_doc).unwrap_or_default();
         s.gpus = result.gpu_energy.as_ref().map(|g| g.gpus.clone()).unwrap_or_default();
+        s.energy = result.gpu_energy.clone().map(|e| GpuEnergy { gpus: Vec::new(), ..e });
         s.or_none()
     }
 
-    /// The series of a run scraped in this process: its `server_metrics` and GPU rows.
-    pub fn of_run(m: Option<&ServerMetrics>, gpus: &[GpuRow]) -> Option<ServerSeries> {
+    /// The series of a run scraped in this process: its `server_metrics`, GPU rows and energy
+    /// figures (the result's `gpu_energy`).
+    pub fn of_run(
+        m: Option<&ServerMetrics>,
+        gpus: &[GpuRow],
+        energy: Option<GpuEnergy>,
+    ) -> Option<ServerSeries> {
         let mut s = m.and_then(ServerSeries::from_metrics).unwrap_or_default();
         s.gpus = gpus.to_vec();
+        s.energy = energy.map(|e| GpuEnergy { gpus: Vec::new(), ..e });
         s.or_none()
     }
 
     /// `None` when there is nothing to chart.
     fn or_none(self) -> Option<ServerSeries> {
-        (!self.samples.is_empty() || !self.endpoints.is_empty() || !self.gpus.is_empty()).then_some(self)
+        let any = !self.samples.is_empty() || !self.endpoints.is_empty() || !self.gpus.is_empty();
+        (any || self.energy.is_some()).then_some(self)
     }
 
     /// The series a run scraped (`--scrape-metrics`); `None` when it has no samples.
     pub fn from_metrics(m: &ServerMetrics) -> Option<ServerSeries> {
         let samples: Vec<ScrapeSample> = m.samples.iter().filter(|s| s.t_s.is_finite()).cloned().collect();
-        ServerSeries { samples, endpoints: m.endpoints.clone(), gpus: Vec::new() }.or_none()
+        ServerSeries { samples, endpoints: m.endpoints.clone(), gpus: Vec::new(), energy: None }.or_none()
     }
 
     /// The series of a `server_metrics` document; `None` when it has no samples.
@@ -67,7 +79,7 @@ impl ServerSeries {
             })
             .collect();
         let endpoints = doc.endpoints.clone().unwrap_or_default();
-        ServerSeries { samples, endpoints, gpus: Vec::new() }.or_none()
+        ServerSeries { samples, endpoints, gpus: Vec::new(), energy: None }.or_none()
     }
 
     /// Prefix-cache hit rate (%) of each scrape interval: Δhits / Δqueries between consecutive

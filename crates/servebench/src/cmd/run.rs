@@ -358,6 +358,7 @@ fn write_reports(
         servebench_report::html::ServerSeries::of_run(
             results.server_side.server.as_ref(),
             results.server_side.gpu.as_ref().map(|g| g.rows.as_slice()).unwrap_or_default(),
+            results.gpu_energy(),
         ),
         Some(results.validity()),
     )

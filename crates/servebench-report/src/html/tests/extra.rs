@@ -293,6 +293,19 @@ fn endpoint_and_gpu_power_charts_share_the_client_time_axis() {
     let lat = chart_markup(&html, "endpoints-latency");
     assert!(lat.contains("TTFT p50") && lat.contains("TTFT p99"));
     assert!(chart_markup(&html, "gpu-power").contains("GPU 0 @ n1"));
+    // The run card's energy table: the result's figures, one row per GPU.
+    let card = &html[html.find("<h4>GPU energy</h4>").expect("energy table")..];
+    let card = &card[..card.find("</table>").unwrap()];
+    for cell in ["<td>energy (J)</td><td>900.0</td>", "<td>average power (W)</td><td>300.0</td>"] {
+        assert!(card.contains(cell), "{cell} in {card}");
+    }
+    for cell in [
+        "<td>energy per output token (J/token)</td><td>90.0000</td>",
+        "<td>output tokens per joule</td><td>0.011</td>",
+    ] {
+        assert!(card.contains(cell), "{cell} in {card}");
+    }
+    assert!(card.contains("<td>GPU 0 @ n1</td><td>900.0 J, 300.0 W average over 3.0 s</td>"), "{card}");
     assert!(chart_markup(&html, "gpu-power").contains("time since the start of the measured phase (s)"));
     // No fixed-name samples: the older server charts are left out.
     assert!(!html.contains("id=\"server-requests\""));
