@@ -81,4 +81,10 @@ fn report_with_server_endpoints_gpu_power_and_http_phases_draws_every_chart_in_c
     for table in ["id=\"summary\"", "id=\"validity\""] {
         assert!(dom.contains(table), "{table} missing");
     }
+    // The run card's energy table: the result's figures for both simulated GPUs.
+    let energy = &dom[dom.find("<h4>GPU energy</h4>").expect("no GPU energy table")..];
+    let energy = &energy[..energy.find("</table>").unwrap()];
+    for row in ["energy per output token (J/token)", "output tokens per joule", "GPU 0 @ ", "GPU 1 @ "] {
+        assert!(energy.contains(row), "{row} missing: {energy}");
+    }
 }
