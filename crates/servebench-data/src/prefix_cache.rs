@@ -177,23 +177,30 @@ pub fn coded(flag: &str, problem: impl Into<String>, fix: impl Into<String>) -> 
     BenchError::PrefixCacheWorkload { flag: flag.into(), problem: problem.into(), fix: fix.into() }
 }
 
+/// Every prompt's token ids, in order; `None` when a prompt is not token ids (a controlled hit
+/// rate is built on exact token layouts).
+pub(crate) fn token_id_prompts(workload: &Workload) -> Option<Vec<Vec<u32>>> {
+    workload
+        .requests
+        .iter()
+        .map(|r| match &r.prompt {
+            Prompt::TokenIds(t) => Some(t.to_vec()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Lays the shared prefixes over `workload`, whose prompts must all be token ids
 /// (`--prompt-token-ids`).
 pub fn apply(cfg: PrefixCacheConfig, workload: &mut Workload) -> Result<PrefixCacheLayout> {
     check(&cfg)?;
-    let mut ids: Vec<Vec<u32>> = Vec::with_capacity(workload.len());
-    for r in &workload.requests {
-        match &r.prompt {
-            Prompt::TokenIds(t) => ids.push(t.to_vec()),
-            _ => {
-                return Err(coded(
-                    "--prefix-cache-hit-rate",
-                    "a controlled prefix-cache hit rate is built on token-id prompts",
-                    "add --prompt-token-ids (completions backends)",
-                ))
-            }
-        }
-    }
+    let mut ids = token_id_prompts(workload).ok_or_else(|| {
+        coded(
+            "--prefix-cache-hit-rate",
+            "a controlled prefix-cache hit rate is built on token-id prompts",
+            "add --prompt-token-ids (completions backends)",
+        )
+    })?;
     let vocab = vocabulary(ids.iter().map(|v| &v[..]));
     let cached_prefix: Vec<u32> = ids
         .iter()
@@ -261,7 +268,7 @@ pub(crate) fn draw(vocab: &[u32], n: usize, seed: u64, stream: u64) -> Vec<u32> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use servebench_core::RequestSpec;
 
@@ -287,11 +294,14 @@ mod tests {
         Workload { requests }
     }
 
-    fn cfg(mode: PrefixCacheMode) -> PrefixCacheConfig {
+    /// A configuration of `mode` with 16-token blocks, seed 7, nonce 99, one group (also the
+    /// multi-turn tests').
+    pub(crate) fn cfg(mode: PrefixCacheMode) -> PrefixCacheConfig {
         PrefixCacheConfig { mode, block_size: 16, seed: 7, nonce: 99, groups: 1 }
     }
 
-    fn ids(w: &Workload, i: usize) -> Vec<u32> {
+    /// Request `i`'s token ids (every test workload is token ids).
+    pub(crate) fn ids(w: &Workload, i: usize) -> Vec<u32> {
         match &w.requests[i].prompt {
             Prompt::TokenIds(t) => t.to_vec(),
             _ => unreachable!(),

@@ -41,8 +41,8 @@ use std::sync::Arc;
 use servebench_core::{BenchError, Prompt, RequestSpec, Result, Workload};
 
 use crate::prefix_cache::{
-    check, coded, draw, is_warm, prefix_tokens, vocabulary, PrefixCacheConfig, PrefixCacheLayout,
-    PrefixCacheMode, TurnReuse,
+    check, coded, draw, is_warm, prefix_tokens, token_id_prompts, vocabulary, PrefixCacheConfig,
+    PrefixCacheLayout, PrefixCacheMode, TurnReuse,
 };
 
 /// Seeds the reply stand-ins apart from the shared prefix and the bust blocks.
@@ -151,19 +151,13 @@ pub fn apply(
     bounds: &[(usize, usize)],
 ) -> Result<PrefixCacheLayout> {
     check(&cfg)?;
-    let mut ids: Vec<Vec<u32>> = Vec::with_capacity(workload.len());
-    for r in &workload.requests {
-        match &r.prompt {
-            Prompt::TokenIds(t) => ids.push(t.to_vec()),
-            _ => {
-                return Err(coded(
-                    flag(cfg.mode),
-                    "multi-turn chat conversations have no exact token layout",
-                    "use --backend openai --dataset-name random --prompt-token-ids --multi-turn",
-                ))
-            }
-        }
-    }
+    let mut ids = token_id_prompts(workload).ok_or_else(|| {
+        coded(
+            flag(cfg.mode),
+            "multi-turn chat conversations have no exact token layout",
+            "use --backend openai --dataset-name random --prompt-token-ids --multi-turn",
+        )
+    })?;
     let block = cfg.block_size;
     let history = history_prefix(workload, bounds, block);
     let total: u64 = workload.requests.iter().map(|r| u64::from(r.prompt_tokens)).sum();

@@ -1,6 +1,7 @@
 use std::collections::HashSet;
 
 use super::*;
+use crate::prefix_cache::tests::{cfg, ids};
 use servebench_core::ErrorCode;
 
 /// `turns` per conversation, first turn `first` new ids, later ones `later`, replies `out`;
@@ -20,17 +21,6 @@ fn conversations(n: usize, turns: usize, first: u32, later: u32, out: u32) -> To
         })
         .collect();
     grow(convs, 7)
-}
-
-fn cfg(mode: PrefixCacheMode) -> PrefixCacheConfig {
-    PrefixCacheConfig { mode, block_size: 16, seed: 7, nonce: 99, groups: 1 }
-}
-
-fn ids(w: &Workload, i: usize) -> Vec<u32> {
-    match &w.requests[i].prompt {
-        Prompt::TokenIds(t) => t.to_vec(),
-        _ => unreachable!(),
-    }
 }
 
 /// A server's prefix cache of `block`-token blocks that forgets nothing (the hashes chain: a

@@ -89,6 +89,29 @@ fn count(tok: &dyn TextTokenizer, text: &str) -> Result<u32> {
     Ok(u32::try_from(tok.count(text)?).unwrap_or(u32::MAX))
 }
 
+/// The turns of `--num-prompts` synthetic conversations: each one's number of turns
+/// (`--multi-turn-min/max-turns`, else `--multi-turn-num-turns`), the number of later turns
+/// over all of them, and a later turn's input length (`--per-turn-input-len`, else
+/// `--random-input-len`). Shared by the text and the token-id conversations.
+#[derive(Debug)]
+pub struct TurnLayout {
+    pub counts: Vec<u32>,
+    pub later: usize,
+    pub later_len: usize,
+}
+
+impl TurnLayout {
+    pub fn of(cfg: &MultiTurnConfig, random: &RandomDatasetConfig) -> Self {
+        let max = if cfg.max_turns > 0 { cfg.max_turns } else { cfg.num_turns };
+        let min = if cfg.min_turns > 0 { cfg.min_turns } else { max };
+        let counts = turn_counts(random.num_prompts, min, max, random.seed);
+        let later = counts.iter().map(|&c| c as usize - 1).sum();
+        let later_len =
+            if cfg.per_turn_input_len > 0 { cfg.per_turn_input_len as usize } else { random.input_len };
+        TurnLayout { counts, later, later_len }
+    }
+}
+
 /// Synthetic conversations from the random dataset's options (`num_prompts` conversations).
 pub fn synthetic(
     cfg: &MultiTurnConfig,
@@ -96,12 +119,8 @@ pub fn synthetic(
     tok: &dyn TextTokenizer,
 ) -> Result<Conversations> {
     let n = random.num_prompts;
-    let max = if cfg.max_turns > 0 { cfg.max_turns } else { cfg.num_turns };
-    let min = if cfg.min_turns > 0 { cfg.min_turns } else { max };
-    let counts = turn_counts(n, min, max, random.seed);
-    let later: usize = counts.iter().map(|&c| c as usize - 1).sum();
+    let TurnLayout { counts, later, later_len } = TurnLayout::of(cfg, random);
     let first_len = random.input_len;
-    let later_len = if cfg.per_turn_input_len > 0 { cfg.per_turn_input_len as usize } else { first_len };
     let history = cfg.history();
     // Prefix-sharing mode: each message = global block + conversation block + unique rest.
     let share = |len: usize, r: f64| (len as f64 * r).floor() as usize;

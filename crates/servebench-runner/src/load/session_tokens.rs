@@ -14,7 +14,7 @@ use servebench_data::prefix_cache::PrefixCacheLayout;
 use servebench_data::prefix_cache_turns::{self, TokenTurn};
 use servebench_data::random::{generate_random, RandomDatasetConfig};
 
-use super::session::{turn_counts, Conversations};
+use super::session::{Conversations, TurnLayout};
 use crate::config::load_options::MultiTurnConfig;
 use crate::config::RunConfig;
 
@@ -51,12 +51,7 @@ pub fn token_conversations(
     tok: &dyn TextTokenizer,
 ) -> Result<Conversations> {
     let n = random.num_prompts;
-    let max = if cfg.max_turns > 0 { cfg.max_turns } else { cfg.num_turns };
-    let min = if cfg.min_turns > 0 { cfg.min_turns } else { max };
-    let counts = turn_counts(n, min, max, random.seed);
-    let later: usize = counts.iter().map(|&c| c as usize - 1).sum();
-    let later_len =
-        if cfg.per_turn_input_len > 0 { cfg.per_turn_input_len as usize } else { random.input_len };
+    let TurnLayout { counts, later, later_len } = TurnLayout::of(cfg, random);
     let mut first =
         token_prompts(random, n, (random.input_len, random.prefix_len), random.seed, tok)?.into_iter();
     let mut rest =

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::{bin, text, tokenizer};
+use crate::support::{bin, fast_sim_with_progress, text, tokenizer};
 use serde_json::Value;
 use servebench_sim::{EngineConfig, SimConfig, SimHandle};
 use std::path::Path;
@@ -214,16 +214,7 @@ fn bad_client_control_combinations_are_coded_errors_before_anything_is_sent() {
 fn progress_line_shows_prefill_waiting_only_with_a_prefill_cap() {
     // stderr is a pipe: the plain progress line, printed once more at the end of the phase.
     let run = |extra: &[&str]| {
-        let tok = tokenizer();
-        let out = bin()
-            .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--tokenizer"])
-            .arg(&tok)
-            .arg("--sim-tokenizer")
-            .arg(&tok)
-            .args(["--num-prompts", "12", "--max-concurrency", "4"])
-            .args(extra)
-            .output()
-            .unwrap();
+        let out = fast_sim_with_progress(extra);
         assert!(out.status.success(), "{}", text(&out.stderr));
         text(&out.stderr)
     };

@@ -25,11 +25,20 @@ pub fn text(o: &[u8]) -> String {
 }
 
 /// A run against the embedded simulator (fast fixed timing: TTFT 2 ms, ITL 1 ms; 12 prompts,
-/// concurrency 4) with `extra` flags.
+/// concurrency 4) with `extra` flags, without progress output (`--disable-tqdm`).
 pub fn fast_sim(extra: &[&str]) -> Output {
+    fast_sim_run(&[&["--disable-tqdm"], extra].concat())
+}
+
+/// [`fast_sim`] with its progress output (on stderr: a pipe gets the plain progress line).
+pub fn fast_sim_with_progress(extra: &[&str]) -> Output {
+    fast_sim_run(extra)
+}
+
+fn fast_sim_run(extra: &[&str]) -> Output {
     let tok = tokenizer();
     bin()
-        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--disable-tqdm", "--tokenizer"])
+        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--tokenizer"])
         .arg(&tok)
         .arg("--sim-tokenizer")
         .arg(&tok)
