@@ -32,8 +32,16 @@ impl Summary {
         Summary::of_sorted(&sorted, percentiles)
     }
 
+    /// [`Summary::of`] over integer samples (µs gaps), sorted in place: the same numbers as
+    /// over the values as `f64` (every `u32` is exact in `f64`, and the sums run in the same
+    /// sorted order), at half their memory.
+    pub fn of_u32(mut values: Vec<u32>, percentiles: &[f64]) -> Summary {
+        values.sort_unstable();
+        Summary::of_sorted(&values, percentiles)
+    }
+
     /// Like [`Summary::of`] for values already sorted ascending without NaNs.
-    pub fn of_sorted(sorted: &[f64], percentiles: &[f64]) -> Summary {
+    pub fn of_sorted<T: Copy + Into<f64>>(sorted: &[T], percentiles: &[f64]) -> Summary {
         Summary {
             count: sorted.len(),
             mean: mean(sorted),
@@ -60,21 +68,21 @@ impl Summary {
     }
 }
 
-/// Arithmetic mean; 0 for an empty slice.
-pub fn mean(values: &[f64]) -> f64 {
+/// Arithmetic mean (summed in slice order); 0 for an empty slice.
+pub fn mean<T: Copy + Into<f64>>(values: &[T]) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
-    values.iter().sum::<f64>() / values.len() as f64
+    values.iter().map(|&v| v.into()).sum::<f64>() / values.len() as f64
 }
 
 /// Population standard deviation (ddof = 0); 0 for an empty slice.
-pub fn std_pop(values: &[f64]) -> f64 {
+pub fn std_pop<T: Copy + Into<f64>>(values: &[T]) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
     let m = mean(values);
-    let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
+    let ss: f64 = values.iter().map(|&v| (v.into() - m) * (v.into() - m)).sum();
     (ss / values.len() as f64).sqrt()
 }
 
@@ -91,14 +99,15 @@ pub fn percentile(values: &[f64], p: f64) -> f64 {
 }
 
 /// [`percentile`] over a slice already sorted ascending.
-pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
+pub fn percentile_sorted<T: Copy + Into<f64>>(sorted: &[T], p: f64) -> f64 {
     let n = sorted.len();
     let (Some(&first), Some(&last)) = (sorted.first(), sorted.last()) else { return 0.0 };
     let p = if p.is_nan() { 50.0 } else { p.clamp(0.0, 100.0) };
     let h = p / 100.0 * (n - 1) as f64;
     let lo = (h.floor() as usize).min(n - 1);
     let hi = (h.ceil() as usize).min(n - 1);
-    let (a, b) = (sorted.get(lo).copied().unwrap_or(first), sorted.get(hi).copied().unwrap_or(last));
+    let (a, b): (f64, f64) =
+        (sorted.get(lo).copied().unwrap_or(first).into(), sorted.get(hi).copied().unwrap_or(last).into());
     let t = h - lo as f64;
     // Clamp so rounding never leaves [a, b]: keeps the result monotone in p.
     (a + (b - a) * t).clamp(a.min(b), a.max(b))
@@ -109,25 +118,43 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
 /// request claiming billions of tokens cannot exhaust memory. Pairs with NaN values or count 0
 /// are ignored.
 pub fn summary_weighted(pairs: &[(f64, u64)], percentiles: &[f64]) -> Summary {
-    let mut v: Vec<(f64, u64)> = pairs.iter().copied().filter(|(x, c)| !x.is_nan() && *c > 0).collect();
-    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let n: u128 = v.iter().map(|&(_, c)| u128::from(c)).sum();
+    let mut v: Vec<(f64, u64)> = pairs.to_vec();
+    sort_weighted(&mut v);
+    summary_weighted_sorted(|| v.iter().copied(), percentiles)
+}
+
+/// Drops the pairs [`summary_weighted`] ignores and sorts the rest by value, then count: the
+/// order every weighted sum runs in, so equal multisets give equal bits however they were built.
+pub fn sort_weighted(pairs: &mut Vec<(f64, u64)>) {
+    pairs.retain(|(x, c)| !x.is_nan() && *c > 0);
+    pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+}
+
+/// [`summary_weighted`] over pairs already in [`sort_weighted`]'s order (no NaN, no count 0),
+/// streamed: `sorted` gives a fresh pass over them each call (the statistics take several).
+pub fn summary_weighted_sorted<I>(sorted: impl Fn() -> I, percentiles: &[f64]) -> Summary
+where
+    I: Iterator<Item = (f64, u64)>,
+{
+    let n: u128 = sorted().map(|(_, c)| u128::from(c)).sum();
     if n == 0 {
-        return Summary::of_sorted(&[], percentiles);
+        return Summary::of_sorted::<f64>(&[], percentiles);
     }
     let nf = n as f64;
-    let mean = v.iter().map(|&(x, c)| x * c as f64).sum::<f64>() / nf;
-    let var = v.iter().map(|&(x, c)| (x - mean) * (x - mean) * c as f64).sum::<f64>() / nf;
+    let mean = sorted().map(|(x, c)| x * c as f64).sum::<f64>() / nf;
+    let var = sorted().map(|(x, c)| (x - mean) * (x - mean) * c as f64).sum::<f64>() / nf;
     // Value at 0-based rank `k` of the expanded, sorted sequence.
     let at = |k: u128| -> f64 {
         let mut seen = 0u128;
-        for &(x, c) in &v {
+        let mut last = 0.0;
+        for (x, c) in sorted() {
             seen += u128::from(c);
             if k < seen {
                 return x;
             }
+            last = x;
         }
-        v.last().map_or(0.0, |&(x, _)| x)
+        last
     };
     let pct = |p: f64| -> f64 {
         let p = if p.is_nan() { 50.0 } else { p.clamp(0.0, 100.0) };
@@ -144,6 +171,23 @@ pub fn summary_weighted(pairs: &[(f64, u64)], percentiles: &[f64]) -> Summary {
         std: var.sqrt(),
         percentiles: percentiles.iter().map(|&p| (p, pct(p))).collect(),
     }
+}
+
+/// Two sorted streams of weighted values as one, in [`sort_weighted`]'s order: `plain` values
+/// (ascending, each with count 1) and `pairs` (in that order already).
+pub fn merge_weighted<'a>(
+    plain: &'a [u32],
+    pairs: &'a [(f64, u64)],
+) -> impl Iterator<Item = (f64, u64)> + 'a {
+    let key = |a: &(f64, u64), b: &(f64, u64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    let mut xs = plain.iter().map(|&g| (f64::from(g), 1u64)).peekable();
+    let mut ys = pairs.iter().copied().peekable();
+    std::iter::from_fn(move || match (xs.peek(), ys.peek()) {
+        (Some(a), Some(b)) if key(a, b).is_le() => xs.next(),
+        (Some(_), Some(_)) | (None, Some(_)) => ys.next(),
+        (Some(_), None) => xs.next(),
+        (None, None) => None,
+    })
 }
 
 #[cfg(test)]
@@ -215,6 +259,29 @@ mod tests {
             for (x, y) in a.percentiles.iter().zip(&b.percentiles) {
                 prop_assert!((x.1 - y.1).abs() <= tol(x.1), "p{}: {} vs {}", x.0, x.1, y.1);
             }
+        }
+
+        #[test]
+        fn u32_samples_give_the_bits_of_their_f64_values(v in prop::collection::vec(any::<u32>(), 0..80), p in 0.0f64..=100.0) {
+            let as_f64: Vec<f64> = v.iter().map(|&x| f64::from(x)).collect();
+            prop_assert_eq!(Summary::of_u32(v, &[p, 99.0]), Summary::of(&as_f64, &[p, 99.0]));
+        }
+
+        #[test]
+        fn merged_plain_and_weighted_give_the_bits_of_one_weighted_list(
+            plain in prop::collection::vec(0u32..50, 0..40),
+            pairs in prop::collection::vec((0.0f64..50.0, 0u64..4), 0..30),
+            p in 0.0f64..=100.0,
+        ) {
+            let mut all: Vec<(f64, u64)> = plain.iter().map(|&g| (f64::from(g), 1)).chain(pairs.iter().copied()).collect();
+            let want = summary_weighted(&all, &[p, 99.0]);
+            let (mut plain, mut pairs) = (plain, pairs);
+            plain.sort_unstable();
+            sort_weighted(&mut pairs);
+            let got = summary_weighted_sorted(|| merge_weighted(&plain, &pairs), &[p, 99.0]);
+            prop_assert_eq!(got, want);
+            sort_weighted(&mut all);
+            prop_assert_eq!(merge_weighted(&plain, &pairs).collect::<Vec<_>>(), all);
         }
 
         #[test]

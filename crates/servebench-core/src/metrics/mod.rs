@@ -8,6 +8,7 @@
 
 pub mod agentic;
 mod client_controls;
+mod event_merge;
 pub mod groups;
 pub mod http_phases;
 mod peaks;
@@ -21,10 +22,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
 use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
-use crate::stats::{summary_weighted, Summary};
+use crate::stats::{merge_weighted, sort_weighted, summary_weighted_sorted, Summary};
 
 pub use client_controls::{prefill_wait_ms, DesignedCancellation};
-pub use peaks::{peak_overlap, peak_rate, peak_window_sum, WINDOW_US};
+pub use peaks::{
+    peak_overlap, peak_rate, peak_rate_sorted, peak_window_sum, peak_window_sum_sorted, WINDOW_US,
+};
 pub use request::{is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes};
 pub use steady_state::{steady_state, LoadMode, NoSteadyState, SteadyState, SteadyStateConfig};
 pub use token_accounting::{CountDiscrepancy, TokenAccounting, OUTPUT_DISAGREEMENT_WARN};
@@ -306,15 +309,16 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         good_requests,
         request_goodput: good_requests.map(|g| per_second(g as f64, duration_s)),
         // Never below the mean, even by the rounding of spread weights.
-        max_output_tokens_per_s: peak_rate(&mut samples.token_events, WINDOW_US, duration_us)
+        max_output_tokens_per_s: event_merge::peak_output_rate(&samples.completed, WINDOW_US, duration_us)
             .max(per_second(total_out as f64, duration_s)),
         max_concurrent_requests: peak_overlap(&span.intervals),
         rtfx: (tokens.audio_n > 0 && duration_s > 0.0).then(|| tokens.audio_s / duration_s),
         ttft: summary_ms(&samples.ttft, pct),
         tpot: summary_ms(&samples.tpot, pct),
-        itl: summary_ms(&samples.itl, pct),
+        itl: Summary::of_u32(samples.itl, pct).scaled(1.0 / US_PER_MS),
         e2el: summary_ms(&samples.e2el, pct),
-        itl_token_view: summary_weighted(&samples.itl_tok, pct).scaled(1.0 / US_PER_MS),
+        itl_token_view: token_view_summary(samples.itl_tok_gaps, samples.itl_tok, pct)
+            .scaled(1.0 / US_PER_MS),
         response_ttft: summary_ms(&samples.response_ttft, pct),
         response_e2el: summary_ms(&samples.response_e2el, pct),
         queue_time: summary_ms(&span.queue, pct),
@@ -447,24 +451,28 @@ impl TokenTotals {
     }
 }
 
-/// Latency samples of the completed requests, µs.
+/// Latency samples of the completed requests, µs. Per-token samples are held as compactly as
+/// their values allow (a long run has millions): event gaps as `u32`, and the token events for
+/// the peak rate not at all (`event_merge` walks the records instead).
 #[derive(Default)]
-struct LatencySamples {
+struct LatencySamples<'a> {
     ttft: Vec<f64>,
     tpot: Vec<f64>,
-    itl: Vec<f64>,
+    itl: Vec<u32>,
     e2el: Vec<f64>,
-    /// ITL per token: (gap, tokens it spans).
+    /// ITL per token where they are the event gaps as they are (one token each).
+    itl_tok_gaps: Vec<u32>,
+    /// ITL per token otherwise: (value, tokens it spans).
     itl_tok: Vec<(f64, u64)>,
     response_ttft: Vec<f64>,
     response_e2el: Vec<f64>,
     client_queue: Vec<f64>,
-    /// (time, tokens) of every token event, for the peak output rate.
-    token_events: Vec<(u64, f64)>,
+    /// The completed requests, for the peak output rate.
+    completed: Vec<&'a RequestRecord>,
 }
 
-impl LatencySamples {
-    fn add(&mut self, r: &RequestRecord, t: &RequestTimes) {
+impl<'a> LatencySamples<'a> {
+    fn add(&mut self, r: &'a RequestRecord, t: &RequestTimes) {
         push_opt(&mut self.ttft, t.ttft_us);
         push_opt(&mut self.e2el, t.e2el_us);
         if let Some(v) = t.tpot_us {
@@ -474,11 +482,22 @@ impl LatencySamples {
         push_opt(&mut self.response_e2el, t.response_e2el_us);
         push_opt(&mut self.client_queue, t.queue_us);
         if r.first_token_us.is_some() {
-            self.itl.extend(r.token_events.gaps_us.iter().map(|&g| f64::from(g)));
+            self.itl.extend_from_slice(&r.token_events.gaps_us);
         }
-        push_token_view_itls(r, &mut self.itl_tok);
-        self.token_events.extend(token_event_times(r).into_iter().zip(token_event_weights(r)));
+        if request::token_view_is_event_gaps(r) {
+            self.itl_tok_gaps.extend_from_slice(&r.token_events.gaps_us);
+        } else {
+            push_token_view_itls(r, &mut self.itl_tok);
+        }
+        self.completed.push(r);
     }
+}
+
+/// The token-view ITL summary (`stats::summary_weighted`) over both kinds of samples at once.
+fn token_view_summary(mut gaps: Vec<u32>, mut pairs: Vec<(f64, u64)>, pct: &[f64]) -> Summary {
+    gaps.sort_unstable();
+    sort_weighted(&mut pairs);
+    summary_weighted_sorted(|| merge_weighted(&gaps, &pairs), pct)
 }
 
 fn push_opt(v: &mut Vec<f64>, x: Option<u64>) {

@@ -9,19 +9,36 @@ pub const WINDOW_US: u64 = 1_000_000;
 /// until it starts at an event, so only windows starting at event times are examined, with two
 /// pointers over the sorted events: O(n log n) for the sort, O(n) for the scan.
 pub fn peak_window_sum(events: &mut [(u64, f64)], window_us: u64) -> f64 {
+    sort_events(events);
+    peak_window_sum_sorted(|| events.iter().copied(), window_us)
+}
+
+/// The order the window sums run in: time, then weight.
+fn sort_events(events: &mut [(u64, f64)]) {
     events.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+}
+
+/// [`peak_window_sum`] over events already in time order, streamed: `sorted` gives a fresh pass
+/// each call (one pass for the windows' starts, one for their ends), so the events need not be
+/// held at once (`event_merge`).
+pub fn peak_window_sum_sorted<I>(sorted: impl Fn() -> I, window_us: u64) -> f64
+where
+    I: Iterator<Item = (u64, f64)>,
+{
+    let mut ends = sorted().peekable();
     let mut best = 0.0_f64;
     let mut sum = 0.0_f64;
-    let mut j = 0;
-    for i in 0..events.len() {
-        let start = events[i].0;
+    for (start, weight) in sorted() {
         let end = start.saturating_add(window_us);
-        while j < events.len() && events[j].0 < end {
-            sum += events[j].1;
-            j += 1;
+        while let Some(&(t, w)) = ends.peek() {
+            if t >= end {
+                break;
+            }
+            sum += w;
+            ends.next();
         }
         best = best.max(sum);
-        sum -= events[i].1;
+        sum -= weight;
     }
     best
 }
@@ -36,18 +53,29 @@ pub fn peak_window_sum(events: &mut [(u64, f64)], window_us: u64) -> f64 {
 ///   1.0 s of a 1.9-s run), and a peak below the average is not a peak.
 /// - `span_us = 0` (nothing measured): the best window's sum per window.
 pub fn peak_rate(events: &mut [(u64, f64)], window_us: u64, span_us: u64) -> f64 {
+    // A fold from +0.0: an empty float `sum()` is -0.0, printed "-0.00".
+    let total = events.iter().fold(0.0, |a, e| a + e.1);
+    sort_events(events);
+    peak_rate_sorted(total, || events.iter().copied(), window_us, span_us)
+}
+
+/// [`peak_rate`] over events already in time order (streamed as in [`peak_window_sum_sorted`]),
+/// with `total` their summed weight.
+pub fn peak_rate_sorted<I>(total: f64, sorted: impl Fn() -> I, window_us: u64, span_us: u64) -> f64
+where
+    I: Iterator<Item = (u64, f64)>,
+{
     // Spread weights (T/E) are inexact in binary: round sums to 1e-6 tokens.
     let round = |x: f64| (x * 1e6).round() / 1e6;
-    // A fold from +0.0: an empty float `sum()` is -0.0, printed "-0.00".
-    let total = round(events.iter().fold(0.0, |a, e| a + e.1));
+    let total = round(total);
     let per_s = |x: f64, us: u64| x * 1e6 / us as f64;
     if span_us == 0 || window_us == 0 {
-        return round(peak_window_sum(events, window_us));
+        return round(peak_window_sum_sorted(sorted, window_us));
     }
     if span_us < window_us {
         return per_s(total, span_us);
     }
-    per_s(round(peak_window_sum(events, window_us)), window_us).max(per_s(total, span_us))
+    per_s(round(peak_window_sum_sorted(sorted, window_us)), window_us).max(per_s(total, span_us))
 }
 
 /// The largest number of half-open intervals `[start, end)` covering one instant.

@@ -86,15 +86,50 @@ pub fn token_event_times(r: &RequestRecord) -> Vec<u64> {
 /// Tokens each event carried: `token_events.tokens` when it has one entry per event, else the
 /// request's output tokens spread evenly (`T / E` each). Same length as `token_event_times`.
 pub fn token_event_weights(r: &RequestRecord) -> Vec<f64> {
-    if r.first_token_us.is_none() {
-        return Vec::new();
+    match EventWeights::of(r) {
+        Some(w) => (0..w.events).map(|i| w.at(i)).collect(),
+        None => Vec::new(),
     }
+}
+
+/// The rule of [`token_event_weights`] without the vector: the weight of each event by position.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EventWeights<'a> {
+    /// Tokens per event, when the server told them for every event.
+    per_event: Option<&'a [u32]>,
+    /// `T / E`, otherwise.
+    spread: f64,
+    pub(crate) events: usize,
+}
+
+impl<'a> EventWeights<'a> {
+    /// `None` without a first token (no token events).
+    pub(crate) fn of(r: &'a RequestRecord) -> Option<EventWeights<'a>> {
+        r.first_token_us?;
+        let events = r.token_events.gaps_us.len() + 1;
+        if r.token_events.tokens.len() == events {
+            return Some(EventWeights { per_event: Some(&r.token_events.tokens), spread: 0.0, events });
+        }
+        let (t, _) = r.output_tokens();
+        Some(EventWeights { per_event: None, spread: f64::from(t) / events as f64, events })
+    }
+
+    /// The weight of event `i` (`i < events`).
+    pub(crate) fn at(&self, i: usize) -> f64 {
+        match self.per_event {
+            Some(tokens) => tokens.get(i).map_or(0.0, |&k| f64::from(k)),
+            None => self.spread,
+        }
+    }
+}
+
+/// Whether the token-view ITLs of `r` are its event gaps as they are, one token each (no
+/// per-event token counts, and `T = E`): the common case, which `compute` holds as `u32`s.
+pub(crate) fn token_view_is_event_gaps(r: &RequestRecord) -> bool {
     let events = r.token_events.gaps_us.len() + 1;
-    if r.token_events.tokens.len() == events {
-        return r.token_events.tokens.iter().map(|&k| f64::from(k)).collect();
-    }
-    let (t, _) = r.output_tokens();
-    vec![f64::from(t) / events as f64; events]
+    r.first_token_us.is_some()
+        && r.token_events.tokens.len() != events
+        && r.output_tokens().0 as usize == events
 }
 
 /// Appends the token-view inter-token latencies of `r` (µs) to `out` as `(value, count)` pairs
@@ -137,8 +172,7 @@ pub fn push_token_view_itls(r: &RequestRecord, out: &mut Vec<(f64, u64)>) {
         return;
     }
     let (t, _) = r.output_tokens();
-    let events = gaps.len() + 1;
-    if t as usize == events {
+    if token_view_is_event_gaps(r) {
         out.extend(gaps.iter().map(|&g| (f64::from(g), 1)));
     } else if t > 1 {
         let span: f64 = gaps.iter().map(|&g| f64::from(g)).sum();

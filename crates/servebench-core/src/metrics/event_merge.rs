@@ -1,0 +1,135 @@
+//! Every completed request's token events in one time order, merged on the fly: the peak output
+//! rate's sliding window needs the run's events sorted, and holding them (16 bytes per token,
+//! twice while sorting) was most of the end-of-run memory of a long run (docs/performance.md,
+//! "Memory at the end of a run"). Each request's events are already in time order (its gaps
+//! are non-negative), so a k-way merge over the requests gives the same order from one cursor
+//! per request.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::peaks::peak_rate_sorted;
+use super::request::EventWeights;
+use crate::record::RequestRecord;
+
+/// The peak output token rate of `completed` (docs/metrics.md, "Peak output token throughput"):
+/// [`super::peak_rate`] over their token events, without collecting them.
+pub(crate) fn peak_output_rate(completed: &[&RequestRecord], window_us: u64, span_us: u64) -> f64 {
+    // Summed in record order, event order, as the collected events were.
+    let total = completed
+        .iter()
+        .filter_map(|r| EventWeights::of(r))
+        .fold(0.0, |a, w| (0..w.events).fold(a, |a, i| a + w.at(i)));
+    peak_rate_sorted(total, || MergedEvents::new(completed), window_us, span_us)
+}
+
+/// One request's next event: its time, its weight and where it is.
+struct Cursor<'a> {
+    record: &'a RequestRecord,
+    weights: EventWeights<'a>,
+    next: usize,
+    time: u64,
+}
+
+/// The events of many requests as `(time_us, weight)` in time order, then weight (ties across
+/// requests ordered as a sort would; within one request, by position, which only reorders
+/// equal-time events of one request — integer token counts or equal `T/E` shares, whose sums
+/// do not depend on the order).
+pub(crate) struct MergedEvents<'a> {
+    cursors: Vec<Cursor<'a>>,
+    /// (time, weight's bits, cursor): weights are never negative, so their bits order as they do.
+    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
+}
+
+impl<'a> MergedEvents<'a> {
+    pub(crate) fn new(records: &[&'a RequestRecord]) -> MergedEvents<'a> {
+        let cursors: Vec<Cursor<'a>> = records
+            .iter()
+            .filter_map(|&record| {
+                let weights = EventWeights::of(record)?;
+                Some(Cursor { record, weights, next: 0, time: record.first_token_us? })
+            })
+            .collect();
+        let heap = cursors.iter().enumerate().map(|(i, c)| Reverse(key(c, i))).collect();
+        MergedEvents { cursors, heap }
+    }
+}
+
+fn key(c: &Cursor<'_>, i: usize) -> (u64, u64, usize) {
+    (c.time, c.weights.at(c.next).to_bits(), i)
+}
+
+impl Iterator for MergedEvents<'_> {
+    type Item = (u64, f64);
+
+    fn next(&mut self) -> Option<(u64, f64)> {
+        let Reverse((time, bits, i)) = self.heap.pop()?;
+        let c = self.cursors.get_mut(i)?;
+        c.next += 1;
+        if c.next < c.weights.events {
+            let gap = c.record.token_events.gaps_us.get(c.next - 1).copied().unwrap_or(0);
+            c.time = c.time.saturating_add(u64::from(gap));
+            let k = key(c, i);
+            self.heap.push(Reverse(k));
+        }
+        Some((time, f64::from_bits(bits)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{peak_rate, token_event_times, token_event_weights, WINDOW_US};
+    use crate::record::Outcome;
+    use proptest::prelude::*;
+
+    fn record(first: u64, gaps: Vec<u32>, tokens: Vec<u32>, usage: Option<u32>) -> RequestRecord {
+        let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
+        r.outcome = Outcome::Completed;
+        r.first_token_us = Some(first);
+        r.token_event_count = gaps.len() as u32 + 1;
+        r.token_events.gaps_us = gaps;
+        r.token_events.tokens = tokens;
+        r.completion_tokens = usage;
+        r
+    }
+
+    fn collected(rs: &[RequestRecord]) -> Vec<(u64, f64)> {
+        rs.iter().flat_map(|r| token_event_times(r).into_iter().zip(token_event_weights(r))).collect()
+    }
+
+    #[test]
+    fn merged_events_are_the_collected_events_sorted() {
+        // Two requests interleaved, one with per-event tokens, one spread (5 tokens over 2 events).
+        let rs = [record(100, vec![50, 50], vec![1, 3, 0], None), record(120, vec![30], vec![], Some(5))];
+        let refs: Vec<&RequestRecord> = rs.iter().collect();
+        let got: Vec<(u64, f64)> = MergedEvents::new(&refs).collect();
+        assert_eq!(got, vec![(100, 1.0), (120, 2.5), (150, 2.5), (150, 3.0), (200, 0.0)]);
+    }
+
+    proptest! {
+        #[test]
+        fn peak_rate_from_the_merge_equals_the_sorted_collection(
+            reqs in prop::collection::vec(
+                (0u64..3_000_000, prop::collection::vec(0u32..400_000, 0..12), prop::option::of(1u32..40), any::<bool>()),
+                0..25,
+            ),
+            span in 0u64..5_000_000,
+        ) {
+            let rs: Vec<RequestRecord> = reqs
+                .into_iter()
+                .map(|(first, gaps, usage, per_event)| {
+                    let tokens = if per_event { gaps.iter().map(|g| g % 4).chain([1]).collect() } else { vec![] };
+                    record(first, gaps, tokens, usage)
+                })
+                .collect();
+            let refs: Vec<&RequestRecord> = rs.iter().collect();
+            let mut all = collected(&rs);
+            let want = peak_rate(&mut all, WINDOW_US, span);
+            prop_assert_eq!(peak_output_rate(&refs, WINDOW_US, span).to_bits(), want.to_bits());
+            let merged: Vec<(u64, f64)> = MergedEvents::new(&refs).collect();
+            prop_assert_eq!(merged.len(), all.len());
+            prop_assert!(merged.windows(2).all(|w| w[0].0 <= w[1].0));
+        }
+    }
+}
