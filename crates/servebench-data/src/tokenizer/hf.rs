@@ -61,8 +61,13 @@ impl HfTokenizer {
             detail: format!("{what}: {e}"),
             source: Some(e),
         };
-        let mut inner = tokenizers::Tokenizer::from_bytes(bytes)
-            .map_err(|e| load_err("not a valid tokenizer.json", e))?;
+        // A BPE file streams into the model (a fraction of the crate's peak memory); anything
+        // else, or anything that path does not read exactly as the crate, goes the crate's way.
+        let mut inner = match super::hf_bpe_load::load(bytes) {
+            Some(t) => t,
+            None => tokenizers::Tokenizer::from_bytes(bytes)
+                .map_err(|e| load_err("not a valid tokenizer.json", e))?,
+        };
         inner.with_truncation(None).map_err(|e| load_err("cannot disable truncation", e))?;
         inner.with_padding(None);
         let vocab = inner.get_vocab(true);

@@ -15,6 +15,7 @@
 
 pub mod chat_template;
 pub mod hf;
+mod hf_bpe_load;
 pub mod hub;
 pub mod py_json;
 pub mod tiktoken;
