@@ -272,7 +272,7 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
     let mut outcomes = OutcomeTally::default();
     let mut span = Span::default();
     let mut tokens = TokenTotals::default();
-    let mut samples = LatencySamples::default();
+    let mut samples = LatencySamples::for_records(records);
     for r in records {
         let t = RequestTimes::of(r);
         outcomes.add(r);
@@ -282,6 +282,7 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
             samples.add(r, &t);
         }
     }
+    let samples = samples.sorted();
     let duration_us = span.duration_us();
     let duration_s = duration_us as f64 / 1e6;
     let (completed, total_in, total_out) = (outcomes.completed, tokens.total_in, tokens.total_out);
@@ -315,10 +316,9 @@ pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
         rtfx: (tokens.audio_n > 0 && duration_s > 0.0).then(|| tokens.audio_s / duration_s),
         ttft: summary_ms(&samples.ttft, pct),
         tpot: summary_ms(&samples.tpot, pct),
-        itl: Summary::of_u32(samples.itl, pct).scaled(1.0 / US_PER_MS),
+        itl: Summary::of_sorted(&samples.itl, pct).scaled(1.0 / US_PER_MS),
         e2el: summary_ms(&samples.e2el, pct),
-        itl_token_view: token_view_summary(samples.itl_tok_gaps, samples.itl_tok, pct)
-            .scaled(1.0 / US_PER_MS),
+        itl_token_view: token_view_summary(&samples, pct).scaled(1.0 / US_PER_MS),
         response_ttft: summary_ms(&samples.response_ttft, pct),
         response_e2el: summary_ms(&samples.response_e2el, pct),
         queue_time: summary_ms(&span.queue, pct),
@@ -458,8 +458,12 @@ impl TokenTotals {
 struct LatencySamples<'a> {
     ttft: Vec<f64>,
     tpot: Vec<f64>,
+    /// Event gaps (sorted once collected: `sorted`).
     itl: Vec<u32>,
     e2el: Vec<f64>,
+    /// The token view's ITLs are exactly `itl` (every request one token per event, the common
+    /// case): `itl_tok_gaps` stays empty and the token view reads `itl`.
+    token_view_is_itl: bool,
     /// ITL per token where they are the event gaps as they are (one token each).
     itl_tok_gaps: Vec<u32>,
     /// ITL per token otherwise: (value, tokens it spans).
@@ -472,6 +476,22 @@ struct LatencySamples<'a> {
 }
 
 impl<'a> LatencySamples<'a> {
+    fn for_records(records: &[RequestRecord]) -> LatencySamples<'a> {
+        let token_view_is_itl = records
+            .iter()
+            .filter(|r| r.outcome == Outcome::Completed && r.first_token_us.is_some())
+            .all(request::token_view_is_event_gaps);
+        LatencySamples { token_view_is_itl, ..LatencySamples::default() }
+    }
+
+    /// Sorts the per-token samples, once all are in.
+    fn sorted(mut self) -> Self {
+        self.itl.sort_unstable();
+        self.itl_tok_gaps.sort_unstable();
+        sort_weighted(&mut self.itl_tok);
+        self
+    }
+
     fn add(&mut self, r: &'a RequestRecord, t: &RequestTimes) {
         push_opt(&mut self.ttft, t.ttft_us);
         push_opt(&mut self.e2el, t.e2el_us);
@@ -484,7 +504,9 @@ impl<'a> LatencySamples<'a> {
         if r.first_token_us.is_some() {
             self.itl.extend_from_slice(&r.token_events.gaps_us);
         }
-        if request::token_view_is_event_gaps(r) {
+        if self.token_view_is_itl {
+            // Its gaps are in `itl` already.
+        } else if request::token_view_is_event_gaps(r) {
             self.itl_tok_gaps.extend_from_slice(&r.token_events.gaps_us);
         } else {
             push_token_view_itls(r, &mut self.itl_tok);
@@ -494,10 +516,9 @@ impl<'a> LatencySamples<'a> {
 }
 
 /// The token-view ITL summary (`stats::summary_weighted`) over both kinds of samples at once.
-fn token_view_summary(mut gaps: Vec<u32>, mut pairs: Vec<(f64, u64)>, pct: &[f64]) -> Summary {
-    gaps.sort_unstable();
-    sort_weighted(&mut pairs);
-    summary_weighted_sorted(|| merge_weighted(&gaps, &pairs), pct)
+fn token_view_summary(s: &LatencySamples<'_>, pct: &[f64]) -> Summary {
+    let gaps = if s.token_view_is_itl { &s.itl } else { &s.itl_tok_gaps };
+    summary_weighted_sorted(|| merge_weighted(gaps, &s.itl_tok), pct)
 }
 
 fn push_opt(v: &mut Vec<f64>, x: Option<u64>) {

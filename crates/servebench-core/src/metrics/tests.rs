@@ -321,6 +321,27 @@ mod properties {
             }
         }
 
+        /// The compact per-token samples (`u32` gaps, the token view merged from plain gaps and
+        /// weighted pairs, or read from the ITLs when they are the same) give the bits of the
+        /// plain definition: every value collected as `f64`, then summarized.
+        #[test]
+        fn itl_summaries_equal_the_summaries_of_every_value_collected(
+            recs in prop::collection::vec(arb_record(), 0..12),
+        ) {
+            let m = compute(&recs, &cfg());
+            let done: Vec<&RequestRecord> = recs.iter().filter(|r| r.outcome == Outcome::Completed).collect();
+            let itl: Vec<f64> = done
+                .iter()
+                .filter(|r| r.first_token_us.is_some())
+                .flat_map(|r| r.token_events.gaps_us.iter().map(|&g| f64::from(g)))
+                .collect();
+            let mut tv = Vec::new();
+            done.iter().for_each(|r| push_token_view_itls(r, &mut tv));
+            let pct = cfg().percentiles;
+            prop_assert_eq!(&m.itl, &Summary::of(&itl, &pct).scaled(1.0 / 1000.0));
+            prop_assert_eq!(&m.itl_token_view, &crate::stats::summary_weighted(&tv, &pct).scaled(1.0 / 1000.0));
+        }
+
         /// Issue 15.3: a peak is never below the mean, whatever the run's length (sub-second
         /// runs, window edges); peak concurrency is never below the mean number in flight.
         #[test]
