@@ -95,6 +95,11 @@ pub struct ShardRunInfo {
     /// `--max-concurrency` of the whole run (the shards split it).
     #[serde(default)]
     pub max_concurrency: Option<u64>,
+    /// A trace replayed on its own timestamps: `--timed-trace-sec-multiplier` (the merged
+    /// result's load mode is "trace replay", not the rate's); `None` otherwise, and in files
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_time_scale: Option<f64>,
 }
 
 /// The first line of a sharded records file.

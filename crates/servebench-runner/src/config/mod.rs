@@ -25,6 +25,17 @@ pub enum DatasetSpec {
     TimedTrace(servebench_data::trace::TraceConfig),
 }
 
+impl DatasetSpec {
+    /// A trace replayed on its own timestamps: the factor on them; `None` for any other workload
+    /// (its load mode is its rate's).
+    pub fn trace_time_scale(&self) -> Option<f64> {
+        match self {
+            DatasetSpec::TimedTrace(t) if t.self_timed => Some(t.sec_multiplier),
+            _ => None,
+        }
+    }
+}
+
 /// What happens to requests in flight when the run is interrupted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InterruptMode {

@@ -95,6 +95,7 @@ pub fn take_share(
             burstiness: cfg.rate.burstiness,
             ramp_up: cfg.rate.ramp_up,
             max_concurrency: shard.max_concurrency_total.map(|c| c as u64),
+            trace_time_scale: cfg.dataset.trace_time_scale(),
         },
     };
     (requests, ArrivalSchedule { offsets_us }, Some(ShardRun { header }))

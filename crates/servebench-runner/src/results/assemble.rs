@@ -6,7 +6,7 @@
 use super::groups::group_info;
 use super::info::run_info;
 use super::steady::{steady_state_of, Steady, SteadyOptions};
-use crate::config::{DatasetSpec, OutputConfig, RunConfig};
+use crate::config::{OutputConfig, RunConfig};
 use crate::load::shard;
 use crate::observe::server_side::ServerSideOutput;
 use crate::prepare::failure_codes::no_success;
@@ -68,10 +68,7 @@ pub fn assemble(out: RunOutput, server_side: ServerSideOutput, a: &Assembly<'_>)
         .map(|_| ArrivalSchedule::generate(out.records.len(), &rate, run.seed).rps_change_events(&rate));
     let mut info =
         run_info(a.output, a.num_prompts, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
-    info.trace_time_scale = match &run.dataset {
-        DatasetSpec::TimedTrace(t) if t.self_timed => Some(t.sec_multiplier),
-        _ => None,
-    };
+    info.trace_time_scale = run.dataset.trace_time_scale();
     let steady = steady_state_of(&out.records, a.steady, a.output, rate.request_rate, max_concurrency);
     let probes = ProbeSummary::of(&out.probe_records);
     RunResults { info, metrics, groups: group_info(run), steady, probes, out, server_side }

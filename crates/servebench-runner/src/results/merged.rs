@@ -81,7 +81,7 @@ pub fn merged_run_info(m: &MergedRun) -> RunInfo {
         burstiness: rate.burstiness,
         max_concurrency: run.max_concurrency,
         ramp_up: run.ramp_up,
-        trace_time_scale: None,
+        trace_time_scale: run.trace_time_scale,
         rps_change_events,
         metadata: vec![
             ("num_shards".into(), m.header.num_shards.to_string()),

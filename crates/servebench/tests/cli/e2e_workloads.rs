@@ -4,13 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::bin;
+use crate::support::{bin, root};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Runs the binary with `args` plus result saving into a temp dir; returns (stdout, result).
 fn run(args: &[&str]) -> (String, Value) {

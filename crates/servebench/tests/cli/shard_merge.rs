@@ -323,3 +323,43 @@ fn shards_of_different_seeds_duplicates_and_missing_shards_are_refused() {
     check(&explain, "explain");
     assert!(text(&explain.stdout).contains("fingerprint"));
 }
+
+/// A trace replayed on its own timestamps is a trace replay once merged too: the shard header
+/// carries the time scale (the merged load-mode line said "burst, all 10 at t=0").
+#[test]
+fn merged_self_timed_trace_says_trace_replay_not_burst() {
+    let sim = start_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = crate::support::root().join("crates/servebench-runner/tests/data/mooncake_small.jsonl");
+    let args: Vec<String> = [
+        "--base-url",
+        &sim.url,
+        "--model",
+        "shard-test",
+        "--tokenizer",
+        &tokenizer(),
+        "--dataset-name",
+        "timed_trace",
+        "--dataset-path",
+        trace.to_str().unwrap(),
+        "--timed-trace-sec-multiplier",
+        "0.1",
+        "--disable-tqdm",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let paths: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let extra = ["--num-shards", "2", "--shard-index", &i.to_string()].map(String::from);
+            let out = run_to(dir.path(), &format!("t{i}.json"), &args, &extra).output().unwrap();
+            check(&out, &format!("trace shard {i}"));
+            dir.path().join(format!("t{i}.json.records.jsonl"))
+        })
+        .collect();
+    let out = merge(&paths, &[]);
+    check(&out, "merge");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("trace replay at the trace's timestamps × 0.1"), "{stdout}");
+    assert!(!stdout.contains("burst, all"), "{stdout}");
+}

@@ -10,6 +10,11 @@ pub fn bin() -> Command {
 }
 
 /// SmolLM2-135M's `tokenizer.json` (committed fixture).
+/// The repository's root (test data of other crates lives under it).
+pub fn root() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 pub fn tokenizer() -> PathBuf {
     servebench_testkit::fixtures::smollm2_tokenizer()
 }
