@@ -576,7 +576,9 @@ impl RequestExecutor {
             let _in_flight = in_flight;
             let Some(spec) = spec else { return record };
             let spec: &servebench_core::RequestSpec = &spec;
-            let mut attempt = record;
+            // `record` is the attempt: kept in place (a second binding would be a second
+            // record-sized slot in this future, which lives as long as the request).
+            let attempt = &mut record;
             loop {
                 // Cancelled: the request ends as `cancelled`, with the timings it had.
                 let stop = cancel.clone();
