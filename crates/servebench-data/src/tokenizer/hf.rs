@@ -4,6 +4,7 @@ use std::path::Path;
 
 use super::chat_template::HfChatTemplate;
 use servebench_core::{BenchError, ChatTemplate, Result, TextTokenizer};
+use tokenizers::Model as _;
 
 /// A tokenizer loaded from a Hugging Face `tokenizer.json` (BPE, WordPiece, Unigram, ...).
 ///
@@ -41,7 +42,7 @@ impl HfTokenizer {
             detail: format!("cannot read {}: {e}", path.display()),
             source: Some(Box::new(e)),
         })?;
-        let mut tok = Self::from_bytes(&bytes, name).map_err(|e| match e {
+        let mut tok = Self::from_owned_bytes(bytes, name).map_err(|e| match e {
             BenchError::TokenizerLoad { name, detail, source } => {
                 BenchError::TokenizerLoad { name, detail: format!("{}: {detail}", path.display()), source }
             }
@@ -54,6 +55,11 @@ impl HfTokenizer {
 
     /// Parses the contents of a `tokenizer.json`.
     pub fn from_bytes(bytes: &[u8], name: impl Into<String>) -> Result<Self> {
+        Self::from_owned_bytes(bytes.to_vec(), name)
+    }
+
+    /// [`HfTokenizer::from_bytes`], freeing the bytes as soon as they are parsed.
+    fn from_owned_bytes(bytes: Vec<u8>, name: impl Into<String>) -> Result<Self> {
         let name = name.into();
         // A tokenizers error is kept as the source.
         let load_err = |what: &str, e: tokenizers::Error| BenchError::TokenizerLoad {
@@ -63,21 +69,24 @@ impl HfTokenizer {
         };
         // A BPE file streams into the model (a fraction of the crate's peak memory); anything
         // else, or anything that path does not read exactly as the crate, goes the crate's way.
-        let mut inner = match super::hf_bpe_load::load(bytes) {
-            Some(t) => t,
-            None => tokenizers::Tokenizer::from_bytes(bytes)
-                .map_err(|e| load_err("not a valid tokenizer.json", e))?,
+        use super::hf_bpe_load::{load, Outcome};
+        let (mut inner, model_max_id) = match load(bytes) {
+            Outcome::Loaded(l) => (l.tokenizer, l.model_max_id),
+            Outcome::Invalid(e) => return Err(load_err("not a valid tokenizer.json", e)),
+            Outcome::NotMine(bytes) => {
+                let t = tokenizers::Tokenizer::from_bytes(&bytes)
+                    .map_err(|e| load_err("not a valid tokenizer.json", e))?;
+                let max = t.get_model().get_vocab().into_values().max();
+                (t, max)
+            }
         };
         inner.with_truncation(None).map_err(|e| load_err("cannot disable truncation", e))?;
         inner.with_padding(None);
-        let vocab = inner.get_vocab(true);
-        let vocab_size = vocab.values().copied().max().map_or(0, |m| m.saturating_add(1));
-        let mut special_ids: Vec<u32> = inner
-            .get_added_tokens_decoder()
-            .into_iter()
-            .filter(|(_, t)| t.special)
-            .map(|(id, _)| id)
-            .collect();
+        let added = inner.get_added_tokens_decoder();
+        // The largest id of the whole vocabulary (model and added tokens), plus one.
+        let vocab_size = added.keys().copied().chain(model_max_id).max().map_or(0, |m| m.saturating_add(1));
+        let mut special_ids: Vec<u32> =
+            added.into_iter().filter(|(_, t)| t.special).map(|(id, _)| id).collect();
         special_ids.sort_unstable();
         special_ids.dedup();
         let num_special =

@@ -77,9 +77,48 @@ struct BpeModel {
     merges: MergeList,
 }
 
+/// A tokenizer this path loaded, with its model's largest token id (taken from the parsed
+/// vocabulary: asking the built model for it clones the whole vocabulary).
+pub(super) struct Loaded {
+    pub(super) tokenizer: tokenizers::Tokenizer,
+    pub(super) model_max_id: Option<u32>,
+}
+
+/// What [`load`] made of a file.
+pub(super) enum Outcome {
+    Loaded(Box<Loaded>),
+    /// Not a file this path reads: its bytes, given back for the crate's loader.
+    NotMine(Vec<u8>),
+    /// Parsed, but the model or tokenizer could not be built: the builders' own error (the
+    /// crate's loader fails the same file with it).
+    Invalid(tokenizers::Error),
+}
+
 /// The tokenizer in `bytes` if it is a BPE `tokenizer.json` this path reads exactly as the
-/// `tokenizers` crate does; `None` otherwise (the caller falls back to the crate).
-pub(super) fn load(bytes: &[u8]) -> Option<tokenizers::Tokenizer> {
+/// `tokenizers` crate does. The file's bytes are freed before the model is built (they and
+/// the model are the two large parts).
+pub(super) fn load(bytes: Vec<u8>) -> Outcome {
+    let Some((model, parts)) = parse(&bytes) else { return Outcome::NotMine(bytes) };
+    let model_max_id = model.vocab.values().copied().max();
+    drop(bytes);
+    match assemble(model, parts) {
+        Ok(tokenizer) => Outcome::Loaded(Box::new(Loaded { tokenizer, model_max_id })),
+        Err(e) => Outcome::Invalid(e),
+    }
+}
+
+/// Every section but the model, parsed.
+struct Sections {
+    truncation: Option<TruncationParams>,
+    padding: Option<PaddingParams>,
+    added: Vec<AddedToken>,
+    normalizer: Option<NormalizerWrapper>,
+    pre_tokenizer: Option<PreTokenizerWrapper>,
+    post_processor: Option<PostProcessorWrapper>,
+    decoder: Option<DecoderWrapper>,
+}
+
+fn parse(bytes: &[u8]) -> Option<(BpeModel, Sections)> {
     let doc: Document<'_> = serde_json::from_slice(bytes).ok()?;
     if doc.version.as_deref().is_some_and(|v| v != "1.0") {
         return None;
@@ -88,6 +127,21 @@ pub(super) fn load(bytes: &[u8]) -> Option<tokenizers::Tokenizer> {
     if model.kind != "BPE" {
         return None;
     }
+    let sections = Sections {
+        truncation: doc.truncation,
+        padding: doc.padding,
+        added: doc.added_tokens.into_iter().map(|t| t.token).collect(),
+        normalizer: doc.normalizer,
+        pre_tokenizer: doc.pre_tokenizer,
+        post_processor: doc.post_processor,
+        decoder: doc.decoder,
+    };
+    Some((model, sections))
+}
+
+/// The tokenizer as the crate's deserializer assembles it: the builder with every section,
+/// then the added tokens added against the model.
+fn assemble(model: BpeModel, s: Sections) -> tokenizers::Result<tokenizers::Tokenizer> {
     let bpe = bpe_of(model)?;
     let mut tokenizer = TokenizerBuilder::<
         ModelWrapper,
@@ -97,20 +151,18 @@ pub(super) fn load(bytes: &[u8]) -> Option<tokenizers::Tokenizer> {
         DecoderWrapper,
     >::new()
     .with_model(ModelWrapper::BPE(bpe))
-    .with_truncation(doc.truncation)
-    .with_padding(doc.padding)
-    .with_normalizer(doc.normalizer)
-    .with_pre_tokenizer(doc.pre_tokenizer)
-    .with_post_processor(doc.post_processor)
-    .with_decoder(doc.decoder)
-    .build()
-    .ok()?;
-    let added: Vec<AddedToken> = doc.added_tokens.into_iter().map(|t| t.token).collect();
-    tokenizer.add_tokens(&added);
-    Some(tokenizer.into())
+    .with_truncation(s.truncation)
+    .with_padding(s.padding)
+    .with_normalizer(s.normalizer)
+    .with_pre_tokenizer(s.pre_tokenizer)
+    .with_post_processor(s.post_processor)
+    .with_decoder(s.decoder)
+    .build()?;
+    tokenizer.add_tokens(&s.added);
+    Ok(tokenizer.into())
 }
 
-fn bpe_of(m: BpeModel) -> Option<tokenizers::models::bpe::BPE> {
+fn bpe_of(m: BpeModel) -> tokenizers::Result<tokenizers::models::bpe::BPE> {
     let mut b = BpeBuilder::new();
     if let Some(x) = m.dropout {
         b = b.dropout(x);
@@ -133,7 +185,7 @@ fn bpe_of(m: BpeModel) -> Option<tokenizers::models::bpe::BPE> {
     if let Some(x) = m.ignore_merges {
         b = b.ignore_merges(x);
     }
-    b.vocab_and_merges(m.vocab, m.merges.0).build().ok()
+    b.vocab_and_merges(m.vocab, m.merges.0).build()
 }
 
 /// `merges`: every element a `[left, right]` pair, or every element a `"left right"` line (the
@@ -222,13 +274,21 @@ impl<'de> Visitor<'de> for MergeVisitor {
 mod tests {
     use super::*;
     use servebench_testkit::fixtures::smollm2_tokenizer;
+    use tokenizers::Model as _;
 
     fn crate_way(bytes: &[u8]) -> tokenizers::Tokenizer {
         tokenizers::Tokenizer::from_bytes(bytes).unwrap()
     }
 
+    fn fast(bytes: &[u8]) -> Option<tokenizers::Tokenizer> {
+        match load(bytes.to_vec()) {
+            Outcome::Loaded(l) => Some(l.tokenizer),
+            _ => None,
+        }
+    }
+
     fn same(bytes: &[u8]) {
-        let fast = load(bytes).expect("the BPE path reads it");
+        let fast = fast(bytes).expect("the BPE path reads it");
         let slow = crate_way(bytes);
         assert_eq!(fast.to_string(false).unwrap(), slow.to_string(false).unwrap());
         for text in
@@ -250,7 +310,11 @@ mod tests {
 
     #[test]
     fn a_real_bpe_file_loads_to_the_same_tokenizer_as_the_crates_loader() {
-        same(&std::fs::read(smollm2_tokenizer()).unwrap());
+        let bytes = std::fs::read(smollm2_tokenizer()).unwrap();
+        same(&bytes);
+        let Outcome::Loaded(loaded) = load(bytes) else { panic!("not loaded") };
+        let by_clone = loaded.tokenizer.get_model().get_vocab().into_values().max();
+        assert_eq!(loaded.model_max_id, by_clone);
     }
 
     #[test]
@@ -278,16 +342,25 @@ mod tests {
     fn anything_else_is_left_to_the_crate() {
         let mut doc = fixture();
         doc["version"] = "2.0".into();
-        assert!(load(&serde_json::to_vec(&doc).unwrap()).is_none());
+        assert!(fast(&serde_json::to_vec(&doc).unwrap()).is_none());
         let mut doc = fixture();
         doc["model"].as_object_mut().unwrap().remove("type");
-        assert!(load(&serde_json::to_vec(&doc).unwrap()).is_none(), "untyped (legacy) models");
+        assert!(fast(&serde_json::to_vec(&doc).unwrap()).is_none(), "untyped (legacy) models");
         let mut doc = fixture();
         doc["model"]["merges"].as_array_mut().unwrap().push("a b".into());
-        assert!(load(&serde_json::to_vec(&doc).unwrap()).is_none(), "mixed merge forms");
+        assert!(fast(&serde_json::to_vec(&doc).unwrap()).is_none(), "mixed merge forms");
         let word_level = br#"{"version":"1.0","added_tokens":[],"model":{"type":"WordLevel","vocab":{"a":0,"[UNK]":1},"unk_token":"[UNK]"}}"#;
-        assert!(load(word_level).is_none());
+        assert!(fast(word_level).is_none());
         assert!(crate_way(word_level).get_vocab_size(true) == 2);
-        assert!(load(b"{not json").is_none());
+        assert!(fast(b"{not json").is_none());
+        // A refused file comes back whole, for the crate's loader.
+        assert!(matches!(load(word_level.to_vec()), Outcome::NotMine(b) if b == word_level));
+        // A merge of a token the vocabulary lacks: the builder's error, as the crate gives it.
+        let mut doc = fixture();
+        doc["model"]["merges"].as_array_mut().unwrap().push(serde_json::json!(["nope", "zz"]));
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let Outcome::Invalid(e) = load(bytes.clone()) else { panic!("not refused") };
+        let crate_err = tokenizers::Tokenizer::from_bytes(&bytes).err().unwrap();
+        assert!(crate_err.to_string().contains(&e.to_string()), "{crate_err} / {e}");
     }
 }
