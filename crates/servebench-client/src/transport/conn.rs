@@ -11,7 +11,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::error::{ReadBodyError, ReadHeadError, WriteFail};
-use super::h1::{BodyDecoder, HeadParse, Step};
+use super::h1::{BodyDecoder, HeadParse, KeepAlive, Step};
 use super::kstamp::{lag::LagStats, StampedTcp};
 
 /// A TCP stream, plain or TLS.
@@ -120,6 +120,8 @@ pub(crate) struct Conn {
     /// How long opening it took; taken by the request that opened it (docs/metrics.md, "HTTP
     /// phases").
     pub(crate) setup: Option<ConnSetup>,
+    /// The server's `Keep-Alive` parameters from the latest response head.
+    keep_alive: KeepAlive,
 }
 
 /// How long opening a connection took, µs per phase (`None`: the phase did not happen).
@@ -185,6 +187,7 @@ impl Conn {
             uses: 0,
             idle_since: now,
             setup: None,
+            keep_alive: KeepAlive::default(),
         }
     }
 
@@ -357,6 +360,7 @@ impl Conn {
                 if head.close {
                     self.done = true;
                 }
+                self.keep_alive = head.keep_alive;
                 let incoming = Incoming { decoder: head.body };
                 Ok((*head, incoming, first_byte.unwrap_or(self.last_read)))
             }
@@ -439,6 +443,21 @@ impl Conn {
             self.done = true;
         }
         healthy
+    }
+
+    /// Whether the server has closed, or is about to close, this idle connection by what it
+    /// said in `Keep-Alive`: it took its `max` requests, or it has been idle for nearly its
+    /// `timeout` (a second short of it, or half of a timeout under 2 s), where a request
+    /// written now would race the server's close.
+    pub(crate) fn past_keep_alive(&self) -> bool {
+        let k = self.keep_alive;
+        if k.max.is_some_and(|max| self.uses >= max) {
+            return true;
+        }
+        k.timeout.is_some_and(|t| {
+            let margin = (t / 2).min(Duration::from_secs(1));
+            self.idle_since.elapsed() >= t - margin
+        })
     }
 
     /// Prepares a connection whose response was read to the end for the pool.

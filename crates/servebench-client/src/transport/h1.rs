@@ -54,6 +54,44 @@ pub(crate) struct ResponseHead {
     pub body: BodyDecoder,
     /// The connection cannot carry another request after this response.
     pub close: bool,
+    /// What the server said of keeping the connection (`Keep-Alive: timeout=5, max=100`).
+    pub keep_alive: KeepAlive,
+}
+
+/// The server's `Keep-Alive` parameters (RFC 2068 §19.7.1.1, as servers still send them): how
+/// long it keeps an idle connection open, and how many requests it takes on one. Absent or
+/// unreadable parameters are `None` (no limit known).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct KeepAlive {
+    pub timeout: Option<std::time::Duration>,
+    pub max: Option<u32>,
+}
+
+impl KeepAlive {
+    /// The parameters of every `Keep-Alive` header in `headers` (the last value of each wins).
+    pub(crate) fn of(headers: &HeaderMap) -> KeepAlive {
+        let mut k = KeepAlive::default();
+        let params =
+            headers.get_all("keep-alive").iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','));
+        for param in params {
+            let Some((name, value)) = param.split_once('=') else { continue };
+            let value = value.trim().trim_matches('"');
+            match name.trim().to_ascii_lowercase().as_str() {
+                "timeout" => {
+                    if let Ok(s) = value.parse::<u64>() {
+                        k.timeout = Some(std::time::Duration::from_secs(s));
+                    }
+                }
+                "max" => {
+                    if let Ok(n) = value.parse::<u32>() {
+                        k.max = Some(n);
+                    }
+                }
+                _ => {}
+            }
+        }
+        k
+    }
 }
 
 /// The outcome of [`parse_head`].
@@ -142,7 +180,8 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, He
         close = true;
         BodyDecoder::UntilClose
     };
-    Ok(HeadParse::Complete { head: Box::new(ResponseHead { status, headers, body, close }), len })
+    let keep_alive = KeepAlive::of(&headers);
+    Ok(HeadParse::Complete { head: Box::new(ResponseHead { status, headers, body, close, keep_alive }), len })
 }
 
 /// An obs-fold header value: each line break with the whitespace around it becomes one space.
@@ -368,6 +407,24 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn keep_alive_parameters_are_read_as_servers_send_them() {
+        let mut h = HeaderMap::new();
+        assert_eq!(KeepAlive::of(&h), KeepAlive::default());
+        h.insert("keep-alive", HeaderValue::from_static("timeout=5, max=100"));
+        assert_eq!(
+            KeepAlive::of(&h),
+            KeepAlive { timeout: Some(std::time::Duration::from_secs(5)), max: Some(100) }
+        );
+        h.insert("keep-alive", HeaderValue::from_static(" Timeout = \"2\" ,foo=bar, max=x"));
+        assert_eq!(
+            KeepAlive::of(&h),
+            KeepAlive { timeout: Some(std::time::Duration::from_secs(2)), max: None }
+        );
+        h.insert("keep-alive", HeaderValue::from_static("timeout=-1, max"));
+        assert_eq!(KeepAlive::of(&h), KeepAlive::default());
+    }
 
     /// Decodes `input` fed in pieces at `splits`, the way the connection does (unconsumed
     /// bytes stay buffered); returns the body and whether it ended.

@@ -575,11 +575,10 @@ impl HttpClient {
     async fn take_idle(&self, stale: &mut u32) -> Option<Conn> {
         loop {
             let mut c = self.lock_idle().pop()?;
-            if let Some(max) = self.inner.opts.idle_timeout {
-                if c.idle_since.elapsed() > max {
-                    self.inner.counters.expired.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
+            let past_ours = self.inner.opts.idle_timeout.is_some_and(|max| c.idle_since.elapsed() > max);
+            if past_ours || c.past_keep_alive() {
+                self.inner.counters.expired.fetch_add(1, Ordering::Relaxed);
+                continue;
             }
             if self.pooling_disabled() && c.uses > 0 {
                 continue;

@@ -174,6 +174,42 @@ async fn keep_alive_connection_is_reused() {
     assert_eq!(f.client.stats().reused, 1);
 }
 
+/// The server's `Keep-Alive: timeout=1` is honoured: a connection idle for most of that second
+/// is not reused, because the server's idle close would race the request (here the server
+/// reads the second request on that connection and closes without answering, as a server whose
+/// timer fired as the request arrived does). It opens a fresh connection instead: no resend.
+#[tokio::test]
+async fn a_connection_idle_near_the_servers_keep_alive_timeout_is_not_reused() {
+    let head = SSE_HEAD.replacen("\r\n", "\r\nKeep-Alive: timeout=1, max=100\r\n", 1);
+    let stream = head + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream.clone()), A::Read, A::Close], vec![A::Read, w(stream)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    assert_eq!(f.run(0, &ExecOptions::default()).await.outcome, Outcome::Completed);
+    // Past the reuse limit (the timeout less half of it, for a 1-s timeout), short of the timeout.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert!(!r.resent && r.reconnects == 0, "{r:?}");
+    assert!(!r.phases.is_some_and(|p| p.reused), "{:?}", r.phases);
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(f.client.stats().expired, 1);
+}
+
+/// `Keep-Alive: max=1`: the server takes one request per connection, so the second goes on a
+/// fresh connection instead of one the server is closing.
+#[tokio::test]
+async fn a_connection_that_took_the_servers_keep_alive_max_is_not_reused() {
+    let head = SSE_HEAD.replacen("\r\n", "\r\nKeep-Alive: timeout=5, max=1\r\n", 1);
+    let stream = head + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![vec![A::Read, w(stream.clone()), A::Read, A::Close], vec![A::Read, w(stream)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    assert_eq!(f.run(0, &ExecOptions::default()).await.outcome, Outcome::Completed);
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert!(!r.resent && r.reconnects == 0, "{r:?}");
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
+}
+
 /// A request written on a reused connection that the server closes without one byte of an
 /// answer was never processed: it is sent once more, on a fresh connection — and only once
 /// (here the fresh connection is refused too, so the request fails after two writes).
