@@ -6,7 +6,7 @@
 
 use crate::fmt::ms_exact_or_empty;
 use servebench_core::metrics::RequestTimes;
-use servebench_core::record::{Outcome, RequestRecord, TokenSource};
+use servebench_core::record::{CancelReason, Outcome, RequestRecord, TokenSource};
 
 /// Column names, in order.
 pub const COLUMNS: &[&str] = &[
@@ -43,6 +43,10 @@ pub const COLUMNS: &[&str] = &[
     "conversation",
     "turn",
     "lora",
+    "gate_ms",
+    "prefill_wait_ms",
+    "resent",
+    "cancelled_by",
     "connection_reused",
     "dns_ms",
     "connect_ms",
@@ -70,6 +74,18 @@ fn outcome_str(o: Outcome) -> &'static str {
         Outcome::Completed => "completed",
         Outcome::Failed => "failed",
         Outcome::Cancelled => "cancelled",
+    }
+}
+
+/// The reason's name in records (`cancelled_by`), a stable token for a column.
+fn cancel_str(c: CancelReason) -> &'static str {
+    match c {
+        CancelReason::Interrupt => "interrupt",
+        CancelReason::DurationEnd => "duration_end",
+        CancelReason::SecondInterrupt => "second_interrupt",
+        CancelReason::ByDesign => "by_design",
+        CancelReason::EarlyStop => "early_stop",
+        CancelReason::DependencyFailed => "dependency_failed",
     }
 }
 
@@ -119,6 +135,10 @@ fn row(r: &RequestRecord) -> Vec<String> {
         opt(r.conversation),
         opt(r.turn),
         opt(r.lora.clone()),
+        ms_exact_or_empty(r.gate_us),
+        ms_exact_or_empty(r.prefill_wait_us),
+        r.resent.to_string(),
+        opt(r.cancelled_by.map(cancel_str)),
         opt(r.phases.map(|p| p.reused)),
         phase(p.dns_us),
         phase(p.connect_us),
@@ -214,10 +234,35 @@ mod tests {
         let text = records_csv(&recs());
         let rows: Vec<&str> = text.lines().collect();
         assert!(rows[0].ends_with(
-            ",lora,connection_reused,dns_ms,connect_ms,tls_ms,written_ms,first_byte_ms,last_byte_ms"
+            ",cancelled_by,connection_reused,dns_ms,connect_ms,tls_ms,written_ms,first_byte_ms,last_byte_ms"
         ));
-        assert!(rows[1].ends_with(",1,0,,,,false,,0.250,,0.040,49.000,"), "{}", rows[1]);
-        assert!(text.lines().last().unwrap().ends_with(",,,,,,,"), "no phases: empty cells");
+        assert!(rows[1].ends_with(",1,0,,,,,,false,,false,,0.250,,0.040,49.000,"), "{}", rows[1]);
+        assert!(text.lines().last().unwrap().ends_with(",false,,,,,,,,"), "no phases: empty cells");
+    }
+
+    /// The client-side gate, the prefill wait, a resend and why a request was cancelled are
+    /// columns too (they were only in the records).
+    #[test]
+    fn gate_prefill_wait_resent_and_cancel_reason_columns() {
+        let mut r = recs();
+        r[0].gate_us = Some(1_200);
+        r[0].prefill_wait_us = Some(150);
+        r[0].resent = true;
+        r[2].cancelled_by = Some(CancelReason::ByDesign);
+        let text = records_csv(&r);
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
+        let cells = |line: &str| line.split(',').map(String::from).collect::<Vec<_>>();
+        let first = cells(text.lines().nth(1).unwrap());
+        assert_eq!(first[col("gate_ms")], "1.200");
+        assert_eq!(first[col("prefill_wait_ms")], "0.150");
+        assert_eq!(first[col("resent")], "true");
+        assert_eq!(first[col("cancelled_by")], "");
+        let last = cells(text.lines().last().unwrap());
+        assert_eq!(last[col("cancelled_by") + 1], "by_design", "the quoted id shifts split() by one");
+        // The names are the records' own.
+        let json = serde_json::to_value(CancelReason::ByDesign).unwrap();
+        assert_eq!(json, "by_design");
     }
 
     #[test]
