@@ -88,15 +88,18 @@ pub enum ErrorKind {
     NoTokens,
     /// The stream ended (connection closed) before the terminating `[DONE]`/final event.
     Incomplete,
-    /// A client-side timeout fired (total request timeout or stall timeout).
+    /// The request did not finish within the total request timeout (`--request-timeout`).
     Timeout,
+    /// No byte arrived for the stall bound (`--stall-timeout`): the server went silent
+    /// mid-request, which a total timeout does not tell apart from a long generation.
+    Stall,
     /// The stream went on far past the requested output length (SB405).
     RunawayStream,
 }
 
 impl ErrorKind {
     /// Every kind, in a stable order (for reports that list counts per kind).
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::Connect,
         ErrorKind::Transport,
         ErrorKind::HttpStatus,
@@ -106,6 +109,7 @@ impl ErrorKind {
         ErrorKind::NoTokens,
         ErrorKind::Incomplete,
         ErrorKind::Timeout,
+        ErrorKind::Stall,
         ErrorKind::RunawayStream,
     ];
 
@@ -121,6 +125,7 @@ impl ErrorKind {
             ErrorKind::NoTokens => "no_tokens",
             ErrorKind::Incomplete => "incomplete",
             ErrorKind::Timeout => "timeout",
+            ErrorKind::Stall => "stall",
             ErrorKind::RunawayStream => "runaway_stream",
         }
     }

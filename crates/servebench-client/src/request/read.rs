@@ -157,7 +157,7 @@ impl BodyRead<'_> {
                     }
                     if !finished {
                         record.done_us = Some(clock.now_us());
-                        record.fail(ErrorKind::Timeout, self.timer.message());
+                        record.fail(self.timer.kind(), self.timer.message());
                         reader.flush(record);
                     }
                     return; // connection dropped
@@ -249,7 +249,7 @@ impl BodyRead<'_> {
                         continue;
                     }
                     let message = format!("reading the response body: {}", self.timer.message());
-                    return Err(Failed::new(ErrorKind::Timeout, message));
+                    return Err(Failed::new(self.timer.kind(), message));
                 }
                 Err(e) => return Err(Failed::new(ErrorKind::Transport, e.to_string())),
                 Ok(None) => {

@@ -86,7 +86,7 @@ pub(super) async fn send(
         // A redirect not followed (SB307): the answer was a 3xx status.
         (SendFailKind::Transport, Some(FailureCause::Redirect)) => ErrorKind::HttpStatus,
         (SendFailKind::Transport, _) => ErrorKind::Transport,
-        (SendFailKind::Timeout, _) => ErrorKind::Timeout,
+        (SendFailKind::Timeout, _) => timer.kind(),
     };
     let msg = if f.kind == SendFailKind::Timeout { timer.message() } else { f.record_message() };
     record.done_us = Some(clock.now_us());

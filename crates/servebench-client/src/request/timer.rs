@@ -86,15 +86,29 @@ impl Timer {
         self.sleep.as_mut()
     }
 
+    /// Which bound fired: the whole request's (`Timeout`) or the stall bound (`Stall`).
+    pub(super) fn kind(&self) -> servebench_core::ErrorKind {
+        if self.request_passed() {
+            servebench_core::ErrorKind::Timeout
+        } else {
+            servebench_core::ErrorKind::Stall
+        }
+    }
+
+    fn request_passed(&self) -> bool {
+        self.request_deadline.is_some_and(|d| tokio::time::Instant::now() >= d)
+    }
+
     /// What fired, naming the flag that bounds it (a stall is `--stall-timeout`, the whole
     /// request `--request-timeout`): the fix a run without success quotes.
     pub(super) fn message(&self) -> String {
-        match self.request_deadline {
-            Some(d) if tokio::time::Instant::now() >= d => format!(
+        if self.request_passed() {
+            format!(
                 "request timeout: not done within {:?} (--request-timeout)",
                 self.request_timeout.unwrap_or_default()
-            ),
-            _ => format!("stall timeout: no data for {:?} (--stall-timeout)", self.stall.unwrap_or_default()),
+            )
+        } else {
+            format!("stall timeout: no data for {:?} (--stall-timeout)", self.stall.unwrap_or_default())
         }
     }
 }

@@ -62,8 +62,8 @@ async fn stall_timer_rearms_on_each_read_of_a_non_streamed_body() {
     let r = f.run(0, &opts).await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert_eq!(r.completion_tokens, Some(2));
-    // A body that really stops still fails as a timeout (second connection of the script).
+    // A body that really stops still fails, as a stall (second connection of the script).
     let f2 = fixture(s.port, BackendKind::Chat, None);
     let r = f2.run(1, &opts).await;
-    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{:?}", r.error);
+    assert_eq!(kind(&r), Some(ErrorKind::Stall), "{:?}", r.error);
 }

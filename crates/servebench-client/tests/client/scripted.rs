@@ -252,7 +252,7 @@ async fn stall_timeout_fires_when_no_bytes_arrive() {
     let f = fixture(s.port, BackendKind::Chat, None);
     let opts = ExecOptions { stall_timeout: Some(Duration::from_millis(200)), ..ExecOptions::default() };
     let r = f.run(0, &opts).await;
-    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{:?}", r.error);
+    assert_eq!(kind(&r), Some(ErrorKind::Stall), "{:?}", r.error);
     assert!(r.error.unwrap().message.contains("stall"));
     assert_eq!(r.token_event_count, 1);
 }

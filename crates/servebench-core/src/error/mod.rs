@@ -264,7 +264,7 @@ pub fn errors_markdown() -> String {
          (a test keeps them identical).\n\nRequest-level failures (a request that got HTTP 503, a \
          stream cut mid-way) are not errors of the run: they become failed records with an error \
          kind (`connect`, `transport`, `http_status`, `protocol`, `event_too_large`, \
-         `server_error`, `no_tokens`, `incomplete`, `timeout`, `runaway_stream`), counted in the result under \
+         `server_error`, `no_tokens`, `incomplete`, `timeout`, `stall`, `runaway_stream`), counted in the result under \
          `error_kinds`.\n",
     );
     for c in ErrorCode::ALL {

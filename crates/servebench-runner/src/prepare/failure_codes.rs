@@ -87,9 +87,10 @@ fn fix_for(kind: ErrorKind, status: Option<u16>, cause: Option<FailureCause>) ->
             "the server refused the request: check the sampling flags, --backend and --extra-body"
         }
         (ErrorKind::Connect, _) => "check that the server is running and that --base-url is right",
-        // A stall (--stall-timeout) or the whole request (--request-timeout): the failure's
-        // message names the flag that fired.
-        (ErrorKind::Timeout, _) => "raise the timeout the failure names, or lower the load",
+        (ErrorKind::Timeout, _) => "raise --request-timeout, or lower the load",
+        (ErrorKind::Stall, _) => {
+            "the server went silent mid-request: raise --stall-timeout, or lower the load"
+        }
         _ => "look at the failures in the records file and `error_kinds` in the result",
     }
 }

@@ -113,7 +113,7 @@ fn expected(plan: &FaultPlan, setup: &Setup) -> Option<ErrorKind> {
         None | Some(FaultKind::NoDone) => None,
         Some(k) if k.http_status().is_some() => Some(ErrorKind::HttpStatus),
         Some(FaultKind::Close) | Some(FaultKind::Reset) => Some(ErrorKind::Transport),
-        Some(FaultKind::Stall) if setup.stall_times_out() => Some(ErrorKind::Timeout),
+        Some(FaultKind::Stall) if setup.stall_times_out() => Some(ErrorKind::Stall),
         Some(FaultKind::Stall) => None,
         Some(FaultKind::MalformedJson) => Some(ErrorKind::Protocol),
         Some(FaultKind::OversizedEvent) => Some(ErrorKind::EventTooLarge),

@@ -130,7 +130,7 @@ fn error_of(kind: FaultKind) -> Option<ErrorKind> {
     match kind {
         k if k.http_status().is_some() => Some(ErrorKind::HttpStatus),
         FaultKind::Close | FaultKind::Reset => Some(ErrorKind::Transport),
-        FaultKind::Stall => Some(ErrorKind::Timeout),
+        FaultKind::Stall => Some(ErrorKind::Stall),
         FaultKind::MalformedJson => Some(ErrorKind::Protocol),
         FaultKind::OversizedEvent => Some(ErrorKind::EventTooLarge),
         FaultKind::Truncate => Some(ErrorKind::Incomplete),
