@@ -278,17 +278,7 @@ pub(crate) mod tests {
             .enumerate()
             .map(|(i, &l)| {
                 let ids: Vec<u32> = (0..l).map(|k| 1000 + (i as u32) * 10_000 + k).collect();
-                RequestSpec {
-                    index: i as u64,
-                    prompt: Prompt::TokenIds(ids.into()),
-                    prompt_tokens: l,
-                    expected_output_tokens: 1,
-                    multimodal: None,
-                    rerank: None,
-                    messages: None,
-                    audio: None,
-                    overrides: None,
-                }
+                RequestSpec::new(i as u64, Prompt::TokenIds(ids.into()), l, 1)
             })
             .collect();
         Workload { requests }

@@ -369,17 +369,7 @@ mod future_size_tests {
                 .expect("client");
         let target = RequestTarget::new(&client, &TargetConfig { model: "m".into(), ..Default::default() })
             .expect("target");
-        let spec = RequestSpec {
-            index: 0,
-            prompt: servebench_core::Prompt::Text(Arc::from("hi")),
-            prompt_tokens: 1,
-            expected_output_tokens: 1,
-            multimodal: None,
-            rerank: None,
-            messages: None,
-            audio: None,
-            overrides: None,
-        };
+        let spec = RequestSpec::new(0, servebench_core::Prompt::Text(Arc::from("hi")), 1, 1);
         let (clock, opts) = (RunClock::start(), ExecOptions::default());
         let mut record = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
         let mut written = None;

@@ -41,17 +41,7 @@ pub fn fixture(port: u16, backend: BackendKind, api_key: Option<&str>) -> Fixtur
 }
 
 pub fn spec(i: u64) -> RequestSpec {
-    RequestSpec {
-        index: i,
-        prompt: Prompt::Text(Arc::from("hello")),
-        prompt_tokens: 5,
-        expected_output_tokens: 2,
-        multimodal: None,
-        rerank: None,
-        messages: None,
-        audio: None,
-        overrides: None,
-    }
+    RequestSpec::new(i, Prompt::Text(Arc::from("hello")), 5, 2)
 }
 
 pub fn record(i: u64) -> RequestRecord {

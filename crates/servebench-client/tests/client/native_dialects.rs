@@ -67,17 +67,7 @@ async fn run(dialect: Dialect, fixture: &'static str, api_key: Option<&str>) -> 
         ..TargetConfig::default()
     };
     let target = RequestTarget::new(&client, &cfg).unwrap();
-    let spec = RequestSpec {
-        index: 0,
-        prompt: Prompt::Text(Arc::from("hello")),
-        prompt_tokens: 5,
-        expected_output_tokens: 4,
-        multimodal: None,
-        rerank: None,
-        messages: None,
-        audio: None,
-        overrides: None,
-    };
+    let spec = RequestSpec::new(0, Prompt::Text(Arc::from("hello")), 5, 4);
     let rec = RequestRecord::scheduled(0, "bench-0".into(), 0, 5, 4);
     let opts = ExecOptions {
         keep_text: true,

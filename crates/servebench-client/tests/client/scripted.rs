@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use servebench_client::{BackendKind, ExecOptions};
-use servebench_core::{BenchError, ErrorKind, Outcome};
+use servebench_core::{BenchError, ErrorKind, Outcome, RequestRecord};
+use servebench_testkit::script::ScriptedServer;
 use tokio::sync::Notify;
 
 #[tokio::test]
@@ -174,21 +175,28 @@ async fn keep_alive_connection_is_reused() {
     assert_eq!(f.client.stats().reused, 1);
 }
 
-/// The server's `Keep-Alive: timeout=1` is honoured: a connection idle for most of that second
-/// is not reused, because the server's idle close would race the request (here the server
-/// reads the second request on that connection and closes without answering, as a server whose
-/// timer fired as the request arrived does). It opens a fresh connection instead: no resend.
-#[tokio::test]
-async fn a_connection_idle_near_the_servers_keep_alive_timeout_is_not_reused() {
-    let head = SSE_HEAD.replacen("\r\n", "\r\nKeep-Alive: timeout=1, max=100\r\n", 1);
+/// Request 0 answered with `keep_alive` in its head, a pause, then request 1. The script's
+/// first connection reads request 1 and closes unanswered (a server closing the connection as
+/// the request arrives); a second connection answers it.
+async fn second_request_after(keep_alive: &str, pause: Duration) -> (ScriptedServer, Fixture, RequestRecord) {
+    let head = SSE_HEAD.replacen("\r\n", &format!("\r\nKeep-Alive: {keep_alive}\r\n"), 1);
     let stream = head + &chunk(&(tok("a") + &finish_usage_done())) + END;
     let s = serve(vec![vec![A::Read, w(stream.clone()), A::Read, A::Close], vec![A::Read, w(stream)]]).await;
     let f = fixture(s.port, BackendKind::Chat, None);
     assert_eq!(f.run(0, &ExecOptions::default()).await.outcome, Outcome::Completed);
-    // Past the reuse limit (the timeout less half of it, for a 1-s timeout), short of the timeout.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(pause).await;
     let r = f.run(1, &ExecOptions::default()).await;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    (s, f, r)
+}
+
+/// The server's `Keep-Alive: timeout=1` is honoured: a connection idle for most of that second
+/// is not reused, because the server's idle close would race the request. It opens a fresh
+/// connection instead: no resend.
+#[tokio::test]
+async fn a_connection_idle_near_the_servers_keep_alive_timeout_is_not_reused() {
+    // Past the reuse limit (the timeout less half of it, for a 1-s timeout), short of the timeout.
+    let (s, f, r) = second_request_after("timeout=1, max=100", Duration::from_millis(700)).await;
     assert!(!r.resent && r.reconnects == 0, "{r:?}");
     assert!(!r.phases.is_some_and(|p| p.reused), "{:?}", r.phases);
     assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
@@ -199,13 +207,7 @@ async fn a_connection_idle_near_the_servers_keep_alive_timeout_is_not_reused() {
 /// fresh connection instead of one the server is closing.
 #[tokio::test]
 async fn a_connection_that_took_the_servers_keep_alive_max_is_not_reused() {
-    let head = SSE_HEAD.replacen("\r\n", "\r\nKeep-Alive: timeout=5, max=1\r\n", 1);
-    let stream = head + &chunk(&(tok("a") + &finish_usage_done())) + END;
-    let s = serve(vec![vec![A::Read, w(stream.clone()), A::Read, A::Close], vec![A::Read, w(stream)]]).await;
-    let f = fixture(s.port, BackendKind::Chat, None);
-    assert_eq!(f.run(0, &ExecOptions::default()).await.outcome, Outcome::Completed);
-    let r = f.run(1, &ExecOptions::default()).await;
-    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    let (s, _f, r) = second_request_after("timeout=5, max=1", Duration::ZERO).await;
     assert!(!r.resent && r.reconnects == 0, "{r:?}");
     assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
 }

@@ -26,17 +26,7 @@ async fn concurrent_streams_against_the_simulator() {
         let tasks = (0..16u64).map(|i| {
             let (client, target) = (client.clone(), target.clone());
             tokio::spawn(async move {
-                let spec = RequestSpec {
-                    index: i,
-                    prompt: Prompt::Text(Arc::from(format!("prompt number {i}"))),
-                    prompt_tokens: 0,
-                    expected_output_tokens: 8,
-                    multimodal: None,
-                    rerank: None,
-                    messages: None,
-                    audio: None,
-                    overrides: None,
-                };
+                let spec = RequestSpec::new(i, Prompt::Text(Arc::from(format!("prompt number {i}"))), 0, 8);
                 let rec = RequestRecord::scheduled(i, format!("b-{i}"), 0, 0, 8);
                 execute(&client, &target, &spec, rec, &clock, &ExecOptions::default()).await
             })

@@ -238,17 +238,7 @@ async fn phases_through_a_connect_tunnel_have_connect_and_tls_then_reuse() {
         ..TargetConfig::default()
     };
     let target = RequestTarget::new(&c, &tcfg).unwrap();
-    let spec = RequestSpec {
-        index: 0,
-        prompt: Prompt::Text(Arc::from("hello through the tunnel")),
-        prompt_tokens: 0,
-        expected_output_tokens: 4,
-        multimodal: None,
-        rerank: None,
-        messages: None,
-        audio: None,
-        overrides: None,
-    };
+    let spec = RequestSpec::new(0, Prompt::Text(Arc::from("hello through the tunnel")), 0, 4);
     let clock = RunClock::start();
     let mut phases = Vec::new();
     for i in 0..2 {
@@ -283,17 +273,7 @@ async fn http_through_a_proxy_uses_absolute_form_requests() {
         ..TargetConfig::default()
     };
     let target = RequestTarget::new(&c, &tcfg).unwrap();
-    let spec = RequestSpec {
-        index: 0,
-        prompt: Prompt::Text(Arc::from("hello through the proxy")),
-        prompt_tokens: 0,
-        expected_output_tokens: 4,
-        multimodal: None,
-        rerank: None,
-        messages: None,
-        audio: None,
-        overrides: None,
-    };
+    let spec = RequestSpec::new(0, Prompt::Text(Arc::from("hello through the proxy")), 0, 4);
     let rec = RequestRecord::scheduled(0, "p-0".into(), 0, 0, 4);
     let rec = execute(&c, &target, &spec, rec, &RunClock::start(), &ExecOptions::default()).await;
     assert_eq!(rec.outcome, Outcome::Completed, "{:?}", rec.error);

@@ -257,17 +257,7 @@ mod tests {
     use super::*;
 
     fn spec(i: u64, p: u32, o: u32) -> RequestSpec {
-        RequestSpec {
-            index: i,
-            prompt: Prompt::Text(Arc::from("x")),
-            prompt_tokens: p,
-            expected_output_tokens: o,
-            multimodal: None,
-            rerank: None,
-            messages: None,
-            audio: None,
-            overrides: None,
-        }
+        RequestSpec::new(i, Prompt::Text(Arc::from("x")), p, o)
     }
 
     #[test]

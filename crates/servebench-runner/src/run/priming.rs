@@ -39,17 +39,7 @@ pub async fn prime(prepared: &PreparedRun, observer: &dyn RunObserver) -> Option
     }
     let clock = RunClock::start();
     for (i, warmup) in layout.warmup.iter().enumerate() {
-        let spec = RequestSpec {
-            index: i as u64,
-            prompt: Prompt::TokenIds(warmup.clone()),
-            prompt_tokens: warmup.len() as u32,
-            expected_output_tokens: 1,
-            multimodal: None,
-            rerank: None,
-            messages: None,
-            audio: None,
-            overrides: None,
-        };
+        let spec = RequestSpec::new(i as u64, Prompt::TokenIds(warmup.clone()), warmup.len() as u32, 1);
         let rec = RequestRecord::scheduled(
             i as u64,
             format!("servebench-prefix-prime-{i}"),

@@ -27,16 +27,8 @@ pub fn three_prompts(tok: &dyn TextTokenizer) -> Workload {
         requests: texts
             .iter()
             .enumerate()
-            .map(|(i, t)| RequestSpec {
-                index: i as u64,
-                prompt: Prompt::Text(Arc::from(*t)),
-                prompt_tokens: tok.count(t).unwrap() as u32,
-                expected_output_tokens: 4,
-                multimodal: None,
-                rerank: None,
-                messages: None,
-                audio: None,
-                overrides: None,
+            .map(|(i, t)| {
+                RequestSpec::new(i as u64, Prompt::Text(Arc::from(*t)), tok.count(t).unwrap() as u32, 4)
             })
             .collect(),
     }
