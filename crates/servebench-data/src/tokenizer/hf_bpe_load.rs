@@ -8,8 +8,10 @@
 //! `Tokenizer` deserializer does it (builder, then the added tokens added against the model).
 //!
 //! Anything this path does not read exactly as the crate would (another model type, no `type`,
-//! an unknown version, merges of mixed forms, any parse error) returns `None`, and the caller
-//! loads the file the crate's way, with the crate's own error messages.
+//! an unknown version, merges of mixed forms, any parse error) comes back as
+//! `Outcome::NotMine` with its bytes, and the caller loads the file the crate's way, with the
+//! crate's own error messages; a model the builders refuse is `Outcome::Invalid` with the
+//! builders' error (the crate's loader fails the same file with it).
 
 use std::fmt;
 
