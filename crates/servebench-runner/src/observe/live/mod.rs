@@ -403,6 +403,16 @@ impl LiveMetrics {
         for (name, kind, help, value) in scalars {
             prom::scalar(&mut out, name, kind, help, value);
         }
+        // Only with a prefill cap: without one there is nothing to wait for (no series, not 0).
+        if let Some(waiting) = s.prefill_waiting {
+            prom::scalar(
+                &mut out,
+                "servebench_requests_waiting_for_prefill",
+                Kind::Gauge,
+                "Requests held back by the prefill cap (--max-prefill-concurrency), waiting for a prefill slot.",
+                waiting as f64,
+            );
+        }
         self.write_failed(&mut out);
         let hists = [
             (

@@ -69,6 +69,7 @@ fn counts_outcomes_kinds_tokens_and_in_flight() {
     assert_eq!(exp.get("servebench_dispatch_lateness_seconds_bucket", &[("le", "0.00001")]), Some(1.0));
     assert_eq!(exp.get("servebench_dispatch_lateness_seconds_count", &[]), Some(3.0));
     assert_eq!(exp.types["servebench_e2el_seconds"], "histogram");
+    assert_eq!(exp.get("servebench_requests_waiting_for_prefill", &[]), None, "no prefill cap, no series");
 
     // The same records through the run's metrics: the counters agree.
     let run = compute(&[a, b, c, d], &MetricsConfig::default());
@@ -127,4 +128,18 @@ fn parser_rejects_malformed_expositions() {
     assert!(prom_text::parse(bad_hist).is_err());
     let ok_hist = "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 2\n";
     assert!(prom_text::parse(ok_hist).is_ok());
+}
+
+/// With a prefill cap the requests waiting for a prefill slot are exported too (the dashboard
+/// and the progress line showed them; `--metrics-port` did not).
+#[test]
+fn the_prefill_wait_is_a_gauge_on_the_metrics_endpoint_with_a_prefill_cap() {
+    let m = LiveMetrics::new();
+    let waiting = m.track_prefill();
+    waiting.wait_started();
+    waiting.wait_started();
+    waiting.wait_ended();
+    let exp = prom_text::parse(&m.render_prometheus()).unwrap();
+    assert_eq!(exp.get("servebench_requests_waiting_for_prefill", &[]), Some(1.0));
+    assert_eq!(exp.types["servebench_requests_waiting_for_prefill"], "gauge");
 }
