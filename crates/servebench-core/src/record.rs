@@ -43,6 +43,18 @@ pub enum CancelReason {
 }
 
 impl CancelReason {
+    /// The stable snake_case name, as in records (`cancelled_by`): for columns and attributes.
+    pub fn name(self) -> &'static str {
+        match self {
+            CancelReason::Interrupt => "interrupt",
+            CancelReason::DurationEnd => "duration_end",
+            CancelReason::SecondInterrupt => "second_interrupt",
+            CancelReason::ByDesign => "by_design",
+            CancelReason::EarlyStop => "early_stop",
+            CancelReason::DependencyFailed => "dependency_failed",
+        }
+    }
+
     /// The reason in words (`errors` entries, messages).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -567,6 +579,14 @@ mod tests {
         assert_eq!(r.error_entry(), "http_status", "never empty for a failed request");
         r.outcome = Outcome::Completed;
         assert_eq!(r.error_entry(), "");
+    }
+
+    #[test]
+    fn a_cancel_reasons_name_is_its_name_in_records() {
+        use CancelReason::*;
+        for c in [Interrupt, DurationEnd, SecondInterrupt, ByDesign, EarlyStop, DependencyFailed] {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.name());
+        }
     }
 
     #[test]

@@ -25,9 +25,7 @@ use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
 use crate::stats::{merge_weighted, sort_weighted, summary_weighted_sorted, Summary};
 
 pub use client_controls::{prefill_wait_ms, DesignedCancellation};
-pub use peaks::{
-    peak_overlap, peak_rate, peak_rate_sorted, peak_window_sum, peak_window_sum_sorted, WINDOW_US,
-};
+pub use peaks::{peak_overlap, peak_rate, peak_window_sum, WINDOW_US};
 pub use request::{is_completed, push_token_view_itls, token_event_times, token_event_weights, RequestTimes};
 pub use steady_state::{steady_state, LoadMode, NoSteadyState, SteadyState, SteadyStateConfig};
 pub use token_accounting::{CountDiscrepancy, TokenAccounting, OUTPUT_DISAGREEMENT_WARN};

@@ -6,7 +6,7 @@ use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, Tr
 use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use servebench_core::metrics::RequestTimes;
-use servebench_core::{Outcome, RequestRecord};
+use servebench_core::{CancelReason, Outcome, RequestRecord};
 use std::time::{Duration, SystemTime};
 
 /// The instrumentation scope of every span and metric (`servebench`, its version).
@@ -80,9 +80,8 @@ pub(super) fn error_type(r: &RequestRecord) -> Option<&'static str> {
 }
 
 /// The stable snake_case name of the cancel reason (as in the records).
-pub(super) fn cancel_reason(r: &RequestRecord) -> Option<String> {
-    let v = serde_json::to_value(r.cancelled_by?).ok()?;
-    v.as_str().map(str::to_owned)
+pub(super) fn cancel_reason(r: &RequestRecord) -> Option<&'static str> {
+    r.cancelled_by.map(CancelReason::name)
 }
 
 /// `gen_ai.usage.input_tokens`: the server's `usage.prompt_tokens` when it reported it, else
@@ -188,7 +187,7 @@ fn status(r: &RequestRecord) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servebench_core::{CancelReason, ErrorKind};
+    use servebench_core::ErrorKind;
     use servebench_testkit::records::RecordBuilder;
 
     fn scope_of(records: &[RequestRecord]) -> ExportScope<'_> {
