@@ -236,11 +236,16 @@ impl Conn {
             Poll::Ready(Ok(())) => {
                 let n = rb.filled().len();
                 if n > 0 {
-                    let user = Instant::now();
-                    self.last_read = match &self.stamps {
-                        None => user,
-                        Some(stats) => super::kstamp::read_time(stats, self.io.stamp_ns(), user),
+                    let at = match &self.stamps {
+                        None => Instant::now(),
+                        Some(stats) => super::kstamp::read_time(stats, self.io.stamp_ns()),
                     };
+                    // Bytes on one connection arrive in order, so a read is never earlier than
+                    // the one before it. A kernel stamp is mapped to the monotonic clock through
+                    // a realtime and a monotonic reading taken one after the other: two reads
+                    // whose packets came microseconds apart can map out of order by that jitter
+                    // (a last token timed 1 µs after its stream's end was seen under CI load).
+                    self.last_read = self.last_read.max(at);
                     self.end += n;
                     // The read filled the buffer: more is probably waiting; read more at once
                     // next time.
@@ -468,5 +473,35 @@ impl Conn {
             self.end = 0;
         }
         self.uses += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+
+    use crate::transport::{ClientOptions, HttpClient};
+
+    /// The reading of a read's time that went backwards: the previous read on the connection
+    /// is timed after this one's arrival (as a kernel stamp mapped with a little jitter can be).
+    /// The new read keeps the previous time instead of going before it.
+    #[tokio::test]
+    async fn a_reads_time_never_goes_before_the_previous_reads_on_its_connection() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello").unwrap();
+            s
+        });
+        let client = HttpClient::new(ClientOptions { base_url, ..ClientOptions::default() }).unwrap();
+        let mut conn = client.connect().await.unwrap();
+        let previous = Instant::now() + Duration::from_millis(50);
+        conn.last_read = previous;
+        let (_, _, first_byte) = conn.read_head(false, None).await.unwrap();
+        assert_eq!(first_byte, previous);
+        assert_eq!(conn.last_read_at(), previous);
+        drop(server.join().unwrap());
     }
 }

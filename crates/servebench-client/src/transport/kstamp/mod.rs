@@ -215,14 +215,17 @@ impl StampedTcp {
     }
 }
 
-/// The time of a read that brought bytes at `user` (monotonic, taken right after it): the
-/// kernel's receive time when `stamp_ns` is the read's stamp, else `user`; counted in `stats`.
-pub(crate) fn read_time(stats: &LagStats, stamp_ns: Option<i128>, user: Instant) -> Instant {
+/// The time of a read that just brought bytes: the kernel's receive time when `stamp_ns` is
+/// the read's stamp, else the monotonic time now; counted in `stats`. The realtime clock is read
+/// before the monotonic one, so a preemption between the two readings makes the time later
+/// (as a user-space read time would be), never earlier than the bytes' arrival.
+pub(crate) fn read_time(stats: &LagStats, stamp_ns: Option<i128>) -> Instant {
     let Some(k) = stamp_ns else {
         stats.user_only();
-        return user;
+        return Instant::now();
     };
     let real_now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i128).unwrap_or(0);
+    let user = Instant::now();
     match lag::map(k, real_now, user) {
         Mapped::Kernel { at, lag } => {
             stats.kernel(lag);
