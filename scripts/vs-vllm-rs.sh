@@ -38,7 +38,8 @@
 #        client's /proc/PID/smaps every 0.5 s and keep the breakdown of the largest sample:
 #        anonymous, the binary's own file pages, other files; it takes the client's memory-map
 #        lock briefly, so it is off by default), CLIENT_ENV ("K=V ..." for both clients, e.g.
-#        MIMALLOC_ARENA_EAGER_COMMIT=0; a measurement knob only).
+#        MIMALLOC_ARENA_EAGER_COMMIT=0; a measurement knob only), OURS_ARGS (extra flags for
+#        servebench only, e.g. "--preconnect 1000" for a warm pool: vllm-rs has no such flag).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if (( $# < 2 )); then
@@ -49,6 +50,7 @@ LEVELS=("${@:-1000}")
 read -r -a LEVELS <<< "${LEVELS[*]}"
 read -r -a THEIRS_ARGS <<< "${VLLM_RS_ARGS:-}"
 read -r -a CLIENT_ENV <<< "${CLIENT_ENV:-}"
+read -r -a OURS_ARGS <<< "${OURS_ARGS:-}"
 REPEATS="${REPEATS:-3}"
 REQS_PER_STREAM="${REQS_PER_STREAM:-3}"
 INPUT_LEN="${INPUT_LEN:-32}"
@@ -68,7 +70,7 @@ if [[ ${PIN:-1} == 1 ]] && (( ${#CPUS[@]} >= 2 )); then
   echo "clients on CPU ${CPUS[0]}, simulator on CPU ${CPUS[1]} (PIN=0 to share)"
 fi
 {
-  echo "ours:    $OURS ($("$OURS" --version 2>&1 | grep -m1 servebench))"
+  echo "ours:    $OURS ${OURS_ARGS[*]} ($("$OURS" --version 2>&1 | grep -m1 servebench))"
   echo "vllm-rs: $THEIRS ${THEIRS_ARGS[*]} ($("$THEIRS" --version 2>&1 | grep -m1 -E 'vllm'))"
   echo "tokenizer: $TOKENIZER; client env: ${CLIENT_ENV[*]:-none}"
   echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
@@ -137,7 +139,7 @@ PY
 
 : > "$OUT/runs.tsv"
 run() { # name client-tag concurrency [--dry-run]
-  local name=$1 tag=$2 c=$3 exe=("$OURS") l0 dry=("${@:4}")
+  local name=$1 tag=$2 c=$3 exe=("$OURS" "${OURS_ARGS[@]}") l0 dry=("${@:4}")
   [[ $tag == vllm-rs ]] && exe=("$THEIRS" "${THEIRS_ARGS[@]}")
   l0=$(cut -d' ' -f1 /proc/loadavg)
   # The same command line for both (servebench accepts vllm-rs's flags); no proxy variables.
