@@ -35,6 +35,13 @@ pub fn parse_header(item: &str) -> Result<Header> {
             "use letters, digits, '-' and '_' in header names",
         ));
     }
+    if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
+        return Err(BenchError::config(
+            "--header",
+            format!("{name} frames the request body, which the client does itself"),
+            format!("remove --header {name}"),
+        ));
+    }
     Ok(Header { name: name.to_string(), value: Secret::new(value) })
 }
 
@@ -177,11 +184,19 @@ pub fn parse_goodput(items: &[String]) -> Result<Vec<Slo>> {
             .trim()
             .parse()
             .map_err(|_| BenchError::config("--goodput", format!("'{v}' is not a number of ms"), fix))?;
+        if threshold_ms.is_infinite() && threshold_ms > 0.0 {
+            let problem = format!("{k} threshold {v}: an unbounded SLO bounds nothing");
+            return Err(BenchError::config("--goodput", problem, format!("leave {k} out of --goodput")));
+        }
         if !threshold_ms.is_finite() || threshold_ms < 0.0 {
-            return Err(BenchError::config("--goodput", format!("{k} threshold {v} must be >= 0"), fix));
+            let problem = format!("{k} threshold {v} is not a finite number of ms >= 0");
+            return Err(BenchError::config("--goodput", problem, fix));
         }
         out.retain(|s| s.metric != metric);
         out.push(Slo { metric, threshold_ms });
+    }
+    if out.is_empty() {
+        return Err(BenchError::config("--goodput", "no SLO given", fix));
     }
     Ok(out)
 }
@@ -250,7 +265,7 @@ mod tests {
         let s = parse_goodput(&["ttft:500".into(), "tpot:50 e2el:2000".into()]).unwrap();
         assert_eq!(s.len(), 3);
         assert_eq!(s[0], Slo { metric: MetricName::Ttft, threshold_ms: 500.0 });
-        for bad in ["ttft", "itl:5", "foo:1", "ttft:-1", "ttft:x"] {
+        for bad in ["ttft", "itl:5", "foo:1", "ttft:-1", "ttft:x", "", "  ", "ttft:inf", "ttft:nan"] {
             assert!(parse_goodput(&[bad.to_string()]).is_err(), "{bad}");
         }
     }
@@ -267,6 +282,13 @@ mod tests {
         assert_eq!((eq.name.as_str(), eq.value.expose()), ("X-Time", "12:30"));
         let e = parse_header("novalue-but-a-long-secret-sk-999").unwrap_err();
         assert!(!e.to_string().contains("sk-999"));
+        // The body's framing is the client's: refused with the fix, not dropped silently.
+        for framing in ["Content-Length=12", "transfer-encoding: chunked"] {
+            let e = parse_header(framing).unwrap_err();
+            assert_eq!(e.code().as_str(), "SB101", "{e}");
+            assert!(e.to_string().contains("fix: remove --header"), "{e}");
+        }
+        assert_eq!(parse_header("Host=api.internal").unwrap().value.expose(), "api.internal");
     }
 
     #[test]

@@ -18,7 +18,9 @@
 //!
 //! With `K` groups (`prefix_repetition`'s `--prefix-repetition-num-prefixes`; 1 otherwise) there
 //! are `K` shared sequences and request `i` uses sequence `i mod K`. The rest of each prompt stays
-//! the dataset's random ids, unique to the request. Once the shared sequences are cached (the
+//! the dataset's random ids, unique to the request, and its first block after the shared prefix is
+//! drawn from a per-run `nonce` ([`run_block`]), so a server that kept an earlier run's cache
+//! matches nothing beyond the shared prefix. Once the shared sequences are cached (the
 //! warm-up prompts [`PrefixCacheLayout::warmup`], one per group, are the longest prefixes
 //! needed), a server with `B`-token blocks finds exactly `P_i` cached tokens.
 
@@ -83,7 +85,7 @@ pub struct PrefixCacheConfig {
     pub block_size: u32,
     /// Seeds the shared sequence (`--seed`).
     pub seed: u64,
-    /// Makes the bust blocks unique to the run.
+    /// Makes the block after each shared prefix (bust: each first block) unique to the run.
     pub nonce: u64,
     /// Distinct shared prefixes (at least 1): request `i` uses group `i mod groups`.
     pub groups: u32,
@@ -230,14 +232,29 @@ pub fn apply(cfg: PrefixCacheConfig, workload: &mut Workload) -> Result<PrefixCa
     for (i, (req, p)) in workload.requests.iter_mut().zip(ids.iter_mut()).enumerate() {
         let n = cached_prefix[i] as usize;
         p[..n].copy_from_slice(&shared[i % groups][..n]);
-        if cfg.mode == PrefixCacheMode::Bust {
-            let n = (cfg.block_size as usize).min(p.len());
-            p[..n].copy_from_slice(&draw(&vocab, n, cfg.nonce ^ cfg.seed, i as u64));
-        }
+        run_block(p, n, &vocab, &cfg, i as u64);
         req.prompt = Prompt::TokenIds(std::mem::take(p).into());
     }
     let warmup = shared.into_iter().filter(|s| !s.is_empty()).map(Arc::from).collect();
     Ok(PrefixCacheLayout { config: cfg, warmup, cached_prefix, turns: None })
+}
+
+/// Replaces the block right after a prompt's shared prefix of `shared` tokens (the first block,
+/// when there is none; cut at the prompt's end) by ids unique to request `stream` and to the run
+/// (`nonce`). A server's prefix cache matches blocks in order, so a prompt finds exactly its
+/// shared prefix cached even on a server that kept an earlier run's cache: without it, a rerun
+/// with the same `--seed` would find whole prompts of the first run cached.
+pub(crate) fn run_block(
+    prompt: &mut [u32],
+    shared: usize,
+    vocab: &[u32],
+    cfg: &PrefixCacheConfig,
+    stream: u64,
+) {
+    let end = (shared + cfg.block_size.max(1) as usize).min(prompt.len());
+    if shared < end {
+        prompt[shared..end].copy_from_slice(&draw(vocab, end - shared, cfg.nonce ^ cfg.seed, stream));
+    }
 }
 
 /// `P` for a prompt of `len` tokens whose first `prefix` tokens are shared: whole blocks, below
@@ -317,8 +334,9 @@ pub(crate) mod tests {
         assert_eq!(&ids(&w, 0)[..688], &ids(&w, 1)[..688]);
         assert_eq!(&ids(&w, 2)[..448], &l.warmup[0][..448]);
         assert_eq!((l.warmup.len(), l.warmup[0].len()), (1, 688));
-        // The rest is the dataset's own ids.
-        assert_eq!(ids(&w, 1)[688], 1000 + 10_000 + 688);
+        // One block unique to the run, then the dataset's own ids.
+        assert_ne!(&ids(&w, 1)[688..704], &(11_688..11_704).collect::<Vec<_>>()[..]);
+        assert_eq!(&ids(&w, 1)[704..], &(11_704..12_000).collect::<Vec<_>>()[..]);
         assert_eq!(ids(&w, 0).len(), 1000);
         let want = (688.0 + 688.0 + 448.0) / 2640.0;
         assert!((l.constructed_hit_rate(&w).unwrap() - want).abs() < 1e-12);
@@ -366,6 +384,35 @@ pub(crate) mod tests {
         let other = PrefixCacheConfig { nonce: 100, ..cfg(PrefixCacheMode::Bust) };
         apply(other, &mut again).unwrap();
         assert_ne!(&ids(&w, 0)[..16], &ids(&again, 0)[..16], "another run, another first block");
+    }
+
+    /// The same seed in another run (another nonce): the shared prefix is the same, the block
+    /// after it differs, the rest is the same dataset. A server that kept the first run's cache
+    /// (block hashes chain, so a block matches only after every block before it) finds exactly
+    /// the shared prefix, in every mode.
+    #[test]
+    fn a_rerun_with_the_same_seed_matches_only_the_shared_prefix() {
+        let modes = [
+            PrefixCacheMode::HitRate(0.7),
+            PrefixCacheMode::Bimodal { fraction: 0.5, ratio: 0.5 },
+            PrefixCacheMode::SharedPrefix { prefix_len: 100, target: 100.0 / 164.0 },
+            PrefixCacheMode::Bust,
+        ];
+        for mode in modes {
+            let lens = [164, 164, 100, 40, 17];
+            let (mut first, mut again) = (workload(&lens), workload(&lens));
+            let l = apply(cfg(mode), &mut first).unwrap();
+            apply(PrefixCacheConfig { nonce: 100, ..cfg(mode) }, &mut again).unwrap();
+            for i in 0..lens.len() {
+                let (a, b) = (ids(&first, i), ids(&again, i));
+                let p = l.cached_prefix[i] as usize;
+                let end = (p + 16).min(a.len());
+                let equal_blocks = a.chunks(16).zip(b.chunks(16)).take_while(|(x, y)| x == y).count();
+                assert_eq!(equal_blocks * 16, p, "{mode:?} request {i}");
+                assert_ne!(a[p..end], b[p..end], "{mode:?} request {i}");
+                assert_eq!(a[end..], b[end..], "{mode:?} request {i}: the dataset's own ids");
+            }
+        }
     }
 
     #[test]

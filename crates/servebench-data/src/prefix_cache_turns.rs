@@ -41,7 +41,7 @@ use std::sync::Arc;
 use servebench_core::{BenchError, Prompt, RequestSpec, Result, Workload};
 
 use crate::prefix_cache::{
-    check, coded, draw, is_warm, prefix_tokens, token_id_prompts, vocabulary, PrefixCacheConfig,
+    check, coded, draw, is_warm, prefix_tokens, run_block, token_id_prompts, vocabulary, PrefixCacheConfig,
     PrefixCacheLayout, PrefixCacheMode, TurnReuse,
 };
 
@@ -216,8 +216,14 @@ pub fn apply(
     for (s, &(start, turns)) in bounds.iter().enumerate() {
         let p = blocks[s] as usize * block as usize;
         cached_prefix[start] = p as u32;
+        // The first turn's block after its shared prefix is unique to the run; every later turn
+        // starts with the first turn's prompt, so it carries the same block.
+        let mut first = ids[start].clone();
+        first[..p].copy_from_slice(&shared[..p]);
+        run_block(&mut first, p, &vocab, &cfg, start as u64);
+        let first_len = first.len();
         for turn in &mut ids[start..start + turns] {
-            turn[..p].copy_from_slice(&shared[..p]);
+            turn[..first_len].copy_from_slice(&first);
         }
     }
     if cfg.mode == PrefixCacheMode::Bust {

@@ -27,7 +27,17 @@ fn conversations(n: usize, turns: usize, first: u32, later: u32, out: u32) -> To
 /// block is keyed by the whole prompt up to its end): primes `warmup`, then sends each
 /// conversation's turns in order and returns the tokens each request found cached.
 fn served(w: &Workload, bounds: &[(usize, usize)], warmup: &[Arc<[u32]>], block: usize) -> Vec<u32> {
-    let mut cache: HashSet<Vec<u32>> = HashSet::new();
+    served_on(&mut HashSet::new(), w, bounds, warmup, block)
+}
+
+/// As [`served`], on a server whose cache already holds `cache` (an earlier run's blocks).
+fn served_on(
+    cache: &mut HashSet<Vec<u32>>,
+    w: &Workload,
+    bounds: &[(usize, usize)],
+    warmup: &[Arc<[u32]>],
+    block: usize,
+) -> Vec<u32> {
     let send = |p: &[u32], cache: &mut HashSet<Vec<u32>>| -> u32 {
         let full = p.len() / block;
         let hit = (1..=full).take_while(|&b| cache.contains(&p[..b * block])).count() * block;
@@ -37,14 +47,14 @@ fn served(w: &Workload, bounds: &[(usize, usize)], warmup: &[Arc<[u32]>], block:
         hit.min(p.len() - 1) as u32
     };
     warmup.iter().for_each(|p| {
-        send(p, &mut cache);
+        send(p, cache);
     });
     let mut seen = vec![0; w.len()];
     // Conversations interleaved turn by turn, as concurrent sessions are.
     let most = bounds.iter().map(|b| b.1).max().unwrap_or(0);
     for t in 0..most {
         for &(start, _) in bounds.iter().filter(|b| b.1 > t) {
-            seen[start + t] = send(&ids(w, start + t), &mut cache);
+            seen[start + t] = send(&ids(w, start + t), cache);
         }
     }
     seen
@@ -194,4 +204,28 @@ fn text_prompts_and_shared_prefix_mode_are_sb210() {
         apply(cfg(mode), &mut c.workload, &c.bounds).unwrap_err().code(),
         ErrorCode::PrefixCacheWorkload
     );
+}
+
+/// A rerun with the same seed on a server that kept the first run's cache: each request still
+/// finds exactly what was built in (its shared prefix and its own history), not the first run's
+/// copy of the whole conversation, because the block after each first turn's shared prefix is
+/// drawn per run.
+#[test]
+fn a_rerun_on_a_warm_server_finds_exactly_what_was_built_in() {
+    let mut cache = HashSet::new();
+    for nonce in [1, 2] {
+        let mut c = conversations(2, 3, 64, 32, 16);
+        let l = apply(
+            PrefixCacheConfig { nonce, ..cfg(PrefixCacheMode::HitRate(0.6)) },
+            &mut c.workload,
+            &c.bounds,
+        )
+        .unwrap();
+        assert_eq!(l.cached_prefix, vec![32, 64, 112, 16, 64, 112]);
+        assert_eq!(
+            served_on(&mut cache, &c.workload, &c.bounds, &l.warmup, 16),
+            l.cached_prefix,
+            "nonce {nonce}"
+        );
+    }
 }

@@ -277,13 +277,20 @@ pub struct PreparedTrace {
 /// keeping of the first `num_prompts` rows that fit `max_model_len` only what builds their
 /// prompts: lengths and hash ids ([`TraceSource`]), and the arrival offsets.
 pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<PreparedTrace> {
-    let file = std::fs::File::open(&cfg.path).map_err(|e| BenchError::io(cfg.path.display(), e))?;
+    // Unreadable (missing, a directory, no permission): the dataset error every other file
+    // dataset gives (SB204, naming --dataset-path).
+    let data_file = crate::dataset::file::DataFile::new(&cfg.path);
+    let unreadable = |e: std::io::Error| {
+        let problem = format!("cannot be read: {e}");
+        data_file.error_from(crate::dataset::file::Location::File, problem, "check the --dataset-path", e)
+    };
+    let file = std::fs::File::open(&cfg.path).map_err(unreadable)?;
     let mut rows = TraceRows::default();
     let mut offsets = OffsetsFrom::new(cfg.sec_multiplier);
     let (mut seen, mut filtered_out) = (0usize, 0usize);
     let mut last_ts = f64::NEG_INFINITY;
     for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
-        let line = line.map_err(|e| BenchError::io(cfg.path.display(), e))?;
+        let line = line.map_err(unreadable)?;
         let Some(row) = parse_line(&line, i + 1, &cfg.labels, &mut last_ts)? else { continue };
         seen += 1;
         if seen > cfg.num_prompts {

@@ -90,9 +90,9 @@ pub struct LineObserver;
 impl RunObserver for LineObserver {
     fn message(&self, text: &str) {
         if is_warning(text) {
-            eprintln!("{text}");
+            errln!("{text}");
         } else {
-            println!("{text}");
+            outln!("{text}");
         }
     }
 }
@@ -144,10 +144,10 @@ impl ConsoleObserver {
 impl RunObserver for ConsoleObserver {
     fn message(&self, text: &str) {
         match (self.bar(), is_warning(text)) {
-            (Some(bar), true) => bar.suspend(|| eprintln!("{text}")),
+            (Some(bar), true) => bar.suspend(|| errln!("{text}")),
             (Some(bar), false) => bar.println(text),
-            (None, true) => eprintln!("{text}"),
-            (None, false) => println!("{text}"),
+            (None, true) => errln!("{text}"),
+            (None, false) => outln!("{text}"),
         }
     }
 
@@ -168,7 +168,7 @@ impl RunObserver for ConsoleObserver {
         }
         let Some(live) = self.live.lock().ok().and_then(|l| l.clone()) else { return };
         if !std::io::stderr().is_terminal() {
-            self.start_ticker(SUMMARY_EVERY, move || eprintln!("{}", summary_line(&live.snapshot())));
+            self.start_ticker(SUMMARY_EVERY, move || errln!("{}", summary_line(&live.snapshot())));
             return;
         }
         // Total 0: not known in advance (closed-loop concurrency stages): a count, no bar.
@@ -205,7 +205,7 @@ impl RunObserver for ConsoleObserver {
             }
             bar.finish();
         } else if let (true, Some(live)) = (self.show_progress, live) {
-            eprintln!("{}", summary_line(&live.snapshot()));
+            errln!("{}", summary_line(&live.snapshot()));
         }
     }
 }

@@ -166,22 +166,30 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, He
             close = true;
             BodyDecoder::UntilClose
         }
-    } else if let Some(v) = headers.get(CONTENT_LENGTH) {
-        let s = v.to_str().unwrap_or("");
-        // Repeated identical values ("12, 12") are allowed; anything else is an error.
-        let mut parts = s.split(',').map(str::trim);
-        let first = parts.next().unwrap_or("");
-        let n: u64 = first.parse().map_err(|_| HeadParseError::ContentLength(s.to_owned()))?;
-        if parts.any(|p| p != first) {
-            return Err(HeadParseError::ConflictingLength(s.to_owned()));
-        }
-        BodyDecoder::Length(n)
+    } else if headers.contains_key(CONTENT_LENGTH) {
+        BodyDecoder::Length(content_length(&headers)?)
     } else {
         close = true;
         BodyDecoder::UntilClose
     };
     let keep_alive = KeepAlive::of(&headers);
     Ok(HeadParse::Complete { head: Box::new(ResponseHead { status, headers, body, close, keep_alive }), len })
+}
+
+/// The body length of a response with `Content-Length`. Repeated identical values, in one
+/// header ("12, 12") or on several header lines, are allowed; differing ones are an error
+/// (RFC 9112 §6.3: the response cannot be framed, and the connection is not reused).
+fn content_length(headers: &HeaderMap) -> Result<u64, HeadParseError> {
+    let values: Vec<&str> =
+        headers.get_all(CONTENT_LENGTH).iter().map(|v| v.to_str().unwrap_or("")).collect();
+    let text = values.join(", ");
+    let mut parts = values.iter().flat_map(|v| v.split(',')).map(str::trim);
+    let first = parts.next().unwrap_or("");
+    let n: u64 = first.parse().map_err(|_| HeadParseError::ContentLength(text.clone()))?;
+    if parts.any(|p| p != first) {
+        return Err(HeadParseError::ConflictingLength(text));
+    }
+    Ok(n)
 }
 
 /// An obs-fold header value: each line break with the whitespace around it becomes one space.
@@ -555,6 +563,16 @@ mod tests {
         assert!(matches!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-le", false).unwrap(), HeadParse::Partial));
         assert!(parse_head(b"garbage\r\n\r\n", false).is_err());
         assert!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: 1, 2\r\n\r\n", false).is_err());
+        // The same conflict on two header lines (either order), and agreeing ones.
+        assert!(
+            parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: 90\r\ncontent-length: 5\r\n\r\n", false).is_err()
+        );
+        assert!(
+            parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-length: 90\r\n\r\n", false).is_err()
+        );
+        let h = b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\ncontent-length: 4\r\n\r\n";
+        let HeadParse::Complete { head, .. } = parse_head(h, false).unwrap() else { panic!() };
+        assert!(matches!(head.body, BodyDecoder::Length(4)));
         assert!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n", false).is_err());
         let h = b"HTTP/1.1 200 OK\r\ncontent-length: 3, 3\r\n\r\n";
         assert!(matches!(parse_head(h, false).unwrap(), HeadParse::Complete { .. }));

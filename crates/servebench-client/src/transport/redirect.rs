@@ -196,6 +196,8 @@ impl HttpClient {
             if next_client.origin() != client.origin() {
                 cross = cross || next_client.origin() != self.origin();
                 strip_credentials(&mut headers);
+                // The Host sent (the origin's, or a `--header Host` for it) named the old origin.
+                headers.remove(http::header::HOST);
             }
             let (method, body) = if code == 303 && req.method() != Method::HEAD {
                 (Method::GET, Bytes::new())

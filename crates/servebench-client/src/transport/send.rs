@@ -44,7 +44,7 @@ pub(crate) struct SentPhases {
 }
 
 impl HttpClient {
-    /// Builds a request for `path` with `headers` (Host is added; through an `http` proxy the
+    /// Builds a request for `path` with `headers` (Host is added unless given; through an `http` proxy the
     /// target is absolute-form and `Proxy-Authorization` is added).
     pub(crate) fn request(
         &self,
@@ -53,7 +53,11 @@ impl HttpClient {
         mut headers: HeaderMap,
         body: bytes::Bytes,
     ) -> std::result::Result<Request<ReqBody>, RequestBuildError> {
-        headers.insert(HOST, self.inner.origin.host_header.clone());
+        // A `--header Host=…` is sent as given (virtual-host routing through an ingress reached
+        // by address); otherwise the origin's authority.
+        if !headers.contains_key(HOST) {
+            headers.insert(HOST, self.inner.origin.host_header.clone());
+        }
         if !headers.contains_key(ACCEPT_ENCODING) {
             headers.insert(ACCEPT_ENCODING, coding::ACCEPT_IDENTITY);
         }

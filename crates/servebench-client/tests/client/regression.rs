@@ -67,3 +67,66 @@ async fn stall_timer_rearms_on_each_read_of_a_non_streamed_body() {
     let r = f2.run(1, &opts).await;
     assert_eq!(kind(&r), Some(ErrorKind::Stall), "{:?}", r.error);
 }
+
+/// Pins the refusal of a response with two `Content-Length` header lines that disagree (RFC
+/// 9112 §6.3: it cannot be framed). The first line used to win: with the shorter value first the
+/// body was cut before its usage and `[DONE]` and the request still counted as completed, and the
+/// connection went back to the pool with the rest of the body unread. Now the request fails and
+/// the next one opens a fresh connection.
+#[tokio::test]
+async fn conflicting_content_length_lines_fail_the_response_and_the_connection_is_not_reused() {
+    let body = chunk_free_body();
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 5\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let good = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let s = serve(vec![
+        vec![A::Read, w(head + &body), A::Read, w(good.clone() + &body), A::Sleep(500)],
+        vec![A::Read, w(good + &body), A::Sleep(500)],
+    ])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Failed, "{r:?}");
+    assert!(r.error.as_ref().unwrap().message.contains("content-length"), "{:?}", r.error);
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(s.connections(), 2, "the connection of the unframeable response was not reused");
+}
+
+/// A whole chat stream (role, two tokens, finish with usage, `[DONE]`) as one plain body.
+fn chunk_free_body() -> String {
+    role() + &tok("a") + &tok("b") + &finish_usage_done()
+}
+
+/// Pins `--header Host=…` being sent as given: the client replaced it with the base URL's
+/// authority, so a benchmark through an ingress reached by address, routed by virtual host,
+/// landed on the default backend without a word.
+#[tokio::test]
+async fn a_host_header_given_by_the_user_is_sent_as_given() {
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&chunk_free_body()) + END)]]).await;
+    let client = servebench_client::HttpClient::new(servebench_client::ClientOptions {
+        base_url: format!("http://127.0.0.1:{}", s.port),
+        ..servebench_client::ClientOptions::default()
+    })
+    .unwrap();
+    let cfg = servebench_client::TargetConfig {
+        backend: BackendKind::Chat,
+        model: "m".into(),
+        headers: vec![("Host".into(), servebench_core::secret::Secret::new("llm.team-a.internal"))],
+        ..servebench_client::TargetConfig::default()
+    };
+    let target = servebench_client::RequestTarget::new(&client, &cfg).unwrap();
+    let clock = servebench_core::RunClock::start();
+    let r =
+        servebench_client::execute(&client, &target, &spec(0), record(0), &clock, &ExecOptions::default())
+            .await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    let request = s.requests()[0].to_ascii_lowercase();
+    let hosts: Vec<&str> = request.lines().filter(|l| l.starts_with("host:")).collect();
+    assert_eq!(hosts, vec!["host: llm.team-a.internal"], "{request}");
+}

@@ -11,6 +11,14 @@
 use super::Cause;
 
 error_table! {
+    /// SB100: the command line does not parse: an unknown flag, a value of the wrong type, a
+    /// flag without its value (the parser's own message, coded).
+    SB100 CommandLine {
+        exit: 2,
+        title: "command line not understood",
+        error: CommandLine { problem: String, fix: String },
+        message: "{problem}; fix: {fix}",
+    }
     /// SB101: a flag has an invalid value.
     SB101 ConfigInvalid {
         exit: 2,

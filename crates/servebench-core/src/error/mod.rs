@@ -192,7 +192,7 @@ mod tests {
         assert_eq!(ErrorCode::NoSuccess.exit_code(), 1);
         let text = exit_codes_text();
         assert!(
-            text.contains("(SB101, SB102, SB110-SB113, SB120-SB124, SB130-SB136, SB140-SB142, SB150, SB151, SB155, SB156, SB166, SB167, SB175, SB210, SB211, SB218, SB219); nothing sent"),
+            text.contains("(SB100-SB102, SB110-SB113, SB120-SB124, SB130-SB136, SB140-SB142, SB150, SB151, SB155, SB156, SB166, SB167, SB175, SB210, SB211, SB218, SB219); nothing sent"),
             "{text}"
         );
         assert!(text.contains("allows (SB601; results written)"), "{text}");

@@ -36,7 +36,10 @@ pub const NOT_SUPPORTED_YET: &[&str] = &[];
     name = "servebench",
     version,
     args_conflicts_with_subcommands = true,
-    allow_negative_numbers = true
+    allow_negative_numbers = true,
+    // A flag given twice keeps its last value, as Python's argparse does for `vllm bench serve`
+    // (`$COMMON_FLAGS --num-prompts 100`); list flags (`ArgAction::Append`) keep every value.
+    args_override_self = true
 )]
 pub struct Cli {
     #[command(subcommand)]

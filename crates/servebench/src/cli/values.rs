@@ -581,16 +581,28 @@ pub fn base_url(text: &str) -> Result<BaseUrl, BenchError> {
     if rest.is_empty() {
         return Err(BenchError::config("--base-url", format!("'{text}' has no host"), fix));
     }
+    // Port 0 is "any free port" to a listener, never a server's address (it was SB315, "cannot
+    // connect", after the readiness wait).
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    if authority.rsplit_once(':').is_some_and(|(_, port)| port.parse() == Ok(0u16)) {
+        return Err(BenchError::config(
+            "--base-url",
+            format!("'{text}' has port 0"),
+            "pass the port the server listens on",
+        ));
+    }
     Ok(BaseUrl(trimmed.to_owned()))
 }
 
-/// `--endpoint`: an API path (starting with `/`).
+/// `--endpoint`: an API path (starting with `/`), or an absolute http(s) URL, requested as
+/// written (the client checks that it is on the base URL's origin; docs/backends.md).
 pub fn endpoint(text: &str) -> Result<String, BenchError> {
-    if !text.starts_with('/') {
+    let absolute = text.starts_with("http://") || text.starts_with("https://");
+    if !text.starts_with('/') && !absolute {
         return Err(BenchError::config(
             "--endpoint",
             format!("'{text}' is not a path"),
-            "pass a path starting with '/', e.g. /v1/completions",
+            "pass a path starting with '/', e.g. /v1/completions, or a URL on the --base-url origin",
         ));
     }
     Ok(text.to_owned())

@@ -352,13 +352,13 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
     };
     let pinned = client_cpu.is_some();
     let (sim, url) = start_sim(&sim_exe, args, &truth_log, sim_cpu)?;
-    eprintln!("calibrate: simulator at {url} (pid {}), levels {:?}", sim.0.id(), args.levels);
+    errln!("calibrate: simulator at {url} (pid {}), levels {:?}", sim.0.id(), args.levels);
     let mut levels = Vec::new();
     let mut result = Ok(());
     for &c in &args.levels {
         match run_level(&exe, args, &url, &dir, c, &truth, client_cpu) {
             Ok(l) => {
-                eprintln!("calibrate: concurrency {c} done in {:.1} s", l.wall_s);
+                errln!("calibrate: concurrency {c} done in {:.1} s", l.wall_s);
                 levels.push(l);
             }
             Err(e) => {
@@ -384,7 +384,7 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
         let _ = std::fs::remove_dir_all(d);
     }
     let cal = Calibration { truth, levels, cpus, loadavg_at_start, pinned };
-    print!("{}", table(&cal));
+    out!("{}", table(&cal));
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&cal).context("serializing the calibration")?;
         std::fs::write(path, text).map_err(|e| BenchError::io(path.display(), e))?;

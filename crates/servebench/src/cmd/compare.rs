@@ -28,12 +28,12 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<u8> {
     let mut all = Vec::new();
     for other in &loaded[1..] {
         let rows = compare(base, other, args.alpha);
-        print!("{}", table(base, other, &rows, args.alpha));
+        out!("{}", table(base, other, &rows, args.alpha));
         all.push(Comparison { a: &base.name, b: &other.name, alpha: args.alpha, rows });
     }
     if let Some(p) = &args.output_json {
         servebench_report::write_text(p, &serde_json::to_string(&all)?)?;
-        println!("Comparison: {}", p.display());
+        outln!("Comparison: {}", p.display());
     }
     Ok(0)
 }

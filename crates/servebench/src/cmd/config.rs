@@ -17,9 +17,9 @@ pub fn run(c: &ConfigCommand, matches: &clap::ArgMatches, expanded: &Expanded) -
                             anyhow::anyhow!("cannot create {} ({e}); nothing was written", path.display())
                         })?;
                     f.write_all(text.as_bytes())?;
-                    eprintln!("wrote {}", path.display());
+                    errln!("wrote {}", path.display());
                 }
-                None => print!("{text}"),
+                None => out!("{text}"),
             }
             Ok(0)
         }
@@ -31,12 +31,12 @@ pub fn run(c: &ConfigCommand, matches: &clap::ArgMatches, expanded: &Expanded) -
                 .subcommand_matches("config")
                 .and_then(|m| m.subcommand_matches("show"))
                 .ok_or_else(|| anyhow::anyhow!("internal: config show without its matches"))?;
-            print!("{}", show_text(show, expanded));
+            out!("{}", show_text(show, expanded));
             Ok(0)
         }
         ConfigCommand::Presets => {
             for p in presets::PRESETS {
-                println!("{:<26} {}", p.id(), p.summary());
+                outln!("{:<26} {}", p.id(), p.summary());
             }
             Ok(0)
         }

@@ -36,28 +36,28 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
     let inputs = args.inputs.iter().map(|p| shard_records_path(p)).collect::<Result<Vec<_>, _>>()?;
     let files = wait_for_shards(&inputs, Duration::from_secs(args.wait_secs), &mut |done, of| {
         let of = of.map_or_else(|| "?".into(), |n| n.to_string());
-        println!("Waiting for shards: {done} of {of} finished");
+        outln!("Waiting for shards: {done} of {of} finished");
     })?;
     let mut inputs = Vec::new();
     for path in &files {
         inputs.push(read_shard(path, &mut || {
-            eprintln!("note: {}: ignored a truncated last line (the shard was stopped?)", path.display());
+            errln!("note: {}: ignored a truncated last line (the shard was stopped?)", path.display());
         })?);
     }
     let merged = merge_shards(inputs, args.allow_missing_shards)?;
     let metrics = compute(&merged.records, &cfg);
     let info = merged_run_info(&merged);
     let steady = merged_steady_state(&merged, (&cfg.percentiles, &cfg.selected));
-    println!("{}", console_block(&info, &metrics));
+    outln!("{}", console_block(&info, &metrics));
     if let Some(s) = &steady {
-        println!("{}", steady_state_block(s));
+        outln!("{}", steady_state_block(s));
     }
-    print!("{}", shard_table(&merged));
+    out!("{}", shard_table(&merged));
     if let Some(e) = merged.early_stop() {
-        println!("{} (first shard to stop, on the merged clock)", e.console_line());
+        outln!("{} (first shard to stop, on the merged clock)", e.console_line());
     }
     for w in &merged.warnings {
-        eprintln!("note: {w}");
+        errln!("note: {w}");
     }
     if args.save_result {
         save(args, &info, &metrics, &merged, steady.as_ref())?;
@@ -80,11 +80,11 @@ fn save(
         std::fs::create_dir_all(&dir).map_err(|e| BenchError::io(dir.display(), e))?;
     }
     write_result(&path, &merged_result(info, metrics, merged, steady), false)?;
-    println!("Result: {}", path.display());
+    outln!("Result: {}", path.display());
     let mut records = path.as_os_str().to_os_string();
     records.push(".records.jsonl");
     let records = PathBuf::from(records);
     write_merged_records(&records, merged)?;
-    println!("Records: {} ({} lines)", records.display(), merged.records.len());
+    outln!("Records: {} ({} lines)", records.display(), merged.records.len());
     Ok(())
 }

@@ -24,7 +24,7 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
     let args = match cli::front::rewrite(cli::normalize_underscores(args)) {
         Ok(r) => {
             if !r.unused.is_empty() {
-                eprintln!(
+                errln!(
                     "note: --compare compares two result files and runs no benchmark (as vllm-rs); not used: {}",
                     r.unused.join(" ")
                 );
@@ -32,24 +32,24 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
             r.args
         }
         Err(e) => {
-            eprintln!("{}", e.user_line());
+            errln!("{}", e.user_line());
             return e.exit_code();
         }
     };
     let expanded = match crate::config_file::expand(args) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("{}", e.user_line());
+            errln!("{}", e.user_line());
             return e.exit_code();
         }
     };
     for note in &expanded.notes {
-        eprintln!("{note}");
+        errln!("{note}");
     }
     let args = expanded.args.clone();
     if let Some(flag) = cli::find_unsupported(args.get(1..).unwrap_or_default()) {
         let e = BenchError::FlagNotSupported { flag: flag.to_string(), hint: String::new() };
-        eprintln!("{}", e.user_line());
+        errln!("{}", e.user_line());
         return e.exit_code();
     }
     let matches = match <cli::Cli as clap::CommandFactory>::command().try_get_matches_from(&args) {
@@ -69,7 +69,7 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
     };
     if let Some(cpu) = pin {
         if let Err(e) = crate::os::pin_to_cpu("--pin-cpu", cpu) {
-            eprintln!("{}", e.user_line());
+            errln!("{}", e.user_line());
             return e.exit_code();
         }
     }
@@ -89,8 +89,8 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
     };
     result.unwrap_or_else(|e| {
         match e.downcast_ref::<BenchError>() {
-            Some(b) => eprintln!("{}", b.user_line()),
-            None => eprintln!("error: {e:#}"),
+            Some(b) => errln!("{}", b.user_line()),
+            None => errln!("error: {e:#}"),
         }
         // The error table's exit code; 1 for an error without a code.
         e.downcast_ref::<BenchError>().map_or(1, BenchError::exit_code)
@@ -98,17 +98,41 @@ pub fn main_exit_code(args: impl Iterator<Item = String>) -> u8 {
 }
 
 /// A flag value our parsers refused (`cli/values.rs`) is their coded error: its one line and
-/// the table's exit code; every other clap error (unknown flag, `--help`, `--version`) is
-/// clap's own.
+/// the table's exit code. `--help` and `--version` are clap's own output; every other parse
+/// error (unknown flag, a value of the wrong type, a missing value) is SB100 with clap's
+/// message and tip.
 fn flag_value_error(e: clap::Error) -> u8 {
+    use clap::error::ErrorKind;
     use std::error::Error as _;
-    match e.source().and_then(|s| s.downcast_ref::<BenchError>()) {
-        Some(coded) => {
-            eprintln!("{}", coded.user_line());
-            coded.exit_code()
-        }
-        None => e.exit(),
+    if let Some(coded) = e.source().and_then(|s| s.downcast_ref::<BenchError>()) {
+        errln!("{}", coded.user_line());
+        return coded.exit_code();
     }
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit()
+    }
+    let coded = command_line_error(&e.render().to_string());
+    errln!("{}", coded.user_line());
+    coded.exit_code()
+}
+
+/// SB100 from clap's rendered error: its first line is the problem, its `tip:` lines the fix.
+fn command_line_error(rendered: &str) -> BenchError {
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("the command line does not parse");
+    let problem = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    let tips: Vec<&str> = lines.filter_map(|l| l.strip_prefix("tip: ")).collect();
+    let fix = if tips.is_empty() {
+        "see `servebench --help` for the flags and their values".to_owned()
+    } else {
+        tips.join("; ")
+    };
+    BenchError::CommandLine { problem, fix }
 }
 
 /// `servebench explain [CODE]`: every code with its title and the exit codes, or one code's
@@ -117,19 +141,19 @@ fn explain(code: Option<&str>) -> anyhow::Result<u8> {
     match code {
         None => {
             for c in ErrorCode::ALL {
-                println!("{}  {}", c.as_str(), c.title());
+                outln!("{}  {}", c.as_str(), c.title());
             }
-            println!("\n{}", servebench_core::error::exit_codes_text());
-            println!("\nRun `servebench explain CODE` for causes and fixes.");
+            outln!("\n{}", servebench_core::error::exit_codes_text());
+            outln!("\nRun `servebench explain CODE` for causes and fixes.");
             Ok(0)
         }
         Some(text) => match ErrorCode::parse(text) {
             Some(c) => {
-                println!("{} — {}\n\n{}", c.as_str(), c.title(), c.explain());
+                outln!("{} — {}\n\n{}", c.as_str(), c.title(), c.explain());
                 Ok(0)
             }
             None => {
-                eprintln!(
+                errln!(
                     "error: '{text}' is not a servebench error code; run `servebench explain` to list them"
                 );
                 Ok(2)

@@ -48,7 +48,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         let input = load_report_input(path)?;
         if input.truncated {
             let p = input.records_path.display();
-            eprintln!("note: {p}: ignored a truncated last line (the run was interrupted?)");
+            errln!("note: {p}: ignored a truncated last line (the run was interrupted?)");
         }
         let unaccounted = (input.unaccounted > 0).then(|| {
             format!(
@@ -61,7 +61,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
             )
         });
         if let Some(w) = &unaccounted {
-            eprintln!("warning: {w}");
+            errln!("warning: {w}");
         }
         let result_label = input.result.as_ref().and_then(|r| r.label.as_deref());
         let label = args.label.get(i).cloned().unwrap_or_else(|| input_label(path, result_label));
@@ -96,10 +96,10 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
             }
         };
         write_text(csv, &text)?;
-        println!("CSV: {}", csv.display());
+        outln!("CSV: {}", csv.display());
     }
     write_text(&args.output, &html_report(&runs))?;
-    println!("HTML report: {} ({} run(s))", args.output.display(), runs.len());
+    outln!("HTML report: {} ({} run(s))", args.output.display(), runs.len());
     Ok(0)
 }
 
@@ -148,7 +148,7 @@ fn report_experiment(
         source: Some(Box::new(e)),
     })?;
     write_text(&args.output, &html)?;
-    println!("HTML report: {} (experiment)", args.output.display());
+    outln!("HTML report: {} (experiment)", args.output.display());
     Ok(0)
 }
 
@@ -167,7 +167,7 @@ pub fn write_run_reports(
 ) -> anyhow::Result<()> {
     if let Some(p) = csv {
         write_text(p, &records_csv(&out.records))?;
-        println!("CSV: {}", p.display());
+        outln!("CSV: {}", p.display());
     }
     if let Some(p) = html {
         let mut header = ReportHeader::from_run_info(info, Some(gather_environment()));
@@ -180,7 +180,7 @@ pub fn write_run_reports(
         run.dispatch_lateness_us = Some(out.health.dispatch_lateness_us.clone());
         run.server_metrics = server;
         write_text(p, &html_report(&[run]))?;
-        println!("HTML report: {}", p.display());
+        outln!("HTML report: {}", p.display());
     }
     Ok(())
 }
@@ -202,7 +202,7 @@ pub fn write_dataset_stats(
     ];
     let title = format!("servebench dataset statistics: {}", info.model_id);
     write_text(&path, &dataset_stats_report(&title, &about, &request_lens(records)))?;
-    println!("Dataset statistics: {}", path.display());
+    outln!("Dataset statistics: {}", path.display());
     Ok(())
 }
 
@@ -226,7 +226,7 @@ pub fn write_timeline(
     let title = format!("servebench request timeline: {}", info.model_id);
     let page = servebench_report::html::timeline_report(&title, &about, records, thresholds_ms);
     write_text(&path, &page)?;
-    println!("Timeline: {}", path.display());
+    outln!("Timeline: {}", path.display());
     Ok(())
 }
 

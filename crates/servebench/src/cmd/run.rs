@@ -26,7 +26,7 @@ fn check_open_files(run: &RunConfig, num_prompts: u64, embedded_sim: bool) -> an
     {
         match run.max_concurrency {
             Some(_) => return Err(e.into()),
-            None => eprintln!("warning[{}]: {e}; requests beyond that fail to connect", e.code()),
+            None => errln!("warning[{}]: {e}; requests beyond that fail to connect", e.code()),
         }
     }
     Ok(())
@@ -69,12 +69,12 @@ pub fn run(
     output.effective_config = Some(config);
     crate::config::network::with_process_env(&mut run);
     for warning in crate::config::unused::check(args, explicit)? {
-        eprintln!("{warning}");
+        errln!("{warning}");
     }
     if let Some(w) =
         crate::config::workload::cancellation_rate_warning(args.workload.request_cancellation_rate)
     {
-        eprintln!("{w}");
+        errln!("{w}");
     }
     // No output may overwrite an input or another output (SB120), checked before any write.
     crate::config::path_collisions::check(args, &output, run.records_path.as_deref())?;
@@ -127,7 +127,7 @@ fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim>
         if run.tls.cacert.is_none() && !run.insecure {
             run.tls.cacert = Some(t.ca_path.clone());
         }
-        println!("Embedded simulator TLS: {}", t.describe());
+        outln!("Embedded simulator TLS: {}", t.describe());
     }
     if run.tokenizer.is_none() {
         run.tokenizer = Some(args.sim_options.sim_tokenizer.clone());
@@ -141,7 +141,7 @@ fn start_sim(args: &RunArgs, run: &mut RunConfig) -> anyhow::Result<EmbeddedSim>
         }
     };
     let model = crate::cmd::sim::served_model(&opts);
-    println!("Embedded simulator at {} serving '{model}' ({timing})", run.base_url);
+    outln!("Embedded simulator at {} serving '{model}' ({timing})", run.base_url);
     Ok(sim)
 }
 
@@ -175,9 +175,9 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     let (result, server_side) = measured?;
     let out = match result {
         RunResult::DryRun { model, tokenizer_id, workload } => {
-            print!("{}", dry_run_block(&model.model_id, &tokenizer_id, &workload));
+            out!("{}", dry_run_block(&model.model_id, &tokenizer_id, &workload));
             if args.plot_dataset_stats || args.vllm.plot_timeline {
-                println!("note: --plot-dataset-stats and --plot-timeline plot a run's requests; a dry run writes nothing");
+                outln!("note: --plot-dataset-stats and --plot-timeline plot a run's requests; a dry run writes nothing");
             }
             return Ok(0);
         }
@@ -193,22 +193,22 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     };
     let results = assemble(out, server_side, &assembly);
     let detail = if args.verbose { Detail::Verbose } else { Detail::Default };
-    print!("{}", results.console_text(detail));
+    out!("{}", results.console_text(detail));
     for line in results.console_warnings() {
-        eprintln!("{line}");
+        errln!("{line}");
     }
     let result_path = result_path(&output, &results, shard_spec);
     let result_written = paths.is_some();
     let records_file = match paths {
         Some(paths) => {
             let saved = save_result(&results, &output, &result_path, &paths.records, records_file)?;
-            println!("Result: {}", result_path.display());
+            outln!("Result: {}", result_path.display());
             saved
         }
         None => records_file,
     };
     if let Some(p) = &records_file {
-        println!("Records: {} ({} lines)", p.display(), results.out.records.len());
+        outln!("Records: {} ({} lines)", p.display(), results.out.records.len());
     }
     say_what_was_abandoned(&results, records_file.as_deref(), result_written.then_some(&*result_path));
     write_reports(args, &output, &result_path, &results)?;
@@ -217,13 +217,14 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     let end = results.end(output.max_failure_rate);
     if let Ok(RunEnd::Interrupted) = end {
         let m = &results.metrics;
-        println!(
+        outln!(
             "Interrupted: results cover the {} requests sent before the interrupt; {} were never sent",
-            m.sent, m.never_sent
+            m.sent,
+            m.never_sent
         );
     }
     // The last line: can the figures be trusted (docs/metrics.md, "Run validity").
-    println!("{}", results.validity().console_line());
+    outln!("{}", results.validity().console_line());
     match end? {
         RunEnd::Interrupted => Ok(INTERRUPTED_EXIT_CODE),
         RunEnd::Finished => Ok(0),
@@ -238,8 +239,8 @@ fn export_otlp(output: &OutputConfig, run: &RunConfig, results: &RunResults) -> 
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     match rt.block_on(servebench_runner::otel::export_results(output, run, results, None)) {
-        Some(Ok(line)) => println!("{line}"),
-        Some(Err(warning)) => eprintln!("{warning}"),
+        Some(Ok(line)) => outln!("{line}"),
+        Some(Err(warning)) => errln!("{warning}"),
         None => {}
     }
     Ok(())
@@ -262,7 +263,7 @@ fn say_what_was_abandoned(
         Some(p) => format!("{what} {}", p.display()),
         None => format!("no {what} (not asked for)"),
     };
-    eprintln!(
+    errln!(
         "Second interrupt: {abandoned} requests in flight were abandoned and recorded as cancelled; written: {} \
          ({} records, every request of the run), {}",
         shown(records, "records file"),
@@ -285,7 +286,7 @@ async fn measure(
     // --scrape-metrics / --profile: driven by the measured phase's start and end.
     let side = ServerSide::for_run(&run, &side_options)?;
     if let Some(note) = side.gpu_note() {
-        println!("{note}");
+        outln!("{note}");
     }
     if let Some(t) = &tui {
         t.server_live(side_options.watches_server().then(|| side.latest()));

@@ -151,16 +151,16 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
             Some(t) => servebench_sim::start_tls(cfg, addr, t.tls.clone()).await?,
             None => servebench_sim::start(cfg, addr).await?,
         };
-        eprintln!(
+        errln!(
             "servebench sim: serving model '{}' on {}{prefix} (Ctrl-C to stop)",
             served_model(&args.sim),
             handle.base_url()
         );
         if let Some(t) = &tls {
-            eprintln!("servebench sim: {}", t.describe());
+            errln!("servebench sim: {}", t.describe());
         }
         if let Some(limit) = open_files {
-            eprintln!(
+            errln!(
                 "servebench sim: open-files limit {limit} (about {} concurrent connections; `ulimit -n` before starting raises it)",
                 limit.saturating_sub(64)
             );
@@ -169,7 +169,7 @@ pub fn serve(args: &SimArgs) -> anyhow::Result<u8> {
         if let Some(path) = &args.ground_truth {
             let truth = handle.take_ground_truth();
             servebench_sim::write_ground_truth_jsonl(&truth, &clock, path)?;
-            eprintln!("servebench sim: wrote {} ground-truth records to {}", truth.len(), path.display());
+            errln!("servebench sim: wrote {} ground-truth records to {}", truth.len(), path.display());
         }
         handle.abort();
         Ok::<u8, anyhow::Error>(0)

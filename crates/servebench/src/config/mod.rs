@@ -352,10 +352,22 @@ fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
     })
 }
 
-fn seconds_flag(flag: &str, secs: f64) -> Result<Duration> {
-    Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-        BenchError::config(flag, format!("{secs} is not a positive number of seconds"), "pass seconds > 0")
-    })
+/// A flag of seconds: positive, and within what a timer can wait (about 5.8·10^11 years; `inf`
+/// and `1e30` are beyond it).
+pub(crate) fn seconds_flag(flag: &str, secs: f64) -> Result<Duration> {
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Err(_) if secs > 0.0 => Err(BenchError::config(
+            flag,
+            format!("{secs} seconds is longer than a timer can wait (2^64 s)"),
+            format!("pass a finite number of seconds, or leave {flag} out for its default"),
+        )),
+        _ => Err(BenchError::config(
+            flag,
+            format!("{secs} is not a positive number of seconds"),
+            "pass seconds > 0",
+        )),
+    }
 }
 
 fn parse_ramp_up(args: &RunArgs, request_rate: f64) -> Result<Option<RampUp>> {

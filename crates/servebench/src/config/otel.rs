@@ -22,16 +22,7 @@ pub fn otlp_config(args: &OtelArgs, env: impl Fn(&str) -> Option<String>) -> Res
         (None, Some(url)) => check_endpoint(ENDPOINT_VAR, &url)?,
         (None, None) => DEFAULT_OTLP_ENDPOINT.to_owned(),
     };
-    let timeout = std::time::Duration::try_from_secs_f64(args.otlp_timeout_seconds)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            BenchError::config(
-                "--otlp-timeout-seconds",
-                format!("{} is not a positive number of seconds", args.otlp_timeout_seconds),
-                "pass seconds > 0, such as 10",
-            )
-        })?;
+    let timeout = super::seconds_flag("--otlp-timeout-seconds", args.otlp_timeout_seconds)?;
     let service_name = args.otlp_service_name.trim().to_owned();
     if service_name.is_empty() {
         return Err(BenchError::config(

@@ -285,13 +285,7 @@ fn check_stages(args: &RunArgs) -> Result<()> {
 
 /// `--duration SECONDS`: positive, and bounding a load that does not send everything at once.
 fn duration(args: &RunArgs, run: &RunConfig, load: &LoadOptions, secs: f64) -> Result<Duration> {
-    let d = Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-        BenchError::config(
-            "--duration",
-            format!("{secs} is not a positive number of seconds"),
-            "pass seconds > 0",
-        )
-    })?;
+    let d = super::seconds_flag("--duration", secs)?;
     if load.stages.is_empty()
         && !args.workload.multi_turn
         && !args.is_trace()

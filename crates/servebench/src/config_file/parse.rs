@@ -41,7 +41,18 @@ pub fn parse(name: &str, text: &str) -> Result<ConfigFile, BenchError> {
                 found: "a table".into(),
             });
         };
-        entries.push(Entry { key: k.replace('_', "-"), raw_key: k.to_string(), value: value.clone(), line });
+        let key = k.replace('_', "-");
+        // TOML refuses a key written twice; the same flag in its two spellings is refused alike.
+        if let Some(first) = entries.iter().find(|e: &&Entry| e.key == key) {
+            return Err(BenchError::ConfigFileUnreadable {
+                file: name.to_string(),
+                why: format!(
+                    "line {line}: {k} is {} of line {} again (one flag, two spellings)",
+                    first.raw_key, first.line
+                ),
+            });
+        }
+        entries.push(Entry { key, raw_key: k.to_string(), value: value.clone(), line });
     }
     Ok(ConfigFile { name: name.to_string(), entries })
 }
@@ -95,6 +106,15 @@ mod tests {
     fn a_table_is_a_type_error_with_its_line() {
         let e = parse("f.toml", "seed = 1\n[load]\nx = 1\n").unwrap_err();
         assert_eq!(e.code().as_str(), "SB133");
+    }
+
+    /// Pins the refusal of one flag written in both spellings: the later one used to win
+    /// silently.
+    #[test]
+    fn a_flag_in_both_spellings_is_refused_as_a_repeated_key() {
+        let e = parse("f.toml", "num-prompts = 3\nnum_prompts = 2\n").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB130");
+        assert!(e.to_string().contains("line 2: num_prompts is num-prompts of line 1 again"), "{e}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub fn measuring_started() {
 pub fn exit_if_not_measuring() {
     if !MEASURING.load(std::sync::atomic::Ordering::SeqCst) {
         super::terminal::restore();
-        eprintln!("\nInterrupted before the benchmark started: nothing was sent or written");
+        errln!("\nInterrupted before the benchmark started: nothing was sent or written");
         std::process::exit(INTERRUPTED_EXIT_CODE.into());
     }
 }
@@ -98,7 +98,7 @@ pub fn stop_on_signal(stop: CancellationToken, message: String, later: LaterSign
     let mut signals = match StopSignals::listen() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("warning: {e:#}; Ctrl-C will end the process without writing results");
+            errln!("warning: {e:#}; Ctrl-C will end the process without writing results");
             return;
         }
     };
@@ -118,7 +118,7 @@ pub fn stop_on_signal(stop: CancellationToken, message: String, later: LaterSign
         }
         if signals.next().await.is_ok() {
             super::terminal::restore();
-            eprintln!("\n{}", later.on_exit);
+            errln!("\n{}", later.on_exit);
             std::process::exit(INTERRUPTED_EXIT_CODE.into());
         }
     });

@@ -54,7 +54,7 @@ pub fn say(text: &str) {
             return;
         }
     }
-    eprintln!("\n{text}");
+    errln!("\n{text}");
 }
 
 /// How many messages [`say`] has kept, and the latest (left in place for [`take_notices`]).

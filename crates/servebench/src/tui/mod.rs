@@ -71,7 +71,7 @@ impl TuiObserver {
             print_message(&text);
         }
         for notice in terminal::take_notices() {
-            eprintln!("{notice}");
+            errln!("{notice}");
         }
     }
 
@@ -91,7 +91,7 @@ impl TuiObserver {
         let handle = std::thread::Builder::new().name("sb-tui".into()).spawn(move || {
             if let Err(e) = draw_loop(term, sampler, &stop) {
                 terminal::restore();
-                eprintln!("warning: the live dashboard stopped: {e}");
+                errln!("warning: the live dashboard stopped: {e}");
             }
         })?;
         if let Ok(mut t) = self.thread.lock() {
@@ -109,9 +109,9 @@ impl Drop for TuiObserver {
 
 fn print_message(text: &str) {
     if is_warning(text) {
-        eprintln!("{text}");
+        errln!("{text}");
     } else {
-        println!("{text}");
+        outln!("{text}");
     }
 }
 
@@ -140,7 +140,7 @@ impl RunObserver for TuiObserver {
         crate::os::signal::measuring_started();
         let Some(live) = self.live.lock().ok().and_then(|l| l.clone()) else { return };
         if let Err(e) = self.start(live) {
-            eprintln!("warning: cannot show the live dashboard: {e}");
+            errln!("warning: cannot show the live dashboard: {e}");
         }
     }
 

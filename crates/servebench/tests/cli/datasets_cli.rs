@@ -213,3 +213,21 @@ fn mmvu_video_requests_complete_against_the_simulator() {
         serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!((doc["completed"].as_u64(), doc["failed"].as_u64()), (Some(2), Some(0)), "{doc}");
 }
+
+/// Pins one error for a dataset path that cannot be read, whatever the dataset: a directory
+/// given to `timed_trace` was SB501 without a fix while every other file dataset says SB204 and
+/// names --dataset-path.
+#[test]
+fn a_directory_as_dataset_path_is_sb204_naming_the_flag_for_every_file_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    for name in ["custom", "sharegpt", "timed_trace"] {
+        let out = dry_run(&["--dataset-name", name, "--dataset-path", path]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(
+            stderr.contains("SB204") && stderr.contains("fix: check the --dataset-path"),
+            "{name}: {stderr}"
+        );
+    }
+}

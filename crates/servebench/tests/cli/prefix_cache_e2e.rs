@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::bin;
+use crate::support::{bin, text, SimProcess};
 use serde_json::Value;
 
 /// Runs against the engine simulator with result saving; returns (stdout, stderr, result).
@@ -154,6 +154,36 @@ fn cache_bust_hits_nothing() {
     assert_eq!(pc["mode"], "bust");
     assert_eq!(rate(pc, "observed_hit_rate"), 0.0);
     assert_eq!(pc["warmup_requests"], 0);
+}
+
+/// The same command twice (same `--seed`) against one engine simulator that keeps its cache
+/// between the runs: the second run observes the rate it built in, not the whole prompts the
+/// first run left cached (before the per-run block after the shared prefix, the rerun found
+/// every prompt cached but its last token: an observed 0.997 for a target of 0.5).
+#[test]
+fn a_rerun_on_a_warm_server_observes_the_target_not_the_first_runs_prompts() {
+    let sim =
+        SimProcess::start(&["--sim-mode", "engine", "--sim-model", "pc", "--sim-tokenizer", "cl100k_base"]);
+    let dir = tempfile::tempdir().unwrap();
+    let observed = |name: &str| -> f64 {
+        let out = bin()
+            .args(["--base-url", &sim.url, "--model", "pc", "--tokenizer", "cl100k_base", "--disable-tqdm"])
+            .args(["--backend", "openai", "--prompt-token-ids", "--random-output-len", "4"])
+            .args(["--num-prompts", "20", "--random-input-len", "320", "--prefix-cache-hit-rate", "0.5"])
+            .args(["--save-result", "--result-dir", dir.path().to_str().unwrap(), "--result-filename", name])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
+        let pc = &json["prefix_cache"];
+        // 0.5 × 320 = 160 = 10 blocks exactly.
+        assert_eq!(rate(pc, "constructed_hit_rate"), 0.5);
+        assert_eq!(json["cached_input_tokens"], 20 * 160, "{name}: {pc}");
+        rate(pc, "observed_hit_rate")
+    };
+    assert_eq!(observed("first.json"), 0.5);
+    assert_eq!(observed("again.json"), 0.5);
 }
 
 pub(crate) fn refusal(args: &[&str]) -> String {

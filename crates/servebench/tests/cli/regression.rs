@@ -421,3 +421,41 @@ fn short_open_loop_overload_is_not_reported_as_steady() {
     let reason = doc["steady_state_reason"].as_str().unwrap();
     assert!(["too few requests to tell", "overloaded"].iter().any(|r| reason.contains(r)), "{reason}");
 }
+
+/// Pins a run whose standard output goes away (`servebench … | head -1`, a dropped ssh session):
+/// the first console line after the reader quit panicked ("failed printing to stdout: Broken
+/// pipe") and the result file was never written. The console is dropped; the run finishes,
+/// writes its files and exits with its own code. `explain` piped into `head -c1` likewise.
+#[test]
+fn a_closed_stdout_pipe_drops_the_console_not_the_run() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let tok = crate::support::tokenizer();
+    let mut child = crate::support::bin()
+        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--num-prompts", "4", "--disable-tqdm"])
+        .arg("--tokenizer")
+        .arg(&tok)
+        .arg("--sim-tokenizer")
+        .arg(&tok)
+        .args(["--save-result", "--result-dir", dir.path().to_str().unwrap(), "--result-filename", "r.json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader quits before the first line: every write to stdout fails with EPIPE.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(result["completed"], 4);
+
+    let mut explain =
+        crate::support::bin().arg("explain").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(explain.stdout.take());
+    let out = explain.wait_with_output().unwrap();
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -144,7 +144,9 @@ fn several_endpoints_are_summarised_apart_and_every_scrape_is_a_line_of_the_file
         let n = lines.iter().filter(|l| l["endpoint"] == e["url"]).count() as u64;
         assert_eq!(Some(n), e["scrapes"].as_u64(), "{}", e["url"]);
     }
-    let series = lines[0]["series"].as_array().unwrap();
+    // The endpoints are scraped concurrently: the file's first line may be either one's.
+    let first_of_vllm = lines.iter().find(|l| l["endpoint"] == eps[0]["url"]).unwrap();
+    let series = first_of_vllm["series"].as_array().unwrap();
     assert!(series.iter().any(|s| s["name"] == "vllm:generation_tokens_total" && s["type"] == "counter"));
     rt.block_on(a.shutdown());
     rt.block_on(b.shutdown());

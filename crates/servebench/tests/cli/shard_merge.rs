@@ -5,51 +5,28 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::support::{bin, text};
+use crate::support::{bin, text, SimProcess};
 
 fn tokenizer() -> String {
     servebench_testkit::fixtures::smollm2_tokenizer_arg()
 }
 
-/// A `servebench sim` process on an ephemeral loopback port; killed when dropped.
-struct Sim {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_sim() -> Sim {
-    let mut child = bin()
-        .args(["sim", "--host", "127.0.0.1", "--port", "0", "--sim-model", "shard-test"])
-        .args(["--sim-ttft-ms", "20", "--sim-itl-ms", "2", "--sim-tokenizer", &tokenizer()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let line = lines.next().expect("the simulator printed nothing").unwrap();
-    let url = line
-        .split("on ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .expect("no URL in the simulator's first line")
-        .to_string();
-    // Keep draining stderr so the simulator never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Sim { child, url }
+/// A `servebench sim` process for the shards (fixed timing, the SmolLM2 tokenizer).
+fn start_sim() -> SimProcess {
+    SimProcess::start(&[
+        "--sim-model",
+        "shard-test",
+        "--sim-ttft-ms",
+        "20",
+        "--sim-itl-ms",
+        "2",
+        "--sim-tokenizer",
+        &tokenizer(),
+    ])
 }
 
 /// The flags of the workload every run here uses: 80 requests at 100 req/s (Poisson, seeded).

@@ -1,7 +1,8 @@
 //! What every module shares: the binary under the test kit's environment policy.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// `servebench` with no API keys, proxies, TLS trust or shard variables from the caller's
 /// environment, Hugging Face offline and the test cache (`servebench_testkit::cli`).
@@ -9,12 +10,12 @@ pub fn bin() -> Command {
     servebench_testkit::cli::command(env!("CARGO_BIN_EXE_servebench"))
 }
 
-/// SmolLM2-135M's `tokenizer.json` (committed fixture).
 /// The repository's root (test data of other crates lives under it).
 pub fn root() -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// SmolLM2-135M's `tokenizer.json` (committed fixture).
 pub fn tokenizer() -> PathBuf {
     servebench_testkit::fixtures::smollm2_tokenizer()
 }
@@ -51,4 +52,46 @@ fn fast_sim_run(extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .expect("run servebench")
+}
+
+/// A standalone `servebench sim` process on an ephemeral loopback port (a server that outlives
+/// one run: shards, reruns on a warm cache); killed when dropped.
+pub struct SimProcess {
+    child: Child,
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub url: String,
+}
+
+impl SimProcess {
+    /// Starts `servebench sim --host 127.0.0.1 --port 0 ARGS` and reads its URL from the first
+    /// line it prints.
+    pub fn start(args: &[&str]) -> SimProcess {
+        let mut child = bin()
+            .args(["sim", "--host", "127.0.0.1", "--port", "0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start servebench sim");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let line = lines.next().expect("the simulator printed nothing").expect("a line of text");
+        let url = line
+            .split("on ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .expect("no URL in the simulator's first line")
+            .to_string();
+        // Keep draining stderr so the simulator never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        SimProcess { child, url }
+    }
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -34,6 +34,8 @@ fn run_flags_with_a_bad_value_are_refused_at_parse_time_with_sb101() {
         (&["--metrics-host", "localhost"], "--metrics-host", "'localhost' is not an IP address"),
         (&["--endpoint", "v1/completions"], "--endpoint", "'v1/completions' is not a path"),
         (&["--base-url", "ftp://x"], "--base-url", "'ftp://x' is not an http(s) URL"),
+        (&["--base-url", "http://127.0.0.1:0"], "--base-url", "has port 0"),
+        (&["--base-url", "http://[::1]:0/v1"], "--base-url", "has port 0"),
         (&["--goodput", "ttft:5", "itl:3"], "--goodput", "unknown SLO key 'itl'"),
         (&["--sim-fault", "reset=2"], "--sim-fault", "[0, 1]"),
         (&["--sim-preset", "a100"], "--sim-preset", "unknown preset 'a100'"),
@@ -59,7 +61,11 @@ fn subcommand_flags_with_a_bad_value_are_refused_at_parse_time_with_sb101() {
         "--percentile-metrics",
         "",
     );
-    assert_refused(&["report", "x.records.jsonl", "--goodput", "e2el:-1"], "--goodput", "must be >= 0");
+    assert_refused(
+        &["report", "x.records.jsonl", "--goodput", "e2el:-1"],
+        "--goodput",
+        "not a finite number of ms >= 0",
+    );
 }
 
 #[test]

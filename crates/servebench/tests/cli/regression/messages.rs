@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use servebench_testkit::script::{in_background, serve_by_request, w, Step};
 
-use crate::support::{bin, fast_sim, text, tokenizer};
+use crate::support::{bin, fast_sim, text, tokenizer, SimProcess};
 
 /// The line of stderr starting with `error[`.
 fn error_line(out: &Output) -> String {
@@ -136,4 +136,105 @@ fn an_offline_hub_tokenizer_names_its_fix_once() {
     assert_eq!(line.matches("fix:").count(), 1, "{line}");
     assert_eq!(line.matches("--tokenizer /path/to/tokenizer.json").count(), 1, "{line}");
     assert!(line.len() < 400, "{} characters: {line}", line.len());
+}
+
+/// Pins SB100: what the parser cannot read at all (an unknown flag, a value of the wrong type,
+/// a port out of range) used to be clap's bare, uncoded error; it is one coded line whose fix
+/// is clap's tip (the closest flag) or `--help`.
+#[test]
+fn what_the_parser_cannot_read_is_sb100_with_a_fix() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--num-prompts", "abc"], "'abc'"),
+        (&["--no-such-flag"], "'--no-such-flag'"),
+        (&["--num-promts", "3"], "--num-prompts"),
+        (&["sim", "--port", "70000"], "70000"),
+        (&["--num-prompts"], "--num-prompts"),
+    ];
+    for (args, detail) in cases {
+        let out = bin().args(*args).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error[SB100]: "), "{args:?}: {stderr}");
+        assert!(stderr.contains(detail) && stderr.contains("; fix: "), "{args:?}: {stderr}");
+        assert!(stderr.contains("(see `servebench explain SB100`)"), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+    let explain = bin().args(["explain", "SB100"]).output().unwrap();
+    assert!(text(&explain.stdout).contains("Fix:"), "{}", text(&explain.stdout));
+}
+
+/// Pins argparse's rule for a flag given twice: the last value counts (`vllm bench serve
+/// $COMMON --num-prompts 3` used to be refused with "cannot be used multiple times"); flags that
+/// collect a list keep every value.
+#[test]
+fn a_flag_given_twice_keeps_its_last_value_and_list_flags_keep_every_value() {
+    let out = bin()
+        .args(["config", "show", "--num-prompts", "2", "--num-prompts", "3", "--seed", "1", "--seed", "9"])
+        .args(["--metadata", "a=1", "--metadata", "b=2"])
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(shown.contains("num-prompts = 3") && shown.contains("seed = 9"), "{shown}");
+    assert!(shown.contains("\"a=1\"") && shown.contains("\"b=2\""), "{shown}");
+}
+
+/// Pins the messages of values out of range: `--request-timeout inf` said "inf is not a positive
+/// number of seconds" and `--goodput ttft:inf` "must be >= 0" — both false. They now say what
+/// the limit is and how to get what was meant.
+#[test]
+fn unbounded_timeouts_and_slos_say_what_to_pass_instead() {
+    let out = fast_sim(&["--request-timeout", "inf"]);
+    let line = error_line(&out);
+    assert!(line.contains("inf seconds is longer than a timer can wait"), "{line}");
+    assert!(line.contains("leave --request-timeout out for its default"), "{line}");
+    let out = fast_sim(&["--stall-timeout", "1e30"]);
+    assert!(error_line(&out).contains("--stall-timeout"), "{}", error_line(&out));
+    let out = fast_sim(&["--goodput", "ttft:inf"]);
+    let line = error_line(&out);
+    assert!(
+        line.contains("an unbounded SLO bounds nothing") && line.contains("leave ttft out of --goodput"),
+        "{line}"
+    );
+}
+
+/// Pins an absolute `--endpoint` on the base URL's origin being requested as written, as
+/// docs/backends.md says: the parser refused every URL as "not a path". Another origin is SB101
+/// naming both.
+#[test]
+fn an_absolute_endpoint_on_the_base_urls_origin_is_requested_as_written() {
+    let tok = tokenizer();
+    let sim = SimProcess::start(&[
+        "--sim-ttft-ms",
+        "2",
+        "--sim-itl-ms",
+        "1",
+        "--sim-tokenizer",
+        tok.to_str().unwrap(),
+    ]);
+    let run = |endpoint: &str| {
+        bin()
+            .args([
+                "--base-url",
+                &format!("{}/v1", sim.url),
+                "--endpoint",
+                endpoint,
+                "--model",
+                "servebench-sim",
+            ])
+            .arg("--tokenizer")
+            .arg(&tok)
+            .args(["--num-prompts", "2", "--disable-tqdm"])
+            .output()
+            .unwrap()
+    };
+    let out = run(&format!("{}/v1/completions", sim.url));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Successful requests:                     2"),
+        "{}",
+        text(&out.stdout)
+    );
+    let line = error_line(&run("http://127.0.0.2:9/v1/completions"));
+    assert!(line.starts_with("error[SB101]") && line.contains("another origin"), "{line}");
 }
