@@ -19,7 +19,7 @@
 //! With `K` groups (`prefix_repetition`'s `--prefix-repetition-num-prefixes`; 1 otherwise) there
 //! are `K` shared sequences and request `i` uses sequence `i mod K`. The rest of each prompt stays
 //! the dataset's random ids, unique to the request, and its first block after the shared prefix is
-//! drawn from a per-run `nonce` ([`run_block`]), so a server that kept an earlier run's cache
+//! drawn from a per-run `nonce` (`run_block`), so a server that kept an earlier run's cache
 //! matches nothing beyond the shared prefix. Once the shared sequences are cached (the
 //! warm-up prompts [`PrefixCacheLayout::warmup`], one per group, are the longest prefixes
 //! needed), a server with `B`-token blocks finds exactly `P_i` cached tokens.
