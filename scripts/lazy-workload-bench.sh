@@ -5,8 +5,11 @@
 #   2. --dry-run, random, 100,000 prompts x 1,024 tokens;
 #   3. 2,000 random requests (1,024 in, 64 out) against a standalone simulator, 64 streams
 #      (requests/s, the client's CPU seconds and the measured phase's peak RSS from the result);
-#   4. --dry-run and a replay of a synthetic 1,000,000-row Mooncake trace (written to OUT,
-#      never committed) at a speed-up against the simulator.
+#   4. --dry-run of a synthetic 1,000,000-row Mooncake trace (written to OUT, never committed);
+#   5. (case `replay`, not in the default CASES) a replay of the first REPLAY_ROWS rows (default
+#      100,000) of a short-request variant of it (input 128-1,024 tokens, 1 output token;
+#      written to OUT) against the simulator, REPLAY_SPEED times faster than its timestamps
+#      (default 2.5: about 4,800 requests/s): peak RSS, wall time, achieved rate, completions.
 # Each case runs REPEATS times per binary; give two binaries to compare them in one run.
 #
 # Usage: scripts/lazy-workload-bench.sh BIN [BIN2]
@@ -48,6 +51,31 @@ EOF
   echo "$f"
 }
 
+# The replay variant: the same arrival process (about 1.9 requests/ms), short prompts sharing
+# some 128-token blocks, one output token: the client's per-request cost and memory, not the
+# simulator's generation, bound the run.
+short_trace_file() {
+  local f="$OUT/mooncake-short-1m.jsonl"
+  [[ -s $f ]] || python3 - "$f" <<'EOF'
+import random, sys
+rnd = random.Random(27)
+with open(sys.argv[1], "w") as f:
+    t = 0
+    nxt = 10_000_000
+    for i in range(1_000_000):
+        t += rnd.randint(0, 1)
+        n = rnd.randint(128, 1_024)
+        blocks = (n + 127) // 128
+        shared = rnd.randint(0, min(blocks, 2))
+        ids = [rnd.randint(0, 200) * 8 + k for k in range(shared)]
+        ids += range(nxt, nxt + blocks - shared)
+        nxt += blocks - shared
+        f.write('{"timestamp": %d, "input_length": %d, "output_length": 1, "hash_ids": [%s]}\n'
+                % (t, n, ", ".join(map(str, ids))))
+EOF
+  echo "$f"
+}
+
 # Runs a command under GNU time; prints "peak_rss_mib wall_s".
 measure() {
   local log="$OUT/time.log"
@@ -56,7 +84,7 @@ measure() {
 }
 
 start_sim() {
-  "$1" sim --port "$PORT" --sim-ttft-ms 5 --sim-itl-ms 1 > "$OUT/sim.log" 2>&1 &
+  "$1" sim --port "$PORT" --sim-model m --sim-ttft-ms 5 --sim-itl-ms 1 > "$OUT/sim.log" 2>&1 &
   SIM_PID=$!
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$PORT/v1/models" > /dev/null && return; sleep 0.1; done
   echo "simulator did not start" >&2; exit 1
@@ -85,6 +113,17 @@ for bin in "${BINS[@]}"; do
           f=$(trace_file)
           echo "trace-dry #$r rss_mib wall_s: $(measure "$bin" --dry-run --model m --tokenizer "$TOK" --backend openai \
                   --dataset-name timed_trace --dataset-path "$f" --timed-trace-chunk-hash-size 512 --num-prompts "${TRACE_PROMPTS:-1000000}")" ;;
+        replay)
+          f=$(short_trace_file)
+          start_sim "$bin"
+          res="$OUT/replay-$r.json"
+          m=$(measure "$bin" --base-url "http://127.0.0.1:$PORT" --model m --tokenizer "$TOK" --backend openai \
+                --dataset-name timed_trace --dataset-path "$f" --timed-trace-chunk-hash-size 128 \
+                --timed-trace-sec-multiplier "$(python3 -c "print(1 / ${REPLAY_SPEED:-2.5})")" \
+                --num-prompts "${REPLAY_ROWS:-100000}" --skip-tokenize-verification --disable-tqdm \
+                --save-result --result-filename "$res")
+          stop_sim
+          echo "replay  #$r rss_mib wall_s: $m; $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); h=d.get('client_health') or {}; print('completed %d failed %d req/s %.1f lateness_p99_ms %s client_cpu_s %s' % (d['completed'], d.get('failed', 0), d['request_throughput'], h.get('dispatch_lateness_p99_ms'), h.get('client_cpu_seconds')))" "$res")" ;;
       esac
     done
   done

@@ -123,7 +123,7 @@ pub(crate) enum ConnectError {
     #[error("resolve {host}: no addresses")]
     NoAddresses { host: String },
     /// The TCP connect to `addr` failed (the last address tried).
-    #[error("connect to {addr}: {source}")]
+    #[error("connect to {addr}: {source}{}", local_port_hint(source))]
     Tcp { addr: SocketAddr, source: io::Error },
     /// TCP, TLS and the tunnel did not complete within the connect timeout.
     #[error("connect to {origin} timed out after {after:?}")]
@@ -135,6 +135,18 @@ pub(crate) enum ConnectError {
     /// The TLS handshake failed (a certificate failure is typed in the client's latch too).
     #[error("TLS handshake with {origin}: {source}")]
     Tls { origin: String, source: TlsConnectError },
+}
+
+/// What `EADDRNOTAVAIL` on a connect means in a benchmark, and what to do: every local port to
+/// the server is taken, typically by the previous runs' connections in TIME_WAIT (60 s on
+/// Linux; docs/performance.md, "Ephemeral ports").
+fn local_port_hint(e: &io::Error) -> &'static str {
+    if e.kind() == io::ErrorKind::AddrNotAvailable {
+        " (no free local port: earlier connections may still be in TIME_WAIT; wait a minute \
+         between large runs, or widen net.ipv4.ip_local_port_range)"
+    } else {
+        ""
+    }
 }
 
 /// Why a TLS session could not be opened over a connected socket.
@@ -230,6 +242,13 @@ mod tests {
             source: io::Error::from(kind),
         };
         assert_eq!(tcp(io::ErrorKind::ConnectionRefused).unreachable(), Some(UnreachableReason::Refused));
+        // Out of local ports: not "unreachable"; the message says what it is and what to do.
+        let no_port = tcp(io::ErrorKind::AddrNotAvailable);
+        assert_eq!(no_port.unreachable(), None);
+        assert!(
+            no_port.to_string().contains("no free local port") && no_port.to_string().contains("TIME_WAIT")
+        );
+        assert!(!tcp(io::ErrorKind::ConnectionRefused).to_string().contains("local port"));
         assert_eq!(tcp(io::ErrorKind::HostUnreachable).unreachable(), Some(UnreachableReason::NoRoute));
         assert_eq!(tcp(io::ErrorKind::NetworkUnreachable).unreachable(), Some(UnreachableReason::NoRoute));
         assert_eq!(tcp(io::ErrorKind::TimedOut).unreachable(), Some(UnreachableReason::ConnectTimeout));
