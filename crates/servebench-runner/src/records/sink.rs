@@ -76,24 +76,32 @@ pub struct RecordsFile {
     pub shard_summary: Option<ShardSummary>,
 }
 
-/// Reads a records file, keeping its shard header and summary lines when it has them.
+/// Reads a records file, keeping its shard header and summary lines when it has them; one line
+/// is in memory at a time (the records, not the file, are what a large run holds at its end).
 pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
-    let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
+    use std::io::BufRead;
+    let io_error = |e: std::io::Error| BenchError::io(path.display(), e);
+    let reader = std::io::BufReader::new(File::open(path).map_err(io_error)?);
     let mut file = RecordsFile::default();
-    let (out, bad) = (&mut file.records, &mut file.truncated);
-    let lines: Vec<&str> = text.lines().collect();
-    for (n, line) in lines.iter().enumerate() {
+    // A line that does not parse is an error unless it is the file's last line (a run cut
+    // short mid-write): it waits here until the next line, or the end of the file, decides.
+    let mut pending: Option<BenchError> = None;
+    for (n, line) in reader.lines().enumerate() {
+        let line = line.map_err(io_error)?;
+        if let Some(e) = pending.take() {
+            return Err(e);
+        }
         if line.trim().is_empty() {
             continue;
         }
-        if is_shard_line(line) {
-            match parse_shard_line(line) {
+        let at = || format!("{}:{}", path.display(), n + 1);
+        if is_shard_line(&line) {
+            match parse_shard_line(&line) {
                 Some(ShardLine::Header(h)) => file.shard_header = Some(h),
                 Some(ShardLine::Summary(s)) => file.shard_summary = Some(s),
-                None if n + 1 == lines.len() => *bad += 1,
                 None => {
-                    return Err(BenchError::RecordsFileMalformed {
-                        file: format!("{}:{}", path.display(), n + 1),
+                    pending = Some(BenchError::RecordsFileMalformed {
+                        file: at(),
                         problem: "malformed shard header/summary line".into(),
                         source: None,
                     })
@@ -101,18 +109,18 @@ pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
             }
             continue;
         }
-        match serde_json::from_str::<RequestRecord>(line) {
-            Ok(r) => out.push(r),
-            Err(_) if n + 1 == lines.len() => *bad += 1,
+        match serde_json::from_str::<RequestRecord>(&line) {
+            Ok(r) => file.records.push(r),
             Err(e) => {
-                return Err(BenchError::RecordsFileMalformed {
-                    file: format!("{}:{}", path.display(), n + 1),
+                pending = Some(BenchError::RecordsFileMalformed {
+                    file: at(),
                     problem: format!("not a request record ({e})"),
                     source: Some(Box::new(e)),
                 })
             }
         }
     }
+    file.truncated = usize::from(pending.is_some());
     Ok(file)
 }
 
@@ -145,6 +153,12 @@ mod tests {
         let (recs, bad) = read_records(&path).unwrap();
         assert_eq!((recs.len(), bad), (1, 1));
         std::fs::write(&path, format!("garbage\n{good}\n")).unwrap();
+        assert!(read_records(&path).is_err());
+        // CRLF line ends, blank lines between records, no line end at the end.
+        std::fs::write(&path, format!("{good}\r\n\n{good}")).unwrap();
+        assert_eq!(read_records(&path).unwrap().0.len(), 2);
+        // A cut line followed by anything, even a blank line, is not the last line: an error.
+        std::fs::write(&path, format!("{good}\n{{\"index\":1\n\n")).unwrap();
         assert!(read_records(&path).is_err());
     }
 
