@@ -27,54 +27,40 @@ CASES="${CASES:-dry10k dry100k sim trace}"
 TOK=fixtures/tokenizers/smollm2-135m/tokenizer.json
 mkdir -p "$OUT"
 
-trace_file() {
-  local f="$OUT/mooncake-1m.jsonl"
-  [[ -s $f ]] || python3 - "$f" <<'EOF'
+# A Mooncake-like trace of 1,000,000 rows in OUT/NAME (written once, never committed): about 1.9
+# requests/ms, input MIN_IN-MAX_IN tokens in BLOCK-token hash blocks, the first up to MAX_SHARED
+# blocks drawn from a small shared set (prefix reuse), output 1-MAX_OUT tokens.
+mooncake_file() { # NAME MIN_IN MAX_IN BLOCK MAX_SHARED MAX_OUT
+  local f="$OUT/$1"
+  [[ -s $f ]] || python3 - "$f" "${@:2}" <<'EOF'
 import random, sys
-# Mooncake-like rows: ~1.9 requests/ms, input 500-16,000 tokens, 512-token hash blocks, the
-# first blocks drawn from a small shared set (prefix reuse), output 1-600 tokens.
+path, (lo, hi, block, max_shared, max_out) = sys.argv[1], map(int, sys.argv[2:])
 rnd = random.Random(27)
-with open(sys.argv[1], "w") as f:
+with open(path, "w") as f:
     t = 0
     nxt = 10_000_000
     for i in range(1_000_000):
         t += rnd.randint(0, 1)
-        n = rnd.randint(500, 16_000)
-        blocks = (n + 511) // 512
-        shared = rnd.randint(0, min(blocks, 4))
+        n = rnd.randint(lo, hi)
+        blocks = (n + block - 1) // block
+        shared = rnd.randint(0, min(blocks, max_shared))
         ids = [rnd.randint(0, 200) * 8 + k for k in range(shared)]
         ids += range(nxt, nxt + blocks - shared)
         nxt += blocks - shared
+        out = rnd.randint(1, max_out) if max_out > 1 else 1
         f.write('{"timestamp": %d, "input_length": %d, "output_length": %d, "hash_ids": [%s]}\n'
-                % (t, n, rnd.randint(1, 600), ", ".join(map(str, ids))))
+                % (t, n, out, ", ".join(map(str, ids))))
 EOF
   echo "$f"
 }
 
-# The replay variant: the same arrival process (about 1.9 requests/ms), short prompts sharing
-# some 128-token blocks, one output token: the client's per-request cost and memory, not the
-# simulator's generation, bound the run.
-short_trace_file() {
-  local f="$OUT/mooncake-short-1m.jsonl"
-  [[ -s $f ]] || python3 - "$f" <<'EOF'
-import random, sys
-rnd = random.Random(27)
-with open(sys.argv[1], "w") as f:
-    t = 0
-    nxt = 10_000_000
-    for i in range(1_000_000):
-        t += rnd.randint(0, 1)
-        n = rnd.randint(128, 1_024)
-        blocks = (n + 127) // 128
-        shared = rnd.randint(0, min(blocks, 2))
-        ids = [rnd.randint(0, 200) * 8 + k for k in range(shared)]
-        ids += range(nxt, nxt + blocks - shared)
-        nxt += blocks - shared
-        f.write('{"timestamp": %d, "input_length": %d, "output_length": 1, "hash_ids": [%s]}\n'
-                % (t, n, ", ".join(map(str, ids))))
-EOF
-  echo "$f"
-}
+# The trace of the `trace` case: input 500-16,000 tokens, 512-token blocks, output 1-600.
+trace_file() { mooncake_file mooncake-1m.jsonl 500 16000 512 4 600; }
+
+# The replay variant: the same arrival process, short prompts sharing some 128-token blocks, one
+# output token: the client's per-request cost and memory, not the simulator's generation, bound
+# the run.
+short_trace_file() { mooncake_file mooncake-short-1m.jsonl 128 1024 128 2 1; }
 
 # Runs a command under GNU time; prints "peak_rss_mib wall_s".
 measure() {
