@@ -109,8 +109,12 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Writ
         } else if first_no_success.is_none() {
             first_no_success = failure_codes::no_success(&p.records, &format!("{}: ", p.spec.label));
         }
-        let Verdict { offered, achieved, ratio, reasons, slo_values } = verdict(&p, slos, a);
+        let Verdict { offered, achieved, ratio, mut reasons, slo_values } = verdict(&p, slos, a);
         let passed = reasons.is_empty() && !p.interrupted;
+        if p.interrupted {
+            // Cut short, the step is no verdict on its rate.
+            reasons.insert(0, "interrupted".into());
+        }
         ctx.say(&format!(
             "step {:>2}: rate {:>10.3} req/s  offered {:>9}  achieved {:>9}  {}{}",
             trajectory.len() + 1,
@@ -139,7 +143,15 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Writ
         }
         b.record(rate, passed);
     }
+    let so_far = |rate: Option<f64>| rate.map_or("none".to_owned(), |r| format!("{r:.3} req/s"));
     match (b.low(), b.high()) {
+        // An interrupted search proves no limit: say what it had found, not a conclusion.
+        _ if interrupted => ctx.say(&format!(
+            "Result: none — interrupted at step {} before the search converged (highest passing rate so far: {}; lowest failing: {})",
+            trajectory.len(),
+            so_far(b.low()),
+            so_far(b.high())
+        )),
         (Some(l), Some(h)) => ctx.say(&format!("Result: {l:.3} req/s (next failing rate {h:.3} req/s)")),
         (Some(l), None) => {
             ctx.say(&format!("Result: {l:.3} req/s passed: the limit is above --search-max-rate"))

@@ -140,6 +140,18 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
             format!("{name} is a {} document", doc.kind().unwrap_or_default()),
             "compare single results or --num-runs documents (a sweep's points are under `points[i].result`)",
         )),
+        // JSON of another kind (`{}`, an array, a records file): refused as `report` refuses it,
+        // instead of a comparison whose every row is n/a.
+        JsonFile::Result(_) if JsonFile::single_result(&text).is_none() => {
+            Err(BenchError::RecordsFileMalformed {
+                file: name,
+                problem:
+                    "not a result JSON (none of model_id, completed, request_throughput, duration) nor a \
+                      --num-runs document"
+                        .into(),
+                source: None,
+            })
+        }
         JsonFile::Result(doc) => {
             let doc = *doc;
             let records = records_beside(path, doc.records_file.as_deref());
@@ -188,6 +200,26 @@ mod tests {
         let junk = dir.path().join("junk.txt");
         std::fs::write(&junk, "hello\n").unwrap();
         assert!(load_report_input(&junk).is_err());
+    }
+
+    /// Pins `compare` refusing what is not a result (SB208, as `report`): `{}`, an array, a
+    /// records file were compared with every row n/a and exit 0.
+    #[test]
+    fn compare_refuses_json_that_is_not_a_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = dir.path().join("a.records.jsonl");
+        write_streamed_jsonl(&rec, 2);
+        for (name, text) in [("empty.json", "{}"), ("other.json", r#"{"foo": 1}"#), ("array.json", "[1, 2]")]
+        {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        for name in ["empty.json", "other.json", "array.json", "a.records.jsonl"] {
+            let e = load_compare_input(&dir.path().join(name)).unwrap_err();
+            assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{name}: {e}");
+            assert!(e.to_string().contains("not a result JSON"), "{name}: {e}");
+        }
+        std::fs::write(dir.path().join("r.json"), r#"{"model_id": "m", "completed": 3}"#).unwrap();
+        assert!(load_compare_input(&dir.path().join("r.json")).is_ok());
     }
 
     #[test]

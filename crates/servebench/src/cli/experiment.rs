@@ -122,6 +122,31 @@ fn gpu_metrics_url(
 }
 
 impl ExperimentArgs {
+    /// The flag of a sweep or search (each point sets its own rate or concurrency), if any.
+    pub fn point_flag(&self) -> Option<&'static str> {
+        if self.sweep_max_concurrency.is_some() {
+            Some("--sweep-max-concurrency")
+        } else if self.sweep_request_rate.is_some() {
+            Some("--sweep-request-rate")
+        } else if self.find_max_rate {
+            Some("--find-max-rate")
+        } else if self.slo.is_some() {
+            Some("--slo")
+        } else {
+            None
+        }
+    }
+
+    /// Whether every point of the sweep or search is paced (a finite rate, or a concurrency
+    /// cap): a `--duration` then bounds each point as it bounds one paced run.
+    pub fn every_point_is_paced(&self) -> bool {
+        match (&self.sweep_max_concurrency, &self.sweep_request_rate) {
+            (Some(_), _) => true,
+            (None, Some(rates)) => rates.0.iter().all(|r| r.is_finite()),
+            (None, None) => self.find_max_rate || self.slo.is_some(),
+        }
+    }
+
     /// Whether the command line asks for more than one run.
     pub fn is_experiment(&self) -> bool {
         self.sweep_max_concurrency.is_some()

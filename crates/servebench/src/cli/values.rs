@@ -445,9 +445,18 @@ pub fn rate_list(text: &str) -> Result<RateList, BenchError> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateList(pub Vec<f64>);
 
-/// `--sweep-summary-percentiles`: positive finite percentiles, e.g. `95,99.9`.
+/// `--sweep-summary-percentiles`: percentiles in (0, 100], e.g. `95,99.9` (1000 was taken, and
+/// the summary got a `p1000_ttft_ms` column).
 pub fn summary_percentiles(text: &str) -> Result<Percentiles, BenchError> {
-    positive_list("--sweep-summary-percentiles", text, false).map(Percentiles)
+    let list = positive_list("--sweep-summary-percentiles", text, false)?;
+    if let Some(p) = list.iter().find(|p| **p > 100.0) {
+        return Err(BenchError::config(
+            "--sweep-summary-percentiles",
+            format!("{p} is not a percentile (above 100)"),
+            "pass percentiles in (0, 100], e.g. 95,99.9",
+        ));
+    }
+    Ok(Percentiles(list))
 }
 
 /// `--slo ttft_p99:500,tpot_mean:40`.

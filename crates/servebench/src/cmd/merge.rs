@@ -60,7 +60,14 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
         errln!("note: {w}");
     }
     if args.save_result {
-        save(args, &info, &metrics, &merged, steady.as_ref())?;
+        let mut read: Vec<(String, PathBuf)> =
+            files.iter().map(|p| ("a shard file".to_owned(), p.clone())).collect();
+        read.extend(args.inputs.iter().map(|p| ("an input".to_owned(), p.clone())));
+        // A shard's result written beside its records file (`R` for `R.records.jsonl`).
+        let results =
+            files.iter().filter_map(|p| Some(PathBuf::from(p.to_str()?.strip_suffix(".records.jsonl")?)));
+        read.extend(results.filter(|p| p.is_file()).map(|p| ("a shard's result".to_owned(), p)));
+        save(args, &info, &metrics, &merged, steady.as_ref(), &read)?;
     }
     Ok(0)
 }
@@ -72,18 +79,25 @@ fn save(
     metrics: &RunMetrics,
     merged: &MergedRun,
     steady: Option<&Steady>,
+    read: &[(String, PathBuf)],
 ) -> anyhow::Result<()> {
     let dir = args.result_dir.clone().unwrap_or_default();
     let name = args.result_filename.clone().unwrap_or_else(|| default_result_filename(info));
     let path = dir.join(name);
+    let mut records = path.as_os_str().to_os_string();
+    records.push(".records.jsonl");
+    let records = PathBuf::from(records);
+    // Neither the merged result nor its records may replace a shard's file (SB120).
+    let outputs = [
+        ("--result-filename".to_owned(), path.clone()),
+        ("the merged records file".to_owned(), records.clone()),
+    ];
+    crate::config::path_collisions::check_files(read, &outputs)?;
     if !dir.as_os_str().is_empty() {
         std::fs::create_dir_all(&dir).map_err(|e| BenchError::io(dir.display(), e))?;
     }
     write_result(&path, &merged_result(info, metrics, merged, steady), false)?;
     outln!("Result: {}", path.display());
-    let mut records = path.as_os_str().to_os_string();
-    records.push(".records.jsonl");
-    let records = PathBuf::from(records);
     write_merged_records(&records, merged)?;
     outln!("Records: {} ({} lines)", records.display(), merged.records.len());
     Ok(())

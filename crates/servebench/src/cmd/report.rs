@@ -21,6 +21,14 @@ use servebench_runner::RunOutput;
 
 use crate::cli::ReportArgs;
 
+/// SB120 before anything is written: `-o` and `--csv` overwrite no input (a records file
+/// replaced by the page could not be reported again) and not each other.
+fn check_outputs(args: &ReportArgs, inputs: &[(String, PathBuf)]) -> Result<(), BenchError> {
+    let mut outputs = vec![("-o".to_owned(), args.output.clone())];
+    outputs.extend(args.csv.iter().map(|c| ("--csv".to_owned(), c.clone())));
+    crate::config::path_collisions::check_files(inputs, &outputs)
+}
+
 /// `servebench report`: reads every input, recomputes metrics from the records and writes the
 /// HTML report (and the CSV). Returns the exit code.
 pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
@@ -38,14 +46,20 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         "Environment of the host that rendered this report: records do not say which host ran the benchmark."
             .into(),
     );
+    let inputs: Vec<(String, PathBuf)> =
+        args.inputs.iter().map(|p| ("an input".to_owned(), p.clone())).collect();
+    check_outputs(args, &inputs)?;
     let experiments: Vec<ExperimentDocument> =
         args.inputs.iter().filter_map(|p| read_experiment(p)).collect();
     if !experiments.is_empty() {
         return report_experiment(args, &experiments, &goodput);
     }
     let mut runs = Vec::new();
+    let mut read = inputs;
     for (i, path) in args.inputs.iter().enumerate() {
         let input = load_report_input(path)?;
+        read.push(("the records file of an input".to_owned(), input.records_path.clone()));
+        check_outputs(args, &read)?;
         if input.truncated {
             let p = input.records_path.display();
             errln!("note: {p}: ignored a truncated last line (the run was interrupted?)");

@@ -124,13 +124,18 @@ fn check_run_counts(args: &RunArgs) -> Result<()> {
     let per_run = [
         ("--plot-timeline", args.vllm.plot_timeline),
         ("--probe-request-rate", args.vllm.probe_request_rate != 0.0),
+        // Files of one run's requests: an experiment writes one document of its points (it
+        // wrote none of these, without a word; `servebench report DOC` draws its curves).
+        ("--html-report", args.html_report.is_some()),
+        ("--csv", args.csv.is_some()),
+        ("--records", args.records.is_some()),
     ];
     if let Some((flag, _)) = per_run.iter().find(|f| f.1).filter(|_| args.experiment.is_experiment()) {
         return Err(BenchError::not_applicable(
             *flag,
-            "single runs (its page or probe summary belongs to one run)",
+            "single runs (its file, page or probe summary belongs to one run)",
             "this command line runs several (sweep, search or --num-runs)",
-            "drop the flag, or run the points one by one",
+            "drop the flag (`servebench report` draws an experiment's saved document), or run the points one by one",
         ));
     }
     if args.plot_dataset_stats && args.experiment.is_experiment() {

@@ -96,14 +96,19 @@ pub(crate) fn outputs(
 
 /// SB120 if an output is the same file as an input or as another output.
 pub fn check(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> Result<(), BenchError> {
-    let ins: Vec<_> = inputs(args).into_iter().map(|(f, p)| (f, identity(&p), p)).collect();
-    let outs: Vec<_> =
-        outputs(args, output, records).into_iter().map(|(f, p)| (f, identity(&p), p)).collect();
+    check_files(&inputs(args), &outputs(args, output, records))
+}
+
+/// SB120 if one of `outputs` (named by what writes it: flag, path) is the same file as one of
+/// `inputs` or as an output before it; also what `report` and `merge` check before writing.
+pub fn check_files(inputs: &[(String, PathBuf)], outputs: &[(String, PathBuf)]) -> Result<(), BenchError> {
+    let ins: Vec<_> = inputs.iter().map(|(f, p)| (f, identity(p), p)).collect();
+    let outs: Vec<_> = outputs.iter().map(|(f, p)| (f, identity(p), p)).collect();
     for (i, (flag, id, path)) in outs.iter().enumerate() {
         let clash = ins.iter().chain(&outs[..i]).find(|(_, other, _)| other == id);
         if let Some((other_flag, _, other_path)) = clash {
             return Err(BenchError::OutputCollision {
-                output_flag: flag.clone(),
+                output_flag: (*flag).clone(),
                 output: format!("{flag} {}", path.display()),
                 other: format!("{other_flag} {}", other_path.display()),
             });

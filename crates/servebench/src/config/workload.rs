@@ -280,6 +280,16 @@ fn check_stages(args: &RunArgs) -> Result<()> {
             "drop --ramp-up-strategy",
         ));
     }
+    // A sweep or search sets each point's rate or concurrency; stages would replace it (every
+    // point ran the same stages under its own label).
+    if let Some(flag) = args.experiment.point_flag() {
+        return Err(BenchError::FlagCombination {
+            first: "--stages".into(),
+            second: flag.into(),
+            why: "the stages set the load over time, and each point of the experiment sets its own".into(),
+            fix: format!("drop --stages, or {flag} (--num-runs repeats a staged run)"),
+        });
+    }
     Ok(())
 }
 
@@ -291,6 +301,7 @@ fn duration(args: &RunArgs, run: &RunConfig, load: &LoadOptions, secs: f64) -> R
         && !args.is_trace()
         && !run.rate.request_rate.is_finite()
         && run.max_concurrency.is_none()
+        && !args.experiment.every_point_is_paced()
     {
         return Err(BenchError::config(
             "--duration",

@@ -450,3 +450,115 @@ fn experiment_point_results_have_the_keys_of_a_single_run_result() {
         assert_eq!(keys(&r["result"]), expected);
     }
 }
+
+/// Pins three edges of sweeps and searches (an adversarial pass found them):
+/// - `--stages` with a sweep or search is refused (SB121): the stages replaced every point's
+///   rate, so a search "passed" 64 req/s while every step sent the same 5 req/s;
+/// - a run's own files (`--html-report`, `--csv`, `--records`) are refused in an experiment
+///   (SB113): they were accepted and never written;
+/// - `--duration` bounds each point of a rate sweep with finite rates (it was refused for the
+///   base `--request-rate`, infinite by default, which no point uses).
+#[test]
+fn sweeps_refuse_stages_and_run_files_and_take_a_duration_per_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = |args: &[&str], code: &str, names: &str| {
+        let out = bin()
+            .args(["--sim", "--num-prompts", "5", "--random-input-len", "16", "--disable-tqdm"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(&format!("error[{code}]")) && err.contains(names), "{args:?}: {err}");
+    };
+    refused(
+        &["--sweep-request-rate", "5,50", "--stages", "5:1"],
+        "SB121",
+        "--stages cannot be combined with --sweep-request-rate",
+    );
+    refused(&["--find-max-rate", "--stages", "5:1"], "SB121", "--find-max-rate");
+    refused(&["--sweep-max-concurrency", "1,2", "--stages", "5:1"], "SB121", "--sweep-max-concurrency");
+    refused(&["--sweep-max-concurrency", "1,2", "--html-report", "h.html"], "SB113", "--html-report");
+    refused(&["--num-runs", "2", "--records", "r.jsonl"], "SB113", "--records");
+    refused(&["--sweep-request-rate", "5,50", "--csv", "c.csv"], "SB113", "--csv");
+    run(
+        dir.path(),
+        &[
+            "--sim-ttft-ms",
+            "2",
+            "--sim-itl-ms",
+            "1",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "2",
+            "--num-prompts",
+            "1000",
+            "--sweep-request-rate",
+            "20,40",
+            "--duration",
+            "0.5",
+            "--no-steady-state",
+            "--result-filename",
+            "timed.json",
+        ],
+    );
+    let doc = read(&dir.path().join("timed.json"));
+    for (point, rate) in doc["points"].as_array().unwrap().iter().zip([20.0, 40.0]) {
+        let sent = point["result"]["completed"].as_f64().unwrap();
+        // About rate × 0.5 s (Poisson arrivals), far from the 1,000 prompts.
+        assert!(sent >= 1.0 && sent <= rate, "rate {rate}: {sent} requests in 0.5 s");
+    }
+}
+
+/// Pins an interrupted search saying it concluded nothing: Ctrl-C during step 2 printed "Result:
+/// 1.000 req/s passed: the limit is above --search-max-rate" (or "no rate passed" in step 1).
+/// Synchronised on the first step's line, no timing.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_search_concludes_nothing() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let tok = tokenizer();
+    let mut child = bin()
+        .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--verify-prompts", "0"])
+        .args([
+            "--sim-ttft-ms",
+            "2",
+            "--sim-itl-ms",
+            "100",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "20",
+        ])
+        .args([
+            "--num-prompts",
+            "6",
+            "--find-max-rate",
+            "--search-start-rate",
+            "50",
+            "--search-max-rate",
+            "1000",
+        ])
+        .args(["--save-result", "--result-dir", dir.path().to_str().unwrap(), "--result-filename", "s.json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok);
+    let mut seen: Vec<String> = lines.by_ref().take_while(|l| !l.starts_with("step  1:")).collect();
+    servebench_testkit::cli::interrupt(&child);
+    seen.extend(lines);
+    let status = child.wait().unwrap();
+    let out = seen.join("\n");
+    assert_eq!(status.code(), Some(130), "{out}");
+    assert!(out.contains("Result: none — interrupted at step 2 before the search converged"), "{out}");
+    assert!(!out.contains("the limit is above") && !out.contains("no rate passed"), "{out}");
+    let doc = read(&dir.path().join("s.json"));
+    assert_eq!(doc["interrupted"], true);
+    let last = doc["trajectory"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["step"].as_u64(), last["passed"].as_bool()), (Some(2), Some(false)), "{last}");
+    assert_eq!(last["reasons"][0], "interrupted", "{last}");
+}

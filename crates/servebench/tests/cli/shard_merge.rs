@@ -288,6 +288,15 @@ fn shards_of_different_seeds_duplicates_and_missing_shards_are_refused() {
     let partial = merge(&shards[..1], &["--allow-missing-shards"]);
     check(&partial, "merge --allow-missing-shards");
     assert!(text(&partial.stderr).contains("merged 1 of 2 shards"), "{}", text(&partial.stderr));
+    // The merged result may not replace a shard's result or records (SB120): it overwrote them.
+    let before = std::fs::read(&shards[0]).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let flags =
+        ["--allow-missing-shards", "--save-result", "--result-dir", d, "--result-filename", "shard-0.json"];
+    let over = merge(&shards[..1], &flags);
+    assert_eq!(over.status.code(), Some(2), "{}", text(&over.stderr));
+    assert!(text(&over.stderr).contains("error[SB120]"), "{}", text(&over.stderr));
+    assert_eq!(std::fs::read(&shards[0]).unwrap(), before, "shard 0's records are untouched");
 
     // A records file of a run without --num-shards has no shard header.
     let plain = run_to(dir.path(), "plain.json", &workload_args(&sim.url, "1", "4"), &[]).output().unwrap();

@@ -26,6 +26,11 @@ fn run_flags_with_a_bad_value_are_refused_at_parse_time_with_sb101() {
         (&["--sweep-max-concurrency", "1,x"], "--sweep-max-concurrency", "'x' is not a positive integer"),
         (&["--sweep-request-rate", "0"], "--sweep-request-rate", "'0' is not a positive number"),
         (&["--sweep-summary-percentiles", "inf"], "--sweep-summary-percentiles", "'inf'"),
+        (
+            &["--sweep-summary-percentiles", "99,1000"],
+            "--sweep-summary-percentiles",
+            "1000 is not a percentile",
+        ),
         (&["--slo", "ttft_p101:5"], "--slo", "'ttft_p101:5' is not an SLO"),
         (&["--random-mm-limit-mm-per-prompt", "3"], "--random-mm-limit-mm-per-prompt", ""),
         (&["--random-mm-bucket-config", "(1,1,1)"], "--random-mm-bucket-config", ""),

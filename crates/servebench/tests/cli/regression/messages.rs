@@ -238,3 +238,26 @@ fn an_absolute_endpoint_on_the_base_urls_origin_is_requested_as_written() {
     let line = error_line(&run("http://127.0.0.2:9/v1/completions"));
     assert!(line.starts_with("error[SB101]") && line.contains("another origin"), "{line}");
 }
+
+/// Pins `report` refusing to overwrite its input or its other output (SB120, as a run does):
+/// `report r.records.jsonl -o r.records.jsonl` replaced the records with the page, and `-o X
+/// --csv X` kept only the page.
+#[test]
+fn report_outputs_overwrite_no_input_and_not_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("r.records.jsonl");
+    servebench_testkit::records::write_streamed_jsonl(&rec, 3);
+    let before = std::fs::read(&rec).unwrap();
+    let same = dir.path().join("same.out");
+    for extra in [
+        vec!["-o", rec.to_str().unwrap()],
+        vec!["-o", same.to_str().unwrap(), "--csv", same.to_str().unwrap()],
+    ] {
+        let out = bin().arg("report").arg(&rec).args(&extra).output().unwrap();
+        let line = error_line(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", text(&out.stderr));
+        assert!(line.starts_with("error[SB120]"), "{extra:?}: {line}");
+    }
+    assert_eq!(std::fs::read(&rec).unwrap(), before);
+    assert!(!same.exists());
+}
