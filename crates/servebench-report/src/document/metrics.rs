@@ -224,6 +224,22 @@ impl Metrics {
         }
         self
     }
+
+    /// [`Metrics::vllm_placeholders_as_none`], knowing the run the document was written from:
+    /// also a latency metric without one sample is no data (TPOT of one-token outputs, ITL of
+    /// single-event streams: vLLM's keys say `0.0`). For aggregates over runs (`--num-runs`),
+    /// which must not average a placeholder as a measurement.
+    pub fn no_data_as_none(self, run: &servebench_core::metrics::RunMetrics) -> Self {
+        let mut m = self.vllm_placeholders_as_none();
+        let samples = |metric: LatencyMetric| match metric {
+            LatencyMetric::Ttft => run.ttft.count,
+            LatencyMetric::Tpot => run.tpot.count,
+            LatencyMetric::Itl => run.itl.count,
+            LatencyMetric::E2el => run.e2el.count,
+        };
+        m.latency.0.iter_mut().filter(|(k, _)| samples(k.metric) == 0).for_each(|(_, v)| *v = None);
+        m
+    }
 }
 
 #[cfg(test)]

@@ -86,7 +86,10 @@ pub async fn multi_run(
             break;
         }
     }
-    let results: Vec<Metrics> = points.iter().map(|p| p.result.metrics()).collect();
+    // vLLM's keys write 0.0 where a run has no data: such a run is left out of that key's
+    // aggregate, as a `null` is (docs/metrics.md, "Metrics without data").
+    let results: Vec<Metrics> =
+        points.iter().map(|p| p.result.metrics().no_data_as_none(&p.metrics)).collect();
     let summary = multi_run_summary(&results);
     ctx.say_block(&multi_run_table(&summary, points.len()));
     Ok(WrittenExperiment::MultiRun(MultiRunDocument {

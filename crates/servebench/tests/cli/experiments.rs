@@ -562,3 +562,41 @@ fn an_interrupted_search_concludes_nothing() {
     assert_eq!((last["step"].as_u64(), last["passed"].as_bool()), (Some(2), Some(false)), "{last}");
     assert_eq!(last["reasons"][0], "interrupted", "{last}");
 }
+
+/// Pins `--num-runs` leaving vLLM's "no data" 0.0 out of its aggregates: with one-token outputs
+/// each run's TPOT is no data (the console says n/a, the vLLM key says 0.0), and the summary
+/// printed "mean_tpot_ms 0.00" with a CI of [0.00, 0.00].
+#[test]
+fn multi_run_summary_leaves_out_runs_without_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "--sim-ttft-ms",
+            "2",
+            "--sim-itl-ms",
+            "1",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "1",
+            "--num-prompts",
+            "4",
+            "--num-runs",
+            "2",
+            "--result-filename",
+            "mr.json",
+        ],
+    );
+    let doc = read(&dir.path().join("mr.json"));
+    let summary = &doc["summary"];
+    assert_eq!(summary["mean_ttft_ms"]["n"], 2, "{summary}");
+    for key in ["mean_tpot_ms", "p99_tpot_ms", "mean_itl_ms"] {
+        assert!(summary.get(key).is_none_or(|a| a["n"] == 0 || a.is_null()), "{key}: {}", summary[key]);
+    }
+    for run in doc["runs"].as_array().unwrap() {
+        assert_eq!(run["result"]["mean_tpot_ms"], 0.0, "vLLM's key keeps vLLM's type in each run");
+    }
+    let console = String::from_utf8_lossy(&out.stdout);
+    assert!(!console.lines().any(|l| l.starts_with("mean_tpot_ms")), "{console}");
+}
