@@ -30,7 +30,6 @@ use servebench_report::written::{ExperimentHeader, PointDocument, WrittenExperim
 use servebench_report::{write_result, write_text};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// How an experiment ended (its document is written either way when results are saved).
 #[derive(Debug)]
@@ -176,7 +175,7 @@ impl PreparedExperiment {
             output,
             prepared,
             control,
-            stop: CancellationToken::new(),
+            interrupts: crate::Interrupts::default(),
             percentiles,
             verbose,
             no_success: std::sync::Mutex::new(None),
@@ -187,11 +186,12 @@ impl PreparedExperiment {
         Ok(Some(PreparedExperiment { ctx, specs }))
     }
 
-    /// Runs every point (a raised `stop` ends the current point and the experiment after it),
-    /// then writes the experiment document when results are saved.
-    pub async fn run(self, stop: CancellationToken) -> Result<ExperimentOutcome> {
+    /// Runs every point (a raised `stop` ends the current point and the experiment after it;
+    /// a raised `abandon` cancels the point's requests in flight), then writes the experiment
+    /// document when results are saved.
+    pub async fn run(self, interrupts: impl Into<crate::Interrupts>) -> Result<ExperimentOutcome> {
         let PreparedExperiment { mut ctx, specs } = self;
-        ctx.stop = stop;
+        ctx.interrupts = interrupts.into();
         let exp = ctx.config.kind.clone();
         let (doc, csv) = match &exp {
             Experiment::SweepConcurrency { .. } | Experiment::SweepRate { .. } => {

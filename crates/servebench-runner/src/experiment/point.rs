@@ -17,7 +17,6 @@ use servebench_report::sections::steady_state::steady_state_block;
 use servebench_report::written::RunDocument;
 use servebench_report::{console_block, console_warnings};
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// Everything the points of one experiment share.
 pub struct Ctx {
@@ -27,7 +26,9 @@ pub struct Ctx {
     pub prepared: PreparedRun,
     /// Control-plane client (its own pool): cache resets, /metrics, profiler.
     pub control: HttpClient,
-    pub stop: CancellationToken,
+    /// The user's interrupts: the first stops the current point (and the experiment after it);
+    /// with `--on-interrupt drain`, a second cancels the point's requests in flight.
+    pub interrupts: crate::Interrupts,
     /// Percentiles computed for every point (the user's plus what summaries and SLOs need).
     pub percentiles: Vec<f64>,
     /// Print each point's full result block.
@@ -136,7 +137,7 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
         Some(w) => PreparedRun { workload: w, ..ctx.prepared.clone() },
         None => ctx.prepared.clone(),
     };
-    let run = run_prepared(&prepared, &cfg, spec.num_prompts, observer, ctx.stop.clone()).await;
+    let run = run_prepared(&prepared, &cfg, spec.num_prompts, observer, ctx.interrupts.clone()).await;
     let extra = side.finish().await;
     let out = run?;
     let num_prompts = out.records.len() as u64;

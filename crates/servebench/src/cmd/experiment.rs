@@ -5,24 +5,19 @@
 use crate::os::signal::{measuring_started, stop_on_signal, LaterSignals, INTERRUPTED_EXIT_CODE};
 use crate::progress::LineObserver;
 use servebench_runner::experiment::{plan_points, ExperimentConfig, PreparedExperiment};
-use servebench_runner::{CancellationToken, OutputConfig, RunConfig};
+use servebench_runner::{InterruptMode, Interrupts, OutputConfig, RunConfig};
 use std::sync::Arc;
 
 /// Runs the experiment `exp`; returns the exit code.
 pub fn run(mut cfg: RunConfig, output: OutputConfig, exp: ExperimentConfig) -> anyhow::Result<u8> {
     let specs = plan_points(&mut cfg, &exp)?;
+    let signal = Interrupts::default();
+    let later = later_signals(&cfg, &signal);
     crate::os::runtime::client()?.block_on(async move {
-        let stop = CancellationToken::new();
         // The first Ctrl-C/SIGTERM stops the current point (the experiment ends after it and is
-        // saved); a second one exits at once.
-        let later = LaterSignals {
-            abandon: None,
-            on_exit: "Interrupted again: exiting now; the point in progress and the experiment's \
-                      result were not written (points already finished are in their files)"
-                .into(),
-        };
+        // saved, with every point finished); what the next ones do: `later_signals`.
         stop_on_signal(
-            stop.clone(),
+            signal.stop.clone(),
             "Interrupted: stopping this point; the experiment ends after it".into(),
             later,
         );
@@ -32,7 +27,7 @@ pub fn run(mut cfg: RunConfig, output: OutputConfig, exp: ExperimentConfig) -> a
             return Ok(0);
         };
         measuring_started();
-        let outcome = prepared.run(stop).await?;
+        let outcome = prepared.run(signal).await?;
         if outcome.interrupted {
             return Ok(INTERRUPTED_EXIT_CODE);
         }
@@ -42,4 +37,22 @@ pub fn run(mut cfg: RunConfig, output: OutputConfig, exp: ExperimentConfig) -> a
             None => Ok(0),
         }
     })
+}
+
+/// The signals after the first, as in a single run: with `--on-interrupt drain` a second one
+/// cancels the point's requests in flight and the experiment is still written with every point
+/// (the cut one marked interrupted); the next exits at once, and then nothing of the experiment
+/// is written (its points are saved only in its one document).
+fn later_signals(run: &RunConfig, signal: &Interrupts) -> LaterSignals {
+    let abandon = (run.on_interrupt == InterruptMode::Drain).then(|| {
+        let second = "Interrupted again: cancelling this point's requests in flight; the experiment \
+                      is written now with its points so far (Ctrl-C once more to exit without it)";
+        (signal.abandon.clone(), second.to_owned())
+    });
+    LaterSignals {
+        abandon,
+        on_exit: "Interrupted again: exiting now; the experiment's document (every point of it) was \
+                  not written"
+            .into(),
+    }
 }

@@ -459,3 +459,76 @@ fn a_closed_stdout_pipe_drops_the_console_not_the_run() {
     assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// Pins the second Ctrl-C of an experiment: with `--on-interrupt drain` it exited at once and
+/// wrote nothing (saying, untruly, that finished points were in their files). Now, as in a run,
+/// it cancels the point's requests in flight and the experiment's document is written with every
+/// point. The server answers its first request and holds every later one open; synchronised on
+/// the server's requests and the first interrupt's message, no timing.
+#[cfg(unix)]
+#[test]
+fn second_ctrl_c_in_an_experiment_still_writes_its_document() {
+    use servebench_testkit::script::{chunk, finish_usage_done, role, tok, w, Step, END, SSE_HEAD};
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let posts = std::sync::Arc::new(AtomicUsize::new(0));
+    let server = servebench_testkit::script::in_background(move || {
+        servebench_testkit::script::serve_by_request(move |request: &str| {
+            if !request.starts_with("POST /v1/chat/completions ") {
+                return vec![
+                    w("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+                    Step::Close,
+                ];
+            }
+            let mut steps = vec![w(SSE_HEAD), w(chunk(&role())), w(chunk(&tok("a")))];
+            if posts.fetch_add(1, Ordering::SeqCst) == 0 {
+                steps.extend([w(chunk(&tok("b"))), w(chunk(&finish_usage_done())), w(END), Step::Close]);
+            } else {
+                steps.push(Step::Sleep(600_000));
+            }
+            steps
+        })
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let tok = crate::support::tokenizer();
+    let mut child = crate::support::bin()
+        .current_dir(dir.path())
+        .args(["--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--model", "m"])
+        .args(["--base-url", &server.base_url(), "--tokenizer", tok.to_str().unwrap()])
+        .args(["--skip-tokenize-verification", "--disable-tqdm", "--num-prompts", "1", "--num-runs", "2"])
+        .args(["--random-input-len", "16", "--random-output-len", "8", "--on-interrupt", "drain"])
+        .args(["--save-result", "--result-filename", "exp.json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
+    // Run 1 was answered; run 2's request is in flight (the server read it).
+    let seen_posts = || server.requests().iter().filter(|r| r.starts_with("POST /v1/chat")).count();
+    while seen_posts() < 2 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    servebench_testkit::cli::interrupt(&child);
+    let mut seen = Vec::new();
+    for line in rx.iter() {
+        seen.push(line.clone());
+        if line.starts_with("Interrupted: stopping this point") {
+            break;
+        }
+    }
+    servebench_testkit::cli::interrupt(&child);
+    let status = child.wait().unwrap();
+    seen.extend(rx.iter());
+    let err = seen.join("\n");
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("Interrupted again: cancelling this point's requests in flight"), "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("exp.json")).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], true, "{doc}");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "both runs are in the document: {doc}");
+    assert_eq!(runs[0]["result"]["completed"], 1);
+}
