@@ -100,6 +100,19 @@ pub struct ShardRunInfo {
     /// written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_time_scale: Option<f64>,
+    /// The run's rate stages (`--stages`, or a `--duration` at a finite rate), whole-run rates:
+    /// the merged result reports per-stage metrics as a run does. Empty without stages, and in
+    /// files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<ShardStage>,
+}
+
+/// One rate stage of a sharded run, as its shard header records it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ShardStage {
+    /// Requests per second of the whole run; `None` = infinity (JSON has no infinity).
+    pub rate: Option<f64>,
+    pub seconds: f64,
 }
 
 /// The first line of a sharded records file.

@@ -11,6 +11,9 @@ use crate::sections::steady_state::steady_state_json;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MergedDocument {
     pub result: serde_json::Map<String, serde_json::Value>,
+    /// The sections over the union of the records a run's result has too (`stages`,
+    /// `http_phases`, trace `schedule_lag`), written after `result`'s keys.
+    pub groups: serde_json::Map<String, serde_json::Value>,
     /// `interrupted`: a shard was stopped early.
     pub interrupted: bool,
     /// `steady_state` over the merged records: always written, `null` without a window.
@@ -28,6 +31,7 @@ impl MergedDocument {
     /// The document as one JSON object, keys in the written order.
     pub fn to_value(&self) -> serde_json::Value {
         let mut o = self.result.clone();
+        o.extend(self.groups.clone());
         o.insert("interrupted".into(), serde_json::Value::Bool(self.interrupted));
         o.insert("early_stop".into(), serde_json::to_value(&self.early_stop).unwrap_or_default());
         o.insert(

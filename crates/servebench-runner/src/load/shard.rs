@@ -13,7 +13,7 @@ use crate::observe::observer::RunObserver;
 use crate::records::sink::RecordSink;
 use servebench_core::early_stop::EarlyStopReport;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
-use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardSummary, FORMAT_VERSION};
+use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardStage, ShardSummary, FORMAT_VERSION};
 use servebench_core::stats::percentile;
 use servebench_core::{BenchError, Requests, Result, RunClock};
 use sha2::{Digest, Sha256};
@@ -96,6 +96,11 @@ pub fn take_share(
             ramp_up: cfg.rate.ramp_up,
             max_concurrency: shard.max_concurrency_total.map(|c| c as u64),
             trace_time_scale: cfg.dataset.trace_time_scale(),
+            stages: crate::results::group_info(cfg)
+                .stages
+                .iter()
+                .map(|s| ShardStage { rate: s.rate.is_finite().then_some(s.rate), seconds: s.seconds })
+                .collect(),
         },
     };
     (requests, ArrivalSchedule { offsets_us }, Some(ShardRun { header }))

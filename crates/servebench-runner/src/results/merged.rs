@@ -4,10 +4,12 @@
 use super::steady::{steady_state_with, Steady, SteadyOptions};
 use serde_json::Value;
 use servebench_core::merge::MergedRun;
+use servebench_core::metrics::http_phases::http_phases;
 use servebench_core::metrics::{MetricName, RunMetrics};
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::ShardSummary;
 use servebench_report::info::cpu_share_percent;
+use servebench_report::sections::groups::{result_keys, GroupInfo, StageInfo};
 use servebench_report::sections::shards::shard_entries;
 use servebench_report::written::MergedDocument;
 use servebench_report::{result_object, ClientHealth, RunInfo};
@@ -104,8 +106,20 @@ pub fn merged_steady_state(m: &MergedRun, stats: (&[f64], &[MetricName])) -> Opt
 /// run's), then `shards` and `merge_warnings`.
 pub fn merged_result(info: &RunInfo, metrics: &RunMetrics, m: &MergedRun, steady: Option<&Steady>) -> Value {
     let result = result_object(info, metrics, &m.records, false);
+    // The sections a run's result has beside its headline keys, over the union of the records:
+    // per-stage metrics (stages from the shard header) and HTTP phases.
+    let run = &m.header.run;
+    let stages = run
+        .stages
+        .iter()
+        .map(|s| StageInfo { rate: s.rate.unwrap_or(f64::INFINITY), seconds: s.seconds, concurrency: None })
+        .collect();
+    let group = GroupInfo { stages, trace: run.trace_time_scale.is_some(), ..GroupInfo::default() };
+    let mut groups = result_keys(&m.records, &metrics.config, &group);
+    groups.insert("http_phases".into(), serde_json::to_value(http_phases(&m.records)).unwrap_or_default());
     MergedDocument {
         result,
+        groups,
         interrupted: m.interrupted(),
         early_stop: m.early_stop(),
         steady_state: steady.and_then(|s| s.as_ref().ok()).cloned(),

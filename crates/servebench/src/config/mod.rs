@@ -270,6 +270,22 @@ fn shard_config(args: &RunArgs, shards: &ShardSettings) -> Result<Option<ShardCo
         args.max_concurrency.map(|c| c as usize),
         args.records.is_some() || args.save_result || args.append_result,
     )?;
+    // As --max-concurrency: the prefill cap is the total over the shards, each taking its share;
+    // below one slot per shard, a shard would get none (it was rounded up to 1 each, so the
+    // union could exceed the cap).
+    let prefill = args.workload.max_prefill_concurrency.map(|c| c as usize);
+    if let (Some(s), Some(c)) = (&shard, prefill.filter(|&c| c > 0)) {
+        if s.spec.concurrency_share(c).is_none() {
+            return Err(BenchError::config(
+                "--max-prefill-concurrency",
+                format!(
+                    "{c} is the total over {} shards: some shard would get no prefill slot",
+                    s.spec.count
+                ),
+                "pass a --max-prefill-concurrency of at least --num-shards",
+            ));
+        }
+    }
     if shard.is_some() && args.workload.multi_turn {
         // Turns of one conversation depend on each other's replies: they cannot be split
         // request by request (docs/scale-out.md).

@@ -349,3 +349,32 @@ fn merged_self_timed_trace_says_trace_replay_not_burst() {
     assert!(stdout.contains("trace replay at the trace's timestamps × 0.1"), "{stdout}");
     assert!(!stdout.contains("burst, all"), "{stdout}");
 }
+
+/// Pins the merged result having the sections a run's result has: per-stage metrics (`stages`,
+/// from the stages the shard headers record) and `http_phases`. Merge dropped both.
+#[test]
+fn merged_staged_run_reports_its_stages_and_http_phases() {
+    let sim = start_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = workload_args(&sim.url, "3", "400");
+    let at = args.iter().position(|a| a == "--request-rate").unwrap();
+    args.drain(at..at + 2);
+    args.extend(["--stages", "40:0.5,80:0.5"].map(String::from));
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let extra = ["--num-shards", "2", "--shard-index", &i.to_string()].map(String::from);
+        let out = run_to(dir.path(), &format!("st-{i}.json"), &args, &extra).output().unwrap();
+        check(&out, &format!("shard {i}"));
+        shards.push(dir.path().join(format!("st-{i}.json.records.jsonl")));
+    }
+    let d = dir.path().to_str().unwrap();
+    let out = merge(&shards, &["--save-result", "--result-dir", d, "--result-filename", "merged.json"]);
+    check(&out, "merge");
+    let merged = json(&dir.path().join("merged.json"));
+    let stages = merged["stages"].as_array().unwrap_or_else(|| panic!("no stages: {merged}"));
+    let rates: Vec<f64> = stages.iter().map(|s| s["request_rate"].as_f64().unwrap()).collect();
+    assert_eq!(rates, vec![40.0, 80.0]);
+    let per_stage: u64 = stages.iter().map(|s| s["completed"].as_u64().unwrap()).sum();
+    assert_eq!(Some(per_stage), merged["completed"].as_u64(), "{merged}");
+    assert!(merged["http_phases"].is_object(), "{}", merged["http_phases"]);
+}

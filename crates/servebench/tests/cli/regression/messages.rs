@@ -261,3 +261,27 @@ fn report_outputs_overwrite_no_input_and_not_each_other() {
     assert_eq!(std::fs::read(&rec).unwrap(), before);
     assert!(!same.exists());
 }
+
+/// Pins a prefill cap smaller than the number of shards being refused, as `--max-concurrency`
+/// is: each shard's share was rounded up to 1, so 4 shards of `--max-prefill-concurrency 2`
+/// could prefill 4 requests at once.
+#[test]
+fn a_prefill_cap_below_the_number_of_shards_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("r.jsonl");
+    let out = fast_sim(&[
+        "--num-shards",
+        "4",
+        "--shard-index",
+        "0",
+        "--max-prefill-concurrency",
+        "2",
+        "--records",
+        records.to_str().unwrap(),
+    ]);
+    let line = error_line(&out);
+    assert!(
+        line.starts_with("error[SB101]: invalid --max-prefill-concurrency: 2 is the total over 4 shards"),
+        "{line}"
+    );
+}
