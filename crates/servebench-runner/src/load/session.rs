@@ -428,6 +428,8 @@ async fn conversation(
     let mut history_tokens = 0u32;
     let mut intended = arrival_us;
     let mut t = 0;
+    // Whether the last turn sent failed (it ends the conversation).
+    let mut turn_failed = false;
     let waiter = release.clone();
     while t < len {
         let idx = start + t;
@@ -482,6 +484,7 @@ async fn conversation(
                 record.fail(servebench_core::ErrorKind::Protocol, e.to_string());
                 let _ = sink.send(record);
                 t += 1;
+                turn_failed = true;
                 break;
             }
         };
@@ -510,6 +513,7 @@ async fn conversation(
         drop(permit);
         let reply = if run.keep_text { rec.generated_text.clone() } else { rec.generated_text.take() };
         let ok = rec.outcome == Outcome::Completed;
+        turn_failed = rec.outcome == Outcome::Failed;
         let done = rec.done_us.unwrap_or_else(|| run.clock.now_us());
         let reply_tokens = if conv.history {
             match (&run.tokenizer, &reply) {
@@ -538,10 +542,15 @@ async fn conversation(
             }
         }
     }
-    // Turns never sent (a failed turn ended the conversation, or the run stopped).
+    // Turns never sent: a failed turn ended the conversation (`dependency_failed`, as a session
+    // tree's), or the run stopped (the collector records the stop's reason).
     for k in t..len {
         let tokens = conv.workload.requests[start + k].prompt_tokens;
-        let _ = sink.send(turn_record(run, conv, c, start + k, k, intended, tokens));
+        let mut rec = turn_record(run, conv, c, start + k, k, intended, tokens);
+        if turn_failed {
+            rec.cancelled_by = Some(servebench_core::CancelReason::DependencyFailed);
+        }
+        let _ = sink.send(rec);
     }
 }
 

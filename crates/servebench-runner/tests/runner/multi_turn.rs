@@ -26,6 +26,8 @@ struct Script {
     tok: Arc<dyn TextTokenizer>,
     /// Replies sent per session, and the models each session used.
     sessions: Sessions,
+    /// Answer this turn of every session with HTTP 500 (the conversation then ends).
+    fail_turn: Option<usize>,
 }
 
 fn bad(msg: String) -> Response {
@@ -48,6 +50,9 @@ async fn chat(
     // the replies sent before on this session.
     if messages.len() != 2 * replies.len() + 1 {
         return bad(format!("turn {} sent {} messages", replies.len(), messages.len()));
+    }
+    if s.fail_turn == Some(replies.len()) {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "turn failed").into_response();
     }
     let mut prompt_tokens = 0;
     for (i, m) in messages.iter().enumerate() {
@@ -81,7 +86,7 @@ async fn serve(script: Script) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_turn_counts_the_history_actually_sent() {
     let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
-    let script = Script { tok: tok.clone(), sessions: Arc::default() };
+    let script = Script { tok: tok.clone(), sessions: Arc::default(), fail_turn: None };
     let url = serve(script.clone()).await;
     let mut cfg = crate::common::config(url, "mt-model", BackendKind::Chat, 4);
     let delay = Duration::from_millis(30);
@@ -151,4 +156,30 @@ async fn history_turns_hit_the_simulators_prefix_cache() {
         }
     }
     sim.shutdown().await;
+}
+
+/// Pins the turns after a failed one: never sent, they are cancelled with `cancelled_by` =
+/// `dependency_failed`, as a session tree's (they had no reason, and the errors list said the
+/// legacy "cancelled: never sent"). The server fails turn 1 of every conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_after_a_failed_turn_are_cancelled_as_dependency_failed() {
+    let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
+    let script = Script { tok, sessions: Arc::default(), fail_turn: Some(1) };
+    let url = serve(script).await;
+    let mut cfg = crate::common::config(url, "mt-model", BackendKind::Chat, 3);
+    cfg.load.multi_turn =
+        Some(MultiTurnConfig { num_turns: 4, min_turns: 4, max_turns: 4, ..MultiTurnConfig::default() });
+    let records = crate::common::run(cfg).await;
+    assert_eq!(records.len(), 12, "3 conversations of 4 turns");
+    for r in &records {
+        match r.turn.unwrap() {
+            0 => assert_eq!(r.outcome, Outcome::Completed, "{r:?}"),
+            1 => assert_eq!(r.outcome, Outcome::Failed, "{r:?}"),
+            _ => {
+                assert_eq!(r.outcome, Outcome::Cancelled, "{r:?}");
+                assert_eq!(r.cancelled_by, Some(servebench_core::CancelReason::DependencyFailed), "{r:?}");
+                assert!(r.dispatched_us.is_none(), "never sent: {r:?}");
+            }
+        }
+    }
 }
