@@ -273,7 +273,7 @@ fn shard_config(args: &RunArgs, shards: &ShardSettings) -> Result<Option<ShardCo
     // As --max-concurrency: the prefill cap is the total over the shards, each taking its share;
     // below one slot per shard, a shard would get none (it was rounded up to 1 each, so the
     // union could exceed the cap).
-    let prefill = args.workload.max_prefill_concurrency.map(|c| c as usize);
+    let prefill = args.workload.max_prefill_concurrency;
     if let (Some(s), Some(c)) = (&shard, prefill.filter(|&c| c > 0)) {
         if s.spec.concurrency_share(c).is_none() {
             return Err(BenchError::config(
