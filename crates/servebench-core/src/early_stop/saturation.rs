@@ -21,6 +21,11 @@ pub struct SaturationConfig {
     pub min_rel_growth: f64,
     /// Least arrivals / finishes in the window (1.1: arrivals exceed finishes by 10 %).
     pub min_arrival_ratio: f64,
+    /// Least excess of arrivals over finishes in the window, in standard deviations of the
+    /// arrival count (`√arrivals`, Poisson): a backlog of one or two requests in a short window
+    /// at a low rate is chance, not saturation (3 arrivals to 2 finishes in 1 s fired at a
+    /// quarter of capacity with `--saturation-window 1`).
+    pub min_excess_sigmas: f64,
     /// Consecutive positive tests before the detector fires.
     pub persist: u32,
 }
@@ -35,6 +40,7 @@ impl Default for SaturationConfig {
             min_t: 4.0,
             min_rel_growth: 0.5,
             min_arrival_ratio: 1.1,
+            min_excess_sigmas: 3.0,
             persist: 3,
         }
     }
@@ -173,7 +179,9 @@ impl SaturationStop {
         let finished = last.finished.saturating_sub(first.finished) as f64;
         let growing = b > 0.0 && b2 > 0.0 && t >= self.cfg.min_t && t2 >= self.cfg.min_t;
         let big = b * span >= self.cfg.min_rel_growth * mean.max(1.0);
-        let outpaced = arrived >= self.cfg.min_arrival_ratio * finished && arrived > finished;
+        let outpaced = arrived >= self.cfg.min_arrival_ratio * finished
+            && arrived - finished >= self.cfg.min_excess_sigmas * arrived.sqrt()
+            && arrived > finished;
         (growing && big && outpaced && span > 0.0).then(|| SaturationEvidence {
             detected_at_s: last.t_s,
             window_s: window,
