@@ -42,8 +42,10 @@ pub async fn sweep(
         .map(|p| SummaryRow { interrupted: p.interrupted, ..summary_row(&p.figures(), extra) })
         .collect();
     ctx.say_block(&table(&rows));
-    // An interrupted point's figures cover part of its requests: never the best point.
-    let best = best(points.iter().map(|p| (&p.metrics, p.interrupted)), !ctx.output.goodput.is_empty());
+    // An interrupted or stopped-early point's figures cover part of its requests (and a
+    // saturated one's are not a level the server holds): never the best point.
+    let partial = |p: &PointOutcome| p.interrupted || p.result.early_stop.is_some();
+    let best = best(points.iter().map(|p| (&p.metrics, partial(p))), !ctx.output.goodput.is_empty());
     if let Some((i, key, v)) = best {
         ctx.say(&format!("Best ({key}): {v:.2} at {}", points[i].spec.label));
     }
