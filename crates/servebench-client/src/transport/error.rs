@@ -33,6 +33,9 @@ pub(crate) enum HeadParseError {
     ContentLength(String),
     #[error("conflicting content-length '{0}'")]
     ConflictingLength(String),
+    /// A transfer coding other than `chunked` (SB306): the body cannot be framed into events.
+    #[error("response body in the transfer coding '{0}': servebench decodes chunked only")]
+    TransferCoding(String),
 }
 
 /// A response body that violates HTTP/1.1 framing.
@@ -82,6 +85,11 @@ impl ReadHeadError {
     /// The server does not speak HTTP/1.1 (SB308).
     pub(crate) fn is_not_http1(&self) -> bool {
         matches!(self, ReadHeadError::Parse(HeadParseError::NotHttp1(_)))
+    }
+
+    /// The body is in a transfer coding servebench does not decode (SB306).
+    pub(crate) fn is_transfer_coding(&self) -> bool {
+        matches!(self, ReadHeadError::Parse(HeadParseError::TransferCoding(_)))
     }
 }
 

@@ -160,6 +160,11 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<HeadParse, He
     let body = if head_request || code == 204 || code == 304 || code == 101 {
         BodyDecoder::Length(0)
     } else if let Some(last) = tokens(TRANSFER_ENCODING).last() {
+        // `gzip, chunked` is gzip inside chunks: no event could be read from it undecoded.
+        let codings = tokens(TRANSFER_ENCODING);
+        if codings.iter().any(|t| t != "chunked" && t != "identity") {
+            return Err(HeadParseError::TransferCoding(codings.join(", ")));
+        }
         if last == "chunked" {
             BodyDecoder::chunked()
         } else {
@@ -575,6 +580,12 @@ mod tests {
         assert!(matches!(head.body, BodyDecoder::Length(4)));
         assert!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n", false).is_err());
         let h = b"HTTP/1.1 200 OK\r\ncontent-length: 3, 3\r\n\r\n";
+        assert!(matches!(parse_head(h, false).unwrap(), HeadParse::Complete { .. }));
+        // A transfer coding other than chunked is named, not read as events.
+        let e =
+            parse_head(b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n", false).unwrap_err();
+        assert_eq!(e, HeadParseError::TransferCoding("gzip, chunked".into()));
+        let h = b"HTTP/1.1 200 OK\r\ntransfer-encoding: identity, chunked\r\n\r\n";
         assert!(matches!(parse_head(h, false).unwrap(), HeadParse::Complete { .. }));
     }
 

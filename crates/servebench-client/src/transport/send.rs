@@ -220,6 +220,11 @@ impl HttpClient {
                     let f = fail(SendFailKind::Transport, e.to_string(), dispatched, reconnects);
                     return Err(SendFailure { cause: Some(FailureCause::NotHttp1), ..f });
                 }
+                // A body in a transfer coding not decoded (SB306), named rather than misread.
+                Err(e) if e.is_transfer_coding() => {
+                    let f = fail(SendFailKind::Transport, e.to_string(), dispatched, reconnects);
+                    return Err(SendFailure { cause: Some(FailureCause::ContentCoding), ..f });
+                }
                 Err(e) => {
                     let msg = format!("request failed after it was sent: {e}");
                     return Err(fail(SendFailKind::Transport, msg, dispatched, reconnects));

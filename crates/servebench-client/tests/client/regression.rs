@@ -130,3 +130,27 @@ async fn a_host_header_given_by_the_user_is_sent_as_given() {
     let hosts: Vec<&str> = request.lines().filter(|l| l.starts_with("host:")).collect();
     assert_eq!(hosts, vec!["host: llm.team-a.internal"], "{request}");
 }
+
+/// Pins a stream in a transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`,
+/// real gzip inside the chunks): the coding was ignored and the request failed as "not
+/// server-sent events". It fails as SB306, naming the coding.
+#[tokio::test]
+async fn a_gzip_transfer_coding_is_named_not_misread_as_a_non_sse_body() {
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(chunk_free_body().as_bytes()).unwrap();
+    let body = gz.finish().unwrap();
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: gzip, chunked\r\n\r\n";
+    let mut bytes = head.as_bytes().to_vec();
+    bytes.extend(format!("{:x}\r\n", body.len()).as_bytes());
+    bytes.extend(&body);
+    bytes.extend(b"\r\n0\r\n\r\n");
+    let s = serve(vec![vec![A::Read, A::Write(bytes)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Failed, "{r:?}");
+    let e = r.error.unwrap();
+    assert_eq!(e.cause, Some(servebench_core::FailureCause::ContentCoding), "{e:?}");
+    assert!(e.message.contains("transfer coding 'gzip, chunked'"), "{}", e.message);
+}
