@@ -113,7 +113,47 @@ pub struct RunConfig {
     pub start_at_unix_us: Option<u64>,
 }
 
+/// One stage of a run's load as planned (`RunConfig::planned_stages`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlannedStage {
+    /// Requests per second of the whole run (infinite for a concurrency stage).
+    pub rate: f64,
+    pub seconds: f64,
+    /// Concurrency stages (`c=N`): requests kept in flight.
+    pub concurrency: Option<u64>,
+}
+
 impl RunConfig {
+    /// The run's stages as planned: `--stages` (a `--duration` shorter than them cuts the last
+    /// ones short, or off), else a `--duration` at a finite rate is one stage (not for
+    /// multi-turn conversations or a trace replay); none otherwise.
+    pub fn planned_stages(&self) -> Vec<PlannedStage> {
+        let load = &self.load;
+        if !load.stages.is_empty() {
+            let mut left = load.duration.map_or(f64::INFINITY, |d| d.as_secs_f64());
+            let mut v = Vec::new();
+            for s in &load.stages {
+                if left <= 0.0 {
+                    break;
+                }
+                let concurrency = s.concurrency.map(|c| c as u64);
+                v.push(PlannedStage { rate: s.rate, seconds: s.seconds.min(left), concurrency });
+                left -= s.seconds;
+            }
+            return v;
+        }
+        match (load.duration, &load.multi_turn, matches!(self.dataset, DatasetSpec::TimedTrace(_))) {
+            (Some(d), None, false) if self.rate.request_rate.is_finite() => {
+                vec![PlannedStage {
+                    rate: self.rate.request_rate,
+                    seconds: d.as_secs_f64(),
+                    concurrency: None,
+                }]
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// The options every client of this run starts from: the server, TLS, proxies, and the
     /// secrets (API key, sensitive headers) its server text is redacted of.
     pub fn client_options(&self) -> servebench_client::ClientOptions {

@@ -96,8 +96,8 @@ pub fn take_share(
             ramp_up: cfg.rate.ramp_up,
             max_concurrency: shard.max_concurrency_total.map(|c| c as u64),
             trace_time_scale: cfg.dataset.trace_time_scale(),
-            stages: crate::results::group_info(cfg)
-                .stages
+            stages: cfg
+                .planned_stages()
                 .iter()
                 .map(|s| ShardStage { rate: s.rate.is_finite().then_some(s.rate), seconds: s.seconds })
                 .collect(),
