@@ -60,13 +60,13 @@ struct Delta<'a> {
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
 struct Usage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     input_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     output_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     cache_read_input_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     cache_creation_input_tokens: Option<u32>,
 }
 

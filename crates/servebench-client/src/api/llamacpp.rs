@@ -31,9 +31,9 @@ struct Event<'a> {
     stop: bool,
     #[serde(borrow, default)]
     stop_type: Option<Text<'a>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     tokens_predicted: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     tokens_evaluated: Option<u32>,
     #[serde(default)]
     timings: Option<Timings>,
@@ -45,11 +45,11 @@ struct Event<'a> {
 
 #[derive(Debug, Deserialize)]
 struct Timings {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     prompt_n: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     predicted_n: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     cache_n: Option<u32>,
 }
 

@@ -33,10 +33,10 @@ struct PoolingBody<'a> {
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
 struct PoolingUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     prompt_tokens: Option<u32>,
     /// Rerank servers report `total_tokens` only.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     total_tokens: Option<u32>,
 }
 

@@ -61,9 +61,9 @@ struct IncompleteDetails<'a> {
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
 struct Usage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     input_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     output_tokens: Option<u32>,
     #[serde(default)]
     input_tokens_details: Option<Details>,
@@ -71,7 +71,7 @@ struct Usage {
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
 struct Details {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     cached_tokens: Option<u32>,
 }
 
@@ -113,9 +113,9 @@ struct ContentPart<'a> {
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
 struct ResponseUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     input_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     output_tokens: Option<u32>,
 }
 

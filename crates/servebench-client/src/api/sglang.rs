@@ -82,11 +82,11 @@ struct Meta<'a> {
     /// An object `{"type": …}` (current SGLang) or a plain string (older versions).
     #[serde(borrow, default)]
     finish_reason: Option<&'a RawValue>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     prompt_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     completion_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     cached_tokens: Option<u32>,
 }
 

@@ -48,9 +48,9 @@ struct Token<'a> {
 struct Details<'a> {
     #[serde(borrow, default)]
     finish_reason: Option<Text<'a>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     generated_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chunk::token_count")]
     input_length: Option<u32>,
 }
 

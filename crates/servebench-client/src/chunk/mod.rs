@@ -124,9 +124,9 @@ pub struct FunctionCall<'a> {
 /// `usage` (final chunk, per chunk with continuous usage stats, or the whole response).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub struct Usage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub prompt_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub completion_tokens: Option<u32>,
     #[serde(default)]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
@@ -135,7 +135,7 @@ pub struct Usage {
 /// `usage.prompt_tokens_details`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub struct PromptTokensDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub cached_tokens: Option<u32>,
 }
 
@@ -143,8 +143,20 @@ pub struct PromptTokensDetails {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub struct Timings {
     /// Prompt tokens reused from the slot's cache (`prompt_n` more were computed).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub cache_n: Option<u32>,
+}
+
+/// A token count of a server's usage: `null`, or a whole number in `u32` — also written as a
+/// float (`16.0`, as a Python gateway that computed it may send); a fraction, a negative number
+/// or anything else is a protocol error, as before.
+pub(crate) fn token_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let Some(v) = Option::<f64>::deserialize(d)? else { return Ok(None) };
+    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX) {
+        Ok(Some(v as u32))
+    } else {
+        Err(serde::de::Error::custom(format!("{v} is not a token count")))
+    }
 }
 
 fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
@@ -241,6 +253,20 @@ mod tests {
         assert_eq!((u.prompt_tokens, u.completion_tokens), (Some(12), Some(10)));
         assert_eq!(u.prompt_tokens_details.unwrap().cached_tokens, Some(8));
         assert!(c.choices.is_empty());
+    }
+
+    /// Pins usage counts written as whole floats (`16.0`, a Python gateway's arithmetic): they
+    /// failed the whole request as a protocol error. Fractions and negatives still do.
+    #[test]
+    fn usage_counts_written_as_whole_floats_are_counts() {
+        let c = Chunk::parse(r#"{"id":"c","choices":[],"usage":{"prompt_tokens":12.0,"completion_tokens":1e1,"prompt_tokens_details":{"cached_tokens":null}}}"#).unwrap();
+        let u = c.usage.unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (Some(12), Some(10)));
+        assert_eq!(u.prompt_tokens_details.unwrap().cached_tokens, None);
+        for bad in ["16.5", "-1", "4294967296", "\"16\""] {
+            let text = format!(r#"{{"id":"c","choices":[],"usage":{{"completion_tokens":{bad}}}}}"#);
+            assert!(Chunk::parse(&text).is_err(), "{bad}");
+        }
     }
 
     #[test]

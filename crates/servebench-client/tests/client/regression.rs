@@ -154,3 +154,20 @@ async fn a_gzip_transfer_coding_is_named_not_misread_as_a_non_sse_body() {
     assert_eq!(e.cause, Some(servebench_core::FailureCause::ContentCoding), "{e:?}");
     assert!(e.message.contains("transfer coding 'gzip, chunked'"), "{}", e.message);
 }
+
+/// Pins usage counts sent as whole floats (`"completion_tokens": 2.0`): the request failed as a
+/// protocol error; it completes with the count.
+#[tokio::test]
+async fn a_usage_count_sent_as_a_whole_float_is_a_count() {
+    let usage = concat!(
+        r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":5.0,"completion_tokens":2.0}}"#,
+        "\n\ndata: [DONE]\n\n"
+    );
+    let stream = String::from(SSE_HEAD) + &chunk(&(role() + &tok("a") + &tok("b") + usage)) + END;
+    let s = serve(vec![vec![A::Read, w(stream)]]).await;
+    let r = fixture(s.port, BackendKind::Chat, None).run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!((r.server_prompt_tokens, r.completion_tokens), (Some(5), Some(2)));
+}
