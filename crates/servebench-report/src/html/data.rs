@@ -80,7 +80,6 @@ impl RunData {
         let t0 = records.iter().map(|r| r.intended_us).min().unwrap_or(0);
         let mut d = RunData { rate_bin_s: 1.0, ..RunData::default() };
         let mut end_us = t0;
-        let mut token_events: Vec<(u64, f64)> = Vec::new();
         let mut intervals: Vec<(u64, u64)> = Vec::new();
         for r in records {
             let t = RequestTimes::of(r);
@@ -126,14 +125,21 @@ impl RunData {
             let mut tv = Vec::new();
             push_token_view_itls(r, &mut tv);
             d.itl_tokens.extend(tv.into_iter().map(|(v, n)| (v / 1000.0, n)));
-            token_events.extend(token_event_times(r).into_iter().zip(token_event_weights(r)));
         }
         d.by_send.sort_by(|a, b| a.0.total_cmp(&b.0));
         d.queue.sort_by(|a, b| a.0.total_cmp(&b.0));
         d.lateness.sort_by(|a, b| a.0.total_cmp(&b.0));
-        end_us = token_events.iter().map(|e| e.0).fold(end_us, u64::max);
+        // Every completed request's token events with their weights, walked (not collected: a
+        // run of a million tokens would hold them all) once for the end, once per bin pass.
+        let token_events = || {
+            records
+                .iter()
+                .filter(|r| is_completed(r))
+                .flat_map(|r| token_event_times(r).into_iter().zip(token_event_weights(r)))
+        };
+        end_us = token_events().map(|e| e.0).fold(end_us, u64::max);
         d.span_s = secs_since(end_us, t0);
-        (d.tokens_per_s, d.rate_bin_s) = rate_bins(&token_events, t0, end_us);
+        (d.tokens_per_s, d.rate_bin_s) = rate_bins(token_events, t0, end_us);
         (d.in_flight, d.in_flight_binned) = in_flight_steps(&intervals, t0);
         d
     }
@@ -176,13 +182,17 @@ fn rate_edges(span_us: u64, width_us: u64) -> Vec<u64> {
 /// Output tokens per second, token-weighted, in bins of [`rate_bin_width_us`] aligned to `t0`
 /// up to `end_us` (the run's end): each bin's tokens over its own width, so the partial last
 /// bin is not drawn as a collapse. Step points plus the run's end; the full-bin width (s).
-fn rate_bins(events: &[(u64, f64)], t0: u64, end_us: u64) -> (Vec<(f64, f64)>, f64) {
-    let Some(last) = events.iter().map(|e| e.0).max() else { return (Vec::new(), 1.0) };
+fn rate_bins<I: Iterator<Item = (u64, f64)>>(
+    events: impl Fn() -> I,
+    t0: u64,
+    end_us: u64,
+) -> (Vec<(f64, f64)>, f64) {
+    let Some(last) = events().map(|e| e.0).max() else { return (Vec::new(), 1.0) };
     let span_us = end_us.max(last).saturating_sub(t0);
     let width_us = rate_bin_width_us(span_us);
     let edges = rate_edges(span_us, width_us);
     let mut tokens = vec![0.0; edges.len() - 1];
-    for &(t, w) in events {
+    for (t, w) in events() {
         // Bin k holds [edges[k], edges[k+1]); the run's last instant is in the last bin.
         let b = edges[1..edges.len() - 1].partition_point(|&e| e <= t.saturating_sub(t0));
         tokens[b] += w;
@@ -381,14 +391,14 @@ mod tests {
     #[test]
     fn rate_bins_weigh_tokens_per_second() {
         // 25-s run: 0.2-s bins (0.1 s would make 250).
-        let ev = vec![(0, 2.0), (100_000, 3.0), (250_000, 4.0)];
-        let (b, w) = rate_bins(&ev, 0, 25_000_000);
+        let ev = [(0, 2.0), (100_000, 3.0), (250_000, 4.0)];
+        let (b, w) = rate_bins(|| ev.iter().copied(), 0, 25_000_000);
         assert_eq!(w, 0.2);
         assert_eq!(&b[..2], &[(0.0, 25.0), (0.2, 20.0)]);
         assert_eq!(b.len(), 126);
-        assert!(rate_bins(&[], 0, 10).0.is_empty());
+        assert!(rate_bins(std::iter::empty, 0, 10).0.is_empty());
         let long: Vec<(u64, f64)> = (0..20_000u64).map(|s| (s * 1_000_000, 1.0)).collect();
-        let (b, w) = rate_bins(&long, 0, 20_000_000_000);
+        let (b, w) = rate_bins(|| long.iter().copied(), 0, 20_000_000_000);
         assert_eq!(w, 100.0);
         assert_eq!(b.len(), 201);
         assert!(b.iter().all(|p| (p.1 - 1.0).abs() < 1e-9), "per-second values stay per second");
@@ -409,13 +419,13 @@ mod tests {
     #[test]
     fn constant_rate_gives_flat_bins_including_the_partial_last() {
         let ev: Vec<(u64, f64)> = (0..216u64).map(|i| (1_000_000 + i * 10_000, 1.0)).collect();
-        let (b, w) = rate_bins(&ev, 1_000_000, 3_160_000);
+        let (b, w) = rate_bins(|| ev.iter().copied(), 1_000_000, 3_160_000);
         assert_eq!(w, 0.1);
         assert_eq!(b.len(), 23, "21 full bins, the 0.06-s one, the end point");
         assert!(b.iter().all(|p| (p.1 - 100.0).abs() < 1e-9), "{b:?}");
         assert_eq!(b.last().map(|p| p.0), Some(2.16));
         // A 0.03-s remainder (under half a bin) joins the bin before it: still flat.
-        let (b, _) = rate_bins(&ev[..213], 1_000_000, 3_130_000);
+        let (b, _) = rate_bins(|| ev[..213].iter().copied(), 1_000_000, 3_130_000);
         assert!(b.iter().all(|p| (p.1 - 100.0).abs() < 1e-9), "{b:?}");
         assert_eq!(b.iter().rev().nth(1).map(|p| p.0), Some(2.0));
         assert_eq!(b.last().map(|p| p.0), Some(2.13));
