@@ -85,6 +85,11 @@ pub fn parse_bucket_config(text: &str) -> std::result::Result<Vec<Bucket>, Strin
         if dims.contains(&0) {
             return Err("height, width and frames must be at least 1".into());
         }
+        // Each image is generated in memory (3 bytes a pixel): a 100,000 × 100,000 bucket asked
+        // for 30 GB and the process was killed by the kernel, with no message.
+        if dims[0] > MAX_SIDE || dims[1] > MAX_SIDE {
+            return Err(format!("{} × {} is larger than {MAX_SIDE} pixels a side", dims[0], dims[1]));
+        }
         out.push(Bucket { height: dims[0], width: dims[1], frames: dims[2], probability });
         rest = next.trim();
     }
@@ -93,6 +98,9 @@ pub fn parse_bucket_config(text: &str) -> std::result::Result<Vec<Bucket>, Strin
     }
     Ok(out)
 }
+
+/// The largest image side a bucket may ask for, pixels (an 8K frame is 7,680 wide).
+const MAX_SIDE: u32 = 8192;
 
 /// Parses `{'image': N, 'video': M}` (JSON or Python quotes); a missing modality keeps the
 /// default (image 255, video 1).

@@ -183,7 +183,10 @@ pub async fn fix_all_prompts(server: &ServerTokenize, workload: &mut Workload) -
     for (spec, res) in workload.requests.iter_mut().zip(results) {
         match res? {
             None => {}
-            Some(FixedPrompt { text, len, exact }) => {
+            // A rewrite that does not land on the target is not applied: the prompt is kept as
+            // it was (docs/backends.md), not sent in a form nobody asked for.
+            Some(FixedPrompt { exact: false, .. }) => unresolved += 1,
+            Some(FixedPrompt { text, len, exact: true }) => {
                 // Pre-built chat messages are rewritten too; interleaved content (several text
                 // parts) cannot be, and keeps its prompt.
                 if !spec.replace_text(text) {
@@ -191,11 +194,7 @@ pub async fn fix_all_prompts(server: &ServerTokenize, workload: &mut Workload) -
                     continue;
                 }
                 spec.prompt_tokens = len;
-                if exact {
-                    fixed += 1;
-                } else {
-                    unresolved += 1;
-                }
+                fixed += 1;
             }
         }
     }

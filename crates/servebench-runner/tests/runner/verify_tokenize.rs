@@ -61,31 +61,31 @@ const BOS: u32 = 100_257;
 
 /// A vLLM-like server whose tokenizer adds a BOS token the client's does not.
 fn bos_server(tok: &Arc<dyn TextTokenizer>) -> Router {
-    let t1 = tok.clone();
     let t2 = tok.clone();
-    Router::new()
-        .route(
-            "/tokenize",
-            post(move |Json(b): Json<Value>| {
-                let t = t1.clone();
-                async move {
-                    let mut ids = vec![BOS];
-                    ids.extend(t.encode(b["prompt"].as_str().unwrap_or(""), false).unwrap());
-                    Json(json!({"count": ids.len(), "max_model_len": 4096, "tokens": ids}))
-                }
-            }),
-        )
-        .route(
-            "/detokenize",
-            post(move |Json(b): Json<Value>| {
-                let t = t2.clone();
-                async move {
-                    let ids: Vec<u32> = serde_json::from_value(b["tokens"].clone()).unwrap();
-                    let ids: Vec<u32> = ids.into_iter().filter(|&i| i != BOS).collect();
-                    Json(json!({"prompt": t.decode(&ids, false).unwrap()}))
-                }
-            }),
-        )
+    Router::new().route("/tokenize", bos_tokenize(tok)).route(
+        "/detokenize",
+        post(move |Json(b): Json<Value>| {
+            let t = t2.clone();
+            async move {
+                let ids: Vec<u32> = serde_json::from_value(b["tokens"].clone()).unwrap();
+                let ids: Vec<u32> = ids.into_iter().filter(|&i| i != BOS).collect();
+                Json(json!({"prompt": t.decode(&ids, false).unwrap()}))
+            }
+        }),
+    )
+}
+
+/// `/tokenize` of [`bos_server`]: BOS, then the client tokenizer's ids.
+fn bos_tokenize(tok: &Arc<dyn TextTokenizer>) -> axum::routing::MethodRouter {
+    let t1 = tok.clone();
+    post(move |Json(b): Json<Value>| {
+        let t = t1.clone();
+        async move {
+            let mut ids = vec![BOS];
+            ids.extend(t.encode(b["prompt"].as_str().unwrap_or(""), false).unwrap());
+            Json(json!({"count": ids.len(), "max_model_len": 4096, "tokens": ids}))
+        }
+    })
 }
 
 /// Every prompt is one token longer on the server, so every prompt is rewritten to the exact
@@ -129,4 +129,21 @@ async fn mismatch_rewrites_prebuilt_messages_too() {
         assert_eq!(m[0]["content"][0]["text"].as_str(), r.prompt.text());
         assert_eq!(m[0]["content"][1]["image_url"]["url"], "data:image/png;base64,AA==");
     }
+}
+
+/// Pins a rewrite that misses its target being left unapplied: the prompt is kept as written
+/// (docs/backends.md), and counted as not made exact. It was sent rewritten anyway — sharegpt
+/// and custom prompts arrived scrambled while the console said "rewrote 0 prompts". This
+/// server's /detokenize answers a text of its own whatever the ids, so no rewrite can land.
+#[tokio::test]
+async fn a_rewrite_that_misses_its_target_is_not_applied() {
+    let tok = crate::common::cl100k();
+    let mut w = crate::common::three_prompts(tok.as_ref());
+    let before: Vec<(Prompt, u32)> = w.requests.iter().map(|r| (r.prompt.clone(), r.prompt_tokens)).collect();
+    let scramble = post(|| async { Json(json!({"prompt": "scrambled words"})) });
+    let app = Router::new().route("/tokenize", bos_tokenize(&tok)).route("/detokenize", scramble);
+    let v = verify(app, &mut w).await.unwrap();
+    assert!(matches!(v, Verification::Fixed { fixed: 0, unresolved: 3, .. }), "{v:?}");
+    let after: Vec<(Prompt, u32)> = w.requests.iter().map(|r| (r.prompt.clone(), r.prompt_tokens)).collect();
+    assert_eq!(after, before, "every prompt as written");
 }

@@ -118,6 +118,20 @@ fn dataset_flag_errors_are_coded() {
     ]);
     assert!(text(&out.stderr).contains("--random-mm-bucket-config"), "{}", text(&out.stderr));
 
+    // An image too large to generate is refused before anything is built (a 100,000-pixel
+    // side was generated in memory until the kernel killed the process).
+    let out = dry_run(&[
+        "--dataset-name",
+        "random-mm",
+        "--backend",
+        "openai-chat",
+        "--random-mm-bucket-config",
+        "{(100000, 100000, 1): 1}",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("SB101") && stderr.contains("larger than 8192 pixels a side"), "{stderr}");
+
     let out = dry_run(&["--dataset-name", "nope"]);
     assert!(text(&out.stderr).contains("SB101") && text(&out.stderr).contains("sharegpt"));
 }
