@@ -240,7 +240,6 @@ fn first_answered_rest_hang(request: &str) -> Vec<servebench_testkit::script::St
 #[cfg(unix)]
 #[test]
 fn second_ctrl_c_while_draining_still_records_every_request_and_writes_the_result() {
-    use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let server = servebench_testkit::script::in_background(|| {
         servebench_testkit::script::serve_by_request(first_answered_rest_hang)
@@ -259,28 +258,14 @@ fn second_ctrl_c_while_draining_still_records_every_request_and_writes_the_resul
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
     // Request 0 is recorded and requests 1-3 were written (the server read them): in flight.
     let records = dir.path().join("rec.jsonl");
     let posts = || server.requests().iter().filter(|r| r.starts_with("POST /v1/chat")).count();
     while std::fs::read_to_string(&records).map_or(0, |t| t.lines().count()) < 1 || posts() < 4 {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    servebench_testkit::cli::interrupt(&child);
-    let mut seen = Vec::new();
-    for line in rx.iter() {
-        seen.push(line.clone());
-        if line.starts_with("Interrupted: sending nothing new") {
-            break;
-        }
-    }
-    servebench_testkit::cli::interrupt(&child);
-    let status = child.wait().unwrap();
-    seen.extend(rx.iter());
-    let err = seen.join("\n");
-    assert_eq!(status.code(), Some(130), "{err}");
+    let (code, err) = interrupt_twice(&mut child, "Interrupted: sending nothing new");
+    assert_eq!(code, Some(130), "{err}");
     assert!(err.contains("Interrupted again: cancelling the requests in flight"), "{err}");
 
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&records)
@@ -469,7 +454,6 @@ fn a_closed_stdout_pipe_drops_the_console_not_the_run() {
 #[test]
 fn second_ctrl_c_in_an_experiment_still_writes_its_document() {
     use servebench_testkit::script::{chunk, finish_usage_done, role, tok, w, Step, END, SSE_HEAD};
-    use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     use std::sync::atomic::{AtomicUsize, Ordering};
     let posts = std::sync::Arc::new(AtomicUsize::new(0));
@@ -503,27 +487,13 @@ fn second_ctrl_c_in_an_experiment_still_writes_its_document() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
     // Run 1 was answered; run 2's request is in flight (the server read it).
     let seen_posts = || server.requests().iter().filter(|r| r.starts_with("POST /v1/chat")).count();
     while seen_posts() < 2 {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    servebench_testkit::cli::interrupt(&child);
-    let mut seen = Vec::new();
-    for line in rx.iter() {
-        seen.push(line.clone());
-        if line.starts_with("Interrupted: stopping this point") {
-            break;
-        }
-    }
-    servebench_testkit::cli::interrupt(&child);
-    let status = child.wait().unwrap();
-    seen.extend(rx.iter());
-    let err = seen.join("\n");
-    assert_eq!(status.code(), Some(130), "{err}");
+    let (code, err) = interrupt_twice(&mut child, "Interrupted: stopping this point");
+    assert_eq!(code, Some(130), "{err}");
     assert!(err.contains("Interrupted again: cancelling this point's requests in flight"), "{err}");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("exp.json")).unwrap()).unwrap();
@@ -531,4 +501,26 @@ fn second_ctrl_c_in_an_experiment_still_writes_its_document() {
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "both runs are in the document: {doc}");
     assert_eq!(runs[0]["result"]["completed"], 1);
+}
+
+/// Interrupts `child` (its stderr piped), waits for the line starting with `first_said` (the
+/// first interrupt was taken), interrupts it again and waits for it: its exit code and stderr.
+#[cfg(unix)]
+fn interrupt_twice(child: &mut std::process::Child, first_said: &str) -> (Option<i32>, String) {
+    use std::io::{BufRead, BufReader};
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
+    servebench_testkit::cli::interrupt(child);
+    let mut seen = Vec::new();
+    for line in rx.iter() {
+        seen.push(line.clone());
+        if line.starts_with(first_said) {
+            break;
+        }
+    }
+    servebench_testkit::cli::interrupt(child);
+    let status = child.wait().unwrap();
+    seen.extend(rx.iter());
+    (status.code(), seen.join("\n"))
 }
