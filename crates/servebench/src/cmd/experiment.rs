@@ -5,7 +5,7 @@
 use crate::os::signal::{measuring_started, stop_on_signal, LaterSignals, INTERRUPTED_EXIT_CODE};
 use crate::progress::LineObserver;
 use servebench_runner::experiment::{plan_points, ExperimentConfig, PreparedExperiment};
-use servebench_runner::{InterruptMode, Interrupts, OutputConfig, RunConfig};
+use servebench_runner::{Interrupts, OutputConfig, RunConfig};
 use std::sync::Arc;
 
 /// Runs the experiment `exp`; returns the exit code.
@@ -44,15 +44,9 @@ pub fn run(mut cfg: RunConfig, output: OutputConfig, exp: ExperimentConfig) -> a
 /// (the cut one marked interrupted); the next exits at once, and then nothing of the experiment
 /// is written (its points are saved only in its one document).
 fn later_signals(run: &RunConfig, signal: &Interrupts) -> LaterSignals {
-    let abandon = (run.on_interrupt == InterruptMode::Drain).then(|| {
-        let second = "Interrupted again: cancelling this point's requests in flight; the experiment \
-                      is written now with its points so far (Ctrl-C once more to exit without it)";
-        (signal.abandon.clone(), second.to_owned())
-    });
-    LaterSignals {
-        abandon,
-        on_exit: "Interrupted again: exiting now; the experiment's document (every point of it) was \
-                  not written"
-            .into(),
-    }
+    let second = "Interrupted again: cancelling this point's requests in flight; the experiment is \
+                  written now with its points so far (Ctrl-C once more to exit without it)";
+    let on_exit = "Interrupted again: exiting now; the experiment's document (every point of it) was \
+                   not written";
+    LaterSignals::per_mode(run.on_interrupt, signal, second, on_exit.into())
 }

@@ -302,11 +302,8 @@ async fn measure(
 /// requests in flight (recorded as cancelled) and the run writes everything at once; the next
 /// exits at once, saying what was not written.
 fn later_signals(run: &RunConfig, signal: &Interrupts) -> LaterSignals {
-    let abandon = (run.on_interrupt == InterruptMode::Drain).then(|| {
-        let second = "Interrupted again: cancelling the requests in flight (recorded as cancelled); the \
-                      records and the result are written now (Ctrl-C once more to exit without them)";
-        (signal.abandon.clone(), second.to_owned())
-    });
+    let second = "Interrupted again: cancelling the requests in flight (recorded as cancelled); the \
+                  records and the result are written now (Ctrl-C once more to exit without them)";
     let records = match &run.records_path {
         Some(p) => format!(
             "the records file {} holds only the records written so far (`servebench report` warns \
@@ -315,10 +312,8 @@ fn later_signals(run: &RunConfig, signal: &Interrupts) -> LaterSignals {
         ),
         None => "no records file was asked for".to_owned(),
     };
-    LaterSignals {
-        abandon,
-        on_exit: format!("Interrupted again: exiting now; no result was written; {records}"),
-    }
+    let on_exit = format!("Interrupted again: exiting now; no result was written; {records}");
+    LaterSignals::per_mode(run.on_interrupt, signal, second, on_exit)
 }
 
 /// What the first Ctrl-C/SIGTERM says: it stops sending (in-flight requests per

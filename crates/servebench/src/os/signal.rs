@@ -90,6 +90,21 @@ pub struct LaterSignals {
     pub on_exit: String,
 }
 
+impl LaterSignals {
+    /// Per `--on-interrupt`: when draining, a second signal raises `signal.abandon` and says
+    /// `second`; otherwise it exits at once. `on_exit` is said when a signal exits at once.
+    pub fn per_mode(
+        mode: servebench_runner::InterruptMode,
+        signal: &servebench_runner::Interrupts,
+        second: &str,
+        on_exit: String,
+    ) -> LaterSignals {
+        let abandon = (mode == servebench_runner::InterruptMode::Drain)
+            .then(|| (signal.abandon.clone(), second.to_owned()));
+        LaterSignals { abandon, on_exit }
+    }
+}
+
 /// On the current runtime: the first Ctrl-C/SIGTERM exits at once before the measured phase,
 /// else prints `message` and cancels `stop`. With `later.abandon`, a second one cancels what is
 /// in flight (the run still writes everything) and a third exits at once (130); without it,
