@@ -252,6 +252,19 @@ pub enum DatasetName {
 }
 
 impl DatasetName {
+    /// The prompts are generated to a length the user asked for (random token text), so they
+    /// may be rewritten until the server counts that length; every other dataset's text is
+    /// sent as written.
+    pub fn has_synthetic_prompts(self) -> bool {
+        matches!(
+            self,
+            DatasetName::Random
+                | DatasetName::RandomMm
+                | DatasetName::RandomRerank
+                | DatasetName::PrefixRepetition
+        )
+    }
+
     /// The dataset's name with underscores (one spelling per dataset, for tables and messages).
     pub fn id(self) -> &'static str {
         match self {

@@ -249,10 +249,13 @@ fn request_id_prefix(args: &RunArgs) -> String {
     })
 }
 
-/// How many prompts are verified with /tokenize: vLLM verifies generation backends only.
+/// How many prompts are verified with /tokenize: vLLM's Rust client verifies the synthetic
+/// prompts of generation backends only. A dataset's text (sharegpt, sonnet, custom, …) is sent as
+/// written, never rewritten toward the client tokenizer's count (docs/backends.md).
 fn verify_prompts(args: &RunArgs, backend: BackendKind) -> usize {
     if args.skip_tokenize_verification
         || args.prompt_token_ids
+        || !args.dataset_name.kind.has_synthetic_prompts()
         || backend.is_pooling()
         || backend == BackendKind::Audio
     {

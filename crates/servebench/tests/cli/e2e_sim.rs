@@ -9,7 +9,7 @@ use std::process::Output;
 use servebench_testkit::cli::{interrupt, open_files_limit};
 use servebench_testkit::net::{accept_once, closed_port};
 
-use crate::support::{bin, text, tokenizer};
+use crate::support::{bin, data, text, tokenizer};
 
 fn sim_run(dir: &Path, extra: &[&str], key: Option<&str>) -> Output {
     let tok = tokenizer();
@@ -367,4 +367,64 @@ fn max_concurrency_beyond_the_open_files_limit_is_refused_with_the_fix() {
         stderr.contains("SB175") && stderr.contains("--max-concurrency") && stderr.contains("ulimit -n"),
         "{stderr}"
     );
+}
+
+/// The simulator counts prompts with cl100k_base, the client with SmolLM2: every prompt's
+/// length differs on the server. Runs `dataset` that way and returns the result and records.
+fn run_with_disagreeing_tokenizers(dataset: &[&str]) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = tokenizer();
+    let out = bin()
+        .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--sim-tokenizer", "cl100k_base"])
+        .args(["--tokenizer", tok.to_str().unwrap(), "--num-prompts", "3", "--disable-tqdm"])
+        .args([
+            "--save-result",
+            "--result-dir",
+            dir.path().to_str().unwrap(),
+            "--result-filename",
+            "run.json",
+        ])
+        .args(dataset)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json = serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+    let records = std::fs::read_to_string(dir.path().join("run.json.records.jsonl")).unwrap();
+    let records = records.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (json, records)
+}
+
+/// A dataset's text is sent as written, as vLLM sends it: a server that counts its tokens
+/// differently gets the prompts unchanged (its `usage.prompt_tokens` differs from the client's
+/// count), where synthetic random prompts are still rewritten to the exact server length.
+#[test]
+fn dataset_text_is_sent_as_written_when_the_server_counts_it_differently() {
+    let custom = data("custom_small.jsonl");
+    let (json, records) =
+        run_with_disagreeing_tokenizers(&["--dataset-name", "custom", "--dataset-path", &custom]);
+    assert_eq!(json["server_tokenize"]["verification"], "skipped", "{}", json["server_tokenize"]);
+    assert!(
+        records.iter().any(|r| r["prompt_tokens"] != r["server_prompt_tokens"]),
+        "every prompt was rewritten to the client's count: {records:?}"
+    );
+    let (json, records) =
+        run_with_disagreeing_tokenizers(&["--random-input-len", "40", "--random-output-len", "4"]);
+    assert_eq!(json["server_tokenize"]["verification"], "fixed", "{}", json["server_tokenize"]);
+    assert!(records.iter().all(|r| r["prompt_tokens"] == r["server_prompt_tokens"]), "{records:?}");
+}
+
+/// The simulator's value errors name the flags the user typed (`--sim-…`), not the library's
+/// field names (`--max-model-len` is the client's own flag, and `--ttft-ms` is calibrate's).
+#[test]
+fn simulator_value_errors_name_the_sim_flags() {
+    for (args, flag) in [
+        (&["--sim-max-model-len", "0"][..], "--sim-max-model-len"),
+        (&["--sim-ttft-ms=-5"][..], "--sim-ttft-ms"),
+        (&["--sim-model", ""][..], "--sim-model"),
+    ] {
+        let out = bin().args(["--sim", "--num-prompts", "1", "--disable-tqdm"]).args(args).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(&format!("invalid {flag}:")), "{args:?}: {stderr}");
+    }
 }
