@@ -34,8 +34,8 @@ impl TimingModel {
     /// Fixed timing from milliseconds. Errors on negative, NaN or infinite values.
     pub fn fixed_ms(ttft_ms: f64, itl_ms: f64) -> Result<Self> {
         Ok(TimingModel::Fixed {
-            ttft: ms_to_duration("--ttft-ms", ttft_ms)?,
-            itl: ms_to_duration("--itl-ms", itl_ms)?,
+            ttft: ms_to_duration("--sim-ttft-ms", ttft_ms)?,
+            itl: ms_to_duration("--sim-itl-ms", itl_ms)?,
         })
     }
 }
@@ -238,11 +238,11 @@ impl SimConfig {
     /// Checks the values; `start` calls this.
     pub fn validate(&self) -> Result<()> {
         if self.model.is_empty() {
-            return Err(BenchError::config("--model", "must not be empty", "pass the served model name"));
+            return Err(BenchError::config("--sim-model", "must not be empty", "pass the served model name"));
         }
         if self.max_model_len == 0 {
             return Err(BenchError::config(
-                "--max-model-len",
+                "--sim-max-model-len",
                 "must be at least 1",
                 "pass a positive length",
             ));

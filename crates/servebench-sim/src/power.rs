@@ -102,10 +102,11 @@ impl GpuPower {
             prom::family(&mut out, name, kind, help);
             for g in 0..c.gpus {
                 let (gpu, uuid) = (g.to_string(), format!("GPU-5e5e0000-0000-4000-8000-{g:012}"));
+                let device = format!("nvidia{g}");
                 let labels = [
                     ("gpu", gpu.as_str()),
                     ("UUID", uuid.as_str()),
-                    ("device", "nvidia0"),
+                    ("device", device.as_str()),
                     ("modelName", "Simulated GPU"),
                     ("Hostname", "servebench-sim"),
                 ];
@@ -145,5 +146,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Hostname=\"servebench-sim\"} 525000\n"), "{text}");
+        // Each GPU is its own device, as dcgm-exporter labels them (all were `nvidia0`).
+        assert!(
+            text.contains("gpu=\"1\",UUID=\"GPU-5e5e0000-0000-4000-8000-000000000001\",device=\"nvidia1\""),
+            "{text}"
+        );
     }
 }
