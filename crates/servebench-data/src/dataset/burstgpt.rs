@@ -69,8 +69,15 @@ fn read_rows(file: &DataFile) -> Result<Vec<Row>> {
             continue;
         }
         let (req, resp) = (number(request, REQUEST)?, number(response, RESPONSE)?);
+        if req < 0.0 {
+            return Err(file.error(
+                at,
+                format!("'{REQUEST}' is {req}, a negative count"),
+                "fix or remove the line",
+            ));
+        }
         if resp > 0.0 {
-            rows.push((req.max(0.0) as usize, resp as usize));
+            rows.push((req as usize, resp as usize));
         }
     }
     if rows.is_empty() {
@@ -163,6 +170,17 @@ mod tests {
         );
         let err =
             generate_burstgpt(&BurstGptConfig { path }, &Sampling::default(), tok.as_ref()).unwrap_err();
+        assert_eq!(err.code(), servebench_core::ErrorCode::DatasetFile);
+    }
+
+    #[test]
+    fn a_negative_request_token_count_is_refused_naming_its_line() {
+        let tok = crate::load_tokenizer("cl100k_base").unwrap();
+        let (_d, path) = write(&format!("{CSV}7,GPT-4,-3,3,0,API log\n"));
+        let err =
+            generate_burstgpt(&BurstGptConfig { path }, &Sampling::default(), tok.as_ref()).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("line 6") && text.contains("negative"), "{text}");
         assert_eq!(err.code(), servebench_core::ErrorCode::DatasetFile);
     }
 }

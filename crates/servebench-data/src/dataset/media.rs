@@ -198,9 +198,25 @@ fn data_url_of_file(path: &Path) -> Result<String, MediaProblem> {
     if size > MAX_IMAGE_BYTES {
         return Err(too_large(&what));
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| problem_from(format_args!("{what} cannot be read"), e, fix))?;
+    // The size in the metadata is not a bound for a device or a pipe (`/dev/zero` reports 0):
+    // the read itself stops one byte past the limit.
+    let file =
+        std::fs::File::open(path).map_err(|e| problem_from(format_args!("{what} cannot be read"), e, fix))?;
+    let bytes = read_capped(file, &what, fix)?;
     data_url(&bytes, &what)
+}
+
+/// Every byte of `reader`, or the too-large problem once it passes [`MAX_IMAGE_BYTES`].
+fn read_capped(reader: impl Read, what: &str, fix: &str) -> Result<Vec<u8>, MediaProblem> {
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_IMAGE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| problem_from(format_args!("{what} could not be read"), e, fix))?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(too_large(what));
+    }
+    Ok(bytes)
 }
 
 fn too_large(what: &str) -> MediaProblem {
@@ -220,17 +236,7 @@ fn data_url_of_remote(url: &str) -> Result<String, MediaProblem> {
             std::thread::sleep(Duration::from_secs(attempt));
         }
         match ureq::get(url).timeout(Duration::from_secs(60)).call() {
-            Ok(resp) => {
-                let mut bytes = Vec::new();
-                resp.into_reader()
-                    .take(MAX_IMAGE_BYTES + 1)
-                    .read_to_end(&mut bytes)
-                    .map_err(|e| problem_from(format_args!("{what} could not be read"), e, fix))?;
-                if bytes.len() as u64 > MAX_IMAGE_BYTES {
-                    return Err(too_large(&what));
-                }
-                return data_url(&bytes, &what);
-            }
+            Ok(resp) => return data_url(&read_capped(resp.into_reader(), &what, fix)?, &what),
             Err(ureq::Error::Status(code, _)) if code < 500 => {
                 return Err(problem(format!("{what} could not be fetched: HTTP {code}"), fix))
             }
@@ -298,6 +304,15 @@ mod tests {
         assert_eq!(sniff_image(b"\0\0\0\x1cftypavif"), Some("image/avif"));
         assert_eq!(sniff_image(b"hello"), None);
         assert_eq!(sniff_image(b""), None);
+    }
+
+    /// `/dev/zero` reports a size of 0 in its metadata: the read itself must stop at the
+    /// limit (it read until the machine ran out of memory).
+    #[cfg(unix)]
+    #[test]
+    fn an_endless_file_stops_at_the_image_size_limit() {
+        let e = MediaResolver::new(true).url("/dev/zero").unwrap_err();
+        assert!(e.problem.text.contains("is larger than 64 MiB"), "{e:?}");
     }
 }
 
