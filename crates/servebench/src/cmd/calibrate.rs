@@ -12,6 +12,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use crate::cli::subcommands::CalibrateArgs;
@@ -139,9 +140,51 @@ fn start_sim(
         match rx.recv_timeout(left) {
             Ok(Ok(url)) => return Ok((guard, url)),
             Ok(Err(line)) => errors.push(line),
-            Err(_) => bail!("the simulator did not start: {}", errors.join(" | ")),
+            Err(RecvTimeoutError::Disconnected) => return Err(sim_exited(exe, &mut guard, &errors)),
+            Err(RecvTimeoutError::Timeout) => {
+                bail!("the simulator did not say where it listens within 60 s{}", said(&errors))
+            }
         }
     }
+}
+
+/// The simulator closed its stderr without saying where it listens: it exited (or is about
+/// to). SB101 naming `--sim-exe`, its exit status and what it printed.
+fn sim_exited(exe: &Path, guard: &mut ChildGuard, errors: &[String]) -> anyhow::Error {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        match guard.0.try_wait() {
+            Ok(Some(s)) => break s.to_string(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => break "still running, its stderr closed".to_owned(),
+        }
+    };
+    BenchError::config(
+        "--sim-exe",
+        format!("the simulator {} did not start ({status}){}", exe.display(), said(errors)),
+        "pass a servebench binary (`servebench sim` must run), or drop --sim-exe to use this one",
+    )
+    .into()
+}
+
+/// `: "line | line"` of what the simulator printed, or that it printed nothing.
+fn said(errors: &[String]) -> String {
+    match errors {
+        [] => ", and printed nothing".to_owned(),
+        lines => format!(": {}", lines.join(" | ")),
+    }
+}
+
+/// `--json PATH` must be writable where it is named before minutes of calibration, not after.
+fn check_json_path(path: &Path) -> anyhow::Result<()> {
+    if path.is_dir() {
+        return Err(bad("--json", format!("{} is a directory", path.display())));
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(bad("--json", format!("the directory {} does not exist", parent.display())));
+    }
+    Ok(())
 }
 
 /// Stops the simulator with SIGTERM (it then writes its ground-truth log) and waits for it.
@@ -316,10 +359,17 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
     if args.requests == Some(0) {
         return Err(bad("--requests", "must be at least 1"));
     }
-    servebench_sim::TimingModel::fixed_ms(args.ttft_ms, args.itl_ms)?;
+    for (flag, ms) in [("--ttft-ms", args.ttft_ms), ("--itl-ms", args.itl_ms)] {
+        if !ms.is_finite() || !(0.0..=86_400_000.0).contains(&ms) {
+            return Err(bad(flag, format!("must be a number of milliseconds in [0, 86400000] (got {ms})")));
+        }
+    }
     let own = std::env::current_exe().context("locating the servebench binary")?;
     let sim_exe = args.sim_exe.clone().unwrap_or_else(|| own.clone());
     let exe = args.client_exe.clone().unwrap_or(own);
+    if let Some(path) = &args.json {
+        check_json_path(path)?;
+    }
     for (flag, path) in [("--sim-exe", &sim_exe), ("--client-exe", &exe)] {
         if !path.is_file() {
             return Err(bad(flag, format!("{} is not a file", path.display())));

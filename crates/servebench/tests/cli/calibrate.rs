@@ -51,3 +51,29 @@ fn calibrate_rejects_bad_levels() {
     let out = bin().args(["calibrate", "--levels", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A `--sim-exe` that exits at once is SB101 naming the flag, its exit status and that it
+/// printed nothing (it was an uncoded "the simulator did not start: " with an empty reason).
+#[test]
+fn a_sim_exe_that_exits_at_once_is_named_with_its_status() {
+    let out = bin().args(["calibrate", "--levels", "1", "--sim-exe", "/bin/false"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("SB101") && stderr.contains("--sim-exe"), "{stderr}");
+    assert!(stderr.contains("exit status: 1") && stderr.contains("printed nothing"), "{stderr}");
+}
+
+/// A `--json` path that cannot be written is refused before the calibration runs (it was
+/// found only after every level had run, and lost the calibration).
+#[test]
+fn an_unwritable_json_path_is_refused_before_calibrating() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir").join("cal.json");
+    for path in [missing.as_path(), dir.path()] {
+        let out = bin().args(["calibrate", "--levels", "1", "--json"]).arg(path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("SB101") && stderr.contains("--json"), "{stderr}");
+        assert!(!stderr.contains("simulator at"), "the calibration started: {stderr}");
+    }
+}
