@@ -225,8 +225,19 @@ pub fn parse_request_rate(text: &str) -> Result<f64> {
     if r.is_nan() || r <= 0.0 {
         return Err(BenchError::config("--request-rate", format!("must be > 0 or inf (got {text})"), fix));
     }
+    if r < MIN_REQUEST_RATE {
+        // The schedule's gaps would be days to ages: the run would wait without a word.
+        return Err(BenchError::config(
+            "--request-rate",
+            format!("{text} is below one request per day (a mean gap of {:.3e} s between requests)", 1.0 / r),
+            fix,
+        ));
+    }
     Ok(r)
 }
+
+/// The lowest `--request-rate`: one request per day.
+pub const MIN_REQUEST_RATE: f64 = 1.0 / 86_400.0;
 
 #[cfg(test)]
 mod tests {
@@ -234,6 +245,14 @@ mod tests {
 
     fn code_of(e: BenchError) -> &'static str {
         e.code().as_str()
+    }
+
+    #[test]
+    fn a_rate_below_one_request_per_day_is_refused_not_waited_for() {
+        let e = parse_request_rate("1e-300").unwrap_err();
+        assert_eq!(code_of(e), "SB101");
+        assert!(parse_request_rate("1e-300").unwrap_err().to_string().contains("below one request per day"));
+        assert_eq!(parse_request_rate("0.001").unwrap(), 0.001);
     }
 
     #[test]

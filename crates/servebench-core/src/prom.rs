@@ -78,6 +78,17 @@ pub struct PromSample {
     pub value: f64,
 }
 
+/// A malformed line as an error shows it: control characters escaped (a binary body, such as a
+/// compressed or protobuf exposition, must not reach the terminal raw) and cut to 80 characters.
+fn shown_line(line: &str) -> String {
+    const MAX: usize = 80;
+    let escaped: String = line.escape_debug().collect();
+    match escaped.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &escaped[..at]),
+        None => escaped,
+    }
+}
+
 /// Parses the Prometheus text exposition format (0.0.4): `# ` comment lines and blank lines
 /// are skipped; a sample is `name[{label="value",…}] value [timestamp]`, names may contain
 /// colons (vLLM's do), label values may contain `\\`, `\"` and `\n` escapes, values may be
@@ -89,7 +100,7 @@ pub fn parse_text(text: &str) -> std::result::Result<Vec<PromSample>, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let bad = |why: &str| format!("line {}: {why}: {line}", no + 1);
+        let bad = |why: &str| format!("line {}: {why}: {}", no + 1, shown_line(line));
         let name_end = line.find(|c: char| c == '{' || c.is_whitespace()).ok_or_else(|| bad("no value"))?;
         let name = &line[..name_end];
         if name.is_empty()
@@ -174,6 +185,16 @@ pub fn parse_types(text: &str) -> Vec<(String, Kind)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A binary body (gzip read as text) is shown escaped and cut in the error, never raw.
+    #[test]
+    fn a_binary_line_is_shown_escaped_and_cut() {
+        let body = format!("\u{1f}\u{fffd}\u{8}\u{1b}[2J{}\n", "x".repeat(300));
+        let err = parse_text(&body).unwrap_err();
+        assert!(!err.chars().any(|c| c.is_control()), "{err:?}");
+        assert!(err.contains("\\u{1b}") && err.ends_with('…'), "{err}");
+        assert!(err.chars().count() < 140, "{err}");
+    }
 
     #[test]
     fn what_the_writer_writes_the_reader_reads_back() {
