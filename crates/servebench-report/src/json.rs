@@ -118,12 +118,12 @@ pub fn result_object(
 /// keep what was measured.
 fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed: bool) {
     let mut recs: Vec<&RequestRecord> = records.iter().collect();
-    recs.sort_by_key(|r| r.index);
-    let times: Vec<RequestTimes> = recs.iter().map(|r| RequestTimes::of(r)).collect();
-    // `Some(times)` for a completed request, `None` for one that did not complete.
+    recs.sort_unstable_by_key(|r| r.index);
+    // `Some(times)` for a completed request, `None` for one that did not complete. The times
+    // are derived per column, not held for every request (120 bytes each at a million).
     let col = |f: &dyn Fn(&RequestRecord, Option<&RequestTimes>) -> Value| -> Value {
-        let completed = |r: &RequestRecord| r.outcome == Outcome::Completed;
-        Value::Array(recs.iter().zip(&times).map(|(r, t)| f(r, completed(r).then_some(t))).collect())
+        let times = |r: &RequestRecord| (r.outcome == Outcome::Completed).then(|| RequestTimes::of(r));
+        Value::Array(recs.iter().map(|r| f(r, times(r).as_ref())).collect())
     };
     if detailed {
         o.insert("input_lens".into(), col(&|r, _| Value::from(r.prompt_tokens)));
@@ -149,7 +149,7 @@ fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed
         );
     }
     // Measured for every dispatched request, whatever its outcome (as vLLM's semaphore wait).
-    let queue = times.iter().map(|t| Value::from(t.queue_us.map_or(0.0, secs))).collect();
+    let queue = recs.iter().map(|r| Value::from(RequestTimes::of(r).queue_us.map_or(0.0, secs))).collect();
     o.insert("queue_times".into(), Value::Array(queue));
     if detailed {
         o.insert(
