@@ -124,11 +124,28 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
                 prompt.truncate(cut);
                 s = sample(&template, cfg.output_len, tok, prompt.clone())?;
             }
+            let nothing_drawn = extra > 0 && prompt.len() <= floor;
+            if nothing_drawn || s.prompt_len as usize > cfg.input_len {
+                return Err(no_line_fits(cfg, s.prompt_len));
+            }
             Ok(s)
         })
         .collect();
     let samples = requests.into_iter().collect::<Result<Vec<_>>>()?;
     Ok(finish(samples, sampling))
+}
+
+/// No drawn prompt fits `--sonnet-input-len`: the text's lines are too long for it. Sending the
+/// instruction (and prefix) alone would be a prompt far shorter than asked, without a word.
+fn no_line_fits(cfg: &SonnetConfig, kept_len: u32) -> BenchError {
+    BenchError::config(
+        "--sonnet-input-len",
+        format!(
+            "{} tokens hold no line of the text after the instruction and prefix ({kept_len} tokens without any drawn line)",
+            cfg.input_len
+        ),
+        "pass a larger --sonnet-input-len, a smaller --sonnet-prefix-len, or a text with shorter lines",
+    )
 }
 
 /// The template as used: `openai-chat` with a tokenizer that has no chat template counts the

@@ -233,6 +233,29 @@ fn sonnet_reads_a_text_file() {
     assert!(w.requests.iter().all(|r| r.prompt_tokens <= 60));
 }
 
+/// A text whose every line is longer than `--sonnet-input-len` leaves room for no drawn line:
+/// the prompts were the bare instruction (13 tokens for an asked 300), sent without a word.
+#[test]
+fn a_text_whose_lines_never_fit_the_input_len_is_refused_not_sent_as_the_instruction() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("long.txt");
+    let line = "the quick brown fox jumps over the lazy dog ".repeat(60);
+    std::fs::write(&p, format!("{line}\n{line}\n")).unwrap();
+    let cfg = SonnetConfig {
+        path: Some(p),
+        input_len: 300,
+        output_len: 5,
+        prefix_len: 0,
+        ..SonnetConfig::default()
+    };
+    let e = generate_sonnet(&cfg, &sampling(3), tok().as_ref()).unwrap_err();
+    assert_eq!(e.code().as_str(), "SB101", "{e}");
+    assert!(
+        e.to_string().contains("--sonnet-input-len") && e.to_string().contains("no line of the text"),
+        "{e}"
+    );
+}
+
 #[test]
 fn prefix_repetition_shares_exact_prefixes() {
     let t = tok();
