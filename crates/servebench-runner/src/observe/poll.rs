@@ -36,12 +36,28 @@ pub struct PollCtx {
     pub latest: LatestServer,
 }
 
-/// GET the source's path once; the body as text.
-pub async fn get_text(src: &Source) -> Result<String, String> {
+/// How long one poll may take: the poll interval, at least 2 s and at most 10 s (the control
+/// calls' timeout). A hung endpoint then costs the measured phase's start (which waits for the
+/// baseline) and its end (the last poll) at most this, not 10 s each, and polls stay near their
+/// interval.
+pub fn poll_timeout(interval: Duration) -> Duration {
+    interval.clamp(Duration::from_secs(2), Duration::from_secs(10))
+}
+
+/// GET the source's path once, within `timeout`; the body as text.
+pub async fn get_text(src: &Source, timeout: Duration) -> Result<String, String> {
     let client = src.client.as_ref().map_err(Clone::clone)?;
-    let r = client
-        .request_raw(http::Method::GET, &src.path, &src.headers, None)
+    let answer =
+        tokio::time::timeout(timeout, client.request_raw(http::Method::GET, &src.path, &src.headers, None));
+    let r = answer
         .await
+        .map_err(|_| {
+            format!(
+                "GET {}: no answer within {:.1} s (a poll's limit: the poll interval, at least 2 s); fix: check that the server is running at that URL",
+                src.url,
+                timeout.as_secs_f64()
+            )
+        })?
         .map_err(|e| e.to_string())?;
     if !(200..300).contains(&r.status) {
         return Err(format!("GET {}: HTTP {}", src.url, r.status));
@@ -97,7 +113,7 @@ pub async fn scrape_endpoint(src: Source, ctx: PollCtx, baseline: CancellationTo
     let lines = ctx.writer.enabled();
     let mut ticker = Ticker::new(baseline);
     while let Some(t_s) = ticker.tick(&ctx).await {
-        let parsed = get_text(&src).await.and_then(|t| {
+        let parsed = get_text(&src, poll_timeout(ctx.interval)).await.and_then(|t| {
             let scrape = Scrape::parse(&t).map_err(|e| format!("unparsable /metrics: {e}"))?;
             Ok((sample_of(&scrape, t_s), scrape))
         });
@@ -204,7 +220,7 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
                 for src in sources {
                     let host =
                         src.url.split("://").nth(1).unwrap_or(&src.url).split('/').next().unwrap_or("");
-                    let r = get_text(src).await.and_then(|t| {
+                    let r = get_text(src, poll_timeout(ctx.interval)).await.and_then(|t| {
                         let samples = servebench_core::prom::parse_text(&t)
                             .map_err(|e| format!("unparsable /metrics: {e}"))?;
                         Ok(parse_dcgm(&samples, host, t_s))

@@ -152,6 +152,42 @@ fn several_endpoints_are_summarised_apart_and_every_scrape_is_a_line_of_the_file
     rt.block_on(b.shutdown());
 }
 
+/// An exporter that accepts and never answers: each poll gave up after the 10 s control
+/// timeout, so the measured phase waited 10 s for its baseline and 10 s more for its last poll
+/// (a 2.5 s run took 30 s). A poll now gives up after its own limit (the interval, at least
+/// 2 s) and says so; the run's own scrapes of the base URL are unaffected.
+#[test]
+fn a_metrics_url_that_never_answers_fails_each_poll_at_the_poll_limit() {
+    let rt = runtime();
+    let a = sim(&rt, Personality::Vllm, None);
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung = format!("http://{}/metrics", silent.local_addr().unwrap());
+    let holder = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((c, _)) = silent.accept() {
+            held.push(c);
+            if held.len() >= 4 {
+                break;
+            }
+        }
+        held
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(dir.path(), &a.base_url(), &["--scrape-metrics", "--server-metrics-url", &hung]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r = result(dir.path());
+    let eps = r["server_metrics"]["endpoints"].as_array().unwrap();
+    let silent_ep = eps.iter().find(|e| e["url"] == hung.as_str()).unwrap();
+    assert_eq!(silent_ep["scrapes"].as_u64(), Some(0), "{silent_ep}");
+    assert!(silent_ep["failed_scrapes"].as_u64().unwrap() >= 2, "{silent_ep}");
+    let last = silent_ep["last_error"].as_str().unwrap();
+    assert!(last.contains("no answer within 2.0 s"), "{last}");
+    let loaded = eps.iter().find(|e| e["url"] != hung.as_str()).unwrap();
+    assert_eq!(loaded["meanings"]["generation_tokens"]["delta"].as_f64(), Some((PROMPTS * OUT) as f64));
+    drop(holder);
+    rt.block_on(a.shutdown());
+}
+
 /// The DCGM reading of `name` for GPU `gpu` in a file line.
 fn reading(line: &Value, name: &str, gpu: &str) -> Option<f64> {
     line["series"].as_array()?.iter().find(|s| s["name"] == name && s["labels"]["gpu"] == gpu)?["value"]
