@@ -291,7 +291,9 @@ pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<Prepa
     let mut last_ts = f64::NEG_INFINITY;
     for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
         let line = line.map_err(unreadable)?;
-        let Some(row) = parse_line(&line, i + 1, &cfg.labels, &mut last_ts)? else { continue };
+        // A byte-order mark (Windows editors write one) is not part of the first row.
+        let text = if i == 0 { line.strip_prefix('\u{feff}').unwrap_or(&line) } else { &line };
+        let Some(row) = parse_line(text, i + 1, &cfg.labels, &mut last_ts)? else { continue };
         seen += 1;
         if seen > cfg.num_prompts {
             continue;

@@ -99,7 +99,11 @@ impl DataFile {
 
     /// The file as UTF-8 text; invalid UTF-8 is reported with its line.
     pub fn read_text(&self) -> Result<String> {
-        let bytes = self.read_bytes()?;
+        let mut bytes = self.read_bytes()?;
+        // A byte-order mark (Windows editors write one) is not part of the first record.
+        if bytes.starts_with(UTF8_BOM) {
+            bytes.drain(..UTF8_BOM.len());
+        }
         String::from_utf8(bytes).map_err(|e| {
             let at = e.utf8_error().valid_up_to();
             let line = line_of(e.as_bytes(), at);
@@ -111,6 +115,9 @@ impl DataFile {
         })
     }
 }
+
+/// The UTF-8 byte-order mark.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// 1-based line of byte `offset` in `bytes`.
 pub fn line_of(bytes: &[u8], offset: usize) -> usize {
@@ -138,10 +145,12 @@ impl Format {
             "jsonl" | "ndjson" => Format::JsonLines,
             "parquet" => Format::Parquet,
             _ if head.starts_with(b"PAR1") => Format::Parquet,
-            _ => match head.iter().find(|c| !c.is_ascii_whitespace()) {
-                Some(b'{') => Format::JsonLines,
-                _ => Format::JsonArray,
-            },
+            _ => {
+                match head.strip_prefix(UTF8_BOM).unwrap_or(head).iter().find(|c| !c.is_ascii_whitespace()) {
+                    Some(b'{') => Format::JsonLines,
+                    _ => Format::JsonArray,
+                }
+            }
         }
     }
 }
@@ -239,7 +248,7 @@ fn parse_lines<'a, T: Deserialize<'a> + Send>(
     if lines.is_empty() {
         return Err(file.error(Location::File, "the file is empty", "pass a file with records in it"));
     }
-    lines
+    let parsed: Result<Vec<(Location, T)>> = lines
         .par_iter()
         .map(|&(n, line)| {
             serde_json::from_str::<T>(line).map(|v| (Location::Line(n), v)).map_err(|e| {
@@ -262,7 +271,31 @@ fn parse_lines<'a, T: Deserialize<'a> + Send>(
                 file.error_from(Location::Line(n), format!("{e}"), fix, e)
             })
         })
-        .collect()
+        .collect();
+    parsed.map_err(|e| not_json_lines(file, text, lines[0].1).unwrap_or(e))
+}
+
+/// Why a file that failed as JSON Lines is not JSON Lines at all, when it is one JSON document:
+/// an array (of records), or an object written over several lines (pretty-printed). Each line's
+/// own error ("EOF while parsing an object", "expected a string") would not say so.
+fn not_json_lines(file: &DataFile, text: &str, first_line: &str) -> Option<BenchError> {
+    let first = first_line.trim_start();
+    if first.starts_with('[') {
+        return Some(file.error(
+            Location::File,
+            "the file is a JSON array, not JSON Lines (one JSON object per line)",
+            "write one object per line, e.g. jq -c '.[]' FILE > FILE.jsonl",
+        ));
+    }
+    let spread = first.starts_with('{') && serde_json::from_str::<&RawValue>(first).is_err();
+    if spread && serde_json::from_str::<&RawValue>(text).is_ok() {
+        return Some(file.error(
+            Location::File,
+            "the file is one JSON object written over several lines (pretty-printed), not JSON Lines",
+            "write each record on its own line, e.g. jq -c . FILE > FILE.jsonl",
+        ));
+    }
+    None
 }
 
 /// Reads the rows of a Parquet file as JSON objects (column name → value).
@@ -351,6 +384,43 @@ mod source_tests {
         let err = parse_json_lines::<Value>(&file, &file.read_text().unwrap()).unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
         assert!(err.source().is_some_and(|s| s.is::<serde_json::Error>()), "{err}");
+    }
+
+    /// A file saved with a byte-order mark failed on line 1 with "expected value at line 1
+    /// column 1", though every line was a valid record.
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bom.data");
+        std::fs::write(&path, b"\xEF\xBB\xBF{\"a\": 1}\n{\"a\": 2}\n").unwrap();
+        let rows = read_records(&DataFile::new(&path)).unwrap();
+        assert_eq!(rows.iter().map(|(_, v)| v["a"].as_i64().unwrap()).collect::<Vec<_>>(), [1, 2]);
+        std::fs::write(&path, b"\xEF\xBB\xBF[{\"a\": 3}]").unwrap();
+        assert_eq!(read_records(&DataFile::new(&path)).unwrap()[0].1["a"], 3);
+    }
+
+    /// A pretty-printed object failed as "line 1: EOF while parsing an object … the line ends
+    /// early (truncated?)", and an array in a `.jsonl` file as "invalid type: map, expected a
+    /// string": neither said the file is one JSON document, not lines.
+    #[test]
+    fn a_json_document_in_a_lines_file_is_named_as_such() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Line {
+            prompt: String,
+        }
+        let file = DataFile::new("data.jsonl");
+        let problem_of = |text: &str| match parse_json_lines::<Line>(&file, text) {
+            Err(servebench_core::BenchError::DatasetFile { problem, fix, .. }) => format!("{problem}; {fix}"),
+            other => panic!("expected SB204, got {other:?}"),
+        };
+        let pretty = problem_of("{\n  \"prompt\": \"hi\"\n}\n");
+        assert!(pretty.contains("pretty-printed") && pretty.contains("jq -c ."), "{pretty}");
+        let array = problem_of("[{\"prompt\": \"hi\"}]\n");
+        assert!(array.contains("a JSON array, not JSON Lines") && array.contains("jq -c '.[]'"), "{array}");
+        // A line cut short stays that line's error.
+        let cut = problem_of("{\"prompt\": \"hi\"}\n{\"prompt\": \n");
+        assert!(cut.contains("truncated?"), "{cut}");
     }
 
     #[test]

@@ -197,6 +197,22 @@ fn trace_workload_digest_is_pinned() {
     assert_eq!(workload_digest(&t.workload, &t.offsets_us), TRACE);
 }
 
+/// A trace saved with a byte-order mark failed on line 1 ("is not JSON"): the mark is not part
+/// of the first row, and the workload is the one without it.
+#[test]
+fn a_trace_with_a_byte_order_mark_is_the_trace_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = trace_file(dir.path());
+    let marked = dir.path().join("marked.jsonl");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(&plain).unwrap());
+    std::fs::write(&marked, bytes).unwrap();
+    let t = smollm2();
+    let a = build_trace_workload(&trace_cfg(plain), t.as_ref()).unwrap();
+    let b = build_trace_workload(&trace_cfg(marked), t.as_ref()).unwrap();
+    assert_eq!(workload_digest(&b.workload, &b.offsets_us), workload_digest(&a.workload, &a.offsets_us));
+}
+
 fn sampling(n: usize) -> Sampling {
     Sampling { num_prompts: n, seed: 4, shuffle: true, oversample: true }
 }
