@@ -115,7 +115,7 @@ fn start_sim(
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .context("starting `servebench sim`")?;
+        .map_err(|e| bad("--sim-exe", format!("{} cannot be run: {e}", exe.display())))?;
     let mut guard = ChildGuard(child);
     let stderr = guard.0.stderr.take().context("reading the simulator's stderr")?;
     let (tx, rx) = std::sync::mpsc::channel();
@@ -142,7 +142,9 @@ fn start_sim(
             Ok(Err(line)) => errors.push(line),
             Err(RecvTimeoutError::Disconnected) => return Err(sim_exited(exe, &mut guard, &errors)),
             Err(RecvTimeoutError::Timeout) => {
-                bail!("the simulator did not say where it listens within 60 s{}", said(&errors))
+                let what =
+                    format!("{} did not say where it listens within 60 s{}", exe.display(), said(&errors));
+                return Err(BenchError::config("--sim-exe", what, SIM_EXE_FIX).into());
             }
         }
     }
@@ -162,10 +164,13 @@ fn sim_exited(exe: &Path, guard: &mut ChildGuard, errors: &[String]) -> anyhow::
     BenchError::config(
         "--sim-exe",
         format!("the simulator {} did not start ({status}){}", exe.display(), said(errors)),
-        "pass a servebench binary (`servebench sim` must run), or drop --sim-exe to use this one",
+        SIM_EXE_FIX,
     )
     .into()
 }
+
+const SIM_EXE_FIX: &str =
+    "pass a servebench binary (`servebench sim` must run), or drop --sim-exe to use this one";
 
 /// `: "line | line"` of what the simulator printed, or that it printed nothing.
 fn said(errors: &[String]) -> String {
@@ -252,7 +257,7 @@ fn run_level(
         .args(["--result-filename", &file])
         .stdin(Stdio::null())
         .output()
-        .context("running the client")?;
+        .map_err(|e| bad("--client-exe", format!("{} cannot be run: {e}", exe.display())))?;
     let wall_s = t0.elapsed().as_secs_f64();
     if !out.status.success() {
         bail!(

@@ -77,3 +77,19 @@ fn an_unwritable_json_path_is_refused_before_calibrating() {
         assert!(!stderr.contains("simulator at"), "the calibration started: {stderr}");
     }
 }
+
+/// A `--sim-exe` or `--client-exe` that is a file but cannot be run (no execute permission) is
+/// SB101 naming the flag and the OS error (it was an uncoded "starting `servebench sim`").
+#[test]
+fn an_exe_that_cannot_be_run_is_named_with_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("not-a-program");
+    std::fs::write(&data, "plain text\n").unwrap();
+    let out = bin().args(["calibrate", "--levels", "1", "--sim-exe"]).arg(&data).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("SB101") && stderr.contains("--sim-exe") && stderr.contains("cannot be run"),
+        "{stderr}"
+    );
+}
