@@ -83,8 +83,11 @@ pub struct ExecOptions {
     pub request_timeout: Option<Duration>,
     /// Bound on the time without any received byte (response head or body frame).
     pub stall_timeout: Option<Duration>,
-    /// Bound on one SSE event (and on a non-streaming body).
+    /// Bound on one SSE event.
     pub max_event_bytes: usize,
+    /// Bound on a non-streamed (whole) response body (`--max-response-bytes`): pooling
+    /// answers carry vectors, megabytes for a large embedding batch or token-level pooling.
+    pub max_body_bytes: usize,
     /// After `[DONE]`, how long to wait for the end of the body before dropping the
     /// connection (it is reused only when the body ends).
     pub drain_timeout: Duration,
@@ -99,6 +102,9 @@ pub struct ExecOptions {
 /// Events a stream may have beyond `runaway_factor × max_tokens` (role, usage, `[DONE]` and
 /// keep-alive events of servers that send them as data).
 pub const RUNAWAY_SLACK_EVENTS: u64 = 16;
+
+/// Default of [`ExecOptions::max_body_bytes`] (`--max-response-bytes`): 256 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 256 << 20;
 
 /// Default of [`ExecOptions::runaway_factor`] (`--runaway-stream-factor`).
 pub const DEFAULT_RUNAWAY_FACTOR: u32 = 4;
@@ -120,6 +126,7 @@ impl Default for ExecOptions {
             request_timeout: None,
             stall_timeout: None,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             drain_timeout: Duration::from_secs(1),
             keep_text_without_usage: false,
             runaway_factor: DEFAULT_RUNAWAY_FACTOR,

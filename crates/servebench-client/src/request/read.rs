@@ -108,7 +108,7 @@ impl BodyRead<'_> {
         record: &mut RequestRecord,
         opts: &ExecOptions,
     ) {
-        let read = self.whole(opts.max_event_bytes).await;
+        let read = self.whole(opts.max_body_bytes).await;
         let mut t = self.clock.now_us();
         match read {
             Ok((b, true, at)) => {
@@ -124,7 +124,7 @@ impl BodyRead<'_> {
                 record.done_us = Some(t);
                 record.fail(
                     ErrorKind::EventTooLarge,
-                    format!("response body larger than {} bytes", opts.max_event_bytes),
+                    format!("response body larger than {} bytes (--max-response-bytes)", opts.max_body_bytes),
                 );
             }
             Err(Failed { kind, cause, message }) => {

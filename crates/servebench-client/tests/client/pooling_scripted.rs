@@ -23,13 +23,17 @@ async fn serve(mut steps: Vec<Step>) -> ScriptedServer {
 }
 
 async fn run_one(server: &ScriptedServer, backend: BackendKind) -> RequestRecord {
+    run_with(server, backend, &ExecOptions::default()).await
+}
+
+async fn run_with(server: &ScriptedServer, backend: BackendKind, opts: &ExecOptions) -> RequestRecord {
     let client =
         HttpClient::new(ClientOptions { base_url: server.base_url(), ..ClientOptions::default() }).unwrap();
     let cfg = TargetConfig { backend, model: "m".into(), ..TargetConfig::default() };
     let target = RequestTarget::new(&client, &cfg).unwrap();
     let spec = RequestSpec::new(0, Prompt::Text(Arc::from("hello")), 5, 4);
     let rec = RequestRecord::scheduled(0, "bench-0".into(), 0, 5, 4);
-    execute(&client, &target, &spec, rec, &RunClock::start(), &ExecOptions::default()).await
+    execute(&client, &target, &spec, rec, &RunClock::start(), opts).await
 }
 
 #[tokio::test]
@@ -60,6 +64,37 @@ async fn non_streaming_latency_ends_at_the_last_body_byte() {
     assert_eq!(t.ttft_us, t.e2el_us, "TTFT = E2EL = last body byte for non-streaming");
     assert!(t.e2el_us.unwrap() >= (headers - dispatched) + 300_000);
     assert_eq!((r.server_prompt_tokens, r.completion_tokens), (Some(5), Some(0)));
+}
+
+/// An embeddings answer of `dims` floats written as vLLM writes them (about 20 bytes each).
+fn embedding_body(dims: usize) -> String {
+    let vector = vec!["-0.012345678901234567"; dims].join(",");
+    format!(
+        r#"{{"id":"embd-1","object":"list","data":[{{"index":0,"object":"embedding","embedding":[{vector}]}}],"usage":{{"prompt_tokens":5,"total_tokens":5}}}}"#
+    )
+}
+
+/// A 1.3 MB embeddings answer (a 4,096-dimension model, a batch of 16) failed as
+/// `event_too_large`: whole bodies were bound by the 1 MiB SSE event limit. They are bound by
+/// `--max-response-bytes` (256 MiB by default), which still fails a larger body.
+#[tokio::test]
+async fn an_embeddings_answer_over_one_mebibyte_completes_below_the_response_bound() {
+    let body = embedding_body(64 * 1024);
+    assert!(body.len() > 1 << 20);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let server = serve(vec![w(head.clone()), w(body.clone())]).await;
+    let r = run_one(&server, BackendKind::Embeddings).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.server_prompt_tokens, Some(5));
+
+    let server = serve(vec![w(head), w(body)]).await;
+    let bound = ExecOptions { max_body_bytes: 1 << 20, ..ExecOptions::default() };
+    let r = run_with(&server, BackendKind::Embeddings, &bound).await;
+    assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::EventTooLarge), "{:?}", r.error);
+    assert!(r.error.unwrap().message.contains("--max-response-bytes"));
 }
 
 fn ev(name: &str, data: &str) -> String {

@@ -89,6 +89,9 @@ pub struct RunConfig {
     /// `--runaway-stream-factor`: a stream with more than factor × max_tokens + 16 events
     /// fails as `runaway_stream` (0: no bound).
     pub runaway_factor: u32,
+    /// `--max-response-bytes`: a non-streamed response body larger than this fails as
+    /// `event_too_large`.
+    pub max_response_bytes: usize,
     /// Keep generated text in records (`--save-detailed`).
     pub keep_text: bool,
     /// `--retokenize-output`: count every completed request's generated text with the client

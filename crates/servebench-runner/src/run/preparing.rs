@@ -286,6 +286,7 @@ async fn exec_options(
         request_timeout: cfg.request_timeout,
         stall_timeout: cfg.stall_timeout,
         runaway_factor: cfg.runaway_factor,
+        max_body_bytes: cfg.max_response_bytes,
         ..ExecOptions::default()
     };
     let mut server_reports_usage = None;

@@ -72,6 +72,7 @@ pub fn config(base_url: String, model: &str, backend: BackendKind, num_prompts: 
         request_timeout: Some(Duration::from_secs(60)),
         stall_timeout: None,
         runaway_factor: servebench_client::request::DEFAULT_RUNAWAY_FACTOR,
+        max_response_bytes: servebench_client::request::DEFAULT_MAX_BODY_BYTES,
         keep_text: false,
         retokenize_output: false,
         records_path: None,

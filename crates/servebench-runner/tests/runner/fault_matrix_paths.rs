@@ -110,6 +110,8 @@ async fn run(p: &PathRun) -> (Vec<RequestRecord>, FaultCounts) {
         request_id_prefix: PREFIX.into(),
         request_timeout: Some(Duration::from_secs(120)),
         stall_timeout: Some(STALL_TIMEOUT),
+        // The simulator pads an oversized answer to 1 MiB + 64 KiB: above this bound.
+        max_response_bytes: 1 << 20,
         ..base
     };
     let stop = CancellationToken::new();

@@ -327,6 +327,7 @@ fn plain_run_config(args: &RunArgs) -> RunConfig {
         request_timeout: None,
         stall_timeout: None,
         runaway_factor: args.runaway_stream_factor,
+        max_response_bytes: args.max_response_bytes,
         keep_text: args.save_detailed,
         retokenize_output: args.tokens.retokenize_output,
         records_path: args.records.clone(),
