@@ -34,7 +34,9 @@ impl PromptCheck {
             Verification::Cached { .. } => ("cached", None, None, None, None),
             Verification::Verified { checked } => ("verified", Some(*checked), None, None, None),
             Verification::Fixed { checked, fixed, unresolved } => {
-                ("fixed", Some(*checked), Some(*fixed), Some(*unresolved), None)
+                // "fixed" only when a prompt was rewritten: none rewritten, the lengths differ.
+                let status = if *fixed == 0 { "mismatched" } else { "fixed" };
+                (status, Some(*checked), Some(*fixed), Some(*unresolved), None)
             }
             Verification::Unavailable { detail } => ("unavailable", None, None, None, Some(detail.clone())),
         };
@@ -136,6 +138,16 @@ mod tests {
             (Some(5), Some(4), Some(1))
         );
         assert!(v["detail"].is_null());
+
+        // Lengths differed and none could be rewritten (a TGI-like server without
+        // /detokenize): "fixed" claimed a correction that never happened.
+        let none_fixed = PromptCheck {
+            verification: Verification::Fixed { checked: 3, fixed: 0, unresolved: 3 },
+            server: None,
+        }
+        .to_json();
+        assert_eq!(none_fixed["verification"], "mismatched");
+        assert_eq!((none_fixed["fixed"].as_u64(), none_fixed["unresolved"].as_u64()), (Some(0), Some(3)));
 
         let cached = PromptCheck {
             verification: Verification::Cached { dialect: Some("inputs".into()) },
