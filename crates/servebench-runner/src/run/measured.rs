@@ -47,7 +47,7 @@ pub async fn run_prepared(
     let live = Arc::new(LiveMetrics::new());
     let metrics_server = start_metrics_endpoint(cfg, &live, observer.as_ref()).await?;
     let workload = prepared.workload.first(num_requests);
-    warm_up_and_connect(prepared, cfg, &workload, observer.as_ref()).await?;
+    let warm_up_note = warm_up_and_connect(prepared, cfg, &workload, observer.as_ref()).await?;
     let prefix_cache = super::priming::prime(prepared, observer.as_ref()).await;
     // The server's counters are read once before anything measured is sent: the baseline of
     // their deltas covers exactly the measured requests (warm-up and priming excluded).
@@ -151,6 +151,7 @@ pub async fn run_prepared(
         )?;
     }
     let mut warnings = prepared.warnings.clone();
+    warnings.extend(warm_up_note);
     warnings.extend(
         retokenize_note.map(Notice::warning).inspect(|n| observer.message(&n.to_string())).map(Notice::said),
     );
@@ -234,17 +235,29 @@ async fn warm_up_and_connect(
     cfg: &RunConfig,
     workload: &Requests,
     observer: &dyn RunObserver,
-) -> Result<()> {
+) -> Result<Option<Notice>> {
+    let mut note = None;
     if cfg.num_warmups > 0 {
         observer.message(&format!("Warming up with {} requests...", cfg.num_warmups));
         let (client, target, opts) = (&prepared.client, &prepared.target, &prepared.exec_opts);
-        warm_up(client, target, opts, workload, cfg.num_warmups, cfg.max_concurrency).await;
+        let failed = warm_up(client, target, opts, workload, cfg.num_warmups, cfg.max_concurrency).await;
+        note = warm_up_failures(cfg.num_warmups, &failed).map(Notice::warning);
+        if let Some(n) = &note {
+            observer.message(&n.to_string());
+        }
     }
     if cfg.preconnect > 0 {
         let n = prepared.client.preconnect(cfg.preconnect).await?;
         observer.message(&format!("Opened {n} connections before the run"));
     }
-    Ok(())
+    Ok(note.map(Notice::said))
+}
+
+/// The warning for warm-up requests that did not complete (`failed`: each one's error): the
+/// server was not warmed as asked, and whatever failed them may fail the run's requests too.
+fn warm_up_failures(sent: u64, failed: &[String]) -> Option<String> {
+    let first = failed.first()?;
+    Some(format!("{} of {sent} warm-up requests did not complete (first: {first})", failed.len()))
 }
 
 /// What the measured phase sends and where its records go.
@@ -667,7 +680,8 @@ impl Drop for SentGuard {
         self.0.sent_request_ended();
     }
 }
-/// Sends `n` copies of the first request through the concurrency gate; results are discarded.
+/// Sends `n` copies of the first request through the concurrency gate; the errors of those that
+/// did not complete (their records are in no metric).
 async fn warm_up(
     client: &HttpClient,
     target: &Arc<RequestTarget>,
@@ -675,9 +689,9 @@ async fn warm_up(
     workload: &Requests,
     n: u64,
     max_concurrency: Option<usize>,
-) {
+) -> Vec<String> {
     use futures::stream::{self, StreamExt};
-    let Some(spec) = workload.spec(0) else { return };
+    let Some(spec) = workload.spec(0) else { return Vec::new() };
     let spec = Arc::new(SpecRef::clone(&spec));
     let clock = RunClock::start();
     let limit = max_concurrency.unwrap_or(n as usize).max(1);
@@ -691,6 +705,12 @@ async fn warm_up(
             }
         })
         .buffer_unordered(limit)
-        .for_each(|_| async {})
-        .await;
+        .filter_map(|r| async move {
+            (r.outcome != Outcome::Completed).then(|| match &r.error {
+                Some(e) => format!("{}: {}", e.kind.as_str(), e.message),
+                None => format!("{:?}", r.outcome),
+            })
+        })
+        .collect()
+        .await
 }

@@ -428,3 +428,19 @@ fn simulator_value_errors_name_the_sim_flags() {
         assert!(stderr.contains(&format!("invalid {flag}:")), "{args:?}: {stderr}");
     }
 }
+
+/// Warm-up requests that fail were discarded without a word: the run started on a server that
+/// was not warmed as asked. They are now a warning naming how many and the first error.
+#[test]
+fn failed_warm_ups_are_a_warning_with_the_first_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = sim_run(
+        dir.path(),
+        &["--sim-fault", "http_500=1", "--num-warmups", "2", "--ready-check-timeout-sec", "0"],
+        None,
+    );
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "every measured request failed too: {stderr}");
+    let line = "2 of 2 warm-up requests did not complete (first: http_status: HTTP 500";
+    assert!(stderr.contains(line), "{stderr}");
+}
