@@ -7,7 +7,7 @@
 //! vLLM's. Values of one metric are summed over label sets (several models or engines).
 //! Counters are reported as deltas over the measured phase (last sample − first sample).
 
-use super::endpoint_track::MeaningValues;
+use super::endpoint_track::{increase, MeaningValues};
 use super::exposition::Scrape;
 use super::meaning::Meaning;
 use servebench_client::transport::HttpClient;
@@ -73,11 +73,15 @@ fn max_of(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) ->
     samples.iter().filter_map(f).reduce(f64::max)
 }
 
-/// Last − first value of a counter over the samples that have it.
+/// Increase of a counter over the samples that have it: the sum of the increases between
+/// consecutive readings, where a decrease is a reset (the new reading counts from zero), as in
+/// each endpoint's summary. Last − first gave 0 after a restart of the server.
 fn delta(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) -> Option<f64> {
-    let first = samples.iter().find_map(&f)?;
-    let last = samples.iter().rev().find_map(&f)?;
-    Some((last - first).max(0.0))
+    let mut readings = samples.iter().filter_map(f);
+    let first = readings.next()?;
+    let (total, _) =
+        readings.fold((0.0, first), |(total, before), after| (total + increase(before, after), after));
+    Some(total)
 }
 
 /// Derived figures of a series (pure).
@@ -230,5 +234,16 @@ vllm:num_requests_running{model_name=\"m\"} 3\n\
         assert_eq!(d.spec_decode_acceptance_rate, Some(60.0));
         assert_eq!(d.spec_decode_acceptance_length, Some(2.8));
         assert_eq!(derive(&[]).mean_running, None);
+    }
+
+    /// A server restarted mid-run: its generation counter read 100, 200, 50, 400. The derived
+    /// Δ was last − first clamped at 0 (0.0, which reads as data) while the endpoint summary
+    /// counted the reset; both are now 100 + 50 + 350 = 500.
+    #[test]
+    fn a_counter_reset_counts_from_zero_in_the_derived_deltas() {
+        let at = |v: f64| ScrapeSample { generation_tokens: Some(v), ..parse_sample(TEXT, 0.0).unwrap() };
+        let d = derive(&[at(100.0), at(200.0), at(50.0), at(400.0)]);
+        assert_eq!(d.generation_tokens, Some(500.0));
+        assert_eq!(derive(&[at(7.0)]).generation_tokens, Some(0.0));
     }
 }
