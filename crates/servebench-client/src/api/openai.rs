@@ -68,7 +68,8 @@ pub(super) fn parse_body(body: &str) -> Parsed<'_> {
 /// The neutral event of one chunk (choices summed; the first finish reason wins).
 fn from_chunk(chunk: Chunk<'_>, terminal: bool) -> Parsed<'_> {
     if let Some(msg) = chunk.error_message() {
-        return Parsed::Fail(ErrorKind::ServerError, format!("server error in stream: {msg}"));
+        let place = if terminal { "body" } else { "stream" };
+        return Parsed::Fail(ErrorKind::ServerError, format!("server error in {place}: {msg}"));
     }
     let mut e = ApiEvent { server_id: chunk.id.map(|t| t.0), terminal, ..ApiEvent::default() };
     // Cached prompt tokens: `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
@@ -216,7 +217,14 @@ mod tests {
             matches!(parse_body("{oops"), Parsed::Fail(ErrorKind::Protocol, m) if m.starts_with("response is not JSON"))
         );
         let err = parse_event(r#"{"error":{"message":"out of memory"}}"#);
-        assert!(matches!(err, Parsed::Fail(ErrorKind::ServerError, m) if m.contains("out of memory")));
+        assert!(
+            matches!(err, Parsed::Fail(ErrorKind::ServerError, m) if m == "server error in stream: out of memory")
+        );
+        // A whole body's error is not "in stream".
+        let err = parse_body(r#"{"object":"error","message":"bad input"}"#);
+        assert!(
+            matches!(err, Parsed::Fail(ErrorKind::ServerError, m) if m == "server error in body: bad input")
+        );
         assert!(matches!(parse_event("[DONE]"), Parsed::Done));
         assert!(matches!(parse_event(""), Parsed::Skip));
     }

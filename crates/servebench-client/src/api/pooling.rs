@@ -29,6 +29,11 @@ struct PoolingBody<'a> {
     usage: Option<PoolingUsage>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
+    /// vLLM's error answer: `{"object": "error", "message": …}` (some servers send it with 200).
+    #[serde(borrow, default)]
+    object: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    message: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
@@ -86,11 +91,15 @@ pub(super) fn parse_body(body: &str) -> Parsed<'_> {
         Ok(b) => b,
         Err(e) => return not_json(&e, body),
     };
-    if let Some(e) = b.error {
+    if let Some(e) = b.error.filter(|e| e.get() != "null") {
         return Parsed::Fail(
             ErrorKind::ServerError,
             format!("server error in body: {}", error_message(e.get())),
         );
+    }
+    if b.object.as_ref().is_some_and(|o| o.0 == "error") {
+        let message = b.message.map_or_else(|| "no message".to_owned(), |m| error_message(m.get()));
+        return Parsed::Fail(ErrorKind::ServerError, format!("server error in body: {message}"));
     }
     let items = match (&b.data, &b.results) {
         (Some(d), _) => d.len(),
@@ -170,6 +179,27 @@ mod tests {
         let mut r = rec();
         pooling_body(&mut r, br#"{"data":[]}"#, 5);
         assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::NoTokens));
+    }
+
+    /// vLLM's error answer sent with 200 to an embeddings request was a `protocol` failure
+    /// ("neither `data` nor `results`"); the chat path calls the same body `server_error`.
+    #[test]
+    fn a_vllm_error_object_with_200_is_a_server_error_with_its_message() {
+        let mut r = rec();
+        pooling_body(
+            &mut r,
+            br#"{"object":"error","message":"bad input","type":"BadRequestError","code":400}"#,
+            5,
+        );
+        let e = r.error.as_ref().unwrap();
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::ServerError, "server error in body: bad input"));
+        let mut r = rec();
+        pooling_body(
+            &mut r,
+            br#"{"error":null,"data":[{"embedding":[0.5]}],"usage":{"prompt_tokens":2}}"#,
+            5,
+        );
+        assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     }
 
     #[test]
