@@ -190,7 +190,13 @@ impl StreamState {
             self.complete(rec, t_us);
         } else {
             rec.done_us = Some(t_us);
-            rec.fail(ErrorKind::Incomplete, "the stream ended without [DONE] or a finish reason");
+            if rec.first_event_us.is_none() {
+                // An empty body (HTTP 204, a proxy's empty 200): not a stream cut short.
+                let status = rec.http_status.map_or_else(String::new, |s| format!(" (HTTP {s})"));
+                rec.fail(ErrorKind::Incomplete, format!("the response body ended before any event{status}"));
+            } else {
+                rec.fail(ErrorKind::Incomplete, "the stream ended without [DONE] or a finish reason");
+            }
             self.flush(rec);
         }
     }

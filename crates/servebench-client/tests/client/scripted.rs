@@ -491,3 +491,15 @@ async fn invalid_chunk_framing_is_a_transport_error() {
     assert!(r.error.unwrap().message.contains("chunk"));
     assert_eq!(r.token_event_count, 1);
 }
+
+/// An HTTP 204 (no body) to a streamed request failed as "the stream ended without [DONE] or a
+/// finish reason", as if a stream had been cut: it says the body ended before any event.
+#[tokio::test]
+async fn an_empty_204_answer_says_the_body_ended_before_any_event() {
+    let s = serve(vec![vec![A::Read, w("HTTP/1.1 204 No Content\r\n\r\n")]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Incomplete), "{:?}", r.error);
+    let message = &r.error.as_ref().unwrap().message;
+    assert_eq!(message, "the response body ended before any event (HTTP 204)");
+}
