@@ -353,6 +353,9 @@ async fn run(
     let body = BodyRead { client, conn, incoming, coding, timer, clock, prefill_slot };
     if read::is_event_stream(&parts.headers, &target.body) {
         body.stream(reader, record, spec, opts).await;
+    } else if target.body.streams() && body.coding.is_none() {
+        // Labelled JSON, asked for a stream: the first bytes tell which it is.
+        body.sniffed(reader, record, spec, opts).await;
     } else {
         body.answer(reader, record, opts).await;
     }

@@ -78,7 +78,7 @@ pub(super) struct BodyRead<'a> {
 impl BodyRead<'_> {
     /// An error status: the request fails with the status and the start of its body.
     pub(super) async fn error_status(mut self, status: StatusCode, record: &mut RequestRecord) {
-        let read = self.whole(SNIPPET_BYTES + 4).await;
+        let read = self.whole(SNIPPET_BYTES + 4, None).await;
         record.done_us = Some(self.clock.now_us());
         let text = match read {
             Ok((b, complete, _)) => {
@@ -101,14 +101,62 @@ impl BodyRead<'_> {
         record.fail_with(ErrorKind::HttpStatus, cause, format!("HTTP {} {reason}: {text}", status.as_u16()));
     }
 
-    /// A non-streaming answer: one body, one event at the time its last bytes were read.
-    pub(super) async fn answer(
+    /// A body labelled JSON to a request that asked for a stream: read as the event stream it
+    /// is when its first bytes are SSE lines (`data:`, `event:`, `id:`, `retry:`, `:`) — vLLM's
+    /// client reads the lines whatever the label, and a gateway may mislabel them — else as the
+    /// non-streamed answer it says it is.
+    pub(super) async fn sniffed(
         mut self,
+        reader: ResponseReader,
+        record: &mut RequestRecord,
+        spec: &RequestSpec,
+        opts: &ExecOptions,
+    ) {
+        match self.first_frame().await {
+            Ok(Some(first)) if looks_like_events(&first.0) => {
+                self.stream_from(Some(first), reader, record, spec, opts).await;
+            }
+            Ok(first) => self.answer_from(first, reader, record, opts).await,
+            Err(Failed { kind, cause, message }) => {
+                record.done_us = Some(self.clock.now_us());
+                record.fail_with(kind, cause, message);
+            }
+        }
+    }
+
+    /// The first piece of the body, owned (`None`: the body is empty).
+    async fn first_frame(&mut self) -> Result<Option<(Vec<u8>, Instant)>, Failed> {
+        loop {
+            match self.conn.frame(&mut self.incoming, self.timer.get()).await {
+                Err(ReadBodyError::Deadline) if self.timer.rearm() => continue,
+                Err(ReadBodyError::Deadline) => {
+                    let message = format!("reading the response body: {}", self.timer.message());
+                    return Err(Failed::new(self.timer.kind(), message));
+                }
+                Err(e) => return Err(Failed::new(ErrorKind::Transport, e.to_string())),
+                Ok(None) => return Ok(None),
+                Ok(Some((d, at))) => {
+                    self.timer.progress_at(at);
+                    return Ok(Some((d.to_vec(), at)));
+                }
+            }
+        }
+    }
+
+    /// A non-streaming answer: one body, one event at the time its last bytes were read.
+    pub(super) async fn answer(self, reader: ResponseReader, record: &mut RequestRecord, opts: &ExecOptions) {
+        self.answer_from(None, reader, record, opts).await;
+    }
+
+    /// [`Self::answer`] whose body starts with `first`, already read.
+    async fn answer_from(
+        mut self,
+        first: Option<(Vec<u8>, Instant)>,
         mut reader: ResponseReader,
         record: &mut RequestRecord,
         opts: &ExecOptions,
     ) {
-        let read = self.whole(opts.max_body_bytes).await;
+        let read = self.whole(opts.max_body_bytes, first).await;
         let mut t = self.clock.now_us();
         match read {
             Ok((b, true, at)) => {
@@ -138,18 +186,37 @@ impl BodyRead<'_> {
     /// record; after the final event the rest is drained (bounded) so the connection can be
     /// reused.
     pub(super) async fn stream(
+        self,
+        reader: ResponseReader,
+        record: &mut RequestRecord,
+        spec: &RequestSpec,
+        opts: &ExecOptions,
+    ) {
+        self.stream_from(None, reader, record, spec, opts).await;
+    }
+
+    /// [`Self::stream`] whose body starts with `first`, already read.
+    async fn stream_from(
         mut self,
+        mut first: Option<(Vec<u8>, Instant)>,
         mut reader: ResponseReader,
         record: &mut RequestRecord,
         spec: &RequestSpec,
         opts: &ExecOptions,
     ) {
         let clock = self.clock;
+        let mut held: Vec<u8>;
         let mut framer = SseFramer::with_max_event_bytes(opts.max_event_bytes);
         let event_limit = opts.stream_event_limit(spec.expected_output_tokens);
         let mut finished = false; // the record is final ([DONE] or failure); only draining
         loop {
-            let next = self.conn.frame(&mut self.incoming, self.timer.get()).await;
+            let next = match first.take() {
+                Some((bytes, at)) => {
+                    held = bytes;
+                    Ok(Some((held.as_slice(), at)))
+                }
+                None => self.conn.frame(&mut self.incoming, self.timer.get()).await,
+            };
             match next {
                 Err(ReadBodyError::Deadline) => {
                     if self.timer.rearm() {
@@ -239,9 +306,17 @@ impl BodyRead<'_> {
     /// bytes kept; `false` when it was larger), with the time its last bytes were read. Every
     /// read is progress for the stall timer, as in a stream, so `--stall-timeout` means "no
     /// byte for that long" here too.
-    async fn whole(&mut self, max: usize) -> Result<WholeBody, Failed> {
-        let mut buf = Vec::new();
-        let mut last = None;
+    async fn whole(&mut self, max: usize, first: Option<(Vec<u8>, Instant)>) -> Result<WholeBody, Failed> {
+        let (mut buf, mut last) = match first {
+            Some((mut bytes, at)) => {
+                if bytes.len() > max {
+                    bytes.truncate(max);
+                    return Ok((bytes, false, Some(at)));
+                }
+                (bytes, Some(at))
+            }
+            None => (Vec::new(), None),
+        };
         loop {
             match self.conn.frame(&mut self.incoming, self.timer.get()).await {
                 Err(ReadBodyError::Deadline) => {
@@ -356,4 +431,13 @@ fn drain_events(
             }
         }
     }
+}
+
+/// Whether a body's first bytes are SSE lines rather than JSON: its first non-blank byte starts
+/// a field (`data:`, `event:`, `id:`, `retry:`) or a comment (`:`); JSON starts with `{` or `[`.
+fn looks_like_events(first: &[u8]) -> bool {
+    first
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| matches!(b, b'd' | b'e' | b'i' | b'r' | b':'))
 }

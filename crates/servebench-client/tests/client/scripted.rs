@@ -503,3 +503,32 @@ async fn an_empty_204_answer_says_the_body_ended_before_any_event() {
     let message = &r.error.as_ref().unwrap().message;
     assert_eq!(message, "the response body ended before any event (HTTP 204)");
 }
+
+/// An event stream labelled `Content-Type: application/json` (a gateway's mislabel) failed every
+/// request as "response is not JSON"; vLLM's client reads the lines whatever the label. The
+/// first bytes now decide: SSE lines are read as the stream they are, each event timed on its
+/// own arrival; a JSON body to the same request is still the non-streamed answer.
+#[tokio::test]
+async fn an_event_stream_labelled_json_is_read_as_a_stream() {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+    let s = serve(vec![vec![
+        A::Read,
+        w(String::from(head) + &chunk(&tok("a"))),
+        A::Sleep(60),
+        w(chunk(&(tok("b") + &finish_usage_done())) + END),
+    ]])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, servebench_core::Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.token_event_count, 2);
+    let (first, last) = (r.first_token_us.unwrap(), r.last_token_us.unwrap());
+    assert!(last - first >= 60_000, "the events were timed apart: {first} {last}");
+
+    let body = r#"{"id":"c","choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#;
+    let s = serve(vec![vec![A::Read, w(json_ok(body))]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, servebench_core::Outcome::Completed, "{:?}", r.error);
+    assert_eq!((r.completion_tokens, r.first_token_us), (Some(1), r.done_us));
+}
