@@ -15,7 +15,8 @@
 //! - per-event token counts are recorded only when every token event carried one: its own
 //!   count (TGI, llama.cpp), or the growth of a cumulative count since the previous token event
 //!   (OpenAI continuous usage stats, SGLang) — tokens of events without text are carried by the
-//!   next token event.
+//!   next token event — and only when they add up to the server's output-token count (an EOS
+//!   token in a last chunk without text is carried by none).
 
 use servebench_core::{ErrorKind, FailureCause, Outcome, RequestRecord};
 
@@ -201,9 +202,17 @@ impl StreamState {
         }
     }
 
-    /// Moves per-event token counts and text into the record (also for failed requests).
+    /// Moves per-event token counts and text into the record (also for failed requests). The
+    /// counts are kept only when they account for the server's output-token count: an EOS token
+    /// reported in a last chunk without text (continuous usage stats) is carried by no token
+    /// event, and a token view over the others would not average to the request's TPOT.
     fn flush(&mut self, rec: &mut RequestRecord) {
-        if self.tokens_known && !self.tokens.is_empty() && self.tokens.len() == rec.token_event_count as usize
+        let per_event = self.tokens.iter().map(|&n| u64::from(n)).sum::<u64>();
+        let accounted = rec.completion_tokens.is_none_or(|t| u64::from(t) == per_event);
+        if self.tokens_known
+            && accounted
+            && !self.tokens.is_empty()
+            && self.tokens.len() == rec.token_event_count as usize
         {
             rec.token_events.tokens = std::mem::take(&mut self.tokens);
         }
@@ -431,5 +440,28 @@ mod tests {
         s.on_event(&mut r, data("[DONE]"), 9);
         assert_eq!(r.token_events.tokens, vec![1, 1, 2]);
         assert_eq!(r.token_events.tokens.iter().sum::<u32>(), r.completion_tokens.unwrap());
+    }
+
+    /// vLLM's continuous usage stats with a natural stop: seven text chunks counted 1…7, then the
+    /// finish chunk (no text) counts 8 — the EOS token. No token event carries it, so per-event
+    /// counts [1 × 7] would give a token view of 6 values whose mean is not the TPOT over 8
+    /// tokens; they are not recorded (the token view spreads the span over T − 1 = 7).
+    #[test]
+    fn per_event_counts_that_miss_a_last_token_without_text_are_not_recorded() {
+        let mut r = rec();
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
+        let ev = |c: &str, n: u32, finish: &str| {
+            format!(
+                r#"{{"choices":[{{"text":"{c}","finish_reason":{finish}}}],"usage":{{"prompt_tokens":3,"completion_tokens":{n}}}}}"#
+            )
+        };
+        for n in 1..=7 {
+            s.on_event(&mut r, data(&ev("x", n, "null")), u64::from(n));
+        }
+        s.on_event(&mut r, data(&ev("", 8, "\"stop\"")), 9);
+        s.on_event(&mut r, data("[DONE]"), 10);
+        assert_eq!(r.outcome, Outcome::Completed);
+        assert_eq!((r.token_event_count, r.completion_tokens), (7, Some(8)));
+        assert!(r.token_events.tokens.is_empty(), "{:?}", r.token_events.tokens);
     }
 }
