@@ -22,7 +22,7 @@ mod timer;
 use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use servebench_core::{CancelReason, Outcome, RequestRecord, RequestSpec, Result, RunClock};
+use servebench_core::{CancelReason, ErrorKind, Outcome, RequestRecord, RequestSpec, Result, RunClock};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::backend::{BackendKind, TargetConfig};
@@ -351,7 +351,12 @@ async fn run(
     };
     let reader = ResponseReader::for_request(target.backend, opts.keep_text, opts.keep_text_without_usage);
     let body = BodyRead { client, conn, incoming, coding, timer, clock, prefill_slot };
-    if read::is_event_stream(&parts.headers, &target.body) {
+    if target.backend.is_pooling() && read::is_event_stream(&parts.headers, &target.body) {
+        // A pooling answer is one JSON body; an event stream means another kind of endpoint.
+        record.done_us = Some(clock.now_us());
+        let message = "a pooling request was answered with an event stream (text/event-stream): the endpoint is not a pooling endpoint; check --endpoint and --backend";
+        record.fail(ErrorKind::Protocol, message);
+    } else if read::is_event_stream(&parts.headers, &target.body) {
         body.stream(reader, record, spec, opts).await;
     } else if target.body.streams() && body.coding.is_none() {
         // Labelled JSON, asked for a stream: the first bytes tell which it is.

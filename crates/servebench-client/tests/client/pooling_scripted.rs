@@ -111,6 +111,18 @@ fn delta(kind: &str, text: &str) -> String {
 const SSE_HEAD: &str =
     "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
 
+/// A chat stream answered to an embeddings request (a wrong `--endpoint`) failed as `no_tokens`
+/// ("the response carried no generated tokens"); it is a protocol failure that names the cause.
+#[tokio::test]
+async fn an_event_stream_answered_to_a_pooling_request_names_the_wrong_endpoint() {
+    let chunk = r#"data: {"choices":[{"delta":{"content":"hi"}}]}"#;
+    let server = serve(vec![w(SSE_HEAD), w(format!("{chunk}\n\ndata: [DONE]\n\n"))]).await;
+    let r = run_one(&server, BackendKind::Embeddings).await;
+    let e = r.error.as_ref().unwrap();
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e:?}");
+    assert!(e.message.contains("not a pooling endpoint"), "{}", e.message);
+}
+
 /// Frames 80 ms apart: created | reasoning | text | text + completed. Hand-computed lower
 /// bounds: ITL gaps ≥ 80 ms each, TTFO − TTFT ≥ 80 ms, E2EL − TTFT ≥ 160 ms.
 #[tokio::test]
