@@ -125,7 +125,11 @@ impl BodyRead<'_> {
     }
 
     /// The first piece of the body, owned (`None`: the body is empty).
+    /// Blank lines before the first byte that tells (a stream's leading newline) are kept with
+    /// it, up to [`SNIFF_BYTES`], with the time of the read that completed them.
     async fn first_frame(&mut self) -> Result<Option<(Vec<u8>, Instant)>, Failed> {
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut last = None;
         loop {
             match self.conn.frame(&mut self.incoming, self.timer.get()).await {
                 Err(ReadBodyError::Deadline) if self.timer.rearm() => continue,
@@ -134,10 +138,14 @@ impl BodyRead<'_> {
                     return Err(Failed::new(self.timer.kind(), message));
                 }
                 Err(e) => return Err(Failed::new(ErrorKind::Transport, e.to_string())),
-                Ok(None) => return Ok(None),
+                Ok(None) => return Ok(last.map(|at| (bytes, at))),
                 Ok(Some((d, at))) => {
                     self.timer.progress_at(at);
-                    return Ok(Some((d.to_vec(), at)));
+                    bytes.extend_from_slice(d);
+                    last = Some(at);
+                    if bytes.len() >= SNIFF_BYTES || bytes.iter().any(|b| !b.is_ascii_whitespace()) {
+                        return Ok(Some((bytes, at)));
+                    }
                 }
             }
         }
@@ -432,6 +440,9 @@ fn drain_events(
         }
     }
 }
+
+/// Most blank bytes read before a JSON-labelled body's kind is decided.
+const SNIFF_BYTES: usize = 4096;
 
 /// Whether a body's first bytes are SSE lines rather than JSON: its first non-blank byte starts
 /// a field (`data:`, `event:`, `id:`, `retry:`) or a comment (`:`); JSON starts with `{` or `[`.

@@ -507,13 +507,16 @@ async fn an_empty_204_answer_says_the_body_ended_before_any_event() {
 /// An event stream labelled `Content-Type: application/json` (a gateway's mislabel) failed every
 /// request as "response is not JSON"; vLLM's client reads the lines whatever the label. The
 /// first bytes now decide: SSE lines are read as the stream they are, each event timed on its
-/// own arrival; a JSON body to the same request is still the non-streamed answer.
+/// own arrival (a leading blank line, sent alone, does not decide); a JSON body to the same
+/// request is still the non-streamed answer.
 #[tokio::test]
 async fn an_event_stream_labelled_json_is_read_as_a_stream() {
     let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
     let s = serve(vec![vec![
         A::Read,
-        w(String::from(head) + &chunk(&tok("a"))),
+        w(String::from(head) + &chunk("\n")),
+        A::Sleep(20),
+        w(chunk(&tok("a"))),
         A::Sleep(60),
         w(chunk(&(tok("b") + &finish_usage_done())) + END),
     ]])
