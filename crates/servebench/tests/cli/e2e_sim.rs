@@ -9,7 +9,7 @@ use std::process::Output;
 use servebench_testkit::cli::{interrupt, open_files_limit};
 use servebench_testkit::net::{accept_once, closed_port};
 
-use crate::support::{bin, data, text, tokenizer};
+use crate::support::{bin, data, save_run_json, text, tokenizer};
 
 fn sim_run(dir: &Path, extra: &[&str], key: Option<&str>) -> Output {
     let tok = tokenizer();
@@ -377,13 +377,7 @@ fn run_with_disagreeing_tokenizers(dataset: &[&str]) -> (serde_json::Value, Vec<
     let out = bin()
         .args(["--sim", "--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--sim-tokenizer", "cl100k_base"])
         .args(["--tokenizer", tok.to_str().unwrap(), "--num-prompts", "3", "--disable-tqdm"])
-        .args([
-            "--save-result",
-            "--result-dir",
-            dir.path().to_str().unwrap(),
-            "--result-filename",
-            "run.json",
-        ])
+        .args(save_run_json(dir.path()))
         .args(dataset)
         .output()
         .unwrap();

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::{bin, text, SimProcess};
+use crate::support::{bin, save_run_json, text, SimProcess};
 use serde_json::Value;
 
 /// Runs against the engine simulator with result saving; returns (stdout, stderr, result).
@@ -13,13 +13,7 @@ pub(crate) fn run(args: &[&str]) -> (String, String, Value) {
     let out = bin()
         .args(["--sim", "--sim-mode", "engine", "--sim-tokenizer", "cl100k_base", "--disable-tqdm"])
         .args(["--backend", "openai", "--prompt-token-ids", "--random-output-len", "4"])
-        .args([
-            "--save-result",
-            "--result-dir",
-            dir.path().to_str().unwrap(),
-            "--result-filename",
-            "run.json",
-        ])
+        .args(save_run_json(dir.path()))
         .args(args)
         .output()
         .unwrap();

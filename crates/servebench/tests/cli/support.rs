@@ -25,6 +25,12 @@ pub fn data(name: &str) -> String {
     servebench_testkit::fixtures::dataset(name).to_str().expect("UTF-8 path").to_owned()
 }
 
+/// The flags that save the result as `DIR/run.json` (records beside it, `run.json.records.jsonl`).
+pub fn save_run_json(dir: &std::path::Path) -> [String; 5] {
+    let dir = dir.to_str().expect("UTF-8 path").to_owned();
+    ["--save-result".into(), "--result-dir".into(), dir, "--result-filename".into(), "run.json".into()]
+}
+
 /// Output bytes as text (lossy).
 pub fn text(o: &[u8]) -> String {
     String::from_utf8_lossy(o).into_owned()

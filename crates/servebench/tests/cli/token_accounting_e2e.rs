@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::bin;
+use crate::support::{bin, save_run_json};
 
 #[test]
 fn retokenize_output_reports_usage_events_and_retokenized_side_by_side() {
@@ -22,13 +22,7 @@ fn retokenize_output_reports_usage_events_and_retokenized_side_by_side() {
             "--retokenize-output",
             "--verbose",
         ])
-        .args([
-            "--save-result",
-            "--result-dir",
-            dir.path().to_str().unwrap(),
-            "--result-filename",
-            "run.json",
-        ])
+        .args(save_run_json(dir.path()))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
