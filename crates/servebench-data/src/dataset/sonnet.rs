@@ -93,6 +93,7 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
         .min(num_input_lines)
         .min(lines.len());
     let prefix: String = lines[..num_prefix_lines].concat();
+    let shortest = lines.iter().zip(&line_tokens).min_by_key(|(_, &n)| n).map_or("", |(l, _)| l.as_str());
     let extra = num_input_lines - num_prefix_lines;
     let requests: Vec<Result<Sample>> = (0..sampling.num_prompts)
         .into_par_iter()
@@ -124,8 +125,13 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
                 prompt.truncate(cut);
                 s = sample(&template, cfg.output_len, tok, prompt.clone())?;
             }
-            let nothing_drawn = extra > 0 && prompt.len() <= floor;
-            if nothing_drawn || s.prompt_len as usize > cfg.input_len {
+            if extra > 0 && prompt.len() <= floor {
+                // Every drawn line was dropped: the shortest line of the text, if it fits, rather
+                // than the bare instruction (which would be far shorter than asked).
+                prompt.push_str(shortest);
+                s = sample(&template, cfg.output_len, tok, prompt.clone())?;
+            }
+            if s.prompt_len as usize > cfg.input_len {
                 return Err(no_line_fits(cfg, s.prompt_len));
             }
             Ok(s)

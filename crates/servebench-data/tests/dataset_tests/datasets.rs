@@ -256,6 +256,32 @@ fn a_text_whose_lines_never_fit_the_input_len_is_refused_not_sent_as_the_instruc
     );
 }
 
+/// One short line among long ones: a request whose random draws all missed it was refused
+/// ("no line of the text fits") depending on the seed. Such a request now takes the shortest
+/// line, so every seed builds prompts of the instruction plus a line, within the input length.
+#[test]
+fn a_text_with_one_short_line_builds_every_prompt_whatever_the_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("mixed.txt");
+    let long = "the quick brown fox jumps over the lazy dog ".repeat(60);
+    let text = format!("{}Shall I compare thee to a summer's day?\n", format!("{long}\n").repeat(19));
+    std::fs::write(&p, text).unwrap();
+    let cfg = SonnetConfig {
+        path: Some(p),
+        input_len: 40,
+        output_len: 5,
+        prefix_len: 0,
+        ..SonnetConfig::default()
+    };
+    for seed in 0..8 {
+        let w = generate_sonnet(&cfg, &Sampling { seed, ..sampling(10) }, tok().as_ref()).unwrap();
+        for r in &w.requests {
+            assert!(r.prompt.text().unwrap().contains("summer's day"), "seed {seed}");
+            assert!(r.prompt_tokens <= 40, "seed {seed}: {}", r.prompt_tokens);
+        }
+    }
+}
+
 #[test]
 fn prefix_repetition_shares_exact_prefixes() {
     let t = tok();
