@@ -69,6 +69,12 @@ pub struct EndpointTracker {
     prev: Option<(f64, HashMap<String, f64>, Histograms)>,
     first_hists: Option<Histograms>,
     tracks: BTreeMap<Meaning, Track>,
+    /// The counter meanings' series (by series key) at the previous scrape, and each meaning's
+    /// increase so far: counters are followed series by series, as Prometheus'
+    /// `sum(increase(…))`, so a restart of one series, a series that appears or goes away, is
+    /// not read as the sum's jump.
+    counter_series: HashMap<String, f64>,
+    counter_totals: BTreeMap<Meaning, f64>,
 }
 
 fn labels_json(labels: &[(String, String)]) -> Value {
@@ -135,6 +141,7 @@ impl EndpointTracker {
             Vec::new()
         };
         let values = MeaningValues::of(scrape);
+        self.follow_counters(&values, scrape);
         self.track(&values, t_s);
         if self.first_hists.is_none() {
             self.first_hists = Some(hists.clone());
@@ -147,11 +154,38 @@ impl EndpointTracker {
         (values, line)
     }
 
+    /// Adds each counter meaning's increase since the previous scrape, series by series: a
+    /// series' growth, its new reading after a reset (a decrease beyond float noise), nothing
+    /// for a series seen for the first time (it counts from its first reading) or gone.
+    fn follow_counters(&mut self, v: &MeaningValues, scrape: &Scrape) {
+        let mut now = HashMap::new();
+        for (m, (name, _, _)) in &v.scalars {
+            if m.shape() != Shape::Counter {
+                continue;
+            }
+            let mut grew = 0.0;
+            for s in scrape.samples.iter().filter(|s| s.name == *name && s.value.is_finite()) {
+                let key = series_key(s);
+                if let Some(&before) = self.counter_series.get(&key) {
+                    grew += series_increase(before, s.value);
+                }
+                now.insert(key, s.value);
+            }
+            *self.counter_totals.entry(*m).or_insert(0.0) += grew;
+        }
+        self.counter_series = now;
+    }
+
     fn track(&mut self, v: &MeaningValues, t_s: f64) {
         for (m, (name, engine, value)) in &v.scalars {
             self.engines.insert(*engine);
+            // A counter's point is its increase so far (series by series), not the raw sum.
+            let value = match m.shape() {
+                Shape::Counter => self.counter_totals.get(m).copied().unwrap_or(0.0),
+                _ => *value,
+            };
             let t = self.tracks.entry(*m).or_insert_with(|| Track { metric: name, ..Track::default() });
-            t.points.push((t_s, *value));
+            t.points.push((t_s, value));
         }
         for (m, (name, engine, h)) in &v.histograms {
             self.engines.insert(*engine);
@@ -201,6 +235,19 @@ impl EndpointTracker {
                 }
             })
             .collect()
+    }
+}
+
+/// Increase of one counter series between two readings: the difference; after a reset (a
+/// decrease beyond float noise, 1e-9 relative) the new reading; 0 for a decrease within noise.
+fn series_increase(before: f64, after: f64) -> f64 {
+    let noise = 1e-9 * before.abs().max(1.0);
+    if after >= before {
+        after - before
+    } else if before - after <= noise {
+        0.0
+    } else {
+        after
     }
 }
 
@@ -341,5 +388,48 @@ mod tests {
         }
         let s = t.summary();
         assert_eq!((s.engines.as_slice(), s.prefix_cache_hit_rate), (&["trtllm".to_owned()][..], Some(0.75)));
+    }
+
+    /// The generation delta of scrapes of `vllm:generation_tokens_total`, each a list of
+    /// (engine label, value) series.
+    fn generation_delta(scrapes: &[&[(&str, f64)]]) -> Option<f64> {
+        let mut t = EndpointTracker::new("u");
+        for (i, series) in scrapes.iter().enumerate() {
+            let body: String = series
+                .iter()
+                .map(|(engine, v)| format!("vllm:generation_tokens_total{{engine=\"{engine}\"}} {v}\n"))
+                .collect();
+            t.scrape(&Scrape::parse(&body).unwrap(), i as f64, false);
+        }
+        t.summary().meanings.get("generation_tokens").and_then(|m| m.delta)
+    }
+
+    /// Resets were detected on the sum over label sets: one engine of two restarting read as
+    /// the whole sum restarting (1,095 tokens for 75), a series appearing at 9,000 as 9,000
+    /// tokens, a float dip of 1e-7 as a reset worth a million. Counters are now followed series
+    /// by series, as Prometheus' `sum(increase(…))`.
+    #[test]
+    fn counters_are_followed_series_by_series() {
+        // Engine 0: 1000 → 1040; engine 1: 1000 → 1020, restarts, 5 → 15: 40 + 20 + 5 + 10.
+        let restart: [&[(&str, f64)]; 4] = [
+            &[("0", 1000.0), ("1", 1000.0)],
+            &[("0", 1020.0), ("1", 1020.0)],
+            &[("0", 1030.0), ("1", 5.0)],
+            &[("0", 1040.0), ("1", 15.0)],
+        ];
+        assert_eq!(generation_delta(&restart), Some(75.0));
+        // A series that appears at 9,000 counts from its first reading; one that goes away stops.
+        let appear: [&[(&str, f64)]; 4] = [
+            &[("0", 100.0)],
+            &[("0", 120.0), ("1", 9000.0)],
+            &[("0", 130.0), ("1", 9020.0)],
+            &[("0", 150.0)],
+        ];
+        assert_eq!(generation_delta(&appear), Some(70.0));
+        // A dip within float noise is not a reset.
+        let noise: [&[(&str, f64)]; 3] =
+            [&[("0", 1000000.5)], &[("0", 1000000.4999999)], &[("0", 1000010.5)]];
+        let d = generation_delta(&noise).unwrap();
+        assert!((d - 10.0).abs() < 1e-6, "{d}");
     }
 }

@@ -7,7 +7,7 @@
 //! vLLM's. Values of one metric are summed over label sets (several models or engines).
 //! Counters are reported as deltas over the measured phase (last sample − first sample).
 
-use super::endpoint_track::{increase, MeaningValues};
+use super::endpoint_track::MeaningValues;
 use super::exposition::Scrape;
 use super::meaning::Meaning;
 use servebench_client::transport::HttpClient;
@@ -73,15 +73,14 @@ fn max_of(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) ->
     samples.iter().filter_map(f).reduce(f64::max)
 }
 
-/// Increase of a counter over the samples that have it: the sum of the increases between
-/// consecutive readings, where a decrease is a reset (the new reading counts from zero), as in
-/// each endpoint's summary. Last − first gave 0 after a restart of the server.
+/// Last − first value of a counter (summed over its label sets) over the samples that have it;
+/// `None` when the last is below the first: a series restarted (or went away), and a sum over
+/// label sets cannot tell by how much it grew (each endpoint's summary, which tracks every
+/// series, can). Clamping that case to 0 read as data.
 fn delta(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) -> Option<f64> {
-    let mut readings = samples.iter().filter_map(f);
-    let first = readings.next()?;
-    let (total, _) =
-        readings.fold((0.0, first), |(total, before), after| (total + increase(before, after), after));
-    Some(total)
+    let first = samples.iter().find_map(&f)?;
+    let last = samples.iter().rev().find_map(&f)?;
+    (last >= first).then(|| last - first)
 }
 
 /// Derived figures of a series (pure).
@@ -236,14 +235,15 @@ vllm:num_requests_running{model_name=\"m\"} 3\n\
         assert_eq!(derive(&[]).mean_running, None);
     }
 
-    /// A server restarted mid-run: its generation counter read 100, 200, 50, 400. The derived
-    /// Δ was last − first clamped at 0 (0.0, which reads as data) while the endpoint summary
-    /// counted the reset; both are now 100 + 50 + 350 = 500.
+    /// A server restarted mid-run: its generation counter (summed over label sets) read 100,
+    /// 200, 50. The derived Δ was last − first clamped at 0 (0.0, which reads as data); a sum
+    /// cannot tell how much a restarted series grew, so it is null (the endpoint summary tracks
+    /// each series and has the figure).
     #[test]
-    fn a_counter_reset_counts_from_zero_in_the_derived_deltas() {
+    fn a_counter_that_ends_below_its_start_has_no_derived_delta() {
         let at = |v: f64| ScrapeSample { generation_tokens: Some(v), ..parse_sample(TEXT, 0.0).unwrap() };
-        let d = derive(&[at(100.0), at(200.0), at(50.0), at(400.0)]);
-        assert_eq!(d.generation_tokens, Some(500.0));
+        assert_eq!(derive(&[at(100.0), at(200.0), at(50.0)]).generation_tokens, None);
+        assert_eq!(derive(&[at(100.0), at(50.0), at(400.0)]).generation_tokens, Some(300.0));
         assert_eq!(derive(&[at(7.0)]).generation_tokens, Some(0.0));
     }
 }
