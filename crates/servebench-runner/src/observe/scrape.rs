@@ -80,7 +80,7 @@ fn max_of(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) ->
 fn delta(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) -> Option<f64> {
     let first = samples.iter().find_map(&f)?;
     let last = samples.iter().rev().find_map(&f)?;
-    (last >= first).then(|| last - first)
+    (last >= first).then_some(last - first)
 }
 
 /// Derived figures of a series (pure).
