@@ -96,6 +96,19 @@ impl Ticker {
         self.last = ctx.stop.is_cancelled();
         Some(ctx.started.elapsed().as_secs_f64())
     }
+
+    /// Runs one poll's `work`; a poll other than the final one is abandoned when the phase
+    /// ends (`None`): the final poll follows at once, so a hung endpoint holds the end of the
+    /// phase for one poll limit, not two.
+    async fn poll<T>(&self, ctx: &PollCtx, work: impl std::future::Future<Output = T>) -> Option<T> {
+        if self.last {
+            return Some(work.await);
+        }
+        tokio::select! {
+            r = work => Some(r),
+            _ = ctx.stop.cancelled() => None,
+        }
+    }
 }
 
 /// What one endpoint's loop produced: its summary and (for the first endpoint) the older
@@ -113,7 +126,10 @@ pub async fn scrape_endpoint(src: Source, ctx: PollCtx, baseline: CancellationTo
     let lines = ctx.writer.enabled();
     let mut ticker = Ticker::new(baseline);
     while let Some(t_s) = ticker.tick(&ctx).await {
-        let parsed = get_text(&src, poll_timeout(ctx.interval)).await.and_then(|t| {
+        let Some(text) = ticker.poll(&ctx, get_text(&src, poll_timeout(ctx.interval))).await else {
+            continue;
+        };
+        let parsed = text.and_then(|t| {
             let scrape = Scrape::parse(&t).map_err(|e| format!("unparsable /metrics: {e}"))?;
             Ok((sample_of(&scrape, t_s), scrape))
         });
@@ -216,8 +232,8 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
     while let Some(t_s) = ticker.tick(&ctx).await {
         let polls: Vec<(String, GpuPoll)> = match &source {
             GpuSource::Dcgm(sources) => {
-                let mut out = Vec::new();
-                for src in sources {
+                // The exporters are polled together: hung ones cost one poll limit, not one each.
+                let all = futures::future::join_all(sources.iter().map(|src| async move {
                     let host =
                         src.url.split("://").nth(1).unwrap_or(&src.url).split('/').next().unwrap_or("");
                     let r = get_text(src, poll_timeout(ctx.interval)).await.and_then(|t| {
@@ -225,8 +241,9 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
                             .map_err(|e| format!("unparsable /metrics: {e}"))?;
                         Ok(parse_dcgm(&samples, host, t_s))
                     });
-                    out.push((src.url.clone(), r));
-                }
+                    (src.url.clone(), r)
+                }));
+                let Some(out) = ticker.poll(&ctx, all).await else { continue };
                 out
             }
             GpuSource::NvidiaSmi => {
@@ -267,4 +284,37 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
     }
     let rows = readings.iter().map(|(id, r)| super::gpu::gpu_row(id, r)).collect();
     GpuOutcome { telemetry, rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(stop: &CancellationToken) -> PollCtx {
+        PollCtx {
+            interval: Duration::from_secs(3600),
+            started: Instant::now(),
+            stop: stop.clone(),
+            writer: SeriesWriter::none(),
+            latest: LatestServer::default(),
+        }
+    }
+
+    /// A hung endpoint held the end of the phase for two poll limits: the poll in flight when
+    /// the phase ended ran to its limit, then the final poll ran to its own. The poll in flight
+    /// is abandoned at the end (not counted), and the final poll follows at once and runs whole.
+    #[tokio::test]
+    async fn the_poll_in_flight_when_the_phase_ends_gives_way_to_the_final_poll() {
+        let stop = CancellationToken::new();
+        let ctx = ctx(&stop);
+        let mut ticker = Ticker::new(CancellationToken::new());
+        assert!(ticker.tick(&ctx).await.is_some(), "the baseline tick");
+        let ended = stop.clone();
+        tokio::spawn(async move { ended.cancel() });
+        let hung = ticker.poll(&ctx, std::future::pending::<()>()).await;
+        assert_eq!(hung, None, "abandoned when the phase ended");
+        assert!(ticker.tick(&ctx).await.is_some(), "the final tick comes at once");
+        assert_eq!(ticker.poll(&ctx, async { 7 }).await, Some(7), "the final poll runs whole");
+        assert!(ticker.tick(&ctx).await.is_none(), "nothing after the final poll");
+    }
 }
