@@ -116,6 +116,15 @@ impl BodyRead<'_> {
             Ok(Some(first)) if looks_like_events(&first.0) => {
                 self.stream_from(Some(first), reader, record, spec, opts).await;
             }
+            Ok(None) => {
+                // Nothing came: not a stream cut short, nor JSON that is not JSON.
+                record.done_us = Some(self.clock.offset_us(self.conn.last_read_at()));
+                self.body_ended(record);
+                self.client.release(self.conn);
+                let status = record.http_status.map_or_else(String::new, |s| format!(" (HTTP {s})"));
+                record
+                    .fail(ErrorKind::Incomplete, format!("the response body ended before any event{status}"));
+            }
             Ok(first) => self.answer_from(first, reader, record, opts).await,
             Err(Failed { kind, cause, message }) => {
                 record.done_us = Some(self.clock.now_us());
@@ -143,7 +152,7 @@ impl BodyRead<'_> {
                     self.timer.progress_at(at);
                     bytes.extend_from_slice(d);
                     last = Some(at);
-                    if bytes.len() >= SNIFF_BYTES || bytes.iter().any(|b| !b.is_ascii_whitespace()) {
+                    if bytes.len() >= SNIFF_BYTES || decided(&bytes) {
                         return Ok(Some((bytes, at)));
                     }
                 }
@@ -444,11 +453,53 @@ fn drain_events(
 /// Most blank bytes read before a JSON-labelled body's kind is decided.
 const SNIFF_BYTES: usize = 4096;
 
-/// Whether a body's first bytes are SSE lines rather than JSON: its first non-blank byte starts
-/// a field (`data:`, `event:`, `id:`, `retry:`) or a comment (`:`); JSON starts with `{` or `[`.
+/// The SSE line starts a JSON-labelled body is read as a stream for: a field or a comment.
+const EVENT_LINE_STARTS: [&[u8]; 5] = [b"data:", b"event:", b"id:", b"retry:", b":"];
+
+/// The body's bytes from the first non-blank one.
+fn non_blank(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());
+    &bytes[start..]
+}
+
+/// Whether enough of the body has come to tell a stream from JSON or text: a line, as many
+/// bytes as the longest line start, or a first byte no line start has.
+fn decided(bytes: &[u8]) -> bool {
+    let head = non_blank(bytes);
+    let longest = EVENT_LINE_STARTS.iter().map(|s| s.len()).max().unwrap_or(0);
+    head.contains(&b'\n')
+        || head.len() >= longest
+        || looks_like_events(head)
+        || head.first().is_some_and(|b| !EVENT_LINE_STARTS.iter().any(|s| s[0] == *b))
+}
+
+/// Whether a body's first bytes are SSE lines rather than JSON or text: its first non-blank
+/// bytes are a field name and its colon (`data:`, `event:`, `id:`, `retry:`) or a comment
+/// (`:`). A text answer ("internal error: …", "rate limited") is not a stream.
 fn looks_like_events(first: &[u8]) -> bool {
-    first
-        .iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|b| matches!(b, b'd' | b'e' | b'i' | b'r' | b':'))
+    let head = non_blank(first);
+    EVENT_LINE_STARTS.iter().any(|start| head.starts_with(start))
+}
+
+#[cfg(test)]
+mod sniff_tests {
+    use super::*;
+
+    /// Text answers starting with a field's first letter ("internal error: upstream failed",
+    /// "rate limited", "data loss") were read as streams; only a field name with its colon, or
+    /// a comment, is one.
+    #[test]
+    fn only_a_field_name_and_colon_or_a_comment_is_a_stream() {
+        for body in ["data: {}", "\n\nevent: x", "id: 1", "retry: 5", ": ping", "  data:{}"] {
+            assert!(looks_like_events(body.as_bytes()), "{body:?}");
+        }
+        for body in
+            ["internal error: upstream failed", "rate limited", "data loss", "{\"id\":1}", "[1]", "   "]
+        {
+            assert!(!looks_like_events(body.as_bytes()), "{body:?}");
+        }
+        // A first read of "da" cannot tell yet; "{" or "x" can; a line can.
+        assert!(!decided(b"  da"));
+        assert!(decided(b"{") && decided(b"x") && decided(b"data:") && decided(b"ev\n"));
+    }
 }

@@ -535,3 +535,27 @@ async fn an_event_stream_labelled_json_is_read_as_a_stream() {
     assert_eq!(r.outcome, servebench_core::Outcome::Completed, "{:?}", r.error);
     assert_eq!((r.completion_tokens, r.first_token_us), (Some(1), r.done_us));
 }
+
+/// A plain-text 200 labelled JSON ("internal error: …") was read as a stream by the first
+/// letter of a field ("the text/event-stream body is not server-sent events"): it is the JSON
+/// answer it says it is, and fails as not JSON. An empty one says no event came.
+#[tokio::test]
+async fn a_text_or_empty_body_labelled_json_is_not_taken_for_a_stream() {
+    let head = |n: usize| {
+        format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {n}\r\n\r\n")
+    };
+    let text = "internal error: upstream failed";
+    let s = serve(vec![vec![A::Read, w(head(text.len()) + text)]]).await;
+    let r = fixture(s.port, BackendKind::Chat, None).run(0, &ExecOptions::default()).await;
+    let e = r.error.as_ref().unwrap();
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e:?}");
+    assert!(e.message.starts_with("response is not JSON") && e.message.contains(text), "{}", e.message);
+
+    let s = serve(vec![vec![A::Read, w(head(0))]]).await;
+    let r = fixture(s.port, BackendKind::Chat, None).run(0, &ExecOptions::default()).await;
+    let e = r.error.as_ref().unwrap();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::Incomplete, "the response body ended before any event (HTTP 200)")
+    );
+}
