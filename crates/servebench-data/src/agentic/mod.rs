@@ -129,6 +129,7 @@ pub struct LoadOptions {
 /// Reads the sessions of `path`.
 pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Vec<AgentSession>> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
+    let text = crate::dataset::file::without_bom(text);
     let p = path.display().to_string();
     let format = match opts.format {
         Some(f) => f,
@@ -214,6 +215,13 @@ mod tests {
         assert_eq!(detect(&read("fork_join.jsonl")), Some(AgenticFormat::Servebench));
         assert_eq!(detect(&read("dag_spawn_fork.jsonl")), Some(AgenticFormat::Dag));
         assert_eq!(detect(&read("weka_session.json")), Some(AgenticFormat::Weka));
+        // A byte-order mark before the first object: the same sessions (it failed as "cannot
+        // tell the format").
+        let marked = tempfile::tempdir().unwrap();
+        let path = marked.path().join("fork_join.jsonl");
+        std::fs::write(&path, format!("\u{feff}{}", read("fork_join.jsonl"))).unwrap();
+        let opts = LoadOptions { format: None, default_output_tokens: 8 };
+        assert_eq!(load(&path, &opts).unwrap(), load(&dir.join("fork_join.jsonl"), &opts).unwrap());
         assert_eq!(detect("{\"prompt\": 1}"), None);
         assert_eq!(detect("not json"), None);
         assert_eq!("dag_jsonl".parse(), Ok(AgenticFormat::Dag));

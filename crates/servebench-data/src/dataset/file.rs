@@ -119,6 +119,15 @@ impl DataFile {
 /// The UTF-8 byte-order mark.
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// `text` without a leading byte-order mark (Windows editors write one; it is not part of the
+/// first record), for readers that take a file whole as text.
+pub fn without_bom(mut text: String) -> String {
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    text
+}
+
 /// 1-based line of byte `offset` in `bytes`.
 pub fn line_of(bytes: &[u8], offset: usize) -> usize {
     1 + memchr_count(&bytes[..offset.min(bytes.len())])

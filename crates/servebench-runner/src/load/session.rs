@@ -196,6 +196,7 @@ pub fn sharegpt(
     tok: &dyn TextTokenizer,
 ) -> Result<Conversations> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
+    let text = servebench_data::dataset::file::without_bom(text);
     let bad = |e: serde_json::Error| {
         BenchError::Dataset {
         detail: format!(
