@@ -76,6 +76,15 @@ fn read_rows(file: &DataFile) -> Result<Vec<Row>> {
                 "fix or remove the line",
             ));
         }
+        // As `--random-input-len`: a prompt length is a u32 (a larger one aborted the process
+        // allocating its token ids).
+        if req > f64::from(u32::MAX) || resp > f64::from(u32::MAX) {
+            return Err(file.error(
+                at,
+                format!("a token count ({req} / {resp}) is above {}", u32::MAX),
+                "fix or remove the line",
+            ));
+        }
         if resp > 0.0 {
             rows.push((req as usize, resp as usize));
         }
@@ -181,6 +190,18 @@ mod tests {
             generate_burstgpt(&BurstGptConfig { path }, &Sampling::default(), tok.as_ref()).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("line 6") && text.contains("negative"), "{text}");
+        assert_eq!(err.code(), servebench_core::ErrorCode::DatasetFile);
+    }
+
+    /// `Request tokens` of 99,999,999,999 aborted the process allocating 400 GB of token ids.
+    #[test]
+    fn a_token_count_above_u32_is_refused_naming_its_line() {
+        let tok = crate::load_tokenizer("cl100k_base").unwrap();
+        let (_d, path) = write(&format!("{CSV}7,GPT-4,99999999999,3,0,API log\n"));
+        let err =
+            generate_burstgpt(&BurstGptConfig { path }, &Sampling::default(), tok.as_ref()).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("line 6") && text.contains("above 4294967295"), "{text}");
         assert_eq!(err.code(), servebench_core::ErrorCode::DatasetFile);
     }
 }
