@@ -107,6 +107,14 @@ impl RateConfig {
                         "pass a positive request rate",
                     ));
                 }
+                // As `--request-rate`: the first gaps would be days to ages, waited without a word.
+                if v < crate::flag_values::MIN_REQUEST_RATE {
+                    return Err(BenchError::config(
+                        flag,
+                        format!("{v} is below one request per day"),
+                        "pass a rate of at least 1/86400 requests per second",
+                    ));
+                }
             }
         }
         Ok(())
@@ -424,6 +432,14 @@ mod tests {
         assert!(RateConfig { burstiness: 0.0, ..ok }.validate().is_err());
         let bad_ramp = RampUp { strategy: RampStrategy::Exponential, start_rps: 0.0, end_rps: 1.0 };
         assert!(RateConfig { ramp_up: Some(bad_ramp), ..ok }.validate().is_err());
+        // A ramp from 1e-9 req/s was accepted and waited until killed (--request-rate refuses it).
+        let ages = RampUp { strategy: RampStrategy::Linear, start_rps: 1e-9, end_rps: 10.0 };
+        let e = RateConfig { ramp_up: Some(ages), ..ok }.validate().unwrap_err();
+        assert!(
+            e.to_string().contains("--ramp-up-start-rps")
+                && e.to_string().contains("below one request per day"),
+            "{e}"
+        );
         // Lenient generation on invalid input: no panic.
         let s = ArrivalSchedule::generate(
             3,

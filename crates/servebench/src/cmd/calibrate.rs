@@ -10,7 +10,7 @@
 //! CPU per SSE event and peak RSS, and optionally writes the same numbers as JSON.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
@@ -380,6 +380,9 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<u8> {
             return Err(bad(flag, format!("{} is not a file", path.display())));
         }
     }
+    // A bare name (`exit3.sh`) would be looked up on PATH when run: run the file checked here.
+    let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let (sim_exe, exe) = (absolute(sim_exe), absolute(exe));
     let truth = Truth {
         ttft_ms: args.ttft_ms,
         itl_ms: args.itl_ms,

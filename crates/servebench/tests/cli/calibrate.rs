@@ -93,3 +93,23 @@ fn an_exe_that_cannot_be_run_is_named_with_its_flag() {
         "{stderr}"
     );
 }
+
+/// `--sim-exe NAME` of a file in the working directory said "cannot be run: No such file or
+/// directory": a name without a slash was looked up on PATH. The file checked is the one run.
+#[test]
+fn a_sim_exe_named_without_a_directory_is_the_file_in_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("exit3.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 3\n").unwrap();
+    let mut perms = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["calibrate", "--levels", "1", "--sim-exe", "exit3.sh"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("exit status: 3"), "the script ran: {stderr}");
+}
