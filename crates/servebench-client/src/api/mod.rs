@@ -313,7 +313,8 @@ impl ResponseParser {
 
 /// A whole body that is not the JSON expected.
 fn not_json(e: &serde_json::Error, body: &str) -> Parsed<'static> {
-    Parsed::Fail(ErrorKind::Protocol, format!("response is not JSON ({e}): {}", snippet(body.as_bytes())))
+    let excerpt = snippet(body.trim_start().as_bytes());
+    Parsed::Fail(ErrorKind::Protocol, format!("response is not JSON ({e}): {excerpt}"))
 }
 
 /// A JSON syntax failure of a stream event.

@@ -147,6 +147,8 @@ impl BodyRead<'_> {
                     return Err(Failed::new(self.timer.kind(), message));
                 }
                 Err(e) => return Err(Failed::new(ErrorKind::Transport, e.to_string())),
+                // Blanks alone before the end: no event came, as for an empty body.
+                Ok(None) if non_blank(&bytes).is_empty() => return Ok(None),
                 Ok(None) => return Ok(last.map(|at| (bytes, at))),
                 Ok(Some((d, at))) => {
                     self.timer.progress_at(at);

@@ -551,11 +551,16 @@ async fn a_text_or_empty_body_labelled_json_is_not_taken_for_a_stream() {
     assert_eq!(e.kind, ErrorKind::Protocol, "{e:?}");
     assert!(e.message.starts_with("response is not JSON") && e.message.contains(text), "{}", e.message);
 
-    let s = serve(vec![vec![A::Read, w(head(0))]]).await;
+    for blank in ["", "\n\n  \n"] {
+        let s = serve(vec![vec![A::Read, w(head(blank.len()) + blank)]]).await;
+        let r = fixture(s.port, BackendKind::Chat, None).run(0, &ExecOptions::default()).await;
+        let e = r.error.as_ref().unwrap();
+        let message = "the response body ended before any event (HTTP 200)";
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Incomplete, message), "{blank:?}");
+    }
+    // A not-JSON excerpt starts at the first non-blank byte (it was empty after blank lines).
+    let padded = format!("\n\n   {text}");
+    let s = serve(vec![vec![A::Read, w(head(padded.len()) + &padded)]]).await;
     let r = fixture(s.port, BackendKind::Chat, None).run(0, &ExecOptions::default()).await;
-    let e = r.error.as_ref().unwrap();
-    assert_eq!(
-        (e.kind, e.message.as_str()),
-        (ErrorKind::Incomplete, "the response body ended before any event (HTTP 200)")
-    );
+    assert!(r.error.as_ref().unwrap().message.ends_with(text), "{:?}", r.error);
 }

@@ -76,13 +76,14 @@ fn read_rows(file: &DataFile) -> Result<Vec<Row>> {
                 "fix or remove the line",
             ));
         }
-        // As `--random-input-len`: a prompt length is a u32 (a larger one aborted the process
-        // allocating its token ids).
-        if req > f64::from(u32::MAX) || resp > f64::from(u32::MAX) {
+        // As the random dataset's lengths: below 2^31 tokens (a larger count aborted the
+        // process allocating its token ids).
+        let limit = f64::from(u32::MAX / 2);
+        if req > limit || resp > limit {
             return Err(file.error(
                 at,
-                format!("a token count ({req} / {resp}) is above {}", u32::MAX),
-                "fix or remove the line",
+                format!("a token count ({req} / {resp}) is not below 2^31"),
+                "fix or remove the line (lengths below 2^31 tokens)",
             ));
         }
         if resp > 0.0 {
@@ -193,15 +194,16 @@ mod tests {
         assert_eq!(err.code(), servebench_core::ErrorCode::DatasetFile);
     }
 
-    /// `Request tokens` of 99,999,999,999 aborted the process allocating 400 GB of token ids.
+    /// `Request tokens` of 99,999,999,999 aborted the process allocating 400 GB of token ids, and
+    /// 4,000,000,000 (within u32) 16 GB: the random dataset's bound applies, below 2^31.
     #[test]
-    fn a_token_count_above_u32_is_refused_naming_its_line() {
+    fn a_token_count_of_2_pow_31_or_more_is_refused_naming_its_line() {
         let tok = crate::load_tokenizer("cl100k_base").unwrap();
-        let (_d, path) = write(&format!("{CSV}7,GPT-4,99999999999,3,0,API log\n"));
+        let (_d, path) = write(&format!("{CSV}7,GPT-4,4000000000,3,0,API log\n"));
         let err =
             generate_burstgpt(&BurstGptConfig { path }, &Sampling::default(), tok.as_ref()).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("line 6") && text.contains("above 4294967295"), "{text}");
+        assert!(text.contains("line 6") && text.contains("not below 2^31"), "{text}");
         assert_eq!(err.code(), servebench_core::ErrorCode::DatasetFile);
     }
 }

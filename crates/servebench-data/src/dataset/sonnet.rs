@@ -141,13 +141,14 @@ pub fn generate_sonnet(cfg: &SonnetConfig, sampling: &Sampling, tok: &dyn TextTo
     Ok(finish(samples, sampling))
 }
 
-/// No drawn prompt fits `--sonnet-input-len`: the text's lines are too long for it. Sending the
-/// instruction (and prefix) alone would be a prompt far shorter than asked, without a word.
-fn no_line_fits(cfg: &SonnetConfig, kept_len: u32) -> BenchError {
+/// Not even the text's shortest line fits `--sonnet-input-len` after the instruction and prefix
+/// (`needed`: the tokens of the shortest prompt that has a line). Sending the instruction (and
+/// prefix) alone would be a prompt far shorter than asked, without a word.
+fn no_line_fits(cfg: &SonnetConfig, needed: u32) -> BenchError {
     BenchError::config(
         "--sonnet-input-len",
         format!(
-            "{} tokens hold no line of the text after the instruction and prefix ({kept_len} tokens without any drawn line)",
+            "{} tokens cannot hold the instruction, the prefix and one line of the text: with the shortest line the prompt is {needed} tokens",
             cfg.input_len
         ),
         "pass a larger --sonnet-input-len, a smaller --sonnet-prefix-len, or a text with shorter lines",

@@ -251,7 +251,8 @@ fn a_text_whose_lines_never_fit_the_input_len_is_refused_not_sent_as_the_instruc
     let e = generate_sonnet(&cfg, &sampling(3), tok().as_ref()).unwrap_err();
     assert_eq!(e.code().as_str(), "SB101", "{e}");
     assert!(
-        e.to_string().contains("--sonnet-input-len") && e.to_string().contains("no line of the text"),
+        e.to_string().contains("--sonnet-input-len")
+            && e.to_string().contains("cannot hold the instruction, the prefix and one line"),
         "{e}"
     );
 }

@@ -75,6 +75,9 @@ pub struct EndpointTracker {
     /// not read as the sum's jump.
     counter_series: HashMap<String, f64>,
     counter_totals: BTreeMap<Meaning, f64>,
+    /// The same for the histogram meanings, label set by label set.
+    hist_series: Histograms,
+    hist_totals: BTreeMap<Meaning, Histo>,
 }
 
 fn labels_json(labels: &[(String, String)]) -> Value {
@@ -142,6 +145,7 @@ impl EndpointTracker {
         };
         let values = MeaningValues::of(scrape);
         self.follow_counters(&values, scrape);
+        self.follow_histograms(&values, &hists);
         self.track(&values, t_s);
         if self.first_hists.is_none() {
             self.first_hists = Some(hists.clone());
@@ -157,8 +161,10 @@ impl EndpointTracker {
     /// Adds each counter meaning's increase since the previous scrape, series by series: a
     /// series' growth, its new reading after a reset (a decrease beyond float noise), nothing
     /// for a series seen for the first time (it counts from its first reading) or gone.
+    /// A series missing from an answered scrape (or read as NaN/Inf) keeps its last reading, as
+    /// Prometheus keeps the last sample: its growth over the gap is counted when it comes back.
     fn follow_counters(&mut self, v: &MeaningValues, scrape: &Scrape) {
-        let mut now = HashMap::new();
+        let mut now = self.counter_series.clone();
         for (m, (name, _, _)) in &v.scalars {
             if m.shape() != Shape::Counter {
                 continue;
@@ -176,6 +182,23 @@ impl EndpointTracker {
         self.counter_series = now;
     }
 
+    /// Adds each histogram meaning's observations since the previous scrape, label set by label
+    /// set (a restart of one engine, or an engine appearing with its history, is not read from
+    /// the merged histogram's jump); a label set seen for the first time counts from there.
+    fn follow_histograms(&mut self, v: &MeaningValues, hists: &Histograms) {
+        for (m, (name, _, _)) in &v.histograms {
+            let total = self.hist_totals.entry(*m).or_default();
+            for ((family, labels), h) in hists.iter().filter(|((f, _), h)| f == name && !h.buckets.is_empty())
+            {
+                let key = (family.clone(), labels.clone());
+                if let Some(before) = self.hist_series.get(&key) {
+                    total.add(&h.since(before));
+                }
+                self.hist_series.insert(key, h.clone());
+            }
+        }
+    }
+
     fn track(&mut self, v: &MeaningValues, t_s: f64) {
         for (m, (name, engine, value)) in &v.scalars {
             self.engines.insert(*engine);
@@ -187,10 +210,12 @@ impl EndpointTracker {
             let t = self.tracks.entry(*m).or_insert_with(|| Track { metric: name, ..Track::default() });
             t.points.push((t_s, value));
         }
-        for (m, (name, engine, h)) in &v.histograms {
+        for (m, (name, engine, _)) in &v.histograms {
             self.engines.insert(*engine);
+            // The observations so far (label set by label set), not the merged raw histogram.
+            let so_far = self.hist_totals.get(m).cloned().unwrap_or_default();
             let t = self.tracks.entry(*m).or_insert_with(|| Track { metric: name, ..Track::default() });
-            t.hists.push((t_s, h.clone()));
+            t.hists.push((t_s, so_far));
         }
     }
 
@@ -431,5 +456,60 @@ mod tests {
             [&[("0", 1000000.5)], &[("0", 1000000.4999999)], &[("0", 1000010.5)]];
         let d = generation_delta(&noise).unwrap();
         assert!((d - 10.0).abs() < 1e-6, "{d}");
+        // A scrape that answers without the series, or with NaN, keeps its last reading: the
+        // growth over the gap counts when it comes back (it was lost).
+        let gap: [&[(&str, f64)]; 3] = [&[("0", 100.0)], &[], &[("0", 140.0)]];
+        assert_eq!(generation_delta(&gap), Some(40.0));
+        let nan: [&[(&str, f64)]; 3] = [&[("0", 100.0)], &[("0", f64::NAN)], &[("0", 140.0)]];
+        assert_eq!(generation_delta(&nan), Some(40.0));
+    }
+
+    /// An exporter that writes a series' labels in another order named a new series each time:
+    /// a counter growing 10 per scrape had a delta of 0.
+    #[test]
+    fn a_label_set_in_another_order_is_the_same_series() {
+        let mut t = EndpointTracker::new("u");
+        for (i, v) in [100.0, 110.0, 120.0, 130.0].into_iter().enumerate() {
+            let labels =
+                if i % 2 == 0 { "model_name=\"m\",engine=\"0\"" } else { "engine=\"0\",model_name=\"m\"" };
+            let body = format!("vllm:generation_tokens_total{{{labels}}} {v}\n");
+            t.scrape(&Scrape::parse(&body).unwrap(), i as f64, false);
+        }
+        assert_eq!(t.summary().meanings["generation_tokens"].delta, Some(30.0));
+    }
+
+    /// The TTFT histogram of two engines, one restarting (1000 → 1020, then 5 → 15) and one
+    /// growing 1000 → 1040: 75 observations, read as 1,055 from the merged histogram's jump; an
+    /// engine appearing with 9,000 observations of history counted them all.
+    #[test]
+    fn histograms_are_followed_label_set_by_label_set() {
+        let scrape = |series: &[(&str, f64)]| {
+            let mut body = String::from("# TYPE vllm:time_to_first_token_seconds histogram\n");
+            for (engine, n) in series {
+                let e = format!("engine=\"{engine}\"");
+                body += &format!("vllm:time_to_first_token_seconds_bucket{{{e},le=\"0.1\"}} {n}\n");
+                body += &format!("vllm:time_to_first_token_seconds_bucket{{{e},le=\"+Inf\"}} {n}\n");
+                body += &format!("vllm:time_to_first_token_seconds_sum{{{e}}} {}\n", n * 0.05);
+                body += &format!("vllm:time_to_first_token_seconds_count{{{e}}} {n}\n");
+            }
+            Scrape::parse(&body).unwrap()
+        };
+        let count = |scrapes: &[&[(&str, f64)]]| {
+            let mut t = EndpointTracker::new("u");
+            for (i, s) in scrapes.iter().enumerate() {
+                t.scrape(&scrape(s), i as f64, false);
+            }
+            t.summary().meanings["ttft"].count
+        };
+        let restart: [&[(&str, f64)]; 4] = [
+            &[("0", 1000.0), ("1", 1000.0)],
+            &[("0", 1020.0), ("1", 1020.0)],
+            &[("0", 1030.0), ("1", 5.0)],
+            &[("0", 1040.0), ("1", 15.0)],
+        ];
+        assert_eq!(count(&restart), Some(75.0));
+        let appear: [&[(&str, f64)]; 3] =
+            [&[("0", 100.0)], &[("0", 120.0), ("1", 9000.0)], &[("0", 130.0), ("1", 9020.0)]];
+        assert_eq!(count(&appear), Some(50.0));
     }
 }

@@ -35,7 +35,7 @@ impl Histo {
     }
 
     /// Adds `other`'s counts bound by bound (label sets of one family share bounds).
-    fn add(&mut self, other: &Histo) {
+    pub(crate) fn add(&mut self, other: &Histo) {
         for &(le, c) in &other.buckets {
             match self.buckets.iter_mut().find(|b| b.0 == le) {
                 Some(b) => b.1 += c,
@@ -175,10 +175,13 @@ impl Scrape {
     }
 }
 
-/// The key of a series in maps: its name and labels.
+/// The key of a series in maps: its name and labels, in label-name order (a label set is
+/// unordered: an exporter that writes them in another order names the same series).
 pub fn series_key(s: &PromSample) -> String {
+    let mut labels: Vec<&(String, String)> = s.labels.iter().collect();
+    labels.sort_unstable();
     let mut key = s.name.clone();
-    for (k, v) in &s.labels {
+    for (k, v) in labels {
         key.push('\u{1f}');
         key.push_str(k);
         key.push('=');

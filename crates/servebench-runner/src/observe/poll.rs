@@ -36,13 +36,17 @@ pub struct PollCtx {
     pub latest: LatestServer,
 }
 
-/// How long one poll may take: the poll interval, at least 2 s and at most 10 s (the control
-/// calls' timeout). A hung endpoint then costs the measured phase's start (which waits for the
+/// How long one poll may take: the poll interval, at least 2 s and at most 9 s (below the
+/// control calls' 10 s timeout). A hung endpoint then costs the measured phase's start (which waits for the
 /// baseline) and its end (the last poll) at most this, not 10 s each, and polls stay near their
 /// interval.
 pub fn poll_timeout(interval: Duration) -> Duration {
-    interval.clamp(Duration::from_secs(2), Duration::from_secs(10))
+    interval.clamp(Duration::from_secs(2), MAX_POLL_TIMEOUT)
 }
+
+/// The longest poll limit: below the control client's 10 s timeout, so a poll's own limit (and
+/// its message) is what ends a hung poll.
+const MAX_POLL_TIMEOUT: Duration = Duration::from_secs(9);
 
 /// GET the source's path once, within `timeout`; the body as text.
 pub async fn get_text(src: &Source, timeout: Duration) -> Result<String, String> {

@@ -101,12 +101,12 @@ pub struct ServerSideOutput {
 
 impl ServerSide {
     /// A control-plane client for `base_url` (its own pool, so polls never wait behind the load).
-    /// Its control timeout (30 s, for profiling calls) is above every poll's own limit
-    /// (`poll::poll_timeout`, at most 10 s), which is what bounds a poll and names it.
+    /// Its control timeout (10 s, for profiling calls) is above every poll's own limit
+    /// (`poll::poll_timeout`, at most 9 s), which is what bounds a poll and names it.
     pub fn client(run: &RunConfig) -> servebench_core::Result<HttpClient> {
         HttpClient::new(ClientOptions {
             max_idle: 4,
-            control_timeout: Duration::from_secs(30),
+            control_timeout: Duration::from_secs(10),
             ..run.client_options()
         })
     }
