@@ -61,16 +61,31 @@ pub async fn profile_until(
     let t0 = Instant::now();
     let mut out = ProfileOutcome::default();
     if let Some(n) = opts.batch_threshold {
+        // Why the threshold could not be read, when the latest poll failed: said with the warning.
+        let mut poll_error: Option<String> = None;
         loop {
             if stop.is_cancelled() {
+                let why =
+                    poll_error.map(|e| format!(" (the last /metrics poll failed: {e})")).unwrap_or_default();
                 out.warnings.push(format!(
-                    "profiling never started: vllm:num_requests_running did not reach {n} during the run"
+                    "profiling never started: vllm:num_requests_running did not reach {n} during the run{why}"
                 ));
                 return out;
             }
-            let running = match fetch_metrics_text(&client, &headers).await {
-                Ok(text) => parse_sample(&text, 0.0).ok().and_then(|s| s.running),
-                Err(_) => None,
+            // A poll in flight when the run ends is abandoned (it held the end for its timeout).
+            let polled = tokio::select! {
+                r = fetch_metrics_text(&client, &headers) => r,
+                _ = stop.cancelled() => continue,
+            };
+            let running = match polled {
+                Ok(text) => {
+                    poll_error = None;
+                    parse_sample(&text, 0.0).ok().and_then(|s| s.running)
+                }
+                Err(e) => {
+                    poll_error = Some(e.to_string());
+                    None
+                }
             };
             if running.is_some_and(|r| r >= n as f64) {
                 break;

@@ -85,6 +85,26 @@ async fn every_control_call_carries_the_users_key() {
     assert!(seen.iter().all(|(_, a)| a.as_deref() == Some("Bearer sk-test")), "{seen:?}");
 }
 
+/// A `/metrics` that cannot be read left the threshold's warning saying only that the running
+/// count "did not reach N", as if the server had been idle: the poll's error is said with it.
+#[tokio::test]
+async fn a_threshold_never_read_says_why_the_metrics_poll_failed() {
+    let port = servebench_testkit::net::closed_port();
+    let (c, h) = client(&format!("http://127.0.0.1:{port}"));
+    let signal = CancellationToken::new();
+    let opts = ProfileOptions { batch_threshold: Some(4), duration: Duration::from_millis(50) };
+    let profile = tokio::spawn(profile_until(c, h, opts, signal.clone()));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    signal.cancel();
+    let outcome = profile.await.unwrap();
+    assert_eq!(outcome.started_at_s, None);
+    let warning = outcome.warnings.join(" | ");
+    assert!(
+        warning.contains("did not reach 4") && warning.contains("the last /metrics poll failed"),
+        "{warning}"
+    );
+}
+
 #[tokio::test]
 async fn a_refused_cache_reset_is_an_error_naming_dev_mode() {
     let base = server(Arc::default(), StatusCode::NOT_FOUND).await;
