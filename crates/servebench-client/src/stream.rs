@@ -192,9 +192,7 @@ impl StreamState {
         } else {
             rec.done_us = Some(t_us);
             if rec.first_event_us.is_none() {
-                // An empty body (HTTP 204, a proxy's empty 200): not a stream cut short.
-                let status = rec.http_status.map_or_else(String::new, |s| format!(" (HTTP {s})"));
-                rec.fail(ErrorKind::Incomplete, format!("the response body ended before any event{status}"));
+                fail_before_any_event(rec);
             } else {
                 rec.fail(ErrorKind::Incomplete, "the stream ended without [DONE] or a finish reason");
             }
@@ -293,6 +291,13 @@ impl ResponseReader {
     pub fn flush(&mut self, rec: &mut RequestRecord) {
         self.state.flush(rec);
     }
+}
+
+/// Fails a request whose body ended before any event: an empty (or blank) body — HTTP 204, a
+/// proxy's empty 200 — is not a stream cut short, nor JSON that is not JSON.
+pub(crate) fn fail_before_any_event(rec: &mut RequestRecord) {
+    let status = rec.http_status.map_or_else(String::new, |s| format!(" (HTTP {s})"));
+    rec.fail(ErrorKind::Incomplete, format!("the response body ended before any event{status}"));
 }
 
 #[cfg(test)]

@@ -351,12 +351,13 @@ async fn run(
     };
     let reader = ResponseReader::for_request(target.backend, opts.keep_text, opts.keep_text_without_usage);
     let body = BodyRead { client, conn, incoming, coding, timer, clock, prefill_slot };
-    if target.backend.is_pooling() && read::is_event_stream(&parts.headers, &target.body) {
+    let event_stream = read::is_event_stream(&parts.headers, &target.body);
+    if event_stream && target.backend.is_pooling() {
         // A pooling answer is one JSON body; an event stream means another kind of endpoint.
         record.done_us = Some(clock.now_us());
         let message = "a pooling request was answered with an event stream (text/event-stream): the endpoint is not a pooling endpoint; check --endpoint and --backend";
         record.fail(ErrorKind::Protocol, message);
-    } else if read::is_event_stream(&parts.headers, &target.body) {
+    } else if event_stream {
         body.stream(reader, record, spec, opts).await;
     } else if target.body.streams() && body.coding.is_none() {
         // Labelled JSON, asked for a stream: the first bytes tell which it is.

@@ -12,7 +12,7 @@ use super::timer::Timer;
 use super::{ExecOptions, RUNAWAY_SLACK_EVENTS};
 use crate::body::BodyTemplate;
 use crate::sse::{SseError, SseFramer};
-use crate::stream::{Flow, ResponseReader};
+use crate::stream::{fail_before_any_event, Flow, ResponseReader};
 use crate::transport::coding::{BodyDecoder, CodingError};
 use crate::transport::control::{snippet, SNIPPET_BYTES};
 use crate::transport::error::ReadBodyError;
@@ -117,13 +117,10 @@ impl BodyRead<'_> {
                 self.stream_from(Some(first), reader, record, spec, opts).await;
             }
             Ok(None) => {
-                // Nothing came: not a stream cut short, nor JSON that is not JSON.
                 record.done_us = Some(self.clock.offset_us(self.conn.last_read_at()));
                 self.body_ended(record);
                 self.client.release(self.conn);
-                let status = record.http_status.map_or_else(String::new, |s| format!(" (HTTP {s})"));
-                record
-                    .fail(ErrorKind::Incomplete, format!("the response body ended before any event{status}"));
+                fail_before_any_event(record);
             }
             Ok(first) => self.answer_from(first, reader, record, opts).await,
             Err(Failed { kind, cause, message }) => {
@@ -142,11 +139,7 @@ impl BodyRead<'_> {
         loop {
             match self.conn.frame(&mut self.incoming, self.timer.get()).await {
                 Err(ReadBodyError::Deadline) if self.timer.rearm() => continue,
-                Err(ReadBodyError::Deadline) => {
-                    let message = format!("reading the response body: {}", self.timer.message());
-                    return Err(Failed::new(self.timer.kind(), message));
-                }
-                Err(e) => return Err(Failed::new(ErrorKind::Transport, e.to_string())),
+                Err(e) => return Err(read_failed(&self.timer, e)),
                 // Blanks alone before the end: no event came, as for an empty body.
                 Ok(None) if non_blank(&bytes).is_empty() => return Ok(None),
                 Ok(None) => return Ok(last.map(|at| (bytes, at))),
@@ -338,14 +331,8 @@ impl BodyRead<'_> {
         };
         loop {
             match self.conn.frame(&mut self.incoming, self.timer.get()).await {
-                Err(ReadBodyError::Deadline) => {
-                    if self.timer.rearm() {
-                        continue;
-                    }
-                    let message = format!("reading the response body: {}", self.timer.message());
-                    return Err(Failed::new(self.timer.kind(), message));
-                }
-                Err(e) => return Err(Failed::new(ErrorKind::Transport, e.to_string())),
+                Err(ReadBodyError::Deadline) if self.timer.rearm() => continue,
+                Err(e) => return Err(read_failed(&self.timer, e)),
                 Ok(None) => {
                     if let Some(c) = self.coding.as_mut() {
                         let rest = c.finish()?;
@@ -372,6 +359,17 @@ impl BodyRead<'_> {
                 }
             }
         }
+    }
+}
+
+/// A body read whole that could not go on: its deadline passed (and cannot be re-armed), or the
+/// transport failed.
+fn read_failed(timer: &Timer, e: ReadBodyError) -> Failed {
+    match e {
+        ReadBodyError::Deadline => {
+            Failed::new(timer.kind(), format!("reading the response body: {}", timer.message()))
+        }
+        e => Failed::new(ErrorKind::Transport, e.to_string()),
     }
 }
 
