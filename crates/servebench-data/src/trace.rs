@@ -292,7 +292,7 @@ pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<Prepa
     for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
         let line = line.map_err(unreadable)?;
         // A byte-order mark (Windows editors write one) is not part of the first row.
-        let text = if i == 0 { line.strip_prefix('\u{feff}').unwrap_or(&line) } else { &line };
+        let text = if i == 0 { crate::dataset::file::strip_bom(&line) } else { &line };
         let Some(row) = parse_line(text, i + 1, &cfg.labels, &mut last_ts)? else { continue };
         seen += 1;
         if seen > cfg.num_prompts {

@@ -99,12 +99,8 @@ impl DataFile {
 
     /// The file as UTF-8 text; invalid UTF-8 is reported with its line.
     pub fn read_text(&self) -> Result<String> {
-        let mut bytes = self.read_bytes()?;
-        // A byte-order mark (Windows editors write one) is not part of the first record.
-        if bytes.starts_with(UTF8_BOM) {
-            bytes.drain(..UTF8_BOM.len());
-        }
-        String::from_utf8(bytes).map_err(|e| {
+        let bytes = self.read_bytes()?;
+        String::from_utf8(bytes).map(without_bom).map_err(|e| {
             let at = e.utf8_error().valid_up_to();
             let line = line_of(e.as_bytes(), at);
             self.error(
@@ -122,10 +118,14 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// `text` without a leading byte-order mark (Windows editors write one; it is not part of the
 /// first record), for readers that take a file whole as text.
 pub fn without_bom(mut text: String) -> String {
-    if text.starts_with('\u{feff}') {
-        text.drain(..'\u{feff}'.len_utf8());
-    }
+    let marked = text.len() - strip_bom(&text).len();
+    text.drain(..marked);
     text
+}
+
+/// [`without_bom`] of a borrowed first line (readers that stream a file line by line).
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 /// 1-based line of byte `offset` in `bytes`.
