@@ -173,7 +173,7 @@ impl EndpointTracker {
             for s in scrape.samples.iter().filter(|s| s.name == *name && s.value.is_finite()) {
                 let key = series_key(s);
                 if let Some(&before) = self.counter_series.get(&key) {
-                    grew += series_increase(before, s.value);
+                    grew += increase(before, s.value);
                 }
                 now.insert(key, s.value);
             }
@@ -265,22 +265,12 @@ impl EndpointTracker {
 
 /// Increase of one counter series between two readings: the difference; after a reset (a
 /// decrease beyond float noise, 1e-9 relative) the new reading; 0 for a decrease within noise.
-fn series_increase(before: f64, after: f64) -> f64 {
+pub fn increase(before: f64, after: f64) -> f64 {
     let noise = 1e-9 * before.abs().max(1.0);
     if after >= before {
         after - before
     } else if before - after <= noise {
         0.0
-    } else {
-        after
-    }
-}
-
-/// Increase of a counter between two readings: the difference, or after a reset (a decrease)
-/// the new reading.
-pub fn increase(before: f64, after: f64) -> f64 {
-    if after >= before {
-        after - before
     } else {
         after
     }

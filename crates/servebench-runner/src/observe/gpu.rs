@@ -89,8 +89,8 @@ pub fn parse_nvidia_smi(csv: &str, t_s: f64) -> BTreeMap<GpuId, GpuReading> {
 }
 
 /// Energy (J) over the readings and how it was obtained: with at least two energy-counter
-/// readings, the sum of the counter's increases (a decrease is a reset: its new reading
-/// counts) ÷ 1000 over [first, last] counter reading; else with at least two power readings,
+/// readings, the sum of the counter's increases (a decrease beyond float noise is a reset: its
+/// new reading counts) ÷ 1000 over [first, last] counter reading; else with at least two power readings,
 /// Σ (P_i + P_{i+1}) / 2 × (t_{i+1} − t_i) over [first, last] power reading. Returns (energy,
 /// method, window seconds); `None` otherwise.
 pub fn energy(readings: &[GpuReading]) -> Option<(f64, &'static str, f64)> {
