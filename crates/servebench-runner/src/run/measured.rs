@@ -241,16 +241,16 @@ async fn warm_up_and_connect(
         observer.message(&format!("Warming up with {} requests...", cfg.num_warmups));
         let (client, target, opts) = (&prepared.client, &prepared.target, &prepared.exec_opts);
         let failed = warm_up(client, target, opts, workload, cfg.num_warmups, cfg.max_concurrency).await;
-        note = warm_up_failures(cfg.num_warmups, &failed).map(Notice::warning);
-        if let Some(n) = &note {
-            observer.message(&n.to_string());
-        }
+        note = warm_up_failures(cfg.num_warmups, &failed)
+            .map(Notice::warning)
+            .inspect(|n| observer.message(&n.to_string()))
+            .map(Notice::said);
     }
     if cfg.preconnect > 0 {
         let n = prepared.client.preconnect(cfg.preconnect).await?;
         observer.message(&format!("Opened {n} connections before the run"));
     }
-    Ok(note.map(Notice::said))
+    Ok(note)
 }
 
 /// The warning for warm-up requests that did not complete (`failed`: each one's error): the
