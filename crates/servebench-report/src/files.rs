@@ -102,8 +102,12 @@ pub fn write_result(path: &Path, value: &Value, append: bool) -> Result<()> {
     if append && file.metadata().map_err(io)?.len() > 0 {
         file.write_all(b"\n").map_err(io)?;
     }
-    file.write_all(to_python_json(value).as_bytes()).map_err(io)?;
-    file.flush().map_err(io)
+    // Serialized straight into the file: a million-request result's text (its per-request
+    // arrays) is never held in memory beside its value.
+    let mut out = std::io::BufWriter::new(file);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
+    value.serialize(&mut ser).map_err(|e| BenchError::io(path.display(), e))?;
+    out.flush().map_err(io)
 }
 
 /// Writes `text` to `path` (replacing it), creating missing parent directories (reports, CSV).

@@ -143,33 +143,34 @@ pub fn steady_state(
     if done.is_empty() {
         return Err(none("no request completed".into()));
     }
-    let (w, arrivals) = match cfg.mode {
+    // An open loop's arrivals are its own intervals; a closed loop's are `all` (not copied).
+    let offered = matches!(cfg.mode, LoadMode::OpenLoop).then(|| offered_intervals(records));
+    let w = match cfg.mode {
         LoadMode::OpenLoop => {
-            let offered = offered_intervals(records);
-            let o = open_loop::window(&offered, cfg.threshold).map_err(none)?;
+            let offered = offered.as_deref().unwrap_or_default();
+            let o = open_loop::window(offered, cfg.threshold).map_err(none)?;
             let rate = o.arrivals as f64 * 1e6 / (o.end - o.start) as f64;
-            let w = Window {
+            Window {
                 start: o.start,
                 end: o.end,
                 reference: rate,
                 threshold_abs: cfg.threshold * rate,
                 after_boundary_events: false,
-            };
-            (w, offered)
+            }
         }
         LoadMode::ClosedLoop { target_concurrency } => {
             let c = closed_loop::window(&done, &all, target_concurrency, cfg.threshold).map_err(none)?;
-            let w = Window {
+            Window {
                 start: c.start,
                 end: c.end,
                 reference: c.reference,
                 threshold_abs: c.threshold_abs,
                 after_boundary_events: true,
-            };
-            (w, all.clone())
+            }
         }
     };
-    Ok(over_window(records, cfg, &w, &Flows { all: &all, arrivals: &arrivals, done: &done }))
+    let arrivals = offered.as_deref().unwrap_or(&all);
+    Ok(over_window(records, cfg, &w, &Flows { all: &all, arrivals, done: &done }))
 }
 
 /// The request intervals a window is measured over.
@@ -194,15 +195,16 @@ fn over_window(
     let t1 = all.iter().map(|i| i.1).max().unwrap_or(w.end);
     let in_window = |t: u64| w.contains(t);
     let dur_s = (w.end - w.start) as f64 / 1e6;
-    let done: Vec<(&RequestRecord, RequestTimes)> =
-        records.iter().filter(|r| is_completed(r)).map(|r| (r, RequestTimes::of(r))).collect();
-    let started: Vec<&(&RequestRecord, RequestTimes)> =
-        done.iter().filter(|(r, _)| r.dispatched_us.is_some_and(in_window)).collect();
+    // References only: a request's times are derived where a value needs them (holding them
+    // for every completed request took 128 bytes each, the run's largest transient at a million).
+    let started: Vec<&RequestRecord> =
+        records.iter().filter(|r| is_completed(r) && r.dispatched_us.is_some_and(in_window)).collect();
     let completed_in = done_iv.iter().filter(|i| in_window(i.1)).count() as u64;
-    let input: u64 = started.iter().map(|(r, _)| u64::from(r.prompt_tokens)).sum();
-    let output: f64 = done
+    let input: u64 = started.iter().map(|r| u64::from(r.prompt_tokens)).sum();
+    let output: f64 = records
         .iter()
-        .flat_map(|(r, _)| token_event_times(r).into_iter().zip(token_event_weights(r)))
+        .filter(|r| is_completed(r))
+        .flat_map(|r| token_event_times(r).into_iter().zip(token_event_weights(r)))
         .filter(|(t, _)| in_window(*t))
         .fold(0.0, |a, (_, w)| a + w);
     let rate = |x: f64| x / dur_s;
@@ -257,22 +259,20 @@ fn short_window_warning(dur_s: f64, run_s: f64, min_window_s: Option<f64>) -> Op
 }
 
 /// The selected latency metrics over the completed requests started in the window, ms.
-fn window_metrics(
-    started: &[&(&RequestRecord, RequestTimes)],
-    cfg: &SteadyStateConfig,
-) -> Vec<(MetricName, Summary)> {
+fn window_metrics(started: &[&RequestRecord], cfg: &SteadyStateConfig) -> Vec<(MetricName, Summary)> {
+    let times = || started.iter().map(|r| RequestTimes::of(r));
     cfg.selected
         .iter()
         .filter_map(|&m| {
             let values: Vec<f64> = match m {
-                MetricName::Ttft => started.iter().filter_map(|(_, t)| t.ttft_us.map(|v| v as f64)).collect(),
-                MetricName::Tpot => started.iter().filter_map(|(_, t)| t.tpot_us).collect(),
+                MetricName::Ttft => times().filter_map(|t| t.ttft_us.map(|v| v as f64)).collect(),
+                MetricName::Tpot => times().filter_map(|t| t.tpot_us).collect(),
                 MetricName::Itl => started
                     .iter()
-                    .filter(|(r, _)| r.first_token_us.is_some())
-                    .flat_map(|(r, _)| r.token_events.gaps_us.iter().map(|&g| f64::from(g)))
+                    .filter(|r| r.first_token_us.is_some())
+                    .flat_map(|r| r.token_events.gaps_us.iter().map(|&g| f64::from(g)))
                     .collect(),
-                MetricName::E2el => started.iter().filter_map(|(_, t)| t.e2el_us.map(|v| v as f64)).collect(),
+                MetricName::E2el => times().filter_map(|t| t.e2el_us.map(|v| v as f64)).collect(),
                 _ => return None,
             };
             Some((m, Summary::of(&values, &cfg.percentiles).scaled(1.0 / 1000.0)))
