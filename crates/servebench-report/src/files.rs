@@ -142,6 +142,7 @@ mod tests {
             ramp_up: None,
             trace_time_scale: None,
             rps_change_events: vec![],
+            stages: vec![],
             metadata: vec![],
             client_health: ClientHealth::default(),
         }

@@ -107,6 +107,16 @@ impl ClientHealth {
     }
 }
 
+/// One load stage (`--stages`): a constant rate, or a number of requests kept in flight (the
+/// two kinds are never mixed in one run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LoadStage {
+    /// Requests per second (`RATE:SECONDS`).
+    Rate(f64),
+    /// Requests kept in flight (`c=N:SECONDS`).
+    Concurrency(u64),
+}
+
 /// Everything about a run the report needs besides its records and metrics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunInfo {
@@ -133,6 +143,9 @@ pub struct RunInfo {
     pub trace_time_scale: Option<f64>,
     /// From `ArrivalSchedule::rps_change_events` (empty without ramp-up).
     pub rps_change_events: Vec<RpsChange>,
+    /// The load stages (`--stages`), in order; empty without them. With stages the run's own
+    /// `request_rate` is infinite and says nothing about its load: the stages do.
+    pub stages: Vec<LoadStage>,
     /// `--metadata KEY=VALUE` pairs, in order.
     pub metadata: Vec<(String, String)>,
     pub client_health: ClientHealth,

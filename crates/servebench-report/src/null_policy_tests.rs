@@ -27,6 +27,7 @@ fn info() -> RunInfo {
         ramp_up: None,
         trace_time_scale: None,
         rps_change_events: vec![],
+        stages: vec![],
         metadata: vec![],
         client_health: ClientHealth::default(),
     }

@@ -82,6 +82,7 @@ fn info() -> RunInfo {
         ramp_up: None,
         trace_time_scale: None,
         rps_change_events: vec![],
+        stages: vec![],
         metadata: vec![("gpu".into(), "H100".into())],
         client_health: ClientHealth {
             dispatch_lateness_p50_us: Some(180.0),

@@ -287,6 +287,7 @@ fn header_from_run_info_lists_config_health_and_warnings() {
         ramp_up: None,
         trace_time_scale: None,
         rps_change_events: vec![],
+        stages: vec![],
         metadata: vec![("gpu".into(), "H100".into())],
         client_health: ClientHealth {
             dispatch_lateness_p99_us: Some(20_000.0),

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use servebench_core::metrics::RunMetrics;
 
 use crate::fmt::{banner, row_int, stats_section, WIDTH};
-use crate::info::RunInfo;
+use crate::info::{LoadStage, RunInfo};
 
 /// How the run offered its load, from its rate, concurrency cap and ramp-up.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,12 +25,27 @@ pub enum LoadRegime {
     /// A trace replayed on its own timestamps (scaled by `time_scale`); `cap` is
     /// `--max-concurrency` when given.
     TraceReplay { time_scale: f64, cap: Option<u64> },
+    /// Rate stages (`--stages RATE:SECONDS,…`): an open loop whose rate steps; `cap` is
+    /// `--max-concurrency` when given.
+    RateStages { stages: usize, cap: Option<u64> },
+    /// Concurrency stages (`--stages c=N:SECONDS,…`): a closed loop whose cap steps.
+    ConcurrencyStages { stages: usize },
 }
 
 impl LoadRegime {
     pub fn of(info: &RunInfo) -> Self {
         if let Some(time_scale) = info.trace_time_scale {
             return LoadRegime::TraceReplay { time_scale, cap: info.max_concurrency };
+        }
+        // Stages set the load; the run's own rate is then infinite (a `--duration` at a finite
+        // rate, one stage in a shard header, stays the open loop it is).
+        let stages = info.stages.len();
+        match info.stages.first() {
+            Some(LoadStage::Rate(_)) if !info.request_rate.is_finite() => {
+                return LoadRegime::RateStages { stages, cap: info.max_concurrency }
+            }
+            Some(LoadStage::Concurrency(_)) => return LoadRegime::ConcurrencyStages { stages },
+            _ => {}
         }
         match (info.request_rate.is_finite() || info.ramp_up.is_some(), info.max_concurrency) {
             (true, cap) => LoadRegime::OpenLoop { cap },
@@ -51,6 +66,13 @@ impl LoadRegime {
             LoadRegime::OpenLoop { cap: Some(c) } => format!("open loop, {rate}, ≤ {c} in flight"),
             LoadRegime::ClosedLoop { cap } => format!("closed loop, {cap} in flight"),
             LoadRegime::Burst => format!("burst, all {requests} at t=0"),
+            LoadRegime::RateStages { stages, cap } => {
+                let cap = cap.map(|c| format!(", ≤ {c} in flight")).unwrap_or_default();
+                format!("open loop in {stages} {}, {} req/s{cap}", plural(stages), stage_steps(info))
+            }
+            LoadRegime::ConcurrencyStages { stages } => {
+                format!("closed loop in {stages} {}, {} in flight", plural(stages), stage_steps(info))
+            }
             LoadRegime::TraceReplay { time_scale, cap } => {
                 let scale = if time_scale == 1.0 {
                     String::new()
@@ -74,6 +96,12 @@ impl LoadRegime {
             }
             LoadRegime::ClosedLoop { .. } => "rate inf with a cap: each completion releases the next request",
             LoadRegime::Burst => "rate inf, no cap: the server gets every request at once",
+            LoadRegime::RateStages { .. } => {
+                "requests leave on each stage's schedule, whatever the server does (--stages)"
+            }
+            LoadRegime::ConcurrencyStages { .. } => {
+                "each completion releases the next request; the cap steps at each stage (--stages c=N)"
+            }
             LoadRegime::TraceReplay { .. } => {
                 "requests leave when the trace says, whatever the server does (--no-self-timed: use --request-rate)"
             }
@@ -85,8 +113,28 @@ impl LoadRegime {
     /// rate every request is due at t = 0, so they measure the client's own queue (closed loop)
     /// or repeat TTFT/E2EL (burst).
     pub fn schedule_meaningful(self) -> bool {
-        matches!(self, LoadRegime::OpenLoop { .. } | LoadRegime::TraceReplay { .. })
+        matches!(
+            self,
+            LoadRegime::OpenLoop { .. } | LoadRegime::TraceReplay { .. } | LoadRegime::RateStages { .. }
+        )
     }
+}
+
+fn plural(stages: usize) -> &'static str {
+    if stages == 1 {
+        "stage"
+    } else {
+        "stages"
+    }
+}
+
+/// The stages' rates or caps, in order: `1.5 → 2`.
+fn stage_steps(info: &RunInfo) -> String {
+    let step = |s: &LoadStage| match *s {
+        LoadStage::Rate(r) => crate::info::python_int_or_float(r),
+        LoadStage::Concurrency(c) => c.to_string(),
+    };
+    info.stages.iter().map(step).collect::<Vec<_>>().join(" → ")
 }
 
 fn caption(out: &mut String, text: &str) {

@@ -15,6 +15,7 @@ use servebench_core::early_stop::{EarlyStopReason, EarlyStopReport};
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::{BenchError, Result};
+use servebench_report::info::LoadStage;
 use servebench_report::sections::groups::GroupInfo;
 use servebench_report::sections::probe::ProbeSummary;
 use servebench_report::RunInfo;
@@ -69,6 +70,15 @@ pub fn assemble(out: RunOutput, server_side: ServerSideOutput, a: &Assembly<'_>)
     let mut info =
         run_info(a.output, a.num_prompts, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
     info.trace_time_scale = run.dataset.trace_time_scale();
+    info.stages = run
+        .load
+        .stages
+        .iter()
+        .map(|s| match s.concurrency {
+            Some(c) => LoadStage::Concurrency(c as u64),
+            None => LoadStage::Rate(s.rate),
+        })
+        .collect();
     let steady = steady_state_of(&out.records, a.steady, a.output, rate.request_rate, max_concurrency);
     let probes = ProbeSummary::of(&out.probe_records);
     RunResults { info, metrics, groups: group_info(run), steady, probes, out, server_side }

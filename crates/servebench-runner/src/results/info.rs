@@ -46,6 +46,7 @@ pub fn run_info(
         ramp_up: rate.ramp_up,
         trace_time_scale: None,
         rps_change_events,
+        stages: Vec::new(),
         metadata: output.metadata.clone(),
         client_health: ClientHealth {
             dispatch_lateness_p50_us: (!lateness.is_empty()).then(|| percentile(&lateness, 50.0)),

@@ -8,7 +8,7 @@ use servebench_core::metrics::http_phases::http_phases;
 use servebench_core::metrics::{MetricName, RunMetrics};
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::ShardSummary;
-use servebench_report::info::cpu_share_percent;
+use servebench_report::info::{cpu_share_percent, LoadStage};
 use servebench_report::sections::groups::{result_keys, GroupInfo, StageInfo};
 use servebench_report::sections::shards::shard_entries;
 use servebench_report::written::MergedDocument;
@@ -85,6 +85,7 @@ pub fn merged_run_info(m: &MergedRun) -> RunInfo {
         ramp_up: run.ramp_up,
         trace_time_scale: run.trace_time_scale,
         rps_change_events,
+        stages: run.stages.iter().filter_map(|s| s.rate).map(LoadStage::Rate).collect(),
         metadata: vec![
             ("num_shards".into(), m.header.num_shards.to_string()),
             ("workload_fingerprint".into(), m.header.workload_fingerprint.clone()),

@@ -113,6 +113,13 @@ fn stages_are_reported_one_by_one() {
     let total: u64 = stages.iter().map(|s| s["completed"].as_u64().unwrap()).sum();
     assert_eq!(Some(total), json["completed"].as_u64());
     assert!(stdout.contains(" Stage 1: 40 req/s"), "{stdout}");
+    // Rate stages are an open loop on a schedule, not a burst: named so, and its schedule
+    // checked (dispatch lateness and send rate), as a single-rate run's is.
+    assert!(stdout.contains("open loop in 2 stages, 20 → 40 req/s"), "{stdout}");
+    assert!(!stdout.contains("burst"), "{stdout}");
+    let not_checked = json["validity"]["not_checked"].to_string();
+    assert!(!not_checked.contains("dispatch_lateness"), "{not_checked}");
+    assert!(!not_checked.contains("send_rate"), "{not_checked}");
 }
 
 #[test]
@@ -145,6 +152,8 @@ fn concurrency_stages_are_a_closed_loop_reported_one_by_one() {
     assert_eq!(Some(n0 + n1), json["completed"].as_u64());
     assert_eq!(json["failed"], 0);
     assert!(stdout.contains(" Stage 1: concurrency 4 for 0.5 s "), "{stdout}");
+    assert!(stdout.contains("closed loop in 2 stages, 1 → 4 in flight"), "{stdout}");
+    assert!(!stdout.contains("burst"), "{stdout}");
 }
 
 #[test]
