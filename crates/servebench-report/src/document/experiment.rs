@@ -20,6 +20,10 @@ pub struct ExperimentDocument {
     /// `runs` of a multi-run document (`{label, seed, result}`).
     #[serde(default, deserialize_with = "lenient")]
     pub runs: Option<Vec<Object<RunEntry>>>,
+    /// `partial_runs` of a multi-run document: the indices in `runs` of runs that cover part of
+    /// their requests (interrupted, stopped early), left out of `summary` and of comparisons.
+    #[serde(default, deserialize_with = "lenient")]
+    pub partial_runs: Option<Vec<usize>>,
     /// `summary` of a multi-run document: the across-run aggregate of each metric key.
     #[serde(default, deserialize_with = "object")]
     pub summary: Option<Summary>,
@@ -237,7 +241,9 @@ impl ExperimentDocument {
 
     /// The per-run results of a multi-run document (runs without a result object skipped).
     pub fn run_results(&self) -> Vec<Metrics> {
-        self.runs.iter().flatten().filter_map(|r| r.0.as_ref()?.result.clone()).collect()
+        let partial = self.partial_runs.as_deref().unwrap_or_default();
+        let runs = self.runs.iter().flatten().enumerate();
+        runs.filter(|(i, _)| !partial.contains(i)).filter_map(|(_, r)| r.0.as_ref()?.result.clone()).collect()
     }
 
     /// The across-run means of a multi-run document, as one set of metrics.

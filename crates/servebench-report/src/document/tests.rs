@@ -151,6 +151,12 @@ fn experiment_documents_of_the_suite_parse() {
         let key = MetricKey::parse(k).unwrap();
         assert_eq!(means.get(&key), a["mean"].as_f64(), "{k}");
     }
+    // A run listed in `partial_runs` (interrupted, stopped early) is not a repetition to compare.
+    let mut partial = v.clone();
+    partial["partial_runs"] = json!([0]);
+    let doc = JsonFile::experiment(&partial.to_string()).unwrap();
+    assert_eq!(doc.run_results().len(), runs.len() - 1);
+    assert_metrics_match(&runs[1]["result"], &doc.run_results()[0]);
 }
 
 #[test]

@@ -198,7 +198,8 @@ pub fn multi_run_summary(results: &[Metrics]) -> Summary {
 
 /// The console table of a multi-run summary.
 pub fn multi_run_table(summary: &Summary, runs: usize) -> String {
-    let mut out = format!("{:=^100}\n", format!(" Multi-Run Summary ({runs} runs) "));
+    let noun = if runs == 1 { "run" } else { "runs" };
+    let mut out = format!("{:=^100}\n", format!(" Multi-Run Summary ({runs} {noun}) "));
     out.push_str(&format!(
         "{:<36} {:>12} {:>12} {:>12} {:>12} {:>25}\n",
         "Metric", "Mean", "Std", "Min", "Max", "95% CI"

@@ -90,6 +90,9 @@ pub struct MultiRunDocument {
     pub interrupted: bool,
     /// As a sweep's: the run that stopped early ended the repetitions.
     pub stopped_early: Option<StoppedEarly>,
+    /// Indices in `runs` of the runs whose figures cover part of their requests (interrupted or
+    /// stopped early): listed in `runs`, left out of `summary`.
+    pub partial_runs: Vec<usize>,
     pub request_rate: String,
     pub max_concurrency: Option<usize>,
     pub summary: Summary,

@@ -44,8 +44,7 @@ pub async fn sweep(
     ctx.say_block(&table(&rows));
     // An interrupted or stopped-early point's figures cover part of its requests (and a
     // saturated one's are not a level the server holds): never the best point.
-    let partial = |p: &PointOutcome| p.interrupted || p.result.early_stop.is_some();
-    let best = best(points.iter().map(|p| (&p.metrics, partial(p))), !ctx.output.goodput.is_empty());
+    let best = best(points.iter().map(|p| (&p.metrics, is_partial(p))), !ctx.output.goodput.is_empty());
     if let Some((i, key, v)) = best {
         ctx.say(&format!("Best ({key}): {v:.2} at {}", points[i].spec.label));
     }
@@ -88,23 +87,39 @@ pub async fn multi_run(
             break;
         }
     }
+    // A run cut short (interrupted, stopped early) covers part of its requests: its figures are
+    // not a repetition of the others, so it is listed but not aggregated.
+    let partial_runs: Vec<usize> = (0..points.len()).filter(|&i| is_partial(&points[i])).collect();
     // vLLM's keys write 0.0 where a run has no data: such a run is left out of that key's
     // aggregate, as a `null` is (docs/metrics.md, "Metrics without data").
-    let results: Vec<Metrics> =
-        points.iter().map(|p| p.result.metrics().no_data_as_none(&p.metrics)).collect();
+    let results: Vec<Metrics> = points
+        .iter()
+        .filter(|p| !is_partial(p))
+        .map(|p| p.result.metrics().no_data_as_none(&p.metrics))
+        .collect();
     let summary = multi_run_summary(&results);
-    ctx.say_block(&multi_run_table(&summary, points.len()));
+    ctx.say_block(&multi_run_table(&summary, results.len()));
+    for &i in &partial_runs {
+        let why = if points[i].interrupted { "interrupted" } else { "stopped early" };
+        ctx.say(&format!("Left out of the summary: run {} ({}), {why}", i + 1, points[i].spec.label));
+    }
     Ok(WrittenExperiment::MultiRun(MultiRunDocument {
         header: header(ctx, &Experiment::MultiRun { runs, same_seed }),
         num_runs: points.len(),
         same_seed,
         interrupted: points.iter().any(|p| p.interrupted),
         stopped_early,
+        partial_runs,
         request_rate: servebench_report::info::python_float(ctx.base.rate.request_rate),
         max_concurrency: ctx.base.max_concurrency,
         summary,
         runs: points.iter().map(PointOutcome::document).collect(),
     }))
+}
+
+/// Whether a point's figures cover only part of its requests: interrupted, or stopped early.
+fn is_partial(p: &PointOutcome) -> bool {
+    p.interrupted || p.result.early_stop.is_some()
 }
 
 /// A sweep or multi-run point without one successful request ends the experiment (after the

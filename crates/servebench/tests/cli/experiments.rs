@@ -600,3 +600,54 @@ fn multi_run_summary_leaves_out_runs_without_data() {
     let console = String::from_utf8_lossy(&out.stdout);
     assert!(!console.lines().any(|l| l.starts_with("mean_tpot_ms")), "{console}");
 }
+
+/// Pins `--num-runs` leaving a run cut short out of its summary: Ctrl-C during run 2 averaged
+/// its partial figures (some requests cancelled) with the complete run 1, unmarked. Synchronised
+/// on run 2's header line, no timing.
+#[cfg(unix)]
+#[test]
+fn multi_run_summary_leaves_out_an_interrupted_run() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let tok = tokenizer();
+    let mut child = bin()
+        .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--verify-prompts", "0"])
+        .args([
+            "--sim-ttft-ms",
+            "2",
+            "--sim-itl-ms",
+            "50",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "20",
+        ])
+        .args(["--num-prompts", "4", "--num-runs", "3"])
+        .args(["--save-result", "--result-dir", dir.path().to_str().unwrap(), "--result-filename", "mr.json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok);
+    let mut seen = Vec::new();
+    let mut headers = 0;
+    for l in lines.by_ref() {
+        headers += usize::from(l.starts_with('-') && l.contains("(seed "));
+        seen.push(l);
+        if headers == 2 {
+            break;
+        }
+    }
+    servebench_testkit::cli::interrupt(&child);
+    seen.extend(lines);
+    let status = child.wait().unwrap();
+    let out = seen.join("\n");
+    assert_eq!(status.code(), Some(130), "{out}");
+    let doc = read(&dir.path().join("mr.json"));
+    assert_eq!((doc["num_runs"].as_u64(), doc["interrupted"].as_bool()), (Some(2), Some(true)), "{doc}");
+    assert_eq!(doc["partial_runs"], serde_json::json!([1]));
+    assert_eq!(doc["summary"]["mean_ttft_ms"]["n"], 1, "{}", doc["summary"]);
+    assert!(out.contains("Multi-Run Summary (1 run)"), "{out}");
+    assert!(out.contains("Left out of the summary: run 2"), "{out}");
+}
