@@ -112,8 +112,10 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Writ
         let Verdict { offered, achieved, ratio, mut reasons, slo_values } = verdict(&p, slos, a);
         let passed = reasons.is_empty() && !p.interrupted;
         if p.interrupted {
-            // Cut short, the step is no verdict on its rate.
-            reasons.insert(0, "interrupted".into());
+            // Cut short, the step is no verdict on its rate, and its criteria are not judged:
+            // achieved (over the requests that finished) against offered (over all planned)
+            // would read as saturation, and a cancelled request as a failure.
+            reasons = vec!["interrupted".into()];
         }
         ctx.say(&format!(
             "step {:>2}: rate {:>10.3} req/s  offered {:>9}  achieved {:>9}  {}{}",

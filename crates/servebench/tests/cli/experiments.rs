@@ -560,7 +560,9 @@ fn an_interrupted_search_concludes_nothing() {
     assert_eq!(doc["interrupted"], true);
     let last = doc["trajectory"].as_array().unwrap().last().unwrap().clone();
     assert_eq!((last["step"].as_u64(), last["passed"].as_bool()), (Some(2), Some(false)), "{last}");
-    assert_eq!(last["reasons"][0], "interrupted", "{last}");
+    // Only that: achieved over the requests that finished against offered over all planned read
+    // as saturation ("achieved 75.02 req/s is 92.8% of offered 80.80").
+    assert_eq!(last["reasons"], serde_json::json!(["interrupted"]), "{last}");
 }
 
 /// Pins `--num-runs` leaving vLLM's "no data" 0.0 out of its aggregates: with one-token outputs
