@@ -296,6 +296,15 @@ fn check_stages(args: &RunArgs) -> Result<()> {
 /// `--duration SECONDS`: positive, and bounding a load that does not send everything at once.
 fn duration(args: &RunArgs, run: &RunConfig, load: &LoadOptions, secs: f64) -> Result<Duration> {
     let d = super::seconds_flag("--duration", secs)?;
+    // First: a ramp-up leaves the rate infinite, and the fix below (--max-concurrency) would
+    // only lead to this refusal.
+    if run.rate.ramp_up.is_some() {
+        return Err(BenchError::config(
+            "--duration",
+            "cannot be combined with a ramp-up",
+            "drop --ramp-up-strategy",
+        ));
+    }
     if load.stages.is_empty()
         && !args.workload.multi_turn
         && !args.is_trace()
@@ -307,13 +316,6 @@ fn duration(args: &RunArgs, run: &RunConfig, load: &LoadOptions, secs: f64) -> R
             "--duration",
             "with an infinite --request-rate needs --max-concurrency (else every request is sent at once)",
             "pass --request-rate R, or --max-concurrency C (with enough --num-prompts to last), or --stages",
-        ));
-    }
-    if run.rate.ramp_up.is_some() {
-        return Err(BenchError::config(
-            "--duration",
-            "cannot be combined with a ramp-up",
-            "drop --ramp-up-strategy",
         ));
     }
     Ok(d)
@@ -410,6 +412,18 @@ mod tests {
             &["--request-rate", "5", "--duration", "5", "--on-duration-end", "later"],
         ] {
             assert!(validate(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// Pins the ramp-up refusal coming first: `--duration` with a ramp-up was told to add
+    /// `--max-concurrency` (the ramp leaves the rate infinite), which then failed on the ramp.
+    #[test]
+    fn duration_with_a_ramp_up_names_the_ramp_up_first() {
+        let ramp = ["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "5"];
+        for extra in [&[][..], &["--max-concurrency", "4"]] {
+            let args: Vec<&str> = ramp.iter().chain(extra).chain(&["--duration", "1"]).copied().collect();
+            let e = validate(&args).unwrap_err();
+            assert!(e.contains("cannot be combined with a ramp-up"), "{args:?}: {e}");
         }
     }
 
