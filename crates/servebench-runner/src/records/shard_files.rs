@@ -20,16 +20,49 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, BenchError> {
             out.push(p.clone());
             continue;
         }
-        let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-            .map_err(|e| BenchError::io(p.display(), e))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|f| f.is_file() && f.to_string_lossy().ends_with(".records.jsonl"))
-            .filter(|f| first_line(f).is_some_and(|l| servebench_core::shard::is_shard_line(&l)))
-            .collect();
-        found.sort();
-        out.extend(found);
+        out.extend(shard_files_in(p)?.0);
     }
     Ok(out)
+}
+
+/// The files of `inputs`' directories left out as earlier merges (see [`shard_files_in`]).
+pub fn earlier_merges(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, BenchError> {
+    let mut out = Vec::new();
+    for p in inputs.iter().filter(|p| p.is_dir()) {
+        out.extend(shard_files_in(p)?.1);
+    }
+    Ok(out)
+}
+
+/// The shard records files in `dir` (sorted by name), and those left out: a one-shard file of
+/// the same workload as a set of several shards there is an earlier `merge --save-result` of
+/// that set (the default result directory is the working directory), not one of its shards.
+fn shard_files_in(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), BenchError> {
+    use servebench_core::shard::{parse_shard_line, ShardLine};
+    let mut found: Vec<(PathBuf, Option<ShardHeader>)> = std::fs::read_dir(dir)
+        .map_err(|e| BenchError::io(dir.display(), e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| f.is_file() && f.to_string_lossy().ends_with(".records.jsonl"))
+        .filter_map(|f| {
+            let line = first_line(&f).filter(|l| servebench_core::shard::is_shard_line(l))?;
+            let header = match parse_shard_line(&line) {
+                Some(ShardLine::Header(h)) => Some(h),
+                _ => None,
+            };
+            Some((f, header))
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    let sharded: Vec<&str> = found
+        .iter()
+        .filter_map(|(_, h)| h.as_ref().filter(|h| h.num_shards > 1).map(|h| h.workload_fingerprint.as_str()))
+        .collect();
+    let is_earlier_merge = |h: &Option<ShardHeader>| {
+        h.as_ref().is_some_and(|h| h.num_shards == 1 && sharded.contains(&h.workload_fingerprint.as_str()))
+    };
+    let (left_out, kept): (Vec<_>, Vec<_>) = found.iter().partition(|(_, h)| is_earlier_merge(h));
+    let paths = |v: Vec<&(PathBuf, Option<ShardHeader>)>| v.into_iter().map(|(p, _)| p.clone()).collect();
+    Ok((paths(kept), paths(left_out)))
 }
 
 fn first_line(path: &Path) -> Option<String> {
@@ -208,5 +241,16 @@ mod tests {
         assert_eq!((again.header.shard_index, again.header.num_shards), (0, 1));
         assert_eq!(again.records, merged.records);
         assert!(read(&dir.path().join("plain.records.jsonl")).is_err());
+        // Pins a second `merge DIR` beside an earlier merge's records file (one shard, the same
+        // workload): it is left out, not read as a shard of another set (SB701 "--num-shards
+        // differs").
+        let dir_input = [dir.path().to_path_buf()];
+        assert_eq!(expand_inputs(&dir_input).unwrap(), vec![a, b]);
+        assert_eq!(earlier_merges(&dir_input).unwrap(), vec![out.clone()]);
+        // Alone, or given by name, a one-shard file is merged as ever.
+        assert_eq!(expand_inputs(std::slice::from_ref(&out)).unwrap(), vec![out.clone()]);
+        let alone = tempfile::tempdir().unwrap();
+        std::fs::copy(&out, alone.path().join("m.records.jsonl")).unwrap();
+        assert_eq!(expand_inputs(&[alone.path().to_path_buf()]).unwrap().len(), 1);
     }
 }

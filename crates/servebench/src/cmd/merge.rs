@@ -17,7 +17,9 @@ use servebench_core::BenchError;
 use servebench_report::sections::shards::shard_table;
 use servebench_report::sections::steady_state::steady_state_block;
 use servebench_report::{console_block, default_result_filename, write_result, RunInfo};
-use servebench_runner::records::shard_files::{read_shard, wait_for_shards, write_merged_records};
+use servebench_runner::records::shard_files::{
+    earlier_merges, read_shard, wait_for_shards, write_merged_records,
+};
 use servebench_runner::results::inputs::shard_records_path;
 use servebench_runner::results::merged::{merged_result, merged_run_info, merged_steady_state};
 use servebench_runner::results::steady::Steady;
@@ -38,6 +40,12 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
         let of = of.map_or_else(|| "?".into(), |n| n.to_string());
         outln!("Waiting for shards: {done} of {of} finished");
     })?;
+    for f in earlier_merges(&inputs)? {
+        errln!(
+            "note: {}: left out, an earlier merge of these shards (one shard of the same workload)",
+            f.display()
+        );
+    }
     let mut inputs = Vec::new();
     for path in &files {
         inputs.push(read_shard(path, &mut || {
