@@ -10,6 +10,7 @@ use serde_json::Value;
 use servebench_core::error::{BenchError, Result};
 
 use crate::info::{python_float, python_int_or_float, vllm_date, RunInfo};
+use crate::per_request::{PerRequestArrays, WithArrays};
 
 /// vLLM Python's default result file name:
 /// `{label or backend}-{rate}qps[-concurrency{C}]-{model basename}-{YYYYMMDD-HHMMSS}.json`, or
@@ -93,6 +94,12 @@ impl serde_json::ser::Formatter for PythonFormatter {
 /// appends it as one line instead, preceded by a newline when the file is not empty (JSONL, as
 /// vLLM does).
 pub fn write_result(path: &Path, value: &Value, append: bool) -> Result<()> {
+    write_result_with(path, value, &PerRequestArrays::default(), append)
+}
+
+/// [`write_result`] of a document whose per-request arrays are held apart: each written in the
+/// place of its key's `null` placeholder (`crate::per_request`), never built as JSON values.
+pub fn write_result_with(path: &Path, value: &Value, arrays: &PerRequestArrays, append: bool) -> Result<()> {
     let io = |e: std::io::Error| BenchError::io(path.display(), e);
     let mut file = if append {
         OpenOptions::new().create(true).append(true).open(path).map_err(io)?
@@ -106,7 +113,7 @@ pub fn write_result(path: &Path, value: &Value, append: bool) -> Result<()> {
     // arrays) is never held in memory beside its value.
     let mut out = std::io::BufWriter::new(file);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
-    value.serialize(&mut ser).map_err(|e| BenchError::io(path.display(), e))?;
+    WithArrays { value, arrays }.serialize(&mut ser).map_err(|e| BenchError::io(path.display(), e))?;
     out.flush().map_err(io)
 }
 

@@ -10,6 +10,7 @@ use crate::fmt::{
     vllm_number, vllm_rate,
 };
 use crate::info::{python_isoformat, vllm_date, ClientHealth, RunInfo};
+use crate::per_request::{Column, PerRequestArrays};
 use serde::Serialize;
 
 /// The result document of one run (vLLM's keys and ours; the keys a run adds after them are
@@ -23,20 +24,24 @@ use serde::Serialize;
 /// even when `detailed` is false; the other arrays only when it is true. servebench's keys
 /// follow.
 pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], detailed: bool) -> Value {
-    Value::Object(result_object(info, m, records, detailed))
+    let (mut o, arrays) = result_object(info, m, records, detailed);
+    arrays.fill(&mut o);
+    Value::Object(o)
 }
 
 /// [`result_json`]'s keys as a map, for the documents that add their own after them
-/// ([`crate::written::RunDocument`], [`crate::written::MergedDocument`]).
+/// ([`crate::written::RunDocument`], [`crate::written::MergedDocument`]). The per-request
+/// arrays are held apart, each key's place kept by a `null` ([`PerRequestArrays`]).
 pub fn result_object(
     info: &RunInfo,
     m: &RunMetrics,
     records: &[RequestRecord],
     detailed: bool,
-) -> Map<String, Value> {
+) -> (Map<String, Value>, PerRequestArrays) {
     // A pooling backend's result has vLLM's reduced shape (`crate::sections::pooling`).
     let pooling = crate::sections::pooling::is_pooling_backend(&info.backend);
     let generation = !pooling;
+    let mut arrays = PerRequestArrays::default();
     let mut o = Map::new();
     o.insert("date".into(), Value::from(vllm_date(info.date)));
     o.insert("endpoint_type".into(), Value::from(info.endpoint_type.clone()));
@@ -77,7 +82,7 @@ pub fn result_object(
         o.insert("output_throughput".into(), vllm_rate(d, m.output_throughput));
         o.insert("total_token_throughput".into(), vllm_rate(d, m.total_token_throughput));
     }
-    insert_arrays(&mut o, records, detailed);
+    insert_arrays(&mut o, &mut arrays, records, detailed);
     if generation {
         o.insert("max_output_tokens_per_s".into(), vllm_rate(d, m.max_output_tokens_per_s));
         o.insert("max_concurrent_requests".into(), Value::from(m.max_concurrent_requests));
@@ -103,9 +108,9 @@ pub fn result_object(
     }
     insert_ours(&mut o, info, m, pooling);
     if pooling {
-        crate::sections::pooling::insert_keys(&mut o, m, records, detailed);
+        crate::sections::pooling::insert_keys(&mut o, &mut arrays, m, records, detailed);
     }
-    o
+    (o, arrays)
 }
 
 /// vLLM's per-request arrays, one entry per record by index (docs/metrics.md, "Per-request
@@ -116,48 +121,52 @@ pub fn result_object(
 /// non-empty `errors` entry (`RequestRecord::error_entry`), `ttfts` 0.0, `itls` `[]`, `latencies` 0.0,
 /// `output_lens` 0, `generated_texts` `""`; `input_lens`, `start_times` and `queue_times`
 /// keep what was measured.
-fn insert_arrays(o: &mut Map<String, Value>, records: &[RequestRecord], detailed: bool) {
+fn insert_arrays(
+    o: &mut Map<String, Value>,
+    arrays: &mut PerRequestArrays,
+    records: &[RequestRecord],
+    detailed: bool,
+) {
     let mut recs: Vec<&RequestRecord> = records.iter().collect();
     recs.sort_unstable_by_key(|r| r.index);
     // `Some(times)` for a completed request, `None` for one that did not complete. The times
     // are derived per column, not held for every request (120 bytes each at a million).
-    let col = |f: &dyn Fn(&RequestRecord, Option<&RequestTimes>) -> Value| -> Value {
-        let times = |r: &RequestRecord| (r.outcome == Outcome::Completed).then(|| RequestTimes::of(r));
-        Value::Array(recs.iter().map(|r| f(r, times(r).as_ref())).collect())
+    let times = |r: &RequestRecord| (r.outcome == Outcome::Completed).then(|| RequestTimes::of(r));
+    let floats = |f: &dyn Fn(&RequestRecord, Option<&RequestTimes>) -> f64| {
+        Column::Floats(recs.iter().map(|r| f(r, times(r).as_ref())).collect())
     };
+    let mut put = |key: &str, column: Column| arrays.insert(o, key, column);
     if detailed {
-        o.insert("input_lens".into(), col(&|r, _| Value::from(r.prompt_tokens)));
-        o.insert("output_lens".into(), col(&|_, t| Value::from(t.map_or(0, |t| t.output_tokens))));
-        o.insert("ttfts".into(), col(&|_, t| Value::from(t.and_then(|t| t.ttft_us).map_or(0.0, secs))));
-        o.insert(
-            "itls".into(),
-            col(&|r, t| {
-                let gaps =
-                    if t.is_some() && r.first_token_us.is_some() { &r.token_events.gaps_us[..] } else { &[] };
-                Value::Array(gaps.iter().map(|&g| Value::from(f64::from(g) / 1e6)).collect())
-            }),
-        );
+        put("input_lens", Column::Counts(recs.iter().map(|r| u64::from(r.prompt_tokens)).collect()));
+        let outs = recs.iter().map(|r| times(r).map_or(0, |t| u64::from(t.output_tokens))).collect();
+        put("output_lens", Column::Counts(outs));
+        put("ttfts", floats(&|_, t| t.and_then(|t| t.ttft_us).map_or(0.0, secs)));
+        put("itls", itls(&recs));
     }
-    o.insert(
-        "latencies".into(),
-        col(&|r, t| Value::from(t.and_then(|_| vllm_latency_us(r)).map_or(0.0, secs))),
-    );
+    put("latencies", floats(&|r, t| t.and_then(|_| vllm_latency_us(r)).map_or(0.0, secs)));
     if detailed {
-        o.insert(
-            "start_times".into(),
-            col(&|r, _| Value::from(secs(r.dispatched_us.unwrap_or(r.intended_us)))),
-        );
+        put("start_times", floats(&|r, _| secs(r.dispatched_us.unwrap_or(r.intended_us))));
     }
     // Measured for every dispatched request, whatever its outcome (as vLLM's semaphore wait).
-    let queue = recs.iter().map(|r| Value::from(RequestTimes::of(r).queue_us.map_or(0.0, secs))).collect();
-    o.insert("queue_times".into(), Value::Array(queue));
+    put("queue_times", floats(&|r, _| RequestTimes::of(r).queue_us.map_or(0.0, secs)));
     if detailed {
-        o.insert(
-            "generated_texts".into(),
-            col(&|r, t| Value::from(t.and(r.generated_text.clone()).unwrap_or_default())),
-        );
-        o.insert("errors".into(), col(&|r, _| Value::from(r.error_entry())));
+        let texts = recs.iter().map(|r| times(r).and(r.generated_text.clone()).unwrap_or_default()).collect();
+        put("generated_texts", Column::Texts(texts));
+        put("errors", Column::Texts(recs.iter().map(|r| r.error_entry()).collect()));
     }
+}
+
+/// `itls`: a completed request's token-event gaps, `[]` for every other.
+fn itls(recs: &[&RequestRecord]) -> Column {
+    let mut ends = Vec::with_capacity(recs.len());
+    let mut gaps_us = Vec::new();
+    for r in recs {
+        if r.outcome == Outcome::Completed && r.first_token_us.is_some() {
+            gaps_us.extend_from_slice(&r.token_events.gaps_us);
+        }
+        ends.push(gaps_us.len());
+    }
+    Column::GapsSeconds { ends, gaps_us }
 }
 
 /// vLLM's per-request `latency` of a record: dispatched → the last event carrying generated

@@ -13,6 +13,7 @@ pub mod fmt;
 pub mod html;
 pub mod info;
 pub mod json;
+pub mod per_request;
 pub mod result_keys;
 pub mod sections;
 pub mod server_summary;
@@ -22,7 +23,9 @@ pub mod written;
 pub use console::{console_block, console_block_with, console_warnings, Detail};
 pub use csv::{records_csv, runs_csv};
 pub use env::{gather_environment, Environment};
-pub use files::{default_result_filename, input_label, to_python_json, write_result, write_text};
+pub use files::{
+    default_result_filename, input_label, to_python_json, write_result, write_result_with, write_text,
+};
 pub use html::{html_report, ReportHeader, ReportRun};
 pub use info::{ClientHealth, ReceiveTimesHealth, RunInfo};
 pub use json::{result_json, result_object};

@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 
+use crate::per_request::{Column, PerRequestArrays};
 use serde_json::{Map, Value};
 use servebench_core::metrics::{MetricName, RunMetrics};
 use servebench_core::record::RequestRecord;
@@ -71,15 +72,20 @@ pub fn input_throughput(m: &RunMetrics) -> Value {
 /// client's where missing) and `errors` when `--save-detailed` did not write them already,
 /// then `input_throughput`. The generation keys a pooling result lacks are never written
 /// (`crate::json::result_json`).
-pub fn insert_keys(o: &mut Map<String, Value>, m: &RunMetrics, records: &[RequestRecord], detailed: bool) {
+pub fn insert_keys(
+    o: &mut Map<String, Value>,
+    arrays: &mut PerRequestArrays,
+    m: &RunMetrics,
+    records: &[RequestRecord],
+    detailed: bool,
+) {
     let mut recs: Vec<&RequestRecord> = records.iter().collect();
     recs.sort_by_key(|r| r.index);
     if !detailed {
         let lens =
-            recs.iter().map(|r| Value::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens))).collect();
-        o.insert("input_lens".into(), Value::Array(lens));
-        let errors = recs.iter().map(|r| Value::from(r.error_entry())).collect();
-        o.insert("errors".into(), Value::Array(errors));
+            recs.iter().map(|r| u64::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens))).collect();
+        arrays.insert(o, "input_lens", Column::Counts(lens));
+        arrays.insert(o, "errors", Column::Texts(recs.iter().map(|r| r.error_entry()).collect()));
     }
     // Ours, for scripts that read the generic keys: the input throughput under its usual name.
     o.insert("input_throughput".into(), input_throughput(m));

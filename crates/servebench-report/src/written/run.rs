@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use servebench_core::metrics::SteadyState;
 
 use crate::document::Metrics;
+use crate::per_request::PerRequestArrays;
 use crate::sections::probe::ProbeSummary;
 use crate::sections::server::ServerSection;
 use crate::sections::steady_state::steady_state_json;
@@ -16,8 +17,11 @@ use crate::sections::steady_state::steady_state_json;
 /// One run's result document, in the order its keys are written.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunDocument {
-    /// vLLM's keys in vLLM's order, then servebench's (`crate::result_json`).
+    /// vLLM's keys in vLLM's order, then servebench's (`crate::result_json`); the per-request
+    /// arrays' places hold `null` placeholders, their values are `arrays`.
     pub result: Map<String, Value>,
+    /// The per-request arrays (`crate::per_request`), written in their places.
+    pub arrays: PerRequestArrays,
     /// `records_file`: the records' file name beside the result, when records were written.
     pub records_file: Option<String>,
     /// `interrupted`: the run was stopped early (Ctrl-C / SIGTERM).
@@ -62,7 +66,20 @@ impl RunDocument {
     /// The document as one JSON object, keys in the written order (a later key of the same name
     /// replaces an earlier one in place, as a `--metadata` key named like a result key always did).
     pub fn to_value(&self) -> Value {
-        let mut o = self.result.clone();
+        let mut result = self.result.clone();
+        self.arrays.fill(&mut result);
+        self.with_result(result)
+    }
+
+    /// The document as one JSON object with its per-request arrays apart (their places hold
+    /// `null`), without copying them: what `crate::files::write_result_with` writes whole.
+    pub fn into_parts(mut self) -> (Value, PerRequestArrays) {
+        let result = std::mem::take(&mut self.result);
+        (self.with_result(result), std::mem::take(&mut self.arrays))
+    }
+
+    /// The document's keys after `result`'s.
+    fn with_result(&self, mut o: Map<String, Value>) -> Value {
         if let Some(r) = &self.records_file {
             o.insert("records_file".into(), Value::from(r.clone()));
         }
@@ -108,12 +125,15 @@ mod tests {
     #[test]
     fn keys_are_written_in_order_and_absent_ones_are_left_out() {
         let mut result = Map::new();
+        let mut arrays = PerRequestArrays::default();
         result.insert("date".into(), json!("20261129-211348"));
+        arrays.insert(&mut result, "latencies", crate::per_request::Column::Floats(vec![0.5, 0.0, 0.25]));
         result.insert("completed".into(), json!(3));
         let mut groups = Map::new();
         groups.insert("stages".into(), json!([]));
         let doc = RunDocument {
             result,
+            arrays,
             records_file: Some("r.jsonl".into()),
             interrupted: true,
             early_stop: None,
@@ -130,6 +150,7 @@ mod tests {
             keys,
             [
                 "date",
+                "latencies",
                 "completed",
                 "records_file",
                 "interrupted",
@@ -142,7 +163,16 @@ mod tests {
             ]
         );
         assert!(v["steady_state"].is_null());
+        assert_eq!(v["latencies"], json!([0.5, 0.0, 0.25]));
         assert_eq!(doc.metrics().completed, Some(3.0));
+        // Apart, the arrays keep their place as `null`, and the file written from the parts is
+        // the whole document.
+        let (parts, arrays) = doc.clone().into_parts();
+        assert!(parts["latencies"].is_null());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        crate::files::write_result_with(&path, &parts, &arrays, false).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), crate::files::to_python_json(&v));
         let bare = RunDocument::default().to_value();
         let keys: Vec<&String> = bare.as_object().into_iter().flat_map(|o| o.keys()).collect();
         assert_eq!(keys, ["interrupted", "early_stop", "steady_state"]);

@@ -72,7 +72,7 @@ impl RunResults {
     /// The result document; `records_file` is its `records_file` key, when records were written.
     pub fn document(&self, save_detailed: bool, records_file: Option<String>) -> RunDocument {
         let records = &self.out.records;
-        let result = result_object(&self.info, &self.metrics, records, save_detailed);
+        let (result, arrays) = result_object(&self.info, &self.metrics, records, save_detailed);
         let side = &self.server_side;
         let energy = self.gpu_energy();
         let mut groups = result_keys(records, &self.metrics.config, &self.groups);
@@ -84,6 +84,7 @@ impl RunResults {
         groups.insert("validity".into(), serde_json::to_value(self.validity()).unwrap_or_default());
         RunDocument {
             result,
+            arrays,
             records_file,
             interrupted: self.out.interrupted,
             early_stop: self.out.early_stop.clone(),

@@ -8,7 +8,7 @@ use crate::config::OutputConfig;
 use crate::observe::series_file::series_path_for;
 use servebench_core::shard::ShardSpec;
 use servebench_core::{BenchError, Result};
-use servebench_report::{default_result_filename, write_result};
+use servebench_report::{default_result_filename, write_result_with};
 use std::path::{Path, PathBuf};
 
 /// Where the result goes (or would go): `--result-filename` or vLLM's default name.
@@ -55,6 +55,8 @@ pub fn save_result(
             t.series_file = Some(name);
         }
     }
-    write_result(result_path, &output.with_config(doc.to_value()), output.append_result)?;
+    // The per-request arrays are written from their columns, never built as JSON values.
+    let (value, arrays) = doc.into_parts();
+    write_result_with(result_path, &output.with_config(value), &arrays, output.append_result)?;
     Ok(records_file)
 }

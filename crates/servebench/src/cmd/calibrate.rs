@@ -260,11 +260,7 @@ fn run_level(
         .map_err(|e| bad("--client-exe", format!("{} cannot be run: {e}", exe.display())))?;
     let wall_s = t0.elapsed().as_secs_f64();
     if !out.status.success() {
-        bail!(
-            "the client failed at concurrency {c} ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("the client failed at concurrency {c} ({}){}", out.status, stderr_said(&out.stderr));
     }
     let path = dir.join(&file);
     let text = std::fs::read_to_string(&path).map_err(|e| BenchError::io(path.display(), e))?;
@@ -293,6 +289,16 @@ fn run_level(
         peak_rss_mib: health.peak_rss_bytes.map(|b| b / 1_048_576.0),
         wall_s,
     })
+}
+
+/// What a failed client printed on stderr, as `: TEXT`; nothing when it printed nothing (the
+/// message then ends at its exit status, not at a bare colon).
+fn stderr_said(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    match text.trim() {
+        "" => String::new(),
+        t => format!(": {t}"),
+    }
 }
 
 /// The console table.
@@ -459,5 +465,14 @@ mod tests {
         let l = "servebench sim: serving model 'x y' on http://127.0.0.1:4321 (Ctrl-C to stop)";
         assert_eq!(parse_sim_url(l).as_deref(), Some("http://127.0.0.1:4321"));
         assert_eq!(parse_sim_url("something else"), None);
+    }
+
+    /// Pins a silent failing `--client-exe` message ending at its exit status ("… (exit
+    /// status: 1): " ended in a bare colon).
+    #[test]
+    fn a_silent_client_failure_ends_at_its_status() {
+        assert_eq!(stderr_said(b""), "");
+        assert_eq!(stderr_said(b" \n"), "");
+        assert_eq!(stderr_said(b"error[SB101]: bad\n"), ": error[SB101]: bad");
     }
 }
