@@ -11,6 +11,9 @@ use serde::Serialize;
 pub struct ScrapeSample {
     /// Seconds since the scraper started (the start of the measured phase).
     pub t_s: f64,
+    /// The baseline poll (before the first request) or the final poll (after the last ended):
+    /// in the counters' deltas, left out of the gauges' means (docs/metrics.md).
+    pub phase_edge: bool,
     pub running: Option<f64>,
     pub waiting: Option<f64>,
     /// KV cache usage, 0..1.

@@ -50,6 +50,9 @@ impl MeaningValues {
 struct Track {
     metric: &'static str,
     points: Vec<(f64, f64)>,
+    /// The values read while the load ran (not at the phase's baseline or final poll): a
+    /// gauge's mean is over these.
+    in_load: Vec<f64>,
     hists: Vec<(f64, Histo)>,
 }
 
@@ -95,9 +98,14 @@ impl EndpointTracker {
         self.last_error = Some(error);
     }
 
-    /// Records a scrape at `t_s`; returns its meaning values and, when `line` is set, the
-    /// line of the server-metrics file.
-    pub fn scrape(&mut self, scrape: &Scrape, t_s: f64, line: bool) -> (MeaningValues, Option<Value>) {
+    /// Records a scrape at `t_s`, `edge` when it is the phase's baseline or final poll; returns
+    /// its meaning values and, when `line` is set, the line of the server-metrics file.
+    pub fn scrape(
+        &mut self,
+        scrape: &Scrape,
+        (t_s, edge): (f64, bool),
+        line: bool,
+    ) -> (MeaningValues, Option<Value>) {
         self.scrapes += 1;
         let hists = scrape.histograms();
         let mut counters = HashMap::new();
@@ -146,7 +154,7 @@ impl EndpointTracker {
         let values = MeaningValues::of(scrape);
         self.follow_counters(&values, scrape);
         self.follow_histograms(&values, &hists);
-        self.track(&values, t_s);
+        self.track(&values, t_s, edge);
         if self.first_hists.is_none() {
             self.first_hists = Some(hists.clone());
         }
@@ -199,7 +207,7 @@ impl EndpointTracker {
         }
     }
 
-    fn track(&mut self, v: &MeaningValues, t_s: f64) {
+    fn track(&mut self, v: &MeaningValues, t_s: f64, edge: bool) {
         for (m, (name, engine, value)) in &v.scalars {
             self.engines.insert(*engine);
             // A counter's point is its increase so far (series by series), not the raw sum.
@@ -209,6 +217,9 @@ impl EndpointTracker {
             };
             let t = self.tracks.entry(*m).or_insert_with(|| Track { metric: name, ..Track::default() });
             t.points.push((t_s, value));
+            if !edge {
+                t.in_load.push(value);
+            }
         }
         for (m, (name, engine, _)) in &v.histograms {
             self.engines.insert(*engine);
@@ -283,8 +294,12 @@ fn summarise(shape: Shape, t: &Track) -> MeaningSummary {
     match shape {
         Shape::Gauge => {
             s.kind = "gauge".into();
+            // Over the polls taken while the load ran: the idle baseline and final polls read
+            // low (two of twelve polls of a 10 s run at 1 s).
+            if !t.in_load.is_empty() {
+                s.mean = Some(t.in_load.iter().sum::<f64>() / t.in_load.len() as f64);
+            }
             if !pts.is_empty() {
-                s.mean = Some(pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64);
                 s.max = pts.iter().map(|p| p.1).reduce(f64::max);
                 s.last = pts.last().map(|p| p.1);
             }
@@ -354,14 +369,19 @@ mod tests {
             (3.0, text(0.0, 50.0, 200.0, 4.0, 8.0, 2.5)),
         ];
         let mut lines = Vec::new();
-        for (ts, body) in &scrapes {
-            let (_, line) = t.scrape(&Scrape::parse(body).unwrap(), *ts, true);
+        for (i, (ts, body)) in scrapes.iter().enumerate() {
+            // The first and last are the phase's baseline and final polls.
+            let edge = i == 0 || i == scrapes.len() - 1;
+            let (_, line) = t.scrape(&Scrape::parse(body).unwrap(), (*ts, edge), true);
             lines.push(line.unwrap());
         }
         let s = t.summary();
         assert_eq!(s.engines, ["vllm"]);
         let q = &s.meanings["queue"];
-        assert_eq!((q.mean, q.max, q.last), (Some(2.0), Some(4.0), Some(0.0)));
+        // The mean is over the polls inside the load (4), not the idle edges (2 and 0: 2.0);
+        // max and last over every poll.
+        assert_eq!((q.mean, q.max, q.last), (Some(4.0), Some(4.0), Some(0.0)));
+        assert_eq!(q.series, vec![[0.0, 2.0], [1.0, 4.0], [3.0, 0.0]]);
         let hits = &s.meanings["prefix_cache_hits"];
         // Δ 40 over 3 s; per interval: 30/1 s, then 10/2 s.
         assert_eq!((hits.delta, hits.rate_per_s), (Some(40.0), Some(40.0 / 3.0)));
@@ -399,7 +419,7 @@ mod tests {
         for (ts, h, m) in [(0.0, 0.0, 0.0), (1.0, 30.0, 10.0)] {
             let body =
                 format!("trtllm_kv_cache_reused_blocks_total {h}\ntrtllm_kv_cache_missed_blocks_total {m}\n");
-            t.scrape(&Scrape::parse(&body).unwrap(), ts, false);
+            t.scrape(&Scrape::parse(&body).unwrap(), (ts, false), false);
         }
         let s = t.summary();
         assert_eq!((s.engines.as_slice(), s.prefix_cache_hit_rate), (&["trtllm".to_owned()][..], Some(0.75)));
@@ -414,7 +434,7 @@ mod tests {
                 .iter()
                 .map(|(engine, v)| format!("vllm:generation_tokens_total{{engine=\"{engine}\"}} {v}\n"))
                 .collect();
-            t.scrape(&Scrape::parse(&body).unwrap(), i as f64, false);
+            t.scrape(&Scrape::parse(&body).unwrap(), (i as f64, false), false);
         }
         t.summary().meanings.get("generation_tokens").and_then(|m| m.delta)
     }
@@ -463,7 +483,7 @@ mod tests {
             let labels =
                 if i % 2 == 0 { "model_name=\"m\",engine=\"0\"" } else { "engine=\"0\",model_name=\"m\"" };
             let body = format!("vllm:generation_tokens_total{{{labels}}} {v}\n");
-            t.scrape(&Scrape::parse(&body).unwrap(), i as f64, false);
+            t.scrape(&Scrape::parse(&body).unwrap(), (i as f64, false), false);
         }
         assert_eq!(t.summary().meanings["generation_tokens"].delta, Some(30.0));
     }
@@ -487,7 +507,7 @@ mod tests {
         let count = |scrapes: &[&[(&str, f64)]]| {
             let mut t = EndpointTracker::new("u");
             for (i, s) in scrapes.iter().enumerate() {
-                t.scrape(&scrape(s), i as f64, false);
+                t.scrape(&scrape(s), (i as f64, false), false);
             }
             t.summary().meanings["ttft"].count
         };

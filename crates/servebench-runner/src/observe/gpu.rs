@@ -28,6 +28,9 @@ pub const NVIDIA_SMI_QUERY: &str = "index,uuid,power.draw,utilization.gpu,memory
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GpuReading {
     pub t_s: f64,
+    /// Read at the phase's baseline poll (before the first request) or its final poll (after
+    /// the last ended): left out of the means of the load (utilisation, clock).
+    pub phase_edge: bool,
     pub power_w: Option<f64>,
     pub energy_mj: Option<f64>,
     pub util_pct: Option<f64>,
@@ -77,6 +80,7 @@ pub fn parse_nvidia_smi(csv: &str, t_s: f64) -> BTreeMap<GpuId, GpuReading> {
         let num = |i: usize| f[i].parse::<f64>().ok().filter(|v| v.is_finite());
         let reading = GpuReading {
             t_s,
+            phase_edge: false,
             power_w: num(2),
             energy_mj: None,
             util_pct: num(3),
@@ -107,6 +111,11 @@ pub fn energy(readings: &[GpuReading]) -> Option<(f64, &'static str, f64)> {
     None
 }
 
+/// The readings taken while the load ran (not at the phase's edges).
+fn in_load(readings: &[GpuReading]) -> impl Iterator<Item = &GpuReading> {
+    readings.iter().filter(|r| !r.phase_edge)
+}
+
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     let (n, s) = v.fold((0u64, 0.0), |(n, s), x| (n + 1, s + x));
     (n > 0).then(|| s / n as f64)
@@ -123,9 +132,9 @@ pub fn gpu_row(id: &GpuId, readings: &[GpuReading]) -> GpuRow {
         method: e.map(|e| e.1.to_owned()),
         avg_power_w: e.and_then(|(j, _, w)| (w > 0.0).then(|| j / w)),
         window_s: e.map(|e| e.2),
-        mean_util_pct: mean(readings.iter().filter_map(|r| r.util_pct)),
+        mean_util_pct: mean(in_load(readings).filter_map(|r| r.util_pct)),
         max_fb_used_mib: readings.iter().filter_map(|r| r.fb_used_mib).reduce(f64::max),
-        mean_sm_clock_mhz: mean(readings.iter().filter_map(|r| r.sm_clock_mhz)),
+        mean_sm_clock_mhz: mean(in_load(readings).filter_map(|r| r.sm_clock_mhz)),
         samples: readings.len() as u64,
         power_series: readings.iter().filter_map(|r| Some([r.t_s, r.power_w?])).collect(),
     }
@@ -200,6 +209,27 @@ mod tests {
         assert_eq!(gpu_energy(vec![], 300), None);
         let none = gpu_energy(vec![gpu_row(&id, &[r(0.0, Some(1.0), None)])], 0);
         assert_eq!(none, None, "one reading: no energy, so no block (null, never 0)");
+    }
+
+    /// Pins the load means leaving out the phase's idle edge readings, while energy spans them.
+    #[test]
+    fn utilisation_and_clock_means_are_over_the_load_energy_over_the_phase() {
+        let at = |t_s: f64, util: f64, phase_edge: bool| GpuReading {
+            t_s,
+            phase_edge,
+            util_pct: Some(util),
+            sm_clock_mhz: Some(util * 10.0),
+            energy_mj: Some(t_s * 1e5),
+            ..GpuReading::default()
+        };
+        let row = gpu_row(
+            &("h".into(), "0".into(), None),
+            &[at(0.0, 0.0, true), at(1.0, 80.0, false), at(2.0, 90.0, false), at(2.5, 0.0, true)],
+        );
+        assert_eq!((row.mean_util_pct, row.mean_sm_clock_mhz), (Some(85.0), Some(850.0)));
+        assert_eq!((row.energy_j, row.window_s), (Some(250.0), Some(2.5)));
+        let edges_only = gpu_row(&("h".into(), "0".into(), None), &[at(0.0, 0.0, true), at(0.5, 0.0, true)]);
+        assert_eq!(edges_only.mean_util_pct, None);
     }
 
     #[test]

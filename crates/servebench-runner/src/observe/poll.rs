@@ -75,12 +75,14 @@ struct Ticker {
     next: tokio::time::Instant,
     first: bool,
     last: bool,
+    /// The tick is the baseline (before the first request) or the final one (after the phase).
+    edge: bool,
     baseline: CancellationToken,
 }
 
 impl Ticker {
     fn new(baseline: CancellationToken) -> Ticker {
-        Ticker { next: tokio::time::Instant::now(), first: true, last: false, baseline }
+        Ticker { next: tokio::time::Instant::now(), first: true, last: false, edge: false, baseline }
     }
 
     /// Waits for the next tick; its time (s from the phase start), or `None` when done.
@@ -96,6 +98,7 @@ impl Ticker {
                 _ = ctx.stop.cancelled() => {}
             }
         }
+        self.edge = self.first || ctx.stop.is_cancelled();
         self.first = false;
         self.last = ctx.stop.is_cancelled();
         Some(ctx.started.elapsed().as_secs_f64())
@@ -130,16 +133,17 @@ pub async fn scrape_endpoint(src: Source, ctx: PollCtx, baseline: CancellationTo
     let lines = ctx.writer.enabled();
     let mut ticker = Ticker::new(baseline);
     while let Some(t_s) = ticker.tick(&ctx).await {
+        let edge = ticker.edge;
         let Some(text) = ticker.poll(&ctx, get_text(&src, poll_timeout(ctx.interval))).await else {
             continue;
         };
         let parsed = text.and_then(|t| {
             let scrape = Scrape::parse(&t).map_err(|e| format!("unparsable /metrics: {e}"))?;
-            Ok((sample_of(&scrape, t_s), scrape))
+            Ok((ScrapeSample { phase_edge: edge, ..sample_of(&scrape, t_s) }, scrape))
         });
         match parsed {
             Ok((sample, scrape)) => {
-                let (values, line) = tracker.scrape(&scrape, t_s, lines);
+                let (values, line) = tracker.scrape(&scrape, (t_s, edge), lines);
                 if let Some(line) = line {
                     ctx.writer.line(&line);
                 }
@@ -234,6 +238,7 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
     let mut readings: BTreeMap<GpuId, Vec<GpuReading>> = BTreeMap::new();
     let mut ticker = Ticker::new(baseline);
     while let Some(t_s) = ticker.tick(&ctx).await {
+        let edge = ticker.edge;
         let polls: Vec<(String, GpuPoll)> = match &source {
             GpuSource::Dcgm(sources) => {
                 // The exporters are polled together: hung ones cost one poll limit, not one each.
@@ -264,7 +269,7 @@ pub async fn poll_gpus(source: GpuSource, ctx: PollCtx, baseline: CancellationTo
                         ctx.writer.line(&gpu_line(&endpoint, name, t_s, &g));
                     }
                     for (id, reading) in g {
-                        readings.entry(id).or_default().push(reading);
+                        readings.entry(id).or_default().push(GpuReading { phase_edge: edge, ..reading });
                     }
                 }
                 Err(e) => {

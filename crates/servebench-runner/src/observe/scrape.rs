@@ -51,6 +51,7 @@ pub fn sample_of(scrape: &Scrape, t_s: f64) -> ScrapeSample {
     });
     ScrapeSample {
         t_s,
+        phase_edge: false,
         running: v.get(Meaning::Running),
         waiting: v.get(Meaning::Queue),
         kv_cache_usage: v.get(Meaning::KvCacheUsage),
@@ -64,8 +65,10 @@ pub fn sample_of(scrape: &Scrape, t_s: f64) -> ScrapeSample {
     }
 }
 
+/// The mean of a gauge over the polls taken while the load ran (not the idle baseline before it
+/// or the final poll after it); `None` when no poll fell inside the load.
 fn mean_of(samples: &[ScrapeSample], f: impl Fn(&ScrapeSample) -> Option<f64>) -> Option<f64> {
-    let v: Vec<f64> = samples.iter().filter_map(f).collect();
+    let v: Vec<f64> = samples.iter().filter(|s| !s.phase_edge).filter_map(f).collect();
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
@@ -146,12 +149,14 @@ pub async fn scrape_from(
     let started = Instant::now();
     let mut out = ServerMetrics { interval_s: interval.as_secs_f64(), ..ServerMetrics::default() };
     let mut next = tokio::time::Instant::now();
+    let mut first = true;
     loop {
         let stopping = stop.is_cancelled();
         let t_s = started.elapsed().as_secs_f64();
+        let phase_edge = std::mem::take(&mut first) || stopping;
         match fetch_metrics_text(&client, &headers).await {
             Ok(text) => match parse_sample(&text, t_s) {
-                Ok(s) => out.samples.push(s),
+                Ok(s) => out.samples.push(ScrapeSample { phase_edge, ..s }),
                 Err(e) => {
                     out.failed_scrapes += 1;
                     out.last_error = Some(format!("unparsable /metrics: {e}"));
@@ -233,6 +238,34 @@ vllm:num_requests_running{model_name=\"m\"} 3\n\
         assert_eq!(d.spec_decode_acceptance_rate, Some(60.0));
         assert_eq!(d.spec_decode_acceptance_length, Some(2.8));
         assert_eq!(derive(&[]).mean_running, None);
+    }
+
+    /// Pins gauge means over the polls inside the load: the idle baseline poll before the
+    /// first request and the final poll after the last ended read low (a 10 s run at 1 s
+    /// polls had 2 idle samples of 12), while the counters' deltas still span them.
+    #[test]
+    fn gauge_means_leave_out_the_phase_edges_and_deltas_keep_them() {
+        let at = |t_s: f64, running: f64, tokens: f64, phase_edge: bool| ScrapeSample {
+            t_s,
+            phase_edge,
+            running: Some(running),
+            kv_cache_usage: Some(running / 10.0),
+            prompt_tokens: Some(tokens),
+            ..ScrapeSample::default()
+        };
+        let d = derive(&[
+            at(0.0, 0.0, 100.0, true),
+            at(1.0, 6.0, 150.0, false),
+            at(2.0, 8.0, 300.0, false),
+            at(2.4, 0.0, 320.0, true),
+        ]);
+        assert_eq!(d.mean_running, Some(7.0));
+        assert_eq!(d.mean_kv_cache_usage, Some(0.7));
+        assert_eq!(d.max_kv_cache_usage, Some(0.8));
+        assert_eq!(d.prompt_tokens, Some(220.0));
+        // A run shorter than the interval has only its edges: no mean, not a 0.
+        let short = derive(&[at(0.0, 0.0, 100.0, true), at(0.3, 0.0, 120.0, true)]);
+        assert_eq!((short.mean_running, short.prompt_tokens), (None, Some(20.0)));
     }
 
     /// A server restarted mid-run: its generation counter (summed over label sets) read 100,

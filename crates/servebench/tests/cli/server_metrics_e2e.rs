@@ -254,7 +254,7 @@ fn gpu_metrics_without_nvidia_smi_runs_on_with_a_null_energy_and_says_why() {
     let s = sim(&rt, Personality::Vllm, None);
     let dir = tempfile::tempdir().unwrap();
     let empty = path_dir(dir.path(), None);
-    let o = bin_with_path(dir.path(), &s.base_url(), &empty);
+    let o = bin_with_path(dir.path(), &s.base_url(), &empty, "8");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(
         text(&o.stdout).contains("GPU telemetry: nvidia-smi not found on the PATH"),
@@ -267,7 +267,9 @@ fn gpu_metrics_without_nvidia_smi_runs_on_with_a_null_energy_and_says_why() {
     rt.block_on(s.shutdown());
 }
 
-fn bin_with_path(dir: &Path, base_url: &str, path: &Path) -> Output {
+/// `output_len` tokens per request (2 ms each on the simulator): a run long enough for polls
+/// inside the load, whose readings are the means' (docs/metrics.md).
+fn bin_with_path(dir: &Path, base_url: &str, path: &Path, output_len: &str) -> Output {
     let mut c = bin();
     c.env("PATH", path);
     c.args(["--base-url", base_url, "--backend", "openai-chat", "--model", MODEL, "--tokenizer", "gpt2"])
@@ -277,7 +279,7 @@ fn bin_with_path(dir: &Path, base_url: &str, path: &Path) -> Output {
             "--random-input-len",
             "16",
             "--random-output-len",
-            "8",
+            output_len,
             "--ignore-eos",
         ])
         .args([
@@ -301,7 +303,7 @@ fn nvidia_smi_power_samples_give_the_trapezoid_energy_of_constant_power() {
     let s = sim(&rt, Personality::Vllm, None);
     let dir = tempfile::tempdir().unwrap();
     let fake = path_dir(dir.path(), Some("0, GPU-fake, 250.00, 40, 1024, 1410\\n"));
-    let o = bin_with_path(dir.path(), &s.base_url(), &fake);
+    let o = bin_with_path(dir.path(), &s.base_url(), &fake, "200");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let r = result(dir.path());
     let g = &r["gpu_energy"];
