@@ -322,6 +322,21 @@ async fn chat_template_complaints_are_typed_sb403_where_the_server_text_is_read(
     assert_eq!((e.kind, e.cause), (ErrorKind::ServerError, None), "{}", e.message);
 }
 
+/// Pins the record of a stream whose body does not end after `[DONE]` (its chunked terminator
+/// never comes, the connection held open): completed at `[DONE]`, its last byte unknown
+/// (`last_byte_us` `None`: what the run's "held open after the end" warning counts).
+#[tokio::test]
+async fn a_body_held_open_after_done_completes_without_a_last_byte() {
+    let body = chunk(&(role() + &tok("Hi"))) + &chunk(&finish_usage_done());
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &body), A::Sleep(5_000)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { drain_timeout: Duration::from_millis(50), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    let p = r.phases.unwrap();
+    assert!(p.first_byte_us.is_some() && p.last_byte_us.is_none(), "{p:?}");
+}
+
 #[tokio::test]
 async fn zero_token_chat_stream_is_no_tokens() {
     let s =

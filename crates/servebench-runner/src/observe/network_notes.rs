@@ -62,9 +62,8 @@ pub fn permanent_error(e: &RequestError) -> Option<BenchError> {
 pub fn record_warnings(records: &[RequestRecord], streamed: bool) -> Vec<Notice> {
     let mut out = Vec::new();
     if streamed {
-        if let Some(w) = unstreamed_warning(records) {
-            out.push(w);
-        }
+        out.extend(unstreamed_warning(records));
+        out.extend(held_open_warning(records));
     }
     let mut seen: Vec<(ErrorCode, usize, String)> = Vec::new();
     for e in records.iter().filter(|r| r.outcome == Outcome::Failed).filter_map(|r| r.error.as_ref()) {
@@ -106,6 +105,31 @@ fn unstreamed_warning(records: &[RequestRecord]) -> Option<Notice> {
     })
 }
 
+/// "the body did not end after the stream's last event" when completed streams' bodies were
+/// still open after their last event (`[DONE]` or the final event) for the drain wait (1 s),
+/// or broke then: each held its connection, and its `--max-concurrency` slot, that long, then
+/// the connection was dropped. A server keeping a close-delimited body open, or never sending
+/// the chunked terminator, caps a closed loop's throughput this way, with nothing in the
+/// latencies (they end at the last event) to show it.
+fn held_open_warning(records: &[RequestRecord]) -> Option<Notice> {
+    let streams = records
+        .iter()
+        .filter(|r| r.outcome == Outcome::Completed && r.first_event_us.is_some() && r.phases.is_some());
+    let (mut total, mut held) = (0usize, 0usize);
+    for r in streams {
+        total += 1;
+        held += usize::from(r.phases.is_some_and(|p| p.last_byte_us.is_none()));
+    }
+    (held > 0).then(|| {
+        Notice::warning(format!(
+            "the response body did not end after the stream's last event for {held} of {total} completed \
+             streams: each kept its connection and its concurrency slot for up to 1 s waiting for the body's \
+             end (the server holds the response open: a close-delimited body, or no chunked terminator), \
+             then the connection was dropped; with --max-concurrency this caps the throughput, not the latencies"
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +158,31 @@ mod tests {
         assert!(record_warnings(&whole, false).is_empty());
         assert!(record_warnings(&[rec(10, 90, 8), rec(20, 80, 8), rec(30, 30, 8)], true).is_empty());
         assert!(record_warnings(&[rec(30, 30, 1)], true).is_empty());
+    }
+
+    /// Pins the warning for streams whose body stayed open after their last event (each held
+    /// its concurrency slot for the drain wait), and none when every body ended.
+    #[test]
+    fn bodies_held_open_after_the_last_event_give_one_warning() {
+        let stream = |last_byte: Option<u32>| {
+            let mut r = rec(10, 90, 8);
+            r.first_event_us = Some(10);
+            r.phases = Some(servebench_core::HttpPhases {
+                first_byte_us: Some(5),
+                last_byte_us: last_byte,
+                ..Default::default()
+            });
+            r
+        };
+        let w = record_warnings(&[stream(None), stream(Some(85)), stream(None)], true);
+        assert_eq!(w.len(), 1, "{w:?}");
+        let text = w[0].to_string();
+        assert!(
+            text.contains("did not end after the stream's last event for 2 of 3 completed streams"),
+            "{text}"
+        );
+        assert!(text.contains("--max-concurrency"), "{text}");
+        assert!(record_warnings(&[stream(Some(85)), stream(Some(90))], true).is_empty());
     }
 
     #[test]
