@@ -4,6 +4,7 @@
 //! session tree when it carries `agent_depth`; its session is `conversation`.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use super::request::RequestTimes;
@@ -76,11 +77,14 @@ struct Acc {
 
 /// The session-tree summary of `records` (None when no record is a session-tree turn).
 /// `percentiles` are those of the run (0..=100).
-pub fn session_tree_metrics(records: &[RequestRecord], percentiles: &[f64]) -> Option<SessionTreeMetrics> {
+pub fn session_tree_metrics<R: Borrow<RequestRecord>>(
+    records: &[R],
+    percentiles: &[f64],
+) -> Option<SessionTreeMetrics> {
     let mut sessions: BTreeMap<u64, Acc> = BTreeMap::new();
     let mut by_depth: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     let mut tool_turns = 0;
-    for r in records {
+    for r in records.iter().map(Borrow::borrow) {
         let (Some(depth), Some(session)) = (r.agent_depth, r.conversation) else { continue };
         let acc = sessions.entry(session).or_insert_with(|| Acc { all_completed: true, ..Acc::default() });
         acc.turns += 1;

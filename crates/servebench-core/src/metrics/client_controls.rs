@@ -4,6 +4,7 @@
 //! (`--request-cancellation-rate`).
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
 
 use crate::record::{CancelReason, Outcome, RequestRecord};
 use crate::stats::Summary;
@@ -25,9 +26,9 @@ pub struct DesignedCancellation {
 
 impl DesignedCancellation {
     /// Tallies `records`; `None` when no request was chosen for cancellation.
-    pub fn of(records: &[RequestRecord]) -> Option<Self> {
+    pub fn of<R: Borrow<RequestRecord>>(records: &[R]) -> Option<Self> {
         let mut d = DesignedCancellation::default();
-        for r in records.iter().filter(|r| r.cancel_after_us.is_some()) {
+        for r in records.iter().map(Borrow::borrow).filter(|r: &&RequestRecord| r.cancel_after_us.is_some()) {
             d.selected += 1;
             match r.outcome {
                 Outcome::Completed => d.completed += 1,
@@ -42,8 +43,9 @@ impl DesignedCancellation {
 
 /// `prefill_wait_us` of every request that got a prefill slot (any outcome: the wait happened
 /// before the outcome was known), ms; `None` when no record carries one (no prefill cap).
-pub fn prefill_wait_ms(records: &[RequestRecord], percentiles: &[f64]) -> Option<Summary> {
-    let waits: Vec<f64> = records.iter().filter_map(|r| r.prefill_wait_us).map(|w| w as f64).collect();
+pub fn prefill_wait_ms<R: Borrow<RequestRecord>>(records: &[R], percentiles: &[f64]) -> Option<Summary> {
+    let waits: Vec<f64> =
+        records.iter().filter_map(|r| r.borrow().prefill_wait_us).map(|w| w as f64).collect();
     (!waits.is_empty()).then(|| Summary::of(&waits, percentiles).scaled(1.0 / 1000.0))
 }
 

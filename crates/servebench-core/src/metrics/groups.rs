@@ -22,7 +22,8 @@ pub fn by_key(
     keys.dedup();
     keys.into_iter()
         .map(|k| {
-            let group: Vec<RequestRecord> = records.iter().filter(|r| key(r) == Some(k)).cloned().collect();
+            // References: a group of a million records cloned doubled the finish's memory.
+            let group: Vec<&RequestRecord> = records.iter().filter(|r| key(r) == Some(k)).collect();
             (k, compute(&group, cfg))
         })
         .collect()

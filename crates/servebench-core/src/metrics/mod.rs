@@ -19,6 +19,7 @@ mod token_accounting;
 mod ttfo;
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
 
 use crate::error::{BenchError, Result};
 use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
@@ -265,13 +266,13 @@ fn per_second(x: f64, duration_s: f64) -> f64 {
 }
 
 /// Computes every run metric from the records (any order). Never panics.
-pub fn compute(records: &[RequestRecord], cfg: &MetricsConfig) -> RunMetrics {
+pub fn compute<R: Borrow<RequestRecord>>(records: &[R], cfg: &MetricsConfig) -> RunMetrics {
     let pct = &cfg.percentiles;
     let mut outcomes = OutcomeTally::default();
     let mut span = Span::for_records(records.len());
     let mut tokens = TokenTotals::default();
     let mut samples = LatencySamples::for_records(records);
-    for r in records {
+    for r in records.iter().map(Borrow::borrow) {
         let t = RequestTimes::of(r);
         outcomes.add(r);
         span.add(r, &t);
@@ -479,14 +480,14 @@ struct LatencySamples<'a> {
 }
 
 impl<'a> LatencySamples<'a> {
-    fn for_records(records: &[RequestRecord]) -> LatencySamples<'a> {
-        let token_view_is_itl = records
-            .iter()
-            .filter(|r| r.outcome == Outcome::Completed && r.first_token_us.is_some())
+    fn for_records<R: Borrow<RequestRecord>>(records: &[R]) -> LatencySamples<'a> {
+        let records = || records.iter().map(Borrow::borrow);
+        let token_view_is_itl = records()
+            .filter(|r: &&RequestRecord| r.outcome == Outcome::Completed && r.first_token_us.is_some())
             .all(request::token_view_is_event_gaps);
         // Sized once for the completed requests: growing by doubling would copy each vector on
         // the way and could leave up to twice its size allocated (a million requests: 56 MB).
-        let n = records.iter().filter(|r| r.outcome == Outcome::Completed).count();
+        let n = records().filter(|r| r.outcome == Outcome::Completed).count();
         let per_request = || Vec::with_capacity(n);
         LatencySamples {
             token_view_is_itl,

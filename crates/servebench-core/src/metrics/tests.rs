@@ -234,7 +234,7 @@ fn goodput_counts_only_requests_meeting_every_slo() {
 
 #[test]
 fn empty_and_degenerate_inputs_do_not_panic() {
-    let m = compute(&[], &cfg());
+    let m = compute::<RequestRecord>(&[], &cfg());
     assert_eq!((m.sent, m.duration_s, m.request_throughput), (0, 0.0, 0.0));
     assert_eq!(m.ttft.mean, 0.0);
     // Inverted timestamps clamp to 0 instead of underflowing.

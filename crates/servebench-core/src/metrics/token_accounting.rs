@@ -8,6 +8,7 @@
 //! `|b − a| / max(a, b)` (0 when both are 0), a fraction in `[0, 1]`.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
 
 use crate::record::{Outcome, RequestRecord, TokenSource};
 
@@ -82,8 +83,12 @@ pub struct TokenAccounting {
 
 impl TokenAccounting {
     /// Computes the accounting over the completed records.
-    pub fn of(records: &[RequestRecord]) -> Self {
-        let done: Vec<&RequestRecord> = records.iter().filter(|r| r.outcome == Outcome::Completed).collect();
+    pub fn of<R: Borrow<RequestRecord>>(records: &[R]) -> Self {
+        let done: Vec<&RequestRecord> = records
+            .iter()
+            .map(Borrow::borrow)
+            .filter(|r: &&RequestRecord| r.outcome == Outcome::Completed)
+            .collect();
         let mut sources = done.iter().map(|r| r.output_tokens().1);
         let first = sources.next();
         let output_source = first.filter(|f| sources.all(|s| s == *f));
@@ -187,6 +192,6 @@ mod tests {
         assert_eq!(a.usage_vs_retokenized, CountDiscrepancy { requests: 2, ..CountDiscrepancy::default() });
         assert!(a.warnings().is_empty());
         assert_eq!(a.prompt_server_vs_client.requests, 0);
-        assert_eq!(TokenAccounting::of(&[]), TokenAccounting::default());
+        assert_eq!(TokenAccounting::of::<RequestRecord>(&[]), TokenAccounting::default());
     }
 }

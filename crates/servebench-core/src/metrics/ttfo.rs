@@ -3,6 +3,7 @@
 //! the first *visible* output text arrived (`first_content − dispatched`). See docs/metrics.md.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
 
 use crate::record::{Outcome, RequestRecord};
 use crate::stats::Summary;
@@ -28,10 +29,10 @@ pub fn ttfo_us(r: &RequestRecord) -> Option<u64> {
 }
 
 /// Computes the split over `records` (completed requests only) with `percentiles`.
-pub fn output_split(records: &[RequestRecord], percentiles: &[f64]) -> OutputSplit {
+pub fn output_split<R: Borrow<RequestRecord>>(records: &[R], percentiles: &[f64]) -> OutputSplit {
     let mut values = Vec::new();
     let mut out = OutputSplit::default();
-    for r in records.iter().filter(|r| r.outcome == Outcome::Completed) {
+    for r in records.iter().map(Borrow::borrow).filter(|r: &&RequestRecord| r.outcome == Outcome::Completed) {
         out.reasoning_events += u64::from(r.reasoning_events);
         out.content_events += u64::from(r.content_events);
         match ttfo_us(r) {

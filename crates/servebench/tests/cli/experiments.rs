@@ -151,22 +151,33 @@ fn slo_search_result_meets_the_slo_and_the_next_rate_does_not() {
 #[test]
 fn concurrency_sweep_saves_points_summary_best_csv_steady_state_and_server_series() {
     let dir = tempfile::tempdir().unwrap();
+    // 40 output tokens (400 ms a request): the closed-loop window's signal is averaged over
+    // run/20, and at concurrency 1 each hand-off from one request's end to the next dispatch
+    // dips it; with 10 tokens (a 30 ms average) a 1.5 ms hand-off on a loaded machine split
+    // every stretch and left point 1 without a window (seen with a build beside the suite).
+    let (base, output_len) = ENGINE.split_at(ENGINE.len() - 2);
+    assert_eq!(output_len, ["--random-output-len", "10"]);
+    let args = [base, &["--random-output-len", "40"]].concat();
     let out = run(
         dir.path(),
-        &engine_args(&[
-            "--sweep-max-concurrency",
-            "1,4",
-            "--sweep-num-prompts-factor",
-            "6",
-            "--reset-prefix-cache",
-            "--scrape-metrics",
-            "--scrape-interval",
-            "0.05",
-            "--metric-percentiles",
-            "50,99",
-            "--result-filename",
-            "sweep.json",
-        ]),
+        &[
+            &args[..],
+            &[
+                "--sweep-max-concurrency",
+                "1,4",
+                "--sweep-num-prompts-factor",
+                "6",
+                "--reset-prefix-cache",
+                "--scrape-metrics",
+                "--scrape-interval",
+                "0.05",
+                "--metric-percentiles",
+                "50,99",
+                "--result-filename",
+                "sweep.json",
+            ],
+        ]
+        .concat(),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Sweep Summary") && stdout.contains("Best (request_throughput)"), "{stdout}");
