@@ -93,7 +93,20 @@ pub fn shard_records_path(path: &Path) -> Result<PathBuf, BenchError> {
 fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<ReportInput, BenchError> {
     let file = read_records_file(path)?;
     let planned = file.shard_header.as_ref().map(|h| h.shard_requests);
-    let unaccounted = unaccounted_requests(&file.records, planned);
+    let unaccounted =
+        unaccounted_requests(&file.records, planned).map_err(|d| BenchError::RecordsFileMalformed {
+            file: path.display().to_string(),
+            problem: format!(
+                "request {} has more than one record (records #{} and #{} of the file): the records of \
+             several runs concatenated, or a file appended to itself, would be counted twice; pass each \
+             run's records file as its own input (servebench report a.records.jsonl b.records.jsonl), \
+             or combine the shards of one sharded run with servebench merge",
+                d.index,
+                d.first + 1,
+                d.second + 1
+            ),
+            source: None,
+        })?;
     Ok(ReportInput {
         records_path: path.to_path_buf(),
         records: file.records,
@@ -104,22 +117,40 @@ fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<Re
     })
 }
 
+/// A request index with more than one record in one records file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DuplicateRecord {
+    pub index: u64,
+    /// Positions (0-based, in file order) of its first two records.
+    pub first: usize,
+    pub second: usize,
+}
+
 /// Requests of a run without a record: every request of a run ends as exactly one record
 /// (completed, failed or cancelled, also after a second Ctrl-C), so a records file with fewer
 /// was cut short (the process was killed, or exited at a third Ctrl-C). Counted against the
 /// requests the shard header planned, else against the record indices (a run numbers its
 /// requests 0, 1, …: a missing index is a missing record; records missing after the highest
-/// index cannot be told from a plain records file).
-pub fn unaccounted_requests(records: &[RequestRecord], planned: Option<u64>) -> u64 {
-    let mut indices: Vec<u64> = records.iter().map(|r| r.index).collect();
+/// index cannot be told from a plain records file). For the same reason an index with two
+/// records is not one run's file (runs concatenated, a file appended to itself): the error,
+/// naming the first such index.
+pub fn unaccounted_requests(records: &[RequestRecord], planned: Option<u64>) -> Result<u64, DuplicateRecord> {
+    let mut indices: Vec<(u64, usize)> = records.iter().enumerate().map(|(at, r)| (r.index, at)).collect();
     indices.sort_unstable();
-    indices.dedup();
+    if let Some(d) = indices
+        .windows(2)
+        .filter(|p| p[0].0 == p[1].0)
+        .map(|p| DuplicateRecord { index: p[0].0, first: p[0].1, second: p[1].1 })
+        .min_by_key(|d| d.second)
+    {
+        return Err(d);
+    }
     let present = indices.len() as u64;
     let expected = match planned {
         Some(n) => n,
-        None => indices.last().map_or(0, |&last| last + 1),
+        None => indices.last().map_or(0, |&(last, _)| last + 1),
     };
-    expected.saturating_sub(present)
+    Ok(expected.saturating_sub(present))
 }
 
 /// Loads one input of `servebench compare`: a single result (vLLM's JSON, ours, the last line
@@ -226,11 +257,34 @@ mod tests {
     fn records_missing_from_their_run_are_counted() {
         let rec = |i| RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
         let all: Vec<_> = (0..5).map(rec).collect();
-        assert_eq!(unaccounted_requests(&all, None), 0);
+        assert_eq!(unaccounted_requests(&all, None), Ok(0));
         let gaps: Vec<_> = [0, 1, 4].into_iter().map(rec).collect();
-        assert_eq!(unaccounted_requests(&gaps, None), 2, "indices 2 and 3 have no record");
-        assert_eq!(unaccounted_requests(&all, Some(8)), 3, "the shard header planned 8");
-        assert_eq!(unaccounted_requests(&[], None), 0);
+        assert_eq!(unaccounted_requests(&gaps, None), Ok(2), "indices 2 and 3 have no record");
+        assert_eq!(unaccounted_requests(&all, Some(8)), Ok(3), "the shard header planned 8");
+        assert_eq!(unaccounted_requests(&[], None), Ok(0));
+    }
+
+    /// Pins `report` refusing a records file with two records of one request (two runs'
+    /// files concatenated, a file appended to itself): they were counted twice as one run
+    /// (40 completed from two runs of 20), while `merge` refused the same data.
+    #[test]
+    fn concatenated_records_files_are_refused_naming_the_duplicate() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = dir.path().join("a.records.jsonl");
+        write_streamed_jsonl(&one, 3);
+        let text = std::fs::read_to_string(&one).unwrap();
+        let mixed = dir.path().join("mixed.jsonl");
+        std::fs::write(&mixed, format!("{text}{text}")).unwrap();
+        let e = load_report_input(&mixed).unwrap_err();
+        assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+        let msg = e.to_string();
+        assert!(msg.starts_with(&mixed.display().to_string()), "{msg}");
+        assert!(msg.contains("request 0 has more than one record (records #1 and #4"), "{msg}");
+        assert!(msg.contains("servebench merge") && msg.contains("as its own input"), "{msg}");
+        // The first duplicate in file order is named, whatever its index.
+        let rec = |i| RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
+        let recs: Vec<_> = [5, 0, 1, 5, 0].into_iter().map(rec).collect();
+        assert_eq!(unaccounted_requests(&recs, None), Err(DuplicateRecord { index: 5, first: 0, second: 3 }));
     }
 
     #[test]
