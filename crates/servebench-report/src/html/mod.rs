@@ -59,6 +59,10 @@ pub struct ReportHeader {
     pub notes: Vec<String>,
     /// The run's validity verdict (docs/metrics.md, "Run validity"), when known.
     pub validity: Option<Validity>,
+    /// Whether the run used a pooling backend (embeddings, pooling, rerank): its total tokens/s
+    /// is the pooling result's (`crate::sections::pooling`). False when the backend is unknown
+    /// (a records file given alone).
+    pub pooling: bool,
 }
 
 impl ReportHeader {
@@ -107,6 +111,7 @@ impl ReportHeader {
             warnings: h.warnings(),
             notes: Vec::new(),
             validity: None,
+            pooling: crate::sections::pooling::is_pooling_backend(&info.backend),
         }
     }
 
@@ -125,6 +130,12 @@ impl ReportHeader {
                 .collect(),
             notes: Vec::new(),
             validity: doc.validity.clone(),
+            pooling: doc
+                .run
+                .backend
+                .as_ref()
+                .and_then(|b| b.as_str())
+                .is_some_and(crate::sections::pooling::is_pooling_backend),
         }
     }
 }
