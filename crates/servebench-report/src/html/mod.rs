@@ -219,7 +219,9 @@ fn metric_warnings(m: &RunMetrics) -> Vec<String> {
             .filter(|(_, n)| *n > 0)
             .map(|(k, n)| format!("{} {n}", k.as_str()))
             .collect();
-        out.push(format!("{} of {} requests failed ({})", m.failed, m.sent, kinds.join(", ")));
+        // A result without records counts its failures but not their kinds: no "()".
+        let kinds = if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) };
+        out.push(format!("{} of {} requests failed{kinds}", m.failed, m.sent));
     }
     if m.cancelled > m.never_sent {
         let n = m.cancelled - m.never_sent;

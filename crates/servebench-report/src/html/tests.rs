@@ -7,6 +7,7 @@ use servebench_core::record::{ErrorKind, Outcome};
 mod axes;
 mod browser;
 pub(crate) mod extra;
+mod no_data;
 mod search;
 
 /// A small deterministic generator (SplitMix64) so fixtures need no RNG crate.

@@ -230,11 +230,11 @@ fn multi_run_report_draws_per_run_and_across_run_charts_with_rows() {
     }
     let dot_labels = |c: &str| c.matches("font-size=\"10.5\"").count();
     assert_eq!(dot_labels(req), 3, "one labelled dot per run");
-    // Run 3 has no steady-state window: 2 dots, and its row says n/a.
+    // Run 3 has no steady-state window: 2 dots, and its row says "–".
     let ss = chart_markup(&html, "runs-steady_state-request_throughput");
     assert_eq!(dot_labels(ss), 2, "{ss}");
     assert!(html.contains("run 1 (seed 0)</td><td>10.00 req/s, 100.00 tok/s, TTFT median 25.00 ms"));
-    assert!(html.contains("run 3 (seed 2)</td><td>12.00 req/s, 120.00 tok/s, TTFT median 35.00 ms, TPOT median 5.00 ms, steady-state n/a req/s"));
+    assert!(html.contains("run 3 (seed 2)</td><td>12.00 req/s, 120.00 tok/s, TTFT median 35.00 ms, TPOT median 5.00 ms, steady-state –"));
     assert!(html.contains("request_throughput across runs</td><td>mean 11.00, 95% CI [8.52, 13.48] (n = 3)"));
     assert!(!html.contains("runs-mean_tpot_ms"), "a metric every run has null for is not drawn");
     assert_eq!(html, sweep_report(&doc(multi_run_doc()), &[]).unwrap(), "deterministic");
