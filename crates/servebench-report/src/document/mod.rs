@@ -16,6 +16,7 @@
 mod experiment;
 mod lenient;
 mod metrics;
+mod non_json;
 mod result;
 mod shards;
 
@@ -28,6 +29,7 @@ pub use experiment::{
 };
 pub use lenient::{Lenient, Object, Shown};
 pub use metrics::{LatencyStats, Metrics, SteadyMetrics};
+pub use non_json::{find_non_json_number, NonJsonNumber};
 pub use result::{
     ClientHealthDoc, DetailedArrays, ResultDocument, RunConfig, ServerMetricsDoc, ServerSampleDoc,
 };

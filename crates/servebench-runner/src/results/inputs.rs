@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use servebench_core::{BenchError, RequestRecord};
 use servebench_report::compare::{per_request_from_arrays, per_request_from_records, Loaded};
-use servebench_report::document::{JsonFile, ResultDocument};
+use servebench_report::document::{find_non_json_number, JsonFile, ResultDocument};
 use servebench_report::html::RecordSource;
 use servebench_report::vllm_arrays::records_from_arrays;
 
@@ -30,19 +30,20 @@ pub struct ReportInput {
 /// `<result>.records.jsonl` beside it (or its `records_file`).
 pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    // A sharded run's records file starts with its shard header (docs/scale-out.md).
-    let records_file =
-        serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first);
-    if text.trim().is_empty() || records_file {
+    if text.trim().is_empty() || starts_records_file(&text) {
         return read_report_records(path, None);
     }
     // A result file (one JSON document, or JSONL from --append-result: the last line wins).
     let result = JsonFile::single_result(&text).ok_or_else(|| BenchError::RecordsFileMalformed {
         file: path.display().to_string(),
-        problem: "neither a records file (JSONL of request records), a result JSON nor an experiment \
-                  (sweep/search/multi-run) JSON"
-            .into(),
+        problem: find_non_json_number(&text).map_or_else(
+            || {
+                "neither a records file (JSONL of request records), a result JSON nor an experiment \
+                 (sweep/search/multi-run) JSON"
+                    .to_owned()
+            },
+            |n| format!("not JSON: {n}"),
+        ),
         source: None,
     })?;
     let records = records_beside(path, result.records_file.as_deref());
@@ -70,10 +71,7 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
 /// JSON (a shard's result written with --save-result), else an error naming the file to pass.
 pub fn shard_records_path(path: &Path) -> Result<PathBuf, BenchError> {
     let Ok(text) = std::fs::read_to_string(path) else { return Ok(path.to_path_buf()) };
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    let records_file =
-        serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first);
-    let Some(result) = (!records_file).then(|| JsonFile::single_result(&text)).flatten() else {
+    let Some(result) = (!starts_records_file(&text)).then(|| JsonFile::single_result(&text)).flatten() else {
         return Ok(path.to_path_buf());
     };
     let records = records_beside(path, result.records_file.as_deref());
@@ -88,6 +86,22 @@ pub fn shard_records_path(path: &Path) -> Result<PathBuf, BenchError> {
             records.display()
         ),
     })
+}
+
+/// Whether `text` is a records file by its first non-blank line: a request record, a shard
+/// header (a sharded run's file starts with one, docs/scale-out.md), or a JSON object with a
+/// record's keys (`index`, and `outcome` or `intended_us`) that is not a valid record — read as
+/// a records file, its error names the line and the problem (an unknown `outcome`, a negative
+/// time) instead of "neither a records file, a result JSON nor an experiment".
+fn starts_records_file(text: &str) -> bool {
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    if serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first) {
+        return true;
+    }
+    let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(first) else {
+        return false;
+    };
+    o.contains_key("index") && (o.contains_key("outcome") || o.contains_key("intended_us"))
 }
 
 fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<ReportInput, BenchError> {
@@ -160,7 +174,10 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
     let file = JsonFile::parse(&text).map_err(|e| BenchError::RecordsFileMalformed {
         file: path.display().to_string(),
-        problem: format!("not a result JSON or JSONL file ({e})"),
+        problem: match find_non_json_number(&text) {
+            Some(n) => format!("not JSON: {n}"),
+            None => format!("not a result JSON or JSONL file ({e})"),
+        },
         source: Some(Box::new(e)),
     })?;
     let name = path.display().to_string();
@@ -251,6 +268,45 @@ mod tests {
         }
         std::fs::write(dir.path().join("r.json"), r#"{"model_id": "m", "completed": 3}"#).unwrap();
         assert!(load_compare_input(&dir.path().join("r.json")).is_ok());
+    }
+
+    /// Pins the error of a records file whose first record is invalid: it was "neither a records
+    /// file, a result JSON nor an experiment", while the same record on line 4 named the line and
+    /// the problem. And a vLLM result holding Python's NaN names the key, not a column.
+    #[test]
+    fn an_invalid_first_record_and_pythons_nan_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("a.records.jsonl");
+        write_streamed_jsonl(&good, 3);
+        let text = std::fs::read_to_string(&good).unwrap();
+        for (name, from, to, problem) in [
+            ("outcome", r#""outcome":"completed""#, r#""outcome":"weird""#, "unknown variant `weird`"),
+            (
+                "dispatched",
+                r#""dispatched_us":"#,
+                r#""dispatched_us":-1000,"x":"#,
+                "integer `-1000`, expected u64",
+            ),
+        ] {
+            assert!(text.contains(from), "{from} in {text}");
+            let bad = dir.path().join(format!("{name}.jsonl"));
+            std::fs::write(&bad, text.replacen(from, to, 1)).unwrap();
+            let e = load_report_input(&bad).unwrap_err();
+            assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+            let msg = e.to_string();
+            assert!(msg.starts_with(&format!("{}:1: not a request record (", bad.display())), "{msg}");
+            assert!(msg.contains(problem), "{msg}");
+        }
+        let nan = dir.path().join("vnan.json");
+        std::fs::write(
+            &nan,
+            r#"{"model_id": "m", "completed": 3, "std_ttft_ms": NaN, "p99_e2el_ms": Infinity}"#,
+        )
+        .unwrap();
+        for e in [load_report_input(&nan).unwrap_err(), load_compare_input(&nan).unwrap_err()] {
+            assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+            assert!(e.to_string().contains("not JSON: `std_ttft_ms` is NaN (line 1)"), "{e}");
+        }
     }
 
     #[test]
