@@ -24,8 +24,8 @@ mod shards;
 mod tests;
 
 pub use experiment::{
-    Aggregate, Criterion, ExperimentDocument, ExperimentSettings, PointEntry, RunEntry, SearchStepEntry,
-    SloBound, Summary,
+    Aggregate, Criterion, ExperimentDocument, ExperimentSettings, PointEntry, PointResult, RunEntry,
+    SearchStepEntry, SloBound, Summary,
 };
 pub use lenient::{Lenient, Object, Shown};
 pub use metrics::{LatencyStats, Metrics, SteadyMetrics};

@@ -6,6 +6,7 @@ use servebench_core::metrics::Slo;
 
 use crate::document::{ExperimentDocument, Metrics};
 use crate::result_keys::{Headline, LatencyKey, LatencyMetric, MetricKey, Stat};
+use crate::sections::experiment::INTERRUPTED_LEGEND;
 
 use super::experiment_error::ExperimentError;
 use super::page::render_experiment;
@@ -28,6 +29,8 @@ struct Point<'a> {
     /// The result as written: a key it has a number for is a metric the run reported (with
     /// data or not); one it has `null` or nothing for was not selected.
     written: &'a Metrics,
+    /// The point was interrupted (its `label` ends in `*`).
+    interrupted: bool,
 }
 
 /// The points with a result, ordered by the swept value (a search tries rates out of order:
@@ -42,14 +45,19 @@ fn points(doc: &ExperimentDocument) -> Vec<Point<'_>> {
         .enumerate()
         .filter_map(|(i, p)| {
             let p = p.0.as_ref()?;
-            let written = p.result.as_ref()?;
+            let point_result = p.result.as_ref()?;
+            let written = &point_result.metrics;
             let result = written.clone().vllm_placeholders_as_none();
             let label = p.label.clone().unwrap_or_else(|| {
                 format!("rate {}", p.request_rate.as_ref().map(|r| r.json()).unwrap_or_default())
             });
+            // An interrupted point is marked as in the console's table (rows, chart labels).
+            let interrupted = point_result.interrupted == Some(true);
+            let label = crate::sections::experiment::marked_label(&label, interrupted);
             let swept = if by_concurrency { &p.max_concurrency } else { &p.request_rate };
             let step = steps.get(i).and_then(|s| s.0.as_ref()).and_then(|s| Some((s.step?, s.passed?)));
-            Some(Point { label, swept: swept.as_ref().and_then(|v| v.as_f64()), step, result, written })
+            let swept = swept.as_ref().and_then(|v| v.as_f64());
+            Some(Point { label, swept, step, result, written, interrupted })
         })
         .collect();
     // Stable: points without a swept value keep their order, after the others.
@@ -254,6 +262,10 @@ pub fn sweep_report(doc: &ExperimentDocument, goodput: &[Slo]) -> Result<String,
             parts.insert(0, format!("step {step}, {}", if passed { "pass" } else { "fail" }));
         }
         rows.push((p.label.clone(), parts.join(", ")));
+    }
+    if pts.iter().any(|p| p.interrupted) {
+        let (mark, meaning) = INTERRUPTED_LEGEND.split_once(' ').unwrap_or(("*", INTERRUPTED_LEGEND));
+        rows.push((mark.to_owned(), meaning.to_owned()));
     }
     let mut tok = Vec::new();
     let mut req = Vec::new();

@@ -190,6 +190,21 @@ fn sweep_report_draws_throughput_latency_curves_with_slo_lines() {
     assert!(sweep_report(&doc(json!({"servebench_experiment": "sweep", "points": []})), &[]).is_err());
 }
 
+/// Pins the mark of an interrupted sweep's partial point in its HTML report: the console shows
+/// `rate 20.0*` with a legend line; the report showed the point unmarked.
+#[test]
+fn sweep_report_marks_an_interrupted_point_with_a_legend() {
+    let mut v = sweep_doc("sweep");
+    v["points"][2]["result"]["interrupted"] = json!(true);
+    let html = sweep_report(&doc(v), &[]).unwrap();
+    assert!(html.contains("<td>concurrency 32*</td><td>1500.0 tok/s"), "the row is marked");
+    assert!(html.contains("<td>*</td><td>interrupted: partial figures, not a candidate for Best</td>"));
+    assert!(chart_markup(&html, "sweep-ttft-tok").contains("concurrency 32* (1500.0)"), "and its dot");
+    assert!(!html.contains("concurrency 8*"), "complete points are not marked");
+    let html = sweep_report(&doc(sweep_doc("sweep")), &[]).unwrap();
+    assert!(!html.contains("interrupted: partial figures"), "no legend without an interrupted point");
+}
+
 /// A `--num-runs` document of three runs in the shape `servebench --num-runs` writes: runs are
 /// points (`{label, seed, result}`), `summary` the across-run aggregates. Run 3 has no
 /// steady-state window.
