@@ -51,8 +51,9 @@ fn us(seconds: f64) -> u64 {
 
 /// The records of the arrays, one per request (the longest of `ttfts`, `latencies`, `errors`);
 /// `None` when there are no per-request arrays. A request with a non-empty `errors` entry, or
-/// without a TTFT or a positive latency, is failed (kind `server_error`: the arrays do not say
-/// which); its `errors` text is its message.
+/// without a TTFT or a positive latency ([`DetailedArrays::latency`]: rebuilt from `ttfts` and
+/// `itls` when the result has no `latencies`), is failed (kind `server_error`: the arrays do not
+/// say which); its `errors` text is its message.
 pub fn records_from_arrays(d: &DetailedArrays) -> Option<ArrayRecords> {
     let len = |v: &Option<Vec<Option<f64>>>| v.as_ref().map_or(0, Vec::len);
     let n = len(&d.ttfts).max(len(&d.latencies)).max(d.errors.as_ref().map_or(0, Vec::len));
@@ -73,16 +74,10 @@ pub fn records_from_arrays(d: &DetailedArrays) -> Option<ArrayRecords> {
             r.attempts = 1;
             let error =
                 d.errors.as_ref().and_then(|e| e.get(i)).and_then(|e| e.0.clone()).unwrap_or_default();
-            let (ttft, lat) = (at(&d.ttfts, i), at(&d.latencies, i).filter(|l| *l > 0.0));
+            let (ttft, lat) = (at(&d.ttfts, i), d.latency(i).filter(|l| *l > 0.0));
             match (ttft, lat) {
                 (Some(ttft), Some(lat)) if error.is_empty() => {
-                    let gaps: Vec<u32> = d
-                        .itls
-                        .as_ref()
-                        .and_then(|v| v.get(i))
-                        .and_then(|g| g.0.as_ref())
-                        .map(|g| g.iter().filter_map(|x| x.0).map(|x| us(x) as u32).collect())
-                        .unwrap_or_default();
+                    let gaps: Vec<u32> = d.gaps(i).map(|x| us(x) as u32).collect();
                     let first = start + us(ttft);
                     // vLLM's latency ends at the last token: TPOT from the rebuilt record is
                     // vLLM's `(latency − ttft) / (output_len − 1)` even where the gaps do not add
@@ -143,7 +138,8 @@ pub fn source_notes(source: RecordSource) -> Vec<String> {
         RecordSource::DetailedArrays { timed } => {
             let mut v = vec![format!(
                 "No records file: this run is drawn from the result's per-request arrays (vLLM's \
-                 --save-detailed: ttfts, itls, latencies, input_lens, output_lens, errors). Throughputs, \
+                 --save-detailed: ttfts, itls, latencies, input_lens, output_lens, errors; without \
+                 latencies, each is ttft + the sum of its itls). Throughputs, \
                  duration and peaks are the result's own; latency statistics are recomputed from the arrays. \
                  The response view and queue time need each request's scheduled send time, which the arrays \
                  lack (they are absent); each inter-token gap counts as one token; failed requests are \
@@ -212,5 +208,21 @@ mod tests {
         let t = RequestTimes::of(&a.records[0]);
         assert_eq!(t.tpot_us, Some(100_000.0), "(0.5 − 0.1) / 4 s");
         assert_eq!(t.e2el_us, Some(500_000));
+    }
+
+    /// Pins older vLLM's `--save-detailed` keys (`ttfts`, `itls`, `errors`, no `latencies`):
+    /// `errors[i] == ""` is a success and the latency is rebuilt as `ttft + Σ itls`; every
+    /// request used to be counted as failed (`server_error`).
+    #[test]
+    fn arrays_without_latencies_count_empty_errors_as_completed() {
+        let d = arrays(serde_json::json!({
+            "ttfts": [0.1, 0.0], "output_lens": [5, 0], "itls": [[0.1, 0.1, 0.1, 0.1], []],
+            "errors": ["", "HTTP 500"]}));
+        let a = records_from_arrays(&d).unwrap();
+        let [ok, failed] = a.records.as_slice() else { panic!("two records") };
+        assert_eq!(ok.outcome, Outcome::Completed);
+        let t = RequestTimes::of(ok);
+        assert_eq!((t.ttft_us, t.e2el_us, t.tpot_us), (Some(100_000), Some(500_000), Some(100_000.0)));
+        assert_eq!(failed.outcome, Outcome::Failed);
     }
 }

@@ -97,7 +97,17 @@ pub struct PointEntry {
     #[serde(default, deserialize_with = "shown")]
     pub max_concurrency: Option<Shown>,
     #[serde(default, deserialize_with = "object")]
-    pub result: Option<Metrics>,
+    pub result: Option<PointResult>,
+}
+
+/// A point's `result`: its metrics, and whether the run of the point was interrupted (its
+/// `interrupted` key: the figures cover part of its requests).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct PointResult {
+    #[serde(default, deserialize_with = "lenient")]
+    pub interrupted: Option<bool>,
+    #[serde(flatten)]
+    pub metrics: Metrics,
 }
 
 /// One step of a search's `trajectory`: the rate tried, what it offered and achieved, each

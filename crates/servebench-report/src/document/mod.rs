@@ -16,6 +16,7 @@
 mod experiment;
 mod lenient;
 mod metrics;
+mod non_json;
 mod result;
 mod shards;
 
@@ -23,11 +24,12 @@ mod shards;
 mod tests;
 
 pub use experiment::{
-    Aggregate, Criterion, ExperimentDocument, ExperimentSettings, PointEntry, RunEntry, SearchStepEntry,
-    SloBound, Summary,
+    Aggregate, Criterion, ExperimentDocument, ExperimentSettings, PointEntry, PointResult, RunEntry,
+    SearchStepEntry, SloBound, Summary,
 };
 pub use lenient::{Lenient, Object, Shown};
 pub use metrics::{LatencyStats, Metrics, SteadyMetrics};
+pub use non_json::{find_non_json_number, NonJsonNumber};
 pub use result::{
     ClientHealthDoc, DetailedArrays, ResultDocument, RunConfig, ServerMetricsDoc, ServerSampleDoc,
 };

@@ -207,3 +207,24 @@ pub struct DetailedArrays {
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<Lenient<String>>>,
 }
+
+impl DetailedArrays {
+    /// Request `i`'s inter-token gaps (s); empty when its `itls` entry is missing or not an array.
+    pub fn gaps(&self, i: usize) -> impl Iterator<Item = f64> + '_ {
+        let entry = self.itls.as_ref().and_then(|v| v.get(i)).and_then(|g| g.0.as_ref());
+        entry.into_iter().flatten().filter_map(|x| x.0)
+    }
+
+    /// Request `i`'s latency (s, vLLM's: dispatch to last token): its `latencies` entry; a
+    /// result without a `latencies` key (older vLLM's `--save-detailed` wrote `ttfts` and
+    /// `itls` only) rebuilds it as `ttfts[i] + Σ itls[i]`. `None` when neither can say.
+    pub fn latency(&self, i: usize) -> Option<f64> {
+        match &self.latencies {
+            Some(l) => l.get(i).copied().flatten(),
+            None => {
+                let ttft = self.ttfts.as_ref()?.get(i).copied().flatten()?;
+                Some(ttft + self.gaps(i).sum::<f64>())
+            }
+        }
+    }
+}

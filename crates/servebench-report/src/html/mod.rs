@@ -59,6 +59,10 @@ pub struct ReportHeader {
     pub notes: Vec<String>,
     /// The run's validity verdict (docs/metrics.md, "Run validity"), when known.
     pub validity: Option<Validity>,
+    /// Whether the run used a pooling backend (embeddings, pooling, rerank): its total tokens/s
+    /// is the pooling result's (`crate::sections::pooling`). False when the backend is unknown
+    /// (a records file given alone).
+    pub pooling: bool,
 }
 
 impl ReportHeader {
@@ -107,6 +111,7 @@ impl ReportHeader {
             warnings: h.warnings(),
             notes: Vec::new(),
             validity: None,
+            pooling: crate::sections::pooling::is_pooling_backend(&info.backend),
         }
     }
 
@@ -125,6 +130,12 @@ impl ReportHeader {
                 .collect(),
             notes: Vec::new(),
             validity: doc.validity.clone(),
+            pooling: doc
+                .run
+                .backend
+                .as_ref()
+                .and_then(|b| b.as_str())
+                .is_some_and(crate::sections::pooling::is_pooling_backend),
         }
     }
 }
@@ -208,7 +219,9 @@ fn metric_warnings(m: &RunMetrics) -> Vec<String> {
             .filter(|(_, n)| *n > 0)
             .map(|(k, n)| format!("{} {n}", k.as_str()))
             .collect();
-        out.push(format!("{} of {} requests failed ({})", m.failed, m.sent, kinds.join(", ")));
+        // A result without records counts its failures but not their kinds: no "()".
+        let kinds = if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) };
+        out.push(format!("{} of {} requests failed{kinds}", m.failed, m.sent));
     }
     if m.cancelled > m.never_sent {
         let n = m.cancelled - m.never_sent;

@@ -28,20 +28,21 @@ fn value_at(v: &Metrics, key: &str) -> Option<f64> {
     v.get(&MetricKey::parse(key)?).filter(|x| x.is_finite())
 }
 
-/// One run: its label and result.
-struct Run<'a> {
+/// One run: its label and result, vLLM's `0.0` placeholders read as no data
+/// ([`Metrics::vllm_placeholders_as_none`]: a run where nothing completed has no TTFT).
+struct Run {
     label: String,
-    result: &'a Metrics,
+    result: Metrics,
 }
 
-fn runs(doc: &ExperimentDocument) -> Vec<Run<'_>> {
+fn runs(doc: &ExperimentDocument) -> Vec<Run> {
     let list = doc.runs.as_deref().unwrap_or_default();
     list.iter()
         .enumerate()
         .filter_map(|(i, r)| {
             // A point `{label, seed, result}`; a bare result is accepted too.
             let r = r.0.as_ref()?;
-            let result = r.result.as_ref().unwrap_or(&r.bare);
+            let result = r.result.as_ref().unwrap_or(&r.bare).clone().vllm_placeholders_as_none();
             let label =
                 r.seed.map_or_else(|| format!("run {}", i + 1), |s| format!("run {} (seed {s})", i + 1));
             Some(Run { label, result })
@@ -60,16 +61,17 @@ fn aggregate(doc: &ExperimentDocument, key: &str) -> Option<Aggregate> {
     Some((f(a.mean)?, f(a.ci95_low).zip(f(a.ci95_high)), a.n.unwrap_or(0)))
 }
 
-fn fmt(v: Option<f64>) -> String {
-    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"))
+/// A value with its unit, "–" without data (docs/metrics.md, "Metrics without data").
+fn fmt(v: Option<f64>, unit: &str) -> String {
+    v.map_or_else(|| "–".to_owned(), |v| format!("{v:.2} {unit}"))
 }
 
 /// Each run's value of `key` (x = run number), its mean and its confidence interval.
-fn chart(doc: &ExperimentDocument, rs: &[Run<'_>], key: &str, label: &str) -> Option<Chart> {
+fn chart(doc: &ExperimentDocument, rs: &[Run], key: &str, label: &str) -> Option<Chart> {
     let points: Vec<(f64, f64, String)> = rs
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| Some(((i + 1) as f64, value_at(r.result, key)?, format!("{}", i + 1))))
+        .filter_map(|(i, r)| Some(((i + 1) as f64, value_at(&r.result, key)?, format!("{}", i + 1))))
         .collect();
     if points.is_empty() {
         return None;
@@ -129,16 +131,16 @@ pub(super) fn multi_run_report(doc: &ExperimentDocument) -> Result<String, Exper
         }
     }
     for r in &rs {
-        let g = |k: &str| value_at(r.result, k);
+        let g = |k: &str| value_at(&r.result, k);
         rows.push((
             r.label.clone(),
             format!(
-                "{} req/s, {} tok/s, TTFT median {} ms, TPOT median {} ms, steady-state {} req/s",
-                fmt(g("request_throughput")),
-                fmt(g("output_throughput")),
-                fmt(g("median_ttft_ms")),
-                fmt(g("median_tpot_ms")),
-                fmt(g("steady_state.request_throughput")),
+                "{}, {}, TTFT median {}, TPOT median {}, steady-state {}",
+                fmt(g("request_throughput"), "req/s"),
+                fmt(g("output_throughput"), "tok/s"),
+                fmt(g("median_ttft_ms"), "ms"),
+                fmt(g("median_tpot_ms"), "ms"),
+                fmt(g("steady_state.request_throughput"), "req/s"),
             ),
         ));
     }

@@ -28,7 +28,7 @@ enum Better {
     Neither,
 }
 
-type Getter = fn(&RunMetrics) -> Option<f64>;
+type Getter = fn(&ReportRun) -> Option<f64>;
 /// A metric row: value getter, decimals, and which direction is better.
 type Row = (Getter, usize, Better);
 
@@ -45,47 +45,66 @@ fn rate(m: &RunMetrics, v: f64) -> Option<f64> {
     (m.duration_s > 0.0).then_some(v)
 }
 
+/// Total tokens/s as the run's console and result JSON give it: a pooling run's is its input
+/// tokens/s by the server's count first ([`crate::sections::pooling::input_throughput`],
+/// docs/metrics.md "Pooling input tokens"), when its records are the source (a result without
+/// records keeps the figure it wrote, [`crate::vllm_arrays::use_result_figures`]).
+fn total_tokens_per_s(r: &ReportRun) -> Option<f64> {
+    let m = &r.metrics;
+    if r.header.pooling && r.source == RecordSource::Records {
+        return crate::sections::pooling::input_throughput(m).as_f64();
+    }
+    rate(m, m.total_token_throughput)
+}
+
 /// Summary table rows: group headers (`None` getter) and metric rows.
 const ROWS: &[(&str, Option<Row>)] = &[
     ("Requests", None),
-    ("completed", Some((|m| Some(m.completed as f64), 0, Better::Higher))),
-    ("failed", Some((|m| Some(m.failed as f64), 0, Better::Lower))),
-    ("cancelled", Some((|m| Some(m.cancelled as f64), 0, Better::Lower))),
-    ("duration (s)", Some((|m| rate(m, m.duration_s), 2, Better::Neither))),
+    ("completed", Some((|r| Some(r.metrics.completed as f64), 0, Better::Higher))),
+    ("failed", Some((|r| Some(r.metrics.failed as f64), 0, Better::Lower))),
+    ("cancelled", Some((|r| Some(r.metrics.cancelled as f64), 0, Better::Lower))),
+    ("duration (s)", Some((|r| rate(&r.metrics, r.metrics.duration_s), 2, Better::Neither))),
     ("Throughput", None),
-    ("requests/s", Some((|m| rate(m, m.request_throughput), 2, Better::Higher))),
-    ("output tokens/s", Some((|m| rate(m, m.output_throughput), 1, Better::Higher))),
-    ("total tokens/s", Some((|m| rate(m, m.total_token_throughput), 1, Better::Higher))),
-    ("peak output tokens/s (1-s window)", Some((|m| rate(m, m.max_output_tokens_per_s), 1, Better::Higher))),
-    ("peak requests in flight", Some((|m| Some(m.max_concurrent_requests as f64), 0, Better::Neither))),
-    ("goodput (req/s)", Some((|m| m.request_goodput.and_then(|g| rate(m, g)), 2, Better::Higher))),
+    ("requests/s", Some((|r| rate(&r.metrics, r.metrics.request_throughput), 2, Better::Higher))),
+    ("output tokens/s", Some((|r| rate(&r.metrics, r.metrics.output_throughput), 1, Better::Higher))),
+    ("total tokens/s", Some((total_tokens_per_s, 1, Better::Higher))),
+    (
+        "peak output tokens/s (1-s window)",
+        Some((|r| rate(&r.metrics, r.metrics.max_output_tokens_per_s), 1, Better::Higher)),
+    ),
+    (
+        "peak requests in flight",
+        Some((|r| Some(r.metrics.max_concurrent_requests as f64), 0, Better::Neither)),
+    ),
+    (
+        "goodput (req/s)",
+        Some((|r| r.metrics.request_goodput.and_then(|g| rate(&r.metrics, g)), 2, Better::Higher)),
+    ),
     ("Service view (ms, from dispatched)", None),
-    ("TTFT mean", Some((|m| mean(&m.ttft), 2, Better::Lower))),
-    ("TTFT p50", Some((|m| pct(&m.ttft, 50.0), 2, Better::Lower))),
-    ("TTFT p99", Some((|m| pct(&m.ttft, 99.0), 2, Better::Lower))),
-    ("TPOT mean", Some((|m| mean(&m.tpot), 2, Better::Lower))),
-    ("TPOT p99", Some((|m| pct(&m.tpot, 99.0), 2, Better::Lower))),
-    ("ITL mean", Some((|m| mean(&m.itl), 2, Better::Lower))),
-    ("ITL p99", Some((|m| pct(&m.itl, 99.0), 2, Better::Lower))),
-    ("ITL p99 (token view)", Some((|m| pct(&m.itl_token_view, 99.0), 2, Better::Lower))),
-    ("E2EL mean", Some((|m| mean(&m.e2el), 2, Better::Lower))),
-    ("E2EL p50", Some((|m| pct(&m.e2el, 50.0), 2, Better::Lower))),
-    ("E2EL p99", Some((|m| pct(&m.e2el, 99.0), 2, Better::Lower))),
+    ("TTFT mean", Some((|r| mean(&r.metrics.ttft), 2, Better::Lower))),
+    ("TTFT p50", Some((|r| pct(&r.metrics.ttft, 50.0), 2, Better::Lower))),
+    ("TTFT p99", Some((|r| pct(&r.metrics.ttft, 99.0), 2, Better::Lower))),
+    ("TPOT mean", Some((|r| mean(&r.metrics.tpot), 2, Better::Lower))),
+    ("TPOT p99", Some((|r| pct(&r.metrics.tpot, 99.0), 2, Better::Lower))),
+    ("ITL mean", Some((|r| mean(&r.metrics.itl), 2, Better::Lower))),
+    ("ITL p99", Some((|r| pct(&r.metrics.itl, 99.0), 2, Better::Lower))),
+    ("ITL p99 (token view)", Some((|r| pct(&r.metrics.itl_token_view, 99.0), 2, Better::Lower))),
+    ("E2EL mean", Some((|r| mean(&r.metrics.e2el), 2, Better::Lower))),
+    ("E2EL p50", Some((|r| pct(&r.metrics.e2el, 50.0), 2, Better::Lower))),
+    ("E2EL p99", Some((|r| pct(&r.metrics.e2el, 99.0), 2, Better::Lower))),
     ("Response view (ms, from intended)", None),
-    ("TTFT p50", Some((|m| pct(&m.response_ttft, 50.0), 2, Better::Lower))),
-    ("TTFT p99", Some((|m| pct(&m.response_ttft, 99.0), 2, Better::Lower))),
-    ("E2EL p99", Some((|m| pct(&m.response_e2el, 99.0), 2, Better::Lower))),
-    ("queue time p50", Some((|m| pct(&m.queue_time, 50.0), 2, Better::Lower))),
-    ("queue time p99", Some((|m| pct(&m.queue_time, 99.0), 2, Better::Lower))),
+    ("TTFT p50", Some((|r| pct(&r.metrics.response_ttft, 50.0), 2, Better::Lower))),
+    ("TTFT p99", Some((|r| pct(&r.metrics.response_ttft, 99.0), 2, Better::Lower))),
+    ("E2EL p99", Some((|r| pct(&r.metrics.response_e2el, 99.0), 2, Better::Lower))),
+    ("queue time p50", Some((|r| pct(&r.metrics.queue_time, 50.0), 2, Better::Lower))),
+    ("queue time p99", Some((|r| pct(&r.metrics.queue_time, 99.0), 2, Better::Lower))),
 ];
 
 /// Whether no row of the group that starts at `rows` (up to the next group heading) has a value
 /// for any run: its heading is left out (a result without scheduled send times has no response
 /// view).
 fn group_is_empty(rows: &[(&str, Option<Row>)], runs: &[ReportRun]) -> bool {
-    rows.iter()
-        .map_while(|(_, row)| row.as_ref())
-        .all(|(get, _, _)| runs.iter().all(|r| get(&r.metrics).is_none()))
+    rows.iter().map_while(|(_, row)| row.as_ref()).all(|(get, _, _)| runs.iter().all(|r| get(r).is_none()))
 }
 
 fn summary_table(o: &mut String, runs: &[ReportRun]) {
@@ -108,7 +127,7 @@ fn summary_table(o: &mut String, runs: &[ReportRun]) {
                 writeln!(o, "<tr class=\"group\"><td colspan=\"{}\">{}</td></tr>", runs.len() + 1, esc(name));
             continue;
         };
-        let values: Vec<Option<f64>> = runs.iter().map(|r| get(&r.metrics)).collect();
+        let values: Vec<Option<f64>> = runs.iter().map(get).collect();
         if values.iter().all(Option::is_none) {
             continue;
         }

@@ -6,6 +6,7 @@ use servebench_core::metrics::Slo;
 
 use crate::document::{ExperimentDocument, Metrics};
 use crate::result_keys::{Headline, LatencyKey, LatencyMetric, MetricKey, Stat};
+use crate::sections::experiment::INTERRUPTED_LEGEND;
 
 use super::experiment_error::ExperimentError;
 use super::page::render_experiment;
@@ -22,7 +23,14 @@ struct Point<'a> {
     swept: Option<f64>,
     /// A search's step: `(step number, passed)`, from the trajectory entry of the same index.
     step: Option<(u64, bool)>,
-    result: &'a Metrics,
+    /// The point's result, vLLM's `0.0` placeholders read as no data
+    /// ([`Metrics::vllm_placeholders_as_none`]): a point where nothing completed has no TTFT.
+    result: Metrics,
+    /// The result as written: a key it has a number for is a metric the run reported (with
+    /// data or not); one it has `null` or nothing for was not selected.
+    written: &'a Metrics,
+    /// The point was interrupted (its `label` ends in `*`).
+    interrupted: bool,
 }
 
 /// The points with a result, ordered by the swept value (a search tries rates out of order:
@@ -37,13 +45,19 @@ fn points(doc: &ExperimentDocument) -> Vec<Point<'_>> {
         .enumerate()
         .filter_map(|(i, p)| {
             let p = p.0.as_ref()?;
-            let result = p.result.as_ref()?;
+            let point_result = p.result.as_ref()?;
+            let written = &point_result.metrics;
+            let result = written.clone().vllm_placeholders_as_none();
             let label = p.label.clone().unwrap_or_else(|| {
                 format!("rate {}", p.request_rate.as_ref().map(|r| r.json()).unwrap_or_default())
             });
+            // An interrupted point is marked as in the console's table (rows, chart labels).
+            let interrupted = point_result.interrupted == Some(true);
+            let label = crate::sections::experiment::marked_label(&label, interrupted);
             let swept = if by_concurrency { &p.max_concurrency } else { &p.request_rate };
             let step = steps.get(i).and_then(|s| s.0.as_ref()).and_then(|s| Some((s.step?, s.passed?)));
-            Some(Point { label, swept: swept.as_ref().and_then(|v| v.as_f64()), step, result })
+            let swept = swept.as_ref().and_then(|v| v.as_f64());
+            Some(Point { label, swept, step, result, written, interrupted })
         })
         .collect();
     // Stable: points without a swept value keep their order, after the others.
@@ -123,13 +137,18 @@ fn stat_key(stat: Stat, metric: LatencyMetric) -> MetricKey {
 
 /// The highest `pNN_<metric>_ms` percentile key present in every point (e.g. `p99_ttft_ms`).
 fn top_percentile(pts: &[Point<'_>], metric: LatencyMetric) -> Option<LatencyKey> {
-    let first = pts.first()?.result;
+    // Points without data (nothing completed) have no percentile to miss.
+    let median = stat_key(Stat::Median, metric);
+    let with_data: Vec<&Point<'_>> = pts.iter().filter(|x| num(&x.result, &median).is_some()).collect();
+    let first = &with_data.first()?.result;
     let mut best: Option<(f64, LatencyKey)> = None;
     for k in first.latency.keys_of(metric) {
         let Stat::Percentile(p) = &k.stat else { continue };
         if let Ok(p) = p.parse::<f64>() {
             let key = MetricKey::Latency(k.clone());
-            if pts.iter().all(|x| num(x.result, &key).is_some()) && best.as_ref().is_none_or(|b| p > b.0) {
+            if with_data.iter().all(|x| num(&x.result, &key).is_some())
+                && best.as_ref().is_none_or(|b| p > b.0)
+            {
                 best = Some((p, k.clone()));
             }
         }
@@ -151,7 +170,7 @@ fn curve(pts: &[Point<'_>], metric: LatencyMetric, x: Headline, x_label: &str, l
     let mut xs = Vec::new();
     for (key, name, style) in &keys {
         let line: Vec<(f64, f64)> =
-            pts.iter().filter_map(|p| Some((num(p.result, x_key)?, num(p.result, key)?))).collect();
+            pts.iter().filter_map(|p| Some((num(&p.result, x_key)?, num(&p.result, key)?))).collect();
         xs.extend(line.iter().map(|p| p.0));
         if line.is_empty() {
             continue;
@@ -160,7 +179,7 @@ fn curve(pts: &[Point<'_>], metric: LatencyMetric, x: Headline, x_label: &str, l
         let kind = if *style == Style::Solid {
             let labeled = pts
                 .iter()
-                .filter_map(|p| Some((num(p.result, x_key)?, num(p.result, key)?, p.label.clone())))
+                .filter_map(|p| Some((num(&p.result, x_key)?, num(&p.result, key)?, p.label.clone())))
                 .collect();
             Kind::Labeled(declutter(labeled))
         } else {
@@ -186,7 +205,7 @@ fn curve(pts: &[Point<'_>], metric: LatencyMetric, x: Headline, x_label: &str, l
         }
     }
     let order: Vec<String> =
-        pts.iter().filter_map(|p| num(p.result, x_key).map(|x| format!("{} ({x:.1})", p.label))).collect();
+        pts.iter().filter_map(|p| num(&p.result, x_key).map(|x| format!("{} ({x:.1})", p.label))).collect();
     let upper = metric.to_uppercase();
     Chart {
         id: format!("sweep-{metric}-{}", if x == Headline::OutputThroughput { "tok" } else { "req" }),
@@ -232,8 +251,11 @@ pub fn sweep_report(doc: &ExperimentDocument, goodput: &[Slo]) -> Result<String,
             (stat_key(Stat::Median, LatencyMetric::Tpot), "ms", "TPOT median "),
             (stat_key(Stat::Median, LatencyMetric::E2el), "ms", "E2EL median "),
         ] {
-            if let Some(v) = num(p.result, &key) {
-                parts.push(format!("{name}{v:.1} {unit}"));
+            match num(&p.result, &key) {
+                Some(v) => parts.push(format!("{name}{v:.1} {unit}")),
+                // Reported without data (nothing completed): "–", not vLLM's 0.0 placeholder.
+                None if !name.is_empty() && num(p.written, &key).is_some() => parts.push(format!("{name}–")),
+                None => {}
             }
         }
         if let Some((step, passed)) = p.step {
@@ -241,10 +263,14 @@ pub fn sweep_report(doc: &ExperimentDocument, goodput: &[Slo]) -> Result<String,
         }
         rows.push((p.label.clone(), parts.join(", ")));
     }
+    if pts.iter().any(|p| p.interrupted) {
+        let (mark, meaning) = INTERRUPTED_LEGEND.split_once(' ').unwrap_or(("*", INTERRUPTED_LEGEND));
+        rows.push((mark.to_owned(), meaning.to_owned()));
+    }
     let mut tok = Vec::new();
     let mut req = Vec::new();
     for metric in LatencyMetric::ALL {
-        if pts.iter().any(|p| num(p.result, &stat_key(Stat::Median, metric)).is_some()) {
+        if pts.iter().any(|p| num(&p.result, &stat_key(Stat::Median, metric)).is_some()) {
             tok.push(curve(&pts, metric, Headline::OutputThroughput, "output tokens/s", &lim));
             req.push(curve(&pts, metric, Headline::RequestThroughput, "requests/s", &lim));
         }

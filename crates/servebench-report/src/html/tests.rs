@@ -7,6 +7,7 @@ use servebench_core::record::{ErrorKind, Outcome};
 mod axes;
 mod browser;
 pub(crate) mod extra;
+mod no_data;
 mod search;
 
 /// A small deterministic generator (SplitMix64) so fixtures need no RNG crate.
@@ -103,6 +104,7 @@ pub(super) fn header(label: &str) -> ReportHeader {
         warnings: vec![],
         notes: vec![],
         validity: None,
+        pooling: false,
     }
 }
 
@@ -313,4 +315,32 @@ fn snapshot_of_small_comparison_report() {
     insta::with_settings!({snapshot_path => "../../tests/snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
         insta::assert_snapshot!("small_comparison_report", html);
     });
+}
+
+/// The value cell of the summary row `name` (first run), as written.
+pub(super) fn summary_cell(html: &str, name: &str) -> String {
+    let row = format!("<tr><td>{name}</td><td>");
+    let at = html.find(&row).unwrap_or_else(|| panic!("no row {name}")) + row.len();
+    html[at..].split(['<', ' ']).next().unwrap_or_default().to_owned()
+}
+
+/// Pins a pooling run's total tokens/s in the HTML report to the console's and the result
+/// JSON's (docs/metrics.md, "Pooling input tokens": the server's count first, from
+/// `pooling::input_throughput`): the HTML showed the client count's (2451.5 for 2911.21).
+#[test]
+fn pooling_total_tokens_per_s_is_the_server_counted_input_rate() {
+    let mut h = header("emb");
+    h.pooling = true;
+    // fixture_records' server counts are the client's + 7 per request.
+    let run = ReportRun::new("emb", h, fixture_records(7, 40, 1.0), vec![]);
+    let expected = crate::sections::pooling::input_throughput(&run.metrics).as_f64().unwrap();
+    assert!((expected - run.metrics.total_token_throughput).abs() > 1.0, "the two counts differ");
+    assert_eq!(summary_cell(&html_report(&[run]), "total tokens/s"), format!("{expected:.1}"));
+    // The backend of a result says it is a pooling run.
+    let doc: crate::document::ResultDocument =
+        serde_json::from_value(serde_json::json!({"backend": "openai-embeddings", "completed": 1})).unwrap();
+    assert!(ReportHeader::from_result(&doc).pooling);
+    let doc: crate::document::ResultDocument =
+        serde_json::from_value(serde_json::json!({"backend": "openai-chat", "completed": 1})).unwrap();
+    assert!(!ReportHeader::from_result(&doc).pooling);
 }

@@ -65,20 +65,18 @@ pub fn per_request_from_records(records: &[RequestRecord]) -> PerRequest {
     out
 }
 
-/// vLLM's `--save-detailed` arrays (seconds): `ttfts`, `latencies`, `itls`, `output_lens`.
+/// vLLM's `--save-detailed` arrays (seconds): `ttfts`, `latencies` (rebuilt from `ttfts` and
+/// `itls` when absent: [`DetailedArrays::latency`]), `itls`, `output_lens`.
 /// A failed request (latency 0) and an entry that is not a number are skipped.
 pub fn per_request_from_arrays(d: &DetailedArrays) -> PerRequest {
-    let (ttfts, lats, outs) = (
-        d.ttfts.as_deref().unwrap_or_default(),
-        d.latencies.as_deref().unwrap_or_default(),
-        d.output_lens.as_deref().unwrap_or_default(),
-    );
+    let (ttfts, outs) =
+        (d.ttfts.as_deref().unwrap_or_default(), d.output_lens.as_deref().unwrap_or_default());
     let mut out = PerRequest::new();
     if ttfts.is_empty() {
         return out;
     }
     for (i, t) in ttfts.iter().enumerate() {
-        let (Some(ttft), Some(lat)) = (*t, lats.get(i).copied().flatten()) else { continue };
+        let (Some(ttft), Some(lat)) = (*t, d.latency(i)) else { continue };
         if lat <= 0.0 {
             continue;
         }

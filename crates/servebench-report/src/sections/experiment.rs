@@ -109,6 +109,19 @@ fn cell_json(key: &str, v: Option<f64>) -> serde_json::Value {
     }
 }
 
+/// What the `*` after a point's label means (the console table's and the HTML report's legend).
+pub const INTERRUPTED_LEGEND: &str = "* interrupted: partial figures, not a candidate for Best";
+
+/// A point's label as the console table and the HTML report show it: `*` after an interrupted
+/// point's (see [`INTERRUPTED_LEGEND`]).
+pub fn marked_label(label: &str, interrupted: bool) -> String {
+    if interrupted {
+        format!("{label}*")
+    } else {
+        label.to_owned()
+    }
+}
+
 /// The console table.
 pub fn table(rows: &[SummaryRow]) -> String {
     let Some(first) = rows.first() else { return String::new() };
@@ -119,7 +132,7 @@ pub fn table(rows: &[SummaryRow]) -> String {
     }
     out.push('\n');
     for r in rows {
-        let label = if r.interrupted { format!("{}*", r.label) } else { r.label.clone() };
+        let label = marked_label(&r.label, r.interrupted);
         out.push_str(&format!("{label:<18}"));
         for (k, v) in &r.columns {
             out.push_str(&format!(" {:>12}", cell_text(k, *v)));
@@ -127,7 +140,8 @@ pub fn table(rows: &[SummaryRow]) -> String {
         out.push('\n');
     }
     if rows.iter().any(|r| r.interrupted) {
-        out.push_str("* interrupted: partial figures, not a candidate for Best\n");
+        out.push_str(INTERRUPTED_LEGEND);
+        out.push('\n');
     }
     out
 }
@@ -136,7 +150,8 @@ fn short(k: &str) -> String {
     k.replace("_throughput", "_tput").replace("max_concurrency", "concurrency").replace("request_", "req_")
 }
 
-/// The CSV summary: a header and one line per point.
+/// The CSV summary: a header and one line per point, its last column `interrupted` (`true` for
+/// a partial point, the console's `*`).
 pub fn csv(rows: &[SummaryRow]) -> String {
     let Some(first) = rows.first() else { return String::new() };
     let mut out = String::from("label");
@@ -144,7 +159,7 @@ pub fn csv(rows: &[SummaryRow]) -> String {
         out.push(',');
         out.push_str(k);
     }
-    out.push('\n');
+    out.push_str(",interrupted\n");
     for r in rows {
         out.push_str(&format!("\"{}\"", r.label.replace('"', "\"\"")));
         for (k, v) in &r.columns {
@@ -155,7 +170,7 @@ pub fn csv(rows: &[SummaryRow]) -> String {
                 None => {}
             }
         }
-        out.push('\n');
+        out.push_str(if r.interrupted { ",true\n" } else { ",false\n" });
     }
     out
 }
@@ -308,6 +323,29 @@ mod tests {
         // A complete point has no `interrupted` key and no mark.
         let whole = serde_json::to_value(summary_row(&p, &[])).unwrap_or_default();
         assert!(whole.get("interrupted").is_none());
+    }
+
+    /// Pins the sweep CSV's `interrupted` column: an interrupted sweep's partial point was
+    /// marked `*` in the console only; its CSV row could not be told from a complete one.
+    #[test]
+    fn sweep_csv_has_an_interrupted_column() {
+        let metrics = one_failed_request();
+        let p = PointFigures {
+            label: "rate 20.0",
+            request_rate: 20.0,
+            max_concurrency: None,
+            num_prompts: 60,
+            metrics: &metrics,
+            steady: None,
+        };
+        let rows = [summary_row(&p, &[]), SummaryRow { interrupted: true, ..summary_row(&p, &[]) }];
+        let text = csv(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("label,request_rate,") && lines[0].ends_with(",interrupted"), "{text}");
+        assert!(lines[1].starts_with("\"rate 20.0\",20,") && lines[1].ends_with(",false"), "{text}");
+        assert!(lines[2].starts_with("\"rate 20.0\",20,") && lines[2].ends_with(",true"), "{text}");
+        let cells = |l: &str| l.split(',').count();
+        assert_eq!((cells(lines[1]), cells(lines[2])), (cells(lines[0]), cells(lines[0])));
     }
 
     /// An interrupted sweep's partial point used to be announced as "Best" unmarked.

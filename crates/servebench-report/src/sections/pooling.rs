@@ -45,11 +45,7 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
     if let Some(g) = m.request_goodput {
         row_rate(&mut out, "Request goodput (req/s):", d, g);
     }
-    row_opt_f2(
-        &mut out,
-        "Input token throughput (tok/s):",
-        per_second(m.server_first_input_tokens as f64, d).as_f64(),
-    );
+    row_opt_f2(&mut out, "Input token throughput (tok/s):", input_throughput(m).as_f64());
     row_f2(&mut out, "Peak concurrent requests:", m.max_concurrent_requests as f64);
     for metric in MetricName::ALL {
         if metric_reported(info, m, metric) {
@@ -63,7 +59,8 @@ pub fn console_block(info: &RunInfo, m: &RunMetrics) -> String {
 
 /// The pooling result's input token throughput (its `total_token_throughput`, and
 /// `input_throughput` for scripts that read the generic key): server-counted input tokens per
-/// second.
+/// second (docs/metrics.md, "Pooling input tokens"). The console, the result JSON and the HTML
+/// report's total tokens/s all take it from here.
 pub fn input_throughput(m: &RunMetrics) -> Value {
     per_second(m.server_first_input_tokens as f64, m.duration_s)
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use servebench_core::{BenchError, RequestRecord};
 use servebench_report::compare::{per_request_from_arrays, per_request_from_records, Loaded};
-use servebench_report::document::{JsonFile, ResultDocument};
+use servebench_report::document::{find_non_json_number, JsonFile, ResultDocument};
 use servebench_report::html::RecordSource;
 use servebench_report::vllm_arrays::records_from_arrays;
 
@@ -30,19 +30,20 @@ pub struct ReportInput {
 /// `<result>.records.jsonl` beside it (or its `records_file`).
 pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    // A sharded run's records file starts with its shard header (docs/scale-out.md).
-    let records_file =
-        serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first);
-    if text.trim().is_empty() || records_file {
+    if text.trim().is_empty() || starts_records_file(&text) {
         return read_report_records(path, None);
     }
     // A result file (one JSON document, or JSONL from --append-result: the last line wins).
     let result = JsonFile::single_result(&text).ok_or_else(|| BenchError::RecordsFileMalformed {
         file: path.display().to_string(),
-        problem: "neither a records file (JSONL of request records), a result JSON nor an experiment \
-                  (sweep/search/multi-run) JSON"
-            .into(),
+        problem: find_non_json_number(&text).map_or_else(
+            || {
+                "neither a records file (JSONL of request records), a result JSON nor an experiment \
+                 (sweep/search/multi-run) JSON"
+                    .to_owned()
+            },
+            |n| format!("not JSON: {n}"),
+        ),
         source: None,
     })?;
     let records = records_beside(path, result.records_file.as_deref());
@@ -70,10 +71,7 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
 /// JSON (a shard's result written with --save-result), else an error naming the file to pass.
 pub fn shard_records_path(path: &Path) -> Result<PathBuf, BenchError> {
     let Ok(text) = std::fs::read_to_string(path) else { return Ok(path.to_path_buf()) };
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    let records_file =
-        serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first);
-    let Some(result) = (!records_file).then(|| JsonFile::single_result(&text)).flatten() else {
+    let Some(result) = (!starts_records_file(&text)).then(|| JsonFile::single_result(&text)).flatten() else {
         return Ok(path.to_path_buf());
     };
     let records = records_beside(path, result.records_file.as_deref());
@@ -90,10 +88,39 @@ pub fn shard_records_path(path: &Path) -> Result<PathBuf, BenchError> {
     })
 }
 
+/// Whether `text` is a records file by its first non-blank line: a request record, a shard
+/// header (a sharded run's file starts with one, docs/scale-out.md), or a JSON object with a
+/// record's keys (`index`, and `outcome` or `intended_us`) that is not a valid record — read as
+/// a records file, its error names the line and the problem (an unknown `outcome`, a negative
+/// time) instead of "neither a records file, a result JSON nor an experiment".
+fn starts_records_file(text: &str) -> bool {
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    if serde_json::from_str::<RequestRecord>(first).is_ok() || servebench_core::shard::is_shard_line(first) {
+        return true;
+    }
+    let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(first) else {
+        return false;
+    };
+    o.contains_key("index") && (o.contains_key("outcome") || o.contains_key("intended_us"))
+}
+
 fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<ReportInput, BenchError> {
     let file = read_records_file(path)?;
     let planned = file.shard_header.as_ref().map(|h| h.shard_requests);
-    let unaccounted = unaccounted_requests(&file.records, planned);
+    let unaccounted =
+        unaccounted_requests(&file.records, planned).map_err(|d| BenchError::RecordsFileMalformed {
+            file: path.display().to_string(),
+            problem: format!(
+                "request {} has more than one record (records #{} and #{} of the file): the records of \
+             several runs concatenated, or a file appended to itself, would be counted twice; pass each \
+             run's records file as its own input (servebench report a.records.jsonl b.records.jsonl), \
+             or combine the shards of one sharded run with servebench merge",
+                d.index,
+                d.first + 1,
+                d.second + 1
+            ),
+            source: None,
+        })?;
     Ok(ReportInput {
         records_path: path.to_path_buf(),
         records: file.records,
@@ -104,22 +131,40 @@ fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<Re
     })
 }
 
+/// A request index with more than one record in one records file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DuplicateRecord {
+    pub index: u64,
+    /// Positions (0-based, in file order) of its first two records.
+    pub first: usize,
+    pub second: usize,
+}
+
 /// Requests of a run without a record: every request of a run ends as exactly one record
 /// (completed, failed or cancelled, also after a second Ctrl-C), so a records file with fewer
 /// was cut short (the process was killed, or exited at a third Ctrl-C). Counted against the
 /// requests the shard header planned, else against the record indices (a run numbers its
 /// requests 0, 1, …: a missing index is a missing record; records missing after the highest
-/// index cannot be told from a plain records file).
-pub fn unaccounted_requests(records: &[RequestRecord], planned: Option<u64>) -> u64 {
-    let mut indices: Vec<u64> = records.iter().map(|r| r.index).collect();
+/// index cannot be told from a plain records file). For the same reason an index with two
+/// records is not one run's file (runs concatenated, a file appended to itself): the error,
+/// naming the first such index.
+pub fn unaccounted_requests(records: &[RequestRecord], planned: Option<u64>) -> Result<u64, DuplicateRecord> {
+    let mut indices: Vec<(u64, usize)> = records.iter().enumerate().map(|(at, r)| (r.index, at)).collect();
     indices.sort_unstable();
-    indices.dedup();
+    if let Some(d) = indices
+        .windows(2)
+        .filter(|p| p[0].0 == p[1].0)
+        .map(|p| DuplicateRecord { index: p[0].0, first: p[0].1, second: p[1].1 })
+        .min_by_key(|d| d.second)
+    {
+        return Err(d);
+    }
     let present = indices.len() as u64;
     let expected = match planned {
         Some(n) => n,
-        None => indices.last().map_or(0, |&last| last + 1),
+        None => indices.last().map_or(0, |&(last, _)| last + 1),
     };
-    expected.saturating_sub(present)
+    Ok(expected.saturating_sub(present))
 }
 
 /// Loads one input of `servebench compare`: a single result (vLLM's JSON, ours, the last line
@@ -129,7 +174,10 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
     let file = JsonFile::parse(&text).map_err(|e| BenchError::RecordsFileMalformed {
         file: path.display().to_string(),
-        problem: format!("not a result JSON or JSONL file ({e})"),
+        problem: match find_non_json_number(&text) {
+            Some(n) => format!("not JSON: {n}"),
+            None => format!("not a result JSON or JSONL file ({e})"),
+        },
         source: Some(Box::new(e)),
     })?;
     let name = path.display().to_string();
@@ -222,15 +270,77 @@ mod tests {
         assert!(load_compare_input(&dir.path().join("r.json")).is_ok());
     }
 
+    /// Pins the error of a records file whose first record is invalid: it was "neither a records
+    /// file, a result JSON nor an experiment", while the same record on line 4 named the line and
+    /// the problem. And a vLLM result holding Python's NaN names the key, not a column.
+    #[test]
+    fn an_invalid_first_record_and_pythons_nan_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("a.records.jsonl");
+        write_streamed_jsonl(&good, 3);
+        let text = std::fs::read_to_string(&good).unwrap();
+        for (name, from, to, problem) in [
+            ("outcome", r#""outcome":"completed""#, r#""outcome":"weird""#, "unknown variant `weird`"),
+            (
+                "dispatched",
+                r#""dispatched_us":"#,
+                r#""dispatched_us":-1000,"x":"#,
+                "integer `-1000`, expected u64",
+            ),
+        ] {
+            assert!(text.contains(from), "{from} in {text}");
+            let bad = dir.path().join(format!("{name}.jsonl"));
+            std::fs::write(&bad, text.replacen(from, to, 1)).unwrap();
+            let e = load_report_input(&bad).unwrap_err();
+            assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+            let msg = e.to_string();
+            assert!(msg.starts_with(&format!("{}:1: not a request record (", bad.display())), "{msg}");
+            assert!(msg.contains(problem), "{msg}");
+        }
+        let nan = dir.path().join("vnan.json");
+        std::fs::write(
+            &nan,
+            r#"{"model_id": "m", "completed": 3, "std_ttft_ms": NaN, "p99_e2el_ms": Infinity}"#,
+        )
+        .unwrap();
+        for e in [load_report_input(&nan).unwrap_err(), load_compare_input(&nan).unwrap_err()] {
+            assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+            assert!(e.to_string().contains("not JSON: `std_ttft_ms` is NaN (line 1)"), "{e}");
+        }
+    }
+
     #[test]
     fn records_missing_from_their_run_are_counted() {
         let rec = |i| RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
         let all: Vec<_> = (0..5).map(rec).collect();
-        assert_eq!(unaccounted_requests(&all, None), 0);
+        assert_eq!(unaccounted_requests(&all, None), Ok(0));
         let gaps: Vec<_> = [0, 1, 4].into_iter().map(rec).collect();
-        assert_eq!(unaccounted_requests(&gaps, None), 2, "indices 2 and 3 have no record");
-        assert_eq!(unaccounted_requests(&all, Some(8)), 3, "the shard header planned 8");
-        assert_eq!(unaccounted_requests(&[], None), 0);
+        assert_eq!(unaccounted_requests(&gaps, None), Ok(2), "indices 2 and 3 have no record");
+        assert_eq!(unaccounted_requests(&all, Some(8)), Ok(3), "the shard header planned 8");
+        assert_eq!(unaccounted_requests(&[], None), Ok(0));
+    }
+
+    /// Pins `report` refusing a records file with two records of one request (two runs'
+    /// files concatenated, a file appended to itself): they were counted twice as one run
+    /// (40 completed from two runs of 20), while `merge` refused the same data.
+    #[test]
+    fn concatenated_records_files_are_refused_naming_the_duplicate() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = dir.path().join("a.records.jsonl");
+        write_streamed_jsonl(&one, 3);
+        let text = std::fs::read_to_string(&one).unwrap();
+        let mixed = dir.path().join("mixed.jsonl");
+        std::fs::write(&mixed, format!("{text}{text}")).unwrap();
+        let e = load_report_input(&mixed).unwrap_err();
+        assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+        let msg = e.to_string();
+        assert!(msg.starts_with(&mixed.display().to_string()), "{msg}");
+        assert!(msg.contains("request 0 has more than one record (records #1 and #4"), "{msg}");
+        assert!(msg.contains("servebench merge") && msg.contains("as its own input"), "{msg}");
+        // The first duplicate in file order is named, whatever its index.
+        let rec = |i| RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
+        let recs: Vec<_> = [5, 0, 1, 5, 0].into_iter().map(rec).collect();
+        assert_eq!(unaccounted_requests(&recs, None), Err(DuplicateRecord { index: 5, first: 0, second: 3 }));
     }
 
     #[test]

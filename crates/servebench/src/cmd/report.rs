@@ -118,12 +118,17 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
 }
 
 /// The latency keys of a result as configuration rows (`mean_ttft_ms` → `109.53`): a result
-/// without per-request data shows its own statistics.
+/// without per-request data shows its own statistics; vLLM's `0.0` placeholders (nothing
+/// completed) are "–", no data (docs/metrics.md, "Metrics without data").
 fn result_rows(m: &Metrics) -> Vec<(String, String)> {
+    let shown = m.clone().vllm_placeholders_as_none();
     m.keys()
         .into_iter()
         .filter(|k| k.latency_metric().is_some())
-        .filter_map(|k| Some((k.to_string(), format!("{:.2}", m.get(&k)?))))
+        .map(|k| {
+            let v = shown.get(&k).map_or_else(|| "–".to_owned(), |v| format!("{v:.2}"));
+            (k.to_string(), v)
+        })
         .collect()
 }
 
@@ -332,5 +337,20 @@ mod tests {
         let html = std::fs::read_to_string(&out).unwrap();
         assert!(html.contains("id=\"server-requests\"") && html.contains("id=\"server-kv\""));
         assert!(!html.contains("id=\"server-prefix\""), "no prefix-cache counters, no chart");
+    }
+
+    /// Pins a vLLM summary-only result where nothing completed: its latency keys (vLLM's `0.0`
+    /// placeholders) were configuration rows reading `mean_ttft_ms 0.00`; they are "–".
+    #[test]
+    fn summary_only_result_without_completions_shows_dashes_not_zero() {
+        let m: Metrics = serde_json::from_value(serde_json::json!({"completed": 0, "failed": 10,
+            "mean_ttft_ms": 0.0, "p99_ttft_ms": 0.0, "mean_e2el_ms": 0.0}))
+        .unwrap();
+        let rows = result_rows(&m);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert!(rows.iter().all(|(_, v)| v == "–"), "{rows:?}");
+        let m: Metrics =
+            serde_json::from_value(serde_json::json!({"completed": 3, "mean_ttft_ms": 12.5})).unwrap();
+        assert_eq!(result_rows(&m), vec![("mean_ttft_ms".to_owned(), "12.50".to_owned())]);
     }
 }

@@ -190,6 +190,21 @@ fn sweep_report_draws_throughput_latency_curves_with_slo_lines() {
     assert!(sweep_report(&doc(json!({"servebench_experiment": "sweep", "points": []})), &[]).is_err());
 }
 
+/// Pins the mark of an interrupted sweep's partial point in its HTML report: the console shows
+/// `rate 20.0*` with a legend line; the report showed the point unmarked.
+#[test]
+fn sweep_report_marks_an_interrupted_point_with_a_legend() {
+    let mut v = sweep_doc("sweep");
+    v["points"][2]["result"]["interrupted"] = json!(true);
+    let html = sweep_report(&doc(v), &[]).unwrap();
+    assert!(html.contains("<td>concurrency 32*</td><td>1500.0 tok/s"), "the row is marked");
+    assert!(html.contains("<td>*</td><td>interrupted: partial figures, not a candidate for Best</td>"));
+    assert!(chart_markup(&html, "sweep-ttft-tok").contains("concurrency 32* (1500.0)"), "and its dot");
+    assert!(!html.contains("concurrency 8*"), "complete points are not marked");
+    let html = sweep_report(&doc(sweep_doc("sweep")), &[]).unwrap();
+    assert!(!html.contains("interrupted: partial figures"), "no legend without an interrupted point");
+}
+
 /// A `--num-runs` document of three runs in the shape `servebench --num-runs` writes: runs are
 /// points (`{label, seed, result}`), `summary` the across-run aggregates. Run 3 has no
 /// steady-state window.
@@ -230,11 +245,11 @@ fn multi_run_report_draws_per_run_and_across_run_charts_with_rows() {
     }
     let dot_labels = |c: &str| c.matches("font-size=\"10.5\"").count();
     assert_eq!(dot_labels(req), 3, "one labelled dot per run");
-    // Run 3 has no steady-state window: 2 dots, and its row says n/a.
+    // Run 3 has no steady-state window: 2 dots, and its row says "–".
     let ss = chart_markup(&html, "runs-steady_state-request_throughput");
     assert_eq!(dot_labels(ss), 2, "{ss}");
     assert!(html.contains("run 1 (seed 0)</td><td>10.00 req/s, 100.00 tok/s, TTFT median 25.00 ms"));
-    assert!(html.contains("run 3 (seed 2)</td><td>12.00 req/s, 120.00 tok/s, TTFT median 35.00 ms, TPOT median 5.00 ms, steady-state n/a req/s"));
+    assert!(html.contains("run 3 (seed 2)</td><td>12.00 req/s, 120.00 tok/s, TTFT median 35.00 ms, TPOT median 5.00 ms, steady-state –"));
     assert!(html.contains("request_throughput across runs</td><td>mean 11.00, 95% CI [8.52, 13.48] (n = 3)"));
     assert!(!html.contains("runs-mean_tpot_ms"), "a metric every run has null for is not drawn");
     assert_eq!(html, sweep_report(&doc(multi_run_doc()), &[]).unwrap(), "deterministic");

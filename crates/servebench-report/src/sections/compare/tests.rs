@@ -61,6 +61,18 @@ fn vllm_detailed_arrays_give_per_request_values() {
     assert!(per_request_from_arrays(&arrays(json!({"latencies": [1.0]}))).is_empty());
 }
 
+/// Pins older vLLM's `--save-detailed` (no `latencies` key): E2EL is `ttft + Σ itls`, so
+/// `compare` runs its TTFT, TPOT and E2EL tests on such a file instead of skipping them.
+#[test]
+fn arrays_without_latencies_rebuild_e2el_from_ttft_and_itls() {
+    let arrays = |v: serde_json::Value| serde_json::from_value::<ResultDocument>(v).unwrap().detailed;
+    let m = per_request_from_arrays(&arrays(json!({"ttfts": [0.1, 0.0], "output_lens": [5, 0],
+        "itls": [[0.1, 0.1, 0.1, 0.1], []], "errors": ["", "HTTP 500"]})));
+    assert_eq!(m[&LatencyMetric::Ttft], vec![100.0]);
+    assert!((m[&LatencyMetric::E2el][0] - 500.0).abs() < 1e-9, "{:?}", m[&LatencyMetric::E2el]);
+    assert!((m[&LatencyMetric::Tpot][0] - 100.0).abs() < 1e-9);
+}
+
 #[test]
 fn multi_run_documents_use_welch() {
     let doc = |vals: &[f64]| {
