@@ -25,7 +25,8 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, BenchError> {
     Ok(out)
 }
 
-/// The files of `inputs`' directories left out as earlier merges (see [`shard_files_in`]).
+/// The files of `inputs`' directories left out as earlier merges: a one-shard file of the same
+/// workload as a set of several shards beside it.
 pub fn earlier_merges(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, BenchError> {
     let mut out = Vec::new();
     for p in inputs.iter().filter(|p| p.is_dir()) {
