@@ -141,6 +141,10 @@ pub struct ShardHeader {
     /// the start instant had passed.
     #[serde(default)]
     pub waited_us: Option<i64>,
+    /// A `servebench merge` output: the number of shards it merged (absent in a shard's own
+    /// file). A directory's merge leaves such a file out beside the shards it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<u32>,
     pub run: ShardRunInfo,
 }
 
@@ -303,6 +307,7 @@ mod tests {
             wall_anchor_unix_us: 5,
             start_at_unix_us: Some(5),
             waited_us: Some(-3),
+            merged_from: None,
             run: ShardRunInfo {
                 model_id: "m".into(),
                 backend: "openai".into(),

@@ -65,6 +65,33 @@ impl MergedRun {
         self.shards.iter().any(|s| s.summary.as_ref().is_none_or(|x| x.interrupted))
     }
 
+    /// The summary line of the merged records file (`servebench merge --save-result`): the
+    /// merged run's end (interrupted, early stop on the merged clock) and the shards' health as
+    /// the merged result reports it — the worst shard's lateness and hiccups, the processes'
+    /// CPU, cores and connections added up, the largest peak RSS, the longest wall time. Read
+    /// back, the file is a run that ended as the merged one did, not a shard that was cut off.
+    pub fn summary(&self) -> ShardSummary {
+        let s: Vec<&ShardSummary> = self.shards.iter().filter_map(|s| s.summary.as_ref()).collect();
+        let worst = |f: &dyn Fn(&ShardSummary) -> Option<f64>| s.iter().filter_map(|x| f(x)).reduce(f64::max);
+        let max = |f: &dyn Fn(&ShardSummary) -> Option<u64>| s.iter().filter_map(|x| f(x)).max();
+        ShardSummary {
+            shard_index: 0,
+            records: self.records.len() as u64,
+            first_dispatch_lateness_us: max(&|x| x.first_dispatch_lateness_us),
+            dispatch_lateness_p50_us: worst(&|x| x.dispatch_lateness_p50_us),
+            dispatch_lateness_p99_us: worst(&|x| x.dispatch_lateness_p99_us),
+            dispatch_lateness_max_us: max(&|x| x.dispatch_lateness_max_us),
+            hiccup_p99_us: worst(&|x| x.hiccup_p99_us),
+            client_cpu_seconds: s.iter().map(|x| x.client_cpu_seconds).sum(),
+            wall_seconds: s.iter().map(|x| x.wall_seconds).fold(0.0, f64::max),
+            cpus: s.iter().map(|x| x.cpus).sum(),
+            peak_rss_bytes: max(&|x| x.peak_rss_bytes),
+            connections_opened: s.iter().map(|x| x.connections_opened).sum(),
+            interrupted: self.interrupted(),
+            early_stop: self.early_stop(),
+        }
+    }
+
     /// The merged run's early stop: the first shard to stop (times moved onto the merged
     /// clock), with `requests_not_sent` and `cancelled_in_flight` summed over every shard that
     /// stopped. `None` when no shard stopped early. Each shard stops on its own evidence; the

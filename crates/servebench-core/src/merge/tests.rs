@@ -71,6 +71,7 @@ fn header(index: u32, count: u32, total: u64, anchor: u64) -> ShardHeader {
         wall_anchor_unix_us: anchor,
         start_at_unix_us: None,
         waited_us: None,
+        merged_from: None,
         run: ShardRunInfo {
             model_id: "m".into(),
             backend: "openai".into(),

@@ -101,7 +101,7 @@ pub async fn multi_run(
     ctx.say_block(&multi_run_table(&summary, results.len()));
     for &i in &partial_runs {
         let why = if points[i].interrupted { "interrupted" } else { "stopped early" };
-        ctx.say(&format!("Left out of the summary: run {} ({}), {why}", i + 1, points[i].spec.label));
+        ctx.say(&format!("Left out of the summary: {} ({why})", points[i].spec.label));
     }
     Ok(WrittenExperiment::MultiRun(MultiRunDocument {
         header: header(ctx, &Experiment::MultiRun { runs, same_seed }),

@@ -86,6 +86,7 @@ pub fn take_share(
         wall_anchor_unix_us: 0,
         start_at_unix_us: cfg.start_at_unix_us,
         waited_us: None,
+        merged_from: None,
         run: ShardRunInfo {
             model_id: model_id.into(),
             tokenizer_id: Some(tokenizer_id.into()),
@@ -314,6 +315,7 @@ mod tests {
             wall_anchor_unix_us: 0,
             start_at_unix_us: None,
             waited_us: None,
+            merged_from: None,
             run: ShardRunInfo::default(),
         };
         let mut run = ShardRun { header };

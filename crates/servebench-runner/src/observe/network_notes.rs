@@ -105,29 +105,46 @@ fn unstreamed_warning(records: &[RequestRecord]) -> Option<Notice> {
     })
 }
 
-/// "the body did not end after the stream's last event" when completed streams' bodies were
-/// still open after their last event (`[DONE]` or the final event) for the drain wait (1 s),
-/// or broke then: each held its connection, and its `--max-concurrency` slot, that long, then
-/// the connection was dropped. A server keeping a close-delimited body open, or never sending
-/// the chunked terminator, caps a closed loop's throughput this way, with nothing in the
+/// A stream's body ending this long (µs) after its last event counts as held open: a server's
+/// terminator follows its last event within a write or two (µs to a few ms).
+pub const HELD_OPEN_US: u64 = 100_000;
+
+/// "the body was held open after the stream's last event" when completed streams' bodies ended
+/// [`HELD_OPEN_US`] or more after their last event (`[DONE]` or the final event), or not within
+/// the drain wait (1 s; the connection is then dropped): each held its connection, and its
+/// `--max-concurrency` slot, meanwhile. A server keeping a close-delimited body open, or late
+/// with the chunked terminator, caps a closed loop's throughput this way, with nothing in the
 /// latencies (they end at the last event) to show it.
 fn held_open_warning(records: &[RequestRecord]) -> Option<Notice> {
     let streams = records
         .iter()
         .filter(|r| r.outcome == Outcome::Completed && r.first_event_us.is_some() && r.phases.is_some());
-    let (mut total, mut held) = (0usize, 0usize);
+    let (mut total, mut held, mut never) = (0usize, 0usize, 0usize);
     for r in streams {
         total += 1;
-        held += usize::from(r.phases.is_some_and(|p| p.last_byte_us.is_none()));
+        match held_after_last_event_us(r) {
+            None => never += 1,
+            Some(us) => held += usize::from(us >= HELD_OPEN_US),
+        }
     }
-    (held > 0).then(|| {
+    (held + never > 0).then(|| {
         Notice::warning(format!(
-            "the response body did not end after the stream's last event for {held} of {total} completed \
-             streams: each kept its connection and its concurrency slot for up to 1 s waiting for the body's \
-             end (the server holds the response open: a close-delimited body, or no chunked terminator), \
-             then the connection was dropped; with --max-concurrency this caps the throughput, not the latencies"
+            "the response body stayed open after the stream's last event for {} of {total} completed streams \
+             ({held} ended {} ms or more after it, {never} not within the 1 s drain wait and were dropped): \
+             each kept its connection and its concurrency slot meanwhile (the server holds the response open: \
+             a close-delimited body, or a late chunked terminator); with --max-concurrency this caps the \
+             throughput, not the latencies",
+            held + never,
+            HELD_OPEN_US / 1000
         ))
     })
+}
+
+/// How long after its last event a stream's body ended, µs; `None` when it did not end (the
+/// drain wait ran out, or the connection broke).
+fn held_after_last_event_us(r: &RequestRecord) -> Option<u64> {
+    let last_byte = r.dispatched_us? + u64::from(r.phases?.last_byte_us?);
+    Some(last_byte.saturating_sub(r.done_us?))
 }
 
 #[cfg(test)]
@@ -164,8 +181,10 @@ mod tests {
     /// its concurrency slot for the drain wait), and none when every body ended.
     #[test]
     fn bodies_held_open_after_the_last_event_give_one_warning() {
+        // Dispatched at 0, last event (`done`) at 90 µs.
         let stream = |last_byte: Option<u32>| {
             let mut r = rec(10, 90, 8);
+            r.dispatched_us = Some(0);
             r.first_event_us = Some(10);
             r.phases = Some(servebench_core::HttpPhases {
                 first_byte_us: Some(5),
@@ -174,15 +193,21 @@ mod tests {
             });
             r
         };
-        let w = record_warnings(&[stream(None), stream(Some(85)), stream(None)], true);
+        // Never ended; ended with the last event; ended 0.9 s after it (a hold under the 1 s
+        // drain wait, which the first version of this warning missed); ended 99.99 ms after.
+        let w = record_warnings(
+            &[stream(None), stream(Some(90)), stream(Some(900_090)), stream(Some(100_080))],
+            true,
+        );
         assert_eq!(w.len(), 1, "{w:?}");
         let text = w[0].to_string();
         assert!(
-            text.contains("did not end after the stream's last event for 2 of 3 completed streams"),
+            text.contains("stayed open after the stream's last event for 2 of 4 completed streams"),
             "{text}"
         );
+        assert!(text.contains("(1 ended 100 ms or more after it, 1 not within the 1 s drain wait"), "{text}");
         assert!(text.contains("--max-concurrency"), "{text}");
-        assert!(record_warnings(&[stream(Some(85)), stream(Some(90))], true).is_empty());
+        assert!(record_warnings(&[stream(Some(90)), stream(Some(100_089))], true).is_empty());
     }
 
     #[test]

@@ -25,8 +25,8 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, BenchError> {
     Ok(out)
 }
 
-/// The files of `inputs`' directories left out as earlier merges: a one-shard file of the same
-/// workload as a set of several shards beside it.
+/// The files of `inputs`' directories left out as earlier merges: a merge's records file beside
+/// a shard of the same workload.
 pub fn earlier_merges(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, BenchError> {
     let mut out = Vec::new();
     for p in inputs.iter().filter(|p| p.is_dir()) {
@@ -35,9 +35,10 @@ pub fn earlier_merges(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, BenchError> {
     Ok(out)
 }
 
-/// The shard records files in `dir` (sorted by name), and those left out: a one-shard file of
-/// the same workload as a set of several shards there is an earlier `merge --save-result` of
-/// that set (the default result directory is the working directory), not one of its shards.
+/// The shard records files in `dir` (sorted by name), and those left out: a merge's records file
+/// (its header's `merged_from`) beside a shard of the same workload is an earlier `merge
+/// --save-result` of that set (the default result directory is the working directory), not
+/// one of its shards.
 fn shard_files_in(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), BenchError> {
     use servebench_core::shard::{parse_shard_line, ShardLine};
     let mut found: Vec<(PathBuf, Option<ShardHeader>)> = std::fs::read_dir(dir)
@@ -54,12 +55,15 @@ fn shard_files_in(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), BenchError
         })
         .collect();
     found.sort_by(|a, b| a.0.cmp(&b.0));
-    let sharded: Vec<&str> = found
+    let shards: Vec<&str> = found
         .iter()
-        .filter_map(|(_, h)| h.as_ref().filter(|h| h.num_shards > 1).map(|h| h.workload_fingerprint.as_str()))
+        .filter_map(|(_, h)| {
+            h.as_ref().filter(|h| h.merged_from.is_none()).map(|h| h.workload_fingerprint.as_str())
+        })
         .collect();
     let is_earlier_merge = |h: &Option<ShardHeader>| {
-        h.as_ref().is_some_and(|h| h.num_shards == 1 && sharded.contains(&h.workload_fingerprint.as_str()))
+        h.as_ref()
+            .is_some_and(|h| h.merged_from.is_some() && shards.contains(&h.workload_fingerprint.as_str()))
     };
     let (left_out, kept): (Vec<_>, Vec<_>) = found.iter().partition(|(_, h)| is_earlier_merge(h));
     let paths = |v: Vec<&(PathBuf, Option<ShardHeader>)>| v.into_iter().map(|(p, _)| p.clone()).collect();
@@ -143,6 +147,7 @@ pub fn write_merged_records(path: &Path, merged: &MergedRun) -> Result<(), Bench
         shard_requests: merged.records.len() as u64,
         wall_anchor_unix_us: merged.origin_unix_us,
         waited_us: None,
+        merged_from: Some(merged.header.num_shards),
         ..merged.header.clone()
     };
     let mut text = header.to_line();
@@ -151,6 +156,10 @@ pub fn write_merged_records(path: &Path, merged: &MergedRun) -> Result<(), Bench
         text.push_str(&serde_json::to_string(r).map_err(|e| BenchError::io(path.display(), e))?);
         text.push('\n');
     }
+    // The merged run's end and health: read back, it did not end "abnormally" as a shard
+    // without its summary line would have.
+    text.push_str(&merged.summary().to_line());
+    text.push('\n');
     std::fs::write(path, text).map_err(|e| BenchError::io(path.display(), e))
 }
 
@@ -181,6 +190,7 @@ mod tests {
             wall_anchor_unix_us: 1_000_000 + u64::from(index),
             start_at_unix_us: Some(1_000_000),
             waited_us: Some(5),
+            merged_from: None,
             run: ShardRunInfo {
                 model_id: "m".into(),
                 backend: "openai".into(),
@@ -240,7 +250,15 @@ mod tests {
         write_merged_records(&out, &merged).unwrap();
         let again = read(&out).unwrap();
         assert_eq!((again.header.shard_index, again.header.num_shards), (0, 1));
+        assert_eq!(again.header.merged_from, Some(2));
         assert_eq!(again.records, merged.records);
+        // Pins the merge's records file ending with its summary line: merged again it is a run
+        // that ended as the merge did, not a shard cut off ("no summary line", interrupted).
+        let summary = again.summary.clone().expect("a summary line");
+        assert_eq!((summary.records, summary.interrupted), (6, merged.interrupted()));
+        let remerged = merge_shards(vec![again], false).unwrap();
+        assert_eq!(remerged.interrupted(), merged.interrupted());
+        assert!(remerged.warnings.iter().all(|w| !w.contains("no summary line")), "{:?}", remerged.warnings);
         assert!(read(&dir.path().join("plain.records.jsonl")).is_err());
         // Pins a second `merge DIR` beside an earlier merge's records file (one shard, the same
         // workload): it is left out, not read as a shard of another set (SB701 "--num-shards
@@ -253,5 +271,17 @@ mod tests {
         let alone = tempfile::tempdir().unwrap();
         std::fs::copy(&out, alone.path().join("m.records.jsonl")).unwrap();
         assert_eq!(expand_inputs(&[alone.path().to_path_buf()]).unwrap().len(), 1);
+        // A one-shard set and its merge: the merge is left out (both headers say one shard).
+        let single = tempfile::tempdir().unwrap();
+        let s0 = write_shard(single.path(), 0, 1, 3, true);
+        let m = merge_shards(vec![read(&s0).unwrap()], false).unwrap();
+        let m_out = single.path().join("m.json.records.jsonl");
+        write_merged_records(&m_out, &m).unwrap();
+        let single_dir = [single.path().to_path_buf()];
+        assert_eq!(expand_inputs(&single_dir).unwrap(), vec![s0.clone()]);
+        assert_eq!(earlier_merges(&single_dir).unwrap(), vec![m_out]);
+        // A genuine one-shard run beside a set of several shards is not a merge: kept.
+        std::fs::copy(&s0, dir.path().join("solo.records.jsonl")).unwrap();
+        assert!(expand_inputs(&dir_input).unwrap().contains(&dir.path().join("solo.records.jsonl")));
     }
 }

@@ -70,18 +70,23 @@ pub fn assemble(out: RunOutput, server_side: ServerSideOutput, a: &Assembly<'_>)
     let mut info =
         run_info(a.output, a.num_prompts, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
     info.trace_time_scale = run.dataset.trace_time_scale();
-    info.stages = run
-        .load
-        .stages
-        .iter()
-        .map(|s| match s.concurrency {
-            Some(c) => LoadStage::Concurrency(c as u64),
-            None => LoadStage::Rate(s.rate),
-        })
-        .collect();
+    info.stages = load_stages(run);
     let steady = steady_state_of(&out.records, a.steady, a.output, rate.request_rate, max_concurrency);
     let probes = ProbeSummary::of(&out.probe_records);
     RunResults { info, metrics, groups: group_info(run), steady, probes, out, server_side }
+}
+
+/// The stages that ran (a `--duration` cuts them), as this process sent them: a shard's rate
+/// stages at its share of each rate, as its `request_rate` is.
+fn load_stages(run: &RunConfig) -> Vec<LoadStage> {
+    let shards = run.shard.as_ref().map_or(1.0, |s| f64::from(s.spec.count.max(1)));
+    run.planned_stages()
+        .iter()
+        .map(|s| match s.concurrency {
+            Some(c) => LoadStage::Concurrency(c),
+            None => LoadStage::Rate(s.rate / shards),
+        })
+        .collect()
 }
 
 impl RunResults {

@@ -263,6 +263,15 @@ fn run_level(
         bail!("the client failed at concurrency {c} ({}){}", out.status, stderr_said(&out.stderr));
     }
     let path = dir.join(&file);
+    if !path.is_file() {
+        // Not a servebench client, or one that ignored --save-result: say which, with its words.
+        bail!(
+            "the client ({}) exited successfully at concurrency {c} but wrote no result file ({}){}",
+            exe.display(),
+            path.display(),
+            stderr_said(&out.stderr)
+        );
+    }
     let text = std::fs::read_to_string(&path).map_err(|e| BenchError::io(path.display(), e))?;
     let doc: ResultDocument = serde_json::from_str(&text).context("parsing the result JSON")?;
     let health = doc.client_health.clone().unwrap_or_default();

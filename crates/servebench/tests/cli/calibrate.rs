@@ -113,3 +113,30 @@ fn a_sim_exe_named_without_a_directory_is_the_file_in_the_working_directory() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("exit status: 3"), "the script ran: {stderr}");
 }
+
+/// Pins a `--client-exe` that exits 0 without writing its result: the error names the client
+/// and what it printed (it was an SB501 "level-1.json: No such file or directory").
+#[test]
+fn a_client_that_writes_no_result_is_named_with_what_it_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("quiet-client.sh");
+    std::fs::write(&script, "#!/bin/sh\necho 'boom: not a benchmark client' >&2\nexit 0\n").unwrap();
+    let mut perms = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).unwrap();
+    let tok = servebench_testkit::fixtures::smollm2_tokenizer();
+    let out = bin()
+        .args(["calibrate", "--levels", "1", "--requests", "2", "--output-len", "2", "--tokenizer"])
+        .arg(&tok)
+        .arg("--client-exe")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("exited successfully at concurrency 1 but wrote no result file"), "{stderr}");
+    assert!(
+        stderr.contains("quiet-client.sh") && stderr.contains("boom: not a benchmark client"),
+        "{stderr}"
+    );
+}

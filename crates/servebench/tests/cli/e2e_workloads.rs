@@ -162,3 +162,23 @@ fn duration_needs_a_finite_rate() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--duration"));
 }
+
+/// Pins the load-mode label naming the stages that ran: a `--duration` that ends the run in
+/// stage 0 was labelled with both stages ("20 → 40 req/s").
+#[test]
+fn a_duration_that_cuts_the_stages_names_the_stages_that_ran() {
+    let (stdout, json) = run(&[
+        "--num-prompts",
+        "5",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "4",
+        "--stages",
+        "20:0.5,40:0.5",
+        "--duration",
+        "0.5",
+    ]);
+    assert_eq!(json["stages"].as_array().unwrap().len(), 1);
+    assert!(stdout.contains("open loop in 1 stage, 20 req/s"), "{stdout}");
+}

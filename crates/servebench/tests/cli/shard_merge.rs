@@ -365,6 +365,14 @@ fn merged_staged_run_reports_its_stages_and_http_phases() {
         let extra = ["--num-shards", "2", "--shard-index", &i.to_string()].map(String::from);
         let out = run_to(dir.path(), &format!("st-{i}.json"), &args, &extra).output().unwrap();
         check(&out, &format!("shard {i}"));
+        // Each shard describes its own share of each stage's rate, as of its request_rate
+        // (it named the whole run's 40 → 80).
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains("open loop in 2 stages, 20 → 40 req/s"), "shard {i}:\n{stdout}");
+        let own = json(&dir.path().join(format!("st-{i}.json")));
+        let own_rates: Vec<f64> =
+            own["stages"].as_array().unwrap().iter().map(|s| s["request_rate"].as_f64().unwrap()).collect();
+        assert_eq!(own_rates, vec![20.0, 40.0], "shard {i}");
         shards.push(dir.path().join(format!("st-{i}.json.records.jsonl")));
     }
     let d = dir.path().to_str().unwrap();
