@@ -99,11 +99,7 @@ fn an_exe_that_cannot_be_run_is_named_with_its_flag() {
 #[test]
 fn a_sim_exe_named_without_a_directory_is_the_file_in_the_working_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("exit3.sh");
-    std::fs::write(&script, "#!/bin/sh\nexit 3\n").unwrap();
-    let mut perms = std::fs::metadata(&script).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&script, perms).unwrap();
+    executable_script(dir.path(), "exit3.sh", "exit 3");
     let out = bin()
         .current_dir(dir.path())
         .args(["calibrate", "--levels", "1", "--sim-exe", "exit3.sh"])
@@ -119,11 +115,8 @@ fn a_sim_exe_named_without_a_directory_is_the_file_in_the_working_directory() {
 #[test]
 fn a_client_that_writes_no_result_is_named_with_what_it_said() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("quiet-client.sh");
-    std::fs::write(&script, "#!/bin/sh\necho 'boom: not a benchmark client' >&2\nexit 0\n").unwrap();
-    let mut perms = std::fs::metadata(&script).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&script, perms).unwrap();
+    let script =
+        executable_script(dir.path(), "quiet-client.sh", "echo 'boom: not a benchmark client' >&2\nexit 0");
     let tok = servebench_testkit::fixtures::smollm2_tokenizer();
     let out = bin()
         .args(["calibrate", "--levels", "1", "--requests", "2", "--output-len", "2", "--tokenizer"])
@@ -139,4 +132,14 @@ fn a_client_that_writes_no_result_is_named_with_what_it_said() {
         stderr.contains("quiet-client.sh") && stderr.contains("boom: not a benchmark client"),
         "{stderr}"
     );
+}
+
+/// A `/bin/sh` script `name` in `dir` running `body`, executable.
+fn executable_script(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf {
+    let script = dir.join(name);
+    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+    let mut perms = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).unwrap();
+    script
 }

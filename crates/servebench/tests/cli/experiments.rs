@@ -529,35 +529,10 @@ fn sweeps_refuse_stages_and_run_files_and_take_a_duration_per_point() {
 #[test]
 fn an_interrupted_search_concludes_nothing() {
     use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
-    let tok = tokenizer();
-    let mut child = bin()
-        .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--verify-prompts", "0"])
-        .args([
-            "--sim-ttft-ms",
-            "2",
-            "--sim-itl-ms",
-            "100",
-            "--random-input-len",
-            "16",
-            "--random-output-len",
-            "20",
-        ])
-        .args([
-            "--num-prompts",
-            "6",
-            "--find-max-rate",
-            "--search-start-rate",
-            "50",
-            "--search-max-rate",
-            "1000",
-        ])
-        .args(["--save-result", "--result-dir", dir.path().to_str().unwrap(), "--result-filename", "s.json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let search =
+        ["--num-prompts", "6", "--find-max-rate", "--search-start-rate", "50", "--search-max-rate", "1000"];
+    let mut child = slow_sim_experiment(dir.path(), "100", &search, "s.json");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok);
     let mut seen: Vec<String> = lines.by_ref().take_while(|l| !l.starts_with("step  1:")).collect();
     servebench_testkit::cli::interrupt(&child);
@@ -621,27 +596,9 @@ fn multi_run_summary_leaves_out_runs_without_data() {
 #[test]
 fn multi_run_summary_leaves_out_an_interrupted_run() {
     use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
-    let tok = tokenizer();
-    let mut child = bin()
-        .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--verify-prompts", "0"])
-        .args([
-            "--sim-ttft-ms",
-            "2",
-            "--sim-itl-ms",
-            "50",
-            "--random-input-len",
-            "16",
-            "--random-output-len",
-            "20",
-        ])
-        .args(["--num-prompts", "4", "--num-runs", "3"])
-        .args(["--save-result", "--result-dir", dir.path().to_str().unwrap(), "--result-filename", "mr.json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        slow_sim_experiment(dir.path(), "50", &["--num-prompts", "4", "--num-runs", "3"], "mr.json");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok);
     let mut seen = Vec::new();
     let mut headers = 0;
@@ -663,4 +620,30 @@ fn multi_run_summary_leaves_out_an_interrupted_run() {
     assert_eq!(doc["summary"]["mean_ttft_ms"]["n"], 1, "{}", doc["summary"]);
     assert!(out.contains("Multi-Run Summary (1 run)"), "{out}");
     assert!(out.contains("Left out of the summary: run 2"), "{out}");
+}
+
+/// An experiment (`extra`) against the embedded simulator streaming 20 tokens `itl_ms` apart,
+/// its stdout piped (the interrupt tests synchronise on its lines), saving `result` in `dir`.
+#[cfg(unix)]
+fn slow_sim_experiment(dir: &Path, itl_ms: &str, extra: &[&str], result: &str) -> std::process::Child {
+    use std::process::Stdio;
+    let tok = tokenizer();
+    bin()
+        .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--verify-prompts", "0"])
+        .args([
+            "--sim-ttft-ms",
+            "2",
+            "--sim-itl-ms",
+            itl_ms,
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "20",
+        ])
+        .args(extra)
+        .args(["--save-result", "--result-dir", dir.to_str().unwrap(), "--result-filename", result])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
