@@ -17,6 +17,9 @@ pub struct PointFigures<'a> {
     pub metrics: &'a RunMetrics,
     /// The point's steady-state window, when it has one.
     pub steady: Option<&'a SteadyState>,
+    /// A pooling backend's point (embeddings, scoring, …): no output tokens, and its total
+    /// tokens/s is its result's (`crate::sections::pooling::input_throughput`).
+    pub pooling: bool,
 }
 
 /// One row of the sweep summary.
@@ -45,11 +48,19 @@ pub fn summary_row(p: &PointFigures<'_>, extra_percentiles: &[f64]) -> SummaryRo
         ("completed".to_owned(), Some(m.completed as f64)),
         ("failed".to_owned(), Some(m.failed as f64)),
         ("request_throughput".to_owned(), rate(m.request_throughput)),
-        ("output_throughput".to_owned(), rate(m.output_throughput)),
-        ("total_token_throughput".to_owned(), rate(m.total_token_throughput)),
+        // A pooling point has its result's figures: no output, input tokens as the server
+        // counted them (the client's count where it did not).
+        ("output_throughput".to_owned(), (!p.pooling).then(|| rate(m.output_throughput)).flatten()),
+        (
+            "total_token_throughput".to_owned(),
+            match p.pooling {
+                true => rate(crate::sections::pooling::input_tokens_per_s(m)),
+                false => rate(m.total_token_throughput),
+            },
+        ),
         ("request_goodput".to_owned(), m.request_goodput.and_then(rate)),
         ("ss_request_throughput".to_owned(), steady.map(|s| s.request_throughput)),
-        ("ss_output_throughput".to_owned(), steady.map(|s| s.output_throughput)),
+        ("ss_output_throughput".to_owned(), steady.filter(|_| !p.pooling).map(|s| s.output_throughput)),
         ("median_ttft_ms".to_owned(), has(&m.ttft, m.ttft.median)),
         ("median_tpot_ms".to_owned(), has(&m.tpot, m.tpot.median)),
     ];
@@ -260,6 +271,34 @@ mod tests {
         compute(&[r], &MetricsConfig::default())
     }
 
+    /// Pins a pooling point's row carrying its result's figures: total tokens/s from the
+    /// server-counted input tokens (it was the client's count), and no output throughput.
+    #[test]
+    fn a_pooling_point_has_its_results_total_tokens_and_no_output() {
+        let mut metrics = one_failed_request();
+        metrics.duration_s = 2.0;
+        metrics.total_token_throughput = 64.0; // 128 client-counted tokens
+        metrics.output_throughput = 0.0;
+        metrics.server_first_input_tokens = 152;
+        let figures = |pooling| PointFigures {
+            label: "concurrency 1",
+            request_rate: f64::INFINITY,
+            max_concurrency: Some(1),
+            num_prompts: 1,
+            metrics: &metrics,
+            steady: None,
+            pooling,
+        };
+        let col = |row: &SummaryRow, k: &str| row.columns.iter().find(|c| c.0 == k).and_then(|c| c.1);
+        let pooled = summary_row(&figures(true), &[]);
+        assert_eq!(
+            (col(&pooled, "total_token_throughput"), col(&pooled, "output_throughput")),
+            (Some(76.0), None)
+        );
+        let generated = summary_row(&figures(false), &[]);
+        assert_eq!(col(&generated, "total_token_throughput"), Some(64.0));
+    }
+
     /// Issue 15.2: a sweep point where every request failed shows n/a (empty CSV cells), not
     /// 0.00, for its latencies and steady state; `--num-runs` aggregates keep a key that only a
     /// later run has data for.
@@ -274,6 +313,7 @@ mod tests {
             num_prompts: 1,
             metrics: &metrics,
             steady: None,
+            pooling: false,
         };
         let row = summary_row(&p, &[]);
         let col = |k: &str| row.columns.iter().find(|c| c.0 == k).map(|c| c.1);
@@ -305,6 +345,7 @@ mod tests {
             num_prompts: 60,
             metrics: &metrics,
             steady: None,
+            pooling: false,
         };
         let row = SummaryRow { interrupted: true, ..summary_row(&p, &[]) };
         let j = serde_json::to_value(&row).unwrap_or_default();
@@ -337,6 +378,7 @@ mod tests {
             num_prompts: 60,
             metrics: &metrics,
             steady: None,
+            pooling: false,
         };
         let rows = [summary_row(&p, &[]), SummaryRow { interrupted: true, ..summary_row(&p, &[]) }];
         let text = csv(&rows);

@@ -26,6 +26,7 @@ use point::{label, Ctx, PointOutcome};
 use servebench_core::{BenchError, Result};
 use servebench_report::info::vllm_date;
 use servebench_report::sections::experiment::PointFigures;
+use servebench_report::sections::pooling::is_pooling_backend;
 use servebench_report::written::{ExperimentHeader, PointDocument, WrittenExperiment};
 use servebench_report::{write_result, write_text};
 use std::path::PathBuf;
@@ -248,6 +249,12 @@ impl PointOutcome {
             num_prompts: self.spec.num_prompts,
             metrics: &self.metrics,
             steady: self.steady.as_ref().and_then(|s| s.as_ref().ok()),
+            pooling: self
+                .result
+                .result
+                .get("backend")
+                .and_then(|b| b.as_str())
+                .is_some_and(is_pooling_backend),
         }
     }
 }
