@@ -112,11 +112,18 @@ pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
         match serde_json::from_str::<RequestRecord>(&line) {
             Ok(r) => file.records.push(r),
             Err(e) => {
-                pending = Some(BenchError::RecordsFileMalformed {
+                // Only JSON cut off (the line ends inside it) can be a write cut short; a whole
+                // JSON value that is not a record is an error wherever it is, the last line too.
+                let cut = e.is_eof();
+                let error = BenchError::RecordsFileMalformed {
                     file: at(),
                     problem: format!("not a request record ({e})"),
                     source: Some(Box::new(e)),
-                })
+                };
+                match cut {
+                    true => pending = Some(error),
+                    false => return Err(error),
+                }
             }
         }
     }
@@ -160,6 +167,14 @@ mod tests {
         // A cut line followed by anything, even a blank line, is not the last line: an error.
         std::fs::write(&path, format!("{good}\n{{\"index\":1\n\n")).unwrap();
         assert!(read_records(&path).is_err());
+        // Pins a whole last line that is not a record (it was taken for a cut write and
+        // ignored: a file whose only record was invalid reported nothing at all).
+        for last in [r#"{"index":1,"outcome":"weird"}"#, "garbage", "[1, 2]"] {
+            std::fs::write(&path, format!("{good}\n{last}\n")).unwrap();
+            assert!(read_records(&path).is_err(), "{last}");
+            std::fs::write(&path, format!("{last}\n")).unwrap();
+            assert!(read_records(&path).is_err(), "{last} alone");
+        }
     }
 
     #[test]
