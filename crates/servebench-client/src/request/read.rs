@@ -242,7 +242,12 @@ impl BodyRead<'_> {
                     return; // connection dropped
                 }
                 Err(e) => {
-                    if !finished {
+                    if finished {
+                        // The stream had ended; the connection broke (a reset, a close without
+                        // the chunked terminator) while its body was drained: that is where the
+                        // body ended, not a hold (`last_byte_us` absent reads as "held open").
+                        self.body_ended(record);
+                    } else {
                         record.done_us = Some(clock.now_us());
                         record.fail(ErrorKind::Transport, format!("stream error: {e}"));
                         reader.flush(record);
@@ -307,10 +312,11 @@ impl BodyRead<'_> {
         }
     }
 
-    /// The body was read to its end: its last byte arrived with the connection's latest read.
+    /// The body ended: its last byte arrived with the connection's latest read, or (a
+    /// close-delimited body) with the server's close.
     fn body_ended(&self, record: &mut RequestRecord) {
         let (Some(p), Some(dispatched)) = (record.phases.as_mut(), record.dispatched_us) else { return };
-        let last = self.clock.offset_us(self.conn.last_read_at());
+        let last = self.clock.offset_us(self.conn.body_end_at());
         p.last_byte_us = Some(servebench_core::HttpPhases::span_us(dispatched, last));
     }
 

@@ -106,6 +106,8 @@ pub(crate) struct Conn {
     /// When the most recent read returned bytes: the arrival time of everything it brought
     /// (the kernel's receive time with kernel timestamps, else the user-space read time).
     last_read: Instant,
+    /// When a read found the end of file (the server closed): a close-delimited body's end.
+    closed_at: Option<Instant>,
     /// Read-lag counters, when the socket reads with kernel timestamps (`None`: no cost).
     stamps: Option<Arc<LagStats>>,
     /// The connection must not carry another request (closed, failed, `Connection: close`,
@@ -181,6 +183,7 @@ impl Conn {
             start: 0,
             end: 0,
             last_read: now,
+            closed_at: None,
             stamps,
             done: false,
             wbuf: Vec::new(),
@@ -194,6 +197,12 @@ impl Conn {
     /// When the most recent read that returned bytes completed.
     pub(crate) fn last_read_at(&self) -> Instant {
         self.last_read
+    }
+
+    /// When the body ended: the read that found the server's close, for a body that ends there
+    /// (close-delimited), else the read that brought its last bytes.
+    pub(crate) fn body_end_at(&self) -> Instant {
+        self.closed_at.unwrap_or(self.last_read).max(self.last_read)
     }
 
     /// Whether the connection is known to be unusable.
@@ -253,6 +262,9 @@ impl Conn {
                         let grown = (self.buf.len() * 2).min(MAX_READ_BUF.min(max));
                         self.buf.resize(grown, 0);
                     }
+                } else {
+                    // No bytes, so no kernel stamp: the close is timed on reading it.
+                    self.closed_at.get_or_insert_with(Instant::now);
                 }
                 Poll::Ready(Ok(n))
             }

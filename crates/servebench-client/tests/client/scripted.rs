@@ -337,6 +337,36 @@ async fn a_body_held_open_after_done_completes_without_a_last_byte() {
     assert!(p.first_byte_us.is_some() && p.last_byte_us.is_none(), "{p:?}");
 }
 
+/// Pins a close-delimited stream's body ending at the server's close: a server holding the
+/// connection 0.3 s after `[DONE]` read as no hold at all (the close's read was not timed, so
+/// the body "ended" with the `[DONE]` bytes) and the held-open warning never fired.
+#[tokio::test]
+async fn a_close_delimited_body_ends_at_the_close_not_at_its_last_bytes() {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let events = role() + &tok("Hi") + &finish_usage_done();
+    let s = serve(vec![vec![A::Read, w(String::from(head) + &events), A::Sleep(300), A::Close]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    let last_byte = r.dispatched_us.unwrap() + u64::from(r.phases.unwrap().last_byte_us.unwrap());
+    let held = last_byte - r.done_us.unwrap();
+    assert!(held >= 250_000, "the close came 300 ms after [DONE]; the body ended {held} µs after it");
+}
+
+/// Pins a reset right after `[DONE]` (before the chunked terminator) ending the body there: it
+/// left `last_byte_us` absent, read as a body held open for the whole drain wait.
+#[tokio::test]
+async fn a_reset_after_done_ends_the_body_where_it_broke() {
+    let body = chunk(&(role() + &tok("Hi"))) + &chunk(&finish_usage_done());
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &body), A::Rst]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    let last_byte =
+        r.dispatched_us.unwrap() + u64::from(r.phases.unwrap().last_byte_us.expect("the body's end"));
+    assert!(last_byte >= r.done_us.unwrap(), "{last_byte} {:?}", r.done_us);
+}
+
 #[tokio::test]
 async fn zero_token_chat_stream_is_no_tokens() {
     let s =

@@ -217,14 +217,37 @@ impl DetailedArrays {
 
     /// Request `i`'s latency (s, vLLM's: dispatch to last token): its `latencies` entry; a
     /// result without a `latencies` key (older vLLM's `--save-detailed` wrote `ttfts` and
-    /// `itls` only) rebuilds it as `ttfts[i] + Σ itls[i]`. `None` when neither can say.
+    /// `itls` only) rebuilds it as `ttfts[i] + Σ itls[i]`. `None` when neither can say (the
+    /// rebuild needs an `itls` entry that is an array of numbers).
     pub fn latency(&self, i: usize) -> Option<f64> {
         match &self.latencies {
             Some(l) => l.get(i).copied().flatten(),
             None => {
                 let ttft = self.ttfts.as_ref()?.get(i).copied().flatten()?;
-                Some(ttft + self.gaps(i).sum::<f64>())
+                let gaps = self.itls.as_ref()?.get(i)?.0.as_ref()?;
+                let sum = gaps.iter().map(|g| g.0).sum::<Option<f64>>()?;
+                Some(ttft + sum)
             }
         }
+    }
+
+    /// When the per-request arrays present do not all have one entry per request, which lengths
+    /// they have (`ttfts 10, itls 3`): such arrays cannot be lined up request by request.
+    pub fn length_mismatch(&self) -> Option<String> {
+        let lens = [
+            ("ttfts", self.ttfts.as_ref().map(Vec::len)),
+            ("latencies", self.latencies.as_ref().map(Vec::len)),
+            ("itls", self.itls.as_ref().map(Vec::len)),
+            ("input_lens", self.input_lens.as_ref().map(Vec::len)),
+            ("output_lens", self.output_lens.as_ref().map(Vec::len)),
+            ("start_times", self.start_times.as_ref().map(Vec::len)),
+            ("errors", self.errors.as_ref().map(Vec::len)),
+        ];
+        let present: Vec<(&str, usize)> = lens.iter().filter_map(|&(k, n)| Some((k, n?))).collect();
+        let first = present.first()?.1;
+        present
+            .iter()
+            .any(|&(_, n)| n != first)
+            .then(|| present.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", "))
     }
 }

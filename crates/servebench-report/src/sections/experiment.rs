@@ -87,6 +87,8 @@ pub fn best<'a>(
         .into_iter()
         .enumerate()
         .filter(|(_, (_, interrupted))| !interrupted)
+        // A point where nothing completed served nothing: not a best (0.00 req/s was named).
+        .filter(|(_, (m, _))| m.completed > 0)
         .filter_map(|(i, (m, _))| {
             let v = if with_slos { m.request_goodput } else { Some(m.request_throughput) };
             v.map(|v| (i, key, v))
@@ -412,5 +414,10 @@ mod tests {
         assert_eq!(best([(&slow, false), (&fast, false)], false).map(|b| b.0), Some(1));
         assert_eq!(best([(&slow, false), (&fast, true)], false).map(|b| b.0), Some(0));
         assert_eq!(best([(&fast, true)], false), None);
+        // Pins a sweep where no point completed anything having no best ("Best
+        // (request_throughput): 0.00 at concurrency 1" was printed and saved).
+        let nothing = one_failed_request();
+        assert_eq!(best([(&nothing, false), (&nothing, false)], false), None);
+        assert_eq!(best([(&nothing, false), (&slow, false)], false).map(|b| b.0), Some(1));
     }
 }

@@ -147,7 +147,8 @@ pub fn write_merged_records(path: &Path, merged: &MergedRun) -> Result<(), Bench
         shard_requests: merged.records.len() as u64,
         wall_anchor_unix_us: merged.origin_unix_us,
         waited_us: None,
-        merged_from: Some(merged.header.num_shards),
+        // A merge of a merge keeps the count of the shards the run had.
+        merged_from: Some(merged.header.merged_from.unwrap_or(merged.header.num_shards)),
         ..merged.header.clone()
     };
     let mut text = header.to_line();
@@ -258,6 +259,10 @@ mod tests {
         assert_eq!((summary.records, summary.interrupted), (6, merged.interrupted()));
         let remerged = merge_shards(vec![again], false).unwrap();
         assert_eq!(remerged.interrupted(), merged.interrupted());
+        let out2 = dir.path().join("merged2.json.records.jsonl");
+        write_merged_records(&out2, &remerged).unwrap();
+        assert_eq!(read(&out2).unwrap().header.merged_from, Some(2), "the run's shards, not 1");
+        std::fs::remove_file(&out2).unwrap();
         assert!(remerged.warnings.iter().all(|w| !w.contains("no summary line")), "{:?}", remerged.warnings);
         assert!(read(&dir.path().join("plain.records.jsonl")).is_err());
         // Pins a second `merge DIR` beside an earlier merge's records file (one shard, the same

@@ -81,22 +81,37 @@ pub struct RecordsFile {
 pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
     use std::io::BufRead;
     let io_error = |e: std::io::Error| BenchError::io(path.display(), e);
-    let reader = std::io::BufReader::new(File::open(path).map_err(io_error)?);
+    let mut reader = std::io::BufReader::new(File::open(path).map_err(io_error)?);
     let mut file = RecordsFile::default();
     // A line that does not parse is an error unless it is the file's last line (a run cut
     // short mid-write): it waits here until the next line, or the end of the file, decides.
     let mut pending: Option<BenchError> = None;
-    for (n, line) in reader.lines().enumerate() {
-        let line = line.map_err(io_error)?;
+    let mut bytes = Vec::new();
+    for n in 0.. {
+        bytes.clear();
+        if reader.read_until(b'\n', &mut bytes).map_err(io_error)? == 0 {
+            break;
+        }
         if let Some(e) = pending.take() {
             return Err(e);
         }
+        let at = || format!("{}:{}", path.display(), n + 1);
+        // Bytes first: a write cut inside a multi-byte character is not UTF-8, and is a cut
+        // write as any other when it is the last line.
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            pending = Some(BenchError::RecordsFileMalformed {
+                file: at(),
+                problem: "not UTF-8 text".into(),
+                source: None,
+            });
+            continue;
+        };
+        let line = line.trim_end_matches(['\n', '\r']);
         if line.trim().is_empty() {
             continue;
         }
-        let at = || format!("{}:{}", path.display(), n + 1);
-        if is_shard_line(&line) {
-            match parse_shard_line(&line) {
+        if is_shard_line(line) {
+            match parse_shard_line(line) {
                 Some(ShardLine::Header(h)) => file.shard_header = Some(h),
                 Some(ShardLine::Summary(s)) => file.shard_summary = Some(s),
                 None => {
@@ -109,7 +124,7 @@ pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
             }
             continue;
         }
-        match serde_json::from_str::<RequestRecord>(&line) {
+        match serde_json::from_str::<RequestRecord>(line) {
             Ok(r) => file.records.push(r),
             Err(e) => {
                 // Only JSON cut off (the line ends inside it) can be a write cut short; a whole
@@ -166,6 +181,13 @@ mod tests {
         assert_eq!(read_records(&path).unwrap().0.len(), 2);
         // A cut line followed by anything, even a blank line, is not the last line: an error.
         std::fs::write(&path, format!("{good}\n{{\"index\":1\n\n")).unwrap();
+        assert!(read_records(&path).is_err());
+        // Pins a write cut inside a multi-byte character being a cut last line (it was an
+        // SB501 "stream did not contain valid UTF-8"); such bytes on another line are an error.
+        let cut = &"{\"index\":1,\"error\":{\"message\":\"サ".as_bytes()[..33];
+        std::fs::write(&path, [format!("{good}\n").as_bytes(), cut].concat()).unwrap();
+        assert_eq!(read_records(&path).unwrap(), (vec![RequestRecord::scheduled(0, "a".into(), 0, 1, 1)], 1));
+        std::fs::write(&path, [cut, format!("\n{good}\n").as_bytes()].concat()).unwrap();
         assert!(read_records(&path).is_err());
         // Pins a whole last line that is not a record (it was taken for a cut write and
         // ignored: a file whose only record was invalid reported nothing at all).

@@ -52,6 +52,7 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
     }
     // No records file (vLLM's own result files have none): the per-request arrays, else the
     // summary keys alone; the report says which charts that leaves (docs/reports.md).
+    refuse_mismatched_arrays(path, &result)?;
     let (records, source) = match records_from_arrays(&result.detailed) {
         Some(a) => (a.records, RecordSource::DetailedArrays { timed: a.timed }),
         None => (Vec::new(), RecordSource::SummaryOnly),
@@ -64,6 +65,22 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         source,
         unaccounted: 0,
     })
+}
+
+/// A result's per-request arrays of different lengths cannot be lined up request by request
+/// (SB208): requests without an entry had been made up (completed with E2EL = TTFT, or failed),
+/// and compare's tests ran on them.
+fn refuse_mismatched_arrays(path: &Path, result: &ResultDocument) -> Result<(), BenchError> {
+    match result.detailed.length_mismatch() {
+        None => Ok(()),
+        Some(lens) => Err(BenchError::RecordsFileMalformed {
+            file: path.display().to_string(),
+            problem: format!(
+                "its per-request arrays differ in length ({lens}): they cannot be lined up request by request"
+            ),
+            source: None,
+        }),
+    }
 }
 
 /// The records file of a shard given to `servebench merge`: the path itself for a records file
@@ -206,6 +223,7 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
             let per_request = if records.exists() {
                 per_request_from_records(&read_records(&records)?.0)
             } else {
+                refuse_mismatched_arrays(path, &doc)?;
                 per_request_from_arrays(&doc.detailed)
             };
             let values = doc.metrics.vllm_placeholders_as_none();
@@ -357,6 +375,29 @@ mod tests {
         assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
         let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<serde_json::Error>());
         assert!(source.is_some(), "the JSON error is kept: {e:?}");
+    }
+
+    /// Pins per-request arrays of different lengths being refused by report and compare (SB208
+    /// naming the lengths): the requests missing from `itls` were made up as completed with
+    /// E2EL = TTFT, and compare's tests ran on them.
+    #[test]
+    fn per_request_arrays_of_different_lengths_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let result = dir.path().join("v.json");
+        let doc =
+            r#"{"completed": 3, "ttfts": [0.1, 0.1, 0.1], "itls": [[0.01], [0.01]], "errors": ["", "", ""]}"#;
+        std::fs::write(&result, doc).unwrap();
+        for e in [load_report_input(&result).unwrap_err(), load_compare_input(&result).err().unwrap()] {
+            assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+            assert!(e.to_string().contains("differ in length (ttfts 3, itls 2, errors 3)"), "{e}");
+        }
+        let even = r#"{"completed": 2, "ttfts": [0.1, 0.1], "itls": [[0.01], null], "errors": ["", ""]}"#;
+        std::fs::write(&result, even).unwrap();
+        let input = load_report_input(&result).unwrap();
+        // Without `latencies`, a request whose `itls` entry is not an array has no latency to
+        // rebuild: failed (no made-up E2EL = TTFT).
+        let outcomes: Vec<_> = input.records.iter().map(|r| r.outcome).collect();
+        assert_eq!(outcomes, [servebench_core::Outcome::Completed, servebench_core::Outcome::Failed]);
     }
 
     #[test]

@@ -100,7 +100,8 @@ pub fn merged_run_info(m: &MergedRun) -> RunInfo {
 pub fn merged_steady_state(m: &MergedRun, stats: (&[f64], &[MetricName])) -> Option<Steady> {
     let run = &m.header.run;
     let rate = run.request_rate.unwrap_or(f64::INFINITY);
-    steady_state_with(&m.records, &SteadyOptions::default(), stats, rate, run.max_concurrency)
+    let pooling = servebench_report::sections::pooling::is_pooling_backend(&run.backend);
+    steady_state_with(&m.records, &SteadyOptions::default(), stats, pooling, rate, run.max_concurrency)
 }
 
 /// The merged result document: a run's result, `interrupted` and `steady_state` (as a single

@@ -3,6 +3,7 @@
 use crate::config::OutputConfig;
 use servebench_core::metrics::{steady_state, LoadMode, MetricName, SteadyStateConfig};
 use servebench_core::RequestRecord;
+use servebench_report::sections::pooling::is_pooling_backend;
 pub use servebench_report::sections::steady_state::Steady;
 
 /// The steady-state flags, validated.
@@ -33,15 +34,18 @@ pub fn steady_state_of(
     max_concurrency: Option<usize>,
 ) -> Option<Steady> {
     let stats = (output.metric_percentiles.as_slice(), output.percentile_metrics.as_slice());
-    steady_state_with(records, options, stats, request_rate, max_concurrency.map(|c| c as u64))
+    let pooling = is_pooling_backend(&output.backend_name);
+    steady_state_with(records, options, stats, pooling, request_rate, max_concurrency.map(|c| c as u64))
 }
 
 /// [`steady_state_of`] with the statistics to report given as `(percentiles, metrics)` (a
-/// merged sharded run has no `OutputConfig`).
+/// merged sharded run has no `OutputConfig`); `pooling` for a pooling backend's run (its input
+/// tokens counted as its headline's are: the server's count first).
 pub fn steady_state_with(
     records: &[RequestRecord],
     options: &SteadyOptions,
     (percentiles, selected): (&[f64], &[MetricName]),
+    pooling: bool,
     request_rate: f64,
     max_concurrency: Option<u64>,
 ) -> Option<Steady> {
@@ -61,6 +65,7 @@ pub fn steady_state_with(
             min_window_s: options.min_window_s,
             percentiles: percentiles.to_vec(),
             selected: selected.to_vec(),
+            server_input_first: pooling,
         },
     ))
 }

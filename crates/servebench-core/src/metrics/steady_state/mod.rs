@@ -45,6 +45,10 @@ pub struct SteadyStateConfig {
     pub percentiles: Vec<f64>,
     /// Metrics to summarise (`--percentile-metrics`).
     pub selected: Vec<MetricName>,
+    /// Input tokens as the server counted them first (`usage.prompt_tokens`, else the client's
+    /// count): a pooling run's headline input throughput is counted so (docs/metrics.md,
+    /// "Pooling input tokens"), and its window's must agree.
+    pub server_input_first: bool,
 }
 
 /// The steady-state window and the metrics over it. Times are seconds from the first dispatch.
@@ -200,7 +204,11 @@ fn over_window(
     let started: Vec<&RequestRecord> =
         records.iter().filter(|r| is_completed(r) && r.dispatched_us.is_some_and(in_window)).collect();
     let completed_in = done_iv.iter().filter(|i| in_window(i.1)).count() as u64;
-    let input: u64 = started.iter().map(|r| u64::from(r.prompt_tokens)).sum();
+    let input_tokens = |r: &RequestRecord| match cfg.server_input_first {
+        true => r.server_prompt_tokens.unwrap_or(r.prompt_tokens),
+        false => r.prompt_tokens,
+    };
+    let input: u64 = started.iter().map(|r| u64::from(input_tokens(r))).sum();
     let output: f64 = records
         .iter()
         .filter(|r| is_completed(r))

@@ -52,6 +52,7 @@ fn cfg(mode: LoadMode) -> SteadyStateConfig {
         min_window_s: None,
         percentiles: vec![50.0, 99.0],
         selected: vec![MetricName::Ttft, MetricName::E2el],
+        server_input_first: false,
     }
 }
 
@@ -82,6 +83,13 @@ fn closed_loop_window_excludes_ramp_up_and_drain() {
     assert_eq!(ttft.percentiles, vec![(50.0, 100.0), (99.0, 100.0)]);
     assert_eq!(s.metrics[1].1.mean, 1000.0);
     assert!(s.warning.is_none(), "15 s of 23 s is not short");
+    // Pins a pooling run's window counting input tokens as its headline does (the server's
+    // count first): 10 client-counted tokens a request, 12 by the server's count.
+    let served: Vec<RequestRecord> =
+        recs.iter().cloned().map(|mut r| (r.server_prompt_tokens = Some(r.prompt_tokens + 2), r).1).collect();
+    let pooled = steady_state(&served, &SteadyStateConfig { server_input_first: true, ..c.clone() }).unwrap();
+    assert!(approx(pooled.input_throughput, 48.0), "{}", pooled.input_throughput);
+    assert!(approx(steady_state(&served, &c).unwrap().input_throughput, 40.0));
 }
 
 /// Issue 23.1: `--max-concurrency 16`, 64 requests of 100 tokens in lock-step waves of 1.02 s
