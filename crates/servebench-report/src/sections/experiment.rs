@@ -54,7 +54,7 @@ pub fn summary_row(p: &PointFigures<'_>, extra_percentiles: &[f64]) -> SummaryRo
         (
             "total_token_throughput".to_owned(),
             match p.pooling {
-                true => rate(crate::sections::pooling::input_tokens_per_s(m)),
+                true => crate::sections::pooling::input_throughput(m).as_f64().and_then(rate),
                 false => rate(m.total_token_throughput),
             },
         ),

@@ -65,15 +65,6 @@ pub fn input_throughput(m: &RunMetrics) -> Value {
     per_second(m.server_first_input_tokens as f64, m.duration_s)
 }
 
-/// [`input_throughput`] as a number (0 for a run of no duration).
-pub fn input_tokens_per_s(m: &RunMetrics) -> f64 {
-    if m.duration_s > 0.0 {
-        m.server_first_input_tokens as f64 / m.duration_s
-    } else {
-        0.0
-    }
-}
-
 /// The keys a pooling result ends with: `input_lens` (the server's prompt token counts, the
 /// client's where missing) and `errors` when `--save-detailed` did not write them already,
 /// then `input_throughput`. The generation keys a pooling result lacks are never written
