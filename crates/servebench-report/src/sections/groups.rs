@@ -10,6 +10,7 @@ use servebench_core::metrics::{MetricName, MetricsConfig, RunMetrics};
 use servebench_core::record::RequestRecord;
 
 use crate::fmt::{insert_stats, rate_json, stat_json};
+use crate::info::LoadStage;
 
 /// One stage of a staged run, as reported.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -22,6 +23,14 @@ pub struct StageInfo {
 }
 
 impl StageInfo {
+    /// The stage as the load-mode row names it: its concurrency, else its rate.
+    pub fn load_stage(&self) -> LoadStage {
+        match self.concurrency {
+            Some(c) => LoadStage::Concurrency(c),
+            None => LoadStage::Rate(self.rate),
+        }
+    }
+
     fn title(&self) -> String {
         match self.concurrency {
             Some(c) => format!("concurrency {c} for {} s", self.seconds),

@@ -210,15 +210,22 @@ pub fn max_prefill_concurrency(cfg: &RunConfig) -> Option<usize> {
 /// This shard's share of the arrival rate: it sends every `N`-th arrival of the whole run's
 /// schedule, so `1/N` of the rate (and of a ramp's rates); the whole rate when not sharded.
 pub fn rate_share(cfg: &RunConfig) -> RateConfig {
-    let Some(s) = &cfg.shard else { return cfg.rate };
-    let n = f64::from(s.spec.count.max(1));
     let mut rate = cfg.rate;
-    rate.request_rate /= n;
+    rate.request_rate = share_of_rate(cfg, rate.request_rate);
     if let Some(r) = rate.ramp_up.as_mut() {
-        r.start_rps /= n;
-        r.end_rps /= n;
+        r.start_rps = share_of_rate(cfg, r.start_rps);
+        r.end_rps = share_of_rate(cfg, r.end_rps);
     }
     rate
+}
+
+/// This shard's share of one arrival rate of the whole run (`rps / N`; `rps` when not
+/// sharded): of `--request-rate`, a ramp's end points, a `--stages` rate.
+pub fn share_of_rate(cfg: &RunConfig, rps: f64) -> f64 {
+    match &cfg.shard {
+        Some(s) => rps / f64::from(s.spec.count.max(1)),
+        None => rps,
+    }
 }
 
 fn unix_now_us() -> u64 {

@@ -15,8 +15,7 @@ use servebench_core::early_stop::{EarlyStopReason, EarlyStopReport};
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::schedule::ArrivalSchedule;
 use servebench_core::{BenchError, Result};
-use servebench_report::info::LoadStage;
-use servebench_report::sections::groups::GroupInfo;
+use servebench_report::sections::groups::{GroupInfo, StageInfo};
 use servebench_report::sections::probe::ProbeSummary;
 use servebench_report::RunInfo;
 
@@ -70,23 +69,13 @@ pub fn assemble(out: RunOutput, server_side: ServerSideOutput, a: &Assembly<'_>)
     let mut info =
         run_info(a.output, a.num_prompts, &out, &rate, max_concurrency, schedule_events.unwrap_or_default());
     info.trace_time_scale = run.dataset.trace_time_scale();
-    info.stages = load_stages(run);
+    // The stages that ran (a `--duration` cuts them), as this process sent them: the group
+    // sections' stages (a shard's at its share of each rate).
+    let groups = group_info(run);
+    info.stages = groups.stages.iter().map(StageInfo::load_stage).collect();
     let steady = steady_state_of(&out.records, a.steady, a.output, rate.request_rate, max_concurrency);
     let probes = ProbeSummary::of(&out.probe_records);
-    RunResults { info, metrics, groups: group_info(run), steady, probes, out, server_side }
-}
-
-/// The stages that ran (a `--duration` cuts them), as this process sent them: a shard's rate
-/// stages at its share of each rate, as its `request_rate` is.
-fn load_stages(run: &RunConfig) -> Vec<LoadStage> {
-    let shards = run.shard.as_ref().map_or(1.0, |s| f64::from(s.spec.count.max(1)));
-    run.planned_stages()
-        .iter()
-        .map(|s| match s.concurrency {
-            Some(c) => LoadStage::Concurrency(c),
-            None => LoadStage::Rate(s.rate / shards),
-        })
-        .collect()
+    RunResults { info, metrics, groups, steady, probes, out, server_side }
 }
 
 impl RunResults {

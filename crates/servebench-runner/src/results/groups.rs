@@ -2,6 +2,7 @@
 //! the run's load shape.
 
 use crate::config::{DatasetSpec, RunConfig};
+use crate::load::shard::share_of_rate;
 use servebench_report::sections::groups::{GroupInfo, StageInfo};
 
 /// What the group reports need to know about the run (stages, trace replay, multi-turn).
@@ -9,11 +10,14 @@ pub fn group_info(run: &RunConfig) -> GroupInfo {
     let load = &run.load;
     // A shard describes its own share of each stage's rate, as of `request_rate` (the merged
     // result, from the shard header, the whole run's).
-    let shards = run.shard.as_ref().map_or(1.0, |s| f64::from(s.spec.count.max(1)));
     let stages = run
         .planned_stages()
         .into_iter()
-        .map(|s| StageInfo { rate: s.rate / shards, seconds: s.seconds, concurrency: s.concurrency })
+        .map(|s| StageInfo {
+            rate: share_of_rate(run, s.rate),
+            seconds: s.seconds,
+            concurrency: s.concurrency,
+        })
         .collect();
     let mt = load.multi_turn.as_ref();
     GroupInfo {
