@@ -105,7 +105,8 @@ impl RunDocument {
     /// The document's metrics (headline, latency statistics, steady-state throughputs), read
     /// through the typed reader of result documents.
     pub fn metrics(&self) -> Metrics {
-        Metrics::deserialize(&self.to_value()).unwrap_or_default()
+        // No metric is read from a per-request array: their placeholders stay as they are.
+        Metrics::deserialize(&self.with_result(self.result.clone())).unwrap_or_default()
     }
 }
 

@@ -26,28 +26,25 @@ fn local(unix_us: u64) -> OffsetDateTime {
 /// RSS); connections and CPU seconds are summed.
 fn merged_health(m: &MergedRun) -> ClientHealth {
     let summaries: Vec<&ShardSummary> = m.shards.iter().filter_map(|s| s.summary.as_ref()).collect();
-    let worst = |f: &dyn Fn(&ShardSummary) -> Option<f64>| {
-        summaries
-            .iter()
-            .filter_map(|s| f(s))
-            .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))))
-    };
-    let cpu_share = |s: &ShardSummary| {
+    let cpu_share = |s: &&ShardSummary| {
         (s.cpus > 0)
             .then(|| cpu_share_percent(s.client_cpu_seconds, s.wall_seconds).map(|p| p / s.cpus as f64))
             .flatten()
     };
     let any = !summaries.is_empty();
+    // The shards' health as the merged records file's summary line carries it (worst lateness,
+    // hiccups and RSS; CPU seconds and connections summed).
+    let all = m.summary();
     ClientHealth {
-        dispatch_lateness_p50_us: worst(&|s| s.dispatch_lateness_p50_us),
-        dispatch_lateness_p99_us: worst(&|s| s.dispatch_lateness_p99_us),
-        hiccup_p99_us: worst(&|s| s.hiccup_p99_us),
+        dispatch_lateness_p50_us: all.dispatch_lateness_p50_us,
+        dispatch_lateness_p99_us: all.dispatch_lateness_p99_us,
+        hiccup_p99_us: all.hiccup_p99_us,
         // The worst shard's CPU as a share of its cores, expressed against one core.
-        client_cpu_percent: worst(&cpu_share),
+        client_cpu_percent: summaries.iter().filter_map(cpu_share).reduce(f64::max),
         available_cores: any.then_some(1.0),
-        peak_rss_bytes: summaries.iter().filter_map(|s| s.peak_rss_bytes).max(),
-        client_cpu_seconds: any.then(|| summaries.iter().map(|s| s.client_cpu_seconds).sum()),
-        connections_opened: any.then(|| summaries.iter().map(|s| s.connections_opened).sum()),
+        peak_rss_bytes: all.peak_rss_bytes,
+        client_cpu_seconds: any.then_some(all.client_cpu_seconds),
+        connections_opened: any.then_some(all.connections_opened),
         stale_connections: None,
         resent_requests: Some(m.records.iter().filter(|r| r.resent).count() as u64),
         pooling_disabled: None,
