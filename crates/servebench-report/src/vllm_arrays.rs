@@ -108,10 +108,20 @@ pub fn records_from_arrays(d: &DetailedArrays) -> Option<ArrayRecords> {
 }
 
 /// The run-level figures of a run without records taken from its result's own keys (duration,
-/// throughputs, peaks, counts), and no response view or queue time: records rebuilt from arrays have no run clock to recompute them
-/// (without `start_times` every request starts at 0), and a summary-only result has no requests.
-pub fn use_result_figures(m: &mut RunMetrics, result: &Metrics) {
-    let get = |h: Headline| result.get(&MetricKey::Headline(h)).filter(|v| v.is_finite());
+/// throughputs, peaks, counts), and no response view or queue time: records rebuilt from arrays
+/// have no run clock to recompute them (without `start_times` every request starts at 0), and a
+/// summary-only result has no requests. Returns the figures the result lacks (absent or not a
+/// finite number): they are unknown, shown "–" (docs/metrics.md, "Metrics without data"), while
+/// `m` keeps vLLM's type for them (0).
+pub fn use_result_figures(m: &mut RunMetrics, result: &Metrics) -> Vec<Headline> {
+    let mut lacks = Vec::new();
+    let mut get = |h: Headline| {
+        let v = result.get(&MetricKey::Headline(h)).filter(|v| v.is_finite());
+        if v.is_none() {
+            lacks.push(h);
+        }
+        v
+    };
     m.duration_s = get(Headline::Duration).unwrap_or(0.0);
     m.request_throughput = get(Headline::RequestThroughput).unwrap_or(0.0);
     m.output_throughput = get(Headline::OutputThroughput).unwrap_or(0.0);
@@ -127,6 +137,7 @@ pub fn use_result_figures(m: &mut RunMetrics, result: &Metrics) {
         m.failed = get(Headline::Failed).map_or(0, |v| v as u64);
         m.sent = m.completed + m.failed;
     }
+    lacks
 }
 
 /// What the report of a run says about its source: which charts are drawn from what, and which

@@ -14,6 +14,7 @@
 //! unexpected shape reads as absent, unknown keys are ignored, `request_rate` may be `"inf"`.
 
 mod experiment;
+mod lean;
 mod lenient;
 mod metrics;
 mod non_json;
@@ -35,6 +36,7 @@ pub use result::{
 };
 pub use shards::{MergedShard, MissingShard, ShardEntry};
 
+use lean::LeanJson;
 use serde::Deserialize;
 
 /// Keys by which a single-run result is recognised (vLLM's and ours): one of them is present.
@@ -59,46 +61,48 @@ pub enum JsonFile {
     Result(Box<ResultDocument>),
 }
 
-/// The JSON value of `text`: the whole text, else its last non-blank line (a JSONL file written
-/// with `--append-result`: the last result wins). The error is the last line's.
-fn whole_or_last_line(text: &str) -> Result<serde_json::Value, serde_json::Error> {
-    serde_json::from_str(text).or_else(|_| {
-        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
-        serde_json::from_str(last)
-    })
-}
-
 /// The experiment document `v` is, if it is an object naming its `servebench_experiment`.
 fn experiment_of(v: &serde_json::Value) -> Option<ExperimentDocument> {
     ExperimentDocument::of(v)
+}
+
+/// The result document of a text read with [`LeanJson`]: its keys, with the per-request arrays
+/// read straight into numbers.
+fn result_of(lean: &mut LeanJson, rest: &serde_json::Value) -> Option<ResultDocument> {
+    let mut doc = ResultDocument::deserialize(rest).ok()?;
+    doc.detailed = lean.take_arrays();
+    Some(doc)
 }
 
 impl JsonFile {
     /// Reads a result or experiment document: the whole text, else its last non-blank line. A
     /// value that is not an object reads as an empty result. Fails only on text that is not JSON.
     pub fn parse(text: &str) -> Result<JsonFile, serde_json::Error> {
-        let v = whole_or_last_line(text)?;
+        let mut lean = LeanJson::whole_or_last_line(text)?;
+        let v = lean.rest_value();
         if let Some(doc) = experiment_of(&v) {
             return Ok(JsonFile::Experiment(Box::new(doc)));
         }
-        Ok(JsonFile::Result(Box::new(ResultDocument::deserialize(&v).unwrap_or_default())))
+        Ok(JsonFile::Result(Box::new(result_of(&mut lean, &v).unwrap_or_default())))
     }
 
     /// The experiment document that `text` is as a whole, if it is one (`report`: an experiment
     /// is never read from a JSONL line).
     pub fn experiment(text: &str) -> Option<ExperimentDocument> {
-        experiment_of(&serde_json::from_str(text).ok()?)
+        let mut lean: LeanJson = serde_json::from_str(text).ok()?;
+        experiment_of(&lean.rest_value())
     }
 
     /// The single-run result `text` holds, if it is one: the whole text (else its last line)
     /// has one of the keys a result has (`model_id`, `completed`, `request_throughput`,
     /// `duration`), whatever their values.
     pub fn single_result(text: &str) -> Option<ResultDocument> {
-        let v = whole_or_last_line(text).ok().filter(serde_json::Value::is_object)?;
-        let probe = ResultProbe::deserialize(&v).ok()?;
+        let mut lean = LeanJson::whole_or_last_line(text).ok()?;
+        let v = lean.rest_value();
+        let probe = ResultProbe::deserialize(v.is_object().then_some(&v)?).ok()?;
         if !(probe.model_id || probe.completed || probe.request_throughput || probe.duration) {
             return None;
         }
-        ResultDocument::deserialize(&v).ok()
+        result_of(&mut lean, &v)
     }
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::lenient::{lenient, numbers, object, shown, Lenient, Object, Shown};
+use super::lenient::{lenient, number_lists, numbers, object, shown, strings, Lenient, Object, Shown};
 use super::metrics::Metrics;
 
 /// One run's result document. Every field is optional (older files, vLLM's, a merge lack
@@ -194,8 +194,8 @@ pub struct DetailedArrays {
     #[serde(default, deserialize_with = "numbers", skip_serializing_if = "Option::is_none")]
     pub output_lens: Option<Vec<Option<f64>>>,
     /// `itls`: one array of gaps per request; an entry that is not an array is `None`.
-    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
-    pub itls: Option<Vec<Lenient<Vec<Lenient<f64>>>>>,
+    #[serde(default, deserialize_with = "number_lists", skip_serializing_if = "Option::is_none")]
+    pub itls: Option<super::lenient::GapLists>,
     /// Prompt tokens per request.
     #[serde(default, deserialize_with = "numbers", skip_serializing_if = "Option::is_none")]
     pub input_lens: Option<Vec<Option<f64>>>,
@@ -204,7 +204,7 @@ pub struct DetailedArrays {
     pub start_times: Option<Vec<Option<f64>>>,
     /// `errors`: `""` for a success, else the failure's text; an entry that is not a string is
     /// `None`.
-    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "strings", skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<Lenient<String>>>,
 }
 

@@ -287,3 +287,29 @@ fn early_stop_block_is_read_and_becomes_a_report_warning() {
         assert!(doc.early_stop.is_none(), "{odd}");
     }
 }
+
+/// Pins the lean reader (`lean.rs`: per-request arrays read straight into numbers, the rest as
+/// a JSON value; a 50 MB vLLM `--save-detailed` result took 791 MB read whole as a JSON value)
+/// to the derived reader: the same document for every shape an array can have.
+#[test]
+fn the_lean_reader_reads_what_the_derived_reader_reads() {
+    let docs = [
+        json!({"model_id": "m", "ttfts": [0.1, null, "x", 2, -1e-3], "latencies": [1.0, 2.0, 3.0, 4.0, 5.0],
+               "itls": [[0.01, 0.02], [], null, [0.5, null, "y", [1]], {"a": 1}],
+               "errors": ["", "boom", null, 3, ["e"]], "input_lens": [10, 20, 30, 40, 50],
+               "output_lens": [3, 0, 0, 4, 1], "start_times": [0.0, 0.5, 1.0, 1.5, 2.0],
+               "generated_texts": ["a", "b"], "completed": 2, "p99_ttft_ms": 5.0}),
+        json!({"completed": 1, "ttfts": {"not": "an array"}, "itls": "none", "errors": 7, "latencies": null}),
+        json!({"duration": 1.0, "itls": [[{"nested": [1, 2]}, 0.25]], "ttfts": [[0.1]]}),
+    ];
+    for v in docs {
+        let text = v.to_string();
+        let lean = JsonFile::single_result(&text).expect("a result");
+        let derived: ResultDocument = serde_json::from_str(&text).unwrap();
+        assert_eq!(lean, derived, "{text}");
+        // JSONL (--append-result): the last line, read the same way.
+        assert_eq!(JsonFile::single_result(&format!("{{\"completed\": 9}}\n{text}\n")), Some(derived));
+    }
+    assert_eq!(JsonFile::single_result("[1, 2]"), None);
+    assert!(matches!(JsonFile::parse("[1, 2]"), Ok(JsonFile::Result(d)) if *d == ResultDocument::default()));
+}

@@ -1,7 +1,12 @@
 //! The report's charts, built from [`RunData`] of one or more runs (several runs overlay their
 //! curves, one colour per run). Each function returns a [`Chart`] ready for `svg::render`.
 
-use super::data::{binned_percentile, cdf, downsample, histogram, ones, weighted_percentile, RunData};
+use std::borrow::Cow;
+
+use super::data::{
+    binned_percentile, cdf_sorted, clean_and_sort, downsample, histogram_scaled, ones,
+    weighted_percentile_sorted, RunData,
+};
 use super::svg::{nice_step, AxisSpec, Chart, Kind, Series, Style};
 
 /// Scatter points per chart, shared between runs.
@@ -19,12 +24,13 @@ const SECONDS_ABOVE_MS: f64 = 5000.0;
 
 /// A run's label and chart data.
 pub(crate) type Run<'a> = (&'a str, &'a RunData);
-/// Weighted samples: `(value, count)`.
-type Weighted = Vec<(f64, u64)>;
+/// Weighted samples: `(value, count)`, the run's own when it holds them cleaned and sorted
+/// ([`clean_and_sort`]), else a copy.
+type Weighted<'d> = Cow<'d, [(f64, u64)]>;
 /// Extracts one curve's samples from a run.
-type Extract = fn(&RunData) -> Weighted;
+type Extract = for<'d> fn(&'d RunData) -> Weighted<'d>;
 /// One curve of a distribution chart: (run, "p"rimary or "s"econdary, samples, style).
-type Curve = (usize, &'static str, Weighted, Style);
+type Curve<'d> = (usize, &'static str, Weighted<'d>, Style);
 
 /// `name` prefixed with the run label when several runs share the chart.
 fn series_name(runs: &[Run<'_>], label: &str, name: &str) -> String {
@@ -60,10 +66,6 @@ fn max_of<'a>(it: impl Iterator<Item = &'a f64>) -> f64 {
     it.copied().filter(|v| v.is_finite()).fold(0.0, f64::max)
 }
 
-fn scale_w(v: &[(f64, u64)], k: f64) -> Weighted {
-    v.iter().map(|&(x, n)| (x / k, n)).collect()
-}
-
 /// A latency distribution: which samples, and how they are named.
 pub(crate) struct Dist<'a> {
     pub id: &'a str,
@@ -81,8 +83,8 @@ pub(crate) fn ttft_dist() -> Dist<'static> {
         id: "ttft",
         metric: "TTFT",
         what: "requests",
-        primary: ("service view (from dispatched)", |d| ones(&d.ttft)),
-        secondary: ("response view (from intended)", |d| ones(&d.ttft_response)),
+        primary: ("service view (from dispatched)", |d| Cow::Owned(ones(&d.ttft))),
+        secondary: ("response view (from intended)", |d| Cow::Owned(ones(&d.ttft_response))),
         note: "Time to first token of completed requests. Service view: from dispatch (vLLM's TTFT). \
                Response view: from the scheduled send time, including client queueing.",
     }
@@ -94,8 +96,8 @@ pub(crate) fn itl_dist() -> Dist<'static> {
         id: "itl",
         metric: "ITL",
         what: "gaps",
-        primary: ("event view (gaps between token events)", |d| ones(&d.itl)),
-        secondary: ("token view (gaps spread over tokens)", |d| d.itl_tokens.clone()),
+        primary: ("event view (gaps between token events)", |d| Cow::Borrowed(&d.itl)),
+        secondary: ("token view (gaps spread over tokens)", |d| Cow::Borrowed(&d.itl_tokens)),
         note: "Inter-token latency of completed requests. Event view: every gap between consecutive \
                token events (vLLM's ITL). Token view: each gap divided over the tokens the event carried.",
     }
@@ -107,27 +109,35 @@ pub(crate) fn e2el_dist() -> Dist<'static> {
         id: "e2el",
         metric: "E2EL",
         what: "requests",
-        primary: ("service view (from dispatched)", |d| ones(&d.e2el)),
-        secondary: ("response view (from intended)", |d| ones(&d.e2el_response)),
+        primary: ("service view (from dispatched)", |d| Cow::Owned(ones(&d.e2el))),
+        secondary: ("response view (from intended)", |d| Cow::Owned(ones(&d.e2el_response))),
         note: "End-to-end latency of completed requests. Service view: from dispatch. Response view: \
                from the scheduled send time, including client queueing.",
     }
 }
 
-fn dist_samples(runs: &[Run<'_>], dist: &Dist<'_>) -> Vec<Curve> {
+/// Every run's two curves of `dist`, cleaned and sorted ([`clean_and_sort`]): the percentiles,
+/// the CDF and the histogram read them as they are. The inter-token gaps are the run's own
+/// (sorted when its data was derived): a run of millions of gaps had held five copies of them.
+fn dist_samples<'d>(runs: &[Run<'d>], dist: &Dist<'_>) -> Vec<Curve<'d>> {
     let mut out = Vec::new();
     for (i, (_, d)) in runs.iter().enumerate() {
         out.push((i, "p", (dist.primary.1)(d), Style::Solid));
         out.push((i, "s", (dist.secondary.1)(d), Style::Dashed));
+    }
+    for curve in &mut out {
+        if let Cow::Owned(v) = &mut curve.2 {
+            clean_and_sort(v);
+        }
     }
     out
 }
 
 /// Whether a distribution chart needs a log x axis: its curves' medians differ by more than
 /// `LOG_RATIO` (e.g. a 50 ms service TTFT next to a 10 s response TTFT under client queueing).
-fn wants_log(samples: &[Curve]) -> bool {
+fn wants_log(samples: &[Curve<'_>]) -> bool {
     let medians: Vec<f64> =
-        samples.iter().filter_map(|s| weighted_percentile(&s.2, 50.0)).filter(|m| *m > 0.0).collect();
+        samples.iter().filter_map(|s| weighted_percentile_sorted(&s.2, 50.0)).filter(|m| *m > 0.0).collect();
     let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = medians.iter().copied().fold(0.0, f64::max);
     lo.is_finite() && hi / lo > LOG_RATIO
@@ -154,7 +164,7 @@ pub(crate) fn cdf_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
             run: *i,
             name: series_name(runs, runs[*i].0, dist_name(dist, which)),
             style: *style,
-            kind: Kind::Line(cdf(&scale_w(v, k), CDF_POINTS)),
+            kind: Kind::Line(cdf_sorted(v, k, CDF_POINTS)),
         })
         .collect();
     let mut note = dist.note.to_string();
@@ -180,20 +190,21 @@ pub(crate) fn cdf_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
 /// Histogram chart of a distribution (percent of samples per bin), bins shared by every curve.
 pub(crate) fn hist_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
     let samples = dist_samples(runs, dist);
-    let pooled: Vec<(f64, u64)> = samples.iter().flat_map(|s| s.2.iter().copied()).collect();
-    let max = pooled.iter().map(|p| p.0).filter(|v| v.is_finite()).fold(0.0, f64::max);
+    // Every curve's values (finite: cleaned), walked rather than pooled into one more copy.
+    let pooled = || samples.iter().flat_map(|s| s.2.iter().map(|p| p.0));
+    let max = pooled().fold(0.0, f64::max);
     let (k, unit) = latency_unit(max);
-    let lo = pooled.iter().map(|p| p.0).filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min) / k;
+    let lo = pooled().fold(f64::INFINITY, f64::min) / k;
     let clip = samples
         .iter()
-        .filter_map(|s| weighted_percentile(&s.2, HIST_CLIP_PERCENTILE))
+        .filter_map(|s| weighted_percentile_sorted(&s.2, HIST_CLIP_PERCENTILE))
         .fold(f64::NEG_INFINITY, f64::max)
         / k;
     let mut note = dist.note.to_string();
     let log = wants_log(&samples);
     let edges: Vec<f64> = if log {
         // Geometric bins from the smallest positive value to the clip point.
-        let lo_pos = pooled.iter().map(|p| p.0 / k).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+        let lo_pos = pooled().map(|x| x / k).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
         let n = HIST_BINS as usize;
         let ratio = (clip / lo_pos).max(1.0 + 1e-9);
         note.push_str(" Log scale with log-spaced bins: the curves differ by more than 8×.");
@@ -217,7 +228,7 @@ pub(crate) fn hist_chart(runs: &[Run<'_>], dist: &Dist<'_>) -> Chart {
             run: *i,
             name: series_name(runs, runs[*i].0, dist_name(dist, which)),
             style: *style,
-            kind: Kind::Hist { values: histogram(&scale_w(v, k), &edges), edges: edges.clone() },
+            kind: Kind::Hist { values: histogram_scaled(v, k, &edges), edges: edges.clone() },
         })
         .collect();
     Chart {

@@ -34,9 +34,10 @@ pub(crate) struct RunData {
     pub e2el: Vec<f64>,
     /// Response-view E2EL, ms.
     pub e2el_response: Vec<f64>,
-    /// ITL, event view (every token-event gap), ms.
-    pub itl: Vec<f64>,
-    /// ITL, token view: `(value ms, count)`.
+    /// ITL, event view (every token-event gap), ms, weight 1 each: cleaned and sorted
+    /// ([`clean_and_sort`]), so the distribution charts read them without a copy.
+    pub itl: Vec<(f64, u64)>,
+    /// ITL, token view: `(value ms, count)`, cleaned and sorted as `itl` is.
     pub itl_tokens: Vec<(f64, u64)>,
     /// Completed requests by send time: `(dispatched s, ttft ms, e2el ms)`, sorted by time.
     pub by_send: Vec<(f64, f64, f64)>,
@@ -81,6 +82,12 @@ impl RunData {
         let mut d = RunData { rate_bin_s: 1.0, ..RunData::default() };
         let mut end_us = t0;
         let mut intervals: Vec<(u64, u64)> = Vec::new();
+        // The gap samples sized once (grown by doubling, a run of millions of gaps held up to
+        // twice them at a time): one per gap; the token view at most one more per request.
+        let streamed = || records.iter().filter(|r| is_completed(r) && r.first_token_us.is_some());
+        let gaps: usize = streamed().map(|r| r.token_events.gaps_us.len()).sum();
+        d.itl.reserve_exact(gaps);
+        d.itl_tokens.reserve_exact(gaps + streamed().count());
         for r in records {
             let t = RequestTimes::of(r);
             end_us = end_us.max(r.intended_us).max(t.last_known_us.or(r.dispatched_us).unwrap_or(0));
@@ -120,12 +127,14 @@ impl RunData {
             d.e2el.extend(t.e2el_us.map(us_to_ms));
             d.e2el_response.extend(t.response_e2el_us.map(us_to_ms));
             if r.first_token_us.is_some() {
-                d.itl.extend(r.token_events.gaps_us.iter().map(|&g| f64::from(g) / 1000.0));
+                d.itl.extend(r.token_events.gaps_us.iter().map(|&g| (f64::from(g) / 1000.0, 1)));
             }
             let mut tv = Vec::new();
             push_token_view_itls(r, &mut tv);
             d.itl_tokens.extend(tv.into_iter().map(|(v, n)| (v / 1000.0, n)));
         }
+        clean_and_sort(&mut d.itl);
+        clean_and_sort(&mut d.itl_tokens);
         d.by_send.sort_by(|a, b| a.0.total_cmp(&b.0));
         d.queue.sort_by(|a, b| a.0.total_cmp(&b.0));
         d.lateness.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -278,33 +287,44 @@ pub(crate) fn downsample(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
     idx.into_iter().filter_map(|i| points.get(i).copied()).collect()
 }
 
-/// Empirical CDF of weighted values as at most `max_points` `(value, percent ≤ value)` points.
-pub(crate) fn cdf(values: &[(f64, u64)], max_points: usize) -> Vec<(f64, f64)> {
-    let mut v: Vec<(f64, u64)> = values.iter().copied().filter(|(x, n)| x.is_finite() && *n > 0).collect();
-    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+/// Keeps the finite values of positive weight, sorted by value: what [`cdf_sorted`] and
+/// [`weighted_percentile_sorted`] take (sorted once, in place, for every use of a curve).
+pub(crate) fn clean_and_sort(v: &mut Vec<(f64, u64)>) {
+    v.retain(|(x, n)| x.is_finite() && *n > 0);
+    v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+}
+
+/// Empirical CDF of weighted values, already cleaned and sorted ([`clean_and_sort`]), each
+/// divided by `k` (the chart's unit), as at most `max_points` `(value, percent ≤ value)` points. The full curve is one point at the first value (0 %) and one per distinct
+/// value; `max_points` of them, evenly spaced by rank, are picked as it is walked (a curve of
+/// millions of gaps is not built whole first).
+pub(crate) fn cdf_sorted(v: &[(f64, u64)], k: f64, max_points: usize) -> Vec<(f64, f64)> {
     let total: u64 = v.iter().map(|p| p.1).sum();
+    let Some(&(x0, _)) = v.first() else { return Vec::new() };
     if total == 0 {
         return Vec::new();
     }
-    let mut full: Vec<(f64, f64)> = Vec::with_capacity(v.len() + 1);
-    if let Some(&(x, _)) = v.first() {
-        full.push((x, 0.0));
+    // The curve's points in order: the 0 % start, then each distinct value with its share.
+    let curve = || {
+        let mut acc = 0u64;
+        let groups = v.chunk_by(|a, b| a.0 / k == b.0 / k).map(move |g| {
+            acc += g.iter().map(|p| p.1).sum::<u64>();
+            (g[0].0 / k, acc as f64 * 100.0 / total as f64)
+        });
+        std::iter::once((x0 / k, 0.0)).chain(groups)
+    };
+    let n = curve().count();
+    if n <= max_points {
+        return curve().collect();
     }
-    let mut acc = 0u64;
-    for (x, n) in v {
-        acc += n;
-        let pct = acc as f64 * 100.0 / total as f64;
-        match full.last_mut() {
-            Some(last) if last.0 == x && last.1 > 0.0 => last.1 = pct,
-            _ => full.push((x, pct)),
+    let m = max_points.max(2);
+    let mut picks = (0..m).map(|j| j * (n - 1) / (m - 1)).peekable();
+    let mut out = Vec::with_capacity(m);
+    for (i, p) in curve().enumerate() {
+        while picks.next_if_eq(&i).is_some() {
+            out.push(p);
         }
     }
-    if full.len() <= max_points {
-        return full;
-    }
-    let n = full.len();
-    let m = max_points.max(2);
-    let mut out: Vec<(f64, f64)> = (0..m).filter_map(|k| full.get(k * (n - 1) / (m - 1)).copied()).collect();
     out.dedup_by(|a, b| a == b);
     out
 }
@@ -317,15 +337,20 @@ pub(crate) fn ones(values: &[f64]) -> Vec<(f64, u64)> {
 /// Weighted percentile `p` (0..=100) of `(value, count)` pairs: the smallest value whose
 /// cumulative share reaches `p` (nearest rank). `None` when empty.
 pub(crate) fn weighted_percentile(values: &[(f64, u64)], p: f64) -> Option<f64> {
-    let mut v: Vec<(f64, u64)> = values.iter().copied().filter(|(x, n)| x.is_finite() && *n > 0).collect();
-    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut v = values.to_vec();
+    clean_and_sort(&mut v);
+    weighted_percentile_sorted(&v, p)
+}
+
+/// [`weighted_percentile`] of values already cleaned and sorted ([`clean_and_sort`]).
+pub(crate) fn weighted_percentile_sorted(v: &[(f64, u64)], p: f64) -> Option<f64> {
     let total: u64 = v.iter().map(|x| x.1).sum();
     if total == 0 {
         return None;
     }
     let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
     let mut acc = 0u64;
-    for (x, n) in &v {
+    for (x, n) in v {
         acc += n;
         if acc >= rank {
             return Some(*x);
@@ -336,7 +361,10 @@ pub(crate) fn weighted_percentile(values: &[(f64, u64)], p: f64) -> Option<f64> 
 
 /// Histogram of weighted values over shared, increasing `edges` (any widths): percent of the
 /// weight per bin; values beyond the last edge go to the last bin, below the first to the first.
-pub(crate) fn histogram(values: &[(f64, u64)], edges: &[f64]) -> Vec<f64> {
+/// Histogram of weighted values, each divided by `k` (the chart's unit), over shared, increasing
+/// `edges` (any widths): percent of the weight per bin; values beyond the last edge go to the
+/// last bin, below the first to the first.
+pub(crate) fn histogram_scaled(values: &[(f64, u64)], k: f64, edges: &[f64]) -> Vec<f64> {
     let bins = edges.len().saturating_sub(1);
     let mut out = vec![0.0; bins];
     if bins == 0 {
@@ -344,7 +372,7 @@ pub(crate) fn histogram(values: &[(f64, u64)], edges: &[f64]) -> Vec<f64> {
     }
     let inner = edges.get(1..bins).unwrap_or_default();
     let mut total = 0u64;
-    for &(x, n) in values.iter().filter(|(x, _)| x.is_finite()) {
+    for (x, n) in values.iter().map(|&(x, n)| (x / k, n)).filter(|(x, _)| x.is_finite()) {
         // Bin k holds [edges[k], edges[k+1]); the count of inner edges ≤ x is k.
         let b = inner.partition_point(|&e| e <= x);
         if let Some(slot) = out.get_mut(b) {
@@ -453,6 +481,60 @@ mod tests {
         assert_eq!(a, downsample(&pts, 500));
         assert!(a.iter().any(|p| p.1 == 1e6));
         assert_eq!(downsample(&pts[..10], 500).len(), 10);
+    }
+
+    fn cdf(values: &[(f64, u64)], max_points: usize) -> Vec<(f64, f64)> {
+        let mut v = values.to_vec();
+        clean_and_sort(&mut v);
+        cdf_sorted(&v, 1.0, max_points)
+    }
+
+    fn histogram(values: &[(f64, u64)], edges: &[f64]) -> Vec<f64> {
+        histogram_scaled(values, 1.0, edges)
+    }
+
+    /// The CDF as it was built before it was picked while walked: the whole curve of scaled
+    /// values, then `max_points` of it by rank.
+    fn whole_curve_cdf(values: &[(f64, u64)], k: f64, max_points: usize) -> Vec<(f64, f64)> {
+        let mut v: Vec<(f64, u64)> =
+            values.iter().map(|&(x, n)| (x / k, n)).filter(|(x, n)| x.is_finite() && *n > 0).collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let total: u64 = v.iter().map(|p| p.1).sum();
+        let Some(&(x0, _)) = v.first() else { return Vec::new() };
+        let mut full = vec![(x0, 0.0)];
+        let mut acc = 0u64;
+        for (x, n) in v {
+            acc += n;
+            let pct = acc as f64 * 100.0 / total as f64;
+            match full.last_mut() {
+                Some(last) if last.0 == x && last.1 > 0.0 => last.1 = pct,
+                _ => full.push((x, pct)),
+            }
+        }
+        if full.len() <= max_points {
+            return full;
+        }
+        let (n, m) = (full.len(), max_points.max(2));
+        let mut out: Vec<(f64, f64)> =
+            (0..m).filter_map(|j| full.get(j * (n - 1) / (m - 1)).copied()).collect();
+        out.dedup_by(|a, b| a == b);
+        out
+    }
+
+    proptest::proptest! {
+        /// Pins the CDF picked while its curve is walked (no whole curve held: a run of
+        /// millions of gaps held it beside five copies of its samples) to the whole curve's picks.
+        #[test]
+        fn the_walked_cdf_picks_the_points_of_the_whole_curve(
+            xs in proptest::collection::vec((0u32..50, 0u64..4), 0..300),
+            k in proptest::sample::select(vec![1.0, 1000.0, 3.0]),
+            points in 1usize..40,
+        ) {
+            let values: Vec<(f64, u64)> = xs.iter().map(|&(x, n)| (f64::from(x) * 0.7, n)).collect();
+            let mut sorted = values.clone();
+            clean_and_sort(&mut sorted);
+            proptest::prop_assert_eq!(cdf_sorted(&sorted, k, points), whole_curve_cdf(&values, k, points));
+        }
     }
 
     #[test]

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::charts::{cdf_chart, Dist, Run};
+use std::borrow::Cow;
+
 use super::data::{ones, weighted_percentile};
 use super::svg::{AxisSpec, Chart, Kind, Series, Style};
 
@@ -14,8 +16,8 @@ fn ttfo_dist() -> Dist<'static> {
         id: "ttfo",
         metric: "TTFO",
         what: "requests",
-        primary: ("time to first visible output", |d| ones(&d.ttfo)),
-        secondary: ("TTFT (first token of any kind)", |d| ones(&d.ttft)),
+        primary: ("time to first visible output", |d| Cow::Owned(ones(&d.ttfo))),
+        secondary: ("TTFT (first token of any kind)", |d| Cow::Owned(ones(&d.ttft))),
         note: "Time to first visible output (first content token, after any reasoning or tool-call text) \
                of completed requests, from dispatch, beside the service-view TTFT. The gap between the \
                curves is the time the model spent before showing output.",

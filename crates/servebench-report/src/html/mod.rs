@@ -161,6 +161,10 @@ pub struct ReportRun {
     pub server_metrics: Option<ServerSeries>,
     /// Where `records` come from.
     pub source: RecordSource,
+    /// Run-level figures a result without records lacks
+    /// ([`crate::vllm_arrays::use_result_figures`]): its table shows "–" for them, not the 0
+    /// its metrics keep.
+    pub lacks: Vec<crate::result_keys::Headline>,
     /// The run's `--metric-percentiles`, which the tables that follow them show (the session
     /// trees'); [`DEFAULT_RUN_PERCENTILES`] when not known. Set with
     /// [`ReportRun::with_percentiles`].
@@ -187,6 +191,7 @@ impl ReportRun {
             dispatch_lateness_us: None,
             server_metrics: None,
             source: RecordSource::Records,
+            lacks: Vec::new(),
             percentiles: DEFAULT_RUN_PERCENTILES.to_vec(),
         }
     }

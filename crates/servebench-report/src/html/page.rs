@@ -10,6 +10,7 @@ use servebench_core::validity::Validity;
 
 use super::svg::{esc, render as render_chart, run_color, Chart};
 use super::{RecordSource, ReportRun};
+use crate::result_keys::Headline;
 use crate::server_summary::{GpuEnergy, GpuRow};
 
 /// The page style (`assets/report.css`, included at build time).
@@ -45,6 +46,12 @@ fn rate(m: &RunMetrics, v: f64) -> Option<f64> {
     (m.duration_s > 0.0).then_some(v)
 }
 
+/// A run-level figure `v` (`h` in a result), none when the run's result lacks it (a result
+/// without records keeps 0 in its metrics for it, vLLM's type: [`ReportRun::lacks`]).
+fn figure(r: &ReportRun, h: Headline, v: f64) -> Option<f64> {
+    (!r.lacks.contains(&h)).then_some(v)
+}
+
 /// Total tokens/s as the run's console and result JSON give it: a pooling run's is its input
 /// tokens/s by the server's count first ([`crate::sections::pooling::input_throughput`],
 /// docs/metrics.md "Pooling input tokens"), when its records are the source (a result without
@@ -54,7 +61,7 @@ fn total_tokens_per_s(r: &ReportRun) -> Option<f64> {
     if r.header.pooling && r.source == RecordSource::Records {
         return crate::sections::pooling::input_throughput(m).as_f64();
     }
-    rate(m, m.total_token_throughput)
+    figure(r, Headline::TotalTokenThroughput, m.total_token_throughput).and_then(|v| rate(m, v))
 }
 
 /// Summary table rows: group headers (`None` getter) and metric rows.
@@ -65,16 +72,47 @@ const ROWS: &[(&str, Option<Row>)] = &[
     ("cancelled", Some((|r| Some(r.metrics.cancelled as f64), 0, Better::Lower))),
     ("duration (s)", Some((|r| rate(&r.metrics, r.metrics.duration_s), 2, Better::Neither))),
     ("Throughput", None),
-    ("requests/s", Some((|r| rate(&r.metrics, r.metrics.request_throughput), 2, Better::Higher))),
-    ("output tokens/s", Some((|r| rate(&r.metrics, r.metrics.output_throughput), 1, Better::Higher))),
+    (
+        "requests/s",
+        Some((
+            |r| {
+                figure(r, Headline::RequestThroughput, r.metrics.request_throughput)
+                    .and_then(|v| rate(&r.metrics, v))
+            },
+            2,
+            Better::Higher,
+        )),
+    ),
+    (
+        "output tokens/s",
+        Some((
+            |r| {
+                figure(r, Headline::OutputThroughput, r.metrics.output_throughput)
+                    .and_then(|v| rate(&r.metrics, v))
+            },
+            1,
+            Better::Higher,
+        )),
+    ),
     ("total tokens/s", Some((total_tokens_per_s, 1, Better::Higher))),
     (
         "peak output tokens/s (1-s window)",
-        Some((|r| rate(&r.metrics, r.metrics.max_output_tokens_per_s), 1, Better::Higher)),
+        Some((
+            |r| {
+                figure(r, Headline::MaxOutputTokensPerS, r.metrics.max_output_tokens_per_s)
+                    .and_then(|v| rate(&r.metrics, v))
+            },
+            1,
+            Better::Higher,
+        )),
     ),
     (
         "peak requests in flight",
-        Some((|r| Some(r.metrics.max_concurrent_requests as f64), 0, Better::Neither)),
+        Some((
+            |r| figure(r, Headline::MaxConcurrentRequests, r.metrics.max_concurrent_requests as f64),
+            0,
+            Better::Neither,
+        )),
     ),
     (
         "goodput (req/s)",

@@ -344,3 +344,35 @@ fn pooling_total_tokens_per_s_is_the_server_counted_input_rate() {
         serde_json::from_value(serde_json::json!({"backend": "openai-chat", "completed": 1})).unwrap();
     assert!(!ReportHeader::from_result(&doc).pooling);
 }
+
+/// Pins a result without records whose file lacks run-level keys (an older vLLM result has no
+/// `max_output_tokens_per_s` or `max_concurrent_requests`; a pooling result no
+/// `output_throughput`): those rows are "–", no data, not the 0 its metrics keep for vLLM's type.
+#[test]
+fn a_result_without_records_shows_the_figures_it_lacks_as_no_data_not_zero() {
+    let doc: crate::document::ResultDocument = serde_json::from_value(serde_json::json!({
+        "backend": "vllm", "completed": 10, "failed": 0, "duration": 5.0,
+        "request_throughput": 2.0, "total_token_throughput": 300.0, "mean_ttft_ms": 12.5,
+    }))
+    .unwrap();
+    let mut run = ReportRun::new("old", ReportHeader::from_result(&doc), vec![], vec![]);
+    run.source = RecordSource::SummaryOnly;
+    run.lacks = crate::vllm_arrays::use_result_figures(&mut run.metrics, &doc.metrics);
+    const LACKING: [&str; 3] =
+        ["output tokens/s", "peak output tokens/s (1-s window)", "peak requests in flight"];
+    let alone = html_report(std::slice::from_ref(&run));
+    assert_eq!(summary_cell(&alone, "requests/s"), "2.00");
+    assert_eq!(summary_cell(&alone, "total tokens/s"), "300.0");
+    for lacking in LACKING {
+        assert!(
+            !alone.contains(&format!("<tr><td>{lacking}</td>")),
+            "{lacking}: a row without data for any run"
+        );
+    }
+    // Beside a run that has them, its cells are "–".
+    let with_records = ReportRun::new("new", header("new"), fixture_records(3, 40, 1.0), vec![]);
+    let both = html_report(&[run, with_records]);
+    for lacking in LACKING {
+        assert_eq!(summary_cell(&both, lacking), "–", "{lacking}");
+    }
+}

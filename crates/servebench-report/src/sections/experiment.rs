@@ -60,7 +60,7 @@ pub fn summary_row(p: &PointFigures<'_>, extra_percentiles: &[f64]) -> SummaryRo
         ),
         ("request_goodput".to_owned(), m.request_goodput.and_then(rate)),
         ("ss_request_throughput".to_owned(), steady.map(|s| s.request_throughput)),
-        ("ss_output_throughput".to_owned(), steady.filter(|_| !p.pooling).map(|s| s.output_throughput)),
+        ("ss_output_throughput".to_owned(), steady.and_then(|s| s.output_throughput)),
         ("median_ttft_ms".to_owned(), has(&m.ttft, m.ttft.median)),
         ("median_tpot_ms".to_owned(), has(&m.tpot, m.tpot.median)),
     ];

@@ -112,7 +112,10 @@ pub fn steady_state_block(steady: &Steady) -> String {
     );
     row(&mut out, "Requests completed in window:", s.requests_completed_in_window.to_string());
     row(&mut out, "Request throughput (req/s):", format!("{:.2}", s.request_throughput));
-    row(&mut out, "Output token throughput (tok/s):", format!("{:.2}", s.output_throughput));
+    // A pooling run generates no output: its block has no output row, as its headline has none.
+    if let Some(output) = s.output_throughput {
+        row(&mut out, "Output token throughput (tok/s):", format!("{output:.2}"));
+    }
     row(&mut out, "Total token throughput (tok/s):", format!("{:.2}", s.total_token_throughput));
     let ms = |count: usize, v: f64| if count > 0 { format!("{v:.2}") } else { "n/a".into() };
     for (m, sum) in &s.metrics {

@@ -46,6 +46,7 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         ),
         source: None,
     })?;
+    drop(text);
     let records = records_beside(path, result.records_file.as_deref());
     if records.exists() {
         return read_report_records(&records, Some(result));
@@ -57,6 +58,9 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         Some(a) => (a.records, RecordSource::DetailedArrays { timed: a.timed }),
         None => (Vec::new(), RecordSource::SummaryOnly),
     };
+    // The records are the arrays from here on: not held twice for the rest of the report.
+    let mut result = result;
+    result.detailed = Default::default();
     Ok(ReportInput {
         records_path: path.to_path_buf(),
         records,
@@ -124,20 +128,7 @@ fn starts_records_file(text: &str) -> bool {
 fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<ReportInput, BenchError> {
     let file = read_records_file(path)?;
     let planned = file.shard_header.as_ref().map(|h| h.shard_requests);
-    let unaccounted =
-        unaccounted_requests(&file.records, planned).map_err(|d| BenchError::RecordsFileMalformed {
-            file: path.display().to_string(),
-            problem: format!(
-                "request {} has more than one record (records #{} and #{} of the file): the records of \
-             several runs concatenated, or a file appended to itself, would be counted twice; pass each \
-             run's records file as its own input (servebench report a.records.jsonl b.records.jsonl), \
-             or combine the shards of one sharded run with servebench merge",
-                d.index,
-                d.first + 1,
-                d.second + 1
-            ),
-            source: None,
-        })?;
+    let unaccounted = checked_unaccounted(path, &file.records, planned)?;
     Ok(ReportInput {
         records_path: path.to_path_buf(),
         records: file.records,
@@ -145,6 +136,28 @@ fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<Re
         result,
         source: RecordSource::Records,
         unaccounted,
+    })
+}
+
+/// [`unaccounted_requests`] of the records file at `path`, and its duplicate index as the error
+/// (SB208) that `report` and `compare` give.
+fn checked_unaccounted(
+    path: &Path,
+    records: &[RequestRecord],
+    planned: Option<u64>,
+) -> Result<u64, BenchError> {
+    unaccounted_requests(records, planned).map_err(|d| BenchError::RecordsFileMalformed {
+        file: path.display().to_string(),
+        problem: format!(
+            "request {} has more than one record (records #{} and #{} of the file): the records of \
+             several runs concatenated, or a file appended to itself, would be counted twice; pass each \
+             run's records file as its own input (servebench report a.records.jsonl b.records.jsonl), \
+             or combine the shards of one sharded run with servebench merge",
+            d.index,
+            d.first + 1,
+            d.second + 1
+        ),
+        source: None,
     })
 }
 
@@ -221,7 +234,11 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
             let doc = *doc;
             let records = records_beside(path, doc.records_file.as_deref());
             let per_request = if records.exists() {
-                per_request_from_records(&read_records(&records)?.0)
+                // Two records of one request (runs concatenated) would run compare's tests on
+                // requests counted twice: refused, as `report` refuses them.
+                let (recs, _) = read_records(&records)?;
+                checked_unaccounted(&records, &recs, None)?;
+                per_request_from_records(&recs)
             } else {
                 refuse_mismatched_arrays(path, &doc)?;
                 per_request_from_arrays(&doc.detailed)
@@ -359,6 +376,25 @@ mod tests {
         let rec = |i| RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
         let recs: Vec<_> = [5, 0, 1, 5, 0].into_iter().map(rec).collect();
         assert_eq!(unaccounted_requests(&recs, None), Err(DuplicateRecord { index: 5, first: 0, second: 3 }));
+    }
+
+    /// Pins `compare` refusing the records beside a result when they hold two records of one
+    /// request, as `report` does: its per-request tests ran on requests counted twice.
+    #[test]
+    fn compare_refuses_a_result_whose_records_beside_it_repeat_a_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let result = dir.path().join("run.json");
+        std::fs::write(&result, r#"{"model_id": "m", "completed": 3, "duration": 1.0}"#).unwrap();
+        let beside = dir.path().join("run.json.records.jsonl");
+        write_streamed_jsonl(&beside, 3);
+        assert!(load_compare_input(&result).is_ok());
+        let text = std::fs::read_to_string(&beside).unwrap();
+        std::fs::write(&beside, format!("{text}{text}")).unwrap();
+        let e = load_compare_input(&result).unwrap_err();
+        assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
+        let msg = e.to_string();
+        assert!(msg.starts_with(&beside.display().to_string()), "{msg}");
+        assert!(msg.contains("request 0 has more than one record"), "{msg}");
     }
 
     #[test]

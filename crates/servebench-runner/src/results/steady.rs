@@ -65,7 +65,7 @@ pub fn steady_state_with(
             min_window_s: options.min_window_s,
             percentiles: percentiles.to_vec(),
             selected: selected.to_vec(),
-            server_input_first: pooling,
+            pooling,
         },
     ))
 }

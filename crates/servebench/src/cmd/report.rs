@@ -5,11 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use servebench_core::metrics::{RunMetrics, Slo};
 use servebench_core::{BenchError, RequestRecord};
-use servebench_report::document::ExperimentDocument;
 use servebench_report::document::Metrics;
+use servebench_report::document::{ExperimentDocument, JsonFile};
 use servebench_report::html::{
     dataset_stats_report, html_report, request_lens, sweep_report, RecordSource, ReportHeader, ReportRun,
     ServerSeries,
@@ -93,7 +92,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         run.server_metrics = input.result.as_ref().and_then(ServerSeries::from_result);
         run.source = input.source;
         if let (true, Some(result)) = (input.source != RecordSource::Records, &input.result) {
-            use_result_figures(&mut run.metrics, &result.metrics);
+            run.lacks = use_result_figures(&mut run.metrics, &result.metrics);
             if input.source == RecordSource::SummaryOnly {
                 run.header.config.extend(result_rows(&result.metrics));
             }
@@ -134,8 +133,7 @@ fn result_rows(m: &Metrics) -> Vec<(String, String)> {
 
 /// The experiment document (sweep, search, multi-run JSON) at `path`, when it is one.
 fn read_experiment(path: &Path) -> Option<ExperimentDocument> {
-    let text = std::fs::read_to_string(path).ok()?;
-    ExperimentDocument::of(&serde_json::from_str::<Value>(&text).ok()?)
+    JsonFile::experiment(&std::fs::read_to_string(path).ok()?)
 }
 
 /// `servebench report SWEEP.json -o report.html`: the throughput–latency report of one experiment

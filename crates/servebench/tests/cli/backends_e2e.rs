@@ -98,6 +98,23 @@ fn pooling_backends_print_the_reduced_block_and_write_pooling_json() {
     }
 }
 
+/// Pins the steady-state window of a pooling run: no output throughput (null in the JSON, no
+/// console row), where it showed 0.00 beside a headline that has none; its total is its input.
+#[test]
+fn a_pooling_runs_steady_state_has_no_output_throughput() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, j, _) = run(dir.path(), "openai-embeddings", &["--num-prompts", "48"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ss = &j["steady_state"];
+    assert!(ss.is_object(), "48 requests in a closed loop at 4 have a window: {ss}");
+    assert!(ss["output_throughput"].is_null(), "{ss}");
+    assert_eq!(ss["total_token_throughput"], ss["input_throughput"]);
+    assert!(
+        stdout.contains("Steady-State Metrics") && !stdout.contains("Output token throughput"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn batched_embeddings_send_lists() {
     let dir = tempfile::tempdir().unwrap();

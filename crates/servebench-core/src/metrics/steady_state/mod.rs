@@ -45,10 +45,11 @@ pub struct SteadyStateConfig {
     pub percentiles: Vec<f64>,
     /// Metrics to summarise (`--percentile-metrics`).
     pub selected: Vec<MetricName>,
-    /// Input tokens as the server counted them first (`usage.prompt_tokens`, else the client's
-    /// count): a pooling run's headline input throughput is counted so (docs/metrics.md,
-    /// "Pooling input tokens"), and its window's must agree.
-    pub server_input_first: bool,
+    /// A pooling run (embeddings, scoring, …): its input tokens are counted as the server
+    /// counted them first (`usage.prompt_tokens`, else the client's count), as its headline
+    /// input throughput is (docs/metrics.md, "Pooling input tokens"), and it generates no
+    /// output, so the window has no output throughput (`None`, not 0).
+    pub pooling: bool,
 }
 
 /// The steady-state window and the metrics over it. Times are seconds from the first dispatch.
@@ -82,7 +83,8 @@ pub struct SteadyState {
     pub in_flight_mean: f64,
     pub request_throughput: f64,
     pub input_throughput: f64,
-    pub output_throughput: f64,
+    /// `None` for a pooling run, which generates no output tokens.
+    pub output_throughput: Option<f64>,
     pub total_token_throughput: f64,
     /// Selected metrics over completed requests started in the window, ms (`count` 0 = no data).
     pub metrics: Vec<(MetricName, Summary)>,
@@ -204,14 +206,14 @@ fn over_window(
     let started: Vec<&RequestRecord> =
         records.iter().filter(|r| is_completed(r) && r.dispatched_us.is_some_and(in_window)).collect();
     let completed_in = done_iv.iter().filter(|i| in_window(i.1)).count() as u64;
-    let input_tokens = |r: &RequestRecord| match cfg.server_input_first {
+    let input_tokens = |r: &RequestRecord| match cfg.pooling {
         true => r.server_prompt_tokens.unwrap_or(r.prompt_tokens),
         false => r.prompt_tokens,
     };
     let input: u64 = started.iter().map(|r| u64::from(input_tokens(r))).sum();
     let output: f64 = records
         .iter()
-        .filter(|r| is_completed(r))
+        .filter(|r| !cfg.pooling && is_completed(r))
         .flat_map(|r| token_event_times(r).into_iter().zip(token_event_weights(r)))
         .filter(|(t, _)| in_window(*t))
         .fold(0.0, |a, (_, w)| a + w);
@@ -238,7 +240,7 @@ fn over_window(
         in_flight_mean: flow::mean_level(&steps, w.start, w.end),
         request_throughput: rate(completed_in as f64),
         input_throughput: rate(input as f64),
-        output_throughput: rate(output),
+        output_throughput: (!cfg.pooling).then(|| rate(output)),
         total_token_throughput: rate(input as f64 + output),
         metrics: window_metrics(&started, cfg),
     }

@@ -52,7 +52,7 @@ fn cfg(mode: LoadMode) -> SteadyStateConfig {
         min_window_s: None,
         percentiles: vec![50.0, 99.0],
         selected: vec![MetricName::Ttft, MetricName::E2el],
-        server_input_first: false,
+        pooling: false,
     }
 }
 
@@ -76,7 +76,7 @@ fn closed_loop_window_excludes_ramp_up_and_drain() {
     assert!(approx(s.request_throughput, 4.0) && approx(s.in_flight_mean, 4.0), "{s:?}");
     // Tokens: 10 per request; the 4 dispatched at 3 s land their last at 4 s (in), the 4
     // dispatched at 18 s theirs at 19 s (out): 600 tokens in 15 s.
-    assert!(approx(s.output_throughput, 40.0), "{}", s.output_throughput);
+    assert!(approx(s.output_throughput.unwrap(), 40.0), "{:?}", s.output_throughput);
     assert!(approx(s.input_throughput, 40.0), "{}", s.input_throughput);
     let (m, ttft) = &s.metrics[0];
     assert_eq!(*m, MetricName::Ttft);
@@ -87,8 +87,11 @@ fn closed_loop_window_excludes_ramp_up_and_drain() {
     // count first): 10 client-counted tokens a request, 12 by the server's count.
     let served: Vec<RequestRecord> =
         recs.iter().cloned().map(|mut r| (r.server_prompt_tokens = Some(r.prompt_tokens + 2), r).1).collect();
-    let pooled = steady_state(&served, &SteadyStateConfig { server_input_first: true, ..c.clone() }).unwrap();
+    let pooled = steady_state(&served, &SteadyStateConfig { pooling: true, ..c.clone() }).unwrap();
     assert!(approx(pooled.input_throughput, 48.0), "{}", pooled.input_throughput);
+    // …and having no output throughput (null, not 0.00), its total is its input.
+    assert_eq!(pooled.output_throughput, None);
+    assert!(approx(pooled.total_token_throughput, 48.0), "{}", pooled.total_token_throughput);
     assert!(approx(steady_state(&served, &c).unwrap().input_throughput, 40.0));
 }
 
@@ -116,7 +119,7 @@ fn closed_loop_window_counts_whole_turnovers_so_request_and_token_throughput_agr
     // Tokens: waves 1 and 2 emit all of theirs inside the window, waves 0 and 3 none of theirs
     // (wave 0's last tokens land 97 µs before their ends, wave 3's first 50 ms after dispatch):
     // 3200 tokens in 2.04 s, 100 × the request throughput.
-    assert!(approx(s.output_throughput, 100.0 * capacity), "{}", s.output_throughput);
+    assert!(approx(s.output_throughput.unwrap(), 100.0 * capacity), "{:?}", s.output_throughput);
 }
 
 #[test]
@@ -164,7 +167,7 @@ fn closed_loop_end_at_the_opening_refill_instant_is_before_the_window() {
     // ends of requests 1..=6 and their 60 tokens are inside.
     assert!(approx(s.start_s, 0.2) && approx(s.end_s, 1.407946), "{s:?}");
     assert_eq!(s.requests_completed_in_window, 6);
-    assert!(approx(s.request_throughput * 10.0, s.output_throughput), "{s:?}");
+    assert!(approx(s.request_throughput * 10.0, s.output_throughput.unwrap()), "{s:?}");
     assert!(approx(s.arrival_rate, s.completion_rate), "{s:?}");
 }
 
@@ -415,8 +418,9 @@ mod properties {
             let m = s.requests_completed_in_window as f64 / c as f64;
             let per_request = s.request_throughput * f64::from(tokens);
             prop_assert!(m >= 1.0, "{m} turnovers");
-            prop_assert!((per_request - s.output_throughput).abs() <= s.output_throughput / m,
-                "{} req/s × {tokens} vs {} tok/s over {m} turnovers", s.request_throughput, s.output_throughput);
+            let output = s.output_throughput.unwrap();
+            prop_assert!((per_request - output).abs() <= output / m,
+                "{} req/s × {tokens} vs {} tok/s over {m} turnovers", s.request_throughput, output);
             // Arrivals − completions is the change in flight between the two boundary instants:
             // 0 when both are refills; a boundary that fell back to an end (the next end came
             // before its slot was handed on) is one short of the cap, so ± 1 per such boundary.
