@@ -60,6 +60,42 @@ pub fn is_sensitive_header(name: &str) -> bool {
 /// What a redacted secret is replaced with.
 pub const REDACTED: &str = "<redacted>";
 
+/// A URL as a user may have typed it (valid or not), for messages and files: the password of
+/// its userinfo (`http://user:pw@host`) and the values of query parameters whose names carry a
+/// secret (`?api-key=…`, by [`is_sensitive_header`]'s rule) are replaced with [`REDACTED`].
+/// Text without `://` is returned as is.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rfind('@') {
+        Some(at) => {
+            let user = authority[..at].split(':').next().unwrap_or("");
+            format!("{user}:{REDACTED}@{}", &authority[at + 1..])
+        }
+        None => authority.to_owned(),
+    };
+    format!("{scheme}://{authority}{}", redact_query(tail))
+}
+
+/// `tail` (path, query, fragment) with the values of secret-named query parameters redacted.
+fn redact_query(tail: &str) -> String {
+    let Some((path, query)) = tail.split_once('?') else { return tail.to_owned() };
+    let (query, fragment) = match query.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (query, None),
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((name, _)) if is_sensitive_header(name) => format!("{name}={REDACTED}"),
+            _ => p.to_owned(),
+        })
+        .collect();
+    let fragment = fragment.map(|f| format!("#{f}")).unwrap_or_default();
+    format!("{path}?{}{fragment}", params.join("&"))
+}
+
 /// Secrets shorter than this are not searched for in text: replacing a one- or two-character
 /// value everywhere would destroy every message while hiding nothing a reader could not guess.
 pub const MIN_REDACTED_CHARS: usize = 4;
@@ -318,6 +354,26 @@ fn replace_bytes(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pins URLs in messages and files: a password in the userinfo and a secret-named query
+    /// parameter are redacted, valid URL or not (an invalid `--base-url` was echoed whole).
+    #[test]
+    fn urls_lose_their_passwords_and_secret_query_values() {
+        assert_eq!(redact_url("http://u:pw@h:1/v1"), "http://u:<redacted>@h:1/v1");
+        assert_eq!(
+            redact_url("http://user:SECRETpw@127.0.0.1:99999/"),
+            "http://user:<redacted>@127.0.0.1:99999/"
+        );
+        assert_eq!(redact_url("http://u:SECRET@[::1"), "http://u:<redacted>@[::1");
+        assert_eq!(redact_url("http://h:1/v1"), "http://h:1/v1");
+        assert_eq!(redact_url("h:1"), "h:1");
+        assert_eq!(
+            redact_url("https://h/v1?api-key=qsSECRET&model=m&Token=t#frag"),
+            "https://h/v1?api-key=<redacted>&model=m&Token=<redacted>#frag"
+        );
+        assert_eq!(redact_url("http://u:p@h?x=1"), "http://u:<redacted>@h?x=1");
+        assert_eq!(redact_url("http://h/a@b"), "http://h/a@b", "an @ in the path is no userinfo");
+    }
 
     #[test]
     fn credential_header_names_are_sensitive_and_others_not() {

@@ -204,7 +204,7 @@ impl HttpClient {
         let url = Url::parse(opts.base_url.trim()).map_err(|e| {
             BenchError::config(
                 "--base-url",
-                format!("'{}' is not a URL ({e})", opts.base_url),
+                format!("'{}' is not a URL ({e})", servebench_core::secret::redact_url(&opts.base_url)),
                 "use http://host:port",
             )
         })?;
@@ -391,7 +391,9 @@ impl HttpClient {
         let invalid =
             |problem: String| BenchError::config("--endpoint", problem, "use a path like /v1/completions");
         let path = if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
-            let u = Url::parse(endpoint).map_err(|e| invalid(format!("'{endpoint}' is not a URL ({e})")))?;
+            let u = Url::parse(endpoint).map_err(|e| {
+                invalid(format!("'{}' is not a URL ({e})", servebench_core::secret::redact_url(endpoint)))
+            })?;
             let host = match u.host() {
                 Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
                 Some(h) => h.to_string(),

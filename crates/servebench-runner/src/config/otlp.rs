@@ -37,7 +37,7 @@ impl OtlpConfig {
 pub fn check_endpoint(source_name: &str, endpoint: &str) -> Result<String, BenchError> {
     let bad = |problem: &str| BenchError::OtlpEndpointInvalid {
         source_name: source_name.to_owned(),
-        endpoint: endpoint.to_owned(),
+        endpoint: servebench_core::secret::redact_url(endpoint),
         problem: problem.to_owned(),
     };
     let uri: http::Uri = endpoint.trim().parse().map_err(|_| bad("is not a URL"))?;

@@ -80,5 +80,8 @@ async fn send(cfg: &super::OtlpConfig, scope: ExportScope<'_>) -> ExportLine {
 /// Without the `otel` feature `--otlp` is refused at validation (SB166), so this never runs.
 #[cfg(not(feature = "otel"))]
 async fn send(cfg: &super::OtlpConfig, _scope: ExportScope<'_>) -> ExportLine {
-    Err(servebench_core::BenchError::OtlpNotBuilt { flag: format!("--otlp ({})", cfg.endpoint) }.to_string())
+    Err(servebench_core::BenchError::OtlpNotBuilt {
+        flag: format!("--otlp ({})", servebench_core::secret::redact_url(&cfg.endpoint)),
+    }
+    .to_string())
 }

@@ -39,7 +39,10 @@ fn resource(cfg: &OtlpConfig) -> Resource {
 /// runtime (the HTTP client, `OtlpHttp`, is hyper's). Errors are SB165 (the caller warns; the result files
 /// are already written).
 pub async fn export(cfg: &OtlpConfig, scope: &ExportScope<'_>) -> Result<ExportReport, BenchError> {
-    let failed = |detail: String| BenchError::OtlpExportFailed { endpoint: cfg.endpoint.clone(), detail };
+    let failed = |detail: String| BenchError::OtlpExportFailed {
+        endpoint: servebench_core::secret::redact_url(&cfg.endpoint),
+        detail,
+    };
     let resource = resource(cfg);
     let spans = send_spans(cfg, scope, &resource).await.map_err(failed)?;
     send_metrics(cfg, scope, resource).await.map_err(failed)?;

@@ -79,19 +79,7 @@ pub fn redact(long: &str, value: &str) -> String {
             }
         }
     }
-    redact_url_password(value)
-}
-
-fn redact_url_password(value: &str) -> String {
-    let Some((scheme, rest)) = value.split_once("://") else { return value.to_string() };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => {
-            let user = rest[..at].split(':').next().unwrap_or("");
-            format!("{scheme}://{user}:<redacted>@{}", &rest[at + 1..])
-        }
-        None => value.to_string(),
-    }
+    servebench_core::secret::redact_url(value)
 }
 
 #[cfg(test)]

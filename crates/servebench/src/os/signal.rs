@@ -51,6 +51,30 @@ struct StopSignals {
     int: tokio::signal::unix::Signal,
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
+    echoes: Echoes,
+}
+
+/// Signals this close after the last one taken are one stop, not another: `timeout -s INT`
+/// (coreutils) signals its child and then its own process group, the child included, so a CI
+/// job's one stop arrived twice within microseconds and read as "Ctrl-C again" (2 runs in 9
+/// lost their result). A person pressing Ctrl-C twice is 10 times slower.
+const ECHO_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// When the last signal was taken, to tell an echo of it ([`ECHO_WINDOW`]) from a new one.
+#[derive(Debug, Default)]
+struct Echoes {
+    last_taken: Option<std::time::Instant>,
+}
+
+impl Echoes {
+    /// Whether a signal arriving at `now` is a new stop (then taken), not an echo of the last.
+    fn take(&mut self, now: std::time::Instant) -> bool {
+        if self.last_taken.is_some_and(|t| now.saturating_duration_since(t) < ECHO_WINDOW) {
+            return false;
+        }
+        self.last_taken = Some(now);
+        true
+    }
 }
 
 impl StopSignals {
@@ -61,22 +85,27 @@ impl StopSignals {
             Ok(StopSignals {
                 int: signal(SignalKind::interrupt()).context("listening for Ctrl-C")?,
                 term: signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+                echoes: Echoes::default(),
             })
         }
         #[cfg(not(unix))]
-        Ok(StopSignals {})
+        Ok(StopSignals { echoes: Echoes::default() })
     }
 
-    /// The next Ctrl-C or SIGTERM.
+    /// The next Ctrl-C or SIGTERM that is not an echo of the last one taken ([`ECHO_WINDOW`]).
     async fn next(&mut self) -> anyhow::Result<()> {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
+        loop {
+            #[cfg(unix)]
+            tokio::select! {
+                _ = self.int.recv() => {}
+                _ = self.term.recv() => {}
+            }
+            #[cfg(not(unix))]
+            tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+            if self.echoes.take(std::time::Instant::now()) {
+                return Ok(());
+            }
         }
-        #[cfg(not(unix))]
-        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
-        Ok(())
     }
 }
 
@@ -137,4 +166,24 @@ pub fn stop_on_signal(stop: CancellationToken, message: String, later: LaterSign
             std::process::exit(INTERRUPTED_EXIT_CODE.into());
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Pins one stop signalled twice within microseconds (`timeout -s INT` signals the child,
+    /// then its process group) being one stop: the second had read as "Ctrl-C again".
+    #[test]
+    fn a_signal_within_the_echo_window_of_the_last_is_the_same_stop() {
+        let mut echoes = Echoes::default();
+        let t0 = Instant::now();
+        assert!(echoes.take(t0), "the first signal is a stop");
+        assert!(!echoes.take(t0 + Duration::from_micros(30)), "timeout's second copy");
+        assert!(!echoes.take(t0 + ECHO_WINDOW - Duration::from_millis(1)));
+        assert!(echoes.take(t0 + ECHO_WINDOW), "a second Ctrl-C, pressed");
+        assert!(!echoes.take(t0 + ECHO_WINDOW + Duration::from_millis(5)));
+        assert!(echoes.take(t0 + ECHO_WINDOW * 3), "a third");
+    }
 }

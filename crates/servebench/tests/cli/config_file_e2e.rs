@@ -321,3 +321,23 @@ fn a_result_without_a_recorded_config_is_sb135() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).starts_with("error[SB135]"), "{}", text(&out.stderr));
 }
+
+/// Pins URLs in error messages: an invalid `--base-url`, `--endpoint` or config-file `base-url`
+/// and a failed OTLP export echoed the URL whole, password included.
+#[test]
+fn urls_with_credentials_are_redacted_in_error_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(dir.path(), "c.toml", "base-url = \"http://u:SECRET-cfg-1@[::1\"\n");
+    let runs: [&[&str]; 3] = [
+        &["--base-url", "http://user:SECRET-flag-2@127.0.0.1:99999/"],
+        &["--base-url", "http://127.0.0.1:1", "--endpoint", "http://u:SECRET-ep-3@127.0.0.1:1/x y"],
+        &["--config", cfg.to_str().unwrap()],
+    ];
+    for args in runs {
+        let out = servebench(dir.path(), args);
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(!out.status.success() && !all.contains("SECRET"), "{args:?}: {all}");
+    }
+    let out = servebench(dir.path(), &["--base-url", "http://user:SECRET-flag-4@127.0.0.1:99999/"]);
+    assert!(text(&out.stderr).contains("'http://user:<redacted>@127.0.0.1:99999' is not a URL"));
+}

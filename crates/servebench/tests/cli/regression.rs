@@ -503,6 +503,55 @@ fn second_ctrl_c_in_an_experiment_still_writes_its_document() {
     assert_eq!(runs[0]["result"]["completed"], 1);
 }
 
+/// Pins one stop signalled twice at once (`timeout -s INT` signals its child, then its process
+/// group, the child included) being one Ctrl-C, not two: the second copy had cancelled the
+/// requests in flight (or, in 2 runs of 9 under `timeout`, exited without a result). The run
+/// goes on draining; a Ctrl-C pressed later is the second.
+#[cfg(unix)]
+#[test]
+fn a_stop_signalled_twice_at_once_is_one_ctrl_c() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let server = servebench_testkit::script::in_background(|| {
+        servebench_testkit::script::serve_by_request(first_answered_rest_hang)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let tok = crate::support::tokenizer();
+    let mut child = crate::support::bin()
+        .current_dir(dir.path())
+        .args(["--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--model", "m"])
+        .args(["--base-url", &server.base_url(), "--tokenizer", tok.to_str().unwrap()])
+        .args(["--skip-tokenize-verification", "--disable-tqdm", "--num-prompts", "10"])
+        .args(["--max-concurrency", "4", "--random-input-len", "16", "--random-output-len", "8"])
+        .args(["--on-interrupt", "drain", "--save-result", "--result-filename", "run.json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen_posts = || server.requests().iter().filter(|r| r.starts_with("POST /v1/chat")).count();
+    while seen_posts() < 4 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
+    servebench_testkit::cli::interrupt(&child);
+    servebench_testkit::cli::interrupt(&child);
+    let mut seen: Vec<String> =
+        rx.iter().take_while(|l| !l.starts_with("Interrupted: sending nothing new")).collect();
+    // Draining requests the server never answers: still running, nothing cancelled yet.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    seen.extend(rx.try_iter());
+    assert!(child.try_wait().unwrap().is_none(), "the copy was taken as a second Ctrl-C: {seen:?}");
+    assert!(!seen.iter().any(|l| l.contains("Interrupted again")), "{seen:?}");
+    servebench_testkit::cli::interrupt(&child);
+    let status = child.wait().unwrap();
+    seen.extend(rx.iter());
+    assert_eq!(status.code(), Some(130), "{seen:?}");
+    assert_eq!(seen.iter().filter(|l| l.starts_with("Interrupted again: cancelling")).count(), 1, "{seen:?}");
+    assert!(dir.path().join("run.json").exists(), "{seen:?}");
+}
+
 /// Interrupts `child` (its stderr piped), waits for the line starting with `first_said` (the
 /// first interrupt was taken), interrupts it again and waits for it: its exit code and stderr.
 #[cfg(unix)]
@@ -519,6 +568,9 @@ fn interrupt_twice(child: &mut std::process::Child, first_said: &str) -> (Option
             break;
         }
     }
+    // A second Ctrl-C as a person presses it: signals within 100 ms of the first are one stop
+    // signalled twice (`a_stop_signalled_twice_at_once_is_one_ctrl_c`).
+    std::thread::sleep(std::time::Duration::from_millis(250));
     servebench_testkit::cli::interrupt(child);
     let status = child.wait().unwrap();
     seen.extend(rx.iter());
