@@ -232,7 +232,7 @@ pub fn write_timeline(
     records: &[RequestRecord],
     thresholds_ms: (f64, f64),
 ) -> anyhow::Result<()> {
-    let path = result_path.with_extension("timeline.html");
+    let path = timeline_path(result_path);
     let about = vec![
         ("model".to_string(), info.model_id.clone()),
         ("backend".to_string(), info.backend.clone()),
@@ -245,6 +245,11 @@ pub fn write_timeline(
     write_text(&path, &page)?;
     outln!("Timeline: {}", path.display());
     Ok(())
+}
+
+/// `<result>.timeline.html` (`--plot-timeline`): the result path with its extension replaced.
+pub fn timeline_path(result_path: &Path) -> PathBuf {
+    result_path.with_extension("timeline.html")
 }
 
 /// `<result>.dataset_stats.html`: the result path with its extension replaced.

@@ -1,5 +1,6 @@
 //! No output may overwrite an input or another output (SB120): the result, its records file,
-//! `--records`, `--csv` and `--html-report` are compared with `--dataset-path` (datasets and
+//! the `--plot-timeline` and `--plot-dataset-stats` pages beside it, `--records`, `--csv` and
+//! `--html-report` are compared with `--dataset-path` (datasets and
 //! traces), a `--tokenizer` / `--sim-tokenizer` file and each other, after resolving symbolic
 //! links and `.`/`..` — before anything is written.
 
@@ -79,6 +80,13 @@ pub(crate) fn outputs(
                 let r =
                     servebench_runner::results::paths::records_path_for_doc(&result, output.append_result);
                 v.push(("the records file".to_owned(), r));
+            }
+            // The pages written beside the result (their names follow the result's).
+            if output.timeline_itl_ms.is_some() {
+                v.push(("--plot-timeline".to_owned(), crate::cmd::report::timeline_path(&result)));
+            }
+            if args.plot_dataset_stats {
+                v.push(("--plot-dataset-stats".to_owned(), crate::cmd::report::dataset_stats_path(&result)));
             }
         }
     }

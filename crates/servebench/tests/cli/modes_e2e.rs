@@ -184,6 +184,10 @@ fn records_over_the_dataset_file_is_refused_with_sb120_before_anything_is_writte
         &["--csv", "out.x", "--html-report", "./out.x"],
         &["--save-result", "--result-filename", "r.json", "--records", "r.json"],
         &["--save-result", "--result-filename", "custom.jsonl"],
+        // Pins the pages written beside the result: they replaced the records file or the CSV.
+        &["--save-result", "--result-filename", "w.json", "--plot-timeline", "--records", "w.timeline.html"],
+        &["--save-result", "--result-filename", "z.json", "--plot-dataset-stats", "--csv", "z.dataset_stats.html"],
+        &["--save-result", "--result-filename", "y.json", "--plot-timeline", "--html-report", "y.timeline.html"],
     ];
     std::fs::create_dir(d.join("sub")).unwrap();
     for extra in cases {
@@ -194,7 +198,9 @@ fn records_over_the_dataset_file_is_refused_with_sb120_before_anything_is_writte
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
         assert!(err.contains("error[SB120]"), "{extra:?}: {err}");
         assert_eq!(std::fs::read_to_string(d.join("custom.jsonl")).unwrap(), dataset, "{extra:?}");
-        assert!(!d.join("out.x").exists() && !d.join("r.json").exists(), "{extra:?}");
+        for written in ["out.x", "r.json", "w.json", "z.json", "y.json"] {
+            assert!(!d.join(written).exists(), "{extra:?}: {written}");
+        }
     }
     #[cfg(unix)]
     {

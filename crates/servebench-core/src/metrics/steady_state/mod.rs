@@ -111,6 +111,14 @@ struct Window {
 }
 
 impl Window {
+    /// Whether a request dispatched at `t` started in the window (its latencies are the
+    /// window's): `[start, end)` in both modes. In a closed loop the requests dispatched at the
+    /// refill that opens the window run inside it, those at the refill that closes it after it
+    /// (counted by [`Window::contains`], a closing refill's request ran in the drain).
+    fn started_in(&self, t: u64) -> bool {
+        t >= self.start && t < self.end
+    }
+
     fn contains(&self, t: u64) -> bool {
         if self.after_boundary_events {
             t > self.start && t <= self.end
@@ -204,7 +212,7 @@ fn over_window(
     // References only: a request's times are derived where a value needs them (holding them
     // for every completed request took 128 bytes each, the run's largest transient at a million).
     let started: Vec<&RequestRecord> =
-        records.iter().filter(|r| is_completed(r) && r.dispatched_us.is_some_and(in_window)).collect();
+        records.iter().filter(|r| is_completed(r) && r.dispatched_us.is_some_and(|t| w.started_in(t))).collect();
     let completed_in = done_iv.iter().filter(|i| in_window(i.1)).count() as u64;
     let input_tokens = |r: &RequestRecord| match cfg.pooling {
         true => r.server_prompt_tokens.unwrap_or(r.prompt_tokens),

@@ -171,6 +171,31 @@ fn closed_loop_end_at_the_opening_refill_instant_is_before_the_window() {
     assert!(approx(s.arrival_rate, s.completion_rate), "{s:?}");
 }
 
+/// Pins which requests' latencies a closed-loop window summarises: those dispatched in
+/// `[start, end)`. The request dispatched at the refill that opens the window runs inside it
+/// and was left out; the one dispatched at the refill that closes it runs in the drain and was
+/// counted (an adversarial pass: 1 request in 4 of a `--max-concurrency 1` run).
+#[test]
+fn closed_loop_latencies_are_of_requests_dispatched_from_the_opening_refill_to_before_the_closing_one() {
+    let mut at = 0;
+    let recs: Vec<RequestRecord> = (0..8u64)
+        .map(|i| {
+            at += [0, 0, 636, 1_349, 1_446, 702, 1_830, 1_983][i as usize];
+            // TTFT 10 ms + 1 ms per index: the set shows in the mean.
+            let r = req_tokens(i, at, 200_000, 10_000 + i * 1_000, 10);
+            at += 200_000;
+            r
+        })
+        .collect();
+    let s = steady_state(&recs, &cfg(LoadMode::ClosedLoop { target_concurrency: 1 })).unwrap();
+    // The window of `closed_loop_end_at_the_opening_refill_instant_is_before_the_window`:
+    // request 1 is dispatched at its start, request 7 at its end.
+    assert!(approx(s.start_s, 0.2) && approx(s.end_s, 1.407946), "{s:?}");
+    assert_eq!(s.requests_started_in_window, 6);
+    let (_, ttft) = &s.metrics[0];
+    assert_eq!((ttft.count, ttft.mean), (6, 13.5), "requests 1..=6: 11..=16 ms");
+}
+
 #[test]
 fn longest_stretch_wins_over_first_to_last_crossing() {
     // 4 slots of back-to-back 1-s requests over [0, 16) s; slot 3 idles during [5, 6).
