@@ -214,7 +214,7 @@ impl StreamState {
         {
             rec.token_events.tokens = std::mem::take(&mut self.tokens);
         }
-        if self.keep_text && !(self.text_only_without_usage && rec.completion_tokens.is_some()) {
+        if self.keep_text && !(self.text_only_without_usage && rec.usage_output_tokens().is_some()) {
             rec.generated_text = Some(std::mem::take(&mut self.text));
         }
     }

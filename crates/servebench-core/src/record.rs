@@ -546,10 +546,18 @@ impl RequestRecord {
         }
     }
 
-    /// Output tokens and the source they came from: `usage`, else the retokenized text, else
-    /// the number of token events.
+    /// The output-token count of the server's usage, when it stands: `usage.completion_tokens`,
+    /// except a 0 beside generated text received (a server that fills usage with zeros): as
+    /// vLLM's `if not output_len` does, that count is missing, not 0 (docs/metrics.md,
+    /// "Output tokens").
+    pub fn usage_output_tokens(&self) -> Option<u32> {
+        self.completion_tokens.filter(|&n| n > 0 || self.output_chars == 0)
+    }
+
+    /// Output tokens and the source they came from: `usage` ([`Self::usage_output_tokens`]),
+    /// else the retokenized text, else the number of token events.
     pub fn output_tokens(&self) -> (u32, TokenSource) {
-        match (self.completion_tokens, self.retokenized_tokens) {
+        match (self.usage_output_tokens(), self.retokenized_tokens) {
             (Some(n), _) => (n, TokenSource::Usage),
             (None, Some(n)) => (n, TokenSource::Retokenized),
             (None, None) => (self.token_event_count, TokenSource::Events),
@@ -624,6 +632,21 @@ mod tests {
         assert_eq!(r.output_tokens(), (6, TokenSource::Retokenized));
         r.completion_tokens = Some(5);
         assert_eq!(r.output_tokens(), (5, TokenSource::Usage));
+    }
+
+    /// Pins a usage of 0 completion tokens beside streamed text (a server filling usage with
+    /// zeros) counting as missing, as vLLM's `if not output_len` does: the run reported 0
+    /// output tokens and 0 tok/s for a stream of text. A 0 without text (pooling) stands.
+    #[test]
+    fn a_zero_usage_beside_generated_text_is_no_count() {
+        let mut r = RequestRecord::scheduled(0, "x".into(), 0, 10, 5);
+        (r.token_event_count, r.completion_tokens, r.output_chars) = (2, Some(0), 11);
+        assert_eq!(r.usage_output_tokens(), None);
+        assert_eq!(r.output_tokens(), (2, TokenSource::Events));
+        r.retokenized_tokens = Some(3);
+        assert_eq!(r.output_tokens(), (3, TokenSource::Retokenized));
+        r.output_chars = 0;
+        assert_eq!(r.output_tokens(), (0, TokenSource::Usage));
     }
 
     #[test]

@@ -94,7 +94,10 @@ fn detail_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
     if m.server_input_tokens_reported > 0 {
         row_int(out, "Server-reported input tokens:", m.server_total_input_tokens);
     }
-    row_int(out, "Cached input tokens:", m.cached_input_tokens);
+    // Only when the server reported cached tokens: without a report the count is unknown.
+    if let Some(cached) = m.cached_input_tokens {
+        row_int(out, "Cached input tokens:", cached);
+    }
     // Shown in the additions already where they mean something (an open-loop schedule).
     if !crate::sections::additions::LoadRegime::of(info).schedule_meaningful() {
         let _ = writeln!(

@@ -208,7 +208,8 @@ fn insert_ours(o: &mut Map<String, Value>, info: &RunInfo, m: &RunMetrics, pooli
         },
     );
     o.insert("server_input_tokens_reported".into(), Value::from(m.server_input_tokens_reported));
-    o.insert("cached_input_tokens".into(), Value::from(m.cached_input_tokens));
+    // `null` when no request reported cached tokens: unknown, not "no prefix-cache hits".
+    o.insert("cached_input_tokens".into(), m.cached_input_tokens.map_or(Value::Null, Value::from));
     let s = m.output_token_source;
     o.insert(
         "output_token_source".into(),

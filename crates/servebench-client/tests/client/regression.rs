@@ -171,3 +171,31 @@ async fn a_usage_count_sent_as_a_whole_float_is_a_count() {
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
     assert_eq!((r.server_prompt_tokens, r.completion_tokens), (Some(5), Some(2)));
 }
+
+/// Pins a usage of `completion_tokens: 0` beside streamed text (a server that fills usage with
+/// zeros): the count is missing, not 0, as vLLM's `if not output_len` reads it. The run had
+/// reported 0 output tokens and 0 tok/s for a stream of text; the text is now kept to be
+/// retokenized (`keep_text_without_usage`), and without a tokenizer the events count.
+#[tokio::test]
+async fn a_zero_completion_token_usage_beside_streamed_text_is_no_count() {
+    let zero_usage = concat!(
+        r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":0}}"#,
+        "\n\ndata: [DONE]\n\n"
+    );
+    let script = vec![
+        A::Read,
+        w(String::from(SSE_HEAD) + &chunk(&(role() + &tok("Hel")))),
+        w(chunk(&tok("lo"))),
+        w(chunk(zero_usage) + END),
+    ];
+    let s = serve(vec![script]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions { keep_text_without_usage: true, ..ExecOptions::default() }).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!((r.completion_tokens, r.output_chars), (Some(0), 5));
+    assert_eq!(r.usage_output_tokens(), None);
+    assert_eq!(r.output_tokens(), (2, servebench_core::TokenSource::Events));
+    assert_eq!(r.generated_text.as_deref(), Some("Hello"), "kept for the tokenizer's count");
+}

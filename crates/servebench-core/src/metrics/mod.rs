@@ -177,8 +177,9 @@ pub struct RunMetrics {
     pub server_total_input_tokens: u64,
     /// Completed requests that reported `usage.prompt_tokens`.
     pub server_input_tokens_reported: u64,
-    /// Σ `usage.prompt_tokens_details.cached_tokens` of completed requests.
-    pub cached_input_tokens: u64,
+    /// Σ `usage.prompt_tokens_details.cached_tokens` of completed requests; `None` when not one
+    /// reported it (unknown, not 0 cached tokens).
+    pub cached_input_tokens: Option<u64>,
     /// Σ output tokens of completed requests.
     pub total_output_tokens: u64,
     pub output_token_source: TokenSourceCounts,
@@ -420,7 +421,7 @@ struct TokenTotals {
     total_in: u64,
     server_in: u64,
     server_in_n: u64,
-    cached_in: u64,
+    cached_in: Option<u64>,
     total_out: u64,
     sources: TokenSourceCounts,
     /// The server's prompt-token count where it gave one, else the client's.
@@ -442,7 +443,9 @@ impl TokenTotals {
             self.server_in += u64::from(s);
             self.server_in_n += 1;
         }
-        self.cached_in += r.cached_prompt_tokens.map_or(0, u64::from);
+        if let Some(c) = r.cached_prompt_tokens {
+            *self.cached_in.get_or_insert(0) += u64::from(c);
+        }
         self.total_out += u64::from(t.output_tokens);
         match t.output_source {
             TokenSource::Usage => self.sources.usage += 1,

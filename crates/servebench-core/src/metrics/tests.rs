@@ -106,7 +106,7 @@ fn duration_tokens_and_throughputs() {
     assert_close!(m.duration_s, 0.509);
     assert_eq!(m.total_input_tokens, 10 + 20 + 5 + 8);
     assert_eq!((m.server_total_input_tokens, m.server_input_tokens_reported), (12, 1));
-    assert_eq!(m.cached_input_tokens, 4);
+    assert_eq!(m.cached_input_tokens, Some(4));
     assert_eq!(m.total_output_tokens, 4 + 6 + 1 + 5);
     assert_eq!(m.output_token_source, TokenSourceCounts { usage: 2, retokenized: 1, events: 1 });
     assert_close!(m.request_throughput, 4.0 / 0.509);

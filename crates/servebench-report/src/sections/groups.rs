@@ -178,7 +178,8 @@ fn block(out: &mut String, title: &str, m: &RunMetrics) {
     let _ = writeln!(out, "{:<40} {:<10}", "Failed requests:", m.failed);
     let _ = writeln!(out, "{:<40} {:<10}", "Active window (s):", rate(d));
     let _ = writeln!(out, "{:<40} {:<10}", "Total input tokens:", m.total_input_tokens);
-    let _ = writeln!(out, "{:<40} {:<10}", "Cached input tokens:", m.cached_input_tokens);
+    let cached = m.cached_input_tokens.map_or_else(|| "n/a".to_owned(), |c| c.to_string());
+    let _ = writeln!(out, "{:<40} {:<10}", "Cached input tokens:", cached);
     let _ = writeln!(out, "{:<40} {:<10}", "Total generated tokens:", m.total_output_tokens);
     let _ = writeln!(out, "{:<40} {:<10}", "Request throughput (req/s):", rate(m.request_throughput));
     let _ = writeln!(out, "{:<40} {:<10}", "Output token throughput (tok/s):", rate(m.output_throughput));

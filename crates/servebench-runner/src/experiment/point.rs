@@ -150,12 +150,14 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
     };
     let results = assemble(out, extra, &assembly);
     let metrics = &results.metrics;
-    if ctx.config.reuse_prompts && k > 0 && metrics.cached_input_tokens > 0 {
+    if ctx.config.reuse_prompts && k > 0 && metrics.cached_input_tokens.is_some_and(|c| c > 0) {
         ctx.say(&format!(
             "warning: {}: the server reports {} of {} prompt tokens served from its prefix cache: with \
              --reuse-prompts this point resends earlier points' prompts, which flatters TTFT; drop \
              --reuse-prompts (or pass --reset-prefix-cache)",
-            spec.label, metrics.cached_input_tokens, metrics.total_input_tokens
+            spec.label,
+            metrics.cached_input_tokens.unwrap_or(0),
+            metrics.total_input_tokens
         ));
     }
     if ctx.verbose {

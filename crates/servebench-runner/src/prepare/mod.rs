@@ -59,6 +59,9 @@ pub async fn resolve_model(
     }
     let list: ModelList = client.get_json("/v1/models", headers).await.map_err(|e| match e {
         BenchError::Protocol { detail, source, .. } => BenchError::ModelDetect { detail, source },
+        BenchError::HttpStatus { context, status: 404, .. } if doubled_api_path(&context) => {
+            base_url_path_error(&context)
+        }
         other => other,
     })?;
     let first = list.data.into_iter().next().ok_or_else(|| BenchError::ModelDetect {
@@ -71,6 +74,25 @@ pub async fn resolve_model(
         model_id: first.id,
         tokenizer_hint,
     })
+}
+
+/// Whether a control request's `METHOD url` has an API path before its own `/v1/…` (`GET
+/// http://h:8000/v1/completions/v1/models`): a `--base-url` given with an endpoint path.
+fn doubled_api_path(context: &str) -> bool {
+    context.matches("/v1").count() > 1
+}
+
+/// SB101 for a `--base-url` that carries an API path every request path is appended to (a
+/// 404 on `GET …/v1/completions/v1/models` said only "HTTP 404: Not Found").
+fn base_url_path_error(context: &str) -> BenchError {
+    BenchError::config(
+        "--base-url",
+        format!(
+            "{context} answered 404: the base URL carries an API path, and every request path \
+             (/v1/models, the endpoint) is appended to it"
+        ),
+        "give --base-url as scheme://host:port and the endpoint path as --endpoint (e.g. /v1/completions)",
+    )
 }
 
 /// Drops requests whose prompt + expected output exceed `max_model_len` (the rest renumbered
@@ -254,6 +276,19 @@ pub async fn load_tokenizer(spec: String) -> Result<Arc<dyn TextTokenizer>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pins the message of a `--base-url` given with an endpoint path: `GET
+    /// …/v1/completions/v1/models` answered 404, said as "HTTP 404: Not Found" with no fix.
+    #[test]
+    fn a_base_url_with_an_api_path_is_named_as_the_fix() {
+        assert!(doubled_api_path("GET http://127.0.0.1:8000/v1/completions/v1/models"));
+        assert!(doubled_api_path("GET http://gw/v1/v1/models"));
+        assert!(!doubled_api_path("GET http://127.0.0.1:8000/v1/models"));
+        assert!(!doubled_api_path("GET http://gw/openai/v1/models"));
+        let e = base_url_path_error("GET http://h:1/v1/completions/v1/models");
+        assert_eq!(e.code(), servebench_core::ErrorCode::ConfigInvalid, "{e}");
+        assert!(e.to_string().contains("fix: give --base-url as scheme://host:port"), "{e}");
+    }
 
     fn spec(i: u64, p: u32, o: u32) -> RequestSpec {
         RequestSpec::new(i, Prompt::Text(Arc::from("x")), p, o)

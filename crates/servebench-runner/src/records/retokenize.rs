@@ -56,7 +56,7 @@ impl Retokenizer {
 
     fn wanted(&self, r: &RequestRecord) -> bool {
         r.outcome == Outcome::Completed
-            && (self.always || r.completion_tokens.is_none())
+            && (self.always || r.usage_output_tokens().is_none())
             && r.generated_text.is_some()
     }
 

@@ -102,9 +102,16 @@ pub fn merged_steady_state(m: &MergedRun, stats: (&[f64], &[MetricName])) -> Opt
 }
 
 /// The merged result document: a run's result, `interrupted` and `steady_state` (as a single
-/// run's), then `shards` and `merge_warnings`.
-pub fn merged_result(info: &RunInfo, metrics: &RunMetrics, m: &MergedRun, steady: Option<&Steady>) -> Value {
-    let (mut result, arrays) = result_object(info, metrics, &m.records, false);
+/// run's), then `shards` and `merge_warnings`; with `detailed` (`merge --save-detailed`) every
+/// per-request array, as a run's `--save-detailed` writes them.
+pub fn merged_result(
+    info: &RunInfo,
+    metrics: &RunMetrics,
+    m: &MergedRun,
+    steady: Option<&Steady>,
+    detailed: bool,
+) -> Value {
+    let (mut result, arrays) = result_object(info, metrics, &m.records, detailed);
     arrays.fill(&mut result);
     // The sections a run's result has beside its headline keys, over the union of the records:
     // per-stage metrics (stages from the shard header) and HTTP phases.

@@ -66,6 +66,11 @@ pub struct MergeArgs {
     /// Write the merged result JSON and, next to it, the merged records file.
     #[arg(long)]
     pub save_result: bool,
+    /// With --save-result: write every per-request array (ttfts, itls, errors, input_lens,
+    /// output_lens, start_times, generated_texts) in the merged result, as a run's
+    /// --save-detailed does (latencies and queue_times are always written).
+    #[arg(long)]
+    pub save_detailed: bool,
     /// Directory of the merged result (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub result_dir: Option<PathBuf>,

@@ -104,7 +104,7 @@ fn save(
     if !dir.as_os_str().is_empty() {
         std::fs::create_dir_all(&dir).map_err(|e| BenchError::io(dir.display(), e))?;
     }
-    write_result(&path, &merged_result(info, metrics, merged, steady), false)?;
+    write_result(&path, &merged_result(info, metrics, merged, steady, args.save_detailed), false)?;
     outln!("Result: {}", path.display());
     write_merged_records(&records, merged)?;
     outln!("Records: {} ({} lines)", records.display(), merged.records.len());

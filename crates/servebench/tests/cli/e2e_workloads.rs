@@ -27,6 +27,11 @@ fn run(args: &[&str]) -> (String, Value) {
     (stdout, json)
 }
 
+/// Every request of a result: completed, failed or cancelled.
+fn requests_of(json: &Value) -> u64 {
+    ["completed", "failed", "cancelled"].iter().map(|k| json[k].as_u64().unwrap()).sum()
+}
+
 #[test]
 fn trace_replay_reports_cache_hits_and_schedule_lag() {
     let trace = root().join("crates/servebench-runner/tests/data/mooncake_small.jsonl");
@@ -154,6 +159,9 @@ fn concurrency_stages_are_a_closed_loop_reported_one_by_one() {
     assert!(n0 > 5 && n1 > n0, "{n0} {n1}");
     assert_eq!(Some(n0 + n1), json["completed"].as_u64());
     assert_eq!(json["failed"], 0);
+    // Pins `num_prompts` as the run's requests (vLLM's meaning): the stages decided them, and
+    // it read the --num-prompts value (5) beside more records.
+    assert_eq!(json["num_prompts"].as_u64(), Some(requests_of(&json)));
     assert!(stdout.contains(" Stage 1: concurrency 4 for 0.5 s "), "{stdout}");
     assert!(stdout.contains("closed loop in 2 stages, 1 → 4 in flight"), "{stdout}");
     assert!(!stdout.contains("burst"), "{stdout}");
@@ -172,5 +180,6 @@ fn duration_needs_a_finite_rate() {
 fn a_duration_that_cuts_the_stages_names_the_stages_that_ran() {
     let (stdout, json) = run(&[STAGED, &["--duration", "0.5"]].concat());
     assert_eq!(json["stages"].as_array().unwrap().len(), 1);
+    assert_eq!(json["num_prompts"].as_u64(), Some(requests_of(&json)));
     assert!(stdout.contains("open loop in 1 stage, 20 req/s"), "{stdout}");
 }

@@ -186,8 +186,22 @@ fn records_over_the_dataset_file_is_refused_with_sb120_before_anything_is_writte
         &["--save-result", "--result-filename", "custom.jsonl"],
         // Pins the pages written beside the result: they replaced the records file or the CSV.
         &["--save-result", "--result-filename", "w.json", "--plot-timeline", "--records", "w.timeline.html"],
-        &["--save-result", "--result-filename", "z.json", "--plot-dataset-stats", "--csv", "z.dataset_stats.html"],
-        &["--save-result", "--result-filename", "y.json", "--plot-timeline", "--html-report", "y.timeline.html"],
+        &[
+            "--save-result",
+            "--result-filename",
+            "z.json",
+            "--plot-dataset-stats",
+            "--csv",
+            "z.dataset_stats.html",
+        ],
+        &[
+            "--save-result",
+            "--result-filename",
+            "y.json",
+            "--plot-timeline",
+            "--html-report",
+            "y.timeline.html",
+        ],
     ];
     std::fs::create_dir(d.join("sub")).unwrap();
     for extra in cases {

@@ -576,3 +576,33 @@ fn interrupt_twice(child: &mut std::process::Child, first_said: &str) -> (Option
     seen.extend(rx.iter());
     (status.code(), seen.join("\n"))
 }
+
+/// Pins the error of a `--base-url` given with an endpoint path (a common slip): the model
+/// lookup `GET …/v1/completions/v1/models` got the server's 404 and the run said only
+/// "SB305 … HTTP 404: Not Found". It is now SB101 (exit 2) naming the fix.
+#[test]
+fn a_base_url_with_an_endpoint_path_is_refused_naming_the_fix() {
+    use servebench_testkit::script::{w, Step};
+    let server = servebench_testkit::script::in_background(|| {
+        servebench_testkit::script::serve_by_request(|_| {
+            vec![
+                w("HTTP/1.1 404 Not Found\r\ncontent-length: 9\r\nconnection: close\r\n\r\nNot Found"),
+                Step::Close,
+            ]
+        })
+    });
+    let tok = crate::support::tokenizer();
+    let base = format!("{}/v1/completions", server.base_url());
+    let out = crate::support::bin()
+        .args(["--base-url", &base, "--tokenizer", tok.to_str().unwrap(), "--num-prompts", "1"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error[SB101]: invalid --base-url:")
+            && err.contains("/v1/completions/v1/models answered 404"),
+        "{err}"
+    );
+    assert!(err.contains("fix: give --base-url as scheme://host:port"), "{err}");
+}

@@ -385,4 +385,23 @@ fn merged_staged_run_reports_its_stages_and_http_phases() {
     let per_stage: u64 = stages.iter().map(|s| s["completed"].as_u64().unwrap()).sum();
     assert_eq!(Some(per_stage), merged["completed"].as_u64(), "{merged}");
     assert!(merged["http_phases"].is_object(), "{}", merged["http_phases"]);
+    assert!(
+        merged.get("ttfts").is_none() && merged["latencies"].is_array(),
+        "vLLM's arrays without --save-detailed"
+    );
+    // Pins `merge --save-detailed`: every per-request array, one entry per merged record (a
+    // merge wrote `latencies` and `queue_times` only, whatever the shards had saved).
+    let out = merge(
+        &shards,
+        &["--save-result", "--save-detailed", "--result-dir", d, "--result-filename", "m2.json"],
+    );
+    check(&out, "merge --save-detailed");
+    let detailed = json(&dir.path().join("m2.json"));
+    let n = records(&dir.path().join("m2.json.records.jsonl"))
+        .iter()
+        .filter(|r| r.get("index").is_some())
+        .count();
+    for key in ["ttfts", "itls", "errors", "input_lens", "output_lens", "start_times", "latencies"] {
+        assert_eq!(detailed[key].as_array().map(Vec::len), Some(n), "{key}");
+    }
 }

@@ -211,8 +211,10 @@ fn over_window(
     let dur_s = (w.end - w.start) as f64 / 1e6;
     // References only: a request's times are derived where a value needs them (holding them
     // for every completed request took 128 bytes each, the run's largest transient at a million).
-    let started: Vec<&RequestRecord> =
-        records.iter().filter(|r| is_completed(r) && r.dispatched_us.is_some_and(|t| w.started_in(t))).collect();
+    let started: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| is_completed(r) && r.dispatched_us.is_some_and(|t| w.started_in(t)))
+        .collect();
     let completed_in = done_iv.iter().filter(|i| in_window(i.1)).count() as u64;
     let input_tokens = |r: &RequestRecord| match cfg.pooling {
         true => r.server_prompt_tokens.unwrap_or(r.prompt_tokens),
