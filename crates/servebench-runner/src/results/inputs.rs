@@ -202,6 +202,16 @@ pub fn unaccounted_requests(records: &[RequestRecord], planned: Option<u64>) -> 
 /// arrays), or a `--num-runs` document. Another experiment document is refused (SB101).
 pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
+    // A records file: compare reads results (and the records beside them), not records files
+    // (SB208's general fix said to pass a records file, the very thing refused).
+    if starts_records_file(&text) {
+        return Err(BenchError::config(
+            "compare input",
+            format!("{} is a records file; compare compares result files", path.display()),
+            "pass the result JSON its run wrote (its records beside it are read too), or compare \
+             records files as runs of one HTML report: servebench report a.records.jsonl b.records.jsonl",
+        ));
+    }
     let file = JsonFile::parse(&text).map_err(|e| BenchError::RecordsFileMalformed {
         file: path.display().to_string(),
         problem: match find_non_json_number(&text) {
@@ -296,7 +306,9 @@ mod tests {
         {
             std::fs::write(dir.path().join(name), text).unwrap();
         }
-        for name in ["empty.json", "other.json", "array.json", "a.records.jsonl"] {
+        // A records file is refused too, with its own fix
+        // (`compare_refuses_a_records_file_naming_the_result_to_pass`).
+        for name in ["empty.json", "other.json", "array.json"] {
             let e = load_compare_input(&dir.path().join(name)).unwrap_err();
             assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{name}: {e}");
             assert!(e.to_string().contains("not a result JSON"), "{name}: {e}");
@@ -380,6 +392,20 @@ mod tests {
 
     /// Pins `compare` refusing the records beside a result when they hold two records of one
     /// request, as `report` does: its per-request tests ran on requests counted twice.
+    /// Pins compare's refusal of a records file saying what to pass instead: SB208's general fix
+    /// said "pass a records file (.records.jsonl) or result JSON", the very thing refused.
+    #[test]
+    fn compare_refuses_a_records_file_naming_the_result_to_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = dir.path().join("a.records.jsonl");
+        write_streamed_jsonl(&rec, 3);
+        let e = load_compare_input(&rec).unwrap_err();
+        assert_eq!(e.code(), servebench_core::ErrorCode::ConfigInvalid, "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("is a records file; compare compares result files"), "{msg}");
+        assert!(msg.contains("fix: pass the result JSON its run wrote"), "{msg}");
+    }
+
     #[test]
     fn compare_refuses_a_result_whose_records_beside_it_repeat_a_request() {
         let dir = tempfile::tempdir().unwrap();

@@ -14,7 +14,11 @@ pub fn run(c: &ConfigCommand, matches: &clap::ArgMatches, expanded: &Expanded) -
                 Some(path) => {
                     let mut f =
                         std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
-                            anyhow::anyhow!("cannot create {} ({e}); nothing was written", path.display())
+                            servebench_core::BenchError::config(
+                                "--output",
+                                format!("cannot create {} ({e}); nothing was written", path.display()),
+                                "name a new file (config init never overwrites one), or remove that one first",
+                            )
                         })?;
                     f.write_all(text.as_bytes())?;
                     errln!("wrote {}", path.display());

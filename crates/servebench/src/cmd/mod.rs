@@ -123,9 +123,16 @@ fn flag_value_error(e: clap::Error) -> u8 {
 
 /// SB100 from clap's rendered error: its first line is the problem, its `tip:` lines the fix.
 fn command_line_error(rendered: &str) -> BenchError {
-    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty()).peekable();
     let first = lines.next().unwrap_or("the command line does not parse");
-    let problem = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    let mut problem = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    // "the following required arguments were not provided:" lists them on the next lines.
+    if problem.ends_with(':') {
+        let listed: Vec<&str> =
+            std::iter::from_fn(|| lines.next_if(|l| !l.starts_with("Usage:") && !l.starts_with("tip:")))
+                .collect();
+        problem = format!("{problem} {}", listed.join(", "));
+    }
     let tips: Vec<&str> = lines.filter_map(|l| l.strip_prefix("tip: ")).collect();
     let fix = if tips.is_empty() {
         "see `servebench --help` for the flags and their values".to_owned()

@@ -358,6 +358,14 @@ fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
         }
         other => other,
     };
+    // A file name that names no file: found only when the result was written, after the run.
+    if args.result_filename.as_deref().is_some_and(|f| f.trim().is_empty() || f.ends_with('/')) {
+        return Err(BenchError::config(
+            "--result-filename",
+            format!("{:?} names no file", args.result_filename.as_deref().unwrap_or_default()),
+            "pass a file name such as run.json (the directory goes in --result-dir)",
+        ));
+    }
     Ok(OutputConfig {
         save_result: args.save_result,
         save_detailed: args.save_detailed,

@@ -156,6 +156,15 @@ fn config_init_parses_back_and_is_the_defaults() {
     let dir = tempfile::tempdir().unwrap();
     let init = dir.path().join("init.toml");
     ok(&servebench(dir.path(), &["config", "init", "-o", init.to_str().unwrap()]));
+    // Pins the coded refusal to overwrite: it was an uncoded "error: cannot create …".
+    let again = servebench(dir.path(), &["config", "init", "-o", init.to_str().unwrap()]);
+    let err = text(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error[SB101]: invalid --output: cannot create")
+            && err.contains("fix: name a new file"),
+        "{err}"
+    );
     // As written every option is commented out: the file sets nothing.
     let show = ok(&servebench(dir.path(), &["config", "show", "--config", init.to_str().unwrap()]));
     assert!(shown(&show).is_empty(), "{show}");

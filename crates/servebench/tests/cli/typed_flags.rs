@@ -108,3 +108,35 @@ fn every_dataset_spelling_and_tokenizer_mode_of_vllm_parses() {
         assert!(Cli::try_parse_from(["servebench", "--tokenizer-mode", mode]).is_ok(), "{mode}");
     }
 }
+
+/// Pins SB100 naming what is missing: clap lists the required arguments on the lines after
+/// its first, and the message stopped at "not provided:; fix:".
+#[test]
+fn a_missing_required_argument_is_named() {
+    let out = crate::support::bin().arg("merge").output().unwrap();
+    let err = crate::support::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(
+            "error[SB100]: the following required arguments were not provided: <SHARD_RECORDS>..."
+        ),
+        "{err}"
+    );
+    assert!(!err.contains(":;"), "{err}");
+}
+
+/// Pins an empty `--result-filename` refused before the run: the whole benchmark ran, a
+/// hidden `./.records.jsonl` was written, and it failed at the end with "SB501: : No such file".
+#[test]
+fn an_empty_result_filename_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::support::bin()
+        .current_dir(dir.path())
+        .args(["--sim", "--num-prompts", "2", "--save-result", "--result-filename", ""])
+        .output()
+        .unwrap();
+    let err = crate::support::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error[SB101]: invalid --result-filename: \"\" names no file"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+}
