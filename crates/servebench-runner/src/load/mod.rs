@@ -386,11 +386,12 @@ pub fn measured_plan(cfg: &RunConfig, plan: &LoadPlan, workload: Requests) -> Re
         }
     }
     if offsets_us.is_empty() {
-        return Err(BenchError::config(
-            "--duration",
-            "no request is scheduled before the end of the run",
-            "lengthen --duration or --stages, or raise the rate",
-        ));
+        // The flag that ends the run: --duration when given, else the last of --stages.
+        let (flag, fix) = match load.duration {
+            Some(_) => ("--duration", "lengthen --duration, or raise the rate"),
+            None => ("--stages", "lengthen the stages, or raise their rates"),
+        };
+        return Err(BenchError::config(flag, "no request is scheduled before the end of the run", fix));
     }
     let (lora, lora_names) = match &load.lora {
         Some(l) => {

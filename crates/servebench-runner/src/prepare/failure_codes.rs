@@ -5,7 +5,7 @@
 //! after a run, failed requests with them give one coded warning each.
 
 use crate::observe::notice::Notice;
-use servebench_core::{BenchError, ErrorKind, FailureCause, Outcome, RequestRecord};
+use servebench_core::{BenchError, CancelReason, ErrorKind, FailureCause, Outcome, RequestRecord};
 
 /// The error of a readiness check that gave up after `secs` with `last_error` (of typed
 /// `cause`, if any).
@@ -60,7 +60,7 @@ pub fn no_success(records: &[RequestRecord], context: &str) -> Option<BenchError
     }
     let (first_text, fix) = match &first.error {
         Some(e) => (e.message.clone(), fix_for(e.kind, first.http_status, e.cause)),
-        None => ("cancelled before it finished".to_owned(), "let the run finish (a longer --duration)"),
+        None => (first.error_entry(), fix_for_cancelled(first.cancelled_by)),
     };
     Some(BenchError::NoSuccess {
         context: context.to_owned(),
@@ -68,6 +68,19 @@ pub fn no_success(records: &[RequestRecord], context: &str) -> Option<BenchError
         first: first_text,
         fix: fix.to_owned(),
     })
+}
+
+/// The likely fix for a run whose first request was cancelled (`reason`): a run cancelled by
+/// design said "a longer --duration", which it has no part in.
+fn fix_for_cancelled(reason: Option<CancelReason>) -> &'static str {
+    match reason {
+        Some(CancelReason::ByDesign) => {
+            "lower --request-cancellation-rate, or raise --request-cancellation-delay above the requests' latency"
+        }
+        Some(CancelReason::EarlyStop) => "see why the run stopped early (above); raise or drop its limit",
+        Some(CancelReason::DependencyFailed) => "look at the failures of the turns the others depend on",
+        _ => "let the run finish (a longer --duration)",
+    }
 }
 
 /// The likely fix for a run whose first failure has `kind` (and `status`, typed `cause`).
@@ -99,6 +112,23 @@ fn fix_for(kind: ErrorKind, status: Option<u16>, cause: Option<FailureCause>) ->
 mod tests {
     use super::*;
     use servebench_core::ErrorCode;
+
+    /// Pins SB602's fix for a run whose every request was cancelled by design
+    /// (`--request-cancellation-rate 100`): it said "a longer --duration".
+    #[test]
+    fn every_request_cancelled_by_design_names_the_cancellation_flags() {
+        let recs: Vec<RequestRecord> = (0..3u64)
+            .map(|i| {
+                let mut r = RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
+                r.dispatched_us = Some(1);
+                r.cancelled_by = Some(CancelReason::ByDesign);
+                r
+            })
+            .collect();
+        let e = no_success(&recs, "").unwrap().to_string();
+        assert!(e.contains("cancelled: by design (--request-cancellation-rate)"), "{e}");
+        assert!(e.contains("fix: lower --request-cancellation-rate") && !e.contains("--duration"), "{e}");
+    }
 
     #[test]
     fn zero_successful_requests_is_sb602_naming_the_first_failure_and_its_fix() {

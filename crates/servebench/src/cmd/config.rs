@@ -37,7 +37,9 @@ pub fn run(c: &ConfigCommand, matches: &clap::ArgMatches, expanded: &Expanded) -
                 .ok_or_else(|| anyhow::anyhow!("internal: config show without its matches"))?;
             // The combinations a run refuses (SB121: `--sim` with a server address) and the
             // warnings it gives, as the run would.
-            for warning in crate::config::unused::check(args, &crate::config::unused::ExplicitFlags::of(show))? {
+            for warning in
+                crate::config::unused::check(args, &crate::config::unused::ExplicitFlags::of(show))?
+            {
                 errln!("{warning}");
             }
             out!("{}", show_text(show, expanded));

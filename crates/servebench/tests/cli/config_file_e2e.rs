@@ -357,12 +357,17 @@ fn urls_with_credentials_are_redacted_in_error_messages() {
 fn config_show_refuses_the_sim_with_a_server_address_as_a_run_does() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = write(dir.path(), "c.toml", "sim = true\nbase-url = \"http://127.0.0.1:1\"\n");
-    let runs: [&[&str]; 2] =
-        [&["config", "show", "--sim", "--base-url", "http://127.0.0.1:1"], &["config", "show", "--config", cfg.to_str().unwrap()]];
+    let runs: [&[&str]; 2] = [
+        &["config", "show", "--sim", "--base-url", "http://127.0.0.1:1"],
+        &["config", "show", "--config", cfg.to_str().unwrap()],
+    ];
     for args in runs {
         let out = servebench(dir.path(), args);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("error[SB121]") && err.contains("--sim") && err.contains("--base-url"), "{args:?}: {err}");
+        assert!(
+            err.contains("error[SB121]") && err.contains("--sim") && err.contains("--base-url"),
+            "{args:?}: {err}"
+        );
     }
 }

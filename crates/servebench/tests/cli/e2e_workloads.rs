@@ -167,6 +167,16 @@ fn concurrency_stages_are_a_closed_loop_reported_one_by_one() {
     assert!(!stdout.contains("burst"), "{stdout}");
 }
 
+/// Pins the flag named when stages schedule nothing: it was `--duration`, not given.
+#[test]
+fn stages_that_schedule_nothing_name_the_stages() {
+    let out =
+        bin().args(["--sim", "--stages", "1e-9:1", "--num-prompts", "5", "--disable-tqdm"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid --stages: no request is scheduled before the end of the run"), "{err}");
+}
+
 #[test]
 fn duration_needs_a_finite_rate() {
     let out = bin().args(["--sim", "--duration", "1", "--disable-tqdm"]).output().unwrap();
