@@ -265,11 +265,14 @@ pub fn tok(t: &str) -> String {
 
 /// A chat finish chunk, a separate usage chunk (5 prompt, 2 completion tokens) and `[DONE]`.
 pub fn finish_usage_done() -> String {
-    concat!(
-        r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
-        "\n\n",
-        r#"data: {"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}"#,
-        "\n\ndata: [DONE]\n\n"
-    )
-    .to_owned()
+    finish_usage_of(2)
+}
+
+/// [`finish_usage_done`] with `completion` completion tokens in the usage chunk.
+pub fn finish_usage_of(completion: u32) -> String {
+    let finish = r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#;
+    let usage = format!(
+        r#"data: {{"id":"chatcmpl-1","choices":[],"usage":{{"prompt_tokens":5,"completion_tokens":{completion},"prompt_tokens_details":{{"cached_tokens":0}}}}}}"#
+    );
+    format!("{finish}\n\n{usage}\n\ndata: [DONE]\n\n")
 }

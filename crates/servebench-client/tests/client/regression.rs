@@ -178,17 +178,11 @@ async fn a_usage_count_sent_as_a_whole_float_is_a_count() {
 /// retokenized (`keep_text_without_usage`), and without a tokenizer the events count.
 #[tokio::test]
 async fn a_zero_completion_token_usage_beside_streamed_text_is_no_count() {
-    let zero_usage = concat!(
-        r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
-        "\n\n",
-        r#"data: {"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":0}}"#,
-        "\n\ndata: [DONE]\n\n"
-    );
     let script = vec![
         A::Read,
         w(String::from(SSE_HEAD) + &chunk(&(role() + &tok("Hel")))),
         w(chunk(&tok("lo"))),
-        w(chunk(zero_usage) + END),
+        w(chunk(&servebench_testkit::script::finish_usage_of(0)) + END),
     ];
     let s = serve(vec![script]).await;
     let f = fixture(s.port, BackendKind::Chat, None);

@@ -232,6 +232,27 @@ fn first_answered_rest_hang(request: &str) -> Vec<servebench_testkit::script::St
     steps
 }
 
+/// A chat run of 10 requests, 4 in flight, against `base_url` (`first_answered_rest_hang`),
+/// draining on Ctrl-C, its records in `rec.jsonl` and its result in `run.json` in `dir`; stderr
+/// piped.
+#[cfg(unix)]
+fn draining_chat_run(base_url: &str, dir: &std::path::Path) -> std::process::Child {
+    use std::process::Stdio;
+    let tok = crate::support::tokenizer();
+    crate::support::bin()
+        .current_dir(dir)
+        .args(["--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--model", "m"])
+        .args(["--base-url", base_url, "--tokenizer", tok.to_str().unwrap()])
+        .args(["--skip-tokenize-verification", "--request-id-prefix", "req-", "--disable-tqdm"])
+        .args(["--num-prompts", "10", "--max-concurrency", "4", "--random-input-len", "16"])
+        .args(["--random-output-len", "8", "--on-interrupt", "drain", "--records", "rec.jsonl"])
+        .args(["--save-result", "--save-detailed", "--result-filename", "run.json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Pins the second Ctrl-C: with `--on-interrupt drain`, a second SIGINT used to exit 130 at
 /// once with no result JSON, no message, and a records file missing the requests in flight.
 /// Now it cancels the requests in flight, says so on stderr, and the run still writes a record
@@ -240,24 +261,11 @@ fn first_answered_rest_hang(request: &str) -> Vec<servebench_testkit::script::St
 #[cfg(unix)]
 #[test]
 fn second_ctrl_c_while_draining_still_records_every_request_and_writes_the_result() {
-    use std::process::Stdio;
     let server = servebench_testkit::script::in_background(|| {
         servebench_testkit::script::serve_by_request(first_answered_rest_hang)
     });
     let dir = tempfile::tempdir().unwrap();
-    let tok = crate::support::tokenizer();
-    let mut child = crate::support::bin()
-        .current_dir(dir.path())
-        .args(["--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--model", "m"])
-        .args(["--base-url", &server.base_url(), "--tokenizer", tok.to_str().unwrap()])
-        .args(["--skip-tokenize-verification", "--request-id-prefix", "req-", "--disable-tqdm"])
-        .args(["--num-prompts", "10", "--max-concurrency", "4", "--random-input-len", "16"])
-        .args(["--random-output-len", "8", "--on-interrupt", "drain", "--records", "rec.jsonl"])
-        .args(["--save-result", "--save-detailed", "--result-filename", "run.json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = draining_chat_run(&server.base_url(), dir.path());
     // Request 0 is recorded and requests 1-3 were written (the server read them): in flight.
     let records = dir.path().join("rec.jsonl");
     let posts = || server.requests().iter().filter(|r| r.starts_with("POST /v1/chat")).count();
@@ -511,23 +519,11 @@ fn second_ctrl_c_in_an_experiment_still_writes_its_document() {
 #[test]
 fn a_stop_signalled_twice_at_once_is_one_ctrl_c() {
     use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     let server = servebench_testkit::script::in_background(|| {
         servebench_testkit::script::serve_by_request(first_answered_rest_hang)
     });
     let dir = tempfile::tempdir().unwrap();
-    let tok = crate::support::tokenizer();
-    let mut child = crate::support::bin()
-        .current_dir(dir.path())
-        .args(["--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--model", "m"])
-        .args(["--base-url", &server.base_url(), "--tokenizer", tok.to_str().unwrap()])
-        .args(["--skip-tokenize-verification", "--disable-tqdm", "--num-prompts", "10"])
-        .args(["--max-concurrency", "4", "--random-input-len", "16", "--random-output-len", "8"])
-        .args(["--on-interrupt", "drain", "--save-result", "--result-filename", "run.json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = draining_chat_run(&server.base_url(), dir.path());
     let seen_posts = || server.requests().iter().filter(|r| r.starts_with("POST /v1/chat")).count();
     while seen_posts() < 4 {
         std::thread::sleep(std::time::Duration::from_millis(20));
