@@ -65,6 +65,9 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let dataset = dataset_spec(args, other_dataset)?;
     let target = target_config(args, backend, api_key)?;
     let shards = args.shard.settings(std::env::var(shard::JOB_INDEX_ENV).ok().as_deref())?;
+    if let Some(start) = shards.start_at_unix_us {
+        servebench_core::shard::check_start_at(start, servebench_core::clock::unix_now_us())?;
+    }
     let shard = shard_config(args, &shards)?;
     let mut run = RunConfig {
         base_url: base_url(args),
@@ -274,6 +277,11 @@ fn shard_config(args: &RunArgs, shards: &ShardSettings) -> Result<Option<ShardCo
         args.max_concurrency.map(|c| c as usize),
         args.records.is_some() || args.save_result || args.append_result,
     )?;
+    // --num-prompts bounds the requests unless a --duration, stages or session trees set them.
+    let w = &args.workload;
+    let by_prompts =
+        w.duration.is_none() && w.stages.is_none() && args.dataset_name.kind != DatasetName::Agentic;
+    shards.check_requests(by_prompts.then_some(args.num_prompts))?;
     // As --max-concurrency: the prefill cap is the total over the shards, each taking its share;
     // below one slot per shard, a shard would get none (it was rounded up to 1 each, so the
     // union could exceed the cap).
