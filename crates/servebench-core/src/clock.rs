@@ -3,6 +3,11 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+/// The wall clock now, µs since the Unix epoch (0 before it).
+pub fn unix_now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
 /// Monotonic origin of a run with its wall-clock anchor.
 #[derive(Debug, Clone, Copy)]
 pub struct RunClock {
@@ -19,8 +24,7 @@ impl RunClock {
     /// A clock with the given monotonic origin; the wall anchor is derived from now.
     pub fn at(origin: Instant) -> Self {
         let now_mono = Instant::now();
-        let now_wall =
-            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
+        let now_wall = unix_now_us();
         let wall_anchor_unix_us = if now_mono >= origin {
             now_wall.saturating_sub(now_mono.duration_since(origin).as_micros() as u64)
         } else {

@@ -239,6 +239,12 @@ pub fn parse_request_rate(text: &str) -> Result<f64> {
 /// The lowest `--request-rate`: one request per day.
 pub const MIN_REQUEST_RATE: f64 = 1.0 / 86_400.0;
 
+/// The longest time a flag of seconds may give (`--request-timeout`, `--stall-timeout`,
+/// `--duration`, a stage, `--scrape-interval`, `--ready-check-timeout-sec`, `merge
+/// --wait-secs`): 10^9 s, about 31.7 years. Every such time is added to a clock reading, and
+/// far longer ones (up to 2^64 s) overflowed it.
+pub const MAX_FLAG_SECONDS: f64 = 1e9;
+
 #[cfg(test)]
 mod tests {
     use super::*;

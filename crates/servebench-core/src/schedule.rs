@@ -201,22 +201,30 @@ impl ArrivalSchedule {
     /// The rate steps of a ramp-up as vLLM records them in `rps_change_events`: the start rate
     /// (`floor(start_rps)`) at offset 0, then for each request whose `floor(rate_i)` exceeds the
     /// last recorded integer rate, one event per integer step in between, all at that request's
-    /// offset. Empty without a ramp-up.
+    /// offset. Empty without a ramp-up. A ramp of more than [`MAX_RPS_STEPS`] integer steps (to
+    /// 1e7 rps: 1.8 GB, and a capacity overflow for 1e308) records only the rate each such
+    /// request reaches: at most one event per request.
     pub fn rps_change_events(&self, cfg: &RateConfig) -> Vec<RpsChange> {
         let Some(ramp) = cfg.ramp_up else { return Vec::new() };
         let n = self.offsets_us.len();
         let mut last = floor_u64(ramp.start_rps);
+        let every_step = floor_u64(ramp.end_rps).saturating_sub(last) <= MAX_RPS_STEPS;
         let mut out = vec![RpsChange { rps: last, offset_us: 0 }];
         for (i, &offset_us) in self.offsets_us.iter().enumerate() {
             let current = floor_u64(ramp.rate_at(i, n));
             if current > last {
-                out.extend((last + 1..=current).map(|rps| RpsChange { rps, offset_us }));
+                let first = if every_step { last + 1 } else { current };
+                out.extend((first..=current).map(|rps| RpsChange { rps, offset_us }));
                 last = current;
             }
         }
         out
     }
 }
+
+/// The most integer rate steps [`ArrivalSchedule::rps_change_events`] records one by one, as
+/// vLLM does (a ramp to 100,000 rps); a steeper ramp records one event per request.
+pub const MAX_RPS_STEPS: u64 = 100_000;
 
 fn floor_u64(x: f64) -> u64 {
     if x.is_finite() && x > 0.0 {
@@ -406,6 +414,31 @@ mod tests {
         let rps: Vec<u64> = ev.iter().map(|e| e.rps).collect();
         assert_eq!(rps, vec![1, 2, 3, 4, 5]);
         assert!(ev[1..].iter().all(|e| e.offset_us == s.offsets_us[1]));
+    }
+
+    /// Pins the bound on `rps_change_events`: a ramp to 1e7 rps built one event per integer rate
+    /// (1.8 GB, the run aborted and its result was lost), to 1e308 a capacity overflow. Steeper
+    /// than `MAX_RPS_STEPS` it records the rate each request reaches; up to it, every step.
+    #[test]
+    fn rps_events_of_a_steep_ramp_are_one_per_request_not_one_per_integer() {
+        let ramp = |end_rps: f64| RateConfig {
+            request_rate: f64::INFINITY,
+            burstiness: 1.0,
+            ramp_up: Some(RampUp { strategy: RampStrategy::Linear, start_rps: 1.0, end_rps }),
+        };
+        // To 1e308 the integer rate saturates from the second request on: two events.
+        for (end, events) in [(1e7, 10), (1e308, 2)] {
+            let cfg = ramp(end);
+            let s = ArrivalSchedule::generate(10, &cfg, 3);
+            let ev = s.rps_change_events(&cfg);
+            assert_eq!(ev.len(), events, "the start, then one per request that raised the rate");
+            assert_eq!((ev[0].rps, ev[0].offset_us), (1, 0));
+            assert!(ev.windows(2).all(|w| w[0].rps < w[1].rps));
+            assert_eq!(ev[events - 1].rps, floor_u64(end));
+        }
+        let cfg = ramp(MAX_RPS_STEPS as f64 + 1.0);
+        let s = ArrivalSchedule::generate(3, &cfg, 3);
+        assert_eq!(s.rps_change_events(&cfg).len() as u64, MAX_RPS_STEPS + 1, "every integer step");
     }
 
     #[test]

@@ -241,12 +241,51 @@ pub fn parse_start_at(text: &str) -> Result<u64> {
         if !secs.is_finite() || secs < 0.0 {
             return Err(bad(format!("'{t}' is not a time after 1970")));
         }
+        // 1e30 and 2^64 saturated to u64::MAX µs, later read as a time long past.
+        if secs >= LAST_START_AT_SECS {
+            return Err(bad(format!("'{t}' is after the year 9999")));
+        }
         return Ok((secs * 1e6).round() as u64);
     }
     let dt = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
         .map_err(|e| bad(format!("'{t}' is neither Unix seconds nor RFC 3339 ({e})")))?;
     let us = dt.unix_timestamp_nanos() / 1000;
     u64::try_from(us).map_err(|_| bad(format!("'{t}' is before 1970")))
+}
+
+/// 10000-01-01T00:00:00Z in Unix seconds: `--start-at` is before it (as RFC 3339 is).
+const LAST_START_AT_SECS: f64 = 253_402_300_800.0;
+
+/// How far ahead `--start-at` may be: 7 days.
+pub const START_AT_MAX_AHEAD_US: u64 = 7 * 86_400 * 1_000_000;
+
+/// How long ago `--start-at` may have passed: 1 hour. A shard that is a little late still runs
+/// (its overdue arrivals are sent at once, with a warning); one far later would measure every
+/// latency from send times hours to decades ago.
+pub const START_AT_MAX_PAST_US: u64 = 3_600 * 1_000_000;
+
+/// Checks `--start-at` (`start_us`) against the wall clock (`now_us`, µs since the epoch): at
+/// most [`START_AT_MAX_AHEAD_US`] ahead and [`START_AT_MAX_PAST_US`] past (SB101).
+pub fn check_start_at(start_us: u64, now_us: u64) -> Result<()> {
+    let secs = |us: u64| us as f64 / 1e6;
+    if start_us > now_us.saturating_add(START_AT_MAX_AHEAD_US) {
+        return Err(BenchError::config(
+            "--start-at",
+            format!("it is {:.0} s from now, more than 7 days ahead", secs(start_us - now_us)),
+            "pass a start time within the next 7 days (e.g. `date -u -d '+2 min' +%s`)",
+        ));
+    }
+    if start_us.saturating_add(START_AT_MAX_PAST_US) < now_us {
+        return Err(BenchError::config(
+            "--start-at",
+            format!(
+                "it passed {:.0} s ago, more than an hour: latencies measured from its send times would include that",
+                secs(now_us - start_us)
+            ),
+            "pass a start time in the future shared by every shard (e.g. `date -u -d '+2 min' +%s`), or drop --start-at",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -291,6 +330,29 @@ mod tests {
         );
         assert!(parse_start_at("tomorrow").is_err());
         assert!(parse_start_at("-5").is_err());
+    }
+
+    /// Pins `--start-at` bounds: 1e30 and 2^64 s saturated to `u64::MAX` µs and ran at once,
+    /// "passed 1796610216 s ago"; a start long past only warned, and latencies measured from
+    /// its send times came out as decades.
+    #[test]
+    fn start_at_beyond_the_year_9999_or_a_week_ahead_or_an_hour_past_is_refused() {
+        for far in ["1e30", "18446744073709551615", "253402300800"] {
+            let e = parse_start_at(far).unwrap_err();
+            assert_eq!(e.code().as_str(), "SB101");
+            assert!(e.to_string().contains("after the year 9999"), "{e}");
+        }
+        assert!(parse_start_at("253402300799").is_ok());
+        let now = 1_800_000_000_000_000;
+        assert!(check_start_at(now, now).is_ok());
+        assert!(check_start_at(now + START_AT_MAX_AHEAD_US, now).is_ok());
+        assert!(check_start_at(now - START_AT_MAX_PAST_US, now).is_ok(), "a little late: warned at start");
+        let ahead = check_start_at(now + START_AT_MAX_AHEAD_US + 1, now).unwrap_err();
+        assert!(ahead.to_string().contains("more than 7 days ahead"), "{ahead}");
+        let past = check_start_at(now - START_AT_MAX_PAST_US - 1, now).unwrap_err();
+        assert_eq!(past.code().as_str(), "SB101");
+        assert!(past.to_string().contains("more than an hour"), "{past}");
+        assert!(check_start_at(u64::MAX, now).is_err() && check_start_at(0, now).is_err());
     }
 
     #[test]

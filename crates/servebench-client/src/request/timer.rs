@@ -23,7 +23,9 @@ pub(super) struct Timer {
 impl Timer {
     pub(super) fn new(opts: &ExecOptions) -> Self {
         let now = tokio::time::Instant::now();
-        let request_deadline = opts.request_timeout.map(|d| now + d);
+        // A deadline beyond what the clock can hold is no deadline (the flags refuse such
+        // timeouts; the library does not panic on them either).
+        let request_deadline = opts.request_timeout.and_then(|d| now.checked_add(d));
         let mut t = Timer {
             sleep: None,
             request_deadline,
@@ -39,7 +41,7 @@ impl Timer {
     }
 
     fn next(&self, now: tokio::time::Instant) -> Option<tokio::time::Instant> {
-        match (self.request_deadline, self.stall.map(|s| now + s)) {
+        match (self.request_deadline, self.stall.and_then(|s| now.checked_add(s))) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -73,8 +75,8 @@ impl Timer {
 
     /// Limits the remaining wait to `d` (drain after `[DONE]`).
     pub(super) fn cap(&mut self, d: Duration) {
+        let Some(when) = tokio::time::Instant::now().checked_add(d) else { return };
         self.capped = true;
-        let when = tokio::time::Instant::now() + d;
         match self.sleep.as_mut() {
             Some(s) if s.deadline() <= when => {}
             Some(s) => s.as_mut().reset(when),
@@ -110,5 +112,26 @@ impl Timer {
         } else {
             format!("stall timeout: no data for {:?} (--stall-timeout)", self.stall.unwrap_or_default())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn timeouts_beyond_the_clock_are_no_deadline_not_a_panic() {
+        let huge = Duration::from_secs(u64::MAX);
+        let opts =
+            ExecOptions { request_timeout: Some(huge), stall_timeout: Some(huge), ..Default::default() };
+        let mut t = Timer::new(&opts);
+        assert!(t.get().is_none(), "no deadline the clock can hold: no sleep");
+        t.progress();
+        assert!(!t.rearm());
+        t.cap(huge);
+        assert!(t.get().is_none() && !t.capped, "an endless cap changes nothing");
+        // One bound the clock can hold still arms the timer.
+        let opts = ExecOptions { stall_timeout: Some(Duration::from_secs(5)), ..opts };
+        assert!(Timer::new(&opts).get().is_some());
     }
 }

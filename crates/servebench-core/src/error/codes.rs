@@ -223,7 +223,7 @@ error_table! {
         exit: 2,
         title: "open-files limit too low for the concurrency",
         error: OpenFilesLimit { what: String, need: u64, limit: u64 },
-        message: "{what} need about {need} open files, but this process may open at most {limit} (its hard limit; the soft limit is raised to it at start-up); fix: raise the hard limit before the run (`ulimit -Hn {need}; ulimit -n {need}` as root or via /etc/security/limits.conf, LimitNOFILE= for a systemd service, --ulimit nofile= for docker), or lower --max-concurrency",
+        message: "{what} need about {need} open files, but this process may open at most {limit} (its hard limit; the soft limit is raised to it at start-up); fix: raise the hard limit before the run (`ulimit -Hn {need}; ulimit -n {need}` as root or via /etc/security/limits.conf, LimitNOFILE= for a systemd service, --ulimit nofile= for docker), or lower --max-concurrency (or the N of --stages c=N)",
     }
     /// SB114: `--dataset-name hf` names a dataset vLLM reads with its own parser, and servebench
     /// does not have that parser yet (the generic loader would send different prompts).

@@ -4,6 +4,7 @@
 //! It is generic over the request executor so that its timing and accounting can be tested
 //! without sockets.
 
+use super::delivery::Delivery;
 use crate::observe::live::PrefillWaiting;
 use servebench_core::{RequestRecord, RunClock};
 use std::future::Future;
@@ -182,12 +183,10 @@ where
                 }
                 None => {
                     let release = Release { gate_us: Some(released_us), ..release };
+                    let delivery = Delivery::new(sink.clone(), &release, cancelled.clone());
                     // Boxed: the executor's future is large (connect, TLS and HTTP state).
                     let fut = Box::pin(execute(release));
-                    let sink = sink.clone();
-                    tasks.spawn(async move {
-                        let _ = sink.send(fut.await);
-                    });
+                    tasks.spawn(delivery.run(fut));
                 }
             }
             i += 1;
@@ -239,15 +238,16 @@ async fn gate_in_order<E, Fut, C>(
         else {
             continue;
         };
+        let delivery = Delivery::new(sink.clone(), &release, cancelled.clone());
         // Boxed: the executor's future is large (connect, TLS and HTTP state).
         let mut fut = Box::pin(execute(release));
-        let sink = sink.clone();
         // The next request passes only once this one has started (its first poll, which on a
         // pooled connection writes the request): the runtime does not run spawned tasks in
         // spawn order, so two requests passing together could otherwise start swapped.
         let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
-        tasks.spawn(async move {
+        tasks.spawn(delivery.run(async move {
             let mut started_tx = Some(started_tx);
+            // A request that panics drops `started_tx`, which lets the next one pass too.
             let record = std::future::poll_fn(|cx| {
                 let polled = fut.as_mut().poll(cx);
                 if let Some(tx) = started_tx.take() {
@@ -257,8 +257,8 @@ async fn gate_in_order<E, Fut, C>(
             })
             .await;
             drop(permit);
-            let _ = sink.send(record);
-        });
+            record
+        }));
         let _ = started.await;
         while tasks.try_join_next().is_some() {}
     }
@@ -312,20 +312,24 @@ async fn pass_gates(
 /// the origin. While stage `k` lasts, a request is released whenever fewer than its concurrency
 /// are in flight (at once when a stage raises the limit; a stage that lowers it lets the surplus
 /// finish). Request `i` is the `i`-th released (no schedule: intended = released, lateness 0).
-/// Releasing ends with the last stage or `stop`; every released request's record goes to `sink`.
-pub async fn dispatch_closed_loop<E, Fut>(
+/// Releasing ends with the last stage or `stop`; every released request's record goes to `sink`
+/// (`records(release)` makes the record of one whose task failed, as [`dispatch`]'s `cancelled`).
+pub async fn dispatch_closed_loop<E, Fut, C>(
     stages: &[(usize, u64)],
     (max_prefill, waiting): (Option<usize>, Option<Arc<PrefillWaiting>>),
     clock: RunClock,
     execute: E,
+    records: C,
     sink: mpsc::UnboundedSender<RequestRecord>,
     stop: CancellationToken,
 ) -> DispatchStats
 where
     E: Fn(Release) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = RequestRecord> + Send + 'static,
+    C: Fn(Release) -> RequestRecord + Send + Sync + 'static,
 {
     let execute = Arc::new(execute);
+    let records = Arc::new(records);
     let prefill = Gates {
         concurrency: None,
         prefill: max_prefill.map(|c| Arc::new(Semaphore::new(c.max(1)))),
@@ -344,20 +348,26 @@ where
             let release =
                 Release { gate_us: Some(now_us), ..Release::new(next, now_us, now_us, Some(k as u32)) };
             stats.lateness_us.push(0);
-            let (execute, sink, done) = (execute.clone(), sink.clone(), done_tx.clone());
+            let delivery = Delivery::new(sink.clone(), &release, records.clone());
+            let (execute, done) = (execute.clone(), done_tx.clone());
             let prefill = prefill.clone();
             tasks.spawn(async move {
                 // A prefill slot, when capped, waited for in the request's own task: the request
                 // is released (in flight for the loop), so a stop does not end the wait; a
                 // cancelling stop ends the request as soon as it runs.
-                let release = match prefill.prefill.is_some() {
-                    true => match pass_gates(&prefill, clock, release, &CancellationToken::new()).await {
-                        Ok((_, r)) | Err(r) => r,
-                    },
-                    false => release,
-                };
-                let record = Box::pin(execute(release)).await;
-                let _ = sink.send(record);
+                delivery
+                    .run(async move {
+                        let release = match prefill.prefill.is_some() {
+                            true => {
+                                match pass_gates(&prefill, clock, release, &CancellationToken::new()).await {
+                                    Ok((_, r)) | Err(r) => r,
+                                }
+                            }
+                            false => release,
+                        };
+                        Box::pin(execute(release)).await
+                    })
+                    .await;
                 let _ = done.send(());
             });
             in_flight += 1;
@@ -621,6 +631,7 @@ mod tests {
                     rec
                 }
             },
+            |r| record_for(&r, Outcome::Cancelled),
             tx,
             stop,
         )
@@ -651,6 +662,7 @@ mod tests {
             (None, None),
             RunClock::start(),
             |r| async move { record_for(&r, Outcome::Completed) },
+            |r| record_for(&r, Outcome::Cancelled),
             tx,
             stop,
         )

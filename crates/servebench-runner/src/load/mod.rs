@@ -5,6 +5,7 @@
 
 pub mod agentic;
 pub mod cancellation;
+pub(crate) mod delivery;
 pub mod dispatch;
 pub mod early_stop;
 pub mod lora;

@@ -11,6 +11,7 @@ use crate::config::RunConfig;
 use crate::observe::health::HealthSamples;
 use crate::observe::observer::RunObserver;
 use crate::records::sink::RecordSink;
+use servebench_core::clock::unix_now_us;
 use servebench_core::early_stop::EarlyStopReport;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
 use servebench_core::shard::{ShardHeader, ShardRunInfo, ShardStage, ShardSummary, FORMAT_VERSION};
@@ -19,7 +20,7 @@ use servebench_core::{BenchError, Requests, Result, RunClock};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// The shard's part of one run, set up once the schedule is built.
@@ -228,10 +229,6 @@ pub fn share_of_rate(cfg: &RunConfig, rps: f64) -> f64 {
     }
 }
 
-fn unix_now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
-}
-
 /// The clock of a sharded or `--start-at` run, made before the records file so its header can
 /// carry the anchor; `None` for a plain run (which starts its clock as before).
 ///
@@ -250,9 +247,16 @@ pub async fn start_clock(
     }
     let Some(start) = cfg.start_at_unix_us else { return Some((RunClock::start(), None)) };
     let now_mono = Instant::now();
-    let lead_us = start as i64 - unix_now_us() as i64;
+    // The configuration keeps the start within a week ahead and an hour past; the library
+    // stays total for any value (no wrap to "passed 1796610216 s ago", no overflow).
+    let lead_us =
+        i64::try_from(start).unwrap_or(i64::MAX).saturating_sub(i64::try_from(unix_now_us()).unwrap_or(0));
     let lead = Duration::from_micros(lead_us.unsigned_abs());
-    let origin = if lead_us >= 0 { now_mono + lead } else { now_mono.checked_sub(lead).unwrap_or(now_mono) };
+    let origin = match lead_us >= 0 {
+        true => now_mono.checked_add(lead),
+        false => now_mono.checked_sub(lead),
+    }
+    .unwrap_or(now_mono);
     let who = match &cfg.shard {
         Some(s) => format!("shard {} of {}", s.spec.index, s.spec.count),
         None => "this run".into(),

@@ -10,6 +10,8 @@
 //! `i mod W` of the `W`-prompt workload. `--duration T` alone is one stage at `--request-rate`.
 
 use crate::config::load_options::Stage;
+use crate::config::PlannedStage;
+use servebench_core::flag_values::MAX_FLAG_SECONDS;
 use servebench_core::schedule::{ArrivalSchedule, RampStrategy, RampUp, RateConfig};
 use servebench_core::{BenchError, Result};
 
@@ -33,6 +35,15 @@ pub fn parse_stages(text: &str) -> Result<Vec<Stage>> {
         })?;
         if !seconds.is_finite() || seconds <= 0.0 {
             return Err(BenchError::config("--stages", format!("duration {seconds} must be > 0"), fix));
+        }
+        if seconds > MAX_FLAG_SECONDS {
+            return Err(BenchError::config(
+                "--stages",
+                format!(
+                    "duration {seconds} s is more than the longest a stage may last (1e9 s, about 31 years)"
+                ),
+                "give each stage at most 1e9 seconds",
+            ));
         }
         let stage = match r.trim().strip_prefix("c=") {
             Some(c) => {
@@ -120,14 +131,47 @@ fn stage_offsets(rate: f64, burstiness: f64, until_us: u64, seed: u64) -> Vec<u6
         burstiness,
         ramp_up: Some(RampUp { strategy: RampStrategy::Linear, start_rps: rate, end_rps: rate }),
     };
-    let mut n = ((rate * until_us as f64 / 1e6) * 1.25) as usize + 16;
+    // Capped where the loop gives up anyway: a rate of 1e308 asked for more than usize::MAX
+    // (the configuration refuses such a schedule, `MAX_PLANNED_REQUESTS`).
+    let mut n = ((rate * until_us as f64 / 1e6) * 1.25).min(STAGE_DRAW_CAP as f64) as usize + 16;
     loop {
         let s = ArrivalSchedule::generate(n, &cfg, seed);
-        if s.offsets_us.last().is_some_and(|&last| last >= until_us) || n >= 50_000_000 {
+        if s.offsets_us.last().is_some_and(|&last| last >= until_us) || n >= STAGE_DRAW_CAP {
             return s.offsets_us.into_iter().take_while(|&o| o < until_us).collect();
         }
         n *= 2;
     }
+}
+
+/// Arrivals a stage draws at most before it stops doubling its draw.
+const STAGE_DRAW_CAP: usize = 50_000_000;
+
+/// The most requests a `--duration`/`--stages` schedule may plan: its rate × seconds, summed over
+/// its rate stages. The schedule is built in memory before the first request (a billion
+/// arrivals took 10 GB); a longer load is a trace or several runs.
+pub const MAX_PLANNED_REQUESTS: f64 = 1e8;
+
+/// Requests `stages` plan (rate × seconds, summed over the rate stages; concurrency stages plan
+/// none up front).
+pub fn planned_requests(stages: &[PlannedStage]) -> f64 {
+    stages.iter().filter(|s| s.concurrency.is_none()).map(|s| s.rate * s.seconds).sum()
+}
+
+/// SB101 when `stages` plan more than [`MAX_PLANNED_REQUESTS`]; `flag` is the flag that set them.
+pub fn check_planned_requests(stages: &[PlannedStage], flag: &str) -> Result<()> {
+    let planned = planned_requests(stages);
+    if planned <= MAX_PLANNED_REQUESTS {
+        return Ok(());
+    }
+    Err(BenchError::config(
+        flag,
+        format!(
+            "plans about {planned:.3e} requests (rate × seconds), more than the {MAX_PLANNED_REQUESTS:e} \
+             a run schedules in memory before it starts"
+        ),
+        "plan at most 1e8 requests: a lower rate or a shorter --duration/stage, or replay a trace \
+         (--dataset-name timed_trace)",
+    ))
 }
 
 /// The schedule of `stages` run back to back (pure).
@@ -137,11 +181,11 @@ pub fn staged_schedule(stages: &[Stage], burstiness: f64, seed: u64) -> StagedSc
     for (k, st) in stages.iter().enumerate() {
         let len = secs_to_us(st.seconds);
         for o in stage_offsets(st.rate, burstiness, len, stage_seed(seed, k)) {
-            out.offsets_us.push(start + o);
+            out.offsets_us.push(start.saturating_add(o));
             out.stage.push(k as u32);
         }
-        out.bounds_us.push((start, start + len));
-        start += len;
+        out.bounds_us.push((start, start.saturating_add(len)));
+        start = start.saturating_add(len);
     }
     out
 }
@@ -194,6 +238,36 @@ mod tests {
             let (lo, hi) = a.bounds_us[*s as usize];
             assert!(*o >= lo && *o < hi);
         }
+    }
+
+    #[test]
+    fn stages_beyond_1e9_seconds_are_refused_at_parse_time() {
+        for bad in ["1:1e19", "c=2:1e10", "1:1e9,1:2e9"] {
+            let e = parse_stages(bad).unwrap_err();
+            assert_eq!(e.code().as_str(), "SB101", "{bad}");
+            assert!(e.to_string().contains("at most 1e9 seconds"), "{e}");
+        }
+        assert!(parse_stages("1e-4:1e9").is_ok());
+    }
+
+    #[test]
+    fn planned_requests_beyond_the_bound_are_refused_before_anything_is_drawn() {
+        let plan = |rate: f64, seconds: f64| PlannedStage { rate, seconds, concurrency: None };
+        let ok = [plan(1000.0, 50_000.0), plan(1000.0, 50_000.0)];
+        assert_eq!(planned_requests(&ok), 1e8);
+        assert!(check_planned_requests(&ok, "--stages").is_ok());
+        for bad in [
+            vec![plan(1e308, 1.0)],
+            vec![plan(1e8, 10.0)],
+            vec![plan(1000.0, 1e9)],
+            ok.iter().copied().chain([plan(1.0, 1.0)]).collect(),
+        ] {
+            let e = check_planned_requests(&bad, "--duration").unwrap_err();
+            assert_eq!(e.code().as_str(), "SB101");
+            assert!(e.to_string().contains("at most 1e8 requests"), "{e}");
+        }
+        let closed = [PlannedStage { rate: f64::INFINITY, seconds: 1e9, concurrency: Some(4) }];
+        assert!(check_planned_requests(&closed, "--stages").is_ok());
     }
 
     #[test]

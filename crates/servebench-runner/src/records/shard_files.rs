@@ -83,7 +83,8 @@ pub fn wait_for_shards(
     wait: Duration,
     waiting: &mut dyn FnMut(usize, Option<usize>),
 ) -> Result<Vec<PathBuf>, BenchError> {
-    let deadline = Instant::now() + wait;
+    // A wait beyond what the clock holds has no deadline.
+    let deadline = Instant::now().checked_add(wait);
     loop {
         let files = expand_inputs(inputs)?;
         if wait.is_zero() {
@@ -96,11 +97,12 @@ pub fn wait_for_shards(
             std::thread::sleep(Duration::from_secs(2));
             return expand_inputs(inputs);
         }
-        if Instant::now() >= deadline {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(files);
         }
         waiting(finished, expected);
-        std::thread::sleep(Duration::from_secs(5).min(deadline.saturating_duration_since(Instant::now())));
+        let left = deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
+        std::thread::sleep(Duration::from_secs(5).min(left));
     }
 }
 

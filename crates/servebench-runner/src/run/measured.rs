@@ -483,8 +483,9 @@ async fn dispatch_measured(
         },
         (LoadShape::ClosedLoop { stages }, ..) => {
             let prefill = (plan.max_prefill, plan.prefill_waiting.clone());
-            dispatch_closed_loop(stages, prefill, clock, move |r| exec.run(r), tx, stops.release.clone())
-                .await
+            let made = move |r: Release| records.make(&r);
+            let run = move |r| exec.run(r);
+            dispatch_closed_loop(stages, prefill, clock, run, made, tx, stops.release.clone()).await
         }
         _ => {
             let cancelled = move |r: Release| records.make(&r);

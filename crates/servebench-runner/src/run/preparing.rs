@@ -13,7 +13,7 @@ use servebench_client::transport::{ClientOptions, HttpClient};
 use servebench_core::{BenchError, Requests, Result, TextTokenizer};
 use servebench_data::prefix_cache::PrefixCacheLayout;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// [`prepare_run`] for an experiment: the tokenizer is kept so that each point can build
 /// prompts of its own ([`rebuild_workload`]).
@@ -147,7 +147,8 @@ async fn connect(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Con
     }
     let headers = client_headers(cfg)?;
     let ready_started = Instant::now();
-    let ready_deadline = ready_started + cfg.ready_check_timeout;
+    // At most 10^9 s (as the flag): a longer timeout overflowed the deadline.
+    let ready_deadline = ready_started + cfg.ready_check_timeout.min(Duration::from_secs(1_000_000_000));
     if !cfg.dry_run {
         if !cfg.ready_check_timeout.is_zero() {
             observer.message(&format!(

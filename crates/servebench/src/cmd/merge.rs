@@ -24,6 +24,14 @@ use servebench_runner::results::inputs::shard_records_path;
 use servebench_runner::results::merged::{merged_result, merged_run_info, merged_steady_state};
 use servebench_runner::results::steady::Steady;
 
+/// `--wait-secs`: at most `MAX_FLAG_SECONDS` (SB101; 2^63 s overflowed the deadline).
+fn wait(secs: u64) -> Result<Duration, BenchError> {
+    if secs as f64 > servebench_core::flag_values::MAX_FLAG_SECONDS {
+        return Err(crate::config::too_many_seconds("--wait-secs", secs));
+    }
+    Ok(Duration::from_secs(secs))
+}
+
 /// `servebench merge`. Returns the exit code.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
     let cfg = MetricsConfig {
@@ -36,7 +44,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
     };
     // A shard's result JSON stands for the records file it names.
     let inputs = args.inputs.iter().map(|p| shard_records_path(p)).collect::<Result<Vec<_>, _>>()?;
-    let files = wait_for_shards(&inputs, Duration::from_secs(args.wait_secs), &mut |done, of| {
+    let files = wait_for_shards(&inputs, wait(args.wait_secs)?, &mut |done, of| {
         let of = of.map_or_else(|| "?".into(), |n| n.to_string());
         outln!("Waiting for shards: {done} of {of} finished");
     })?;

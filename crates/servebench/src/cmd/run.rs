@@ -18,18 +18,29 @@ use servebench_runner::{Interrupts, OutputConfig, RunConfig, RunObserver};
 use std::sync::Arc;
 
 /// Checks that the run can open as many connections as it may need at once (SB175): an
-/// error with `--max-concurrency`, a coded warning for an open loop without a cap.
+/// error with a concurrency (`--max-concurrency`, or the largest concurrency stage), a coded
+/// warning for an open loop without a cap.
 fn check_open_files(run: &RunConfig, num_prompts: u64, embedded_sim: bool) -> anyhow::Result<()> {
     let Some(limit) = crate::os::raise_open_files_limit() else { return Ok(()) };
-    if let Some(e) =
-        open_files_problem(run.max_concurrency.map(|c| c as u64), num_prompts, embedded_sim, limit)
-    {
-        match run.max_concurrency {
+    let concurrency = run_concurrency(run);
+    if let Some(e) = open_files_problem(concurrency, num_prompts, embedded_sim, limit) {
+        match concurrency {
             Some(_) => return Err(e.into()),
             None => errln!("warning[{}]: {e}; requests beyond that fail to connect", e.code()),
         }
     }
     Ok(())
+}
+
+/// The most requests the run keeps in flight, and the flag that sets it: `--max-concurrency`,
+/// or the largest `c=N` of concurrency stages (`None`: an open loop without a cap).
+fn run_concurrency(run: &RunConfig) -> Option<(u64, &'static str)> {
+    let stage = run.load.stages.iter().filter_map(|s| s.concurrency).max();
+    match (run.max_concurrency, stage) {
+        (Some(c), _) => Some((c as u64, "--max-concurrency")),
+        (None, Some(c)) => Some((c as u64, "--stages c=N")),
+        (None, None) => None,
+    }
 }
 
 /// Files a run needs besides its connections: its own files, the listener of an embedded
@@ -39,16 +50,18 @@ const RESERVED_FILES: u64 = 64;
 /// SB175 when `concurrency` connections (at most `num_prompts` without a cap), doubled when
 /// the simulator's side of each is in this process too, do not fit in `limit` open files.
 fn open_files_problem(
-    concurrency: Option<u64>,
+    concurrency: Option<(u64, &str)>,
     num_prompts: u64,
     embedded_sim: bool,
     limit: u64,
 ) -> Option<servebench_core::BenchError> {
-    let conns = concurrency.unwrap_or(num_prompts);
+    let conns = concurrency.map_or(num_prompts, |c| c.0);
     let need = conns.saturating_mul(if embedded_sim { 2 } else { 1 }).saturating_add(RESERVED_FILES);
     let what = match (concurrency, embedded_sim) {
-        (Some(c), false) => format!("{c} concurrent requests (--max-concurrency)"),
-        (Some(c), true) => format!("{c} concurrent requests with the simulator in this process (--sim)"),
+        (Some((c, flag)), false) => format!("{c} concurrent requests ({flag})"),
+        (Some((c, flag)), true) => {
+            format!("{c} concurrent requests ({flag}) with the simulator in this process (--sim)")
+        }
         (None, false) => format!("without --max-concurrency, up to {conns} requests in flight"),
         (None, true) => format!("without --max-concurrency, up to {conns} requests in flight with --sim"),
     };
@@ -378,11 +391,31 @@ mod open_files_tests {
     #[test]
     fn open_files_need_counts_both_ends_of_an_embedded_simulator() {
         // 10,000 streams fit 20,000 files against a standalone simulator, not with --sim.
-        assert!(open_files_problem(Some(10_000), 1, false, 20_000).is_none());
-        let e = open_files_problem(Some(10_000), 1, true, 20_000).expect("20,064 > 20,000");
+        assert!(open_files_problem(Some((10_000, "--max-concurrency")), 1, false, 20_000).is_none());
+        let e = open_files_problem(Some((10_000, "--max-concurrency")), 1, true, 20_000)
+            .expect("20,064 > 20,000");
         assert_eq!(e.code().as_str(), "SB175");
         let msg = e.to_string();
         assert!(msg.contains("20064") && msg.contains("20000") && msg.contains("ulimit -n"), "{msg}");
+    }
+
+    /// Pins the open-files check of concurrency stages: `--stages c=1000000:1` started (and
+    /// ignored Ctrl-C), `c=18446744073709551615` grew to 24 GB; `--max-concurrency` of the
+    /// same size was SB175. The largest stage is checked as the cap is.
+    #[test]
+    fn the_largest_concurrency_stage_is_checked_against_the_open_files_limit() {
+        use clap::Parser;
+        let argv = ["servebench", "--stages", "c=4:1,c=1000000:1,c=8:1"];
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        let run = crate::config::validate(&cli.run, None).unwrap().run;
+        assert_eq!(run_concurrency(&run), Some((1_000_000, "--stages c=N")));
+        let e = open_files_problem(run_concurrency(&run), 5, true, 65_536).expect("2,000,064 > 65,536");
+        assert_eq!(e.code().as_str(), "SB175");
+        assert!(e.to_string().contains("1000000 concurrent requests (--stages c=N)"), "{e}");
+        let argv = ["servebench", "--stages", "c=18446744073709551615:1"];
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        let run = crate::config::validate(&cli.run, None).unwrap().run;
+        assert!(open_files_problem(run_concurrency(&run), 5, false, u64::MAX - 1).is_some());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! and turned into the runner's typed `ExperimentConfig`.
 
 use crate::cli::experiment::ExperimentArgs;
+use servebench_core::flag_values::MAX_FLAG_SECONDS;
 use servebench_core::{BenchError, Result};
 use servebench_runner::experiment::{Experiment, ExperimentConfig, SearchOptions};
 use servebench_runner::observe::profiling::ProfileOptions;
@@ -47,18 +48,23 @@ impl ExperimentArgs {
     /// What runs on the server side of each measured phase (checked by [`plan`]).
     pub fn server_side_options(&self) -> ServerSideOptions {
         ServerSideOptions {
-            scrape_interval: self.scrape_metrics.then(|| Duration::from_secs_f64(self.scrape_interval)),
+            scrape_interval: self.scrape_metrics.then(|| seconds(self.scrape_interval)),
             profile: self.profile.then(|| ProfileOptions {
                 batch_threshold: self.profile_batch_threshold,
-                duration: Duration::from_secs_f64(self.profile_duration),
+                duration: seconds(self.profile_duration),
             }),
             metrics_urls: self.server_metrics_url.clone(),
-            poll_interval: Duration::from_secs_f64(self.scrape_interval),
+            poll_interval: seconds(self.scrape_interval),
             gpu: (self.gpu_metrics || !self.gpu_metrics_url.is_empty())
                 .then(|| GpuOptions { urls: self.gpu_metrics_url.clone() }),
             series_path: None,
         }
     }
+}
+
+/// Seconds [`plan`] checked (0 for a value it refuses, never a panic).
+fn seconds(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs.min(MAX_FLAG_SECONDS)).unwrap_or_default()
 }
 
 fn range(flag: &str, ok: bool, what: &str) -> Result<()> {
@@ -77,7 +83,8 @@ pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
     if let Some(w) = a.steady_state_min_window {
         range("--steady-state-min-window", w.is_finite() && w >= 0.0, "≥ 0 seconds")?;
     }
-    range("--scrape-interval", a.scrape_interval.is_finite() && a.scrape_interval >= 0.05, "≥ 0.05 seconds")?;
+    let i = a.scrape_interval;
+    range("--scrape-interval", (0.05..=MAX_FLAG_SECONDS).contains(&i), "from 0.05 to 1e9 seconds")?;
     range("--num-runs", a.num_runs >= 1, "≥ 1")?;
     range("--search-tolerance", a.search_tolerance > 0.0 && a.search_tolerance < 1.0, "in (0, 1)")?;
     range(
@@ -96,7 +103,7 @@ pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
         ));
     }
     let d = a.profile_duration;
-    range("--profile-duration", d.is_finite() && d > 0.0, "> 0 seconds")?;
+    range("--profile-duration", d > 0.0 && d <= MAX_FLAG_SECONDS, "> 0 and at most 1e9 seconds")?;
     if d != 5.0 && a.profile_batch_threshold.is_none() {
         return Err(BenchError::config(
             "--profile-duration",
@@ -192,5 +199,21 @@ mod tests {
         d.profile = true;
         d.profile_duration = 2.0;
         assert!(plan(&d).is_err(), "duration needs a threshold");
+    }
+
+    #[test]
+    fn scrape_interval_and_profile_duration_beyond_1e9_seconds_are_refused_not_a_panic() {
+        let mut a = args();
+        a.scrape_metrics = true;
+        a.scrape_interval = 1e30;
+        let e = plan(&a).unwrap_err();
+        assert_eq!(e.code().as_str(), "SB101");
+        assert!(e.to_string().contains("--scrape-interval from 0.05 to 1e9 seconds"), "{e}");
+        assert_eq!(a.server_side_options().poll_interval, Duration::from_secs(1_000_000_000));
+        a.scrape_interval = 1e9;
+        assert!(plan(&a).is_ok());
+        let mut p = args();
+        (p.profile, p.profile_batch_threshold, p.profile_duration) = (true, Some(4), 1e30);
+        assert_eq!(plan(&p).unwrap_err().code().as_str(), "SB101");
     }
 }

@@ -21,7 +21,7 @@ use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
 use serde_json::{Map, Value};
 use servebench_client::backend::{BackendKind, TargetConfig};
-use servebench_core::flag_values::parse_percentile_metrics;
+use servebench_core::flag_values::{parse_percentile_metrics, MAX_FLAG_SECONDS};
 use servebench_core::schedule::{RampUp, RateConfig};
 use servebench_core::secret::Secret;
 use servebench_core::{BenchError, Result};
@@ -65,6 +65,9 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let dataset = dataset_spec(args, other_dataset)?;
     let target = target_config(args, backend, api_key)?;
     let shards = args.shard.settings(std::env::var(shard::JOB_INDEX_ENV).ok().as_deref())?;
+    if let Some(start) = shards.start_at_unix_us {
+        servebench_core::shard::check_start_at(start, servebench_core::clock::unix_now_us())?;
+    }
     let shard = shard_config(args, &shards)?;
     let mut run = RunConfig {
         base_url: base_url(args),
@@ -79,6 +82,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
         metrics_listen: args.live.metrics_listen()?,
         shard,
         start_at_unix_us: shards.start_at_unix_us,
+        ready_check_timeout: ready_check_timeout(args.ready_check_timeout_sec)?,
         ..plain_run_config(args)
     };
     let output = output_config(args, backend)?;
@@ -273,6 +277,11 @@ fn shard_config(args: &RunArgs, shards: &ShardSettings) -> Result<Option<ShardCo
         args.max_concurrency.map(|c| c as usize),
         args.records.is_some() || args.save_result || args.append_result,
     )?;
+    // --num-prompts bounds the requests unless a --duration, stages or session trees set them.
+    let w = &args.workload;
+    let by_prompts =
+        w.duration.is_none() && w.stages.is_none() && args.dataset_name.kind != DatasetName::Agentic;
+    shards.check_requests(by_prompts.then_some(args.num_prompts))?;
     // As --max-concurrency: the prefill cap is the total over the shards, each taking its share;
     // below one slot per shard, a shard would get none (it was rounded up to 1 each, so the
     // union could exceed the cap).
@@ -319,7 +328,7 @@ fn plain_run_config(args: &RunArgs) -> RunConfig {
         max_concurrency: args.max_concurrency.map(|c| c as usize),
         seed: args.seed,
         num_warmups: args.num_warmups,
-        ready_check_timeout: Duration::from_secs(args.ready_check_timeout_sec),
+        ready_check_timeout: Duration::ZERO,
         request_id_prefix: String::new(),
         dry_run: args.dry_run,
         verify_prompts: 0,
@@ -385,22 +394,35 @@ fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
     })
 }
 
-/// A flag of seconds: positive, and within what a timer can wait (about 5.8·10^11 years; `inf`
-/// and `1e30` are beyond it).
+/// A flag of seconds: positive, and at most [`MAX_FLAG_SECONDS`] (about 31.7 years: every such
+/// time is added to a clock reading, and `1e19` overflowed it).
 pub(crate) fn seconds_flag(flag: &str, secs: f64) -> Result<Duration> {
     match Duration::try_from_secs_f64(secs) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        Err(_) if secs > 0.0 => Err(BenchError::config(
-            flag,
-            format!("{secs} seconds is longer than a timer can wait (2^64 s)"),
-            format!("pass a finite number of seconds, or leave {flag} out for its default"),
-        )),
+        Ok(d) if !d.is_zero() && secs <= MAX_FLAG_SECONDS => Ok(d),
+        _ if secs > 0.0 => Err(too_many_seconds(flag, secs)),
         _ => Err(BenchError::config(
             flag,
             format!("{secs} is not a positive number of seconds"),
             "pass seconds > 0",
         )),
     }
+}
+
+/// `--ready-check-timeout-sec`: 0 (no check) up to [`MAX_FLAG_SECONDS`].
+fn ready_check_timeout(secs: u64) -> Result<Duration> {
+    if secs as f64 > MAX_FLAG_SECONDS {
+        return Err(too_many_seconds("--ready-check-timeout-sec", secs));
+    }
+    Ok(Duration::from_secs(secs))
+}
+
+/// SB101 for a time beyond [`MAX_FLAG_SECONDS`].
+pub(crate) fn too_many_seconds(flag: &str, secs: impl std::fmt::Display) -> BenchError {
+    BenchError::config(
+        flag,
+        format!("{secs} seconds is more than the longest time servebench waits ({MAX_FLAG_SECONDS:e} s, about 31 years)"),
+        format!("pass at most {MAX_FLAG_SECONDS:e} seconds, or leave {flag} out for its default"),
+    )
 }
 
 fn parse_ramp_up(args: &RunArgs, request_rate: f64) -> Result<Option<RampUp>> {
@@ -472,6 +494,22 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn timeouts_beyond_a_clock_reading_are_refused_not_overflowed() {
+        for flag in ["--request-timeout", "--stall-timeout", "--duration"] {
+            for secs in [1e19, 1e10] {
+                let e = seconds_flag(flag, secs).unwrap_err();
+                assert_eq!(e.code().as_str(), "SB101", "{flag} {secs}");
+                assert!(e.to_string().contains("at most 1e9 seconds"), "{e}");
+            }
+            assert_eq!(seconds_flag(flag, 1e9).unwrap(), Duration::from_secs(1_000_000_000));
+        }
+        assert_eq!(ready_check_timeout(1_000_000_000).unwrap().as_secs(), 1_000_000_000);
+        let e = ready_check_timeout(10_000_000_000_000_000_000).unwrap_err();
+        assert_eq!(e.code().as_str(), "SB101");
+        assert!(e.to_string().contains("--ready-check-timeout-sec"), "{e}");
+    }
 
     #[test]
     fn debug_of_the_run_configuration_never_shows_the_api_key_or_header_secrets() {

@@ -80,6 +80,25 @@ impl ShardSettings {
         }
         Ok(Some(ShardConfig { spec, backend: backend.into(), label, max_concurrency_total: max_concurrency }))
     }
+
+    /// Refuses shards some of which would send no request: `requests` (the most the run
+    /// sends, when `--num-prompts` bounds it) fewer than the shards. Such a shard wrote an empty
+    /// result and exited 0.
+    pub fn check_requests(&self, requests: Option<u64>) -> Result<()> {
+        let (Some(spec), Some(n)) = (self.shard, requests) else { return Ok(()) };
+        if n >= u64::from(spec.count) {
+            return Ok(());
+        }
+        Err(BenchError::config(
+            "--num-shards",
+            format!(
+                "{} shards share {n} requests (--num-prompts): shards {n} to {} would send none",
+                spec.count,
+                spec.count - 1
+            ),
+            "pass at most --num-prompts shards, or a --num-prompts of at least --num-shards",
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -123,5 +142,24 @@ mod tests {
         assert_eq!(c.max_concurrency_total, Some(8));
         let plain = args(None, None, None).settings(None).unwrap();
         assert_eq!(plain.runner_config("openai", None, Some(1), false).unwrap(), None);
+    }
+
+    /// Pins the empty shard: `--num-prompts 10 --num-shards 20 --shard-index 15` sent "0 of 10
+    /// requests" and exited 0. Refused up front as a too small `--max-concurrency` is.
+    #[test]
+    fn shards_outnumbering_the_requests_are_refused_up_front() {
+        let s = args(Some(20), Some(15), None).settings(None).unwrap();
+        let e = s.check_requests(Some(10)).unwrap_err();
+        assert_eq!(e.code().as_str(), "SB101");
+        assert!(
+            e.to_string()
+                .contains("20 shards share 10 requests (--num-prompts): shards 10 to 19 would send none"),
+            "{e}"
+        );
+        // Every shard has one: shard 0 is refused too (the run as a whole would be incomplete).
+        assert!(args(Some(20), Some(0), None).settings(None).unwrap().check_requests(Some(19)).is_err());
+        assert!(s.check_requests(Some(20)).is_ok());
+        assert!(s.check_requests(None).is_ok(), "a --duration or --stages run sets its own count");
+        assert!(args(None, None, None).settings(None).unwrap().check_requests(Some(1)).is_ok());
     }
 }

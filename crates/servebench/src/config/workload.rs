@@ -58,7 +58,9 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
     // After every load option (session trees included): early stop depends on the load's shape.
     load.early_stop = crate::config::early_stop::options(args, &load)?;
     run.load = load;
-    Ok(())
+    // Before anything is built: the schedule of a --duration/--stages run is drawn in memory.
+    let flag = if run.load.stages.is_empty() { "--duration" } else { "--stages" };
+    servebench_runner::load::stages::check_planned_requests(&run.planned_stages(), flag)
 }
 
 /// `--max-prefill-concurrency` (SB122, SB123) and cancellation by design (SB124).
@@ -425,6 +427,26 @@ mod tests {
             let e = validate(&args).unwrap_err();
             assert!(e.contains("cannot be combined with a ramp-up"), "{args:?}: {e}");
         }
+    }
+
+    /// Pins the planned-request bound: a schedule of a billion arrivals (or 1e308 per second,
+    /// which overflowed) was drawn in memory and aborted the run; it is SB101 before anything.
+    #[test]
+    fn a_duration_or_stages_planning_over_1e8_requests_is_refused_up_front() {
+        for (args, flag) in [
+            (&["--duration", "10", "--request-rate", "1e8"][..], "--duration"),
+            (&["--duration", "1e9", "--request-rate", "1000"], "--duration"),
+            (&["--duration", "1", "--request-rate", "1e308"], "--duration"),
+            (&["--stages", "1e308:1"], "--stages"),
+            (&["--stages", "1e7:5,1e7:6"], "--stages"),
+        ] {
+            let e = validate(args).unwrap_err();
+            assert!(e.starts_with(&format!("error[SB101]: invalid {flag}")), "{args:?}: {e}");
+            assert!(e.contains("at most 1e8 requests"), "{e}");
+        }
+        assert!(validate(&["--stages", "1e7:5,1e7:5"]).is_ok());
+        // A --duration shorter than the stages plans only what it lets run.
+        assert!(validate(&["--stages", "1e7:5,1e7:60", "--duration", "10"]).is_ok());
     }
 
     #[test]

@@ -18,6 +18,7 @@ fn ready_check_timeout_is_waited_in_full_not_cut_short_by_the_doubling_pause() {
     assert!(secs >= 2.0, "{err}");
 }
 
+mod bounds;
 mod messages;
 mod server_text;
 /// Pins the console a newcomer reads (issue 23, item 11). A closed loop (rate inf, a cap) used
