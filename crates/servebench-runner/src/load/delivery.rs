@@ -3,7 +3,7 @@
 //! of the record the request never returned, so every request still ends as completed, failed or
 //! cancelled and the counts add up.
 
-use super::dispatch::Release;
+use super::release::Release;
 use futures::FutureExt;
 use servebench_core::{ErrorKind, RequestRecord};
 use std::future::Future;

@@ -11,6 +11,7 @@ pub mod early_stop;
 pub mod lora;
 pub mod prefetch;
 pub mod probe_requests;
+pub mod release;
 pub mod session;
 pub mod session_tokens;
 pub mod shard;

@@ -210,7 +210,7 @@ pub fn write_dataset_stats(
     info: &RunInfo,
     records: &[RequestRecord],
 ) -> anyhow::Result<()> {
-    let path = dataset_stats_path(result_path);
+    let path = crate::config::path_collisions::dataset_stats_path(result_path);
     let about = vec![
         ("model".to_string(), info.model_id.clone()),
         ("backend".to_string(), info.backend.clone()),
@@ -232,7 +232,7 @@ pub fn write_timeline(
     records: &[RequestRecord],
     thresholds_ms: (f64, f64),
 ) -> anyhow::Result<()> {
-    let path = timeline_path(result_path);
+    let path = crate::config::path_collisions::timeline_path(result_path);
     let about = vec![
         ("model".to_string(), info.model_id.clone()),
         ("backend".to_string(), info.backend.clone()),
@@ -245,16 +245,6 @@ pub fn write_timeline(
     write_text(&path, &page)?;
     outln!("Timeline: {}", path.display());
     Ok(())
-}
-
-/// `<result>.timeline.html` (`--plot-timeline`): the result path with its extension replaced.
-pub fn timeline_path(result_path: &Path) -> PathBuf {
-    result_path.with_extension("timeline.html")
-}
-
-/// `<result>.dataset_stats.html`: the result path with its extension replaced.
-pub fn dataset_stats_path(result_path: &Path) -> PathBuf {
-    result_path.with_extension("dataset_stats.html")
 }
 
 #[cfg(test)]

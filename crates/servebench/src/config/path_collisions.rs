@@ -42,6 +42,17 @@ pub fn identity(p: &Path) -> PathBuf {
     lexical
 }
 
+/// `<result>.timeline.html` (`--plot-timeline`): the result path with its extension replaced.
+pub fn timeline_path(result_path: &Path) -> PathBuf {
+    result_path.with_extension("timeline.html")
+}
+
+/// `<result>.dataset_stats.html` (`--plot-dataset-stats`): the result path with its extension
+/// replaced.
+pub fn dataset_stats_path(result_path: &Path) -> PathBuf {
+    result_path.with_extension("dataset_stats.html")
+}
+
 /// Inputs of the run that exist as files: (flag, path).
 fn inputs(args: &RunArgs) -> Vec<(String, PathBuf)> {
     let mut v = Vec::new();
@@ -83,10 +94,10 @@ pub(crate) fn outputs(
             }
             // The pages written beside the result (their names follow the result's).
             if output.timeline_itl_ms.is_some() {
-                v.push(("--plot-timeline".to_owned(), crate::cmd::report::timeline_path(&result)));
+                v.push(("--plot-timeline".to_owned(), timeline_path(&result)));
             }
             if args.plot_dataset_stats {
-                v.push(("--plot-dataset-stats".to_owned(), crate::cmd::report::dataset_stats_path(&result)));
+                v.push(("--plot-dataset-stats".to_owned(), dataset_stats_path(&result)));
             }
         }
     }
