@@ -13,7 +13,7 @@ pub struct NonJsonNumber {
     /// How many such words the text holds in all (this one included).
     pub count: usize,
     /// The other keys that hold one, each once, in text order (this one's key left out), at
-    /// most [`OTHER_KEYS_NAMED`]: the fix is in every one of them.
+    /// most five (`OTHER_KEYS_NAMED`): the fix is in every one of them.
     pub other_keys: Vec<String>,
 }
 
