@@ -57,6 +57,11 @@ pub fn redactor(cfg: &TargetConfig) -> Redactor {
         // not contain the key's own base64.
         r.add(&format!("Bearer {}", key.expose()));
     }
+    // A secret query value of the endpoint (`?token=…`): a server echoing the path.
+    for value in cfg.endpoint.as_deref().map(servebench_core::secret::secret_query_values).unwrap_or_default()
+    {
+        r.add(value);
+    }
     for (_, value) in cfg.headers.iter().filter(|(n, _)| is_sensitive_header(n)) {
         // `Bearer xyz`: the token alone may be echoed too.
         let v = value.expose();

@@ -60,22 +60,45 @@ pub fn is_sensitive_header(name: &str) -> bool {
 /// What a redacted secret is replaced with.
 pub const REDACTED: &str = "<redacted>";
 
-/// A URL as a user may have typed it (valid or not), for messages and files: the password of
-/// its userinfo (`http://user:pw@host`) and the values of query parameters whose names carry a
-/// secret (`?api-key=…`, by [`is_sensitive_header`]'s rule) are replaced with [`REDACTED`].
-/// Text without `://` is returned as is.
+/// A URL as a user may have typed it (valid or not, with or without `scheme://`), for messages
+/// and files: the password of its userinfo (`user:pw@host`: everything after the user's `:`
+/// up to the last `@`; a lone user name, which may be a token, whole) and the values of query
+/// parameters whose names carry a secret (`?api-key=…`, by [`is_sensitive_header`]'s rule) are
+/// replaced with [`REDACTED`]. An `@` in a path (`http://h/a@b`) is left alone.
 pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rfind('@') {
-        Some(at) => {
-            let user = authority[..at].split(':').next().unwrap_or("");
-            format!("{user}:{REDACTED}@{}", &authority[at + 1..])
-        }
-        None => authority.to_owned(),
+    let (before_query, tail) = match url.find('?') {
+        Some(q) => url.split_at(q),
+        None => (url, ""),
     };
-    format!("{scheme}://{authority}{}", redact_query(tail))
+    format!("{}{}", redact_userinfo(before_query), redact_query(tail))
+}
+
+/// `text` (a URL without its query) with the password of its userinfo redacted.
+fn redact_userinfo(text: &str) -> String {
+    let (scheme, rest) = match text.find("://") {
+        Some(i) => text.split_at(i + 3),
+        None => ("", text),
+    };
+    let Some(at) = rest.rfind('@') else { return text.to_owned() };
+    let (userinfo, host) = (&rest[..at], &rest[at + 1..]);
+    match userinfo.find(':') {
+        Some(colon) => format!("{scheme}{}:{REDACTED}@{host}", &userinfo[..colon]),
+        None if !userinfo.is_empty() && !userinfo.contains('/') => format!("{scheme}{REDACTED}@{host}"),
+        None => text.to_owned(),
+    }
+}
+
+/// The values of the secret-named query parameters of `url` (`?api-key=…&token=…`), for a
+/// [`Redactor`]: a server echoing the request's path puts them in its error text.
+pub fn secret_query_values(url: &str) -> Vec<&str> {
+    let Some((_, query)) = url.split_once('?') else { return Vec::new() };
+    let query = query.split('#').next().unwrap_or_default();
+    query
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .filter(|(name, v)| is_sensitive_header(name) && !v.is_empty())
+        .map(|(_, v)| v)
+        .collect()
 }
 
 /// `tail` (path, query, fragment) with the values of secret-named query parameters redacted.
@@ -373,6 +396,16 @@ mod tests {
         );
         assert_eq!(redact_url("http://u:p@h?x=1"), "http://u:<redacted>@h?x=1");
         assert_eq!(redact_url("http://h/a@b"), "http://h/a@b", "an @ in the path is no userinfo");
+        // Pins typed URLs without `scheme://`, other schemes, and a password holding `/`: the
+        // password was echoed (an adversarial pass).
+        assert_eq!(redact_url("user:pw1@127.0.0.1:19301"), "user:<redacted>@127.0.0.1:19301");
+        assert_eq!(redact_url("https//user:pw1@h"), "https//user:<redacted>@h");
+        assert_eq!(redact_url("ftp://user:pw1@h/x"), "ftp://user:<redacted>@h/x");
+        assert_eq!(redact_url("http://user:p/w@host/v1"), "http://user:<redacted>@host/v1");
+        assert_eq!(redact_url("https://ghp_TOKEN@host/x"), "https://<redacted>@host/x");
+        assert_eq!(redact_url("/v1/completions?token=S8&x=1"), "/v1/completions?token=<redacted>&x=1");
+        assert_eq!(secret_query_values("/v1/c?token=S8&x=1&api-key=K9#f"), vec!["S8", "K9"]);
+        assert!(secret_query_values("/v1/c").is_empty());
     }
 
     #[test]

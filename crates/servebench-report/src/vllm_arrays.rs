@@ -45,8 +45,10 @@ pub struct ArrayRecords {
     pub timed: bool,
 }
 
+/// Seconds as µs, at most a quarter of `u64`'s range (about 146,000 years): sums of a few such
+/// times cannot overflow (a `ttfts` entry of 1e308 panicked in a debug build).
 fn us(seconds: f64) -> u64 {
-    (seconds.max(0.0) * 1e6).round() as u64
+    ((seconds.max(0.0) * 1e6).round() as u64).min(u64::MAX / 4)
 }
 
 /// The records of the arrays, one per request (the longest of `ttfts`, `latencies`, `errors`);
@@ -78,11 +80,12 @@ pub fn records_from_arrays(d: &DetailedArrays) -> Option<ArrayRecords> {
             match (ttft, lat) {
                 (Some(ttft), Some(lat)) if error.is_empty() => {
                     let gaps: Vec<u32> = d.gaps(i).map(|x| us(x) as u32).collect();
-                    let first = start + us(ttft);
+                    let first = start.saturating_add(us(ttft));
                     // vLLM's latency ends at the last token: TPOT from the rebuilt record is
                     // vLLM's `(latency − ttft) / (output_len − 1)` even where the gaps do not add
                     // up to it.
-                    let last = (first + gaps.iter().map(|&g| u64::from(g)).sum::<u64>()).max(start + us(lat));
+                    let gaps_us = gaps.iter().map(|&g| u64::from(g)).sum::<u64>();
+                    let last = first.saturating_add(gaps_us).max(start.saturating_add(us(lat)));
                     r.outcome = Outcome::Completed;
                     (r.first_event_us, r.first_token_us, r.last_token_us) =
                         (Some(first), Some(first), Some(last));
@@ -92,7 +95,7 @@ pub fn records_from_arrays(d: &DetailedArrays) -> Option<ArrayRecords> {
                     r.completion_tokens = Some(out);
                 }
                 _ => {
-                    r.done_us = Some(start + lat.map_or(0, us));
+                    r.done_us = Some(start.saturating_add(lat.map_or(0, us)));
                     let msg = if error.is_empty() {
                         "failed (no TTFT or latency in the arrays)".into()
                     } else {
@@ -205,6 +208,24 @@ mod tests {
         let d = arrays(serde_json::json!({"ttfts": [0.1], "latencies": [0.2], "itls": [[0.1]]}));
         assert!(!records_from_arrays(&d).unwrap().timed);
         assert!(records_from_arrays(&arrays(serde_json::json!({"completed": 3}))).is_none());
+    }
+
+    /// Pins huge times in the arrays (a `ttfts` entry of 1e308, an integer beyond `u64`): the
+    /// rebuilt record's sums overflowed ("attempt to add with overflow", exit 101); they are
+    /// held at a quarter of `u64`'s range, and the report's metrics are computed without a panic.
+    #[test]
+    fn huge_times_in_the_arrays_are_no_overflow() {
+        let d = arrays(serde_json::json!({
+            "ttfts": [1e308, 123456789012345678901234567890.0, 0.1], "latencies": [1e308, 1e308, 1e300],
+            "itls": [[1e308], [0.1], [1e300, 0.5]], "errors": ["", "", ""], "start_times": [0.0, 1e308, 2.0]}));
+        let a = records_from_arrays(&d).unwrap();
+        assert_eq!(a.records.len(), 3);
+        assert!(a.records.iter().all(|r| r.done_us.is_some_and(|t| t < u64::MAX)));
+        let m = servebench_core::metrics::compute(
+            &a.records,
+            &servebench_core::metrics::MetricsConfig::default(),
+        );
+        assert_eq!(m.completed + m.failed, 3);
     }
 
     /// Pins TPOT on arrays whose gaps fall short of the latency: the rebuilt record used to end

@@ -87,7 +87,9 @@ const ROWS: &[(&str, Option<Row>)] = &[
         "output tokens/s",
         Some((
             |r| {
+                // A pooling run generates no output: no data, not 0.
                 figure(r, Headline::OutputThroughput, r.metrics.output_throughput)
+                    .filter(|_| !r.header.pooling)
                     .and_then(|v| rate(&r.metrics, v))
             },
             1,

@@ -18,7 +18,11 @@ impl MetricsUrl {
     pub fn parse(flag: &str, text: &str) -> Result<MetricsUrl, BenchError> {
         let bad = |problem: &str| BenchError::MetricsUrlInvalid {
             flag: flag.to_owned(),
-            url: if text.contains('@') { "<a URL with user info>".to_owned() } else { text.to_owned() },
+            url: if text.contains('@') {
+                "<a URL with user info>".to_owned()
+            } else {
+                servebench_core::secret::redact_url(text)
+            },
             problem: problem.to_owned(),
         };
         let t = text.trim();
@@ -48,15 +52,30 @@ impl MetricsUrl {
         Ok(MetricsUrl { origin: format!("{}{authority}", &t[..scheme_len]), path })
     }
 
-    /// The whole URL.
+    /// The whole URL as messages and files name it: a secret-named query value (`?token=…`)
+    /// redacted ([`servebench_core::secret::redact_url`]; it was written into the result and
+    /// every line of the series file). Requests use `origin` and `path`.
     pub fn url(&self) -> String {
-        format!("{}{}", self.origin, self.path)
+        servebench_core::secret::redact_url(&format!("{}{}", self.origin, self.path))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pins a secret query value of a metrics URL kept off every message and file (the result's
+    /// `server_metrics.endpoints[].url`, `gpu_telemetry.urls`, the series file's lines), while the
+    /// request still carries it.
+    #[test]
+    fn a_secret_query_value_is_named_redacted_and_still_sent() {
+        let u =
+            MetricsUrl::parse("--server-metrics-url", "http://127.0.0.1:9400/metrics?token=SECRET9").unwrap();
+        assert_eq!(u.path, "/metrics?token=SECRET9", "sent as given");
+        assert_eq!(u.url(), "http://127.0.0.1:9400/metrics?token=<redacted>");
+        let e = MetricsUrl::parse("--gpu-metrics-url", "gopher://h/x?token=SECRET9").unwrap_err().to_string();
+        assert!(!e.contains("SECRET9"), "{e}");
+    }
 
     #[test]
     fn metrics_urls_split_default_to_metrics_and_refuse_user_info() {

@@ -595,13 +595,15 @@ pub fn listen_host(text: &str) -> Result<IpAddr, BenchError> {
 /// `--base-url`: an http(s) URL with a host; kept without its trailing `/`.
 pub fn base_url(text: &str) -> Result<BaseUrl, BenchError> {
     let fix = "pass a URL like http://127.0.0.1:8000 (the --endpoint path is appended to it)";
+    // As typed, without a password or secret query value (the messages below quote it).
+    let shown = servebench_core::secret::redact_url(text);
     let trimmed = text.trim().trim_end_matches('/');
     let rest = trimmed
         .strip_prefix("http://")
         .or_else(|| trimmed.strip_prefix("https://"))
-        .ok_or_else(|| BenchError::config("--base-url", format!("'{text}' is not an http(s) URL"), fix))?;
+        .ok_or_else(|| BenchError::config("--base-url", format!("'{shown}' is not an http(s) URL"), fix))?;
     if rest.is_empty() {
-        return Err(BenchError::config("--base-url", format!("'{text}' has no host"), fix));
+        return Err(BenchError::config("--base-url", format!("'{shown}' has no host"), fix));
     }
     // Port 0 is "any free port" to a listener, never a server's address (it was SB315, "cannot
     // connect", after the readiness wait).
@@ -609,7 +611,7 @@ pub fn base_url(text: &str) -> Result<BaseUrl, BenchError> {
     if authority.rsplit_once(':').is_some_and(|(_, port)| port.parse() == Ok(0u16)) {
         return Err(BenchError::config(
             "--base-url",
-            format!("'{text}' has port 0"),
+            format!("'{shown}' has port 0"),
             "pass the port the server listens on",
         ));
     }
@@ -623,7 +625,7 @@ pub fn endpoint(text: &str) -> Result<String, BenchError> {
     if !text.starts_with('/') && !absolute {
         return Err(BenchError::config(
             "--endpoint",
-            format!("'{text}' is not a path"),
+            format!("'{}' is not a path", servebench_core::secret::redact_url(text)),
             "pass a path starting with '/', e.g. /v1/completions, or a URL on the --base-url origin",
         ));
     }

@@ -14,10 +14,16 @@ pub fn run(c: &ConfigCommand, matches: &clap::ArgMatches, expanded: &Expanded) -
                 Some(path) => {
                     let mut f =
                         std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
+                            let fix = match e.kind() {
+                                std::io::ErrorKind::AlreadyExists => {
+                                    "name a new file (config init never overwrites one), or remove that one first"
+                                }
+                                _ => "name a file in a directory that exists and that you can write to",
+                            };
                             servebench_core::BenchError::config(
                                 "--output",
                                 format!("cannot create {} ({e}); nothing was written", path.display()),
-                                "name a new file (config init never overwrites one), or remove that one first",
+                                fix,
                             )
                         })?;
                     f.write_all(text.as_bytes())?;

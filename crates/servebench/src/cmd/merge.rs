@@ -34,6 +34,7 @@ fn wait(secs: u64) -> Result<Duration, BenchError> {
 
 /// `servebench merge`. Returns the exit code.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
+    crate::config::check_result_filename(args.result_filename.as_deref())?;
     let cfg = MetricsConfig {
         percentiles: args.metric_percentiles.0.clone(),
         selected: match &args.percentile_metrics {

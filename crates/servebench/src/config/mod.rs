@@ -351,6 +351,19 @@ fn plain_run_config(args: &RunArgs) -> RunConfig {
     }
 }
 
+/// SB101 for a `--result-filename` that names no file (`""`, a directory): it was found only
+/// when the result was written, after the whole run (or merge).
+pub fn check_result_filename(name: Option<&str>) -> Result<()> {
+    match name {
+        Some(f) if f.trim().is_empty() || f.ends_with('/') => Err(BenchError::config(
+            "--result-filename",
+            format!("{f:?} names no file"),
+            "pass a file name such as run.json (the directory goes in --result-dir)",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// What is reported and written: result files, percentiles, goodput, the failure limit.
 fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
     let percentile_metrics = match &args.percentile_metrics {
@@ -367,14 +380,7 @@ fn output_config(args: &RunArgs, backend: BackendKind) -> Result<OutputConfig> {
         }
         other => other,
     };
-    // A file name that names no file: found only when the result was written, after the run.
-    if args.result_filename.as_deref().is_some_and(|f| f.trim().is_empty() || f.ends_with('/')) {
-        return Err(BenchError::config(
-            "--result-filename",
-            format!("{:?} names no file", args.result_filename.as_deref().unwrap_or_default()),
-            "pass a file name such as run.json (the directory goes in --result-dir)",
-        ));
-    }
+    check_result_filename(args.result_filename.as_deref())?;
     Ok(OutputConfig {
         save_result: args.save_result,
         save_detailed: args.save_detailed,

@@ -79,7 +79,14 @@ pub fn redact(long: &str, value: &str) -> String {
             }
         }
     }
-    servebench_core::secret::redact_url(value)
+    // URLs (and what may be one): a password or secret query value in them; other values kept
+    // as they are (an `@` in a label is no userinfo).
+    let url_flag = long.ends_with("url") || long.ends_with("endpoint") || long.contains("proxy");
+    if url_flag || value.contains("://") {
+        servebench_core::secret::redact_url(value)
+    } else {
+        value.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -92,6 +99,8 @@ mod tests {
         assert_eq!(redact("header", "x-trace=abc"), "x-trace=abc");
         assert_eq!(redact("base-url", "http://u:pw@h:1/v1"), "http://u:<redacted>@h:1/v1");
         assert_eq!(redact("base-url", "http://h:1/v1"), "http://h:1/v1");
+        assert_eq!(redact("endpoint", "/v1/completions?token=S8"), "/v1/completions?token=<redacted>");
+        assert_eq!(redact("label", "me:you@there"), "me:you@there", "not a URL flag");
     }
 
     #[test]

@@ -337,8 +337,11 @@ fn a_result_without_a_recorded_config_is_sb135() {
 fn urls_with_credentials_are_redacted_in_error_messages() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = write(dir.path(), "c.toml", "base-url = \"http://u:SECRET-cfg-1@[::1\"\n");
-    let runs: [&[&str]; 3] = [
+    let runs: [&[&str]; 5] = [
         &["--base-url", "http://user:SECRET-flag-2@127.0.0.1:99999/"],
+        // Without `scheme://`, another scheme: the password was echoed.
+        &["--base-url", "user:SECRET-noscheme-5@127.0.0.1:1"],
+        &["--base-url", "ftp://user:SECRET-ftp-6@127.0.0.1:1"],
         &["--base-url", "http://127.0.0.1:1", "--endpoint", "http://u:SECRET-ep-3@127.0.0.1:1/x y"],
         &["--config", cfg.to_str().unwrap()],
     ];

@@ -140,3 +140,15 @@ fn an_empty_result_filename_is_refused_before_the_run() {
     assert!(err.starts_with("error[SB101]: invalid --result-filename: \"\" names no file"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
 }
+
+/// Pins `merge --result-filename ""` refused before merging, as a run refuses it.
+#[test]
+fn merge_refuses_an_empty_result_filename_up_front() {
+    let out = crate::support::bin()
+        .args(["merge", "no-such.records.jsonl", "--save-result", "--result-filename", ""])
+        .output()
+        .unwrap();
+    let err = crate::support::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error[SB101]: invalid --result-filename: \"\" names no file"), "{err}");
+}
