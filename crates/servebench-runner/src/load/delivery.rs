@@ -69,21 +69,14 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::dispatch::tests::record_for;
     use crate::load::dispatch::{dispatch, dispatch_closed_loop, DispatchPlan};
     use servebench_core::{Outcome, RunClock};
     use tokio_util::sync::CancellationToken;
 
-    fn record_for(r: &Release, outcome: Outcome) -> RequestRecord {
-        let mut rec = RequestRecord::scheduled(r.index as u64, format!("r{}", r.index), r.intended_us, 1, 1);
-        rec.outcome = outcome;
-        rec
-    }
-
-    async fn collect(mut rx: mpsc::UnboundedReceiver<RequestRecord>) -> Vec<RequestRecord> {
-        let mut v = Vec::new();
-        while let Some(r) = rx.recv().await {
-            v.push(r);
-        }
+    /// The records the sink got, by workload index.
+    async fn collect(rx: mpsc::UnboundedReceiver<RequestRecord>) -> Vec<RequestRecord> {
+        let mut v = crate::load::dispatch::tests::collect(rx).await;
         v.sort_by_key(|r| r.index);
         v
     }

@@ -362,19 +362,19 @@ mod prefill_tests;
 mod pacing_tests;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use servebench_core::Outcome;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    fn record_for(r: &Release, outcome: Outcome) -> RequestRecord {
+    pub(crate) fn record_for(r: &Release, outcome: Outcome) -> RequestRecord {
         let mut rec = RequestRecord::scheduled(r.index as u64, format!("r{}", r.index), r.intended_us, 1, 1);
         rec.outcome = outcome;
         rec
     }
 
-    async fn collect(mut rx: mpsc::UnboundedReceiver<RequestRecord>) -> Vec<RequestRecord> {
+    pub(crate) async fn collect(mut rx: mpsc::UnboundedReceiver<RequestRecord>) -> Vec<RequestRecord> {
         let mut v = Vec::new();
         while let Some(r) = rx.recv().await {
             v.push(r);
