@@ -100,21 +100,17 @@ fn multi_turn_with_lora_reports_per_turn_metrics() {
     assert!(stdout.contains(" Turn 2 (4 samples) "), "{stdout}");
 }
 
-/// Two rate stages of 0.5 s over 5 prompts of 16 tokens in, 4 out.
-const STAGED: &[&str] = &[
-    "--num-prompts",
-    "5",
-    "--random-input-len",
-    "16",
-    "--random-output-len",
-    "4",
-    "--stages",
-    "20:0.5,40:0.5",
-];
+/// 5 prompts of 16 tokens in, 4 out: the stage tests' workload.
+const FIVE_PROMPTS: &[&str] = &["--num-prompts", "5", "--random-input-len", "16", "--random-output-len", "4"];
+
+/// Two rate stages of 0.5 s over [`FIVE_PROMPTS`].
+fn staged() -> Vec<&'static str> {
+    [FIVE_PROMPTS, &["--stages", "20:0.5,40:0.5"]].concat()
+}
 
 #[test]
 fn stages_are_reported_one_by_one() {
-    let (stdout, json) = run(STAGED);
+    let (stdout, json) = run(&staged());
     let stages = json["stages"].as_array().unwrap();
     assert_eq!(stages.len(), 2);
     assert_eq!(stages[1]["start_s"], 0.5);
@@ -132,20 +128,9 @@ fn stages_are_reported_one_by_one() {
 
 #[test]
 fn concurrency_stages_are_a_closed_loop_reported_one_by_one() {
-    let (stdout, json) = run(&[
-        "--sim-ttft-ms",
-        "5",
-        "--sim-itl-ms",
-        "1",
-        "--num-prompts",
-        "5",
-        "--random-input-len",
-        "16",
-        "--random-output-len",
-        "4",
-        "--stages",
-        "c=1:0.5,c=4:0.5",
-    ]);
+    let (stdout, json) =
+        run(&[FIVE_PROMPTS, &["--sim-ttft-ms", "5", "--sim-itl-ms", "1", "--stages", "c=1:0.5,c=4:0.5"]]
+            .concat());
     let stages = json["stages"].as_array().unwrap();
     assert_eq!(stages.len(), 2);
     assert_eq!(
@@ -188,7 +173,7 @@ fn duration_needs_a_finite_rate() {
 /// stage 0 was labelled with both stages ("20 → 40 req/s").
 #[test]
 fn a_duration_that_cuts_the_stages_names_the_stages_that_ran() {
-    let (stdout, json) = run(&[STAGED, &["--duration", "0.5"]].concat());
+    let (stdout, json) = run(&[&staged()[..], &["--duration", "0.5"]].concat());
     assert_eq!(json["stages"].as_array().unwrap().len(), 1);
     assert_eq!(json["num_prompts"].as_u64(), Some(requests_of(&json)));
     assert!(stdout.contains("open loop in 1 stage, 20 req/s"), "{stdout}");
