@@ -24,11 +24,12 @@ use servebench_core::{
 };
 use servebench_data::agentic::{AgentSession, AgentTurn, LoadOptions, TurnInput};
 use servebench_data::random::{generate_random, RandomDatasetConfig};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
-use tokio::task::JoinSet;
+use tokio::task::{JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 /// Refuses backends that cannot carry a message history (SB217).
@@ -370,16 +371,19 @@ async fn session(sh: &Arc<Shared>, s: usize, start_us: u64) {
     let mut failed = vec![false; n];
     let header = HeaderValue::from_str(&format!("{}s{s}", sh.run.request_id_prefix)).ok();
     let mut tasks: JoinSet<TurnDone> = JoinSet::new();
+    // Which turn each task sends: a task that panics leaves only its id.
+    let mut turn_of_task: HashMap<tokio::task::Id, usize> = HashMap::new();
     let spawn = |tasks: &mut JoinSet<TurnDone>, t: usize, ready_us: u64, base: Option<History>| {
         let (sh, header) = (sh.clone(), header.clone());
-        tasks.spawn(async move { send_turn(&sh, s, t, ready_us, base, header).await });
+        tasks.spawn(async move { send_turn(&sh, s, t, ready_us, base, header).await }).id()
     };
     for t in (0..n).filter(|&t| waiting[t] == 0) {
         sent[t] = true;
-        spawn(&mut tasks, t, start_us, None);
+        turn_of_task.insert(spawn(&mut tasks, t, start_us, None), t);
     }
-    while let Some(joined) = tasks.join_next().await {
-        let Ok((t, rec, history)) = joined else { continue };
+    while let Some(joined) = tasks.join_next_with_id().await {
+        let lost = |t: usize, e: &JoinError| lost_turn(sh, s, t, last_end[t], e);
+        let Some((t, rec, history)) = joined_turn(joined, &turn_of_task, lost) else { continue };
         let end = rec.done_us.unwrap_or_else(|| sh.run.clock.now_us());
         failed[t] = rec.outcome == Outcome::Failed;
         let _ = sh.sink.send(rec);
@@ -391,7 +395,7 @@ async fn session(sh: &Arc<Shared>, s: usize, start_us: u64) {
             if waiting[d] == 0 && !sh.release.is_cancelled() {
                 sent[d] = true;
                 let base = turns[d].context.and_then(|c| histories[c].clone());
-                spawn(&mut tasks, d, last_end[d], base);
+                turn_of_task.insert(spawn(&mut tasks, d, last_end[d], base), d);
             }
         }
     }
@@ -406,6 +410,26 @@ async fn session(sh: &Arc<Shared>, s: usize, start_us: u64) {
         }
         let _ = sh.sink.send(rec);
     }
+}
+
+/// What a turn's task left: its own result, or (a panic, an abort) its turn with the failed
+/// record `lost` makes of it — a panicking turn's record was dropped and the turn vanished.
+fn joined_turn(
+    joined: Result<(tokio::task::Id, TurnDone), JoinError>,
+    turn_of_task: &HashMap<tokio::task::Id, usize>,
+    lost: impl Fn(usize, &JoinError) -> RequestRecord,
+) -> Option<TurnDone> {
+    match joined {
+        Ok((_, done)) => Some(done),
+        Err(e) => turn_of_task.get(&e.id()).map(|&t| (t, lost(t, &e), None)),
+    }
+}
+
+/// The record of turn `t`, whose task ended without returning one (`e`: how).
+fn lost_turn(sh: &Shared, s: usize, t: usize, ready_us: u64, e: &tokio::task::JoinError) -> RequestRecord {
+    let mut rec = turn_record(sh, s, t, ready_us, 0);
+    crate::load::delivery::fail_lost(&mut rec, if e.is_panic() { "it panicked" } else { "it was aborted" });
+    rec
 }
 
 /// The turns never sent because a turn they depend on — directly or through other unsent
@@ -506,6 +530,30 @@ async fn send_turn(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// Pins a session tree's turn whose task panics: it ends as the failed record `lost` makes
+    /// (its dependents are then blocked by a failure); its record was dropped and the turn vanished.
+    #[tokio::test]
+    async fn a_turn_whose_task_panics_is_recorded_failed() {
+        let mut tasks: JoinSet<TurnDone> = JoinSet::new();
+        let mut turn_of_task = HashMap::new();
+        let ok = RequestRecord::scheduled(7, "r7".into(), 0, 1, 1);
+        turn_of_task.insert(tasks.spawn(async move { (0, ok, None) }).id(), 0);
+        turn_of_task.insert(tasks.spawn(async { panic!("turn 1 broke") }).id(), 1);
+        let lost = |t: usize, e: &JoinError| {
+            let mut r = RequestRecord::scheduled(7 + t as u64, "lost".into(), 0, 1, 1);
+            crate::load::delivery::fail_lost(&mut r, if e.is_panic() { "it panicked" } else { "aborted" });
+            r
+        };
+        let mut got = Vec::new();
+        while let Some(joined) = tasks.join_next_with_id().await {
+            got.extend(joined_turn(joined, &turn_of_task, lost));
+        }
+        got.sort_by_key(|d| d.0);
+        assert_eq!(got.iter().map(|d| (d.0, d.1.index)).collect::<Vec<_>>(), [(0, 7), (1, 8)]);
+        assert_eq!(got[1].1.outcome, Outcome::Failed);
+        assert!(got[1].1.error.as_ref().unwrap().message.contains("it panicked"));
+    }
 
     #[test]
     fn replayed_gaps_are_divided_by_the_speedup_then_capped() {

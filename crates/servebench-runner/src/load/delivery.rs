@@ -43,11 +43,57 @@ impl<M: Fn(Release) -> RequestRecord> Delivery<M> {
     fn fail(&mut self, why: &str) {
         let Some((release, make)) = self.lost.take() else { return };
         let mut record = make(release);
-        record.fail(
-            ErrorKind::Transport,
-            format!("the request's task failed before it ended ({why}); this is a servebench bug, please report it"),
-        );
+        fail_lost(&mut record, why);
         let _ = self.sink.send(record);
+    }
+}
+
+/// Marks `record` failed for a task that ended without returning it (`why`: how it ended).
+pub(crate) fn fail_lost(record: &mut RequestRecord, why: &str) {
+    record.fail(
+        ErrorKind::Transport,
+        format!(
+            "the request's task failed before it ended ({why}); this is a servebench bug, please report it"
+        ),
+    );
+}
+
+/// The records of one task's requests sent in order (a conversation's turns): every request the
+/// task did not record — it panicked or was aborted — is recorded when the sink is dropped,
+/// the first as failed ([`fail_lost`]), the later ones as never sent because it did not complete
+/// (`dependency_failed`), so a conversation's turns still add up.
+pub(crate) struct OrderedSink<M: Fn(usize) -> RequestRecord> {
+    sink: mpsc::UnboundedSender<RequestRecord>,
+    /// Requests recorded so far (the first `sent` of the task's `len`).
+    sent: usize,
+    len: usize,
+    /// The record of request `k` as scheduled (not sent).
+    make: M,
+}
+
+impl<M: Fn(usize) -> RequestRecord> OrderedSink<M> {
+    pub(crate) fn new(sink: mpsc::UnboundedSender<RequestRecord>, len: usize, make: M) -> Self {
+        OrderedSink { sink, sent: 0, len, make }
+    }
+
+    /// Sends the record of the next request in order.
+    pub(crate) fn send(&mut self, record: RequestRecord) {
+        self.sent += 1;
+        let _ = self.sink.send(record);
+    }
+}
+
+impl<M: Fn(usize) -> RequestRecord> Drop for OrderedSink<M> {
+    fn drop(&mut self) {
+        for k in self.sent..self.len {
+            let mut record = (self.make)(k);
+            if k == self.sent {
+                fail_lost(&mut record, "it panicked or was aborted");
+            } else {
+                record.cancelled_by = Some(servebench_core::CancelReason::DependencyFailed);
+            }
+            let _ = self.sink.send(record);
+        }
     }
 }
 
@@ -73,6 +119,39 @@ mod tests {
     use crate::load::dispatch::{dispatch, dispatch_closed_loop, DispatchPlan};
     use servebench_core::{Outcome, RunClock};
     use tokio_util::sync::CancellationToken;
+
+    /// Pins a conversation task that panics after its first turn: the turn in flight is failed
+    /// (naming the bug) and the later turns never sent (`dependency_failed`); the three turns
+    /// had left one record.
+    #[tokio::test]
+    async fn a_conversation_that_panics_still_records_every_turn() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let make = |k: usize| RequestRecord::scheduled(10 + k as u64, format!("r{k}"), 0, 5, 5);
+        let task = tokio::spawn(async move {
+            let mut turns = OrderedSink::new(tx, 3, make);
+            let mut first = make(0);
+            first.outcome = Outcome::Completed;
+            turns.send(first);
+            tokio::task::yield_now().await;
+            panic!("turn 1 broke");
+        });
+        assert!(task.await.unwrap_err().is_panic());
+        let got = collect(rx).await;
+        assert_eq!(got.iter().map(|r| r.index).collect::<Vec<_>>(), [10, 11, 12]);
+        assert_eq!(got[0].outcome, Outcome::Completed);
+        assert_eq!(got[1].outcome, Outcome::Failed);
+        assert!(got[1].error.as_ref().unwrap().message.contains("servebench bug"), "{:?}", got[1].error);
+        assert_eq!(got[2].outcome, Outcome::Cancelled);
+        assert_eq!(got[2].cancelled_by, Some(servebench_core::CancelReason::DependencyFailed));
+
+        // A conversation that ends normally adds nothing.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut turns = OrderedSink::new(tx, 2, make);
+        turns.send(make(0));
+        turns.send(make(1));
+        drop(turns);
+        assert_eq!(collect(rx).await.len(), 2);
+    }
 
     /// The records the sink got, by workload index.
     async fn collect(rx: mpsc::UnboundedReceiver<RequestRecord>) -> Vec<RequestRecord> {

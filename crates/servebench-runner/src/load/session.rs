@@ -13,6 +13,7 @@
 //! are recorded as cancelled (never sent).
 
 use crate::config::load_options::MultiTurnConfig;
+use crate::load::delivery::OrderedSink;
 use crate::load::dispatch::DispatchStats;
 use crate::observe::live::LiveMetrics;
 use http::{HeaderName, HeaderValue};
@@ -366,7 +367,14 @@ pub async fn run_conversations(
             let (release, cancel) = (release.clone(), cancel.clone());
             let arrival = arrivals_us[c];
             tasks.spawn(async move {
-                conversation(&run, &conv, c, arrival, &gate, &sink, release, cancel).await;
+                // Every turn is recorded even if the task ends early (a panic, an abort).
+                let (start, len) = conv.bounds[c];
+                let make = |k: usize| {
+                    let tokens = conv.workload.requests[start + k].prompt_tokens;
+                    turn_record(&run, &conv, c, start + k, k, arrival, tokens)
+                };
+                let mut turns = OrderedSink::new(sink, len, make);
+                conversation(&run, &conv, c, arrival, &gate, &mut turns, release, cancel).await;
             });
             c += 1;
         }
@@ -414,7 +422,7 @@ async fn conversation(
     c: usize,
     arrival_us: u64,
     gate: &Arc<Semaphore>,
-    sink: &mpsc::UnboundedSender<RequestRecord>,
+    sink: &mut OrderedSink<impl Fn(usize) -> RequestRecord>,
     release: CancellationToken,
     cancel: CancellationToken,
 ) {
@@ -483,7 +491,7 @@ async fn conversation(
             Ok(b) => b,
             Err(e) => {
                 record.fail(servebench_core::ErrorKind::Protocol, e.to_string());
-                let _ = sink.send(record);
+                sink.send(record);
                 t += 1;
                 turn_failed = true;
                 break;
@@ -525,7 +533,7 @@ async fn conversation(
         } else {
             0
         };
-        let _ = sink.send(rec);
+        sink.send(rec);
         t += 1;
         if !ok {
             break;
@@ -551,7 +559,7 @@ async fn conversation(
         if turn_failed {
             rec.cancelled_by = Some(servebench_core::CancelReason::DependencyFailed);
         }
-        let _ = sink.send(rec);
+        sink.send(rec);
     }
 }
 

@@ -61,17 +61,21 @@ pub fn workload_fingerprint(workload: &Requests, rate: &RateConfig, seed: u64, o
 }
 
 /// Keeps this shard's share of `workload` and `schedule` (positions `p % N == I`). Without
-/// sharding both are returned unchanged and no `ShardRun`.
+/// sharding both are returned unchanged and no `ShardRun`. Refused (every shard alike, as each
+/// plans the same workload) when the workload has fewer requests than shards: a dataset file
+/// with fewer rows, or a drawn `--duration` schedule with fewer arrivals, left a shard with
+/// nothing to send, and it exited 0.
 pub fn take_share(
     cfg: &RunConfig,
     model_id: &str,
     tokenizer_id: &str,
     workload: Requests,
     schedule: ArrivalSchedule,
-) -> (Requests, ArrivalSchedule, Option<ShardRun>) {
-    let Some(shard) = &cfg.shard else { return (workload, schedule, None) };
-    let fingerprint = workload_fingerprint(&workload, &cfg.rate, cfg.seed, &schedule.offsets_us);
+) -> Result<(Requests, ArrivalSchedule, Option<ShardRun>)> {
+    let Some(shard) = &cfg.shard else { return Ok((workload, schedule, None)) };
     let total = workload.len();
+    fewer_requests_than_shards(total, shard.spec.count)?;
+    let fingerprint = workload_fingerprint(&workload, &cfg.rate, cfg.seed, &schedule.offsets_us);
     let positions = shard.spec.positions(total);
     let offsets_us = positions.iter().filter_map(|&p| schedule.offsets_us.get(p).copied()).collect();
     let requests = workload.retain_positions(|p| shard.spec.owns(p));
@@ -105,7 +109,23 @@ pub fn take_share(
                 .collect(),
         },
     };
-    (requests, ArrivalSchedule { offsets_us }, Some(ShardRun { header }))
+    Ok((requests, ArrivalSchedule { offsets_us }, Some(ShardRun { header })))
+}
+
+/// The refusal of shards that would send nothing: `total` planned requests, `count` shards.
+fn fewer_requests_than_shards(total: usize, count: u32) -> Result<()> {
+    if total >= count as usize {
+        return Ok(());
+    }
+    Err(BenchError::config(
+        "--num-shards",
+        format!(
+            "{count} shards share {total} requests (what the dataset and schedule gave): shards {total} to {} \
+             would send none",
+            count - 1
+        ),
+        format!("pass at most {total} shards, or a dataset or --duration that gives at least {count} requests"),
+    ))
 }
 
 /// English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 22nd, 101st, 111th.
@@ -352,6 +372,17 @@ mod tests {
             (2, Some(40), Some(40))
         );
         assert_eq!(s.dispatch_lateness_p50_us, Some(20.0));
+    }
+
+    #[test]
+    fn fewer_requests_than_shards_are_refused_naming_the_idle_shards() {
+        assert!(fewer_requests_than_shards(3, 3).is_ok());
+        let e = fewer_requests_than_shards(2, 5).unwrap_err().to_string();
+        assert!(
+            e.contains("5 shards share 2 requests") && e.contains("shards 2 to 4 would send none"),
+            "{e}"
+        );
+        assert!(e.contains("pass at most 2 shards"), "{e}");
     }
 
     #[test]

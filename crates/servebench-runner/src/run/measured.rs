@@ -284,7 +284,7 @@ async fn plan_measured(
     let schedule = ArrivalSchedule { offsets_us: measured.shape.take_offsets() };
     // A sharded run keeps its share of the whole workload and schedule (docs/scale-out.md).
     let (workload, schedule, mut shard_run) =
-        shard::take_share(cfg, &prepared.model.model_id, &prepared.tokenizer_id, workload, schedule);
+        shard::take_share(cfg, &prepared.model.model_id, &prepared.tokenizer_id, workload, schedule)?;
     let dispatch = DispatchPlan {
         offsets_us: schedule.offsets_us.into(),
         max_concurrency: shard::max_concurrency(cfg),

@@ -405,6 +405,16 @@ fn list_items(text: &str) -> impl Iterator<Item = &str> {
     text.split(',').map(str::trim).filter(|v| !v.is_empty())
 }
 
+/// The items of a list flag of values, where a blank item is refused (`1,,8` is a value lost to
+/// a typo, not a list of two; vLLM's own lists refuse it too): `fix` shows a good list.
+fn value_items<'t>(flag: &str, text: &'t str, fix: &str) -> Result<Vec<&'t str>, BenchError> {
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    if items.len() > 1 && items.iter().any(|v| v.is_empty()) {
+        return Err(BenchError::config(flag, format!("'{text}' has an empty item"), fix));
+    }
+    Ok(items.into_iter().filter(|v| !v.is_empty()).collect())
+}
+
 /// `--sweep-max-concurrency`: positive integers, e.g. `1,8,32`.
 pub fn concurrency_list(text: &str) -> Result<ConcurrencyList, BenchError> {
     let bad = |v: &str| {
@@ -414,7 +424,8 @@ pub fn concurrency_list(text: &str) -> Result<ConcurrencyList, BenchError> {
             "pass e.g. 1,8,32",
         )
     };
-    let v: Vec<u64> = list_items(text)
+    let v: Vec<u64> = value_items("--sweep-max-concurrency", text, "pass e.g. 1,8,32")?
+        .into_iter()
         .map(|v| v.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| bad(v)))
         .collect::<Result<_, _>>()?;
     if v.is_empty() {
@@ -429,14 +440,10 @@ pub struct ConcurrencyList(pub Vec<u64>);
 
 /// Positive numbers of `flag` (`inf` allowed when `allow_inf`).
 fn positive_list(flag: &str, text: &str, allow_inf: bool) -> Result<Vec<f64>, BenchError> {
-    let bad = |v: &str| {
-        BenchError::config(
-            flag,
-            format!("'{v}' is not a positive number"),
-            if allow_inf { "pass e.g. 1,10,inf" } else { "pass e.g. 50,95" },
-        )
-    };
-    let v: Vec<f64> = list_items(text)
+    let example = if allow_inf { "pass e.g. 1,10,inf" } else { "pass e.g. 50,95" };
+    let bad = |v: &str| BenchError::config(flag, format!("'{v}' is not a positive number"), example);
+    let v: Vec<f64> = value_items(flag, text, example)?
+        .into_iter()
         .map(|v| {
             let x =
                 if allow_inf && v.eq_ignore_ascii_case("inf") { Some(f64::INFINITY) } else { v.parse().ok() };
@@ -476,7 +483,8 @@ pub fn summary_percentiles(text: &str) -> Result<Percentiles, BenchError> {
 pub fn slos(text: &str) -> Result<Slos, BenchError> {
     let fix = "use METRIC_pP:MS, METRIC_mean:MS or METRIC_median:MS with METRIC one of ttft, tpot, itl, \
                e2el, e.g. --slo ttft_p99:500,tpot_p99:50";
-    let out = list_items(text)
+    let out = value_items("--slo", text, fix)?
+        .into_iter()
         .map(|term| {
             slo_term(term).ok_or_else(|| BenchError::config("--slo", format!("'{term}' is not an SLO"), fix))
         })
@@ -750,5 +758,14 @@ mod tests {
         assert!(summary_percentiles("inf").is_err());
         assert_eq!(concurrency_list("1, 8").unwrap().0, vec![1, 8]);
         assert!(concurrency_list("0").is_err());
+        // Pins a blank item refused, not skipped: `1,,2` swept 1 and 2 (a value lost to a typo).
+        for (flag, e) in [
+            ("--sweep-max-concurrency", concurrency_list("1,,2").unwrap_err()),
+            ("--sweep-request-rate", rate_list("1,10,").unwrap_err()),
+            ("--sweep-summary-percentiles", summary_percentiles(",99").unwrap_err()),
+            ("--slo", slos("ttft_p99:500,,tpot_p99:50").unwrap_err()),
+        ] {
+            assert!(e.to_string().contains(flag) && e.to_string().contains("has an empty item"), "{e}");
+        }
     }
 }

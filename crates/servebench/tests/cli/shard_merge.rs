@@ -350,6 +350,33 @@ fn merged_self_timed_trace_says_trace_replay_not_burst() {
     assert!(!stdout.contains("burst, all"), "{stdout}");
 }
 
+/// Pins the shard left with nothing by a dataset file shorter than the shards (10 trace rows,
+/// 12 shards): every shard is refused alike (SB101, exit 2, naming how many requests there
+/// are), where the 11th and 12th ran nothing and exited 0. `--num-prompts` cannot catch it:
+/// only the loaded file says how many requests there are.
+#[test]
+fn shards_outnumbering_a_datasets_rows_are_refused_every_one_alike() {
+    let sim = start_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = crate::support::root().join("crates/servebench-runner/tests/data/mooncake_small.jsonl");
+    for index in ["0", "11"] {
+        let out = bin()
+            .args(["--base-url", &sim.url, "--model", "shard-test", "--tokenizer", &tokenizer()])
+            .args(["--dataset-name", "timed_trace", "--dataset-path", trace.to_str().unwrap()])
+            .args(["--num-shards", "12", "--shard-index", index, "--disable-tqdm", "--save-result"])
+            .arg("--result-dir")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "shard {index}: {stderr}");
+        assert!(stderr.contains("SB101"), "{stderr}");
+        assert!(stderr.contains("12 shards share 10 requests"), "{stderr}");
+        assert!(stderr.contains("shards 10 to 11 would send none"), "{stderr}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no result written");
+}
+
 /// Pins the merged result having the sections a run's result has: per-stage metrics (`stages`,
 /// from the stages the shard headers record) and `http_phases`. Merge dropped both.
 #[test]

@@ -193,6 +193,12 @@ pub(crate) fn route(opts: &ProxyOptions, target: &Url) -> Result<Option<ProxyRou
             ))
         }
     }
+    // The proxy URL must parse whole: the matcher below reads an out-of-range port
+    // (`:99999`) as no port, which would connect to port 80 of the proxy host.
+    let with_scheme = if raw.contains("://") { raw.clone() } else { format!("http://{raw}") };
+    let parsed = Url::parse(&with_scheme).map_err(|e| {
+        proxy_error(&shown, format!("{source} is not a valid proxy URL ({e}); use http://host:port"))
+    })?;
     let matcher = Matcher::builder()
         .http(env.http_proxy.clone().unwrap_or_default())
         .https(env.https_proxy.clone().unwrap_or_default())
@@ -207,7 +213,7 @@ pub(crate) fn route(opts: &ProxyOptions, target: &Url) -> Result<Option<ProxyRou
     if phost.is_empty() {
         return Err(proxy_error(&shown, format!("{source} names no proxy host")));
     }
-    let port = uri.port_u16().unwrap_or(80);
+    let port = parsed.port().unwrap_or(80);
     let auth = intercept.basic_auth().cloned().map(|mut v| {
         v.set_sensitive(true);
         v

@@ -103,3 +103,19 @@ fn redaction_hides_userinfo() {
     assert_eq!(redact("h:3128"), "http://h:3128");
     assert_eq!(redact("http://h"), "http://h");
 }
+
+/// Pins the proxy URL with an out-of-range port: it was read as no port and the run
+/// connected to port 80 of the proxy host; now it is refused naming the variable.
+#[test]
+fn a_proxy_url_with_an_out_of_range_port_is_refused_not_sent_to_port_80() {
+    for raw in ["http://proxy.corp:99999", "proxy.corp:70000", "http://user:pw@proxy.corp:99999"] {
+        let e = route_for(&[("http_proxy", raw)], "http://api.example.com").expect_err(raw);
+        let text = e.to_string();
+        assert!(text.contains("http_proxy is not a valid proxy URL"), "{text}");
+        assert!(!text.contains("pw"), "no credentials in {text}");
+    }
+    let r = route_for(&[("http_proxy", "proxy.corp:3128")], "http://x").unwrap().unwrap();
+    assert_eq!((r.host.as_str(), r.port), ("proxy.corp", 3128));
+    let r = route_for(&[("http_proxy", "http://proxy.corp")], "http://x").unwrap().unwrap();
+    assert_eq!(r.port, 80);
+}
