@@ -16,9 +16,16 @@ use crate::per_request::{PerRequestArrays, WithArrays};
 /// `{label or backend}-{rate}qps[-concurrency{C}]-{model basename}-{YYYYMMDD-HHMMSS}.json`, or
 /// with a ramp-up `{label}-ramp-up-{strategy}-{start}qps-{end}qps[-concurrency{C}]-…`.
 /// The rate prints as a Python float (`10.0qps`, `infqps`), ramp endpoints as Python ints.
+///
+/// The model part is made a safe file-name part: control characters (a model id from
+/// `/v1/models` can hold an escape sequence or a newline) become `_`, and a name longer than
+/// [`MAX_MODEL_PART`] bytes is cut and given a short hash of the whole id, so the file and its
+/// siblings (`….records.jsonl`, `….server-metrics.jsonl`) stay within a file system's 255-byte
+/// name limit (a 250-character model name lost the result after the whole run).
 pub fn default_result_filename(info: &RunInfo) -> String {
     let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.backend.clone());
     let model = info.model_id.rsplit('/').next().unwrap_or(&info.model_id);
+    let model = file_name_part(model);
     let conc = info.max_concurrency.map(|c| format!("-concurrency{c}")).unwrap_or_default();
     let date = vllm_date(info.date);
     match info.ramp_up {
@@ -30,6 +37,25 @@ pub fn default_result_filename(info: &RunInfo) -> String {
         ),
         None => format!("{label}-{}qps{conc}-{model}-{date}.json", python_float(info.request_rate)),
     }
+}
+
+/// The longest model part of a default result file name, in bytes.
+pub const MAX_MODEL_PART: usize = 96;
+
+/// `text` as part of a file name: control characters as `_`; beyond [`MAX_MODEL_PART`] bytes,
+/// cut at a character boundary and followed by `~` and 8 hex digits of its FNV-1a hash (distinct
+/// long names stay distinct).
+fn file_name_part(text: &str) -> String {
+    let clean: String = text.chars().map(|c| if c.is_control() { '_' } else { c }).collect();
+    if clean.len() <= MAX_MODEL_PART {
+        return clean;
+    }
+    let mut cut = MAX_MODEL_PART - 9;
+    while !clean.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let hash = text.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    format!("{}~{hash:08x}", &clean[..cut])
 }
 
 /// The label of a report input: the result's `label` (when a non-empty string), else the file
@@ -153,6 +179,29 @@ mod tests {
             metadata: vec![],
             client_health: ClientHealth::default(),
         }
+    }
+
+    /// Pins a model id that would not fit in a file name (250 characters; the result was lost
+    /// after the whole run, "File name too long") or that holds control characters (a
+    /// `/v1/models` id with an escape sequence and a newline went into the name).
+    #[test]
+    fn long_or_control_model_ids_make_safe_file_names() {
+        let mut i = info();
+        i.model_id = format!("org/{}", "a".repeat(250));
+        let name = default_result_filename(&i);
+        assert!(name.len() + ".server-metrics.jsonl".len() <= 255, "{} bytes", name.len());
+        let part =
+            name.strip_prefix("openai-10.0qps-").unwrap().strip_suffix("-20261129-211348.json").unwrap();
+        assert_eq!(part.len(), MAX_MODEL_PART);
+        assert!(part.starts_with("aaaa") && part.contains('~'), "{part}");
+        let mut other = info();
+        other.model_id = format!("org/{}b", "a".repeat(250));
+        assert_ne!(default_result_filename(&other), name, "distinct long ids, distinct names");
+        i.model_id = "m\u{1b}[31mRED\u{1b}[0m\nX".into();
+        assert_eq!(default_result_filename(&i), "openai-10.0qps-m_[31mRED_[0m_X-20261129-211348.json");
+        // Multi-byte characters are cut at a boundary.
+        i.model_id = "é".repeat(200);
+        assert!(default_result_filename(&i).len() < 200, "cut without a panic");
     }
 
     #[test]

@@ -106,33 +106,43 @@ pub struct SimConfig {
     pub gpus: Option<crate::power::GpuPowerConfig>,
 }
 
-/// Where chat streams put reasoning text: vLLM ≥ 0.11 sends `delta.reasoning`, older vLLM
-/// (and DeepSeek's API) `delta.reasoning_content`.
+/// Where chat streams put reasoning text: current vLLM sends it twice, as `reasoning` and as
+/// its deprecated alias `reasoning_content` (copied by a validator of its `DeltaMessage` and
+/// `ChatMessage`); others one of the two (`reasoning_content`: older vLLM, DeepSeek's API).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReasoningField {
+    /// Both fields, the same text (current vLLM).
     #[default]
+    Both,
     Reasoning,
     ReasoningContent,
 }
 
 impl ReasoningField {
-    /// The JSON field name.
+    /// The JSON field name written first (`Both`: `reasoning`, then its alias).
     pub fn as_str(self) -> &'static str {
         match self {
-            ReasoningField::Reasoning => "reasoning",
+            ReasoningField::Both | ReasoningField::Reasoning => "reasoning",
             ReasoningField::ReasoningContent => "reasoning_content",
         }
     }
 
-    /// Parses `reasoning` or `reasoning_content`.
+    /// Whether the text is written again under `reasoning_content` (after `reasoning`).
+    pub fn with_alias(self) -> bool {
+        self == ReasoningField::Both
+    }
+
+    /// Parses `both`, `reasoning` or `reasoning_content`.
     pub fn parse(s: &str) -> Result<Self> {
         match s {
+            "both" => Ok(ReasoningField::Both),
             "reasoning" => Ok(ReasoningField::Reasoning),
             "reasoning_content" | "reasoning-content" => Ok(ReasoningField::ReasoningContent),
             other => Err(BenchError::config(
                 "--sim-reasoning-field",
                 format!("unknown field '{other}'"),
-                "use reasoning (vLLM >= 0.11) or reasoning_content (older vLLM)",
+                "use both (current vLLM: reasoning and its alias reasoning_content), reasoning, or \
+                 reasoning_content (older vLLM)",
             )),
         }
     }

@@ -238,7 +238,7 @@ impl Answer<'_> {
         };
         let reasoning = if reasoning_of(config, gen, &plan) > 0 { config.reasoning_tokens } else { 0 };
         let mut fmt = StreamFormat::new(api, &id, created, model, &plan, usage)
-            .with_reasoning(config.reasoning_field.as_str(), &plan)
+            .with_reasoning(config.reasoning_field, &plan)
             .with_behaviour(state.behaviour, received);
         if gen == Gen::Transcription {
             fmt = fmt.with_object("transcription.chunk");

@@ -82,6 +82,7 @@ impl ChatMessageOut {
             String::from_utf8(t).unwrap_or_default()
         });
         let (reasoning, reasoning_content) = match r.field {
+            ReasoningField::Both => (Some(reasoning.clone()), Some(reasoning)),
             ReasoningField::Reasoning => (Some(reasoning), None),
             ReasoningField::ReasoningContent => (None, Some(reasoning)),
         };

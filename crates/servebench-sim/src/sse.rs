@@ -14,6 +14,7 @@
 
 use std::io::Write;
 
+use crate::config::ReasoningField;
 use crate::plan::{Finish, GenerationPlan};
 
 /// Which OpenAI API a response speaks.
@@ -71,6 +72,8 @@ pub(crate) struct StreamFormat {
     /// Chat: per choice, the head of a reasoning delta (`"delta":{"reasoning":"`); empty when
     /// the request has no reasoning tokens.
     reasoning_heads: Vec<Vec<u8>>,
+    /// Chat: each reasoning text is written again as `reasoning_content` (current vLLM).
+    reasoning_alias: bool,
     /// The Responses API's event formatting (`Api::Responses` only).
     responses: Option<crate::sse_responses::ResponsesFormat>,
     /// Personality bytes, fixed per request (`with_behaviour`): the tail of an event without
@@ -137,6 +140,7 @@ impl StreamFormat {
             prompt_tokens: plan.prompt_tokens,
             cached_tokens: 0,
             reasoning_heads: Vec::new(),
+            reasoning_alias: false,
             responses,
             none_tail: if api == Api::Chat { b"null}]" } else { b"null,\"stop_reason\":null}]" },
             finish_tail: b"\",\"stop_reason\":null}]",
@@ -237,9 +241,11 @@ impl StreamFormat {
         }
     }
 
-    /// Chat: reasoning deltas go into `field` (`reasoning` or `reasoning_content`). Call before
-    /// the first event when the request has reasoning tokens.
-    pub(crate) fn with_reasoning(mut self, field: &str, plan: &GenerationPlan) -> Self {
+    /// Chat: reasoning deltas go into `field` (`reasoning` or `reasoning_content`, or both with
+    /// the same text). Call before the first event when the request has reasoning tokens.
+    pub(crate) fn with_reasoning(mut self, field: ReasoningField, plan: &GenerationPlan) -> Self {
+        self.reasoning_alias = field.with_alias();
+        let field = field.as_str();
         if self.api == Api::Chat {
             self.reasoning_heads = plan
                 .choices
@@ -275,7 +281,13 @@ impl StreamFormat {
             return;
         };
         out.extend_from_slice(head);
+        let text_at = out.len();
         fill(out);
+        if self.reasoning_alias {
+            let text = out[text_at..].to_vec();
+            out.extend_from_slice(b"\",\"reasoning_content\":\"");
+            out.extend_from_slice(&text);
+        }
         out.extend_from_slice(b"\"}");
         self.push_tail(out, finish, completion_so_far);
     }

@@ -210,6 +210,23 @@ pub(crate) struct ApiEvent<'a> {
 }
 
 impl ApiEvent<'_> {
+    /// The event with its texts owned (no borrow of the event's data).
+    pub(crate) fn into_owned(self) -> ApiEvent<'static> {
+        let owned = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+        ApiEvent {
+            content: owned(self.content),
+            reasoning: owned(self.reasoning),
+            finish_reason: self.finish_reason.map(owned),
+            server_id: self.server_id.map(owned),
+            tool_chars: self.tool_chars,
+            token_without_text: self.token_without_text,
+            tokens: self.tokens,
+            cumulative_completion: self.cumulative_completion,
+            usage: self.usage,
+            terminal: self.terminal,
+        }
+    }
+
     /// Whether the event carries generated content (a token event).
     pub(crate) fn is_token_event(&self) -> bool {
         !self.content.is_empty()

@@ -53,7 +53,20 @@ pub(super) fn parse_event(data: &str) -> Parsed<'_> {
     }
     match Chunk::parse(data) {
         Ok(chunk) => from_chunk(chunk, false),
-        Err(e) => super::malformed(&e, data),
+        Err(e) => match crate::chunk::lone_surrogates_replaced(data) {
+            // JSON's grammar allows a `\u` escape of half a UTF-16 pair (a gateway that cuts text
+            // by UTF-16 units sends an emoji's halves in two events; Python's json reads them):
+            // read as U+FFFD, so the request keeps its timing instead of failing.
+            Some(fixed) => match Chunk::parse(&fixed) {
+                Ok(chunk) => match from_chunk(chunk, false) {
+                    Parsed::Event(ev) => Parsed::Event(ev.into_owned()),
+                    Parsed::Fail(kind, m) => Parsed::Fail(kind, m),
+                    _ => super::malformed(&e, data),
+                },
+                Err(_) => super::malformed(&e, data),
+            },
+            None => super::malformed(&e, data),
+        },
     }
 }
 
@@ -86,10 +99,22 @@ fn from_chunk(chunk: Chunk<'_>, terminal: bool) -> Parsed<'_> {
         if e.finish_reason.is_none() {
             e.finish_reason = c.finish_reason.map(|t| t.0);
         }
+        if e.finish_reason.as_deref() == Some("abort") {
+            // vLLM and SGLang end a request their engine aborted (a KV-cache preemption gone
+            // wrong, a scheduler error, an admin abort) with `finish_reason: "abort"`: the
+            // generation stopped short, it is not a completed request.
+            let place = if terminal { "body" } else { "stream" };
+            return Parsed::Fail(
+                ErrorKind::ServerError,
+                format!("the server aborted the request (finish_reason \"abort\" in the {place})"),
+            );
+        }
         append(&mut e.content, c.text);
         for d in [c.delta, c.message].into_iter().flatten() {
-            append(&mut e.reasoning, d.reasoning_content);
-            append(&mut e.reasoning, d.reasoning);
+            // vLLM sends each reasoning delta twice, as `reasoning` and (its deprecated alias,
+            // copied) `reasoning_content`: one text, counted once.
+            let reasoning = d.reasoning_content.filter(|t| !t.0.is_empty()).or(d.reasoning);
+            append(&mut e.reasoning, reasoning);
             append(&mut e.content, d.content);
             for f in d.tool_calls.into_iter().filter_map(|t| t.function) {
                 e.tool_chars += chars(&f.name) + chars(&f.arguments);
@@ -121,6 +146,61 @@ mod tests {
     fn event(data: &str) -> ApiEvent<'_> {
         match parse_event(data) {
             Parsed::Event(e) => e,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Pins vLLM's reasoning deltas, which carry the same text as `reasoning` and as its
+    /// deprecated alias `reasoning_content` (copied by the server): counted once. Both were
+    /// appended, so a reasoning model's text, tokens and TPOT were doubled.
+    #[test]
+    fn reasoning_sent_under_both_names_counts_once() {
+        let c = event(
+            r#"{"choices":[{"index":0,"delta":{"reasoning":" hello","reasoning_content":" hello"},"finish_reason":null}]}"#,
+        );
+        assert_eq!(c.reasoning, " hello");
+        let body = r#"{"choices":[{"message":{"role":"assistant","reasoning":"a b","reasoning_content":"a b","content":"c"},"finish_reason":"stop"}]}"#;
+        match parse_body(body) {
+            Parsed::Event(e) => assert_eq!((e.reasoning.as_ref(), e.content.as_ref()), ("a b", "c")),
+            other => panic!("{other:?}"),
+        }
+        // Either name alone, or an empty alias beside the other, still counts.
+        let c = event(r#"{"choices":[{"delta":{"reasoning":"x","reasoning_content":""}}]}"#);
+        assert_eq!(c.reasoning, "x");
+    }
+
+    /// Pins an emoji's UTF-16 halves escaped in two events (`\ud83d`, then `\ude00`; valid JSON
+    /// grammar, read by Python's json): each read as U+FFFD, a token event; the request failed as
+    /// "malformed JSON event".
+    #[test]
+    fn lone_surrogate_escapes_are_read_as_replacement_characters() {
+        let c = event(r#"{"choices":[{"index":0,"delta":{"content":"\ud83d"},"finish_reason":null}]}"#);
+        assert_eq!(c.content, "\u{fffd}");
+        let c = event(r#"{"choices":[{"index":0,"text":"x\ude00","finish_reason":"length"}]}"#);
+        assert_eq!((c.content.as_ref(), c.finish_reason.as_deref()), ("x\u{fffd}", Some("length")));
+        // Still malformed: a bad escape that is not a surrogate.
+        assert!(matches!(
+            parse_event(r#"{"choices":[{"text":"\q"}]}"#),
+            Parsed::Fail(ErrorKind::Protocol, _)
+        ));
+    }
+
+    /// Pins `finish_reason: "abort"` (vLLM's and SGLang's OpenAI-compatible routes end an
+    /// aborted request with it): a failure, as SGLang's native abort is; it counted as a
+    /// completed request of the few tokens sent before it.
+    #[test]
+    fn an_abort_finish_reason_fails_the_request() {
+        for data in [
+            r#"{"id":"c1","object":"text_completion","choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"abort","stop_reason":null}],"usage":null}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"abort"}]}"#,
+        ] {
+            match parse_event(data) {
+                Parsed::Fail(ErrorKind::ServerError, m) => assert!(m.contains("aborted"), "{m}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        match parse_body(r#"{"choices":[{"message":{"content":"ab"},"finish_reason":"abort"}]}"#) {
+            Parsed::Fail(ErrorKind::ServerError, m) => assert!(m.contains("in the body"), "{m}"),
             other => panic!("{other:?}"),
         }
     }

@@ -12,6 +12,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 mod scan;
+mod surrogates;
+
+pub(crate) use surrogates::lone_surrogates_replaced;
 
 /// A JSON string that borrows from the input when it can (no escapes) and owns it otherwise.
 ///

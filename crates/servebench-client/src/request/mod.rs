@@ -333,6 +333,15 @@ async fn run(
     // A redirect to another origin: that client's pool owns the connection.
     let client = followed.other.as_ref().unwrap_or(client);
     let (conn, parts, incoming) = send::record_head(followed.sent, followed.first_dispatched, record, clock);
+    if send::answered_out_of_turn(record) {
+        // The connection is dropped, not pooled.
+        record.done_us = Some(clock.now_us());
+        let message = "the response arrived before the request was written (its bytes were waiting on the \
+                       connection): the server answered out of turn";
+        record.fail(ErrorKind::Protocol, message);
+        drop(conn);
+        return;
+    }
     // A compressed answer (the request asked for identity): decoded as it arrives.
     let coding = BodyDecoder::for_headers(&parts.headers);
     if !parts.status.is_success() {

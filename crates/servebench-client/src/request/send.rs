@@ -121,6 +121,14 @@ pub(super) fn record_head(
     (sent.conn, parts, incoming)
 }
 
+/// Whether the answer's head was received before the request was written (kernel receive
+/// times): bytes that were already waiting on the connection — a server answering out of turn,
+/// as one that answers every connection as soon as it accepts it — not this request's answer.
+/// Its timings would be negative (a first token 19 µs before the dispatch, a TTFT written as 0).
+pub(super) fn answered_out_of_turn(record: &RequestRecord) -> bool {
+    matches!((record.headers_us, record.dispatched_us), (Some(head), Some(sent)) if head < sent)
+}
+
 /// The record's phases of the answered send: set-up durations of the connection it opened,
 /// the write's end and the first response byte as offsets from `dispatched` (µs); the last
 /// byte is added when the body ends.
@@ -135,5 +143,26 @@ fn phases(p: &SentPhases, dispatched: u64, clock: &RunClock) -> HttpPhases {
         written_us: after(p.written),
         first_byte_us: after(p.first_byte),
         last_byte_us: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pins the rule for an answer received before its request was written (the bytes of a
+    /// server that answers each connection at accept, read on a fresh connection): out of
+    /// turn. An answer in the same microsecond as the write, or later, is this request's.
+    #[test]
+    fn an_answer_received_before_the_write_is_out_of_turn() {
+        let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
+        (r.dispatched_us, r.headers_us) = (Some(521_086), Some(521_067));
+        assert!(answered_out_of_turn(&r));
+        for head in [521_086, 521_300] {
+            r.headers_us = Some(head);
+            assert!(!answered_out_of_turn(&r));
+        }
+        r.headers_us = None;
+        assert!(!answered_out_of_turn(&r));
     }
 }

@@ -50,8 +50,10 @@ async fn concurrent_streams_against_the_simulator() {
 /// count, and the text is the streamed text (reasoning first).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn non_streamed_chat_with_reasoning_matches_the_stream() {
-    for field in [servebench_sim::ReasoningField::Reasoning, servebench_sim::ReasoningField::ReasoningContent]
-    {
+    use servebench_sim::ReasoningField;
+    // The text the client read, per field: one text whichever field(s) carry it.
+    let mut texts = Vec::new();
+    for field in [ReasoningField::Both, ReasoningField::Reasoning, ReasoningField::ReasoningContent] {
         let mut cfg = servebench_sim::SimConfig::new("sim-model", byte_tokenizer())
             .with_fixed_timing_ms(2.0, 1.0)
             .unwrap()
@@ -106,6 +108,10 @@ async fn non_streamed_chat_with_reasoning_matches_the_stream() {
         assert_eq!(only.completion_tokens, Some(2));
         assert_eq!((only.reasoning_events, only.content_events), (1, 0));
         assert!(only.first_content_us.is_none(), "no TTFO without visible output");
+        texts.push((streamed.generated_text, streamed.output_chars));
         sim.shutdown().await;
     }
+    // Pins current vLLM's reasoning sent under both names (`both`, the simulator's default):
+    // read once, as from either name alone (it was doubled).
+    assert!(texts.windows(2).all(|w| w[0] == w[1]), "{texts:?}");
 }

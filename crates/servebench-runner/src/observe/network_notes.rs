@@ -25,7 +25,10 @@ fn coded(e: &RequestError) -> Option<BenchError> {
         FailureCause::ContentCoding => Some(BenchError::ContentCoding { context, detail, source: None }),
         FailureCause::Redirect => Some(BenchError::Redirect { context, detail }),
         FailureCause::NotHttp1 => Some(BenchError::ServerProtocol { context, detail }),
-        FailureCause::RunawayStream => Some(BenchError::RunawayStream { detail }),
+        // The record's line carries SB405's fix; the coded error adds it again.
+        FailureCause::RunawayStream => {
+            Some(BenchError::RunawayStream { detail: without_fix(&detail).to_owned() })
+        }
         FailureCause::ClientCertificate => Some(BenchError::TlsCertificate {
             context,
             detail: certificate_detail(&detail).to_owned(),
@@ -46,8 +49,12 @@ fn coded(e: &RequestError) -> Option<BenchError> {
 
 /// A certificate failure's detail without the `... failed: ` and `; fix: ...` of its record line.
 fn certificate_detail(line: &str) -> &str {
-    let d = line.split_once("check failed: ").map_or(line, |(_, d)| d);
-    d.split_once("; fix: ").map_or(d, |(d, _)| d)
+    without_fix(line.split_once("check failed: ").map_or(line, |(_, d)| d))
+}
+
+/// A record line without its `; fix: ...` (the coded error has its own).
+fn without_fix(line: &str) -> &str {
+    line.split_once("; fix: ").map_or(line, |(d, _)| d)
 }
 
 /// The coded error a readiness-check failure stands for, if it has one that waiting will not
@@ -214,7 +221,7 @@ mod tests {
     fn coded_failures_give_one_warning_per_code() {
         let mut recs = Vec::new();
         for (cause, m) in [
-            (FailureCause::RunawayStream, "the stream went on past 24 events"),
+            (FailureCause::RunawayStream, "the stream went on past 24 events; fix: check the server"),
             (FailureCause::RunawayStream, "again"),
             (FailureCause::ContentCoding, "the server sent 'compress'"),
         ] {
@@ -233,6 +240,8 @@ mod tests {
             "{}",
             w[0]
         );
+        // Pins SB405's fix said once: the record's line carries it, and the coded error added it.
+        assert_eq!(w[0].to_string().matches("fix:").count(), 1, "{}", w[0]);
         assert!(w[1].to_string().starts_with("warning[SB306]: 1 requests failed"), "{}", w[1]);
         let error = |cause: Option<FailureCause>, message: &str| RequestError {
             kind: ErrorKind::Protocol,

@@ -77,7 +77,10 @@ async fn prepare_inner(
         prepare::resolve_model(&client, &headers, cfg.model.as_deref(), cfg.served_model_name.as_deref())
             .await?;
     if cfg.model.is_none() {
-        observer.message(&format!("Model detected from /v1/models: {}", model.model_id));
+        // Shown as one line of printable text (an id can hold an escape sequence or a newline);
+        // requests name the model exactly as the server listed it.
+        let shown = servebench_core::text::one_line(&model.model_id, 200);
+        observer.message(&format!("Model detected from /v1/models: {shown}"));
     }
     let tokenizer_id = cfg.tokenizer.clone().unwrap_or_else(|| model.tokenizer_hint.clone());
     let tokenizer = client_tokenizer(&tokenizer_id, observer).await?;

@@ -95,6 +95,29 @@ async fn responses_non_streaming_and_errors() {
     sim.shutdown().await;
 }
 
+/// Current vLLM (the default, `both`): every reasoning delta, and a non-streamed message, carries
+/// the text as `reasoning` and again as its deprecated alias `reasoning_content`.
+#[tokio::test]
+async fn chat_reasoning_under_both_names_as_current_vllm() {
+    let sim = start(config().with_reasoning_tokens(2)).await;
+    let mut c = Conn::connect(sim.local_addr()).await;
+    let body = |stream: bool| {
+        json!({"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
+            "max_completion_tokens": 4, "ignore_eos": true, "stream": stream})
+    };
+    let ev = c.post_json("/v1/chat/completions", &body(true)).await.sse_json();
+    let deltas: Vec<&serde_json::Value> =
+        ev.iter().filter_map(|e| e["choices"].get(0).map(|c| &c["delta"])).collect();
+    for d in &deltas[1..3] {
+        assert!(d["reasoning"].is_string() && d["reasoning"] == d["reasoning_content"], "{d}");
+    }
+    assert!(deltas[3].get("reasoning_content").is_none(), "content deltas carry no reasoning");
+    let v = c.post_json("/v1/chat/completions", &body(false)).await.json();
+    let m = &v["choices"][0]["message"];
+    assert!(m["reasoning"].is_string() && m["reasoning"] == m["reasoning_content"], "{m}");
+    sim.shutdown().await;
+}
+
 #[tokio::test]
 async fn chat_reasoning_deltas_in_either_field() {
     for (field, cfg) in [
@@ -130,7 +153,11 @@ async fn chat_reasoning_deltas_in_either_field() {
 #[tokio::test]
 async fn chat_reasoning_in_non_streamed_messages() {
     for (field, other, cfg) in [
-        ("reasoning", "reasoning_content", config().with_reasoning_tokens(2)),
+        ("reasoning", "reasoning_content", {
+            let mut c = config().with_reasoning_tokens(2);
+            c.reasoning_field = servebench_sim::ReasoningField::Reasoning;
+            c
+        }),
         ("reasoning_content", "reasoning", {
             let mut c = config().with_reasoning_tokens(2);
             c.reasoning_field = servebench_sim::ReasoningField::ReasoningContent;

@@ -183,9 +183,10 @@ pub struct SimOptions {
     /// (sent before the content; part of the completion tokens).
     #[arg(long, default_value_t = 0)]
     pub sim_reasoning_tokens: u32,
-    /// Simulator: chat delta field of reasoning text (`reasoning` as vLLM >= 0.11, or
-    /// `reasoning_content`).
-    #[arg(long, default_value = "reasoning", value_parser = crate::cli::values::reasoning_field)]
+    /// Simulator: chat delta field of reasoning text: `both` (current vLLM: `reasoning` and its
+    /// deprecated alias `reasoning_content`, the same text), `reasoning`, or `reasoning_content`
+    /// (older vLLM).
+    #[arg(long, default_value = "both", value_parser = crate::cli::values::reasoning_field)]
     pub sim_reasoning_field: servebench_sim::ReasoningField,
     /// Simulator: vector length of /v1/embeddings and /pooling answers.
     #[arg(long, default_value_t = 256)]
