@@ -1,0 +1,113 @@
+//! Flag combinations of experiments and load modes (a seventh adversarial pass): each was
+//! accepted and ran something else than it said, or mislabelled its result; each is now refused
+//! before anything is sent, or the result says what ran.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::support::{bin, text, tokenizer};
+
+/// A run against the embedded simulator: 10 short prompts (1 ms TTFT and ITL), plus `extra`.
+fn run(dir: &Path, extra: &[&str]) -> Output {
+    let tok = tokenizer();
+    bin()
+        .current_dir(dir)
+        .args(["--sim", "--sim-ttft-ms", "1", "--sim-itl-ms", "1", "--random-input-len", "16"])
+        .args(["--random-output-len", "4", "--num-prompts", "10", "--disable-tqdm", "--sim-tokenizer"])
+        .arg(&tok)
+        .arg("--tokenizer")
+        .arg(&tok)
+        .args(extra)
+        .output()
+        .expect("run servebench")
+}
+
+/// Asserts exit 2 with `code` on a line naming every one of `flags`, and no panic.
+fn refused(out: &Output, code: &str, flags: &[&str]) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let line = err.lines().find(|l| l.starts_with("error[")).unwrap_or_default();
+    assert!(line.starts_with(&format!("error[{code}]")), "{err}");
+    for flag in flags {
+        assert!(line.contains(flag), "{flag} not in {line}");
+    }
+    assert!(line.contains("fix: "), "{line}");
+}
+
+/// The one experiment document `dir` holds.
+fn experiment_doc(dir: &Path) -> Value {
+    let path = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("an experiment document");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The experiments of the tester's report, by their flags.
+const EXPERIMENTS: &[&[&str]] = &[
+    &["--sweep-request-rate", "5,20"],
+    &["--sweep-max-concurrency", "1,2"],
+    &["--find-max-rate"],
+    &["--slo", "ttft_p99:500"],
+    &["--num-runs", "2"],
+];
+
+/// Pins `--start-at` with an experiment: every point after the first was anchored to the
+/// (by then passed) start and sent as one burst, its validity `invalid`, and still picked as
+/// the sweep's best. Refused (SB101) naming both flags.
+#[test]
+fn start_at_with_any_experiment_is_refused_naming_both_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let soon = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 5)
+        .to_string();
+    for exp in EXPERIMENTS {
+        let out = run(dir.path(), &[&["--start-at", soon.as_str()], *exp].concat());
+        refused(&out, "SB101", &["--start-at", exp[0]]);
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was saved");
+}
+
+/// Pins sharded experiments: each shard ran the sweep or bisected on its own share, and an
+/// experiment writes no per-point records for `merge`. Refused (SB101) as sharded multi-turn is.
+#[test]
+fn sharded_experiments_are_refused_naming_both_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    for exp in EXPERIMENTS {
+        let shard = ["--num-shards", "2", "--shard-index", "1", "--save-result"];
+        refused(&run(dir.path(), &[&shard[..], *exp].concat()), "SB101", &["--num-shards", exp[0]]);
+    }
+}
+
+/// Pins the best point of a sweep: a point whose run validity is `invalid` was named "Best"
+/// (the burst of a passed `--start-at`, here 10 requests for 20 slots: the concurrency was
+/// never reached). It is now never the best, the console says why, and a sweep of invalid
+/// points only has no best (`null`).
+#[test]
+fn a_sweep_never_names_an_invalid_point_its_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["--sweep-max-concurrency", "1,20", "--save-result"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains("Not a best candidate: concurrency 20 (run validity invalid: too_few_requests"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Best (request_throughput):") && stdout.contains("at concurrency 1\n"),
+        "{stdout}"
+    );
+    let doc = experiment_doc(dir.path());
+    assert_eq!(doc["best"]["label"], "concurrency 1", "{doc}");
+    assert_eq!(doc["points"][1]["result"]["validity"]["verdict"], "invalid");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["--sweep-max-concurrency", "20,30", "--save-result"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("Best: none (no point ran to its end with a valid run"), "{stdout}");
+    assert!(experiment_doc(dir.path())["best"].is_null());
+}
