@@ -18,6 +18,7 @@ use std::time::Duration;
 pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Result<()> {
     super::agentic::refuse_other_loads(args, run)?;
     if args.is_trace() {
+        check_self_timed(args)?;
         run.dataset = DatasetSpec::TimedTrace(trace_config(args, backend)?);
         // Token-id prompts: nothing to verify with /tokenize.
         run.verify_prompts = 0;
@@ -155,6 +156,24 @@ fn trace_config(args: &RunArgs, backend: BackendKind) -> Result<TraceConfig> {
         max_model_len: args.max_model_len,
         self_timed: !w.no_self_timed,
     })
+}
+
+/// A self-timed trace sends on its timestamps: a rate experiment's rates would be ignored
+/// (every point the same replay, labelled by rate, and a search "concluding" on it).
+fn check_self_timed(args: &RunArgs) -> Result<()> {
+    if args.workload.no_self_timed {
+        return Ok(());
+    }
+    match args.experiment.rate_flag() {
+        Some(flag) => Err(BenchError::FlagCombination {
+            first: flag.into(),
+            second: "--dataset-name timed_trace".into(),
+            why: "a self-timed trace sends on its own timestamps, so each point's rate would be ignored"
+                .into(),
+            fix: format!("add --no-self-timed to send the trace's rows at each point's rate, or drop {flag}"),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// `--multi-turn`: conversations over the chat API, synthetic or from a ShareGPT file.
@@ -415,6 +434,23 @@ mod tests {
         ] {
             assert!(validate(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// Pins rate experiments over a self-timed trace: the trace's timestamps drove every point,
+    /// so both points of a rate sweep were the same replay labelled by two rates. Refused
+    /// (SB121) naming `--no-self-timed`, which makes the rates apply.
+    #[test]
+    fn rate_experiments_over_a_self_timed_trace_are_refused_naming_no_self_timed() {
+        let trace = ["--dataset-name", "timed_trace", "--dataset-path", "t.jsonl"];
+        for exp in [&["--sweep-request-rate", "1,5"][..], &["--find-max-rate"], &["--slo", "ttft_p99:500"]] {
+            let e = validate(&[&trace[..], exp].concat()).unwrap_err();
+            assert!(e.starts_with("error[SB121]") && e.contains(exp[0]), "{exp:?}: {e}");
+            assert!(e.contains("add --no-self-timed"), "{e}");
+            assert!(validate(&[&trace[..], exp, &["--no-self-timed"]].concat()).is_ok(), "{exp:?}");
+        }
+        // The points of a concurrency sweep or of --num-runs differ by what a trace keeps.
+        assert!(validate(&[&trace[..], &["--sweep-max-concurrency", "1,2"]].concat()).is_ok());
+        assert!(validate(&[&trace[..], &["--num-runs", "2"]].concat()).is_ok());
     }
 
     /// Pins the ramp-up refusal coming first: `--duration` with a ramp-up was told to add
