@@ -48,6 +48,14 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
         load.stages = s.0.clone();
         if is_closed_loop(&load.stages) {
             check_concurrency_stages(run)?;
+        } else if run.rate.request_rate.is_finite() {
+            // The stages' rates were sent, while the result, its file name and the console
+            // said --request-rate.
+            return Err(BenchError::config(
+                "--request-rate",
+                "rate stages (--stages RATE:SECONDS,...) set the rate of each stage",
+                "drop --request-rate (each stage's rate is in --stages)",
+            ));
         }
     }
     if let Some(secs) = w.duration {
@@ -399,8 +407,7 @@ mod tests {
         assert_eq!(mt.delay.as_millis(), 250);
         assert_eq!(mt.num_turns, 3);
         assert!(!v.run.target.ignore_eos, "not forced in multi-turn");
-        let v =
-            validate(&["--request-rate", "5", "--stages", "5:60,20:60", "--lora-modules", "a", "b"]).unwrap();
+        let v = validate(&["--stages", "5:60,20:60", "--lora-modules", "a", "b"]).unwrap();
         assert_eq!(v.run.load.stages.len(), 2);
         assert_eq!(v.run.load.lora.unwrap().modules, vec!["a", "b"]);
         let v = validate(&["--stages", "c=8:60,c=32:30", "--duration", "70"]).unwrap();
@@ -429,6 +436,9 @@ mod tests {
             &["--stages", "5:10,c=4:10"],
             &["--stages", "c=4:10", "--max-concurrency", "4"],
             &["--stages", "c=4:10", "--request-rate", "5"],
+            // Pins rate stages with --request-rate: the stages' rates were sent while the
+            // result said request_rate 5.0 (and the file openai-5.0qps-…).
+            &["--stages", "10:1,20:1", "--request-rate", "5"],
             &["--lora-modules", "a", "--lora-assignment", "zigzag"],
             &["--request-rate", "5", "--duration", "5", "--on-duration-end", "later"],
         ] {

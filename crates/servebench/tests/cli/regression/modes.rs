@@ -111,3 +111,40 @@ fn a_sweep_never_names_an_invalid_point_its_best() {
     assert!(stdout.contains("Best: none (no point ran to its end with a valid run"), "{stdout}");
     assert!(experiment_doc(dir.path())["best"].is_null());
 }
+
+/// Pins flags accepted with no effect before anything is sent: rate stages with
+/// `--request-rate` (the result said `request_rate 5.0`), a `--sim-*` flag without `--sim`
+/// against a server (ignored), two sweeps (the rate sweep was dropped). `--request-rate` with a
+/// rate sweep is a warning naming the flag: each point is labelled by its own rate.
+#[test]
+fn flags_without_effect_are_refused_or_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let stages = run(dir.path(), &["--stages", "10:1,20:1", "--request-rate", "5", "--save-result"]);
+    refused(&stages, "SB101", &["--request-rate", "--stages"]);
+    let sweeps = run(dir.path(), &["--sweep-max-concurrency", "1,2", "--sweep-request-rate", "1,5"]);
+    refused(&sweeps, "SB121", &["--sweep-max-concurrency", "--sweep-request-rate"]);
+    let tok = tokenizer();
+    let url = format!("http://127.0.0.1:{}", servebench_testkit::net::closed_port());
+    for sim_flag in
+        [&["--sim-ttft-ms", "500"][..], &["--sim-fault", "http_500=0.5"], &["--sim-lora-modules", "a"]]
+    {
+        let out = bin()
+            .current_dir(dir.path())
+            .args(["--base-url", &url, "--tokenizer", tok.to_str().unwrap(), "--num-prompts", "3"])
+            .args(sim_flag)
+            .output()
+            .unwrap();
+        refused(&out, "SB101", &[sim_flag[0], "--sim"]);
+        assert!(!text(&out.stderr).contains("not ready"), "refused before any request");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was saved");
+    let out = run(dir.path(), &["--request-rate", "50", "--sweep-request-rate", "100,200"]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: --request-rate is ignored with --sweep-request-rate (each point runs at its own rate)"
+        ),
+        "{stderr}"
+    );
+}
