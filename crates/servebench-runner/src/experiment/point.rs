@@ -93,6 +93,9 @@ pub struct PointOutcome {
     /// The point's run validity (its result's `validity`): an `invalid` point is never an
     /// experiment's best, nor a search's passing rate.
     pub validity: Validity,
+    /// The result's `num_prompts`: the requests the point had (one record each), which a
+    /// `--duration` sets rather than `spec.num_prompts`.
+    pub num_prompts: u64,
 }
 
 impl PointOutcome {
@@ -211,6 +214,7 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
         records: out.records,
         interrupted: out.interrupted,
         validity,
+        num_prompts,
     })
 }
 

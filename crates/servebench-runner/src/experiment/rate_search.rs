@@ -236,6 +236,7 @@ mod tests {
             records,
             interrupted: false,
             validity: Validity::of(&validity),
+            num_prompts: 10,
         }
     }
 

@@ -148,3 +148,27 @@ fn flags_without_effect_are_refused_or_named() {
         "{stderr}"
     );
 }
+
+/// Pins the sweep summary of a `--duration` sweep: the table, its CSV and each point's entry said
+/// `num_prompts 10` (the flag) for every point while the points' results said the requests each
+/// had (4 and 17). They now agree with the point's result.
+#[test]
+fn a_duration_sweeps_summary_counts_the_requests_each_point_had() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--sweep-request-rate", "4,17", "--duration", "1", "--no-steady-state", "--save-result"];
+    let out = run(dir.path(), &[&args[..], &["--result-filename", "d.json"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = experiment_doc(dir.path());
+    let csv = std::fs::read_to_string(dir.path().join("d.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "num_prompts").unwrap();
+    let mut counts = Vec::new();
+    for (i, line) in csv.lines().skip(1).enumerate() {
+        let had = doc["points"][i]["result"]["num_prompts"].as_u64().unwrap();
+        assert_eq!(doc["summary"][i]["num_prompts"].as_u64(), Some(had), "{doc}");
+        assert_eq!(doc["points"][i]["num_prompts"].as_u64(), Some(had));
+        assert_eq!(line.split(',').nth(col), Some(had.to_string().as_str()), "{csv}");
+        counts.push(had);
+    }
+    assert!(counts.len() == 2 && counts[0] < counts[1], "{counts:?}");
+}
