@@ -151,3 +151,14 @@ fn a_backlog_within_the_arrivals_noise_does_not_fire() {
     let real = sampled(&|t| (100.0 * t) as u64, &|t| (60.0 * t) as u64);
     assert!(real.is_some());
 }
+
+/// Why `--detect-saturation` is refused with a ramp-up (SB121): a rate that grows keeps more
+/// requests in flight below capacity too (Little's law, in flight = rate × service time), and
+/// the detector reads that growth as saturation. A linear ramp 1 → 100 req/s over 60 s on a
+/// server of unbounded capacity (every request takes 4 s, whatever the load) fires.
+#[test]
+fn a_ramp_below_capacity_fires_so_a_ramp_is_no_schedule_to_test() {
+    let arrived = |t: f64| t + 99.0 / 120.0 * t * t;
+    let ev = run(60, 4.0, |t| arrived(t) as u64, |t| (arrived(t) - arrived((t - 4.0).max(0.0))) as u64);
+    assert!(ev.is_some(), "the ramp's own growth reads as saturation");
+}

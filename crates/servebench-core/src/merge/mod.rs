@@ -263,7 +263,7 @@ fn check_same_run(reference: &ShardHeader, ref_source: &str, s: &ShardInput) -> 
     };
     if h.workload_fingerprint != reference.workload_fingerprint {
         return Err(differs(
-            "workload fingerprint (dataset, seed, rate or servebench version)",
+            "workload fingerprint (dataset, seed, rate, load flags such as --max-concurrency, --lora-modules or cancellation, or servebench version)",
             reference.workload_fingerprint.clone(),
             h.workload_fingerprint.clone(),
         ));

@@ -76,8 +76,9 @@ pub fn summary_row(p: &PointFigures<'_>, extra_percentiles: &[f64]) -> SummaryRo
 
 /// The best point: the highest `request_goodput` when goodput SLOs are given (the most
 /// requests per second meeting them), else the highest `request_throughput`. Each point comes
-/// with whether it was interrupted: an interrupted point's figures cover part of its requests,
-/// so it is never the best.
+/// with whether it is excluded: an interrupted or stopped-early point's figures cover part of
+/// its requests, an invalid one's (run validity) another load than asked, so it is never the
+/// best.
 pub fn best<'a>(
     points: impl IntoIterator<Item = (&'a RunMetrics, bool)>,
     with_slos: bool,

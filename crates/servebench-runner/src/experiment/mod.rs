@@ -234,7 +234,8 @@ impl PointOutcome {
             label: self.spec.label.clone(),
             request_rate: servebench_report::info::python_float(self.spec.request_rate),
             max_concurrency: self.spec.max_concurrency,
-            num_prompts: self.spec.num_prompts,
+            // The point's result's count (a --duration sets it, not --num-prompts).
+            num_prompts: self.num_prompts as usize,
             seed: self.spec.seed,
             result: self.result.clone(),
         }
@@ -246,7 +247,7 @@ impl PointOutcome {
             label: &self.spec.label,
             request_rate: self.spec.request_rate,
             max_concurrency: self.spec.max_concurrency,
-            num_prompts: self.spec.num_prompts,
+            num_prompts: self.num_prompts as usize,
             metrics: &self.metrics,
             steady: self.steady.as_ref().and_then(|s| s.as_ref().ok()),
             pooling: self

@@ -10,6 +10,7 @@ use crate::results::{assemble, Assembly, RunResults, Steady};
 use crate::run::{rebuild_workload, run_prepared, PreparedRun};
 use servebench_client::transport::HttpClient;
 use servebench_core::metrics::RunMetrics;
+use servebench_core::validity::{Level, Validity};
 use servebench_core::{Outcome, RequestRecord, Result};
 use servebench_report::info::python_float;
 use servebench_report::sections::server;
@@ -89,9 +90,30 @@ pub struct PointOutcome {
     pub result: RunDocument,
     pub records: Vec<RequestRecord>,
     pub interrupted: bool,
+    /// The point's run validity (its result's `validity`): an `invalid` point is never an
+    /// experiment's best, nor a search's passing rate.
+    pub validity: Validity,
+    /// The result's `num_prompts`: the requests the point had (one record each), which a
+    /// `--duration` sets rather than `spec.num_prompts`.
+    pub num_prompts: u64,
 }
 
 impl PointOutcome {
+    /// Whether the point's run validity is `invalid`.
+    pub fn is_invalid(&self) -> bool {
+        self.validity.verdict == Level::Invalid
+    }
+
+    /// The rules that made the point invalid, `id (detail)`, except those of `skip` (ids said
+    /// on their own: `early_stop`, `interrupted`, …).
+    pub fn invalid_rules(&self, skip: &[&str]) -> Vec<String> {
+        self.validity
+            .fired()
+            .filter(|r| r.level == Level::Invalid && !skip.contains(&r.id.as_str()))
+            .map(|r| format!("{} ({})", r.id, r.detail))
+            .collect()
+    }
+
     /// Offered rate: (n − 1) / span of the intended send times (the schedule as realised).
     pub fn offered_rate(&self) -> Option<f64> {
         let t: Vec<u64> = self.records.iter().map(|r| r.intended_us).collect();
@@ -181,9 +203,19 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
     if let Some(line) = crate::otel::export_results(&ctx.output, &cfg, &results, Some(&spec.label)).await {
         ctx.say(&line.unwrap_or_else(|warning| warning));
     }
+    let validity = results.validity();
     let result = results.document(ctx.output.save_detailed, None);
     let RunResults { metrics, steady, out, .. } = results;
-    Ok(PointOutcome { spec, metrics, steady, result, records: out.records, interrupted: out.interrupted })
+    Ok(PointOutcome {
+        spec,
+        metrics,
+        steady,
+        result,
+        records: out.records,
+        interrupted: out.interrupted,
+        validity,
+        num_prompts,
+    })
 }
 
 /// The label of a point (`concurrency 8`, `rate 10`, `rate inf`).

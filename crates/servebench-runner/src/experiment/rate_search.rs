@@ -49,6 +49,12 @@ fn verdict(p: &PointOutcome, slos: Option<&Vec<SloBound>>, a: &SearchOptions) ->
     if p.metrics.failed > 0 {
         reasons.push(format!("{} requests failed", p.metrics.failed));
     }
+    // An invalid run (the client did not send the load asked, ...) is no verdict on its rate's
+    // figures: the search does not take it as a pass (docs/experiments.md).
+    let invalid = p.invalid_rules(&["early_stop", "interrupted", "failures"]);
+    if !invalid.is_empty() {
+        reasons.push(format!("run validity invalid: {}", invalid.join("; ")));
+    }
     let mut slo_values = Map::new();
     match slos {
         None => match ratio {
@@ -192,4 +198,68 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Writ
         }
     }
     Ok(WrittenExperiment::Search(doc))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::experiment::config::SearchOptions;
+    use servebench_core::metrics::{compute, MetricsConfig};
+    use servebench_core::validity::{Validity, ValidityInputs};
+    use servebench_core::RequestRecord;
+
+    /// `n` requests sent every 100 ms, each done 10 ms later: achieved tracks offered.
+    fn point(validity: ValidityInputs) -> PointOutcome {
+        let records: Vec<RequestRecord> = (0..10u64)
+            .map(|i| {
+                let t = i * 100_000;
+                let mut r = RequestRecord::scheduled(i, format!("r{i}"), t, 10, 1);
+                r.outcome = Outcome::Completed;
+                (r.dispatched_us, r.first_token_us, r.last_token_us) =
+                    (Some(t), Some(t + 5_000), Some(t + 9_000));
+                (r.done_us, r.completion_tokens) = (Some(t + 10_000), Some(1));
+                r
+            })
+            .collect();
+        PointOutcome {
+            spec: PointSpec {
+                label: "rate 10.0".into(),
+                request_rate: 10.0,
+                max_concurrency: None,
+                num_prompts: 10,
+                seed: 0,
+            },
+            metrics: compute(&records, &MetricsConfig::default()),
+            steady: None,
+            result: Default::default(),
+            records,
+            interrupted: false,
+            validity: Validity::of(&validity),
+            num_prompts: 10,
+        }
+    }
+
+    /// Pins a search step whose run is `invalid` (here the client sent 500 ms late at p99, as
+    /// the burst of a passed `--start-at` did) passing, and so being the search's answer.
+    #[test]
+    fn an_invalid_step_fails_naming_the_rule() {
+        let opts =
+            SearchOptions { start_rate: 1.0, max_rate: 100.0, tolerance: 0.05, saturation_threshold: 0.95 };
+        let fine = ValidityInputs {
+            dispatch_lateness_p99_ms: Some(1.0),
+            sent: 10,
+            completed: 10,
+            ..Default::default()
+        };
+        assert_eq!(verdict(&point(fine.clone()), None, &opts).reasons, Vec::<String>::new());
+        let late = ValidityInputs { dispatch_lateness_p99_ms: Some(500.0), ..fine };
+        let reasons = verdict(&point(late), None, &opts).reasons;
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        assert!(
+            reasons[0]
+                .starts_with("run validity invalid: dispatch_lateness (dispatch lateness p99 500.00 ms"),
+            "{reasons:?}"
+        );
+    }
 }

@@ -43,10 +43,23 @@ pub async fn sweep(
         .collect();
     ctx.say_block(&table(&rows));
     // An interrupted or stopped-early point's figures cover part of its requests (and a
-    // saturated one's are not a level the server holds): never the best point.
-    let best = best(points.iter().map(|p| (&p.metrics, is_partial(p))), !ctx.output.goodput.is_empty());
-    if let Some((i, key, v)) = best {
-        ctx.say(&format!("Best ({key}): {v:.2} at {}", points[i].spec.label));
+    // saturated one's are not a level the server holds), an invalid one's describe another
+    // load than the point's: never the best point.
+    let excluded = |p: &PointOutcome| is_partial(p) || p.is_invalid();
+    let best = best(points.iter().map(|p| (&p.metrics, excluded(p))), !ctx.output.goodput.is_empty());
+    for p in points.iter().filter(|p| !is_partial(p) && p.is_invalid()) {
+        ctx.say(&format!(
+            "Not a best candidate: {} (run validity invalid: {})",
+            p.spec.label,
+            p.invalid_rules(&[]).join("; ")
+        ));
+    }
+    match best {
+        Some((i, key, v)) => ctx.say(&format!("Best ({key}): {v:.2} at {}", points[i].spec.label)),
+        None if !points.is_empty() => {
+            ctx.say("Best: none (no point ran to its end with a valid run and completed requests)")
+        }
+        None => {}
     }
     let csv = csv(&rows);
     let doc = SweepDocument {

@@ -11,6 +11,8 @@ use crate::config::RunConfig;
 use crate::observe::health::HealthSamples;
 use crate::observe::observer::RunObserver;
 use crate::records::sink::RecordSink;
+use crate::LoadOptions;
+use servebench_client::backend::TargetConfig;
 use servebench_core::clock::unix_now_us;
 use servebench_core::early_stop::EarlyStopReport;
 use servebench_core::schedule::{ArrivalSchedule, RateConfig};
@@ -29,12 +31,65 @@ pub struct ShardRun {
     header: ShardHeader,
 }
 
+/// What of the load decides what the run sends and when beyond its requests and schedule (the
+/// whole run's, equal on every shard of one run): the concurrency caps (totals), LoRA adapters,
+/// cancellation by design, the end of a `--duration`, early stop, retries, and what every
+/// request's body carries (backend, endpoint, model, sampling and body fields). Not the headers
+/// or the API key (secrets, and a header may name its shard).
+#[derive(Debug, Clone, Copy)]
+pub struct LoadKey<'a> {
+    pub max_concurrency: Option<usize>,
+    pub retries: u32,
+    pub load: &'a LoadOptions,
+    pub target: &'a TargetConfig,
+    pub model_id: &'a str,
+}
+
+impl<'a> LoadKey<'a> {
+    /// The run's load key (`model_id`: the model the run resolved).
+    pub fn of(cfg: &'a RunConfig, model_id: &'a str) -> Self {
+        let (max_concurrency, retries) = (cfg.max_concurrency, cfg.retries);
+        LoadKey { max_concurrency, retries, load: &cfg.load, target: &cfg.target, model_id }
+    }
+
+    /// The text the fingerprint hashes.
+    pub fn describe(&self) -> String {
+        let (l, t) = (self.load, self.target);
+        format!(
+            "max_concurrency {:?} max_prefill_concurrency {:?} lora {:?} cancellation {:?} duration {:?} \
+             cancel_at_end {} early_stop {:?} retries {}\nbackend {:?} endpoint {:?} model {:?} logprobs {:?} ignore_eos {} \
+             sampling {} extra_body {} batch_size {}",
+            self.max_concurrency,
+            l.max_prefill_concurrency,
+            l.lora,
+            l.cancellation,
+            l.duration,
+            l.cancel_at_end,
+            l.early_stop,
+            self.retries,
+            t.backend,
+            t.endpoint,
+            self.model_id,
+            t.logprobs,
+            t.ignore_eos,
+            serde_json::Value::Object(t.sampling.clone()),
+            serde_json::Value::Object(t.extra_body.clone()),
+            t.batch_size,
+        )
+    }
+}
+
 /// sha256 (hex) of everything that decides what the run sends and when: servebench's version,
-/// the seed, the rate configuration, every arrival offset and every request of the whole
-/// workload (its `Debug` form, so fields added to `RequestSpec` are covered). Lazy requests are
-/// built one at a time for it (so every shard builds the whole workload once, without holding
-/// it).
-pub fn workload_fingerprint(workload: &Requests, rate: &RateConfig, seed: u64, offsets_us: &[u64]) -> String {
+/// the seed, the rate configuration, the rest of the load ([`LoadKey`]), every arrival
+/// offset and every request of the whole workload (its `Debug` form, so fields added to
+/// `RequestSpec` are covered). Lazy requests are built one at a time for it (so every shard
+/// builds the whole workload once, without holding it).
+pub fn workload_fingerprint(
+    workload: &Requests,
+    (rate, load): (&RateConfig, &str),
+    seed: u64,
+    offsets_us: &[u64],
+) -> String {
     struct HashWriter(Sha256);
     impl std::fmt::Write for HashWriter {
         fn write_str(&mut self, s: &str) -> std::fmt::Result {
@@ -46,7 +101,7 @@ pub fn workload_fingerprint(workload: &Requests, rate: &RateConfig, seed: u64, o
     let _ = std::fmt::Write::write_fmt(
         &mut h,
         format_args!(
-            "servebench-workload/1\nversion {}\nseed {seed}\nrate {rate:?}\nrequests {}\n",
+            "servebench-workload/2\nversion {}\nseed {seed}\nrate {rate:?}\nload {load}\nrequests {}\n",
             env!("CARGO_PKG_VERSION"),
             workload.len()
         ),
@@ -75,7 +130,8 @@ pub fn take_share(
     let Some(shard) = &cfg.shard else { return Ok((workload, schedule, None)) };
     let total = workload.len();
     fewer_requests_than_shards(total, shard.spec.count)?;
-    let fingerprint = workload_fingerprint(&workload, &cfg.rate, cfg.seed, &schedule.offsets_us);
+    let load = LoadKey::of(cfg, model_id).describe();
+    let fingerprint = workload_fingerprint(&workload, (&cfg.rate, &load), cfg.seed, &schedule.offsets_us);
     let positions = shard.spec.positions(total);
     let offsets_us = positions.iter().filter_map(|&p| schedule.offsets_us.get(p).copied()).collect();
     let requests = workload.retain_positions(|p| shard.spec.owns(p));
@@ -390,16 +446,51 @@ mod tests {
         let rate = RateConfig { request_rate: 10.0, ..RateConfig::default() };
         let w = workload(20);
         let s = ArrivalSchedule::generate(20, &rate, 1);
-        let base = workload_fingerprint(&w, &rate, 1, &s.offsets_us);
-        assert_eq!(base, workload_fingerprint(&workload(20), &rate, 1, &s.offsets_us));
+        let base = workload_fingerprint(&w, (&rate, ""), 1, &s.offsets_us);
+        assert_eq!(base, workload_fingerprint(&workload(20), (&rate, ""), 1, &s.offsets_us));
         assert_eq!(base.len(), 64);
-        assert_ne!(base, workload_fingerprint(&w, &rate, 2, &s.offsets_us));
+        assert_ne!(base, workload_fingerprint(&w, (&rate, ""), 2, &s.offsets_us));
         let s2 = ArrivalSchedule::generate(20, &rate, 2);
-        assert_ne!(base, workload_fingerprint(&w, &rate, 1, &s2.offsets_us));
+        assert_ne!(base, workload_fingerprint(&w, (&rate, ""), 1, &s2.offsets_us));
         let mut w2 = workload(20).into_workload();
         w2.requests[7].expected_output_tokens = 5;
-        assert_ne!(base, workload_fingerprint(&w2.into(), &rate, 1, &s.offsets_us));
+        assert_ne!(base, workload_fingerprint(&w2.into(), (&rate, ""), 1, &s.offsets_us));
         let faster = RateConfig { request_rate: 11.0, ..rate };
-        assert_ne!(base, workload_fingerprint(&w, &faster, 1, &s.offsets_us));
+        assert_ne!(base, workload_fingerprint(&w, (&faster, ""), 1, &s.offsets_us));
+        assert_ne!(base, workload_fingerprint(&w, (&rate, "lora"), 1, &s.offsets_us));
+    }
+
+    /// Pins the load flags a merge compared nothing of: shards run with cancellation by design
+    /// or `--lora-modules` on one shard only (or another `--max-concurrency`, sampling, early
+    /// stop) merged into one result. Each now changes the fingerprint (SB701 on merge); the
+    /// headers and the API key do not (a header may name its shard).
+    #[test]
+    fn load_flags_beyond_the_workload_change_the_fingerprint_but_headers_do_not() {
+        use crate::config::load_options::LoraConfig;
+        use servebench_core::secret::Secret;
+        let (load, target) = (LoadOptions::default(), TargetConfig::default());
+        let base = LoadKey { max_concurrency: None, retries: 0, load: &load, target: &target, model_id: "m" };
+        let text = base.describe();
+        let mut loads = vec![LoadOptions::default(); 3];
+        loads[0].cancellation = Some((50.0, Duration::from_millis(100)));
+        loads[1].lora = Some(LoraConfig { modules: vec!["a".into()], assignment: Default::default() });
+        loads[2].early_stop.errors = Some(servebench_core::early_stop::ErrorRateConfig {
+            max_rate: None,
+            window: 0,
+            max_errors: Some(3),
+        });
+        for l in &loads {
+            let other = LoadKey { load: l, ..base }.describe();
+            assert_ne!(text, other, "{other}");
+        }
+        assert_ne!(text, LoadKey { max_concurrency: Some(8), ..base }.describe());
+        assert_ne!(text, LoadKey { model_id: "other", ..base }.describe());
+        let mut sampled = TargetConfig::default();
+        sampled.sampling.insert("temperature".into(), 0.5.into());
+        assert_ne!(text, LoadKey { target: &sampled, ..base }.describe());
+        let mut keyed = TargetConfig::default();
+        keyed.headers.push(("x-shard".into(), Secret::new("1")));
+        keyed.api_key = Some(Secret::new("sk-1"));
+        assert_eq!(text, LoadKey { target: &keyed, ..base }.describe());
     }
 }

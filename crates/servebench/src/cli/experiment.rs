@@ -147,6 +147,21 @@ impl ExperimentArgs {
         }
     }
 
+    /// The flag of an experiment whose points differ by their request rate (a rate sweep, a
+    /// saturation or SLO search), if any.
+    pub fn rate_flag(&self) -> Option<&'static str> {
+        self.point_flag().filter(|f| *f != "--sweep-max-concurrency")
+    }
+
+    /// The flag that asks for an experiment (`--num-runs N` included), if any: what a
+    /// refusal of a flag that works for one run only names.
+    pub fn experiment_flag(&self) -> Option<String> {
+        match self.point_flag() {
+            Some(f) => Some(f.to_owned()),
+            None => (self.num_runs > 1).then(|| format!("--num-runs {}", self.num_runs)),
+        }
+    }
+
     /// Whether the command line asks for more than one run.
     pub fn is_experiment(&self) -> bool {
         self.sweep_max_concurrency.is_some()

@@ -47,6 +47,8 @@ fn other_load_flags(args: &RunArgs, run: &RunConfig) -> Option<&'static str> {
     .into_iter()
     .find(|f| f.1)
     .map(|f| f.0)
+    // Each point's rate was ignored: every point replayed the same sessions, labelled by rate.
+    .or(args.experiment.rate_flag())
 }
 
 /// Refuses, for `--dataset-name agentic`, the flags that shape another load (SB219); called
@@ -216,6 +218,13 @@ mod tests {
         }
         assert_eq!(code(&["--replay-speedup", "2"]), ErrorCode::AgenticFlagNotApplicable);
         assert_eq!(code(&with(&["--request-rate", "5"])), ErrorCode::AgenticFlagNotApplicable);
+        // Pins rate experiments over session trees: the rate was ignored, every point the same.
+        for exp in [&["--sweep-request-rate", "1,5"][..], &["--find-max-rate"], &["--slo", "ttft_p99:500"]] {
+            let e = validate(&with(exp)).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::AgenticFlagNotApplicable, "{exp:?}");
+            assert!(e.user_line().contains(exp[0]), "{}", e.user_line());
+        }
+        assert!(validate(&with(&["--num-runs", "2"])).is_ok(), "repeating a replay is fine");
         assert_eq!(code(&with(&["--multi-turn"])), ErrorCode::AgenticFlagNotApplicable);
         assert_eq!(code(&with(&["--agentic-concurrency", "2"])), ErrorCode::AgenticFlagNotApplicable);
         assert_eq!(code(&with(&["--agentic-loop", "closed"])), ErrorCode::AgenticControlInvalid);

@@ -1,7 +1,8 @@
 //! The early-stop flags (`--detect-saturation`, `--saturation-window`, `--max-error-rate`,
 //! `--max-error-rate-window`, `--max-errors`; `crate::cli::workload`) validated into the run's
 //! `EarlyStopOptions` (docs/workloads.md, "Early stop"): SB140 (a tuning flag alone), SB141
-//! (saturation without an arrival schedule), SB142 (an error window longer than the run).
+//! (saturation without an arrival schedule), SB121 (saturation on a ramp-up), SB142 (an error
+//! window longer than the run).
 
 use crate::cli::RunArgs;
 use servebench_core::early_stop::{ErrorRateConfig, SaturationConfig};
@@ -28,6 +29,17 @@ pub fn options(args: &RunArgs, load: &LoadOptions) -> Result<EarlyStopOptions> {
         return Err(alone("--max-error-rate-window", "--max-error-rate"));
     }
     let saturation = if w.detect_saturation {
+        if args.ramp_up_strategy.is_some() {
+            // A ramp is a schedule, but one whose rate grows: below capacity too the requests in
+            // flight grow with it (Little's law), which the test reads as saturation (the
+            // detector fires on a ramp 1 → 100 req/s of a server without a limit).
+            return Err(BenchError::FlagCombination {
+                first: "--detect-saturation".into(),
+                second: "--ramp-up-strategy".into(),
+                why: "a ramp's growing rate keeps more requests in flight below capacity too, which the test would read as saturation".into(),
+                fix: "drop --detect-saturation, or test a constant --request-rate (or --stages RATE:SECONDS steps, or --find-max-rate)".into(),
+            });
+        }
         if let Some(load) = unscheduled(args, load) {
             return Err(BenchError::SaturationNeedsSchedule { load: load.into() });
         }
@@ -77,4 +89,40 @@ fn unscheduled(args: &RunArgs, load: &LoadOptions) -> Option<&'static str> {
         return None;
     }
     Some("--request-rate inf (every request is due at once)")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use clap::Parser;
+
+    /// Pins saturation detection on a ramp-up: it was refused with SB141 "--request-rate inf has
+    /// no schedule; fix: give a finite --request-rate", while a ramp is a schedule and
+    /// `--request-rate` beside it is refused. The detector reads a ramp's own growth as
+    /// saturation (core: `a_ramp_below_capacity_fires_so_a_ramp_is_no_schedule_to_test`), so it
+    /// stays refused, saying why.
+    #[test]
+    fn saturation_on_a_ramp_up_is_refused_naming_the_ramp() {
+        let argv = [
+            "servebench",
+            "--ramp-up-strategy",
+            "linear",
+            "--ramp-up-start-rps",
+            "5",
+            "--ramp-up-end-rps",
+            "20",
+            "--detect-saturation",
+        ];
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        let line = crate::config::validate(&cli.run, None).unwrap_err().user_line();
+        assert!(
+            line.starts_with("error[SB121]: --detect-saturation cannot be combined with --ramp-up-strategy"),
+            "{line}"
+        );
+        assert!(!line.contains("--request-rate inf") && line.contains("drop --detect-saturation"), "{line}");
+        let cli =
+            crate::cli::Cli::try_parse_from(["servebench", "--request-rate", "5", "--detect-saturation"])
+                .unwrap();
+        assert!(crate::config::validate(&cli.run, None).is_ok());
+    }
 }

@@ -125,7 +125,8 @@ pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
     let num_runs = format!("--num-runs {}", a.num_runs);
     let chosen: Vec<&str> = [
         (a.sweep_max_concurrency.is_some(), "--sweep-max-concurrency"),
-        (a.sweep_max_concurrency.is_none() && a.sweep_request_rate.is_some(), "--sweep-request-rate"),
+        // vllm-bench runs the concurrency sweep and drops the rate sweep without a word.
+        (a.sweep_request_rate.is_some(), "--sweep-request-rate"),
         (a.find_max_rate, "--find-max-rate"),
         (a.slo.is_some(), "--slo"),
         (a.num_runs > 1, num_runs.as_str()),
@@ -143,7 +144,6 @@ pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
         });
     }
     if let Some(c) = &a.sweep_max_concurrency {
-        // vllm-bench's precedence: a concurrency sweep wins over a rate sweep.
         return Ok(Some(Experiment::SweepConcurrency {
             values: c.0.clone(),
             num_prompts_factor: a.sweep_num_prompts_factor,
@@ -189,6 +189,17 @@ mod tests {
         a.sweep_request_rate = Some(crate::cli::values::rate_list("1,inf").unwrap());
         assert_eq!(plan(&a).unwrap(), Some(Experiment::SweepRate { values: vec![1.0, f64::INFINITY] }));
         a.sweep_max_concurrency = Some(crate::cli::values::concurrency_list("2").unwrap());
+        // Pins the rate sweep dropped without a word beside a concurrency sweep (vllm-bench's
+        // precedence): two experiments on one line, SB121 as any other pair.
+        let e = plan(&a).unwrap_err();
+        assert!(
+            e.user_line().starts_with(
+                "error[SB121]: --sweep-max-concurrency cannot be combined with --sweep-request-rate"
+            ),
+            "{}",
+            e.user_line()
+        );
+        a.sweep_request_rate = None;
         assert!(matches!(plan(&a).unwrap(), Some(Experiment::SweepConcurrency { .. })));
         a.num_runs = 3;
         assert!(plan(&a).is_err());

@@ -65,6 +65,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     let dataset = dataset_spec(args, other_dataset)?;
     let target = target_config(args, backend, api_key)?;
     let shards = args.shard.settings(std::env::var(shard::JOB_INDEX_ENV).ok().as_deref())?;
+    shards.check_experiment(args.experiment.experiment_flag().as_deref())?;
     if let Some(start) = shards.start_at_unix_us {
         servebench_core::shard::check_start_at(start, servebench_core::clock::unix_now_us())?;
     }

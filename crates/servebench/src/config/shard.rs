@@ -81,6 +81,37 @@ impl ShardSettings {
         Ok(Some(ShardConfig { spec, backend: backend.into(), label, max_concurrency_total: max_concurrency }))
     }
 
+    /// Refuses `--start-at` and sharding with an experiment (`experiment`: the flag asking for
+    /// it). `--start-at` anchors one schedule: every point after the first was anchored to the
+    /// same, long past, instant and sent as one burst (validity `invalid`). Each shard of a
+    /// search bisected on its own figures, and an experiment writes no per-point records for
+    /// `merge` to combine.
+    pub fn check_experiment(&self, experiment: Option<&str>) -> Result<()> {
+        let Some(exp) = experiment else { return Ok(()) };
+        if self.start_at_unix_us.is_some() {
+            return Err(BenchError::config(
+                "--start-at",
+                format!(
+                    "cannot be combined with {exp}: it anchors one schedule, so every point after the first would start late, all at once"
+                ),
+                format!("drop --start-at (or SERVEBENCH_START_AT), or drop {exp} and start one run per point"),
+            ));
+        }
+        if let Some(spec) = self.shard {
+            return Err(BenchError::config(
+                "--num-shards",
+                format!(
+                    "cannot be combined with {exp}: each shard would run the experiment on its own share (a search bisecting on a part of the load), and its points write no records to merge",
+                ),
+                format!(
+                    "run the experiment in one process, or shard one run per point (--num-shards {} without {exp})",
+                    spec.count
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Refuses shards some of which would send no request: `requests` (the most the run
     /// sends, when `--num-prompts` bounds it) fewer than the shards. Such a shard wrote an empty
     /// result and exited 0.
@@ -131,6 +162,25 @@ mod tests {
         assert!(args(Some(4), Some(4), None).settings(None).is_err());
         assert!(args(None, Some(0), None).settings(None).is_err());
         assert!(crate::cli::values::start_at("soon").is_err());
+    }
+
+    /// Pins `--start-at` and sharding with an experiment: every point after the first was
+    /// anchored to the passed start and sent as one burst (and still picked as the best); each
+    /// shard of a search bisected on its own, and no point wrote records to merge.
+    #[test]
+    fn start_at_and_shards_with_an_experiment_are_refused_naming_both_flags() {
+        let start = args(None, None, Some("1790000000")).settings(None).unwrap();
+        let e = start.check_experiment(Some("--sweep-request-rate")).unwrap_err();
+        assert_eq!(e.code().as_str(), "SB101");
+        let line = e.to_string();
+        assert!(line.contains("--start-at") && line.contains("--sweep-request-rate"), "{line}");
+        assert!(line.contains("drop --start-at"), "{line}");
+        let sharded = args(Some(2), Some(0), None).settings(None).unwrap();
+        let e = sharded.check_experiment(Some("--num-runs 3")).unwrap_err();
+        assert_eq!(e.code().as_str(), "SB101");
+        assert!(e.to_string().contains("--num-shards") && e.to_string().contains("--num-runs 3"), "{e}");
+        assert!(start.check_experiment(None).is_ok() && sharded.check_experiment(None).is_ok());
+        assert!(args(None, None, None).settings(None).unwrap().check_experiment(Some("--slo")).is_ok());
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! Flags that would be silently ignored: `--sim` with a server address is refused (SB121);
-//! options of a dataset other than the one selected get a one-line warning naming the flag.
-//! Only flags given on the command line count (clap's `ValueSource`), never defaults.
+//! Flags that would be silently ignored. Refused where the run would then be taken for another
+//! one: `--sim` with a server address (SB121), a `--sim-*` flag without `--sim` (SB101), a
+//! rate or ramp-up beside a self-timed trace (SB121). Warned about (one line naming the flag)
+//! where the result still says what ran: options of a dataset other than the one selected, and
+//! `--request-rate`/`--max-concurrency` replaced by each point of a sweep or search. Only flags
+//! given on the command line count (clap's `ValueSource`), never defaults.
 
 use crate::cli::values::DatasetName as D;
 use crate::cli::RunArgs;
@@ -9,22 +12,49 @@ use std::collections::BTreeSet;
 
 /// Ids (field names) of the flags given explicitly on the command line (not defaulted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExplicitFlags(BTreeSet<String>);
+pub struct ExplicitFlags {
+    given: BTreeSet<String>,
+    /// Those given at their default value, as written (a config file of every default).
+    at_default: BTreeSet<String>,
+}
 
 impl ExplicitFlags {
-    /// The flags of `matches` that came from the command line.
+    /// The flags of `matches` (the run's flags) that came from the command line.
     pub fn of(matches: &clap::ArgMatches) -> Self {
-        let ids = matches
+        let given: BTreeSet<String> = matches
             .ids()
             .filter(|id| matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
             .map(|id| id.as_str().to_owned())
             .collect();
-        ExplicitFlags(ids)
+        let run = <crate::cli::RunArgs as clap::Args>::augment_args(clap::Command::new("run"));
+        let at_default = run
+            .get_arguments()
+            .filter(|a| given.contains(a.get_id().as_str()))
+            .filter(|a| {
+                let defaults = a.get_default_values();
+                let raw: Vec<&std::ffi::OsStr> = matches
+                    .try_get_raw(a.get_id().as_str())
+                    .ok()
+                    .flatten()
+                    .map(Iterator::collect)
+                    .unwrap_or_default();
+                !defaults.is_empty()
+                    && raw.len() == defaults.len()
+                    && raw.iter().zip(defaults).all(|(r, d)| r == d)
+            })
+            .map(|a| a.get_id().as_str().to_owned())
+            .collect();
+        ExplicitFlags { given, at_default }
     }
 
     /// Whether the flag with field name `id` was given on the command line.
     pub fn given(&self, id: &str) -> bool {
-        self.0.contains(id)
+        self.given.contains(id)
+    }
+
+    /// Whether the flag was given with a value other than its default.
+    pub fn changed(&self, id: &str) -> bool {
+        self.given(id) && !self.at_default.contains(id)
     }
 }
 
@@ -85,13 +115,12 @@ const DATASET_OPTIONS: &[(&str, &[D])] = &[
 /// Server-address flags that `--sim` would ignore.
 const SERVER_ADDRESS: &[&str] = &["base_url", "host", "port"];
 
-/// Refuses `--sim` with a server address (SB121); returns one warning per dataset option given
-/// for a dataset that does not read it.
+/// Refuses `--sim` with a server address (SB121), a changed `--sim-*` flag without `--sim`
+/// (SB101), a rate or ramp-up beside a self-timed trace (SB121); returns one warning per flag
+/// every experiment point replaces and per dataset option given for a dataset that does not
+/// read it.
 pub fn check(args: &RunArgs, explicit: &ExplicitFlags) -> Result<Vec<String>, BenchError> {
-    check_with(args, |id| explicit.given(id))
-}
-
-fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String>, BenchError> {
+    let given = |id: &str| explicit.given(id);
     if args.sim {
         if let Some(id) = SERVER_ADDRESS.iter().find(|id| given(id)) {
             return Err(BenchError::FlagCombination {
@@ -103,11 +132,14 @@ fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String
             });
         }
     }
+    // A simulator flag at its default changes nothing (a config file of every default).
+    check_sim_flags(args, &|id: &str| explicit.changed(id))?;
+    check_self_timed(args, &given)?;
+    let mut warnings = replaced_by_points(args, &given);
     // Multi-turn and trace replay read their own flags (cli/workload.rs).
     if args.workload.multi_turn || args.is_trace() {
-        return Ok(Vec::new());
+        return Ok(warnings);
     }
-    let mut warnings = Vec::new();
     if args.dataset_name.kind == D::Agentic && given("num_prompts") {
         warnings.push(
             "warning: --num-prompts is ignored with --dataset-name agentic (every turn of the trace is sent; \
@@ -129,6 +161,72 @@ fn check_with(args: &RunArgs, given: impl Fn(&str) -> bool) -> Result<Vec<String
             }),
     );
     Ok(warnings)
+}
+
+/// A `--sim-*` flag without `--sim` configures no simulator: it was ignored against
+/// `--base-url` (a `servebench sim` process takes these flags itself).
+fn check_sim_flags(args: &RunArgs, given: &impl Fn(&str) -> bool) -> Result<(), BenchError> {
+    if args.sim {
+        return Ok(());
+    }
+    let sim = <crate::cli::SimOptions as clap::Args>::augment_args(clap::Command::new("sim"));
+    let given_id = sim.get_arguments().map(|a| a.get_id().as_str().to_owned()).find(|id| given(id));
+    match given_id.as_deref() {
+        Some(id) => Err(BenchError::config(
+            flag(id),
+            "configures the embedded simulator, and this run has none (no --sim)",
+            format!(
+                "add --sim to run against the embedded simulator, or drop {0} (a `servebench sim {0} …` process takes it)",
+                flag(id)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A self-timed trace sends on its timestamps: a `--request-rate` or a ramp-up beside it was
+/// ignored, while the result (and its file name) said the rate.
+fn check_self_timed(args: &RunArgs, given: &impl Fn(&str) -> bool) -> Result<(), BenchError> {
+    if !args.is_trace() || args.workload.no_self_timed {
+        return Ok(());
+    }
+    match ["request_rate", "ramp_up_strategy"].into_iter().find(|id| given(id)) {
+        Some(id) => Err(BenchError::FlagCombination {
+            first: flag(id),
+            second: "--dataset-name timed_trace".into(),
+            why: "a self-timed trace sends on its own timestamps, so the rate would be ignored".into(),
+            fix: format!(
+                "add --no-self-timed to send the trace's rows at {}, or drop {}",
+                flag(id),
+                flag(id)
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `--request-rate` with a rate sweep or search, `--max-concurrency` with a concurrency sweep:
+/// each point runs at its own value (and is labelled by it), so the flag does nothing.
+fn replaced_by_points(args: &RunArgs, given: &impl Fn(&str) -> bool) -> Vec<String> {
+    let e = &args.experiment;
+    let replaced = [
+        ("request_rate", e.rate_flag(), "rate"),
+        (
+            "max_concurrency",
+            e.sweep_max_concurrency.as_ref().map(|_| "--sweep-max-concurrency"),
+            "concurrency",
+        ),
+    ];
+    replaced
+        .into_iter()
+        .filter_map(|(id, by, what)| {
+            let by = by.filter(|_| given(id))?;
+            Some(format!(
+                "warning: {} is ignored with {by} (each point runs at its own {what}); drop it",
+                flag(id)
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -154,6 +252,77 @@ mod tests {
         }
         assert!(check_argv(&["--sim"]).unwrap().is_empty(), "defaults do not count");
         assert!(check_argv(&["--base-url", "http://10.0.0.1:8000"]).unwrap().is_empty());
+    }
+
+    /// Pins `--sim-*` flags without `--sim`: `--sim-ttft-ms 500`, `--sim-fault http_500=0.5` or
+    /// `--sim-lora-modules a` against `--base-url` were ignored without a word.
+    #[test]
+    fn sim_flags_without_sim_are_refused_naming_sim() {
+        let url = ["--base-url", "http://10.0.0.1:8000"];
+        for extra in [
+            &["--sim-ttft-ms", "500"][..],
+            &["--sim-fault", "http_500=0.5"],
+            &["--sim-lora-modules", "a"],
+            &["--sim-tokenizer", "o200k_base"],
+            &["--sim-tls"],
+        ] {
+            let e = check_argv(&[&url[..], extra].concat()).unwrap_err();
+            assert_eq!(e.code().as_str(), "SB101", "{extra:?}");
+            let line = e.user_line();
+            assert!(line.contains(&format!("invalid {}", extra[0])) && line.contains("add --sim"), "{line}");
+            assert!(check_argv(&[&["--sim"][..], extra].concat()).is_ok(), "{extra:?}");
+        }
+        assert!(check_argv(&url).unwrap().is_empty(), "defaults do not count");
+        // Nor a flag written at its default (a config file of every default uncommented).
+        assert!(check_argv(&[&url[..], &["--sim-ttft-ms", "50", "--sim-mode", "fixed"]].concat()).is_ok());
+    }
+
+    /// Pins a rate or a ramp-up beside a self-timed trace: the trace's timestamps drove the
+    /// sends, while the result said `request_rate 5.0`. Refused naming `--no-self-timed`.
+    #[test]
+    fn a_rate_or_ramp_beside_a_self_timed_trace_is_refused_naming_no_self_timed() {
+        let trace = ["--dataset-name", "timed_trace", "--dataset-path", "t.jsonl"];
+        let ramp = ["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "5"];
+        for (extra, first) in [
+            (&["--request-rate", "5"][..], "--request-rate"),
+            (&["--request-rate", "inf"], "--request-rate"),
+            (&ramp, "--ramp-up-strategy"),
+        ] {
+            let e = check_argv(&[&trace[..], extra].concat()).unwrap_err();
+            assert_eq!(e.code().as_str(), "SB121", "{extra:?}");
+            let line = e.user_line();
+            assert!(
+                line.contains(&format!("{first} cannot be combined with --dataset-name timed_trace")),
+                "{line}"
+            );
+            assert!(line.contains("add --no-self-timed"), "{line}");
+            assert!(check_argv(&[&trace[..], extra, &["--no-self-timed"]].concat()).is_ok());
+        }
+        assert!(check_argv(&trace).unwrap().is_empty());
+    }
+
+    /// Pins sweeps and searches replacing `--request-rate` or `--max-concurrency` without a
+    /// word: each point runs at its own value (and is labelled by it), so the flag is named as
+    /// ignored.
+    #[test]
+    fn a_rate_or_concurrency_replaced_by_every_point_warns_naming_the_sweep() {
+        let w = check_argv(&["--request-rate", "5", "--sweep-request-rate", "1,10"]).unwrap();
+        assert_eq!(w, ["warning: --request-rate is ignored with --sweep-request-rate (each point runs at its own rate); drop it"]);
+        for search in [&["--find-max-rate"][..], &["--slo", "ttft_p99:100"]] {
+            let w = check_argv(&[&["--request-rate", "5"][..], search].concat()).unwrap();
+            assert!(w.len() == 1 && w[0].contains(&format!("ignored with {}", search[0])), "{w:?}");
+        }
+        let w = check_argv(&["--max-concurrency", "4", "--sweep-max-concurrency", "1,2"]).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("warning: --max-concurrency is ignored with --sweep-max-concurrency"),
+            "{}",
+            w[0]
+        );
+        // Where the flag applies at every point, it is no warning.
+        assert!(check_argv(&["--request-rate", "5", "--sweep-max-concurrency", "1,2"]).unwrap().is_empty());
+        assert!(check_argv(&["--max-concurrency", "4", "--sweep-request-rate", "1,2"]).unwrap().is_empty());
+        assert!(check_argv(&["--max-concurrency", "4", "--num-runs", "2"]).unwrap().is_empty());
     }
 
     #[test]

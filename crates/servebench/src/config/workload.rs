@@ -18,6 +18,7 @@ use std::time::Duration;
 pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Result<()> {
     super::agentic::refuse_other_loads(args, run)?;
     if args.is_trace() {
+        check_self_timed(args)?;
         run.dataset = DatasetSpec::TimedTrace(trace_config(args, backend)?);
         // Token-id prompts: nothing to verify with /tokenize.
         run.verify_prompts = 0;
@@ -47,6 +48,14 @@ pub fn apply(args: &RunArgs, backend: BackendKind, run: &mut RunConfig) -> Resul
         load.stages = s.0.clone();
         if is_closed_loop(&load.stages) {
             check_concurrency_stages(run)?;
+        } else if run.rate.request_rate.is_finite() {
+            // The stages' rates were sent, while the result, its file name and the console
+            // said --request-rate.
+            return Err(BenchError::config(
+                "--request-rate",
+                "rate stages (--stages RATE:SECONDS,...) set the rate of each stage",
+                "drop --request-rate (each stage's rate is in --stages)",
+            ));
         }
     }
     if let Some(secs) = w.duration {
@@ -155,6 +164,24 @@ fn trace_config(args: &RunArgs, backend: BackendKind) -> Result<TraceConfig> {
         max_model_len: args.max_model_len,
         self_timed: !w.no_self_timed,
     })
+}
+
+/// A self-timed trace sends on its timestamps: a rate experiment's rates would be ignored
+/// (every point the same replay, labelled by rate, and a search "concluding" on it).
+fn check_self_timed(args: &RunArgs) -> Result<()> {
+    if args.workload.no_self_timed {
+        return Ok(());
+    }
+    match args.experiment.rate_flag() {
+        Some(flag) => Err(BenchError::FlagCombination {
+            first: flag.into(),
+            second: "--dataset-name timed_trace".into(),
+            why: "a self-timed trace sends on its own timestamps, so each point's rate would be ignored"
+                .into(),
+            fix: format!("add --no-self-timed to send the trace's rows at each point's rate, or drop {flag}"),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// `--multi-turn`: conversations over the chat API, synthetic or from a ShareGPT file.
@@ -380,8 +407,7 @@ mod tests {
         assert_eq!(mt.delay.as_millis(), 250);
         assert_eq!(mt.num_turns, 3);
         assert!(!v.run.target.ignore_eos, "not forced in multi-turn");
-        let v =
-            validate(&["--request-rate", "5", "--stages", "5:60,20:60", "--lora-modules", "a", "b"]).unwrap();
+        let v = validate(&["--stages", "5:60,20:60", "--lora-modules", "a", "b"]).unwrap();
         assert_eq!(v.run.load.stages.len(), 2);
         assert_eq!(v.run.load.lora.unwrap().modules, vec!["a", "b"]);
         let v = validate(&["--stages", "c=8:60,c=32:30", "--duration", "70"]).unwrap();
@@ -410,11 +436,31 @@ mod tests {
             &["--stages", "5:10,c=4:10"],
             &["--stages", "c=4:10", "--max-concurrency", "4"],
             &["--stages", "c=4:10", "--request-rate", "5"],
+            // Pins rate stages with --request-rate: the stages' rates were sent while the
+            // result said request_rate 5.0 (and the file openai-5.0qps-…).
+            &["--stages", "10:1,20:1", "--request-rate", "5"],
             &["--lora-modules", "a", "--lora-assignment", "zigzag"],
             &["--request-rate", "5", "--duration", "5", "--on-duration-end", "later"],
         ] {
             assert!(validate(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// Pins rate experiments over a self-timed trace: the trace's timestamps drove every point,
+    /// so both points of a rate sweep were the same replay labelled by two rates. Refused
+    /// (SB121) naming `--no-self-timed`, which makes the rates apply.
+    #[test]
+    fn rate_experiments_over_a_self_timed_trace_are_refused_naming_no_self_timed() {
+        let trace = ["--dataset-name", "timed_trace", "--dataset-path", "t.jsonl"];
+        for exp in [&["--sweep-request-rate", "1,5"][..], &["--find-max-rate"], &["--slo", "ttft_p99:500"]] {
+            let e = validate(&[&trace[..], exp].concat()).unwrap_err();
+            assert!(e.starts_with("error[SB121]") && e.contains(exp[0]), "{exp:?}: {e}");
+            assert!(e.contains("add --no-self-timed"), "{e}");
+            assert!(validate(&[&trace[..], exp, &["--no-self-timed"]].concat()).is_ok(), "{exp:?}");
+        }
+        // The points of a concurrency sweep or of --num-runs differ by what a trace keeps.
+        assert!(validate(&[&trace[..], &["--sweep-max-concurrency", "1,2"]].concat()).is_ok());
+        assert!(validate(&[&trace[..], &["--num-runs", "2"]].concat()).is_ok());
     }
 
     /// Pins the ramp-up refusal coming first: `--duration` with a ramp-up was told to add

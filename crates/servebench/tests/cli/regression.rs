@@ -20,6 +20,7 @@ fn ready_check_timeout_is_waited_in_full_not_cut_short_by_the_doubling_pause() {
 
 mod bounds;
 mod messages;
+mod modes;
 mod server_text;
 /// Pins the console a newcomer reads (issue 23, item 11). A closed loop (rate inf, a cap) used
 /// to print "Mean Response TTFT" in seconds right after a TTFT of milliseconds, with nothing

@@ -432,3 +432,46 @@ fn merged_staged_run_reports_its_stages_and_http_phases() {
         assert_eq!(detailed[key].as_array().map(Vec::len), Some(n), "{key}");
     }
 }
+
+/// Pins shards run with different load flags merging into one result: cancellation by design
+/// (`--request-cancellation-rate/--request-cancellation-delay`) or `--lora-modules` on one shard
+/// only was accepted, the merged result describing a load no shard ran. The workload fingerprint
+/// now covers the load (caps, adapters, cancellation, early stop, body fields): SB701.
+#[test]
+fn shards_with_different_load_flags_are_refused_by_merge() {
+    let tok = tokenizer();
+    let sim = SimProcess::start(&[
+        "--sim-model",
+        "shard-test",
+        "--sim-lora-modules",
+        "a",
+        "--sim-ttft-ms",
+        "2",
+        "--sim-itl-ms",
+        "1",
+        "--sim-tokenizer",
+        &tok,
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let args = workload_args(&sim.url, "1", "8");
+    let shard = |name: &str, i: u32, extra: &[&str]| {
+        let mut e: Vec<String> =
+            ["--num-shards", "2", "--shard-index", &i.to_string()].map(String::from).to_vec();
+        e.extend(extra.iter().map(|s| s.to_string()));
+        let out = run_to(dir.path(), name, &args, &e).output().unwrap();
+        assert!(!text(&out.stderr).contains("error["), "{name}: {}", text(&out.stderr));
+        dir.path().join(format!("{name}.records.jsonl"))
+    };
+    let plain = shard("p0.json", 0, &[]);
+    let cancel = ["--request-cancellation-rate", "50", "--request-cancellation-delay", "0.001"];
+    for (name, extra) in [("c1.json", &cancel[..]), ("l1.json", &["--lora-modules", "a"])] {
+        let other = shard(name, 1, extra);
+        let out = merge(&[plain.clone(), other], &[]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("error[SB701]") && err.contains("workload fingerprint"), "{err}");
+    }
+    // The same load flags on both shards merge.
+    let both = [shard("c0.json", 0, &cancel), dir.path().join("c1.json.records.jsonl")];
+    check(&merge(&both, &[]), "merge of shards with the same cancellation");
+}
