@@ -64,23 +64,52 @@ pub fn records_path_for_doc(result: &std::path::Path, append: bool) -> PathBuf {
 }
 
 /// `records_file` of a result: the records file's name when it sits beside the result, else its
-/// path as given.
+/// path relative to the result's directory (absolute when none can be said). A path as given
+/// (`--records o/r.jsonl`) was relative to the directory the run was started in, so `report`
+/// and `compare` run from anywhere else missed the records without a word.
 pub fn records_file_key(result: &std::path::Path, records: &std::path::Path) -> String {
-    let same_dir = records.parent().unwrap_or(std::path::Path::new(""))
-        == result.parent().unwrap_or(std::path::Path::new(""));
+    let result_dir = result.parent().unwrap_or(std::path::Path::new(""));
+    let same_dir = records.parent().unwrap_or(std::path::Path::new("")) == result_dir;
     match records.file_name() {
         Some(name) if same_dir => name.to_string_lossy().into_owned(),
-        _ => records.display().to_string(),
+        _ => relative_to(result_dir, records)
+            .or_else(|| std::path::absolute(records).ok())
+            .unwrap_or_else(|| records.to_path_buf())
+            .display()
+            .to_string(),
     }
+}
+
+/// `target` relative to the directory `dir` (both read from the current directory), or `None`
+/// when that cannot be said without the file system (a `..` in either, no common root).
+fn relative_to(dir: &Path, target: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let (dir, target) = (std::path::absolute(dir).ok()?, std::path::absolute(target).ok()?);
+    let plain = |p: &Path| p.components().all(|c| !matches!(c, Component::ParentDir | Component::CurDir));
+    if !plain(&dir) || !plain(&target) {
+        return None;
+    }
+    let (d, t): (Vec<_>, Vec<_>) = (dir.components().collect(), target.components().collect());
+    let common = d.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    if common == 0 {
+        return None;
+    }
+    let mut out: PathBuf = d[common..].iter().map(|_| Component::ParentDir).collect();
+    out.extend(&t[common..]);
+    Some(out)
 }
 
 /// The records file of a result document read from `result_path`, given its `records_file` key:
 /// the file it names (beside the result when it is a bare name; every `--append-result`
 /// document names its own), else `<result>.records.jsonl`.
 pub fn records_beside(result_path: &Path, records_file: Option<&str>) -> PathBuf {
+    let result_dir = result_path.parent().unwrap_or(Path::new(""));
     match records_file {
-        Some(name) if Path::new(name).is_absolute() || name.contains('/') => PathBuf::from(name),
-        Some(name) => result_path.parent().unwrap_or(Path::new("")).join(name),
+        Some(name) if Path::new(name).is_absolute() => PathBuf::from(name),
+        // Relative to the result's directory; results written before that was so named a path
+        // relative to the run's working directory.
+        Some(name) if name.contains('/') && !result_dir.join(name).exists() => PathBuf::from(name),
+        Some(name) => result_dir.join(name),
         None => {
             let mut records = result_path.as_os_str().to_os_string();
             records.push(".records.jsonl");
@@ -105,6 +134,30 @@ pub fn shard_file_name(name: &str, spec: Option<ShardSpec>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pins `--records o/r.jsonl --result-dir o/run`: the result names its records relative to
+    /// its own directory (`../r.jsonl`), so `report`/`compare` find them from any directory; the
+    /// path as given was relative to where the run started, and elsewhere the records were
+    /// silently missed.
+    #[test]
+    fn a_records_file_elsewhere_is_named_relative_to_the_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let run_dir = dir.path().join("o/run");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let result = run_dir.join("r.json");
+        let records = dir.path().join("o/r.jsonl");
+        std::fs::write(&records, "").unwrap();
+        let key = records_file_key(&result, &records);
+        assert_eq!(key, "../r.jsonl");
+        assert_eq!(records_beside(&result, Some(&key)), run_dir.join("../r.jsonl"));
+        assert!(records_beside(&result, Some(&key)).exists());
+        // Beside the result: the bare name. A deeper directory: a relative path down.
+        assert_eq!(records_file_key(&result, &run_dir.join("x.jsonl")), "x.jsonl");
+        assert_eq!(records_file_key(&result, &run_dir.join("sub/x.jsonl")), "sub/x.jsonl");
+        // A key written by an older run (relative to its working directory) still reads as given
+        // when nothing is at that path from the result's directory.
+        assert_eq!(records_beside(&result, Some("elsewhere/r.jsonl")), PathBuf::from("elsewhere/r.jsonl"));
+    }
 
     #[test]
     fn shard_file_names_are_distinct() {
