@@ -58,6 +58,10 @@ fn group_json(m: &RunMetrics) -> Map<String, Value> {
     o.insert("completed".into(), json!(m.completed));
     o.insert("failed".into(), json!(m.failed));
     o.insert("cancelled".into(), json!(m.cancelled));
+    // Cancelled before they were sent (in `cancelled`, not in `num_samples`): completed + failed
+    // + cancelled = num_samples + never_sent. Without it a stage an early stop cut short said
+    // 17 samples beside 126 cancelled.
+    o.insert("never_sent".into(), json!(m.never_sent));
     let d = m.duration_s;
     o.insert("duration".into(), rate_json(d, d));
     o.insert("total_input_tokens".into(), json!(m.total_input_tokens));
@@ -284,5 +288,25 @@ mod tests {
             (json!(1), json!(0))
         );
         assert!(console_groups(&[a], &cfg, &info).contains("Stage 1: concurrency 32 for 30 s"));
+    }
+
+    /// Pins a stage an early stop cut short: its never-sent requests are counted apart, so its
+    /// counts add up (`num_samples` 17 beside `cancelled` 126 did not).
+    #[test]
+    fn a_stage_cut_short_counts_its_never_sent_requests() {
+        let cfg = MetricsConfig::default();
+        let mut sent = rec(0, 0, 1_000_000);
+        sent.stage = Some(0);
+        let mut never = RequestRecord::scheduled(1, "r1".into(), 500_000, 4, 4);
+        never.stage = Some(0);
+        let info = GroupInfo {
+            stages: vec![StageInfo { rate: 5.0, seconds: 2.0, concurrency: None }],
+            ..GroupInfo::default()
+        };
+        let doc = Value::Object(result_keys(&[sent, never], &cfg, &info));
+        let s = &doc["stages"][0];
+        let n = |k: &str| s[k].as_u64().unwrap();
+        assert_eq!((n("num_samples"), n("never_sent"), n("cancelled")), (1, 1, 1), "{s}");
+        assert_eq!(n("completed") + n("failed") + n("cancelled"), n("num_samples") + n("never_sent"));
     }
 }
