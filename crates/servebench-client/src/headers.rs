@@ -66,6 +66,14 @@ pub fn redactor(cfg: &TargetConfig) -> Redactor {
         // `Bearer xyz`: the token alone may be echoed too.
         let v = value.expose();
         r.add(v);
+        // `Basic …`: the password, and the pair, as a server may echo them decoded.
+        if let Some((user, password)) = servebench_core::secret::basic_credentials(v) {
+            r.add_credentials(&user, &password);
+            if password.is_empty() {
+                // A token given as the user name (`https://TOKEN@gw`).
+                r.add(&user);
+            }
+        }
         if let Some((_, token)) = v.split_once(' ') {
             r.add(token);
         }

@@ -88,6 +88,46 @@ fn redact_userinfo(text: &str) -> String {
     }
 }
 
+/// The credentials of a URL's userinfo (`scheme://user:password@host…`), percent-decoded: what
+/// an HTTP client sends as `Authorization: Basic` (aiohttp, vLLM's client, does). `None` without
+/// userinfo (an `@` in the path is not one).
+pub fn url_credentials(url: &str) -> Option<(String, String)> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let (userinfo, _) = authority.rsplit_once('@').filter(|(u, _)| !u.is_empty())?;
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    Some((percent_decode(user), percent_decode(password)))
+}
+
+/// `url` without its userinfo (`scheme://user:pw@host/p` → `scheme://host/p`).
+pub fn url_without_userinfo(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// The `Authorization` value of HTTP Basic credentials: `Basic base64(user:password)`.
+pub fn basic_authorization(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
+}
+
+/// The `user` and `password` of a `Basic` authorization value, if it is one.
+pub fn basic_credentials(value: &str) -> Option<(String, String)> {
+    use base64::Engine as _;
+    let encoded = value.strip_prefix("Basic ").or_else(|| value.strip_prefix("basic "))?;
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (user, password) = text.split_once(':')?;
+    Some((user.to_owned(), password.to_owned()))
+}
+
 /// The values of the secret-named query parameters of `url` (`?api-key=…&token=…`), for a
 /// [`Redactor`]: a server echoing the request's path puts them in its error text.
 pub fn secret_query_values(url: &str) -> Vec<&str> {
@@ -406,6 +446,22 @@ mod tests {
         assert_eq!(redact_url("/v1/completions?token=S8&x=1"), "/v1/completions?token=<redacted>&x=1");
         assert_eq!(secret_query_values("/v1/c?token=S8&x=1&api-key=K9#f"), vec!["S8", "K9"]);
         assert!(secret_query_values("/v1/c").is_empty());
+    }
+
+    #[test]
+    fn url_credentials_decode_and_make_a_basic_authorization() {
+        let (u, p) = url_credentials("http://alice:pw%40x@host:8000/v1?a=b").unwrap();
+        assert_eq!((u.as_str(), p.as_str()), ("alice", "pw@x"));
+        assert_eq!(url_credentials("https://tok@h").unwrap(), ("tok".into(), String::new()));
+        assert_eq!(url_credentials("http://h/a@b"), None, "an @ in the path is not userinfo");
+        assert_eq!(url_credentials("http://h:1"), None);
+        assert_eq!(url_credentials("http://@h:1"), None, "empty userinfo: no credentials");
+        assert_eq!(url_without_userinfo("http://alice:pw@h:1/v1?x=@"), "http://h:1/v1?x=@");
+        assert_eq!(url_without_userinfo("http://h/a@b"), "http://h/a@b");
+        let basic = basic_authorization("alice", "pw@x");
+        assert_eq!(basic, "Basic YWxpY2U6cHdAeA==");
+        assert_eq!(basic_credentials(&basic), Some(("alice".into(), "pw@x".into())));
+        assert_eq!(basic_credentials("Bearer sk"), None);
     }
 
     #[test]

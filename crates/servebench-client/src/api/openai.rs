@@ -53,20 +53,10 @@ pub(super) fn parse_event(data: &str) -> Parsed<'_> {
     }
     match Chunk::parse(data) {
         Ok(chunk) => from_chunk(chunk, false),
-        Err(e) => match crate::chunk::lone_surrogates_replaced(data) {
-            // JSON's grammar allows a `\u` escape of half a UTF-16 pair (a gateway that cuts text
-            // by UTF-16 units sends an emoji's halves in two events; Python's json reads them):
-            // read as U+FFFD, so the request keeps its timing instead of failing.
-            Some(fixed) => match Chunk::parse(&fixed) {
-                Ok(chunk) => match from_chunk(chunk, false) {
-                    Parsed::Event(ev) => Parsed::Event(ev.into_owned()),
-                    Parsed::Fail(kind, m) => Parsed::Fail(kind, m),
-                    _ => super::malformed(&e, data),
-                },
-                Err(_) => super::malformed(&e, data),
-            },
-            None => super::malformed(&e, data),
-        },
+        // JSON's grammar allows a `\u` escape of half a UTF-16 pair (a gateway that cuts text by
+        // UTF-16 units sends an emoji's halves in two events; Python's json reads them): read
+        // as U+FFFD, so the request keeps its timing instead of failing.
+        Err(e) => lossy_surrogates(data, false).unwrap_or_else(|| super::malformed(&e, data)),
     }
 }
 
@@ -74,7 +64,18 @@ pub(super) fn parse_event(data: &str) -> Parsed<'_> {
 pub(super) fn parse_body(body: &str) -> Parsed<'_> {
     match Chunk::parse(body) {
         Ok(chunk) => from_chunk(chunk, true),
-        Err(e) => not_json(&e, body),
+        Err(e) => lossy_surrogates(body, true).unwrap_or_else(|| not_json(&e, body)),
+    }
+}
+
+/// `data` read again with its lone surrogate escapes as U+FFFD (see `chunk::surrogates`), when it
+/// has some and then parses; its event owns its text.
+fn lossy_surrogates(data: &str, terminal: bool) -> Option<Parsed<'static>> {
+    let fixed = crate::chunk::lone_surrogates_replaced(data)?;
+    match from_chunk(Chunk::parse(&fixed).ok()?, terminal) {
+        Parsed::Event(ev) => Some(Parsed::Event(ev.into_owned())),
+        Parsed::Fail(kind, m) => Some(Parsed::Fail(kind, m)),
+        _ => None,
     }
 }
 
@@ -96,10 +97,11 @@ fn from_chunk(chunk: Chunk<'_>, terminal: bool) -> Parsed<'_> {
         e.usage.cached = cache_n;
     }
     for c in chunk.choices {
+        let aborted = c.finish_reason.as_ref().is_some_and(|t| t.0 == "abort");
         if e.finish_reason.is_none() {
             e.finish_reason = c.finish_reason.map(|t| t.0);
         }
-        if e.finish_reason.as_deref() == Some("abort") {
+        if aborted {
             // vLLM and SGLang end a request their engine aborted (a KV-cache preemption gone
             // wrong, a scheduler error, an admin abort) with `finish_reason: "abort"`: the
             // generation stopped short, it is not a completed request.
@@ -178,6 +180,10 @@ mod tests {
         assert_eq!(c.content, "\u{fffd}");
         let c = event(r#"{"choices":[{"index":0,"text":"x\ude00","finish_reason":"length"}]}"#);
         assert_eq!((c.content.as_ref(), c.finish_reason.as_deref()), ("x\u{fffd}", Some("length")));
+        match parse_body(r#"{"choices":[{"message":{"content":"a\ud83d"},"finish_reason":"stop"}]}"#) {
+            Parsed::Event(e) => assert_eq!(e.content, "a\u{fffd}", "a non-streamed body too"),
+            other => panic!("{other:?}"),
+        }
         // Still malformed: a bad escape that is not a surrogate.
         assert!(matches!(
             parse_event(r#"{"choices":[{"text":"\q"}]}"#),
@@ -199,6 +205,9 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+        // Any choice's abort (n > 1), not only the first finish reason's.
+        let two = r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"},{"index":1,"delta":{},"finish_reason":"abort"}]}"#;
+        assert!(matches!(parse_event(two), Parsed::Fail(ErrorKind::ServerError, _)));
         match parse_body(r#"{"choices":[{"message":{"content":"ab"},"finish_reason":"abort"}]}"#) {
             Parsed::Fail(ErrorKind::ServerError, m) => assert!(m.contains("in the body"), "{m}"),
             other => panic!("{other:?}"),

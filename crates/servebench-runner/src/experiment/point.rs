@@ -99,9 +99,17 @@ pub struct PointOutcome {
 }
 
 impl PointOutcome {
-    /// Whether the point's run validity is `invalid`.
-    pub fn is_invalid(&self) -> bool {
-        self.validity.verdict == Level::Invalid
+    /// The client-side rules that made the point invalid (`id (detail)`): the client could not
+    /// send the load asked (late dispatch, saturated CPU, event-loop stalls), so the figures
+    /// describe another load than the point's. The server-side ones (a send rate a
+    /// `--max-concurrency` cap held down, failures, few requests per slot) still describe it.
+    pub fn client_invalid_rules(&self) -> Vec<String> {
+        const CLIENT: [&str; 4] = ["client_cpu", "client_cpu_wait", "event_loop_hiccup", "dispatch_lateness"];
+        self.validity
+            .fired()
+            .filter(|r| r.level == Level::Invalid && CLIENT.contains(&r.id.as_str()))
+            .map(|r| format!("{} ({})", r.id, r.detail))
+            .collect()
     }
 
     /// The rules that made the point invalid, `id (detail)`, except those of `skip` (ids said

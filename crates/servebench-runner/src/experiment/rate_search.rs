@@ -240,6 +240,30 @@ mod tests {
         }
     }
 
+    /// Pins which invalid points a sweep still weighs for its best: one the client could not send
+    /// as asked (late dispatch) is out; one invalid by what the server did (failures, a send
+    /// rate a `--max-concurrency` cap held down, few requests per slot) still describes its load.
+    #[test]
+    fn only_client_side_rules_take_a_point_out_of_the_best() {
+        let fine = ValidityInputs {
+            dispatch_lateness_p99_ms: Some(1.0),
+            sent: 10,
+            completed: 10,
+            ..Default::default()
+        };
+        assert!(point(fine.clone()).client_invalid_rules().is_empty());
+        let late = point(ValidityInputs { dispatch_lateness_p99_ms: Some(500.0), ..fine.clone() });
+        assert!(!late.invalid_rules(&[]).is_empty());
+        assert!(
+            late.client_invalid_rules()[0].starts_with("dispatch_lateness ("),
+            "{:?}",
+            late.client_invalid_rules()
+        );
+        let capped = point(ValidityInputs { send_rates: Some((20.0, 5.0)), failed: 5, completed: 5, ..fine });
+        assert!(!capped.invalid_rules(&[]).is_empty(), "invalid by the server side");
+        assert!(capped.client_invalid_rules().is_empty());
+    }
+
     /// Pins a search step whose run is `invalid` (here the client sent 500 ms late at p99, as
     /// the burst of a passed `--start-at` did) passing, and so being the search's answer.
     #[test]

@@ -43,16 +43,19 @@ pub async fn sweep(
         .collect();
     ctx.say_block(&table(&rows));
     // An interrupted or stopped-early point's figures cover part of its requests (and a
-    // saturated one's are not a level the server holds), an invalid one's describe another
-    // load than the point's: never the best point.
-    let excluded = |p: &PointOutcome| is_partial(p) || p.is_invalid();
+    // saturated one's are not a level the server holds); one the client could not send as
+    // asked describes another load than the point's: never the best point.
+    let excluded = |p: &PointOutcome| is_partial(p) || !p.client_invalid_rules().is_empty();
     let best = best(points.iter().map(|p| (&p.metrics, excluded(p))), !ctx.output.goodput.is_empty());
-    for p in points.iter().filter(|p| !is_partial(p) && p.is_invalid()) {
-        ctx.say(&format!(
-            "Not a best candidate: {} (run validity invalid: {})",
-            p.spec.label,
-            p.invalid_rules(&[]).join("; ")
-        ));
+    for p in points.iter().filter(|p| !is_partial(p)) {
+        let rules = p.client_invalid_rules();
+        if !rules.is_empty() {
+            ctx.say(&format!(
+                "Not a best candidate: {} (run validity invalid: {})",
+                p.spec.label,
+                rules.join("; ")
+            ));
+        }
     }
     match best {
         Some((i, key, v)) => ctx.say(&format!("Best ({key}): {v:.2} at {}", points[i].spec.label)),

@@ -59,13 +59,15 @@ pub(crate) fn fail_lost(record: &mut RequestRecord, why: &str) {
 }
 
 /// The records of one task's requests sent in order (a conversation's turns): every request the
-/// task did not record — it panicked or was aborted — is recorded when the sink is dropped,
-/// the first as failed ([`fail_lost`]), the later ones as never sent because it did not complete
-/// (`dependency_failed`), so a conversation's turns still add up.
+/// task did not record — it panicked or was aborted — is recorded when the sink is dropped:
+/// the one in flight as failed ([`fail_lost`]), the others as never sent because the
+/// conversation did not go on (`dependency_failed`), so a conversation's turns still add up.
 pub(crate) struct OrderedSink<M: Fn(usize) -> RequestRecord> {
     sink: mpsc::UnboundedSender<RequestRecord>,
     /// Requests recorded so far (the first `sent` of the task's `len`).
     sent: usize,
+    /// The next request is being sent (between [`OrderedSink::dispatching`] and its record).
+    in_flight: bool,
     len: usize,
     /// The record of request `k` as scheduled (not sent).
     make: M,
@@ -73,12 +75,19 @@ pub(crate) struct OrderedSink<M: Fn(usize) -> RequestRecord> {
 
 impl<M: Fn(usize) -> RequestRecord> OrderedSink<M> {
     pub(crate) fn new(sink: mpsc::UnboundedSender<RequestRecord>, len: usize, make: M) -> Self {
-        OrderedSink { sink, sent: 0, len, make }
+        OrderedSink { sink, sent: 0, in_flight: false, len, make }
+    }
+
+    /// The next request is about to be sent: lost from here on, it failed (before, it was never
+    /// sent).
+    pub(crate) fn dispatching(&mut self) {
+        self.in_flight = true;
     }
 
     /// Sends the record of the next request in order.
     pub(crate) fn send(&mut self, record: RequestRecord) {
         self.sent += 1;
+        self.in_flight = false;
         let _ = self.sink.send(record);
     }
 }
@@ -87,7 +96,7 @@ impl<M: Fn(usize) -> RequestRecord> Drop for OrderedSink<M> {
     fn drop(&mut self) {
         for k in self.sent..self.len {
             let mut record = (self.make)(k);
-            if k == self.sent {
+            if k == self.sent && self.in_flight {
                 fail_lost(&mut record, "it panicked or was aborted");
             } else {
                 record.cancelled_by = Some(servebench_core::CancelReason::DependencyFailed);
@@ -132,6 +141,7 @@ mod tests {
             let mut first = make(0);
             first.outcome = Outcome::Completed;
             turns.send(first);
+            turns.dispatching();
             tokio::task::yield_now().await;
             panic!("turn 1 broke");
         });
@@ -143,6 +153,17 @@ mod tests {
         assert!(got[1].error.as_ref().unwrap().message.contains("servebench bug"), "{:?}", got[1].error);
         assert_eq!(got[2].outcome, Outcome::Cancelled);
         assert_eq!(got[2].cancelled_by, Some(servebench_core::CancelReason::DependencyFailed));
+
+        // A panic between turns (after a record, before the next send): the rest never sent.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(async move {
+            let mut turns = OrderedSink::new(tx, 2, make);
+            turns.send(make(0));
+            panic!("the history broke");
+        });
+        assert!(task.await.unwrap_err().is_panic());
+        let got = collect(rx).await;
+        assert_eq!(got[1].outcome, Outcome::Cancelled, "never sent, not failed: {:?}", got[1]);
 
         // A conversation that ends normally adds nothing.
         let (tx, rx) = mpsc::unbounded_channel();

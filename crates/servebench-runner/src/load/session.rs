@@ -504,6 +504,7 @@ async fn conversation(
         }
         let stop = cancel.clone();
         let controls = RequestControls { prefill_slot, cancel_after };
+        sink.dispatching();
         let mut rec = execute_controlled(
             &run.client,
             target,

@@ -68,15 +68,33 @@ impl<'a> LoadKey<'a> {
             l.early_stop,
             self.retries,
             t.backend,
-            t.endpoint,
+            // The default endpoint given or not is one endpoint.
+            t.endpoint.as_deref().unwrap_or(t.backend.default_endpoint()),
             self.model_id,
             t.logprobs,
             t.ignore_eos,
-            serde_json::Value::Object(t.sampling.clone()),
-            serde_json::Value::Object(t.extra_body.clone()),
+            sorted_json(&t.sampling),
+            sorted_json(&t.extra_body),
             t.batch_size,
         )
     }
+}
+
+/// A JSON object's text with its keys in order (at every level): the same fields given in
+/// another order are the same body.
+fn sorted_json(map: &serde_json::Map<String, serde_json::Value>) -> String {
+    fn sort(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                serde_json::Value::Object(keys.into_iter().map(|k| (k.clone(), sort(&m[k]))).collect())
+            }
+            serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    sort(&serde_json::Value::Object(map.clone())).to_string()
 }
 
 /// sha256 (hex) of everything that decides what the run sends and when: servebench's version,
@@ -492,5 +510,16 @@ mod tests {
         keyed.headers.push(("x-shard".into(), Secret::new("1")));
         keyed.api_key = Some(Secret::new("sk-1"));
         assert_eq!(text, LoadKey { target: &keyed, ..base }.describe());
+        // The same body fields in another order, the default endpoint given: the same load
+        // (shards of one run refused as SB701 otherwise).
+        let (mut ab, mut ba) = (TargetConfig::default(), TargetConfig::default());
+        ab.extra_body.insert("a".into(), 1.into());
+        ab.extra_body.insert("b".into(), serde_json::json!({"y": 1, "x": 2}));
+        ba.extra_body.insert("b".into(), serde_json::json!({"x": 2, "y": 1}));
+        ba.extra_body.insert("a".into(), 1.into());
+        assert_eq!(LoadKey { target: &ab, ..base }.describe(), LoadKey { target: &ba, ..base }.describe());
+        let mut given = TargetConfig::default();
+        given.endpoint = Some(given.backend.default_endpoint().to_owned());
+        assert_eq!(text, LoadKey { target: &given, ..base }.describe());
     }
 }

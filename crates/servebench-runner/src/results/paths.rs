@@ -72,6 +72,8 @@ pub fn records_file_key(result: &std::path::Path, records: &std::path::Path) -> 
     let same_dir = records.parent().unwrap_or(std::path::Path::new("")) == result_dir;
     match records.file_name() {
         Some(name) if same_dir => name.to_string_lossy().into_owned(),
+        // Given absolute (`--records /data/r.jsonl`): it stays where it is if the result moves.
+        _ if records.is_absolute() => records.display().to_string(),
         _ => relative_to(result_dir, records)
             .or_else(|| std::path::absolute(records).ok())
             .unwrap_or_else(|| records.to_path_buf())
@@ -91,7 +93,8 @@ fn relative_to(dir: &Path, target: &Path) -> Option<PathBuf> {
     }
     let (d, t): (Vec<_>, Vec<_>) = (dir.components().collect(), target.components().collect());
     let common = d.iter().zip(&t).take_while(|(a, b)| a == b).count();
-    if common == 0 {
+    // Only the root in common: a relative path up to it says no more than the absolute one.
+    if common <= 1 {
         return None;
     }
     let mut out: PathBuf = d[common..].iter().map(|_| Component::ParentDir).collect();
@@ -107,8 +110,10 @@ pub fn records_beside(result_path: &Path, records_file: Option<&str>) -> PathBuf
     match records_file {
         Some(name) if Path::new(name).is_absolute() => PathBuf::from(name),
         // Relative to the result's directory; results written before that was so named a path
-        // relative to the run's working directory.
-        Some(name) if name.contains('/') && !result_dir.join(name).exists() => PathBuf::from(name),
+        // relative to the run's working directory (never one that starts with `..`).
+        Some(name) if name.contains('/') && !name.starts_with("..") && !result_dir.join(name).exists() => {
+            PathBuf::from(name)
+        }
         Some(name) => result_dir.join(name),
         None => {
             let mut records = result_path.as_os_str().to_os_string();
@@ -141,22 +146,25 @@ mod tests {
     /// silently missed.
     #[test]
     fn a_records_file_elsewhere_is_named_relative_to_the_result() {
-        let dir = tempfile::tempdir().unwrap();
-        let run_dir = dir.path().join("o/run");
-        std::fs::create_dir_all(&run_dir).unwrap();
-        let result = run_dir.join("r.json");
-        let records = dir.path().join("o/r.jsonl");
-        std::fs::write(&records, "").unwrap();
-        let key = records_file_key(&result, &records);
+        // As the flags give them: relative to the working directory.
+        let result = Path::new("o/run/r.json");
+        let key = records_file_key(result, Path::new("o/r.jsonl"));
         assert_eq!(key, "../r.jsonl");
-        assert_eq!(records_beside(&result, Some(&key)), run_dir.join("../r.jsonl"));
-        assert!(records_beside(&result, Some(&key)).exists());
+        assert_eq!(records_beside(result, Some(&key)), Path::new("o/run/../r.jsonl"));
         // Beside the result: the bare name. A deeper directory: a relative path down.
-        assert_eq!(records_file_key(&result, &run_dir.join("x.jsonl")), "x.jsonl");
-        assert_eq!(records_file_key(&result, &run_dir.join("sub/x.jsonl")), "sub/x.jsonl");
+        assert_eq!(records_file_key(result, Path::new("o/run/x.jsonl")), "x.jsonl");
+        assert_eq!(records_file_key(result, Path::new("o/run/sub/x.jsonl")), "sub/x.jsonl");
+        // Given absolute (`--records /data/r.jsonl`): kept absolute, so the result can move.
+        assert_eq!(records_file_key(result, Path::new("/data/r.jsonl")), "/data/r.jsonl");
         // A key written by an older run (relative to its working directory) still reads as given
-        // when nothing is at that path from the result's directory.
-        assert_eq!(records_beside(&result, Some("elsewhere/r.jsonl")), PathBuf::from("elsewhere/r.jsonl"));
+        // when nothing is at that path from the result's directory; a `..` key never does.
+        assert_eq!(records_beside(result, Some("elsewhere/r.jsonl")), PathBuf::from("elsewhere/r.jsonl"));
+        assert_eq!(records_beside(result, Some("../gone.jsonl")), Path::new("o/run/../gone.jsonl"));
+        // On disk: the key found from the result's directory.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("o/run")).unwrap();
+        std::fs::write(dir.path().join("o/r.jsonl"), "").unwrap();
+        assert!(records_beside(&dir.path().join("o/run/r.json"), Some("../r.jsonl")).exists());
     }
 
     #[test]

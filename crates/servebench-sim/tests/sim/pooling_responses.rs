@@ -121,7 +121,11 @@ async fn chat_reasoning_under_both_names_as_current_vllm() {
 #[tokio::test]
 async fn chat_reasoning_deltas_in_either_field() {
     for (field, cfg) in [
-        ("reasoning", config().with_reasoning_tokens(2)),
+        ("reasoning", {
+            let mut c = config().with_reasoning_tokens(2);
+            c.reasoning_field = servebench_sim::ReasoningField::Reasoning;
+            c
+        }),
         ("reasoning_content", {
             let mut c = config().with_reasoning_tokens(2);
             c.reasoning_field = servebench_sim::ReasoningField::ReasoningContent;
@@ -139,6 +143,8 @@ async fn chat_reasoning_deltas_in_either_field() {
             ev.iter().filter_map(|e| e["choices"].get(0).map(|c| &c["delta"])).collect();
         // Role chunk, 2 reasoning deltas, 2 content deltas.
         assert!(deltas[1].get(field).is_some() && deltas[2].get(field).is_some(), "{deltas:?}");
+        let other = if field == "reasoning" { "reasoning_content" } else { "reasoning" };
+        assert!(deltas[1].get(other).is_none(), "one name only: {deltas:?}");
         assert!(deltas[1].get("content").is_none());
         assert!(deltas[3]["content"].is_string() && deltas[4]["content"].is_string());
         assert_eq!(ev.last().unwrap()["usage"]["completion_tokens"], 4);

@@ -20,7 +20,7 @@ pub(crate) mod workload;
 use crate::cli::values::DatasetName;
 use crate::cli::RunArgs;
 use serde_json::{Map, Value};
-use servebench_client::backend::{BackendKind, TargetConfig};
+use servebench_client::backend::{BackendKind, Dialect, TargetConfig};
 use servebench_core::flag_values::{parse_percentile_metrics, MAX_FLAG_SECONDS};
 use servebench_core::schedule::{RampUp, RateConfig};
 use servebench_core::secret::Secret;
@@ -63,7 +63,11 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     check_run_counts(args)?;
     let rate = rate_config(args)?;
     let dataset = dataset_spec(args, other_dataset)?;
-    let target = target_config(args, backend, api_key)?;
+    let mut target = target_config(args, backend, api_key)?;
+    url_authorization(&base_url(args), &mut target)?;
+    // The credentials are in the Authorization header from here on: not kept in the URL (the
+    // configuration's Debug, the verification cache key).
+    let base_url = servebench_core::secret::url_without_userinfo(&base_url(args));
     let shards = args.shard.settings(std::env::var(shard::JOB_INDEX_ENV).ok().as_deref())?;
     shards.check_experiment(args.experiment.experiment_flag().as_deref())?;
     if let Some(start) = shards.start_at_unix_us {
@@ -71,7 +75,7 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
     }
     let shard = shard_config(args, &shards)?;
     let mut run = RunConfig {
-        base_url: base_url(args),
+        base_url,
         target,
         tokenizer,
         dataset,
@@ -236,6 +240,31 @@ fn target_config(args: &RunArgs, backend: BackendKind, api_key: Option<Secret>) 
         extra_body,
         batch_size: backend::batch_size(args, backend),
     })
+}
+
+/// Credentials in `--base-url` (`http://user:pw@host`) are sent as `Authorization: Basic`, as
+/// vLLM's client (aiohttp) sends them; they were dropped without a word. Beside another
+/// `Authorization` (`OPENAI_API_KEY`, `--header`) aiohttp refuses the request: so does this.
+fn url_authorization(base_url: &str, target: &mut TargetConfig) -> Result<()> {
+    let Some((user, password)) = servebench_core::secret::url_credentials(base_url) else { return Ok(()) };
+    let header = target.headers.iter().any(|(n, _)| n.trim().eq_ignore_ascii_case("authorization"));
+    // Anthropic's key goes in `x-api-key`, beside which a gateway's Basic credentials can go.
+    let bearer = target.api_key.is_some() && target.backend != BackendKind::Native(Dialect::Anthropic);
+    if bearer || header {
+        let other = if header {
+            "an --header Authorization"
+        } else {
+            "OPENAI_API_KEY (sent as Authorization: Bearer)"
+        };
+        return Err(BenchError::config(
+            "--base-url",
+            format!("has credentials (user:password@), and {other} is given too: only one Authorization can be sent"),
+            "drop the credentials from --base-url, or the other Authorization",
+        ));
+    }
+    let value = servebench_core::secret::basic_authorization(&user, &password);
+    target.headers.push(("Authorization".to_owned(), Secret::new(value)));
+    Ok(())
 }
 
 /// `--base-url`, else `http://HOST:PORT`.
@@ -529,5 +558,43 @@ mod tests {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
         assert!(shown.contains("<redacted>"));
+    }
+
+    /// Pins credentials in `--base-url`: sent as `Authorization: Basic` (vLLM's client, aiohttp,
+    /// sends them; they were dropped and the gateway answered 401), never shown; refused beside
+    /// another Authorization, as aiohttp refuses it.
+    #[test]
+    fn base_url_credentials_are_sent_as_basic_authorization() {
+        let argv = ["servebench", "--base-url", "http://alice:s3cr%40t@gw:8000"];
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        let v = validate(&cli.run, None).unwrap();
+        let auth: Vec<&str> = v
+            .run
+            .target
+            .headers
+            .iter()
+            .filter(|(n, _)| n == "Authorization")
+            .map(|(_, s)| s.expose())
+            .collect();
+        assert_eq!(auth, [servebench_core::secret::basic_authorization("alice", "s3cr@t").as_str()]);
+        assert!(!format!("{v:?}").contains("s3cr"), "never shown");
+        let e = validate(&cli.run, Some(Secret::new("sk-env-key-1337"))).unwrap_err();
+        assert_eq!(e.code().as_str(), "SB101");
+        assert!(e.to_string().contains("only one Authorization"), "{e}");
+        let argv = ["servebench", "--base-url", "http://u:p@gw:8000", "--header", "Authorization=Bearer x"];
+        assert!(validate(&crate::cli::Cli::try_parse_from(argv).unwrap().run, None).is_err());
+        // The redactor of the run hides the password a server echoes, decoded or not.
+        let r = servebench_client::headers::redactor(&v.run.target);
+        assert_eq!(r.redact("echo s3cr@t"), "echo <redacted>");
+        // Anthropic's key is an x-api-key: Basic credentials can go beside it.
+        let argv = ["servebench", "--base-url", "http://u:pw@gw:8000", "--backend", "anthropic"];
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        assert!(validate(&cli.run, Some(Secret::new("sk-ant-key-1"))).is_ok());
+        // A token as the user name is redacted too.
+        let argv = ["servebench", "--base-url", "https://tok3nVALUE@gw"];
+        let v = validate(&crate::cli::Cli::try_parse_from(argv).unwrap().run, None).unwrap();
+        assert!(!format!("{v:?}").contains("tok3nVALUE"));
+        let r = servebench_client::headers::redactor(&v.run.target);
+        assert_eq!(r.redact("unknown user tok3nVALUE"), "unknown user <redacted>");
     }
 }
