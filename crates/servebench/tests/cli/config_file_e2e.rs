@@ -201,7 +201,7 @@ fn config_show_never_prints_a_secret() {
         dir.path(),
         "s.toml",
         "header = [\"Authorization=Bearer sk-file-secret-0001\", \"X-Trace=visible-1\"]\n\
-         base-url = \"http://user:pw-secret-0002@127.0.0.1:9/v1\"\n",
+         base-url = \"http://127.0.0.1:9/v1?api-key=pw-secret-0002\"\n",
     );
     let show = |extra: &[&str]| {
         let out = bin()
@@ -220,12 +220,22 @@ fn config_show_never_prints_a_secret() {
     let (stdout, all) = show(&[]);
     assert!(secrets.iter().all(|s| !all.contains(s)), "a secret printed:\n{all}");
     assert!(stdout.contains("X-Trace=visible-1"), "{stdout}");
-    assert!(stdout.contains("Authorization=<redacted>") && stdout.contains("user:<redacted>@"), "{stdout}");
+    assert!(stdout.contains("Authorization=<redacted>") && stdout.contains("api-key=<redacted>"), "{stdout}");
     // Command-line headers replace the file's (a repeatable flag is given whole).
     let (stdout, all) =
         show(&["--header", "X-Api-Key=cli-secret-0004", "--header", "Cookie: cli-secret-0005"]);
     assert!(secrets.iter().all(|s| !all.contains(s)), "a secret printed:\n{all}");
     assert!(stdout.contains("X-Api-Key=<redacted>") && stdout.contains("Cookie=<redacted>"), "{stdout}");
+    // Credentials in the URL (sent as Basic; alone, as another Authorization is refused).
+    let url = write(dir.path(), "u.toml", "base-url = \"http://user:pw-secret-0006@127.0.0.1:9/v1\"\n");
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["config", "show", "--config", url.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = ok(&out);
+    assert!(!format!("{stdout}{}", text(&out.stderr)).contains("pw-secret-0006"), "{stdout}");
+    assert!(stdout.contains("user:<redacted>@"), "{stdout}");
 }
 
 #[test]
@@ -351,7 +361,9 @@ fn urls_with_credentials_are_redacted_in_error_messages() {
         assert!(!out.status.success() && !all.contains("SECRET"), "{args:?}: {all}");
     }
     let out = servebench(dir.path(), &["--base-url", "http://user:SECRET-flag-4@127.0.0.1:99999/"]);
-    assert!(text(&out.stderr).contains("'http://user:<redacted>@127.0.0.1:99999' is not a URL"));
+    // The credentials are taken out of the URL (sent as Basic) before it is parsed.
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("'http://127.0.0.1:99999' is not a URL"), "{stderr}");
 }
 
 /// Pins `config show` refusing what a run refuses: `--sim` with a server address (SB121),

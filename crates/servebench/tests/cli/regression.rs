@@ -22,6 +22,22 @@ mod bounds;
 mod messages;
 mod modes;
 mod server_text;
+
+/// A run in `dir` against the embedded simulator: `prompts` short prompts (16 in, 4 out, 1 ms
+/// TTFT and ITL, the SmolLM2 tokenizer), plus `extra`.
+fn short_sim_run(dir: &std::path::Path, prompts: &str, extra: &[&str]) -> std::process::Output {
+    let tok = crate::support::tokenizer();
+    crate::support::bin()
+        .current_dir(dir)
+        .args(["--sim", "--sim-ttft-ms", "1", "--sim-itl-ms", "1", "--random-input-len", "16"])
+        .args(["--random-output-len", "4", "--num-prompts", prompts, "--disable-tqdm", "--sim-tokenizer"])
+        .arg(&tok)
+        .arg("--tokenizer")
+        .arg(&tok)
+        .args(extra)
+        .output()
+        .expect("run servebench")
+}
 /// Pins the console a newcomer reads (issue 23, item 11). A closed loop (rate inf, a cap) used
 /// to print "Mean Response TTFT" in seconds right after a TTFT of milliseconds, with nothing
 /// saying it was the batch's own client queue, and warnings (steady state, client health)

@@ -4,21 +4,11 @@
 
 use std::process::Output;
 
-use crate::support::{bin, text, tokenizer};
+use crate::support::{bin, text};
 
-/// A run against the embedded simulator: 5 short prompts (1 ms TTFT and ITL), plus `extra`.
+/// A run against the embedded simulator: 5 short prompts, plus `extra`.
 fn run(dir: &std::path::Path, extra: &[&str]) -> Output {
-    let tok = tokenizer();
-    bin()
-        .current_dir(dir)
-        .args(["--sim", "--sim-ttft-ms", "1", "--sim-itl-ms", "1", "--random-input-len", "16"])
-        .args(["--random-output-len", "4", "--num-prompts", "5", "--disable-tqdm", "--sim-tokenizer"])
-        .arg(&tok)
-        .arg("--tokenizer")
-        .arg(&tok)
-        .args(extra)
-        .output()
-        .expect("run servebench")
+    super::short_sim_run(dir, "5", extra)
 }
 
 /// Asserts exit 2 with `code` on a line naming `flag` and no panic.

@@ -9,19 +9,9 @@ use serde_json::Value;
 
 use crate::support::{bin, text, tokenizer};
 
-/// A run against the embedded simulator: 10 short prompts (1 ms TTFT and ITL), plus `extra`.
+/// A run against the embedded simulator: 10 short prompts, plus `extra`.
 fn run(dir: &Path, extra: &[&str]) -> Output {
-    let tok = tokenizer();
-    bin()
-        .current_dir(dir)
-        .args(["--sim", "--sim-ttft-ms", "1", "--sim-itl-ms", "1", "--random-input-len", "16"])
-        .args(["--random-output-len", "4", "--num-prompts", "10", "--disable-tqdm", "--sim-tokenizer"])
-        .arg(&tok)
-        .arg("--tokenizer")
-        .arg(&tok)
-        .args(extra)
-        .output()
-        .expect("run servebench")
+    super::short_sim_run(dir, "10", extra)
 }
 
 /// Asserts exit 2 with `code` on a line naming every one of `flags`, and no panic.
