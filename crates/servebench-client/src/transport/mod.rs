@@ -159,6 +159,9 @@ struct Origin {
     host_header: HeaderValue,
     /// Base path prefix without trailing slash.
     prefix: String,
+    /// The base URL's query (`?api-version=…` of a gateway), sent on every request whose path
+    /// is joined to the prefix; `None` without one.
+    query: Option<String>,
     /// `scheme://host:port` for messages (never userinfo).
     display: String,
 }
@@ -240,6 +243,7 @@ impl HttpClient {
             .map_err(|_| BenchError::config("--base-url", "invalid host", "use http://host:port"))?;
         let display = format!("{}://{}:{}", url.scheme(), host_for_header, port);
         let prefix = path::normalize_prefix(url.path());
+        let query = url.query().filter(|q| !q.is_empty()).map(str::to_owned);
         let (tls, trust) = if tls || opts.tls.names_files() {
             let setup = tls::setup(opts.insecure, &opts.tls)?;
             (tls.then_some(setup.connector), tls.then_some(setup.trust))
@@ -253,11 +257,15 @@ impl HttpClient {
             .map(|_| format!("http://{}", host_header.to_str().unwrap_or("")));
         let mut redactor = opts.secrets.clone();
         proxy::add_credentials(&opts.proxy.env, &mut redactor);
+        // A secret query value of the base URL (`?api-key=…`): a server echoing the path.
+        for value in servebench_core::secret::secret_query_values(&opts.base_url) {
+            redactor.add(value);
+        }
         Ok(HttpClient {
             inner: Arc::new(Inner {
                 redactor,
                 stamping: kstamp::Stamping::new(opts.kernel_timestamps),
-                origin: Origin { tls: tls.is_some(), host, port, host_header, prefix, display },
+                origin: Origin { tls: tls.is_some(), host, port, host_header, prefix, query, display },
                 opts,
                 tls,
                 trust,
@@ -368,8 +376,8 @@ impl HttpClient {
     }
 
     /// The request-target path for `endpoint`: the base URL's path prefix and `endpoint`
-    /// joined by segment ([`path::join`]: `/team-a/v1` + `/v1/models` → `/team-a/v1/models`).
-    /// An absolute `http(s)://` endpoint is taken as written (path and query) and must be on
+    /// joined by segment ([`path::join`]: `/team-a/v1` + `/v1/models` → `/team-a/v1/models`),
+    /// with the base URL's query after the endpoint's own ([`path::with_query`]). An absolute `http(s)://` endpoint is taken as written (path and query) and must be on
     /// the base URL's origin.
     pub fn path_for(&self, endpoint: &str) -> Result<String> {
         self.resolve(endpoint, path::join)
@@ -412,7 +420,7 @@ impl HttpClient {
                 None => u.path().to_owned(),
             }
         } else {
-            join(&self.inner.origin.prefix, endpoint)
+            path::with_query(join(&self.inner.origin.prefix, endpoint), self.inner.origin.query.as_deref())
         };
         path.parse::<Uri>().map_err(|_| invalid(format!("invalid path '{path}'")))?;
         Ok(path)

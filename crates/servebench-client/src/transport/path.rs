@@ -13,7 +13,8 @@
 //!   — everything not under `/v1/`) go to the *server root*: the prefix without a trailing
 //!   `/v1` segment, plus the endpoint (appended, never merged), so a base URL written
 //!   OpenAI-SDK style (`http://gw/team-a/v1`) reaches `/team-a/tokenize`;
-//! - empty segments (`//`, a trailing `/`) are dropped; a query string is kept as given.
+//! - empty segments (`//`, a trailing `/`) are dropped; a query string is kept as given, and
+//!   the base URL's own query is added after it ([`with_query`]).
 
 /// The non-empty segments of a path.
 fn segments(path: &str) -> impl Iterator<Item = &str> {
@@ -70,6 +71,22 @@ pub fn join(prefix: &str, endpoint: &str) -> String {
     out
 }
 
+/// `path` with the base URL's `query` added: after the endpoint's own query (`&`), or as the
+/// query (`?`); `path` as it is without one. A parameter the endpoint already names is not
+/// repeated (the endpoint's value wins).
+pub fn with_query(path: String, query: Option<&str>) -> String {
+    let Some(query) = query.map(|q| q.trim_start_matches('?')).filter(|q| !q.is_empty()) else { return path };
+    let named = |p: &str| p.split_once('=').map_or(p, |(n, _)| n).to_owned();
+    let own: Vec<String> =
+        path.split_once('?').map(|(_, q)| q.split('&').map(named).collect()).unwrap_or_default();
+    let added: Vec<&str> = query.split('&').filter(|p| !p.is_empty() && !own.contains(&named(p))).collect();
+    if added.is_empty() {
+        return path;
+    }
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{sep}{}", added.join("&"))
+}
+
 /// The request path of a control-plane `endpoint`: server-root endpoints are joined to the
 /// server root, `/v1/...` endpoints to the whole prefix.
 pub fn join_control(prefix: &str, endpoint: &str) -> String {
@@ -85,6 +102,16 @@ pub fn join_control(prefix: &str, endpoint: &str) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_base_query_follows_the_endpoints_own_and_never_repeats_a_name() {
+        assert_eq!(with_query("/v1/c".into(), Some("api-version=1")), "/v1/c?api-version=1");
+        assert_eq!(with_query("/v1/c?a=1".into(), Some("b=2&a=3")), "/v1/c?a=1&b=2");
+        assert_eq!(with_query("/v1/c?a=1".into(), Some("a=3")), "/v1/c?a=1");
+        assert_eq!(with_query("/v1/c".into(), None), "/v1/c");
+        assert_eq!(with_query("/v1/c".into(), Some("")), "/v1/c");
+        assert_eq!(with_query("/v1/c".into(), Some("flag&x=1")), "/v1/c?flag&x=1");
+    }
 
     #[test]
     fn the_documented_cases() {

@@ -131,6 +131,46 @@ async fn a_host_header_given_by_the_user_is_sent_as_given() {
     assert_eq!(hosts, vec!["host: llm.team-a.internal"], "{request}");
 }
 
+/// Pins a base URL's query (`?api-version=…`, as Azure-style gateways need) being sent on every
+/// request: it was dropped without a word, so such a gateway answered 400/404 to every request.
+/// The endpoint's own query comes first and keeps its value for a name both give; a secret
+/// query value is redacted from server text that echoes the path.
+#[tokio::test]
+async fn a_base_url_query_is_sent_after_the_endpoints_own() {
+    let echo = "HTTP/1.1 404 Not Found\r\ncontent-type: text/plain\r\ncontent-length: 48\r\n\r\nno route /v1/chat/completions?api-key=K9secret77";
+    let s = serve(vec![vec![
+        A::Read,
+        w(String::from(SSE_HEAD) + &chunk(&chunk_free_body()) + END),
+        A::Read,
+        w(echo.to_owned()),
+    ]])
+    .await;
+    let client = servebench_client::HttpClient::new(servebench_client::ClientOptions {
+        base_url: format!("http://127.0.0.1:{}/gw/v1?api-version=2024-06&api-key=K9secret77&tier=a", s.port),
+        ..servebench_client::ClientOptions::default()
+    })
+    .unwrap();
+    let cfg = servebench_client::TargetConfig {
+        backend: BackendKind::Chat,
+        model: "m".into(),
+        endpoint: Some("/v1/chat/completions?tier=b".into()),
+        ..servebench_client::TargetConfig::default()
+    };
+    let target = servebench_client::RequestTarget::new(&client, &cfg).unwrap();
+    let clock = servebench_core::RunClock::start();
+    let r =
+        servebench_client::execute(&client, &target, &spec(0), record(0), &clock, &ExecOptions::default())
+            .await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    let line = s.requests()[0].lines().next().unwrap().to_owned();
+    assert_eq!(line, "POST /gw/v1/chat/completions?tier=b&api-version=2024-06&api-key=K9secret77 HTTP/1.1");
+    let r =
+        servebench_client::execute(&client, &target, &spec(1), record(1), &clock, &ExecOptions::default())
+            .await;
+    let message = r.error.expect("the 404 fails").message;
+    assert!(!message.contains("K9secret77"), "{message}");
+}
+
 /// Pins a stream in a transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`,
 /// real gzip inside the chunks): the coding was ignored and the request failed as "not
 /// server-sent events". It fails as SB306, naming the coding.

@@ -323,23 +323,14 @@ pub fn share_of_rate(cfg: &RunConfig, rps: f64) -> f64 {
     }
 }
 
-/// The clock of a sharded or `--start-at` run, made before the records file so its header can
-/// carry the anchor; `None` for a plain run (which starts its clock as before).
-///
-/// With `--start-at` the origin is the instant this host's wall clock reads the start time: the
-/// shard waits for it (a message every 10 s; the stop signal ends the wait) and returns how long
-/// it waited. If the instant has already passed, the origin is still the start instant, so the
-/// shard's schedule stays aligned with the others; its overdue arrivals are released at once and
-/// show as dispatch lateness (the waited time is then negative).
-pub async fn start_clock(
-    cfg: &RunConfig,
-    observer: &dyn RunObserver,
-    stop: &CancellationToken,
-) -> Option<(RunClock, Option<i64>)> {
-    if cfg.shard.is_none() && cfg.start_at_unix_us.is_none() {
-        return None;
-    }
-    let Some(start) = cfg.start_at_unix_us else { return Some((RunClock::start(), None)) };
+/// How long before a `--start-at` instant the wait before the server-side baseline ends
+/// ([`wait_for_baseline`]): the baseline scrape then runs in this lead, not in the schedule.
+pub const BASELINE_LEAD: Duration = Duration::from_millis(500);
+
+/// The `--start-at` instant on this host's monotonic clock and how far ahead of now it is (µs,
+/// negative when it has passed); `None` without `--start-at`.
+fn start_instant(cfg: &RunConfig) -> Option<(Instant, i64)> {
+    let start = cfg.start_at_unix_us?;
     let now_mono = Instant::now();
     // The configuration keeps the start within a week ahead and an hour past; the library
     // stays total for any value (no wrap to "passed 1796610216 s ago", no overflow).
@@ -351,32 +342,89 @@ pub async fn start_clock(
         false => now_mono.checked_sub(lead),
     }
     .unwrap_or(now_mono);
-    let who = match &cfg.shard {
+    Some((origin, lead_us))
+}
+
+/// Who waits, for messages: `shard I of N` or `this run`.
+fn who(cfg: &RunConfig) -> String {
+    match &cfg.shard {
         Some(s) => format!("shard {} of {}", s.spec.index, s.spec.count),
         None => "this run".into(),
-    };
+    }
+}
+
+/// Sleeps until `until` (a message every 10 s when `announce`); the stop signal ends the wait.
+async fn wait_until(until: Instant, announce: Option<(&dyn RunObserver, &str)>, stop: &CancellationToken) {
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        if let Some((observer, who)) = announce {
+            observer.message(&format!("Waiting {:.1} s for --start-at ({who})", left.as_secs_f64()));
+        }
+        let next = Instant::now() + left.min(Duration::from_secs(10));
+        tokio::select! {
+            _ = tokio::time::sleep_until(next.into()) => {}
+            _ = stop.cancelled() => break,
+        }
+    }
+}
+
+/// With `--start-at`, waits until [`BASELINE_LEAD`] before the start instant (announced), so
+/// the server-side baseline (the first scrape of `--server-metrics`/`--gpu-metrics`) is taken
+/// at the start, not before a wait of minutes whose idle power and counters would then count in
+/// the run's deltas; [`start_clock`] waits the rest. Returns how far ahead the start was when
+/// the wait began (µs); `None` without `--start-at`.
+pub async fn wait_for_baseline(
+    cfg: &RunConfig,
+    observer: &dyn RunObserver,
+    stop: &CancellationToken,
+) -> Option<i64> {
+    let (origin, lead_us) = start_instant(cfg)?;
+    if lead_us > 0 {
+        let until = origin.checked_sub(BASELINE_LEAD).unwrap_or(origin);
+        wait_until(until, Some((observer, &who(cfg))), stop).await;
+    }
+    Some(lead_us)
+}
+
+/// The clock of a sharded or `--start-at` run, made before the records file so its header can
+/// carry the anchor; `None` for a plain run (which starts its clock as before).
+///
+/// With `--start-at` the origin is the instant this host's wall clock reads the start time: the
+/// shard waits for it (a message every 10 s; the stop signal ends the wait) and returns how long
+/// it waited, counted from the start of [`wait_for_baseline`] (`first_lead_us`). If the
+/// instant has already passed, the origin is still the start instant, so the shard's schedule
+/// stays aligned with the others; its overdue arrivals are released at once and show as
+/// dispatch lateness (the waited time is then negative).
+pub async fn start_clock(
+    cfg: &RunConfig,
+    observer: &dyn RunObserver,
+    stop: &CancellationToken,
+    first_lead_us: Option<i64>,
+) -> Option<(RunClock, Option<i64>)> {
+    if cfg.shard.is_none() && cfg.start_at_unix_us.is_none() {
+        return None;
+    }
+    let Some((origin, lead_us)) = start_instant(cfg) else { return Some((RunClock::start(), None)) };
+    let who = who(cfg);
     if lead_us < 0 {
+        let lead = Duration::from_micros(lead_us.unsigned_abs());
         observer.message(&format!(
             "warning: --start-at passed {:.3} s ago before {who} was ready; its schedule stays anchored at \
              the start instant, so overdue requests are sent at once (see dispatch lateness)",
             lead.as_secs_f64()
         ));
     } else {
-        let stop = stop.clone();
-        loop {
-            let left = origin.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            observer.message(&format!("Waiting {:.1} s for --start-at ({who})", left.as_secs_f64()));
-            let next = Instant::now() + left.min(Duration::from_secs(10));
-            tokio::select! {
-                _ = tokio::time::sleep_until(next.into()) => {}
-                _ = stop.cancelled() => break,
-            }
-        }
+        // The last moments before the start (after the baseline's lead) are not announced.
+        let announce =
+            (Duration::from_micros(lead_us.unsigned_abs()) > BASELINE_LEAD).then_some((observer, &*who));
+        wait_until(origin, announce, stop).await;
     }
-    Some((RunClock::at(origin), Some(lead_us)))
+    // Late (the baseline took the lead and more) says how late; else the whole wait.
+    let waited = if lead_us < 0 { lead_us } else { first_lead_us.unwrap_or(lead_us) };
+    Some((RunClock::at(origin), Some(waited)))
 }
 
 #[cfg(test)]

@@ -49,8 +49,12 @@ pub async fn run_prepared(
     let workload = prepared.workload.first(num_requests);
     let warm_up_note = warm_up_and_connect(prepared, cfg, &workload, observer.as_ref()).await?;
     let prefix_cache = super::priming::prime(prepared, observer.as_ref()).await;
+    // The plan (a shard's share and its errors) before any wait for --start-at.
+    let share = share_measured(prepared, cfg, workload, observer.as_ref())?;
+    let first_lead_us = shard::wait_for_baseline(cfg, observer.as_ref(), &stop).await;
     // The server's counters are read once before anything measured is sent: the baseline of
-    // their deltas covers exactly the measured requests (warm-up and priming excluded).
+    // their deltas covers exactly the measured requests (warm-up, priming and a --start-at
+    // wait excluded).
     if let Some(baseline) = observer.before_start() {
         tokio::select! {
             _ = baseline.cancelled() => {}
@@ -61,7 +65,7 @@ pub async fn run_prepared(
     let peak_reset = health::reset_peak_rss();
     let rss_at_start = health::current_rss_bytes();
     prepared.client.reset_receive_stats();
-    let mut plan = plan_measured(prepared, cfg, workload, observer.as_ref(), &stop).await?;
+    let mut plan = plan_measured(share, cfg, observer.as_ref(), (&stop, first_lead_us)).await?;
     if plan.dispatch.max_prefill.is_some() {
         // The live view's "prefill-waiting"; nothing is counted without a prefill cap.
         plan.dispatch.prefill_waiting = Some(live.track_prefill());
@@ -271,19 +275,27 @@ struct Plan {
     store: RecordStore,
 }
 
-async fn plan_measured(
+/// The measured phase's plan before its clock: load shape, workload and schedule (this shard's
+/// share of them), and the dispatch limits.
+struct Share {
+    measured: MeasuredPlan,
+    workload: Requests,
+    dispatch: DispatchPlan,
+    shard_run: Option<ShardRun>,
+}
+
+fn share_measured(
     prepared: &PreparedRun,
     cfg: &RunConfig,
     workload: Requests,
     observer: &dyn RunObserver,
-    stop: &CancellationToken,
-) -> Result<Plan> {
+) -> Result<Share> {
     // Trace arrivals, stages, duration, LoRA and multi-turn arrivals (crate::load).
     let mut measured = crate::load::measured_plan(cfg, &prepared.load, workload)?;
     let workload = std::mem::take(&mut measured.workload);
     let schedule = ArrivalSchedule { offsets_us: measured.shape.take_offsets() };
     // A sharded run keeps its share of the whole workload and schedule (docs/scale-out.md).
-    let (workload, schedule, mut shard_run) =
+    let (workload, schedule, shard_run) =
         shard::take_share(cfg, &prepared.model.model_id, &prepared.tokenizer_id, workload, schedule)?;
     let dispatch = DispatchPlan {
         offsets_us: schedule.offsets_us.into(),
@@ -294,7 +306,18 @@ async fn plan_measured(
     if let Some(s) = &shard_run {
         observer.message(&s.describe());
     }
-    let early_clock = shard::start_clock(cfg, observer, stop).await;
+    Ok(Share { measured, workload, dispatch, shard_run })
+}
+
+/// The plan with its clock (a sharded or `--start-at` run's, after the wait) and records store.
+async fn plan_measured(
+    share: Share,
+    cfg: &RunConfig,
+    observer: &dyn RunObserver,
+    (stop, first_lead_us): (&CancellationToken, Option<i64>),
+) -> Result<Plan> {
+    let Share { measured, workload, dispatch, mut shard_run } = share;
+    let early_clock = shard::start_clock(cfg, observer, stop, first_lead_us).await;
     let mut sink = cfg.records_path.as_deref().map(RecordSink::create).transpose()?;
     if let (Some(s), Some((c, waited))) = (shard_run.as_mut(), early_clock) {
         s.write_header(sink.as_mut(), &c, waited)?;

@@ -235,6 +235,31 @@ fn gpu_energy_of_the_simulated_dcgm_exporter_is_its_energy_counters_difference()
     rt.block_on(s.shutdown());
 }
 
+/// Pins the server-side baseline of a `--start-at` run being taken at the start, not before the
+/// wait: the first scrape came before a wait of any length, so the GPUs' idle energy (and every
+/// counter's delta) over the wait counted as the run's. The energy window now opens at most
+/// the baseline's lead (0.5 s) before the start instant.
+#[test]
+fn a_start_at_wait_is_not_in_the_gpu_energy_window() {
+    let rt = runtime();
+    let power = GpuPowerConfig { gpus: 1, idle_w: 100.0, per_request_w: 50.0, max_w: 1000.0 };
+    let s = sim(&rt, Personality::Vllm, Some(power));
+    let dir = tempfile::tempdir().unwrap();
+    let dcgm = format!("{}/dcgm/metrics", s.base_url());
+    let lead_s = 4.0;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let start_at = format!("{:.3}", now + lead_s);
+    let o = run(dir.path(), &s.base_url(), &["--gpu-metrics-url", &dcgm, "--start-at", &start_at]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("for --start-at"), "{}", text(&o.stdout));
+    let r = result(dir.path());
+    let window = r["gpu_energy"]["gpus"][0]["window_s"].as_f64().unwrap();
+    let duration = r["duration"].as_f64().unwrap();
+    // Before the fix the window held the whole wait (≥ 4 s more than the run).
+    assert!(window < duration + lead_s - 1.5, "window {window} s, run {duration} s");
+    rt.block_on(s.shutdown());
+}
+
 /// A directory holding only an `nvidia-smi` script printing `csv` (or nothing: none on the PATH).
 fn path_dir(dir: &Path, csv: Option<&str>) -> std::path::PathBuf {
     let bin_dir = dir.join("bin");
