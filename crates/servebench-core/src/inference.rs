@@ -166,10 +166,12 @@ fn median(v: &[f64]) -> f64 {
 
 /// The Brown–Forsythe test for equal spread (Levene's test centred on the median): a one-way
 /// ANOVA on `z = |x − median of its sample|`, W = (N − 2) · Σ nᵢ (z̄ᵢ − z̄)² / ΣΣ (zᵢⱼ − z̄ᵢ)², with
-/// its p-value from F(1, N − 2). `None` unless N ≥ 3 and each sample has at least 2 values. It
-/// tests spread only (a shift of location alone leaves W at 0), so it is the test for `std_*`.
+/// its p-value from F(1, N − 2). `None` unless each sample has at least 3 values: with 2, both
+/// deviations from the median are half the range, the within-sample sum is always 0, and any
+/// difference in range read as certain (p = 0 for spreads of 5.004 and 5.005 ms). It tests
+/// spread only (a shift of location alone leaves W at 0), so it is the test for `std_*`.
 pub fn brown_forsythe(a: &[f64], b: &[f64]) -> Option<TestResult> {
-    if a.len() < 2 || b.len() < 2 {
+    if a.len() < 3 || b.len() < 3 {
         return None;
     }
     let dev = |v: &[f64]| {
@@ -276,6 +278,16 @@ mod tests {
         let shifted = brown_forsythe(&[1.0, 2.0, 3.0, 6.0], &[101.0, 102.0, 103.0, 106.0]).unwrap();
         assert_eq!((shifted.statistic, shifted.p_value), (0.0, 1.0));
         assert!(brown_forsythe(&[1.0], &[2.0, 3.0]).is_none());
+    }
+
+    /// Pins two values per sample being too few for a spread test: both deviations from the
+    /// median are half the range, so ranges of 10.0085 and 10.009 ms read as a certain
+    /// difference (p = 0, "significant") in `compare`.
+    #[test]
+    fn brown_forsythe_needs_three_values_per_sample() {
+        assert!(brown_forsythe(&[10.3575, 20.366], &[50.25, 60.259]).is_none());
+        assert!(brown_forsythe(&[1.0, 2.0, 4.0], &[1.0, 2.0]).is_none());
+        assert!(brown_forsythe(&[1.0, 2.0, 4.0], &[1.0, 2.0, 9.0]).is_some());
     }
 
     /// A deterministic pseudo-random latency sample (ms): lognormal-ish around `median`.

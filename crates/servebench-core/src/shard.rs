@@ -105,6 +105,14 @@ pub struct ShardRunInfo {
     /// files written before they were recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<ShardStage>,
+    /// The run's `--metric-percentiles`, `--percentile-metrics` and `--goodput`: `merge` reports
+    /// the statistics the shards did unless its own flags say otherwise. `None` in files written
+    /// before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<crate::metrics::MetricsConfig>,
+    /// The run's `--metadata KEY=VALUE` pairs: the merged result carries them as a run's does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metadata: Vec<(String, String)>,
 }
 
 /// One rate stage of a sharded run, as its shard header records it.

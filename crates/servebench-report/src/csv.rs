@@ -85,8 +85,13 @@ fn source_str(s: TokenSource) -> &'static str {
     }
 }
 
-fn row(r: &RequestRecord) -> Vec<String> {
+/// One record's cells. `scheduled`: the record carries its scheduled send time (a records
+/// file); records rebuilt from vLLM's arrays do not, so their intended time, queue time and
+/// response view are empty cells, not the service view again (and a queue of 0).
+fn row(r: &RequestRecord, scheduled: bool) -> Vec<String> {
     let t = RequestTimes::of(r);
+    let sched = |v: Option<u64>| if scheduled { ms_exact_or_empty(v) } else { String::new() };
+    let completed = r.outcome == Outcome::Completed;
     let p = r.phases.unwrap_or_default();
     let phase = |v: Option<u32>| ms_exact_or_empty(v.map(u64::from));
     vec![
@@ -97,23 +102,24 @@ fn row(r: &RequestRecord) -> Vec<String> {
         opt(r.error.as_ref().map(|e| e.kind.as_str())),
         opt(r.error.as_ref().map(|e| e.message.clone())),
         opt(r.http_status),
-        ms_exact_or_empty(Some(r.intended_us)),
+        sched(Some(r.intended_us)),
         ms_exact_or_empty(r.dispatched_us),
         ms_exact_or_empty(r.headers_us),
         ms_exact_or_empty(r.first_token_us),
         ms_exact_or_empty(r.last_token_us),
         ms_exact_or_empty(r.done_us),
-        ms_exact_or_empty(t.queue_us),
+        sched(t.queue_us),
         ms_exact_or_empty(t.ttft_us),
         t.tpot_us.map_or_else(String::new, |v| format!("{:.3}", v / 1000.0)),
         ms_exact_or_empty(t.e2el_us),
-        ms_exact_or_empty(t.response_ttft_us),
-        ms_exact_or_empty(t.response_e2el_us),
+        sched(t.response_ttft_us),
+        sched(t.response_e2el_us),
         r.prompt_tokens.to_string(),
         opt(r.server_prompt_tokens),
         opt(r.cached_prompt_tokens),
         t.output_tokens.to_string(),
-        source_str(t.output_source).into(),
+        // A request that did not complete has no output count to have a source.
+        if completed { source_str(t.output_source).into() } else { String::new() },
         r.expected_output_tokens.to_string(),
         r.token_event_count.to_string(),
         r.output_chars.to_string(),
@@ -147,24 +153,25 @@ fn push_line(out: &mut String, cells: impl IntoIterator<Item = String>) {
     out.push('\n');
 }
 
-/// One header row and one row per record (in the given order), `\n`-terminated.
-pub fn records_csv(records: &[RequestRecord]) -> String {
+/// One header row and one row per record (in the given order), `\n`-terminated; `scheduled` as
+/// in [`row`] (false for records rebuilt from a result's arrays).
+pub fn records_csv(records: &[RequestRecord], scheduled: bool) -> String {
     let mut out = String::with_capacity(64 + records.len() * 220);
     push_line(&mut out, COLUMNS.iter().map(|c| c.to_string()));
     for r in records {
-        push_line(&mut out, row(r));
+        push_line(&mut out, row(r, scheduled));
     }
     out
 }
 
 /// Like [`records_csv`] for several runs in one file: a leading `run` column holds each run's
 /// label.
-pub fn runs_csv(runs: &[(&str, &[RequestRecord])]) -> String {
+pub fn runs_csv(runs: &[(&str, &[RequestRecord], bool)]) -> String {
     let mut out = String::new();
     push_line(&mut out, std::iter::once("run".to_string()).chain(COLUMNS.iter().map(|c| c.to_string())));
-    for (label, records) in runs {
+    for (label, records, scheduled) in runs {
         for r in *records {
-            push_line(&mut out, std::iter::once(label.to_string()).chain(row(r)));
+            push_line(&mut out, std::iter::once(label.to_string()).chain(row(r, *scheduled)));
         }
     }
     out
@@ -205,7 +212,7 @@ mod tests {
     #[test]
     fn one_row_per_record_with_header() {
         let r = recs();
-        let text = records_csv(&r);
+        let text = records_csv(&r, true);
         // The quoted message spans two physical lines; count records by the index column.
         let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())).collect();
         assert_eq!(rows.len(), r.len());
@@ -219,7 +226,7 @@ mod tests {
     /// did not happen or the record has no phases.
     #[test]
     fn http_phase_columns_are_last_and_empty_without_the_phase() {
-        let text = records_csv(&recs());
+        let text = records_csv(&recs(), true);
         let rows: Vec<&str> = text.lines().collect();
         assert!(rows[0].ends_with(
             ",cancelled_by,connection_reused,dns_ms,connect_ms,tls_ms,written_ms,first_byte_ms,last_byte_ms"
@@ -237,7 +244,7 @@ mod tests {
         r[0].prefill_wait_us = Some(150);
         r[0].resent = true;
         r[2].cancelled_by = Some(CancelReason::ByDesign);
-        let text = records_csv(&r);
+        let text = records_csv(&r, true);
         let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
         let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
         let cells = |line: &str| line.split(',').map(String::from).collect::<Vec<_>>();
@@ -250,9 +257,29 @@ mod tests {
         assert_eq!(last[col("cancelled_by") + 1], "by_design", "the quoted id shifts split() by one");
     }
 
+    /// Pins the CSV of records rebuilt from vLLM's arrays (no scheduled send time): every row
+    /// had `queue_ms` 0.000 and the response view equal to the service view (invented numbers;
+    /// the HTML report of the same file says "no data"). Those cells are empty now, and a
+    /// request that did not complete has no `token_source`.
+    #[test]
+    fn records_without_a_schedule_leave_queue_and_response_view_empty() {
+        let text = records_csv(&recs(), false);
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
+        let first: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
+        for name in ["intended_ms", "queue_ms", "response_ttft_ms", "response_e2el_ms"] {
+            assert_eq!(first[col(name)], "", "{name}");
+        }
+        assert_eq!((first[col("ttft_ms")], first[col("e2el_ms")]), ("50.000", "80.100"));
+        assert_eq!(first[col("token_source")], "usage");
+        let scheduled = records_csv(&recs(), true);
+        let last: Vec<&str> = scheduled.lines().last().unwrap().split(',').collect();
+        assert_eq!(last[col("token_source") + 1], "", "cancelled: no source (the quoted id shifts by one)");
+    }
+
     #[test]
     fn quotes_commas_quotes_and_newlines() {
-        let text = records_csv(&recs());
+        let text = records_csv(&recs(), true);
         assert!(text.contains("\"HTTP 500: \"\"oops\"\", line1\nline2\""));
         assert!(text.contains("\"bench,2\""));
         assert_eq!(csv_field("plain"), "plain");
@@ -262,7 +289,7 @@ mod tests {
     #[test]
     fn several_runs_get_a_run_column() {
         let r = recs();
-        let text = runs_csv(&[("base", &r), ("new, v2", &r[..1])]);
+        let text = runs_csv(&[("base", &r, true), ("new, v2", &r[..1], true)]);
         assert!(text.starts_with("run,index,"));
         assert!(text.contains("\n\"new, v2\",0,bench-0,"));
         assert_eq!(text.matches("\nbase,").count(), 3);

@@ -17,13 +17,16 @@ use crate::per_request::{PerRequestArrays, WithArrays};
 /// with a ramp-up `{label}-ramp-up-{strategy}-{start}qps-{end}qps[-concurrency{C}]-…`.
 /// The rate prints as a Python float (`10.0qps`, `infqps`), ramp endpoints as Python ints.
 ///
-/// The model part is made a safe file-name part: control characters (a model id from
-/// `/v1/models` can hold an escape sequence or a newline) become `_`, and a name longer than
+/// The label and model parts are made safe file-name parts: control characters (a model id from
+/// `/v1/models` can hold an escape sequence or a newline) and path separators (`--label a/b`
+/// named a directory that does not exist, and the result was lost after the whole run) become
+/// `_`, and a part longer than
 /// [`MAX_MODEL_PART`] bytes is cut and given a short hash of the whole id, so the file and its
 /// siblings (`….records.jsonl`, `….server-metrics.jsonl`) stay within a file system's 255-byte
 /// name limit (a 250-character model name lost the result after the whole run).
 pub fn default_result_filename(info: &RunInfo) -> String {
     let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.backend.clone());
+    let label = file_name_part(&label);
     let model = info.model_id.rsplit('/').next().unwrap_or(&info.model_id);
     let model = file_name_part(model);
     let conc = info.max_concurrency.map(|c| format!("-concurrency{c}")).unwrap_or_default();
@@ -42,11 +45,12 @@ pub fn default_result_filename(info: &RunInfo) -> String {
 /// The longest model part of a default result file name, in bytes.
 pub const MAX_MODEL_PART: usize = 96;
 
-/// `text` as part of a file name: control characters as `_`; beyond [`MAX_MODEL_PART`] bytes,
+/// `text` as part of a file name: control characters and path separators (`/`, `\\`) as `_`; beyond [`MAX_MODEL_PART`] bytes,
 /// cut at a character boundary and followed by `~` and 8 hex digits of its FNV-1a hash (distinct
 /// long names stay distinct).
 fn file_name_part(text: &str) -> String {
-    let clean: String = text.chars().map(|c| if c.is_control() { '_' } else { c }).collect();
+    let clean: String =
+        text.chars().map(|c| if c.is_control() || c == '/' || c == '\\' { '_' } else { c }).collect();
     if clean.len() <= MAX_MODEL_PART {
         return clean;
     }
@@ -67,6 +71,8 @@ pub fn input_label(path: &Path, label: Option<&str>) -> String {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     for suffix in [".records.jsonl", ".jsonl", ".json"] {
         if let Some(stem) = name.strip_suffix(suffix).filter(|s| !s.is_empty()) {
+            // `run.json.records.jsonl` (the records beside `run.json`) is the run `run`.
+            let stem = stem.strip_suffix(".json").filter(|s| !s.is_empty()).unwrap_or(stem);
             return stem.to_string();
         }
     }
@@ -202,6 +208,27 @@ mod tests {
         // Multi-byte characters are cut at a boundary.
         i.model_id = "é".repeat(200);
         assert!(default_result_filename(&i).len() < 200, "cut without a panic");
+    }
+
+    /// Pins a label holding path separators (`--label "a/b c"`): the default name pointed into a
+    /// directory that does not exist, and the whole run's result was lost at the end (SB501).
+    #[test]
+    fn a_label_with_path_separators_stays_one_file_name() {
+        let mut i = info();
+        i.label = Some("a/b c\\..".into());
+        assert_eq!(default_result_filename(&i), "a_b c_..-10.0qps-Llama-3.1-8B-20261129-211348.json");
+        i.label = Some("x".repeat(300));
+        assert!(default_result_filename(&i).len() < 200, "a long label is cut like a long model id");
+    }
+
+    /// Pins the label of a records file beside a result (`run.json.records.jsonl`): `run`, as
+    /// docs/reports.md says, not `run.json`.
+    #[test]
+    fn a_records_file_beside_a_result_is_labelled_by_the_run() {
+        assert_eq!(input_label(Path::new("d/run.json.records.jsonl"), None), "run");
+        assert_eq!(input_label(Path::new("run.records.jsonl"), None), "run");
+        assert_eq!(input_label(Path::new("run.json"), None), "run");
+        assert_eq!(input_label(Path::new(".json.records.jsonl"), None), ".json");
     }
 
     #[test]

@@ -97,6 +97,13 @@ pub fn result_head(out: &mut String, title: &str, info: &RunInfo, m: &RunMetrics
 pub fn percentile_word(p: f64) -> String {
     if p.is_finite() && p == p.trunc() {
         format!("{}", p as i64)
+    } else if p != 0.0 && p.abs() < 1e-4 {
+        // Python's `str` of a float below 1e-4 is in exponent form with two exponent digits
+        // (`1e-05`, `1.5e-05`); Rust's `{}` would write `0.00001`.
+        let sci = format!("{p:e}");
+        let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs())
     } else {
         format!("{p}")
     }

@@ -338,6 +338,12 @@ mod tests {
         assert_eq!(percentile_word(99.9), "99.9");
         assert_eq!(percentile_word(50.0), "50");
         assert_eq!(percentile_word(0.5), "0.5");
+        // Pins Python's exponent form below 1e-4 (`p0.00001_ttft_ms` was written for vLLM's
+        // `p1e-05_ttft_ms`).
+        assert_eq!(percentile_word(1e-5), "1e-05");
+        assert_eq!(percentile_word(1.5e-5), "1.5e-05");
+        assert_eq!(percentile_word(0.0001), "0.0001");
+        assert_eq!(percentile_word(33.333333333333336), "33.333333333333336");
     }
 
     #[test]

@@ -32,7 +32,7 @@ impl RecordSource {
     }
 
     /// Whether the requests carry their scheduled send time (response view, queue time).
-    pub(crate) fn scheduled(self) -> bool {
+    pub fn scheduled(self) -> bool {
         self == RecordSource::Records
     }
 }
@@ -95,7 +95,9 @@ pub fn records_from_arrays(d: &DetailedArrays) -> Option<ArrayRecords> {
                     r.completion_tokens = Some(out);
                 }
                 _ => {
-                    r.done_us = Some(start.saturating_add(lat.map_or(0, us)));
+                    // Its time to failure only when the arrays give one (a 0 latency is
+                    // vLLM's placeholder, not a failure at the start).
+                    r.done_us = lat.map(|l| start.saturating_add(us(l)));
                     let msg = if error.is_empty() {
                         "failed (no TTFT or latency in the arrays)".into()
                     } else {

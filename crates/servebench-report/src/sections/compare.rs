@@ -44,22 +44,29 @@ impl Loaded {
     }
 }
 
+/// `ms` rounded to the nanosecond: values read from records (µs) and from vLLM's arrays (s)
+/// meet on one grid, so the same request is a tie in a rank test (`0.100704 s × 1000` is
+/// `100.70400000000001`, not the records' `100.704`: identical runs gave p = 0.82).
+fn on_ns_grid(ms: f64) -> f64 {
+    (ms * 1e6).round() / 1e6
+}
+
 /// Per-request values of the completed records.
 pub fn per_request_from_records(records: &[RequestRecord]) -> PerRequest {
     let mut out = PerRequest::new();
     for r in records.iter().filter(|r| is_completed(r)) {
         let t = RequestTimes::of(r);
-        let ms = |us: u64| us as f64 / 1000.0;
+        let ms = |us: u64| on_ns_grid(us as f64 / 1000.0);
         if let Some(v) = t.ttft_us {
             out.entry(LatencyMetric::Ttft).or_default().push(ms(v));
         }
         if let Some(v) = t.tpot_us {
-            out.entry(LatencyMetric::Tpot).or_default().push(v / 1000.0);
+            out.entry(LatencyMetric::Tpot).or_default().push(on_ns_grid(v / 1000.0));
         }
         if let Some(v) = t.e2el_us {
             out.entry(LatencyMetric::E2el).or_default().push(ms(v));
         }
-        let gaps = r.token_events.gaps_us.iter().map(|&g| f64::from(g) / 1000.0);
+        let gaps = r.token_events.gaps_us.iter().map(|&g| on_ns_grid(f64::from(g) / 1000.0));
         out.entry(LatencyMetric::Itl).or_default().extend(gaps);
     }
     out
@@ -80,14 +87,14 @@ pub fn per_request_from_arrays(d: &DetailedArrays) -> PerRequest {
         if lat <= 0.0 {
             continue;
         }
-        out.entry(LatencyMetric::Ttft).or_default().push(ttft * 1000.0);
-        out.entry(LatencyMetric::E2el).or_default().push(lat * 1000.0);
+        out.entry(LatencyMetric::Ttft).or_default().push(on_ns_grid(ttft * 1000.0));
+        out.entry(LatencyMetric::E2el).or_default().push(on_ns_grid(lat * 1000.0));
         if let Some(n) = outs.get(i).copied().flatten().filter(|n| *n > 1.0) {
-            out.entry(LatencyMetric::Tpot).or_default().push((lat - ttft) * 1000.0 / (n - 1.0));
+            out.entry(LatencyMetric::Tpot).or_default().push(on_ns_grid((lat - ttft) * 1000.0 / (n - 1.0)));
         }
     }
     for gaps in d.itls.iter().flatten() {
-        let gaps = gaps.0.iter().flatten().filter_map(|g| g.0).map(|g| g * 1000.0);
+        let gaps = gaps.0.iter().flatten().filter_map(|g| g.0).map(|g| on_ns_grid(g * 1000.0));
         out.entry(LatencyMetric::Itl).or_default().extend(gaps);
     }
     out

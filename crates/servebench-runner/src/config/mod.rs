@@ -182,4 +182,8 @@ pub struct ShardConfig {
     pub label: Option<String>,
     /// `--max-concurrency` of the whole run; this shard uses its share.
     pub max_concurrency_total: Option<usize>,
+    /// The run's statistics (`--metric-percentiles`, `--percentile-metrics`, `--goodput`) and
+    /// `--metadata`, recorded in the shard header for the merged result.
+    pub metrics: servebench_core::metrics::MetricsConfig,
+    pub metadata: Vec<(String, String)>,
 }

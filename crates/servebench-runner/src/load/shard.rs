@@ -181,6 +181,8 @@ pub fn take_share(
                 .iter()
                 .map(|s| ShardStage { rate: s.rate.is_finite().then_some(s.rate), seconds: s.seconds })
                 .collect(),
+            metrics: Some(shard.metrics.clone()),
+            metadata: shard.metadata.clone(),
         },
     };
     Ok((requests, ArrivalSchedule { offsets_us }, Some(ShardRun { header })))

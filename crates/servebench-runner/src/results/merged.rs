@@ -83,10 +83,16 @@ pub fn merged_run_info(m: &MergedRun) -> RunInfo {
         trace_time_scale: run.trace_time_scale,
         rps_change_events,
         stages: run.stages.iter().filter_map(|s| s.rate).map(LoadStage::Rate).collect(),
-        metadata: vec![
-            ("num_shards".into(), m.header.num_shards.to_string()),
-            ("workload_fingerprint".into(), m.header.workload_fingerprint.clone()),
-        ],
+        // The run's own --metadata (as each shard's result has it), then the merge's keys.
+        metadata: run
+            .metadata
+            .iter()
+            .cloned()
+            .chain([
+                ("num_shards".into(), m.header.num_shards.to_string()),
+                ("workload_fingerprint".into(), m.header.workload_fingerprint.clone()),
+            ])
+            .collect(),
         client_health: merged_health(m),
     }
 }

@@ -81,13 +81,14 @@ pub struct MergeArgs {
     /// of the workload). Without it a missing shard is an error (SB702).
     #[arg(long)]
     pub allow_missing_shards: bool,
-    /// Comma-separated metrics to report percentiles of (as for a run).
+    /// Comma-separated metrics to report percentiles of (as for a run; default: the shards' run's,
+    /// else ttft,tpot,itl).
     #[arg(long, value_name = "LIST", value_parser = crate::cli::values::metric_names)]
     pub percentile_metrics: Option<crate::cli::values::MetricNames>,
-    /// Comma-separated percentiles (as for a run).
-    #[arg(long, default_value = "99", value_name = "LIST", value_parser = crate::cli::values::percentiles)]
-    pub metric_percentiles: crate::cli::values::Percentiles,
-    /// Goodput SLOs, KEY:VALUE in ms (as for a run).
+    /// Comma-separated percentiles (as for a run; default: the shards' run's, else 99).
+    #[arg(long, value_name = "LIST", value_parser = crate::cli::values::percentiles)]
+    pub metric_percentiles: Option<crate::cli::values::Percentiles>,
+    /// Goodput SLOs, KEY:VALUE in ms (as for a run; default: the shards' run's).
     #[arg(long, num_args = 1.., action = clap::ArgAction::Append, value_parser = crate::cli::values::goodput)]
     pub goodput: Vec<crate::cli::values::Goodput>,
 }

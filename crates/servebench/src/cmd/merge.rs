@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::subcommands::MergeArgs;
-use servebench_core::flag_values::parse_percentile_metrics;
 use servebench_core::merge::{merge_shards, MergedRun};
 use servebench_core::metrics::{compute, MetricsConfig, RunMetrics};
 use servebench_core::BenchError;
@@ -32,17 +31,23 @@ fn wait(secs: u64) -> Result<Duration, BenchError> {
     Ok(Duration::from_secs(secs))
 }
 
+/// The statistics of the merged result: the flags given to `merge`, else what the shards' run
+/// reported (recorded in their headers; vLLM's defaults for files written before that).
+fn metrics_config(args: &MergeArgs, recorded: Option<MetricsConfig>) -> MetricsConfig {
+    let recorded = recorded.unwrap_or_default();
+    MetricsConfig {
+        percentiles: args.metric_percentiles.as_ref().map_or(recorded.percentiles, |p| p.0.clone()),
+        selected: args.percentile_metrics.as_ref().map_or(recorded.selected, |m| m.0.clone()),
+        goodput: match args.goodput.is_empty() {
+            true => recorded.goodput,
+            false => crate::cli::values::goodput_slos(&args.goodput),
+        },
+    }
+}
+
 /// `servebench merge`. Returns the exit code.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
     crate::config::check_result_filename(args.result_filename.as_deref())?;
-    let cfg = MetricsConfig {
-        percentiles: args.metric_percentiles.0.clone(),
-        selected: match &args.percentile_metrics {
-            Some(m) => m.0.clone(),
-            None => parse_percentile_metrics("ttft,tpot,itl")?,
-        },
-        goodput: crate::cli::values::goodput_slos(&args.goodput),
-    };
     // A shard's result JSON stands for the records file it names.
     let inputs = args.inputs.iter().map(|p| shard_records_path(p)).collect::<Result<Vec<_>, _>>()?;
     let files = wait_for_shards(&inputs, wait(args.wait_secs)?, &mut |done, of| {
@@ -62,6 +67,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
         })?);
     }
     let merged = merge_shards(inputs, args.allow_missing_shards)?;
+    let cfg = metrics_config(args, merged.header.run.metrics.clone());
     let metrics = compute(&merged.records, &cfg);
     let info = merged_run_info(&merged);
     let steady = merged_steady_state(&merged, (&cfg.percentiles, &cfg.selected));

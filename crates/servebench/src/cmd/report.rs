@@ -101,10 +101,12 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
     }
     if let Some(csv) = &args.csv {
         let text = match runs.as_slice() {
-            [one] => records_csv(&one.records),
+            [one] => records_csv(&one.records, one.source.scheduled()),
             many => {
-                let parts: Vec<(&str, &[RequestRecord])> =
-                    many.iter().map(|r| (r.label.as_str(), r.records.as_slice())).collect();
+                let parts: Vec<(&str, &[RequestRecord], bool)> = many
+                    .iter()
+                    .map(|r| (r.label.as_str(), r.records.as_slice(), r.source.scheduled()))
+                    .collect();
                 runs_csv(&parts)
             }
         };
@@ -183,7 +185,7 @@ pub fn write_run_reports(
     validity: Option<servebench_core::validity::Validity>,
 ) -> anyhow::Result<()> {
     if let Some(p) = csv {
-        write_text(p, &records_csv(&out.records))?;
+        write_text(p, &records_csv(&out.records, true))?;
         outln!("CSV: {}", p.display());
     }
     if let Some(p) = html {

@@ -91,6 +91,7 @@ pub fn run(
     }
     // No output may overwrite an input or another output (SB120), checked before any write.
     crate::config::path_collisions::check(args, &output, run.records_path.as_deref())?;
+    crate::config::path_collisions::check_appended_records(&output, run.records_path.as_deref())?;
     // Every output directory exists and every output can be written before the first request.
     crate::config::output_dirs::prepare(args, &output, run.records_path.as_deref())?;
     let experiment = args.experiment.experiment(args.num_prompts)?;
@@ -316,7 +317,9 @@ async fn measure(
 /// `--num-prompts` says (it read 1000, the flag's default, beside 17 records).
 fn result_num_prompts(run: &RunConfig, out: &servebench_runner::RunOutput, num_prompts: u64) -> u64 {
     let load = &run.load;
-    match load.agentic.is_some() || load.duration.is_some() || !load.stages.is_empty() {
+    // A shard's result describes its own share (docs/scale-out.md); the merged result the total.
+    match load.agentic.is_some() || load.duration.is_some() || !load.stages.is_empty() || run.shard.is_some()
+    {
         true => out.records.len() as u64,
         false => num_prompts,
     }

@@ -91,6 +91,15 @@ pub fn validate(args: &RunArgs, api_key: Option<Secret>) -> Result<Validated> {
         ..plain_run_config(args)
     };
     let output = output_config(args, backend)?;
+    if let Some(s) = run.shard.as_mut() {
+        // The merged result reports what the shards did, with the run's metadata.
+        s.metrics = servebench_core::metrics::MetricsConfig {
+            percentiles: output.metric_percentiles.clone(),
+            selected: output.percentile_metrics.clone(),
+            goodput: output.goodput.clone(),
+        };
+        s.metadata = output.metadata.clone();
+    }
     workload::apply(args, backend, &mut run)?;
     prefix_cache::apply(args, &mut run)?;
     run.load.probe_request_rate = probe_request_rate;

@@ -118,6 +118,25 @@ pub fn check(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> R
     check_files(&inputs(args), &outputs(args, output, records))
 }
 
+/// SB101 when `--append-result` would replace the records of an earlier run: `--records` names
+/// a file that exists (the earlier run's result line points to it, and this run would write
+/// its own records over it). Without `--records` each appended run gets its own records file.
+pub fn check_appended_records(output: &OutputConfig, records: Option<&Path>) -> Result<(), BenchError> {
+    match records.filter(|r| output.append_result && r.exists()) {
+        Some(r) => Err(BenchError::config(
+            "--records",
+            format!(
+                "{} exists, and with --append-result this run would replace the records an earlier \
+                 run's result points to",
+                r.display()
+            ),
+            "name a new --records file for each appended run, or drop --records (each appended run then \
+             gets its own records file beside the result)",
+        )),
+        None => Ok(()),
+    }
+}
+
 /// SB120 if one of `outputs` (named by what writes it: flag, path) is the same file as one of
 /// `inputs` or as an output before it; also what `report` and `merge` check before writing.
 pub fn check_files(inputs: &[(String, PathBuf)], outputs: &[(String, PathBuf)]) -> Result<(), BenchError> {

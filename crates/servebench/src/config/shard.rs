@@ -78,7 +78,14 @@ impl ShardSettings {
                 "pass --save-result (with --result-dir on a shared volume) or --records PATH",
             ));
         }
-        Ok(Some(ShardConfig { spec, backend: backend.into(), label, max_concurrency_total: max_concurrency }))
+        Ok(Some(ShardConfig {
+            spec,
+            backend: backend.into(),
+            label,
+            max_concurrency_total: max_concurrency,
+            metrics: Default::default(),
+            metadata: Vec::new(),
+        }))
     }
 
     /// Refuses `--start-at` and sharding with an experiment (`experiment`: the flag asking for

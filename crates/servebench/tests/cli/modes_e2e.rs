@@ -309,6 +309,43 @@ fn append_result_keeps_each_documents_own_records_and_report_pairs_them() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+/// Pins a `--label` holding a path separator: the default result name pointed into a directory
+/// that does not exist, and the whole run's result was lost at the end (SB501). The label's `/`
+/// is a `_` in the file name; the result keeps the label as given.
+#[test]
+fn a_label_with_a_slash_still_saves_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim(dir.path(), &["--save-result", "--label", "a/b c"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let result = names.iter().find(|n| n.starts_with("a_b c-") && n.ends_with(".json")).expect("the result");
+    assert!(names.contains(&format!("{result}.records.jsonl")), "{names:?}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(result)).unwrap()).unwrap();
+    assert_eq!(json["label"], "a/b c");
+}
+
+/// Pins `--append-result` with an explicit `--records` file that exists: the second run wrote
+/// its records over the first run's, whose result line still named that file. Refused (SB101)
+/// before anything is sent; the first run's records stay as they were.
+#[test]
+fn append_result_refuses_to_overwrite_an_earlier_runs_named_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["--append-result", "--result-filename", "r.jsonl", "--records", "same.jsonl"];
+    let out = sim(d, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let before = std::fs::read_to_string(d.join("same.jsonl")).unwrap();
+    let out = sim(d, &args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("SB101") && err.contains("--records") && err.contains("same.jsonl"), "{err}");
+    assert_eq!(std::fs::read_to_string(d.join("same.jsonl")).unwrap(), before);
+}
+
 #[test]
 fn sweep_points_get_prompts_of_their_own_so_prefix_cache_does_not_flatter_them() {
     let dir = tempfile::tempdir().unwrap();

@@ -189,6 +189,8 @@ fn four_shards_merged_equal_one_process_of_the_same_workload() {
             (Some(25.0), Some(16)),
             "shard {i}"
         );
+        // Its num_prompts too: it said 80, the whole run's, beside 20 requests of its own.
+        assert_eq!(r["num_prompts"], 20, "shard {i}");
     }
 
     let merged_dir = dir.path().join("merged");
@@ -474,4 +476,61 @@ fn shards_with_different_load_flags_are_refused_by_merge() {
     // The same load flags on both shards merge.
     let both = [shard("c0.json", 0, &cancel), dir.path().join("c1.json.records.jsonl")];
     check(&merge(&both, &[]), "merge of shards with the same cancellation");
+}
+
+/// Pins the merged result reporting what the shards' run asked for: `--metadata`,
+/// `--metric-percentiles`, `--percentile-metrics` and `--goodput` were lost (only `p99_*` of
+/// ttft/tpot/itl, `request_goodput: null`, no metadata key), and `merge` had no way to restore
+/// the metadata. They are recorded in each shard header; `merge`'s own flags still override.
+#[test]
+fn a_merged_result_keeps_the_runs_statistics_and_metadata() {
+    let sim = start_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let stats: Vec<String> =
+        ["--metadata", "tp=1", "--metric-percentiles", "50,90", "--goodput", "e2el:100000"]
+            .map(String::from)
+            .into();
+    let shards: Vec<PathBuf> = (0..2u32)
+        .map(|i| {
+            let mut extra: Vec<String> = ["--num-shards", "2", "--shard-index", &i.to_string()]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            extra.extend(stats.iter().cloned());
+            let out = run_to(dir.path(), &format!("s-{i}.json"), &workload_args(&sim.url, "3", "8"), &extra)
+                .output()
+                .unwrap();
+            check(&out, "shard");
+            dir.path().join(format!("s-{i}.json.records.jsonl"))
+        })
+        .collect();
+    let merged = dir.path().join("m");
+    let out = merge(
+        &shards,
+        &["--save-result", "--result-dir", merged.to_str().unwrap(), "--result-filename", "m.json"],
+    );
+    check(&out, "merge");
+    let m = json(&merged.join("m.json"));
+    assert_eq!(m["tp"], "1", "the run's metadata");
+    for key in ["p50_ttft_ms", "p90_ttft_ms", "p50_e2el_ms", "p90_itl_ms"] {
+        assert!(m[key].is_number(), "{key}: {}", m[key]);
+    }
+    assert!(m.get("p99_ttft_ms").is_none(), "only the run's percentiles");
+    assert!(m["request_goodput"].as_f64().is_some_and(|g| g > 0.0), "{}", m["request_goodput"]);
+    // merge's own flags override what the shards recorded.
+    let out = merge(
+        &shards,
+        &[
+            "--save-result",
+            "--result-dir",
+            merged.to_str().unwrap(),
+            "--result-filename",
+            "m2.json",
+            "--metric-percentiles",
+            "99",
+        ],
+    );
+    check(&out, "merge with flags");
+    let m2 = json(&merged.join("m2.json"));
+    assert!(m2["p99_ttft_ms"].is_number() && m2.get("p50_ttft_ms").is_none(), "{m2}");
 }

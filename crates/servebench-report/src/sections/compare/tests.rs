@@ -161,3 +161,17 @@ fn a_statistic_moving_against_the_samples_shift_is_not_significant() {
     assert_eq!((median.significant, median.marker), (Some(true), "-"));
     assert_eq!((mean.significant, mean.marker), (Some(false), "+"));
 }
+
+/// Pins one request's value read from a records file (µs) and from vLLM's arrays (s) being
+/// the same number: `compare` of a run against its own `--save-detailed` copy gave
+/// Mann–Whitney p = 0.82 on TTFT instead of 1 (every tie broken by a rounding error).
+#[test]
+fn records_and_vllm_arrays_meet_on_one_grid() {
+    assert_ne!(0.100704 * 1000.0, 100_704.0 / 1000.0, "the rounding this guards against");
+    assert_eq!(on_ns_grid(0.100704 * 1000.0), on_ns_grid(100_704.0 / 1000.0));
+    assert_eq!(on_ns_grid(0.012_345_678_9 * 1000.0), 12.345679);
+    let same: Vec<f64> = [0.100704, 0.2, 0.033333].iter().map(|s| on_ns_grid(s * 1000.0)).collect();
+    let from_us: Vec<f64> =
+        [100_704u64, 200_000, 33_333].iter().map(|&u| on_ns_grid(u as f64 / 1000.0)).collect();
+    assert_eq!(mann_whitney_u(&same, &from_us).unwrap().p_value, 1.0);
+}
