@@ -424,9 +424,9 @@ pub struct RunArgs {
     /// running until --request-timeout. 0 disables the bound.
     #[arg(long, value_name = "FACTOR", default_value_t = 4, help_heading = "Request")]
     pub runaway_stream_factor: u32,
-    /// Fail a non-streamed response (pooling, embeddings, `--no-stream`) whose body is larger
-    /// than this many bytes, as `event_too_large`. Raise it for token-level pooling or large
-    /// embedding batches; the body is held in memory while it is read.
+    /// Fail a non-streamed response (pooling, embeddings, `"stream": false` in --extra-body)
+    /// whose body is larger than this many bytes, as `event_too_large`. Raise it for token-level
+    /// pooling or large embedding batches; the body is held in memory while it is read.
     #[arg(long, value_name = "BYTES", default_value_t = servebench_client::request::DEFAULT_MAX_BODY_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), help_heading = "Request")]
     pub max_response_bytes: usize,
     /// Retry a request up to N times when its connection could not be made (nothing of it was
