@@ -212,8 +212,14 @@ async fn measured_workload(
     batch(&mut workload, cfg.target.batch_size);
     let stats = WorkloadStats::of(&workload, filtered_out, started.elapsed().as_secs_f64());
     let built = if workload.is_lazy() { "Prepared" } else { "Generated" };
+    // Requests the dataset gave but --max-model-len dropped are said here too, not only in a
+    // dry run: the result's num_prompts (vLLM's, the flag) is then larger than what was sent.
+    let dropped = match filtered_out {
+        0 => String::new(),
+        n => format!("; {n} dropped by --max-model-len"),
+    };
     observer.message(&format!(
-        "{built} {} prompts ({} prompt tokens) in {:.2} s",
+        "{built} {} prompts ({} prompt tokens{dropped}) in {:.2} s",
         stats.requests, stats.total_prompt_tokens, stats.build_seconds
     ));
     if workload.is_lazy() {

@@ -89,9 +89,24 @@ pub fn config(base_url: String, model: &str, backend: BackendKind, num_prompts: 
 
 /// Runs `cfg` to completion; returns the records (workload order).
 pub async fn run(cfg: RunConfig) -> Vec<RequestRecord> {
+    run_observed(cfg, Arc::new(Quiet)).await
+}
+
+/// Keeps every message a run prints.
+#[derive(Default)]
+pub struct Messages(pub std::sync::Mutex<Vec<String>>);
+
+impl RunObserver for Messages {
+    fn message(&self, text: &str) {
+        self.0.lock().unwrap().push(text.to_owned());
+    }
+}
+
+/// Runs `cfg` to completion with `observer`; returns the records (workload order).
+pub async fn run_observed(cfg: RunConfig, observer: Arc<dyn RunObserver>) -> Vec<RequestRecord> {
     let stop = CancellationToken::new();
     let _h = stop.clone();
-    match run_benchmark(cfg, Arc::new(Quiet), stop).await.expect("run") {
+    match run_benchmark(cfg, observer, stop).await.expect("run") {
         RunResult::Completed(out) => out.records,
         RunResult::DryRun { .. } => panic!("not a dry run"),
     }

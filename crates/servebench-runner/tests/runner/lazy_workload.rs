@@ -51,7 +51,8 @@ async fn lazy_random_requests_send_the_eager_workload_byte_for_byte() {
     cfg.dataset = DatasetSpec::Random(random.clone());
     cfg.max_model_len = Some(150);
     cfg.max_concurrency = Some(3);
-    let records = crate::common::run(cfg).await;
+    let messages = Arc::new(crate::common::Messages::default());
+    let records = crate::common::run_observed(cfg, messages.clone()).await;
     let eager = generate_random(&random, crate::common::cl100k().as_ref()).unwrap();
     let mut want: Vec<(String, u64)> = eager
         .requests
@@ -61,6 +62,10 @@ async fn lazy_random_requests_send_the_eager_workload_byte_for_byte() {
         .collect();
     assert!(want.len() < 60 && want.len() > 10, "the filter drops some: {}", want.len());
     assert_eq!(records.len(), want.len());
+    // The console says how many --max-model-len dropped (it was said only in a dry run).
+    let dropped = format!("; {} dropped by --max-model-len)", 60 - want.len());
+    let said = messages.0.lock().unwrap().clone();
+    assert!(said.iter().any(|m| m.starts_with("Prepared") && m.contains(&dropped)), "{said:?}");
     let mut got = seen.lock().unwrap().clone();
     got.sort();
     want.sort();
