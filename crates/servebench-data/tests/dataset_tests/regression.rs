@@ -1,0 +1,72 @@
+//! Regression tests of the data crate's inputs (an eighth adversarial pass): each pins a bug
+//! that was fixed and is named after the behaviour it pins; its doc comment says what used to go
+//! wrong. The synthetic tokenizers are committed under `fixtures/tokenizers/synthetic-*`.
+
+use servebench_core::{ErrorCode, TextTokenizer, Workload};
+use servebench_data::dataset::prefix_repetition::{generate_prefix_repetition, PrefixRepetitionConfig};
+use servebench_data::dataset::Sampling;
+use servebench_data::HfTokenizer;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A committed synthetic tokenizer (`synthetic-metaspace`, `synthetic-wordlevel`).
+fn synthetic(name: &str) -> Arc<dyn TextTokenizer> {
+    let path = servebench_testkit::fixtures::fixture(&format!("tokenizers/{name}/tokenizer.json"));
+    Arc::new(HfTokenizer::from_file(&path, name).unwrap())
+}
+
+fn sampling(n: usize) -> Sampling {
+    Sampling { num_prompts: n, seed: 3, shuffle: true, oversample: true }
+}
+
+/// Every prompt of `w` is exactly `prefix + suffix` tokens without special tokens (plus the BOS
+/// in `prompt_tokens`), and the prompts come in `groups` groups of `per_group` that share their
+/// first `prefix` tokens and the text those tokens decode to.
+fn assert_shared_exact_prefixes(
+    w: &Workload,
+    t: &dyn TextTokenizer,
+    (prefix, suffix): (usize, usize),
+    groups: usize,
+    per_group: usize,
+) {
+    let mut by_prefix = BTreeMap::new();
+    for r in &w.requests {
+        let text = r.prompt.text().unwrap();
+        let ids = t.encode(text, false).unwrap();
+        assert_eq!(ids.len(), prefix + suffix, "{}: {text:?}", t.name());
+        assert_eq!(r.prompt_tokens as usize, prefix + suffix + 1, "{}: {text:?}", t.name());
+        assert_eq!(t.encode(text, true).unwrap().len(), prefix + suffix + 1);
+        let head = t.decode(&ids[..prefix], true).unwrap();
+        assert!(text.starts_with(&head), "{}: {text:?} does not start with {head:?}", t.name());
+        by_prefix.entry(ids[..prefix].to_vec()).or_insert_with(Vec::new).push(head);
+    }
+    assert_eq!(by_prefix.len(), groups, "{}", t.name());
+    for heads in by_prefix.values() {
+        assert_eq!(heads.len(), per_group, "{}", t.name());
+        assert!(heads.iter().all(|h| h == &heads[0]), "{}: the prefix text is shared", t.name());
+    }
+}
+
+/// Pins exact prefix_repetition prompts with any tokenizer. The prefix and suffix texts were
+/// built apart and joined as strings: with a SentencePiece-style (Metaspace) tokenizer the
+/// suffix text starts without a space, so the prefix's last word and the suffix's first fused
+/// into one token (`w98w118`) and every prompt was a token short (20 tokens asked, 19 sent); with
+/// a whole-word tokenizer `1 + 1` tokens gave one unknown word `w41w67` counted as 2. Now every
+/// prompt encodes to exactly `prefix + suffix` tokens that start with its group's prefix tokens.
+#[test]
+fn prefix_repetition_prompts_are_exact_and_share_prefix_tokens_with_metaspace_and_word_tokenizers() {
+    for name in ["synthetic-metaspace", "synthetic-wordlevel"] {
+        let t = synthetic(name);
+        for (prefix, suffix) in [(10, 10), (1, 1), (7, 3)] {
+            let cfg = PrefixRepetitionConfig {
+                prefix_len: prefix,
+                suffix_len: suffix,
+                num_prefixes: 2,
+                output_len: 4,
+            };
+            let w = generate_prefix_repetition(&cfg, &sampling(7), t.as_ref()).unwrap();
+            assert_eq!(w.len(), 6, "7 / 2 prefixes = 3 each, the remainder dropped");
+            assert_shared_exact_prefixes(&w, t.as_ref(), (prefix, suffix), 2, 3);
+        }
+    }
+}
