@@ -70,3 +70,31 @@ fn prefix_repetition_prompts_are_exact_and_share_prefix_tokens_with_metaspace_an
         }
     }
 }
+
+fn cl100k() -> Arc<dyn TextTokenizer> {
+    servebench_data::load_tokenizer("cl100k_base").unwrap()
+}
+
+/// Pins per-line `output_tokens` above `u32::MAX` (custom, custom_image and custom_audio with
+/// `--custom-output-len -1`) as an SB204 error naming the line: 4294967297 and
+/// 9223372036854775807 used to be lowered silently to 4294967295.
+#[test]
+fn custom_output_tokens_above_u32_max_are_an_error_naming_the_line() {
+    use servebench_data::dataset::custom::{generate_custom, CustomConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.jsonl");
+    for big in ["4294967297", "9223372036854775807"] {
+        let body = format!("{{\"prompt\": \"hi\", \"output_tokens\": 4294967295}}\n{{\"prompt\": \"ho\", \"output_tokens\": {big}}}\n");
+        std::fs::write(&path, body).unwrap();
+        let cfg = CustomConfig { path: path.clone(), output_len: None, template: Default::default() };
+        let e = generate_custom(&cfg, &sampling(2), cl100k().as_ref()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::DatasetFile, "{e}");
+        let line = e.to_string();
+        assert!(line.contains("line 2") && line.contains(big) && line.contains("4294967295"), "{line}");
+    }
+    // u32::MAX itself is a length.
+    std::fs::write(&path, "{\"prompt\": \"hi\", \"output_tokens\": 4294967295}\n").unwrap();
+    let cfg = CustomConfig { path, output_len: None, template: Default::default() };
+    let w = generate_custom(&cfg, &sampling(1), cl100k().as_ref()).unwrap();
+    assert_eq!(w.requests[0].expected_output_tokens, u32::MAX);
+}
