@@ -98,3 +98,69 @@ fn custom_output_tokens_above_u32_max_are_an_error_naming_the_line() {
     let w = generate_custom(&cfg, &sampling(1), cl100k().as_ref()).unwrap();
     assert_eq!(w.requests[0].expected_output_tokens, u32::MAX);
 }
+
+/// Pins trace rows of 0 tokens as errors naming the line: `"output_length": 0` used to be sent
+/// as `max_tokens` 1 and `"input_length": 0` as an empty prompt, both silently; lengths above
+/// `u32::MAX` were lowered to it.
+#[test]
+fn trace_rows_of_zero_or_oversized_lengths_are_errors_naming_the_line() {
+    use servebench_data::trace::{parse_trace, TraceLabels};
+    let l = TraceLabels::default();
+    let ok = "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2}\n";
+    for (bad, field) in [
+        ("{\"timestamp\": 1, \"input_length\": 4, \"output_length\": 0}", "'output_length' is 0"),
+        ("{\"timestamp\": 1, \"input_length\": 0, \"output_length\": 2}", "'input_length' is 0"),
+        (
+            "{\"timestamp\": 1, \"input_length\": 4294967296, \"output_length\": 2}",
+            "'input_length' is 4294967296",
+        ),
+    ] {
+        let e = parse_trace(&format!("{ok}{bad}\n"), &l).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Dataset, "{e}");
+        let line = e.to_string();
+        assert!(line.contains("trace line 2") && line.contains(field) && line.contains("fix:"), "{line}");
+    }
+    assert_eq!(parse_trace(ok, &l).unwrap()[0].output_length, 2);
+}
+
+/// Pins the longest trace replay (7 days, `MAX_TRACE_SPAN_MS`): timestamps that jump to absurd
+/// values (18446744073709551615, 1e300) used to be accepted and the run waited forever. The
+/// bound is on the replay, so a slower `--timed-trace-sec-multiplier` counts.
+#[test]
+fn trace_timestamps_spanning_more_than_a_week_are_refused_naming_the_row() {
+    use servebench_data::trace::{
+        build_trace_workload, parse_trace, TraceConfig, TraceLabels, MAX_TRACE_SPAN_MS,
+    };
+    let l = TraceLabels::default();
+    let row = |ts: &str| format!("{{\"timestamp\": {ts}, \"input_length\": 4, \"output_length\": 2}}\n");
+    for absurd in ["18446744073709551615", "1e300"] {
+        let text = format!("{}{}{}", row("0"), row("10"), row(absurd));
+        let e = parse_trace(&text, &l).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Dataset, "{e}");
+        assert!(e.to_string().contains("trace line 3") && e.to_string().contains("7 days"), "{e}");
+    }
+    // Exactly a week is a replay; a millisecond more is not.
+    let week = MAX_TRACE_SPAN_MS;
+    assert_eq!(parse_trace(&format!("{}{}", row("5"), row(&(week + 5.0).to_string())), &l).unwrap().len(), 2);
+    assert!(parse_trace(&format!("{}{}", row("5"), row(&(week + 6.0).to_string())), &l).is_err());
+    // Four days of trace, replayed at half speed, is eight days of replay.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    std::fs::write(&path, format!("{}{}", row("0"), row(&(4.0 * 86_400_000.0).to_string()))).unwrap();
+    let cfg = |sec_multiplier| TraceConfig {
+        path: path.clone(),
+        labels: TraceLabels::default(),
+        chunk_size: 16,
+        sec_multiplier,
+        num_prompts: 10,
+        seed: 0,
+        max_model_len: None,
+        self_timed: true,
+    };
+    assert!(build_trace_workload(&cfg(1.0), cl100k().as_ref()).is_ok());
+    let e = build_trace_workload(&cfg(2.0), cl100k().as_ref()).unwrap_err();
+    assert!(
+        e.to_string().contains("trace line 2") && e.to_string().contains("--timed-trace-sec-multiplier 2"),
+        "{e}"
+    );
+}
