@@ -164,3 +164,37 @@ fn trace_timestamps_spanning_more_than_a_week_are_refused_naming_the_row() {
         "{e}"
     );
 }
+
+/// Pins vLLM's "Min num mm items is greater than max mm items" as SB101: random-mm used to lower
+/// the image count to `--random-mm-limit-mm-per-prompt` silently (`{'image': 0}` sent no image,
+/// 5 base items with a limit of 2 sent 2).
+#[test]
+fn random_mm_refuses_an_image_limit_below_the_smallest_item_count() {
+    use servebench_data::dataset::random_mm::{
+        generate_random_mm, item_range, parse_bucket_config, RandomMmConfig,
+    };
+    use servebench_data::random::RandomDatasetConfig;
+    let cfg = |base_items, items_range_ratio, limit_image| RandomMmConfig {
+        text: RandomDatasetConfig { num_prompts: 3, input_len: 8, output_len: 2, ..Default::default() },
+        base_items,
+        items_range_ratio,
+        limit_image,
+        limit_video: 1,
+        buckets: parse_bucket_config("{(16, 16, 1): 1.0}").unwrap(),
+    };
+    for (base, r, limit, min, max) in [(1, 0.0, 0, 1, 0), (5, 0.0, 2, 5, 2), (4, 0.5, 1, 2, 1)] {
+        let e = generate_random_mm(&cfg(base, r, limit), cl100k().as_ref()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConfigInvalid, "{e}");
+        let line = e.to_string();
+        assert!(line.contains("--random-mm-limit-mm-per-prompt"), "{line}");
+        assert!(line.contains(&format!("min num mm items ({min}")), "{line}");
+        assert!(line.contains(&format!("max mm items ({max}")), "{line}");
+    }
+    // A limit inside the range caps it: [2, 6] with a limit of 3 is [2, 3], drawn uniformly.
+    assert_eq!(item_range(&cfg(4, 0.5, 3)).unwrap(), (2, 3));
+    let w = generate_random_mm(&cfg(4, 0.5, 3), cl100k().as_ref()).unwrap();
+    assert!(w.requests.iter().all(|r| (2..=3).contains(&r.multimodal.as_ref().unwrap().len())));
+    // No item asked for, none sent: not an error.
+    let w = generate_random_mm(&cfg(0, 0.0, 0), cl100k().as_ref()).unwrap();
+    assert!(w.requests.iter().all(|r| r.multimodal.is_none()));
+}
