@@ -198,3 +198,59 @@ fn random_mm_refuses_an_image_limit_below_the_smallest_item_count() {
     let w = generate_random_mm(&cfg(0, 0.0, 0), cl100k().as_ref()).unwrap();
     assert!(w.requests.iter().all(|r| r.multimodal.is_none()));
 }
+
+/// A BurstGPT CSV in a temporary directory.
+fn burstgpt(text: &str) -> (tempfile::TempDir, servebench_data::dataset::burstgpt::BurstGptConfig) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("burst.csv");
+    std::fs::write(&path, text).unwrap();
+    (dir, servebench_data::dataset::burstgpt::BurstGptConfig { path })
+}
+
+/// Pins RFC 4180 quoting in the BurstGPT CSV, as pandas reads it: a quoted field holding a comma
+/// (`"Conversation, log"`) used to be "7 fields, the header has 6", a quoted `"GPT-4"` was not
+/// matched (its row silently dropped) and a quoted header was refused.
+#[test]
+fn burstgpt_reads_quoted_fields_commas_and_headers_as_pandas_does() {
+    use servebench_data::dataset::burstgpt::generate_burstgpt;
+    let csv =
+        "\"Timestamp\",\"Model\",\"Request tokens\",\"Response tokens\",\"Total tokens\",\"Log Type\"\r\n\
+               6,GPT-4,12,7,19,\"Conversation, log\"\r\n\
+               \r\n\
+               7,\"GPT-4\",30,5,35,\"He said \"\"hi\"\"\nover two lines\"\r\n\
+               8,ChatGPT,3,3,6,API log\r\n";
+    let (_d, cfg) = burstgpt(csv);
+    let s = Sampling { num_prompts: 2, shuffle: false, oversample: false, seed: 0 };
+    let w = generate_burstgpt(&cfg, &s, cl100k().as_ref()).unwrap();
+    let outputs: Vec<u32> = w.requests.iter().map(|r| r.expected_output_tokens).collect();
+    assert_eq!(outputs, [7, 5], "both GPT-4 rows, the quoted one included");
+    // A quote never closed names the line its record starts on.
+    let (_d, cfg) = burstgpt(
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n1,GPT-4,3,3,6,\"open\n",
+    );
+    let e = generate_burstgpt(&cfg, &s, cl100k().as_ref()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::DatasetFile);
+    assert!(e.to_string().contains("line 2") && e.to_string().contains("never closed"), "{e}");
+}
+
+/// Pins the bound on BurstGPT token counts (`MAX_ROW_TOKENS`, 2^20): `Request tokens` of
+/// 999,999,999 (below the old 2^31 bound) ran the process out of memory building the prompt;
+/// now a count above the bound is SB204 naming the row, for either column.
+#[test]
+fn burstgpt_token_counts_above_the_row_bound_are_refused_naming_the_row() {
+    use servebench_data::dataset::burstgpt::{generate_burstgpt, MAX_ROW_TOKENS};
+    let head = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n1,GPT-4,3,3,6,x\n";
+    let s = Sampling { num_prompts: 1, shuffle: false, oversample: false, seed: 0 };
+    for (row, column) in [
+        ("2,GPT-4,999999999,3,0,x", "'Request tokens' is 999999999"),
+        ("2,GPT-4,3,1048577,0,x", "'Response tokens' is 1048577"),
+    ] {
+        let (_d, cfg) = burstgpt(&format!("{head}{row}\n"));
+        let e = generate_burstgpt(&cfg, &s, cl100k().as_ref()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::DatasetFile, "{e}");
+        assert!(e.to_string().contains("line 3") && e.to_string().contains(column), "{e}");
+    }
+    assert_eq!(MAX_ROW_TOKENS, 1_048_576.0);
+    let (_d, cfg) = burstgpt(&format!("{head}2,GPT-4,3,1048576,0,x\n"));
+    assert!(generate_burstgpt(&cfg, &s, cl100k().as_ref()).is_ok(), "the bound itself is a count");
+}
