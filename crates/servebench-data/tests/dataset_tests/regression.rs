@@ -254,3 +254,91 @@ fn burstgpt_token_counts_above_the_row_bound_are_refused_naming_the_row() {
     let (_d, cfg) = burstgpt(&format!("{head}2,GPT-4,3,1048576,0,x\n"));
     assert!(generate_burstgpt(&cfg, &s, cl100k().as_ref()).is_ok(), "the bound itself is a count");
 }
+
+/// Pins the error of a file that is valid JSON but not a tokenizer.json (SB201): `{"hello": 1}`
+/// and a tokenizer_config.json passed as `--tokenizer` used to say "expected `,` or `}` at line 1
+/// column 9", a syntax error in a file that has none.
+#[test]
+fn valid_json_that_is_not_a_tokenizer_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let offline = servebench_data::HubEnv { offline: true, ..Default::default() };
+    for (body, says) in [
+        (r#"{"hello": 1}"#, "valid JSON, but not a tokenizer.json (it has no \"model\")"),
+        (
+            r#"{"bos_token": "<s>", "chat_template": "{{ x }}", "tokenizer_class": "T"}"#,
+            "a tokenizer_config.json",
+        ),
+        ("[1, 2]", "not a JSON object"),
+    ] {
+        let path = dir.path().join("tokenizer.json");
+        std::fs::write(&path, body).unwrap();
+        let e = servebench_data::load_tokenizer_with(path.to_str().unwrap(), &offline).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::TokenizerLoad, "{e}");
+        assert!(e.to_string().contains(says), "{body}: {e}");
+        assert!(!e.to_string().contains("expected `,`"), "{body}: {e}");
+    }
+    // Not JSON at all keeps the parser's error and position.
+    std::fs::write(dir.path().join("tokenizer.json"), "{oops").unwrap();
+    let e = servebench_data::load_tokenizer_with(dir.path().to_str().unwrap(), &offline).unwrap_err();
+    assert!(e.to_string().contains("not a valid tokenizer.json"), "{e}");
+}
+
+/// Pins `--tokenizer /dev/null` (there, but neither a file nor a directory): it used to say "no
+/// such file or directory".
+#[cfg(unix)]
+#[test]
+fn a_tokenizer_path_that_is_a_device_says_it_is_not_a_file() {
+    let offline = servebench_data::HubEnv { offline: true, ..Default::default() };
+    let e = servebench_data::load_tokenizer_with("/dev/null", &offline).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::TokenizerLoad, "{e}");
+    assert!(e.to_string().contains("neither a regular file nor a directory"), "{e}");
+    assert!(!e.to_string().contains("no such file"), "{e}");
+}
+
+/// Pins an invalid `chat_template` in tokenizer_config.json (`42`) as SB201 saying it is not a
+/// template: it used to read as "has no chat template" (SB206 at first use).
+#[test]
+fn a_chat_template_that_is_not_a_template_is_an_invalid_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = servebench_testkit::fixtures::fixture("tokenizers/synthetic-wordlevel/tokenizer.json");
+    std::fs::copy(src, dir.path().join("tokenizer.json")).unwrap();
+    let offline = servebench_data::HubEnv { offline: true, ..Default::default() };
+    for (template, says) in [
+        ("42", "chat_template is 42, not a template"),
+        ("[{\"name\": \"tool_use\", \"template\": \"x\"}]", "without one named \"default\""),
+    ] {
+        std::fs::write(
+            dir.path().join("tokenizer_config.json"),
+            format!("{{\"chat_template\": {template}}}"),
+        )
+        .unwrap();
+        let e = servebench_data::load_tokenizer_with(dir.path().to_str().unwrap(), &offline).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::TokenizerLoad, "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+    }
+    std::fs::write(dir.path().join("tokenizer_config.json"), "{\"chat_template\": null}").unwrap();
+    let t = servebench_data::load_tokenizer_with(dir.path().to_str().unwrap(), &offline).unwrap();
+    assert!(t.chat_template().is_none(), "null is no template");
+}
+
+/// Pins chat-column messages whose content is a list of OpenAI content parts: the text parts
+/// are joined (with a line break); a content without text says so. It used to say "has no
+/// user/human message".
+#[test]
+fn hf_chat_content_parts_are_joined_and_non_text_content_is_named() {
+    use servebench_data::dataset::hf::{extract, Columns};
+    let cols = Columns::Chat("messages".into());
+    let row = serde_json::json!({"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Describe"}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "briefly."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A cat."}]}
+    ]});
+    assert_eq!(extract(&row, &cols).unwrap(), ("Describe\nbriefly.".to_string(), Some("A cat.".to_string())));
+    let images_only = serde_json::json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]});
+    let e = extract(&images_only, &cols).unwrap_err();
+    assert!(e.contains("the user message") && e.contains("no text part"), "{e}");
+    let number = serde_json::json!({"messages": [{"role": "user", "content": 7}]});
+    let e = extract(&number, &cols).unwrap_err();
+    assert!(e.contains("a number, not text"), "{e}");
+    let plain = serde_json::json!({"messages": [{"from": "human", "value": "hi"}]});
+    assert_eq!(extract(&plain, &cols).unwrap(), ("hi".to_string(), None));
+}
