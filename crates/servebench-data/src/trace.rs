@@ -120,7 +120,7 @@ impl TraceClock {
         }
         let first = *self.first.get_or_insert(ts);
         let span = (ts - first) * self.multiplier;
-        if !(span <= MAX_TRACE_SPAN_MS) {
+        if span.is_nan() || span > MAX_TRACE_SPAN_MS {
             return Err(dataset_err(format!(
                 "trace line {line_no}: timestamp {ts} is {} days after the first row's ({first}){}, \
                  beyond the longest replay (7 days); fix: check that timestamps are milliseconds \
