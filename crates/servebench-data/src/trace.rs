@@ -93,24 +93,87 @@ fn field_u64(v: &Value, name: &str, line: usize) -> Result<u64> {
     )
 }
 
-/// Parses JSONL trace text (pure). Empty lines are skipped; timestamps must not decrease.
+/// The longest replay a trace may ask for: 7 days between its first and last rows, after
+/// `--timed-trace-sec-multiplier` (docs/datasets.md). A timestamp beyond it is a unit mix-up or
+/// a corrupt row (`18446744073709551615`, `1e300`), which used to make the run wait forever.
+pub const MAX_TRACE_SPAN_MS: f64 = 7.0 * 24.0 * 3600.0 * 1000.0;
+
+/// The timestamps seen so far: they must not decrease, and the replay they ask for (times the
+/// multiplier) must stay within [`MAX_TRACE_SPAN_MS`].
+#[derive(Debug, Clone, Copy)]
+struct TraceClock {
+    first: Option<f64>,
+    last: f64,
+    multiplier: f64,
+}
+
+impl TraceClock {
+    fn new(multiplier: f64) -> Self {
+        TraceClock { first: None, last: f64::NEG_INFINITY, multiplier }
+    }
+
+    fn check(&mut self, ts: f64, line_no: usize) -> Result<()> {
+        if !ts.is_finite() || ts < self.last {
+            return Err(dataset_err(format!(
+                "trace line {line_no}: timestamp {ts} is before the previous one; fix: sort the trace by timestamp"
+            )));
+        }
+        let first = *self.first.get_or_insert(ts);
+        let span = (ts - first) * self.multiplier;
+        if span.is_nan() || span > MAX_TRACE_SPAN_MS {
+            return Err(dataset_err(format!(
+                "trace line {line_no}: timestamp {ts} is {} days after the first row's ({first}){}, \
+                 beyond the longest replay (7 days); fix: check that timestamps are milliseconds \
+                 and the row is not corrupt",
+                (ts - first) / 86_400_000.0,
+                if self.multiplier == 1.0 {
+                    String::new()
+                } else {
+                    format!(" × --timed-trace-sec-multiplier {}", self.multiplier)
+                },
+            )));
+        }
+        self.last = ts;
+        Ok(())
+    }
+}
+
+/// Parses JSONL trace text (pure). Empty lines are skipped; timestamps must not decrease nor
+/// span more than [`MAX_TRACE_SPAN_MS`].
 pub fn parse_trace(text: &str, labels: &TraceLabels) -> Result<Vec<TraceRow>> {
     let mut rows = Vec::new();
-    let mut last_ts = f64::NEG_INFINITY;
+    let mut clock = TraceClock::new(1.0);
     for (i, line) in text.lines().enumerate() {
-        if let Some(row) = parse_line(line, i + 1, labels, &mut last_ts)? {
+        if let Some(row) = parse_line(line, i + 1, labels, &mut clock)? {
             rows.push(row);
         }
     }
     Ok(rows)
 }
 
-/// One line of a trace (`None` for an empty line); `last_ts` is the previous row's timestamp.
+/// A length field: a positive integer that fits a `u32` (0 used to be sent as an empty prompt
+/// or `max_tokens` 1, larger values were lowered to `u32::MAX`).
+fn field_len(v: &Value, name: &str, line: usize) -> Result<u32> {
+    let n = field_u64(v, name, line)?;
+    if n == 0 {
+        return Err(dataset_err(format!(
+            "trace line {line}: '{name}' is 0; fix: give every row a length of at least 1 token (or remove the row)"
+        )));
+    }
+    u32::try_from(n).map_err(|_| {
+        dataset_err(format!(
+            "trace line {line}: '{name}' is {n}, above the largest length ({}); fix: check the row",
+            u32::MAX
+        ))
+    })
+}
+
+/// One line of a trace (`None` for an empty line); `clock` holds the timestamps seen before.
 fn parse_line(
     line: &str,
     line_no: usize,
     labels: &TraceLabels,
-    last_ts: &mut f64,
+    clock: &mut TraceClock,
 ) -> Result<Option<TraceRow>> {
     if line.trim().is_empty() {
         return Ok(None);
@@ -124,14 +187,9 @@ fn parse_line(
             labels.timestamp
         ))
     })?;
-    if !ts.is_finite() || ts < *last_ts {
-        return Err(dataset_err(format!(
-            "trace line {line_no}: timestamp {ts} is before the previous one; fix: sort the trace by timestamp"
-        )));
-    }
-    *last_ts = ts;
-    let input = field_u64(&v, &labels.input_length, line_no)?;
-    let output = field_u64(&v, &labels.output_length, line_no)?;
+    clock.check(ts, line_no)?;
+    let input = field_len(&v, &labels.input_length, line_no)?;
+    let output = field_len(&v, &labels.output_length, line_no)?;
     let hash_ids = match v.get(&labels.hash_ids) {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a
@@ -151,13 +209,7 @@ fn parse_line(
             )))
         }
     };
-    let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
-    Ok(Some(TraceRow {
-        timestamp_ms: ts,
-        input_length: clamp(input),
-        output_length: clamp(output),
-        hash_ids,
-    }))
+    Ok(Some(TraceRow { timestamp_ms: ts, input_length: input, output_length: output, hash_ids }))
 }
 
 /// Arrival offsets of `rows` (pure): `(timestamp − first) × multiplier`, in µs.
@@ -288,12 +340,12 @@ pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<Prepa
     let mut rows = TraceRows::default();
     let mut offsets = OffsetsFrom::new(cfg.sec_multiplier);
     let (mut seen, mut filtered_out) = (0usize, 0usize);
-    let mut last_ts = f64::NEG_INFINITY;
+    let mut clock = TraceClock::new(cfg.sec_multiplier);
     for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
         let line = line.map_err(unreadable)?;
         // A byte-order mark (Windows editors write one) is not part of the first row.
         let text = if i == 0 { crate::dataset::file::strip_bom(&line) } else { &line };
-        let Some(row) = parse_line(text, i + 1, &cfg.labels, &mut last_ts)? else { continue };
+        let Some(row) = parse_line(text, i + 1, &cfg.labels, &mut clock)? else { continue };
         seen += 1;
         if seen > cfg.num_prompts {
             continue;

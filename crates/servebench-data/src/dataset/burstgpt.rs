@@ -29,8 +29,8 @@ const RESPONSE: &str = "Response tokens";
 /// One kept row: request and response tokens.
 type Row = (usize, usize);
 
-fn column(file: &DataFile, header: &[&str], name: &str) -> Result<usize> {
-    header.iter().position(|h| *h == name).ok_or_else(|| {
+fn column(file: &DataFile, header: &[String], name: &str) -> Result<usize> {
+    header.iter().position(|h| h == name).ok_or_else(|| {
         file.error(
             Location::Line(1),
             format!("the header has no '{name}' column"),
@@ -39,33 +39,120 @@ fn column(file: &DataFile, header: &[&str], name: &str) -> Result<usize> {
     })
 }
 
+/// The largest `Request tokens` / `Response tokens` a row may have: 2^20 = 1,048,576 tokens, far
+/// above any BurstGPT row (GPT-4's contexts are 8k to 128k tokens). A prompt is built in memory
+/// from its count: 999,999,999 ran the process out of memory.
+pub const MAX_ROW_TOKENS: f64 = 1_048_576.0;
+
+/// One CSV record: the line it starts on (1-based) and its fields.
+type Record = (usize, Vec<String>);
+
+/// The records of a CSV text, RFC 4180 as pandas reads it: fields separated by commas; a field
+/// that starts with `"` is quoted (it may hold commas, line breaks, and `""` for a quote);
+/// unquoted fields are trimmed; CRLF line ends; blank lines are skipped. `Err` is the line of a
+/// record whose quote is never closed.
+fn csv_records(text: &str) -> std::result::Result<Vec<Record>, usize> {
+    let mut records = Vec::new();
+    let mut fields: Vec<String> = Vec::new();
+    let mut field = String::new();
+    let (mut line, mut start) = (1usize, 1usize);
+    let (mut quoted, mut in_quotes, mut blank) = (false, false, true);
+    let mut chars = text.chars().peekable();
+    let end_field = |field: &mut String, quoted: bool, fields: &mut Vec<String>| {
+        let f = std::mem::take(field);
+        fields.push(if quoted { f } else { f.trim().to_string() });
+    };
+    while let Some(c) = chars.next() {
+        if in_quotes {
+            match c {
+                '"' if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                '"' => in_quotes = false,
+                '\n' => {
+                    line += 1;
+                    field.push(c);
+                }
+                _ => field.push(c),
+            }
+            continue;
+        }
+        match c {
+            '"' if field.trim().is_empty() && !quoted => {
+                field.clear();
+                quoted = true;
+                in_quotes = true;
+                blank = false;
+            }
+            ',' => {
+                end_field(&mut field, quoted, &mut fields);
+                quoted = false;
+                blank = false;
+            }
+            '\n' => {
+                if !blank || !field.trim().is_empty() {
+                    end_field(&mut field, quoted, &mut fields);
+                    records.push((start, std::mem::take(&mut fields)));
+                }
+                field.clear();
+                quoted = false;
+                blank = true;
+                line += 1;
+                start = line;
+            }
+            '\r' if chars.peek() == Some(&'\n') => {}
+            _ => {
+                if !c.is_whitespace() {
+                    blank = false;
+                }
+                field.push(c);
+            }
+        }
+    }
+    if in_quotes {
+        return Err(start);
+    }
+    if !blank || !field.trim().is_empty() {
+        end_field(&mut field, quoted, &mut fields);
+        records.push((start, fields));
+    }
+    Ok(records)
+}
+
 /// The GPT-4 rows with positive response tokens.
 fn read_rows(file: &DataFile) -> Result<Vec<Row>> {
     let text = file.read_text()?;
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let Some((_, head)) = lines.next() else {
+    let records = csv_records(&text).map_err(|line| {
+        file.error(
+            Location::Line(line),
+            "a quoted field is never closed (no matching '\"')",
+            "close the quote, or write a quote inside a quoted field as \"\"",
+        )
+    })?;
+    let mut records = records.into_iter();
+    let Some((_, header)) = records.next() else {
         return Err(file.error(Location::File, "the file is empty", "pass the BurstGPT CSV"));
     };
-    let header: Vec<&str> = head.split(',').map(str::trim).collect();
     let (model, request, response) =
         (column(file, &header, MODEL)?, column(file, &header, REQUEST)?, column(file, &header, RESPONSE)?);
     let mut rows = Vec::new();
-    for (i, line) in lines {
-        let at = Location::Line(i + 1);
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    for (line, fields) in records {
+        let at = Location::Line(line);
         if fields.len() != header.len() {
             return Err(file.error(
                 at,
                 format!("{} fields, the header has {}", fields.len(), header.len()),
-                "fix or remove the line",
+                "fix or remove the line (quote a field that holds a comma: \"a, b\")",
             ));
         }
+        let field = |c: usize| fields.get(c).map_or("", String::as_str);
         let number = |c: usize, name: &str| -> Result<f64> {
-            fields[c].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
-                file.error(at, format!("'{name}' is '{}', not a number", fields[c]), "fix or remove the line")
+            field(c).parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
+                file.error(at, format!("'{name}' is '{}', not a number", field(c)), "fix or remove the line")
             })
         };
-        if fields[model] != "GPT-4" {
+        if field(model) != "GPT-4" {
             continue;
         }
         let (req, resp) = (number(request, REQUEST)?, number(response, RESPONSE)?);
@@ -76,15 +163,14 @@ fn read_rows(file: &DataFile) -> Result<Vec<Row>> {
                 "fix or remove the line",
             ));
         }
-        // As the random dataset's lengths: below 2^31 tokens (a larger count aborted the
-        // process allocating its token ids).
-        let limit = f64::from(u32::MAX / 2);
-        if req > limit || resp > limit {
-            return Err(file.error(
-                at,
-                format!("a token count ({req} / {resp}) is not below 2^31"),
-                "fix or remove the line (lengths below 2^31 tokens)",
-            ));
+        for (name, v) in [(REQUEST, req), (RESPONSE, resp)] {
+            if v > MAX_ROW_TOKENS {
+                return Err(file.error(
+                    at,
+                    format!("'{name}' is {v}, above the largest count a row may have ({MAX_ROW_TOKENS})"),
+                    "fix or remove the line (BurstGPT rows are below 2^20 = 1,048,576 tokens)",
+                ));
+            }
         }
         if resp > 0.0 {
             rows.push((req as usize, resp as usize));
@@ -195,7 +281,7 @@ mod tests {
     }
 
     /// `Request tokens` of 99,999,999,999 aborted the process allocating 400 GB of token ids, and
-    /// 4,000,000,000 (within u32) 16 GB: the random dataset's bound applies, below 2^31.
+    /// 4,000,000,000 (within u32) 16 GB: refused, above [`MAX_ROW_TOKENS`].
     #[test]
     fn a_token_count_of_2_pow_31_or_more_is_refused_naming_its_line() {
         let tok = crate::load_tokenizer("cl100k_base").unwrap();
@@ -203,7 +289,7 @@ mod tests {
         let err =
             generate_burstgpt(&BurstGptConfig { path }, &Sampling::default(), tok.as_ref()).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("line 6") && text.contains("not below 2^31"), "{text}");
+        assert!(text.contains("line 6") && text.contains("above the largest count"), "{text}");
         assert_eq!(err.code(), servebench_core::ErrorCode::DatasetFile);
     }
 }

@@ -54,10 +54,16 @@ pub fn generate_custom(cfg: &CustomConfig, sampling: &Sampling, tok: &dyn TextTo
     Ok(finish(samples, sampling))
 }
 
-/// With `--custom-output-len -1` every line needs a positive `output_tokens`.
+/// With `--custom-output-len -1` every line needs a positive `output_tokens` that fits a
+/// request's `max_tokens` (at most `u32::MAX`; larger ones used to be lowered to it silently).
 pub(crate) fn check_line_output_tokens(file: &DataFile, at: Location, n: Option<i64>) -> Result<()> {
     match n {
-        Some(n) if n > 0 => Ok(()),
+        Some(n) if n > 0 && n <= i64::from(u32::MAX) => Ok(()),
+        Some(n) if n > 0 => Err(file.error(
+            at,
+            format!("output_tokens is {n}, above the largest output length ({})", u32::MAX),
+            format!("use a length of at most {}", u32::MAX),
+        )),
         Some(n) => Err(file.error(at, format!("output_tokens is {n}"), "use a positive number")),
         None => Err(file.error(
             at,

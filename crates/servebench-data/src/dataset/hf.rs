@@ -104,14 +104,56 @@ fn as_text(v: &Value) -> Option<String> {
     }
 }
 
-/// First message whose role is one of `roles`: `{role, content}` or `{from, value}`.
-fn chat_message(messages: &[Value], roles: &[&str]) -> Option<String> {
+/// The text of a chat message's content: a string, a list of strings (the first, as before), or
+/// a list of OpenAI content parts, whose `text` parts are joined with a line break as vLLM joins
+/// them (`[{"type": "text", "text": "…"}]` used to read as "has no user/human message").
+fn content_text(v: &Value) -> std::result::Result<String, String> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(parts) if parts.first().is_some_and(Value::is_string) => {
+            Ok(parts.first().and_then(Value::as_str).unwrap_or_default().to_string())
+        }
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .map(|p| p.get("text").and_then(Value::as_str).ok_or("a text part has no string \"text\""))
+                .collect::<std::result::Result<_, _>>()?;
+            if texts.is_empty() {
+                return Err("its content parts hold no text part".to_string());
+            }
+            Ok(texts.join("\n"))
+        }
+        other => Err(format!("its content is {}, not text", kind(other))),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// First message whose role is one of `roles` (`{role, content}` or `{from, value}`) and its
+/// text; `Err` when its content is not text.
+fn chat_message(messages: &[Value], roles: &[&str]) -> Option<std::result::Result<String, String>> {
     messages.iter().find_map(|m| {
         let role = m.get("role").or_else(|| m.get("from"))?.as_str()?;
         if !roles.contains(&role) {
             return None;
         }
-        as_text(m.get("content").or_else(|| m.get("value"))?)
+        Some(
+            m.get("content")
+                .or_else(|| m.get("value"))
+                .ok_or_else(|| "it has no content".to_string())
+                .and_then(content_text)
+                .map_err(|why| format!("the {role} message: {why}")),
+        )
     })
 }
 
@@ -122,8 +164,12 @@ pub fn extract(row: &Value, cols: &Columns) -> std::result::Result<(String, Opti
         Columns::Chat(c) => {
             let msgs = get(c)?.as_array().ok_or_else(|| format!("column '{c}' is not a list of messages"))?;
             let prompt = chat_message(msgs, &["user", "human"])
-                .ok_or_else(|| format!("column '{c}' has no user/human message"))?;
-            Ok((prompt, chat_message(msgs, &["assistant", "gpt"])))
+                .ok_or_else(|| format!("column '{c}' has no user/human message"))?
+                .map_err(|why| format!("column '{c}', {why}"))?;
+            let reply = chat_message(msgs, &["assistant", "gpt"])
+                .transpose()
+                .map_err(|why| format!("column '{c}', {why}"))?;
+            Ok((prompt, reply))
         }
         Columns::Turns => {
             let t = get("turns")?;

@@ -2,8 +2,9 @@
 //! random RGB noise of the configured sizes, encoded as JPEG and sent as
 //! `{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,…"}}` parts after the text
 //! in the chat message (openai-chat only). The number of items per request is uniform in
-//! `[floor(n·(1−r)), ceil(n·(1+r))]` (`--random-mm-base-items-per-request`,
-//! `--random-mm-num-mm-items-range-ratio`), capped by `--random-mm-limit-mm-per-prompt`; each
+//! `[floor(n·(1−r)), min(limit, ceil(n·(1+r)))]` (`--random-mm-base-items-per-request`,
+//! `--random-mm-num-mm-items-range-ratio`, the image limit of `--random-mm-limit-mm-per-prompt`;
+//! a limit below `floor(n·(1−r))` is refused, as vLLM does, see [`item_range`]); each
 //! item's size is a weighted choice among the buckets of `--random-mm-bucket-config`
 //! (`{(height, width, frames): probability, …}`). Video buckets (frames > 1) with a non-zero
 //! probability are refused: video is not supported yet. `prompt_tokens` counts text tokens only.
@@ -168,14 +169,39 @@ pub fn item_bounds(n: usize, r: f64) -> (usize, usize) {
     ((n as f64 * (1.0 - r)).floor().max(0.0) as usize, (n as f64 * (1.0 + r)).ceil() as usize)
 }
 
+/// The range the number of items of a request is drawn from, uniformly: from
+/// `floor(n(1−r))` to `min(image limit, ceil(n(1+r)))`. As vLLM ("Min num mm items is greater
+/// than max mm items"), a limit below the smallest count is refused (SB101): the count used to
+/// be lowered to the limit silently (`{'image': 0}` sent no image at all). Only images are
+/// generated (video buckets in use are refused), so the image limit is the sum of the limits
+/// that can be used.
+pub fn item_range(cfg: &RandomMmConfig) -> Result<(usize, usize)> {
+    let (lo, hi) = item_bounds(cfg.base_items, cfg.items_range_ratio);
+    let max = hi.min(cfg.limit_image);
+    if lo > max {
+        return Err(BenchError::config(
+            "--random-mm-limit-mm-per-prompt",
+            format!(
+                "min num mm items ({lo} = floor({} × (1 − {}))) is greater than max mm items \
+                 ({max} = min(image limit {}, ceil({} × (1 + {}))))",
+                cfg.base_items, cfg.items_range_ratio, cfg.limit_image, cfg.base_items, cfg.items_range_ratio
+            ),
+            format!(
+                "raise the image limit to at least {lo} (--random-mm-limit-mm-per-prompt \
+                 '{{\"image\": {lo}}}'), or lower --random-mm-base-items-per-request"
+            ),
+        ));
+    }
+    Ok((lo, max))
+}
+
 /// Builds the random-mm workload (every request gets its own image RNG keyed by seed and index).
 pub fn generate_random_mm(cfg: &RandomMmConfig, tok: &dyn TextTokenizer) -> Result<Workload> {
     check_buckets(&cfg.buckets)?;
     let images: Vec<Bucket> =
         cfg.buckets.iter().copied().filter(|b| b.frames == 1 && b.probability > 0.0).collect();
     let total_p: f64 = images.iter().map(|b| b.probability).sum();
-    let (lo, hi) = item_bounds(cfg.base_items, cfg.items_range_ratio);
-    let cap = cfg.limit_image; // video buckets are refused above: images are the only items
+    let (lo, hi) = item_range(cfg)?;
     let text = generate_random(&cfg.text, tok)?;
     let seed = cfg.text.seed;
     type Parts = Option<Arc<[Arc<str>]>>;
@@ -183,7 +209,7 @@ pub fn generate_random_mm(cfg: &RandomMmConfig, tok: &dyn TextTokenizer) -> Resu
         .into_par_iter()
         .map(|i| {
             let mut r = rng(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), streams::MM_ITEMS);
-            let n = r.random_range(lo..=hi).min(cap);
+            let n = r.random_range(lo..=hi);
             let mut items = Vec::with_capacity(n);
             let mut img_rng = rng(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), streams::IMAGES);
             for _ in 0..n {

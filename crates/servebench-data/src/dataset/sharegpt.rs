@@ -149,6 +149,16 @@ pub fn generate_sharegpt(
             _ => None,
         })
         .collect();
+    if conversations.is_empty() && is_one_object(&text) {
+        // `{"conversations": []}`: the whole file is one record, where ShareGPT is an array.
+        return Err(file.error(
+            super::file::Location::File,
+            "a JSON object where an array is expected (ShareGPT is a JSON array of records), \
+             and its one record has no conversation with two or more messages",
+            "pass a JSON array [{\"conversations\": [{\"from\": ..., \"value\": ...}, ...]}, ...] \
+             (or JSON Lines, one such object per line)",
+        ));
+    }
     if conversations.is_empty() {
         return Err(file.error(
             super::file::Location::File,
@@ -160,6 +170,12 @@ pub fn generate_sharegpt(
     let samples =
         collect_samples(&conversations, sampling.num_prompts, |c| sample_of(c, cfg.output_len, tok))?;
     Ok(finish(samples, sampling))
+}
+
+/// True when the whole text is one JSON object (not an array, not several lines of records).
+fn is_one_object(text: &str) -> bool {
+    let text = text.trim_start_matches('\u{feff}').trim();
+    text.starts_with('{') && serde_json::from_str::<&serde_json::value::RawValue>(text).is_ok()
 }
 
 fn sample_of(
@@ -234,6 +250,21 @@ mod tests {
         let err = load(&text).unwrap_err();
         assert_eq!(err.code(), ErrorCode::DatasetFile, "{err}");
         assert!(err.to_string().contains("surrogate"), "{err}");
+    }
+
+    /// Pins the error of a ShareGPT file that is one JSON object (`{"conversations": []}`): it
+    /// used to say only "no conversation has two or more messages"; docs/datasets.md lists "a
+    /// JSON object where an array is expected" as its own error.
+    #[test]
+    fn a_json_object_where_an_array_is_expected_says_so() {
+        for text in [r#"{"conversations": []}"#, "\u{feff}{\"conversations\": [{\"value\": \"one\"}]}\n"] {
+            let err = load(text).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::DatasetFile, "{err}");
+            assert!(err.to_string().contains("a JSON object where an array is expected"), "{err}");
+        }
+        // JSON Lines whose records have no usable conversation keep their own error.
+        let err = load("{\"conversations\": []}\n{\"conversations\": []}\n").unwrap_err();
+        assert!(err.to_string().contains("no conversation has two or more messages"), "{err}");
     }
 
     #[test]

@@ -30,10 +30,12 @@
 //! stream keyed by `(seed, i)`; the prefix has a stream of its own. The workload does not
 //! depend on the number of threads (generation runs on rayon).
 
+pub mod exact;
 mod general;
 pub(crate) mod pool;
 mod source;
 
+pub use exact::{ExactText, ExactTexts};
 pub use source::RandomSource;
 
 use std::sync::Arc;

@@ -183,9 +183,27 @@ impl HfChatTemplate {
         let jinja_path = dir.join("chat_template.jinja");
         let source = match std::fs::read_to_string(&jinja_path) {
             Ok(text) => Some((text, None)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                config.get("chat_template").and_then(pick_source)
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match config.get("chat_template") {
+                None | Some(Value::Null) => None,
+                // `"chat_template": 42` used to read as "has no chat template".
+                Some(v) => Some(pick_source(v).ok_or_else(|| {
+                    let what = match v {
+                        Value::Array(_) => {
+                            "a list of named templates without one named \"default\"".to_string()
+                        }
+                        other => format!("{other}"),
+                    };
+                    load_error(
+                        tokenizer,
+                        format!(
+                            "{}: chat_template is {what}, not a template (a Jinja string, or a list of \
+                             {{\"name\", \"template\"}} with a \"default\")",
+                            config_path.display()
+                        ),
+                        None,
+                    )
+                })?),
+            },
             Err(e) => {
                 return Err(load_error(
                     tokenizer,

@@ -33,6 +33,28 @@ impl std::fmt::Debug for HfTokenizer {
     }
 }
 
+/// Why bytes the `tokenizers` crate refused are not a tokenizer.json, when they are valid JSON
+/// (its own error, "expected `,` or `}` at line 1 column 9", reads as a syntax error in a file
+/// that has none). `None` when the bytes are not JSON: the crate's error says where.
+fn not_a_tokenizer(bytes: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let Some(object) = value.as_object() else {
+        return Some("valid JSON, but not a tokenizer.json (not a JSON object)".to_string());
+    };
+    let config_keys = ["tokenizer_class", "chat_template", "model_max_length", "added_tokens_decoder"];
+    Some(if object.contains_key("model") {
+        "valid JSON, but not a tokenizer.json the tokenizers library can load (its fields do not \
+         match the format)"
+            .to_string()
+    } else if config_keys.iter().any(|k| object.contains_key(*k)) {
+        "valid JSON, but a tokenizer_config.json, not a tokenizer.json (pass the tokenizer.json \
+         beside it, or their directory)"
+            .to_string()
+    } else {
+        "valid JSON, but not a tokenizer.json (it has no \"model\")".to_string()
+    })
+}
+
 impl HfTokenizer {
     /// Loads a `tokenizer.json` file; `name` is what [`TextTokenizer::name`] reports.
     pub fn from_file(path: &Path, name: impl Into<String>) -> Result<Self> {
@@ -74,8 +96,13 @@ impl HfTokenizer {
             Outcome::Loaded(l) => (l.tokenizer, l.model_max_id),
             Outcome::Invalid(e) => return Err(load_err("not a valid tokenizer.json", e)),
             Outcome::NotMine(bytes) => {
-                let t = tokenizers::Tokenizer::from_bytes(&bytes)
-                    .map_err(|e| load_err("not a valid tokenizer.json", e))?;
+                let t =
+                    tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| match not_a_tokenizer(&bytes) {
+                        Some(detail) => {
+                            BenchError::TokenizerLoad { name: name.clone(), detail, source: Some(e) }
+                        }
+                        None => load_err("not a valid tokenizer.json", e),
+                    })?;
                 let max = t.get_model().get_vocab().into_values().max();
                 (t, max)
             }

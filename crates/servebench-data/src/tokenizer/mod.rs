@@ -60,6 +60,15 @@ pub fn load_tokenizer_with(spec: &str, env: &HubEnv) -> Result<Arc<dyn TextToken
             ),
         ));
     }
+    if path.exists() {
+        // `/dev/null`, a FIFO, a socket: there, but neither a file nor a directory (it used to
+        // say "no such file or directory").
+        return Err(BenchError::tokenizer_load(
+            spec,
+            "exists but is neither a regular file nor a directory; fix: pass a tokenizer.json \
+             file or the directory holding it",
+        ));
+    }
     if hub::looks_like_model_id(spec) {
         let file = hub::resolve_model_tokenizer(spec, env)?;
         return Ok(Arc::new(HfTokenizer::from_file(&file, spec)?));

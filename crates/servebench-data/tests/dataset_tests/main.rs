@@ -6,5 +6,6 @@
 mod datasets;
 mod hf_env;
 mod hf_vllm_parsers;
+mod regression;
 mod sharegpt_selection;
 mod workload_digest;

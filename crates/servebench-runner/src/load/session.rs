@@ -19,6 +19,7 @@ use crate::observe::live::LiveMetrics;
 use http::{HeaderName, HeaderValue};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 use servebench_client::request::{
     execute_controlled, ExecOptions, PreparedBody, RequestControls, RequestTarget,
@@ -27,7 +28,7 @@ use servebench_client::transport::HttpClient;
 use servebench_core::{
     BenchError, Outcome, Prompt, RequestRecord, RequestSpec, Result, RunClock, TextTokenizer, Workload,
 };
-use servebench_data::random::{generate_random, RandomDatasetConfig};
+use servebench_data::random::{generate_random, ExactText, ExactTexts, RandomDatasetConfig};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
@@ -61,15 +62,17 @@ pub fn turn_counts(n: usize, min: u32, max: u32, seed: u64) -> Vec<u32> {
     (0..n).map(|_| lo + (rng.next_u64() % u64::from(hi - lo + 1)) as u32).collect()
 }
 
+/// `n` random texts of `len` tokens (special tokens included, as the random dataset counts):
+/// each one's text, its token count without special tokens, and its output length.
 fn texts(
     cfg: &RandomDatasetConfig,
     n: usize,
     len: usize,
     seed: u64,
     tok: &dyn TextTokenizer,
-) -> Result<Vec<(Arc<str>, u32)>> {
+) -> Result<Vec<(Arc<str>, usize, u32)>> {
     if n == 0 || len == 0 {
-        return Ok(vec![(Arc::from(""), cfg.output_len as u32); n]);
+        return Ok(vec![(Arc::from(""), 0, cfg.output_len as u32); n]);
     }
     let c = RandomDatasetConfig {
         num_prompts: n,
@@ -80,10 +83,14 @@ fn texts(
         ..cfg.clone()
     };
     let w = generate_random(&c, tok)?;
-    Ok(w.requests
-        .into_iter()
-        .map(|r| (Arc::from(r.prompt.text().unwrap_or_default()), r.expected_output_tokens))
-        .collect())
+    Ok(w.requests.into_iter().map(|r| random_body(&r, tok)).collect())
+}
+
+/// A random request's text, its token count without special tokens, and its output length.
+fn random_body(r: &RequestSpec, tok: &dyn TextTokenizer) -> (Arc<str>, usize, u32) {
+    let special = tok.num_special_tokens() as usize;
+    let text = Arc::from(r.prompt.text().unwrap_or_default());
+    (text, (r.prompt_tokens as usize).saturating_sub(special), r.expected_output_tokens)
 }
 
 fn count(tok: &dyn TextTokenizer, text: &str) -> Result<u32> {
@@ -138,39 +145,100 @@ pub fn synthetic(
         generate_random(&c, tok)?.requests.into_iter()
     };
     let mut rest = texts(random, later, (later_len - gl - cl).max(1), s.wrapping_add(1), tok)?.into_iter();
-    let global = if history { Vec::new() } else { texts(random, 2, g0.max(gl), s.wrapping_add(2), tok)? };
-    let per_conv = if history { Vec::new() } else { texts(random, n, c0.max(cl), s.wrapping_add(3), tok)? };
-    let cut = |text: &str, len: usize| -> Result<String> {
-        if len == 0 {
-            return Ok(String::new());
-        }
-        let ids = tok.encode(text, false)?;
-        tok.decode(&ids[..len.min(ids.len())], true)
-    };
+    let shared = if history { None } else { Some(SharedBlocks::new(tok, s, (g0, c0), (gl, cl))?) };
     let mut requests = Vec::new();
     let mut bounds = Vec::with_capacity(n);
     for (c, &turns) in counts.iter().enumerate() {
         bounds.push((requests.len(), turns as usize));
+        let prefixes = shared.as_ref().map(|b| b.conversation(c)).transpose()?;
         for t in 0..turns as usize {
-            let (body, out) = if t == 0 {
+            let (body, body_len, out) = if t == 0 {
                 let r = first.next().ok_or_else(|| BenchError::dataset("random dataset too short"))?;
-                (Arc::from(r.prompt.text().unwrap_or_default()), r.expected_output_tokens)
+                random_body(&r, tok)
             } else {
                 rest.next().ok_or_else(|| BenchError::dataset("random dataset too short"))?
             };
-            let user: Arc<str> = if history {
-                body
-            } else {
-                let (g, cc) = if t == 0 { (g0, c0) } else { (gl, cl) };
-                let gtext = global.first().map_or(String::new(), |x| x.0.to_string());
-                let ctext = per_conv.get(c).map_or(String::new(), |x| x.0.to_string());
-                Arc::from(format!("{}{}{}", cut(&gtext, g)?, cut(&ctext, cc)?, body))
+            let (user, tokens): (Arc<str>, u32) = match (&shared, &prefixes) {
+                (Some(blocks), Some(p)) => {
+                    // Global block + conversation block + this turn's text, exactly as many
+                    // tokens as the three (the blocks keep their text and tokens).
+                    let prefix = if t == 0 { &p.0 } else { &p.1 };
+                    let m = blocks.message(prefix, &body, body_len, requests.len() as u64)?;
+                    let tokens = u32::try_from(m.len()).unwrap_or(u32::MAX);
+                    (Arc::from(m.text), tokens)
+                }
+                _ => {
+                    let tokens = count(tok, &body)?;
+                    (body, tokens)
+                }
             };
-            let tokens = count(tok, &user)?;
             requests.push(RequestSpec::new(requests.len() as u64, Prompt::Text(user), tokens, out.max(1)));
         }
     }
     Ok(Conversations { workload: Workload { requests }, bounds, history, token_ids: false })
+}
+
+/// The prefix-sharing blocks of synthetic conversations: one global block shared by every
+/// conversation, then one block per conversation, each a random text of exact length that
+/// extends what comes before it as text *and* tokens ([`ExactTexts`]). Joining separately built
+/// texts as strings fused the words at each seam with SentencePiece-style tokenizers (a 10-token
+/// message came out as 5).
+struct SharedBlocks<'t> {
+    exact: ExactTexts<'t>,
+    seed: u64,
+    /// `(global, conversation)` block lengths of the first turn and of the later turns.
+    first: (usize, usize),
+    later: (usize, usize),
+    /// The global block at the shorter of the two lengths, and at the longer (which extends it).
+    global: (ExactText, ExactText),
+}
+
+impl<'t> SharedBlocks<'t> {
+    fn new(
+        tok: &'t dyn TextTokenizer,
+        seed: u64,
+        first: (usize, usize),
+        later: (usize, usize),
+    ) -> Result<Self> {
+        let exact = ExactTexts::new(tok)?;
+        let (short, long) = (first.0.min(later.0), first.0.max(later.0));
+        let mut rng = stream(seed.wrapping_add(2), 0);
+        let short_block = exact.extend(&ExactText::default(), short, &mut rng)?;
+        let long_block = exact.extend(&short_block, long - short, &mut rng)?;
+        Ok(SharedBlocks { exact, seed, first, later, global: (short_block, long_block) })
+    }
+
+    fn global(&self, len: usize) -> &ExactText {
+        if len == self.global.0.len() {
+            &self.global.0
+        } else {
+            &self.global.1
+        }
+    }
+
+    /// Conversation `c`'s prefixes (global + conversation block) of its first and later turns:
+    /// one text when both turns have the same lengths.
+    fn conversation(&self, c: usize) -> Result<(ExactText, ExactText)> {
+        let block = |(g, cc): (usize, usize), k: u64| {
+            let mut rng = stream(self.seed.wrapping_add(3), ((c as u64) << 1) | k);
+            self.exact.extend(self.global(g), cc, &mut rng)
+        };
+        let first = block(self.first, 0)?;
+        let later = if self.later == self.first { first.clone() } else { block(self.later, 1)? };
+        Ok((first, later))
+    }
+
+    /// `prefix` then a turn's own `body` text of `body_len` tokens (rebuilt if the two fuse).
+    fn message(&self, prefix: &ExactText, body: &str, body_len: usize, index: u64) -> Result<ExactText> {
+        self.exact.join(prefix, body, body_len, &mut stream(self.seed.wrapping_add(4), index))
+    }
+}
+
+/// The ChaCha8 stream `(seed, stream)`.
+fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
 }
 
 #[derive(Debug, Deserialize)]
@@ -612,6 +680,59 @@ mod tests {
         let (t, dropped) = truncate_to_model_len(c, Some(14));
         assert!(t.bounds.is_empty());
         assert_eq!(dropped, 3);
+    }
+
+    /// Pins exact prefix-sharing messages that share their blocks as text and tokens. The
+    /// global block, the conversation block and the turn's own text were built apart and joined
+    /// as strings: with a SentencePiece-style (Metaspace) tokenizer the words fused at each seam
+    /// (each 10-token message came out as 5, and the "shared" blocks were not the same tokens).
+    #[test]
+    fn prefix_sharing_messages_are_exact_and_share_their_blocks_as_text_and_tokens() {
+        use servebench_data::HfTokenizer;
+        for name in ["synthetic-metaspace", "synthetic-wordlevel", "smollm2-135m"] {
+            let path = servebench_testkit::fixtures::fixture(&format!("tokenizers/{name}/tokenizer.json"));
+            let tok = HfTokenizer::from_file(&path, name).unwrap();
+            let special = tok.num_special_tokens() as usize;
+            for per_turn in [0, 20] {
+                let cfg = MultiTurnConfig {
+                    num_turns: 3,
+                    per_turn_input_len: per_turn,
+                    prefix_global_ratio: 0.3,
+                    prefix_conversation_ratio: 0.3,
+                    ..Default::default()
+                };
+                let random = RandomDatasetConfig {
+                    num_prompts: 4,
+                    input_len: 10,
+                    output_len: 3,
+                    ..Default::default()
+                };
+                let c = synthetic(&cfg, &random, &tok).unwrap();
+                assert_eq!(c.bounds.len(), 4);
+                let mut global = std::collections::BTreeSet::new();
+                for &(start, turns) in &c.bounds {
+                    let mut conversation = std::collections::BTreeSet::new();
+                    for t in 0..turns {
+                        let r = &c.workload.requests[start + t];
+                        let text = r.prompt.text().unwrap();
+                        let ids = tok.encode(text, false).unwrap();
+                        let len = if t == 0 || per_turn == 0 { 10 } else { 20 };
+                        // 30 % + 30 % of the length, then the turn's own text (the random
+                        // dataset's length, special tokens included).
+                        let (g, cc) = (len * 3 / 10, len * 3 / 10);
+                        assert_eq!(ids.len(), len - special, "{name}: {text:?}");
+                        assert_eq!(r.prompt_tokens as usize, ids.len(), "{name}: {text:?}");
+                        let head = tok.decode(&ids[..g + cc], true).unwrap();
+                        assert!(text.starts_with(&head), "{name}: {text:?} / {head:?}");
+                        global.insert(ids[..g.min(3)].to_vec());
+                        conversation.insert((t == 0 && per_turn > 0, ids[..g + cc].to_vec()));
+                    }
+                    let blocks = if per_turn == 0 { 1 } else { 2 };
+                    assert_eq!(conversation.len(), blocks, "{name}: the conversation's blocks");
+                }
+                assert_eq!(global.len(), 1, "{name}: one global block");
+            }
+        }
     }
 
     #[test]

@@ -36,6 +36,22 @@ fn positive(flag: &str, v: u32) -> Result<usize> {
     Ok(v as usize)
 }
 
+/// The flag a length came from: `--input-len`/`--output-len` override the random dataset's own
+/// flags, so an error names the one the user gave.
+pub(crate) fn length_flag(overridden: bool, general: &'static str, random: &'static str) -> &'static str {
+    if overridden {
+        general
+    } else {
+        random
+    }
+}
+
+/// An optional per-dataset output length (`--sharegpt-output-len`, `--hf-output-len`): at least 1
+/// when given (0 made every request fail with `max_tokens` 0).
+fn optional_positive(flag: &str, v: Option<u32>) -> Result<Option<usize>> {
+    v.map(|v| positive(flag, v)).transpose()
+}
+
 fn required_path(args: &RunArgs, what: &str) -> Result<PathBuf> {
     args.dataset.dataset_path.clone().ok_or_else(|| {
         BenchError::config(
@@ -68,7 +84,8 @@ fn dataset_kind(args: &RunArgs, backend_takes_images: bool) -> Result<Option<Dat
         DatasetName::Random | DatasetName::TimedTrace | DatasetName::Agentic => return Ok(None),
         DatasetName::Sharegpt => DatasetKind::ShareGpt(ShareGptConfig {
             path: d.dataset_path.clone(),
-            output_len: d.sharegpt_output_len.map(|o| o as usize).or(output_override),
+            output_len: optional_positive("--sharegpt-output-len", d.sharegpt_output_len)?
+                .or(output_override),
         }),
         DatasetName::Sonnet => DatasetKind::Sonnet(sonnet_config(args)?),
         DatasetName::Custom => DatasetKind::Custom(CustomConfig {
@@ -183,7 +200,12 @@ fn custom_output_len(output_override: Option<usize>, flag: i64) -> Result<Option
     match (output_override, flag) {
         (Some(o), _) => Ok(Some(o)),
         (None, -1) => Ok(None),
-        (None, n) if n > 0 => Ok(Some(n as usize)),
+        (None, n) if n > 0 && n <= i64::from(u32::MAX) => Ok(Some(n as usize)),
+        (None, n) if n > 0 => Err(BenchError::config(
+            "--custom-output-len",
+            format!("{n} is above the largest output length ({})", u32::MAX),
+            format!("pass a length of at most {}", u32::MAX),
+        )),
         (None, n) => Err(BenchError::config(
             "--custom-output-len",
             format!("{n} is not a length"),
@@ -294,7 +316,7 @@ fn hf_config(args: &RunArgs, output_override: Option<usize>) -> Result<HfConfig>
     Ok(HfConfig {
         source,
         text_column: d.hf_text_column.clone(),
-        output_len: d.hf_output_len.map(|o| o as usize).or(output_override),
+        output_len: optional_positive("--hf-output-len", d.hf_output_len)?.or(output_override),
         dataset_ids: hf_dataset_ids(args),
         chat: servebench_data::dataset::hf_chat::ChatParserOptions {
             skip_chat_template: super::vllm_flags::skips_chat_template(args),
@@ -332,8 +354,14 @@ fn random_mm_config(args: &RunArgs, backend_takes_images: bool) -> Result<Random
     Ok(RandomMmConfig {
         text: RandomDatasetConfig {
             num_prompts: args.num_prompts as usize,
-            input_len: positive("--random-input-len", args.input_len.unwrap_or(args.random_input_len))?,
-            output_len: positive("--random-output-len", args.output_len.unwrap_or(args.random_output_len))?,
+            input_len: positive(
+                length_flag(args.input_len.is_some(), "--input-len", "--random-input-len"),
+                args.input_len.unwrap_or(args.random_input_len),
+            )?,
+            output_len: positive(
+                length_flag(args.output_len.is_some(), "--output-len", "--random-output-len"),
+                args.output_len.unwrap_or(args.random_output_len),
+            )?,
             prefix_len: args.random_prefix_len as usize,
             range_ratio_input: ratio.input,
             range_ratio_output: ratio.output,

@@ -202,11 +202,15 @@ fn dataset_spec(args: &RunArgs, other: Option<DatasetRequest>) -> Result<Dataset
     let input_len = args.input_len.unwrap_or(args.random_input_len);
     let output_len = args.output_len.unwrap_or(args.random_output_len);
     if input_len == 0 {
-        return Err(BenchError::config("--random-input-len", "must be at least 1", "pass a positive length"));
+        return Err(BenchError::config(
+            dataset::length_flag(args.input_len.is_some(), "--input-len", "--random-input-len"),
+            "must be at least 1",
+            "pass a positive length",
+        ));
     }
     if output_len == 0 {
         return Err(BenchError::config(
-            "--random-output-len",
+            dataset::length_flag(args.output_len.is_some(), "--output-len", "--random-output-len"),
             "must be at least 1",
             "pass a positive length",
         ));

@@ -1,7 +1,8 @@
 //! Config files (`--config FILE`) and scenario presets (`--preset NAME`): a file's keys are run
 //! flags by long name, turned into command-line tokens that clap checks as it checks flags, so a
 //! value in a file is refused exactly as on the command line (errors name file:line:key). The
-//! command line wins over `--config`, which wins over `--preset` (docs/config.md).
+//! command line wins over `--config`, which wins over `--preset`; several `--config` files merge
+//! in order, a later file's key winning (docs/config.md).
 
 pub mod argv;
 pub mod flags;
@@ -37,9 +38,9 @@ pub fn expand(args: Vec<String>) -> Result<Expanded, BenchError> {
         _ => return Ok(Expanded { args, ..Expanded::default() }),
     };
     let run = &args[start..];
-    let (config, preset) = (flag_value(run, "--config"), flag_value(run, "--preset"));
+    let (configs, preset) = (flag_values(run, "--config"), flag_value(run, "--preset"));
     let rerun = flag_value(run, "--config-from-result");
-    if config.is_none() && preset.is_none() && rerun.is_none() {
+    if configs.is_empty() && preset.is_none() && rerun.is_none() {
         return Ok(Expanded { args, ..Expanded::default() });
     }
     let cmd = argv::run_command();
@@ -60,7 +61,9 @@ pub fn expand(args: Vec<String>) -> Result<Expanded, BenchError> {
             format!("note: --{k} was recorded redacted in {path}; the rerun goes without it (give it again)")
         }));
     }
-    if let Some(path) = config {
+    // Several `--config` files merge in order: a key of a later file wins over an earlier one's
+    // (the second file used to replace the first whole, silently).
+    for path in configs {
         files.push(parse::read(&path)?);
     }
     let mut chosen: BTreeMap<String, (Vec<String>, String)> = BTreeMap::new();
@@ -94,13 +97,18 @@ fn flag_is(cmd: &clap::Command, id: &str, long: &str) -> bool {
 
 /// The value of `--flag V` or `--flag=V` in `run` (the last one).
 fn flag_value(run: &[String], flag: &str) -> Option<String> {
-    let mut found = None;
+    flag_values(run, flag).pop()
+}
+
+/// Every value of `--flag V` or `--flag=V` in `run`, in order.
+fn flag_values(run: &[String], flag: &str) -> Vec<String> {
+    let mut found = Vec::new();
     let mut it = run.iter();
     while let Some(a) = it.next() {
         if a == flag {
-            found = it.next().cloned();
+            found.extend(it.next().cloned());
         } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
-            found = Some(v.to_string());
+            found.push(v.to_string());
         }
     }
     found

@@ -19,6 +19,7 @@ fn ready_check_timeout_is_waited_in_full_not_cut_short_by_the_doubling_pause() {
 }
 
 mod bounds;
+mod inputs;
 mod messages;
 mod modes;
 mod server_text;
