@@ -340,7 +340,9 @@ pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<Prepa
     let mut rows = TraceRows::default();
     let mut offsets = OffsetsFrom::new(cfg.sec_multiplier);
     let (mut seen, mut filtered_out) = (0usize, 0usize);
-    let mut clock = TraceClock::new(cfg.sec_multiplier);
+    // The replay's span is bounded only when the timestamps are replayed: a rate-driven replay
+    // (--no-self-timed) sends the rows on the --request-rate schedule, whatever they say.
+    let mut clock = TraceClock::new(if cfg.self_timed { cfg.sec_multiplier } else { 0.0 });
     for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
         let line = line.map_err(unreadable)?;
         // A byte-order mark (Windows editors write one) is not part of the first row.

@@ -163,6 +163,11 @@ fn trace_timestamps_spanning_more_than_a_week_are_refused_naming_the_row() {
         e.to_string().contains("trace line 2") && e.to_string().contains("--timed-trace-sec-multiplier 2"),
         "{e}"
     );
+    // Without --self-timed the timestamps are not replayed (the --request-rate schedule is):
+    // a trace of any span is a workload.
+    std::fs::write(&path, format!("{}{}", row("0"), row("1e300"))).unwrap();
+    let rate_driven = TraceConfig { self_timed: false, ..cfg(1.0) };
+    assert_eq!(build_trace_workload(&rate_driven, cl100k().as_ref()).unwrap().workload.requests.len(), 2);
 }
 
 /// Pins vLLM's "Min num mm items is greater than max mm items" as SB101: random-mm used to lower
