@@ -16,8 +16,9 @@ use statrs::distribution::{ContinuousCDF, FisherSnedecor, Normal, StudentsT};
 pub struct Aggregate {
     pub n: usize,
     pub mean: f64,
-    /// Sample standard deviation (ddof = 1); 0 for n < 2.
-    pub std: f64,
+    /// Sample standard deviation (ddof = 1); `None` for n < 2, where it is undefined (it was 0,
+    /// so a multi-run summary left with one run read "std 0.00").
+    pub std: Option<f64>,
     pub min: f64,
     pub max: f64,
     /// 95 % CI of the mean (t distribution, n − 1 degrees of freedom); `None` for n < 2.
@@ -41,9 +42,8 @@ pub fn aggregate(values: &[f64]) -> Option<Aggregate> {
         return None;
     }
     let mean = v.iter().sum::<f64>() / n as f64;
-    let std =
-        if n > 1 { (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { 0.0 };
-    let half = (n > 1).then(|| t_quantile(0.975, (n - 1) as f64) * std / (n as f64).sqrt());
+    let std = (n > 1).then(|| (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
+    let half = std.map(|std| t_quantile(0.975, (n - 1) as f64) * std / (n as f64).sqrt());
     Some(Aggregate {
         n,
         mean,
@@ -231,11 +231,11 @@ mod tests {
     fn aggregate_by_hand() {
         // 2, 4, 6: mean 4, s = 2, half-width = 4.303 · 2 / √3 = 4.9687.
         let a = aggregate(&[2.0, 4.0, 6.0]).unwrap();
-        assert_eq!((a.n, a.mean, a.std, a.min, a.max), (3, 4.0, 2.0, 2.0, 6.0));
+        assert_eq!((a.n, a.mean, a.std, a.min, a.max), (3, 4.0, Some(2.0), 2.0, 6.0));
         let half = a.ci95_high.unwrap() - 4.0;
         assert!((half - 4.9687).abs() < 1e-3, "{half}");
         let one = aggregate(&[5.0]).unwrap();
-        assert_eq!((one.std, one.ci95_low), (0.0, None));
+        assert_eq!((one.std, one.ci95_low), (None, None), "one run has no spread to tell");
         assert!(aggregate(&[]).is_none());
     }
 

@@ -185,7 +185,7 @@ impl From<servebench_core::inference::Aggregate> for Aggregate {
         Aggregate {
             n: Some(a.n as u64),
             mean: Some(a.mean),
-            std: Some(a.std),
+            std: a.std,
             min: Some(a.min),
             max: Some(a.max),
             ci95_low: a.ci95_low,

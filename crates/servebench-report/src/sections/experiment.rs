@@ -276,6 +276,25 @@ mod tests {
 
     /// Pins a pooling point's row carrying its result's figures: total tokens/s from the
     /// server-counted input tokens (it was the client's count), and no output throughput.
+    /// Pins a multi-run summary left with one run (an interrupt or a stop in run 2 of 3): every
+    /// key's `std` was 0.0 ("0.00"), a spread the data cannot tell; it is `null` ("n/a").
+    #[test]
+    fn a_summary_of_one_run_has_no_spread() {
+        let doc: crate::document::ResultDocument =
+            serde_json::from_value(serde_json::json!({"request_throughput": 12.5, "mean_ttft_ms": 40.0}))
+                .unwrap();
+        let one = multi_run_summary(std::slice::from_ref(&doc.metrics));
+        let (_, a) =
+            one.0.iter().find(|(k, _)| *k == MetricKey::Headline(Headline::RequestThroughput)).unwrap();
+        assert_eq!((a.n, a.mean, a.std, a.ci95_low), (Some(1), Some(12.5), None, None));
+        let table = multi_run_table(&one, 1);
+        assert!(table.contains("n/a") && !table.contains("Throughput CV"), "{table}");
+        let two = multi_run_summary(&[doc.metrics.clone(), doc.metrics]);
+        let (_, a) =
+            two.0.iter().find(|(k, _)| *k == MetricKey::Headline(Headline::RequestThroughput)).unwrap();
+        assert_eq!(a.std, Some(0.0), "two equal runs: a spread of 0");
+    }
+
     #[test]
     fn a_pooling_point_has_its_results_total_tokens_and_no_output() {
         let mut metrics = one_failed_request();

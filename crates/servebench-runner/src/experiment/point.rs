@@ -93,21 +93,28 @@ pub struct PointOutcome {
     /// The point's run validity (its result's `validity`): an `invalid` point is never an
     /// experiment's best, nor a search's passing rate.
     pub validity: Validity,
-    /// The result's `num_prompts`: the requests the point had (one record each), which a
-    /// `--duration` sets rather than `spec.num_prompts`.
+    /// The result's `num_prompts`, by the single run's rule ([`crate::results::result_num_prompts`]):
+    /// `spec.num_prompts` (conversations for multi-turn), or the records a `--duration` point had.
     pub num_prompts: u64,
 }
 
 impl PointOutcome {
     /// The client-side rules that made the point invalid (`id (detail)`): the client could not
-    /// send the load asked (late dispatch, saturated CPU, event-loop stalls), so the figures
-    /// describe another load than the point's. The server-side ones (a send rate a
-    /// `--max-concurrency` cap held down, failures, few requests per slot) still describe it.
+    /// send the load asked (late dispatch, saturated CPU, event-loop stalls, and a send rate
+    /// short of the asked one with no `--max-concurrency` cap to hold it down), so the figures
+    /// describe another load than the point's. The server-side ones (a send rate a cap held
+    /// down, failures, few requests per slot) still describe it.
     pub fn client_invalid_rules(&self) -> Vec<String> {
         const CLIENT: [&str; 4] = ["client_cpu", "client_cpu_wait", "event_loop_hiccup", "dispatch_lateness"];
+        // Uncapped, nothing but the client (its sends, its connects) stands between the schedule
+        // and the wire: a 20,000 req/s point that sent 20 % of it was a sweep's best.
+        let uncapped = self.spec.max_concurrency.is_none();
         self.validity
             .fired()
-            .filter(|r| r.level == Level::Invalid && CLIENT.contains(&r.id.as_str()))
+            .filter(|r| {
+                r.level == Level::Invalid
+                    && (CLIENT.contains(&r.id.as_str()) || uncapped && r.id == "send_rate")
+            })
             .map(|r| format!("{} ({})", r.id, r.detail))
             .collect()
     }
@@ -170,7 +177,7 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
     let run = run_prepared(&prepared, &cfg, spec.num_prompts, observer, ctx.interrupts.clone()).await;
     let extra = side.finish().await;
     let out = run?;
-    let num_prompts = out.records.len() as u64;
+    let num_prompts = crate::results::result_num_prompts(&cfg, out.records.len(), spec.num_prompts as u64);
     let assembly = Assembly {
         output: &ctx.output,
         run: &cfg,

@@ -259,9 +259,20 @@ mod tests {
             "{:?}",
             late.client_invalid_rules()
         );
-        let capped = point(ValidityInputs { send_rates: Some((20.0, 5.0)), failed: 5, completed: 5, ..fine });
+        let short = ValidityInputs { send_rates: Some((5.0, 20.0)), failed: 5, completed: 5, ..fine };
+        let mut capped = point(short.clone());
+        capped.spec.max_concurrency = Some(4);
         assert!(!capped.invalid_rules(&[]).is_empty(), "invalid by the server side");
         assert!(capped.client_invalid_rules().is_empty());
+        // Pins a send rate short of the asked one with no cap to hold it down: only the client
+        // stands between the schedule and the wire (a 20,000 req/s point that sent a fifth of
+        // it was a sweep's best).
+        let uncapped = point(short);
+        assert!(
+            uncapped.client_invalid_rules().iter().any(|r| r.starts_with("send_rate (")),
+            "{:?}",
+            uncapped.client_invalid_rules()
+        );
     }
 
     /// Pins a search step whose run is `invalid` (here the client sent 500 ms late at p99, as

@@ -5,7 +5,7 @@
 
 use super::groups::group_info;
 use super::info::run_info;
-use super::steady::{steady_state_of, Steady, SteadyOptions};
+use super::steady::{steady_state_of, Arrivals, Steady, SteadyOptions};
 use crate::config::{OutputConfig, RunConfig};
 use crate::load::shard;
 use crate::observe::server_side::ServerSideOutput;
@@ -73,7 +73,9 @@ pub fn assemble(out: RunOutput, server_side: ServerSideOutput, a: &Assembly<'_>)
     // sections' stages (a shard's at its share of each rate).
     let groups = group_info(run);
     info.stages = groups.stages.iter().map(StageInfo::load_stage).collect();
-    let steady = steady_state_of(&out.records, a.steady, a.output, rate.request_rate, max_concurrency);
+    let trace = run.dataset.trace_time_scale().is_some();
+    let arrivals = Arrivals::of(rate.request_rate, trace, max_concurrency.map(|c| c as u64));
+    let steady = steady_state_of(&out.records, a.steady, a.output, arrivals);
     let probes = ProbeSummary::of(&out.probe_records);
     RunResults { info, metrics, groups, steady, probes, out, server_side }
 }

@@ -82,3 +82,19 @@ fn receive_times(r: &ReceiveTimestamps) -> ReceiveTimesHealth {
         read_lag_max_us: r.lag.max_us,
     }
 }
+
+/// The result's `num_prompts`: the run's requests, as in vLLM: `asked` (`--num-prompts`, or an
+/// experiment point's count; conversations for a multi-turn run) unless the run's own length
+/// decides them — session trees send every turn of the trace, a `--duration` or `--stages` run
+/// the requests its schedule placed before its end (`records`, a record each, whatever
+/// `--num-prompts` says: it read 1000, the flag's default, beside 17 records), and a shard its
+/// own share. A single run and an experiment's point use this one rule (a multi-turn point said
+/// 12 turns where the same run alone said 4 conversations).
+pub fn result_num_prompts(run: &crate::config::RunConfig, records: usize, asked: u64) -> u64 {
+    let load = &run.load;
+    match load.agentic.is_some() || load.duration.is_some() || !load.stages.is_empty() || run.shard.is_some()
+    {
+        true => records as u64,
+        false => asked,
+    }
+}

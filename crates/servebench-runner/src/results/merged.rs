@@ -1,7 +1,7 @@
 //! The description and result document of a merged sharded run (`servebench merge`;
 //! docs/scale-out.md): the run as one, with the worst shard's client health.
 
-use super::steady::{steady_state_with, Steady, SteadyOptions};
+use super::steady::{steady_state_with, Arrivals, Steady, SteadyOptions};
 use serde_json::Value;
 use servebench_core::merge::MergedRun;
 use servebench_core::metrics::http_phases::http_phases;
@@ -104,7 +104,8 @@ pub fn merged_steady_state(m: &MergedRun, stats: (&[f64], &[MetricName])) -> Opt
     let run = &m.header.run;
     let rate = run.request_rate.unwrap_or(f64::INFINITY);
     let pooling = servebench_report::sections::pooling::is_pooling_backend(&run.backend);
-    steady_state_with(&m.records, &SteadyOptions::default(), stats, pooling, rate, run.max_concurrency)
+    let arrivals = Arrivals::of(rate, run.trace_time_scale.is_some(), run.max_concurrency);
+    steady_state_with(&m.records, &SteadyOptions::default(), stats, pooling, arrivals)
 }
 
 /// The merged result document: a run's result, `interrupted` and `steady_state` (as a single

@@ -23,5 +23,5 @@ mod validity;
 pub use assemble::{assemble, Assembly, RunEnd, RunResults};
 pub use dry_run::dry_run_block;
 pub use groups::group_info;
-pub use info::run_info;
+pub use info::{result_num_prompts, run_info};
 pub use steady::{steady_state_of, Steady, SteadyOptions};

@@ -23,19 +23,35 @@ impl Default for SteadyOptions {
     }
 }
 
+/// How a run's requests arrive, for the steady state's mode: `scheduled` when arrivals follow a
+/// schedule (a finite `--request-rate`, or a trace replayed on its own timestamps, whose rate
+/// is infinite but whose requests arrive at their times all the same).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Arrivals {
+    pub scheduled: bool,
+    pub max_concurrency: Option<u64>,
+}
+
+impl Arrivals {
+    /// The arrivals of a run at `request_rate`, or of a self-timed trace replay (`trace`).
+    pub fn of(request_rate: f64, trace: bool, max_concurrency: Option<u64>) -> Arrivals {
+        Arrivals { scheduled: request_rate.is_finite() || trace, max_concurrency }
+    }
+}
+
 /// The steady-state window of a run, when one applies (see `servebench_core::metrics::steady_state`):
-/// closed loop with `--max-concurrency` and an infinite rate, open loop with a finite rate;
-/// `None` for an infinite rate without a concurrency cap (one burst) or with `--no-steady-state`.
+/// open loop when arrivals follow a schedule (a finite rate, a self-timed trace), closed loop with
+/// `--max-concurrency` and an infinite rate; `None` for an infinite rate without a concurrency
+/// cap (one burst) or with `--no-steady-state`.
 pub fn steady_state_of(
     records: &[RequestRecord],
     options: &SteadyOptions,
     output: &OutputConfig,
-    request_rate: f64,
-    max_concurrency: Option<usize>,
+    arrivals: Arrivals,
 ) -> Option<Steady> {
     let stats = (output.metric_percentiles.as_slice(), output.percentile_metrics.as_slice());
     let pooling = is_pooling_backend(&output.backend_name);
-    steady_state_with(records, options, stats, pooling, request_rate, max_concurrency.map(|c| c as u64))
+    steady_state_with(records, options, stats, pooling, arrivals)
 }
 
 /// [`steady_state_of`] with the statistics to report given as `(percentiles, metrics)` (a
@@ -46,13 +62,12 @@ pub fn steady_state_with(
     options: &SteadyOptions,
     (percentiles, selected): (&[f64], &[MetricName]),
     pooling: bool,
-    request_rate: f64,
-    max_concurrency: Option<u64>,
+    arrivals: Arrivals,
 ) -> Option<Steady> {
     if !options.enabled {
         return None;
     }
-    let mode = match (max_concurrency, request_rate.is_finite()) {
+    let mode = match (arrivals.max_concurrency, arrivals.scheduled) {
         (_, true) => LoadMode::OpenLoop,
         (Some(c), false) => LoadMode::ClosedLoop { target_concurrency: c },
         (None, false) => return None,

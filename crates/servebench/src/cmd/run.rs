@@ -200,7 +200,11 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
     let assembly = Assembly {
         output: &output,
         run: &run_cfg,
-        num_prompts: result_num_prompts(&run_cfg, &out, args.num_prompts),
+        num_prompts: servebench_runner::results::result_num_prompts(
+            &run_cfg,
+            out.records.len(),
+            args.num_prompts,
+        ),
         percentiles: &output.metric_percentiles,
         steady: &args.experiment.steady_options(),
     };
@@ -309,20 +313,6 @@ async fn measure(
     let result = run_task.await.context("the benchmark task failed")?.map_err(anyhow::Error::from);
     let extra = side.finish().await;
     result.map(|r| (r, extra))
-}
-
-/// The result's `num_prompts`: the run's requests, as in vLLM. `--num-prompts` unless the run's
-/// own length decides them: session trees send every turn of the trace, and a `--duration` or
-/// `--stages` run the requests its schedule placed before its end (a record each), whatever
-/// `--num-prompts` says (it read 1000, the flag's default, beside 17 records).
-fn result_num_prompts(run: &RunConfig, out: &servebench_runner::RunOutput, num_prompts: u64) -> u64 {
-    let load = &run.load;
-    // A shard's result describes its own share (docs/scale-out.md); the merged result the total.
-    match load.agentic.is_some() || load.duration.is_some() || !load.stages.is_empty() || run.shard.is_some()
-    {
-        true => out.records.len() as u64,
-        false => num_prompts,
-    }
 }
 
 /// What the signals after the first do and say: while draining, a second one cancels the

@@ -647,3 +647,45 @@ fn slow_sim_experiment(dir: &Path, itl_ms: &str, extra: &[&str], result: &str) -
         .spawn()
         .unwrap()
 }
+
+/// Pins a multi-turn point's `num_prompts` following the single run's rule: the same run said 4
+/// (conversations) alone and 12 (turns) as a sweep point, in the point result, the summary row
+/// and the CSV.
+#[test]
+fn a_multi_turn_points_num_prompts_is_the_single_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let multi_turn = [
+        "--sim-ttft-ms",
+        "2",
+        "--sim-itl-ms",
+        "1",
+        "--backend",
+        "openai-chat",
+        "--multi-turn",
+        "--num-prompts",
+        "4",
+        "--multi-turn-num-turns",
+        "3",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "3",
+        "--ignore-eos",
+    ];
+    run(
+        dir.path(),
+        &[&multi_turn[..], &["--max-concurrency", "4", "--result-filename", "one.json"]].concat(),
+    );
+    let single = read(&dir.path().join("one.json"));
+    assert_eq!(single["num_prompts"], 4);
+    run(
+        dir.path(),
+        &[&multi_turn[..], &["--sweep-max-concurrency", "1,4", "--result-filename", "sweep.json"]].concat(),
+    );
+    let doc = read(&dir.path().join("sweep.json"));
+    for p in doc["points"].as_array().unwrap() {
+        assert_eq!(p["num_prompts"], 4, "{}", p["num_prompts"]);
+        assert_eq!(p["result"]["num_prompts"], 4);
+        assert_eq!(p["result"]["completed"], 12, "every turn was sent");
+    }
+}

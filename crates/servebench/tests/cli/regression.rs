@@ -434,6 +434,43 @@ fn short_open_loop_overload_is_not_reported_as_steady() {
     assert!(["too few requests to tell", "overloaded"].iter().any(|r| reason.contains(r)), "{reason}");
 }
 
+/// Pins the steady state of a trace replayed on its own timestamps: its rate is infinite, so
+/// with `--max-concurrency 1` it was taken for a closed loop and reported a steady window at the
+/// cap's 31 req/s while the 40-req/s trace queued up 200 ms in the client. Its arrivals are
+/// scheduled: an open loop, which a cap holding the server below them overloads.
+#[test]
+fn a_self_timed_trace_behind_a_cap_is_an_open_loop_not_a_steady_closed_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..30)
+        .map(|i| format!("{{\"timestamp\": {}, \"input_length\": 16, \"output_length\": 10}}\n", i * 25))
+        .collect();
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(&trace, rows).unwrap();
+    let doc = sim_result(
+        dir.path(),
+        &[
+            "--sim-ttft-ms",
+            "10",
+            "--sim-itl-ms",
+            "5",
+            "--dataset-name",
+            "timed_trace",
+            "--dataset-path",
+            trace.to_str().unwrap(),
+            "--num-prompts",
+            "30",
+            "--ignore-eos",
+            "--max-concurrency",
+            "1",
+        ],
+    );
+    let mode = &doc["steady_state"]["window"]["mode"];
+    assert_ne!(mode, "closed_loop", "{}", doc["steady_state"]);
+    assert!(doc["steady_state"].is_null(), "an overload, not steady: {}", doc["steady_state"]);
+    let reason = doc["steady_state_reason"].as_str().unwrap();
+    assert!(["too few requests to tell", "overloaded"].iter().any(|r| reason.contains(r)), "{reason}");
+}
+
 /// Pins a run whose standard output goes away (`servebench … | head -1`, a dropped ssh session):
 /// the first console line after the reader quit panicked ("failed printing to stdout: Broken
 /// pipe") and the result file was never written. The console is dropped; the run finishes,
