@@ -94,6 +94,8 @@ pub fn best<'a>(
             let v = if with_slos { m.request_goodput } else { Some(m.request_throughput) };
             v.map(|v| (i, key, v))
         })
+        // A goodput of 0 met no SLO: not a best either ("Best (request_goodput): 0.00" was named).
+        .filter(|(_, _, v)| !with_slos || *v > 0.0)
         .max_by(|a, b| a.2.total_cmp(&b.2))
 }
 
@@ -439,5 +441,11 @@ mod tests {
         let nothing = one_failed_request();
         assert_eq!(best([(&nothing, false), (&nothing, false)], false), None);
         assert_eq!(best([(&nothing, false), (&slow, false)], false).map(|b| b.0), Some(1));
+        // Pins a goodput best of 0 (no request met the SLOs anywhere) being no best: "Best
+        // (request_goodput): 0.00 at rate inf" was named.
+        let (mut missed, mut met) = (done(4), done(4));
+        (missed.request_goodput, met.request_goodput) = (Some(0.0), Some(2.0));
+        assert_eq!(best([(&missed, false), (&missed, false)], true), None);
+        assert_eq!(best([(&missed, false), (&met, false)], true).map(|b| (b.0, b.2)), Some((1, 2.0)));
     }
 }

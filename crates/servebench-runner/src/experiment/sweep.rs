@@ -59,9 +59,11 @@ pub async fn sweep(
     }
     match best {
         Some((i, key, v)) => ctx.say(&format!("Best ({key}): {v:.2} at {}", points[i].spec.label)),
-        None if !points.is_empty() => {
-            ctx.say("Best: none (no point ran to its end with a valid run and completed requests)")
-        }
+        None if !points.is_empty() => ctx.say(if ctx.output.goodput.is_empty() {
+            "Best: none (no point ran to its end with a valid run and completed requests)"
+        } else {
+            "Best: none (no point ran to its end with a valid run and requests meeting the --goodput SLOs)"
+        }),
         None => {}
     }
     let csv = csv(&rows);
