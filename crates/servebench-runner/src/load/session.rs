@@ -255,9 +255,10 @@ struct ShareGptMessage {
 }
 
 /// ShareGPT conversations (JSON array, or JSON Lines, of `{"conversations": [{"from", "value"}]}`):
-/// entries with at least 4 messages, walked as human → gpt pairs (other roles and empty
-/// messages skipped), capped at `max_turns` (0 = uncapped); the reply's token count is the
-/// turn's output length. The first `num` usable conversations in file order are used.
+/// entries with at least 4 messages, walked as human → gpt pairs (`user` → `assistant` too;
+/// other roles and empty messages skipped), capped at `max_turns` (0 = uncapped), kept with at
+/// least 2 turns (and `min_turns`); the reply's token count is the turn's output length. The
+/// first `num` usable conversations in file order are used.
 pub fn sharegpt(
     path: &std::path::Path,
     cfg: &MultiTurnConfig,
@@ -299,7 +300,10 @@ pub fn sharegpt(
                 break;
             }
             let (h, g) = (msgs[i], msgs[i + 1]);
-            if h.from != "human" || g.from != "gpt" {
+            // ShareGPT's roles, and the OpenAI names some exports use (the hf loader reads both).
+            let user = matches!(h.from.as_str(), "human" | "user");
+            let assistant = matches!(g.from.as_str(), "gpt" | "assistant");
+            if !user || !assistant {
                 i += 1;
                 continue;
             }
@@ -310,7 +314,8 @@ pub fn sharegpt(
             i += 2;
         }
         let turns = requests.len() - start;
-        let min = cfg.min_turns.max(1) as usize;
+        // A conversation of one usable turn is not multi-turn (vLLM keeps at least 2).
+        let min = cfg.min_turns.max(2) as usize;
         if turns < min {
             requests.truncate(start);
             continue;
@@ -644,6 +649,28 @@ mod tests {
         assert!(a.iter().all(|&x| (2..=5).contains(&x)));
         assert!((2..=5).all(|k| a.contains(&k)));
         assert_eq!(turn_counts(3, 4, 4, 0), vec![4, 4, 4]);
+    }
+
+    /// Pins two ShareGPT multi-turn rules: a conversation with one usable human → gpt pair
+    /// (gpt, human, human, gpt, human, empty gpt) was replayed as a 1-turn "conversation"
+    /// (vLLM keeps at least 2 turns), and conversations written with `user`/`assistant` roles
+    /// were skipped without a word.
+    #[test]
+    fn sharegpt_conversations_need_two_turns_and_read_openai_role_names() {
+        let msg = |from: &str, value: &str| serde_json::json!({"from": from, "value": value});
+        let one_pair = serde_json::json!({"conversations": [
+            msg("gpt", "hello there"), msg("human", "first question"), msg("human", "again"),
+            msg("gpt", "an answer"), msg("human", "last question"), msg("gpt", " ")]});
+        let openai = serde_json::json!({"conversations": [
+            msg("user", "first question"), msg("assistant", "an answer"),
+            msg("user", "second question"), msg("assistant", "another answer")]});
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sg.json");
+        std::fs::write(&path, serde_json::json!([one_pair, openai]).to_string()).unwrap();
+        let tok = servebench_data::tokenizer::load_tokenizer("cl100k_base").unwrap();
+        let c = sharegpt(&path, &MultiTurnConfig::default(), 10, tok.as_ref()).unwrap();
+        assert_eq!(c.bounds, vec![(0, 2)], "only the user/assistant conversation, both its turns");
+        assert_eq!(c.workload.requests[1].prompt.text(), Some("second question"));
     }
 
     #[test]
