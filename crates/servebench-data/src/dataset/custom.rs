@@ -27,8 +27,31 @@ pub struct CustomConfig {
 #[derive(Debug, Deserialize)]
 struct Line {
     prompt: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     output_tokens: Option<i64>,
+}
+
+/// A count as Python's `int()` reads it from JSON, as vLLM's `CustomDataset` does: an integer,
+/// a whole float (`5.0`, which pandas writes for an integer column with gaps) or an integer
+/// string (`"5"`); `null` is absent. A fraction, another string or another type is an error
+/// naming the value (vLLM would cut `5.5` to 5 without a word).
+pub(crate) fn whole_number<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<i64>, D::Error> {
+    use serde::de::Error;
+    let v = serde_json::Value::deserialize(d)?;
+    let bad = || D::Error::custom(format!("output_tokens {v} is not a whole number"));
+    match &v {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Ok(Some(i)),
+            // Beyond i64 (or a float): whole values as such, saturated (the range check names them).
+            (None, Some(f)) if f.is_finite() && f.fract() == 0.0 => Ok(Some(f as i64)),
+            _ => Err(bad()),
+        },
+        serde_json::Value::String(s) => s.trim().parse::<i64>().map(Some).map_err(|_| bad()),
+        _ => Err(bad()),
+    }
 }
 
 /// Builds the custom workload.

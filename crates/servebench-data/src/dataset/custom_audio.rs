@@ -44,7 +44,7 @@ struct Line {
     #[serde(default)]
     prompt: Option<String>,
     audio: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::custom::whole_number")]
     output_tokens: Option<i64>,
 }
 

@@ -53,7 +53,7 @@ struct Line {
     image_files: Option<Images>,
     #[serde(default)]
     content: Option<Vec<Value>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::custom::whole_number")]
     output_tokens: Option<i64>,
 }
 

@@ -99,6 +99,27 @@ fn custom_output_tokens_above_u32_max_are_an_error_naming_the_line() {
     assert_eq!(w.requests[0].expected_output_tokens, u32::MAX);
 }
 
+/// Pins custom `output_tokens` read as Python's `int()` reads them, as vLLM's loader does: `5.0`
+/// (pandas writes an integer column with gaps as floats) and `"5"` were refused; a fraction is
+/// still an error naming the value (vLLM would cut it).
+#[test]
+fn custom_output_tokens_as_whole_floats_or_integer_strings_are_counts() {
+    use servebench_data::dataset::custom::{generate_custom, CustomConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.jsonl");
+    let body = "{\"prompt\": \"a\", \"output_tokens\": 5.0}\n{\"prompt\": \"b\", \"output_tokens\": \"7\"}\n{\"prompt\": \"c\", \"output_tokens\": 9}\n";
+    std::fs::write(&path, body).unwrap();
+    let cfg = CustomConfig { path: path.clone(), output_len: None, template: Default::default() };
+    let w = generate_custom(&cfg, &sampling(3), cl100k().as_ref()).unwrap();
+    let mut outs: Vec<u32> = w.requests.iter().map(|r| r.expected_output_tokens).collect();
+    outs.sort();
+    assert_eq!(outs, vec![5, 7, 9]);
+    std::fs::write(&path, "{\"prompt\": \"a\", \"output_tokens\": 5.5}\n").unwrap();
+    let e = generate_custom(&cfg, &sampling(1), cl100k().as_ref()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::DatasetFile, "{e}");
+    assert!(e.to_string().contains("5.5"), "{e}");
+}
+
 /// Pins trace rows of 0 tokens as errors naming the line: `"output_length": 0` used to be sent
 /// as `max_tokens` 1 and `"input_length": 0` as an empty prompt, both silently; lengths above
 /// `u32::MAX` were lowered to it.
