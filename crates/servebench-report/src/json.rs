@@ -85,7 +85,11 @@ pub fn result_object(
     insert_arrays(&mut o, &mut arrays, records, detailed);
     if generation {
         o.insert("max_output_tokens_per_s".into(), vllm_rate(d, m.max_output_tokens_per_s));
-        o.insert("max_concurrent_requests".into(), Value::from(m.max_concurrent_requests));
+    }
+    // Peak concurrency is a figure of every run: a pooling run's console shows it, so its file
+    // has it too (vLLM's pooling result lacks the key).
+    o.insert("max_concurrent_requests".into(), Value::from(m.max_concurrent_requests));
+    if generation {
         // RTFx (docs/metrics.md): vLLM's key, 0.0 for a run without audio, as vLLM writes it.
         o.insert("rtfx".into(), m.rtfx.map_or(vllm_number(false, 0.0), |r| vllm_rate(d, r)));
     }

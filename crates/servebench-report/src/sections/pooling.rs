@@ -3,7 +3,8 @@
 //! without generation rows (no generated tokens, output/peak-output throughput), input token
 //! throughput instead of total, and in the JSON `total_input_tokens` taken from the server's
 //! `usage.prompt_tokens` (the client count where missing), no `total_output_tokens` or
-//! generation throughputs, and always `input_lens` and `errors`.
+//! generation throughputs, and always `input_lens` and `errors`; ours beside them:
+//! `input_throughput` and `max_concurrent_requests` (the console's peak concurrency row).
 
 use std::fmt::Write as _;
 
