@@ -45,6 +45,11 @@ fn entry_tokens(cmd: &clap::Command, file: &str, e: &Entry) -> Result<Vec<String
         } else {
             vec![format!("{flag}={}", items.join(","))]
         }
+    } else if let Some(table) = e.value.as_inline_table().filter(|_| takes_text(cmd, arg)) {
+        // A table is the JSON object a flag such as --extra-body or --random-range-ratio takes
+        // as text: `extra-body = { temperature = 0.5 }` (or an `[extra-body]` section) was
+        // refused, asking for a string. The flag's own parser judges the object.
+        vec![format!("{flag}={}", json_of_table(table))]
     } else {
         let v = scalar(&e.value).ok_or_else(|| type_error(&super::schema::expected(cmd, arg)))?;
         vec![format!("{flag}={v}")]
@@ -56,6 +61,32 @@ fn entry_tokens(cmd: &clap::Command, file: &str, e: &Entry) -> Result<Vec<String
         why,
     })?;
     Ok(tokens)
+}
+
+/// Whether flag `arg` takes free text (a string, possibly beside a number), the only kind of
+/// flag whose value can be a JSON object; a table for a number or a choice stays a type error.
+fn takes_text(cmd: &clap::Command, arg: &clap::Arg) -> bool {
+    super::schema::expected(cmd, arg).contains("a string")
+}
+
+/// A TOML table as JSON text (keys in file order; a date-time as its TOML text).
+fn json_of_table(t: &toml_edit::InlineTable) -> String {
+    fn json(v: &toml_edit::Value) -> serde_json::Value {
+        use serde_json::Value as J;
+        match v {
+            toml_edit::Value::String(s) => J::from(s.value().clone()),
+            toml_edit::Value::Integer(i) => J::from(*i.value()),
+            toml_edit::Value::Float(f) => serde_json::Number::from_f64(*f.value()).map_or(J::Null, J::Number),
+            toml_edit::Value::Boolean(b) => J::from(*b.value()),
+            toml_edit::Value::Datetime(d) => J::from(d.value().to_string()),
+            toml_edit::Value::Array(a) => J::Array(a.iter().map(json).collect()),
+            toml_edit::Value::InlineTable(t) => object(t),
+        }
+    }
+    fn object(t: &toml_edit::InlineTable) -> serde_json::Value {
+        serde_json::Value::Object(t.iter().map(|(k, v)| (k.to_owned(), json(v))).collect())
+    }
+    object(t).to_string()
 }
 
 /// A scalar TOML value as the text a flag takes.
@@ -153,6 +184,22 @@ mod tests {
                 "--top-k=-1"
             ]
         );
+    }
+
+    /// Pins a TOML table as the JSON object a flag takes: `extra-body = { temperature = 0.5 }`
+    /// (and an `[extra-body]` section) was refused, asking for a JSON string in TOML quotes.
+    #[test]
+    fn a_table_is_the_json_object_a_flag_takes() {
+        let inline = tokens("extra-body = { temperature = 0.5, stop = [\"a\", \"b\"], n = 2 }\n").unwrap();
+        assert_eq!(inline, [r#"--extra-body={"temperature":0.5,"stop":["a","b"],"n":2}"#]);
+        let section =
+            tokens("seed = 3\n[extra-body]\ntemperature = 0.5\nstop = [\"a\", \"b\"]\nn = 2\n").unwrap();
+        assert_eq!(section, ["--seed=3", r#"--extra-body={"temperature":0.5,"stop":["a","b"],"n":2}"#]);
+        let ratio = tokens("random-range-ratio = { input = 0.2, output = 0.5 }\n").unwrap();
+        assert_eq!(ratio, [r#"--random-range-ratio={"input":0.2,"output":0.5}"#]);
+        // A flag that takes free text but no object refuses it by its own parser, naming the key.
+        let e = tokens("\nstart-at = { a = 1 }\n").unwrap_err();
+        assert!(e.to_string().contains("f.toml:2: key 'start-at'"), "{e}");
     }
 
     #[test]

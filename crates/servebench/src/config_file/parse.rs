@@ -21,8 +21,9 @@ pub struct ConfigFile {
     pub entries: Vec<Entry>,
 }
 
-/// Parses `text` (the content of `name`) into its entries. Tables are refused (SB133): every
-/// key is a flag at the top level.
+/// Parses `text` (the content of `name`) into its entries: every key is a flag at the top level;
+/// a table (`[extra-body]`, `extra-body = { … }`) is the JSON object such a flag takes, an array
+/// of tables is refused (SB133).
 pub fn parse(name: &str, text: &str) -> Result<ConfigFile, BenchError> {
     let doc = toml_edit::Document::parse(text).map_err(|e| BenchError::ConfigFileUnreadable {
         file: name.to_string(),
@@ -32,13 +33,15 @@ pub fn parse(name: &str, text: &str) -> Result<ConfigFile, BenchError> {
     let mut entries = Vec::new();
     for (k, item) in table.iter() {
         let line = table.key(k).and_then(toml_edit::Key::span).map_or(0, |s| line_of(text, s.start));
-        let Some(value) = item.as_value() else {
+        // An `[extra-body]` section is the inline table `extra-body = { … }` (a JSON object).
+        let section = item.as_table().map(|t| toml_edit::Value::InlineTable(t.clone().into_inline_table()));
+        let Some(value) = item.as_value().cloned().or(section) else {
             return Err(BenchError::ConfigTypeError {
                 file: name.to_string(),
                 line,
                 key: k.to_string(),
                 expected: "a value (keys are flags at the top level)".into(),
-                found: "a table".into(),
+                found: "an array of tables".into(),
             });
         };
         let key = k.replace('_', "-");
@@ -52,7 +55,7 @@ pub fn parse(name: &str, text: &str) -> Result<ConfigFile, BenchError> {
                 ),
             });
         }
-        entries.push(Entry { key, raw_key: k.to_string(), value: value.clone(), line });
+        entries.push(Entry { key, raw_key: k.to_string(), value, line });
     }
     Ok(ConfigFile { name: name.to_string(), entries })
 }
@@ -103,9 +106,12 @@ mod tests {
     }
 
     #[test]
-    fn a_table_is_a_type_error_with_its_line() {
-        let e = parse("f.toml", "seed = 1\n[load]\nx = 1\n").unwrap_err();
+    fn an_array_of_tables_is_a_type_error_with_its_line() {
+        let e = parse("f.toml", "seed = 1\n[[load]]\nx = 1\n").unwrap_err();
         assert_eq!(e.code().as_str(), "SB133");
+        // A table is a flag's JSON object (config_file::argv).
+        let f = parse("f.toml", "seed = 1\n[extra-body]\nx = 1\n").unwrap();
+        assert_eq!((f.entries[1].key.as_str(), f.entries[1].line), ("extra-body", 2));
     }
 
     /// Pins the refusal of one flag written in both spellings: the later one used to win
