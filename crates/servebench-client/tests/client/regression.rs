@@ -103,25 +103,30 @@ fn chunk_free_body() -> String {
     role() + &tok("a") + &tok("b") + &finish_usage_done()
 }
 
+/// A chat client for `base_url` with `cfg` (its backend and model set here) and a run clock.
+fn chat_client(
+    base_url: String,
+    cfg: servebench_client::TargetConfig,
+) -> (servebench_client::HttpClient, servebench_client::RequestTarget, servebench_core::RunClock) {
+    let client = servebench_client::HttpClient::new(servebench_client::ClientOptions {
+        base_url,
+        ..servebench_client::ClientOptions::default()
+    })
+    .unwrap();
+    let cfg = servebench_client::TargetConfig { backend: BackendKind::Chat, model: "m".into(), ..cfg };
+    let target = servebench_client::RequestTarget::new(&client, &cfg).unwrap();
+    (client, target, servebench_core::RunClock::start())
+}
+
 /// Pins `--header Host=…` being sent as given: the client replaced it with the base URL's
 /// authority, so a benchmark through an ingress reached by address, routed by virtual host,
 /// landed on the default backend without a word.
 #[tokio::test]
 async fn a_host_header_given_by_the_user_is_sent_as_given() {
     let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &chunk(&chunk_free_body()) + END)]]).await;
-    let client = servebench_client::HttpClient::new(servebench_client::ClientOptions {
-        base_url: format!("http://127.0.0.1:{}", s.port),
-        ..servebench_client::ClientOptions::default()
-    })
-    .unwrap();
-    let cfg = servebench_client::TargetConfig {
-        backend: BackendKind::Chat,
-        model: "m".into(),
-        headers: vec![("Host".into(), servebench_core::secret::Secret::new("llm.team-a.internal"))],
-        ..servebench_client::TargetConfig::default()
-    };
-    let target = servebench_client::RequestTarget::new(&client, &cfg).unwrap();
-    let clock = servebench_core::RunClock::start();
+    let host = vec![("Host".into(), servebench_core::secret::Secret::new("llm.team-a.internal"))];
+    let cfg = servebench_client::TargetConfig { headers: host, ..servebench_client::TargetConfig::default() };
+    let (client, target, clock) = chat_client(format!("http://127.0.0.1:{}", s.port), cfg);
     let r =
         servebench_client::execute(&client, &target, &spec(0), record(0), &clock, &ExecOptions::default())
             .await;
@@ -145,19 +150,10 @@ async fn a_base_url_query_is_sent_after_the_endpoints_own() {
         w(echo.to_owned()),
     ]])
     .await;
-    let client = servebench_client::HttpClient::new(servebench_client::ClientOptions {
-        base_url: format!("http://127.0.0.1:{}/gw/v1?api-version=2024-06&api-key=K9secret77&tier=a", s.port),
-        ..servebench_client::ClientOptions::default()
-    })
-    .unwrap();
-    let cfg = servebench_client::TargetConfig {
-        backend: BackendKind::Chat,
-        model: "m".into(),
-        endpoint: Some("/v1/chat/completions?tier=b".into()),
-        ..servebench_client::TargetConfig::default()
-    };
-    let target = servebench_client::RequestTarget::new(&client, &cfg).unwrap();
-    let clock = servebench_core::RunClock::start();
+    let base_url = format!("http://127.0.0.1:{}/gw/v1?api-version=2024-06&api-key=K9secret77&tier=a", s.port);
+    let endpoint = Some("/v1/chat/completions?tier=b".into());
+    let (client, target, clock) =
+        chat_client(base_url, servebench_client::TargetConfig { endpoint, ..Default::default() });
     let r =
         servebench_client::execute(&client, &target, &spec(0), record(0), &clock, &ExecOptions::default())
             .await;
