@@ -136,6 +136,7 @@ pub fn check(args: &RunArgs, explicit: &ExplicitFlags) -> Result<Vec<String>, Be
     check_sim_flags(args, &|id: &str| explicit.changed(id))?;
     check_self_timed(args, &given)?;
     let mut warnings = replaced_by_points(args, &given);
+    warnings.extend(without_their_feature(args, &|id: &str| explicit.changed(id)));
     // Multi-turn and trace replay read their own flags (cli/workload.rs).
     if args.workload.multi_turn || args.is_trace() {
         return Ok(warnings);
@@ -205,6 +206,51 @@ fn check_self_timed(args: &RunArgs, given: &impl Fn(&str) -> bool) -> Result<(),
     }
 }
 
+/// Flags of a feature the run does not use, given with a value other than their default (a
+/// config file of every default warns of nothing): `--same-seed` without `--num-runs`, the
+/// search bounds without a search, `--on-duration-end` without a `--duration` or `--stages`,
+/// the multi-turn flags without `--multi-turn`, `--timed-trace-sec-multiplier` without a trace
+/// replayed on its timestamps. Each did nothing without a word.
+fn without_their_feature(args: &RunArgs, changed: &impl Fn(&str) -> bool) -> Vec<String> {
+    let e = &args.experiment;
+    let w = &args.workload;
+    let search = e.find_max_rate || e.slo.is_some();
+    let timed = args.is_trace() && !w.no_self_timed;
+    let groups: [(&[&str], bool, &str); 5] = [
+        (&["same_seed"], e.num_runs > 1, "--num-runs N (N > 1)"),
+        (&["search_tolerance", "search_start_rate", "search_max_rate"], search, "--find-max-rate or --slo"),
+        (&["on_duration_end"], w.duration.is_some() || w.stages.is_some(), "--duration or --stages"),
+        (
+            &[
+                "multi_turn_num_turns",
+                "multi_turn_min_turns",
+                "multi_turn_max_turns",
+                "multi_turn_concurrency",
+                "multi_turn_delay_ms",
+                "per_turn_input_len",
+                "multi_turn_prefix_global_ratio",
+                "multi_turn_prefix_conversation_ratio",
+            ],
+            w.multi_turn,
+            "--multi-turn",
+        ),
+        (
+            &["timed_trace_sec_multiplier"],
+            timed,
+            "a trace replayed on its timestamps (--dataset-name timed_trace)",
+        ),
+    ];
+    groups
+        .iter()
+        .filter(|(_, used, _)| !used)
+        .flat_map(|(ids, _, needs)| {
+            ids.iter()
+                .filter(|id| changed(id))
+                .map(move |id| format!("warning: {} does nothing without {needs}; drop it", flag(id)))
+        })
+        .collect()
+}
+
 /// `--request-rate` with a rate sweep or search, `--max-concurrency` with a concurrency sweep:
 /// each point runs at its own value (and is labelled by it), so the flag does nothing.
 fn replaced_by_points(args: &RunArgs, given: &impl Fn(&str) -> bool) -> Vec<String> {
@@ -239,6 +285,44 @@ mod tests {
         full.extend_from_slice(argv);
         let m = <crate::cli::Cli as clap::CommandFactory>::command().get_matches_from(&full);
         check(&crate::cli::Cli::parse_from(&full).run, &ExplicitFlags::of(&m))
+    }
+
+    /// Pins flags of a feature the run does not use being named: `--same-seed` without
+    /// `--num-runs`, a search bound without a search, `--on-duration-end` without a duration,
+    /// the multi-turn flags without `--multi-turn`, the trace multiplier without a trace — each
+    /// did nothing without a word. At their defaults (a config file of every default) they stay
+    /// silent, and with their feature they are used.
+    #[test]
+    fn flags_without_their_feature_are_named() {
+        let warns = |argv: &[&str]| check_argv(argv).unwrap().join("\n");
+        let w = warns(&[
+            "--same-seed",
+            "--search-tolerance",
+            "0.1",
+            "--on-duration-end",
+            "cancel",
+            "--multi-turn-num-turns",
+            "5",
+            "--timed-trace-sec-multiplier",
+            "2",
+        ]);
+        for (f, needs) in [
+            ("--same-seed", "--num-runs"),
+            ("--search-tolerance", "--find-max-rate"),
+            ("--on-duration-end", "--duration"),
+            ("--multi-turn-num-turns", "--multi-turn"),
+            ("--timed-trace-sec-multiplier", "timed_trace"),
+        ] {
+            assert!(
+                w.contains(&format!("warning: {f} does nothing without")) && w.contains(needs),
+                "{f}: {w}"
+            );
+        }
+        assert!(warns(&["--multi-turn-num-turns", "3"]).is_empty(), "at its default");
+        assert!(warns(&["--same-seed", "--num-runs", "3"]).is_empty());
+        assert!(warns(&["--on-duration-end", "cancel", "--duration", "5", "--request-rate", "2"]).is_empty());
+        assert!(!warns(&["--multi-turn", "--multi-turn-num-turns", "5", "--backend", "openai-chat"])
+            .contains("does nothing"));
     }
 
     #[test]
