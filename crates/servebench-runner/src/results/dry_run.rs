@@ -1,6 +1,6 @@
 //! The `--dry-run` block: the workload a run would send, without sending it.
 
-use crate::run::WorkloadStats;
+use crate::run::{ScheduledLoad, WorkloadStats};
 use std::fmt::Write;
 
 /// The dry-run block (ends with a newline).
@@ -22,6 +22,31 @@ pub fn dry_run_block(model_id: &str, tokenizer_id: &str, workload: &WorkloadStat
     );
     if workload.filtered_out > 0 {
         let _ = writeln!(t, "{:<40}{:<10}", "Dropped by --max-model-len:", workload.filtered_out);
+    }
+    match workload.scheduled {
+        Some(ScheduledLoad::Arrivals { requests, last_s, conversations }) => {
+            let what = if conversations { "conversations" } else { "requests" };
+            let _ = writeln!(
+                t,
+                "{:<40}{requests} {what} (the last at {last_s:.2} s; the figures above are the whole workload)",
+                "Scheduled before the end:"
+            );
+        }
+        Some(ScheduledLoad::ClosedLoop { end_s }) => {
+            let _ = writeln!(
+                t,
+                "{:<40}as many as the stages' slots complete by {end_s:.2} s (a closed loop: the count depends on the server)",
+                "Scheduled before the end:"
+            );
+        }
+        Some(ScheduledLoad::Gated { requests, end_s }) => {
+            let _ = writeln!(
+                t,
+                "{:<40}up to {requests} requests, each sent as a --max-concurrency slot frees, until {end_s:.2} s",
+                "Scheduled before the end:"
+            );
+        }
+        None => {}
     }
     t.push_str(&workload.lengths.render());
     t

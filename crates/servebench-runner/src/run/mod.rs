@@ -37,6 +37,21 @@ pub struct WorkloadStats {
     pub build_seconds: f64,
     /// Prompt and expected-output length distributions (printed by `--dry-run`).
     pub lengths: servebench_data::dataset::DatasetStats,
+    /// What the load would send of the workload (`--dry-run` only): set when its schedule is
+    /// not simply every request (`--duration`, `--stages`, a trace, conversations).
+    pub scheduled: Option<ScheduledLoad>,
+}
+
+/// The requests a run's schedule places before its end, as `--dry-run` shows them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ScheduledLoad {
+    /// Scheduled arrivals: this many requests (or conversations), the last at `last_s`.
+    Arrivals { requests: usize, last_s: f64, conversations: bool },
+    /// A closed loop (`c=N` stages): as many requests as the stages' slots complete by `end_s`.
+    ClosedLoop { end_s: f64 },
+    /// `--duration` at an infinite rate: up to `requests`, each sent as a `--max-concurrency`
+    /// slot frees, until `end_s` (those still waiting then are cancelled).
+    Gated { requests: usize, end_s: f64 },
 }
 
 impl WorkloadStats {
@@ -59,6 +74,7 @@ impl WorkloadStats {
             filtered_out,
             build_seconds,
             lengths,
+            scheduled: None,
         }
     }
 }

@@ -88,7 +88,8 @@ async fn prepare_inner(
     let (mut workload, source, stats, prefix_cache) =
         measured_workload(cfg, tokenizer.clone(), &server, observer).await?;
     if cfg.dry_run {
-        return Ok(Prepared::DryRun { model, tokenizer_id, workload: stats });
+        let scheduled = dry_run_schedule(cfg, source, workload)?;
+        return Ok(Prepared::DryRun { model, tokenizer_id, workload: WorkloadStats { scheduled, ..stats } });
     }
 
     let mut target_cfg = cfg.target.clone();
@@ -226,6 +227,43 @@ async fn measured_workload(
         observer.message("Prompts are built from the seed as they are sent (lazy generation)");
     }
     Ok((workload, source, stats, prefix_cache))
+}
+
+/// What a `--dry-run`'s load would send of the workload: the measured plan's schedule (the
+/// same function a run uses), when it is not simply every request at once or at the rate —
+/// a `--duration` or `--stages` run sends what its schedule places before its end, a trace its
+/// rows, conversations their turns; a dry run printed the whole `--num-prompts` workload.
+fn dry_run_schedule(
+    cfg: &RunConfig,
+    source: crate::load::LoadSource,
+    workload: Requests,
+) -> Result<Option<crate::run::ScheduledLoad>> {
+    use crate::load::LoadShape;
+    use crate::run::ScheduledLoad;
+    let shaped = cfg.load.duration.is_some() || !cfg.load.stages.is_empty();
+    let plan = crate::load::LoadPlan { source, lora_targets: Vec::new(), prefix_cache: None };
+    let measured = crate::load::measured_plan(cfg, &plan, workload)?;
+    let seconds = |us: u64| us as f64 / 1e6;
+    let gated = !cfg.rate.request_rate.is_finite() && cfg.load.stages.is_empty();
+    Ok(match &measured.shape {
+        LoadShape::Scheduled { offsets_us, .. } if shaped && gated => measured
+            .end_us
+            .map(|end| ScheduledLoad::Gated { requests: offsets_us.len(), end_s: seconds(end) }),
+        LoadShape::ClosedLoop { .. } => {
+            measured.end_us.map(|end| ScheduledLoad::ClosedLoop { end_s: seconds(end) })
+        }
+        LoadShape::Scheduled { offsets_us, .. } if shaped => Some(ScheduledLoad::Arrivals {
+            requests: offsets_us.len(),
+            last_s: seconds(offsets_us.last().copied().unwrap_or(0)),
+            conversations: false,
+        }),
+        LoadShape::Conversations { offsets_us } if shaped => Some(ScheduledLoad::Arrivals {
+            requests: offsets_us.len(),
+            last_s: seconds(offsets_us.last().copied().unwrap_or(0)),
+            conversations: true,
+        }),
+        _ => None,
+    })
 }
 
 /// Pooling batches (`--random-batch-size` > 1) group prompts: every prompt is built and held.

@@ -471,6 +471,31 @@ fn a_self_timed_trace_behind_a_cap_is_an_open_loop_not_a_steady_closed_loop() {
     assert!(["too few requests to tell", "overloaded"].iter().any(|r| reason.contains(r)), "{reason}");
 }
 
+/// Pins `--dry-run` saying what a `--duration` or `--stages` load would send: it printed the
+/// whole `--num-prompts` workload (1000 requests) for a 5-second run at 10 req/s.
+#[test]
+fn a_dry_run_says_what_its_duration_or_stages_schedule_would_send() {
+    let tok = crate::support::tokenizer();
+    let dry = |extra: &[&str]| {
+        let out = crate::support::bin()
+            .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--dry-run"])
+            .args(["--random-input-len", "16", "--random-output-len", "4", "--seed", "1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).lines().find(|l| l.starts_with("Scheduled before the end:")).map(str::to_owned)
+    };
+    let line = dry(&["--duration", "5", "--request-rate", "10"]).expect("a schedule line");
+    let n: usize = line.split_whitespace().nth(4).unwrap().parse().unwrap();
+    assert!((30..=70).contains(&n) && line.contains(" requests (the last at "), "{line}");
+    let line = dry(&["--stages", "c=4:2"]).expect("a closed loop line");
+    assert!(line.contains("slots complete by 2.00 s"), "{line}");
+    let line = dry(&["--duration", "3", "--max-concurrency", "2", "--num-prompts", "30"]).unwrap();
+    assert!(line.contains("up to 30 requests") && line.contains("until 3.00 s"), "{line}");
+    assert_eq!(dry(&["--num-prompts", "20"]), None, "every request of the workload: no line");
+}
+
 /// Pins a run whose standard output goes away (`servebench … | head -1`, a dropped ssh session):
 /// the first console line after the reader quit panicked ("failed printing to stdout: Broken
 /// pipe") and the result file was never written. The console is dropped; the run finishes,
