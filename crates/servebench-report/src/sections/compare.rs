@@ -35,12 +35,21 @@ pub struct Loaded {
     pub runs: Vec<Metrics>,
     /// Per-request values (ms) by latency metric, when available.
     pub per_request: PerRequest,
+    /// The records file the result names (`records_file`) when it is missing: the per-request
+    /// values then come from the result's arrays, if any (said on the console).
+    pub missing_records: Option<std::path::PathBuf>,
 }
 
 impl Loaded {
     /// A multi-run document: its across-run means, and its runs for Welch's test.
     pub fn multi_run(name: String, doc: &ExperimentDocument) -> Loaded {
-        Loaded { name, values: doc.summary_means(), runs: doc.run_results(), per_request: PerRequest::new() }
+        Loaded {
+            name,
+            values: doc.summary_means(),
+            runs: doc.run_results(),
+            per_request: PerRequest::new(),
+            missing_records: None,
+        }
     }
 }
 

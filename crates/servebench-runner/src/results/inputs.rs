@@ -24,6 +24,15 @@ pub struct ReportInput {
     pub source: RecordSource,
     /// Requests the run sent or planned that have no record (see [`unaccounted_requests`]).
     pub unaccounted: u64,
+    /// The records file the result names (`records_file`) when it is missing: the report is
+    /// drawn from the result's arrays or summary instead (said on the console).
+    pub missing_records: Option<PathBuf>,
+}
+
+/// The records file a result names (its `records_file` key) when it does not exist: `report`
+/// and `compare` fall back to the result's arrays, and say so (they did without a word).
+fn named_records_missing(result: &ResultDocument, records: &Path) -> Option<PathBuf> {
+    (result.records_file.is_some() && !records.exists()).then(|| records.to_path_buf())
 }
 
 /// Reads a records file (JSONL of request records) or a result JSON, whose records are read from
@@ -51,6 +60,7 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
     if records.exists() {
         return read_report_records(&records, Some(result));
     }
+    let missing_records = named_records_missing(&result, &records);
     // No records file (vLLM's own result files have none): the per-request arrays, else the
     // summary keys alone; the report says which charts that leaves (docs/reports.md).
     refuse_mismatched_arrays(path, &result)?;
@@ -68,6 +78,7 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         result: Some(result),
         source,
         unaccounted: 0,
+        missing_records,
     })
 }
 
@@ -136,6 +147,7 @@ fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<Re
         result,
         source: RecordSource::Records,
         unaccounted,
+        missing_records: None,
     })
 }
 
@@ -243,6 +255,7 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
         JsonFile::Result(doc) => {
             let doc = *doc;
             let records = records_beside(path, doc.records_file.as_deref());
+            let missing_records = named_records_missing(&doc, &records);
             let per_request = if records.exists() {
                 // Two records of one request (runs concatenated) would run compare's tests on
                 // requests counted twice: refused, as `report` refuses them.
@@ -254,7 +267,7 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
                 per_request_from_arrays(&doc.detailed)
             };
             let values = doc.metrics.vllm_placeholders_as_none();
-            Ok(Loaded { name, values, runs: Vec::new(), per_request })
+            Ok(Loaded { name, values, runs: Vec::new(), per_request, missing_records })
         }
     }
 }

@@ -24,6 +24,11 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<u8> {
         return Err(BenchError::config("--alpha", "must be in (0, 1)", "pass e.g. --alpha 0.05").into());
     }
     let loaded: Vec<Loaded> = args.inputs.iter().map(|p| load_compare_input(p)).collect::<Result<_, _>>()?;
+    for (path, l) in args.inputs.iter().zip(&loaded) {
+        if let Some(missing) = &l.missing_records {
+            errln!("{}", crate::cmd::report::missing_records_note(path, missing));
+        }
+    }
     let base = &loaded[0];
     let mut all = Vec::new();
     for other in &loaded[1..] {

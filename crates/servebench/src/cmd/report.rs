@@ -63,6 +63,9 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
             let p = input.records_path.display();
             errln!("note: {p}: ignored a truncated last line (the run was interrupted?)");
         }
+        if let Some(missing) = &input.missing_records {
+            errln!("{}", missing_records_note(path, missing));
+        }
         let unaccounted = (input.unaccounted > 0).then(|| {
             format!(
                 "{}: {} requests of the run have no record: the records file does not account for \
@@ -348,4 +351,15 @@ mod tests {
             serde_json::from_value(serde_json::json!({"completed": 3, "mean_ttft_ms": 12.5})).unwrap();
         assert_eq!(result_rows(&m), vec![("mean_ttft_ms".to_owned(), "12.50".to_owned())]);
     }
+}
+
+/// The note for a result whose named records file is missing: its per-request figures come
+/// from the result's arrays (or its summary keys) instead — fewer charts, no response view.
+pub(crate) fn missing_records_note(result: &std::path::Path, missing: &std::path::Path) -> String {
+    format!(
+        "note: {}: its records file {} is missing; using the result's per-request arrays (or its \
+         summary keys) instead",
+        result.display(),
+        missing.display()
+    )
 }

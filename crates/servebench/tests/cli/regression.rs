@@ -496,6 +496,25 @@ fn a_dry_run_says_what_its_duration_or_stages_schedule_would_send() {
     assert_eq!(dry(&["--num-prompts", "20"]), None, "every request of the workload: no line");
 }
 
+/// Pins a result whose named records file is missing: `report` and `compare` fell back to its
+/// arrays without a word (fewer charts, no response view, other tests). They say so now.
+#[test]
+fn a_missing_records_file_is_named_by_report_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = sim_result(dir.path(), &["--num-prompts", "4", "--random-output-len", "3"]);
+    assert_eq!(doc["records_file"], "r.json.records.jsonl");
+    std::fs::remove_file(dir.path().join("r.json.records.jsonl")).unwrap();
+    for args in [&["report", "r.json", "-o", "r.html"][..], &["compare", "r.json", "r.json"][..]] {
+        let out = crate::support::bin().current_dir(dir.path()).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("note: r.json: its records file r.json.records.jsonl is missing"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// Pins a run whose standard output goes away (`servebench … | head -1`, a dropped ssh session):
 /// the first console line after the reader quit panicked ("failed printing to stdout: Broken
 /// pipe") and the result file was never written. The console is dropped; the run finishes,
