@@ -57,6 +57,14 @@ pub fn is_sensitive_header(name: &str) -> bool {
         || ["auth", "key", "token", "secret", "password", "credential"].iter().any(|part| n.contains(part))
 }
 
+/// Whether a URL query parameter named `name` carries a secret: a sensitive header's name
+/// ([`is_sensitive_header`]: `api-key`, `token`, …) or a signed URL's (`sig`, `signature`: SAS
+/// tokens; `code`: Azure Functions keys).
+pub fn is_secret_query_name(name: &str) -> bool {
+    let n = name.trim().to_ascii_lowercase();
+    is_sensitive_header(&n) || matches!(n.as_str(), "sig" | "signature" | "code" | "x-amz-signature")
+}
+
 /// What a redacted secret is replaced with.
 pub const REDACTED: &str = "<redacted>";
 
@@ -136,7 +144,7 @@ pub fn secret_query_values(url: &str) -> Vec<&str> {
     query
         .split('&')
         .filter_map(|p| p.split_once('='))
-        .filter(|(name, v)| is_sensitive_header(name) && !v.is_empty())
+        .filter(|(name, v)| is_secret_query_name(name) && !v.is_empty())
         .map(|(_, v)| v)
         .collect()
 }
@@ -151,7 +159,7 @@ fn redact_query(tail: &str) -> String {
     let params: Vec<String> = query
         .split('&')
         .map(|p| match p.split_once('=') {
-            Some((name, _)) if is_sensitive_header(name) => format!("{name}={REDACTED}"),
+            Some((name, _)) if is_secret_query_name(name) => format!("{name}={REDACTED}"),
             _ => p.to_owned(),
         })
         .collect();
@@ -445,6 +453,9 @@ mod tests {
         assert_eq!(redact_url("https://ghp_TOKEN@host/x"), "https://<redacted>@host/x");
         assert_eq!(redact_url("/v1/completions?token=S8&x=1"), "/v1/completions?token=<redacted>&x=1");
         assert_eq!(secret_query_values("/v1/c?token=S8&x=1&api-key=K9#f"), vec!["S8", "K9"]);
+        // Signed URLs: SAS signatures and Azure Functions keys.
+        assert_eq!(secret_query_values("/f?sig=AB12&code=CD34&sv=2024"), vec!["AB12", "CD34"]);
+        assert_eq!(redact_url("http://h/f?code=CD34&x=1"), "http://h/f?code=<redacted>&x=1");
         assert!(secret_query_values("/v1/c").is_empty());
     }
 

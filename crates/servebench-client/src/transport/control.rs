@@ -143,7 +143,7 @@ impl HttpClient {
         body: Option<Bytes>,
     ) -> Result<RawResponse> {
         let path = self.control_path_for(endpoint)?;
-        let context = format!("{method} {}", self.url_for_path(&path));
+        let context = format!("{method} {}", self.shown_url(&path));
         let mut h = headers.clone();
         if body.is_some() && !h.contains_key(CONTENT_TYPE) {
             h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -223,7 +223,7 @@ impl HttpClient {
         body: &B,
         headers: &HeaderMap,
     ) -> Result<T> {
-        let context = format!("POST {}", self.url_for_path(&self.control_path_for(endpoint)?));
+        let context = format!("POST {}", self.shown_url(&self.control_path_for(endpoint)?));
         let bytes = serde_json::to_vec(body).map_err(|e| BenchError::protocol(context.clone(), e))?;
         let mut h = headers.clone();
         h.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -232,7 +232,7 @@ impl HttpClient {
     }
 
     fn json_result<T: DeserializeOwned>(&self, method: Method, r: RawResponse) -> Result<T> {
-        let context = format!("{method} {}", self.url_for_path(&r.path));
+        let context = format!("{method} {}", self.shown_url(&r.path));
         if !(200..300).contains(&r.status) {
             return Err(BenchError::HttpStatus { context, status: r.status, body: r.snippet() });
         }

@@ -390,9 +390,17 @@ impl HttpClient {
         self.resolve(endpoint, path::join_control)
     }
 
-    /// `scheme://host:port/path` of a request path, for messages (never userinfo).
+    /// `scheme://host:port/path` of a request path, as requested (never userinfo; a secret
+    /// query value of the base URL is in it: for requests, not for text — see
+    /// [`HttpClient::shown_url`]).
     pub fn url_for_path(&self, path: &str) -> String {
         format!("{}{path}", self.origin())
+    }
+
+    /// [`HttpClient::url_for_path`] for messages, results and files: secret query values (the
+    /// base URL's `?api-key=…`, sent on every call) redacted.
+    pub fn shown_url(&self, path: &str) -> String {
+        servebench_core::secret::redact_url(&self.url_for_path(path))
     }
 
     fn resolve(&self, endpoint: &str, join: fn(&str, &str) -> String) -> Result<String> {

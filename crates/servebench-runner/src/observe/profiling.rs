@@ -21,7 +21,7 @@ pub async fn post_control(client: &HttpClient, headers: &http::HeaderMap, endpoi
         Ok(())
     } else {
         Err(BenchError::HttpStatus {
-            context: format!("POST {}", client.url_for_path(&r.path)),
+            context: format!("POST {}", client.shown_url(&r.path)),
             status: r.status,
             body: r.snippet(),
         })

@@ -119,7 +119,7 @@ pub async fn fetch_metrics_text(client: &HttpClient, headers: &http::HeaderMap) 
     let r = client.request_raw(http::Method::GET, "/metrics", headers, None).await?;
     if !(200..300).contains(&r.status) {
         return Err(servebench_core::BenchError::HttpStatus {
-            context: format!("GET {}", client.url_for_path(&r.path)),
+            context: format!("GET {}", client.shown_url(&r.path)),
             status: r.status,
             body: r.snippet(),
         });

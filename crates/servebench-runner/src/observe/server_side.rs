@@ -133,8 +133,9 @@ impl ServerSide {
         let mut sources: Vec<Source> = Vec::new();
         if options.scrape_interval.is_some() {
             sources.push(Source {
+                // A label (results, the series file): the base URL's secret query values redacted.
                 url: client
-                    .url_for_path(&client.control_path_for("/metrics").unwrap_or_else(|_| "/metrics".into())),
+                    .shown_url(&client.control_path_for("/metrics").unwrap_or_else(|_| "/metrics".into())),
                 path: "/metrics".into(),
                 client: Ok(client.clone()),
                 headers: headers.clone(),

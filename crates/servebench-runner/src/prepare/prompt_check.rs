@@ -51,8 +51,10 @@ impl PromptCheck {
             verification: status.to_owned(),
             dialect,
             servers: r.map(|r| r.servers.to_owned()),
-            tokenize_path: r.map(|r| r.tokenize_path.clone()),
-            detokenize_path: r.and_then(|r| r.detokenize_path.clone()),
+            // Paths as sent carry the base URL's query: its secret values redacted here.
+            tokenize_path: r.map(|r| servebench_core::secret::redact_url(&r.tokenize_path)),
+            detokenize_path: r
+                .and_then(|r| r.detokenize_path.as_deref().map(servebench_core::secret::redact_url)),
             checked: count(checked),
             fixed: count(fixed),
             unresolved: count(unresolved),
@@ -84,7 +86,9 @@ pub async fn check_prompts(
     if let Some(r) = &report {
         observer.message(&r.describe());
     }
-    let tokenize_path = report.as_ref().map_or("/tokenize", |r| r.tokenize_path.as_str());
+    let tokenize_path = servebench_core::secret::redact_url(
+        report.as_ref().map_or("/tokenize", |r| r.tokenize_path.as_str()),
+    );
     let mut warn = |notice: Notice| {
         observer.message(&notice.to_string());
         warnings.push(notice.said());

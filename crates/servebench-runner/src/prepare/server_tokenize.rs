@@ -47,7 +47,7 @@ impl TokenizeReport {
     pub fn describe(&self) -> String {
         format!(
             "Server tokenizer: POST {} speaks the `{}` dialect ({})",
-            self.tokenize_path,
+            servebench_core::secret::redact_url(&self.tokenize_path),
             self.dialect.name(),
             self.servers
         )
@@ -161,8 +161,12 @@ impl ServerTokenize {
                     Err(BenchError::Transport { .. }) if attempt + 1 < attempts.max(1) => continue,
                     Err(e) => return Err(e),
                 };
-            let said =
-                format!("POST {path} answered HTTP {}: {}", r.status, one_line(&r.snippet(), NOTE_BYTES));
+            let said = format!(
+                "POST {} answered HTTP {}: {}",
+                servebench_core::secret::redact_url(path),
+                r.status,
+                one_line(&r.snippet(), NOTE_BYTES)
+            );
             return Ok(match r.status {
                 200..=299 => Answer::Ok(r.body),
                 400 | 422 => Answer::Rejected(said),

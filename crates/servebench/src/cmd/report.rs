@@ -252,6 +252,17 @@ pub fn write_timeline(
     Ok(())
 }
 
+/// The note for a result whose named records file is missing: its per-request figures come
+/// from the result's arrays (or its summary keys) instead — fewer charts, no response view.
+pub(crate) fn missing_records_note(result: &std::path::Path, missing: &std::path::Path) -> String {
+    format!(
+        "note: {}: its records file {} is missing; using the result's per-request arrays (or its \
+         summary keys) instead",
+        result.display(),
+        missing.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,15 +362,4 @@ mod tests {
             serde_json::from_value(serde_json::json!({"completed": 3, "mean_ttft_ms": 12.5})).unwrap();
         assert_eq!(result_rows(&m), vec![("mean_ttft_ms".to_owned(), "12.50".to_owned())]);
     }
-}
-
-/// The note for a result whose named records file is missing: its per-request figures come
-/// from the result's arrays (or its summary keys) instead — fewer charts, no response view.
-pub(crate) fn missing_records_note(result: &std::path::Path, missing: &std::path::Path) -> String {
-    format!(
-        "note: {}: its records file {} is missing; using the result's per-request arrays (or its \
-         summary keys) instead",
-        result.display(),
-        missing.display()
-    )
 }

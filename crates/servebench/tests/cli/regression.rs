@@ -515,6 +515,40 @@ fn a_missing_records_file_is_named_by_report_and_compare() {
     }
 }
 
+/// Pins a secret in the base URL's query (`?api-key=…`), now sent on every call, staying out of
+/// everything written: the `/metrics` endpoint label (result and series file), the server
+/// tokenizer's paths (result and console) and every console line named the path with the key.
+#[test]
+fn a_base_url_query_secret_is_never_written() {
+    let tok = crate::support::tokenizer();
+    let sim =
+        crate::support::SimProcess::start(&["--sim-model", "m", "--sim-tokenizer", tok.to_str().unwrap()]);
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "SECRETKEY123456";
+    let out = crate::support::bin()
+        .current_dir(dir.path())
+        .args(["--base-url", &format!("{}/v1?api-version=2024&api-key={secret}", sim.url)])
+        .args(["--model", "m", "--tokenizer", tok.to_str().unwrap(), "--num-prompts", "3"])
+        .args(["--random-input-len", "16", "--random-output-len", "3", "--disable-tqdm"])
+        .args([
+            "--scrape-metrics",
+            "--scrape-interval",
+            "0.05",
+            "--save-result",
+            "--result-filename",
+            "r.json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut written = text(&out.stdout) + &text(&out.stderr);
+    for f in std::fs::read_dir(dir.path()).unwrap() {
+        written.push_str(&std::fs::read_to_string(f.unwrap().path()).unwrap());
+    }
+    assert!(written.contains("api-key=<redacted>"), "the query is shown, its secret redacted");
+    assert!(!written.contains(secret), "the secret was written");
+}
+
 /// Pins a run whose standard output goes away (`servebench … | head -1`, a dropped ssh session):
 /// the first console line after the reader quit panicked ("failed printing to stdout: Broken
 /// pipe") and the result file was never written. The console is dropped; the run finishes,
