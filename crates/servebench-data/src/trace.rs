@@ -54,6 +54,9 @@ pub struct TraceConfig {
     /// Send on the trace's timestamps (`--self-timed`, the default); otherwise the run's
     /// `--request-rate` schedule is used.
     pub self_timed: bool,
+    /// The run's end in replay time (`--duration`, ms): rows due after it are never sent, so
+    /// the span bound does not apply to them. `None` without a `--duration`.
+    pub replay_end_ms: Option<f64>,
 }
 
 /// One request of the trace.
@@ -99,20 +102,24 @@ fn field_u64(v: &Value, name: &str, line: usize) -> Result<u64> {
 pub const MAX_TRACE_SPAN_MS: f64 = 7.0 * 24.0 * 3600.0 * 1000.0;
 
 /// The timestamps seen so far: they must not decrease, and the replay they ask for (times the
-/// multiplier) must stay within [`MAX_TRACE_SPAN_MS`].
+/// multiplier) must stay within [`MAX_TRACE_SPAN_MS`] for the rows that are sent (`end_ms`: the
+/// run's end in replay time, after which rows are not sent).
 #[derive(Debug, Clone, Copy)]
 struct TraceClock {
     first: Option<f64>,
     last: f64,
     multiplier: f64,
+    end_ms: Option<f64>,
 }
 
 impl TraceClock {
     fn new(multiplier: f64) -> Self {
-        TraceClock { first: None, last: f64::NEG_INFINITY, multiplier }
+        TraceClock { first: None, last: f64::NEG_INFINITY, multiplier, end_ms: None }
     }
 
-    fn check(&mut self, ts: f64, line_no: usize) -> Result<()> {
+    /// Checks `ts`; the span bound only when the row is sent (`replayed`: within
+    /// `--num-prompts`, and before the run's end).
+    fn check(&mut self, ts: f64, line_no: usize, replayed: bool) -> Result<()> {
         if !ts.is_finite() || ts < self.last {
             return Err(dataset_err(format!(
                 "trace line {line_no}: timestamp {ts} is before the previous one; fix: sort the trace by timestamp"
@@ -120,7 +127,8 @@ impl TraceClock {
         }
         let first = *self.first.get_or_insert(ts);
         let span = (ts - first) * self.multiplier;
-        if span.is_nan() || span > MAX_TRACE_SPAN_MS {
+        let sent = replayed && self.end_ms.is_none_or(|end| span < end);
+        if sent && (span.is_nan() || span > MAX_TRACE_SPAN_MS) {
             return Err(dataset_err(format!(
                 "trace line {line_no}: timestamp {ts} is {} days after the first row's ({first}){}, \
                  beyond the longest replay (7 days); fix: check that timestamps are milliseconds \
@@ -144,7 +152,7 @@ pub fn parse_trace(text: &str, labels: &TraceLabels) -> Result<Vec<TraceRow>> {
     let mut rows = Vec::new();
     let mut clock = TraceClock::new(1.0);
     for (i, line) in text.lines().enumerate() {
-        if let Some(row) = parse_line(line, i + 1, labels, &mut clock)? {
+        if let Some(row) = parse_line(line, i + 1, labels, &mut clock, true)? {
             rows.push(row);
         }
     }
@@ -169,11 +177,15 @@ fn field_len(v: &Value, name: &str, line: usize) -> Result<u32> {
 }
 
 /// One line of a trace (`None` for an empty line); `clock` holds the timestamps seen before.
+/// One row; `replayed` when it is sent (within `--num-prompts`): the rules of a sent row (no
+/// 0-token lengths, the span bound) apply to it only — a row past the replayed ones is checked
+/// for its shape alone, as before they existed.
 fn parse_line(
     line: &str,
     line_no: usize,
     labels: &TraceLabels,
     clock: &mut TraceClock,
+    replayed: bool,
 ) -> Result<Option<TraceRow>> {
     if line.trim().is_empty() {
         return Ok(None);
@@ -187,9 +199,13 @@ fn parse_line(
             labels.timestamp
         ))
     })?;
-    clock.check(ts, line_no)?;
-    let input = field_len(&v, &labels.input_length, line_no)?;
-    let output = field_len(&v, &labels.output_length, line_no)?;
+    clock.check(ts, line_no, replayed)?;
+    let len = |name: &str| match replayed {
+        true => field_len(&v, name, line_no),
+        false => field_u64(&v, name, line_no).map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+    };
+    let input = len(&labels.input_length)?;
+    let output = len(&labels.output_length)?;
     let hash_ids = match v.get(&labels.hash_ids) {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a
@@ -343,11 +359,13 @@ pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<Prepa
     // The replay's span is bounded only when the timestamps are replayed: a rate-driven replay
     // (--no-self-timed) sends the rows on the --request-rate schedule, whatever they say.
     let mut clock = TraceClock::new(if cfg.self_timed { cfg.sec_multiplier } else { 0.0 });
+    clock.end_ms = cfg.replay_end_ms;
     for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
         let line = line.map_err(unreadable)?;
         // A byte-order mark (Windows editors write one) is not part of the first row.
         let text = if i == 0 { crate::dataset::file::strip_bom(&line) } else { &line };
-        let Some(row) = parse_line(text, i + 1, &cfg.labels, &mut clock)? else { continue };
+        let replayed = seen < cfg.num_prompts;
+        let Some(row) = parse_line(text, i + 1, &cfg.labels, &mut clock, replayed)? else { continue };
         seen += 1;
         if seen > cfg.num_prompts {
             continue;

@@ -177,6 +177,7 @@ fn trace_timestamps_spanning_more_than_a_week_are_refused_naming_the_row() {
         seed: 0,
         max_model_len: None,
         self_timed: true,
+        replay_end_ms: None,
     };
     assert!(build_trace_workload(&cfg(1.0), cl100k().as_ref()).is_ok());
     let e = build_trace_workload(&cfg(2.0), cl100k().as_ref()).unwrap_err();
@@ -189,6 +190,17 @@ fn trace_timestamps_spanning_more_than_a_week_are_refused_naming_the_row() {
     std::fs::write(&path, format!("{}{}", row("0"), row("1e300"))).unwrap();
     let rate_driven = TraceConfig { self_timed: false, ..cfg(1.0) };
     assert_eq!(build_trace_workload(&rate_driven, cl100k().as_ref()).unwrap().workload.requests.len(), 2);
+    // Pins the rules of a sent row applying to sent rows only: the first N rows of a trace
+    // longer than a week (or with a 0-token row further on) were refused, and so were rows due
+    // after a --duration's end, which are never sent.
+    let tail = "{\"timestamp\": 900000000, \"input_length\": 4, \"output_length\": 0}\n";
+    std::fs::write(&path, format!("{}{}{tail}", row("0"), row("100"))).unwrap();
+    let first_two = TraceConfig { num_prompts: 2, ..cfg(1.0) };
+    assert_eq!(build_trace_workload(&first_two, cl100k().as_ref()).unwrap().workload.requests.len(), 2);
+    std::fs::write(&path, format!("{}{}{}", row("0"), row("100"), row("900000000"))).unwrap();
+    let within_a_second = TraceConfig { num_prompts: 3, replay_end_ms: Some(1000.0), ..cfg(1.0) };
+    assert!(build_trace_workload(&within_a_second, cl100k().as_ref()).is_ok());
+    assert!(build_trace_workload(&TraceConfig { num_prompts: 3, ..cfg(1.0) }, cl100k().as_ref()).is_err());
 }
 
 /// Pins vLLM's "Min num mm items is greater than max mm items" as SB101: random-mm used to lower

@@ -188,6 +188,7 @@ fn trace_cfg(path: std::path::PathBuf) -> TraceConfig {
         seed: 5,
         max_model_len: Some(600),
         self_timed: true,
+        replay_end_ms: None,
     }
 }
 

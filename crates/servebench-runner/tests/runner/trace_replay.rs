@@ -53,6 +53,7 @@ async fn mooncake_trace_hits_the_simulators_prefix_cache_on_the_traces_timestamp
         seed: 0,
         max_model_len: None,
         self_timed: true,
+        replay_end_ms: None,
     });
     // One request at a time: each prefill is done (and cached) before the next request is sent,
     // whatever the machine's load, so the cache hits are exact.
@@ -87,6 +88,7 @@ async fn the_same_trace_gives_the_same_prompts_on_every_run() {
         seed: 0,
         max_model_len: Some(70),
         self_timed: true,
+        replay_end_ms: None,
     };
     let a = servebench_data::trace::build_trace_workload(&cfg, tok.as_ref()).unwrap();
     let b = servebench_data::trace::build_trace_workload(&cfg, tok.as_ref()).unwrap();

@@ -163,6 +163,8 @@ fn trace_config(args: &RunArgs, backend: BackendKind) -> Result<TraceConfig> {
         seed: args.seed,
         max_model_len: args.max_model_len,
         self_timed: !w.no_self_timed,
+        // In replay time: rows due after the run's end are not sent (nor bounded).
+        replay_end_ms: w.duration.map(|d| d * 1000.0),
     })
 }
 
