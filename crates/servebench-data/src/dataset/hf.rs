@@ -139,22 +139,30 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// First message whose role is one of `roles` (`{role, content}` or `{from, value}`) and its
-/// text; `Err` when its content is not text.
+/// The text of the first message whose role is one of `roles` (`{role, content}` or `{from,
+/// value}`) and that has text: a message without (an assistant's tool call, `content: null`;
+/// a user message of image parts only) is passed over for the next one. `Err` naming the first
+/// such message when none of the role has text; `None` without a message of the role.
 fn chat_message(messages: &[Value], roles: &[&str]) -> Option<std::result::Result<String, String>> {
-    messages.iter().find_map(|m| {
-        let role = m.get("role").or_else(|| m.get("from"))?.as_str()?;
+    let mut first_problem: Option<String> = None;
+    for m in messages {
+        let Some(role) = m.get("role").or_else(|| m.get("from")).and_then(Value::as_str) else { continue };
         if !roles.contains(&role) {
-            return None;
+            continue;
         }
-        Some(
-            m.get("content")
-                .or_else(|| m.get("value"))
-                .ok_or_else(|| "it has no content".to_string())
-                .and_then(content_text)
-                .map_err(|why| format!("the {role} message: {why}")),
-        )
-    })
+        let text = m
+            .get("content")
+            .or_else(|| m.get("value"))
+            .ok_or_else(|| "it has no content".to_string())
+            .and_then(content_text);
+        match text {
+            Ok(t) => return Some(Ok(t)),
+            Err(why) => {
+                first_problem.get_or_insert(format!("the {role} message: {why}"));
+            }
+        }
+    }
+    first_problem.map(Err)
 }
 
 /// The prompt and optional completion of one row.
@@ -166,9 +174,9 @@ pub fn extract(row: &Value, cols: &Columns) -> std::result::Result<(String, Opti
             let prompt = chat_message(msgs, &["user", "human"])
                 .ok_or_else(|| format!("column '{c}' has no user/human message"))?
                 .map_err(|why| format!("column '{c}', {why}"))?;
-            let reply = chat_message(msgs, &["assistant", "gpt"])
-                .transpose()
-                .map_err(|why| format!("column '{c}', {why}"))?;
+            // The reply only sets the output length: a row whose assistant messages carry no
+            // text (tool calls only) has none, as a row without one.
+            let reply = chat_message(msgs, &["assistant", "gpt"]).and_then(Result::ok);
             Ok((prompt, reply))
         }
         Columns::Turns => {

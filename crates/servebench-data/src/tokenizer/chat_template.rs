@@ -181,28 +181,28 @@ impl HfChatTemplate {
             }
         };
         let jinja_path = dir.join("chat_template.jinja");
+        // A `chat_template` that is not a template: said when a template is first rendered (as
+        // transformers does), so a run that renders none (random prompts, completions) loads.
+        let mut not_a_template = None;
         let source = match std::fs::read_to_string(&jinja_path) {
             Ok(text) => Some((text, None)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match config.get("chat_template") {
                 None | Some(Value::Null) => None,
                 // `"chat_template": 42` used to read as "has no chat template".
-                Some(v) => Some(pick_source(v).ok_or_else(|| {
+                Some(v) => Some(pick_source(v).unwrap_or_else(|| {
                     let what = match v {
                         Value::Array(_) => {
                             "a list of named templates without one named \"default\"".to_string()
                         }
                         other => format!("{other}"),
                     };
-                    load_error(
-                        tokenizer,
-                        format!(
-                            "{}: chat_template is {what}, not a template (a Jinja string, or a list of \
-                             {{\"name\", \"template\"}} with a \"default\")",
-                            config_path.display()
-                        ),
-                        None,
-                    )
-                })?),
+                    not_a_template = Some(format!(
+                        "{}: chat_template is {what}, not a template (a Jinja string, or a list of \
+                         {{\"name\", \"template\"}} with a \"default\")",
+                        config_path.display()
+                    ));
+                    (String::new(), None)
+                })),
             },
             Err(e) => {
                 return Err(load_error(
@@ -219,7 +219,11 @@ impl HfChatTemplate {
                 special_tokens.insert(key.to_string(), Value::String(t));
             }
         }
-        Ok(Some(Self::new(tokenizer, default, tool_use, special_tokens)))
+        let mut template = Self::new(tokenizer, default, tool_use, special_tokens);
+        if let Some(why) = not_a_template {
+            template.compile_error = Some(why);
+        }
+        Ok(Some(template))
     }
 
     /// A template from its source (`tool_use`: the template used when tools are given).

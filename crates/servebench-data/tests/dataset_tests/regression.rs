@@ -350,8 +350,13 @@ fn a_chat_template_that_is_not_a_template_is_an_invalid_config() {
             format!("{{\"chat_template\": {template}}}"),
         )
         .unwrap();
-        let e = servebench_data::load_tokenizer_with(dir.path().to_str().unwrap(), &offline).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::TokenizerLoad, "{e}");
+        // The tokenizer loads (a run that renders no template is not refused, as transformers
+        // loads it); rendering says what is wrong.
+        let t = servebench_data::load_tokenizer_with(dir.path().to_str().unwrap(), &offline).unwrap();
+        let template = t.chat_template().expect("a template that fails when rendered");
+        let messages = serde_json::json!([{"role": "user", "content": "hi"}]);
+        let e = template.render(&messages, &servebench_core::ChatRender::default()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ChatTemplateRender, "{e}");
         assert!(e.to_string().contains(says), "{e}");
     }
     std::fs::write(dir.path().join("tokenizer_config.json"), "{\"chat_template\": null}").unwrap();
@@ -379,4 +384,20 @@ fn hf_chat_content_parts_are_joined_and_non_text_content_is_named() {
     assert!(e.contains("a number, not text"), "{e}");
     let plain = serde_json::json!({"messages": [{"from": "human", "value": "hi"}]});
     assert_eq!(extract(&plain, &cols).unwrap(), ("hi".to_string(), None));
+    // Pins messages without text being passed over, not fatal: an assistant's tool call
+    // (`content: null`) before its text reply, and a user message of image parts before a text
+    // one, failed the whole dataset.
+    let tool_call = serde_json::json!({"messages": [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+        {"role": "user", "content": "What is the weather?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "1"}]},
+        {"role": "tool", "content": "sunny"},
+        {"role": "assistant", "content": "It is sunny."}
+    ]});
+    let (prompt, reply) = extract(&tool_call, &cols).unwrap();
+    assert_eq!((prompt.as_str(), reply.as_deref()), ("What is the weather?", Some("It is sunny.")));
+    let only_tool_calls = serde_json::json!({"messages": [
+        {"role": "user", "content": "Weather?"}, {"role": "assistant", "content": null}
+    ]});
+    assert_eq!(extract(&only_tool_calls, &cols).unwrap(), ("Weather?".to_string(), None));
 }
