@@ -119,10 +119,16 @@ pub fn check(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> R
 }
 
 /// SB101 when `--append-result` would replace the records of an earlier run: `--records` names
-/// a file that exists (the earlier run's result line points to it, and this run would write
-/// its own records over it). Without `--records` each appended run gets its own records file.
+/// a regular file that an earlier run's line of the result file names (this run would write its
+/// own records over it). A first run, a records path the result does not name, and a device
+/// (`/dev/null`) are let through; without `--records` each appended run gets its own records
+/// file.
 pub fn check_appended_records(output: &OutputConfig, records: Option<&Path>) -> Result<(), BenchError> {
-    match records.filter(|r| output.append_result && r.exists()) {
+    let result =
+        output.result_filename.as_ref().map(|f| output.result_dir.clone().unwrap_or_default().join(f));
+    let named_by_earlier_run =
+        |r: &&Path| r.is_file() && result.as_deref().is_some_and(|res| result_names_records(res, r));
+    match records.filter(|r| output.append_result && named_by_earlier_run(r)) {
         Some(r) => Err(BenchError::config(
             "--records",
             format!(
@@ -135,6 +141,18 @@ pub fn check_appended_records(output: &OutputConfig, records: Option<&Path>) -> 
         )),
         None => Ok(()),
     }
+}
+
+/// Whether a line of the (appended) result file at `result` names `records` as its
+/// `records_file` (the same file, or the same name when either cannot be resolved).
+fn result_names_records(result: &Path, records: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(result) else { return false };
+    let wanted = identity(records);
+    serde_json::Deserializer::from_str(&text)
+        .into_iter::<serde_json::Value>()
+        .map_while(Result::ok)
+        .filter_map(|doc| doc.get("records_file").and_then(|v| v.as_str()).map(PathBuf::from))
+        .any(|named| identity(&named) == wanted || named.file_name() == records.file_name())
 }
 
 /// SB120 if one of `outputs` (named by what writes it: flag, path) is the same file as one of
@@ -158,6 +176,22 @@ pub fn check_files(inputs: &[(String, PathBuf)], outputs: &[(String, PathBuf)]) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn appended_records_are_refused_only_when_an_earlier_line_of_the_result_names_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let (result, records) = (d.join("r.jsonl"), d.join("rec.jsonl"));
+        std::fs::write(&records, "{}\n").unwrap();
+        assert!(!result_names_records(&result, &records), "a first run has no result yet");
+        std::fs::write(&result, "{\"records_file\":\"other.jsonl\"}\n").unwrap();
+        assert!(!result_names_records(&result, &records), "an earlier run's records were elsewhere");
+        let named = format!("{{\"x\":1}}\n{{\"records_file\":{:?}}}\n", records.to_str().unwrap());
+        std::fs::write(&result, named).unwrap();
+        assert!(result_names_records(&result, &records));
+        std::fs::write(&result, "{\n  \"records_file\": \"rec.jsonl\"\n}\n").unwrap();
+        assert!(result_names_records(&result, &records), "a pretty-printed earlier result names them too");
+    }
 
     #[test]
     fn identity_resolves_dot_segments_and_symlinks_of_files_not_yet_written() {

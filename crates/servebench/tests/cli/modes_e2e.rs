@@ -346,6 +346,21 @@ fn append_result_refuses_to_overwrite_an_earlier_runs_named_records() {
     assert_eq!(std::fs::read_to_string(d.join("same.jsonl")).unwrap(), before);
 }
 
+/// Pins `--append-result --records` refusing runs it had no reason to: a first run whose records
+/// file exists from elsewhere, and `--records /dev/null` (nothing to overwrite).
+#[test]
+fn append_result_lets_through_a_first_run_and_records_to_dev_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("old.jsonl"), "{}\n").unwrap();
+    let out = sim(d, &["--append-result", "--result-filename", "r.jsonl", "--records", "old.jsonl"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for _ in 0..2 {
+        let out = sim(d, &["--append-result", "--result-filename", "n.jsonl", "--records", "/dev/null"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+}
+
 #[test]
 fn sweep_points_get_prompts_of_their_own_so_prefix_cache_does_not_flatter_them() {
     let dir = tempfile::tempdir().unwrap();
