@@ -761,3 +761,57 @@ fn a_duration_run_shorter_than_the_error_window_warns() {
     assert!(err.contains("warning[SB142]: --max-error-rate is tested over the last 30"), "{err}");
     assert!(err.contains("--duration plans about 5"), "{err}");
 }
+
+/// Pins a rate search whose step fails for a reason the load has no part in (HTTP 404: a wrong
+/// route): it halved the rate through every step down to start/1024 and only then exited
+/// SB602. It stops at that step, saying so on the console and in `stopped_early`.
+#[test]
+fn a_search_stops_at_a_step_whose_failures_do_not_depend_on_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("s.json");
+    let (status, out, err) = sim(&[
+        "--find-max-rate",
+        "--search-start-rate",
+        "50",
+        "--num-prompts",
+        "4",
+        "--endpoint",
+        "/v1/nope",
+        "--save-result",
+        "--result-filename",
+        result.to_str().unwrap(),
+    ]);
+    assert_eq!(status, Some(1), "{out}\n{err}");
+    assert!(out.contains("does not depend on the load: the search stops here"), "{out}");
+    assert!(err.contains("error[SB602]") && err.contains("HTTP 404"), "{err}");
+    let doc = read(&result);
+    assert_eq!(doc["trajectory"].as_array().unwrap().len(), 1, "{doc}");
+    let s = &doc["stopped_early"];
+    assert_eq!((s["reason"].as_str(), s["index"].as_u64()), (Some("no_success"), Some(0)), "{s}");
+    assert!(s["points_not_run"].is_null() && s["detected_at_s"].is_null(), "{s}");
+    assert!(doc["duration_s"].is_null(), "{doc}");
+}
+
+/// Pins `--num-runs` stopped by a run without success: the document wrote `num_runs: 1` and
+/// `stopped_early: null`, as if one run had been asked for.
+#[test]
+fn a_multi_run_stopped_by_a_run_without_success_says_how_many_were_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("m.json");
+    let (status, out, err) = sim(&[
+        "--sim-fault",
+        "http_500=1",
+        "--num-prompts",
+        "2",
+        "--num-runs",
+        "3",
+        "--save-result",
+        "--result-filename",
+        result.to_str().unwrap(),
+    ]);
+    assert_eq!(status, Some(1), "{out}\n{err}");
+    assert!(out.contains("the experiment stops here (2 later points not run)"), "{out}");
+    let doc = read(&result);
+    assert_eq!((doc["num_runs"].as_u64(), doc["num_runs_planned"].as_u64()), (Some(1), Some(3)), "{doc}");
+    assert_eq!(doc["stopped_early"]["reason"], "no_success", "{doc}");
+}
