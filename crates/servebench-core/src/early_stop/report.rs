@@ -127,13 +127,26 @@ impl EarlyStopReport {
                 self.in_flight_end.unwrap_or(0),
                 self.in_flight_growth_per_s.unwrap_or(f64::NAN),
             ),
-            EarlyStopReason::ErrorRate => format!(
-                "errors from {:.1} s: {} of the last {} finished requests failed ({:.1}%, limit by {})",
-                self.detected_at_s,
+            // The time is when the limit was exceeded (the evidence's end), not where the
+            // evidence starts: the rate's window started `window_s` before it, the count's at
+            // the run's start.
+            EarlyStopReason::ErrorRate if self.error_limit.as_deref() == Some("count") => format!(
+                "errors: {} of the {} requests finished so far failed ({:.1}%, limit by count, over the \
+                 whole run), exceeded at {:.1} s",
                 self.failed.unwrap_or(0),
                 self.finished_in_window.unwrap_or(0),
                 self.error_rate.unwrap_or(f64::NAN) * 100.0,
-                self.error_limit.as_deref().unwrap_or("rate"),
+                self.detected_at_s,
+            ),
+            EarlyStopReason::ErrorRate => format!(
+                "errors: {} of the last {} finished requests failed ({:.1}%, limit by rate; they finished \
+                 from {:.2} s to {:.2} s), exceeded at {:.1} s",
+                self.failed.unwrap_or(0),
+                self.finished_in_window.unwrap_or(0),
+                self.error_rate.unwrap_or(f64::NAN) * 100.0,
+                (self.detected_at_s - self.window_s).max(0.0),
+                self.detected_at_s,
+                self.detected_at_s,
             ),
         };
         format!(
@@ -162,6 +175,27 @@ mod tests {
             r.console_line().contains("6 of the last 10 finished requests failed (60.0%"),
             "{}",
             r.console_line()
+        );
+    }
+
+    /// Pins what each time of an error stop's console line is. It said "errors from 0.7 s" for
+    /// both limits: for `--max-errors` (a count over the whole run) and for the rate (whose
+    /// window of finished requests started at 0.10 s while it said "from 0.4 s") it was the
+    /// time the limit was exceeded.
+    #[test]
+    fn an_error_stop_line_says_when_the_limit_was_exceeded_and_what_its_window_is() {
+        let ev = ErrorRateEvidence { failed: 6, over: 10, rate: 0.6, absolute: false };
+        let line = EarlyStopReport::errors(&ev, 0.4, 0.3).console_line();
+        assert!(
+            line.contains("limit by rate; they finished from 0.10 s to 0.40 s), exceeded at 0.4 s"),
+            "{line}"
+        );
+        assert!(!line.contains("from 0.4 s"), "{line}");
+        let ev = ErrorRateEvidence { failed: 2, over: 33, rate: 2.0 / 33.0, absolute: true };
+        let line = EarlyStopReport::errors(&ev, 0.7, 0.6).console_line();
+        assert!(
+            line.contains("errors: 2 of the 33 requests finished so far failed (6.1%, limit by count, over the whole run), exceeded at 0.7 s"),
+            "{line}"
         );
     }
 }

@@ -48,19 +48,22 @@ pub struct BestPoint {
     pub value: f64,
 }
 
-/// The point of a sweep or multi-run whose run stopped early, which ended the experiment: the
-/// points after it were not run (its own `early_stop` block has the evidence).
+/// The point of an experiment that ended it before its plan was done: its run stopped early
+/// (its own `early_stop` block has the evidence), or not one of its requests succeeded (SB602;
+/// its result's `errors` and `error_kinds` have the failures). The points after it were not run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoppedEarly {
     /// Its index among the points run, and its label.
     pub index: usize,
     pub label: String,
-    /// `saturation` or `error_rate`.
+    /// `saturation` or `error_rate` (the run stopped early), or `no_success` (no request of
+    /// the point succeeded).
     pub reason: String,
-    /// Seconds into the point's run when the stop was detected.
-    pub detected_at_s: f64,
-    /// Points planned after it and not run.
-    pub points_not_run: usize,
+    /// Seconds into the point's run when the stop was detected (`null` for `no_success`).
+    pub detected_at_s: Option<f64>,
+    /// Points planned after it and not run (`null` in a search, which plans its steps as it
+    /// goes).
+    pub points_not_run: Option<usize>,
 }
 
 /// A concurrency or rate sweep (`servebench_experiment: sweep`).
@@ -71,8 +74,10 @@ pub struct SweepDocument {
     /// `max_concurrency` or `request_rate`.
     pub sweep_parameter: String,
     pub interrupted: bool,
-    /// `stopped_early`: the point whose run stopped early (saturation, errors) ended the sweep;
-    /// `null` when none did.
+    /// The points the sweep planned (one per value); `points` has those run.
+    pub points_planned: usize,
+    /// `stopped_early`: the point that ended the sweep — its run stopped early (saturation,
+    /// errors) or none of its requests succeeded; `null` when none did.
     pub stopped_early: Option<StoppedEarly>,
     pub summary: Vec<SummaryRow>,
     /// `points` before `best`, the order sweep documents have always had.
@@ -85,10 +90,14 @@ pub struct SweepDocument {
 pub struct MultiRunDocument {
     #[serde(flatten)]
     pub header: ExperimentHeader,
+    /// The runs in `runs` (those run; fewer than planned when the experiment stopped).
     pub num_runs: usize,
+    /// `--num-runs`: the runs planned.
+    pub num_runs_planned: usize,
     pub same_seed: bool,
     pub interrupted: bool,
-    /// As a sweep's: the run that stopped early ended the repetitions.
+    /// As a sweep's: the run that stopped early (or had no successful request) ended the
+    /// repetitions.
     pub stopped_early: Option<StoppedEarly>,
     /// Indices in `runs` of the runs whose figures cover part of their requests (interrupted or
     /// stopped early): listed in `runs`, left out of `summary`.
@@ -140,10 +149,17 @@ pub struct SearchDocument {
     pub criterion: SearchCriterion,
     pub tolerance: f64,
     pub max_concurrency: Option<usize>,
+    /// `--num-prompts`: the requests of each step, unless a `--duration` sets each step's own
+    /// count (rate × duration; then each point's `num_prompts` says it).
     pub num_prompts: u64,
+    /// Each step's run length (`--duration`), when it sets the steps' counts; else `null`.
+    pub duration_s: Option<f64>,
     pub result_rate: Option<f64>,
     pub lowest_failing_rate: Option<f64>,
     pub interrupted: bool,
+    /// The step that ended the search before it converged: none of its requests succeeded and
+    /// its first failure does not depend on the load (reason `no_success`); `null` otherwise.
+    pub stopped_early: Option<StoppedEarly>,
     pub trajectory: Vec<SearchStep>,
     pub points: Vec<PointDocument>,
 }

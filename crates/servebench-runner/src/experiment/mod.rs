@@ -23,6 +23,7 @@ use crate::observe::server_side::ServerSide;
 use crate::results::info::now_local;
 use crate::run::{prepare_experiment, prepare_run, Prepared};
 use point::{label, Ctx, PointOutcome};
+use servebench_core::metrics::MetricName;
 use servebench_core::{BenchError, Result};
 use servebench_report::info::vllm_date;
 use servebench_report::sections::experiment::PointFigures;
@@ -58,7 +59,9 @@ pub fn plan_points(cfg: &mut RunConfig, exp: &ExperimentConfig) -> Result<Vec<Po
     if cfg.dry_run {
         return Err(BenchError::config("--dry-run", "is for single runs", "drop --dry-run"));
     }
+    check_search(cfg, exp)?;
     let specs = initial_points(exp.num_prompts, cfg, &exp.kind);
+    check_points(cfg, &exp.kind, &specs)?;
     let needed = specs.iter().map(|s| s.num_prompts).max().unwrap_or(exp.num_prompts);
     if needed != exp.num_prompts {
         match &mut cfg.dataset {
@@ -73,6 +76,89 @@ pub fn plan_points(cfg: &mut RunConfig, exp: &ExperimentConfig) -> Result<Vec<Po
         }
     }
     Ok(specs)
+}
+
+/// Refuses a search that cannot pass at any rate, before it runs its steps (each halving the
+/// rate down to start/1024: the last ones alone take about 1000 × N / start seconds): one
+/// request per step (no rate to measure: every request is sent at once, whatever the rate), or
+/// a TPOT/ITL SLO over replies of at most one token (no inter-token gap to measure).
+fn check_search(cfg: &RunConfig, exp: &ExperimentConfig) -> Result<()> {
+    let slos = match &exp.kind {
+        Experiment::FindMaxRate => None,
+        Experiment::SloSearch { slos } => Some(slos),
+        _ => return Ok(()),
+    };
+    let flag = if slos.is_some() { "--slo" } else { "--find-max-rate" };
+    // A --duration sets each step's count (rate × seconds); a trace or session trees their own.
+    let counted = cfg.load.duration.is_none()
+        && cfg.load.agentic.is_none()
+        && !matches!(cfg.dataset, DatasetSpec::TimedTrace(_));
+    if counted && exp.num_prompts < 2 {
+        return Err(BenchError::config(
+            "--num-prompts",
+            format!(
+                "{} is too few for {flag}: a step of one request has no rate to measure, so no step can pass",
+                exp.num_prompts
+            ),
+            "pass --num-prompts 2 or more (a few dozen per step give a steadier verdict)",
+        ));
+    }
+    let gaps = |m: MetricName| matches!(m, MetricName::Tpot | MetricName::Itl);
+    if let (Some(slo), DatasetSpec::Random(r)) =
+        (slos.and_then(|s| s.iter().find(|s| gaps(s.metric))), &cfg.dataset)
+    {
+        let (_, longest) = servebench_data::random::length_bounds(r.output_len, r.range_ratio_output, 1);
+        if longest < 2 {
+            return Err(BenchError::config(
+                "--slo",
+                format!(
+                    "{} needs replies of at least 2 tokens (it measures the gaps between tokens), and \
+                     --random-output-len {} gives at most {longest}, so no step can pass",
+                    slo.name, r.output_len
+                ),
+                "pass --random-output-len 2 or more, or bound ttft or e2el instead",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a point of a sweep or multi-run that breaks a rule a single run is held to, as the
+/// single run with its values would be: its `--max-prefill-concurrency` above its concurrency
+/// (it never binds there), its `--max-error-rate-window` longer than its requests (the limit is
+/// never tested).
+fn check_points(cfg: &RunConfig, exp: &Experiment, specs: &[PointSpec]) -> Result<()> {
+    let sweep = match exp {
+        Experiment::SweepConcurrency { .. } => "--sweep-max-concurrency",
+        Experiment::SweepRate { .. } => "--sweep-request-rate",
+        _ => "--num-runs",
+    };
+    for spec in specs {
+        if let (Some(prefill), Some(c)) = (cfg.load.max_prefill_concurrency, spec.max_concurrency) {
+            if prefill > c {
+                return Err(BenchError::FlagCombination {
+                    first: format!("--max-prefill-concurrency {prefill}"),
+                    second: format!("{sweep} (point {})", spec.label),
+                    why: format!(
+                        "the prefill cap is above the point's concurrency {c}, so it never binds there"
+                    ),
+                    fix: format!("pass --max-prefill-concurrency of at most {c}, or drop {c} from {sweep}"),
+                });
+            }
+        }
+    }
+    // The run sends at most its point's prompts (a duration, stages, a trace or conversations
+    // decide their own count).
+    let bounded = cfg.load.duration.is_none()
+        && cfg.load.stages.is_empty()
+        && cfg.load.multi_turn.is_none()
+        && cfg.load.agentic.is_none()
+        && !matches!(cfg.dataset, DatasetSpec::TimedTrace(_));
+    let window = cfg.load.early_stop.errors.as_ref().map_or(0, |e| e.window as u64);
+    if let Some(spec) = specs.iter().filter(|_| bounded).find(|s| window > s.num_prompts as u64) {
+        return Err(BenchError::ErrorWindowTooLong { window, requests: spec.num_prompts as u64 });
+    }
+    Ok(())
 }
 
 /// The points known before running: sweep points, or the repeated single point of a

@@ -8,10 +8,26 @@ use super::search::Bisection;
 use crate::prepare::failure_codes;
 use serde_json::{Map, Value};
 use servebench_core::metrics::RunMetrics;
+use servebench_core::BenchError;
 use servebench_core::{Outcome, Result};
 use servebench_report::written::{
-    SearchCriterion, SearchDocument, SearchStep, SloDocument, WrittenExperiment,
+    SearchCriterion, SearchDocument, SearchStep, SloDocument, StoppedEarly, WrittenExperiment,
 };
+
+/// A step's error, its fix in the search's terms: the search sets each step's rate, so "raise
+/// the rate" of a `--duration` that schedules no request names the flags the user has.
+fn step_error(e: BenchError, rate: f64) -> BenchError {
+    match e {
+        BenchError::Config { flag, problem, .. } if flag == "--duration" => BenchError::Config {
+            flag,
+            problem: format!("{problem} at the search's rate {rate} req/s"),
+            fix: "lengthen --duration, or raise --search-start-rate (a step sends about its rate × \
+                  --duration requests)"
+                .into(),
+        },
+        e => e,
+    }
+}
 
 /// The value of an SLO's statistic in `m`, ms.
 fn slo_value(m: &RunMetrics, s: &SloBound) -> Option<f64> {
@@ -44,7 +60,7 @@ fn verdict(p: &PointOutcome, slos: Option<&Vec<SloBound>>, a: &SearchOptions) ->
     let mut reasons = Vec::new();
     // A point that stopped early (saturation, errors) fails: the search goes below it.
     if let Some(e) = &p.result.early_stop {
-        reasons.push(format!("stopped early: {} from {:.1} s", e.reason.as_str(), e.detected_at_s));
+        reasons.push(format!("stopped early: {} detected at {:.1} s", e.reason.as_str(), e.detected_at_s));
     }
     if p.metrics.failed > 0 {
         reasons.push(format!("{} requests failed", p.metrics.failed));
@@ -98,6 +114,7 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Writ
     let mut trajectory = Vec::new();
     let mut points = Vec::new();
     let mut interrupted = false;
+    let mut stopped_early = None;
     let (mut any_success, mut first_no_success) = (false, None);
     while let Some(rate) = b.next_rate() {
         let spec = PointSpec {
@@ -107,13 +124,18 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Writ
             num_prompts: ctx.config.num_prompts,
             seed: ctx.base.seed,
         };
-        let p = run_point(ctx, spec).await?;
+        let p = run_point(ctx, spec).await.map_err(|e| step_error(e, rate))?;
         // A rate with no successful request fails the criterion (overload is an answer);
-        // the search fails with SB602 only if no point had any success (at the end).
+        // the search fails with SB602 only if no point had any success (at the end), or at
+        // once when the step's first failure does not depend on the load (a lower rate would
+        // fail the same way).
+        let mut permanent = false;
         if p.records.iter().any(|r| r.outcome == Outcome::Completed) {
             any_success = true;
-        } else if first_no_success.is_none() {
-            first_no_success = failure_codes::no_success(&p.records, &format!("{}: ", p.spec.label));
+        } else if let Some(e) = failure_codes::no_success_in_point(&p.records, &format!("{}: ", p.spec.label))
+        {
+            permanent = failure_codes::load_independent(&p.records);
+            first_no_success.get_or_insert(e);
         }
         let Verdict { offered, achieved, ratio, mut reasons, slo_values } = verdict(&p, slos, a);
         let passed = reasons.is_empty() && !p.interrupted;
@@ -149,11 +171,31 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Writ
         if interrupted {
             break;
         }
+        if permanent {
+            ctx.say(&format!(
+                "No request of {} succeeded and its first failure does not depend on the load: the search stops here",
+                p.spec.label
+            ));
+            stopped_early = Some(StoppedEarly {
+                index: points.len() - 1,
+                label: p.spec.label.clone(),
+                reason: "no_success".into(),
+                detected_at_s: None,
+                points_not_run: None,
+            });
+            break;
+        }
         b.record(rate, passed);
     }
     let so_far = |rate: Option<f64>| rate.map_or("none".to_owned(), |r| format!("{r:.3} req/s"));
     match (b.low(), b.high()) {
         // An interrupted search proves no limit: say what it had found, not a conclusion.
+        _ if stopped_early.is_some() => ctx.say(&format!(
+            "Result: none — stopped at step {}: no request succeeded (highest passing rate so far: {}; lowest failing: {})",
+            trajectory.len(),
+            so_far(b.low()),
+            so_far(b.high())
+        )),
         _ if interrupted => ctx.say(&format!(
             "Result: none — interrupted at step {} before the search converged (highest passing rate so far: {}; lowest failing: {})",
             trajectory.len(),
@@ -186,13 +228,15 @@ pub async fn rate_search(ctx: &Ctx, slos: Option<&Vec<SloBound>>) -> Result<Writ
         tolerance: a.tolerance,
         max_concurrency: ctx.base.max_concurrency,
         num_prompts: ctx.config.num_prompts as u64,
+        duration_s: ctx.base.load.duration.map(|d| d.as_secs_f64()),
         result_rate: b.low(),
         lowest_failing_rate: b.high(),
         interrupted,
+        stopped_early,
         trajectory,
         points,
     };
-    if !any_success && !interrupted {
+    if (!any_success || doc.stopped_early.is_some()) && !interrupted {
         if let Some(e) = first_no_success {
             ctx.no_success.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
         }

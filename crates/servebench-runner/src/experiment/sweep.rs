@@ -29,8 +29,11 @@ pub async fn sweep(
     for (i, spec) in specs.into_iter().enumerate() {
         ctx.say(&format!("{:-^50}", format!(" Run {}/{total}: {} ", i + 1, spec.label)));
         let p = run_point(ctx, spec).await?;
-        stopped_early = stopped_early.or_else(|| stops_early(ctx, &p, i, total - i - 1));
-        let stop = p.interrupted || stopped_early.is_some() || stops_without_success(ctx, &p);
+        stopped_early = stopped_early
+            .or_else(|| stops_early(ctx, &p, i, total - i - 1))
+            .or_else(|| stops_without_success(ctx, &p, i, total - i - 1));
+        let stop = p.interrupted || stopped_early.is_some();
+        say_interrupted(ctx, &p, total - i - 1, "points");
         points.push(p);
         if stop {
             break;
@@ -71,6 +74,7 @@ pub async fn sweep(
         header: header(ctx, &Experiment::SweepRate { values: Vec::new() }),
         sweep_parameter: if by_conc { "max_concurrency" } else { "request_rate" }.to_owned(),
         interrupted: points.iter().any(|p| p.interrupted),
+        points_planned: total,
         stopped_early,
         summary: rows,
         points: points.iter().map(PointOutcome::document).collect(),
@@ -98,8 +102,11 @@ pub async fn multi_run(
     for (i, spec) in specs.into_iter().enumerate() {
         ctx.say(&format!("{:-^50}", format!(" {} (seed {}) ", spec.label, spec.seed)));
         let p = run_point(ctx, spec).await?;
-        stopped_early = stopped_early.or_else(|| stops_early(ctx, &p, i, total - i - 1));
-        let stop = p.interrupted || stopped_early.is_some() || stops_without_success(ctx, &p);
+        stopped_early = stopped_early
+            .or_else(|| stops_early(ctx, &p, i, total - i - 1))
+            .or_else(|| stops_without_success(ctx, &p, i, total - i - 1));
+        let stop = p.interrupted || stopped_early.is_some();
+        say_interrupted(ctx, &p, total - i - 1, "runs");
         points.push(p);
         if stop {
             break;
@@ -124,6 +131,7 @@ pub async fn multi_run(
     Ok(WrittenExperiment::MultiRun(MultiRunDocument {
         header: header(ctx, &Experiment::MultiRun { runs, same_seed }),
         num_runs: points.len(),
+        num_runs_planned: total,
         same_seed,
         interrupted: points.iter().any(|p| p.interrupted),
         stopped_early,
@@ -141,15 +149,35 @@ fn is_partial(p: &PointOutcome) -> bool {
 }
 
 /// A sweep or multi-run point without one successful request ends the experiment (after the
-/// points so far are saved): the error (SB602) is kept for the exit code.
-fn stops_without_success(ctx: &Ctx, p: &PointOutcome) -> bool {
-    match failure_codes::no_success(&p.records, &format!("{}: ", p.spec.label)) {
-        Some(e) => {
-            ctx.say(&format!("No request of {} succeeded: the experiment stops here", p.spec.label));
-            ctx.no_success.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
-            true
-        }
-        None => false,
+/// points so far are saved): the error (SB602) is kept for the exit code, and the document's
+/// `stopped_early` names the point (reason `no_success`). An interrupted point is not judged.
+fn stops_without_success(ctx: &Ctx, p: &PointOutcome, index: usize, after: usize) -> Option<StoppedEarly> {
+    if p.interrupted {
+        return None;
+    }
+    let e = failure_codes::no_success_in_point(&p.records, &format!("{}: ", p.spec.label))?;
+    ctx.say(&format!(
+        "No request of {} succeeded: the experiment stops here ({after} later points not run)",
+        p.spec.label
+    ));
+    ctx.no_success.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+    Some(StoppedEarly {
+        index,
+        label: p.spec.label.clone(),
+        reason: "no_success".to_owned(),
+        detected_at_s: None,
+        points_not_run: Some(after),
+    })
+}
+
+/// The console line of a point cut short by Ctrl-C: the experiment ends after it, and how many
+/// of its `what` (points, runs) it leaves unrun.
+fn say_interrupted(ctx: &Ctx, p: &PointOutcome, after: usize, what: &str) {
+    if p.interrupted && after > 0 {
+        ctx.say(&format!(
+            "Interrupted at {}: the experiment stops here ({after} later {what} not run)",
+            p.spec.label
+        ));
     }
 }
 
@@ -167,7 +195,7 @@ fn stops_early(ctx: &Ctx, p: &PointOutcome, index: usize, after: usize) -> Optio
         index,
         label: p.spec.label.clone(),
         reason: e.reason.as_str().to_owned(),
-        detected_at_s: e.detected_at_s,
-        points_not_run: after,
+        detected_at_s: Some(e.detected_at_s),
+        points_not_run: Some(after),
     })
 }

@@ -510,7 +510,8 @@ async fn conversation(
     let mut history_tokens = 0u32;
     let mut intended = arrival_us;
     let mut t = 0;
-    // Whether the last turn sent failed (it ends the conversation).
+    // Whether the last turn sent did not complete — it failed, or was cancelled by design (its
+    // user left): it ends the conversation, and the later turns depend on it.
     let mut turn_failed = false;
     let waiter = release.clone();
     while t < len {
@@ -596,7 +597,8 @@ async fn conversation(
         drop(permit);
         let reply = if run.keep_text { rec.generated_text.clone() } else { rec.generated_text.take() };
         let ok = rec.outcome == Outcome::Completed;
-        turn_failed = rec.outcome == Outcome::Failed;
+        turn_failed = rec.outcome == Outcome::Failed
+            || rec.cancelled_by == Some(servebench_core::CancelReason::ByDesign);
         let done = rec.done_us.unwrap_or_else(|| run.clock.now_us());
         let reply_tokens = if conv.history {
             match (&run.tokenizer, &reply) {
@@ -625,8 +627,9 @@ async fn conversation(
             }
         }
     }
-    // Turns never sent: a failed turn ended the conversation (`dependency_failed`, as a session
-    // tree's), or the run stopped (the collector records the stop's reason).
+    // Turns never sent: a failed turn, or one cancelled by design, ended the conversation
+    // (`dependency_failed`, as a session tree's), or the run stopped (the collector records the
+    // stop's reason).
     for k in t..len {
         let tokens = conv.workload.requests[start + k].prompt_tokens;
         let mut rec = turn_record(run, conv, c, start + k, k, intended, tokens);

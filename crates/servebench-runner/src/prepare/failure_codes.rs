@@ -46,6 +46,44 @@ const PROXY_FIX: &str = "check the proxy variables and credentials (http://user:
 /// quotes the first failure (lowest index) and names the fix it points to. `context` prefixes
 /// the message (e.g. `point c=4: `).
 pub fn no_success(records: &[RequestRecord], context: &str) -> Option<BenchError> {
+    no_success_with(records, context, RECORDS_FIX)
+}
+
+/// [`no_success`] for a point of an experiment (a sweep, a search, `--num-runs`), which writes
+/// no records file: the catch-all fix names what an experiment shows instead.
+pub fn no_success_in_point(records: &[RequestRecord], context: &str) -> Option<BenchError> {
+    no_success_with(records, context, POINT_FIX)
+}
+
+/// Whether a run without one successful request failed for a reason that does not depend on
+/// the load (its first failure): an HTTP 4xx other than 408 and 429 (a wrong model, adapter,
+/// key, route or request), a reply in another protocol (a wrong `--backend` or `--endpoint`),
+/// a client certificate or proxy refused. A rate search stops at such a step: a lower rate
+/// would fail the same way.
+pub fn load_independent(records: &[RequestRecord]) -> bool {
+    let Some(first) = records.iter().filter(|r| r.outcome != Outcome::Completed).min_by_key(|r| r.index)
+    else {
+        return false;
+    };
+    let Some(e) = &first.error else { return false };
+    if matches!(e.cause, Some(FailureCause::ClientCertificate | FailureCause::Proxy)) {
+        return true;
+    }
+    match (e.kind, first.http_status) {
+        (ErrorKind::HttpStatus, Some(s)) => (400..500).contains(&s) && s != 408 && s != 429,
+        (ErrorKind::Protocol, _) => true,
+        _ => false,
+    }
+}
+
+/// The catch-all fix of a single run's SB602 (the run wrote its records).
+const RECORDS_FIX: &str = "look at the failures in the records file and `error_kinds` in the result";
+
+/// The catch-all fix of an experiment point's SB602 (an experiment writes no records file).
+const POINT_FIX: &str = "look at the failure summary printed after the point, and its result's `errors` and \
+     `error_kinds` in the experiment document";
+
+fn no_success_with(records: &[RequestRecord], context: &str, catch_all: &'static str) -> Option<BenchError> {
     if records.is_empty() || records.iter().any(|r| r.outcome == Outcome::Completed) {
         return None;
     }
@@ -59,7 +97,7 @@ pub fn no_success(records: &[RequestRecord], context: &str) -> Option<BenchError
         }
     }
     let (first_text, fix) = match &first.error {
-        Some(e) => (e.message.clone(), fix_for(e.kind, first.http_status, e.cause)),
+        Some(e) => (e.message.clone(), fix_for(e.kind, first.http_status, e.cause).unwrap_or(catch_all)),
         None => (first.error_entry(), fix_for_cancelled(first.cancelled_by)),
     };
     Some(BenchError::NoSuccess {
@@ -83,14 +121,15 @@ fn fix_for_cancelled(reason: Option<CancelReason>) -> &'static str {
     }
 }
 
-/// The likely fix for a run whose first failure has `kind` (and `status`, typed `cause`).
-fn fix_for(kind: ErrorKind, status: Option<u16>, cause: Option<FailureCause>) -> &'static str {
+/// The likely fix for a run whose first failure has `kind` (and `status`, typed `cause`);
+/// `None` when nothing more specific than the catch-all applies.
+fn fix_for(kind: ErrorKind, status: Option<u16>, cause: Option<FailureCause>) -> Option<&'static str> {
     match cause {
-        Some(FailureCause::ClientCertificate) => return servebench_client::transport::FIX_CLIENT_CERT,
-        Some(FailureCause::Proxy) => return PROXY_FIX,
+        Some(FailureCause::ClientCertificate) => return Some(servebench_client::transport::FIX_CLIENT_CERT),
+        Some(FailureCause::Proxy) => return Some(PROXY_FIX),
         _ => {}
     }
-    match (kind, status) {
+    Some(match (kind, status) {
         (ErrorKind::HttpStatus, Some(404)) => {
             "the server does not serve that model, adapter or route: check --model, --served-model-name \
              and --lora-modules against GET /v1/models, and --endpoint"
@@ -104,8 +143,8 @@ fn fix_for(kind: ErrorKind, status: Option<u16>, cause: Option<FailureCause>) ->
         (ErrorKind::Stall, _) => {
             "the server went silent mid-request: raise --stall-timeout, or lower the load"
         }
-        _ => "look at the failures in the records file and `error_kinds` in the result",
-    }
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -128,6 +167,46 @@ mod tests {
         let e = no_success(&recs, "").unwrap().to_string();
         assert!(e.contains("cancelled: by design (--request-cancellation-rate)"), "{e}");
         assert!(e.contains("fix: lower --request-cancellation-rate") && !e.contains("--duration"), "{e}");
+    }
+
+    /// Pins SB602's fix for a point of an experiment whose requests failed with HTTP 500: it
+    /// said "look at the failures in the records file", and an experiment writes none.
+    #[test]
+    fn a_point_without_success_names_what_an_experiment_shows_not_a_records_file() {
+        let recs: Vec<RequestRecord> = (0..2u64)
+            .map(|i| {
+                let mut r = RequestRecord::scheduled(i, format!("r{i}"), 0, 1, 1);
+                r.http_status = Some(500);
+                r.fail(ErrorKind::HttpStatus, "HTTP 500: boom");
+                r
+            })
+            .collect();
+        let single = no_success(&recs, "").unwrap().to_string();
+        assert!(single.contains("records file"), "{single}");
+        let point = no_success_in_point(&recs, "rate 4.0: ").unwrap().to_string();
+        assert!(!point.contains("records file"), "{point}");
+        assert!(point.contains("failure summary") && point.contains("`errors`"), "{point}");
+    }
+
+    /// Pins which failures a rate search stops at (a lower rate would fail alike): a 404 or a
+    /// wrong protocol does not depend on the load; a 500, 429, 503, a timeout do.
+    #[test]
+    fn load_independent_failures_are_client_errors_and_protocol_errors() {
+        let failed = |kind, status| {
+            let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);
+            r.http_status = status;
+            r.fail(kind, "x");
+            vec![r]
+        };
+        assert!(load_independent(&failed(ErrorKind::HttpStatus, Some(404))));
+        assert!(load_independent(&failed(ErrorKind::HttpStatus, Some(400))));
+        assert!(load_independent(&failed(ErrorKind::Protocol, None)));
+        for status in [429, 408, 500, 503] {
+            assert!(!load_independent(&failed(ErrorKind::HttpStatus, Some(status))), "{status}");
+        }
+        assert!(!load_independent(&failed(ErrorKind::Timeout, None)));
+        assert!(!load_independent(&failed(ErrorKind::Connect, None)));
+        assert!(!load_independent(&[]));
     }
 
     #[test]

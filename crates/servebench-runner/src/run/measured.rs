@@ -682,7 +682,8 @@ fn run_warnings(
 }
 
 /// The note on cancelled requests (`cancelled` of them, by-design ones excluded): how many
-/// were never sent because a session-tree turn they depend on failed, when any were.
+/// were never sent because a turn they depend on (a session tree's, or an earlier turn of a
+/// conversation) failed or was cancelled by design, when any were.
 fn cancelled_note(records: &[RequestRecord], cancelled: usize) -> String {
     let blocked = records
         .iter()
@@ -691,7 +692,7 @@ fn cancelled_note(records: &[RequestRecord], cancelled: usize) -> String {
     match blocked {
         0 => format!("{cancelled} requests were cancelled before they finished"),
         b => format!(
-            "{cancelled} requests were cancelled before they finished ({b} never sent: a turn they depend on failed)"
+            "{cancelled} requests were cancelled before they finished ({b} never sent: a turn they depend on failed or was cancelled)"
         ),
     }
 }

@@ -28,6 +28,8 @@ struct Script {
     sessions: Sessions,
     /// Answer this turn of every session with HTTP 500 (the conversation then ends).
     fail_turn: Option<usize>,
+    /// Hold the first turn of every session this long before answering.
+    slow_first: Option<Duration>,
 }
 
 fn bad(msg: String) -> Response {
@@ -43,6 +45,9 @@ async fn chat(
         return bad("no X-Session-ID".into());
     };
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if let (Some(hold), 1) = (s.slow_first, messages.len()) {
+        tokio::time::sleep(hold).await;
+    }
     let model = body["model"].as_str().unwrap_or_default().to_string();
     let mut sessions = s.sessions.lock().unwrap();
     let (replies, models) = sessions.entry(session.clone()).or_default();
@@ -86,7 +91,7 @@ async fn serve(script: Script) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_turn_counts_the_history_actually_sent() {
     let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
-    let script = Script { tok: tok.clone(), sessions: Arc::default(), fail_turn: None };
+    let script = Script { tok: tok.clone(), sessions: Arc::default(), fail_turn: None, slow_first: None };
     let url = serve(script.clone()).await;
     let mut cfg = crate::common::config(url, "mt-model", BackendKind::Chat, 4);
     let delay = Duration::from_millis(30);
@@ -164,7 +169,7 @@ async fn history_turns_hit_the_simulators_prefix_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_after_a_failed_turn_are_cancelled_as_dependency_failed() {
     let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
-    let script = Script { tok, sessions: Arc::default(), fail_turn: Some(1) };
+    let script = Script { tok, sessions: Arc::default(), fail_turn: Some(1), slow_first: None };
     let url = serve(script).await;
     let mut cfg = crate::common::config(url, "mt-model", BackendKind::Chat, 3);
     cfg.load.multi_turn =
@@ -181,5 +186,34 @@ async fn turns_after_a_failed_turn_are_cancelled_as_dependency_failed() {
                 assert!(r.dispatched_us.is_none(), "never sent: {r:?}");
             }
         }
+    }
+}
+
+/// Pins the turns after a turn cancelled by design (`--request-cancellation-rate`): its user
+/// left, so the conversation ends as after a failed turn and the later turns are cancelled with
+/// `cancelled_by` = `dependency_failed`. They used to be cancelled with no `cancelled_by` at
+/// all, and the console's note did not say why they were never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_after_a_turn_cancelled_by_design_are_cancelled_as_dependency_failed() {
+    let tok = servebench_data::tokenizer::load_tokenizer(crate::common::TOKENIZER).unwrap();
+    let slow_first = Some(Duration::from_secs(5));
+    let script = Script { tok, sessions: Arc::default(), fail_turn: None, slow_first };
+    let url = serve(script).await;
+    let mut cfg = crate::common::config(url, "mt-model", BackendKind::Chat, 3);
+    cfg.load.multi_turn =
+        Some(MultiTurnConfig { num_turns: 3, min_turns: 3, max_turns: 3, ..MultiTurnConfig::default() });
+    // Every request chosen; the first turn (held 5 s) is cancelled after 50 ms.
+    cfg.load.cancellation = Some((100.0, Duration::from_millis(50)));
+    let records = crate::common::run(cfg).await;
+    assert_eq!(records.len(), 9, "3 conversations of 3 turns");
+    for r in &records {
+        assert_eq!(r.outcome, Outcome::Cancelled, "{r:?}");
+        let why = if r.turn.unwrap() == 0 {
+            servebench_core::CancelReason::ByDesign
+        } else {
+            assert!(r.dispatched_us.is_none(), "never sent: {r:?}");
+            servebench_core::CancelReason::DependencyFailed
+        };
+        assert_eq!(r.cancelled_by, Some(why), "{r:?}");
     }
 }

@@ -458,7 +458,17 @@ fn positive_list(flag: &str, text: &str, allow_inf: bool) -> Result<Vec<f64>, Be
 
 /// `--sweep-request-rate`: positive rates, `inf` allowed, e.g. `1,10,inf`.
 pub fn rate_list(text: &str) -> Result<RateList, BenchError> {
-    positive_list("--sweep-request-rate", text, true).map(RateList)
+    let rates = positive_list("--sweep-request-rate", text, true)?;
+    // As --request-rate: a point's schedule gaps would be days to ages, the sweep waiting
+    // without a word.
+    if let Some(r) = rates.iter().find(|r| **r < servebench_core::flag_values::MIN_REQUEST_RATE) {
+        return Err(BenchError::config(
+            "--sweep-request-rate",
+            format!("{r} is below one request per day (a mean gap of {:.3e} s between requests)", 1.0 / r),
+            "pass rates of at least 1/86400 req/s (one request a day), e.g. 1,10,inf",
+        ));
+    }
+    Ok(RateList(rates))
 }
 
 /// The request rates of a sweep.
@@ -491,6 +501,14 @@ pub fn slos(text: &str) -> Result<Slos, BenchError> {
         .collect::<Result<Vec<_>, _>>()?;
     if out.is_empty() {
         return Err(BenchError::config("--slo", "no SLO given", fix));
+    }
+    // A latency is never 0 ms: such a bound fails every step of the search.
+    if let Some(s) = out.iter().find(|s| s.max_ms <= 0.0) {
+        return Err(BenchError::config(
+            "--slo",
+            format!("{}:{} can never be met (no latency is 0 ms), so no rate would pass", s.name, s.max_ms),
+            "pass a bound above 0 ms, e.g. --slo ttft_p99:500",
+        ));
     }
     Ok(Slos(out))
 }
@@ -749,6 +767,20 @@ mod tests {
         for bad in ["ttft:500", "foo_p99:1", "ttft_p101:1", "ttft_p99:-1", "ttft_p99", ""] {
             assert!(slos(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Pins an SLO bound of 0 ms and a sweep rate below one request a day: both were accepted,
+    /// and the search (every step failing) or the point (gaps of ages) ran for a very long time.
+    #[test]
+    fn a_zero_slo_bound_and_a_sweep_rate_below_one_a_day_are_refused() {
+        let e = slos("ttft_p99:0").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB101");
+        assert!(e.to_string().contains("ttft_p99:0 can never be met"), "{e}");
+        assert!(slos("ttft_p99:0.5").is_ok());
+        let e = rate_list("1,1e-9").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB101");
+        assert!(e.to_string().contains("below one request per day"), "{e}");
+        assert!(rate_list("0.0001,inf").is_ok());
     }
 
     #[test]

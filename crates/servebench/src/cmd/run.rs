@@ -89,6 +89,9 @@ pub fn run(
     {
         errln!("{w}");
     }
+    if let Some(w) = crate::config::early_stop::short_run_warning(&run) {
+        errln!("{w}");
+    }
     // No output may overwrite an input or another output (SB120), checked before any write.
     crate::config::path_collisions::check(args, &output, run.records_path.as_deref())?;
     crate::config::path_collisions::check_appended_records(&output, run.records_path.as_deref())?;

@@ -67,6 +67,29 @@ pub fn options(args: &RunArgs, load: &LoadOptions) -> Result<EarlyStopOptions> {
     Ok(EarlyStopOptions { saturation, errors })
 }
 
+/// A warning when a `--duration` or `--stages` run plans fewer requests (rate × seconds) than
+/// `--max-error-rate`'s window: its count is drawn at random, so it is not refused as a
+/// `--num-prompts` run is (SB142), but the limit would likely never be tested.
+pub fn short_run_warning(run: &servebench_runner::RunConfig) -> Option<String> {
+    let window = run.load.early_stop.errors.as_ref().map(|e| e.window).filter(|&w| w > 0)?;
+    let stages = run.planned_stages();
+    // A closed-loop stage sends as fast as it is answered: no count known before the run.
+    if stages.is_empty() || stages.iter().any(|s| s.concurrency.is_some()) {
+        return None;
+    }
+    let planned = servebench_runner::load::stages::planned_requests(&stages);
+    if planned >= window as f64 {
+        return None;
+    }
+    let flag = if run.load.stages.is_empty() { "--duration" } else { "--stages" };
+    Some(format!(
+        "warning[SB142]: --max-error-rate is tested over the last {window} finished requests, and {flag} \
+         plans about {planned:.0} (rate × seconds), so it would likely never be tested; pass \
+         --max-error-rate-window of at most {}, or --max-errors N for an absolute limit",
+        (planned.floor() as u64).max(1)
+    ))
+}
+
 /// Why the load has no arrival schedule for the saturation test, or `None` when it has one.
 fn unscheduled(args: &RunArgs, load: &LoadOptions) -> Option<&'static str> {
     let e = &args.experiment;

@@ -93,7 +93,11 @@ pub fn plan(a: &ExperimentArgs) -> Result<Option<Experiment>> {
         "in (0, 1]",
     )?;
     let (s, m) = (a.search_start_rate, a.search_max_rate);
-    range("--search-start-rate", s.is_finite() && s > 0.0, "> 0 and finite")?;
+    range(
+        "--search-start-rate",
+        s.is_finite() && s >= servebench_core::flag_values::MIN_REQUEST_RATE,
+        "finite and at least 1/86400 (one request a day)",
+    )?;
     range("--search-max-rate", m.is_finite() && m >= s, "finite and ≥ --search-start-rate")?;
     if a.profile_batch_threshold.is_some() && !a.profile {
         return Err(BenchError::config(

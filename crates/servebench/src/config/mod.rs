@@ -4,7 +4,7 @@
 mod agentic;
 pub mod backend;
 mod dataset;
-mod early_stop;
+pub(crate) mod early_stop;
 pub mod experiment;
 mod hf_parsers;
 pub mod network;

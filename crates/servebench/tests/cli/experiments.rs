@@ -616,6 +616,12 @@ fn multi_run_summary_leaves_out_an_interrupted_run() {
     assert_eq!(status.code(), Some(130), "{out}");
     let doc = read(&dir.path().join("mr.json"));
     assert_eq!((doc["num_runs"].as_u64(), doc["interrupted"].as_bool()), (Some(2), Some(true)), "{doc}");
+    // The plan is in the document and the console says what was not run (it said neither).
+    assert_eq!(doc["num_runs_planned"].as_u64(), Some(3), "{doc}");
+    assert!(
+        out.contains("Interrupted at run 2/3: the experiment stops here (1 later runs not run)"),
+        "{out}"
+    );
     assert_eq!(doc["partial_runs"], serde_json::json!([1]));
     assert_eq!(doc["summary"]["mean_ttft_ms"]["n"], 1, "{}", doc["summary"]);
     assert!(out.contains("Multi-Run Summary (1 run)"), "{out}");
@@ -688,4 +694,166 @@ fn a_multi_turn_points_num_prompts_is_the_single_runs() {
         assert_eq!(p["result"]["num_prompts"], 4);
         assert_eq!(p["result"]["completed"], 12, "every turn was sent");
     }
+}
+
+/// Runs the binary against the simulator (no result saved) and returns its exit code, stdout
+/// and stderr.
+fn sim(args: &[&str]) -> (Option<i32>, String, String) {
+    let tok = tokenizer();
+    let out = bin()
+        .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--disable-tqdm", "--verify-prompts", "0"])
+        .args(["--sim-ttft-ms", "2", "--sim-itl-ms", "1", "--random-input-len", "16"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// Pins the experiments refused before their first point because they could never pass or
+/// break a single run's rule at one of their points. Each was accepted: a search with one
+/// request per step ("fewer than 2 completed requests"), a TPOT SLO over one-token replies
+/// ("no value"), an SLO of 0 ms failed every step down to start/1024 (about 1000 s); a sweep
+/// rate of 1e-9 waited for ages; the concurrency-1 point of a sweep took a prefill cap of 2
+/// (refused for a single run, SB123); a sweep point of 1 prompt took an error window of 30
+/// (refused for a single run, SB142).
+#[test]
+fn experiments_that_could_never_pass_or_break_a_point_rule_are_refused_up_front() {
+    let refused = |args: &[&str], code: &str, names: &str| {
+        let (status, _, err) = sim(args);
+        assert_eq!(status, Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(&format!("error[{code}]")) && err.contains(names), "{args:?}: {err}");
+    };
+    refused(&["--find-max-rate", "--num-prompts", "1"], "SB101", "--num-prompts 2 or more");
+    refused(
+        &["--slo", "tpot_p99:50", "--random-output-len", "1", "--num-prompts", "4"],
+        "SB101",
+        "tpot_p99 needs replies of at least 2 tokens",
+    );
+    refused(&["--slo", "ttft_p99:0", "--num-prompts", "4"], "SB101", "ttft_p99:0 can never be met");
+    refused(&["--sweep-request-rate", "1e-9", "--num-prompts", "4"], "SB101", "below one request per day");
+    refused(
+        &["--sweep-max-concurrency", "1,4", "--max-prefill-concurrency", "2", "--num-prompts", "4"],
+        "SB121",
+        "--max-prefill-concurrency of at most 1",
+    );
+    refused(
+        &["--sweep-max-concurrency", "1,40", "--sweep-num-prompts-factor", "1", "--max-error-rate", "0.5"],
+        "SB142",
+        "the run sends only 1",
+    );
+}
+
+/// Pins `--find-max-rate --duration` whose first step schedules no request: the error said
+/// "raise the rate", which the search sets; it names `--search-start-rate` and `--duration`.
+#[test]
+fn a_search_whose_duration_schedules_no_request_names_the_search_start_rate() {
+    let (status, _, err) = sim(&["--find-max-rate", "--duration", "0.001"]);
+    assert_eq!(status, Some(2), "{err}");
+    assert!(err.contains("at the search's rate 1 req/s") && err.contains("--search-start-rate"), "{err}");
+    assert!(!err.contains("raise the rate"), "{err}");
+}
+
+/// Pins a sweep stopped by a point without one successful request: the document said nothing
+/// of it (`stopped_early` null, no count of the points planned), and SB602's fix sent the user
+/// to a records file an experiment does not write.
+#[test]
+fn a_sweep_stopped_by_a_point_without_success_says_so_and_names_what_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("s.json");
+    let (status, out, err) = sim(&[
+        "--sim-fault",
+        "http_500=1",
+        "--num-prompts",
+        "2",
+        "--sweep-request-rate",
+        "50,100,inf",
+        "--save-result",
+        "--result-filename",
+        result.to_str().unwrap(),
+    ]);
+    assert_eq!(status, Some(1), "{out}\n{err}");
+    assert!(out.contains("the experiment stops here (2 later points not run)"), "{out}");
+    assert!(err.contains("error[SB602]") && !err.contains("records file"), "{err}");
+    assert!(err.contains("`errors`"), "{err}");
+    let doc = read(&result);
+    assert_eq!(doc["points_planned"].as_u64(), Some(3), "{doc}");
+    assert_eq!(doc["points"].as_array().unwrap().len(), 1);
+    let s = &doc["stopped_early"];
+    assert_eq!(s["reason"], "no_success", "{s}");
+    assert_eq!((s["index"].as_u64(), s["points_not_run"].as_u64()), (Some(0), Some(2)), "{s}");
+    assert!(s["detected_at_s"].is_null(), "{s}");
+}
+
+/// Pins the warning of a `--duration` run planning fewer requests than `--max-error-rate`'s
+/// window: only `--num-prompts` was checked (SB142), and the limit silently never applied.
+#[test]
+fn a_duration_run_shorter_than_the_error_window_warns() {
+    let (status, _, err) = sim(&[
+        "--duration",
+        "0.5",
+        "--request-rate",
+        "10",
+        "--max-error-rate",
+        "0.5",
+        "--random-output-len",
+        "2",
+    ]);
+    assert_eq!(status, Some(0), "{err}");
+    assert!(err.contains("warning[SB142]: --max-error-rate is tested over the last 30"), "{err}");
+    assert!(err.contains("--duration plans about 5"), "{err}");
+}
+
+/// Pins a rate search whose step fails for a reason the load has no part in (HTTP 404: a wrong
+/// route): it halved the rate through every step down to start/1024 and only then exited
+/// SB602. It stops at that step, saying so on the console and in `stopped_early`.
+#[test]
+fn a_search_stops_at_a_step_whose_failures_do_not_depend_on_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("s.json");
+    let (status, out, err) = sim(&[
+        "--find-max-rate",
+        "--search-start-rate",
+        "50",
+        "--num-prompts",
+        "4",
+        "--endpoint",
+        "/v1/nope",
+        "--save-result",
+        "--result-filename",
+        result.to_str().unwrap(),
+    ]);
+    assert_eq!(status, Some(1), "{out}\n{err}");
+    assert!(out.contains("does not depend on the load: the search stops here"), "{out}");
+    assert!(err.contains("error[SB602]") && err.contains("HTTP 404"), "{err}");
+    let doc = read(&result);
+    assert_eq!(doc["trajectory"].as_array().unwrap().len(), 1, "{doc}");
+    let s = &doc["stopped_early"];
+    assert_eq!((s["reason"].as_str(), s["index"].as_u64()), (Some("no_success"), Some(0)), "{s}");
+    assert!(s["points_not_run"].is_null() && s["detected_at_s"].is_null(), "{s}");
+    assert!(doc["duration_s"].is_null(), "{doc}");
+}
+
+/// Pins `--num-runs` stopped by a run without success: the document wrote `num_runs: 1` and
+/// `stopped_early: null`, as if one run had been asked for.
+#[test]
+fn a_multi_run_stopped_by_a_run_without_success_says_how_many_were_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("m.json");
+    let (status, out, err) = sim(&[
+        "--sim-fault",
+        "http_500=1",
+        "--num-prompts",
+        "2",
+        "--num-runs",
+        "3",
+        "--save-result",
+        "--result-filename",
+        result.to_str().unwrap(),
+    ]);
+    assert_eq!(status, Some(1), "{out}\n{err}");
+    assert!(out.contains("the experiment stops here (2 later points not run)"), "{out}");
+    let doc = read(&result);
+    assert_eq!((doc["num_runs"].as_u64(), doc["num_runs_planned"].as_u64()), (Some(1), Some(3)), "{doc}");
+    assert_eq!(doc["stopped_early"]["reason"], "no_success", "{doc}");
 }
