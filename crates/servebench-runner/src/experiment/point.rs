@@ -96,19 +96,34 @@ pub struct PointOutcome {
     /// The result's `num_prompts`, by the single run's rule ([`crate::results::result_num_prompts`]):
     /// `spec.num_prompts` (conversations for multi-turn), or the records a `--duration` point had.
     pub num_prompts: u64,
+    /// Something besides the client's own sends held the point's load down: a
+    /// `--max-concurrency` or `--max-prefill-concurrency` cap, or conversations waiting for
+    /// their replies (multi-turn, session trees). See [`load_is_capped`].
+    pub capped: bool,
+}
+
+/// Whether a run's load is held down by a cap (`--max-concurrency`,
+/// `--max-prefill-concurrency`) or by its conversations (multi-turn, session-tree replay, whose
+/// next turn waits for the reply): then a send rate short of the asked one can describe the
+/// server, not only the client.
+pub fn load_is_capped(cfg: &crate::config::RunConfig) -> bool {
+    cfg.max_concurrency.is_some()
+        || cfg.load.max_prefill_concurrency.is_some()
+        || cfg.load.multi_turn.is_some()
+        || cfg.load.agentic.is_some()
 }
 
 impl PointOutcome {
     /// The client-side rules that made the point invalid (`id (detail)`): the client could not
     /// send the load asked (late dispatch, saturated CPU, event-loop stalls, and a send rate
-    /// short of the asked one with no `--max-concurrency` cap to hold it down), so the figures
+    /// short of the asked one with no cap to hold it down, [`load_is_capped`]), so the figures
     /// describe another load than the point's. The server-side ones (a send rate a cap held
     /// down, failures, few requests per slot) still describe it.
     pub fn client_invalid_rules(&self) -> Vec<String> {
         const CLIENT: [&str; 4] = ["client_cpu", "client_cpu_wait", "event_loop_hiccup", "dispatch_lateness"];
         // Uncapped, nothing but the client (its sends, its connects) stands between the schedule
         // and the wire: a 20,000 req/s point that sent 20 % of it was a sweep's best.
-        let uncapped = self.spec.max_concurrency.is_none();
+        let uncapped = !self.capped;
         self.validity
             .fired()
             .filter(|r| {
@@ -230,6 +245,7 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
         interrupted: out.interrupted,
         validity,
         num_prompts,
+        capped: load_is_capped(&cfg),
     })
 }
 

@@ -281,6 +281,7 @@ mod tests {
             interrupted: false,
             validity: Validity::of(&validity),
             num_prompts: 10,
+            capped: false,
         }
     }
 
@@ -305,7 +306,7 @@ mod tests {
         );
         let short = ValidityInputs { send_rates: Some((5.0, 20.0)), failed: 5, completed: 5, ..fine };
         let mut capped = point(short.clone());
-        capped.spec.max_concurrency = Some(4);
+        capped.capped = true;
         assert!(!capped.invalid_rules(&[]).is_empty(), "invalid by the server side");
         assert!(capped.client_invalid_rules().is_empty());
         // Pins a send rate short of the asked one with no cap to hold it down: only the client

@@ -92,6 +92,28 @@ fn a_sweep_weighs_a_point_invalid_by_the_server_side_for_its_best() {
     assert!(doc["best"]["label"].is_string(), "{doc}");
 }
 
+/// Pins a sweep point whose send rate a `--max-prefill-concurrency` cap held down (1 slot,
+/// 20,000 req/s asked, a few hundred sent): the cap, not the client, stands between schedule
+/// and wire, so the point describes the server and stays a best candidate. It was taken for an
+/// uncapped point the client could not send ("Not a best candidate: … send_rate"), as only
+/// `--max-concurrency` counted as a cap.
+#[test]
+fn a_sweep_point_held_down_by_a_prefill_cap_is_a_best_candidate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["--sweep-request-rate", "20000", "--max-prefill-concurrency", "1", "--save-result"],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let doc = experiment_doc(dir.path());
+    let rules = doc["points"][0]["result"]["validity"]["rules"].as_array().unwrap().clone();
+    let send_rate = rules.iter().find(|r| r["id"] == "send_rate").unwrap_or_else(|| panic!("{rules:?}"));
+    assert_eq!(send_rate["level"], "invalid", "{send_rate}");
+    assert!(!stdout.contains("Not a best candidate"), "{stdout}");
+    assert!(stdout.contains("Best (request_throughput):"), "{stdout}");
+}
+
 /// Pins flags accepted with no effect before anything is sent: rate stages with
 /// `--request-rate` (the result said `request_rate 5.0`), a `--sim-*` flag without `--sim`
 /// against a server (ignored), two sweeps (the rate sweep was dropped). `--request-rate` with a
