@@ -8,6 +8,7 @@
 //! counts it (vLLM claims `Request tokens`, which the decoded text rarely re-encodes to);
 //! `--disable-shuffle` keeps the file's order and `--no-oversample` is honoured.
 
+use super::csv_reader::{CsvError, CsvRecords};
 use super::file::{DataFile, Location};
 use super::{finish, shuffle_source, Sample, Sampling};
 use rayon::prelude::*;
@@ -44,100 +45,40 @@ fn column(file: &DataFile, header: &[String], name: &str) -> Result<usize> {
 /// from its count: 999,999,999 ran the process out of memory.
 pub const MAX_ROW_TOKENS: f64 = 1_048_576.0;
 
-/// One CSV record: the line it starts on (1-based) and its fields.
-type Record = (usize, Vec<String>);
-
-/// The records of a CSV text, RFC 4180 as pandas reads it: fields separated by commas; a field
-/// that starts with `"` is quoted (it may hold commas, line breaks, and `""` for a quote);
-/// unquoted fields are trimmed; CRLF line ends; blank lines are skipped. `Err` is the line of a
-/// record whose quote is never closed.
-fn csv_records(text: &str) -> std::result::Result<Vec<Record>, usize> {
-    let mut records = Vec::new();
-    let mut fields: Vec<String> = Vec::new();
-    let mut field = String::new();
-    let (mut line, mut start) = (1usize, 1usize);
-    let (mut quoted, mut in_quotes, mut blank) = (false, false, true);
-    let mut chars = text.chars().peekable();
-    let end_field = |field: &mut String, quoted: bool, fields: &mut Vec<String>| {
-        let f = std::mem::take(field);
-        fields.push(if quoted { f } else { f.trim().to_string() });
-    };
-    while let Some(c) = chars.next() {
-        if in_quotes {
-            match c {
-                '"' if chars.peek() == Some(&'"') => {
-                    chars.next();
-                    field.push('"');
-                }
-                '"' => in_quotes = false,
-                '\n' => {
-                    line += 1;
-                    field.push(c);
-                }
-                _ => field.push(c),
-            }
-            continue;
-        }
-        match c {
-            '"' if field.trim().is_empty() && !quoted => {
-                field.clear();
-                quoted = true;
-                in_quotes = true;
-                blank = false;
-            }
-            ',' => {
-                end_field(&mut field, quoted, &mut fields);
-                quoted = false;
-                blank = false;
-            }
-            '\n' => {
-                if !blank || !field.trim().is_empty() {
-                    end_field(&mut field, quoted, &mut fields);
-                    records.push((start, std::mem::take(&mut fields)));
-                }
-                field.clear();
-                quoted = false;
-                blank = true;
-                line += 1;
-                start = line;
-            }
-            '\r' if chars.peek() == Some(&'\n') => {}
-            _ => {
-                if !c.is_whitespace() {
-                    blank = false;
-                }
-                field.push(c);
-            }
-        }
-    }
-    if in_quotes {
-        return Err(start);
-    }
-    if !blank || !field.trim().is_empty() {
-        end_field(&mut field, quoted, &mut fields);
-        records.push((start, fields));
-    }
-    Ok(records)
-}
-
-/// The GPT-4 rows with positive response tokens.
-fn read_rows(file: &DataFile) -> Result<Vec<Row>> {
-    let text = file.read_text()?;
-    let records = csv_records(&text).map_err(|line| {
-        file.error(
+/// A [`CsvError`] as the dataset error naming its line.
+fn csv_error(file: &DataFile, e: CsvError) -> servebench_core::BenchError {
+    match e {
+        CsvError::UnclosedQuote(line) => file.error(
             Location::Line(line),
             "a quoted field is never closed (no matching '\"')",
             "close the quote, or write a quote inside a quoted field as \"\"",
-        )
+        ),
+        CsvError::Utf8 { line, offset } => file.error(
+            Location::Line(line),
+            format!("not valid UTF-8 (byte offset {offset})"),
+            "re-encode the file as UTF-8 (e.g. iconv -t UTF-8)",
+        ),
+        CsvError::Io(e) => {
+            file.error_from(Location::File, format!("cannot be read: {e}"), "check the --dataset-path", e)
+        }
+    }
+}
+
+/// The GPT-4 rows with positive response tokens, read one record at a time.
+fn read_rows(file: &DataFile) -> Result<Vec<Row>> {
+    let opened = std::fs::File::open(&file.path).map_err(|e| {
+        file.error_from(Location::File, format!("cannot be read: {e}"), "check the --dataset-path", e)
     })?;
-    let mut records = records.into_iter();
-    let Some((_, header)) = records.next() else {
+    let mut records =
+        CsvRecords::new(std::io::BufReader::new(opened)).map(|r| r.map_err(|e| csv_error(file, e)));
+    let Some((_, header)) = records.next().transpose()? else {
         return Err(file.error(Location::File, "the file is empty", "pass the BurstGPT CSV"));
     };
     let (model, request, response) =
         (column(file, &header, MODEL)?, column(file, &header, REQUEST)?, column(file, &header, RESPONSE)?);
     let mut rows = Vec::new();
-    for (line, fields) in records {
+    for record in records {
+        let (line, fields) = record?;
         let at = Location::Line(line);
         if fields.len() != header.len() {
             return Err(file.error(

@@ -12,6 +12,7 @@
 pub mod audio_decode;
 pub mod burstgpt;
 pub mod chat_render;
+pub mod csv_reader;
 pub mod custom;
 pub mod custom_audio;
 pub mod custom_image;

@@ -45,11 +45,22 @@ fn entry_tokens(cmd: &clap::Command, file: &str, e: &Entry) -> Result<Vec<String
         } else {
             vec![format!("{flag}={}", items.join(","))]
         }
-    } else if let Some(table) = e.value.as_inline_table().filter(|_| takes_text(cmd, arg)) {
+    } else if let Some(table) = e.value.as_inline_table().filter(|_| takes_json_object(arg)) {
         // A table is the JSON object a flag such as --extra-body or --random-range-ratio takes
         // as text: `extra-body = { temperature = 0.5 }` (or an `[extra-body]` section) was
         // refused, asking for a string. The flag's own parser judges the object.
-        vec![format!("{flag}={}", json_of_table(table))]
+        let bad_value = |why: String| BenchError::ConfigBadValue {
+            file: file.to_string(),
+            line: e.line,
+            key: e.raw_key.clone(),
+            why,
+        };
+        if e.section {
+            if let Some(why) = flag_in_section(cmd, &e.raw_key, table) {
+                return Err(bad_value(why));
+            }
+        }
+        vec![format!("{flag}={}", json_of_table(table).map_err(bad_value)?)]
     } else {
         let v = scalar(&e.value).ok_or_else(|| type_error(&super::schema::expected(cmd, arg)))?;
         vec![format!("{flag}={v}")]
@@ -63,30 +74,51 @@ fn entry_tokens(cmd: &clap::Command, file: &str, e: &Entry) -> Result<Vec<String
     Ok(tokens)
 }
 
-/// Whether flag `arg` takes free text (a string, possibly beside a number), the only kind of
-/// flag whose value can be a JSON object; a table for a number or a choice stays a type error.
-fn takes_text(cmd: &clap::Command, arg: &clap::Arg) -> bool {
-    super::schema::expected(cmd, arg).contains("a string")
+/// The flags whose value is a JSON object, the only ones a TOML table can stand for; a table
+/// for any other flag (a path, a name, a number) stays a type error (SB133).
+const JSON_OBJECT_FLAGS: [&str; 4] =
+    ["extra-body", "chat-template-kwargs", "random-range-ratio", "random-mm-limit-mm-per-prompt"];
+
+fn takes_json_object(arg: &clap::Arg) -> bool {
+    arg.get_long().is_some_and(|l| JSON_OBJECT_FLAGS.contains(&l))
 }
 
-/// A TOML table as JSON text (keys in file order; a date-time as its TOML text).
-fn json_of_table(t: &toml_edit::InlineTable) -> String {
-    fn json(v: &toml_edit::Value) -> serde_json::Value {
+/// A key of a `[section]` written as a flag (`max-concurrency`: a request body's fields are
+/// `snake_case`, never dashed): TOML puts every key below a section header into that section,
+/// so `max-concurrency = 4` written after `[extra-body]` would be sent in the request body, not
+/// set the flag.
+fn flag_in_section(cmd: &clap::Command, section: &str, t: &toml_edit::InlineTable) -> Option<String> {
+    let key = t.iter().map(|(k, _)| k).find(|k| k.contains('-') && find_arg(cmd, k).is_some())?;
+    Some(format!(
+        "`{key}` is below the [{section}] header, so it is a field of that table, not the --{key} flag; \
+         move it above the [{section}] line (TOML puts every key after a section header into the section)"
+    ))
+}
+
+/// A TOML table as JSON text (keys in file order; a date-time as its TOML text). A float JSON
+/// cannot hold (nan, inf) is refused, naming its key.
+fn json_of_table(t: &toml_edit::InlineTable) -> Result<String, String> {
+    fn json(key: &str, v: &toml_edit::Value) -> Result<serde_json::Value, String> {
         use serde_json::Value as J;
-        match v {
+        Ok(match v {
             toml_edit::Value::String(s) => J::from(s.value().clone()),
             toml_edit::Value::Integer(i) => J::from(*i.value()),
-            toml_edit::Value::Float(f) => serde_json::Number::from_f64(*f.value()).map_or(J::Null, J::Number),
+            toml_edit::Value::Float(f) => serde_json::Number::from_f64(*f.value())
+                .map(J::Number)
+                .ok_or_else(|| format!("`{key}` is {}, which JSON cannot hold; give a finite number", f.value()))?,
             toml_edit::Value::Boolean(b) => J::from(*b.value()),
             toml_edit::Value::Datetime(d) => J::from(d.value().to_string()),
-            toml_edit::Value::Array(a) => J::Array(a.iter().map(json).collect()),
-            toml_edit::Value::InlineTable(t) => object(t),
-        }
+            toml_edit::Value::Array(a) => J::Array(a.iter().map(|v| json(key, v)).collect::<Result<_, _>>()?),
+            toml_edit::Value::InlineTable(t) => object(t)?,
+        })
     }
-    fn object(t: &toml_edit::InlineTable) -> serde_json::Value {
-        serde_json::Value::Object(t.iter().map(|(k, v)| (k.to_owned(), json(v))).collect())
+    fn object(t: &toml_edit::InlineTable) -> Result<serde_json::Value, String> {
+        t.iter()
+            .map(|(k, v)| json(k, v).map(|v| (k.to_owned(), v)))
+            .collect::<Result<_, _>>()
+            .map(serde_json::Value::Object)
     }
-    object(t).to_string()
+    object(t).map(|o| o.to_string())
 }
 
 /// A scalar TOML value as the text a flag takes.
@@ -200,6 +232,54 @@ mod tests {
         // A flag that takes free text but no object refuses it by its own parser, naming the key.
         let e = tokens("\nstart-at = { a = 1 }\n").unwrap_err();
         assert!(e.to_string().contains("f.toml:2: key 'start-at'"), "{e}");
+    }
+
+    /// Pins tables given to flags that take no JSON object: `model = { a = 1 }` was sent as the
+    /// model name `{"a":1}` (and a path flag took it as a file name). Only the JSON-object flags
+    /// take a table; the rest is SB133 naming the type expected.
+    #[test]
+    fn a_table_for_a_text_flag_that_takes_no_object_is_sb133() {
+        for entry in ["model = { a = 1 }\n", "dataset-path = { a = 1 }\n", "[tokenizer]\nx = 1\n"] {
+            let e = tokens(entry).unwrap_err();
+            assert_eq!(e.code().as_str(), "SB133", "{entry}: {e}");
+            assert!(e.to_string().contains("a table"), "{entry}: {e}");
+        }
+    }
+
+    /// Pins a float JSON cannot hold in a table: `extra-body = { temperature = nan }` was sent as
+    /// `{"temperature":null}`. Refused (SB132) naming the key.
+    #[test]
+    fn a_non_finite_float_in_a_table_is_refused_naming_its_key() {
+        for entry in ["extra-body = { temperature = nan }\n", "[extra-body]\nx = { y = [inf] }\n"] {
+            let e = tokens(entry).unwrap_err();
+            assert_eq!(e.code().as_str(), "SB132", "{entry}: {e}");
+            assert!(e.to_string().contains("which JSON cannot hold"), "{entry}: {e}");
+        }
+    }
+
+    /// Pins the TOML pitfall of a section: every key after `[extra-body]` belongs to it, so a
+    /// flag written there (`max-concurrency = 4`) was sent in the request body and the run had no
+    /// cap. A dashed key naming a flag (a body's fields are snake_case) is refused, naming the fix.
+    #[test]
+    fn a_flag_written_below_a_section_header_is_refused() {
+        let e = tokens("seed = 3\n[extra-body]\ntemperature = 0.5\nmax-concurrency = 4\n").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB132", "{e}");
+        let text = e.to_string();
+        assert!(text.contains("f.toml:2") && text.contains("move it above the [extra-body] line"), "{text}");
+        // Inline, the table's extent is plain: a dashed key there is the user's own body field.
+        assert!(tokens("extra-body = { my-field = 1 }\n").is_ok());
+    }
+
+    /// Pins an array of tables of an unknown key (`[[load]]`): it was SB133 ("an array of
+    /// tables") before the key was looked up; an unknown key is SB131 with a suggestion, and a
+    /// flag given an array of tables is SB133.
+    #[test]
+    fn an_array_of_tables_is_an_unknown_key_or_a_type_error() {
+        let e = tokens("seed = 1\n[[load]]\nx = 1\n").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB131", "{e}");
+        let e = tokens("[[extra-body]]\nx = 1\n").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB133", "{e}");
+        assert!(e.to_string().contains("an array of tables"), "{e}");
     }
 
     #[test]

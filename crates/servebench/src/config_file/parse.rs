@@ -12,6 +12,9 @@ pub struct Entry {
     pub value: toml_edit::Value,
     /// 1-based line of the key.
     pub line: usize,
+    /// The value is a `[key]` section: the keys below its header, up to the next header (a
+    /// flag written there by mistake is part of the table, not a flag).
+    pub section: bool,
 }
 
 /// A parsed config file: where it came from and its entries, in file order.
@@ -22,8 +25,8 @@ pub struct ConfigFile {
 }
 
 /// Parses `text` (the content of `name`) into its entries: every key is a flag at the top level;
-/// a table (`[extra-body]`, `extra-body = { … }`) is the JSON object such a flag takes, an array
-/// of tables is refused (SB133).
+/// a table (`[extra-body]`, `extra-body = { … }`) is the JSON object such a flag takes; an array
+/// of tables is kept for [`super::argv`] to refuse (no flag takes one).
 pub fn parse(name: &str, text: &str) -> Result<ConfigFile, BenchError> {
     let doc = toml_edit::Document::parse(text).map_err(|e| BenchError::ConfigFileUnreadable {
         file: name.to_string(),
@@ -33,15 +36,23 @@ pub fn parse(name: &str, text: &str) -> Result<ConfigFile, BenchError> {
     let mut entries = Vec::new();
     for (k, item) in table.iter() {
         let line = table.key(k).and_then(toml_edit::Key::span).map_or(0, |s| line_of(text, s.start));
-        // An `[extra-body]` section is the inline table `extra-body = { … }` (a JSON object).
+        // An `[extra-body]` section is the inline table `extra-body = { … }` (a JSON object); an
+        // array of tables is kept as an array of inline tables, for the flag lookup to refuse
+        // (an unknown key first, SB131; else no flag takes it, SB133).
         let section = item.as_table().map(|t| toml_edit::Value::InlineTable(t.clone().into_inline_table()));
-        let Some(value) = item.as_value().cloned().or(section) else {
+        let tables = item.as_array_of_tables().map(|a| {
+            toml_edit::Value::Array(
+                a.iter().map(|t| toml_edit::Value::InlineTable(t.clone().into_inline_table())).collect(),
+            )
+        });
+        let is_section = section.is_some();
+        let Some(value) = item.as_value().cloned().or(section).or(tables) else {
             return Err(BenchError::ConfigTypeError {
                 file: name.to_string(),
                 line,
                 key: k.to_string(),
                 expected: "a value (keys are flags at the top level)".into(),
-                found: "an array of tables".into(),
+                found: "an empty item".into(),
             });
         };
         let key = k.replace('_', "-");
@@ -55,7 +66,7 @@ pub fn parse(name: &str, text: &str) -> Result<ConfigFile, BenchError> {
                 ),
             });
         }
-        entries.push(Entry { key, raw_key: k.to_string(), value, line });
+        entries.push(Entry { key, raw_key: k.to_string(), value, line, section: is_section });
     }
     Ok(ConfigFile { name: name.to_string(), entries })
 }
@@ -88,6 +99,9 @@ pub fn type_name(v: &toml_edit::Value) -> &'static str {
         toml_edit::Value::Float(_) => "a float",
         toml_edit::Value::Boolean(_) => "a boolean",
         toml_edit::Value::Datetime(_) => "a date-time",
+        toml_edit::Value::Array(a) if !a.is_empty() && a.iter().all(|v| v.is_inline_table()) => {
+            "an array of tables"
+        }
         toml_edit::Value::Array(_) => "an array",
         toml_edit::Value::InlineTable(_) => "a table",
     }
@@ -106,9 +120,9 @@ mod tests {
     }
 
     #[test]
-    fn an_array_of_tables_is_a_type_error_with_its_line() {
-        let e = parse("f.toml", "seed = 1\n[[load]]\nx = 1\n").unwrap_err();
-        assert_eq!(e.code().as_str(), "SB133");
+    fn an_array_of_tables_is_kept_for_the_flag_lookup_with_its_line() {
+        let f = parse("f.toml", "seed = 1\n[[load]]\nx = 1\n").unwrap();
+        assert_eq!((f.entries[1].line, type_name(&f.entries[1].value)), (2, "an array of tables"));
         // A table is a flag's JSON object (config_file::argv).
         let f = parse("f.toml", "seed = 1\n[extra-body]\nx = 1\n").unwrap();
         assert_eq!((f.entries[1].key.as_str(), f.entries[1].line), ("extra-body", 2));
