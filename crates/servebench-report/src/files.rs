@@ -48,7 +48,7 @@ pub const MAX_MODEL_PART: usize = 96;
 /// `text` as part of a file name: control characters and path separators (`/`, `\\`) as `_`; beyond [`MAX_MODEL_PART`] bytes,
 /// cut at a character boundary and followed by `~` and 8 hex digits of its FNV-1a hash (distinct
 /// long names stay distinct).
-fn file_name_part(text: &str) -> String {
+pub fn file_name_part(text: &str) -> String {
     let clean: String =
         text.chars().map(|c| if c.is_control() || c == '/' || c == '\\' { '_' } else { c }).collect();
     if clean.len() <= MAX_MODEL_PART {

@@ -24,7 +24,8 @@ pub use console::{console_block, console_block_with, console_warnings, Detail};
 pub use csv::{records_csv, runs_csv};
 pub use env::{gather_environment, Environment};
 pub use files::{
-    default_result_filename, input_label, to_python_json, write_result, write_result_with, write_text,
+    default_result_filename, file_name_part, input_label, to_python_json, write_result, write_result_with,
+    write_text,
 };
 pub use html::{html_report, ReportHeader, ReportRun};
 pub use info::{ClientHealth, ReceiveTimesHealth, RunInfo};

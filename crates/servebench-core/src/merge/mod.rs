@@ -144,6 +144,7 @@ pub fn merge_shards(mut inputs: Vec<ShardInput>, allow_missing: bool) -> Result<
     let mut warnings = Vec::new();
     for s in &inputs {
         check_same_run(&reference, &first.source, s)?;
+        warnings.extend(run_info_differs(&reference, &first.source, s));
     }
     let missing = missing_shards(&inputs, &reference, allow_missing, &mut warnings)?;
     let origin = inputs.iter().map(|s| s.header.wall_anchor_unix_us).min().unwrap_or(0);
@@ -254,6 +255,36 @@ fn check_shard_records(s: &ShardInput, warnings: &mut Vec<String>) -> Result<()>
         ));
     }
     Ok(())
+}
+
+/// A warning when shard `s` was run with other reporting settings than the reference (lowest)
+/// shard — `--label`, `--metadata`, `--metric-percentiles` / `--percentile-metrics` /
+/// `--goodput`, the model or the backend — which the merged result takes from the reference
+/// alone. (What changes the load is in the workload fingerprint, refused by
+/// [`check_same_run`].)
+fn run_info_differs(reference: &ShardHeader, ref_source: &str, s: &ShardInput) -> Option<String> {
+    let (a, b) = (&reference.run, &s.header.run);
+    let differing: Vec<&str> = [
+        ("--label", a.label != b.label),
+        ("--metadata", a.metadata != b.metadata),
+        ("--metric-percentiles/--percentile-metrics/--goodput", a.metrics != b.metrics),
+        ("the model", a.model_id != b.model_id),
+        ("--backend", a.backend != b.backend),
+    ]
+    .into_iter()
+    .filter_map(|(what, differs)| differs.then_some(what))
+    .collect();
+    (!differing.is_empty()).then(|| {
+        format!(
+            "shard {} ({}) was run with another {} than shard {} ({}): the merged result takes shard {}'s",
+            s.header.shard_index,
+            s.source,
+            differing.join(", "),
+            reference.shard_index,
+            ref_source,
+            reference.shard_index
+        )
+    })
 }
 
 fn check_same_run(reference: &ShardHeader, ref_source: &str, s: &ShardInput) -> Result<()> {

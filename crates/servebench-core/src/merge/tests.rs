@@ -213,6 +213,25 @@ fn stopped_shards_and_spread_origins_are_warned_about() {
     assert!(w.contains("3.000 s apart"), "{w}");
 }
 
+/// Pins shards run with other reporting settings: the merged result took the lowest shard's
+/// `--metadata`, label and statistics without a word. They are compared, and a difference is
+/// a warning naming the flags and the shard whose settings the result keeps.
+#[test]
+fn shards_with_other_reporting_settings_are_warned_about() {
+    let all = records(20);
+    let shards = split(&all, 2, 0, &[0, 0]);
+    assert!(merge_shards(shards.clone(), false).unwrap().warnings.is_empty());
+    let mut shards = shards;
+    shards[1].header.run.metadata = vec![("gpu".into(), "h100".into())];
+    shards[1].header.run.label = Some("other".into());
+    let w = merge_shards(shards, false).unwrap().warnings.join("\n");
+    assert!(
+        w.contains("shard 1 (shard-1.jsonl) was run with another --label, --metadata than shard 0")
+            && w.contains("takes shard 0's"),
+        "{w}"
+    );
+}
+
 /// Issue 23.13: the merged result had no `interrupted`; a run is interrupted when any shard was
 /// (its summary says so) or did not end normally (no summary line).
 #[test]

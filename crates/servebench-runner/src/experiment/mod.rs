@@ -356,7 +356,11 @@ fn save(ctx: &Ctx, exp: &Experiment, doc: &WrittenExperiment, csv: Option<&str>)
     let path: PathBuf = match &o.result_filename {
         Some(f) => dir.join(f),
         None => {
+            // The label as a file-name part, as a single run's default name has it: `--label a/b`
+            // named a directory that did not exist (the document was lost after every point),
+            // `../x` wrote outside --result-dir.
             let label = o.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| o.backend_name.clone());
+            let label = servebench_report::file_name_part(&label);
             dir.join(format!("{label}-{}-{}.json", exp.name(), vllm_date(now_local())))
         }
     };

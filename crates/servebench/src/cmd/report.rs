@@ -80,7 +80,10 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
             errln!("warning: {w}");
         }
         let result_label = input.result.as_ref().and_then(|r| r.label.as_deref());
-        let label = args.label.get(i).cloned().unwrap_or_else(|| input_label(path, result_label));
+        let label = match args.label.get(i) {
+            Some(given) => given.clone(),
+            None => distinct_label(input_label(path, result_label), path, &runs),
+        };
         let mut header = input.result.as_ref().map(ReportHeader::from_result).unwrap_or_default();
         let what = if input.source == RecordSource::Records { "records file" } else { "result file" };
         header.config.insert(0, (what.into(), input.records_path.display().to_string()));
@@ -254,6 +257,22 @@ pub fn write_timeline(
 
 /// The note for a result whose named records file is missing: its per-request figures come
 /// from the result's arrays (or its summary keys) instead — fewer charts, no response view.
+/// `label` unless an earlier run has it (`report r.json r.json.records.jsonl`: both were `r`, and
+/// the report's runs could not be told apart): then the input's file name, and failing that a
+/// number.
+fn distinct_label(label: String, path: &std::path::Path, runs: &[ReportRun]) -> String {
+    let taken = |l: &str| runs.iter().any(|r| r.label == l);
+    if !taken(&label) {
+        return label;
+    }
+    let name =
+        path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    if !taken(&name) {
+        return name;
+    }
+    (2..).map(|n| format!("{name} ({n})")).find(|l| !taken(l)).unwrap_or(name)
+}
+
 pub(crate) fn missing_records_note(result: &std::path::Path, missing: &std::path::Path) -> String {
     format!(
         "note: {}: its records file {} is missing; using the result's per-request arrays (or its \

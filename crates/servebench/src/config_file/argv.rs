@@ -103,9 +103,11 @@ fn json_of_table(t: &toml_edit::InlineTable) -> Result<String, String> {
         Ok(match v {
             toml_edit::Value::String(s) => J::from(s.value().clone()),
             toml_edit::Value::Integer(i) => J::from(*i.value()),
-            toml_edit::Value::Float(f) => serde_json::Number::from_f64(*f.value())
-                .map(J::Number)
-                .ok_or_else(|| format!("`{key}` is {}, which JSON cannot hold; give a finite number", f.value()))?,
+            toml_edit::Value::Float(f) => {
+                serde_json::Number::from_f64(*f.value()).map(J::Number).ok_or_else(|| {
+                    format!("`{key}` is {}, which JSON cannot hold; give a finite number", f.value())
+                })?
+            }
             toml_edit::Value::Boolean(b) => J::from(*b.value()),
             toml_edit::Value::Datetime(d) => J::from(d.value().to_string()),
             toml_edit::Value::Array(a) => J::Array(a.iter().map(|v| json(key, v)).collect::<Result<_, _>>()?),

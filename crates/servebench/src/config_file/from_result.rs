@@ -41,7 +41,13 @@ pub fn read(path: &str) -> Result<(ConfigFile, Vec<String>), BenchError> {
         }
         let value =
             toml_of(value).ok_or_else(|| invalid(format!("key '{key}' holds {value}, not a flag value")))?;
-        entries.push(Entry { key: key.replace('_', "-"), raw_key: key.clone(), value, line: i + 1, section: false });
+        entries.push(Entry {
+            key: key.replace('_', "-"),
+            raw_key: key.clone(),
+            value,
+            line: i + 1,
+            section: false,
+        });
     }
     Ok((ConfigFile { name, entries }, redacted))
 }

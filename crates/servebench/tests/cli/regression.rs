@@ -515,6 +515,25 @@ fn a_missing_records_file_is_named_by_report_and_compare() {
     }
 }
 
+/// Pins `report r.json r.json.records.jsonl`: both inputs were labelled `r`, so the report's
+/// runs (and the CSV's `run` column) could not be told apart. A label an earlier run has gives
+/// way to the input's file name.
+#[test]
+fn report_inputs_with_the_same_label_are_told_apart_by_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    sim_result(dir.path(), &["--num-prompts", "2", "--random-output-len", "2"]);
+    let out = crate::support::bin()
+        .current_dir(dir.path())
+        .args(["report", "r.json", "r.json.records.jsonl", "-o", "r.html", "--csv", "runs.csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let csv = std::fs::read_to_string(dir.path().join("runs.csv")).unwrap();
+    let runs: std::collections::BTreeSet<&str> =
+        csv.lines().skip(1).filter_map(|l| l.split(',').next()).collect();
+    assert_eq!(runs.into_iter().collect::<Vec<_>>(), ["r", "r.json.records.jsonl"], "{csv}");
+}
+
 /// Pins a secret in the base URL's query (`?api-key=…`), now sent on every call, staying out of
 /// everything written: the `/metrics` endpoint label (result and series file), the server
 /// tokenizer's paths (result and console) and every console line named the path with the key.

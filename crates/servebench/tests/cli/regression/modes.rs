@@ -114,6 +114,23 @@ fn a_sweep_point_held_down_by_a_prefill_cap_is_a_best_candidate() {
     assert!(stdout.contains("Best (request_throughput):"), "{stdout}");
 }
 
+/// Pins an experiment document's default name with a label holding path separators: `--label
+/// a/b` named a directory that did not exist and the sweep's document was lost after every
+/// point ran (`../x` wrote outside the result directory). The label is a file-name part, as in
+/// a single run's default name.
+#[test]
+fn an_experiments_default_name_makes_its_label_a_file_name_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["--sweep-max-concurrency", "1", "--label", "a/../b", "--save-result"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().any(|n| n.starts_with("a_.._b-") && n.ends_with(".json")), "{names:?}");
+    assert_eq!(experiment_doc(dir.path())["label"], "a/../b");
+}
+
 /// Pins flags accepted with no effect before anything is sent: rate stages with
 /// `--request-rate` (the result said `request_rate 5.0`), a `--sim-*` flag without `--sim`
 /// against a server (ignored), two sweeps (the rate sweep was dropped). `--request-rate` with a
