@@ -84,7 +84,13 @@ pub(crate) fn check_line_output_tokens(file: &DataFile, at: Location, n: Option<
         Some(n) if n > 0 && n <= i64::from(u32::MAX) => Ok(()),
         Some(n) if n > 0 => Err(file.error(
             at,
-            format!("output_tokens is {n}, above the largest output length ({})", u32::MAX),
+            format!(
+                "output_tokens is {}, above the largest output length ({})",
+                // A value beyond i64 was read saturated: say so rather than show the bound as if
+                // it were the file's value.
+                if n == i64::MAX { "9223372036854775807 or more".to_string() } else { n.to_string() },
+                u32::MAX
+            ),
             format!("use a length of at most {}", u32::MAX),
         )),
         Some(n) => Err(file.error(at, format!("output_tokens is {n}"), "use a positive number")),

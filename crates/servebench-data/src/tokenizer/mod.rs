@@ -65,8 +65,7 @@ pub fn load_tokenizer_with(spec: &str, env: &HubEnv) -> Result<Arc<dyn TextToken
         // say "no such file or directory").
         return Err(BenchError::tokenizer_load(
             spec,
-            "exists but is neither a regular file nor a directory; fix: pass a tokenizer.json \
-             file or the directory holding it",
+            "exists but is neither a regular file nor a directory (a device, a pipe or a socket)",
         ));
     }
     if hub::looks_like_model_id(spec) {

@@ -83,14 +83,17 @@ fn custom_output_tokens_above_u32_max_are_an_error_naming_the_line() {
     use servebench_data::dataset::custom::{generate_custom, CustomConfig};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.jsonl");
-    for big in ["4294967297", "9223372036854775807"] {
+    // A value beyond i64 (1e30, 23 digits) is read saturated: the message says "or more" rather
+    // than show 9223372036854775807 as if the file held it.
+    for big in ["4294967297", "9223372036854775807", "1e30", "99999999999999999999999"] {
         let body = format!("{{\"prompt\": \"hi\", \"output_tokens\": 4294967295}}\n{{\"prompt\": \"ho\", \"output_tokens\": {big}}}\n");
         std::fs::write(&path, body).unwrap();
         let cfg = CustomConfig { path: path.clone(), output_len: None, template: Default::default() };
         let e = generate_custom(&cfg, &sampling(2), cl100k().as_ref()).unwrap_err();
         assert_eq!(e.code(), ErrorCode::DatasetFile, "{e}");
         let line = e.to_string();
-        assert!(line.contains("line 2") && line.contains(big) && line.contains("4294967295"), "{line}");
+        let shown = if big.len() > 19 || big.contains('e') { "9223372036854775807 or more" } else { big };
+        assert!(line.contains("line 2") && line.contains(shown) && line.contains("4294967295"), "{line}");
     }
     // u32::MAX itself is a length.
     std::fs::write(&path, "{\"prompt\": \"hi\", \"output_tokens\": 4294967295}\n").unwrap();
@@ -330,6 +333,8 @@ fn a_tokenizer_path_that_is_a_device_says_it_is_not_a_file() {
     let e = servebench_data::load_tokenizer_with("/dev/null", &offline).unwrap_err();
     assert_eq!(e.code(), ErrorCode::TokenizerLoad, "{e}");
     assert!(e.to_string().contains("neither a regular file nor a directory"), "{e}");
+    // One fix, the error's own (the message once carried a second "fix:").
+    assert_eq!(e.to_string().matches("fix:").count(), 1, "{e}");
     assert!(!e.to_string().contains("no such file"), "{e}");
 }
 

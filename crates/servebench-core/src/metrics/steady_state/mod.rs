@@ -146,6 +146,44 @@ fn offered_intervals(records: &[RequestRecord]) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// An open loop's "overloaded" reason, told apart from the client's own queue: when the sent
+/// requests waited at p95 more than half of their time in system in the client (for a
+/// `--max-concurrency` or prefill slot), a cap below the offered rate held the load back — it
+/// was blamed on the server alone (a 40-req/s trace through one slot).
+fn with_client_queue_note(why: String, records: &[RequestRecord]) -> String {
+    if !why.contains("the server is overloaded") {
+        return why;
+    }
+    let mut waits = Vec::new();
+    let mut in_system = Vec::new();
+    for r in records {
+        let (Some(gate), Some(end)) = (r.gate_us, RequestTimes::of(r).last_known_us) else { continue };
+        waits.push(gate.saturating_sub(r.intended_us));
+        in_system.push(end.saturating_sub(r.intended_us));
+    }
+    if waits.is_empty() {
+        return why;
+    }
+    let p95 = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[((0.95 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
+    };
+    let (wait, total) = (p95(&mut waits), p95(&mut in_system));
+    if wait * 2 <= total {
+        return why;
+    }
+    why.replace(
+        "the server is overloaded at this rate",
+        &format!(
+            "the load is held below the offered rate — requests waited in the client for a \
+             concurrency slot (p95 {:.3} s of {:.3} s in system): a --max-concurrency or \
+             --max-prefill-concurrency cap below this rate, or a server too slow for it",
+            wait as f64 / 1e6,
+            total as f64 / 1e6
+        ),
+    )
+}
+
 /// Computes the steady-state window and its metrics, or why there is none.
 pub fn steady_state(
     records: &[RequestRecord],
@@ -162,7 +200,8 @@ pub fn steady_state(
     let w = match cfg.mode {
         LoadMode::OpenLoop => {
             let offered = offered.as_deref().unwrap_or_default();
-            let o = open_loop::window(offered, cfg.threshold).map_err(none)?;
+            let o = open_loop::window(offered, cfg.threshold)
+                .map_err(|why| none(with_client_queue_note(why, records)))?;
             let rate = o.arrivals as f64 * 1e6 / (o.end - o.start) as f64;
             Window {
                 start: o.start,

@@ -347,6 +347,30 @@ fn open_loop_overload_has_no_window_and_says_why() {
     assert!(e.reason.contains("overloaded") && e.reason.contains("5.00 vs 10.00 req/s"), "{}", e.reason);
 }
 
+/// Pins the reason of the same overload when a client cap (one `--max-concurrency` slot) is what
+/// holds the load below the offered 10 req/s: the requests wait in the client (gate − intended
+/// 0.1·i s) and spend 0.2 s at the server. It blamed the server alone; it now names the client's
+/// queue and the caps.
+#[test]
+fn open_loop_overload_behind_a_client_cap_names_the_clients_queue() {
+    let recs: Vec<RequestRecord> = (0..100)
+        .map(|i| {
+            let mut r = req(i, 200_000 * i, 200_000);
+            r.intended_us = 100_000 * i;
+            r.gate_us = Some(200_000 * i);
+            r
+        })
+        .collect();
+    let e = steady_state(&recs, &cfg(LoadMode::OpenLoop)).unwrap_err();
+    // Waits 0.1·i s (p95 = i 94: 9.400 s) of 0.1·i + 0.2 s in system (p95 9.600 s).
+    assert!(
+        e.reason.contains("waited in the client for a concurrency slot (p95 9.400 s of 9.600 s in system)")
+            && !e.reason.contains("the server is overloaded"),
+        "{}",
+        e.reason
+    );
+}
+
 #[test]
 fn open_loop_run_shorter_than_its_warm_up_has_no_window() {
     let recs: Vec<RequestRecord> = (0..3).map(|i| req(i, i * 100_000, 1_000_000)).collect();
