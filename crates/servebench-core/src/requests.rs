@@ -192,7 +192,7 @@ impl Requests {
     pub fn into_workload(self) -> Workload {
         match self {
             Requests::Held(w) => Arc::unwrap_or_clone(w),
-            Requests::Lazy(l) => Workload { requests: (0..l.len()).filter_map(|p| l.build(p)).collect() },
+            Requests::Lazy(l) => Workload::new((0..l.len()).filter_map(|p| l.build(p)).collect()),
         }
     }
 
@@ -202,9 +202,7 @@ impl Requests {
             return self.clone();
         }
         match self {
-            Requests::Held(w) => {
-                Workload { requests: w.requests.get(..n).unwrap_or_default().to_vec() }.into()
-            }
+            Requests::Held(w) => Workload::new(w.requests.get(..n).unwrap_or_default().to_vec()).into(),
             Requests::Lazy(l) => {
                 let mut picks = l.all_picks();
                 picks.truncate(n);
@@ -257,15 +255,15 @@ impl Requests {
             return Requests::default();
         }
         match self {
-            Requests::Held(held) => Workload {
-                requests: (0..n)
+            Requests::Held(held) => Workload::new(
+                (0..n)
                     .filter_map(|i| {
                         let mut spec = held.requests.get(i % w)?.clone();
                         spec.index = i as u64;
                         Some(spec)
                     })
                     .collect(),
-            }
+            )
             .into(),
             Requests::Lazy(l) => {
                 let base = l.all_picks();
@@ -280,16 +278,16 @@ impl Requests {
     /// The requests at the positions `keep` says yes to, in order, keeping their indexes.
     pub fn retain_positions(&self, keep: impl Fn(usize) -> bool) -> Requests {
         match self {
-            Requests::Held(w) => Workload {
-                requests: w
-                    .requests
-                    .iter()
-                    .enumerate()
-                    .filter(|(p, _)| keep(*p))
-                    .map(|(_, r)| r.clone())
-                    .collect(),
+            Requests::Held(w) => {
+                // The resampled requests are the workload's tail (crate::Workload::resampled).
+                let tail = w.requests.len() - w.resampled.min(w.requests.len());
+                let kept: Vec<usize> = (0..w.requests.len()).filter(|p| keep(*p)).collect();
+                Workload {
+                    requests: kept.iter().map(|&p| w.requests[p].clone()).collect(),
+                    resampled: kept.iter().filter(|&&p| p >= tail).count(),
+                }
+                .into()
             }
-            .into(),
             Requests::Lazy(l) => {
                 let picks =
                     l.all_picks().into_iter().enumerate().filter(|(p, _)| keep(*p)).map(|(_, x)| x).collect();

@@ -195,9 +195,18 @@ pub struct RerankPayload {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Workload {
     pub requests: Vec<RequestSpec>,
+    /// Of `requests`, how many repeat an earlier prompt drawn again at random to reach
+    /// `--num-prompts` (the dataset had fewer usable prompts; vLLM oversamples the same way).
+    /// 0 when none were.
+    pub resampled: usize,
 }
 
 impl Workload {
+    /// The workload of `requests`, none of them resampled.
+    pub fn new(requests: Vec<RequestSpec>) -> Self {
+        Workload { requests, resampled: 0 }
+    }
+
     pub fn len(&self) -> usize {
         self.requests.len()
     }

@@ -298,7 +298,7 @@ pub(crate) mod tests {
                 RequestSpec::new(i as u64, Prompt::TokenIds(ids.into()), l, 1)
             })
             .collect();
-        Workload { requests }
+        Workload::new(requests)
     }
 
     /// A configuration of `mode` with 16-token blocks, seed 7, nonce 99, one group (also the

@@ -86,7 +86,7 @@ pub fn grow(conversations: Vec<Vec<TokenTurn>>, seed: u64) -> TokenConversations
             reply = turn.output_tokens;
         }
     }
-    TokenConversations { workload: Workload { requests }, bounds }
+    TokenConversations { workload: Workload::new(requests), bounds }
 }
 
 /// `H`: the tokens each request finds cached from its own conversation's previous turn

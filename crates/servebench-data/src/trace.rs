@@ -326,7 +326,7 @@ pub fn build_trace_workload(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Resul
     let src = &prepared.source;
     let requests = (0..src.len()).into_par_iter().map(|i| src.build(i)).collect();
     Ok(TraceWorkload {
-        workload: Workload { requests },
+        workload: Workload::new(requests),
         offsets_us: prepared.offsets_us,
         filtered_out: prepared.filtered_out,
     })

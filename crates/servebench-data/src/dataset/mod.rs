@@ -176,10 +176,12 @@ fn next_chunk_len(missing: usize, tried: usize, kept: usize) -> usize {
 /// seeded) unless oversampling is off. Indices are 0-based in send order.
 pub fn finish(mut samples: Vec<Sample>, sampling: &Sampling) -> Workload {
     samples.truncate(sampling.num_prompts);
+    let mut resampled = 0;
     if sampling.oversample && !samples.is_empty() && samples.len() < sampling.num_prompts {
         // As vLLM: `random.seed(seed)`, then `random.choice(samples)` for each one missing.
         let mut r = py_random::PyRandom::seed(sampling.seed);
         let have = samples.len();
+        resampled = sampling.num_prompts - have;
         for _ in have..sampling.num_prompts {
             let pick = samples[r.below(have)].clone();
             samples.push(pick);
@@ -198,7 +200,7 @@ pub fn finish(mut samples: Vec<Sample>, sampling: &Sampling) -> Workload {
             spec
         })
         .collect();
-    Workload { requests }
+    Workload { requests, resampled }
 }
 
 /// `--enable-multimodal-chat`: builds every request's whole chat `messages` array now (the

@@ -95,5 +95,5 @@ pub fn generate_random_rerank(cfg: &RandomRerankConfig, tok: &dyn TextTokenizer)
             spec
         })
         .collect();
-    Ok(Workload { requests })
+    Ok(Workload::new(requests))
 }

@@ -209,7 +209,7 @@ pub fn generate_random_detailed(cfg: &RandomDatasetConfig, tok: &dyn TextTokeniz
 fn collect(src: &RandomSource) -> Workload {
     let requests =
         (0..src.len()).into_par_iter().map_init(Vec::new, |buf, i| src.build_with(i, buf)).collect();
-    Workload { requests }
+    Workload::new(requests)
 }
 
 /// The random dataset ready to be sent: built on demand ([`Requests::Lazy`], from a
@@ -367,7 +367,7 @@ fn general_workload(
             Ok(source::spec(i, Prompt::Text(Arc::from(text)), cfg.prefix_len + body + num_special, output))
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(Workload { requests })
+    Ok(Workload::new(requests))
 }
 
 /// Brings a server-side token list to exactly `target` ids: truncates, or pads by cycling

@@ -147,7 +147,7 @@ pub fn workload_of(work: &TreeWorkload) -> Workload {
             requests.push(RequestSpec::new(index, Prompt::Text(text.clone()), *tokens, turn.output_tokens));
         }
     }
-    Workload { requests }
+    Workload::new(requests)
 }
 
 impl TreeControls {

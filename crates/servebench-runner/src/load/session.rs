@@ -175,7 +175,7 @@ pub fn synthetic(
             requests.push(RequestSpec::new(requests.len() as u64, Prompt::Text(user), tokens, out.max(1)));
         }
     }
-    Ok(Conversations { workload: Workload { requests }, bounds, history, token_ids: false })
+    Ok(Conversations { workload: Workload::new(requests), bounds, history, token_ids: false })
 }
 
 /// The prefix-sharing blocks of synthetic conversations: one global block shared by every
@@ -331,7 +331,7 @@ pub fn sharegpt(
             source: None,
         });
     }
-    Ok(Conversations { workload: Workload { requests }, bounds, history: true, token_ids: false })
+    Ok(Conversations { workload: Workload::new(requests), bounds, history: true, token_ids: false })
 }
 
 /// Cuts each conversation at the first turn whose history + reply would exceed `limit`
@@ -362,7 +362,7 @@ pub fn truncate_to_model_len(conv: Conversations, limit: Option<u32>) -> (Conver
         }
     }
     let token_ids = conv.token_ids;
-    (Conversations { workload: Workload { requests }, bounds, history: conv.history, token_ids }, dropped)
+    (Conversations { workload: Workload::new(requests), bounds, history: conv.history, token_ids }, dropped)
 }
 
 /// Everything running conversations needs.
@@ -695,7 +695,7 @@ mod tests {
             .enumerate()
             .map(|(i, (&p, &o))| RequestSpec::new(i as u64, Prompt::Text(Arc::from("x")), p, o))
             .collect();
-        Conversations { workload: Workload { requests }, bounds, history, token_ids: false }
+        Conversations { workload: Workload::new(requests), bounds, history, token_ids: false }
     }
 
     #[test]

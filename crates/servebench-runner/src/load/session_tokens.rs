@@ -87,7 +87,7 @@ pub fn lay_prefix_cache(cfg: &RunConfig, conv: &mut Conversations) -> Result<Opt
             "use --backend openai --dataset-name random --prompt-token-ids --multi-turn",
         ));
     }
-    let mut workload = std::mem::replace(&mut conv.workload, Workload { requests: Vec::new() });
+    let mut workload = std::mem::replace(&mut conv.workload, Workload::default());
     let layout = prefix_cache_turns::apply(pc, &mut workload, &conv.bounds);
     conv.workload = workload;
     Ok(Some(Arc::new(layout?)))

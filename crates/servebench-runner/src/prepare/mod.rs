@@ -296,8 +296,7 @@ mod tests {
 
     #[test]
     fn max_model_len_filter_drops_and_reindexes() {
-        let mut w =
-            Requests::from(Workload { requests: vec![spec(0, 10, 10), spec(1, 100, 10), spec(2, 5, 5)] });
+        let mut w = Requests::from(Workload::new(vec![spec(0, 10, 10), spec(1, 100, 10), spec(2, 5, 5)]));
         assert_eq!(filter_max_model_len(&mut w, Some(20)), 1);
         assert_eq!(w.metas().map(|r| r.index).collect::<Vec<_>>(), vec![0, 1]);
         assert_eq!(w.meta(1).unwrap().prompt_tokens, 5);

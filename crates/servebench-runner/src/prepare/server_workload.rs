@@ -80,7 +80,7 @@ pub async fn build_server_workload(server: &ServerTokenize, cfg: &RandomDatasetC
             overrides: None,
         });
     }
-    let mut workload = Workload { requests };
+    let mut workload = Workload::new(requests);
     if !cfg.prompt_token_ids {
         // Detokenized text does not always re-tokenize to the same length: make it exact.
         fix_all_prompts(server, &mut workload).await?;

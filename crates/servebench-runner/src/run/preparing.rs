@@ -210,6 +210,7 @@ async fn measured_workload(
         }
         _ => lay_prefix_cache(cfg, &mut workload, observer)?,
     };
+    let resampled = workload.held().map_or(0, |w| w.resampled);
     batch(&mut workload, cfg.target.batch_size);
     let stats = WorkloadStats::of(&workload, filtered_out, started.elapsed().as_secs_f64());
     let built = if workload.is_lazy() { "Prepared" } else { "Generated" };
@@ -223,6 +224,17 @@ async fn measured_workload(
         "{built} {} prompts ({} prompt tokens{dropped}) in {:.2} s",
         stats.requests, stats.total_prompt_tokens, stats.build_seconds
     ));
+    if resampled > 0 {
+        // vLLM oversamples silently too (one log line); repeated prompts can be served from a
+        // prefix cache, which flatters TTFT.
+        observer.message(&format!(
+            "note: the dataset gave {} usable prompts; {resampled} more are repeats drawn at random to \
+             reach --num-prompts {} (as vLLM does; a server's prefix cache may serve them: \
+             --no-oversample sends each prompt once)",
+            stats.requests.saturating_sub(resampled),
+            stats.requests
+        ));
+    }
     if workload.is_lazy() {
         observer.message("Prompts are built from the seed as they are sent (lazy generation)");
     }

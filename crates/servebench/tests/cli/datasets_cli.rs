@@ -245,3 +245,23 @@ fn a_directory_as_dataset_path_is_sb204_naming_the_flag_for_every_file_dataset()
         );
     }
 }
+
+/// Pins oversampling said on the console: a 2-line custom file with `--num-prompts 5` sent 3
+/// repeats of its prompts (as vLLM does) under "Generated 5 prompts" alone, and a prefix cache
+/// then served them. The note says how many are repeats; `--no-oversample` sends each once.
+#[test]
+fn oversampled_prompts_are_said_on_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    std::fs::write(&path, "{\"prompt\": \"hello there\"}\n{\"prompt\": \"second one\"}\n").unwrap();
+    let path = path.to_str().unwrap();
+    let base =
+        ["--dataset-name", "custom", "--dataset-path", path, "--skip-chat-template", "--num-prompts", "5"];
+    let out = dry_run(&base);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // A note: on stderr, with the other notes and warnings.
+    assert!(stderr.contains("note: the dataset gave 2 usable prompts; 3 more are repeats"), "{stderr}");
+    let out = dry_run(&[&base[..], &["--no-oversample"]].concat());
+    assert!(!text(&out.stderr).contains("repeats drawn"), "{}", text(&out.stderr));
+}
