@@ -154,7 +154,7 @@ fn push_line(out: &mut String, cells: impl IntoIterator<Item = String>) {
 }
 
 /// One header row and one row per record (in the given order), `\n`-terminated; `scheduled` as
-/// in [`row`] (false for records rebuilt from a result's arrays).
+/// in `row` (false for records rebuilt from a result's arrays).
 pub fn records_csv(records: &[RequestRecord], scheduled: bool) -> String {
     let mut out = String::with_capacity(64 + records.len() * 220);
     push_line(&mut out, COLUMNS.iter().map(|c| c.to_string()));

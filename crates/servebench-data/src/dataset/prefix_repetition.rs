@@ -4,7 +4,7 @@
 //! `--prefix-repetition-suffix-len` tokens. Prompts are shuffled (seeded) so that groups
 //! interleave. Prefix and suffix texts come from the `random` generator (exact lengths), and
 //! every prompt is checked to encode to exactly `prefix_len + suffix_len` tokens that start with
-//! its prefix's tokens (else rebuilt, see [`exact_prompts`]); `prompt_tokens` is that count plus
+//! its prefix's tokens (else rebuilt, see `exact_prompts`); `prompt_tokens` is that count plus
 //! the special tokens the tokenizer adds.
 
 use super::{finish, rng, shuffle_source, Sample, Sampling};
