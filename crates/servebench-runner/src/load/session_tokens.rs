@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer, Workload};
+use servebench_core::{BenchError, Prompt, RequestSpec, Result, TextTokenizer};
 use servebench_data::prefix_cache::PrefixCacheLayout;
 use servebench_data::prefix_cache_turns::{self, TokenTurn};
 use servebench_data::random::{generate_random, RandomDatasetConfig};
@@ -87,7 +87,7 @@ pub fn lay_prefix_cache(cfg: &RunConfig, conv: &mut Conversations) -> Result<Opt
             "use --backend openai --dataset-name random --prompt-token-ids --multi-turn",
         ));
     }
-    let mut workload = std::mem::replace(&mut conv.workload, Workload::default());
+    let mut workload = std::mem::take(&mut conv.workload);
     let layout = prefix_cache_turns::apply(pc, &mut workload, &conv.bounds);
     conv.workload = workload;
     Ok(Some(Arc::new(layout?)))

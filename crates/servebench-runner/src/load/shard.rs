@@ -446,6 +446,7 @@ mod tests {
 
     fn workload(n: u64) -> Requests {
         Workload {
+            resampled: 0,
             requests: (0..n)
                 .map(|i| RequestSpec::new(i, Prompt::Text(format!("p{i}").into()), 3, 4))
                 .collect(),

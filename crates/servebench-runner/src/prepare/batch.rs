@@ -53,6 +53,7 @@ mod tests {
 
     fn w(n: usize) -> Workload {
         Workload {
+            resampled: 0,
             requests: (0..n)
                 .map(|i| {
                     RequestSpec::new(i as u64, Prompt::Text(Arc::from(format!("p{i}"))), i as u32 + 1, 8)

@@ -24,6 +24,7 @@ pub fn cl100k() -> Arc<dyn TextTokenizer> {
 pub fn three_prompts(tok: &dyn TextTokenizer) -> Workload {
     let texts = ["hello world, this is a prompt", "another prompt with more words in it", "short"];
     Workload {
+        resampled: 0,
         requests: texts
             .iter()
             .enumerate()
