@@ -355,7 +355,8 @@ pub struct RunArgs {
     pub ramp_up_end_rps: Option<f64>,
 
     // ---- sampling ----
-    /// Sampling temperature sent with every request (default: the server's).
+    /// Sampling temperature sent with every request (default: 0.0, greedy decoding, as `vllm bench
+    /// serve` sends, for OpenAI-style backends; the server's own for native dialects).
     #[arg(long, help_heading = "Sampling")]
     pub temperature: Option<f64>,
     /// Nucleus sampling top_p sent with every request (default: the server's).

@@ -249,7 +249,7 @@ fn target_config(args: &RunArgs, backend: BackendKind, api_key: Option<Secret>) 
         // Pooling requests generate nothing: no ignore_eos.
         ignore_eos: (args.ignore_eos || args.dataset_name.kind == DatasetName::Random)
             && !backend.is_pooling(),
-        sampling: sampling_map(args),
+        sampling: sampling_map(args, backend),
         extra_body,
         batch_size: backend::batch_size(args, backend),
     })
@@ -511,14 +511,21 @@ fn parse_ramp_up(args: &RunArgs, request_rate: f64) -> Result<Option<RampUp>> {
     Ok(Some(RampUp { strategy, start_rps: start, end_rps: end }))
 }
 
-fn sampling_map(args: &RunArgs) -> Map<String, Value> {
+/// The sampling parameters sent with every request. Without `--temperature`, an OpenAI-style
+/// generation backend (completions, chat, Responses, transcriptions) sends `temperature: 0.0`,
+/// greedy decoding, as `vllm bench serve` does (an `--extra-body` temperature still wins);
+/// native dialects leave it to the server (TGI refuses 0.0).
+fn sampling_map(args: &RunArgs, backend: BackendKind) -> Map<String, Value> {
+    use servebench_client::backend::ApiFamily;
     let mut m = Map::new();
+    let greedy_by_default =
+        matches!(backend.family(), ApiFamily::OpenAi | ApiFamily::Responses | ApiFamily::Audio);
     let mut put = |k: &str, v: Option<f64>| {
         if let Some(v) = v.and_then(serde_json::Number::from_f64) {
             m.insert(k.to_string(), Value::Number(v));
         }
     };
-    put("temperature", args.temperature);
+    put("temperature", args.temperature.or(greedy_by_default.then_some(0.0)));
     put("top_p", args.top_p);
     put("min_p", args.min_p);
     put("frequency_penalty", args.frequency_penalty);
@@ -571,6 +578,27 @@ mod tests {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
         assert!(shown.contains("<redacted>"));
+    }
+
+    /// Pins the default temperature of `vllm bench serve`: without `--temperature` it sends
+    /// `temperature: 0.0` (greedy) to OpenAI-style generation backends; servebench sent none, so
+    /// the server sampled (vLLM's default 1.0 or the model's generation config) and outputs,
+    /// throughput and speculative acceptance differed from vLLM's client on the same command.
+    /// Native dialects (TGI refuses 0.0) and pooling backends get none; a given value is sent.
+    #[test]
+    fn without_temperature_openai_style_backends_send_greedy_as_vllm_does() {
+        let temperature = |extra: &[&str]| {
+            let argv = [&["servebench"][..], extra].concat();
+            let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+            validate(&cli.run, None).unwrap().run.target.sampling.get("temperature").cloned()
+        };
+        for backend in ["vllm", "openai", "openai-chat", "openai-responses"] {
+            assert_eq!(temperature(&["--backend", backend]), Some(serde_json::json!(0.0)), "{backend}");
+        }
+        assert_eq!(temperature(&["--temperature", "0.7"]), Some(serde_json::json!(0.7)));
+        for backend in ["tgi", "openai-embeddings", "vllm-rerank"] {
+            assert_eq!(temperature(&["--backend", backend]), None, "{backend}");
+        }
     }
 
     /// Pins credentials in `--base-url`: sent as `Authorization: Basic` (vLLM's client, aiohttp,
