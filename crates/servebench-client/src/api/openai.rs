@@ -97,18 +97,20 @@ fn from_chunk(chunk: Chunk<'_>, terminal: bool) -> Parsed<'_> {
         e.usage.cached = cache_n;
     }
     for c in chunk.choices {
-        let aborted = c.finish_reason.as_ref().is_some_and(|t| t.0 == "abort");
+        let failed = c.finish_reason.as_ref().and_then(|t| ["abort", "error"].into_iter().find(|r| *r == &*t.0));
         if e.finish_reason.is_none() {
             e.finish_reason = c.finish_reason.map(|t| t.0);
         }
-        if aborted {
+        if let Some(reason) = failed {
             // vLLM and SGLang end a request their engine aborted (a KV-cache preemption gone
-            // wrong, a scheduler error, an admin abort) with `finish_reason: "abort"`: the
-            // generation stopped short, it is not a completed request.
+            // wrong, a scheduler error, an admin abort) with `finish_reason: "abort"`, and vLLM
+            // one its engine failed (`FinishReason.ERROR`: a KV-cache load failure) with
+            // "error": the generation stopped short, it is not a completed request.
             let place = if terminal { "body" } else { "stream" };
+            let what = if reason == "abort" { "aborted the request" } else { "failed the request" };
             return Parsed::Fail(
                 ErrorKind::ServerError,
-                format!("the server aborted the request (finish_reason \"abort\" in the {place})"),
+                format!("the server {what} (finish_reason \"{reason}\" in the {place})"),
             );
         }
         append(&mut e.content, c.text);
@@ -210,6 +212,20 @@ mod tests {
         assert!(matches!(parse_event(two), Parsed::Fail(ErrorKind::ServerError, _)));
         match parse_body(r#"{"choices":[{"message":{"content":"ab"},"finish_reason":"abort"}]}"#) {
             Parsed::Fail(ErrorKind::ServerError, m) => assert!(m.contains("in the body"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Pins `finish_reason: "error"` (vLLM's `FinishReason.ERROR`, a request its engine
+    /// failed): it counted as a completed request of the 2 tokens sent before it, as "abort"
+    /// once did. A failure (`server_error`) now, named.
+    #[test]
+    fn an_error_finish_reason_fails_the_request() {
+        let data = r#"{"id":"c","object":"text_completion","choices":[{"index":0,"text":"","finish_reason":"error","logprobs":null}]}"#;
+        match parse_event(data) {
+            Parsed::Fail(ErrorKind::ServerError, m) => {
+                assert!(m.contains("failed the request (finish_reason \"error\" in the stream)"), "{m}")
+            }
             other => panic!("{other:?}"),
         }
     }
