@@ -97,7 +97,8 @@ fn from_chunk(chunk: Chunk<'_>, terminal: bool) -> Parsed<'_> {
         e.usage.cached = cache_n;
     }
     for c in chunk.choices {
-        let failed = c.finish_reason.as_ref().and_then(|t| ["abort", "error"].into_iter().find(|r| *r == &*t.0));
+        let failed =
+            c.finish_reason.as_ref().and_then(|t| ["abort", "error"].into_iter().find(|r| *r == &*t.0));
         if e.finish_reason.is_none() {
             e.finish_reason = c.finish_reason.map(|t| t.0);
         }

@@ -38,6 +38,9 @@ pub struct Loaded {
     /// The records file the result names (`records_file`) when it is missing: the per-request
     /// values then come from the result's arrays, if any (said on the console).
     pub missing_records: Option<std::path::PathBuf>,
+    /// Results the file holds one per line (`--append-result`) when more than one: the last is
+    /// compared (said on the console). 0 otherwise.
+    pub appended_results: usize,
 }
 
 impl Loaded {
@@ -49,6 +52,7 @@ impl Loaded {
             runs: doc.run_results(),
             per_request: PerRequest::new(),
             missing_records: None,
+            appended_results: 0,
         }
     }
 }

@@ -27,6 +27,22 @@ pub struct ReportInput {
     /// The records file the result names (`records_file`) when it is missing: the report is
     /// drawn from the result's arrays or summary instead (said on the console).
     pub missing_records: Option<PathBuf>,
+    /// Results the file holds one per line (`--append-result`), when more than one: the input
+    /// is the last (said on the console). 0 otherwise.
+    pub appended_results: usize,
+}
+
+/// The results a file appended one per line holds (`--append-result` writes each run's
+/// document on a line of its own): lines that are one JSON object each. 0 for a single
+/// document, pretty-printed or not.
+pub fn appended_results(text: &str) -> usize {
+    let n =
+        text.lines().map(str::trim).filter(|l| l.len() > 2 && l.starts_with('{') && l.ends_with('}')).count();
+    if n > 1 {
+        n
+    } else {
+        0
+    }
 }
 
 /// The records file a result names (its `records_file` key) when it does not exist: `report`
@@ -39,7 +55,15 @@ fn named_records_missing(result: &ResultDocument, records: &Path) -> Option<Path
 /// `<result>.records.jsonl` beside it (or its `records_file`).
 pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path.display(), e))?;
-    if text.trim().is_empty() || starts_records_file(&text) {
+    if text.trim().is_empty() {
+        // An empty report of "1 run" exited 0 (compare refused the same file).
+        return Err(BenchError::RecordsFileMalformed {
+            file: path.display().to_string(),
+            problem: "the file is empty: neither a records file nor a result JSON".into(),
+            source: None,
+        });
+    }
+    if starts_records_file(&text) {
         return read_report_records(path, None);
     }
     // A result file (one JSON document, or JSONL from --append-result: the last line wins).
@@ -55,10 +79,12 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         ),
         source: None,
     })?;
+    let appended = appended_results(&text);
     drop(text);
     let records = records_beside(path, result.records_file.as_deref());
     if records.exists() {
-        return read_report_records(&records, Some(result));
+        return read_report_records(&records, Some(result))
+            .map(|i| ReportInput { appended_results: appended, ..i });
     }
     let missing_records = named_records_missing(&result, &records);
     // No records file (vLLM's own result files have none): the per-request arrays, else the
@@ -79,6 +105,7 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         source,
         unaccounted: 0,
         missing_records,
+        appended_results: appended,
     })
 }
 
@@ -148,6 +175,7 @@ fn read_report_records(path: &Path, result: Option<ResultDocument>) -> Result<Re
         source: RecordSource::Records,
         unaccounted,
         missing_records: None,
+        appended_results: 0,
     })
 }
 
@@ -267,7 +295,8 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
                 per_request_from_arrays(&doc.detailed)
             };
             let values = doc.metrics.vllm_placeholders_as_none();
-            Ok(Loaded { name, values, runs: Vec::new(), per_request, missing_records })
+            let appended_results = appended_results(&text);
+            Ok(Loaded { name, values, runs: Vec::new(), per_request, missing_records, appended_results })
         }
     }
 }

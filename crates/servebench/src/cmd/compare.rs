@@ -28,6 +28,9 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<u8> {
         if let Some(missing) = &l.missing_records {
             errln!("{}", crate::cmd::report::missing_records_note(path, missing));
         }
+        if l.appended_results > 1 {
+            errln!("{}", crate::cmd::report::appended_results_note(path, l.appended_results, "compared"));
+        }
     }
     let base = &loaded[0];
     let mut all = Vec::new();

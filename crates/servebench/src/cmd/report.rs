@@ -66,6 +66,9 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<u8> {
         if let Some(missing) = &input.missing_records {
             errln!("{}", missing_records_note(path, missing));
         }
+        if input.appended_results > 1 {
+            errln!("{}", appended_results_note(path, input.appended_results, "reported"));
+        }
         let unaccounted = (input.unaccounted > 0).then(|| {
             format!(
                 "{}: {} requests of the run have no record: the records file does not account for \
@@ -271,6 +274,16 @@ fn distinct_label(label: String, path: &std::path::Path, runs: &[ReportRun]) -> 
         return name;
     }
     (2..).map(|n| format!("{name} ({n})")).find(|l| !taken(l)).unwrap_or(name)
+}
+
+/// The note for a result file of several appended runs (`--append-result`): only the last is
+/// `used` (it was without a word).
+pub(crate) fn appended_results_note(path: &std::path::Path, n: usize, used: &str) -> String {
+    format!(
+        "note: {} holds {n} results appended one per line (--append-result); only the last is {used} \
+         — put each line in a file of its own to see every run",
+        path.display()
+    )
 }
 
 pub(crate) fn missing_records_note(result: &std::path::Path, missing: &std::path::Path) -> String {

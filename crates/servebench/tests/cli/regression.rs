@@ -544,6 +544,48 @@ fn report_inputs_with_the_same_label_are_told_apart_by_file_name() {
     assert_eq!(runs.into_iter().collect::<Vec<_>>(), ["r", "r.json.records.jsonl"], "{csv}");
 }
 
+/// Pins `report` and `compare` on an `--append-result` file of two runs: each silently used
+/// the last run only. They say so now. And `report` on an empty file wrote an empty report of
+/// "1 run(s)" and exited 0, where `compare` refused the file: SB208 for both.
+#[test]
+fn report_and_compare_name_an_appended_files_runs_and_refuse_an_empty_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = crate::support::tokenizer();
+    for _ in 0..2 {
+        let out = crate::support::bin()
+            .current_dir(dir.path())
+            .args(["--sim", "--sim-tokenizer", tok.to_str().unwrap(), "--tokenizer", tok.to_str().unwrap()])
+            .args([
+                "--disable-tqdm",
+                "--num-prompts",
+                "3",
+                "--random-input-len",
+                "8",
+                "--random-output-len",
+                "2",
+            ])
+            .args(["--append-result", "--result-filename", "app.json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    std::fs::write(dir.path().join("empty.json"), "").unwrap();
+    let run = |args: &[&str]| crate::support::bin().current_dir(dir.path()).args(args).output().unwrap();
+    for args in [&["report", "app.json", "-o", "r.html"][..], &["compare", "app.json", "app.json"][..]] {
+        let out = run(args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(err.contains("note: app.json holds 2 results appended one per line"), "{args:?}: {err}");
+    }
+    let out = run(&["report", "empty.json", "-o", "e.html"]);
+    assert_eq!(out.status.code(), Some(1), "SB208's exit code: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("SB208") && text(&out.stderr).contains("empty"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// Pins a secret in the base URL's query (`?api-key=…`), now sent on every call, staying out of
 /// everything written: the `/metrics` endpoint label (result and series file), the server
 /// tokenizer's paths (result and console) and every console line named the path with the key.
