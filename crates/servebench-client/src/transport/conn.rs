@@ -124,6 +124,9 @@ pub(crate) struct Conn {
     pub(crate) setup: Option<ConnSetup>,
     /// The server's `Keep-Alive` parameters from the latest response head.
     keep_alive: KeepAlive,
+    /// How long opening the connection took (resolve, connect, TLS): about a round trip or a
+    /// few, the scale of a close racing a request (see `transport::send`).
+    pub(crate) opened_in: std::time::Duration,
 }
 
 /// How long opening a connection took, µs per phase (`None`: the phase did not happen).
@@ -190,6 +193,7 @@ impl Conn {
             uses: 0,
             idle_since: now,
             setup: None,
+            opened_in: std::time::Duration::ZERO,
             keep_alive: KeepAlive::default(),
         }
     }
@@ -203,6 +207,11 @@ impl Conn {
     /// (close-delimited), else the read that brought its last bytes.
     pub(crate) fn body_end_at(&self) -> Instant {
         self.closed_at.unwrap_or(self.last_read).max(self.last_read)
+    }
+
+    /// When a read found the server's close (end of file), if one did.
+    pub(crate) fn closed_at(&self) -> Option<Instant> {
+        self.closed_at
     }
 
     /// Whether the connection is known to be unusable.

@@ -540,6 +540,7 @@ impl HttpClient {
         let ready = Instant::now();
         self.inner.failures.clear();
         let mut c = Conn::new(stream, stamps);
+        c.opened_in = ready - start;
         let us = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
         c.setup = Some(ConnSetup {
             dns_us: resolving.then(|| us(resolved - start)),

@@ -4,7 +4,7 @@
 
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::header::{HeaderMap, ACCEPT_ENCODING, HOST};
 use http::{Method, Request, Response};
@@ -211,9 +211,22 @@ impl HttpClient {
                         reconnects,
                     ));
                 }
-                Err(e) if e.unanswered() && retry_unanswered => {
+                Err(e) if e.unanswered() && retry_unanswered && close_crossed_the_write(&conn, written) => {
                     self.resend_unanswered(&mut reconnects, &mut resent, after_response);
                     continue;
+                }
+                Err(e) if e.unanswered() && reused => {
+                    // Closed long after the request was written: the server had it (a worker
+                    // crash, an OOM kill), so it is a failure, not a stale connection; a POST
+                    // the server may have acted on is not sent again.
+                    let after =
+                        conn.closed_at().unwrap_or_else(Instant::now).saturating_duration_since(written);
+                    let msg = format!(
+                        "the server closed the connection {:.0} ms after the request was written, without \
+                         answering ({e}); it had the request, so it was not sent again",
+                        after.as_secs_f64() * 1e3
+                    );
+                    return Err(fail(SendFailKind::Transport, msg, dispatched, reconnects));
                 }
                 // Not HTTP/1.1 at all (SB308): the answer is named as it is.
                 Err(e) if e.is_not_http1() => {
@@ -251,4 +264,19 @@ impl HttpClient {
             self.note_close_after_response();
         }
     }
+}
+
+/// The least time after a request's write within which an unanswered close of a pooled
+/// connection is taken for the server's close of an idle connection crossing the write (the
+/// request never processed: resent). Later, the server had the request.
+const STALE_CLOSE_WINDOW_MIN: Duration = Duration::from_millis(250);
+
+/// Whether the close that left a request on a pooled connection unanswered came soon enough
+/// after its write to have crossed it: within [`STALE_CLOSE_WINDOW_MIN`], or three times the
+/// connection's opening time (a few round trips) on a far server. A close 300 ms after the
+/// write on loopback (a worker that read the request, then died) was resent and counted as a
+/// completed request.
+fn close_crossed_the_write(conn: &Conn, written: Instant) -> bool {
+    let closed = conn.closed_at().unwrap_or_else(Instant::now);
+    closed.saturating_duration_since(written) <= STALE_CLOSE_WINDOW_MIN.max(conn.opened_in * 3)
 }

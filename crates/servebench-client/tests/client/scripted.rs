@@ -233,6 +233,31 @@ async fn unanswered_request_on_a_reused_connection_is_resent_once() {
     assert_eq!(f.client.stats().resent, 1);
 }
 
+/// Pins a request the server read and held, then dropped without a byte (a worker that crashed
+/// 400 ms into the request): it was resent as if the connection had been stale, counted as a
+/// completed request, and the POST reached the server twice. A close that long after the write
+/// is a failure the server had the request for (`transport`), not sent again.
+#[tokio::test]
+async fn a_close_long_after_the_write_fails_and_is_not_resent() {
+    let stream = String::from(SSE_HEAD) + &chunk(&(tok("a") + &finish_usage_done())) + END;
+    let s = serve(vec![
+        vec![A::Read, w(stream.clone()), A::Read, A::Sleep(400), A::Close],
+        vec![A::Read, w(stream)],
+    ])
+    .await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    assert_eq!(f.run(0, &ExecOptions::default()).await.outcome, Outcome::Completed);
+    let r = f.run(1, &ExecOptions::default()).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Transport), "{:?}", r.error);
+    let message = r.error.as_ref().unwrap().message.clone();
+    assert!(message.contains("after the request was written, without answering"), "{message}");
+    assert!(!r.resent);
+    assert_eq!(r.attempts, 1);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1, "the POST must not be resent");
+    assert_eq!(f.client.stats().resent, 0);
+}
+
 /// Once any byte of the answer arrived, the request is never resent.
 #[tokio::test]
 async fn no_resend_once_a_response_byte_arrived() {
