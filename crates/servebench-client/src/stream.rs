@@ -50,6 +50,9 @@ struct StreamState {
     tokens: Vec<u32>,
     /// The text is collected only for records without output-token usage (retokenizing).
     text_only_without_usage: bool,
+    /// When the first event with a finish reason but no generated content arrived (an answer
+    /// whose one token was the end-of-sequence token comes as such an event alone).
+    bare_finish_us: Option<u64>,
 }
 
 fn gap(from: u64, to: u64) -> u32 {
@@ -110,6 +113,9 @@ impl StreamState {
         if let Some(f) = &e.finish_reason {
             self.finish_seen = true;
             rec.finish_reason = Some(f.to_string());
+            if !e.is_token_event() {
+                self.bare_finish_us.get_or_insert(t_us);
+            }
         }
         if e.terminal {
             self.done_seen = true;
@@ -176,6 +182,7 @@ impl StreamState {
     /// Marks the record finished at `t_us` (after `[DONE]`, a terminal event, or a whole body).
     fn complete(&mut self, rec: &mut RequestRecord, t_us: u64) {
         rec.done_us = Some(t_us);
+        self.eos_only_answer(rec);
         if rec.token_event_count == 0 {
             rec.fail(ErrorKind::NoTokens, "the response carried no generated tokens");
         } else {
@@ -183,6 +190,21 @@ impl StreamState {
             rec.error = None;
         }
         self.flush(rec);
+    }
+
+    /// An answer of one end-of-sequence token: no event carried text, but one carried the
+    /// finish reason and the server counts one generated token (`usage.completion_tokens` 1) —
+    /// a model that stopped at once (a prompt without `ignore_eos`, a stop string matched at
+    /// once). That event is its token event (first and last token): it failed as `no_tokens`,
+    /// where vLLM's client counts it a success. Without the server's count it stays
+    /// `no_tokens` (nothing says a token was generated).
+    fn eos_only_answer(&mut self, rec: &mut RequestRecord) {
+        let (Some(at), true) = (self.bare_finish_us, rec.token_event_count == 0) else { return };
+        if rec.completion_tokens == Some(1) {
+            (rec.first_token_us, rec.last_token_us) = (Some(at), Some(at));
+            rec.token_event_count = 1;
+            self.tokens_known = false;
+        }
     }
 
     /// The body ended cleanly at `t_us` without `[DONE]`.
@@ -379,6 +401,44 @@ mod tests {
         assert_eq!(r.outcome, Outcome::Completed);
         assert!(r.token_events.tokens.is_empty());
         assert_eq!(r.done_us, Some(3));
+    }
+
+    /// Pins an answer whose one token was the end-of-sequence token: an empty text with
+    /// `finish_reason: "stop"`, then `usage.completion_tokens: 1` (the model stopped at once).
+    /// It failed as `no_tokens`; vLLM's client counts it a success. The finish event is its
+    /// token event; without the server's count (or with 0, or several tokens none of which
+    /// came) it stays `no_tokens`.
+    #[test]
+    fn an_eos_only_answer_counted_by_the_server_completes_at_its_finish_event() {
+        let finish = r#"{"choices":[{"index":0,"text":"","finish_reason":"stop"}]}"#;
+        let usage =
+            |n: u32| format!(r#"{{"choices":[],"usage":{{"prompt_tokens":3,"completion_tokens":{n}}}}}"#);
+        let mut r = rec();
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
+        s.on_event(&mut r, data(finish), 30);
+        s.on_event(&mut r, data(&usage(1)), 31);
+        s.on_event(&mut r, data("[DONE]"), 32);
+        assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+        assert_eq!((r.first_token_us, r.last_token_us, r.token_event_count), (Some(30), Some(30), 1));
+        assert_eq!((r.completion_tokens, r.done_us, r.first_content_us), (Some(1), Some(32), None));
+        // The same in one chunk (continuous usage), ended by the body's end.
+        let mut r = rec();
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
+        let one =
+            r#"{"choices":[{"index":0,"text":"","finish_reason":"stop"}],"usage":{"completion_tokens":1}}"#;
+        s.on_event(&mut r, data(one), 40);
+        s.end_of_body(&mut r, 41);
+        assert_eq!((r.outcome, r.first_token_us), (Outcome::Completed, Some(40)));
+        for n in [None, Some(0), Some(3)] {
+            let mut r = rec();
+            let mut s = ResponseReader::new(BackendKind::Completions, false);
+            s.on_event(&mut r, data(finish), 30);
+            if let Some(n) = n {
+                s.on_event(&mut r, data(&usage(n)), 31);
+            }
+            s.on_event(&mut r, data("[DONE]"), 32);
+            assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::NoTokens), "{n:?}");
+        }
     }
 
     #[test]
