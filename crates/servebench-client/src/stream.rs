@@ -9,8 +9,8 @@
 //! - a *token event* is an event carrying generated content: non-empty text, content,
 //!   reasoning or tool-call text, or a token the server says it generated without text. A chat
 //!   role chunk with empty content is not one (vLLM counts it as the first token, vllm#15106);
-//! - `[DONE]`, a family's terminal event, or a finish reason followed by a clean end of body,
-//!   completes the stream; a clean end without either is `Incomplete`; a complete stream
+//! - `[DONE]`, a family's terminal event, the usage-only chunk after a finish reason, or a
+//!   finish reason followed by a clean end of body, completes the stream; a clean end without either is `Incomplete`; a complete stream
 //!   without token events is `NoTokens` (vLLM reports such chat streams as successes);
 //! - per-event token counts are recorded only when every token event carried one: its own
 //!   count (TGI, llama.cpp), or the growth of a cumulative count since the previous token event
@@ -66,6 +66,10 @@ impl StreamState {
 
     /// Applies one parsed event (or whole body) that completed at `t_us`.
     fn apply(&mut self, rec: &mut RequestRecord, parsed: Parsed<'_>, t_us: u64) -> Flow {
+        if self.done_seen {
+            // The record is final (a `[DONE]` after the usage chunk that ended the stream).
+            return Flow::Done;
+        }
         match parsed {
             Parsed::Skip => Flow::Continue,
             Parsed::Done => {
@@ -117,7 +121,15 @@ impl StreamState {
                 self.bare_finish_us.get_or_insert(t_us);
             }
         }
-        if e.terminal {
+        // The usage-only chunk after a finish reason (`stream_options.include_usage`) is an
+        // OpenAI stream's last event before `[DONE]`: the stream ends there. A server that then
+        // held the body open without `[DONE]` gave an E2EL of the hold (2 s for 74 ms of
+        // tokens), with no held-open warning (the reader's wait after a last event now applies).
+        let usage_after_finish = self.finish_seen
+            && e.finish_reason.is_none()
+            && e.usage.completion.is_some()
+            && !e.is_token_event();
+        if e.terminal || usage_after_finish {
             self.done_seen = true;
             self.complete(rec, t_us);
             return Flow::Done;
@@ -352,13 +364,14 @@ mod tests {
         let fin = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#;
         s.on_event(&mut r, data(fin), 200);
         let usage = r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":2}}}"#;
-        s.on_event(&mut r, data(usage), 210);
+        // The usage chunk after the finish reason is the stream's last event: done there.
+        assert_eq!(s.on_event(&mut r, data(usage), 210), Flow::Done);
         assert_eq!(s.on_event(&mut r, data("[DONE]"), 220), Flow::Done);
         assert_eq!(r.outcome, Outcome::Completed);
         assert_eq!(r.first_event_us, Some(100));
         assert_eq!(r.first_token_us, Some(150));
         assert_eq!(r.last_token_us, Some(180));
-        assert_eq!(r.done_us, Some(220));
+        assert_eq!(r.done_us, Some(210));
         assert_eq!(r.token_events, TokenEvents { gaps_us: vec![30, 0], tokens: vec![] });
         assert_eq!(r.token_event_count, 3);
         assert_eq!(
@@ -420,7 +433,7 @@ mod tests {
         s.on_event(&mut r, data("[DONE]"), 32);
         assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
         assert_eq!((r.first_token_us, r.last_token_us, r.token_event_count), (Some(30), Some(30), 1));
-        assert_eq!((r.completion_tokens, r.done_us, r.first_content_us), (Some(1), Some(32), None));
+        assert_eq!((r.completion_tokens, r.done_us, r.first_content_us), (Some(1), Some(31), None));
         // The same in one chunk (continuous usage), ended by the body's end.
         let mut r = rec();
         let mut s = ResponseReader::new(BackendKind::Completions, false);
@@ -439,6 +452,25 @@ mod tests {
             s.on_event(&mut r, data("[DONE]"), 32);
             assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::NoTokens), "{n:?}");
         }
+    }
+
+    /// Pins a stream whose usage-only chunk after the finish reason is not followed by
+    /// `[DONE]` while the server holds the body open (2 s): `done` was the body's end, so E2EL
+    /// was the hold. The usage chunk is the stream's last event: the stream is done there.
+    #[test]
+    fn the_usage_chunk_after_a_finish_reason_ends_the_stream() {
+        let mut r = rec();
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
+        s.on_event(&mut r, data(&tok("a")), 10);
+        let finish = r#"{"choices":[{"index":0,"text":"b","finish_reason":"length"}]}"#;
+        assert_eq!(s.on_event(&mut r, data(finish), 20), Flow::Continue);
+        let usage = r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#;
+        assert_eq!(s.on_event(&mut r, data(usage), 21), Flow::Done);
+        assert_eq!((r.outcome, r.done_us, r.last_token_us), (Outcome::Completed, Some(21), Some(20)));
+        // Before the finish reason, a usage chunk (continuous usage stats) does not end it.
+        let mut r = rec();
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
+        assert_eq!(s.on_event(&mut r, data(usage), 5), Flow::Continue);
     }
 
     #[test]

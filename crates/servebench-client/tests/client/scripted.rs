@@ -362,6 +362,25 @@ async fn a_body_held_open_after_done_completes_without_a_last_byte() {
     assert!(p.first_byte_us.is_some() && p.last_byte_us.is_none(), "{p:?}");
 }
 
+/// Pins a stream without `[DONE]` whose body is held open after its usage chunk (the chunk that
+/// follows the finish reason): `done` was the body's end, 2 s later, so E2EL was the hold and
+/// no held-open warning could fire. The usage chunk ends the stream; the hold shows as the
+/// missing last byte.
+#[tokio::test]
+async fn a_body_held_open_after_the_usage_chunk_without_done_completes_at_the_usage_chunk() {
+    let events = finish_usage_done().replace("data: [DONE]\n\n", "");
+    let body = chunk(&(role() + &tok("Hi"))) + &chunk(&events);
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &body), A::Sleep(2_000), w(END)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let opts = ExecOptions { drain_timeout: Duration::from_millis(50), ..ExecOptions::default() };
+    let r = f.run(0, &opts).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    let e2el = r.done_us.unwrap() - r.dispatched_us.unwrap();
+    assert!(e2el < 1_000_000, "done at the usage chunk, not 2 s later at the body's end: {e2el} µs");
+    let p = r.phases.unwrap();
+    assert!(p.last_byte_us.is_none(), "held open: {p:?}");
+}
+
 /// Pins a close-delimited stream's body ending at the server's close: a server holding the
 /// connection 0.3 s after `[DONE]` read as no hold at all (the close's read was not timed, so
 /// the body "ended" with the `[DONE]` bytes) and the held-open warning never fired.
