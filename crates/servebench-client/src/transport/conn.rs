@@ -127,6 +127,9 @@ pub(crate) struct Conn {
     /// How long opening the connection took (resolve, connect, TLS): about a round trip or a
     /// few, the scale of a close racing a request (see `transport::send`).
     pub(crate) opened_in: std::time::Duration,
+    /// A read found nothing and waited since the latest request was written: false when the
+    /// answer (or the server's close) was already there at the first look.
+    waited_since_write: bool,
 }
 
 /// How long opening a connection took, µs per phase (`None`: the phase did not happen).
@@ -194,6 +197,7 @@ impl Conn {
             idle_since: now,
             setup: None,
             opened_in: std::time::Duration::ZERO,
+            waited_since_write: false,
             keep_alive: KeepAlive::default(),
         }
     }
@@ -207,6 +211,12 @@ impl Conn {
     /// (close-delimited), else the read that brought its last bytes.
     pub(crate) fn body_end_at(&self) -> Instant {
         self.closed_at.unwrap_or(self.last_read).max(self.last_read)
+    }
+
+    /// Whether a read had to wait since the latest request was written (the server's close, if
+    /// it came, came after the write was done, not before the first look).
+    pub(crate) fn waited_since_write(&self) -> bool {
+        self.waited_since_write
     }
 
     /// When a read found the server's close (end of file), if one did.
@@ -278,7 +288,10 @@ impl Conn {
                 Poll::Ready(Ok(n))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                self.waited_since_write = true;
+                Poll::Pending
+            }
         }
     }
 
@@ -288,6 +301,7 @@ impl Conn {
         req: &http::Request<Bytes>,
         deadline: Option<&mut Pin<Box<tokio::time::Sleep>>>,
     ) -> Result<(), WriteFail> {
+        self.waited_since_write = false;
         let mut wbuf = std::mem::take(&mut self.wbuf);
         wbuf.clear();
         super::h1::write_request_head(req, &mut wbuf);

@@ -276,7 +276,11 @@ const STALE_CLOSE_WINDOW_MIN: Duration = Duration::from_millis(250);
 /// connection's opening time (a few round trips) on a far server. A close 300 ms after the
 /// write on loopback (a worker that read the request, then died) was resent and counted as a
 /// completed request.
+///
+/// A close already there at the first read after the write crossed it, however late this
+/// client got to look (a loaded machine must not turn the keep-alive race into failures).
 fn close_crossed_the_write(conn: &Conn, written: Instant) -> bool {
     let closed = conn.closed_at().unwrap_or_else(Instant::now);
-    closed.saturating_duration_since(written) <= STALE_CLOSE_WINDOW_MIN.max(conn.opened_in * 3)
+    !conn.waited_since_write()
+        || closed.saturating_duration_since(written) <= STALE_CLOSE_WINDOW_MIN.max(conn.opened_in * 3)
 }
