@@ -101,7 +101,9 @@ const ROWS: &[(&str, Option<Row>)] = &[
         "peak output tokens/s (1-s window)",
         Some((
             |r| {
+                // A pooling run generates no output: no data, not 0 (as output tokens/s).
                 figure(r, Headline::MaxOutputTokensPerS, r.metrics.max_output_tokens_per_s)
+                    .filter(|_| !r.header.pooling)
                     .and_then(|v| rate(&r.metrics, v))
             },
             1,

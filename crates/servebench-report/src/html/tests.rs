@@ -339,6 +339,8 @@ fn pooling_total_tokens_per_s_is_the_server_counted_input_rate() {
     assert_eq!(summary_cell(&html, "total tokens/s"), format!("{expected:.1}"));
     // Pins no output tokens/s row for a pooling run with records (it showed 0.0): no data.
     assert!(!html.contains("<tr><td>output tokens/s</td>"), "a pooling run has no output");
+    // Nor a peak output rate (it showed "peak output tokens/s (1-s window) 0.0").
+    assert!(!html.contains("<tr><td>peak output tokens/s (1-s window)</td>"), "no output, no peak");
     // The backend of a result says it is a pooling run.
     let doc: crate::document::ResultDocument =
         serde_json::from_value(serde_json::json!({"backend": "openai-embeddings", "completed": 1})).unwrap();

@@ -77,6 +77,15 @@ fn group_json(m: &RunMetrics) -> Map<String, Value> {
         }
         insert_stats(&mut o, metric.as_str(), m.summary(metric));
     }
+    // The console's block shows mean TTFT and E2EL whatever --percentile-metrics selects: the
+    // JSON has them too (the console said "the result JSON always has all of it", and a stage's
+    // "Mean E2EL" was nowhere in it under the default ttft,tpot,itl).
+    for (metric, s) in [(MetricName::Ttft, &m.ttft), (MetricName::E2el, &m.e2el)] {
+        if !m.config.selected.contains(&metric) {
+            let v = (s.count > 0).then(|| stat_json(s.count, s.mean)).unwrap_or(Value::Null);
+            o.insert(format!("mean_{}_ms", metric.as_str()), v);
+        }
+    }
     o
 }
 
@@ -288,6 +297,27 @@ mod tests {
             (json!(1), json!(0))
         );
         assert!(console_groups(&[a], &cfg, &info).contains("Stage 1: concurrency 32 for 30 s"));
+    }
+
+    /// Pins the console's per-stage and per-turn "Mean TTFT" and "Mean E2EL" lines being in the
+    /// JSON whatever `--percentile-metrics` selects: under the default ttft,tpot,itl a stage's
+    /// "Mean E2EL (ms): 201.32" was in no key of the result. Only their means are added; a
+    /// selected metric keeps all its statistics.
+    #[test]
+    fn a_groups_console_means_are_in_its_json_whatever_the_metrics_selected() {
+        let cfg = MetricsConfig::default();
+        assert!(!cfg.selected.contains(&MetricName::E2el), "{:?}", cfg.selected);
+        let mut a = rec(0, 0, 1_000_000);
+        a.stage = Some(0);
+        let info = GroupInfo {
+            stages: vec![StageInfo { rate: 5.0, seconds: 2.0, concurrency: None }],
+            ..GroupInfo::default()
+        };
+        let doc = Value::Object(result_keys(std::slice::from_ref(&a), &cfg, &info));
+        let s = &doc["stages"][0];
+        assert_eq!(s["mean_e2el_ms"], 1000.0, "{s}");
+        assert!(s.get("p99_e2el_ms").is_none(), "{s}");
+        assert!(console_groups(&[a], &cfg, &info).contains("Mean E2EL (ms):                          1000.00"));
     }
 
     /// Pins a stage an early stop cut short: its never-sent requests are counted apart, so its
