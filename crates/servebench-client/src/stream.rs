@@ -125,10 +125,7 @@ impl StreamState {
         // OpenAI stream's last event before `[DONE]`: the stream ends there. A server that then
         // held the body open without `[DONE]` gave an E2EL of the hold (2 s for 74 ms of
         // tokens), with no held-open warning (the reader's wait after a last event now applies).
-        let usage_after_finish = self.finish_seen
-            && e.finish_reason.is_none()
-            && e.usage.completion.is_some()
-            && !e.is_token_event();
+        let usage_after_finish = self.finish_seen && e.usage_only;
         if e.terminal || usage_after_finish {
             self.done_seen = true;
             self.complete(rec, t_us);
@@ -471,6 +468,14 @@ mod tests {
         let mut r = rec();
         let mut s = ResponseReader::new(BackendKind::Completions, false);
         assert_eq!(s.on_event(&mut r, data(usage), 5), Flow::Continue);
+        // Nor does a chunk of another choice (n > 1) with continuous usage after choice 0's
+        // finish: only a chunk without choices is the usage chunk.
+        let mut r = rec();
+        let mut s = ResponseReader::new(BackendKind::Completions, false);
+        s.on_event(&mut r, data(finish), 20);
+        let other =
+            r#"{"choices":[{"index":1,"text":"","finish_reason":null}],"usage":{"completion_tokens":2}}"#;
+        assert_eq!(s.on_event(&mut r, data(other), 22), Flow::Continue);
     }
 
     #[test]

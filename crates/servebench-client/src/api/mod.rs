@@ -207,6 +207,9 @@ pub(crate) struct ApiEvent<'a> {
     pub server_id: Option<Cow<'a, str>>,
     /// The family's final event (or a whole body): the response is complete after it.
     pub terminal: bool,
+    /// An OpenAI usage-only chunk (`choices: []` with `usage`): after a finish reason, the
+    /// stream's last event before `[DONE]` (`stream_options.include_usage`).
+    pub usage_only: bool,
 }
 
 impl ApiEvent<'_> {
@@ -224,6 +227,7 @@ impl ApiEvent<'_> {
             cumulative_completion: self.cumulative_completion,
             usage: self.usage,
             terminal: self.terminal,
+            usage_only: self.usage_only,
         }
     }
 

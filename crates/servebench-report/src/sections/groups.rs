@@ -317,7 +317,9 @@ mod tests {
         let s = &doc["stages"][0];
         assert_eq!(s["mean_e2el_ms"], 1000.0, "{s}");
         assert!(s.get("p99_e2el_ms").is_none(), "{s}");
-        assert!(console_groups(&[a], &cfg, &info).contains("Mean E2EL (ms):                          1000.00"));
+        assert!(
+            console_groups(&[a], &cfg, &info).contains("Mean E2EL (ms):                          1000.00")
+        );
     }
 
     /// Pins a stage an early stop cut short: its never-sent requests are counted apart, so its
