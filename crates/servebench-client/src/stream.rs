@@ -111,6 +111,10 @@ impl StreamState {
         if e.usage.completion.is_some() {
             rec.completion_tokens = e.usage.completion;
         }
+        if let Some(t) = e.server_timing {
+            rec.server_queue_time_ms = t.queue_time_ms.or(rec.server_queue_time_ms);
+            rec.server_ttft_ms = t.ttft_ms.or(rec.server_ttft_ms);
+        }
         if e.is_token_event() {
             self.token_event(rec, e, t_us);
         }
@@ -476,6 +480,33 @@ mod tests {
         let other =
             r#"{"choices":[{"index":1,"text":"","finish_reason":null}],"usage":{"completion_tokens":2}}"#;
         assert_eq!(s.on_event(&mut r, data(other), 22), Flow::Continue);
+    }
+
+    /// Pins vLLM 0.34's server timing on the usage chunk (`metrics.queue_time_ms`,
+    /// `metrics.time_to_first_token_ms`) kept in the record; a `metrics` that is not an object,
+    /// or whose values are not numbers, is no timing (as vLLM's client tolerates it).
+    #[test]
+    fn the_usage_chunks_server_timing_is_kept_and_bad_values_are_none() {
+        let run = |metrics: &str| {
+            let mut r = rec();
+            let mut s = ResponseReader::new(BackendKind::Chat, false);
+            s.on_event(&mut r, data(&tok("x")), 10);
+            let usage = format!(
+                r#"{{"choices":[],"usage":{{"prompt_tokens":4,"completion_tokens":1}},"metrics":{metrics}}}"#
+            );
+            s.on_event(&mut r, data(&usage), 11);
+            s.on_event(&mut r, data("[DONE]"), 12);
+            assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+            (r.server_queue_time_ms, r.server_ttft_ms)
+        };
+        assert_eq!(
+            run(r#"{"queue_time_ms":0.0,"time_to_first_token_ms":1250.0}"#),
+            (Some(0.0), Some(1250.0))
+        );
+        assert_eq!(run(r#"{"queue_time_ms":null,"time_to_first_token_ms":7}"#), (None, Some(7.0)));
+        for bad in ["null", r#""invalid""#, "{}", r#"{"queue_time_ms":"3"}"#] {
+            assert_eq!(run(bad), (None, None), "{bad}");
+        }
     }
 
     #[test]

@@ -420,6 +420,13 @@ pub struct RequestRecord {
     /// request that never got a response head, and in records written before phases existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<HttpPhases>,
+    /// The server's own timing of the request, ms, when it sent one (vLLM 0.34: the usage
+    /// chunk's `metrics.queue_time_ms` and `metrics.time_to_first_token_ms`): durations on the
+    /// server's clock, written as vLLM's `server_queue_times` / `server_ttfts` (seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_queue_time_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_ttft_ms: Option<f64>,
 }
 
 /// The HTTP phases of one request's answered send (docs/metrics.md, "HTTP phases"). Connection
@@ -515,6 +522,8 @@ impl RequestRecord {
             resent: false,
             generated_text: None,
             phases: None,
+            server_queue_time_ms: None,
+            server_ttft_ms: None,
         }
     }
 

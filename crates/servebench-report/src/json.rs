@@ -153,6 +153,15 @@ fn insert_arrays(
     }
     // Measured for every dispatched request, whatever its outcome (as vLLM's semaphore wait).
     put("queue_times", floats(&|r, _| RequestTimes::of(r).queue_us.map_or(0.0, secs)));
+    // vLLM 0.34: the server's own per-request timing, seconds, `null` where a request had none;
+    // both keys left out when no request had any (as vLLM's `_get_server_metrics_results`).
+    if recs.iter().any(|r| r.server_queue_time_ms.is_some() || r.server_ttft_ms.is_some()) {
+        let server = |ms: fn(&RequestRecord) -> Option<f64>| {
+            Column::Floats(recs.iter().map(|r| ms(r).map_or(f64::NAN, |v| v / 1e3)).collect())
+        };
+        put("server_queue_times", server(|r| r.server_queue_time_ms));
+        put("server_ttfts", server(|r| r.server_ttft_ms));
+    }
     if detailed {
         let texts = recs.iter().map(|r| times(r).and(r.generated_text.clone()).unwrap_or_default()).collect();
         put("generated_texts", Column::Texts(texts));

@@ -188,3 +188,20 @@ fn per_stage_and_per_turn_without_data_are_null_and_na() {
     assert_eq!(empty["schedule_lag"]["p99_ms"], Value::Null);
     assert_eq!(empty["schedule_lag"]["max_ms"], Value::Null);
 }
+
+/// Pins vLLM 0.34's per-request server timing arrays: `server_queue_times` and `server_ttfts`
+/// (seconds, from the usage chunk's `metrics`), one entry per request by index with `null`
+/// where a request had none, and both keys left out when no request had any (vLLM's
+/// `_get_server_metrics_results`). servebench did not read or write them.
+#[test]
+fn server_timing_arrays_are_aligned_by_request_with_nulls_and_absent_without_any() {
+    let mut recs = failed_only();
+    let m = compute(&recs, &cfg());
+    let doc = result_json(&info(), &m, &recs, false);
+    assert!(doc.get("server_queue_times").is_none() && doc.get("server_ttfts").is_none(), "{doc}");
+    recs[1].server_ttft_ms = Some(300.0);
+    recs[1].server_queue_time_ms = Some(0.0);
+    let doc = result_json(&info(), &m, &recs, false);
+    assert_eq!(doc["server_queue_times"], json!([null, 0.0]));
+    assert_eq!(doc["server_ttfts"], json!([null, 0.3]));
+}

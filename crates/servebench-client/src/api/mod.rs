@@ -210,6 +210,8 @@ pub(crate) struct ApiEvent<'a> {
     /// An OpenAI usage-only chunk (`choices: []` with `usage`): after a finish reason, the
     /// stream's last event before `[DONE]` (`stream_options.include_usage`).
     pub usage_only: bool,
+    /// The server's own timing of the request (vLLM 0.34's `metrics` on the usage chunk).
+    pub server_timing: Option<crate::chunk::ServerTiming>,
 }
 
 impl ApiEvent<'_> {
@@ -228,6 +230,7 @@ impl ApiEvent<'_> {
             usage: self.usage,
             terminal: self.terminal,
             usage_only: self.usage_only,
+            server_timing: self.server_timing,
         }
     }
 

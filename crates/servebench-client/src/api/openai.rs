@@ -86,7 +86,14 @@ fn from_chunk(chunk: Chunk<'_>, terminal: bool) -> Parsed<'_> {
         return Parsed::Fail(ErrorKind::ServerError, format!("server error in {place}: {msg}"));
     }
     let usage_only = chunk.choices.is_empty() && chunk.usage.is_some();
-    let mut e = ApiEvent { server_id: chunk.id.map(|t| t.0), terminal, usage_only, ..ApiEvent::default() };
+    let server_timing = chunk.metrics;
+    let mut e = ApiEvent {
+        server_id: chunk.id.map(|t| t.0),
+        terminal,
+        usage_only,
+        server_timing,
+        ..ApiEvent::default()
+    };
     // Cached prompt tokens: `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
     // `timings.cache_n` (its builds without prompt_tokens_details send only that).
     let cache_n = chunk.timings.and_then(|t| t.cache_n);

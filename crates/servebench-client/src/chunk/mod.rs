@@ -73,6 +73,28 @@ pub struct Chunk<'a> {
     /// The top-level `message` of an `object: "error"` payload.
     #[serde(borrow, default)]
     pub message: Option<&'a RawValue>,
+    /// vLLM 0.34's per-request server timing on the usage chunk (`metrics`): anything but an
+    /// object is no timing, as vLLM's client tolerates it.
+    #[serde(default, deserialize_with = "server_timing")]
+    pub metrics: Option<ServerTiming>,
+}
+
+/// The server's own timing of one request (vLLM 0.34: the usage chunk's `metrics`), ms.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct ServerTiming {
+    /// `metrics.queue_time_ms`: time the request waited in the server's queue.
+    pub queue_time_ms: Option<f64>,
+    /// `metrics.time_to_first_token_ms`: the server's time to its first token.
+    pub ttft_ms: Option<f64>,
+}
+
+/// `metrics` as [`ServerTiming`]: each value a finite number, else absent; a `metrics` that is
+/// not an object (`null`, a string) or has neither value is no timing.
+fn server_timing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ServerTiming>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    let ms = |key: &str| v.get(key).and_then(serde_json::Value::as_f64).filter(|x| x.is_finite());
+    let t = ServerTiming { queue_time_ms: ms("queue_time_ms"), ttft_ms: ms("time_to_first_token_ms") };
+    Ok((t.queue_time_ms.is_some() || t.ttft_ms.is_some()).then_some(t))
 }
 
 /// One entry of `choices`.

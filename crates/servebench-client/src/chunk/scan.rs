@@ -336,6 +336,8 @@ impl<'a> Scanner<'a> {
             }
             // Error payloads are rare; serde keeps their raw text.
             "error" => None,
+            // vLLM 0.34's server timing, once per request (its usage chunk): serde reads it.
+            "metrics" => None,
             // `"object":"error"` (vLLM's ErrorResponse) goes to serde too; other values are
             // kept as serde keeps them (a repeated key declines, as serde refuses it).
             "object" => {

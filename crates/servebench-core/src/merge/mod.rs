@@ -378,6 +378,8 @@ pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
         resent,
         generated_text,
         phases,
+        server_queue_time_ms,
+        server_ttft_ms,
     } = r;
     let shift = |t: Option<u64>| t.map(|v| v + offset);
     RequestRecord {
@@ -426,6 +428,9 @@ pub fn shift_times(r: RequestRecord, offset: u64) -> RequestRecord {
         generated_text,
         // Durations and offsets from `dispatched_us`, not times.
         phases,
+        // Durations on the server's clock.
+        server_queue_time_ms,
+        server_ttft_ms,
     }
 }
 
