@@ -30,7 +30,7 @@ pub struct ConfigFile {
 pub fn parse(name: &str, text: &str) -> Result<ConfigFile, BenchError> {
     let doc = toml_edit::Document::parse(text).map_err(|e| BenchError::ConfigFileUnreadable {
         file: name.to_string(),
-        why: syntax_error(text, &e),
+        why: format!("{}{}", syntax_error(text, &e), yaml_hint(name)),
     })?;
     let table = doc.as_table();
     let mut entries = Vec::new();
@@ -81,6 +81,18 @@ pub fn read(path: &str) -> Result<ConfigFile, BenchError> {
 /// 1-based line of byte offset `at`.
 pub fn line_of(text: &str, at: usize) -> usize {
     text.as_bytes()[..at.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1
+}
+
+/// A YAML file (vLLM's generic `--config` reads YAML) fails as TOML with a message about TOML
+/// syntax that does not say why: named when the file's extension says YAML.
+fn yaml_hint(name: &str) -> &'static str {
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".yaml") || lower.ends_with(".yml") {
+        " (this looks like a YAML file: servebench's --config reads TOML — `key = value`, strings \
+         quoted; `servebench config init` writes one, docs/config.md says why not YAML)"
+    } else {
+        ""
+    }
 }
 
 fn syntax_error(text: &str, e: &toml_edit::TomlError) -> String {
@@ -135,6 +147,20 @@ mod tests {
         let e = parse("f.toml", "num-prompts = 3\nnum_prompts = 2\n").unwrap_err();
         assert_eq!(e.code().as_str(), "SB130");
         assert!(e.to_string().contains("line 2: num_prompts is num-prompts of line 1 again"), "{e}");
+    }
+
+    /// Pins a YAML file given to `--config` (vLLM's generic `--config` takes YAML): the TOML
+    /// error ("key with no value, expected '='") never said the format was the problem.
+    #[test]
+    fn a_yaml_file_is_named_as_yaml() {
+        let e = parse("bench.yaml", "model: m\nnum-prompts: 3\n").unwrap_err();
+        assert_eq!(e.code().as_str(), "SB130");
+        assert!(
+            e.to_string().contains("this looks like a YAML file: servebench's --config reads TOML"),
+            "{e}"
+        );
+        let e = parse("bench.toml", "model: m\n").unwrap_err();
+        assert!(!e.to_string().contains("YAML"), "{e}");
     }
 
     #[test]
