@@ -82,7 +82,7 @@ fn group_json(m: &RunMetrics) -> Map<String, Value> {
     // "Mean E2EL" was nowhere in it under the default ttft,tpot,itl).
     for (metric, s) in [(MetricName::Ttft, &m.ttft), (MetricName::E2el, &m.e2el)] {
         if !m.config.selected.contains(&metric) {
-            let v = (s.count > 0).then(|| stat_json(s.count, s.mean)).unwrap_or(Value::Null);
+            let v = if s.count > 0 { stat_json(s.count, s.mean) } else { Value::Null };
             o.insert(format!("mean_{}_ms", metric.as_str()), v);
         }
     }
