@@ -25,6 +25,10 @@ pub struct ScrapeSample {
     pub spec_decode_num_drafts: Option<f64>,
     pub spec_decode_draft_tokens: Option<f64>,
     pub spec_decode_accepted_tokens: Option<f64>,
+    /// `vllm:spec_decode_num_accepted_tokens_per_pos_total` by its `position` label (index =
+    /// position), summed over the other labels; empty when the server has no such series.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spec_decode_accepted_per_position: Vec<f64>,
 }
 
 /// Run-level figures derived from the series.
@@ -47,6 +51,10 @@ pub struct ServerDerived {
     pub spec_decode_num_drafts: Option<f64>,
     pub spec_decode_draft_tokens: Option<f64>,
     pub spec_decode_accepted_tokens: Option<f64>,
+    /// Δaccepted at position `i` / Δdrafts, for each draft position (vllm-bench's
+    /// `spec_decode_per_position_acceptance_rates`); `None` without the per-position series.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_per_position_acceptance_rates: Option<Vec<f64>>,
 }
 
 /// What `--scrape-metrics` produced (the result's `server_metrics`).
@@ -93,6 +101,10 @@ pub fn console_block(m: &ServerMetrics) -> String {
     row(&mut out, "Prefix cache hit rate (%):", d.prefix_cache_hit_rate.map(|v| v * 100.0), 2);
     row(&mut out, "Spec decode acceptance rate (%):", d.spec_decode_acceptance_rate, 2);
     row(&mut out, "Spec decode acceptance length:", d.spec_decode_acceptance_length, 2);
+    if let Some(rates) = &d.spec_decode_per_position_acceptance_rates {
+        let shown: Vec<String> = rates.iter().map(|r| format!("{:.1}", r * 100.0)).collect();
+        out.push_str(&format!("{:<40}{}\n", "Spec decode acceptance by position (%):", shown.join(", ")));
+    }
     if m.failed_scrapes > 0 {
         out.push_str(&format!(
             "warning: {} /metrics polls failed (last: {})\n",
@@ -112,6 +124,8 @@ pub struct SpecDecodeKeys {
     pub spec_decode_num_drafts: Option<f64>,
     pub spec_decode_draft_tokens: Option<f64>,
     pub spec_decode_accepted_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_per_position_acceptance_rates: Option<Vec<f64>>,
 }
 
 impl SpecDecodeKeys {
@@ -123,6 +137,7 @@ impl SpecDecodeKeys {
             spec_decode_num_drafts: d.spec_decode_num_drafts,
             spec_decode_draft_tokens: d.spec_decode_draft_tokens,
             spec_decode_accepted_tokens: d.spec_decode_accepted_tokens,
+            spec_decode_per_position_acceptance_rates: d.spec_decode_per_position_acceptance_rates.clone(),
         })
     }
 }

@@ -133,6 +133,27 @@ impl Scrape {
         found
     }
 
+    /// The finite samples named `name` summed by the whole-number value of their `label`
+    /// (index = that value; absent values 0), over the other labels; empty when there is none.
+    /// vLLM's `…_per_pos_total{position="N"}`.
+    pub fn sum_by_index_label(&self, name: &str, label: &str) -> Vec<f64> {
+        let mut out: Vec<f64> = Vec::new();
+        for s in self.samples.iter().filter(|s| s.name == name && s.value.is_finite()) {
+            let Some(i) = s.labels.iter().find(|l| l.0 == label).and_then(|l| l.1.parse::<usize>().ok())
+            else {
+                continue;
+            };
+            // A position beyond any draft length is not vLLM's: bounded, not allocated.
+            if i < 1024 {
+                if out.len() <= i {
+                    out.resize(i + 1, 0.0);
+                }
+                out[i] += s.value;
+            }
+        }
+        out
+    }
+
     /// Every histogram of the scrape: (family, labels without `le`) → histogram.
     pub fn histograms(&self) -> BTreeMap<(String, Labels), Histo> {
         let mut out: BTreeMap<(String, Labels), Histo> = BTreeMap::new();

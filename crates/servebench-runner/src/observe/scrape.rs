@@ -14,6 +14,8 @@ use servebench_client::transport::HttpClient;
 #[cfg(test)]
 use servebench_core::prom::parse_text;
 use servebench_core::Result;
+#[cfg(test)]
+use servebench_report::sections::server::SpecDecodeKeys;
 pub use servebench_report::sections::server::{ScrapeSample, ServerDerived, ServerMetrics};
 use std::time::{Duration, Instant};
 
@@ -33,6 +35,7 @@ pub mod names {
     pub const SPEC_DRAFTS: &str = "vllm:spec_decode_num_drafts_total";
     pub const SPEC_DRAFT_TOKENS: &str = "vllm:spec_decode_num_draft_tokens_total";
     pub const SPEC_ACCEPTED: &str = "vllm:spec_decode_num_accepted_tokens_total";
+    pub const SPEC_ACCEPTED_PER_POS: &str = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
 }
 
 /// Parses one `/metrics` body into a sample taken at `t_s`.
@@ -62,7 +65,26 @@ pub fn sample_of(scrape: &Scrape, t_s: f64) -> ScrapeSample {
         spec_decode_num_drafts: scrape.sum(names::SPEC_DRAFTS),
         spec_decode_draft_tokens: scrape.sum(names::SPEC_DRAFT_TOKENS),
         spec_decode_accepted_tokens: scrape.sum(names::SPEC_ACCEPTED),
+        spec_decode_accepted_per_position: scrape
+            .sum_by_index_label(names::SPEC_ACCEPTED_PER_POS, "position"),
     }
+}
+
+/// Δaccepted at each draft position / Δdrafts over the samples (the first and last that have
+/// the per-position series; a position the first lacks starts at 0); `None` without the series,
+/// without drafts, or when a position's counter went down (a restarted server).
+fn per_position_rates(samples: &[ScrapeSample], drafts: Option<f64>) -> Option<Vec<f64>> {
+    let drafts = drafts.filter(|d| *d > 0.0)?;
+    let with = |s: &&ScrapeSample| !s.spec_decode_accepted_per_position.is_empty();
+    let first = &samples.iter().find(with)?.spec_decode_accepted_per_position;
+    let last = &samples.iter().rev().find(with)?.spec_decode_accepted_per_position;
+    last.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let grown = v - first.get(i).copied().unwrap_or(0.0);
+            (grown >= 0.0).then_some(grown / drafts)
+        })
+        .collect()
 }
 
 /// The mean of a gauge over the polls taken while the load ran (not the idle baseline before it
@@ -111,6 +133,7 @@ pub fn derive(samples: &[ScrapeSample]) -> ServerDerived {
         spec_decode_num_drafts: drafts,
         spec_decode_draft_tokens: draft_tokens,
         spec_decode_accepted_tokens: accepted,
+        spec_decode_per_position_acceptance_rates: per_position_rates(samples, drafts),
     }
 }
 
@@ -237,7 +260,39 @@ vllm:num_requests_running{model_name=\"m\"} 3\n\
         // Δaccepted 36 / Δdraft tokens 60 = 60 %; length 1 + 36 / 20 = 2.8.
         assert_eq!(d.spec_decode_acceptance_rate, Some(60.0));
         assert_eq!(d.spec_decode_acceptance_length, Some(2.8));
+        assert_eq!(d.spec_decode_per_position_acceptance_rates, None, "no per-position series");
         assert_eq!(derive(&[]).mean_running, None);
+    }
+
+    /// Pins vllm-bench's `spec_decode_per_position_acceptance_rates`: Δaccepted at position i
+    /// (`vllm:spec_decode_num_accepted_tokens_per_pos_total{position="i"}`, summed over the
+    /// other labels) / Δdrafts. Not read before: the key was missing and the console had no
+    /// per-position line, while the server exported the series.
+    #[test]
+    fn per_position_acceptance_rates_by_hand() {
+        let per_pos = |v: [f64; 3]| {
+            format!(
+                "{TEXT}# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n\
+                 vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name=\"m\",position=\"0\"}} {}\n\
+                 vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name=\"m\",position=\"2\"}} {}\n\
+                 vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name=\"m\",position=\"1\"}} {}\n\
+                 vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name=\"n\",position=\"0\"}} 1\n",
+                v[0], v[2], v[1]
+            )
+        };
+        let a = parse_sample(&per_pos([8.0, 4.0, 1.0]), 0.0).unwrap();
+        assert_eq!(a.spec_decode_accepted_per_position, vec![9.0, 4.0, 1.0], "position 0 summed over models");
+        let mut b = parse_sample(&per_pos([24.0, 12.0, 5.0]), 1.0).unwrap();
+        b.spec_decode_num_drafts = Some(30.0);
+        // Δdrafts 20: positions (24 − 8) / 20, (12 − 4) / 20, (5 − 1) / 20.
+        let d = derive(&[a.clone(), b]);
+        assert_eq!(d.spec_decode_per_position_acceptance_rates, Some(vec![0.8, 0.4, 0.2]));
+        let keys = SpecDecodeKeys::of(&ServerDerived { spec_decode_draft_tokens: Some(1.0), ..d }).unwrap();
+        assert_eq!(keys.spec_decode_per_position_acceptance_rates, Some(vec![0.8, 0.4, 0.2]));
+        // A counter that went down (a restart): no rates, not a negative one.
+        let mut c = parse_sample(&per_pos([2.0, 4.0, 1.0]), 1.0).unwrap();
+        c.spec_decode_num_drafts = Some(30.0);
+        assert_eq!(derive(&[a, c]).spec_decode_per_position_acceptance_rates, None);
     }
 
     /// Pins gauge means over the polls inside the load: the idle baseline poll before the
