@@ -53,6 +53,8 @@ struct StreamState {
     /// When the first event with a finish reason but no generated content arrived (an answer
     /// whose one token was the end-of-sequence token comes as such an event alone).
     bare_finish_us: Option<u64>,
+    /// When the latest event of the response arrived.
+    last_event_us: Option<u64>,
 }
 
 fn gap(from: u64, to: u64) -> u32 {
@@ -88,7 +90,10 @@ impl StreamState {
                 rec.fail_with(ErrorKind::Protocol, Some(FailureCause::WrongDialect), msg);
                 Flow::Stop
             }
-            Parsed::Event(e) => self.apply_event(rec, &e, t_us),
+            Parsed::Event(e) => {
+                self.last_event_us = Some(t_us);
+                self.apply_event(rec, &e, t_us)
+            }
             Parsed::Pooled(p) => {
                 self.apply_pooled(rec, p, t_us);
                 Flow::Done
@@ -223,7 +228,10 @@ impl StreamState {
     /// The body ended cleanly at `t_us` without `[DONE]`.
     fn end_of_body(&mut self, rec: &mut RequestRecord, t_us: u64) {
         if self.finish_seen {
-            self.complete(rec, t_us);
+            // Done at its last event, as after `[DONE]`: a server that held the body open after
+            // it (llama.cpp's shape, usage in the finish chunk and no `[DONE]`) stretched E2EL
+            // by the hold; the hold shows in the body's last byte (the held-open warning).
+            self.complete(rec, self.last_event_us.unwrap_or(t_us).min(t_us));
         } else {
             rec.done_us = Some(t_us);
             if rec.first_event_us.is_none() {
@@ -414,7 +422,9 @@ mod tests {
         s.end_of_body(&mut r, 3); // no [DONE], but a finish reason: accepted
         assert_eq!(r.outcome, Outcome::Completed);
         assert!(r.token_events.tokens.is_empty());
-        assert_eq!(r.done_us, Some(3));
+        // Done at the last event (the finish chunk with usage, llama.cpp's shape), not at the
+        // body's end: a body held open after it stretched E2EL by the hold.
+        assert_eq!(r.done_us, Some(2));
     }
 
     /// Pins an answer whose one token was the end-of-sequence token: an empty text with
@@ -504,7 +514,9 @@ mod tests {
             (Some(0.0), Some(1250.0))
         );
         assert_eq!(run(r#"{"queue_time_ms":null,"time_to_first_token_ms":7}"#), (None, Some(7.0)));
-        for bad in ["null", r#""invalid""#, "{}", r#"{"queue_time_ms":"3"}"#] {
+        for bad in
+            ["null", r#""invalid""#, "{}", r#"{"queue_time_ms":"3"}"#, r#"{"time_to_first_token_ms":-3}"#]
+        {
             assert_eq!(run(bad), (None, None), "{bad}");
         }
     }

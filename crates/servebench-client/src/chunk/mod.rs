@@ -88,11 +88,13 @@ pub struct ServerTiming {
     pub ttft_ms: Option<f64>,
 }
 
-/// `metrics` as [`ServerTiming`]: each value a finite number, else absent; a `metrics` that is
+/// `metrics` as [`ServerTiming`]: each value a finite number ≥ 0, else absent; a `metrics` that is
 /// not an object (`null`, a string) or has neither value is no timing.
 fn server_timing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ServerTiming>, D::Error> {
     let v = serde_json::Value::deserialize(d)?;
-    let ms = |key: &str| v.get(key).and_then(serde_json::Value::as_f64).filter(|x| x.is_finite());
+    // A negative or non-finite time is no time (a server's clock gone wrong).
+    let ms =
+        |key: &str| v.get(key).and_then(serde_json::Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0);
     let t = ServerTiming { queue_time_ms: ms("queue_time_ms"), ttft_ms: ms("time_to_first_token_ms") };
     Ok((t.queue_time_ms.is_some() || t.ttft_ms.is_some()).then_some(t))
 }

@@ -124,8 +124,8 @@ pub(crate) struct Conn {
     pub(crate) setup: Option<ConnSetup>,
     /// The server's `Keep-Alive` parameters from the latest response head.
     keep_alive: KeepAlive,
-    /// How long opening the connection took (resolve, connect, TLS): about a round trip or a
-    /// few, the scale of a close racing a request (see `transport::send`).
+    /// How long its TCP connect took: about a round trip, the scale of a close racing a
+    /// request (see `transport::send`).
     pub(crate) opened_in: std::time::Duration,
     /// A read found nothing and waited since the latest request was written: false when the
     /// answer (or the server's close) was already there at the first look.

@@ -540,7 +540,9 @@ impl HttpClient {
         let ready = Instant::now();
         self.inner.failures.clear();
         let mut c = Conn::new(stream, stamps);
-        c.opened_in = ready - start;
+        // The TCP connect alone (about a round trip; through a proxy, its tunnel too), not the
+        // name resolution or the TLS handshake.
+        c.opened_in = connected - resolved;
         let us = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
         c.setup = Some(ConnSetup {
             dns_us: resolving.then(|| us(resolved - start)),

@@ -272,8 +272,7 @@ impl HttpClient {
 const STALE_CLOSE_WINDOW_MIN: Duration = Duration::from_millis(250);
 
 /// Whether the close that left a request on a pooled connection unanswered came soon enough
-/// after its write to have crossed it: within [`STALE_CLOSE_WINDOW_MIN`], or three times the
-/// connection's opening time (a few round trips) on a far server. A close 300 ms after the
+/// after its write to have crossed it: within [`stale_close_window`]. A close 300 ms after the
 /// write on loopback (a worker that read the request, then died) was resent and counted as a
 /// completed request.
 ///
@@ -282,5 +281,29 @@ const STALE_CLOSE_WINDOW_MIN: Duration = Duration::from_millis(250);
 fn close_crossed_the_write(conn: &Conn, written: Instant) -> bool {
     let closed = conn.closed_at().unwrap_or_else(Instant::now);
     !conn.waited_since_write()
-        || closed.saturating_duration_since(written) <= STALE_CLOSE_WINDOW_MIN.max(conn.opened_in * 3)
+        || closed.saturating_duration_since(written) <= stale_close_window(conn.opened_in)
+}
+
+/// [`STALE_CLOSE_WINDOW_MIN`], or three round trips of a far server measured by its TCP
+/// connect. A connect of a second or more is a retransmitted SYN (a full accept queue: the
+/// kernel's first retry comes after 1 s), not a round trip, and widens nothing: an overloaded
+/// server's drop 1.5 s after the write was resent as stale.
+fn stale_close_window(connect: Duration) -> Duration {
+    let round_trips = if connect < Duration::from_secs(1) { connect * 3 } else { Duration::ZERO };
+    STALE_CLOSE_WINDOW_MIN.max(round_trips)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pins the resend window's scale: 250 ms at least, three connect times for a far server
+    /// (a 150 ms connect: 450 ms), and a connect slowed by a retransmitted SYN widening nothing.
+    #[test]
+    fn the_stale_close_window_follows_the_tcp_connect_but_not_a_retransmitted_syn() {
+        let ms = Duration::from_millis;
+        assert_eq!(stale_close_window(ms(0)), ms(250));
+        assert_eq!(stale_close_window(ms(150)), ms(450));
+        assert_eq!(stale_close_window(ms(1_050)), ms(250));
+    }
 }

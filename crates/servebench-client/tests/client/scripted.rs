@@ -381,6 +381,22 @@ async fn a_body_held_open_after_the_usage_chunk_without_done_completes_at_the_us
     assert!(p.last_byte_us.is_none(), "held open: {p:?}");
 }
 
+/// Pins llama.cpp's stream shape (usage in the finish chunk, no separate usage chunk) without
+/// `[DONE]` and its body held open 600 ms: `done` was the body's end, so E2EL held the hold and
+/// the held-open warning could not see it. Done at the last event; the hold is in the phases.
+#[tokio::test]
+async fn a_finish_chunk_with_usage_then_a_held_body_completes_at_the_finish_chunk() {
+    let finish = r#"data: {"id":"c","choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
+    let body = chunk(&(role() + &tok("a"))) + &chunk(&format!("{finish}\n\n"));
+    let s = serve(vec![vec![A::Read, w(String::from(SSE_HEAD) + &body), A::Sleep(600), w(END)]]).await;
+    let f = fixture(s.port, BackendKind::Chat, None);
+    let r = f.run(0, &ExecOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error);
+    assert_eq!(r.done_us, r.last_token_us, "done at the finish chunk, the last event");
+    let last_byte = r.dispatched_us.unwrap() + u64::from(r.phases.unwrap().last_byte_us.unwrap());
+    assert!(last_byte - r.done_us.unwrap() >= 500_000, "the hold is the body's, not E2EL's");
+}
+
 /// Pins a close-delimited stream's body ending at the server's close: a server holding the
 /// connection 0.3 s after `[DONE]` read as no hold at all (the close's read was not timed, so
 /// the body "ended" with the `[DONE]` bytes) and the held-open warning never fired.

@@ -82,6 +82,10 @@ pub fn kind_name(kind: Option<Kind>) -> &'static str {
     kind.map_or("untyped", Kind::as_str)
 }
 
+/// The largest index [`Scrape::sum_by_index_label`] takes, exclusive: no drafter proposes 64
+/// tokens a step; a stray `position="1000"` is not a position.
+pub const MAX_INDEX_LABEL: usize = 64;
+
 /// One parsed scrape.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
@@ -134,24 +138,22 @@ impl Scrape {
     }
 
     /// The finite samples named `name` summed by the whole-number value of their `label`
-    /// (index = that value; absent values 0), over the other labels; empty when there is none.
-    /// vLLM's `…_per_pos_total{position="N"}`.
+    /// (index = that value), over the other labels — vLLM's `…_per_pos_total{position="N"}`.
+    /// Empty when there is none, or when the indexes are not every one from 0 up (a gap would
+    /// read as 0 %), or reach [`MAX_INDEX_LABEL`], or one has another value.
     pub fn sum_by_index_label(&self, name: &str, label: &str) -> Vec<f64> {
-        let mut out: Vec<f64> = Vec::new();
+        let mut out: Vec<Option<f64>> = Vec::new();
         for s in self.samples.iter().filter(|s| s.name == name && s.value.is_finite()) {
-            let Some(i) = s.labels.iter().find(|l| l.0 == label).and_then(|l| l.1.parse::<usize>().ok())
-            else {
-                continue;
+            let index = s.labels.iter().find(|l| l.0 == label).and_then(|l| l.1.parse::<usize>().ok());
+            let Some(i) = index.filter(|i| *i < MAX_INDEX_LABEL) else {
+                return Vec::new();
             };
-            // A position beyond any draft length is not vLLM's: bounded, not allocated.
-            if i < 1024 {
-                if out.len() <= i {
-                    out.resize(i + 1, 0.0);
-                }
-                out[i] += s.value;
+            if out.len() <= i {
+                out.resize(i + 1, None);
             }
+            *out[i].get_or_insert(0.0) += s.value;
         }
-        out
+        out.into_iter().collect::<Option<Vec<f64>>>().unwrap_or_default()
     }
 
     /// Every histogram of the scrape: (family, labels without `le`) → histogram.

@@ -70,21 +70,28 @@ pub fn sample_of(scrape: &Scrape, t_s: f64) -> ScrapeSample {
     }
 }
 
-/// Δaccepted at each draft position / Δdrafts over the samples (the first and last that have
-/// the per-position series; a position the first lacks starts at 0); `None` without the series,
-/// without drafts, or when a position's counter went down (a restarted server).
-fn per_position_rates(samples: &[ScrapeSample], drafts: Option<f64>) -> Option<Vec<f64>> {
+/// Δaccepted at each draft position / Δdrafts, between the first and the last sample;
+/// `None` without the series in both, without drafts, when the positions differ between them
+/// (a series that appeared mid-run has no baseline), when a position's counter went down (a
+/// restarted server), or when the positions' growth does not add up to Δaccepted (the
+/// per-position counters do not describe the same tokens).
+fn per_position_rates(
+    samples: &[ScrapeSample],
+    drafts: Option<f64>,
+    accepted: Option<f64>,
+) -> Option<Vec<f64>> {
     let drafts = drafts.filter(|d| *d > 0.0)?;
-    let with = |s: &&ScrapeSample| !s.spec_decode_accepted_per_position.is_empty();
-    let first = &samples.iter().find(with)?.spec_decode_accepted_per_position;
-    let last = &samples.iter().rev().find(with)?.spec_decode_accepted_per_position;
-    last.iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            let grown = v - first.get(i).copied().unwrap_or(0.0);
-            (grown >= 0.0).then_some(grown / drafts)
-        })
-        .collect()
+    let first = &samples.first()?.spec_decode_accepted_per_position;
+    let last = &samples.last()?.spec_decode_accepted_per_position;
+    if first.is_empty() || first.len() != last.len() {
+        return None;
+    }
+    let grown: Vec<f64> = last.iter().zip(first).map(|(l, f)| l - f).collect();
+    if grown.iter().any(|g| *g < 0.0) || accepted.is_some_and(|a| (grown.iter().sum::<f64>() - a).abs() > 0.5)
+    {
+        return None;
+    }
+    Some(grown.iter().map(|g| g / drafts).collect())
 }
 
 /// The mean of a gauge over the polls taken while the load ran (not the idle baseline before it
@@ -133,7 +140,7 @@ pub fn derive(samples: &[ScrapeSample]) -> ServerDerived {
         spec_decode_num_drafts: drafts,
         spec_decode_draft_tokens: draft_tokens,
         spec_decode_accepted_tokens: accepted,
-        spec_decode_per_position_acceptance_rates: per_position_rates(samples, drafts),
+        spec_decode_per_position_acceptance_rates: per_position_rates(samples, drafts, accepted),
     }
 }
 
@@ -284,6 +291,8 @@ vllm:num_requests_running{model_name=\"m\"} 3\n\
         assert_eq!(a.spec_decode_accepted_per_position, vec![9.0, 4.0, 1.0], "position 0 summed over models");
         let mut b = parse_sample(&per_pos([24.0, 12.0, 5.0]), 1.0).unwrap();
         b.spec_decode_num_drafts = Some(30.0);
+        // Δaccepted = the positions' growth: 16 + 8 + 4 = 28.
+        b.spec_decode_accepted_tokens = Some(12.0 + 28.0);
         // Δdrafts 20: positions (24 − 8) / 20, (12 − 4) / 20, (5 − 1) / 20.
         let d = derive(&[a.clone(), b]);
         assert_eq!(d.spec_decode_per_position_acceptance_rates, Some(vec![0.8, 0.4, 0.2]));
@@ -292,7 +301,22 @@ vllm:num_requests_running{model_name=\"m\"} 3\n\
         // A counter that went down (a restart): no rates, not a negative one.
         let mut c = parse_sample(&per_pos([2.0, 4.0, 1.0]), 1.0).unwrap();
         c.spec_decode_num_drafts = Some(30.0);
-        assert_eq!(derive(&[a, c]).spec_decode_per_position_acceptance_rates, None);
+        assert_eq!(derive(&[a.clone(), c]).spec_decode_per_position_acceptance_rates, None);
+        // Growth that does not add up to Δaccepted (here Δaccepted 0): not the same tokens.
+        let mut e = parse_sample(&per_pos([24.0, 12.0, 5.0]), 1.0).unwrap();
+        e.spec_decode_num_drafts = Some(30.0);
+        assert_eq!(derive(&[a.clone(), e]).spec_decode_per_position_acceptance_rates, None);
+        // A gap in the positions (0 and 2 only) or a stray huge one: no series, not 0 %.
+        let series = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
+        let gap = format!("{TEXT}{series}{{position=\"0\"}} 1\n{series}{{position=\"2\"}} 1\n");
+        assert!(parse_sample(&gap, 0.0).unwrap().spec_decode_accepted_per_position.is_empty());
+        let huge = format!("{TEXT}{series}{{position=\"1000\"}} 1\n");
+        assert!(parse_sample(&huge, 0.0).unwrap().spec_decode_accepted_per_position.is_empty());
+        // A series that appeared after the baseline: no baseline, no rates.
+        let late = ScrapeSample { spec_decode_accepted_per_position: Vec::new(), ..a };
+        let mut end = parse_sample(&per_pos([24.0, 12.0, 5.0]), 1.0).unwrap();
+        end.spec_decode_num_drafts = Some(30.0);
+        assert_eq!(derive(&[late, end]).spec_decode_per_position_acceptance_rates, None);
     }
 
     /// Pins gauge means over the polls inside the load: the idle baseline poll before the

@@ -225,13 +225,15 @@ async fn measured_workload(
         stats.requests, stats.total_prompt_tokens, stats.build_seconds
     ));
     if resampled > 0 {
+        let usable = stats.requests.saturating_sub(resampled);
         // vLLM oversamples silently too (one log line); repeated prompts can be served from a
         // prefix cache, which flatters TTFT.
         observer.message(&format!(
-            "note: the dataset gave {} usable prompts; {resampled} more are repeats drawn at random to \
-             reach --num-prompts {} (as vLLM does; a server's prefix cache may serve them: \
+            "note: the dataset gave {usable} usable prompt{}; {resampled} more {} drawn again at random \
+             to reach --num-prompts {} (as vLLM does; a server's prefix cache may serve them: \
              --no-oversample sends each prompt once)",
-            stats.requests.saturating_sub(resampled),
+            if usable == 1 { "" } else { "s" },
+            if resampled == 1 { "is a repeat" } else { "are repeats" },
             stats.requests
         ));
     }

@@ -88,7 +88,16 @@ fn takes_json_object(arg: &clap::Arg) -> bool {
 /// so `max-concurrency = 4` written after `[extra-body]` would be sent in the request body, not
 /// set the flag.
 fn flag_in_section(cmd: &clap::Command, section: &str, t: &toml_edit::InlineTable) -> Option<String> {
-    let key = t.iter().map(|(k, _)| k).find(|k| k.contains('-') && find_arg(cmd, k).is_some())?;
+    // Sub-tables too: keys after `[extra-body.guided_decoding]` belong to that table.
+    fn find<'t>(cmd: &clap::Command, t: &'t toml_edit::InlineTable) -> Option<&'t str> {
+        t.iter().find_map(|(k, v)| {
+            if k.contains('-') && find_arg(cmd, k).is_some() {
+                return Some(k);
+            }
+            v.as_inline_table().and_then(|sub| find(cmd, sub))
+        })
+    }
+    let key = find(cmd, t)?;
     Some(format!(
         "`{key}` is below the [{section}] header, so it is a field of that table, not the --{key} flag; \
          move it above the [{section}] line (TOML puts every key after a section header into the section)"
@@ -270,6 +279,9 @@ mod tests {
         assert!(text.contains("f.toml:2") && text.contains("move it above the [extra-body] line"), "{text}");
         // Inline, the table's extent is plain: a dashed key there is the user's own body field.
         assert!(tokens("extra-body = { my-field = 1 }\n").is_ok());
+        // Below a sub-table header as well (`[extra-body.guided_decoding]`).
+        let e = tokens("[extra-body.guided_decoding]\nbackend = \"x\"\nmax-concurrency = 4\n").unwrap_err();
+        assert!(e.to_string().contains("`max-concurrency` is below the [extra-body] header"), "{e}");
     }
 
     /// Pins an array of tables of an unknown key (`[[load]]`): it was SB133 ("an array of

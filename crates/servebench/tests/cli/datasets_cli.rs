@@ -261,7 +261,10 @@ fn oversampled_prompts_are_said_on_the_console() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     // A note: on stderr, with the other notes and warnings.
-    assert!(stderr.contains("note: the dataset gave 2 usable prompts; 3 more are repeats"), "{stderr}");
+    assert!(
+        stderr.contains("note: the dataset gave 2 usable prompts; 3 more are repeats drawn again"),
+        "{stderr}"
+    );
     let out = dry_run(&[&base[..], &["--no-oversample"]].concat());
-    assert!(!text(&out.stderr).contains("repeats drawn"), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("drawn again"), "{}", text(&out.stderr));
 }
