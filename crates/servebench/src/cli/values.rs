@@ -388,32 +388,32 @@ fn sampling_number(flag: &str, text: &str) -> Result<f64, BenchError> {
     }
 }
 
-/// `--temperature`: [`sampling_number`].
+/// `--temperature`: a finite number (`sampling_number`).
 pub fn temperature(text: &str) -> Result<f64, BenchError> {
     sampling_number("--temperature", text)
 }
 
-/// `--top-p`: [`sampling_number`].
+/// `--top-p`: a finite number (`sampling_number`).
 pub fn top_p(text: &str) -> Result<f64, BenchError> {
     sampling_number("--top-p", text)
 }
 
-/// `--min-p`: [`sampling_number`].
+/// `--min-p`: a finite number (`sampling_number`).
 pub fn min_p(text: &str) -> Result<f64, BenchError> {
     sampling_number("--min-p", text)
 }
 
-/// `--frequency-penalty`: [`sampling_number`].
+/// `--frequency-penalty`: a finite number (`sampling_number`).
 pub fn frequency_penalty(text: &str) -> Result<f64, BenchError> {
     sampling_number("--frequency-penalty", text)
 }
 
-/// `--presence-penalty`: [`sampling_number`].
+/// `--presence-penalty`: a finite number (`sampling_number`).
 pub fn presence_penalty(text: &str) -> Result<f64, BenchError> {
     sampling_number("--presence-penalty", text)
 }
 
-/// `--repetition-penalty`: [`sampling_number`].
+/// `--repetition-penalty`: a finite number (`sampling_number`).
 pub fn repetition_penalty(text: &str) -> Result<f64, BenchError> {
     sampling_number("--repetition-penalty", text)
 }
