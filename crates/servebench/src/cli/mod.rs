@@ -11,6 +11,7 @@ pub mod live;
 pub mod network;
 pub mod otel;
 pub mod prefix_cache;
+pub mod sampling;
 pub mod shard;
 pub mod subcommands;
 pub mod tokens;
@@ -357,25 +358,25 @@ pub struct RunArgs {
     // ---- sampling ----
     /// Sampling temperature sent with every request (default: 0.0, greedy decoding, as `vllm bench
     /// serve` sends, for OpenAI-style backends; the server's own for native dialects).
-    #[arg(long, value_parser = crate::cli::values::temperature, help_heading = "Sampling")]
+    #[arg(long, value_parser = crate::cli::sampling::temperature, help_heading = "Sampling")]
     pub temperature: Option<f64>,
     /// Nucleus sampling top_p sent with every request (default: the server's).
-    #[arg(long, value_parser = crate::cli::values::top_p, help_heading = "Sampling")]
+    #[arg(long, value_parser = crate::cli::sampling::top_p, help_heading = "Sampling")]
     pub top_p: Option<f64>,
     /// top_k sent with every request (default: the server's).
     #[arg(long, help_heading = "Sampling")]
     pub top_k: Option<i64>,
     /// min_p sent with every request (default: the server's).
-    #[arg(long, value_parser = crate::cli::values::min_p, help_heading = "Sampling")]
+    #[arg(long, value_parser = crate::cli::sampling::min_p, help_heading = "Sampling")]
     pub min_p: Option<f64>,
     /// frequency_penalty sent with every request (default: the server's).
-    #[arg(long, value_parser = crate::cli::values::frequency_penalty, help_heading = "Sampling")]
+    #[arg(long, value_parser = crate::cli::sampling::frequency_penalty, help_heading = "Sampling")]
     pub frequency_penalty: Option<f64>,
     /// presence_penalty sent with every request (default: the server's).
-    #[arg(long, value_parser = crate::cli::values::presence_penalty, help_heading = "Sampling")]
+    #[arg(long, value_parser = crate::cli::sampling::presence_penalty, help_heading = "Sampling")]
     pub presence_penalty: Option<f64>,
     /// repetition_penalty sent with every request (default: the server's).
-    #[arg(long, value_parser = crate::cli::values::repetition_penalty, help_heading = "Sampling")]
+    #[arg(long, value_parser = crate::cli::sampling::repetition_penalty, help_heading = "Sampling")]
     pub repetition_penalty: Option<f64>,
     /// JSON object merged into every request body (wins over sampling flags).
     #[arg(long, value_parser = crate::cli::values::json_object, help_heading = "Sampling")]
