@@ -431,12 +431,7 @@ fn short_open_loop_overload_is_not_reported_as_steady() {
     );
     assert!(doc["steady_state"].is_null(), "{}", doc["steady_state"]);
     let reason = doc["steady_state_reason"].as_str().unwrap();
-    // The client's one slot, not the server, holds the trace back: the reason says so.
-    assert!(
-        reason.contains("too few requests to tell")
-            || reason.contains("waited in the client for a concurrency slot"),
-        "{reason}"
-    );
+    assert!(["too few requests to tell", "overloaded"].iter().any(|r| reason.contains(r)), "{reason}");
 }
 
 /// Pins the steady state of a trace replayed on its own timestamps: its rate is infinite, so
