@@ -10,8 +10,9 @@
 //!   reasoning or tool-call text, or a token the server says it generated without text. A chat
 //!   role chunk with empty content is not one (vLLM counts it as the first token, vllm#15106);
 //! - `[DONE]`, a family's terminal event, the usage-only chunk after a finish reason, or a
-//!   finish reason followed by a clean end of body, completes the stream; a clean end without either is `Incomplete`; a complete stream
-//!   without token events is `NoTokens` (vLLM reports such chat streams as successes);
+//!   finish reason followed by a clean end of body, completes the stream; a clean end without
+//!   either is `Incomplete`; a complete stream without token events is `NoTokens` (vLLM
+//!   reports such chat streams as successes);
 //! - per-event token counts are recorded only when every token event carried one: its own
 //!   count (TGI, llama.cpp), or the growth of a cumulative count since the previous token event
 //!   (OpenAI continuous usage stats, SGLang) — tokens of events without text are carried by the

@@ -219,8 +219,7 @@ impl HttpClient {
                     // Closed long after the request was written: the server had it (a worker
                     // crash, an OOM kill), so it is a failure, not a stale connection; a POST
                     // the server may have acted on is not sent again.
-                    let after =
-                        conn.closed_at().unwrap_or_else(Instant::now).saturating_duration_since(written);
+                    let after = closed_after_write(&conn, written);
                     let msg = format!(
                         "the server closed the connection {:.0} ms after the request was written, without \
                          answering ({e}); it had the request, so it was not sent again",
@@ -279,9 +278,12 @@ const STALE_CLOSE_WINDOW_MIN: Duration = Duration::from_millis(250);
 /// A close already there at the first read after the write crossed it, however late this
 /// client got to look (a loaded machine must not turn the keep-alive race into failures).
 fn close_crossed_the_write(conn: &Conn, written: Instant) -> bool {
-    let closed = conn.closed_at().unwrap_or_else(Instant::now);
-    !conn.waited_since_write()
-        || closed.saturating_duration_since(written) <= stale_close_window(conn.opened_in)
+    !conn.waited_since_write() || closed_after_write(conn, written) <= stale_close_window(conn.opened_in)
+}
+
+/// How long after the request's write the server's close came (found now, for a reset).
+fn closed_after_write(conn: &Conn, written: Instant) -> Duration {
+    conn.closed_at().unwrap_or_else(Instant::now).saturating_duration_since(written)
 }
 
 /// [`STALE_CLOSE_WINDOW_MIN`], or three round trips of a far server measured by its TCP

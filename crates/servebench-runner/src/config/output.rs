@@ -30,6 +30,11 @@ pub struct OutputConfig {
 }
 
 impl OutputConfig {
+    /// The result file `--result-filename` names (inside `--result-dir`), when it names one.
+    pub fn named_result_path(&self) -> Option<std::path::PathBuf> {
+        self.result_filename.as_ref().map(|f| self.result_dir.clone().unwrap_or_default().join(f))
+    }
+
     /// `doc` (a result document) with the effective config recorded as its `config` key.
     pub fn with_config(&self, mut doc: serde_json::Value) -> serde_json::Value {
         if let (Some(c), Some(o)) = (&self.effective_config, doc.as_object_mut()) {

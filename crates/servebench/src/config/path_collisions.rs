@@ -80,8 +80,7 @@ pub(crate) fn outputs(
 ) -> Vec<(String, PathBuf)> {
     let mut v = Vec::new();
     if output.save_result || output.append_result {
-        if let Some(f) = &output.result_filename {
-            let result = output.result_dir.clone().unwrap_or_default().join(f);
+        if let Some(result) = output.named_result_path() {
             v.push(("--result-filename".to_owned(), result.clone()));
             if args.experiment.is_experiment() {
                 // A sweep also writes its summary table beside the result.
@@ -124,8 +123,7 @@ pub fn check(args: &RunArgs, output: &OutputConfig, records: Option<&Path>) -> R
 /// (`/dev/null`) are let through; without `--records` each appended run gets its own records
 /// file.
 pub fn check_appended_records(output: &OutputConfig, records: Option<&Path>) -> Result<(), BenchError> {
-    let result =
-        output.result_filename.as_ref().map(|f| output.result_dir.clone().unwrap_or_default().join(f));
+    let result = output.named_result_path();
     let named_by_earlier_run =
         |r: &&Path| r.is_file() && result.as_deref().is_some_and(|res| result_names_records(res, r));
     match records.filter(|r| output.append_result && named_by_earlier_run(r)) {

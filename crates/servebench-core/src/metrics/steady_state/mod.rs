@@ -164,11 +164,7 @@ fn with_client_queue_note(why: String, records: &[RequestRecord]) -> String {
     if waits.is_empty() {
         return why;
     }
-    let p95 = |v: &mut Vec<u64>| {
-        v.sort_unstable();
-        v[((0.95 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
-    };
-    let (wait, total) = (p95(&mut waits), p95(&mut in_system));
+    let (wait, total) = (open_loop::quantile(&mut waits, 0.95), open_loop::quantile(&mut in_system, 0.95));
     if wait * 2 <= total {
         return why;
     }

@@ -40,7 +40,7 @@ pub(super) struct OpenWindow {
 const Z: f64 = 2.0;
 
 /// Nearest-rank quantile (`⌈q·n⌉`-th smallest) of a non-empty slice.
-fn quantile(values: &mut [u64], q: f64) -> u64 {
+pub(super) fn quantile(values: &mut [u64], q: f64) -> u64 {
     values.sort_unstable();
     let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
     values[rank - 1]
