@@ -3,6 +3,7 @@
 //! tested on hand-computed inputs.
 
 pub mod clock;
+pub mod compact_records;
 pub mod early_stop;
 pub mod error;
 pub mod flag_values;
@@ -24,6 +25,7 @@ pub mod validity;
 pub mod workload;
 
 pub use clock::RunClock;
+pub use compact_records::{CompactRecords, Filtered, RecordSet};
 pub use error::{errors_markdown, BenchError, ErrorCode, Result};
 pub use record::{
     CancelReason, ErrorKind, FailureCause, HttpPhases, Outcome, RequestError, RequestRecord, TokenEvents,

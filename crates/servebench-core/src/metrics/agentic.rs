@@ -3,12 +3,13 @@
 //! docs/metrics.md §Session trees. Computed from the records alone: a record belongs to a
 //! session tree when it carries `agent_depth`; its session is `conversation`.
 
+use crate::compact_records::RecordSet;
 use serde::{Deserialize, Serialize};
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use super::request::RequestTimes;
-use crate::record::{Outcome, RequestRecord};
+use crate::record::Outcome;
 use crate::stats::Summary;
 
 /// TTFT of the completed turns at one tree depth.
@@ -77,14 +78,15 @@ struct Acc {
 
 /// The session-tree summary of `records` (None when no record is a session-tree turn).
 /// `percentiles` are those of the run (0..=100).
-pub fn session_tree_metrics<R: Borrow<RequestRecord>>(
-    records: &[R],
+pub fn session_tree_metrics<S: RecordSet + ?Sized>(
+    records: &S,
     percentiles: &[f64],
 ) -> Option<SessionTreeMetrics> {
     let mut sessions: BTreeMap<u64, Acc> = BTreeMap::new();
     let mut by_depth: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     let mut tool_turns = 0;
-    for r in records.iter().map(Borrow::borrow) {
+    for r in records.records() {
+        let r = r.borrow();
         let (Some(depth), Some(session)) = (r.agent_depth, r.conversation) else { continue };
         let acc = sessions.entry(session).or_insert_with(|| Acc { all_completed: true, ..Acc::default() });
         acc.turns += 1;
@@ -142,6 +144,7 @@ pub fn session_tree_metrics<R: Borrow<RequestRecord>>(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::RequestRecord;
 
     /// A turn of `session` at `depth`/`branch`, dispatched at `d` µs, first token at `f`, done at
     /// `e`; `f = None` for a failed turn.

@@ -3,10 +3,11 @@
 //! (`--max-prefill-concurrency`) and the requests cancelled by design
 //! (`--request-cancellation-rate`).
 
+use crate::compact_records::RecordSet;
 use serde::{Deserialize, Serialize};
 use std::borrow::Borrow;
 
-use crate::record::{CancelReason, Outcome, RequestRecord};
+use crate::record::{CancelReason, Outcome};
 use crate::stats::Summary;
 
 /// The requests the workload chose for cancellation by design, by how they ended. `selected =
@@ -26,9 +27,13 @@ pub struct DesignedCancellation {
 
 impl DesignedCancellation {
     /// Tallies `records`; `None` when no request was chosen for cancellation.
-    pub fn of<R: Borrow<RequestRecord>>(records: &[R]) -> Option<Self> {
+    pub fn of<S: RecordSet + ?Sized>(records: &S) -> Option<Self> {
         let mut d = DesignedCancellation::default();
-        for r in records.iter().map(Borrow::borrow).filter(|r: &&RequestRecord| r.cancel_after_us.is_some()) {
+        for r in records.records() {
+            let r = r.borrow();
+            if r.cancel_after_us.is_none() {
+                continue;
+            }
             d.selected += 1;
             match r.outcome {
                 Outcome::Completed => d.completed += 1,
@@ -43,15 +48,16 @@ impl DesignedCancellation {
 
 /// `prefill_wait_us` of every request that got a prefill slot (any outcome: the wait happened
 /// before the outcome was known), ms; `None` when no record carries one (no prefill cap).
-pub fn prefill_wait_ms<R: Borrow<RequestRecord>>(records: &[R], percentiles: &[f64]) -> Option<Summary> {
+pub fn prefill_wait_ms<S: RecordSet + ?Sized>(records: &S, percentiles: &[f64]) -> Option<Summary> {
     let waits: Vec<f64> =
-        records.iter().filter_map(|r| r.borrow().prefill_wait_us).map(|w| w as f64).collect();
+        records.records().filter_map(|r| r.borrow().prefill_wait_us).map(|w| w as f64).collect();
     (!waits.is_empty()).then(|| Summary::of(&waits, percentiles).scaled(1.0 / 1000.0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RequestRecord;
 
     fn rec(outcome: Outcome) -> RequestRecord {
         let mut r = RequestRecord::scheduled(0, "r".into(), 0, 1, 1);

@@ -12,21 +12,82 @@ use super::peaks::peak_rate_sorted;
 use super::request::EventWeights;
 use crate::record::RequestRecord;
 
-/// The peak output token rate of `completed` (docs/metrics.md, "Peak output token throughput"):
-/// [`super::peak_rate`] over their token events, without collecting them.
-pub(crate) fn peak_output_rate(completed: &[&RequestRecord], window_us: u64, span_us: u64) -> f64 {
+/// The peak output token rate of the requests in `timelines` (docs/metrics.md, "Peak output
+/// token throughput"): [`super::peak_rate`] over their token events, without collecting them.
+pub(crate) fn peak_output_rate(timelines: &EventTimelines, window_us: u64, span_us: u64) -> f64 {
     // Summed in record order, event order, as the collected events were.
-    let total = completed
-        .iter()
-        .filter_map(|r| EventWeights::of(r))
+    let total = (0..timelines.len())
+        .map(|i| timelines.weights(i))
         .fold(0.0, |a, w| (0..w.events).fold(a, |a, i| a + w.at(i)));
-    peak_rate_sorted(total, || MergedEvents::new(completed), window_us, span_us)
+    peak_rate_sorted(total, || MergedEvents::new(timelines), window_us, span_us)
 }
 
-/// One request's next event: its time, its weight and where it is.
-struct Cursor<'a> {
-    record: &'a RequestRecord,
-    weights: EventWeights<'a>,
+/// The token events of the completed requests, flattened: per request its first token time and
+/// weight rule (32 bytes), its gaps and per-event token counts in two shared lists. What the
+/// peak rate's merge walks, held without the records (a run's records are decoded one at a
+/// time, `compact_records`).
+#[derive(Debug, Default)]
+pub(crate) struct EventTimelines {
+    requests: Vec<Timeline>,
+    gaps_us: Vec<u32>,
+    tokens: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Timeline {
+    first_us: u64,
+    /// `T / E` when the events carry no token counts of their own.
+    spread: f64,
+    /// Where the request's gaps and per-event token counts (none when spread) end.
+    gaps_end: usize,
+    tokens_end: usize,
+}
+
+impl EventTimelines {
+    /// Room for `n` requests.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        EventTimelines { requests: Vec::with_capacity(n), ..EventTimelines::default() }
+    }
+
+    /// Adds `r`'s events (nothing without a first token).
+    pub(crate) fn push(&mut self, r: &RequestRecord) {
+        let (Some(first_us), Some(w)) = (r.first_token_us, EventWeights::of(r)) else { return };
+        let per_event = w.per_event_counts();
+        self.gaps_us.extend_from_slice(&r.token_events.gaps_us);
+        self.tokens.extend_from_slice(per_event.unwrap_or_default());
+        let spread = if per_event.is_some() { 0.0 } else { w.at(0) };
+        self.requests.push(Timeline {
+            first_us,
+            spread,
+            gaps_end: self.gaps_us.len(),
+            tokens_end: self.tokens.len(),
+        });
+    }
+
+    fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Request `i`'s gaps.
+    fn gaps(&self, i: usize) -> &[u32] {
+        let start = i.checked_sub(1).map_or(0, |p| self.requests[p].gaps_end);
+        &self.gaps_us[start..self.requests[i].gaps_end]
+    }
+
+    /// Request `i`'s event weights, by `EventWeights`' rule.
+    fn weights(&self, i: usize) -> EventWeights<'_> {
+        let t = self.requests[i];
+        let start = i.checked_sub(1).map_or(0, |p| self.requests[p].tokens_end);
+        let events = self.gaps(i).len() + 1;
+        match t.tokens_end > start {
+            true => EventWeights::per_event(&self.tokens[start..t.tokens_end]),
+            false => EventWeights::spread(t.spread, events),
+        }
+    }
+}
+
+/// One request's next event: its time and where it is.
+struct Cursor {
     next: usize,
     time: u64,
 }
@@ -36,27 +97,23 @@ struct Cursor<'a> {
 /// equal-time events of one request — integer token counts or equal `T/E` shares, whose sums
 /// do not depend on the order).
 pub(crate) struct MergedEvents<'a> {
-    cursors: Vec<Cursor<'a>>,
+    timelines: &'a EventTimelines,
+    cursors: Vec<Cursor>,
     /// (time, weight's bits, cursor): weights are never negative, so their bits order as they do.
     heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
 }
 
 impl<'a> MergedEvents<'a> {
-    pub(crate) fn new(records: &[&'a RequestRecord]) -> MergedEvents<'a> {
-        let cursors: Vec<Cursor<'a>> = records
-            .iter()
-            .filter_map(|&record| {
-                let weights = EventWeights::of(record)?;
-                Some(Cursor { record, weights, next: 0, time: record.first_token_us? })
-            })
-            .collect();
-        let heap = cursors.iter().enumerate().map(|(i, c)| Reverse(key(c, i))).collect();
-        MergedEvents { cursors, heap }
+    pub(crate) fn new(timelines: &'a EventTimelines) -> MergedEvents<'a> {
+        let cursors: Vec<Cursor> =
+            timelines.requests.iter().map(|t| Cursor { next: 0, time: t.first_us }).collect();
+        let heap = (0..cursors.len()).map(|i| Reverse(key(timelines, &cursors[i], i))).collect();
+        MergedEvents { timelines, cursors, heap }
     }
 }
 
-fn key(c: &Cursor<'_>, i: usize) -> (u64, u64, usize) {
-    (c.time, c.weights.at(c.next).to_bits(), i)
+fn key(timelines: &EventTimelines, c: &Cursor, i: usize) -> (u64, u64, usize) {
+    (c.time, timelines.weights(i).at(c.next).to_bits(), i)
 }
 
 impl Iterator for MergedEvents<'_> {
@@ -64,12 +121,13 @@ impl Iterator for MergedEvents<'_> {
 
     fn next(&mut self) -> Option<(u64, f64)> {
         let Reverse((time, bits, i)) = self.heap.pop()?;
+        let gaps = self.timelines.gaps(i);
         let c = self.cursors.get_mut(i)?;
         c.next += 1;
-        if c.next < c.weights.events {
-            let gap = c.record.token_events.gaps_us.get(c.next - 1).copied().unwrap_or(0);
+        if c.next <= gaps.len() {
+            let gap = gaps.get(c.next - 1).copied().unwrap_or(0);
             c.time = c.time.saturating_add(u64::from(gap));
-            let k = key(c, i);
+            let k = key(self.timelines, &self.cursors[i], i);
             self.heap.push(Reverse(k));
         }
         Some((time, f64::from_bits(bits)))
@@ -94,6 +152,12 @@ mod tests {
         r
     }
 
+    fn timelines(rs: &[RequestRecord]) -> EventTimelines {
+        let mut t = EventTimelines::with_capacity(rs.len());
+        rs.iter().for_each(|r| t.push(r));
+        t
+    }
+
     fn collected(rs: &[RequestRecord]) -> Vec<(u64, f64)> {
         rs.iter().flat_map(|r| token_event_times(r).into_iter().zip(token_event_weights(r))).collect()
     }
@@ -102,8 +166,7 @@ mod tests {
     fn merged_events_are_the_collected_events_sorted() {
         // Two requests interleaved, one with per-event tokens, one spread (5 tokens over 2 events).
         let rs = [record(100, vec![50, 50], vec![1, 3, 0], None), record(120, vec![30], vec![], Some(5))];
-        let refs: Vec<&RequestRecord> = rs.iter().collect();
-        let got: Vec<(u64, f64)> = MergedEvents::new(&refs).collect();
+        let got: Vec<(u64, f64)> = MergedEvents::new(&timelines(&rs)).collect();
         assert_eq!(got, vec![(100, 1.0), (120, 2.5), (150, 2.5), (150, 3.0), (200, 0.0)]);
     }
 
@@ -123,11 +186,11 @@ mod tests {
                     record(first, gaps, tokens, usage)
                 })
                 .collect();
-            let refs: Vec<&RequestRecord> = rs.iter().collect();
             let mut all = collected(&rs);
             let want = peak_rate(&mut all, WINDOW_US, span);
-            prop_assert_eq!(peak_output_rate(&refs, WINDOW_US, span).to_bits(), want.to_bits());
-            let merged: Vec<(u64, f64)> = MergedEvents::new(&refs).collect();
+            let t = timelines(&rs);
+            prop_assert_eq!(peak_output_rate(&t, WINDOW_US, span).to_bits(), want.to_bits());
+            let merged: Vec<(u64, f64)> = MergedEvents::new(&t).collect();
             prop_assert_eq!(merged.len(), all.len());
             prop_assert!(merged.windows(2).all(|w| w[0].0 <= w[1].0));
         }

@@ -7,35 +7,37 @@
 use serde::{Deserialize, Serialize};
 
 use super::{compute, MetricsConfig, RunMetrics};
+use crate::compact_records::{Filtered, RecordSet};
 use crate::record::{Outcome, RequestRecord};
 use crate::stats::{percentile, Summary};
+use std::borrow::Borrow;
 
 /// [`compute`] over the records sharing each value of `key` (records with no key are left
 /// out), in increasing key order.
-pub fn by_key(
-    records: &[RequestRecord],
+pub fn by_key<S: RecordSet + ?Sized>(
+    records: &S,
     cfg: &MetricsConfig,
     key: impl Fn(&RequestRecord) -> Option<u32>,
 ) -> Vec<(u32, RunMetrics)> {
-    let mut keys: Vec<u32> = records.iter().filter_map(&key).collect();
+    let mut keys: Vec<u32> = records.records().filter_map(|r| key(r.borrow())).collect();
     keys.sort_unstable();
     keys.dedup();
     keys.into_iter()
         .map(|k| {
-            // References: a group of a million records cloned doubled the finish's memory.
-            let group: Vec<&RequestRecord> = records.iter().filter(|r| key(r) == Some(k)).collect();
+            // Walked, not copied: a group of a million records cloned doubled the finish's memory.
+            let group = Filtered::new(records, |r: &RequestRecord| key(r) == Some(k));
             (k, compute(&group, cfg))
         })
         .collect()
 }
 
 /// Metrics of each turn index (multi-turn runs).
-pub fn by_turn(records: &[RequestRecord], cfg: &MetricsConfig) -> Vec<(u32, RunMetrics)> {
+pub fn by_turn<S: RecordSet + ?Sized>(records: &S, cfg: &MetricsConfig) -> Vec<(u32, RunMetrics)> {
     by_key(records, cfg, |r| r.turn)
 }
 
 /// Metrics of each stage (`--stages` runs).
-pub fn by_stage(records: &[RequestRecord], cfg: &MetricsConfig) -> Vec<(u32, RunMetrics)> {
+pub fn by_stage<S: RecordSet + ?Sized>(records: &S, cfg: &MetricsConfig) -> Vec<(u32, RunMetrics)> {
     by_key(records, cfg, |r| r.stage)
 }
 
@@ -55,7 +57,7 @@ pub struct ConversationSummary {
 }
 
 /// The conversation summary; `None` when no record belongs to a conversation.
-pub fn conversations(records: &[RequestRecord]) -> Option<ConversationSummary> {
+pub fn conversations<S: RecordSet + ?Sized>(records: &S) -> Option<ConversationSummary> {
     use std::collections::BTreeMap;
     #[derive(Default)]
     struct Conv {
@@ -66,7 +68,8 @@ pub fn conversations(records: &[RequestRecord]) -> Option<ConversationSummary> {
         last_end: Option<u64>,
     }
     let mut convs: BTreeMap<u64, Conv> = BTreeMap::new();
-    for r in records {
+    for r in records.records() {
+        let r = r.borrow();
         // Session-tree turns have their own summary (`agentic`): a tree's turn index is no
         // position in a line of turns.
         let (Some(c), None) = (r.conversation, r.agent_depth) else { continue };
@@ -119,29 +122,34 @@ pub struct ScheduleLag {
 
 /// The schedule lag of `records` with the percentiles of `percentiles` (p50 and p99 are
 /// always included).
-pub fn schedule_lag(records: &[RequestRecord], percentiles: &[f64]) -> ScheduleLag {
-    let lags: Vec<f64> = records
-        .iter()
-        .filter_map(|r| r.dispatched_us.map(|d| d.saturating_sub(r.intended_us) as f64))
-        .collect();
+pub fn schedule_lag<S: RecordSet + ?Sized>(records: &S, percentiles: &[f64]) -> ScheduleLag {
+    let lags = lags_us(records);
     let mut pct: Vec<f64> = vec![50.0, 99.0];
     pct.extend(percentiles.iter().copied().filter(|p| *p != 50.0 && *p != 99.0));
     let late = lags.iter().filter(|&&l| l > 10_000.0).count() as u64;
     ScheduleLag {
         dispatched: lags.len() as u64,
-        not_dispatched: records.len() as u64 - lags.len() as u64,
+        not_dispatched: records.record_count() as u64 - lags.len() as u64,
         lag_ms: Summary::of(&lags, &pct).scaled(1.0 / 1000.0),
         late_over_10ms: late,
     }
 }
 
 /// Largest lag, ms (`None` without dispatched requests).
-pub fn max_lag_ms(records: &[RequestRecord]) -> Option<f64> {
-    let lags: Vec<f64> = records
-        .iter()
-        .filter_map(|r| r.dispatched_us.map(|d| d.saturating_sub(r.intended_us) as f64))
-        .collect();
+pub fn max_lag_ms<S: RecordSet + ?Sized>(records: &S) -> Option<f64> {
+    let lags = lags_us(records);
     (!lags.is_empty()).then(|| percentile(&lags, 100.0) / 1000.0)
+}
+
+/// `dispatched − intended` of every dispatched request, µs.
+fn lags_us<S: RecordSet + ?Sized>(records: &S) -> Vec<f64> {
+    records
+        .records()
+        .filter_map(|r| {
+            let r = r.borrow();
+            r.dispatched_us.map(|d| d.saturating_sub(r.intended_us) as f64)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -247,6 +255,6 @@ mod tests {
         assert_eq!(l.lag_ms.mean, 8.0);
         assert_eq!(l.lag_ms.median, 8.0);
         assert_eq!(max_lag_ms(&[a, b]), Some(14.0));
-        assert_eq!(max_lag_ms(&[]), None);
+        assert_eq!(max_lag_ms::<[RequestRecord]>(&[]), None);
     }
 }

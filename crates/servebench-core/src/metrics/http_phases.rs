@@ -4,8 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::compact_records::RecordSet;
 use crate::record::{HttpPhases, Outcome, RequestRecord};
 use crate::stats::{mean, percentile_sorted};
+use std::borrow::Borrow;
 
 /// One phase over the requests that had it, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -104,10 +106,14 @@ impl Columns {
 
 /// The `http_phases` block of `records`: `None` when no completed request has phase timing
 /// (records written before phases existed, or no request completed).
-pub fn http_phases(records: &[RequestRecord]) -> Option<HttpPhaseSummary> {
+pub fn http_phases<S: RecordSet + ?Sized>(records: &S) -> Option<HttpPhaseSummary> {
     let mut cols = Columns::default();
     let (mut requests, mut reused) = (0u64, 0u64);
-    for r in records.iter().filter(|r| r.outcome == Outcome::Completed) {
+    for r in records.records() {
+        let r = r.borrow();
+        if r.outcome != Outcome::Completed {
+            continue;
+        }
         let Some(p) = &r.phases else { continue };
         requests += 1;
         reused += u64::from(p.reused);
@@ -201,7 +207,7 @@ mod tests {
         let mut r = RequestRecord::scheduled(0, "x".into(), 0, 1, 1);
         r.outcome = Outcome::Completed;
         assert_eq!(http_phases(&[r]), None, "records written before phases existed");
-        assert_eq!(http_phases(&[]), None);
+        assert_eq!(http_phases::<[RequestRecord]>(&[]), None);
     }
 
     #[test]

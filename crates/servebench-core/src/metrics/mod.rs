@@ -21,9 +21,11 @@ mod ttfo;
 use serde::{Deserialize, Serialize};
 use std::borrow::Borrow;
 
+use crate::compact_records::RecordSet;
 use crate::error::{BenchError, Result};
 use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
 use crate::stats::{merge_weighted, sort_weighted, summary_weighted_sorted, Summary};
+use event_merge::EventTimelines;
 
 pub use client_controls::{prefill_wait_ms, DesignedCancellation};
 pub use peaks::{peak_overlap, peak_rate, peak_window_sum, WINDOW_US};
@@ -267,13 +269,14 @@ fn per_second(x: f64, duration_s: f64) -> f64 {
 }
 
 /// Computes every run metric from the records (any order). Never panics.
-pub fn compute<R: Borrow<RequestRecord>>(records: &[R], cfg: &MetricsConfig) -> RunMetrics {
+pub fn compute<S: RecordSet + ?Sized>(records: &S, cfg: &MetricsConfig) -> RunMetrics {
     let pct = &cfg.percentiles;
     let mut outcomes = OutcomeTally::default();
-    let mut span = Span::for_records(records.len());
+    let mut span = Span::for_records(records.record_count());
     let mut tokens = TokenTotals::default();
     let mut samples = LatencySamples::for_records(records);
-    for r in records.iter().map(Borrow::borrow) {
+    for r in records.records() {
+        let r = r.borrow();
         let t = RequestTimes::of(r);
         outcomes.add(r);
         span.add(r, &t);
@@ -310,7 +313,7 @@ pub fn compute<R: Borrow<RequestRecord>>(records: &[R], cfg: &MetricsConfig) -> 
         good_requests,
         request_goodput: good_requests.map(|g| per_second(g as f64, duration_s)),
         // Never below the mean, even by the rounding of spread weights.
-        max_output_tokens_per_s: event_merge::peak_output_rate(&samples.completed, WINDOW_US, duration_us)
+        max_output_tokens_per_s: event_merge::peak_output_rate(&samples.timelines, WINDOW_US, duration_us)
             .max(per_second(total_out as f64, duration_s)),
         max_concurrent_requests: peak_overlap(&span.intervals),
         rtfx: (tokens.audio_n > 0 && duration_s > 0.0).then(|| tokens.audio_s / duration_s),
@@ -462,7 +465,7 @@ impl TokenTotals {
 /// their values allow (a long run has millions): event gaps as `u32`, and the token events for
 /// the peak rate not at all (`event_merge` walks the records instead).
 #[derive(Default)]
-struct LatencySamples<'a> {
+struct LatencySamples {
     ttft: Vec<f64>,
     tpot: Vec<f64>,
     /// Event gaps (sorted once collected: `sorted`).
@@ -478,19 +481,23 @@ struct LatencySamples<'a> {
     response_ttft: Vec<f64>,
     response_e2el: Vec<f64>,
     client_queue: Vec<f64>,
-    /// The completed requests, for the peak output rate.
-    completed: Vec<&'a RequestRecord>,
+    /// The completed requests' token events, for the peak output rate.
+    timelines: EventTimelines,
 }
 
-impl<'a> LatencySamples<'a> {
-    fn for_records<R: Borrow<RequestRecord>>(records: &[R]) -> LatencySamples<'a> {
-        let records = || records.iter().map(Borrow::borrow);
-        let token_view_is_itl = records()
-            .filter(|r: &&RequestRecord| r.outcome == Outcome::Completed && r.first_token_us.is_some())
-            .all(request::token_view_is_event_gaps);
+impl LatencySamples {
+    fn for_records<S: RecordSet + ?Sized>(records: &S) -> LatencySamples {
+        // One walk: the completed requests, and whether each one's token view is its gaps.
+        let (mut n, mut token_view_is_itl) = (0, true);
+        for r in records.records() {
+            let r = r.borrow();
+            if r.outcome == Outcome::Completed {
+                n += 1;
+                token_view_is_itl &= r.first_token_us.is_none() || request::token_view_is_event_gaps(r);
+            }
+        }
         // Sized once for the completed requests: growing by doubling would copy each vector on
         // the way and could leave up to twice its size allocated (a million requests: 56 MB).
-        let n = records().filter(|r| r.outcome == Outcome::Completed).count();
         let per_request = || Vec::with_capacity(n);
         LatencySamples {
             token_view_is_itl,
@@ -500,7 +507,7 @@ impl<'a> LatencySamples<'a> {
             response_ttft: per_request(),
             response_e2el: per_request(),
             client_queue: per_request(),
-            completed: Vec::with_capacity(n),
+            timelines: EventTimelines::with_capacity(n),
             ..LatencySamples::default()
         }
     }
@@ -513,7 +520,7 @@ impl<'a> LatencySamples<'a> {
         self
     }
 
-    fn add(&mut self, r: &'a RequestRecord, t: &RequestTimes) {
+    fn add(&mut self, r: &RequestRecord, t: &RequestTimes) {
         push_opt(&mut self.ttft, t.ttft_us);
         push_opt(&mut self.e2el, t.e2el_us);
         if let Some(v) = t.tpot_us {
@@ -532,12 +539,12 @@ impl<'a> LatencySamples<'a> {
         } else {
             push_token_view_itls(r, &mut self.itl_tok);
         }
-        self.completed.push(r);
+        self.timelines.push(r);
     }
 }
 
 /// The token-view ITL summary (`stats::summary_weighted`) over both kinds of samples at once.
-fn token_view_summary(s: &LatencySamples<'_>, pct: &[f64]) -> Summary {
+fn token_view_summary(s: &LatencySamples, pct: &[f64]) -> Summary {
     let gaps = if s.token_view_is_itl { &s.itl } else { &s.itl_tok_gaps };
     summary_weighted_sorted(|| merge_weighted(gaps, &s.itl_tok), pct)
 }

@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 
+use crate::compact_records::{Filtered, RecordSet};
 use crate::record::{Outcome, RequestRecord};
+use std::borrow::Borrow;
 
 /// Largest |observed − built-in| hit rate (absolute) that still counts as agreement. Above it
 /// the run warns: the cache evicted the shared prefix, the block size is not the server's, or
@@ -68,10 +70,11 @@ pub struct PrefixCacheReport {
 /// at least its whole prefix: the signature of a server that caches per slot or per replica
 /// (llama.cpp `-np N` without a unified KV cache, data-parallel replicas) — priming warmed one
 /// of them, the first request on each other slot misses, every later one hits. 0 otherwise.
-fn cold_first_wave(seen: &[&RequestRecord], built: impl Fn(&RequestRecord) -> u64) -> u64 {
-    let first_end = seen.iter().filter_map(|r| r.done_us).min();
+fn cold_first_wave<S: RecordSet + ?Sized>(seen: &S, built: impl Fn(&RequestRecord) -> u64) -> u64 {
+    let first_end = seen.records().filter_map(|r| r.borrow().done_us).min();
     let mut cold = 0;
-    for r in seen {
+    for r in seen.records() {
+        let r = r.borrow();
         let (cached, prefix) = (u64::from(r.cached_prompt_tokens.unwrap_or(0)), built(r));
         let first_wave = matches!((r.dispatched_us, first_end), (Some(d), Some(e)) if d < e);
         match (cached, prefix) {
@@ -95,18 +98,22 @@ fn prompt_of(r: &RequestRecord) -> u64 {
 
 impl PrefixCacheReport {
     /// Computes the block from the run's records.
-    pub fn of(records: &[RequestRecord], inputs: &PrefixCacheInputs<'_>) -> Self {
+    pub fn of<S: RecordSet + ?Sized>(records: &S, inputs: &PrefixCacheInputs<'_>) -> Self {
         let built =
             |r: &RequestRecord| u64::from(inputs.cached_prefix.get(r.index as usize).copied().unwrap_or(0));
-        let all_prompt: u64 = records.iter().map(|r| u64::from(r.prompt_tokens)).sum();
-        let all_built: u64 = records.iter().map(built).sum();
-        let seen: Vec<&RequestRecord> = records
-            .iter()
-            .filter(|r| r.outcome == Outcome::Completed && r.cached_prompt_tokens.is_some())
-            .collect();
-        let seen_prompt: u64 = seen.iter().map(|r| prompt_of(r)).sum();
-        let seen_built: u64 = seen.iter().map(|r| built(r)).sum();
-        let seen_cached: u64 = seen.iter().map(|r| u64::from(r.cached_prompt_tokens.unwrap_or(0))).sum();
+        let all_prompt: u64 = records.records().map(|r| u64::from(r.borrow().prompt_tokens)).sum();
+        let all_built: u64 = records.records().map(|r| built(r.borrow())).sum();
+        let seen = Filtered::new(records, |r: &RequestRecord| {
+            r.outcome == Outcome::Completed && r.cached_prompt_tokens.is_some()
+        });
+        let (mut seen_n, mut seen_prompt, mut seen_built, mut seen_cached) = (0u64, 0u64, 0u64, 0u64);
+        for r in seen.records() {
+            let r = r.borrow();
+            seen_n += 1;
+            seen_prompt += prompt_of(r);
+            seen_built += built(r);
+            seen_cached += u64::from(r.cached_prompt_tokens.unwrap_or(0));
+        }
         let cold = cold_first_wave(&seen, built);
         PrefixCacheReport {
             mode: inputs.mode.to_owned(),
@@ -115,7 +122,7 @@ impl PrefixCacheReport {
             constructed_hit_rate: ratio(all_built, all_prompt),
             expected_hit_rate: ratio(seen_built, seen_prompt),
             observed_hit_rate: ratio(seen_cached, seen_prompt),
-            observed_requests: seen.len() as u64,
+            observed_requests: seen_n,
             server_hit_rate: inputs.server_hit_rate,
             tolerance: HIT_RATE_TOLERANCE,
             warmup_requests: inputs.warmup_requests,
@@ -249,7 +256,10 @@ mod tests {
 
     #[test]
     fn failed_priming_warns() {
-        let r = PrefixCacheReport::of(&[], &PrefixCacheInputs { warmup_completed: 0, ..inputs(&[], None) });
+        let r = PrefixCacheReport::of::<[RequestRecord]>(
+            &[],
+            &PrefixCacheInputs { warmup_completed: 0, ..inputs(&[], None) },
+        );
         assert_eq!(r.warnings().len(), 1);
     }
 

@@ -114,6 +114,21 @@ impl<'a> EventWeights<'a> {
         Some(EventWeights { per_event: None, spread: f64::from(t) / events as f64, events })
     }
 
+    /// Weights told per event (`tokens` has one count per event).
+    pub(crate) fn per_event(tokens: &'a [u32]) -> EventWeights<'a> {
+        EventWeights { per_event: Some(tokens), spread: 0.0, events: tokens.len() }
+    }
+
+    /// `events` events of `spread` tokens each.
+    pub(crate) fn spread(spread: f64, events: usize) -> EventWeights<'a> {
+        EventWeights { per_event: None, spread, events }
+    }
+
+    /// The per-event token counts, when the server told them.
+    pub(crate) fn per_event_counts(&self) -> Option<&'a [u32]> {
+        self.per_event
+    }
+
     /// The weight of event `i` (`i < events`).
     pub(crate) fn at(&self, i: usize) -> f64 {
         match self.per_event {

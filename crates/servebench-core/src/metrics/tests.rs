@@ -234,7 +234,7 @@ fn goodput_counts_only_requests_meeting_every_slo() {
 
 #[test]
 fn empty_and_degenerate_inputs_do_not_panic() {
-    let m = compute::<RequestRecord>(&[], &cfg());
+    let m = compute::<[RequestRecord]>(&[], &cfg());
     assert_eq!((m.sent, m.duration_s, m.request_throughput), (0, 0.0, 0.0));
     assert_eq!(m.ttft.mean, 0.0);
     // Inverted timestamps clamp to 0 instead of underflowing.
@@ -340,6 +340,41 @@ mod properties {
             let pct = cfg().percentiles;
             prop_assert_eq!(&m.itl, &Summary::of(&itl, &pct).scaled(1.0 / 1000.0));
             prop_assert_eq!(&m.itl_token_view, &crate::stats::summary_weighted(&tv, &pct).scaled(1.0 / 1000.0));
+        }
+
+        /// A run's records are held as bytes (`CompactRecords`) and walked one decoded record
+        /// at a time: every metric, group and steady-state figure has the bits it has over the
+        /// records themselves.
+        #[test]
+        fn metrics_of_compact_records_are_the_metrics_of_the_records(
+            recs in prop::collection::vec(arb_record(), 0..12),
+            stages in prop::collection::vec(prop::option::of(0u32..3), 12),
+        ) {
+            let recs: Vec<RequestRecord> = recs.into_iter().zip(stages).enumerate().map(|(i, (mut r, s))| {
+                r.index = i as u64;
+                r.stage = s;
+                r
+            }).collect();
+            let compact = crate::CompactRecords::from(recs.as_slice());
+            prop_assert_eq!(format!("{:?}", compute(&compact, &cfg())), format!("{:?}", compute(&recs, &cfg())));
+            prop_assert_eq!(
+                format!("{:?}", super::groups::by_stage(&compact, &cfg())),
+                format!("{:?}", super::groups::by_stage(&recs, &cfg()))
+            );
+            for mode in [LoadMode::OpenLoop, LoadMode::ClosedLoop { target_concurrency: 2 }] {
+                let ss = SteadyStateConfig {
+                    mode,
+                    threshold: 0.5,
+                    min_window_s: None,
+                    percentiles: vec![50.0, 99.0],
+                    selected: vec![MetricName::Ttft, MetricName::Itl, MetricName::Tpot, MetricName::E2el],
+                    pooling: false,
+                };
+                prop_assert_eq!(
+                    format!("{:?}", steady_state(&compact, &ss)),
+                    format!("{:?}", steady_state(&recs, &ss))
+                );
+            }
         }
 
         /// Issue 15.3: a peak is never below the mean, whatever the run's length (sub-second

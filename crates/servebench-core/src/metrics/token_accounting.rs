@@ -7,6 +7,7 @@
 //! the mean and max of `|b − a|`, and the mean and max of the relative difference
 //! `|b − a| / max(a, b)` (0 when both are 0), a fraction in `[0, 1]`.
 
+use crate::compact_records::{Filtered, RecordSet};
 use serde::{Deserialize, Serialize};
 use std::borrow::Borrow;
 
@@ -83,17 +84,13 @@ pub struct TokenAccounting {
 
 impl TokenAccounting {
     /// Computes the accounting over the completed records.
-    pub fn of<R: Borrow<RequestRecord>>(records: &[R]) -> Self {
-        let done: Vec<&RequestRecord> = records
-            .iter()
-            .map(Borrow::borrow)
-            .filter(|r: &&RequestRecord| r.outcome == Outcome::Completed)
-            .collect();
-        let mut sources = done.iter().map(|r| r.output_tokens().1);
+    pub fn of<S: RecordSet + ?Sized>(records: &S) -> Self {
+        let done = Filtered::new(records, |r: &RequestRecord| r.outcome == Outcome::Completed);
+        let mut sources = done.records().map(|r| r.borrow().output_tokens().1);
         let first = sources.next();
         let output_source = first.filter(|f| sources.all(|s| s == *f));
         let pairs = |f: &dyn Fn(&RequestRecord) -> Option<(u32, u32)>| -> CountDiscrepancy {
-            CountDiscrepancy::of(done.iter().filter_map(|r| f(r)))
+            CountDiscrepancy::of(done.records().filter_map(|r| f(r.borrow())))
         };
         TokenAccounting {
             output_source,
@@ -192,6 +189,6 @@ mod tests {
         assert_eq!(a.usage_vs_retokenized, CountDiscrepancy { requests: 2, ..CountDiscrepancy::default() });
         assert!(a.warnings().is_empty());
         assert_eq!(a.prompt_server_vs_client.requests, 0);
-        assert_eq!(TokenAccounting::of::<RequestRecord>(&[]), TokenAccounting::default());
+        assert_eq!(TokenAccounting::of::<[RequestRecord]>(&[]), TokenAccounting::default());
     }
 }

@@ -2,6 +2,7 @@
 //! content. Reasoning and tool-call deltas count as generated tokens for TTFT/ITL; TTFO is when
 //! the first *visible* output text arrived (`first_content − dispatched`). See docs/metrics.md.
 
+use crate::compact_records::RecordSet;
 use serde::{Deserialize, Serialize};
 use std::borrow::Borrow;
 
@@ -29,10 +30,14 @@ pub fn ttfo_us(r: &RequestRecord) -> Option<u64> {
 }
 
 /// Computes the split over `records` (completed requests only) with `percentiles`.
-pub fn output_split<R: Borrow<RequestRecord>>(records: &[R], percentiles: &[f64]) -> OutputSplit {
+pub fn output_split<S: RecordSet + ?Sized>(records: &S, percentiles: &[f64]) -> OutputSplit {
     let mut values = Vec::new();
     let mut out = OutputSplit::default();
-    for r in records.iter().map(Borrow::borrow).filter(|r: &&RequestRecord| r.outcome == Outcome::Completed) {
+    for r in records.records() {
+        let r = r.borrow();
+        if r.outcome != Outcome::Completed {
+            continue;
+        }
         out.reasoning_events += u64::from(r.reasoning_events);
         out.content_events += u64::from(r.content_events);
         match ttfo_us(r) {

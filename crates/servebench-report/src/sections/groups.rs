@@ -146,7 +146,7 @@ pub fn result_keys(records: &[RequestRecord], cfg: &MetricsConfig, info: &GroupI
             if let Some((_, m)) = stages.iter().find(|(s, _)| *s as usize == k) {
                 g.extend(group_json(m));
             } else {
-                g.extend(group_json(&servebench_core::metrics::compute::<servebench_core::RequestRecord>(
+                g.extend(group_json(&servebench_core::metrics::compute::<[servebench_core::RequestRecord]>(
                     &[],
                     cfg,
                 )));

@@ -18,8 +18,10 @@ mod open_loop;
 use serde::{Deserialize, Serialize};
 
 use super::{is_completed, token_event_times, token_event_weights, MetricName, RequestTimes};
+use crate::compact_records::{Filtered, RecordSet};
 use crate::record::RequestRecord;
 use crate::stats::Summary;
+use std::borrow::Borrow;
 
 /// How the run was driven, which decides the definition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,18 +130,29 @@ impl Window {
     }
 }
 
-fn intervals_of<'a>(recs: impl Iterator<Item = &'a RequestRecord>) -> Vec<(u64, u64)> {
-    recs.filter_map(|r| Some((r.dispatched_us?, RequestTimes::of(r).last_known_us?))).collect()
+fn intervals_of<S: RecordSet + ?Sized>(
+    records: &S,
+    keep: impl Fn(&RequestRecord) -> bool,
+) -> Vec<(u64, u64)> {
+    records
+        .records()
+        .filter_map(|r| {
+            let r = r.borrow();
+            keep(r).then_some(())?;
+            Some((r.dispatched_us?, RequestTimes::of(r).last_known_us?))
+        })
+        .collect()
 }
 
 /// Every sent request's `[intended, end)`: in an open loop a request has arrived at its
 /// scheduled time, also while it waits in the client for a `--max-concurrency` slot, so a cap
 /// that holds the server below the offered rate shows as completions falling behind arrivals
 /// (the client's queue grows) rather than as a steady state at the cap's rate.
-fn offered_intervals(records: &[RequestRecord]) -> Vec<(u64, u64)> {
+fn offered_intervals<S: RecordSet + ?Sized>(records: &S) -> Vec<(u64, u64)> {
     records
-        .iter()
+        .records()
         .filter_map(|r| {
+            let r = r.borrow();
             r.dispatched_us?;
             Some((r.intended_us, RequestTimes::of(r).last_known_us?))
         })
@@ -150,13 +163,14 @@ fn offered_intervals(records: &[RequestRecord]) -> Vec<(u64, u64)> {
 /// requests waited at p95 more than half of their time in system in the client (for a
 /// `--max-concurrency` or prefill slot), a cap below the offered rate held the load back — it
 /// was blamed on the server alone (a 40-req/s trace through one slot).
-fn with_client_queue_note(why: String, records: &[RequestRecord]) -> String {
+fn with_client_queue_note<S: RecordSet + ?Sized>(why: String, records: &S) -> String {
     if !why.contains("the server is overloaded") {
         return why;
     }
     let mut waits = Vec::new();
     let mut in_system = Vec::new();
-    for r in records {
+    for r in records.records() {
+        let r = r.borrow();
         let (Some(gate), Some(end)) = (r.gate_us, RequestTimes::of(r).last_known_us) else { continue };
         waits.push(gate.saturating_sub(r.intended_us));
         in_system.push(end.saturating_sub(r.intended_us));
@@ -181,13 +195,13 @@ fn with_client_queue_note(why: String, records: &[RequestRecord]) -> String {
 }
 
 /// Computes the steady-state window and its metrics, or why there is none.
-pub fn steady_state(
-    records: &[RequestRecord],
+pub fn steady_state<S: RecordSet + ?Sized>(
+    records: &S,
     cfg: &SteadyStateConfig,
 ) -> Result<SteadyState, NoSteadyState> {
     let none = |reason: String| NoSteadyState { mode: cfg.mode, reason };
-    let all = intervals_of(records.iter());
-    let done = intervals_of(records.iter().filter(|r| is_completed(r)));
+    let all = intervals_of(records, |_| true);
+    let done = intervals_of(records, is_completed);
     if done.is_empty() {
         return Err(none("no request completed".into()));
     }
@@ -233,8 +247,8 @@ struct Flows<'a> {
 }
 
 /// Counts, rates and latency statistics over the window.
-fn over_window(
-    records: &[RequestRecord],
+fn over_window<S: RecordSet + ?Sized>(
+    records: &S,
     cfg: &SteadyStateConfig,
     w: &Window,
     flows: &Flows<'_>,
@@ -244,22 +258,21 @@ fn over_window(
     let t1 = all.iter().map(|i| i.1).max().unwrap_or(w.end);
     let in_window = |t: u64| w.contains(t);
     let dur_s = (w.end - w.start) as f64 / 1e6;
-    // References only: a request's times are derived where a value needs them (holding them
+    // Walked, not held: a request's times are derived where a value needs them (holding them
     // for every completed request took 128 bytes each, the run's largest transient at a million).
-    let started: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| is_completed(r) && r.dispatched_us.is_some_and(|t| w.started_in(t)))
-        .collect();
+    let started = Filtered::new(records, |r: &RequestRecord| {
+        is_completed(r) && r.dispatched_us.is_some_and(|t| w.started_in(t))
+    });
     let completed_in = done_iv.iter().filter(|i| in_window(i.1)).count() as u64;
     let input_tokens = |r: &RequestRecord| match cfg.pooling {
         true => r.server_prompt_tokens.unwrap_or(r.prompt_tokens),
         false => r.prompt_tokens,
     };
-    let input: u64 = started.iter().map(|r| u64::from(input_tokens(r))).sum();
+    let input: u64 = started.records().map(|r| u64::from(input_tokens(r.borrow()))).sum();
     let output: f64 = records
-        .iter()
-        .filter(|r| !cfg.pooling && is_completed(r))
-        .flat_map(|r| token_event_times(r).into_iter().zip(token_event_weights(r)))
+        .records()
+        .filter(|r| !cfg.pooling && is_completed(r.borrow()))
+        .flat_map(|r| token_event_times(r.borrow()).into_iter().zip(token_event_weights(r.borrow())))
         .filter(|(t, _)| in_window(*t))
         .fold(0.0, |a, (_, w)| a + w);
     let rate = |x: f64| x / dur_s;
@@ -276,9 +289,9 @@ fn over_window(
         threshold_abs: w.threshold_abs,
         reference: w.reference,
         observed_peak: super::peak_overlap(done_iv),
-        requests_started_in_window: started.len() as u64,
+        requests_started_in_window: started.record_count() as u64,
         requests_completed_in_window: completed_in,
-        requests_total: records.len() as u64,
+        requests_total: records.record_count() as u64,
         warning,
         arrival_rate: rate(flows.arrivals.iter().filter(|i| in_window(i.0)).count() as f64),
         completion_rate: rate(all.iter().filter(|i| in_window(i.1)).count() as f64),
@@ -314,8 +327,8 @@ fn short_window_warning(dur_s: f64, run_s: f64, min_window_s: Option<f64>) -> Op
 }
 
 /// The selected latency metrics over the completed requests started in the window, ms.
-fn window_metrics(started: &[&RequestRecord], cfg: &SteadyStateConfig) -> Vec<(MetricName, Summary)> {
-    let times = || started.iter().map(|r| RequestTimes::of(r));
+fn window_metrics<S: RecordSet + ?Sized>(started: &S, cfg: &SteadyStateConfig) -> Vec<(MetricName, Summary)> {
+    let times = || started.records().map(|r| RequestTimes::of(r.borrow()));
     cfg.selected
         .iter()
         .filter_map(|&m| {
@@ -323,9 +336,11 @@ fn window_metrics(started: &[&RequestRecord], cfg: &SteadyStateConfig) -> Vec<(M
                 MetricName::Ttft => times().filter_map(|t| t.ttft_us.map(|v| v as f64)).collect(),
                 MetricName::Tpot => times().filter_map(|t| t.tpot_us).collect(),
                 MetricName::Itl => started
-                    .iter()
-                    .filter(|r| r.first_token_us.is_some())
-                    .flat_map(|r| r.token_events.gaps_us.iter().map(|&g| f64::from(g)))
+                    .records()
+                    .filter(|r| r.borrow().first_token_us.is_some())
+                    .flat_map(|r| {
+                        r.borrow().token_events.gaps_us.iter().map(|&g| f64::from(g)).collect::<Vec<_>>()
+                    })
                     .collect(),
                 MetricName::E2el => times().filter_map(|t| t.e2el_us.map(|v| v as f64)).collect(),
                 _ => return None,
