@@ -4,13 +4,15 @@
 use serde_json::{json, Map, Value};
 use servebench_core::metrics::{MetricName, RequestTimes, RunMetrics};
 use servebench_core::record::{Outcome, RequestRecord};
+use servebench_core::RecordSet;
+use std::borrow::Borrow;
 
 use crate::fmt::{
     insert_stats, insert_vllm_stats, int_or_float, metric_reported, number_or_inf, rate_json, secs,
     vllm_number, vllm_rate,
 };
 use crate::info::{python_isoformat, vllm_date, ClientHealth, RunInfo};
-use crate::per_request::{Column, PerRequestArrays};
+use crate::per_request::{Column, IndexOrder, PerRequestArrays};
 use serde::Serialize;
 
 /// The result document of one run (vLLM's keys and ours; the keys a run adds after them are
@@ -23,7 +25,12 @@ use serde::Serialize;
 /// request that did not complete gets). As in vLLM, `latencies` and `queue_times` are written
 /// even when `detailed` is false; the other arrays only when it is true. servebench's keys
 /// follow.
-pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], detailed: bool) -> Value {
+pub fn result_json<S: RecordSet + ?Sized>(
+    info: &RunInfo,
+    m: &RunMetrics,
+    records: &S,
+    detailed: bool,
+) -> Value {
     let (mut o, arrays) = result_object(info, m, records, detailed);
     arrays.fill(&mut o);
     Value::Object(o)
@@ -32,10 +39,10 @@ pub fn result_json(info: &RunInfo, m: &RunMetrics, records: &[RequestRecord], de
 /// [`result_json`]'s keys as a map, for the documents that add their own after them
 /// ([`crate::written::RunDocument`], [`crate::written::MergedDocument`]). The per-request
 /// arrays are held apart, each key's place kept by a `null` ([`PerRequestArrays`]).
-pub fn result_object(
+pub fn result_object<S: RecordSet + ?Sized>(
     info: &RunInfo,
     m: &RunMetrics,
-    records: &[RequestRecord],
+    records: &S,
     detailed: bool,
 ) -> (Map<String, Value>, PerRequestArrays) {
     // A pooling backend's result has vLLM's reduced shape (`crate::sections::pooling`).
@@ -125,27 +132,28 @@ pub fn result_object(
 /// non-empty `errors` entry (`RequestRecord::error_entry`), `ttfts` 0.0, `itls` `[]`, `latencies` 0.0,
 /// `output_lens` 0, `generated_texts` `""`; `input_lens`, `start_times` and `queue_times`
 /// keep what was measured.
-fn insert_arrays(
+fn insert_arrays<S: RecordSet + ?Sized>(
     o: &mut Map<String, Value>,
     arrays: &mut PerRequestArrays,
-    records: &[RequestRecord],
+    records: &S,
     detailed: bool,
 ) {
-    let mut recs: Vec<&RequestRecord> = records.iter().collect();
-    recs.sort_unstable_by_key(|r| r.index);
+    // Columns in index order, each built by walking the records (a run's are decoded one at a
+    // time, never all held as records).
+    let order = IndexOrder::of(records);
     // `Some(times)` for a completed request, `None` for one that did not complete. The times
     // are derived per column, not held for every request (120 bytes each at a million).
     let times = |r: &RequestRecord| (r.outcome == Outcome::Completed).then(|| RequestTimes::of(r));
     let floats = |f: &dyn Fn(&RequestRecord, Option<&RequestTimes>) -> f64| {
-        Column::Floats(recs.iter().map(|r| f(r, times(r).as_ref())).collect())
+        Column::Floats(order.values(records, |r| f(r, times(r).as_ref())))
     };
     let mut put = |key: &str, column: Column| arrays.insert(o, key, column);
     if detailed {
-        put("input_lens", Column::Counts(recs.iter().map(|r| u64::from(r.prompt_tokens)).collect()));
-        let outs = recs.iter().map(|r| times(r).map_or(0, |t| u64::from(t.output_tokens))).collect();
+        put("input_lens", Column::Counts(order.values(records, |r| u64::from(r.prompt_tokens))));
+        let outs = order.values(records, |r| times(r).map_or(0, |t| u64::from(t.output_tokens)));
         put("output_lens", Column::Counts(outs));
         put("ttfts", floats(&|_, t| t.and_then(|t| t.ttft_us).map_or(0.0, secs)));
-        put("itls", itls(&recs));
+        put("itls", order.gaps_column(records, itls_of));
     }
     put("latencies", floats(&|r, t| t.and_then(|_| vllm_latency_us(r)).map_or(0.0, secs)));
     if detailed {
@@ -155,31 +163,29 @@ fn insert_arrays(
     put("queue_times", floats(&|r, _| RequestTimes::of(r).queue_us.map_or(0.0, secs)));
     // vLLM 0.34: the server's own per-request timing, seconds, `null` where a request had none;
     // both keys left out when no request had any (as vLLM's `_get_server_metrics_results`).
-    if recs.iter().any(|r| r.server_queue_time_ms.is_some() || r.server_ttft_ms.is_some()) {
+    if records
+        .records()
+        .any(|r| r.borrow().server_queue_time_ms.is_some() || r.borrow().server_ttft_ms.is_some())
+    {
         let server = |ms: fn(&RequestRecord) -> Option<f64>| {
-            Column::Floats(recs.iter().map(|r| ms(r).map_or(f64::NAN, |v| v / 1e3)).collect())
+            Column::Floats(order.values(records, |r| ms(r).map_or(f64::NAN, |v| v / 1e3)))
         };
         put("server_queue_times", server(|r| r.server_queue_time_ms));
         put("server_ttfts", server(|r| r.server_ttft_ms));
     }
     if detailed {
-        let texts = recs.iter().map(|r| times(r).and(r.generated_text.clone()).unwrap_or_default()).collect();
+        let texts = order.values(records, |r| times(r).and(r.generated_text.clone()).unwrap_or_default());
         put("generated_texts", Column::Texts(texts));
-        put("errors", Column::Texts(recs.iter().map(|r| r.error_entry()).collect()));
+        put("errors", Column::Texts(order.values(records, |r| r.error_entry())));
     }
 }
 
 /// `itls`: a completed request's token-event gaps, `[]` for every other.
-fn itls(recs: &[&RequestRecord]) -> Column {
-    let mut ends = Vec::with_capacity(recs.len());
-    let mut gaps_us = Vec::new();
-    for r in recs {
-        if r.outcome == Outcome::Completed && r.first_token_us.is_some() {
-            gaps_us.extend_from_slice(&r.token_events.gaps_us);
-        }
-        ends.push(gaps_us.len());
+fn itls_of(r: &RequestRecord) -> &[u32] {
+    match r.outcome == Outcome::Completed && r.first_token_us.is_some() {
+        true => &r.token_events.gaps_us,
+        false => &[],
     }
-    Column::GapsSeconds { ends, gaps_us }
 }
 
 /// vLLM's per-request `latency` of a record: dispatched → the last event carrying generated

@@ -182,9 +182,17 @@ fn per_stage_and_per_turn_without_data_are_null_and_na() {
     let text = console_groups(&recs, &cfg(), &gi);
     assert!(text.lines().filter(|l| l.starts_with("Mean TTFT (ms):")).all(|l| l.contains("n/a")), "{text}");
     assert!(text.contains("Avg conversation duration (ms):          n/a"), "{text}");
-    let lag = console_groups(&[], &cfg(), &GroupInfo { trace: true, ..GroupInfo::default() });
+    let lag = console_groups::<[servebench_core::RequestRecord]>(
+        &[],
+        &cfg(),
+        &GroupInfo { trace: true, ..GroupInfo::default() },
+    );
     assert!(lag.lines().filter(|l| l.starts_with("Dispatch lag")).all(|l| l.contains("n/a")), "{lag}");
-    let empty = Value::Object(result_keys(&[], &cfg(), &GroupInfo { trace: true, ..GroupInfo::default() }));
+    let empty = Value::Object(result_keys::<[servebench_core::RequestRecord]>(
+        &[],
+        &cfg(),
+        &GroupInfo { trace: true, ..GroupInfo::default() },
+    ));
     assert_eq!(empty["schedule_lag"]["p99_ms"], Value::Null);
     assert_eq!(empty["schedule_lag"]["max_ms"], Value::Null);
 }

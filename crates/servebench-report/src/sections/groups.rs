@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Map, Value};
 use servebench_core::metrics::groups::{by_stage, by_turn, conversations, max_lag_ms, schedule_lag};
 use servebench_core::metrics::{MetricName, MetricsConfig, RunMetrics};
-use servebench_core::record::RequestRecord;
+use servebench_core::RecordSet;
 
 use crate::fmt::{insert_stats, rate_json, stat_json};
 use crate::info::LoadStage;
@@ -90,7 +90,11 @@ fn group_json(m: &RunMetrics) -> Map<String, Value> {
 }
 
 /// The group keys of a result document (conversations, stages, schedule lag), in order.
-pub fn result_keys(records: &[RequestRecord], cfg: &MetricsConfig, info: &GroupInfo) -> Map<String, Value> {
+pub fn result_keys<S: RecordSet + ?Sized>(
+    records: &S,
+    cfg: &MetricsConfig,
+    info: &GroupInfo,
+) -> Map<String, Value> {
     let mut o = Map::new();
     if let Some(c) = conversations(records) {
         o.insert("num_conversations".into(), json!(c.conversations));
@@ -201,7 +205,7 @@ fn block(out: &mut String, title: &str, m: &RunMetrics) {
 }
 
 /// The console blocks of the groups (empty when the run has none).
-pub fn console_groups(records: &[RequestRecord], cfg: &MetricsConfig, info: &GroupInfo) -> String {
+pub fn console_groups<S: RecordSet + ?Sized>(records: &S, cfg: &MetricsConfig, info: &GroupInfo) -> String {
     let mut out = String::new();
     if let Some(c) = conversations(records) {
         let _ = writeln!(out, "{:=^50}", " Multi-Turn Conversations ");
@@ -245,6 +249,7 @@ pub fn console_groups(records: &[RequestRecord], cfg: &MetricsConfig, info: &Gro
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use servebench_core::RequestRecord;
     use servebench_testkit::records::RecordBuilder;
 
     /// Request `i` sent at `d`, its first token 1 µs later and its last at `end`; 2 tokens.

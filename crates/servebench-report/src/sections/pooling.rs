@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use crate::per_request::{Column, PerRequestArrays};
 use serde_json::{Map, Value};
 use servebench_core::metrics::{MetricName, RunMetrics};
-use servebench_core::record::RequestRecord;
+use servebench_core::RecordSet;
 
 use crate::fmt::metric_reported;
 use crate::fmt::{row_f2, row_int, row_opt_f2, row_rate, stats_section, vllm_header, WIDTH};
@@ -70,20 +70,18 @@ pub fn input_throughput(m: &RunMetrics) -> Value {
 /// client's where missing) and `errors` when `--save-detailed` did not write them already,
 /// then `input_throughput`. The generation keys a pooling result lacks are never written
 /// (`crate::json::result_json`).
-pub fn insert_keys(
+pub fn insert_keys<S: RecordSet + ?Sized>(
     o: &mut Map<String, Value>,
     arrays: &mut PerRequestArrays,
     m: &RunMetrics,
-    records: &[RequestRecord],
+    records: &S,
     detailed: bool,
 ) {
-    let mut recs: Vec<&RequestRecord> = records.iter().collect();
-    recs.sort_by_key(|r| r.index);
     if !detailed {
-        let lens =
-            recs.iter().map(|r| u64::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens))).collect();
+        let order = crate::per_request::IndexOrder::of(records);
+        let lens = order.values(records, |r| u64::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens)));
         arrays.insert(o, "input_lens", Column::Counts(lens));
-        arrays.insert(o, "errors", Column::Texts(recs.iter().map(|r| r.error_entry()).collect()));
+        arrays.insert(o, "errors", Column::Texts(order.values(records, |r| r.error_entry())));
     }
     // Ours, for scripts that read the generic keys: the input throughput under its usual name.
     o.insert("input_throughput".into(), input_throughput(m));

@@ -11,7 +11,7 @@ use crate::run::{rebuild_workload, run_prepared, PreparedRun};
 use servebench_client::transport::HttpClient;
 use servebench_core::metrics::RunMetrics;
 use servebench_core::validity::{Level, Validity};
-use servebench_core::{Outcome, RequestRecord, Result};
+use servebench_core::{Outcome, Result};
 use servebench_report::info::python_float;
 use servebench_report::sections::server;
 use servebench_report::sections::steady_state::steady_state_block;
@@ -88,7 +88,7 @@ pub struct PointOutcome {
     pub steady: Option<Steady>,
     /// The point's result document: the one a single run writes (without `records_file`).
     pub result: RunDocument,
-    pub records: Vec<RequestRecord>,
+    pub records: servebench_core::CompactRecords,
     pub interrupted: bool,
     /// The point's run validity (its result's `validity`): an `invalid` point is never an
     /// experiment's best, nor a search's passing rate.

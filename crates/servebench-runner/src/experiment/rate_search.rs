@@ -277,7 +277,7 @@ mod tests {
             metrics: compute(&records, &MetricsConfig::default()),
             steady: None,
             result: Default::default(),
-            records,
+            records: records.into(),
             interrupted: false,
             validity: Validity::of(&validity),
             num_prompts: 10,

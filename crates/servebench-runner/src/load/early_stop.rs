@@ -10,7 +10,8 @@
 pub use crate::config::load_options::EarlyStopOptions;
 use servebench_core::early_stop::{EarlyStopReport, ErrorRateStop, Sample, SaturationStop};
 use servebench_core::metrics::RequestTimes;
-use servebench_core::{CancelReason, Outcome, RequestRecord, RunClock};
+use servebench_core::{CancelReason, Outcome, RecordSet, RequestRecord, RunClock};
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -99,12 +100,21 @@ impl EarlyStop {
 
     /// The report of the stop, once fired; `requests_not_sent`, `in_flight` and
     /// `cancelled_in_flight` from the run's records.
-    pub fn report(&self, records: &[RequestRecord], cancel_in_flight: bool) -> Option<EarlyStopReport> {
+    pub fn report<S: RecordSet + ?Sized>(
+        &self,
+        records: &S,
+        cancel_in_flight: bool,
+    ) -> Option<EarlyStopReport> {
         let mut r = self.report.get()?.clone();
-        let by_stop = records.iter().filter(|r| r.cancelled_by == Some(CancelReason::EarlyStop));
-        let (sent, unsent): (Vec<_>, Vec<_>) = by_stop.partition(|r| r.dispatched_us.is_some());
-        r.requests_not_sent = unsent.len() as u64;
-        r.cancelled_in_flight = sent.len() as u64;
+        let (mut sent, mut unsent) = (0, 0);
+        for rec in records.records() {
+            let rec = rec.borrow();
+            if rec.cancelled_by == Some(CancelReason::EarlyStop) {
+                *if rec.dispatched_us.is_some() { &mut sent } else { &mut unsent } += 1;
+            }
+        }
+        r.requests_not_sent = unsent;
+        r.cancelled_in_flight = sent;
         r.in_flight = if cancel_in_flight { "cancelled" } else { "drained" }.to_owned();
         Some(r)
     }

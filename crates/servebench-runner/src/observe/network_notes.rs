@@ -5,7 +5,8 @@
 
 use super::notice::{Notice, Severity};
 use servebench_client::HttpClient;
-use servebench_core::{BenchError, ErrorCode, FailureCause, Outcome, RequestError, RequestRecord};
+use servebench_core::{BenchError, ErrorCode, FailureCause, Outcome, RecordSet, RequestError, RequestRecord};
+use std::borrow::Borrow;
 
 /// Notices the client has not said yet: pooling given up, redirects with their final URL.
 pub fn client_notices(client: &HttpClient) -> Vec<Notice> {
@@ -66,14 +67,16 @@ pub fn permanent_error(e: &RequestError) -> Option<BenchError> {
 /// Run warnings from the records: requests that did not stream although streaming was asked
 /// for (`streamed`: the requests asked for a stream), and one coded warning per kind of coded
 /// request failure.
-pub fn record_warnings(records: &[RequestRecord], streamed: bool) -> Vec<Notice> {
+pub fn record_warnings<S: RecordSet + ?Sized>(records: &S, streamed: bool) -> Vec<Notice> {
     let mut out = Vec::new();
     if streamed {
         out.extend(unstreamed_warning(records));
         out.extend(held_open_warning(records));
     }
     let mut seen: Vec<(ErrorCode, usize, String)> = Vec::new();
-    for e in records.iter().filter(|r| r.outcome == Outcome::Failed).filter_map(|r| r.error.as_ref()) {
+    for r in records.records() {
+        let r = r.borrow();
+        let Some(e) = r.error.as_ref().filter(|_| r.outcome == Outcome::Failed) else { continue };
         let Some(err) = coded(e) else { continue };
         let code = err.code();
         match seen.iter_mut().find(|(c, _, _)| *c == code) {
@@ -93,12 +96,13 @@ pub fn record_warnings(records: &[RequestRecord], streamed: bool) -> Vec<Notice>
 
 /// "server did not stream" when at least half of the completed requests with more than one
 /// output token got their whole answer at once (first token at the end of the response).
-fn unstreamed_warning(records: &[RequestRecord]) -> Option<Notice> {
-    let multi = records
-        .iter()
-        .filter(|r| r.outcome == Outcome::Completed && r.output_tokens().0 > 1 && r.first_token_us.is_some());
+fn unstreamed_warning<S: RecordSet + ?Sized>(records: &S) -> Option<Notice> {
     let (mut total, mut whole) = (0usize, 0usize);
-    for r in multi {
+    for r in records.records() {
+        let r = r.borrow();
+        if !(r.outcome == Outcome::Completed && r.output_tokens().0 > 1 && r.first_token_us.is_some()) {
+            continue;
+        }
         total += 1;
         if r.first_token_us == r.done_us {
             whole += 1;
@@ -122,12 +126,13 @@ pub const HELD_OPEN_US: u64 = 100_000;
 /// `--max-concurrency` slot, meanwhile. A server keeping a close-delimited body open, or late
 /// with the chunked terminator, caps a closed loop's throughput this way, with nothing in the
 /// latencies (they end at the last event) to show it.
-fn held_open_warning(records: &[RequestRecord]) -> Option<Notice> {
-    let streams = records
-        .iter()
-        .filter(|r| r.outcome == Outcome::Completed && r.first_event_us.is_some() && r.phases.is_some());
+fn held_open_warning<S: RecordSet + ?Sized>(records: &S) -> Option<Notice> {
     let (mut total, mut held, mut never) = (0usize, 0usize, 0usize);
-    for r in streams {
+    for r in records.records() {
+        let r = r.borrow();
+        if !(r.outcome == Outcome::Completed && r.first_event_us.is_some() && r.phases.is_some()) {
+            continue;
+        }
         total += 1;
         match held_after_last_event_us(r) {
             None => never += 1,

@@ -9,8 +9,9 @@ use servebench_core::RequestRecord;
 /// the names every span and metric point carries.
 #[derive(Debug, Clone)]
 pub struct ExportScope<'a> {
-    /// Every request of the run, whatever its outcome: one span each.
-    pub records: &'a [RequestRecord],
+    /// Every request of the run, whatever its outcome: one span each (a run's compact records
+    /// decoded for the export).
+    pub records: std::borrow::Cow<'a, [RequestRecord]>,
     /// Wall-clock time (µs since the Unix epoch) of the run's monotonic origin: record offsets
     /// are added to it (`RunClock::wall_anchor_unix_us`).
     pub wall_anchor_unix_us: u64,

@@ -135,7 +135,7 @@ pub(super) fn collect(s: &ExportScope<'_>, resource: Resource) -> Result<Resourc
     let meter = provider.meter_with_scope(super::spans::scope());
     let instruments = Instruments::new(&meter);
     let common = common_attributes(s);
-    for r in s.records {
+    for r in s.records.iter() {
         instruments.record(r, &common);
     }
     let mut rm = ResourceMetrics::default();
@@ -162,7 +162,7 @@ mod tests {
             RecordBuilder::new(2).sent_at(0).done_at(5_000).failed(ErrorKind::Timeout, "t"),
         ];
         let s = ExportScope {
-            records: &recs,
+            records: std::borrow::Cow::Borrowed(&recs),
             wall_anchor_unix_us: 0,
             model: "m".into(),
             provider: "vllm".into(),

@@ -5,7 +5,8 @@
 //! after a run, failed requests with them give one coded warning each.
 
 use crate::observe::notice::Notice;
-use servebench_core::{BenchError, CancelReason, ErrorKind, FailureCause, Outcome, RequestRecord};
+use servebench_core::{BenchError, CancelReason, ErrorKind, FailureCause, Outcome, RecordSet, RequestRecord};
+use std::borrow::Borrow;
 
 /// The error of a readiness check that gave up after `secs` with `last_error` (of typed
 /// `cause`, if any).
@@ -20,10 +21,14 @@ pub fn not_ready(secs: f64, last_error: String, cause: Option<FailureCause>, bac
 }
 
 /// Coded warnings for failed requests whose error is a chat-template or wrong-dialect failure.
-pub fn warnings(records: &[RequestRecord], backend: &str) -> Vec<Notice> {
-    let failed = || records.iter().filter(|r| r.outcome == Outcome::Failed).filter_map(|r| r.error.as_ref());
-    let chat = failed().filter(|e| e.cause == Some(FailureCause::ChatTemplate)).count();
-    let dialect = failed().filter(|e| e.cause == Some(FailureCause::WrongDialect)).count();
+pub fn warnings<S: RecordSet + ?Sized>(records: &S, backend: &str) -> Vec<Notice> {
+    let (mut chat, mut dialect) = (0, 0);
+    for r in records.records() {
+        let r = r.borrow();
+        let cause = r.error.as_ref().filter(|_| r.outcome == Outcome::Failed).and_then(|e| e.cause);
+        chat += usize::from(cause == Some(FailureCause::ChatTemplate));
+        dialect += usize::from(cause == Some(FailureCause::WrongDialect));
+    }
     let mut out = Vec::new();
     if chat > 0 {
         let e =
@@ -45,13 +50,13 @@ const PROXY_FIX: &str = "check the proxy variables and credentials (http://user:
 /// SB602 when not one of `records` completed (and there was at least one): the message
 /// quotes the first failure (lowest index) and names the fix it points to. `context` prefixes
 /// the message (e.g. `point c=4: `).
-pub fn no_success(records: &[RequestRecord], context: &str) -> Option<BenchError> {
+pub fn no_success<S: RecordSet + ?Sized>(records: &S, context: &str) -> Option<BenchError> {
     no_success_with(records, context, RECORDS_FIX)
 }
 
 /// [`no_success`] for a point of an experiment (a sweep, a search, `--num-runs`), which writes
 /// no records file: the catch-all fix names what an experiment shows instead.
-pub fn no_success_in_point(records: &[RequestRecord], context: &str) -> Option<BenchError> {
+pub fn no_success_in_point<S: RecordSet + ?Sized>(records: &S, context: &str) -> Option<BenchError> {
     no_success_with(records, context, POINT_FIX)
 }
 
@@ -60,11 +65,11 @@ pub fn no_success_in_point(records: &[RequestRecord], context: &str) -> Option<B
 /// key, route or request), a reply in another protocol (a wrong `--backend` or `--endpoint`),
 /// a client certificate or proxy refused. A rate search stops at such a step: a lower rate
 /// would fail the same way.
-pub fn load_independent(records: &[RequestRecord]) -> bool {
-    let Some(first) = records.iter().filter(|r| r.outcome != Outcome::Completed).min_by_key(|r| r.index)
-    else {
+pub fn load_independent<S: RecordSet + ?Sized>(records: &S) -> bool {
+    let Some(first) = first_unsuccessful(records) else {
         return false;
     };
+    let first = first.borrow();
     let Some(e) = &first.error else { return false };
     if matches!(e.cause, Some(FailureCause::ClientCertificate | FailureCause::Proxy)) {
         return true;
@@ -83,11 +88,21 @@ const RECORDS_FIX: &str = "look at the failures in the records file and `error_k
 const POINT_FIX: &str = "look at the failure summary printed after the point, and its result's `errors` and \
      `error_kinds` in the experiment document";
 
-fn no_success_with(records: &[RequestRecord], context: &str, catch_all: &'static str) -> Option<BenchError> {
-    if records.is_empty() || records.iter().any(|r| r.outcome == Outcome::Completed) {
+/// The request that did not complete with the lowest index.
+fn first_unsuccessful<S: RecordSet + ?Sized>(records: &S) -> Option<S::Item<'_>> {
+    records.records().filter(|r| r.borrow().outcome != Outcome::Completed).min_by_key(|r| r.borrow().index)
+}
+
+fn no_success_with<S: RecordSet + ?Sized>(
+    records: &S,
+    context: &str,
+    catch_all: &'static str,
+) -> Option<BenchError> {
+    if records.record_count() == 0 || records.records().any(|r| r.borrow().outcome == Outcome::Completed) {
         return None;
     }
-    let first = records.iter().filter(|r| r.outcome != Outcome::Completed).min_by_key(|r| r.index)?;
+    let first = first_unsuccessful(records)?;
+    let first: &RequestRecord = first.borrow();
     // A gateway that wants a client certificate, a proxy that refuses: the connection
     // failure's own code and fix (SB310, SB312), not a guess about the request.
     let connection = |c| matches!(c, FailureCause::ClientCertificate | FailureCause::Proxy);
@@ -102,7 +117,7 @@ fn no_success_with(records: &[RequestRecord], context: &str, catch_all: &'static
     };
     Some(BenchError::NoSuccess {
         context: context.to_owned(),
-        total: records.len() as u64,
+        total: records.record_count() as u64,
         first: first_text,
         fix: fix.to_owned(),
     })
@@ -206,7 +221,7 @@ mod tests {
         }
         assert!(!load_independent(&failed(ErrorKind::Timeout, None)));
         assert!(!load_independent(&failed(ErrorKind::Connect, None)));
-        assert!(!load_independent(&[]));
+        assert!(!load_independent::<[RequestRecord]>(&[]));
     }
 
     #[test]
@@ -228,7 +243,7 @@ mod tests {
         ok.outcome = Outcome::Completed;
         recs.push(ok);
         assert!(no_success(&recs, "").is_none(), "one success is enough");
-        assert!(no_success(&[], "").is_none(), "nothing sent is not judged");
+        assert!(no_success::<[RequestRecord]>(&[], "").is_none(), "nothing sent is not judged");
     }
 
     #[test]

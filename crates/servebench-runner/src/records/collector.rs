@@ -1,14 +1,14 @@
 //! The collector's store of finished requests: every record goes to the records file (if any)
-//! the moment it arrives; at most `max_in_memory` are also held in memory during the run.
+//! the moment it arrives; at most `max_in_memory` are also held in memory during the run, as
+//! bytes (`CompactRecords`: about 100 bytes a short request instead of a 650-byte record).
 //!
 //! Beyond the cap, records live only on disk: in the records file when the run writes one,
 //! else in a spill file (same JSONL format) in the system temporary directory, removed at the
-//! end. [`RecordStore::finish`] reads them back, so the metrics are computed from every record,
-//! exactly as without a cap: the cap bounds memory *during* the run (when the client must stay
-//! light); the final computation holds all records once, after the load has stopped.
+//! end. [`RecordStore::finish`] reads them back into the compact store, so the metrics are
+//! computed from every record, exactly as without a cap.
 
-use crate::records::sink::{read_records, RecordSink};
-use servebench_core::{BenchError, RequestRecord, Result};
+use crate::records::sink::{read_records_each, RecordSink};
+use servebench_core::{BenchError, CompactRecords, RequestRecord, Result};
 use std::path::PathBuf;
 
 /// Default `--max-records-in-memory`.
@@ -18,7 +18,7 @@ pub const DEFAULT_MAX_RECORDS_IN_MEMORY: usize = 1_000_000;
 #[derive(Debug)]
 pub struct RecordStore {
     max_in_memory: usize,
-    in_memory: Vec<RequestRecord>,
+    in_memory: CompactRecords,
     sink: Option<RecordSink>,
     /// Records beyond the cap when there is no records file.
     spill: Option<RecordSink>,
@@ -31,7 +31,7 @@ impl RecordStore {
     pub fn new(sink: Option<RecordSink>, max_in_memory: usize, expected: usize) -> Self {
         RecordStore {
             max_in_memory,
-            in_memory: Vec::with_capacity(expected.min(max_in_memory)),
+            in_memory: CompactRecords::with_capacity(expected.min(max_in_memory)),
             sink,
             spill: None,
             overflowed: 0,
@@ -47,7 +47,7 @@ impl RecordStore {
             }
         }
         if self.in_memory.len() < self.max_in_memory {
-            self.in_memory.push(record);
+            self.in_memory.push(&record);
             return;
         }
         self.overflowed += 1;
@@ -76,7 +76,7 @@ impl RecordStore {
     }
 
     /// Every record, sorted by workload index; reads the overflow back from disk.
-    pub fn finish(self) -> Result<Vec<RequestRecord>> {
+    pub fn finish(self) -> Result<CompactRecords> {
         let RecordStore { mut in_memory, sink, spill, overflowed, error, .. } = self;
         if let Some(e) = error {
             if let Some(s) = &spill {
@@ -91,30 +91,31 @@ impl RecordStore {
             let path = sink.path().to_path_buf();
             drop(sink);
             drop(in_memory);
-            read_back(&path)?
+            let mut all = CompactRecords::default();
+            read_back(&path, &mut all)?;
+            all
         } else if let Some(spill) = spill {
             let path = spill.path().to_path_buf();
             drop(spill);
-            let rest = read_back(&path);
+            let rest = read_back(&path, &mut in_memory);
             let _ = std::fs::remove_file(&path);
-            in_memory.extend(rest?);
+            rest?;
             in_memory
         } else {
             in_memory
         };
-        // Indices are unique, so an unstable sort orders them exactly as a stable one, without
-        // the stable sort's scratch buffer of half the records (284 bytes per request).
-        records.sort_unstable_by_key(|r| r.index);
+        records.sort_by_index();
+        records.shrink_to_fit();
         Ok(records)
     }
 }
 
-fn read_back(path: &std::path::Path) -> Result<Vec<RequestRecord>> {
-    let (records, truncated) = read_records(path)?;
-    if truncated > 0 {
+fn read_back(path: &std::path::Path, into: &mut CompactRecords) -> Result<()> {
+    let file = read_records_each(path, |r| into.push(&r))?;
+    if file.truncated > 0 {
         return Err(BenchError::io(path.display(), "the last record was cut short while reading it back"));
     }
-    Ok(records)
+    Ok(())
 }
 
 fn spill_path() -> PathBuf {
@@ -164,7 +165,7 @@ mod tests {
         for r in arrival_order() {
             store.push(r);
         }
-        store.finish().unwrap()
+        store.finish().unwrap().to_vec()
     }
 
     #[test]
@@ -181,7 +182,7 @@ mod tests {
         }
         assert_eq!(spilled.overflowed(), 22);
         let spill = spilled.spill.as_ref().map(|s| s.path().to_path_buf()).unwrap();
-        let got = spilled.finish().unwrap();
+        let got = spilled.finish().unwrap().to_vec();
         assert!(!spill.exists(), "spill file removed");
         assert_eq!(got, uncapped);
         assert_eq!(format!("{:?}", compute(&got, &cfg)), format!("{expected:?}"));

@@ -79,6 +79,14 @@ pub struct RecordsFile {
 /// Reads a records file, keeping its shard header and summary lines when it has them; one line
 /// is in memory at a time (the records, not the file, are what a large run holds at its end).
 pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
+    let mut records = Vec::new();
+    let file = read_records_each(path, |r| records.push(r))?;
+    Ok(RecordsFile { records, ..file })
+}
+
+/// [`read_records_file`] handing each record to `on_record` as it is read (the returned file's
+/// `records` stay empty): a run reads its records back into its compact store this way.
+pub fn read_records_each(path: &Path, mut on_record: impl FnMut(RequestRecord)) -> Result<RecordsFile> {
     use std::io::BufRead;
     let io_error = |e: std::io::Error| BenchError::io(path.display(), e);
     let mut reader = std::io::BufReader::new(File::open(path).map_err(io_error)?);
@@ -125,7 +133,7 @@ pub fn read_records_file(path: &Path) -> Result<RecordsFile> {
             continue;
         }
         match serde_json::from_str::<RequestRecord>(line) {
-            Ok(r) => file.records.push(r),
+            Ok(r) => on_record(r),
             Err(e) => {
                 // Only JSON cut off (the line ends inside it) can be a write cut short; a whole
                 // JSON value that is not a record is an error wherever it is, the last line too.

@@ -2,7 +2,7 @@
 
 use crate::config::OutputConfig;
 use servebench_core::metrics::{steady_state, LoadMode, MetricName, SteadyStateConfig};
-use servebench_core::RequestRecord;
+use servebench_core::RecordSet;
 use servebench_report::sections::pooling::is_pooling_backend;
 pub use servebench_report::sections::steady_state::Steady;
 
@@ -43,8 +43,8 @@ impl Arrivals {
 /// open loop when arrivals follow a schedule (a finite rate, a self-timed trace), closed loop with
 /// `--max-concurrency` and an infinite rate; `None` for an infinite rate without a concurrency
 /// cap (one burst) or with `--no-steady-state`.
-pub fn steady_state_of(
-    records: &[RequestRecord],
+pub fn steady_state_of<S: RecordSet + ?Sized>(
+    records: &S,
     options: &SteadyOptions,
     output: &OutputConfig,
     arrivals: Arrivals,
@@ -57,8 +57,8 @@ pub fn steady_state_of(
 /// [`steady_state_of`] with the statistics to report given as `(percentiles, metrics)` (a
 /// merged sharded run has no `OutputConfig`); `pooling` for a pooling backend's run (its input
 /// tokens counted as its headline's are: the server's count first).
-pub fn steady_state_with(
-    records: &[RequestRecord],
+pub fn steady_state_with<S: RecordSet + ?Sized>(
+    records: &S,
     options: &SteadyOptions,
     (percentiles, selected): (&[f64], &[MetricName]),
     pooling: bool,

@@ -9,7 +9,9 @@ use std::time::Duration;
 use servebench_client::request::{execute, execute_controlled, ExecOptions, RequestControls, RequestTarget};
 use servebench_client::transport::HttpClient;
 use servebench_core::schedule::ArrivalSchedule;
-use servebench_core::{BenchError, ErrorKind, Outcome, RequestRecord, Requests, Result, RunClock, SpecRef};
+use servebench_core::{
+    BenchError, CompactRecords, ErrorKind, Outcome, RequestRecord, Requests, Result, RunClock, SpecRef,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -657,11 +659,7 @@ impl RequestExecutor {
 
 /// Warnings about what the records show: cancelled requests, failure patterns by backend, and
 /// the network path (each also told to the observer where it is new).
-fn run_warnings(
-    prepared: &PreparedRun,
-    records: &[RequestRecord],
-    observer: &dyn RunObserver,
-) -> Vec<Notice> {
+fn run_warnings(prepared: &PreparedRun, records: &CompactRecords, observer: &dyn RunObserver) -> Vec<Notice> {
     let mut warnings = Vec::new();
     let by_design = |r: &RequestRecord| r.cancelled_by == Some(servebench_core::CancelReason::ByDesign);
     let cancelled = records.iter().filter(|r| r.outcome == Outcome::Cancelled && !by_design(r)).count();
@@ -684,7 +682,7 @@ fn run_warnings(
 /// The note on cancelled requests (`cancelled` of them, by-design ones excluded): how many
 /// were never sent because a turn they depend on (a session tree's, or an earlier turn of a
 /// conversation) failed or was cancelled by design, when any were.
-fn cancelled_note(records: &[RequestRecord], cancelled: usize) -> String {
+fn cancelled_note(records: &CompactRecords, cancelled: usize) -> String {
     let blocked = records
         .iter()
         .filter(|r| r.cancelled_by == Some(servebench_core::CancelReason::DependencyFailed))

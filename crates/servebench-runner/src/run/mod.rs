@@ -82,8 +82,10 @@ impl WorkloadStats {
 /// Everything a finished run produced.
 #[derive(Debug)]
 pub struct RunOutput {
-    /// One record per request of the workload, in workload order.
-    pub records: Vec<RequestRecord>,
+    /// One record per request of the workload, in workload order, held as bytes (a
+    /// [`RecordSet`](servebench_core::RecordSet) to walk; `to_vec` for outputs that need them
+    /// all at once).
+    pub records: servebench_core::CompactRecords,
     pub model: ModelIds,
     pub tokenizer_id: String,
     pub clock: RunClock,

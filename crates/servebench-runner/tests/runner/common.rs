@@ -108,7 +108,7 @@ pub async fn run_observed(cfg: RunConfig, observer: Arc<dyn RunObserver>) -> Vec
     let stop = CancellationToken::new();
     let _h = stop.clone();
     match run_benchmark(cfg, observer, stop).await.expect("run") {
-        RunResult::Completed(out) => out.records,
+        RunResult::Completed(out) => out.records.to_vec(),
         RunResult::DryRun { .. } => panic!("not a dry run"),
     }
 }

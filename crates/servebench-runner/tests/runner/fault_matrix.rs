@@ -106,7 +106,7 @@ async fn run(setup: &Setup) -> (Vec<RequestRecord>, FaultCounts) {
     let counts = sim.fault_counts();
     // Stalled streams may still be sleeping in the simulator: cut them.
     sim.abort();
-    (out.records, counts)
+    (out.records.to_vec(), counts)
 }
 
 /// What the client must report for a request with `plan`.

@@ -124,7 +124,7 @@ async fn run(p: &PathRun) -> (Vec<RequestRecord>, FaultCounts) {
     let counts = sim.fault_counts();
     // Stalled answers may still be sleeping in the simulator: cut them.
     sim.abort();
-    (out.records, counts)
+    (out.records.to_vec(), counts)
 }
 
 /// The error a client must report for an applied failure `kind` (every stall times out here).

@@ -194,7 +194,8 @@ pub fn write_run_reports(
     validity: Option<servebench_core::validity::Validity>,
 ) -> anyhow::Result<()> {
     if let Some(p) = csv {
-        write_text(p, &records_csv(&out.records, true))?;
+        // The optional outputs take the records decoded (a run holds them as bytes).
+        write_text(p, &records_csv(&out.records.to_vec(), true))?;
         outln!("CSV: {}", p.display());
     }
     if let Some(p) = html {
@@ -203,7 +204,7 @@ pub fn write_run_reports(
         header.warnings.extend(out.early_stop.as_ref().map(|e| e.console_line()));
         header.validity = validity;
         let label = info.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| info.model_id.clone());
-        let mut run = ReportRun::new(label, header, out.records.clone(), metrics.config.goodput.clone())
+        let mut run = ReportRun::new(label, header, out.records.to_vec(), metrics.config.goodput.clone())
             .with_percentiles(&metrics.config.percentiles);
         run.dispatch_lateness_us = Some(out.health.dispatch_lateness_us.clone());
         run.server_metrics = server;

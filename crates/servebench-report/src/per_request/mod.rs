@@ -12,6 +12,9 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
+mod index_order;
+pub use index_order::IndexOrder;
+
 /// One per-request array.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Column {
