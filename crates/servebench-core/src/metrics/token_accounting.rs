@@ -7,7 +7,7 @@
 //! the mean and max of `|b − a|`, and the mean and max of the relative difference
 //! `|b − a| / max(a, b)` (0 when both are 0), a fraction in `[0, 1]`.
 
-use crate::compact_records::{Filtered, RecordSet};
+use crate::compact_records::RecordSet;
 use serde::{Deserialize, Serialize};
 use std::borrow::Borrow;
 
@@ -37,30 +37,54 @@ pub struct CountDiscrepancy {
 impl CountDiscrepancy {
     /// Compares the `(a, b)` pairs.
     pub fn of(pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
-        let (mut n, mut sum, mut sum_abs, mut max_abs, mut sum_rel, mut max_rel) =
-            (0u64, 0i64, 0u64, 0u64, 0f64, 0f64);
-        for (a, b) in pairs {
-            let d = i64::from(b) - i64::from(a);
-            let abs = d.unsigned_abs();
-            let rel = if a.max(b) == 0 { 0.0 } else { abs as f64 / f64::from(a.max(b)) };
-            n += 1;
-            sum += d;
-            sum_abs += abs;
-            max_abs = max_abs.max(abs);
-            sum_rel += rel;
-            max_rel = max_rel.max(rel);
+        let mut t = PairTally::default();
+        pairs.into_iter().for_each(|(a, b)| t.add(a, b));
+        t.finish()
+    }
+}
+
+/// A [`CountDiscrepancy`] accumulated one pair at a time.
+#[derive(Debug, Default)]
+struct PairTally {
+    n: u64,
+    sum: i64,
+    sum_abs: u64,
+    max_abs: u64,
+    sum_rel: f64,
+    max_rel: f64,
+}
+
+impl PairTally {
+    fn add(&mut self, a: u32, b: u32) {
+        let d = i64::from(b) - i64::from(a);
+        let abs = d.unsigned_abs();
+        let rel = if a.max(b) == 0 { 0.0 } else { abs as f64 / f64::from(a.max(b)) };
+        self.n += 1;
+        self.sum += d;
+        self.sum_abs += abs;
+        self.max_abs = self.max_abs.max(abs);
+        self.sum_rel += rel;
+        self.max_rel = self.max_rel.max(rel);
+    }
+
+    fn add_opt(&mut self, pair: Option<(u32, u32)>) {
+        if let Some((a, b)) = pair {
+            self.add(a, b);
         }
-        if n == 0 {
+    }
+
+    fn finish(self) -> CountDiscrepancy {
+        if self.n == 0 {
             return CountDiscrepancy::default();
         }
-        let nf = n as f64;
+        let nf = self.n as f64;
         CountDiscrepancy {
-            requests: n,
-            mean_diff: sum as f64 / nf,
-            mean_abs_diff: sum_abs as f64 / nf,
-            max_abs_diff: max_abs,
-            mean_rel_diff: sum_rel / nf,
-            max_rel_diff: max_rel,
+            requests: self.n,
+            mean_diff: self.sum as f64 / nf,
+            mean_abs_diff: self.sum_abs as f64 / nf,
+            max_abs_diff: self.max_abs,
+            mean_rel_diff: self.sum_rel / nf,
+            max_rel_diff: self.max_rel,
         }
     }
 }
@@ -85,19 +109,30 @@ pub struct TokenAccounting {
 impl TokenAccounting {
     /// Computes the accounting over the completed records.
     pub fn of<S: RecordSet + ?Sized>(records: &S) -> Self {
-        let done = Filtered::new(records, |r: &RequestRecord| r.outcome == Outcome::Completed);
-        let mut sources = done.records().map(|r| r.borrow().output_tokens().1);
-        let first = sources.next();
-        let output_source = first.filter(|f| sources.all(|s| s == *f));
-        let pairs = |f: &dyn Fn(&RequestRecord) -> Option<(u32, u32)>| -> CountDiscrepancy {
-            CountDiscrepancy::of(done.records().filter_map(|r| f(r.borrow())))
-        };
+        // One walk (a run's records are decoded as they are walked).
+        let mut source: Option<Option<TokenSource>> = None;
+        let [mut usage_retok, mut usage_events, mut retok_events, mut prompt] = Default::default();
+        for r in records.records() {
+            let r: &RequestRecord = r.borrow();
+            if r.outcome != Outcome::Completed {
+                continue;
+            }
+            let s = r.output_tokens().1;
+            source = Some(match source {
+                None => Some(s),
+                Some(seen) => seen.filter(|f| *f == s),
+            });
+            PairTally::add_opt(&mut usage_retok, r.completion_tokens.zip(r.retokenized_tokens));
+            PairTally::add_opt(&mut usage_events, r.completion_tokens.map(|u| (u, r.token_event_count)));
+            PairTally::add_opt(&mut retok_events, r.retokenized_tokens.map(|t| (t, r.token_event_count)));
+            PairTally::add_opt(&mut prompt, r.server_prompt_tokens.map(|s| (r.prompt_tokens, s)));
+        }
         TokenAccounting {
-            output_source,
-            usage_vs_retokenized: pairs(&|r| r.completion_tokens.zip(r.retokenized_tokens)),
-            usage_vs_events: pairs(&|r| r.completion_tokens.map(|u| (u, r.token_event_count))),
-            retokenized_vs_events: pairs(&|r| r.retokenized_tokens.map(|t| (t, r.token_event_count))),
-            prompt_server_vs_client: pairs(&|r| r.server_prompt_tokens.map(|s| (r.prompt_tokens, s))),
+            output_source: source.flatten(),
+            usage_vs_retokenized: usage_retok.finish(),
+            usage_vs_events: usage_events.finish(),
+            retokenized_vs_events: retok_events.finish(),
+            prompt_server_vs_client: prompt.finish(),
         }
     }
 
