@@ -53,8 +53,13 @@ impl CompactRecords {
 
     /// Record `i` (panics when `i >= len()`, as slice indexing does).
     pub fn get(&self, i: usize) -> RequestRecord {
-        // Bytes come only from `push`: a record that does not decode is this module's bug.
-        codec::decode(self.slot(i)).expect("compact record bytes written by push")
+        // Bytes come only from `push`, and every value `encode` writes decodes (the round-trip
+        // tests): `None` would be this module's bug, caught by the tests' debug assertion; a
+        // release build gets an empty cancelled record rather than a panic.
+        codec::decode(self.slot(i)).unwrap_or_else(|| {
+            debug_assert!(false, "compact record {i} does not decode");
+            RequestRecord::scheduled(u64::MAX, String::new(), 0, 0, 0)
+        })
     }
 
     /// Every record, decoded one at a time.
