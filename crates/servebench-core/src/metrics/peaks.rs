@@ -83,20 +83,65 @@ where
 /// Ends are processed before starts at equal times (a request ending at `t` and one starting at
 /// `t` never overlap); empty intervals (`end <= start`) are ignored.
 pub fn peak_overlap(intervals: &[(u64, u64)]) -> u64 {
-    let mut events: Vec<(u64, i8)> = Vec::with_capacity(intervals.len() * 2);
-    for &(s, e) in intervals {
-        if e > s {
-            events.push((s, 1));
-            events.push((e, -1));
-        }
-    }
-    events.sort_unstable();
     let (mut cur, mut peak) = (0i64, 0i64);
-    for (_, d) in events {
+    for (_, d) in LevelChanges::of(intervals) {
         cur += i64::from(d);
         peak = peak.max(cur);
     }
     peak.max(0) as u64
+}
+
+/// The starts (`+1`) and ends (`−1`) of half-open intervals in time order, ends before starts
+/// at equal times, empty intervals left out: the order of the `(time, ±1)` pairs sorted, from
+/// two sorted lists of times (8 bytes an event instead of 16 for the pairs).
+pub(crate) struct LevelChanges {
+    starts: std::vec::IntoIter<u64>,
+    ends: std::vec::IntoIter<u64>,
+    next_start: Option<u64>,
+    next_end: Option<u64>,
+}
+
+impl LevelChanges {
+    pub(crate) fn of(intervals: &[(u64, u64)]) -> LevelChanges {
+        let kept = || intervals.iter().filter(|(s, e)| e > s);
+        let mut starts: Vec<u64> = kept().map(|i| i.0).collect();
+        let mut ends: Vec<u64> = kept().map(|i| i.1).collect();
+        starts.sort_unstable();
+        ends.sort_unstable();
+        let (mut starts, mut ends) = (starts.into_iter(), ends.into_iter());
+        let (next_start, next_end) = (starts.next(), ends.next());
+        LevelChanges { starts, ends, next_start, next_end }
+    }
+}
+
+impl Iterator for LevelChanges {
+    type Item = (u64, i8);
+
+    fn next(&mut self) -> Option<(u64, i8)> {
+        match (self.next_start, self.next_end) {
+            (Some(s), Some(e)) if s < e => {
+                self.next_start = self.starts.next();
+                Some((s, 1))
+            }
+            (_, Some(e)) => {
+                self.next_end = self.ends.next();
+                Some((e, -1))
+            }
+            (Some(s), None) => {
+                self.next_start = self.starts.next();
+                Some((s, 1))
+            }
+            (None, None) => None,
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.starts.len()
+            + self.ends.len()
+            + usize::from(self.next_start.is_some())
+            + usize::from(self.next_end.is_some());
+        (n, Some(n))
+    }
 }
 
 #[cfg(test)]
@@ -142,5 +187,24 @@ mod tests {
         assert_eq!(peak_overlap(&[(0, 10), (5, 20), (9, 11), (20, 30)]), 3);
         assert_eq!(peak_overlap(&[(5, 5)]), 0);
         assert_eq!(peak_overlap(&[]), 0);
+    }
+
+    proptest::proptest! {
+        /// Pins the two sorted lists' merge to the order of the `(time, ±1)` pairs sorted, which
+        /// the peak concurrency and the steady state's in-flight steps were computed from.
+        #[test]
+        fn level_changes_are_the_sorted_start_and_end_pairs(
+            intervals in proptest::collection::vec((0u64..50, 0u64..50), 0..40),
+        ) {
+            let mut pairs: Vec<(u64, i8)> = intervals
+                .iter()
+                .filter(|(s, e)| e > s)
+                .flat_map(|&(s, e)| [(s, 1), (e, -1)])
+                .collect();
+            pairs.sort_unstable();
+            let changes = LevelChanges::of(&intervals);
+            proptest::prop_assert_eq!(changes.size_hint(), (pairs.len(), Some(pairs.len())));
+            proptest::prop_assert_eq!(changes.collect::<Vec<_>>(), pairs);
+        }
     }
 }

@@ -3,15 +3,10 @@
 /// Piecewise-constant in-flight count: `(time, level from this time on)`, sorted. Ends come
 /// before starts at equal times; empty intervals are ignored.
 pub(super) fn in_flight_steps(intervals: &[(u64, u64)]) -> Vec<(u64, i64)> {
-    let mut events: Vec<(u64, i8)> = Vec::with_capacity(intervals.len() * 2);
-    for &(s, e) in intervals.iter().filter(|(s, e)| e > s) {
-        events.push((s, 1));
-        events.push((e, -1));
-    }
-    events.sort_unstable();
-    let mut steps: Vec<(u64, i64)> = Vec::with_capacity(events.len());
+    let changes = super::super::peaks::LevelChanges::of(intervals);
+    let mut steps: Vec<(u64, i64)> = Vec::with_capacity(changes.size_hint().0);
     let mut level = 0i64;
-    for (t, d) in events {
+    for (t, d) in changes {
         level += i64::from(d);
         match steps.last_mut() {
             Some(last) if last.0 == t => last.1 = level,
