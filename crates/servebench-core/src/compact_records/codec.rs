@@ -11,45 +11,55 @@ use crate::record::{CancelReason, ErrorKind, HttpPhases, Outcome, RequestError, 
 
 /// Presence bits of the record's optional parts.
 mod bit {
+    // The bits every completed request sets come first: the bitmap is a varint (three bytes
+    // for the first 21 bits).
     pub const SERVER_ID: u64 = 1 << 0;
     /// The server echoed our own `request_id` (not stored twice).
     pub const SERVER_ID_SAME: u64 = 1 << 1;
-    pub const CONVERSATION: u64 = 1 << 2;
-    pub const TURN: u64 = 1 << 3;
-    pub const AGENT_DEPTH: u64 = 1 << 4;
-    pub const AGENT_BRANCH: u64 = 1 << 5;
-    pub const AGENT_TOOL: u64 = 1 << 6;
-    pub const AGENT_TOOL_TRUE: u64 = 1 << 7;
-    pub const LORA: u64 = 1 << 8;
-    pub const STAGE: u64 = 1 << 9;
-    pub const ERROR: u64 = 1 << 10;
-    pub const CANCELLED_BY: u64 = 1 << 11;
-    pub const HTTP_STATUS: u64 = 1 << 12;
-    pub const GATE: u64 = 1 << 13;
-    pub const PREFILL_WAIT: u64 = 1 << 14;
-    pub const CANCEL_AFTER: u64 = 1 << 15;
-    pub const DISPATCHED: u64 = 1 << 16;
-    pub const HEADERS: u64 = 1 << 17;
-    pub const FIRST_EVENT: u64 = 1 << 18;
-    pub const FIRST_TOKEN: u64 = 1 << 19;
-    pub const FIRST_CONTENT: u64 = 1 << 20;
-    pub const LAST_TOKEN: u64 = 1 << 21;
-    pub const DONE: u64 = 1 << 22;
-    pub const SERVER_PROMPT: u64 = 1 << 23;
-    pub const CACHED_PROMPT: u64 = 1 << 24;
-    pub const COMPLETION: u64 = 1 << 25;
-    pub const AUDIO: u64 = 1 << 26;
-    pub const RETOKENIZED: u64 = 1 << 27;
-    pub const FINISH_REASON: u64 = 1 << 28;
-    pub const RESENT: u64 = 1 << 29;
-    pub const GENERATED_TEXT: u64 = 1 << 30;
-    pub const PHASES: u64 = 1 << 31;
-    pub const SERVER_QUEUE: u64 = 1 << 32;
-    pub const SERVER_TTFT: u64 = 1 << 33;
+    /// `request_id` is the store's id prefix followed by the index (not stored).
+    pub const ID_DERIVED: u64 = 1 << 2;
+    pub const HTTP_STATUS: u64 = 1 << 3;
+    pub const GATE: u64 = 1 << 4;
+    pub const DISPATCHED: u64 = 1 << 5;
+    pub const HEADERS: u64 = 1 << 6;
+    pub const FIRST_EVENT: u64 = 1 << 7;
+    pub const FIRST_TOKEN: u64 = 1 << 8;
+    pub const FIRST_CONTENT: u64 = 1 << 9;
+    pub const LAST_TOKEN: u64 = 1 << 10;
+    pub const DONE: u64 = 1 << 11;
+    pub const SERVER_PROMPT: u64 = 1 << 12;
+    pub const COMPLETION: u64 = 1 << 13;
+    pub const FINISH_REASON: u64 = 1 << 14;
+    pub const PHASES: u64 = 1 << 15;
+    pub const CACHED_PROMPT: u64 = 1 << 16;
+    pub const SERVER_QUEUE: u64 = 1 << 17;
+    pub const SERVER_TTFT: u64 = 1 << 18;
+    pub const RETOKENIZED: u64 = 1 << 19;
+    pub const ERROR: u64 = 1 << 20;
+    pub const CONVERSATION: u64 = 1 << 21;
+    pub const TURN: u64 = 1 << 22;
+    pub const AGENT_DEPTH: u64 = 1 << 23;
+    pub const AGENT_BRANCH: u64 = 1 << 24;
+    pub const AGENT_TOOL: u64 = 1 << 25;
+    pub const AGENT_TOOL_TRUE: u64 = 1 << 26;
+    pub const LORA: u64 = 1 << 27;
+    pub const STAGE: u64 = 1 << 28;
+    pub const CANCELLED_BY: u64 = 1 << 29;
+    pub const PREFILL_WAIT: u64 = 1 << 30;
+    pub const CANCEL_AFTER: u64 = 1 << 31;
+    pub const AUDIO: u64 = 1 << 32;
+    pub const RESENT: u64 = 1 << 33;
+    pub const GENERATED_TEXT: u64 = 1 << 34;
 }
 
-/// Appends `r`'s bytes to `out`.
-pub(super) fn encode(r: &RequestRecord, out: &mut Vec<u8>) {
+/// Whether `id` is `prefix` followed by `index` in decimal.
+pub(super) fn id_is_derived(id: &str, prefix: &str, index: u64) -> bool {
+    id.strip_prefix(prefix).is_some_and(|rest| rest == index.to_string())
+}
+
+/// Appends `r`'s bytes to `out`; a `request_id` that is `id_prefix` followed by the index is
+/// not stored (`decode` with the same prefix rebuilds it).
+pub(super) fn encode(r: &RequestRecord, id_prefix: &str, out: &mut Vec<u8>) {
     let RequestRecord {
         index,
         request_id,
@@ -98,12 +108,14 @@ pub(super) fn encode(r: &RequestRecord, out: &mut Vec<u8>) {
         server_ttft_ms,
     } = r;
     let same_id = server_request_id.as_deref() == Some(request_id.as_str());
+    let derived_id = id_is_derived(request_id, id_prefix, *index);
     let mut bits = 0u64;
     let mut flag = |present: bool, b: u64| {
         if present {
             bits |= b;
         }
     };
+    flag(derived_id, bit::ID_DERIVED);
     flag(server_request_id.is_some(), bit::SERVER_ID);
     flag(same_id, bit::SERVER_ID_SAME);
     flag(conversation.is_some(), bit::CONVERSATION);
@@ -142,7 +154,9 @@ pub(super) fn encode(r: &RequestRecord, out: &mut Vec<u8>) {
     let mut w = Writer(out);
     w.uint(bits);
     w.uint(*index);
-    w.str(request_id);
+    if !derived_id {
+        w.str(request_id);
+    }
     if !same_id {
         w.opt_str(server_request_id.as_deref());
     }
@@ -196,12 +210,15 @@ pub(super) fn encode(r: &RequestRecord, out: &mut Vec<u8>) {
 
 /// The record `encode` wrote at the start of `bytes`. `None` only for bytes `encode` did not
 /// write (a bug): callers treat it as such.
-pub(super) fn decode(bytes: &[u8]) -> Option<RequestRecord> {
+pub(super) fn decode(bytes: &[u8], id_prefix: &str) -> Option<RequestRecord> {
     let mut r = Reader { bytes, at: 0 };
     let bits = r.uint()?;
     let has = |b: u64| bits & b != 0;
     let index = r.uint()?;
-    let request_id = r.string()?;
+    let request_id = match has(bit::ID_DERIVED) {
+        true => format!("{id_prefix}{index}"),
+        false => r.string()?,
+    };
     let server_request_id = match (has(bit::SERVER_ID), has(bit::SERVER_ID_SAME)) {
         (false, _) => None,
         (true, true) => Some(request_id.clone()),

@@ -17,18 +17,25 @@ pub struct CompactRecords {
     bytes: Vec<u8>,
     /// Where each record starts in `bytes`, in the records' order.
     starts: Vec<u64>,
+    /// What precedes the index in a run's request ids (`bench-a3bc8c99-` of
+    /// `bench-a3bc8c99-17`), learnt from the first record: such ids are not stored.
+    id_prefix: Option<String>,
 }
 
 impl CompactRecords {
     /// An empty store with room for `n` record starts.
     pub fn with_capacity(n: usize) -> Self {
-        CompactRecords { bytes: Vec::new(), starts: Vec::with_capacity(n) }
+        CompactRecords { bytes: Vec::new(), starts: Vec::with_capacity(n), id_prefix: None }
     }
 
     /// Appends one record.
     pub fn push(&mut self, record: &RequestRecord) {
+        let prefix = self.id_prefix.get_or_insert_with(|| {
+            let digits = record.index.to_string();
+            record.request_id.strip_suffix(digits.as_str()).unwrap_or_default().to_owned()
+        });
         self.starts.push(self.bytes.len() as u64);
-        codec::encode(record, &mut self.bytes);
+        codec::encode(record, prefix, &mut self.bytes);
     }
 
     /// The number of records.
@@ -56,7 +63,7 @@ impl CompactRecords {
         // Bytes come only from `push`, and every value `encode` writes decodes (the round-trip
         // tests): `None` would be this module's bug, caught by the tests' debug assertion; a
         // release build gets an empty cancelled record rather than a panic.
-        codec::decode(self.slot(i)).unwrap_or_else(|| {
+        codec::decode(self.slot(i), self.id_prefix.as_deref().unwrap_or_default()).unwrap_or_else(|| {
             debug_assert!(false, "compact record {i} does not decode");
             RequestRecord::scheduled(u64::MAX, String::new(), 0, 0, 0)
         })

@@ -120,6 +120,32 @@ fn a_short_completed_request_takes_under_a_hundred_bytes() {
     assert!(c.bytes.len() < 100, "{} bytes", c.bytes.len());
 }
 
+/// Pins the run's request ids (`<prefix><index>`) being rebuilt from the index, and every other
+/// id (another prefix, a padded or foreign index, the first record's own) being kept as it was.
+#[test]
+fn request_ids_of_the_prefix_and_index_are_rebuilt_and_others_kept() {
+    let ids = ["bench-x-7", "bench-x-8", "bench-x-08", "other-9", "bench-x-", "bench-x-12", "", "3"];
+    let recs: Vec<RequestRecord> = ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| RequestRecord::scheduled([7, 8, 8, 9, 10, 11, 0, 3][k], (*id).to_owned(), 0, 1, 1))
+        .collect();
+    let c = CompactRecords::from(recs.as_slice());
+    assert_eq!(c.id_prefix.as_deref(), Some("bench-x-"));
+    assert_eq!(c.to_vec(), recs);
+    let plain = CompactRecords::from(vec![RequestRecord::scheduled(8, "bench-x-8".into(), 0, 1, 1)]);
+    let one_more = CompactRecords::from(vec![
+        RequestRecord::scheduled(7, "bench-x-7".into(), 0, 1, 1),
+        RequestRecord::scheduled(8, "bench-x-8".into(), 0, 1, 1),
+    ]);
+    // No id costs a byte of its own (the first one's prefix is learnt from it): both records
+    // are as long as one, and shorter than the id alone would make them.
+    assert_eq!(one_more.bytes.len(), 2 * plain.bytes.len());
+    let foreign = CompactRecords::from(vec![RequestRecord::scheduled(8, "x-8-y".into(), 0, 1, 1)]);
+    assert_eq!(foreign.id_prefix.as_deref(), Some(""));
+    assert_eq!(foreign.get(0).request_id, "x-8-y");
+}
+
 #[test]
 fn sorting_by_index_orders_the_records_and_the_set_walks_them_in_order() {
     let recs: Vec<RequestRecord> = [5u64, 0, 3, 1, 4, 2]
