@@ -25,7 +25,7 @@ pub mod validity;
 pub mod workload;
 
 pub use clock::RunClock;
-pub use compact_records::{CompactRecords, Filtered, RecordSet};
+pub use compact_records::{CompactRecords, Filtered, RecordSet, Selection};
 pub use error::{errors_markdown, BenchError, ErrorCode, Result};
 pub use record::{
     CancelReason, ErrorKind, FailureCause, HttpPhases, Outcome, RequestError, RequestRecord, TokenEvents,

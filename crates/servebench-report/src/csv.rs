@@ -155,11 +155,11 @@ fn push_line(out: &mut String, cells: impl IntoIterator<Item = String>) {
 
 /// One header row and one row per record (in the given order), `\n`-terminated; `scheduled` as
 /// in `row` (false for records rebuilt from a result's arrays).
-pub fn records_csv(records: &[RequestRecord], scheduled: bool) -> String {
-    let mut out = String::with_capacity(64 + records.len() * 220);
+pub fn records_csv<S: servebench_core::RecordSet + ?Sized>(records: &S, scheduled: bool) -> String {
+    let mut out = String::with_capacity(64 + records.record_count() * 220);
     push_line(&mut out, COLUMNS.iter().map(|c| c.to_string()));
-    for r in records {
-        push_line(&mut out, row(r, scheduled));
+    for r in records.records() {
+        push_line(&mut out, row(std::borrow::Borrow::borrow(&r), scheduled));
     }
     out
 }

@@ -5,7 +5,6 @@ use serde_json::{json, Map, Value};
 use servebench_core::metrics::{MetricName, RequestTimes, RunMetrics};
 use servebench_core::record::{Outcome, RequestRecord};
 use servebench_core::RecordSet;
-use std::borrow::Borrow;
 
 use crate::fmt::{
     insert_stats, insert_vllm_stats, int_or_float, metric_reported, number_or_inf, rate_json, secs,
@@ -138,45 +137,107 @@ fn insert_arrays<S: RecordSet + ?Sized>(
     records: &S,
     detailed: bool,
 ) {
-    // Columns in index order, each built by walking the records (a run's are decoded one at a
-    // time, never all held as records).
+    // Columns in index order, all filled in one walk of the records (a run's are decoded one at
+    // a time, never all held as records), the gaps in a second.
     let order = IndexOrder::of(records);
-    // `Some(times)` for a completed request, `None` for one that did not complete. The times
-    // are derived per column, not held for every request (120 bytes each at a million).
-    let times = |r: &RequestRecord| (r.outcome == Outcome::Completed).then(|| RequestTimes::of(r));
-    let floats = |f: &dyn Fn(&RequestRecord, Option<&RequestTimes>) -> f64| {
-        Column::Floats(order.values(records, |r| f(r, times(r).as_ref())))
-    };
+    let c = ArrayColumns::of(records, &order, detailed);
     let mut put = |key: &str, column: Column| arrays.insert(o, key, column);
     if detailed {
-        put("input_lens", Column::Counts(order.values(records, |r| u64::from(r.prompt_tokens))));
-        let outs = order.values(records, |r| times(r).map_or(0, |t| u64::from(t.output_tokens)));
-        put("output_lens", Column::Counts(outs));
-        put("ttfts", floats(&|_, t| t.and_then(|t| t.ttft_us).map_or(0.0, secs)));
-        put("itls", order.gaps_column(records, itls_of));
+        put("input_lens", Column::Counts(c.input_lens));
+        put("output_lens", Column::Counts(c.output_lens));
+        put("ttfts", Column::Floats(c.ttfts));
+        put("itls", order.gaps_column_of_lens(records, &c.gap_counts, itls_of));
     }
-    put("latencies", floats(&|r, t| t.and_then(|_| vllm_latency_us(r)).map_or(0.0, secs)));
+    put("latencies", Column::Floats(c.latencies));
     if detailed {
-        put("start_times", floats(&|r, _| secs(r.dispatched_us.unwrap_or(r.intended_us))));
+        put("start_times", Column::Floats(c.start_times));
     }
-    // Measured for every dispatched request, whatever its outcome (as vLLM's semaphore wait).
-    put("queue_times", floats(&|r, _| RequestTimes::of(r).queue_us.map_or(0.0, secs)));
+    put("queue_times", Column::Floats(c.queue_times));
     // vLLM 0.34: the server's own per-request timing, seconds, `null` where a request had none;
     // both keys left out when no request had any (as vLLM's `_get_server_metrics_results`).
-    if records
-        .records()
-        .any(|r| r.borrow().server_queue_time_ms.is_some() || r.borrow().server_ttft_ms.is_some())
-    {
-        let server = |ms: fn(&RequestRecord) -> Option<f64>| {
-            Column::Floats(order.values(records, |r| ms(r).map_or(f64::NAN, |v| v / 1e3)))
-        };
-        put("server_queue_times", server(|r| r.server_queue_time_ms));
-        put("server_ttfts", server(|r| r.server_ttft_ms));
+    if c.any_server_timing {
+        put("server_queue_times", Column::Floats(c.server_queue_times));
+        put("server_ttfts", Column::Floats(c.server_ttfts));
     }
     if detailed {
-        let texts = order.values(records, |r| times(r).and(r.generated_text.clone()).unwrap_or_default());
-        put("generated_texts", Column::Texts(texts));
-        put("errors", Column::Texts(order.values(records, |r| r.error_entry())));
+        put("generated_texts", Column::Texts(c.generated_texts));
+        put("errors", Column::Texts(c.errors));
+    }
+}
+
+/// The per-request arrays' values in index order (the detailed ones empty unless `detailed`).
+#[derive(Default)]
+struct ArrayColumns {
+    input_lens: Vec<u64>,
+    output_lens: Vec<u64>,
+    ttfts: Vec<f64>,
+    gap_counts: Vec<usize>,
+    latencies: Vec<f64>,
+    start_times: Vec<f64>,
+    queue_times: Vec<f64>,
+    server_queue_times: Vec<f64>,
+    server_ttfts: Vec<f64>,
+    any_server_timing: bool,
+    /// The number of requests.
+    len: usize,
+    generated_texts: Vec<String>,
+    errors: Vec<String>,
+}
+
+impl ArrayColumns {
+    fn of<S: RecordSet + ?Sized>(records: &S, order: &IndexOrder, detailed: bool) -> ArrayColumns {
+        let n = order.len();
+        let (all, some) = (n, if detailed { n } else { 0 });
+        let mut c = ArrayColumns {
+            len: n,
+            input_lens: vec![0; some],
+            output_lens: vec![0; some],
+            ttfts: vec![0.0; some],
+            gap_counts: vec![0; some],
+            latencies: vec![0.0; all],
+            start_times: vec![0.0; some],
+            queue_times: vec![0.0; all],
+            // Sized at the first request with server timing (most runs have none).
+            server_queue_times: Vec::new(),
+            server_ttfts: Vec::new(),
+            any_server_timing: false,
+            generated_texts: vec![String::new(); some],
+            errors: vec![String::new(); some],
+        };
+        order.walk(records, |i, r| c.fill(i, r, detailed));
+        c
+    }
+
+    /// Record `r`'s values at place `i`.
+    fn fill(&mut self, i: usize, r: &RequestRecord, detailed: bool) {
+        // `Some(times)` for a completed request, `None` for one that did not complete.
+        let times = (r.outcome == Outcome::Completed).then(|| RequestTimes::of(r));
+        set(&mut self.latencies, i, times.and_then(|_| vllm_latency_us(r)).map_or(0.0, secs));
+        // Measured for every dispatched request, whatever its outcome (as vLLM's semaphore wait).
+        set(&mut self.queue_times, i, RequestTimes::of(r).queue_us.map_or(0.0, secs));
+        if !self.any_server_timing && (r.server_queue_time_ms.is_some() || r.server_ttft_ms.is_some()) {
+            self.any_server_timing = true;
+            self.server_queue_times = vec![f64::NAN; self.len];
+            self.server_ttfts = vec![f64::NAN; self.len];
+        }
+        set(&mut self.server_queue_times, i, r.server_queue_time_ms.map_or(f64::NAN, |v| v / 1e3));
+        set(&mut self.server_ttfts, i, r.server_ttft_ms.map_or(f64::NAN, |v| v / 1e3));
+        if !detailed {
+            return;
+        }
+        set(&mut self.input_lens, i, u64::from(r.prompt_tokens));
+        set(&mut self.output_lens, i, times.map_or(0, |t| u64::from(t.output_tokens)));
+        set(&mut self.ttfts, i, times.and_then(|t| t.ttft_us).map_or(0.0, secs));
+        set(&mut self.gap_counts, i, itls_of(r).len());
+        set(&mut self.start_times, i, secs(r.dispatched_us.unwrap_or(r.intended_us)));
+        set(&mut self.generated_texts, i, times.and(r.generated_text.clone()).unwrap_or_default());
+        set(&mut self.errors, i, r.error_entry());
+    }
+}
+
+fn set<T>(column: &mut [T], i: usize, value: T) {
+    if let Some(slot) = column.get_mut(i) {
+        *slot = value;
     }
 }
 

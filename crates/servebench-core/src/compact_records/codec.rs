@@ -210,7 +210,7 @@ pub(super) fn encode(r: &RequestRecord, id_prefix: &str, out: &mut Vec<u8>) {
 
 /// The record `encode` wrote at the start of `bytes`. `None` only for bytes `encode` did not
 /// write (a bug): callers treat it as such.
-pub(super) fn decode(bytes: &[u8], id_prefix: &str) -> Option<RequestRecord> {
+pub(super) fn decode_with_len(bytes: &[u8], id_prefix: &str) -> Option<(RequestRecord, usize)> {
     let mut r = Reader { bytes, at: 0 };
     let bits = r.uint()?;
     let has = |b: u64| bits & b != 0;
@@ -255,7 +255,7 @@ pub(super) fn decode(bytes: &[u8], id_prefix: &str) -> Option<RequestRecord> {
     let last_token_us = at(has(bit::LAST_TOKEN))?;
     let done_us = at(has(bit::DONE))?;
     let token_events = TokenEvents { gaps_us: r.u32s()?, tokens: r.u32s()? };
-    Some(RequestRecord {
+    let record = RequestRecord {
         index,
         request_id,
         server_request_id,
@@ -301,7 +301,8 @@ pub(super) fn decode(bytes: &[u8], id_prefix: &str) -> Option<RequestRecord> {
         phases: if has(bit::PHASES) { Some(r.phases()?) } else { None },
         server_queue_time_ms: r.opt_f64(has(bit::SERVER_QUEUE))?,
         server_ttft_ms: r.opt_f64(has(bit::SERVER_TTFT))?,
-    })
+    };
+    Some((record, r.at))
 }
 
 /// The workload index of the record at the start of `bytes` (its second field), read without

@@ -7,7 +7,7 @@
 mod codec;
 mod set;
 
-pub use set::{Filtered, RecordSet};
+pub use set::{Filtered, RecordSet, Selection};
 
 use crate::RequestRecord;
 
@@ -63,10 +63,28 @@ impl CompactRecords {
         // Bytes come only from `push`, and every value `encode` writes decodes (the round-trip
         // tests): `None` would be this module's bug, caught by the tests' debug assertion; a
         // release build gets an empty cancelled record rather than a panic.
-        codec::decode(self.slot(i), self.id_prefix.as_deref().unwrap_or_default()).unwrap_or_else(|| {
-            debug_assert!(false, "compact record {i} does not decode");
-            RequestRecord::scheduled(u64::MAX, String::new(), 0, 0, 0)
-        })
+        codec::decode_with_len(self.slot(i), self.id_prefix.as_deref().unwrap_or_default())
+            .map(|(r, _)| r)
+            .unwrap_or_else(|| {
+                debug_assert!(false, "compact record {i} does not decode");
+                RequestRecord::scheduled(u64::MAX, String::new(), 0, 0, 0)
+            })
+    }
+
+    /// The records `keep` holds for, their bytes copied (the id prefix shared).
+    pub fn select(&self, keep: &dyn Fn(&RequestRecord) -> bool) -> Selection<'static> {
+        let prefix = self.id_prefix.as_deref().unwrap_or_default();
+        let mut out = CompactRecords { id_prefix: self.id_prefix.clone(), ..CompactRecords::default() };
+        for i in 0..self.len() {
+            let slot = self.slot(i);
+            let Some((record, len)) = codec::decode_with_len(slot, prefix) else { continue };
+            if keep(&record) {
+                out.starts.push(out.bytes.len() as u64);
+                out.bytes.extend_from_slice(&slot[..len]);
+            }
+        }
+        out.shrink_to_fit();
+        Selection::Compact(out)
     }
 
     /// Every record, decoded one at a time.

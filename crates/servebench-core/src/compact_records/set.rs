@@ -4,7 +4,7 @@
 
 use super::CompactRecords;
 use crate::RequestRecord;
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 
 /// Records a computation can walk, as many times as it needs.
 pub trait RecordSet {
@@ -18,6 +18,47 @@ pub trait RecordSet {
 
     /// The number of records.
     fn record_count(&self) -> usize;
+
+    /// The records `keep` holds for, as a set of their own (in the set's order): a group that
+    /// is walked many times is then walked alone, not through the whole set.
+    fn select(&self, keep: &dyn Fn(&RequestRecord) -> bool) -> Selection<'_>;
+}
+
+/// Records selected from a set ([`RecordSet::select`]): references into a slice, or the bytes
+/// of a run's compact records copied (a group's share of them, not its decoded records).
+#[derive(Debug)]
+pub enum Selection<'a> {
+    Refs(Vec<&'a RequestRecord>),
+    Compact(CompactRecords),
+}
+
+impl RecordSet for Selection<'_> {
+    type Item<'b>
+        = Cow<'b, RequestRecord>
+    where
+        Self: 'b;
+
+    fn records(&self) -> impl Iterator<Item = Cow<'_, RequestRecord>> + '_ {
+        let (refs, compact) = match self {
+            Selection::Refs(v) => (Some(v.iter().map(|&r| Cow::Borrowed(r))), None),
+            Selection::Compact(c) => (None, Some(c.iter().map(Cow::Owned))),
+        };
+        refs.into_iter().flatten().chain(compact.into_iter().flatten())
+    }
+
+    fn record_count(&self) -> usize {
+        match self {
+            Selection::Refs(v) => v.len(),
+            Selection::Compact(c) => c.len(),
+        }
+    }
+
+    fn select(&self, keep: &dyn Fn(&RequestRecord) -> bool) -> Selection<'_> {
+        match self {
+            Selection::Refs(v) => Selection::Refs(v.iter().copied().filter(|r| keep(r)).collect()),
+            Selection::Compact(c) => c.select(keep),
+        }
+    }
 }
 
 impl<R: Borrow<RequestRecord>> RecordSet for [R] {
@@ -32,6 +73,10 @@ impl<R: Borrow<RequestRecord>> RecordSet for [R] {
 
     fn record_count(&self) -> usize {
         self.len()
+    }
+
+    fn select(&self, keep: &dyn Fn(&RequestRecord) -> bool) -> Selection<'_> {
+        Selection::Refs(self.iter().map(Borrow::borrow).filter(|r| keep(r)).collect())
     }
 }
 
@@ -48,6 +93,10 @@ impl<R: Borrow<RequestRecord>> RecordSet for Vec<R> {
     fn record_count(&self) -> usize {
         self.len()
     }
+
+    fn select(&self, keep: &dyn Fn(&RequestRecord) -> bool) -> Selection<'_> {
+        self.as_slice().select(keep)
+    }
 }
 
 impl<R: Borrow<RequestRecord>, const N: usize> RecordSet for [R; N] {
@@ -63,6 +112,10 @@ impl<R: Borrow<RequestRecord>, const N: usize> RecordSet for [R; N] {
     fn record_count(&self) -> usize {
         N
     }
+
+    fn select(&self, keep: &dyn Fn(&RequestRecord) -> bool) -> Selection<'_> {
+        self.as_slice().select(keep)
+    }
 }
 
 impl RecordSet for CompactRecords {
@@ -74,6 +127,10 @@ impl RecordSet for CompactRecords {
 
     fn record_count(&self) -> usize {
         self.len()
+    }
+
+    fn select(&self, keep: &dyn Fn(&RequestRecord) -> bool) -> Selection<'_> {
+        CompactRecords::select(self, keep)
     }
 }
 
@@ -102,6 +159,10 @@ impl<'a, S: RecordSet + ?Sized, F: Fn(&RequestRecord) -> bool> RecordSet for Fil
 
     fn record_count(&self) -> usize {
         self.set.records().filter(|r| (self.keep)(r.borrow())).count()
+    }
+
+    fn select(&self, keep: &dyn Fn(&RequestRecord) -> bool) -> Selection<'_> {
+        self.set.select(&|r| (self.keep)(r) && keep(r))
     }
 }
 

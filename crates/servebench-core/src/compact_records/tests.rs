@@ -166,6 +166,29 @@ fn sorting_by_index_orders_the_records_and_the_set_walks_them_in_order() {
     assert_eq!(from_slice.records().map(|r| r.request_id.clone()).collect::<Vec<_>>(), ["r0", "r1"]);
 }
 
+/// A group is selected once and walked alone: a run's compact records copy the group's bytes
+/// (ids still rebuilt from the shared prefix), a slice gives references, a filtered view
+/// selects within its own records; all in the set's order.
+#[test]
+fn a_selection_holds_the_kept_records_in_order_whatever_the_set() {
+    let recs: Vec<RequestRecord> =
+        (0..9u64).map(|i| RequestRecord::scheduled(i, format!("run-{i}"), i * 3, 1, 1)).collect();
+    let odd = |r: &RequestRecord| r.index % 2 == 1;
+    let want: Vec<RequestRecord> = recs.iter().filter(|r| odd(r)).cloned().collect();
+    let walk = |s: &Selection<'_>| s.records().map(|r| r.into_owned()).collect::<Vec<_>>();
+    let compact = CompactRecords::from(recs.as_slice());
+    let from_compact = compact.select(&odd);
+    assert!(matches!(from_compact, Selection::Compact(_)));
+    assert_eq!((walk(&from_compact), from_compact.record_count()), (want.clone(), 4));
+    let from_slice = recs.select(&odd);
+    assert!(matches!(from_slice, Selection::Refs(_)));
+    assert_eq!(walk(&from_slice), want);
+    let low = Filtered::new(&compact, |r: &RequestRecord| r.index < 6);
+    let both: Vec<u64> = walk(&low.select(&odd)).iter().map(|r| r.index).collect();
+    assert_eq!(both, [1, 3, 5]);
+    assert_eq!(walk(&from_compact.select(&|r| r.index > 4)).len(), 2);
+}
+
 fn arb_opt_u64() -> impl Strategy<Value = Option<u64>> {
     prop::option::of(prop_oneof![any::<u64>(), 0u64..10_000_000])
 }

@@ -31,8 +31,36 @@ impl IndexOrder {
         IndexOrder { rank: Some(rank), len }
     }
 
-    fn place(&self, pos: usize) -> usize {
-        self.rank.as_ref().map_or(pos, |r| r[pos])
+    /// The place of the set's `pos`-th record (`None` past the set `of` was given).
+    fn place(&self, pos: usize) -> Option<usize> {
+        match &self.rank {
+            None => (pos < self.len).then_some(pos),
+            Some(r) => r.get(pos).copied(),
+        }
+    }
+
+    /// The number of records of the set `of` was given.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether that set was empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Calls `f(place, record)` for every record of `records` (the set `of` was given), in the
+    /// set's order: one walk fills every column of a record at its place.
+    pub fn walk<S, F>(&self, records: &S, mut f: F)
+    where
+        S: RecordSet + ?Sized,
+        F: FnMut(usize, &RequestRecord),
+    {
+        for (pos, r) in records.records().enumerate() {
+            if let Some(place) = self.place(pos) {
+                f(place, r.borrow());
+            }
+        }
     }
 
     /// `f` of every record, in index order.
@@ -44,7 +72,7 @@ impl IndexOrder {
     {
         let mut out = vec![T::default(); self.len];
         for (pos, r) in records.records().enumerate() {
-            if let Some(slot) = out.get_mut(self.place(pos)) {
+            if let Some(slot) = self.place(pos).and_then(|p| out.get_mut(p)) {
                 *slot = f(r.borrow());
             }
         }
@@ -59,16 +87,25 @@ impl IndexOrder {
         F: Fn(&RequestRecord) -> &[u32],
     {
         let lens: Vec<usize> = self.values(records, |r| gaps(r).len());
+        self.gaps_column_of_lens(records, &lens, gaps)
+    }
+
+    /// [`IndexOrder::gaps_column`] with each record's number of gaps known (in index order).
+    pub fn gaps_column_of_lens<S, F>(&self, records: &S, lens: &[usize], gaps: F) -> Column
+    where
+        S: RecordSet + ?Sized,
+        F: Fn(&RequestRecord) -> &[u32],
+    {
         let mut ends = Vec::with_capacity(self.len);
         let mut total = 0;
-        for n in &lens {
+        for n in lens {
             total += n;
             ends.push(total);
         }
         let mut gaps_us = vec![0u32; total];
         for (pos, r) in records.records().enumerate() {
-            let place = self.place(pos);
-            let start = if place == 0 { 0 } else { ends[place - 1] };
+            let Some(place) = self.place(pos) else { continue };
+            let start = place.checked_sub(1).and_then(|p| ends.get(p).copied()).unwrap_or(0);
             let g = gaps(r.borrow());
             if let Some(dst) = gaps_us.get_mut(start..start + g.len()) {
                 dst.copy_from_slice(g);

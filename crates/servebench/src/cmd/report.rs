@@ -194,8 +194,7 @@ pub fn write_run_reports(
     validity: Option<servebench_core::validity::Validity>,
 ) -> anyhow::Result<()> {
     if let Some(p) = csv {
-        // The optional outputs take the records decoded (a run holds them as bytes).
-        write_text(p, &records_csv(&out.records.to_vec(), true))?;
+        write_text(p, &records_csv(&out.records, true))?;
         outln!("CSV: {}", p.display());
     }
     if let Some(p) = html {

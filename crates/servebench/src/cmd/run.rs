@@ -359,15 +359,17 @@ fn write_reports(
     results: &RunResults,
 ) -> anyhow::Result<()> {
     let (info, out) = (&results.info, &results.out);
-    // The optional outputs take the records decoded (a run holds them as bytes): decoded once,
-    // only when one of them is asked for.
-    let decoded = std::cell::OnceCell::new();
-    let records = || decoded.get_or_init(|| out.records.to_vec());
-    if args.plot_dataset_stats {
-        crate::cmd::report::write_dataset_stats(result_path, args, info, records())?;
-    }
-    if let Some(thresholds) = output.timeline_itl_ms {
-        crate::cmd::report::write_timeline(result_path, args, info, records(), thresholds)?;
+    // The charts take the records decoded (a run holds them as bytes): decoded once, only when
+    // one of them is asked for, and freed before the HTML report decodes its own.
+    {
+        let decoded = std::cell::OnceCell::new();
+        let records = || decoded.get_or_init(|| out.records.to_vec());
+        if args.plot_dataset_stats {
+            crate::cmd::report::write_dataset_stats(result_path, args, info, records())?;
+        }
+        if let Some(thresholds) = output.timeline_itl_ms {
+            crate::cmd::report::write_timeline(result_path, args, info, records(), thresholds)?;
+        }
     }
     crate::cmd::report::write_run_reports(
         args.html_report.as_deref(),
