@@ -1,8 +1,8 @@
-//! A run's records held in memory as bytes (`codec`): about a sixth of a [`RequestRecord`]'s
-//! size for a short request (about 100 bytes against 650 with its strings), so a run of a
-//! million requests holds its records in about 100 MB instead of 650 (docs/performance.md,
-//! "Lazy workload generation"). Every computation walks them through [`RecordSet`], decoding
-//! one record at a time.
+//! A run's records held in memory as bytes (`codec`): about a tenth of a [`RequestRecord`]'s
+//! size for a short request (56 bytes against 568 plus its strings), so a run of a million
+//! requests holds its records in about 64 MB instead of 650 (docs/performance.md, "Lazy
+//! workload generation"). Every computation walks them through [`RecordSet`], decoding one
+//! record at a time.
 
 mod codec;
 mod set;

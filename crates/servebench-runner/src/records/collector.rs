@@ -1,6 +1,6 @@
 //! The collector's store of finished requests: every record goes to the records file (if any)
 //! the moment it arrives; at most `max_in_memory` are also held in memory during the run, as
-//! bytes (`CompactRecords`: about 100 bytes a short request instead of a 650-byte record).
+//! bytes (`CompactRecords`: about 60 bytes a short request instead of a 650-byte record).
 //!
 //! Beyond the cap, records live only on disk: in the records file when the run writes one,
 //! else in a spill file (same JSONL format) in the system temporary directory, removed at the
