@@ -122,6 +122,31 @@ impl Serialize for LatencyStats {
 }
 
 impl Metrics {
+    /// The first value no run can have, as `key is value: why` (`None` when every value is
+    /// possible): a count that is negative or not whole, a duration, rate or latency that is
+    /// negative or not finite. `report` and `compare` refuse such a file (SB208) rather than
+    /// show figures computed from it (a `completed` of −5 read as 0, a duration of −3 s).
+    pub fn impossible_value(&self) -> Option<String> {
+        let count = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0;
+        let amount = |v: f64| v.is_finite() && v >= 0.0;
+        for key in Headline::ALL {
+            let Some(v) = self.headline(key) else { continue };
+            let (ok, what) = match key {
+                Headline::Completed | Headline::Failed | Headline::MaxConcurrentRequests => {
+                    (count(v), "a count is a non-negative whole number")
+                }
+                _ => (amount(v), "a duration or rate is a non-negative finite number"),
+            };
+            if !ok {
+                return Some(format!("`{}` is {v}: {what}", key.key()));
+            }
+        }
+        self.latency.0.iter().find_map(|(k, v)| {
+            v.filter(|v| !amount(*v))
+                .map(|v| format!("`{k}` is {v}: a latency is a non-negative finite number"))
+        })
+    }
+
     /// The value of a headline key.
     pub fn headline(&self, key: Headline) -> Option<f64> {
         match key {

@@ -79,6 +79,7 @@ pub fn load_report_input(path: &Path) -> Result<ReportInput, BenchError> {
         ),
         source: None,
     })?;
+    refuse_impossible_values(path, &result)?;
     let appended = appended_results(&text);
     drop(text);
     let records = records_beside(path, result.records_file.as_deref());
@@ -120,6 +121,18 @@ fn refuse_mismatched_arrays(path: &Path, result: &ResultDocument) -> Result<(), 
             problem: format!(
                 "its per-request arrays differ in length ({lens}): they cannot be lined up request by request"
             ),
+            source: None,
+        }),
+    }
+}
+
+/// SB208 for a result whose summary has a value no run can have ([`Metrics::impossible_value`]).
+fn refuse_impossible_values(path: &Path, result: &ResultDocument) -> Result<(), BenchError> {
+    match result.metrics.impossible_value() {
+        None => Ok(()),
+        Some(problem) => Err(BenchError::RecordsFileMalformed {
+            file: path.display().to_string(),
+            problem: format!("{problem}; no run wrote it"),
             source: None,
         }),
     }
@@ -282,6 +295,7 @@ pub fn load_compare_input(path: &Path) -> Result<Loaded, BenchError> {
         }
         JsonFile::Result(doc) => {
             let doc = *doc;
+            refuse_impossible_values(path, &doc)?;
             let records = records_beside(path, doc.records_file.as_deref());
             let missing_records = named_records_missing(&doc, &records);
             let per_request = if records.exists() {
@@ -479,6 +493,50 @@ mod tests {
         assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{e}");
         let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<serde_json::Error>());
         assert!(source.is_some(), "the JSON error is kept: {e:?}");
+    }
+
+    /// Pins a summary no run can have being refused by report and compare (SB208 naming the key
+    /// and value): a `completed` of −5 was read as 0 and a duration of −3 s divided the rates,
+    /// with or without records beside the result; possible values (vLLM's 0.0 of no data, a
+    /// whole count written as a float) still load.
+    #[test]
+    fn a_result_with_an_impossible_value_is_refused_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let result = dir.path().join("r.json");
+        let rec = dir.path().join("r.json.records.jsonl");
+        let cases = [
+            (r#"{"completed": -5, "duration": 10.0}"#, "`completed` is -5: a count"),
+            (r#"{"completed": 2.5, "duration": 10.0}"#, "`completed` is 2.5: a count"),
+            (r#"{"completed": 5, "duration": -3.0}"#, "`duration` is -3: a duration or rate"),
+            (r#"{"completed": 5, "request_throughput": -1.0}"#, "`request_throughput` is -1"),
+            (r#"{"completed": 5, "mean_ttft_ms": -0.5}"#, "`mean_ttft_ms` is -0.5: a latency"),
+            (r#"{"completed": 5, "max_concurrent_requests": 1e300, "duration": 1}"#, ""),
+        ];
+        for beside in [false, true] {
+            if beside {
+                let line = serde_json::to_string(&RequestRecord::scheduled(0, "a".into(), 0, 1, 1)).unwrap();
+                std::fs::write(&rec, format!("{line}\n")).unwrap();
+            }
+            for (doc, says) in cases {
+                std::fs::write(&result, doc).unwrap();
+                if says.is_empty() {
+                    // A huge but whole count is possible; nothing refused.
+                    assert!(load_compare_input(&result).is_ok(), "{doc}");
+                    continue;
+                }
+                for e in
+                    [load_report_input(&result).err().unwrap(), load_compare_input(&result).err().unwrap()]
+                {
+                    assert_eq!(e.code(), servebench_core::ErrorCode::RecordsFileMalformed, "{doc}: {e}");
+                    assert!(e.to_string().contains(says), "{doc}: {e}");
+                }
+            }
+        }
+        std::fs::remove_file(&rec).unwrap();
+        std::fs::write(&result, r#"{"completed": 3.0, "failed": 0, "duration": 0.0, "mean_itl_ms": 0.0}"#)
+            .unwrap();
+        assert!(load_report_input(&result).is_ok());
+        assert!(load_compare_input(&result).is_ok());
     }
 
     /// Pins per-request arrays of different lengths being refused by report and compare (SB208
