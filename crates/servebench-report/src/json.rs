@@ -88,7 +88,7 @@ pub fn result_object<S: RecordSet + ?Sized>(
         o.insert("output_throughput".into(), vllm_rate(d, m.output_throughput));
         o.insert("total_token_throughput".into(), vllm_rate(d, m.total_token_throughput));
     }
-    insert_arrays(&mut o, &mut arrays, records, detailed);
+    insert_arrays(&mut o, &mut arrays, records, (detailed, pooling));
     if generation {
         o.insert("max_output_tokens_per_s".into(), vllm_rate(d, m.max_output_tokens_per_s));
     }
@@ -135,12 +135,12 @@ fn insert_arrays<S: RecordSet + ?Sized>(
     o: &mut Map<String, Value>,
     arrays: &mut PerRequestArrays,
     records: &S,
-    detailed: bool,
+    (detailed, pooling): (bool, bool),
 ) {
     // Columns in index order, all filled in one walk of the records (a run's are decoded one at
     // a time, never all held as records), the gaps in a second.
     let order = IndexOrder::of(records);
-    let c = ArrayColumns::of(records, &order, detailed);
+    let c = ArrayColumns::of(records, &order, detailed, pooling);
     let mut put = |key: &str, column: Column| arrays.insert(o, key, column);
     if detailed {
         put("input_lens", Column::Counts(c.input_lens));
@@ -185,7 +185,14 @@ struct ArrayColumns {
 }
 
 impl ArrayColumns {
-    fn of<S: RecordSet + ?Sized>(records: &S, order: &IndexOrder, detailed: bool) -> ArrayColumns {
+    /// `pooling`: a pooling run's `input_lens` are the server's counts (the client's where the
+    /// server gave none), as its result writes them without `--save-detailed`.
+    fn of<S: RecordSet + ?Sized>(
+        records: &S,
+        order: &IndexOrder,
+        detailed: bool,
+        pooling: bool,
+    ) -> ArrayColumns {
         let n = order.len();
         let (all, some) = (n, if detailed { n } else { 0 });
         let mut c = ArrayColumns {
@@ -204,12 +211,12 @@ impl ArrayColumns {
             generated_texts: vec![String::new(); some],
             errors: vec![String::new(); some],
         };
-        order.walk(records, |i, r| c.fill(i, r, detailed));
+        order.walk(records, |i, r| c.fill(i, r, detailed, pooling));
         c
     }
 
     /// Record `r`'s values at place `i`.
-    fn fill(&mut self, i: usize, r: &RequestRecord, detailed: bool) {
+    fn fill(&mut self, i: usize, r: &RequestRecord, detailed: bool, pooling: bool) {
         // `Some(times)` for a completed request, `None` for one that did not complete.
         let times = (r.outcome == Outcome::Completed).then(|| RequestTimes::of(r));
         set(&mut self.latencies, i, times.and_then(|_| vllm_latency_us(r)).map_or(0.0, secs));
@@ -225,7 +232,8 @@ impl ArrayColumns {
         if !detailed {
             return;
         }
-        set(&mut self.input_lens, i, u64::from(r.prompt_tokens));
+        let input = if pooling { r.server_prompt_tokens.unwrap_or(r.prompt_tokens) } else { r.prompt_tokens };
+        set(&mut self.input_lens, i, u64::from(input));
         set(&mut self.output_lens, i, times.map_or(0, |t| u64::from(t.output_tokens)));
         set(&mut self.ttfts, i, times.and_then(|t| t.ttft_us).map_or(0.0, secs));
         set(&mut self.gap_counts, i, itls_of(r).len());

@@ -201,6 +201,30 @@ fn pooling_json_matches_golden() {
     check_golden("result_pooling", &pretty(&result_json(&i, &m, &records(), false)));
 }
 
+/// Pins a pooling result's `input_lens` being the server's counts (the client's where the
+/// server gave none) with `--save-detailed` as without it: with it they were the client's
+/// (rerank: 96 where the run without it wrote the server's 93).
+#[test]
+fn pooling_input_lens_are_the_servers_counts_with_or_without_save_detailed() {
+    let mut i = info();
+    i.backend = "openai-embeddings".into();
+    i.endpoint_type = "openai-embeddings".into();
+    let mut recs = records();
+    for (k, r) in recs.iter_mut().enumerate() {
+        r.server_prompt_tokens = (k % 2 == 0).then_some(r.prompt_tokens + 3);
+    }
+    let mut by_index: Vec<_> = recs.iter().collect();
+    by_index.sort_by_key(|r| r.index);
+    let want: Vec<u64> =
+        by_index.iter().map(|r| u64::from(r.server_prompt_tokens.unwrap_or(r.prompt_tokens))).collect();
+    let m = compute(&recs, &cfg());
+    for detailed in [false, true] {
+        let v = result_json(&i, &m, &recs, detailed);
+        let got: Vec<u64> = v["input_lens"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        assert_eq!(got, want, "detailed: {detailed}");
+    }
+}
+
 #[test]
 fn file_names() {
     assert_eq!(
