@@ -678,7 +678,8 @@ mod tests {
         let mut r = RequestRecord::scheduled(3, "bench-3".into(), 100, 10, 5);
         for k in 1..2_000u32 {
             let x = f64::from(k) / 88.0 * 1.000_000_1;
-            (r.server_ttft_ms, r.server_queue_time_ms, r.audio_seconds) = (Some(x), Some(x / 7.0), Some(x * 3.3));
+            (r.server_ttft_ms, r.server_queue_time_ms, r.audio_seconds) =
+                (Some(x), Some(x / 7.0), Some(x * 3.3));
             let back: RequestRecord = serde_json::from_str(&serde_json::to_string(&r).unwrap_or_default())
                 .unwrap_or_else(|_| RequestRecord::scheduled(0, String::new(), 0, 0, 0));
             assert_eq!(back, r, "{x}");

@@ -344,7 +344,7 @@ fn cancel_code(c: CancelReason) -> u8 {
     }
 }
 
-const CANCEL_REASONS: [CancelReason; 6] = [
+pub(super) const CANCEL_REASONS: [CancelReason; 6] = [
     CancelReason::Interrupt,
     CancelReason::DurationEnd,
     CancelReason::SecondInterrupt,

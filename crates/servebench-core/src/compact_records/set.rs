@@ -87,7 +87,7 @@ impl<R: Borrow<RequestRecord>> RecordSet for Vec<R> {
         R: 'a;
 
     fn records(&self) -> impl Iterator<Item = &RequestRecord> + '_ {
-        self.iter().map(Borrow::borrow)
+        self.as_slice().records()
     }
 
     fn record_count(&self) -> usize {
@@ -106,7 +106,7 @@ impl<R: Borrow<RequestRecord>, const N: usize> RecordSet for [R; N] {
         R: 'a;
 
     fn records(&self) -> impl Iterator<Item = &RequestRecord> + '_ {
-        self.iter().map(Borrow::borrow)
+        self.as_slice().records()
     }
 
     fn record_count(&self) -> usize {

@@ -265,14 +265,7 @@ prop_compose! {
     }
 }
 
-const CANCEL: [CancelReason; 6] = [
-    CancelReason::Interrupt,
-    CancelReason::DurationEnd,
-    CancelReason::SecondInterrupt,
-    CancelReason::ByDesign,
-    CancelReason::EarlyStop,
-    CancelReason::DependencyFailed,
-];
+use super::codec::CANCEL_REASONS as CANCEL;
 
 proptest! {
     #[test]
