@@ -3,15 +3,15 @@
 
 pub use crate::config::otlp::{check_endpoint, OtlpConfig, DEFAULT_OTLP_ENDPOINT};
 use servebench_client::BackendKind;
-use servebench_core::RequestRecord;
+use servebench_core::{CompactRecords, RequestRecord};
+use std::borrow::Cow;
 
 /// What one export covers: the records of one run (or one experiment point, or one shard) and
 /// the names every span and metric point carries.
 #[derive(Debug, Clone)]
 pub struct ExportScope<'a> {
-    /// Every request of the run, whatever its outcome: one span each (a run's compact records
-    /// decoded for the export).
-    pub records: std::borrow::Cow<'a, [RequestRecord]>,
+    /// Every request of the run, whatever its outcome: one span each.
+    pub records: ExportRecords<'a>,
     /// Wall-clock time (µs since the Unix epoch) of the run's monotonic origin: record offsets
     /// are added to it (`RunClock::wall_anchor_unix_us`).
     pub wall_anchor_unix_us: u64,
@@ -26,6 +26,37 @@ pub struct ExportScope<'a> {
     /// Run labels added to every span and metric point (`servebench.label`,
     /// `servebench.shard.index`, `servebench.experiment.point`, …).
     pub labels: Vec<(String, String)>,
+}
+
+/// The records an export covers: a run's compact records (decoded one at a time as they are
+/// sent, never all at once) or records already decoded.
+#[derive(Debug, Clone, Copy)]
+pub enum ExportRecords<'a> {
+    Compact(&'a CompactRecords),
+    Slice(&'a [RequestRecord]),
+}
+
+impl<'a> ExportRecords<'a> {
+    /// The number of records.
+    pub fn len(&self) -> usize {
+        match self {
+            ExportRecords::Compact(c) => c.len(),
+            ExportRecords::Slice(s) => s.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every record, in order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = Cow<'a, RequestRecord>> + 'a> {
+        match *self {
+            ExportRecords::Compact(c) => Box::new(c.iter().map(Cow::Owned)),
+            ExportRecords::Slice(s) => Box::new(s.iter().map(Cow::Borrowed)),
+        }
+    }
 }
 
 /// `gen_ai.operation.name` of a backend: the GenAI names where one fits (`chat`,

@@ -136,7 +136,7 @@ pub(super) fn collect(s: &ExportScope<'_>, resource: Resource) -> Result<Resourc
     let instruments = Instruments::new(&meter);
     let common = common_attributes(s);
     for r in s.records.iter() {
-        instruments.record(r, &common);
+        instruments.record(&r, &common);
     }
     let mut rm = ResourceMetrics::default();
     reader.collect(&mut rm).map_err(|e| format!("collecting the metrics: {e}"))?;
@@ -162,7 +162,7 @@ mod tests {
             RecordBuilder::new(2).sent_at(0).done_at(5_000).failed(ErrorKind::Timeout, "t"),
         ];
         let s = ExportScope {
-            records: std::borrow::Cow::Borrowed(&recs),
+            records: crate::otel::config::ExportRecords::Slice(&recs),
             wall_anchor_unix_us: 0,
             model: "m".into(),
             provider: "vllm".into(),

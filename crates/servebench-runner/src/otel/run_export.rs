@@ -43,7 +43,7 @@ pub fn scope_of<'a>(
     point: Option<&str>,
 ) -> ExportScope<'a> {
     ExportScope {
-        records: results.out.records.to_vec().into(),
+        records: super::config::ExportRecords::Compact(&results.out.records),
         wall_anchor_unix_us: results.out.clock.wall_anchor_unix_us(),
         model: results.out.model.model_id.clone(),
         provider: output.backend_name.clone(),

@@ -61,7 +61,10 @@ async fn send_spans(cfg: &OtlpConfig, scope: &ExportScope<'_>, resource: &Resour
     exporter.set_resource(resource);
     let deadline = Instant::now() + cfg.timeout;
     let mut sent = 0u64;
-    for chunk in scope.records.chunks(SPANS_PER_REQUEST) {
+    // Decoded a chunk at a time: a run's records are never all held as records at once.
+    let mut records = scope.records.iter().peekable();
+    while records.peek().is_some() {
+        let chunk: Vec<_> = records.by_ref().take(SPANS_PER_REQUEST).collect();
         let batch =
             chunk.iter().map(|r| spans::span_of(r, scope, (rand::random(), rand::random()))).collect();
         let n = chunk.len() as u64;

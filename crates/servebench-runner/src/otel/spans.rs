@@ -192,7 +192,7 @@ mod tests {
 
     fn scope_of(records: &[RequestRecord]) -> ExportScope<'_> {
         ExportScope {
-            records: std::borrow::Cow::Borrowed(records),
+            records: crate::otel::config::ExportRecords::Slice(records),
             wall_anchor_unix_us: 1_700_000_000_000_000,
             model: "m".into(),
             provider: "vllm".into(),
