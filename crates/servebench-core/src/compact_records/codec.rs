@@ -1,11 +1,11 @@
 //! One [`RequestRecord`] as bytes: a presence bitmap, then the fields present, numbers as
 //! LEB128 varints (times as zigzag deltas from `intended_us`, which keeps a millisecond-scale
 //! offset in two or three bytes), strings and lists length-prefixed. Every field is named in
-//! [`encode`] and [`decode`] by destructuring and construction without `..`: a field added to
-//! the record does not compile until it is encoded here.
+//! `encode` and `decode_with_len` by destructuring and construction without `..`: a field added
+//! to the record does not compile until it is encoded here.
 //!
 //! The bytes are this process's own (records in memory during one run), not a file format:
-//! nothing reads them but [`decode`] of the same build.
+//! nothing reads them but `decode_with_len` of the same build.
 
 use crate::record::{CancelReason, ErrorKind, HttpPhases, Outcome, RequestError, RequestRecord, TokenEvents};
 
@@ -175,14 +175,13 @@ pub(super) fn encode(r: &RequestRecord, id_prefix: &str, out: &mut Vec<u8>) {
     }
     w.opt_uint(http_status.map(u64::from));
     w.uint(*intended_us);
-    let at = |t: &Option<u64>| t.map(|t| zigzag(t.wrapping_sub(*intended_us) as i64));
-    w.opt_uint(at(gate_us));
+    w.opt_time(*gate_us, *intended_us);
     w.opt_uint(*prefill_wait_us);
     w.opt_uint(*cancel_after_us);
     for t in
         [dispatched_us, headers_us, first_event_us, first_token_us, first_content_us, last_token_us, done_us]
     {
-        w.opt_uint(at(t));
+        w.opt_time(*t, *intended_us);
     }
     w.u32s(&token_events.gaps_us);
     w.u32s(&token_events.tokens);
@@ -236,24 +235,16 @@ pub(super) fn decode_with_len(bytes: &[u8], id_prefix: &str) -> Option<(RequestR
     let cancelled_by = if has(bit::CANCELLED_BY) { Some(cancel_of(r.byte()?)?) } else { None };
     let http_status = r.opt_uint(has(bit::HTTP_STATUS))?.map(u16::try_from).transpose().ok()?;
     let intended_us = r.uint()?;
-    let mut at = |present: bool| -> Option<Option<u64>> {
-        let d = r.opt_uint(present)?;
-        Some(d.map(|d| intended_us.wrapping_add(unzigzag(d) as u64)))
-    };
-    let gate_us = at(has(bit::GATE))?;
+    let gate_us = r.opt_time(has(bit::GATE), intended_us)?;
     let prefill_wait_us = r.opt_uint(has(bit::PREFILL_WAIT))?;
     let cancel_after_us = r.opt_uint(has(bit::CANCEL_AFTER))?;
-    let mut at = |present: bool| -> Option<Option<u64>> {
-        let d = r.opt_uint(present)?;
-        Some(d.map(|d| intended_us.wrapping_add(unzigzag(d) as u64)))
-    };
-    let dispatched_us = at(has(bit::DISPATCHED))?;
-    let headers_us = at(has(bit::HEADERS))?;
-    let first_event_us = at(has(bit::FIRST_EVENT))?;
-    let first_token_us = at(has(bit::FIRST_TOKEN))?;
-    let first_content_us = at(has(bit::FIRST_CONTENT))?;
-    let last_token_us = at(has(bit::LAST_TOKEN))?;
-    let done_us = at(has(bit::DONE))?;
+    let dispatched_us = r.opt_time(has(bit::DISPATCHED), intended_us)?;
+    let headers_us = r.opt_time(has(bit::HEADERS), intended_us)?;
+    let first_event_us = r.opt_time(has(bit::FIRST_EVENT), intended_us)?;
+    let first_token_us = r.opt_time(has(bit::FIRST_TOKEN), intended_us)?;
+    let first_content_us = r.opt_time(has(bit::FIRST_CONTENT), intended_us)?;
+    let last_token_us = r.opt_time(has(bit::LAST_TOKEN), intended_us)?;
+    let done_us = r.opt_time(has(bit::DONE), intended_us)?;
     let token_events = TokenEvents { gaps_us: r.u32s()?, tokens: r.u32s()? };
     let record = RequestRecord {
         index,
@@ -392,6 +383,11 @@ impl Writer<'_> {
         }
     }
 
+    /// A time as its zigzag offset from `intended_us` (wrapping: every `u64` comes back).
+    fn opt_time(&mut self, t: Option<u64>, intended_us: u64) {
+        self.opt_uint(t.map(|t| zigzag(t.wrapping_sub(intended_us) as i64)));
+    }
+
     fn str(&mut self, s: &str) {
         self.uint(s.len() as u64);
         self.0.extend_from_slice(s.as_bytes());
@@ -478,6 +474,12 @@ impl Reader<'_> {
         } else {
             Some(None)
         }
+    }
+
+    /// A time `Writer::opt_time` wrote.
+    fn opt_time(&mut self, present: bool, intended_us: u64) -> Option<Option<u64>> {
+        let d = self.opt_uint(present)?;
+        Some(d.map(|d| intended_us.wrapping_add(unzigzag(d) as u64)))
     }
 
     fn opt_f64(&mut self, present: bool) -> Option<Option<f64>> {

@@ -130,13 +130,5 @@ impl From<Vec<RequestRecord>> for CompactRecords {
     }
 }
 
-impl FromIterator<RequestRecord> for CompactRecords {
-    fn from_iter<I: IntoIterator<Item = RequestRecord>>(iter: I) -> Self {
-        let mut c = CompactRecords::default();
-        iter.into_iter().for_each(|r| c.push(&r));
-        c
-    }
-}
-
 #[cfg(test)]
 mod tests;

@@ -119,6 +119,8 @@ pub struct ScheduleLag {
     pub lag_ms: Summary,
     /// Requests dispatched more than 10 ms after their intended time.
     pub late_over_10ms: u64,
+    /// The largest lag, ms (`None` without dispatched requests).
+    pub max_ms: Option<f64>,
 }
 
 /// The schedule lag of `records` with the percentiles of `percentiles` (p50 and p99 are
@@ -133,13 +135,8 @@ pub fn schedule_lag<S: RecordSet + ?Sized>(records: &S, percentiles: &[f64]) -> 
         not_dispatched: records.record_count() as u64 - lags.len() as u64,
         lag_ms: Summary::of(&lags, &pct).scaled(1.0 / 1000.0),
         late_over_10ms: late,
+        max_ms: (!lags.is_empty()).then(|| percentile(&lags, 100.0) / 1000.0),
     }
-}
-
-/// Largest lag, ms (`None` without dispatched requests).
-pub fn max_lag_ms<S: RecordSet + ?Sized>(records: &S) -> Option<f64> {
-    let lags = lags_us(records);
-    (!lags.is_empty()).then(|| percentile(&lags, 100.0) / 1000.0)
 }
 
 /// `dispatched − intended` of every dispatched request, µs.
@@ -255,7 +252,8 @@ mod tests {
         assert_eq!(l.late_over_10ms, 1);
         assert_eq!(l.lag_ms.mean, 8.0);
         assert_eq!(l.lag_ms.median, 8.0);
-        assert_eq!(max_lag_ms(&[a, b]), Some(14.0));
-        assert_eq!(max_lag_ms::<[RequestRecord]>(&[]), None);
+        assert_eq!(l.max_ms, Some(14.0));
+        assert_eq!(schedule_lag(&[a, b], &[]).max_ms, Some(14.0));
+        assert_eq!(schedule_lag::<[RequestRecord]>(&[], &[]).max_ms, None);
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
-use servebench_core::metrics::groups::{by_stage, by_turn, conversations, max_lag_ms, schedule_lag};
+use servebench_core::metrics::groups::{by_stage, by_turn, conversations, schedule_lag};
 use servebench_core::metrics::{MetricName, MetricsConfig, RunMetrics};
 use servebench_core::RecordSet;
 
@@ -169,7 +169,7 @@ pub fn result_keys<S: RecordSet + ?Sized>(
                 "mean_ms": stat_json(l.lag_ms.count, l.lag_ms.mean),
                 "median_ms": stat_json(l.lag_ms.count, l.lag_ms.median),
                 "p99_ms": l.lag_ms.percentile(99.0).map_or(Value::Null, |v| stat_json(l.lag_ms.count, v)),
-                "max_ms": opt(max_lag_ms(records)),
+                "max_ms": opt(l.max_ms),
                 "late_over_10ms": l.late_over_10ms,
             }),
         );
@@ -236,7 +236,7 @@ pub fn console_groups<S: RecordSet + ?Sized>(records: &S, cfg: &MetricsConfig, i
             "Dispatch lag vs trace, P99 (ms):",
             has(l.lag_ms.percentile(99.0))
         );
-        let _ = writeln!(out, "{:<40} {:<10}", "Dispatch lag vs trace, max (ms):", na(max_lag_ms(records)));
+        let _ = writeln!(out, "{:<40} {:<10}", "Dispatch lag vs trace, max (ms):", na(l.max_ms));
         let _ = writeln!(out, "{:<40} {:<10}", "Requests more than 10 ms late:", l.late_over_10ms);
     }
     if !out.is_empty() {

@@ -37,7 +37,7 @@ impl RunResults {
             text.push_str(&pc.console_block());
         }
         // HTTP phases with the full detail only (`--verbose`); always in the result.
-        if let Some(p) = http_phases(&self.out.records).filter(|_| detail == Detail::Verbose) {
+        if let Some(p) = (detail == Detail::Verbose).then(|| http_phases(&self.out.records)).flatten() {
             text.push_str(&http_phases_block(&p));
         }
         text

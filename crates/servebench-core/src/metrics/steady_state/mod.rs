@@ -268,13 +268,22 @@ fn over_window<S: RecordSet + ?Sized>(
         true => r.server_prompt_tokens.unwrap_or(r.prompt_tokens),
         false => r.prompt_tokens,
     };
-    let input: u64 = started.records().map(|r| u64::from(input_tokens(r.borrow()))).sum();
-    let output: f64 = records
-        .records()
-        .filter(|r| !cfg.pooling && is_completed(r.borrow()))
-        .flat_map(|r| token_event_times(r.borrow()).into_iter().zip(token_event_weights(r.borrow())))
-        .filter(|(t, _)| in_window(*t))
-        .fold(0.0, |a, (_, w)| a + w);
+    // One walk: the started requests' count and input tokens, the window's output tokens.
+    let (mut started_n, mut input, mut output) = (0u64, 0u64, 0.0f64);
+    for r in records.records() {
+        let r = r.borrow();
+        if !is_completed(r) {
+            continue;
+        }
+        if r.dispatched_us.is_some_and(|t| w.started_in(t)) {
+            started_n += 1;
+            input += u64::from(input_tokens(r));
+        }
+        if !cfg.pooling {
+            let events = token_event_times(r).into_iter().zip(token_event_weights(r));
+            output = events.filter(|(t, _)| in_window(*t)).fold(output, |a, (_, w)| a + w);
+        }
+    }
     let rate = |x: f64| x / dur_s;
     let run_s = t1.saturating_sub(t0) as f64 / 1e6;
     let warning = short_window_warning(dur_s, run_s, cfg.min_window_s);
@@ -289,7 +298,7 @@ fn over_window<S: RecordSet + ?Sized>(
         threshold_abs: w.threshold_abs,
         reference: w.reference,
         observed_peak: super::peak_overlap(done_iv),
-        requests_started_in_window: started.record_count() as u64,
+        requests_started_in_window: started_n,
         requests_completed_in_window: completed_in,
         requests_total: records.record_count() as u64,
         warning,
@@ -335,13 +344,16 @@ fn window_metrics<S: RecordSet + ?Sized>(started: &S, cfg: &SteadyStateConfig) -
             let values: Vec<f64> = match m {
                 MetricName::Ttft => times().filter_map(|t| t.ttft_us.map(|v| v as f64)).collect(),
                 MetricName::Tpot => times().filter_map(|t| t.tpot_us).collect(),
-                MetricName::Itl => started
-                    .records()
-                    .filter(|r| r.borrow().first_token_us.is_some())
-                    .flat_map(|r| {
-                        r.borrow().token_events.gaps_us.iter().map(|&g| f64::from(g)).collect::<Vec<_>>()
-                    })
-                    .collect(),
+                MetricName::Itl => {
+                    let mut gaps = Vec::new();
+                    for r in started.records() {
+                        let r = r.borrow();
+                        if r.first_token_us.is_some() {
+                            gaps.extend(r.token_events.gaps_us.iter().map(|&g| f64::from(g)));
+                        }
+                    }
+                    gaps
+                }
                 MetricName::E2el => times().filter_map(|t| t.e2el_us.map(|v| v as f64)).collect(),
                 _ => return None,
             };
