@@ -19,7 +19,9 @@
 # Env:   STREAMS (default 1000), REQS_PER_STREAM (2), OUTPUT_LEN (40), BUSY (busy loops; default
 #        the number of CPUs; 0 = idle machine), PORT (18491), OUT (target/verify-kstamp),
 #        BIN (client and simulator binary; default: build the release one), AB (N: instead of
-#        the capture, N alternating kernel/user run pairs without capture, CPU µs per event).
+#        the capture, N alternating kernel/user run pairs without capture, CPU µs per event),
+#        MODES (the captured runs, in order; default "kernel user"; `kernel-default-slice` is
+#        kernel stamps with --no-short-time-slice, for the short time slice's A/B).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS="${STREAMS:-1000}"
@@ -89,11 +91,18 @@ for mode in ("kernel", "user"):
 PY
   exit 0
 fi
-run_mode kernel
-run_mode user --no-kernel-timestamps
+MODES="${MODES:-kernel user}"
+for mode in $MODES; do
+  case $mode in
+    kernel) run_mode kernel ;;
+    user) run_mode user --no-kernel-timestamps ;;
+    kernel-default-slice) run_mode kernel-default-slice --no-short-time-slice ;;
+    *) echo "unknown mode $mode (kernel, user, kernel-default-slice)" >&2; exit 2 ;;
+  esac
+done
 cleanup; trap - EXIT
 
-python3 - "$OUT" "$PORT" <<'PY'
+python3 - "$OUT" "$PORT" $MODES <<'PY'
 import json, struct, sys
 out = sys.argv[1]
 
@@ -173,15 +182,15 @@ def compare(name):
                 src=rt.get("source"), cpu=r["client_health"].get("client_cpu_seconds"))
 
 PORT = sys.argv[2]
-print(f"{'mode':>7} {'reqs':>5} {'left out':>8} | {'event err p50':>13} {'p99':>7} | {'|ITL err| p50':>13} "
+print(f"{'mode':>20} {'reqs':>5} {'left out':>8} | {'event err p50':>13} {'p99':>7} | {'|ITL err| p50':>13} "
       f"{'p99':>7} {'p99 ITL diff':>12} | {'TTFT err p50':>12} | {'read lag p50':>12} {'p99':>7} | {'CPU s':>6}")
-for name in ("kernel", "user"):
+for name in sys.argv[3:]:
     c = compare(name)
-    print(f"{name:>7} {c['used']:>5} {c['skipped']:>8} | {c['ev50']:>13.3f} {c['ev99']:>7.3f} | "
+    print(f"{name:>20} {c['used']:>5} {c['skipped']:>8} | {c['ev50']:>13.3f} {c['ev99']:>7.3f} | "
           f"{c['itl50']:>13.3f} {c['itl99']:>7.3f} {c['p99diff']:>+12.3f} | {c['ttft50']:>+12.3f} | "
           f"{(c['lag50'] if c['lag50'] is not None else float('nan')):>12.3f} "
           f"{(c['lag99'] if c['lag99'] is not None else float('nan')):>7.3f} | {c['cpu']:>6.2f}")
 print("ms; event err = client event time - packet time (wall-clock aligned); |ITL err| = |client gap -")
 print("wire gap| per gap; p99 ITL diff = client p99 ITL - wire p99 ITL; TTFT err = client TTFT - wire")
-print("(first token packet - request packet); read lag = the client's own figure (kernel mode only)")
+print("(first token packet - request packet); read lag = the client's own figure (kernel modes only)")
 PY

@@ -122,6 +122,9 @@ fn detail_block(out: &mut String, info: &RunInfo, m: &RunMetrics) {
         row_opt_f2(out, "Read lag P99 (ms):", r.read_lag_p99_us.map(|v| v / 1000.0));
         row_opt_f2(out, "Read lag max (ms):", r.read_lag_max_us.map(|v| v / 1000.0));
     }
+    if let Some(t) = &h.time_slice {
+        let _ = writeln!(out, "Time slices: {}", t.detail);
+    }
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
 }
 

@@ -55,6 +55,18 @@ pub struct ClientHealth {
     /// Where response times came from and the client's read lag (`None`: not known, e.g. a
     /// merged run or an older result).
     pub receive_timestamps: Option<ReceiveTimesHealth>,
+    /// The scheduler time slice the client's threads ran with (`None`: not known, e.g. a
+    /// merged run or an older result).
+    pub time_slice: Option<TimeSliceHealth>,
+}
+
+/// The scheduler time slice of a run's client threads (docs/metrics.md, "Receive timestamps").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TimeSliceHealth {
+    /// The custom slice, µs (`None`: the kernel's default).
+    pub short_us: Option<u64>,
+    /// One line: the slice, or why it is the kernel's default.
+    pub detail: String,
 }
 
 /// Receive timestamps of a run (docs/metrics.md, "Receive timestamps"): their source and the

@@ -363,6 +363,16 @@ struct ClientHealthJson {
     pooling_disabled: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     receive_timestamps: Option<ReceiveTimesJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time_slice: Option<TimeSliceJson>,
+}
+
+/// `client_health.time_slice` (docs/metrics.md, "Receive timestamps"): the custom slice in ms,
+/// `null` for the kernel's default, and one line saying which and why.
+#[derive(Debug, Serialize)]
+struct TimeSliceJson {
+    short_ms: Option<f64>,
+    detail: String,
 }
 
 /// `client_health.receive_timestamps` (docs/metrics.md, "Receive timestamps"): lags in ms.
@@ -411,6 +421,10 @@ impl ClientHealthJson {
             resent_requests: h.resent_requests,
             pooling_disabled: h.pooling_disabled,
             receive_timestamps: h.receive_timestamps.as_ref().map(ReceiveTimesJson::of),
+            time_slice: h.time_slice.as_ref().map(|t| TimeSliceJson {
+                short_ms: t.short_us.map(|us| us as f64 / 1000.0),
+                detail: t.detail.clone(),
+            }),
         }
     }
 }

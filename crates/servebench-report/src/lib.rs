@@ -28,7 +28,7 @@ pub use files::{
     write_text,
 };
 pub use html::{html_report, ReportHeader, ReportRun};
-pub use info::{ClientHealth, ReceiveTimesHealth, RunInfo};
+pub use info::{ClientHealth, ReceiveTimesHealth, RunInfo, TimeSliceHealth};
 pub use json::{result_json, result_object};
 /// `compare` (a section like the others; kept at its old path for callers).
 pub use sections::compare;

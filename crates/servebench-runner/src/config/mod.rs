@@ -46,6 +46,46 @@ pub enum InterruptMode {
     Drain,
 }
 
+/// The scheduler time slice of the client's threads (docs/metrics.md, "Receive timestamps"):
+/// with a short one, a thread woken by a socket preempts batch work on its core sooner, so it
+/// reads the bytes sooner after they arrived.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TimeSlice {
+    /// A custom slice of this many µs (Linux 6.12+: `sched_setattr`'s runtime for a
+    /// `SCHED_OTHER` thread, read back to check it).
+    Short { us: u64 },
+    /// The kernel's default slice: none was asked for (`--no-short-time-slice`, a library
+    /// caller).
+    #[default]
+    NotRequested,
+    /// The kernel's default slice: asked for a short one, not granted, and why.
+    Unavailable { why: String },
+}
+
+impl TimeSlice {
+    /// The custom slice in µs (`None`: the kernel's default).
+    pub fn short_us(&self) -> Option<u64> {
+        match self {
+            TimeSlice::Short { us } => Some(*us),
+            TimeSlice::NotRequested | TimeSlice::Unavailable { .. } => None,
+        }
+    }
+
+    /// One line for the run header and the result: the slice and where it comes from.
+    pub fn describe(&self) -> String {
+        match self {
+            TimeSlice::Short { us } => {
+                format!(
+                    "{} ms time slices for the client's threads (sched_setattr, EEVDF)",
+                    *us as f64 / 1000.0
+                )
+            }
+            TimeSlice::NotRequested => "the kernel's default time slices".into(),
+            TimeSlice::Unavailable { why } => format!("the kernel's default time slices ({why})"),
+        }
+    }
+}
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -62,6 +102,9 @@ pub struct RunConfig {
     pub proxy: servebench_client::transport::ProxyOptions,
     /// Kernel receive timestamps where supported (`--no-kernel-timestamps`: false).
     pub kernel_timestamps: bool,
+    /// The scheduler time slice the client's threads run with, as the caller set it before
+    /// the async runtime started (the binary asks for a short one; `--no-short-time-slice`).
+    pub time_slice: TimeSlice,
     /// `--model` (None = auto-detect).
     pub model: Option<String>,
     /// `--served-model-name`.

@@ -213,4 +213,6 @@ pub struct HealthSamples {
     pub pooling_disabled: bool,
     /// Receive-time source and read lag over the measured phase (`None`: not measured).
     pub receive_timestamps: Option<servebench_client::transport::kstamp::ReceiveTimestamps>,
+    /// The scheduler time slice the client's threads ran with (`None`: not known).
+    pub time_slice: Option<crate::config::TimeSlice>,
 }

@@ -7,7 +7,7 @@ use servebench_client::transport::kstamp::{ReceiveTimestamps, StampSource};
 use servebench_core::schedule::{RateConfig, RpsChange};
 use servebench_core::stats::percentile;
 use servebench_report::info::cpu_share_percent;
-use servebench_report::{ClientHealth, ReceiveTimesHealth, RunInfo};
+use servebench_report::{ClientHealth, ReceiveTimesHealth, RunInfo, TimeSliceHealth};
 use time::OffsetDateTime;
 
 /// The local time (UTC when the local offset is unknown).
@@ -61,6 +61,11 @@ pub fn run_info(
             resent_requests: Some(out.health.resent_requests),
             pooling_disabled: Some(out.health.pooling_disabled),
             receive_timestamps: out.health.receive_timestamps.as_ref().map(receive_times),
+            time_slice: out
+                .health
+                .time_slice
+                .as_ref()
+                .map(|t| TimeSliceHealth { short_us: t.short_us(), detail: t.describe() }),
         },
     }
 }

@@ -49,6 +49,7 @@ fn merged_health(m: &MergedRun) -> ClientHealth {
         resent_requests: Some(m.records.iter().filter(|r| r.resent).count() as u64),
         pooling_disabled: None,
         receive_timestamps: None,
+        time_slice: None,
     }
 }
 

@@ -147,6 +147,7 @@ pub async fn run_prepared(
         resent_requests: records.iter().filter(|r| r.resent).count() as u64,
         pooling_disabled: prepared.client.pooling_disabled(),
         receive_timestamps: Some(prepared.client.receive_timestamps()),
+        time_slice: Some(cfg.time_slice.clone()),
     };
     if let Some(s) = &plan.shard_run {
         s.write_summary(

@@ -2,7 +2,7 @@
 //! workload (built off the runtime), the prompt-length check and what retokenizes output.
 
 use super::{client_headers, Prepared, PreparedRun, WorkloadStats, SERVER_TOKENIZER};
-use crate::config::{DatasetSpec, RunConfig};
+use crate::config::{DatasetSpec, RunConfig, TimeSlice};
 use crate::observe::notice::Notice;
 use crate::observe::observer::RunObserver;
 use crate::prepare::{self, ServerTokenize};
@@ -148,6 +148,10 @@ async fn connect(cfg: &RunConfig, observer: &Arc<dyn RunObserver>) -> Result<Con
     })?;
     for line in network_header(&client) {
         observer.message(&line);
+    }
+    // Said when a short time slice was asked for and not granted (docs/metrics.md).
+    if let TimeSlice::Unavailable { .. } = &cfg.time_slice {
+        observer.message(&format!("Time slices: {}", cfg.time_slice.describe()));
     }
     let headers = client_headers(cfg)?;
     let ready_started = Instant::now();

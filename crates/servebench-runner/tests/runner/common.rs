@@ -51,6 +51,7 @@ pub fn config(base_url: String, model: &str, backend: BackendKind, num_prompts: 
         tls: Default::default(),
         proxy: Default::default(),
         kernel_timestamps: true,
+        time_slice: Default::default(),
         model: Some(model.into()),
         served_model_name: None,
         tokenizer: Some(TOKENIZER.into()),

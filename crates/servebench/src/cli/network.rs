@@ -26,6 +26,12 @@ pub struct NetworkArgs {
     /// "Receive timestamps").
     #[arg(long, help_heading = "Connection")]
     pub no_kernel_timestamps: bool,
+    /// Keep the kernel's default scheduler time slice for the client's threads instead of
+    /// asking for the shortest one (0.1 ms, Linux 6.12+), with which a thread woken by
+    /// arriving bytes preempts other work on its core sooner (docs/metrics.md, "Receive
+    /// timestamps").
+    #[arg(long, help_heading = "Connection")]
+    pub no_short_time_slice: bool,
 }
 
 /// HTTPS for the simulator (`servebench sim --tls`, `servebench --sim --sim-tls`).

@@ -102,6 +102,11 @@ pub fn run(
     check_open_files(&run, args.num_prompts, args.sim)?;
     // The embedded simulator lives until the end of this function.
     let _sim = if args.sim { Some(start_sim(args, &mut run)?) } else { None };
+    // After the simulator's threads started (they keep the default), before the client's.
+    run.time_slice = match args.network.no_short_time_slice {
+        true => servebench_runner::config::TimeSlice::NotRequested,
+        false => crate::os::sched::request_short_time_slice(),
+    };
     match experiment {
         Some(exp) => crate::cmd::experiment::run(run, output, exp),
         None => single_run(args, run, output),

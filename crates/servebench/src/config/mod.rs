@@ -362,6 +362,7 @@ fn plain_run_config(args: &RunArgs) -> RunConfig {
         tls: args.network.tls_options(),
         proxy: args.network.proxy_options(),
         kernel_timestamps: !args.network.no_kernel_timestamps,
+        time_slice: Default::default(),
         model: args.model.clone(),
         served_model_name: args.served_model_name.clone(),
         tokenizer: None,

@@ -5,6 +5,7 @@
 //! (mimalloc's own C API), each with its safety argument.
 
 pub mod runtime;
+pub mod sched;
 pub mod signal;
 pub mod terminal;
 

@@ -103,3 +103,39 @@ fn no_kernel_timestamps_falls_back_to_user_space_times_and_says_so_once() {
     );
     assert_ordered(&records);
 }
+
+/// Whether this kernel has custom time slices (Linux 6.12+, EEVDF): a run must report the
+/// short slice granted exactly then, and say in its header why not otherwise.
+#[cfg(target_os = "linux")]
+fn kernel_grants_short_slices() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut parts = release.trim().split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (6, 12)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_run_asks_for_short_time_slices_and_says_what_the_kernel_granted() {
+    let (stdout, result, _) = saved_run(&["--verbose"]);
+    let ts = &result["client_health"]["time_slice"];
+    if kernel_grants_short_slices() {
+        assert_eq!(ts["short_ms"], 0.1, "{ts}");
+        assert!(ts["detail"].as_str().unwrap().starts_with("0.1 ms time slices"), "{ts}");
+        // Granted: not in the run header (the --verbose health block says it).
+        assert!(!stdout.contains("Time slices: the kernel's default"), "{stdout}");
+        assert_eq!(stdout.matches("Time slices: 0.1 ms").count(), 1, "{stdout}");
+    } else {
+        assert!(ts["short_ms"].is_null(), "{ts}");
+        assert_eq!(stdout.matches("Time slices: the kernel's default time slices (").count(), 2, "{stdout}");
+    }
+}
+
+#[test]
+fn no_short_time_slice_keeps_the_kernels_default_silently() {
+    let (stdout, result, _) = saved_run(&["--no-short-time-slice"]);
+    let ts = &result["client_health"]["time_slice"];
+    assert!(ts["short_ms"].is_null(), "{ts}");
+    assert_eq!(ts["detail"], "the kernel's default time slices", "{ts}");
+    assert!(!stdout.contains("Time slices"), "{stdout}");
+}
