@@ -22,6 +22,7 @@ pub mod stats;
 pub mod text;
 pub mod tokenizer;
 pub mod validity;
+pub mod varint;
 pub mod workload;
 
 pub use clock::RunClock;

@@ -425,55 +425,58 @@ impl OffsetsFrom {
     }
 }
 
-/// The kept rows, compact: lengths, and every row's hash ids in one array (`u32` while they
-/// fit, which Mooncake's do).
+/// The kept rows, compact: lengths, and every row's hash ids as the zigzag varints of their
+/// differences, all rows in one byte array (`servebench_core::varint::push_deltas`): a
+/// Mooncake row's ascending runs cost about a byte a hash id instead of 4 or 8.
 #[derive(Debug, Default)]
 struct TraceRows {
     input: Vec<u32>,
     output: Vec<u32>,
-    /// Row `i`'s hash ids are `hashes[start[i]..start[i + 1]]`.
-    start: Vec<usize>,
-    hashes: HashIds,
+    /// Row `i`'s hash ids are encoded in `hashes[ends[i - 1]..ends[i]]` (from 0 for row 0).
+    ends: Ends,
+    hashes: Vec<u8>,
 }
 
+/// Where each row's bytes end: `u32`s while they fit.
 #[derive(Debug)]
-enum HashIds {
-    Small(Vec<u32>),
+enum Ends {
+    Narrow(Vec<u32>),
     Wide(Vec<u64>),
 }
 
-impl Default for HashIds {
+impl Default for Ends {
     fn default() -> Self {
-        HashIds::Small(Vec::new())
+        Ends::Narrow(Vec::new())
     }
 }
 
-impl HashIds {
-    fn len(&self) -> usize {
+impl Ends {
+    fn push(&mut self, end: usize) {
         match self {
-            HashIds::Small(v) => v.len(),
-            HashIds::Wide(v) => v.len(),
-        }
-    }
-
-    fn push(&mut self, h: u64) {
-        match self {
-            HashIds::Small(v) => match u32::try_from(h) {
+            Ends::Narrow(v) => match u32::try_from(end) {
                 Ok(x) => v.push(x),
                 Err(_) => {
                     let mut wide: Vec<u64> = v.iter().map(|&x| u64::from(x)).collect();
-                    wide.push(h);
-                    *self = HashIds::Wide(wide);
+                    wide.push(end as u64);
+                    *self = Ends::Wide(wide);
                 }
             },
-            HashIds::Wide(v) => v.push(h),
+            Ends::Wide(v) => v.push(end as u64),
         }
     }
 
-    fn get(&self, i: usize) -> Option<u64> {
+    /// The end of row `i`'s bytes (`None` past the last row).
+    fn get(&self, i: usize) -> Option<usize> {
         match self {
-            HashIds::Small(v) => v.get(i).map(|&x| u64::from(x)),
-            HashIds::Wide(v) => v.get(i).copied(),
+            Ends::Narrow(v) => v.get(i).map(|&x| x as usize),
+            Ends::Wide(v) => v.get(i).map(|&x| x as usize),
+        }
+    }
+
+    fn shrink(&mut self) {
+        match self {
+            Ends::Narrow(v) => v.shrink_to_fit(),
+            Ends::Wide(v) => v.shrink_to_fit(),
         }
     }
 }
@@ -484,23 +487,27 @@ impl TraceRows {
     }
 
     fn push(&mut self, row: &TraceRow) {
-        if self.start.is_empty() {
-            self.start.push(0);
-        }
         self.input.push(row.input_length);
         self.output.push(row.output_length);
-        row.hash_ids.iter().for_each(|&h| self.hashes.push(h));
-        self.start.push(self.hashes.len());
+        servebench_core::varint::push_deltas(&mut self.hashes, row.hash_ids.iter().copied());
+        self.ends.push(self.hashes.len());
+    }
+
+    /// Row `i`'s hash ids, in order (none past the last row).
+    fn hash_ids(&self, i: usize) -> impl Iterator<Item = u64> + '_ {
+        let from = match i {
+            0 => 0,
+            _ => self.ends.get(i - 1).unwrap_or(0),
+        };
+        let to = self.ends.get(i).unwrap_or(from);
+        servebench_core::varint::deltas(self.hashes.get(from..to).unwrap_or_default())
     }
 
     fn shrink(&mut self) {
         self.input.shrink_to_fit();
         self.output.shrink_to_fit();
-        self.start.shrink_to_fit();
-        match &mut self.hashes {
-            HashIds::Small(v) => v.shrink_to_fit(),
-            HashIds::Wide(v) => v.shrink_to_fit(),
-        }
+        self.ends.shrink();
+        self.hashes.shrink_to_fit();
     }
 }
 
@@ -524,10 +531,7 @@ impl RequestSource for TraceSource {
 
     fn build(&self, i: usize) -> RequestSpec {
         let (input, output) = self.lengths(i);
-        let from = self.rows.start.get(i).copied().unwrap_or(0);
-        let to = self.rows.start.get(i + 1).copied().unwrap_or(from);
-        let hashes = (from..to).filter_map(|k| self.rows.hashes.get(k));
-        let ids = self.blocks.prompt_of(input, hashes, i as u64);
+        let ids = self.blocks.prompt_of(input, self.rows.hash_ids(i), i as u64);
         RequestSpec::new(i as u64, Prompt::TokenIds(ids.into()), input, output)
     }
 }
@@ -581,6 +585,45 @@ mod tests {
         let e = b.prompt(&row(vec![1], 10), 3);
         assert_eq!(d[..4], e[..4]);
         assert_ne!(d[4..], e[4..]);
+    }
+
+    #[test]
+    fn compact_rows_give_back_every_rows_hash_ids_and_prompt() {
+        let row = |input_length, hash_ids: Vec<u64>| TraceRow {
+            timestamp_ms: 0.0,
+            input_length,
+            output_length: 2,
+            hash_ids,
+        };
+        let kept = [
+            row(12, vec![0, 1, 2]),
+            row(5, vec![]),
+            row(9, vec![7, 3, u64::MAX, 0, 1 << 40]),
+            row(8, vec![u64::from(u32::MAX) + 1, 5]),
+        ];
+        let mut rows = TraceRows::default();
+        kept.iter().for_each(|r| rows.push(r));
+        rows.shrink();
+        for (i, r) in kept.iter().enumerate() {
+            assert_eq!(rows.hash_ids(i).collect::<Vec<_>>(), r.hash_ids, "row {i}");
+        }
+        assert_eq!(rows.hash_ids(kept.len()).count(), 0);
+        let source = TraceSource { rows, blocks: blocks() };
+        for (i, r) in kept.iter().enumerate() {
+            let spec = source.build(i);
+            assert_eq!(spec.prompt, Prompt::TokenIds(blocks().prompt(r, i as u64).into()), "row {i}");
+            assert_eq!((spec.prompt_tokens, spec.expected_output_tokens), (r.input_length, 2));
+        }
+    }
+
+    #[test]
+    fn row_ends_widen_past_u32_and_keep_the_earlier_ones() {
+        let mut ends = Ends::default();
+        ends.push(7);
+        ends.push(u32::MAX as usize + 3);
+        ends.push(9);
+        assert!(matches!(ends, Ends::Wide(_)));
+        assert_eq!([0, 1, 2, 3].map(|i| ends.get(i)), [Some(7), Some(u32::MAX as usize + 3), Some(9), None]);
     }
 
     /// `block(42)` with ids 100..1100, chunk 4, seed 7 (printed once, then pinned).

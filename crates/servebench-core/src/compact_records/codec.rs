@@ -8,6 +8,7 @@
 //! nothing reads them but `decode_with_len` of the same build.
 
 use crate::record::{CancelReason, ErrorKind, HttpPhases, Outcome, RequestError, RequestRecord, TokenEvents};
+use crate::varint::{unzigzag, zigzag};
 
 /// Presence bits of the record's optional parts.
 mod bit {
@@ -304,14 +305,6 @@ pub(super) fn index_of(bytes: &[u8]) -> Option<u64> {
     r.uint()
 }
 
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
 fn outcome_code(o: Outcome) -> u8 {
     match o {
         Outcome::Completed => 0,
@@ -363,12 +356,8 @@ impl Writer<'_> {
         self.0.push(b);
     }
 
-    fn uint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
+    fn uint(&mut self, v: u64) {
+        crate::varint::push_uint(self.0, v);
     }
 
     fn opt_uint(&mut self, v: Option<u64>) {
@@ -445,15 +434,7 @@ impl Reader<'_> {
     }
 
     fn uint(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                return Some(v);
-            }
-        }
-        None
+        crate::varint::read_uint(self.bytes, &mut self.at)
     }
 
     fn u32(&mut self) -> Option<u32> {
@@ -555,9 +536,6 @@ mod tests {
         }
         for k in ErrorKind::ALL {
             assert_eq!(kind_of(kind_code(k)), Some(k));
-        }
-        for v in [0, 1, -1, i64::MAX, i64::MIN, 12_345, -98_765] {
-            assert_eq!(unzigzag(zigzag(v)), v);
         }
     }
 }

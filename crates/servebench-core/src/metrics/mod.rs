@@ -26,6 +26,7 @@ use crate::error::{BenchError, Result};
 use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
 use crate::stats::{merge_weighted, sort_weighted, summary_weighted_sorted, Summary};
 use event_merge::EventTimelines;
+use peaks::LevelChanges;
 
 pub use client_controls::{prefill_wait_ms, DesignedCancellation};
 pub use peaks::{peak_overlap, peak_rate, peak_window_sum, WINDOW_US};
@@ -289,7 +290,9 @@ pub fn compute<S: RecordSet + ?Sized>(records: &S, cfg: &MetricsConfig) -> RunMe
     // events and intervals are held (at a million requests, 56 bytes each and then 48, not 104).
     let duration_us = span.duration_us();
     let latency = LatencySummaries::of(samples.sorted(), span.queue, pct);
-    let (timelines, intervals) = peaks_walk(records, outcomes.completed);
+    // The peak concurrency first: its lists are freed before the peak rate's merge runs.
+    let (timelines, level_changes) = peaks_walk(records, outcomes.completed);
+    let max_concurrent_requests = level_changes.peak();
     let duration_s = duration_us as f64 / 1e6;
     let (completed, total_in, total_out) = (outcomes.completed, tokens.total_in, tokens.total_out);
     let good_requests = (!cfg.goodput.is_empty()).then_some(tokens.good);
@@ -318,7 +321,7 @@ pub fn compute<S: RecordSet + ?Sized>(records: &S, cfg: &MetricsConfig) -> RunMe
         // Never below the mean, even by the rounding of spread weights.
         max_output_tokens_per_s: event_merge::peak_output_rate(&timelines, WINDOW_US, duration_us)
             .max(per_second(total_out as f64, duration_s)),
-        max_concurrent_requests: peak_overlap(&intervals),
+        max_concurrent_requests,
         rtfx: (tokens.audio_n > 0 && duration_s > 0.0).then(|| tokens.audio_s / duration_s),
         ttft: latency.ttft,
         tpot: latency.tpot,
@@ -514,22 +517,27 @@ impl LatencySummaries {
     }
 }
 
-/// The completed requests' token events (the peak output rate's) and every sent request's
-/// `[dispatched, last known)` interval (the peak concurrency's), in one walk; `completed`
-/// sizes the events' list.
-fn peaks_walk<S: RecordSet + ?Sized>(records: &S, completed: u64) -> (EventTimelines, Vec<(u64, u64)>) {
+/// The completed requests' token events (the peak output rate's) and the changes of the number
+/// of requests in flight — every sent request's non-empty `[dispatched, last known)` interval,
+/// as its start and end (the peak concurrency's) — in one walk; `completed` sizes the events'
+/// list.
+fn peaks_walk<S: RecordSet + ?Sized>(records: &S, completed: u64) -> (EventTimelines, LevelChanges) {
     let mut timelines = EventTimelines::with_capacity(usize::try_from(completed).unwrap_or(0));
-    let mut intervals = Vec::with_capacity(records.record_count());
+    let n = records.record_count();
+    let (mut starts, mut ends) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for r in records.records() {
         let r = r.borrow();
         if let (Some(d), Some(end)) = (r.dispatched_us, RequestTimes::of(r).last_known_us) {
-            intervals.push((d, end));
+            if end > d {
+                starts.push(d);
+                ends.push(end);
+            }
         }
         if r.outcome == Outcome::Completed {
             timelines.push(r);
         }
     }
-    (timelines, intervals)
+    (timelines, LevelChanges::of_lists(starts, ends))
 }
 
 impl LatencySamples {

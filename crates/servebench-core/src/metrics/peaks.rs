@@ -83,12 +83,7 @@ where
 /// Ends are processed before starts at equal times (a request ending at `t` and one starting at
 /// `t` never overlap); empty intervals (`end <= start`) are ignored.
 pub fn peak_overlap(intervals: &[(u64, u64)]) -> u64 {
-    let (mut cur, mut peak) = (0i64, 0i64);
-    for (_, d) in LevelChanges::of(intervals) {
-        cur += i64::from(d);
-        peak = peak.max(cur);
-    }
-    peak.max(0) as u64
+    LevelChanges::of(intervals).peak()
 }
 
 /// The starts (`+1`) and ends (`−1`) of half-open intervals in time order, ends before starts
@@ -104,13 +99,27 @@ pub(crate) struct LevelChanges {
 impl LevelChanges {
     pub(crate) fn of(intervals: &[(u64, u64)]) -> LevelChanges {
         let kept = || intervals.iter().filter(|(s, e)| e > s);
-        let mut starts: Vec<u64> = kept().map(|i| i.0).collect();
-        let mut ends: Vec<u64> = kept().map(|i| i.1).collect();
+        LevelChanges::of_lists(kept().map(|i| i.0).collect(), kept().map(|i| i.1).collect())
+    }
+
+    /// From the starts and ends of non-empty intervals, in any order (`starts[i]` need not
+    /// pair with `ends[i]`: only the two sorted lists count).
+    pub(crate) fn of_lists(mut starts: Vec<u64>, mut ends: Vec<u64>) -> LevelChanges {
         starts.sort_unstable();
         ends.sort_unstable();
         let (mut starts, mut ends) = (starts.into_iter(), ends.into_iter());
         let (next_start, next_end) = (starts.next(), ends.next());
         LevelChanges { starts, ends, next_start, next_end }
+    }
+
+    /// The highest level the changes reach from 0 (the peak overlap).
+    pub(crate) fn peak(self) -> u64 {
+        let (mut cur, mut peak) = (0i64, 0i64);
+        for (_, d) in self {
+            cur += i64::from(d);
+            peak = peak.max(cur);
+        }
+        peak.max(0) as u64
     }
 }
 

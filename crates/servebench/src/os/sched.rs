@@ -76,16 +76,30 @@ mod linux {
                 attr.sched_policy
             ));
         }
+        // With reset-on-fork, threads started later (the client's) get the default slice back;
+        // clearing the flag needs a privilege, so the slice is not asked for.
+        if attr.sched_flags & libc::SCHED_FLAG_RESET_ON_FORK as u64 != 0 {
+            return default(
+                "the process has reset-on-fork set, so its new threads would not keep a slice".into(),
+            );
+        }
         attr.size = attr_size();
-        attr.sched_flags &= libc::SCHED_FLAG_RESET_ON_FORK as u64;
+        attr.sched_flags = 0;
         attr.sched_runtime = slice_ns;
         if let Err(e) = set(&attr) {
             return default(format!("sched_setattr refused: {e}"));
         }
         match get() {
-            Ok(a) if a.sched_runtime == slice_ns => TimeSlice::Short { us: slice_ns / 1000 },
-            Ok(_) => default("this kernel has no custom time slices (Linux 6.12+)".into()),
-            Err(e) => default(format!("sched_getattr failed: {e}")),
+            Ok(a) if a.sched_runtime == slice_ns => {}
+            Ok(_) => return default("this kernel has no custom time slices (Linux 6.12+)".into()),
+            Err(e) => return default(format!("sched_getattr failed: {e}")),
+        }
+        // What counts is what the threads started afterwards run with: read it on one.
+        match std::thread::spawn(|| get().map(|a| a.sched_runtime)).join() {
+            Ok(Ok(ns)) if ns == slice_ns => TimeSlice::Short { us: slice_ns / 1000 },
+            Ok(Ok(_)) => default("threads started afterwards do not inherit the slice".into()),
+            Ok(Err(e)) => default(format!("sched_getattr failed on a new thread: {e}")),
+            Err(_) => default("the thread checking the slice stopped".into()),
         }
     }
 }
@@ -138,6 +152,25 @@ mod tests {
             assert_eq!(after.sched_policy, libc::SCHED_IDLE as u32);
             match outcome {
                 TimeSlice::Unavailable { why } => assert!(why.contains("policy 5"), "{why}"),
+                other => panic!("expected Unavailable, got {other:?}"),
+            }
+        })
+        .join()
+        .expect("test thread");
+    }
+
+    /// With reset-on-fork set (no privilege needed to set it), the slice is not asked for: the
+    /// client's threads, started later, would run with the default.
+    #[test]
+    fn reset_on_fork_is_named_and_no_slice_is_claimed() {
+        std::thread::spawn(|| {
+            let mut attr = linux::get().expect("sched_getattr");
+            attr.size = std::mem::size_of::<libc::sched_attr>() as u32;
+            attr.sched_flags = libc::SCHED_FLAG_RESET_ON_FORK as u64;
+            attr.sched_runtime = 0;
+            linux::set(&attr).expect("reset-on-fork");
+            match request_short_time_slice() {
+                TimeSlice::Unavailable { why } => assert!(why.contains("reset-on-fork"), "{why}"),
                 other => panic!("expected Unavailable, got {other:?}"),
             }
         })

@@ -104,14 +104,20 @@ fn no_kernel_timestamps_falls_back_to_user_space_times_and_says_so_once() {
     assert_ordered(&records);
 }
 
-/// Whether this kernel has custom time slices (Linux 6.12+, EEVDF): a run must report the
-/// short slice granted exactly then, and say in its header why not otherwise.
+/// Whether a run must be granted the short slice here: Linux 6.12+ (custom slices), and this
+/// test process — whose scheduling policy the run inherits — under `SCHED_OTHER` or
+/// `SCHED_BATCH` (`/proc/self/stat` field 41) without reset-on-fork (which `/proc` does not show;
+/// nothing here sets it). Elsewhere the run must say why not.
 #[cfg(target_os = "linux")]
 fn kernel_grants_short_slices() -> bool {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     let mut parts = release.trim().split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (6, 12)
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let policy: u32 = after_name.split(' ').nth(41 - 3).unwrap().parse().unwrap();
+    (major, minor) >= (6, 12) && (policy == 0 || policy == 3)
 }
 
 #[cfg(target_os = "linux")]

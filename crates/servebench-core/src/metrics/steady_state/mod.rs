@@ -287,7 +287,6 @@ fn over_window<S: RecordSet + ?Sized>(
     let rate = |x: f64| x / dur_s;
     let run_s = t1.saturating_sub(t0) as f64 / 1e6;
     let warning = short_window_warning(dur_s, run_s, cfg.min_window_s);
-    let steps = flow::in_flight_steps(flows.arrivals);
     SteadyState {
         mode: cfg.mode,
         start_s: w.start.saturating_sub(t0) as f64 / 1e6,
@@ -304,7 +303,7 @@ fn over_window<S: RecordSet + ?Sized>(
         warning,
         arrival_rate: rate(flows.arrivals.iter().filter(|i| in_window(i.0)).count() as f64),
         completion_rate: rate(all.iter().filter(|i| in_window(i.1)).count() as f64),
-        in_flight_mean: flow::mean_level(&steps, w.start, w.end),
+        in_flight_mean: flow::mean_in_flight(flows.arrivals, w.start, w.end),
         request_throughput: rate(completed_in as f64),
         input_throughput: rate(input as f64),
         output_throughput: (!cfg.pooling).then(|| rate(output)),

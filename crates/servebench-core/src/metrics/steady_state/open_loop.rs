@@ -22,7 +22,7 @@
 //!     tell a steady state from an overload (too few requests): no window. It needs
 //!     `A ≥ z·σ / (1 − threshold)` arrivals.
 
-use super::flow::{in_flight_steps, mean_level};
+use super::flow::mean_in_flight;
 
 /// The window the rates agree over, with the measured rates.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,8 +72,7 @@ pub(super) fn window(intervals: &[(u64, u64)], threshold: f64) -> Result<OpenWin
     let within = |t: u64| t >= start && t < last;
     let arrivals = intervals.iter().filter(|i| within(i.0)).count() as u64;
     let departures = intervals.iter().filter(|i| within(i.1)).count() as u64;
-    let steps = in_flight_steps(intervals);
-    let in_flight_mean = mean_level(&steps, start, last);
+    let in_flight_mean = mean_in_flight(intervals, start, last);
     let growth = arrivals as f64 - departures as f64;
     let tolerance = (1.0 - threshold) * arrivals as f64;
     let noise = Z * (2.0 * in_flight_mean).sqrt();
