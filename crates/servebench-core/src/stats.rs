@@ -34,6 +34,14 @@ impl Summary {
         Summary::of_sorted(&sorted, percentiles)
     }
 
+    /// [`Summary::of`] of values it may reorder and drop: filtered and sorted in place, without
+    /// the copy `of` makes (the same sorted values, so the same bits).
+    pub fn of_vec(mut values: Vec<f64>, percentiles: &[f64]) -> Summary {
+        values.retain(|v| !v.is_nan());
+        values.sort_unstable_by(f64::total_cmp);
+        Summary::of_sorted(&values, percentiles)
+    }
+
     /// Like [`Summary::of`] for values already sorted ascending without NaNs.
     pub fn of_sorted<T: Copy + Into<f64>>(sorted: &[T], percentiles: &[f64]) -> Summary {
         Summary {
@@ -240,6 +248,18 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_summary_sorted_in_place_has_the_bits_of_one_from_a_copy(
+            values in prop::collection::vec(prop_oneof![any::<f64>(), Just(f64::NAN), Just(-0.0), Just(0.0)], 0..40),
+        ) {
+            let bits = |s: &Summary| {
+                let p: Vec<(u64, u64)> = s.percentiles.iter().map(|(p, v)| (p.to_bits(), v.to_bits())).collect();
+                (s.count, s.mean.to_bits(), s.median.to_bits(), s.std.to_bits(), p)
+            };
+            let want = Summary::of(&values, &[50.0, 99.0, 99.9]);
+            prop_assert_eq!(bits(&Summary::of_vec(values, &[50.0, 99.0, 99.9])), bits(&want));
+        }
+
         #[test]
         fn weighted_equals_expanded(pairs in prop::collection::vec((-1.0e6f64..1.0e6, 0u64..5), 0..30), p in 0.0f64..=100.0) {
             let expanded: Vec<f64> = pairs.iter().flat_map(|&(x, c)| std::iter::repeat_n(x, c as usize)).collect();

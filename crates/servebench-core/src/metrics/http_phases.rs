@@ -20,19 +20,38 @@ pub struct PhaseStats {
 }
 
 impl PhaseStats {
-    /// The statistics of `us` (µs values, any order); `None` when empty.
-    pub fn of_us(us: &mut [u64]) -> Option<PhaseStats> {
+    /// The statistics of `us` (µs values, any order, sorted here); `None` when empty.
+    fn of_us<T: Ord + Copy>(us: &mut [UsAsMs<T>]) -> Option<PhaseStats>
+    where
+        f64: From<UsAsMs<T>>,
+    {
         if us.is_empty() {
             return None;
         }
         us.sort_unstable();
-        let ms: Vec<f64> = us.iter().map(|&v| v as f64 / 1000.0).collect();
         Some(PhaseStats {
-            count: ms.len() as u64,
-            mean_ms: mean(&ms),
-            median_ms: percentile_sorted(&ms, 50.0),
-            p99_ms: percentile_sorted(&ms, 99.0),
+            count: us.len() as u64,
+            mean_ms: mean(us),
+            median_ms: percentile_sorted(us, 50.0),
+            p99_ms: percentile_sorted(us, 99.0),
         })
+    }
+}
+
+/// A value in µs that the statistics read in ms (`v / 1000`, as a copy of the values in `f64`
+/// would hold them): no such copy is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct UsAsMs<T>(T);
+
+impl From<UsAsMs<u32>> for f64 {
+    fn from(v: UsAsMs<u32>) -> f64 {
+        f64::from(v.0) / 1000.0
+    }
+}
+
+impl From<UsAsMs<u64>> for f64 {
+    fn from(v: UsAsMs<u64>) -> f64 {
+        v.0 as f64 / 1000.0
     }
 }
 
@@ -72,42 +91,56 @@ impl HttpPhaseSummary {
     }
 }
 
-/// Phase values (µs) of the completed requests, one vector per phase.
-#[derive(Default)]
+/// Phase values (µs) of the completed requests, one vector per phase: the phases a record
+/// keeps as `u32` in 4 bytes, the times from dispatch in 8. Each is sized for every record at
+/// once (pages are touched only as values arrive: no doubling and copying on the way).
 struct Columns {
-    dns: Vec<u64>,
-    connect: Vec<u64>,
-    tls: Vec<u64>,
-    written: Vec<u64>,
-    first_byte: Vec<u64>,
-    head: Vec<u64>,
-    first_token: Vec<u64>,
-    last_byte: Vec<u64>,
+    dns: Vec<UsAsMs<u32>>,
+    connect: Vec<UsAsMs<u32>>,
+    tls: Vec<UsAsMs<u32>>,
+    written: Vec<UsAsMs<u32>>,
+    first_byte: Vec<UsAsMs<u32>>,
+    head: Vec<UsAsMs<u64>>,
+    first_token: Vec<UsAsMs<u64>>,
+    last_byte: Vec<UsAsMs<u32>>,
 }
 
 impl Columns {
-    fn push(&mut self, r: &RequestRecord, p: &HttpPhases) {
-        let from_dispatch = |t: Option<u64>| Some(t?.saturating_sub(r.dispatched_us?));
-        let pairs = [
-            (&mut self.dns, p.dns_us.map(u64::from)),
-            (&mut self.connect, p.connect_us.map(u64::from)),
-            (&mut self.tls, p.tls_us.map(u64::from)),
-            (&mut self.written, p.written_us.map(u64::from)),
-            (&mut self.first_byte, p.first_byte_us.map(u64::from)),
-            (&mut self.head, from_dispatch(r.headers_us)),
-            (&mut self.first_token, from_dispatch(r.first_token_us)),
-            (&mut self.last_byte, p.last_byte_us.map(u64::from)),
-        ];
-        for (col, v) in pairs {
-            col.extend(v);
+    fn with_capacity(n: usize) -> Columns {
+        Columns {
+            dns: Vec::with_capacity(n),
+            connect: Vec::with_capacity(n),
+            tls: Vec::with_capacity(n),
+            written: Vec::with_capacity(n),
+            first_byte: Vec::with_capacity(n),
+            head: Vec::with_capacity(n),
+            first_token: Vec::with_capacity(n),
+            last_byte: Vec::with_capacity(n),
         }
+    }
+
+    fn push(&mut self, r: &RequestRecord, p: &HttpPhases) {
+        let from_dispatch = |t: Option<u64>| Some(UsAsMs(t?.saturating_sub(r.dispatched_us?)));
+        let phases = [
+            (&mut self.dns, p.dns_us),
+            (&mut self.connect, p.connect_us),
+            (&mut self.tls, p.tls_us),
+            (&mut self.written, p.written_us),
+            (&mut self.first_byte, p.first_byte_us),
+            (&mut self.last_byte, p.last_byte_us),
+        ];
+        for (col, v) in phases {
+            col.extend(v.map(UsAsMs));
+        }
+        self.head.extend(from_dispatch(r.headers_us));
+        self.first_token.extend(from_dispatch(r.first_token_us));
     }
 }
 
 /// The `http_phases` block of `records`: `None` when no completed request has phase timing
 /// (records written before phases existed, or no request completed).
 pub fn http_phases<S: RecordSet + ?Sized>(records: &S) -> Option<HttpPhaseSummary> {
-    let mut cols = Columns::default();
+    let mut cols = Columns::with_capacity(records.record_count());
     let (mut requests, mut reused) = (0u64, 0u64);
     for r in records.records() {
         let r = r.borrow();
@@ -216,5 +249,36 @@ mod tests {
         assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"reused":true,"written_us":12}"#);
         assert_eq!(HttpPhases::span_us(10, 5), 0);
         assert_eq!(HttpPhases::span_us(0, u64::MAX), u32::MAX);
+    }
+
+    /// The statistics as a copy of the values in ms computed them, bit for bit.
+    fn stats_of_ms_copy(mut us: Vec<u64>) -> PhaseStats {
+        us.sort_unstable();
+        let ms: Vec<f64> = us.iter().map(|&v| v as f64 / 1000.0).collect();
+        PhaseStats {
+            count: ms.len() as u64,
+            mean_ms: mean(&ms),
+            median_ms: percentile_sorted(&ms, 50.0),
+            p99_ms: percentile_sorted(&ms, 99.0),
+        }
+    }
+
+    fn bits(s: PhaseStats) -> (u64, u64, u64, u64) {
+        (s.count, s.mean_ms.to_bits(), s.median_ms.to_bits(), s.p99_ms.to_bits())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn phase_statistics_have_the_bits_of_a_copy_in_ms(
+            narrow in proptest::collection::vec(proptest::prelude::any::<u32>(), 1..60),
+            wide in proptest::collection::vec(proptest::prelude::any::<u64>(), 1..60),
+        ) {
+            let want = stats_of_ms_copy(narrow.iter().map(|&v| u64::from(v)).collect());
+            let mut n: Vec<UsAsMs<u32>> = narrow.into_iter().map(UsAsMs).collect();
+            proptest::prop_assert_eq!(bits(PhaseStats::of_us(&mut n).unwrap()), bits(want));
+            let want = stats_of_ms_copy(wide.clone());
+            let mut w: Vec<UsAsMs<u64>> = wide.into_iter().map(UsAsMs).collect();
+            proptest::prop_assert_eq!(bits(PhaseStats::of_us(&mut w).unwrap()), bits(want));
+        }
     }
 }

@@ -257,8 +257,9 @@ impl RunMetrics {
 
 const US_PER_MS: f64 = 1000.0;
 
-fn summary_ms(values_us: &[f64], percentiles: &[f64]) -> Summary {
-    Summary::of(values_us, percentiles).scaled(1.0 / US_PER_MS)
+/// The summary in ms of samples in µs, consumed (sorted in place, then freed).
+fn summary_ms(values_us: Vec<f64>, percentiles: &[f64]) -> Summary {
+    Summary::of_vec(values_us, percentiles).scaled(1.0 / US_PER_MS)
 }
 
 fn per_second(x: f64, duration_s: f64) -> f64 {
@@ -501,18 +502,34 @@ struct LatencySummaries {
 }
 
 impl LatencySummaries {
-    /// Summarizes the samples (sorted) and the client queue times, consuming them.
+    /// Summarizes the samples (sorted) and the client queue times, consuming them: each list
+    /// is sorted in place and freed once summarized.
     fn of(samples: LatencySamples, queue: Vec<f64>, pct: &[f64]) -> LatencySummaries {
+        let itl = Summary::of_sorted(&samples.itl, pct).scaled(1.0 / US_PER_MS);
+        let itl_token_view = token_view_summary(&samples, pct).scaled(1.0 / US_PER_MS);
+        let LatencySamples {
+            ttft,
+            tpot,
+            e2el,
+            response_ttft,
+            response_e2el,
+            client_queue,
+            itl: gaps,
+            itl_tok_gaps,
+            itl_tok,
+            ..
+        } = samples;
+        drop((gaps, itl_tok_gaps, itl_tok));
         LatencySummaries {
-            ttft: summary_ms(&samples.ttft, pct),
-            tpot: summary_ms(&samples.tpot, pct),
-            itl: Summary::of_sorted(&samples.itl, pct).scaled(1.0 / US_PER_MS),
-            e2el: summary_ms(&samples.e2el, pct),
-            itl_token_view: token_view_summary(&samples, pct).scaled(1.0 / US_PER_MS),
-            response_ttft: summary_ms(&samples.response_ttft, pct),
-            response_e2el: summary_ms(&samples.response_e2el, pct),
-            queue_time: summary_ms(&queue, pct),
-            client_queue_time: summary_ms(&samples.client_queue, pct),
+            ttft: summary_ms(ttft, pct),
+            tpot: summary_ms(tpot, pct),
+            itl,
+            e2el: summary_ms(e2el, pct),
+            itl_token_view,
+            response_ttft: summary_ms(response_ttft, pct),
+            response_e2el: summary_ms(response_e2el, pct),
+            queue_time: summary_ms(queue, pct),
+            client_queue_time: summary_ms(client_queue, pct),
         }
     }
 }

@@ -106,6 +106,7 @@ mod linux {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    #![allow(clippy::expect_used, clippy::panic)]
     use super::*;
 
     /// On a thread of its own (the slice is per thread and inherited): what `request` reports
@@ -136,45 +137,36 @@ mod tests {
         .expect("test thread");
     }
 
-    /// A thread under another policy (SCHED_IDLE here: no privilege needed) is left as it is,
-    /// and the reason says so.
-    #[test]
-    fn another_scheduling_policy_is_left_alone_and_named() {
-        std::thread::spawn(|| {
+    /// On a thread of its own set to `policy` with `flags` (neither needs a privilege here),
+    /// asks for the slice: it must not be granted, for a reason naming `why`; the policy stays.
+    fn refused_under(policy: i32, flags: i32, why: &'static str) {
+        std::thread::spawn(move || {
             let mut attr = linux::get().expect("sched_getattr");
             attr.size = std::mem::size_of::<libc::sched_attr>() as u32;
-            attr.sched_policy = libc::SCHED_IDLE as u32;
-            attr.sched_flags = 0;
+            attr.sched_policy = policy as u32;
+            attr.sched_flags = flags as u64;
             attr.sched_runtime = 0;
-            linux::set(&attr).expect("SCHED_IDLE");
-            let outcome = request_short_time_slice();
-            let after = linux::get().expect("sched_getattr");
-            assert_eq!(after.sched_policy, libc::SCHED_IDLE as u32);
-            match outcome {
-                TimeSlice::Unavailable { why } => assert!(why.contains("policy 5"), "{why}"),
+            linux::set(&attr).expect("sched_setattr");
+            match request_short_time_slice() {
+                TimeSlice::Unavailable { why: said } => assert!(said.contains(why), "{said}"),
                 other => panic!("expected Unavailable, got {other:?}"),
             }
+            assert_eq!(linux::get().expect("sched_getattr").sched_policy, policy as u32);
         })
         .join()
         .expect("test thread");
     }
 
-    /// With reset-on-fork set (no privilege needed to set it), the slice is not asked for: the
-    /// client's threads, started later, would run with the default.
+    /// A thread under another policy (SCHED_IDLE here) is left as it is, and the reason says so.
+    #[test]
+    fn another_scheduling_policy_is_left_alone_and_named() {
+        refused_under(libc::SCHED_IDLE, 0, "policy 5");
+    }
+
+    /// With reset-on-fork set, the slice is not asked for: the client's threads, started later,
+    /// would run with the default.
     #[test]
     fn reset_on_fork_is_named_and_no_slice_is_claimed() {
-        std::thread::spawn(|| {
-            let mut attr = linux::get().expect("sched_getattr");
-            attr.size = std::mem::size_of::<libc::sched_attr>() as u32;
-            attr.sched_flags = libc::SCHED_FLAG_RESET_ON_FORK as u64;
-            attr.sched_runtime = 0;
-            linux::set(&attr).expect("reset-on-fork");
-            match request_short_time_slice() {
-                TimeSlice::Unavailable { why } => assert!(why.contains("reset-on-fork"), "{why}"),
-                other => panic!("expected Unavailable, got {other:?}"),
-            }
-        })
-        .join()
-        .expect("test thread");
+        refused_under(libc::SCHED_OTHER, libc::SCHED_FLAG_RESET_ON_FORK, "reset-on-fork");
     }
 }

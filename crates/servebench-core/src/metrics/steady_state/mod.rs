@@ -201,8 +201,13 @@ pub fn steady_state<S: RecordSet + ?Sized>(
 ) -> Result<SteadyState, NoSteadyState> {
     let none = |reason: String| NoSteadyState { mode: cfg.mode, reason };
     let all = intervals_of(records, |_| true);
-    let done = intervals_of(records, is_completed);
-    if done.is_empty() {
+    // The completed requests' intervals are held only while a closed loop's window is found
+    // (the window's own figures walk the records).
+    let has_done = records.records().any(|r| {
+        let r = r.borrow();
+        is_completed(r) && r.dispatched_us.is_some() && RequestTimes::of(r).last_known_us.is_some()
+    });
+    if !has_done {
         return Err(none("no request completed".into()));
     }
     // An open loop's arrivals are its own intervals; a closed loop's are `all` (not copied).
@@ -222,6 +227,7 @@ pub fn steady_state<S: RecordSet + ?Sized>(
             }
         }
         LoadMode::ClosedLoop { target_concurrency } => {
+            let done = intervals_of(records, is_completed);
             let c = closed_loop::window(&done, &all, target_concurrency, cfg.threshold).map_err(none)?;
             Window {
                 start: c.start,
@@ -233,7 +239,7 @@ pub fn steady_state<S: RecordSet + ?Sized>(
         }
     };
     let arrivals = offered.as_deref().unwrap_or(&all);
-    Ok(over_window(records, cfg, &w, &Flows { all: &all, arrivals, done: &done }))
+    Ok(over_window(records, cfg, &w, &Flows { all: &all, arrivals }))
 }
 
 /// The request intervals a window is measured over.
@@ -242,8 +248,6 @@ struct Flows<'a> {
     all: &'a [(u64, u64)],
     /// What counts as an arrival: `[intended, end)` in an open loop, `all` in a closed loop.
     arrivals: &'a [(u64, u64)],
-    /// The completed requests' `[dispatched, end)`.
-    done: &'a [(u64, u64)],
 }
 
 /// Counts, rates and latency statistics over the window.
@@ -253,7 +257,7 @@ fn over_window<S: RecordSet + ?Sized>(
     w: &Window,
     flows: &Flows<'_>,
 ) -> SteadyState {
-    let (all, done_iv) = (flows.all, flows.done);
+    let all = flows.all;
     let t0 = all.iter().map(|i| i.0).min().unwrap_or(w.start);
     let t1 = all.iter().map(|i| i.1).max().unwrap_or(w.end);
     let in_window = |t: u64| w.contains(t);
@@ -263,17 +267,25 @@ fn over_window<S: RecordSet + ?Sized>(
     let started = Filtered::new(records, |r: &RequestRecord| {
         is_completed(r) && r.dispatched_us.is_some_and(|t| w.started_in(t))
     });
-    let completed_in = done_iv.iter().filter(|i| in_window(i.1)).count() as u64;
     let input_tokens = |r: &RequestRecord| match cfg.pooling {
         true => r.server_prompt_tokens.unwrap_or(r.prompt_tokens),
         false => r.prompt_tokens,
     };
-    // One walk: the started requests' count and input tokens, the window's output tokens.
+    // One walk: the started requests' count and input tokens, the window's output tokens, the
+    // completions in the window and the completed requests' level changes (the observed peak).
     let (mut started_n, mut input, mut output) = (0u64, 0u64, 0.0f64);
+    let (mut completed_in, mut starts, mut ends) = (0u64, Vec::new(), Vec::new());
     for r in records.records() {
         let r = r.borrow();
         if !is_completed(r) {
             continue;
+        }
+        if let (Some(d), Some(end)) = (r.dispatched_us, RequestTimes::of(r).last_known_us) {
+            completed_in += u64::from(in_window(end));
+            if end > d {
+                starts.push(d);
+                ends.push(end);
+            }
         }
         if r.dispatched_us.is_some_and(|t| w.started_in(t)) {
             started_n += 1;
@@ -284,6 +296,8 @@ fn over_window<S: RecordSet + ?Sized>(
             output = events.filter(|(t, _)| in_window(*t)).fold(output, |a, (_, w)| a + w);
         }
     }
+    // Taken (and its lists freed) before the in-flight mean builds its own.
+    let observed_peak = super::peaks::LevelChanges::of_lists(starts, ends).peak();
     let rate = |x: f64| x / dur_s;
     let run_s = t1.saturating_sub(t0) as f64 / 1e6;
     let warning = short_window_warning(dur_s, run_s, cfg.min_window_s);
@@ -296,7 +310,7 @@ fn over_window<S: RecordSet + ?Sized>(
         threshold: cfg.threshold,
         threshold_abs: w.threshold_abs,
         reference: w.reference,
-        observed_peak: super::peak_overlap(done_iv),
+        observed_peak,
         requests_started_in_window: started_n,
         requests_completed_in_window: completed_in,
         requests_total: records.record_count() as u64,
