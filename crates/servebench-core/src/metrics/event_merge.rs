@@ -116,15 +116,16 @@ impl<'a> MergedEvents<'a> {
         by_first.sort_unstable_by_key(|&i| first_key(timelines, i));
         MergedEvents { timelines, by_first, joined: 0, heap: BinaryHeap::new() }
     }
-
-    /// The key of request `i`'s event `k`, its time given.
-    fn key(&self, i: usize, k: usize, time: u64) -> EventKey {
-        (time, self.timelines.weights(i).at(k).to_bits(), i)
-    }
 }
 
+/// The key of request `i`'s event `k`, its time given.
+fn event_key(timelines: &EventTimelines, i: usize, k: usize, time: u64) -> EventKey {
+    (time, timelines.weights(i).at(k).to_bits(), i)
+}
+
+/// The key of request `i`'s first event.
 fn first_key(timelines: &EventTimelines, i: usize) -> EventKey {
-    (timelines.requests[i].first_us, timelines.weights(i).at(0).to_bits(), i)
+    event_key(timelines, i, 0, timelines.requests[i].first_us)
 }
 
 impl Iterator for MergedEvents<'_> {
@@ -144,7 +145,7 @@ impl Iterator for MergedEvents<'_> {
             (None, None) => return None,
         };
         if let Some(&gap) = self.timelines.gaps(i).get(k) {
-            let next = self.key(i, k + 1, time.saturating_add(u64::from(gap)));
+            let next = event_key(self.timelines, i, k + 1, time.saturating_add(u64::from(gap)));
             self.heap.push(Reverse((next, k + 1)));
         }
         Some((time, f64::from_bits(bits)))

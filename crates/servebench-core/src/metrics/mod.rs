@@ -26,7 +26,7 @@ use crate::error::{BenchError, Result};
 use crate::record::{ErrorKind, Outcome, RequestRecord, TokenSource};
 use crate::stats::{merge_weighted, sort_weighted, summary_weighted_sorted, Summary};
 use event_merge::EventTimelines;
-use peaks::LevelChanges;
+use peaks::{IntervalEnds, LevelChanges};
 
 pub use client_controls::{prefill_wait_ms, DesignedCancellation};
 pub use peaks::{peak_overlap, peak_rate, peak_window_sum, WINDOW_US};
@@ -540,21 +540,17 @@ impl LatencySummaries {
 /// list.
 fn peaks_walk<S: RecordSet + ?Sized>(records: &S, completed: u64) -> (EventTimelines, LevelChanges) {
     let mut timelines = EventTimelines::with_capacity(usize::try_from(completed).unwrap_or(0));
-    let n = records.record_count();
-    let (mut starts, mut ends) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut in_flight = IntervalEnds::with_capacity(records.record_count());
     for r in records.records() {
         let r = r.borrow();
-        if let (Some(d), Some(end)) = (r.dispatched_us, RequestTimes::of(r).last_known_us) {
-            if end > d {
-                starts.push(d);
-                ends.push(end);
-            }
+        if let Some(interval) = request::in_flight_interval(r) {
+            in_flight.push(interval);
         }
         if r.outcome == Outcome::Completed {
             timelines.push(r);
         }
     }
-    (timelines, LevelChanges::of_lists(starts, ends))
+    (timelines, in_flight.into_changes())
 }
 
 impl LatencySamples {

@@ -86,6 +86,37 @@ pub fn peak_overlap(intervals: &[(u64, u64)]) -> u64 {
     LevelChanges::of(intervals).peak()
 }
 
+/// The starts and ends of non-empty half-open intervals, collected one interval at a time (in
+/// a walk that does other work too), in any order: only the two lists, sorted, make the
+/// [`LevelChanges`].
+pub(crate) struct IntervalEnds {
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+}
+
+impl IntervalEnds {
+    pub(crate) fn with_capacity(n: usize) -> IntervalEnds {
+        IntervalEnds { starts: Vec::with_capacity(n), ends: Vec::with_capacity(n) }
+    }
+
+    /// Adds `[start, end)`; an empty one (`end <= start`) is left out.
+    pub(crate) fn push(&mut self, (start, end): (u64, u64)) {
+        if end > start {
+            self.starts.push(start);
+            self.ends.push(end);
+        }
+    }
+
+    pub(crate) fn into_changes(self) -> LevelChanges {
+        let (mut starts, mut ends) = (self.starts, self.ends);
+        starts.sort_unstable();
+        ends.sort_unstable();
+        let (mut starts, mut ends) = (starts.into_iter(), ends.into_iter());
+        let (next_start, next_end) = (starts.next(), ends.next());
+        LevelChanges { starts, ends, next_start, next_end }
+    }
+}
+
 /// The starts (`+1`) and ends (`−1`) of half-open intervals in time order, ends before starts
 /// at equal times, empty intervals left out: the order of the `(time, ±1)` pairs sorted, from
 /// two sorted lists of times (8 bytes an event instead of 16 for the pairs).
@@ -98,18 +129,9 @@ pub(crate) struct LevelChanges {
 
 impl LevelChanges {
     pub(crate) fn of(intervals: &[(u64, u64)]) -> LevelChanges {
-        let kept = || intervals.iter().filter(|(s, e)| e > s);
-        LevelChanges::of_lists(kept().map(|i| i.0).collect(), kept().map(|i| i.1).collect())
-    }
-
-    /// From the starts and ends of non-empty intervals, in any order (`starts[i]` need not
-    /// pair with `ends[i]`: only the two sorted lists count).
-    pub(crate) fn of_lists(mut starts: Vec<u64>, mut ends: Vec<u64>) -> LevelChanges {
-        starts.sort_unstable();
-        ends.sort_unstable();
-        let (mut starts, mut ends) = (starts.into_iter(), ends.into_iter());
-        let (next_start, next_end) = (starts.next(), ends.next());
-        LevelChanges { starts, ends, next_start, next_end }
+        let mut ends = IntervalEnds::with_capacity(intervals.len());
+        intervals.iter().for_each(|&i| ends.push(i));
+        ends.into_changes()
     }
 
     /// The highest level the changes reach from 0 (the peak overlap).

@@ -25,6 +25,19 @@ pub struct RequestTimes {
     pub last_known_us: Option<u64>,
 }
 
+/// The last time anything is known of `r`: the latest of its timestamps.
+fn last_known_us(r: &RequestRecord) -> Option<u64> {
+    [r.dispatched_us, r.headers_us, r.first_event_us, r.first_token_us, r.last_token_us, r.done_us]
+        .into_iter()
+        .flatten()
+        .max()
+}
+
+/// `[dispatched, last known)` of a sent request: when it was in flight (`None` if never sent).
+pub(crate) fn in_flight_interval(r: &RequestRecord) -> Option<(u64, u64)> {
+    Some((r.dispatched_us?, last_known_us(r)?))
+}
+
 impl RequestTimes {
     /// Derives the per-request values of `r` (whatever its outcome; callers filter).
     pub fn of(r: &RequestRecord) -> RequestTimes {
@@ -36,11 +49,6 @@ impl RequestTimes {
             }
             _ => None,
         };
-        let last_known_us =
-            [r.dispatched_us, r.headers_us, r.first_event_us, r.first_token_us, r.last_token_us, r.done_us]
-                .into_iter()
-                .flatten()
-                .max();
         RequestTimes {
             ttft_us: diff(r.first_token_us, r.dispatched_us),
             e2el_us: diff(end, r.dispatched_us),
@@ -50,7 +58,7 @@ impl RequestTimes {
             queue_us: diff(r.dispatched_us, Some(r.intended_us)),
             output_tokens,
             output_source,
-            last_known_us,
+            last_known_us: last_known_us(r),
         }
     }
 

@@ -61,9 +61,10 @@ mod linux {
         }
     }
 
-    /// Sets `slice_ns` as the thread's runtime, its policy, nice value and reset-on-fork flag
-    /// kept; the read-back says whether the kernel took it (before 6.12 it ignores the runtime
-    /// of a `SCHED_OTHER` thread and reads back 0).
+    /// Sets `slice_ns` as the thread's runtime, its policy and nice value kept (not under
+    /// another policy or with reset-on-fork set); the read-backs say whether the kernel took it
+    /// (before 6.12 it ignores the runtime of a `SCHED_OTHER` thread and reads back 0) and
+    /// whether a thread started afterwards has it.
     pub(super) fn request(slice_ns: u64) -> TimeSlice {
         let default = |why: String| TimeSlice::Unavailable { why };
         let mut attr = match get() {
@@ -95,7 +96,11 @@ mod linux {
             Err(e) => return default(format!("sched_getattr failed: {e}")),
         }
         // What counts is what the threads started afterwards run with: read it on one.
-        match std::thread::spawn(|| get().map(|a| a.sched_runtime)).join() {
+        let started = std::thread::Builder::new().spawn(|| get().map(|a| a.sched_runtime));
+        let Ok(thread) = started else {
+            return default("no thread could be started to check the slice".into());
+        };
+        match thread.join() {
             Ok(Ok(ns)) if ns == slice_ns => TimeSlice::Short { us: slice_ns / 1000 },
             Ok(Ok(_)) => default("threads started afterwards do not inherit the slice".into()),
             Ok(Err(e)) => default(format!("sched_getattr failed on a new thread: {e}")),

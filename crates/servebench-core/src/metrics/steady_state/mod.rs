@@ -17,6 +17,8 @@ mod open_loop;
 
 use serde::{Deserialize, Serialize};
 
+use super::peaks::IntervalEnds;
+use super::request::in_flight_interval;
 use super::{is_completed, token_event_times, token_event_weights, MetricName, RequestTimes};
 use crate::compact_records::{Filtered, RecordSet};
 use crate::record::RequestRecord;
@@ -139,7 +141,7 @@ fn intervals_of<S: RecordSet + ?Sized>(
         .filter_map(|r| {
             let r = r.borrow();
             keep(r).then_some(())?;
-            Some((r.dispatched_us?, RequestTimes::of(r).last_known_us?))
+            in_flight_interval(r)
         })
         .collect()
 }
@@ -205,7 +207,7 @@ pub fn steady_state<S: RecordSet + ?Sized>(
     // (the window's own figures walk the records).
     let has_done = records.records().any(|r| {
         let r = r.borrow();
-        is_completed(r) && r.dispatched_us.is_some() && RequestTimes::of(r).last_known_us.is_some()
+        is_completed(r) && in_flight_interval(r).is_some()
     });
     if !has_done {
         return Err(none("no request completed".into()));
@@ -274,18 +276,15 @@ fn over_window<S: RecordSet + ?Sized>(
     // One walk: the started requests' count and input tokens, the window's output tokens, the
     // completions in the window and the completed requests' level changes (the observed peak).
     let (mut started_n, mut input, mut output) = (0u64, 0u64, 0.0f64);
-    let (mut completed_in, mut starts, mut ends) = (0u64, Vec::new(), Vec::new());
+    let (mut completed_in, mut done) = (0u64, IntervalEnds::with_capacity(0));
     for r in records.records() {
         let r = r.borrow();
         if !is_completed(r) {
             continue;
         }
-        if let (Some(d), Some(end)) = (r.dispatched_us, RequestTimes::of(r).last_known_us) {
-            completed_in += u64::from(in_window(end));
-            if end > d {
-                starts.push(d);
-                ends.push(end);
-            }
+        if let Some(interval) = in_flight_interval(r) {
+            completed_in += u64::from(in_window(interval.1));
+            done.push(interval);
         }
         if r.dispatched_us.is_some_and(|t| w.started_in(t)) {
             started_n += 1;
@@ -297,7 +296,7 @@ fn over_window<S: RecordSet + ?Sized>(
         }
     }
     // Taken (and its lists freed) before the in-flight mean builds its own.
-    let observed_peak = super::peaks::LevelChanges::of_lists(starts, ends).peak();
+    let observed_peak = done.into_changes().peak();
     let rate = |x: f64| x / dur_s;
     let run_s = t1.saturating_sub(t0) as f64 / 1e6;
     let warning = short_window_warning(dur_s, run_s, cfg.min_window_s);
