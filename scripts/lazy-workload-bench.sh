@@ -109,7 +109,7 @@ for bin in "${BINS[@]}"; do
                 --num-prompts "${REPLAY_ROWS:-100000}" --skip-tokenize-verification --disable-tqdm \
                 --save-result --result-filename "$res")
           stop_sim
-          echo "replay  #$r rss_mib wall_s: $m; $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); h=d.get('client_health') or {}; print('completed %d failed %d req/s %.1f lateness_p99_ms %s client_cpu_s %s' % (d['completed'], d.get('failed', 0), d['request_throughput'], h.get('dispatch_lateness_p99_ms'), h.get('client_cpu_seconds')))" "$res")" ;;
+          echo "replay  #$r rss_mib wall_s: $m; $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); h=d.get('client_health') or {}; print('completed %d failed %d req/s %.1f lateness_p99_ms %s client_cpu_s %s run_peak_rss_mib %.1f max_in_flight %s' % (d['completed'], d.get('failed', 0), d['request_throughput'], h.get('dispatch_lateness_p99_ms'), h.get('client_cpu_seconds'), (h.get('peak_rss_bytes') or 0) / 1048576, d.get('max_concurrent_requests')))" "$res")" ;;
       esac
     done
   done

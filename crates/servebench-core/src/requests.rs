@@ -23,6 +23,11 @@ pub trait RequestSource: Send + Sync + std::fmt::Debug {
     fn lengths(&self, i: usize) -> (u32, u32);
     /// Request `i` in full, its `index` equal to `i`.
     fn build(&self, i: usize) -> RequestSpec;
+    /// Why a request built so far is not what preparation checked (a source reading a file
+    /// that changed under it), for the run's warnings; `None` when every one is.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Position `p` of an edited lazy request list: the request's index and the source request
@@ -143,6 +148,14 @@ impl Requests {
     /// True when the requests are built on demand.
     pub fn is_lazy(&self) -> bool {
         matches!(self, Requests::Lazy(_))
+    }
+
+    /// Why a request built on demand was not what preparation checked ([`RequestSource::failure`]).
+    pub fn source_failure(&self) -> Option<String> {
+        match self {
+            Requests::Held(_) => None,
+            Requests::Lazy(l) => l.source.failure(),
+        }
     }
 
     /// The held workload (`None` when lazy).

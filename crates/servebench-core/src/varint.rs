@@ -1,5 +1,5 @@
-//! LEB128 varints and zigzag signs: the byte encodings shared by the compact records
-//! (`compact_records`) and the compact trace rows of `servebench-data`.
+//! LEB128 varints and zigzag signs: the byte encodings of the compact records
+//! (`compact_records`: their fields, and the length before each record spilled to disk).
 
 /// Appends `v` as an unsigned LEB128 varint (1 byte below 128, at most 10).
 pub fn push_uint(out: &mut Vec<u8>, mut v: u64) {
@@ -35,26 +35,6 @@ pub fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
-/// Appends `values` as the zigzag varints of their differences (the first from 0), in wrapping
-/// arithmetic so that every `u64` sequence round-trips: ascending runs cost a byte a value.
-pub fn push_deltas(out: &mut Vec<u8>, values: impl IntoIterator<Item = u64>) {
-    let mut prev = 0u64;
-    for v in values {
-        push_uint(out, zigzag(v.wrapping_sub(prev) as i64));
-        prev = v;
-    }
-}
-
-/// The values [`push_deltas`] wrote into `bytes` (which holds them and nothing else).
-pub fn deltas(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
-    let (mut at, mut prev) = (0usize, 0u64);
-    std::iter::from_fn(move || {
-        let d = read_uint(bytes, &mut at)?;
-        prev = prev.wrapping_add(unzigzag(d) as u64);
-        Some(prev)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -81,21 +61,7 @@ mod tests {
         assert_eq!([0, -1, 1, -2, i64::MIN, i64::MAX].map(zigzag), [0, 1, 2, 3, u64::MAX, u64::MAX - 1]);
     }
 
-    #[test]
-    fn an_ascending_run_costs_a_byte_a_value() {
-        let mut out = Vec::new();
-        push_deltas(&mut out, 1000..1100);
-        assert_eq!(out.len(), 2 + 99);
-    }
-
     proptest! {
-        #[test]
-        fn every_u64_sequence_round_trips(values in proptest::collection::vec(any::<u64>(), 0..40)) {
-            let mut out = Vec::new();
-            push_deltas(&mut out, values.iter().copied());
-            prop_assert_eq!(deltas(&out).collect::<Vec<_>>(), values);
-        }
-
         #[test]
         fn zigzag_round_trips(v in any::<i64>()) {
             prop_assert_eq!(unzigzag(zigzag(v)), v);

@@ -1,42 +1,35 @@
 //! The collector's store of finished requests: every record goes to the records file (if any)
-//! the moment it arrives; at most `max_in_memory` are also held in memory during the run, as
-//! bytes (`CompactRecords`: about 60 bytes a short request instead of a 650-byte record).
+//! the moment it arrives, and to the run's compact store (`CompactRecords`: about 60 bytes a
+//! short request instead of a 650-byte record).
 //!
-//! Beyond the cap, records live only on disk: in the records file when the run writes one,
-//! else in a spill file (same JSONL format) in the system temporary directory, removed at the
-//! end. [`RecordStore::finish`] reads them back into the compact store, so the metrics are
-//! computed from every record, exactly as without a cap.
+//! The compact store holds at most `max_in_memory` records (at least
+//! [`servebench_core::compact_records::MIN_SPILL_RUN`]) in memory: then it writes them, sorted
+//! by index, as one run to an unlinked temporary file and frees them. The end-of-run
+//! computations walk the runs back, merged in index order, so the metrics are computed from
+//! every record, exactly as without a cap, and a run's memory does not grow with its records.
 
-use crate::records::sink::{read_records_each, RecordSink};
+use crate::records::sink::RecordSink;
 use servebench_core::{BenchError, CompactRecords, RequestRecord, Result};
-use std::path::PathBuf;
 
 /// Default `--max-records-in-memory`.
-pub const DEFAULT_MAX_RECORDS_IN_MEMORY: usize = 1_000_000;
+pub const DEFAULT_MAX_RECORDS_IN_MEMORY: usize = 100_000;
 
 /// Records of a run as they arrive.
 #[derive(Debug)]
 pub struct RecordStore {
-    max_in_memory: usize,
-    in_memory: CompactRecords,
+    records: CompactRecords,
     sink: Option<RecordSink>,
-    /// Records beyond the cap when there is no records file.
-    spill: Option<RecordSink>,
-    overflowed: u64,
     error: Option<BenchError>,
 }
 
 impl RecordStore {
     /// `sink`: the run's records file, if any. `expected`: the run's request count (capacity).
     pub fn new(sink: Option<RecordSink>, max_in_memory: usize, expected: usize) -> Self {
-        RecordStore {
-            max_in_memory,
-            in_memory: CompactRecords::with_capacity(expected.min(max_in_memory)),
-            sink,
-            spill: None,
-            overflowed: 0,
-            error: None,
-        }
+        let max_in_memory = max_in_memory.max(servebench_core::compact_records::MIN_SPILL_RUN);
+        // Also beyond `expected`: a closed loop or a `--duration` run may send more.
+        let mut records = CompactRecords::spilling_beyond(max_in_memory);
+        records.reserve(expected);
+        RecordStore { records, sink, error: None }
     }
 
     /// Stores one record. A write error is kept (the first one) and returned by `finish`.
@@ -46,83 +39,34 @@ impl RecordStore {
                 self.error.get_or_insert(e);
             }
         }
-        if self.in_memory.len() < self.max_in_memory {
-            self.in_memory.push(&record);
-            return;
-        }
-        self.overflowed += 1;
-        if self.sink.is_some() {
-            return; // the records file holds it
-        }
-        if self.spill.is_none() {
-            match RecordSink::create(&spill_path()) {
-                Ok(s) => self.spill = Some(s),
-                Err(e) => {
-                    self.error.get_or_insert(e);
-                    return;
-                }
-            }
-        }
-        if let Some(s) = self.spill.as_mut() {
-            if let Err(e) = s.append(&record) {
-                self.error.get_or_insert(e);
-            }
-        }
+        self.records.push(&record);
     }
 
-    /// Records that did not fit in memory so far.
+    /// A store that failed before anything was stored (`finish` returns `error`).
+    pub fn failed(error: BenchError) -> Self {
+        RecordStore { records: CompactRecords::default(), sink: None, error: Some(error) }
+    }
+
+    /// Whether the next push writes the records held in memory to disk.
+    pub fn next_push_spills(&self) -> bool {
+        self.records.next_push_spills()
+    }
+
+    /// Records written to the temporary file so far (not held in memory).
     pub fn overflowed(&self) -> u64 {
-        self.overflowed
+        self.records.spilled().0 as u64
     }
 
-    /// Every record, sorted by workload index; reads the overflow back from disk.
+    /// Every record, walked in index order.
     pub fn finish(self) -> Result<CompactRecords> {
-        let RecordStore { mut in_memory, sink, spill, overflowed, error, .. } = self;
+        let RecordStore { mut records, error, .. } = self;
         if let Some(e) = error {
-            if let Some(s) = &spill {
-                let _ = std::fs::remove_file(s.path());
-            }
             return Err(e);
         }
-        let mut records = if overflowed == 0 {
-            in_memory
-        } else if let Some(sink) = sink {
-            // The records file has every record, in arrival order: use it alone.
-            let path = sink.path().to_path_buf();
-            drop(sink);
-            drop(in_memory);
-            let mut all = CompactRecords::default();
-            read_back(&path, &mut all)?;
-            all
-        } else if let Some(spill) = spill {
-            let path = spill.path().to_path_buf();
-            drop(spill);
-            let rest = read_back(&path, &mut in_memory);
-            let _ = std::fs::remove_file(&path);
-            rest?;
-            in_memory
-        } else {
-            in_memory
-        };
         records.sort_by_index();
         records.shrink_to_fit();
         Ok(records)
     }
-}
-
-fn read_back(path: &std::path::Path, into: &mut CompactRecords) -> Result<()> {
-    let file = read_records_each(path, |r| into.push(&r))?;
-    if file.truncated > 0 {
-        return Err(BenchError::io(path.display(), "the last record was cut short while reading it back"));
-    }
-    Ok(())
-}
-
-fn spill_path() -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("servebench-spill-{}-{n}.records.jsonl", std::process::id()))
 }
 
 #[cfg(test)]
@@ -131,20 +75,23 @@ mod tests {
     use servebench_core::metrics::{compute, MetricsConfig};
     use servebench_core::{ErrorKind, Outcome, TokenEvents};
 
-    fn records() -> Vec<RequestRecord> {
-        (0..25u64)
+    /// `n` records of every shape the metrics read (failed, completed with token gaps).
+    fn records(n: u64) -> Vec<RequestRecord> {
+        (0..n)
             .map(|i| {
-                let mut r = RequestRecord::scheduled(i, format!("r{i}"), i * 1_000, 10 + i as u32, 8);
+                let mut r = RequestRecord::scheduled(i, format!("r{i}"), i * 1_000, 10 + (i % 50) as u32, 8);
                 r.dispatched_us = Some(i * 1_000 + i % 3);
                 if i % 7 == 3 {
                     r.fail(ErrorKind::HttpStatus, "503");
                     return r;
                 }
                 r.outcome = Outcome::Completed;
-                r.first_token_us = Some(i * 1_000 + 500 + i * 13);
-                r.token_events =
-                    TokenEvents { gaps_us: vec![100 + i as u32, 250, 40 * i as u32], tokens: vec![] };
-                r.last_token_us = Some(r.first_token_us.unwrap() + 390 + 41 * i);
+                r.first_token_us = Some(i * 1_000 + 500 + (i % 97) * 13);
+                r.token_events = TokenEvents {
+                    gaps_us: vec![100 + (i % 31) as u32, 250, 40 * (i % 11) as u32],
+                    tokens: vec![],
+                };
+                r.last_token_us = Some(r.first_token_us.unwrap() + 390 + 41 * (i % 13));
                 r.done_us = r.last_token_us.map(|t| t + 7);
                 r.token_event_count = 4;
                 r.completion_tokens = Some(4 + (i % 2) as u32);
@@ -153,48 +100,57 @@ mod tests {
             .collect()
     }
 
-    /// Arrival order differs from index order, as in a run.
-    fn arrival_order() -> Vec<RequestRecord> {
-        let mut v = records();
-        v.reverse();
-        v.swap(3, 17);
+    /// Arrival order differs from index order, as in a run: each block of 40 ends in reverse,
+    /// and a few requests end far later than their neighbours.
+    fn arrival_order(n: u64) -> Vec<RequestRecord> {
+        let mut v = records(n);
+        v.chunks_mut(40).for_each(<[RequestRecord]>::reverse);
+        for k in (0..v.len()).step_by(301) {
+            let late = v.remove(k);
+            v.push(late);
+        }
         v
     }
 
-    fn store_all(mut store: RecordStore) -> Vec<RequestRecord> {
-        for r in arrival_order() {
+    fn store_all(mut store: RecordStore, n: u64) -> (Vec<RequestRecord>, u64) {
+        for r in arrival_order(n) {
             store.push(r);
         }
-        store.finish().unwrap().to_vec()
+        let overflowed = store.overflowed();
+        (store.finish().unwrap().to_vec(), overflowed)
     }
 
     #[test]
-    fn capped_run_gives_the_same_records_and_metrics_as_uncapped() {
+    fn a_run_capped_in_memory_gives_the_records_and_metrics_of_an_uncapped_one() {
+        let n = 5_000;
         let cfg = MetricsConfig { goodput: vec![], ..MetricsConfig::default() };
-        let uncapped = store_all(RecordStore::new(None, DEFAULT_MAX_RECORDS_IN_MEMORY, 25));
-        assert_eq!(uncapped, records());
-        let expected = compute(&uncapped, &cfg);
+        let (uncapped, none) =
+            store_all(RecordStore::new(None, DEFAULT_MAX_RECORDS_IN_MEMORY, n as usize), n);
+        assert_eq!((uncapped.len(), none), (n as usize, 0));
+        assert_eq!(uncapped, records(n));
+        let expected = format!("{:?}", compute(&uncapped, &cfg));
 
-        // No records file: the overflow goes to a spill file, read back and removed.
-        let mut spilled = RecordStore::new(None, 3, 25);
-        for r in arrival_order() {
-            spilled.push(r);
-        }
-        assert_eq!(spilled.overflowed(), 22);
-        let spill = spilled.spill.as_ref().map(|s| s.path().to_path_buf()).unwrap();
-        let got = spilled.finish().unwrap().to_vec();
-        assert!(!spill.exists(), "spill file removed");
+        // Cap 0: runs of the smallest size on disk, the rest in memory; walked in index order.
+        // Told to expect 10 (a closed loop sends more than its workload): it spills all the same.
+        let (got, spilled) = store_all(RecordStore::new(None, 0, 10), n);
+        assert_eq!(spilled, 4 * servebench_core::compact_records::MIN_SPILL_RUN as u64);
         assert_eq!(got, uncapped);
-        assert_eq!(format!("{:?}", compute(&got, &cfg)), format!("{expected:?}"));
+        // The metrics computed by walking the spilled store itself, not a copy.
+        let mut store = RecordStore::new(None, 2_000, n as usize);
+        arrival_order(n).into_iter().for_each(|r| store.push(r));
+        assert_eq!(store.overflowed(), 4_000);
+        let compact = store.finish().unwrap();
+        assert!(compact.heap_bytes() < 2_000 * 80, "{} bytes held", compact.heap_bytes());
+        assert_eq!(format!("{:?}", compute(&compact, &cfg)), expected);
+        assert!(compact.spill_read_failure().is_none() && compact.spill_write_failure().is_none());
 
-        // With a records file: it is read back whole.
+        // With a records file: it still gets every record, in arrival order.
         let dir = tempfile::tempdir().unwrap();
-        let sink = RecordSink::create(&dir.path().join("r.jsonl")).unwrap();
-        let got = store_all(RecordStore::new(Some(sink), 1, 25));
+        let path = dir.path().join("r.jsonl");
+        let sink = RecordSink::create(&path).unwrap();
+        let (got, _) = store_all(RecordStore::new(Some(sink), 1, n as usize), n);
         assert_eq!(got, uncapped);
-        assert_eq!(format!("{:?}", compute(&got, &cfg)), format!("{expected:?}"));
-
-        // Cap zero: nothing in memory at all.
-        assert_eq!(store_all(RecordStore::new(None, 0, 25)), uncapped);
+        let (written, truncated) = crate::records::sink::read_records(&path).unwrap();
+        assert_eq!((written, truncated), (arrival_order(n), 0));
     }
 }

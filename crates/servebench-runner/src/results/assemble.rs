@@ -85,6 +85,10 @@ impl RunResults {
     /// (`max_failure_rate`, percent); SB602 when not one request succeeded.
     pub fn end(&self, max_failure_rate: Option<f64>) -> Result<RunEnd> {
         let m = &self.metrics;
+        // Records spilled to disk that could not be read back: the figures miss them.
+        if let Some(failure) = self.out.records.spill_read_failure() {
+            return Err(BenchError::io("the run's temporary records file", failure));
+        }
         if self.out.interrupted {
             return Ok(RunEnd::Interrupted);
         }

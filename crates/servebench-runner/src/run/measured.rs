@@ -404,7 +404,7 @@ fn spawn_collector(
             live.request_ended(&r);
             observer.request_done(&r);
             match applied {
-                Applied::Done => store.push(r),
+                Applied::Done => store = stored(store, r).await,
                 Applied::Held => held.push(r),
             }
         }
@@ -416,6 +416,31 @@ fn spawn_collector(
         }
         (store, note)
     })
+}
+
+/// `store` with `r` pushed. The push that writes the records held in memory to disk (every
+/// --max-records-in-memory records: a sort and a write of several MB) runs on a blocking
+/// thread while this task waits: run on a runtime worker, it held the worker up and the
+/// responses it was to read piled up (up to 4,000 requests in flight instead of 130 in a
+/// 5,000 req/s replay; docs/performance.md, "Records on disk beyond the cap").
+async fn stored(mut store: RecordStore, r: RequestRecord) -> RecordStore {
+    if !store.next_push_spills() {
+        store.push(r);
+        return store;
+    }
+    match tokio::task::spawn_blocking(move || {
+        store.push(r);
+        store
+    })
+    .await
+    {
+        Ok(store) => store,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // Cancelled: the runtime is shutting down, nothing is left to store into.
+            Err(e) => RecordStore::failed(BenchError::io("the run's temporary records file", e.to_string())),
+        },
+    }
 }
 
 /// What dispatch produced besides the records (which went to the collector).
@@ -662,6 +687,14 @@ impl RequestExecutor {
 /// the network path (each also told to the observer where it is new).
 fn run_warnings(prepared: &PreparedRun, records: &CompactRecords, observer: &dyn RunObserver) -> Vec<Notice> {
     let mut warnings = Vec::new();
+    if let Some(failure) = prepared.workload.source_failure() {
+        warnings.push(Notice::warning(failure));
+    }
+    if let Some(failure) = records.spill_write_failure() {
+        warnings.push(Notice::warning(format!(
+            "{failure}: the records beyond --max-records-in-memory stayed in memory (the figures are whole)"
+        )));
+    }
     let by_design = |r: &RequestRecord| r.cancelled_by == Some(servebench_core::CancelReason::ByDesign);
     let cancelled = records.iter().filter(|r| r.outcome == Outcome::Cancelled && !by_design(r)).count();
     if cancelled > 0 {

@@ -18,6 +18,7 @@ mod multi_turn;
 mod prefix_matrix;
 mod readiness;
 mod retokenize_after_run;
+mod spilled_records;
 mod tokenize_dialects;
 mod trace_replay;
 mod verify_tokenize;

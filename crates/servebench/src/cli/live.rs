@@ -24,8 +24,9 @@ pub struct LiveArgs {
     /// Address the --metrics-port endpoint binds (default 127.0.0.1: this host only).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", value_parser = crate::cli::values::metrics_host, help_heading = "Output")]
     pub metrics_host: std::net::IpAddr,
-    /// Request records held in memory during the run; beyond this they are kept on disk (the
-    /// records file, else a temporary file) and read back at the end, so results stay exact.
+    /// Request records held in memory (at least 1,024); beyond this they are written, sorted,
+    /// to an unlinked temporary file and walked from there at the end, so results stay exact
+    /// and memory does not grow with the run.
     #[arg(long, value_name = "N", default_value_t = servebench_runner::DEFAULT_MAX_RECORDS_IN_MEMORY, help_heading = "Output")]
     pub max_records_in_memory: usize,
 }

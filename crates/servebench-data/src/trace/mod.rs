@@ -10,8 +10,12 @@
 //! sends a shorter prompt instead). Arrival offsets are `(timestamp − first timestamp) ×
 //! multiplier`, in trace order (timestamps must not decrease).
 
+mod reread;
+
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use reread::{Keep, Mark, RowFile, MARK_EVERY};
 
 use rayon::prelude::*;
 use serde_json::Value;
@@ -342,9 +346,36 @@ pub struct PreparedTrace {
 }
 
 /// Streams the trace file (one line in memory at a time; every line is checked, as before),
-/// keeping of the first `num_prompts` rows that fit `max_model_len` only what builds their
-/// prompts: lengths and hash ids ([`TraceSource`]), and the arrival offsets.
+/// keeping of the first `num_prompts` rows that fit `max_model_len` their lengths, a mark every
+/// 256 rows (where its line starts: the hash ids are read again from the file when a
+/// prompt is built, `reread`), and the arrival offsets.
 pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<PreparedTrace> {
+    let read = read_trace(cfg)?;
+    let allowed: Arc<[u32]> = allowed_token_ids(tok).into();
+    if allowed.is_empty() {
+        return Err(dataset_err(format!(
+            "tokenizer {} has no usable token ids; fix: pass another --tokenizer",
+            tok.name()
+        )));
+    }
+    let blocks = BlockTokens::new(allowed, cfg.chunk_size, cfg.seed);
+    Ok(PreparedTrace {
+        source: Arc::new(TraceSource { rows: read.rows, blocks, file: read.file }),
+        offsets_us: read.offsets_us,
+        filtered_out: read.filtered_out,
+    })
+}
+
+/// A trace file read through once: its kept rows' lengths, the file with its marks, the
+/// arrival offsets.
+struct ReadTrace {
+    rows: TraceRows,
+    file: RowFile,
+    offsets_us: Vec<u64>,
+    filtered_out: usize,
+}
+
+fn read_trace(cfg: &TraceConfig) -> Result<ReadTrace> {
     // Unreadable (missing, a directory, no permission): the dataset error every other file
     // dataset gives (SB204, naming --dataset-path).
     let data_file = crate::dataset::file::DataFile::new(&cfg.path);
@@ -353,29 +384,41 @@ pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<Prepa
         data_file.error_from(crate::dataset::file::Location::File, problem, "check the --dataset-path", e)
     };
     let file = std::fs::File::open(&cfg.path).map_err(unreadable)?;
+    let keep =
+        Keep { labels: cfg.labels.clone(), num_prompts: cfg.num_prompts, max_model_len: cfg.max_model_len };
     let mut rows = TraceRows::default();
+    let mut marks = Vec::new();
     let mut offsets = OffsetsFrom::new(cfg.sec_multiplier);
     let (mut seen, mut filtered_out) = (0usize, 0usize);
     // The replay's span is bounded only when the timestamps are replayed: a rate-driven replay
     // (--no-self-timed) sends the rows on the --request-rate schedule, whatever they say.
     let mut clock = TraceClock::new(if cfg.self_timed { cfg.sec_multiplier } else { 0.0 });
     clock.end_ms = cfg.replay_end_ms;
-    for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
-        let line = line.map_err(unreadable)?;
+    let mut reader = std::io::BufReader::new(file.try_clone().map_err(unreadable)?);
+    let (mut at, mut line) = (0u64, Vec::new());
+    for i in 0.. {
+        line.clear();
+        let n = std::io::BufRead::read_until(&mut reader, b'\n', &mut line).map_err(unreadable)?;
+        if n == 0 {
+            break;
+        }
+        let line_at = at;
+        at += n as u64;
+        let text = line_text(&line).map_err(unreadable)?;
         // A byte-order mark (Windows editors write one) is not part of the first row.
-        let text = if i == 0 { crate::dataset::file::strip_bom(&line) } else { &line };
+        let text = if i == 0 { crate::dataset::file::strip_bom(text) } else { text };
         let replayed = seen < cfg.num_prompts;
         let Some(row) = parse_line(text, i + 1, &cfg.labels, &mut clock, replayed)? else { continue };
         seen += 1;
         if seen > cfg.num_prompts {
             continue;
         }
-        let fits = cfg.max_model_len.is_none_or(|limit| {
-            u64::from(row.input_length) + u64::from(row.output_length) <= u64::from(limit)
-        });
-        if !fits {
+        if !keep.fits(row.input_length, row.output_length) {
             filtered_out += 1;
             continue;
+        }
+        if rows.len() % MARK_EVERY == 0 {
+            marks.push(Mark { at: line_at, line: i, seen: seen - 1 });
         }
         offsets.push(row.timestamp_ms);
         rows.push(&row);
@@ -387,19 +430,15 @@ pub fn prepare_trace(cfg: &TraceConfig, tok: &dyn TextTokenizer) -> Result<Prepa
             if filtered_out > 0 { " after --max-model-len filtering" } else { "" }
         )));
     }
-    let allowed: Arc<[u32]> = allowed_token_ids(tok).into();
-    if allowed.is_empty() {
-        return Err(dataset_err(format!(
-            "tokenizer {} has no usable token ids; fix: pass another --tokenizer",
-            tok.name()
-        )));
-    }
-    let blocks = BlockTokens::new(allowed, cfg.chunk_size, cfg.seed);
     rows.shrink();
-    Ok(PreparedTrace {
-        source: Arc::new(TraceSource { rows, blocks }),
-        offsets_us: offsets.out,
-        filtered_out,
+    Ok(ReadTrace { rows, file: RowFile::new(file, keep, marks), offsets_us: offsets.out, filtered_out })
+}
+
+/// A line read with its end (`\n`, `\r\n`) as text, as `BufRead::lines` gives it.
+fn line_text(line: &[u8]) -> std::io::Result<&str> {
+    let line = line.strip_suffix(b"\n").map_or(line, |l| l.strip_suffix(b"\r").unwrap_or(l));
+    std::str::from_utf8(line).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, "stream did not contain valid UTF-8")
     })
 }
 
@@ -425,60 +464,11 @@ impl OffsetsFrom {
     }
 }
 
-/// The kept rows, compact: lengths, and every row's hash ids as the zigzag varints of their
-/// differences, all rows in one byte array (`servebench_core::varint::push_deltas`): a
-/// Mooncake row's ascending runs cost about a byte a hash id instead of 4 or 8.
+/// The kept rows' lengths (their hash ids are read again from the file, `reread`).
 #[derive(Debug, Default)]
 struct TraceRows {
     input: Vec<u32>,
     output: Vec<u32>,
-    /// Row `i`'s hash ids are encoded in `hashes[ends[i - 1]..ends[i]]` (from 0 for row 0).
-    ends: Ends,
-    hashes: Vec<u8>,
-}
-
-/// Where each row's bytes end: `u32`s while they fit.
-#[derive(Debug)]
-enum Ends {
-    Narrow(Vec<u32>),
-    Wide(Vec<u64>),
-}
-
-impl Default for Ends {
-    fn default() -> Self {
-        Ends::Narrow(Vec::new())
-    }
-}
-
-impl Ends {
-    fn push(&mut self, end: usize) {
-        match self {
-            Ends::Narrow(v) => match u32::try_from(end) {
-                Ok(x) => v.push(x),
-                Err(_) => {
-                    let mut wide: Vec<u64> = v.iter().map(|&x| u64::from(x)).collect();
-                    wide.push(end as u64);
-                    *self = Ends::Wide(wide);
-                }
-            },
-            Ends::Wide(v) => v.push(end as u64),
-        }
-    }
-
-    /// The end of row `i`'s bytes (`None` past the last row).
-    fn get(&self, i: usize) -> Option<usize> {
-        match self {
-            Ends::Narrow(v) => v.get(i).map(|&x| x as usize),
-            Ends::Wide(v) => v.get(i).map(|&x| x as usize),
-        }
-    }
-
-    fn shrink(&mut self) {
-        match self {
-            Ends::Narrow(v) => v.shrink_to_fit(),
-            Ends::Wide(v) => v.shrink_to_fit(),
-        }
-    }
 }
 
 impl TraceRows {
@@ -489,25 +479,11 @@ impl TraceRows {
     fn push(&mut self, row: &TraceRow) {
         self.input.push(row.input_length);
         self.output.push(row.output_length);
-        servebench_core::varint::push_deltas(&mut self.hashes, row.hash_ids.iter().copied());
-        self.ends.push(self.hashes.len());
-    }
-
-    /// Row `i`'s hash ids, in order (none past the last row).
-    fn hash_ids(&self, i: usize) -> impl Iterator<Item = u64> + '_ {
-        let from = match i {
-            0 => 0,
-            _ => self.ends.get(i - 1).unwrap_or(0),
-        };
-        let to = self.ends.get(i).unwrap_or(from);
-        servebench_core::varint::deltas(self.hashes.get(from..to).unwrap_or_default())
     }
 
     fn shrink(&mut self) {
         self.input.shrink_to_fit();
         self.output.shrink_to_fit();
-        self.ends.shrink();
-        self.hashes.shrink_to_fit();
     }
 }
 
@@ -517,6 +493,7 @@ impl TraceRows {
 pub struct TraceSource {
     rows: TraceRows,
     blocks: BlockTokens,
+    file: RowFile,
 }
 
 impl RequestSource for TraceSource {
@@ -531,10 +508,21 @@ impl RequestSource for TraceSource {
 
     fn build(&self, i: usize) -> RequestSpec {
         let (input, output) = self.lengths(i);
-        let ids = self.blocks.prompt_of(input, self.rows.hash_ids(i), i as u64);
+        let checked = (input, self.rows.output.get(i).copied().unwrap_or(0));
+        let hash_ids = self.file.hash_ids(i, checked).unwrap_or_default();
+        let ids = self.blocks.prompt_of(input, hash_ids.into_iter(), i as u64);
         RequestSpec::new(i as u64, Prompt::TokenIds(ids.into()), input, output)
     }
+
+    fn failure(&self) -> Option<String> {
+        self.file
+            .failure()
+            .map(|why| format!("trace replay: {why}; its prompt was built from the lengths checked before"))
+    }
 }
+
+#[cfg(test)]
+mod reread_tests;
 
 #[cfg(test)]
 mod tests {
@@ -585,45 +573,6 @@ mod tests {
         let e = b.prompt(&row(vec![1], 10), 3);
         assert_eq!(d[..4], e[..4]);
         assert_ne!(d[4..], e[4..]);
-    }
-
-    #[test]
-    fn compact_rows_give_back_every_rows_hash_ids_and_prompt() {
-        let row = |input_length, hash_ids: Vec<u64>| TraceRow {
-            timestamp_ms: 0.0,
-            input_length,
-            output_length: 2,
-            hash_ids,
-        };
-        let kept = [
-            row(12, vec![0, 1, 2]),
-            row(5, vec![]),
-            row(9, vec![7, 3, u64::MAX, 0, 1 << 40]),
-            row(8, vec![u64::from(u32::MAX) + 1, 5]),
-        ];
-        let mut rows = TraceRows::default();
-        kept.iter().for_each(|r| rows.push(r));
-        rows.shrink();
-        for (i, r) in kept.iter().enumerate() {
-            assert_eq!(rows.hash_ids(i).collect::<Vec<_>>(), r.hash_ids, "row {i}");
-        }
-        assert_eq!(rows.hash_ids(kept.len()).count(), 0);
-        let source = TraceSource { rows, blocks: blocks() };
-        for (i, r) in kept.iter().enumerate() {
-            let spec = source.build(i);
-            assert_eq!(spec.prompt, Prompt::TokenIds(blocks().prompt(r, i as u64).into()), "row {i}");
-            assert_eq!((spec.prompt_tokens, spec.expected_output_tokens), (r.input_length, 2));
-        }
-    }
-
-    #[test]
-    fn row_ends_widen_past_u32_and_keep_the_earlier_ones() {
-        let mut ends = Ends::default();
-        ends.push(7);
-        ends.push(u32::MAX as usize + 3);
-        ends.push(9);
-        assert!(matches!(ends, Ends::Wide(_)));
-        assert_eq!([0, 1, 2, 3].map(|i| ends.get(i)), [Some(7), Some(u32::MAX as usize + 3), Some(9), None]);
     }
 
     /// `block(42)` with ids 100..1100, chunk 4, seed 7 (printed once, then pinned).
