@@ -195,8 +195,10 @@ impl CompactRecords {
             sorted: true,
             ..CompactRecords::default()
         };
-        if self.spilled.is_some() {
-            // Spilled: walked in index order, and a large selection spills too.
+        if let Some(spilled) = &self.spilled {
+            // Spilled: walked in index order, and a large selection spills too, into the same
+            // file (a failed read of its runs is noted where the store's owner looks).
+            out.spilled = Some(spilled.sharing_file());
             self.iter().filter(|r| keep(r)).for_each(|r| out.push(&r));
             out.sorted = true; // pushed in index order
         } else {

@@ -83,6 +83,11 @@ impl Spilled {
         self.runs.iter().map(|r| r.end - r.start).sum()
     }
 
+    /// No runs yet, written to the same file (a selection of this store's records).
+    pub(super) fn sharing_file(&self) -> Spilled {
+        Spilled { file: self.file.clone(), runs: Vec::new() }
+    }
+
     /// The first failed read of any walk so far.
     pub(super) fn read_failure(&self) -> Option<String> {
         self.file.read_failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
@@ -148,7 +153,7 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut at: u64) -> std::io::Resul
         if n == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
-        buf = &mut buf[n..];
+        buf = buf.get_mut(n..).unwrap_or_default();
         at += n as u64;
     }
     Ok(())
@@ -208,13 +213,19 @@ impl<'a> RunCursor<'a> {
         let total = head.saturating_add(len);
         let slot = self.bytes(total)?;
         let record = slot.get(head..total).and_then(|b| codec::decode_with_len(b, prefix)).map(|(r, _)| r);
-        // Bytes come only from `write_run` of `encode`d records: `None` would be this module's
-        // bug (the tests' debug assertion); a release build ends the run's walk.
-        debug_assert!(record.is_some(), "a spilled record does not decode");
-        self.at = match record {
-            Some(_) => self.at + total as u64,
-            None => self.end,
-        };
+        // Bytes come only from `write_run` of `encode`d records: `None` means the file does not
+        // hold what was written (or this module's bug): noted, and the run's walk ends.
+        match record {
+            Some(_) => self.at += total as u64,
+            None => {
+                let at = self.at;
+                self.file.note_read_failure(&std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("the record at byte {at} does not decode"),
+                ));
+                self.at = self.end;
+            }
+        }
         Ok(record)
     }
 }

@@ -84,3 +84,17 @@ fn a_spilled_file_that_cannot_be_read_back_is_reported_not_walked_short_silently
     let failure = c.spill_read_failure().expect("the failed read is kept");
     assert!(failure.contains("reading spilled records back failed"), "{failure}");
 }
+
+#[test]
+fn a_failed_read_of_a_selections_runs_reaches_the_store_it_was_selected_from() {
+    let arrival: Vec<RequestRecord> = (0..60).rev().map(|i| record(i, 2)).collect();
+    let c = spilled(&arrival, 10);
+    // Every record kept: the selection spills too, into the same file.
+    let Selection::Compact(s) = c.select(&|_| true) else { panic!("compact") };
+    assert_eq!(s.spilled().0, 60);
+    assert_eq!(s.to_vec(), sorted(arrival.clone()));
+    assert!(c.spill_read_failure().is_none());
+    s.spilled.as_ref().unwrap().truncate_file(0);
+    assert!(s.iter().count() < 60);
+    assert!(c.spill_read_failure().is_some(), "the store's owner sees the selection's failed read");
+}

@@ -13,8 +13,9 @@ use super::{parse_line, TraceClock, TraceLabels};
 
 /// Kept rows between two marks.
 pub(super) const MARK_EVERY: usize = 256;
-/// Cursors kept open (the builder's, and those of prompts built out of order).
-const CURSORS: usize = 4;
+/// Cursors kept open (the builder's, those of prompts built out of order, and one per thread
+/// of an eager build: a thread that finds none near its row starts again from a mark).
+const CURSORS: usize = 16;
 /// Bytes read at a time.
 const READ_BYTES: usize = 64 << 10;
 
@@ -81,7 +82,8 @@ impl RowFile {
     pub(super) fn hash_ids(&self, row: usize, lengths: (u32, u32)) -> Option<Vec<u64>> {
         let mut cursor = self.cursor_for(row);
         let got = cursor.as_mut().map_err(|e| e.to_string()).and_then(|c| c.read_row(self, row));
-        if let Ok(c) = cursor {
+        // A cursor whose read failed may stand past the line it could not use: not kept.
+        if let (Ok(c), true) = (cursor, got.is_ok()) {
             let mut pool = self.cursors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if pool.len() < CURSORS {
                 pool.push(c);
@@ -207,7 +209,8 @@ impl Cursor {
                 if rest.is_empty() {
                     return Ok(None);
                 }
-                let line = rest.strip_suffix(b"\r").unwrap_or(rest).to_vec();
+                // As `BufRead::lines`: a last line without `\n` keeps a final `\r`.
+                let line = rest.to_vec();
                 self.at += rest.len() as u64;
                 self.line += 1;
                 return Ok(Some(line));

@@ -201,6 +201,7 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
         steady: &ctx.config.steady,
     };
     let results = assemble(out, extra, &assembly);
+    results.records_read_back()?;
     let metrics = &results.metrics;
     if ctx.config.reuse_prompts && k > 0 && metrics.cached_input_tokens.is_some_and(|c| c > 0) {
         ctx.say(&format!(
@@ -235,6 +236,7 @@ pub async fn run_point(ctx: &Ctx, spec: PointSpec) -> Result<PointOutcome> {
     }
     let validity = results.validity();
     let result = results.document(ctx.output.save_detailed, None);
+    results.records_read_back()?;
     let RunResults { metrics, steady, out, .. } = results;
     Ok(PointOutcome {
         spec,

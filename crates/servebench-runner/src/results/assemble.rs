@@ -81,14 +81,21 @@ pub fn assemble(out: RunOutput, server_side: ServerSideOutput, a: &Assembly<'_>)
 }
 
 impl RunResults {
+    /// SB501 when records written to disk during the run (`--max-records-in-memory`) could not
+    /// be read back: the figures computed since miss them and must not be reported. Checked
+    /// right after [`assemble`] and again at the run's end (after the outputs' own walks).
+    pub fn records_read_back(&self) -> Result<()> {
+        match self.out.records.spill_read_failure() {
+            Some(failure) => Err(BenchError::io("the run's temporary records file", failure)),
+            None => Ok(()),
+        }
+    }
+
     /// The exit policy of a run: interrupted; stopped early (SB143, SB144); SB601 above `--max-failure-rate`
     /// (`max_failure_rate`, percent); SB602 when not one request succeeded.
     pub fn end(&self, max_failure_rate: Option<f64>) -> Result<RunEnd> {
         let m = &self.metrics;
-        // Records spilled to disk that could not be read back: the figures miss them.
-        if let Some(failure) = self.out.records.spill_read_failure() {
-            return Err(BenchError::io("the run's temporary records file", failure));
-        }
+        self.records_read_back()?;
         if self.out.interrupted {
             return Ok(RunEnd::Interrupted);
         }

@@ -127,7 +127,8 @@ pub async fn run_prepared(
     if let Some(server) = metrics_server {
         server.stop().await;
     }
-    // Sorted by index; records beyond --max-records-in-memory are read back from disk.
+    // Walked in index order; records beyond --max-records-in-memory stay on disk, merged back by
+    // every walk.
     let records = store.finish()?;
     let cancel_in_flight = cfg.on_interrupt == InterruptMode::Cancel;
     let early_stop = early.and_then(|e| e.report(&records, cancel_in_flight));

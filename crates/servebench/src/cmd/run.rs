@@ -217,6 +217,7 @@ fn single_run(args: &RunArgs, mut run: RunConfig, output: OutputConfig) -> anyho
         steady: &args.experiment.steady_options(),
     };
     let results = assemble(out, server_side, &assembly);
+    results.records_read_back()?;
     let detail = if args.verbose { Detail::Verbose } else { Detail::Default };
     out!("{}", results.console_text(detail));
     for line in results.console_warnings() {
