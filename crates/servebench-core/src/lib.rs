@@ -6,6 +6,7 @@ pub mod clock;
 pub mod compact_records;
 pub mod early_stop;
 pub mod error;
+pub mod file_at;
 pub mod flag_values;
 pub mod inference;
 pub mod merge;

@@ -121,11 +121,13 @@ impl CompactRecords {
             .enumerate()
             .map(|(k, &start)| (start, by_address.get(k + 1).copied().unwrap_or(self.bytes.len())))
             .collect();
-        let bytes = &self.bytes;
-        slots.sort_by_key(|&(start, _)| {
-            codec::index_of(bytes.get(start..).unwrap_or_default()).unwrap_or(u64::MAX)
-        });
+        slots.sort_by_key(|&(start, _)| self.index_at(start));
         slots
+    }
+
+    /// The workload index of the in-memory record starting at byte `start`.
+    fn index_at(&self, start: usize) -> u64 {
+        codec::index_of(self.bytes.get(start..).unwrap_or_default()).unwrap_or(u64::MAX)
     }
 
     /// The number of records.
@@ -192,7 +194,6 @@ impl CompactRecords {
         let mut out = CompactRecords {
             id_prefix: self.id_prefix.clone(),
             spill_at: self.spill_at,
-            sorted: true,
             ..CompactRecords::default()
         };
         if let Some(spilled) = &self.spilled {
@@ -235,12 +236,9 @@ impl CompactRecords {
     /// Orders the records by workload index (indices are unique: an unstable sort orders them
     /// as a stable one would). Only the starts move.
     pub fn sort_by_index(&mut self) {
-        let bytes = &self.bytes;
-        let index_at = |s: &u64| {
-            let start = usize::try_from(*s).unwrap_or(usize::MAX);
-            codec::index_of(bytes.get(start..).unwrap_or_default()).unwrap_or(u64::MAX)
-        };
-        self.starts.sort_unstable_by_key(index_at);
+        let mut starts = std::mem::take(&mut self.starts);
+        starts.sort_unstable_by_key(|&s| self.index_at(usize::try_from(s).unwrap_or(usize::MAX)));
+        self.starts = starts;
         self.sorted = true;
     }
 

@@ -8,6 +8,7 @@
 //! (`tempfile::tempfile`), so it disappears when the last handle closes, even on a crash.
 
 use super::codec;
+use crate::file_at::{read_exact_at, write_all_at};
 use crate::varint::{push_uint, read_uint};
 use crate::RequestRecord;
 use std::cmp::Reverse;
@@ -119,42 +120,6 @@ pub(super) fn write_run<'a>(
     match spilled {
         Some(s) => s.runs.push(run),
         None => *spilled = Some(Spilled { file, runs: vec![run] }),
-    }
-    Ok(())
-}
-
-#[cfg(unix)]
-fn write_all_at(file: &File, bytes: &[u8], at: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::write_all_at(file, bytes, at)
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, at)
-}
-
-#[cfg(windows)]
-fn write_all_at(file: &File, mut bytes: &[u8], mut at: u64) -> std::io::Result<()> {
-    while !bytes.is_empty() {
-        let n = std::os::windows::fs::FileExt::seek_write(file, bytes, at)?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        bytes = bytes.get(n..).unwrap_or_default();
-        at += n as u64;
-    }
-    Ok(())
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &File, mut buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
-    while !buf.is_empty() {
-        let n = std::os::windows::fs::FileExt::seek_read(file, buf, at)?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        buf = buf.get_mut(n..).unwrap_or_default();
-        at += n as u64;
     }
     Ok(())
 }

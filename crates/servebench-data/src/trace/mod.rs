@@ -15,7 +15,7 @@ mod reread;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use reread::{Keep, Mark, RowFile, MARK_EVERY};
+use reread::{Fate, Keep, Mark, RowFile, MARK_EVERY};
 
 use rayon::prelude::*;
 use serde_json::Value;
@@ -409,13 +409,15 @@ fn read_trace(cfg: &TraceConfig) -> Result<ReadTrace> {
         let text = if i == 0 { crate::dataset::file::strip_bom(text) } else { text };
         let replayed = seen < cfg.num_prompts;
         let Some(row) = parse_line(text, i + 1, &cfg.labels, &mut clock, replayed)? else { continue };
+        let fate = keep.fate(seen, &row);
         seen += 1;
-        if seen > cfg.num_prompts {
-            continue;
-        }
-        if !keep.fits(row.input_length, row.output_length) {
-            filtered_out += 1;
-            continue;
+        match fate {
+            Fate::Past => continue,
+            Fate::TooLong => {
+                filtered_out += 1;
+                continue;
+            }
+            Fate::Kept => {}
         }
         if rows.len() % MARK_EVERY == 0 {
             marks.push(Mark { at: line_at, line: i, seen: seen - 1 });

@@ -36,9 +36,28 @@ pub(super) struct Keep {
     pub max_model_len: Option<u32>,
 }
 
+/// What becomes of a non-empty row ([`Keep::fate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fate {
+    Kept,
+    /// Over `max_model_len`: dropped.
+    TooLong,
+    /// Past the first `num_prompts` rows: not replayed.
+    Past,
+}
+
 impl Keep {
-    pub(super) fn fits(&self, input: u32, output: u32) -> bool {
-        self.max_model_len.is_none_or(|limit| u64::from(input) + u64::from(output) <= u64::from(limit))
+    /// The fate of a non-empty row that has `seen` non-empty rows before it: the one rule of
+    /// preparation's pass and of every cursor reading the file again.
+    pub(super) fn fate(&self, seen: usize, row: &super::TraceRow) -> Fate {
+        let fits = self.max_model_len.is_none_or(|limit| {
+            u64::from(row.input_length) + u64::from(row.output_length) <= u64::from(limit)
+        });
+        match (seen < self.num_prompts, fits) {
+            (false, _) => Fate::Past,
+            (true, false) => Fate::TooLong,
+            (true, true) => Fate::Kept,
+        }
     }
 }
 
@@ -160,18 +179,19 @@ impl Cursor {
             let Some(line) = self.next_line(&file.file).map_err(|e| e.to_string())? else {
                 return Err(format!("the file ends before row {}", row + 1));
             };
-            let text = String::from_utf8(line).map_err(|_| format!("line {line_no} is not UTF-8"))?;
-            let text = if line_no == 1 { crate::dataset::file::strip_bom(&text) } else { &text };
+            // Split and checked as preparation did (`line_text`, as `BufRead::lines`).
+            let text = super::line_text(&line).map_err(|e| format!("line {line_no}: {e}"))?;
+            let text = if line_no == 1 { crate::dataset::file::strip_bom(text) } else { text };
             let mut clock = TraceClock::new(0.0);
             let parsed =
                 parse_line(text, line_no, &keep.labels, &mut clock, true).map_err(|e| e.to_string())?;
             let Some(parsed) = parsed else { continue };
+            let fate = keep.fate(self.seen, &parsed);
             self.seen += 1;
-            if self.seen > keep.num_prompts {
-                return Err(format!("the file has no row {} to replay", row + 1));
-            }
-            if !keep.fits(parsed.input_length, parsed.output_length) {
-                continue;
+            match fate {
+                Fate::Past => return Err(format!("the file has no row {} to replay", row + 1)),
+                Fate::TooLong => continue,
+                Fate::Kept => {}
             }
             let this = self.next_row;
             self.next_row += 1;
@@ -181,8 +201,8 @@ impl Cursor {
         }
     }
 
-    /// The line at the cursor without its end (`\n` or `\r\n`), the cursor moved past it;
-    /// `None` at the end of the file.
+    /// The line at the cursor with its `\n` (none after the last line), the cursor moved past
+    /// it; `None` at the end of the file.
     fn next_line(&mut self, file: &File) -> std::io::Result<Option<Vec<u8>>> {
         let mut want = READ_BYTES;
         loop {
@@ -190,8 +210,7 @@ impl Cursor {
             let held = from.and_then(|f| self.buf.get(f..));
             if let Some(rest) = held {
                 if let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-                    let line = rest.get(..nl).unwrap_or_default();
-                    let line = line.strip_suffix(b"\r").unwrap_or(line).to_vec();
+                    let line = rest.get(..=nl).unwrap_or_default().to_vec();
                     self.at += nl as u64 + 1;
                     self.line += 1;
                     return Ok(Some(line));
@@ -209,7 +228,6 @@ impl Cursor {
                 if rest.is_empty() {
                     return Ok(None);
                 }
-                // As `BufRead::lines`: a last line without `\n` keeps a final `\r`.
                 let line = rest.to_vec();
                 self.at += rest.len() as u64;
                 self.line += 1;
@@ -221,26 +239,9 @@ impl Cursor {
     /// Reads up to `want` bytes from the cursor into the buffer; how many.
     fn fill(&mut self, file: &File, want: usize) -> std::io::Result<usize> {
         self.buf.resize(want, 0);
-        let mut got = 0;
-        while got < want {
-            let n = read_at(file, self.buf.get_mut(got..).unwrap_or_default(), self.at + got as u64)?;
-            if n == 0 {
-                break;
-            }
-            got += n;
-        }
+        let got = servebench_core::file_at::read_up_to(file, &mut self.buf, self.at)?;
         self.buf.truncate(got);
         self.buf_at = self.at;
         Ok(got)
     }
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buf, at)
-}
-
-#[cfg(windows)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buf, at)
 }
